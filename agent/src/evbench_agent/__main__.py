@@ -1,0 +1,3 @@
+from evbench_agent.cli import main
+
+main()

@@ -1,0 +1,141 @@
+"""evbench-agent: the board side. Standard library only for its interface.
+
+    evbench-agent run [--spec FILE] [--suite ...] [--profile ...] [--codecs ...] [--quick] --out DIR
+    evbench-agent info [--json]
+
+Exit codes (the same for evbench): 0 success, 1 internal error, 2 usage or
+user error, 3 a check failed, 4 partial run, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evbench_agent import __version__
+from evbench_agent.errors import EvbenchError, ExitCode, UserError
+
+PROG = "evbench-agent"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 itself; keep one message style
+        raise UserError(message, hint=f"see '{self.prog} --help'")
+
+
+def _spec_from_args(args: argparse.Namespace):
+    from evbench_agent import spec as spec_module
+
+    document = spec_module.load(args.spec) if args.spec else {}
+    flags = {
+        "suites": args.suite,
+        "profiles": args.profile,
+        "codecs": args.codecs,
+        "cpu": args.cpu,
+        "processes": args.processes,
+        "values": args.values,
+    }
+    document.update({key: value for key, value in flags.items() if value is not None})
+    if args.quick:
+        document["quick"] = True
+    if args.no_gc:
+        document["gc"] = False
+    return spec_module.from_dict(document)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from evbench_agent import runner
+    from evbench_agent.progress import REPORTERS
+
+    spec = _spec_from_args(args)
+    run_id = args.run_id or runner.new_run_id()
+    out = Path(args.out) if args.out else Path("results") / run_id
+    progress = REPORTERS[args.progress]()
+    progress.message(f"run {run_id} -> {out}")
+    runner.run(spec, out, run_id, progress)
+    progress.message(f"complete: {out}")
+    return ExitCode.OK
+
+
+def _info(args: argparse.Namespace) -> int:
+    from evbench_agent import platform_info
+
+    info = platform_info.collect()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return ExitCode.OK
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value)) or "-"
+        print(f"{key:>22}: {value}")
+    return ExitCode.OK
+
+
+def _worker(_args: argparse.Namespace) -> int:
+    from evbench_agent.workers import serve_task
+
+    serve_task(sys.stdin, sys.stdout)
+    return ExitCode.OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="evbench agent: benchmarks on the board")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run suites into a results directory")
+    run.add_argument("--spec", help="a JSON spec file ('-' for standard input)")
+    run.add_argument("--suite", help="comma list of suites, or 'all'")
+    run.add_argument("--profile", help="comma list of payload profiles, or 'all'")
+    run.add_argument("--codecs", help="comma list of codecs, or 'all' (the installed ones)")
+    run.add_argument("--quick", action="store_true", help="a fixed small sample plan")
+    run.add_argument("--no-gc", action="store_true", help="disable the GC while timing")
+    run.add_argument("--cpu", type=int, help="pin the measuring processes to this CPU")
+    run.add_argument("--processes", type=int, help="worker processes (sample plan)")
+    run.add_argument("--values", type=int, help="samples per worker (sample plan)")
+    run.add_argument("--out", help="the run directory (must be new or empty)")
+    run.add_argument("--run-id", help="the run id (the host gives one)")
+    run.add_argument("--progress", choices=("text", "json", "none"), default="text")
+    run.set_defaults(handler=_run)
+
+    info = commands.add_parser("info", help="platform, versions and codecs")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(handler=_info)
+
+    worker = commands.add_parser("worker", help=argparse.SUPPRESS)
+    worker.set_defaults(handler=_worker)
+    return parser
+
+
+def agent(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv`; return the exit code."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the run is kept as partial", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except EvbenchError as error:
+        if debug:
+            raise
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        if error.hint:
+            print(f"{PROG}: hint: {error.hint}", file=sys.stderr)
+        return error.exit_code
+    except Exception as error:  # a bug: say so, and show where with --debug
+        if debug:
+            raise
+        print(f"{PROG}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"{PROG}: hint: run again with --debug for a traceback", file=sys.stderr)
+        return ExitCode.INTERNAL
+
+
+def main() -> None:
+    sys.exit(agent())

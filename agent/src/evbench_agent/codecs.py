@@ -1,0 +1,265 @@
+"""Codecs: each turns a profile's data into bytes and back.
+
+`protobuf`, `json` and `protobuf-json` are always present (the agent depends on
+protobuf); the others are used when their library imports, and detected at run
+time. Each codec binds to a profile once, outside any timed region, and hands
+back plain callables so that the timed loops call the library and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import json
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
+
+from evbench_agent.errors import UserError
+from evbench_agent.payloads import Payload, Profile
+from evbench_agent.payloads.convert import is_map, is_repeated
+
+#: What a codec encodes: the profile's plain data, or its protobuf message.
+PLAIN = "plain"
+MESSAGE = "message"
+
+#: What binding a codec to a profile gives: (encode, decode).
+_Pair = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
+
+
+@dataclass(frozen=True)
+class BoundCodec:
+    """A codec ready for one profile: the callables the suites time."""
+
+    encode: Callable[[Any], bytes]
+    decode: Callable[[bytes], Any]
+    #: Reads what `decode_access` reads of a decoded value; returns the leaf count.
+    access: Callable[[Any], int]
+    carries: str
+
+    def data(self, payload: Payload) -> Any:
+        return payload.message if self.carries == MESSAGE else payload.plain
+
+
+@dataclass(frozen=True)
+class Codec:
+    name: str
+    #: Module whose import decides availability; its distribution gives the version.
+    module: str
+    distribution: str | None
+    carries: str
+    description: str
+    _bind: Callable[[ModuleType, Profile], _Pair]
+
+    def available(self) -> bool:
+        try:
+            importlib.import_module(self.module)
+        except ImportError:
+            return False
+        return True
+
+    def version(self) -> str:
+        if self.distribution is None:
+            return f"Python {platform.python_version()} standard library"
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return str(getattr(importlib.import_module(self.module), "__version__", "unknown"))
+
+    def bind(self, profile: Profile) -> BoundCodec:
+        encode, decode = self._bind(importlib.import_module(self.module), profile)
+        if self.carries == MESSAGE:
+            reader = message_walker(profile.message_type.DESCRIPTOR)
+            if profile.access:
+                reader = path_reader(profile.access, getattr)
+        else:
+            reader = walk_plain
+            if profile.access:
+                reader = path_reader(profile.access, dict.__getitem__)
+        return BoundCodec(encode, decode, reader, self.carries)
+
+
+def walk_plain(value: Any) -> int:
+    """Read every leaf of plain data (dict values, list items); count them."""
+    if type(value) is dict:
+        count = 0
+        for item in value.values():
+            count += walk_plain(item)
+        return count
+    if type(value) is list:
+        count = 0
+        for item in value:
+            count += walk_plain(item)
+        return count
+    return 1
+
+
+_SCALAR, _MESSAGE, _REPEATED, _REPEATED_MESSAGE, _MAP, _MAP_OF_MESSAGES = range(6)
+
+
+def message_walker(descriptor: Descriptor) -> Callable[[Message], int]:
+    """A reader of every leaf of a message type, compiled once from its descriptor.
+
+    Attribute access is how applications read protobuf, and it is what makes
+    the runtime create the Python objects it deferred at parse time.
+    """
+    steps: list[tuple[str, int, Callable[[Any], int] | None]] = []
+    for field in descriptor.fields:
+        if is_map(field):
+            value_type = field.message_type.fields_by_name["value"].message_type
+            if value_type is None:
+                steps.append((field.name, _MAP, None))
+            else:
+                steps.append((field.name, _MAP_OF_MESSAGES, message_walker(value_type)))
+        elif field.message_type is not None:
+            kind = _REPEATED_MESSAGE if is_repeated(field) else _MESSAGE
+            steps.append((field.name, kind, message_walker(field.message_type)))
+        else:
+            steps.append((field.name, _REPEATED if is_repeated(field) else _SCALAR, None))
+
+    def walk(message: Message) -> int:
+        count = 0
+        for name, kind, inner in steps:
+            value = getattr(message, name)
+            if kind == _SCALAR:
+                count += 1
+            elif kind == _MESSAGE:
+                count += inner(value)
+            elif kind == _REPEATED:
+                for _ in value:
+                    count += 1
+            elif kind == _REPEATED_MESSAGE:
+                for item in value:
+                    count += inner(item)
+            elif kind == _MAP:
+                for _ in value.values():
+                    count += 1
+            else:
+                for item in value.values():
+                    count += inner(item)
+        return count
+
+    return walk
+
+
+def path_reader(path: tuple[str, ...], step: Callable[[Any, str], Any]) -> Callable[[Any], int]:
+    """A reader that needs only the value at `path` (the skipping profiles)."""
+
+    def read(value: Any) -> int:
+        for key in path:
+            value = step(value, key)
+        return 1
+
+    return read
+
+
+def _protobuf(_module: ModuleType, profile: Profile) -> _Pair:
+    cls = profile.message_type
+    return cls.SerializeToString, cls.FromString
+
+
+def _json(module: ModuleType, _profile: Profile) -> _Pair:
+    # Dart's jsonEncode writes compact separators and raw UTF-8, as here.
+    dumps = module.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    return (lambda value: dumps(value).encode()), module.loads
+
+
+def _json_format_options(to_dict: Callable[..., Any]) -> dict[str, bool]:
+    """Print fields without presence too: the option's name changed in protobuf 5.26."""
+    parameters = inspect.signature(to_dict).parameters
+    for name in ("always_print_fields_with_no_presence", "including_default_value_fields"):
+        if name in parameters:
+            return {name: True}
+    return {}
+
+
+def _protobuf_json(module: ModuleType, profile: Profile) -> _Pair:
+    cls = profile.message_type
+    to_dict, parse = module.MessageToDict, module.Parse
+    options = _json_format_options(to_dict)
+    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    return (
+        (lambda message: dumps(to_dict(message, **options)).encode()),
+        (lambda data: parse(data, cls())),
+    )
+
+
+def _orjson(module: ModuleType, _profile: Profile) -> _Pair:
+    return module.dumps, module.loads
+
+
+def _ujson(module: ModuleType, _profile: Profile) -> _Pair:
+    dumps = module.dumps
+    return (lambda value: dumps(value, ensure_ascii=False).encode()), module.loads
+
+
+def _msgspec(module: ModuleType, _profile: Profile) -> _Pair:
+    return module.Encoder().encode, module.Decoder().decode
+
+
+def _msgpack(module: ModuleType, _profile: Profile) -> _Pair:
+    return module.packb, module.unpackb
+
+
+def _cbor2(module: ModuleType, _profile: Profile) -> _Pair:
+    return module.dumps, module.loads
+
+
+CODECS: dict[str, Codec] = {
+    codec.name: codec
+    for codec in (
+        Codec("protobuf", "google.protobuf", "protobuf", MESSAGE, "protobuf binary", _protobuf),
+        Codec("json", "json", None, PLAIN, "json standard library, compact", _json),
+        Codec(
+            "protobuf-json",
+            "google.protobuf.json_format",
+            "protobuf",
+            MESSAGE,
+            "protobuf json_format.MessageToDict/Parse + json",
+            _protobuf_json,
+        ),
+        Codec("orjson", "orjson", "orjson", PLAIN, "orjson", _orjson),
+        Codec("ujson", "ujson", "ujson", PLAIN, "ujson", _ujson),
+        Codec("msgspec-json", "msgspec.json", "msgspec", PLAIN, "msgspec JSON", _msgspec),
+        Codec(
+            "msgspec-msgpack",
+            "msgspec.msgpack",
+            "msgspec",
+            PLAIN,
+            "msgspec MessagePack",
+            _msgspec,
+        ),
+        Codec("msgpack", "msgpack", "msgpack", PLAIN, "msgpack", _msgpack),
+        Codec("cbor2", "cbor2", "cbor2", PLAIN, "cbor2", _cbor2),
+    )
+}
+
+
+def available() -> list[str]:
+    """Names of the codecs whose library imports here, in the registry's order."""
+    return [name for name, codec in CODECS.items() if codec.available()]
+
+
+def get(name: str) -> Codec:
+    codec = CODECS.get(name)
+    if codec is None:
+        raise UserError(f"unknown codec {name!r}", hint=f"known: {', '.join(CODECS)}")
+    if not codec.available():
+        raise UserError(
+            f"codec {name!r} is not installed here (module {codec.module} does not import)",
+            hint=f"available: {', '.join(available())}",
+        )
+    return codec
+
+
+def protobuf_backend() -> str:
+    """The protobuf runtime implementation that runs: upb, cpp or python."""
+    from google.protobuf.internal import api_implementation
+
+    return api_implementation.Type()

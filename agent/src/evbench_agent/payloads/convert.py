@@ -1,0 +1,87 @@
+"""Convert between plain Python data and protobuf messages, by descriptor.
+
+Works on every protobuf runtime the agent supports (4.21 to 7.x): the
+descriptor API changed between them (`label` gave way to `is_repeated`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+_LABEL_REPEATED = 3
+
+
+def is_repeated(field: FieldDescriptor) -> bool:
+    flag = getattr(field, "is_repeated", None)
+    if flag is not None:
+        return bool(flag)
+    return field.label == _LABEL_REPEATED
+
+
+def is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
+def fill(message: Message, plain: Mapping[str, Any], rename: Mapping[str, str]) -> Message:
+    """Set `message` from `plain`, whose keys are field names or keys of `rename`."""
+    fields = message.DESCRIPTOR.fields_by_name
+    for key, value in plain.items():
+        field = fields[rename.get(key, key)]
+        target_name = field.name
+        if is_map(field):
+            getattr(message, target_name).update(value)
+        elif field.message_type is not None:
+            if is_repeated(field):
+                container = getattr(message, target_name)
+                for item in value:
+                    fill(container.add(), item, rename)
+            else:
+                fill(getattr(message, target_name), value, rename)
+                # An all-default sub-message must still count as present.
+                getattr(message, target_name).SetInParent()
+        elif field.enum_type is not None:
+            numbers = field.enum_type.values_by_name
+            if is_repeated(field):
+                getattr(message, target_name).extend(numbers[v].number for v in value)
+            else:
+                setattr(message, target_name, numbers[value].number)
+        elif is_repeated(field):
+            getattr(message, target_name).extend(value)
+        else:
+            setattr(message, target_name, value)
+    return message
+
+
+def to_plain(message: Message, rename: Mapping[str, str]) -> dict[str, Any]:
+    """The inverse of `fill`: plain data keyed as `rename` says (field name otherwise).
+
+    Unset fields with explicit presence are left out; implicit-presence fields
+    are always present, as proto3 defines their value.
+    """
+    back = {field: key for key, field in rename.items()}
+    plain: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        key = back.get(field.name, field.name)
+        if is_map(field):
+            plain[key] = dict(value)
+        elif is_repeated(field):
+            if field.message_type is not None:
+                plain[key] = [to_plain(item, rename) for item in value]
+            elif field.enum_type is not None:
+                plain[key] = [field.enum_type.values_by_number[v].name for v in value]
+            else:
+                plain[key] = list(value)
+        elif field.has_presence and not message.HasField(field.name):
+            continue
+        elif field.message_type is not None:
+            plain[key] = to_plain(value, rename)
+        elif field.enum_type is not None:
+            plain[key] = field.enum_type.values_by_number[value].name
+        else:
+            plain[key] = value
+    return plain

@@ -1,0 +1,157 @@
+"""The run spec: what to measure and how, validated before anything runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evbench_agent import codecs
+from evbench_agent.errors import UserError
+from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, PROFILES
+
+#: Suites this agent can run, in the order a run takes them.
+SUITES = ("codec",)
+DEFAULT_PROFILES = ("seed", "ev-full")
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """How many samples, pyperf style: worker processes x values, after warm-ups."""
+
+    processes: int
+    values: int
+    warmups: int
+    min_time: float  # seconds each timed sample spans at least
+
+
+#: The full plan gives n = 100 per figure, enough for p90/p99.
+FULL_PLAN = SamplePlan(processes=10, values=10, warmups=1, min_time=0.001)
+#: A fixed small plan (not a time limit), recorded as quick: true.
+QUICK_PLAN = SamplePlan(processes=2, values=5, warmups=1, min_time=0.001)
+
+
+@dataclass(frozen=True)
+class Spec:
+    suites: tuple[str, ...] = SUITES
+    profiles: tuple[str, ...] = DEFAULT_PROFILES
+    codecs: tuple[str, ...] = ("all",)
+    quick: bool = False
+    gc: bool = True
+    cpu: int | None = None
+    processes: int | None = None
+    values: int | None = None
+    warmups: int | None = None
+    min_time: float | None = None
+    payloads: int = DEFAULT_COUNT
+    seed: int = DEFAULT_SEED
+    #: Extra settings of suites added later (link, telemetry) live in their own keys.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> SamplePlan:
+        base = QUICK_PLAN if self.quick else FULL_PLAN
+        return SamplePlan(
+            processes=self.processes or base.processes,
+            values=self.values or base.values,
+            warmups=base.warmups if self.warmups is None else self.warmups,
+            min_time=self.min_time or base.min_time,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        document = dataclasses.asdict(self)
+        document.update(document.pop("extra"))
+        for key in ("suites", "profiles", "codecs"):
+            document[key] = list(document[key])
+        return document
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Spec)} - {"extra"}
+
+
+def _names(value: Any, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
+        raise UserError(f"spec key {key!r} must be a non-empty list of names or a comma list")
+    return tuple(value)
+
+
+def _expand(requested: tuple[str, ...], known: list[str], what: str) -> tuple[str, ...]:
+    if requested == ("all",):
+        return tuple(known)
+    unknown = [name for name in requested if name not in known]
+    if unknown:
+        raise UserError(
+            f"unknown {what} {', '.join(map(repr, unknown))}",
+            hint=f"available {what}s: {', '.join(known)}",
+        )
+    return tuple(dict.fromkeys(requested))
+
+
+def _check_number(document: dict[str, Any], key: str, minimum: float, kind: type) -> None:
+    value = document.get(key)
+    if value is None:
+        return
+    kinds = (int, float) if kind is float else (int,)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+        raise UserError(f"spec key {key!r} must be a number of at least {minimum}, not {value!r}")
+
+
+def from_dict(document: dict[str, Any], extra_keys: frozenset[str] = frozenset()) -> Spec:
+    """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
+    if not isinstance(document, dict):
+        raise UserError("a spec is a JSON object")
+    unknown = sorted(set(document) - _FIELDS - extra_keys)
+    if unknown:
+        raise UserError(
+            f"unknown spec key {', '.join(map(repr, unknown))}",
+            hint=f"known keys: {', '.join(sorted(_FIELDS | extra_keys))}",
+        )
+    values = {key: document[key] for key in _FIELDS if key in document}
+    extra = {key: document[key] for key in extra_keys if key in document}
+    if "suites" in values:
+        values["suites"] = _expand(_names(values["suites"], "suites"), list(SUITES), "suite")
+    if "profiles" in values:
+        values["profiles"] = _expand(
+            _names(values["profiles"], "profiles"), list(PROFILES), "profile"
+        )
+    requested_codecs = _names(values.get("codecs", ["all"]), "codecs")
+    if requested_codecs == ("all",):
+        values["codecs"] = tuple(codecs.available())
+    else:
+        for name in requested_codecs:
+            codecs.get(name)  # raises, naming what is available, when missing
+        values["codecs"] = tuple(dict.fromkeys(requested_codecs))
+    for key in ("quick", "gc"):
+        if key in values and not isinstance(values[key], bool):
+            raise UserError(f"spec key {key!r} must be true or false")
+    for key, minimum in (
+        ("processes", 1),
+        ("values", 1),
+        ("payloads", 1),
+        ("warmups", 0),
+        ("cpu", 0),
+    ):
+        _check_number(values, key, minimum, int)
+    _check_number(values, "min_time", 1e-6, float)
+    if "seed" in values and (
+        isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
+    ):
+        raise UserError("spec key 'seed' must be an integer")
+    return Spec(**values, extra=extra)
+
+
+def load(path: Path | str) -> dict[str, Any]:
+    """Read a spec file ('-' for standard input) as a JSON object."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+        return json.loads(text)
+    except OSError as error:
+        raise UserError(f"cannot read the spec {path}: {error.strerror}") from error
+    except ValueError as error:
+        raise UserError(f"the spec {path} is not valid JSON: {error}") from error

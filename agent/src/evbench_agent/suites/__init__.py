@@ -1,0 +1,1 @@
+"""Benchmark suites. Each has `run(spec, writer, progress)`; see spec.SUITES."""

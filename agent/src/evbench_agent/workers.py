@@ -1,0 +1,71 @@
+"""Worker processes: each measurement runs in a fresh interpreter, as pyperf does.
+
+Spreading samples over several processes captures the run-to-run spread
+(memory layout, hash seeds, allocator state) that one process cannot show.
+The manager sends a task as JSON on the worker's standard input; the worker
+answers with JSON lines on its standard output: progress, then one result.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from evbench_agent.errors import EvbenchError
+
+ProgressCallback = Callable[[str], None]
+
+
+def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
+    """Run `task` in a new interpreter; return its result or raise with its stderr."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "evbench_agent", "worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+        result = None
+        try:
+            process.stdin.write(json.dumps(task))
+            process.stdin.close()
+            for line in process.stdout:
+                message = json.loads(line)
+                if "progress" in message:
+                    on_progress(message["progress"])
+                elif "result" in message:
+                    result = message["result"]
+            returncode = process.wait()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        if returncode != 0 or result is None:
+            errors.seek(0)
+            tail = errors.read()[-2000:].strip()
+            raise EvbenchError(
+                f"a worker process failed (exit {returncode}): {tail or 'no output'}"
+            )
+        return result
+
+
+def serve_task(stdin: TextIO, stdout: TextIO) -> None:
+    """The worker side: read one task, run it, write progress and the result."""
+    from evbench_agent.suites import codec
+
+    task = json.load(stdin)
+    handlers = {"codec": codec.worker_main}
+    handler = handlers[task["suite"]]
+
+    def emit(what: str) -> None:
+        stdout.write(json.dumps({"progress": what}) + "\n")
+        stdout.flush()
+
+    result = handler(task, emit)
+    stdout.write(json.dumps({"result": result}) + "\n")
+    stdout.flush()

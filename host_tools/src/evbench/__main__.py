@@ -1,0 +1,3 @@
+from evbench.cli import main
+
+main()

@@ -1,0 +1,79 @@
+"""The board protocol: what every transport (local, ssh, serial) provides.
+
+deploy, run, fetch and diag are written once against this interface, as
+labgrid's drivers sit behind its protocols.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class StreamedCommand(abc.ABC):
+    """A command whose output is read line by line while it runs."""
+
+    @abc.abstractmethod
+    def lines(self) -> Iterator[str]:
+        """Standard output, line by line, until the command closes it."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float) -> int:
+        """The exit status, after at most `timeout` seconds."""
+
+    @abc.abstractmethod
+    def stderr(self) -> str:
+        """What the command wrote to standard error (after `wait`)."""
+
+    @abc.abstractmethod
+    def interrupt(self) -> None:
+        """Ask the command to stop as Ctrl-C would."""
+
+
+class Board(abc.ABC):
+    """A place where the agent runs: this machine, or a board over a transport."""
+
+    url: str
+
+    @abc.abstractmethod
+    def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        """Run a command to completion within `timeout` seconds."""
+
+    @abc.abstractmethod
+    def stream(self, argv: Sequence[str]) -> StreamedCommand:
+        """Start a command and read its output as it comes."""
+
+    @abc.abstractmethod
+    def put(self, local: Path, remote: str) -> None:
+        """Copy a file to the board."""
+
+    @abc.abstractmethod
+    def get(self, remote: str, local: Path) -> None:
+        """Copy a file from the board."""
+
+    @abc.abstractmethod
+    def agent_command(self) -> list[str]:
+        """How to start evbench-agent on this board."""
+
+    def close(self) -> None:  # noqa: B027 - transports without a connection keep this
+        """Release the transport."""
+
+    def __enter__(self) -> Board:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

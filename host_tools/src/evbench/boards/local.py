@@ -1,0 +1,73 @@
+"""The built-in local board: the agent runs as a separate process on this machine."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from evbench.boards.base import Board, CommandResult, StreamedCommand
+from evbench_agent.errors import UserError
+
+
+class LocalStreamedCommand(StreamedCommand):
+    def __init__(self, argv: Sequence[str]) -> None:
+        # Closed with the object: stderr is read after the command ends.
+        self._errors = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        try:
+            self._process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._errors,
+                text=True,
+                errors="replace",
+                # Its own process group: Ctrl-C on the host reaches it once,
+                # through interrupt(), not twice through the terminal.
+                start_new_session=True,
+            )
+        except OSError as error:
+            self._errors.close()
+            raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
+
+    def lines(self) -> Iterator[str]:
+        for line in self._process.stdout:
+            yield line.rstrip("\n")
+
+    def wait(self, timeout: float) -> int:
+        return self._process.wait(timeout)
+
+    def stderr(self) -> str:
+        self._errors.seek(0)
+        return self._errors.read()
+
+    def interrupt(self) -> None:
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGINT)
+
+
+class LocalBoard(Board):
+    url = "local"
+
+    def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        completed = subprocess.run(
+            list(argv), input=stdin, capture_output=True, timeout=timeout, check=False
+        )
+        return CommandResult(tuple(argv), completed.returncode, completed.stdout, completed.stderr)
+
+    def stream(self, argv: Sequence[str]) -> StreamedCommand:
+        return LocalStreamedCommand(argv)
+
+    def put(self, local: Path, remote: str) -> None:
+        shutil.copyfile(local, remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        shutil.copyfile(remote, local)
+
+    def agent_command(self) -> list[str]:
+        # The agent installed beside these host tools, run by the same Python.
+        return [sys.executable, "-m", "evbench_agent"]

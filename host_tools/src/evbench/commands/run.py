@@ -1,0 +1,98 @@
+"""evbench run: run the suites on a board, gather the results, print the table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evbench import table
+from evbench.boards import open_board
+from evbench.progress import ProgressView
+from evbench_agent import results
+from evbench_agent.errors import EvbenchError, ExitCode, UserError
+from evbench_agent.runner import new_run_id
+
+NAME = "run"
+HELP = "run benchmarks on a board and print the comparison table"
+
+#: A run that stops making progress for this long is broken, not slow.
+AGENT_EXIT_TIMEOUT = 60.0
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", default="local", help="board URL (default: local)")
+    parser.add_argument("--suite", default="all", help="comma list of suites, or all")
+    parser.add_argument("--profile", help="comma list of profiles, or all (default: seed,ev-full)")
+    parser.add_argument("--codecs", default="all", help="comma list of codecs, or all installed")
+    parser.add_argument("--quick", action="store_true", help="a fixed small sample plan")
+    parser.add_argument("--no-gc", action="store_true", help="disable the GC while timing")
+    parser.add_argument("--cpu", type=int, help="pin the measuring processes to this CPU")
+    parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
+    parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
+    parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
+
+
+def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
+    argv = ["run", "--progress", "json", "--run-id", run_id, "--out", str(out)]
+    argv += ["--suite", args.suite, "--codecs", args.codecs]
+    if args.profile:
+        argv += ["--profile", args.profile]
+    if args.quick:
+        argv.append("--quick")
+    if args.no_gc:
+        argv.append("--no-gc")
+    if args.cpu is not None:
+        argv += ["--cpu", str(args.cpu)]
+    return argv
+
+
+def _print_tables(run: results.Run, args: argparse.Namespace) -> None:
+    codec_names = run.manifest.get("spec", {}).get("codecs", [])
+    if args.baseline_codec in codec_names and args.candidate_codec in codec_names:
+        rows = table.compare_codecs(run, args.baseline_codec, args.candidate_codec)
+        print(table.render_comparison(rows, args.baseline_codec, args.candidate_codec))
+    if len(codec_names) > 2 or args.baseline_codec not in codec_names:
+        print()
+        print("Medians per codec:")
+        print(table.render_codec_medians(run, codec_names))
+
+
+def run(args: argparse.Namespace) -> int:
+    run_id = new_run_id()
+    out = (args.out or Path("results") / run_id).resolve()
+    results.prepare_output(out)
+    board = open_board(args.board)
+    with board:
+        command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))
+        try:
+            with ProgressView() as view:
+                for line in command.lines():
+                    if not view.feed(line):
+                        print(line, file=sys.stderr)
+            status = command.wait(AGENT_EXIT_TIMEOUT)
+        except KeyboardInterrupt:
+            command.interrupt()
+            status = command.wait(AGENT_EXIT_TIMEOUT)
+        log = command.stderr()
+    if log and out.is_dir():
+        (out / "agent.log").write_text(log, encoding="utf-8")
+    if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
+        message = log.strip().splitlines()[-2:] if log.strip() else ["no output"]
+        error = EvbenchError(f"the agent failed (exit {status}): {' / '.join(message)}")
+        error.exit_code = (
+            status if status in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
+        )
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise error
+    run_data = results.load_run(out)
+    _print_tables(run_data, args)
+    if not run_data.complete:
+        print(f"\nPARTIAL run (interrupted): {out}", file=sys.stderr)
+        return ExitCode.INTERRUPTED if status == ExitCode.INTERRUPTED else ExitCode.PARTIAL
+    print(f"\nresults: {out}", file=sys.stderr)
+    return ExitCode.OK
+
+
+__all__ = ["HELP", "NAME", "UserError", "run", "setup_parser"]

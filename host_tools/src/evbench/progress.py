@@ -1,0 +1,74 @@
+"""Shows the agent's progress events: a bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+
+class ProgressView:
+    """Consumes the agent's JSON progress lines (`evbench-agent run --progress json`)."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self._bar = None
+        self._task = None
+        if stream.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=stream),
+                transient=False,
+            )
+
+    def __enter__(self) -> ProgressView:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def feed(self, line: str) -> bool:
+        """Show one line of agent output; False when it is not a progress event."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(event, dict) or "event" not in event:
+            return False
+        kind = event["event"]
+        if self._bar is not None:
+            if kind == "start":
+                self._task = self._bar.add_task(event["suite"], total=event["total"])
+            elif kind == "advance" and self._task is not None:
+                self._bar.update(
+                    self._task,
+                    completed=event["done"],
+                    description=f"{event['suite']}: {event['what']}",
+                )
+            elif kind == "message":
+                self._bar.console.print(event["text"])
+            return True
+        if kind == "advance":
+            print(
+                f"{event['suite']} [{event['done']}/{event['total']}] {event['what']}",
+                file=self.stream,
+                flush=True,
+            )
+        elif kind == "message":
+            print(event["text"], file=self.stream, flush=True)
+        return True
