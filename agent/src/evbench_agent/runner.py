@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import platform_info
+from evbench_agent import platform_info, suites
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
@@ -25,12 +25,6 @@ def new_run_id() -> str:
 
 def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _suite_runner(name: str):
-    from evbench_agent.suites import codec
-
-    return {"codec": codec.run}[name]
 
 
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
@@ -56,8 +50,9 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     status = "interrupted"
     try:
+        context = suites.RunContext(spec, writer, progress)
         for suite in spec.suites:
-            _suite_runner(suite)(spec, writer, progress)
+            suites.load(suite).run(context)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evbench_agent import codecs
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, PROFILES
+from evbench_agent.suites import REGISTRY
 
 #: Suites this agent can run, in the order a run takes them.
-SUITES = ("codec",)
+SUITES = tuple(REGISTRY)
 DEFAULT_PROFILES = ("seed", "ev-full")
 
 
@@ -47,8 +48,6 @@ class Spec:
     min_time: float | None = None
     payloads: int = DEFAULT_COUNT
     seed: int = DEFAULT_SEED
-    #: Extra settings of suites added later (link, telemetry) live in their own keys.
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def plan(self) -> SamplePlan:
@@ -62,13 +61,12 @@ class Spec:
 
     def as_dict(self) -> dict[str, Any]:
         document = dataclasses.asdict(self)
-        document.update(document.pop("extra"))
         for key in ("suites", "profiles", "codecs"):
             document[key] = list(document[key])
         return document
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Spec)} - {"extra"}
+_FIELDS = {f.name for f in dataclasses.fields(Spec)}
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:
@@ -100,18 +98,17 @@ def _check_number(document: dict[str, Any], key: str, minimum: float, kind: type
         raise UserError(f"spec key {key!r} must be a number of at least {minimum}, not {value!r}")
 
 
-def from_dict(document: dict[str, Any], extra_keys: frozenset[str] = frozenset()) -> Spec:
+def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
         raise UserError("a spec is a JSON object")
-    unknown = sorted(set(document) - _FIELDS - extra_keys)
+    unknown = sorted(set(document) - _FIELDS)
     if unknown:
         raise UserError(
             f"unknown spec key {', '.join(map(repr, unknown))}",
-            hint=f"known keys: {', '.join(sorted(_FIELDS | extra_keys))}",
+            hint=f"known keys: {', '.join(sorted(_FIELDS))}",
         )
     values = {key: document[key] for key in _FIELDS if key in document}
-    extra = {key: document[key] for key in extra_keys if key in document}
     if "suites" in values:
         values["suites"] = _expand(_names(values["suites"], "suites"), list(SUITES), "suite")
     if "profiles" in values:
@@ -141,7 +138,7 @@ def from_dict(document: dict[str, Any], extra_keys: frozenset[str] = frozenset()
         isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
     ):
         raise UserError("spec key 'seed' must be an integer")
-    return Spec(**values, extra=extra)
+    return Spec(**values)
 
 
 def load(path: Path | str) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from evbench_agent import codecs, payloads
-from evbench_agent.progress import Progress
-from evbench_agent.results import RunWriter, SampleSet
+from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
+from evbench_agent.suites import RunContext
 from evbench_agent.workers import run_worker
 
 SUITE = "codec"
@@ -158,7 +158,8 @@ def sizes(spec: Spec) -> list[SampleSet]:
     return sample_sets
 
 
-def run(spec: Spec, writer: RunWriter, progress: Progress) -> None:
+def run(context: RunContext) -> None:
+    spec, writer, progress = context.spec, context.writer, context.progress
     plan = spec.plan
     steps = len(spec.profiles) * (1 + plan.processes)
     progress.start(SUITE, steps)
