@@ -65,13 +65,22 @@ def compare_codecs(run: Run, baseline: str, candidate: str) -> list[Row]:
     ]
 
 
+def format_median_ci(median: float, low: float | None, high: float | None, unit: str) -> str:
+    """`median [low, high]`; a bound keeps its own unit when it scales differently."""
+    text = format_value(median, unit)
+    if low is None or high is None or low == high:
+        return text
+    suffix = " " + text.split(" ", 1)[1] if " " in text else ""
+
+    def bound(value: float) -> str:
+        shown = format_value(value, unit)
+        return shown[: -len(suffix)] if suffix and shown.endswith(suffix) else shown
+
+    return f"{text} [{bound(low)}, {bound(high)}]"
+
+
 def _cell(summary: stats.Summary, unit: str) -> str:
-    text = format_value(summary.median, unit)
-    if summary.ci95_low is not None and summary.ci95_low != summary.ci95_high:
-        low = format_value(summary.ci95_low, unit).split()[0]
-        high = format_value(summary.ci95_high, unit).split()[0]
-        text += f" [{low}, {high}]"
-    return text
+    return format_median_ci(summary.median, summary.ci95_low, summary.ci95_high, unit)
 
 
 def _label(metric: str) -> str:
@@ -91,7 +100,19 @@ def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
 
 
-def render_comparison(rows: Sequence[Row], baseline: str, candidate: str) -> str:
+def format_markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The same cells as a Markdown (GitHub) table; pipes inside cells are escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+
+
+def comparison_cells(
+    rows: Sequence[Row], baseline: str, candidate: str
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the comparison table, for text, Markdown or HTML."""
     base_name = DISPLAY_NAMES.get(baseline, baseline)
     cand_name = DISPLAY_NAMES.get(candidate, candidate)
     winners = {"baseline": base_name, "candidate": cand_name, "tie": "tie"}
@@ -127,13 +148,19 @@ def render_comparison(rows: Sequence[Row], baseline: str, candidate: str) -> str
         "ratio 95% CI",
         "n",
     ]
-    notes = (
-        "Values: median [95% CI of the median]. Times are means of one operation over a "
-        "calibrated inner loop (>= 1 ms per sample), so spreads are those of loop means.\n"
-        "% Diff compares medians. Winner: Mann-Whitney p < 0.05 after Holm's correction "
-        "over these rows AND the ratio's 95% CI outside 1 +/- 0.02; otherwise tie."
-    )
-    return format_rows(headers, table_rows) + "\n" + notes
+    return headers, table_rows
+
+
+COMPARISON_NOTES = (
+    "Values: median [95% CI of the median]. Times are means of one operation over a "
+    "calibrated inner loop (>= 1 ms per sample), so spreads are those of loop means.\n"
+    "% Diff compares medians. Winner: Mann-Whitney p < 0.05 after Holm's correction "
+    "over these rows AND the ratio's 95% CI outside 1 +/- 0.02; otherwise tie."
+)
+
+
+def render_comparison(rows: Sequence[Row], baseline: str, candidate: str) -> str:
+    return format_rows(*comparison_cells(rows, baseline, candidate)) + "\n" + COMPARISON_NOTES
 
 
 def render_codec_medians(run: Run, codec_names: Sequence[str]) -> str:

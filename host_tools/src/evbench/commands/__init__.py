@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 #: Imported explicitly, in the order `evbench --help` lists them.
-COMMANDS = ("run",)
+COMMANDS = ("run", "report", "compare")
 
 
 def load() -> list[ModuleType]:

@@ -58,6 +58,21 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> None:
         print(table.render_codec_medians(run, codec_names))
 
 
+def _write_report(out: Path) -> None:
+    """Render the run; a report that fails only warns, the measured run is kept."""
+    from evbench.report import write_report  # matplotlib loads only once results exist
+
+    try:
+        write_report(out)
+        print(f"report: {out / 'report.html'}", file=sys.stderr)
+    except Exception as error:  # a report bug must not cost the run or its exit code
+        print(
+            f"evbench: warning: no report ({type(error).__name__}: {error}); "
+            f"the results are kept: try 'evbench report {out}'",
+            file=sys.stderr,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
@@ -88,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise error
     run_data = results.load_run(out)
     _print_tables(run_data, args)
+    _write_report(out)
     if not run_data.complete:
         print(f"\nPARTIAL run (interrupted): {out}", file=sys.stderr)
         return ExitCode.INTERRUPTED if status == ExitCode.INTERRUPTED else ExitCode.PARTIAL

@@ -1,0 +1,78 @@
+"""evbench compare: runs side by side, the change of each metric and its significance.
+
+With --baseline RUN the baseline comes first, regressions beyond the
+thresholds (5 % or a criteria file) are marked, and the exit code is 3 when
+any metric regressed, naming it, so a nightly job can fail on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evbench import table
+from evbench.report import compare, criteria, exports
+from evbench.report.context import load_context
+from evbench_agent.errors import CheckFailed, ExitCode, UserError
+from evbench_agent.results import write_atomic
+
+NAME = "compare"
+HELP = "compare runs (boards, platforms, nights); --baseline fails on regressions"
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
+    parser.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="the reference run")
+    parser.add_argument(
+        "--criteria", type=Path, metavar="FILE", help="JSON thresholds per metric (default 5%%)"
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--csv", type=Path, metavar="FILE", help="write the table as CSV here")
+
+
+def run(args: argparse.Namespace) -> int:
+    directories = ([args.baseline] if args.baseline else []) + list(args.runs)
+    if len(directories) < 2:
+        raise UserError("compare needs two runs or more", hint="evbench compare RUN_A RUN_B")
+    limits = criteria.load(args.criteria) if args.criteria else criteria.Criteria()
+    contexts = [load_context(directory) for directory in directories]
+    result = compare.compare(contexts, limits, baseline=args.baseline is not None)
+    names = result.labels
+    for name, context in zip(names, contexts, strict=True):
+        flag = " (PARTIAL)" if context.partial else ""
+        print(f"{name}: {context.directory} run {context.run_id}{flag}")
+    pair = ("json", "protobuf")
+    if all(set(pair) <= set(c.codecs()) for c in contexts):
+        print()
+        print(table.format_rows(*compare.codec_cells(contexts, names, pair)))
+    print()
+    headers, body = compare.cells(result)
+    print(table.format_rows(headers, body))
+    print(compare.NOTES)
+    if result.left_out:
+        print(f"\nleft out (not in every run): {', '.join(result.left_out)}")
+    if args.csv:
+        write_atomic(args.csv, exports.table_csv(headers, body).encode())
+    if args.junit:
+        write_atomic(args.junit, _junit(result, contexts[-1].run_id))
+    if result.regressions:
+        raise CheckFailed(
+            f"{len(result.regressions)} metric(s) regressed: " + "; ".join(result.regressions),
+            hint="see the table above; thresholds come from --criteria (default 5%)",
+        )
+    if any(c.partial for c in contexts):
+        print("some runs are partial: their figures may be incomplete", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _junit(result: compare.Comparison, run_id: str) -> bytes:
+    """The newest run's records, each failing when it regressed against the baseline."""
+    records, failures = [], {}
+    for row in result.rows:
+        record = row.records[-1]
+        records.append(record)
+        regression = row.changes[-1].regression if row.changes else None
+        if regression:
+            failures[exports.record_key(record)] = regression
+    return exports.junit_xml(run_id, records, failures)

@@ -1,0 +1,29 @@
+"""evbench report: write report.md, report.html, summary.csv and junit.xml into a run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evbench.report import write_report
+from evbench_agent.errors import ExitCode
+
+NAME = "report"
+HELP = "render a run directory: report.md, self-contained report.html, CSV and JUnit"
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    written = write_report(args.run_dir)
+    for path in written.files:
+        print(path)
+    context = written.context
+    if context.partial:
+        what = ", ".join(context.missing + context.problems) or "status not complete"
+        print(f"PARTIAL run rendered ({what})", file=sys.stderr)
+        return ExitCode.PARTIAL
+    return ExitCode.OK

@@ -1,0 +1,170 @@
+"""What a report knows about a run: its manifest, its records, what is missing.
+
+The report reads the results format (evbench_agent.results) and nothing else,
+so a run fetched from a board, a local run and an older run all render. Unlike
+`results.load_run`, a missing manifest or summary is not fatal here: the
+report renders what exists and says what is missing. A format name or version
+this evbench does not know is refused, naming it (results.check_version).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evbench_agent import results
+from evbench_agent.errors import FormatError, UserError
+
+#: The files a finished run holds (README "Results format").
+EXPECTED_FILES = (
+    results.MANIFEST,
+    results.SAMPLES,
+    results.SUMMARY,
+    results.CHECKSUMS,
+    results.COMPLETE,
+)
+
+
+@dataclass
+class RunContext:
+    """A run directory as the report sees it."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    records: list[dict[str, Any]]
+    missing: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing or self.problems) or self.manifest.get("status") not in (
+            None,
+            "complete",
+        )
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.directory.name)
+
+    def as_run(self) -> results.Run:
+        """The same run as results.Run, for code that works on one (table.py)."""
+        complete = (self.directory / results.COMPLETE).exists()
+        return results.Run(self.directory, self.manifest, self.records, complete)
+
+    def samples(self) -> list[results.SampleSet]:
+        return list(results.read_samples(self.directory))
+
+    def codecs(self) -> list[str]:
+        """Codecs of the run in the spec's order, then any others that have records."""
+        named = list(self.manifest.get("spec", {}).get("codecs") or [])
+        seen = [r["codec"] for r in self.records if r.get("codec")]
+        return named + sorted(set(seen) - set(named))
+
+
+def _read_document(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise FormatError(f"{path} cannot be read: {error}") from error
+    if not isinstance(document, dict):
+        raise FormatError(f"{path} is not a JSON object")
+    results.check_version(document, path)
+    return document
+
+
+def load_context(directory: Path) -> RunContext:
+    """Read what exists of a run directory; refuse formats we do not know."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(
+            f"{directory} is not a run directory", hint="give the run's --out directory"
+        )
+    missing = [name for name in EXPECTED_FILES if not (directory / name).exists()]
+    if results.MANIFEST in missing and results.SUMMARY in missing and results.SAMPLES in missing:
+        raise UserError(
+            f"{directory} holds no evbench results ({', '.join(missing)} missing)",
+            hint="give a directory written by evbench run or evbench-agent run",
+        )
+    manifest: dict[str, Any] = {}
+    if (directory / results.MANIFEST).exists():
+        manifest = _read_document(directory / results.MANIFEST)
+    problems: list[str] = []
+    if (directory / results.SUMMARY).exists():
+        summary = _read_document(directory / results.SUMMARY)
+        records = list(summary.get("records") or [])
+        if summary.get("partial"):
+            problems.append("summary.json says the run is partial")
+    else:
+        # The raw samples survive an interruption; the summary is rebuilt from them.
+        records = results.summarize(results.read_samples(directory))
+    if results.CHECKSUMS not in missing:
+        problems += [f"checksum: {p}" for p in results.verify_checksums(directory)]
+    return RunContext(directory, manifest, records, missing, problems)
+
+
+def context_rows(context: RunContext) -> list[tuple[str, str]]:
+    """The run's context as (what, value) pairs, in the order a reader wants them."""
+    manifest = context.manifest
+    platform = manifest.get("platform") or {}
+    spec = manifest.get("spec") or {}
+    codec_versions = platform.get("codecs") or {}
+    used = context.codecs()
+    rows = [
+        ("Run", context.run_id),
+        ("Status", str(manifest.get("status", "unknown"))),
+        ("Started / ended", f"{manifest.get('start_time', '?')} / {manifest.get('end_time', '?')}"),
+        (
+            "Board",
+            str(platform.get("board") or f"no device tree ({platform.get('hostname', '?')})"),
+        ),
+        ("CPU", f"{platform.get('cpu_model', '?')} x {platform.get('cpu_count', '?')}"),
+        ("Image / OS", str(platform.get("image") or platform.get("os", "?"))),
+        ("Kernel", str(platform.get("kernel", "?"))),
+        ("Python", f"{platform.get('python_implementation', '')} {platform.get('python', '?')}"),
+        (
+            "protobuf",
+            f"{platform.get('protobuf', '?')} (backend {platform.get('protobuf_backend', '?')})",
+        ),
+        ("Codecs", ", ".join(f"{c} {codec_versions.get(c, '?')}" for c in used) or "-"),
+        ("Suites / profiles", f"{_join(spec.get('suites'))} / {_join(spec.get('profiles'))}"),
+        ("Sample plan", "quick" if manifest.get("quick") else "full"),
+        ("GC while timing", str(manifest.get("gc", "?"))),
+        ("CPU affinity", str(manifest.get("affinity") or "not pinned")),
+        ("Scheduling granted", _scheduling(manifest)),
+        ("Sensors", _sensors(manifest)),
+        ("Clock", _clock(platform.get("clock") or {})),
+    ]
+    return rows
+
+
+def _join(values: Any) -> str:
+    return ", ".join(map(str, values)) if values else "-"
+
+
+def _scheduling(manifest: dict[str, Any]) -> str:
+    """What the link suite was granted (it records it); the default policy otherwise."""
+    for key in ("scheduling", "realtime"):
+        value = manifest.get(key) or (manifest.get("platform") or {}).get(key)
+        if value:
+            return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+    return "default policy (nothing requested)"
+
+
+def _sensors(manifest: dict[str, Any]) -> str:
+    sensors = manifest.get("sensors") or (manifest.get("telemetry") or {}).get("sensors")
+    if not sensors:
+        return "none recorded"
+    if isinstance(sensors, dict):
+        return "; ".join(
+            f"{kind}: {_join(v) if isinstance(v, list) else v}" for kind, v in sensors.items()
+        )
+    return _join(sensors)
+
+
+def _clock(clock: dict[str, Any]) -> str:
+    if not clock:
+        return "?"
+    source, resolution = clock.get("clocksource", "?"), clock.get("resolution_s", "?")
+    return f"{clock.get('timer', '?')} ({source}, resolution {resolution} s)"

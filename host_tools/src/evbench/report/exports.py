@@ -1,0 +1,94 @@
+"""Machine-readable exports for CI dashboards: CSV of the records, JUnit XML.
+
+CSV: one row per summary record, the columns of summary.json in its order;
+`params` is JSON; a field that does not apply is empty; numbers are written
+with repr() so they read back to the same float.
+
+JUnit: one <testsuite> per run, one <testcase> per record (a metric of one
+suite, profile and codec) whose <properties> carry value (the median), unit,
+n, mean, stdev and the median's 95 % interval. A case fails when the metric
+regressed against the baseline (compare.py decides); without a baseline every
+case passes and only carries the numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evbench_agent.results import RECORD_FIELDS
+
+PROPERTY_FIELDS = ("median", "mean", "stdev", "min", "max", "ci95_low", "ci95_high", "n")
+
+
+def record_key(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(record.get("suite")),
+        str(record.get("profile") or "-"),
+        str(record.get("codec") or "-"),
+        str(record.get("metric")),
+    )
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def csv_text(records: Sequence[Mapping[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(RECORD_FIELDS)
+    for record in records:
+        writer.writerow([_csv_value(record.get(name)) for name in RECORD_FIELDS])
+    return buffer.getvalue()
+
+
+def junit_xml(
+    run_id: str,
+    records: Sequence[Mapping[str, Any]],
+    failures: Mapping[tuple[str, str, str, str], str] | None = None,
+    timestamp: str | None = None,
+) -> bytes:
+    """The JUnit document; `failures` maps a record_key to why that metric regressed."""
+    failures = failures or {}
+    root = ET.Element("testsuites", name="evbench")
+    suite = ET.SubElement(root, "testsuite", name=f"evbench {run_id}", tests=str(len(records)))
+    suite.set("failures", str(sum(1 for r in records if record_key(r) in failures)))
+    suite.set("errors", "0")
+    suite.set("time", "0")
+    if timestamp:
+        suite.set("timestamp", timestamp)
+    root.set("tests", suite.get("tests"))
+    root.set("failures", suite.get("failures"))
+    for record in records:
+        key = record_key(record)
+        case = ET.SubElement(suite, "testcase", name=key[3], classname=".".join(key[:3]), time="0")
+        properties = ET.SubElement(case, "properties")
+        ET.SubElement(properties, "property", name="value", value=_csv_value(record.get("median")))
+        ET.SubElement(properties, "property", name="unit", value=str(record.get("unit", "")))
+        for name in PROPERTY_FIELDS:
+            ET.SubElement(properties, "property", name=name, value=_csv_value(record.get(name)))
+        if key in failures:
+            failure = ET.SubElement(case, "failure", type="regression", message=failures[key])
+            failure.text = failures[key]
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def table_csv(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Any rendered table as CSV (the cells as displayed)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return buffer.getvalue()
