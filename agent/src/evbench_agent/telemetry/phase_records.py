@@ -1,0 +1,152 @@
+"""Per-phase telemetry records: the samples of each marked phase, summarized.
+
+A sample covers the interval since the previous one; it counts for a phase
+when that interval overlaps the phase. A phase shorter than the sampling
+interval therefore shares its samples with its neighbours (use a shorter
+--telemetry-interval for short phases); `interval_s` in the record's params
+says which interval applied. Phases marked more than once (the codec suite
+marks each profile in every worker process) pool their samples.
+
+Records have suite `telemetry`; the phase's own suite is `params.phase`; the
+phase's profile and codec are the record's. A phase during which the kernel
+throttled carries `throttled: true` and the reasons in its params.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evbench_agent.results import SampleSet
+from evbench_agent.telemetry import energy
+from evbench_agent.telemetry.timeline import PHASE_FIELDS, windows
+
+SUITE = "telemetry"
+IDLE = "idle"
+
+
+def read_telemetry(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict]]:
+    """(header, samples, events) of a telemetry file; a torn last line is skipped."""
+    header: dict[str, Any] = {}
+    samples, events = [], []
+    if not Path(path).exists():
+        return header, samples, events
+    with open(path, encoding="utf-8") as stream:
+        for line in stream:
+            if not line.endswith("\n"):
+                break
+            item = json.loads(line)
+            kind = item.get("type")
+            if kind == "header":
+                header = item
+            elif kind == "sample":
+                samples.append(item)
+            else:
+                events.append(item)
+    return header, samples, events
+
+
+def _covering(samples: list[dict[str, Any]], start: int, end: int) -> list[dict[str, Any]]:
+    chosen, previous = [], None
+    for sample in samples:
+        covers_from = sample["t_ns"] if previous is None else previous
+        if sample["t_ns"] >= start and covers_from <= end:
+            chosen.append(sample)
+        previous = sample["t_ns"]
+    return chosen
+
+
+def _series(samples: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
+    zones = [max(s["zones_c"].values()) for s in samples if s["zones_c"]]
+    freqs = [
+        min(f["cur"] for f in s["freq_hz"].values() if "cur" in f)
+        for s in samples
+        if any("cur" in f for f in s["freq_hz"].values())
+    ]
+    return {
+        "cpu_util": ("percent", [s["cpu_percent"] for s in samples]),
+        "agent_cpu": (
+            "percent",
+            [s["agent_cpu_percent"] for s in samples if s["agent_cpu_percent"] is not None],
+        ),
+        "temp_max": ("°C", zones),
+        "freq_min": ("Hz", freqs),
+        "power_mean": ("W", [s["power_w"] for s in samples if s["power_w"] is not None]),
+        "rss_max": ("bytes", [s["agent_rss"] for s in samples if s["agent_rss"] is not None]),
+    }
+
+
+def _group(markers: list[dict[str, Any]], samples: list[dict[str, Any]]):
+    """Phase name -> (samples, [(samples, duration s, end marker)] per window), in order."""
+    last = samples[-1]["t_ns"] if samples else 0
+    groups: dict[tuple, tuple[dict[int, dict], list]] = {}
+    for end_marker, start, end in windows(markers):
+        end = last if end is None else end
+        name = tuple(end_marker.get(k) for k in PHASE_FIELDS)
+        pooled, spans = groups.setdefault(name, ({}, []))
+        chosen = _covering(samples, start, end)
+        pooled.update({s["t_ns"]: s for s in chosen})
+        spans.append((chosen, max(0, end - start) / 1e9, end_marker))
+    return {
+        name: ([pooled[t] for t in sorted(pooled)], spans)
+        for name, (pooled, spans) in groups.items()
+    }
+
+
+def build(
+    telemetry_path: Path,
+    markers: list[dict[str, Any]],
+    timings: list[SampleSet],
+) -> tuple[list[SampleSet], dict[str, Any]]:
+    """The telemetry SampleSets of every phase, and facts for the manifest."""
+    header, samples, events = read_telemetry(telemetry_path)
+    interval = header.get("interval_s")
+    groups = _group(markers, samples)
+    idle = groups.get((IDLE, None, None))
+    idle_w = energy.idle_power_w(idle[0]) if idle else None
+    sample_sets: list[SampleSet] = []
+    flagged = []
+    for (suite, profile, codec), (phase_samples, spans) in groups.items():
+        reasons = sorted({r for s in phase_samples for r in s.get("throttle", [])})
+        params = {"phase": suite, "interval_s": interval, "throttled": bool(reasons)}
+        if reasons:
+            params["throttle_reasons"] = reasons
+            flagged.append({"phase": suite, "profile": profile, "codec": codec, "reasons": reasons})
+        for metric, (unit, values) in _series(phase_samples).items():
+            if values:
+                sample_sets.append(SampleSet(SUITE, profile, codec, metric, unit, params, values))
+        if idle_w is None or suite == IDLE:
+            continue
+        energy_params = dict(params, idle_power_w=idle_w)
+        for count_name, metric in (("messages", "energy_per_msg"), ("operations", "energy_per_op")):
+            counted = [(s, d, m[count_name]) for s, d, m in spans if m.get(count_name)]
+            values = energy.per_count(counted, idle_w)
+            if values:
+                sample_sets.append(
+                    SampleSet(
+                        SUITE,
+                        profile,
+                        codec,
+                        metric,
+                        "J",
+                        dict(energy_params, method=energy.METHOD_PER_COUNT),
+                        values,
+                    )
+                )
+        if suite == "codec" and profile is not None and codec is None:
+            sample_sets += energy.codec_per_operation(
+                profile,
+                phase_samples,
+                idle_w,
+                [t for t in timings if t.suite == "codec"],
+                energy_params,
+            )
+    facts = {
+        "samples": len(samples),
+        "idle_power_w": idle_w,
+        "throttle_events": [e for e in events if e["type"].startswith("throttle")],
+        "throttled_phases": flagged,
+        "sensors_lost": [e for e in events if e["type"] == "sensor_lost"],
+    }
+    return sample_sets, facts
