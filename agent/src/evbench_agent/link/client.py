@@ -1,0 +1,285 @@
+"""The link client: a periodic sender and a saturating sender, over one connection each.
+
+The periodic sender wakes on absolute deadlines `start + k * period` of the
+monotonic clock, so one late tick does not shift the later ones (no drift). It
+waits by sleeping in select() until the next deadline or a reply, whichever
+comes first; it never spins. select() is used rather than poll()/epoll because
+its timeout has microsecond resolution; theirs is a millisecond. Replies are
+matched to messages by sequence number, never by arrival order.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from evbench_agent.errors import UserError
+from evbench_agent.link import framing, handshake, messages
+from evbench_agent.link.timing import clock_ns, thread_cpu_ns
+
+CONNECT_TIMEOUT_S = 10.0
+HANDSHAKE_TIMEOUT_S = 10.0
+#: A peer silent this long after a message is not going to answer it.
+MIN_LOST_AFTER_S = 1.0
+
+
+def lost_after(deadline_s: float) -> float:
+    """How long to wait for a reply before counting its message lost."""
+    return max(MIN_LOST_AFTER_S, 10 * deadline_s)
+
+
+class Connection:
+    """A connected, handshaken link to a responder, for one codec and mode."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        link: messages.LinkCodec,
+        mode: str,
+        max_frame: int = framing.DEFAULT_MAX_FRAME,
+        timeout_s: float = HANDSHAKE_TIMEOUT_S,
+    ) -> None:
+        host, port = address
+        try:
+            self.sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+        except OSError as error:
+            raise UserError(
+                f"cannot connect to the responder at {host}:{port}: {error.strerror or error}",
+                hint="start one with 'evbench-agent serve', or check --peer",
+            ) from error
+        self.sock.settimeout(None)
+        framing.configure(self.sock, send_timeout_s=timeout_s)
+        self.reader = framing.FrameReader(self.sock, max_frame)
+        self.link, self.mode, self.address = link, mode, f"{host}:{port}"
+        hello = handshake.Hello(
+            link.codec, link.profile.name, messages.message_name(link.profile), mode
+        )
+        try:
+            self.accepted = handshake.request(self.reader, hello, timeout_s)
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Sent:
+    encode_start: int
+    send: int
+    payload_bytes: int
+    frame_bytes: int
+
+
+@dataclass
+class PhaseResult:
+    """What one periodic phase measured (times in ns, sizes in bytes)."""
+
+    sent: dict[int, Sent] = field(default_factory=dict)
+    #: sequence -> (reply arrival, end of decoding the reply)
+    replies: dict[int, tuple[int, int]] = field(default_factory=dict)
+    lateness: list[int] = field(default_factory=list)
+    client_cpu_ns: int = 0
+    responder: dict[str, int] | None = None
+    error: str | None = None
+
+    def answered(self) -> list[int]:
+        return sorted(sequence for sequence in self.sent if sequence in self.replies)
+
+    @property
+    def lost(self) -> int:
+        return len(self.sent) - len(self.replies)
+
+
+class _Exchange:
+    """Sends messages and takes in replies on one connection, matching by sequence."""
+
+    def __init__(self, connection: Connection, data: list[Any]) -> None:
+        self.connection = connection
+        self.sock, self.reader = connection.sock, connection.reader
+        self.data = data
+        self.echo = connection.mode == "echo"
+        self.sent_at: dict[int, tuple[int, int, int, int]] = {}
+        self.replies: dict[int, tuple[int, int]] = {}
+        self.stats: list[dict[str, int]] = []
+        #: Sequences in the order their replies arrived (the saturating sender follows it).
+        self.arrivals: list[int] = []
+        self.next_sequence = 0
+
+    def send_next(self) -> int:
+        sequence = self.next_sequence
+        encode_start = clock_ns()
+        blob = self.connection.link.encode(self.data[sequence % len(self.data)])
+        frame = framing.pack(framing.MESSAGE, sequence, blob)
+        send_time = clock_ns()
+        framing.send(self.sock, frame)
+        self.sent_at[sequence] = (encode_start, send_time, len(blob), len(frame))
+        self.next_sequence += 1
+        return sequence
+
+    def request_stats(self) -> None:
+        framing.send(self.sock, framing.pack(framing.STATS, len(self.stats)))
+
+    def wait(self, timeout_ns: int) -> bool:
+        """Sleep until data arrives or `timeout_ns` passes; take in every whole frame.
+
+        Returns False when the time ran out with nothing to read."""
+        readable, _, _ = select.select([self.sock], [], [], max(timeout_ns, 0) / 1e9)
+        if not readable:
+            return False
+        frames = self.reader.receive()
+        arrival = clock_ns()
+        for frame in frames:
+            if frame.kind == framing.STATS_REPLY:
+                self.stats.append(_stats(frame.body))
+            elif frame.kind == framing.REPLY:
+                self._take(frame, arrival)
+            else:
+                raise framing.FrameError(f"unexpected frame kind {frame.kind} from the responder")
+        return True
+
+    def _take(self, frame: framing.Frame, arrival: int) -> None:
+        sequence = frame.sequence
+        if sequence not in self.sent_at or sequence in self.replies:
+            what = "a second reply" if sequence in self.replies else "a reply"
+            raise framing.FrameError(f"{what} to message {sequence}, which was not expected")
+        link = self.connection.link
+        try:
+            if self.echo:
+                link.decode(frame.body)
+            else:
+                acked, _receive_ns = link.decode_ack(frame.body)
+                if acked != sequence:
+                    raise framing.FrameError(f"the reply to {sequence} acknowledges {acked}")
+        except framing.FrameError:
+            raise
+        except Exception as error:  # each codec library raises its own types
+            raise framing.FrameError(
+                f"the reply to message {sequence} does not decode: {type(error).__name__}: {error}"
+            ) from error
+        self.replies[sequence] = (arrival, clock_ns())
+        self.arrivals.append(sequence)
+
+    def outstanding(self) -> int:
+        return len(self.sent_at) - len(self.replies)
+
+
+def _stats(body: bytes) -> dict[str, int]:
+    try:
+        counts = json.loads(body.decode("utf-8"))
+        return {"messages": int(counts["messages"]), "cpu_ns": int(counts["cpu_ns"])}
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        raise framing.FrameError(f"a STATS_REPLY that is not the expected JSON: {error}") from error
+
+
+def _drain(exchange: _Exchange, until_ns: int, stats_wanted: int = 0) -> None:
+    """Take in replies until none is outstanding (and the stats came) or `until_ns`."""
+    while exchange.outstanding() or len(exchange.stats) < stats_wanted:
+        remaining = until_ns - clock_ns()
+        if remaining <= 0:
+            return
+        exchange.wait(remaining)
+
+
+def run_periodic(
+    connection: Connection,
+    data: list[Any],
+    rate_hz: float,
+    count: int,
+    warmup_count: int,
+    deadline_s: float,
+) -> PhaseResult:
+    """Send `warmup_count` + `count` messages at `rate_hz`; record the last `count`.
+
+    A peer that dies ends the phase early: what was measured is returned with
+    `error` set and the unanswered messages counted lost.
+    """
+    exchange = _Exchange(connection, data)
+    period = round(1e9 / rate_hz)
+    wait_lost = round(lost_after(deadline_s) * 1e9)
+    result = PhaseResult()
+    start = clock_ns()
+    cpu_start = None
+    try:
+        for sequence in range(warmup_count + count):
+            deadline = start + sequence * period
+            while (now := clock_ns()) < deadline:
+                exchange.wait(deadline - now)
+            if sequence == warmup_count:
+                cpu_start = thread_cpu_ns()
+                exchange.request_stats()
+            exchange.send_next()
+            if sequence >= warmup_count:
+                result.lateness.append(now - deadline)
+        last_send = exchange.sent_at[exchange.next_sequence - 1][1]
+        exchange.request_stats()
+        _drain(exchange, last_send + wait_lost, stats_wanted=2)
+    except framing.PeerClosed as error:
+        result.error = f"the responder at {connection.address} went away: {error}"
+    if cpu_start is not None:
+        result.client_cpu_ns = thread_cpu_ns() - cpu_start
+    for sequence, (encode_start, send, payload, frame) in exchange.sent_at.items():
+        if sequence >= warmup_count:
+            result.sent[sequence] = Sent(encode_start, send, payload, frame)
+            if sequence in exchange.replies:
+                result.replies[sequence] = exchange.replies[sequence]
+    if len(exchange.stats) == 2:
+        first, last = exchange.stats
+        result.responder = {key: last[key] - first[key] for key in ("messages", "cpu_ns")}
+    return result
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    messages: int
+    payload_bytes: int
+    seconds: float
+    error: str | None = None
+
+
+def run_saturation(
+    connection: Connection,
+    data: list[Any],
+    window: int,
+    duration_s: float,
+    warmup_s: float,
+    deadline_s: float,
+) -> CapacityResult:
+    """Keep `window` messages in flight for `warmup_s` + `duration_s`; count the
+    replies that arrive in the last `duration_s`: the real throughput."""
+    exchange = _Exchange(connection, data)
+    wait_lost = round(lost_after(deadline_s) * 1e9)
+    start = clock_ns()
+    measure_from = start + round(warmup_s * 1e9)
+    end = measure_from + round(duration_s * 1e9)
+    counted = payload = 0
+    error = None
+    try:
+        for _ in range(window):
+            exchange.send_next()
+        while (now := clock_ns()) < end:
+            before = len(exchange.arrivals)
+            if not exchange.wait(min(end - now, wait_lost)) and clock_ns() < end:
+                raise framing.PeerClosed(f"no reply for {wait_lost / 1e9:g} s")
+            for sequence in exchange.arrivals[before:]:
+                arrival = exchange.replies[sequence][0]
+                if arrival > end:
+                    continue  # the window has closed: no new message
+                if arrival >= measure_from:
+                    counted += 1
+                    payload += exchange.sent_at[sequence][2]
+                exchange.send_next()
+        _drain(exchange, clock_ns() + wait_lost)
+    except framing.PeerClosed as problem:
+        error = f"the responder at {connection.address} went away: {problem}"
+    return CapacityResult(counted, payload, duration_s, error)

@@ -1,0 +1,127 @@
+"""Frames on a TCP stream: a 4-byte little-endian length, then the frame.
+
+A frame is `kind` (1 byte), `sequence` (8 bytes, little-endian) and a body.
+Every frame leaves in one write (`sendall` of one bytes object) on a socket
+with TCP_NODELAY: two writes under Nagle's algorithm and delayed ACK can stall
+a message for tens of milliseconds. Lengths read from the wire are checked
+against a cap before anything is allocated for them.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+from evbench_agent.errors import EvbenchError
+
+#: The length prefix: a 4-byte little-endian unsigned integer, as the seed app.
+LENGTH = struct.Struct("<I")
+#: What follows it in every frame: kind and sequence number.
+HEADER = struct.Struct("<BQ")
+#: Largest frame (kind + sequence + body) accepted unless configured otherwise.
+DEFAULT_MAX_FRAME = 1 << 20
+#: recv() size: several frames of the usual payloads arrive in one call.
+RECV_SIZE = 1 << 16
+
+#: Frame kinds.
+HELLO = 0  # handshake, both directions; body is a JSON object (handshake.py)
+MESSAGE = 1  # client -> responder: an encoded message
+REPLY = 2  # responder -> client: the echo or the ack of MESSAGE `sequence`
+STATS = 3  # client -> responder: asks for STATS_REPLY (empty body)
+STATS_REPLY = 4  # responder -> client: a JSON object with the connection's counts
+KINDS = frozenset({HELLO, MESSAGE, REPLY, STATS, STATS_REPLY})
+
+
+class FrameError(EvbenchError):
+    """The byte stream is not evbench link frames (garbage, oversize, cut short)."""
+
+
+class PeerClosed(FrameError):
+    """The peer closed the connection (or reset it)."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: int
+    sequence: int
+    body: bytes
+
+
+def pack(kind: int, sequence: int, body: bytes = b"") -> bytes:
+    """One frame, length prefix included, ready for a single sendall()."""
+    return LENGTH.pack(HEADER.size + len(body)) + HEADER.pack(kind, sequence) + body
+
+
+def configure(sock: socket.socket, send_timeout_s: float) -> None:
+    """TCP_NODELAY, and a kernel send timeout so a peer that stops reading
+    cannot block us forever (SO_SNDTIMEO costs no extra system call per send,
+    unlike a Python socket timeout, which polls before every operation)."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval(send_timeout_s))
+
+
+def timeval(seconds: float) -> bytes:
+    """A struct timeval for SO_SNDTIMEO / SO_RCVTIMEO."""
+    whole = int(seconds)
+    return struct.pack("ll", whole, int((seconds - whole) * 1e6))
+
+
+def send(sock: socket.socket, data: bytes) -> None:
+    """Send one packed frame; a peer that vanished or stopped reading raises PeerClosed."""
+    try:
+        sock.sendall(data)
+    except BlockingIOError as error:
+        raise PeerClosed("the peer stopped reading (send timed out)") from error
+    except (BrokenPipeError, ConnectionResetError) as error:
+        raise PeerClosed(f"the peer closed the connection ({error.strerror})") from error
+
+
+class FrameReader:
+    """Cuts frames out of whatever recv() returns: partial reads, several at once."""
+
+    def __init__(self, sock: socket.socket, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.sock = sock
+        self.max_frame = max_frame
+        self._buffer = bytearray()
+
+    def receive(self) -> list[Frame]:
+        """One recv() (it blocks only if nothing is waiting), then every whole frame."""
+        try:
+            data = self.sock.recv(RECV_SIZE)
+        except ConnectionResetError as error:
+            raise PeerClosed("the peer reset the connection") from error
+        if not data:
+            if self._buffer:
+                raise FrameError(
+                    f"the peer closed the connection in the middle of a frame "
+                    f"({len(self._buffer)} bytes of it received)"
+                )
+            raise PeerClosed("the peer closed the connection")
+        self._buffer += data
+        return self.frames()
+
+    def frames(self) -> list[Frame]:
+        """Every whole frame in the buffer; a partial one stays for the next recv()."""
+        frames = []
+        buffer = self._buffer
+        offset = 0
+        while len(buffer) - offset >= LENGTH.size:
+            (length,) = LENGTH.unpack_from(buffer, offset)
+            if length > self.max_frame or length < HEADER.size:
+                raise FrameError(
+                    f"a frame length of {length} bytes is outside 9..{self.max_frame} "
+                    "(not an evbench link peer, or a corrupt stream)"
+                )
+            end = offset + LENGTH.size + length
+            if len(buffer) < end:
+                break
+            kind, sequence = HEADER.unpack_from(buffer, offset + LENGTH.size)
+            if kind not in KINDS:
+                raise FrameError(f"unknown frame kind {kind} (not an evbench link peer?)")
+            body = bytes(buffer[offset + LENGTH.size + HEADER.size : end])
+            frames.append(Frame(kind, sequence, body))
+            offset = end
+        if offset:
+            del buffer[:offset]
+        return frames
