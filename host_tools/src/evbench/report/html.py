@@ -13,6 +13,9 @@ from html import escape
 from evbench.report.plots import Plot
 from evbench.report.sections import Section
 
+#: Nothing may load from the network and nothing may run: inline style and data: images.
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
 STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 80em; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
@@ -62,6 +65,7 @@ def render(title: str, sections: Sequence[Section], plots: Sequence[Plot]) -> st
         figures = "<section><h2>Plots</h2>\n" + figures + "</section>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n"
         f"<body><h1>{escape(title)}</h1>\n{body}\n{figures}\n</body></html>\n"
     )

@@ -97,6 +97,7 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
         if scale != 1.0:
             # Codecs differ by 50x: a log axis keeps the small bar and its interval visible.
             axis.set_yscale("log")
+            axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
             axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
             axis.yaxis.set_minor_formatter(ticker.NullFormatter())
         axis.grid(axis="y", alpha=0.3)
@@ -120,7 +121,8 @@ def _rtt_distribution(context: RunContext) -> Figure:
         ordered = sorted(v * 1e6 for v in values)
         fractions = [(i + 1) / len(ordered) for i in range(len(ordered))]
         axis.step(ordered, fractions, where="post", label=f"{codec} (n={len(ordered)})")
-    axis.set_xlabel("RTT, encode to decoded reply (µs)")
+    axis.set_xscale("log")  # the tail (scheduling hiccups) is 10-100x the median
+    axis.set_xlabel("RTT, encode to decoded reply (µs, log scale)")
     axis.set_ylabel("fraction of messages")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
@@ -129,18 +131,40 @@ def _rtt_distribution(context: RunContext) -> Figure:
 
 
 def _over_time(metric: str, ylabel: str) -> Callable[[RunContext], Figure]:
+    """Per-message values in send order, phases joined; dotted lines between phases."""
+
     def draw(context: RunContext) -> Figure:
-        figure, axis = plt.subplots(figsize=(6.4, 3.6), dpi=DPI)
-        for codec, values in _link_values(context, metric).items():
-            axis.plot(range(len(values)), [v * 1e6 for v in values], ".", ms=2, label=codec)
-        axis.set_xlabel("message number (in send order)")
-        axis.set_ylabel(ylabel)
+        figure, axis = plt.subplots(figsize=(7.2, 3.6), dpi=DPI)
+        for index, (codec, phases) in enumerate(_link_phases(context, metric).items()):
+            start = 0
+            for phase_values in phases:
+                xs = range(start, start + len(phase_values))
+                label = codec if start == 0 else None
+                axis.plot(
+                    xs, [v * 1e6 for v in phase_values], ".", ms=3, color=f"C{index}", label=label
+                )
+                start += len(phase_values)
+                axis.axvline(start - 0.5, color=f"C{index}", linestyle=":", linewidth=0.6)
+        axis.set_xlabel("message number in send order (phases joined)")
+        values = [v for phases in _link_phases(context, metric).values() for p in phases for v in p]
+        if min(values) > 0:  # a log axis shows the tail and the bulk; it cannot show zeros
+            axis.set_yscale("log")
+        axis.set_ylabel(ylabel + (", log scale" if min(values) > 0 else ""))
         axis.grid(alpha=0.3)
-        axis.legend(fontsize="small", markerscale=4)
+        axis.legend(fontsize="small", markerscale=3)
         figure.tight_layout()
         return figure
 
     return draw
+
+
+def _link_phases(context: RunContext, metric: str) -> dict[str, list[list[float]]]:
+    """Per codec, each phase's per-message values (a sample set is one phase)."""
+    phases: dict[str, list[list[float]]] = {}
+    for sample_set in context.samples():
+        if sample_set.suite == LINK_SUITE and sample_set.metric == metric:
+            phases.setdefault(sample_set.codec or "-", []).append(sample_set.values)
+    return phases
 
 
 def plans(context: RunContext) -> list[_Plan]:
@@ -179,7 +203,7 @@ def plans(context: RunContext) -> list[_Plan]:
             _Plan(
                 "rtt-time",
                 "RTT over time",
-                "Each message's RTT in send order (µs).",
+                "Each message's RTT (start of encoding to decoded reply) in send order (µs).",
                 _over_time("rtt", "RTT (µs)"),
             )
         )
@@ -194,12 +218,16 @@ def plans(context: RunContext) -> list[_Plan]:
         )
     series = telemetry.load(context.directory)
     if series is not None and series.samples:
+        shown = [label for label, _lines in telemetry.panels(series)]
+        missing = [p[0] for p in telemetry.PANELS if p[0] not in shown]
         found.append(
             _Plan(
                 "telemetry",
                 "CPU utilisation, frequency and temperature over time",
-                "Telemetry samples on the run's monotonic clock; shaded spans are phases, "
-                "red lines throttle events.",
+                f"Telemetry samples (n={len(series.samples)}) on the run's monotonic clock; "
+                f"shaded spans are phases, red lines throttle events "
+                f"({len(series.throttles)})."
+                + (f" No sensor for: {', '.join(missing)}." if missing else ""),
                 lambda _c: telemetry.draw(series),
             )
         )
