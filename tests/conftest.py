@@ -32,3 +32,32 @@ def require_command(name: str) -> str:
 def agent_python() -> str:
     """The interpreter that runs the agent in these tests (the venv's)."""
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory):
+    """A real OpenSSH sshd on a free loopback port (tests/sshd.py)."""
+    from sshd import Sshd
+
+    server = Sshd(
+        require_command("sshd"), require_command("ssh-keygen"), tmp_path_factory.mktemp("sshd")
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ssh_home(sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME whose ~/.ssh holds the test client key and trusts the test sshd's host key."""
+    home = tmp_path / "home"
+    dot_ssh = home / ".ssh"
+    dot_ssh.mkdir(parents=True, mode=0o700)
+    key = dot_ssh / "id_ed25519"
+    key.write_bytes(sshd.client_key.read_bytes())
+    key.chmod(0o600)
+    (dot_ssh / "known_hosts").write_text(sshd.host_key_line())
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("SSH_AUTH_SOCK", "EVBENCH_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    return home

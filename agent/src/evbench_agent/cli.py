@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help=argparse.SUPPRESS)
     worker.set_defaults(handler=_worker)
+
+    from evbench_agent import detached  # runs a host starts and picks up again
+
+    detached.add_commands(commands)
     return parser
 
 

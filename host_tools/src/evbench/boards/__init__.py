@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from evbench.boards.base import Board, CommandResult, StreamedCommand
+from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
 from evbench_agent.errors import UserError
 
-SCHEMES = ("local",)
+SCHEMES = ("local", "ssh://[USER@]HOST[:PORT]")
 
 
-def open_board(url: str) -> Board:
+def open_board(url: str, *, accept_new_host_key: bool = False) -> Board:
     """The board a `--board` URL names."""
     if url == "local":
         from evbench.boards.local import LocalBoard
 
         return LocalBoard()
+    if url.startswith("ssh://"):
+        from evbench.boards.ssh import SshBoard
+
+        return SshBoard(url, accept_new_host_key=accept_new_host_key)
     raise UserError(
         f"unsupported board {url!r}",
         hint=f"use one of: {', '.join(SCHEMES)}",
     )
 
 
-__all__ = ["Board", "CommandResult", "StreamedCommand", "open_board"]
+__all__ = ["Board", "CommandResult", "ConnectionLost", "StreamedCommand", "open_board"]

@@ -11,6 +11,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evbench_agent.errors import UserError
+
+
+class ConnectionLost(UserError):
+    """The transport to the board dropped or cannot be opened; `reconnect` may bring it back."""
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -48,6 +54,10 @@ class Board(abc.ABC):
     """A place where the agent runs: this machine, or a board over a transport."""
 
     url: str
+    #: On a remote board: the interpreter that runs the deployed agent, and the
+    #: directory (relative to the login directory, or absolute) for the agent and runs.
+    python: str = "python3"
+    work_dir: str = ".evbench"
 
     @abc.abstractmethod
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
@@ -68,6 +78,9 @@ class Board(abc.ABC):
     @abc.abstractmethod
     def agent_command(self) -> list[str]:
         """How to start evbench-agent on this board."""
+
+    def reconnect(self) -> None:  # noqa: B027 - transports without a connection keep this
+        """Open the transport again after ConnectionLost (the local board never loses it)."""
 
     def close(self) -> None:  # noqa: B027 - transports without a connection keep this
         """Release the transport."""

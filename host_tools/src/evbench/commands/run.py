@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from evbench import table
-from evbench.boards import open_board
+from evbench.boards import Board, open_board
 from evbench.progress import ProgressView
 from evbench_agent import results
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
@@ -31,6 +31,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
+    parser.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust an unknown SSH host key and save it to known_hosts",
+    )
 
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
@@ -77,7 +82,11 @@ def run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
     results.prepare_output(out)
-    board = open_board(args.board)
+    board = open_board(args.board, accept_new_host_key=args.accept_new_host_key)
+    if args.board != "local":
+        with board:
+            status, log = _run_remote(board, args, run_id, out)
+        return _finish(args, out, status, log)
     with board:
         command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))
         try:
@@ -90,7 +99,29 @@ def run(args: argparse.Namespace) -> int:
             command.interrupt()
             status = command.wait(AGENT_EXIT_TIMEOUT)
         log = command.stderr()
-    if log and out.is_dir():
+    return _finish(args, out, status, log)
+
+
+def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
+    """Deploy when needed, run detached on the board, follow, fetch and verify."""
+    import tempfile
+
+    from evbench import deploy, remote_run
+
+    with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
+        install = deploy.ensure_agent(board, Path(staging))
+    print(f"agent {install.version} ({install.source}, {install.action})", file=sys.stderr)
+    return remote_run.run_and_fetch(
+        board,
+        install.command,
+        run_id,
+        lambda results_dir: _agent_arguments(args, run_id, results_dir),
+        out,
+    )
+
+
+def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
+    if log and out.is_dir() and not (out / "agent.log").exists():
         (out / "agent.log").write_text(log, encoding="utf-8")
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         message = log.strip().splitlines()[-2:] if log.strip() else ["no output"]

@@ -1,0 +1,233 @@
+"""Runs that outlive the connection that started them (the host drives them).
+
+A host over SSH or a serial console starts a run, loses the connection, and
+picks the same run up again by its id. Each run has a directory on the board:
+
+- ``launch.json``: pid of the detached run and the boot id it started under;
+- ``progress.jsonl``: the agent's JSON progress lines (its standard output);
+- ``agent.log``: what the agent wrote to standard error;
+- ``exit``: the agent's exit code, written when it ends (or when sealed);
+- ``reason``: why a run that could not end by itself was sealed as partial;
+- ``results/``: the run directory in the results format.
+
+Creating the directory claims the run id (``mkdir`` is atomic), so a second
+start of the same id is refused even when two hosts race.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import evbench_agent
+from evbench_agent import results
+from evbench_agent.errors import ExitCode, UserError
+
+LAUNCH = "launch.json"
+PROGRESS = "progress.jsonl"
+LOG = "agent.log"
+EXIT = "exit"
+REASON = "reason"
+RESULTS = "results"
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+#: How often `follow` looks for new progress lines.
+POLL_SECONDS = 0.2
+#: A run directory without launch.json this long after its creation never started.
+START_GRACE_SECONDS = 30.0
+
+
+def boot_id() -> str:
+    """This boot's id: it changes on every reboot, so a host can tell one happened."""
+    try:
+        return BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:
+        return "unknown"
+
+
+def _agent_environment() -> dict[str, str]:
+    # The agent may run from a zipapp: the detached process and its workers
+    # (`python -m evbench_agent`) must find the package where this one did.
+    package_root = str(Path(evbench_agent.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    paths = [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
+    """Start `evbench-agent run_argv` detached, in its own session; refuse a taken id."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir()
+    except FileExistsError:
+        raise UserError(
+            f"a run with id {run_dir.name} already exists on this board",
+            hint="collect it with `evbench fetch RUN_ID`, or start a new run",
+        ) from None
+    argv = [sys.executable, "-m", "evbench_agent", "supervise", "--run-dir", str(run_dir)]
+    with open(run_dir / PROGRESS, "wb") as progress, open(run_dir / LOG, "wb") as log:
+        process = subprocess.Popen(
+            [*argv, "--", *run_argv],
+            stdin=subprocess.DEVNULL,
+            stdout=progress,
+            stderr=log,
+            cwd=run_dir,
+            env=_agent_environment(),
+            # Its own session: no hang-up reaches it when the connection drops.
+            start_new_session=True,
+        )
+    document = {"pid": process.pid, "boot_id": boot_id(), "started": time.time()}
+    results.write_json(run_dir / LAUNCH, document)
+    return document
+
+
+def supervise(run_dir: Path, run_argv: list[str]) -> int:
+    """Run the agent in this (detached) process and record how it ended."""
+    from evbench_agent.cli import agent
+
+    code = agent(run_argv)
+    results.write_atomic(run_dir / EXIT, f"{int(code)}\n".encode())
+    return code
+
+
+def _process_alive(pid: int, run_dir: Path) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    # A recycled pid belongs to another program: it does not name this run.
+    return str(run_dir).encode() in cmdline
+
+
+def status(run_dir: Path) -> dict[str, Any]:
+    """Where a run stands: absent, running, finished (with its exit code) or stopped."""
+    state: dict[str, Any] = {"run_id": run_dir.name, "boot_id": boot_id()}
+    if not run_dir.is_dir():
+        return {**state, "state": "absent"}
+    exit_path = run_dir / EXIT
+    if exit_path.exists():
+        reason_path = run_dir / REASON
+        reason = reason_path.read_text(encoding="utf-8").strip() if reason_path.exists() else None
+        code = int(exit_path.read_text(encoding="ascii").strip() or ExitCode.INTERNAL)
+        complete = (run_dir / RESULTS / results.COMPLETE).exists()
+        return {**state, "state": "finished", "exit": code, "reason": reason, "complete": complete}
+    try:
+        launched = json.loads((run_dir / LAUNCH).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        started = run_dir.stat().st_mtime
+        if time.time() - started < START_GRACE_SECONDS:
+            return {**state, "state": "running"}
+        return {**state, "state": "stopped", "reason": "the run never started"}
+    if launched.get("boot_id") != state["boot_id"]:
+        return {**state, "state": "stopped", "reason": "the board rebooted during the run"}
+    if _process_alive(int(launched["pid"]), run_dir):
+        return {**state, "state": "running", "pid": launched["pid"]}
+    # The exit file may have landed between the two looks.
+    if exit_path.exists():
+        return status(run_dir)
+    return {**state, "state": "stopped", "reason": "the agent process ended without a word"}
+
+
+def seal(run_dir: Path, reason: str) -> None:
+    """Close a run that cannot end by itself: what exists is kept, marked partial."""
+    directory = run_dir / RESULTS
+    if directory.is_dir() and (directory / results.MANIFEST).exists():
+        manifest = json.loads((directory / results.MANIFEST).read_text(encoding="utf-8"))
+        if manifest.get("status") == "running":
+            manifest["status"] = "interrupted"
+            results.write_json(directory / results.MANIFEST, manifest)
+        (directory / results.COMPLETE).unlink(missing_ok=True)
+        records = results.summarize(results.read_samples(directory))
+        summary = {
+            "format": results.FORMAT,
+            "version": results.VERSION,
+            "run_id": manifest.get("run_id", run_dir.name),
+            "partial": True,
+            "records": records,
+        }
+        results.write_json(directory / results.SUMMARY, summary)
+        results.write_checksums(directory)
+    results.write_atomic(run_dir / REASON, f"{reason}\n".encode())
+    results.write_atomic(run_dir / EXIT, f"{int(ExitCode.PARTIAL)}\n".encode())
+
+
+def follow(run_dir: Path, offset: int) -> dict[str, Any]:
+    """Copy progress lines from byte `offset` to standard output until the run ends."""
+    path = run_dir / PROGRESS
+    while True:
+        current = status(run_dir)
+        if current["state"] == "absent":
+            return current
+        with open(path, "rb") as stream:
+            stream.seek(offset)
+            for line in stream:
+                if not line.endswith(b"\n"):
+                    break  # half written: read it whole on the next look
+                sys.stdout.buffer.write(line)
+                offset += len(line)
+        sys.stdout.buffer.flush()
+        if current["state"] != "running":
+            return {**current, "offset": offset}
+        time.sleep(POLL_SECONDS)
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    print(json.dumps({"event": "status", **document}), flush=True)
+
+
+def _run_argv(args: argparse.Namespace) -> list[str]:
+    # argparse keeps the "--" that separates the run's own arguments on some versions.
+    return args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
+
+
+def _launch_command(args: argparse.Namespace) -> int:
+    _print_json(launch(Path(args.run_dir), _run_argv(args)))
+    return ExitCode.OK
+
+
+def _supervise_command(args: argparse.Namespace) -> int:
+    return supervise(Path(args.run_dir), _run_argv(args))
+
+
+def _status_command(args: argparse.Namespace) -> int:
+    _print_json(status(Path(args.run_dir)))
+    return ExitCode.OK
+
+
+def _follow_command(args: argparse.Namespace) -> int:
+    _print_json(follow(Path(args.run_dir), args.offset))
+    return ExitCode.OK
+
+
+def _seal_command(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    current = status(run_dir)
+    if current["state"] == "stopped":
+        seal(run_dir, current["reason"])
+    _print_json(status(run_dir))
+    return ExitCode.OK
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """The subcommands a host uses to drive a detached run (not meant for people)."""
+    for name, handler, what in (
+        ("launch", _launch_command, "start a run detached from this session"),
+        ("supervise", _supervise_command, argparse.SUPPRESS),
+        ("status", _status_command, "where a detached run stands, as JSON"),
+        ("follow", _follow_command, "print a detached run's progress until it ends"),
+        ("seal", _seal_command, "keep a stopped run's results as partial"),
+    ):
+        command = commands.add_parser(name, help=what)
+        command.add_argument("--run-dir", required=True, help="the run's directory on the board")
+        if name in ("launch", "supervise"):
+            command.add_argument("run_argv", nargs=argparse.REMAINDER, help="-- run arguments")
+        if name == "follow":
+            command.add_argument("--offset", type=int, default=0, help="bytes already read")
+        command.set_defaults(handler=handler)

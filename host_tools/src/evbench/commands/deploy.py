@@ -1,0 +1,47 @@
+"""evbench deploy: install or update the agent on a board (no pip, no network there)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from evbench import deploy
+from evbench.boards import open_board
+from evbench_agent.errors import ExitCode, UserError
+
+NAME = "deploy"
+HELP = "install or update the agent on a board"
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", required=True, help="board URL, e.g. ssh://root@board")
+    parser.add_argument(
+        "--force", action="store_true", help="install even over an up-to-date or image agent"
+    )
+    parser.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust an unknown SSH host key and save it to known_hosts",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.board == "local":
+        raise UserError(
+            "the local board runs the agent installed beside evbench: nothing to deploy",
+            hint="deploy to a board address such as ssh://root@board",
+        )
+    with (
+        open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board,
+        tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging,
+    ):
+        install = deploy.ensure_agent(board, Path(staging), force=args.force)
+    where = "in the image" if install.source == "image" else " ".join(install.command)
+    print(
+        f"agent {install.version} (results format {install.results_format}) {where}: "
+        f"{install.action}",
+        file=sys.stderr,
+    )
+    return ExitCode.OK

@@ -1,0 +1,63 @@
+"""evbench fetch: collect a run from a board by its id, verified against its SHA256SUMS."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from evbench import deploy, remote_run
+from evbench.boards import open_board
+from evbench_agent import results
+from evbench_agent.errors import ExitCode, UserError
+
+NAME = "fetch"
+HELP = "collect a run from a board by its id (waits for it to end)"
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", required=True, help="board URL, e.g. ssh://root@board")
+    parser.add_argument("run_id", help="the run id `evbench run` printed")
+    parser.add_argument("--out", type=Path, help="where to put it (default: results/RUN_ID)")
+    parser.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust an unknown SSH host key and save it to known_hosts",
+    )
+
+
+def _prepare(out: Path, run_id: str) -> None:
+    """A new or empty directory, or the same run fetched in part before (resumed)."""
+    manifest = out / results.MANIFEST
+    if manifest.is_file() and json.loads(manifest.read_text("utf-8")).get("run_id") == run_id:
+        return
+    results.prepare_output(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.board == "local":
+        raise UserError("local runs are written straight to their --out: nothing to fetch")
+    if not args.run_id or "/" in args.run_id or args.run_id.startswith("."):
+        raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
+    out = (args.out or Path("results") / args.run_id).resolve()
+    with open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board:
+        with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
+            install = deploy.ensure_agent(board, Path(staging))
+        session = remote_run.RemoteRun(board, install.command, args.run_id)
+        current = session.status()
+        if current["state"] == "absent":
+            raise UserError(
+                f"there is no run {args.run_id} on {args.board}",
+                hint="check the id: `evbench run` prints it when it starts",
+            )
+        _prepare(out, args.run_id)
+        if current["state"] == "running":
+            print(f"evbench: run {args.run_id} is still running; waiting", file=sys.stderr)
+            current = session.follow(lambda line: None)
+        current = session.settle(current)
+        session.fetch(out)
+    complete = (out / results.COMPLETE).exists()
+    print(f"{'results' if complete else 'PARTIAL run'}: {out}", file=sys.stderr)
+    return ExitCode.OK if complete else ExitCode.PARTIAL

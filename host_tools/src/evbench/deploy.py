@@ -1,0 +1,193 @@
+"""Put the agent on a board: one self-contained zipapp, no pip, no network on the board.
+
+The zipapp holds the evbench_agent package (pure Python); the board's own
+python3 supplies protobuf and psutil. It is built reproducibly (sorted
+entries, fixed timestamps), so its SHA-256 says whether the board's copy is
+the host's. An agent baked into the image (`evbench-agent` on PATH) is used
+when compatible and left alone unless --force.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import evbench_agent
+from evbench.boards.base import Board
+from evbench_agent import results
+from evbench_agent.errors import UserError
+
+ZIPAPP = "agent/evbench-agent.pyz"
+IMAGE_AGENT = "evbench-agent"
+COMMAND_TIMEOUT = 60.0
+MIN_PYTHON = (3, 10)
+#: Zip entries get this date, so the same sources give the same bytes.
+ZIP_DATE = (2020, 1, 1, 0, 0, 0)
+
+#: The zipapp's entry point: workers (`python -m evbench_agent`) must find the
+#: package inside the archive, so the archive goes on PYTHONPATH first.
+ZIPAPP_MAIN = """\
+import os, sys
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [sys.path[0]] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+from evbench_agent.cli import main
+main()
+"""
+
+#: Run by the board's python3: what it has, and the SHA-256 of a file if it exists.
+PROBE = """\
+import hashlib, json, os, sys
+def version(name):
+    try:
+        module = __import__(name, fromlist=["__version__"])
+    except ImportError:
+        return None
+    return getattr(module, "__version__", "unknown")
+digest = None
+if os.path.isfile(sys.argv[1]):
+    with open(sys.argv[1], "rb") as stream:
+        digest = hashlib.sha256(stream.read()).hexdigest()
+print(json.dumps({"python": list(sys.version_info[:3]), "protobuf": version("google.protobuf"),
+                  "psutil": version("psutil"), "zipapp_sha256": digest}))
+"""
+
+#: Run by the board's python3: check an upload by hash, then move it in place atomically.
+INSTALL = """\
+import hashlib, os, sys
+new, final, expected = sys.argv[1:4]
+with open(new, "rb") as stream:
+    digest = hashlib.sha256(stream.read()).hexdigest()
+if digest != expected:
+    os.unlink(new)
+    sys.exit("checksum mismatch: " + digest)
+os.replace(new, final)
+"""
+
+
+@dataclass(frozen=True)
+class AgentInstall:
+    """The agent a board runs: how to start it, its versions, and where it came from."""
+
+    command: tuple[str, ...]
+    version: str
+    results_format: int
+    source: str  # "image" or "deployed"
+    action: str  # what ensure_agent did: "installed", "up to date" or "left alone"
+
+
+def build_zipapp() -> bytes:
+    """The agent package as one executable zip archive (reproducible bytes)."""
+    package = Path(evbench_agent.__file__).resolve().parent
+    buffer = io.BytesIO()
+    buffer.write(b"#!/usr/bin/env python3\n")
+    with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("__main__.py", ZIP_DATE), ZIPAPP_MAIN)
+        for path in sorted(package.rglob("*.py")):
+            name = path.relative_to(package.parent).as_posix()
+            archive.writestr(zipfile.ZipInfo(name, ZIP_DATE), path.read_bytes())
+    return buffer.getvalue()
+
+
+def zipapp_path(board: Board) -> str:
+    return f"{board.work_dir}/{ZIPAPP}"
+
+
+def probe(board: Board) -> dict:
+    """The board's Python, protobuf and psutil; refuse a board that cannot run the agent."""
+    result = board.run([board.python, "-c", PROBE, zipapp_path(board)], COMMAND_TIMEOUT)
+    if result.returncode == 127:
+        raise UserError(
+            f"{board.url} has no {board.python}",
+            hint="install python3 (3.10 or newer) on the board, or name it with ?python=PATH",
+        )
+    try:
+        found = json.loads(result.stdout)
+    except ValueError:
+        message = result.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        raise UserError(f"{board.python} on {board.url} failed: {' '.join(message)}") from None
+    if tuple(found["python"][:2]) < MIN_PYTHON:
+        raise UserError(
+            f"{board.url} has Python {'.'.join(map(str, found['python']))}; the agent needs 3.10+",
+            hint="install a newer python3 on the board, or name it with ?python=PATH",
+        )
+    for module, package in (("protobuf", "python3-protobuf"), ("psutil", "python3-psutil")):
+        if found[module] is None:
+            raise UserError(
+                f"{board.python} on {board.url} has no {module}",
+                hint=f"install {package} on the board (or add it to the image)",
+            )
+    return found
+
+
+def _agent_info(board: Board, command: list[str]) -> dict | None:
+    result = board.run([*command, "info", "--json"], COMMAND_TIMEOUT)
+    if result.returncode != 0:
+        return None
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        return None
+
+
+def compatible(info: dict) -> bool:
+    """Same results format the host reads, and the same agent release (major.minor)."""
+    release = evbench_agent.__version__.split(".")[:2]
+    return (
+        info.get("results_format") in results.SUPPORTED_VERSIONS
+        and str(info.get("agent", "")).split(".")[:2] == release
+    )
+
+
+def _install(info: dict, command: list[str], source: str, action: str) -> AgentInstall:
+    version, results_format = str(info["agent"]), int(info["results_format"])
+    return AgentInstall(tuple(command), version, results_format, source, action)
+
+
+def upload_zipapp(board: Board, archive: bytes, staging: Path) -> None:
+    """Copy the zipapp over, check it by SHA-256 on the board, move it in place."""
+    final = zipapp_path(board)
+    new = f"{final}.new"
+    board.run([board.python, "-c", "import os,sys; os.makedirs(sys.argv[1], exist_ok=True)",
+               final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)  # fmt: skip
+    local = staging / "evbench-agent.pyz"
+    local.write_bytes(archive)
+    board.put(local, new)
+    digest = hashlib.sha256(archive).hexdigest()
+    result = board.run([board.python, "-c", INSTALL, new, final, digest], COMMAND_TIMEOUT)
+    if result.returncode != 0:
+        raise UserError(
+            f"the agent copied to {board.url} is damaged "
+            f"({result.stderr.decode(errors='replace').strip()})",
+            hint="check the board's free space (df), then deploy again",
+        )
+
+
+def ensure_agent(board: Board, staging: Path, force: bool = False) -> AgentInstall:
+    """The agent to use on `board`, deploying the zipapp when it is missing or stale."""
+    found = probe(board)
+    archive = build_zipapp()
+    digest = hashlib.sha256(archive).hexdigest()
+    zipapp_command = [board.python, zipapp_path(board)]
+    if found["zipapp_sha256"] == digest and not force:
+        info = _agent_info(board, zipapp_command)
+        if info is not None and compatible(info):
+            return _install(info, zipapp_command, "deployed", "up to date")
+    image = _agent_info(board, [IMAGE_AGENT])
+    if image is not None and not force:
+        if compatible(image):
+            return _install(image, [IMAGE_AGENT], "image", "left alone")
+        raise UserError(
+            f"the agent in {board.url}'s image is {image.get('agent')} (results format "
+            f"{image.get('results_format')}); this host needs {evbench_agent.__version__} "
+            f"(format {results.VERSION})",
+            hint=f"run `evbench deploy --board {board.url} --force` to install a matching agent",
+        )
+    upload_zipapp(board, archive, staging)
+    info = _agent_info(board, zipapp_command)
+    if info is None or not compatible(info):
+        raise UserError(f"the agent deployed to {board.url} does not start with {board.python}")
+    return _install(info, zipapp_command, "deployed", "installed")

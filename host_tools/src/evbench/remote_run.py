@@ -1,0 +1,267 @@
+"""A run on a remote board: started detached, followed, fetched and verified.
+
+Written against the Board protocol only, so every transport (SSH, serial
+console) shares it. The run lives on the board under WORK_DIR/runs/RUN_ID
+(see evbench_agent.detached): it survives the connection, and when the
+connection drops the host reconnects with backoff and picks the run up by its
+id, during the run or during the fetch. Fetching resumes file by file: a file
+already fetched and matching SHA256SUMS is kept, never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+from evbench.boards.base import Board, ConnectionLost
+from evbench_agent import detached, results
+from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
+
+T = TypeVar("T")
+
+COMMAND_TIMEOUT = 120.0
+#: How long the host keeps trying to reconnect after one drop.
+RECONNECT_DEADLINE = 300.0
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 10.0
+#: `follow` ends by itself when the run ends; this only bounds a stuck channel.
+FOLLOW_EXIT_TIMEOUT = 60.0
+
+
+def _say(text: str) -> None:
+    print(f"evbench: {text}", file=sys.stderr, flush=True)
+
+
+class RemoteRun:
+    """One run on `board`, by id: start, follow, seal and fetch, resuming after drops."""
+
+    def __init__(
+        self,
+        board: Board,
+        agent: Sequence[str],
+        run_id: str,
+        reconnect_deadline: float = RECONNECT_DEADLINE,
+    ) -> None:
+        self.board = board
+        self.agent = list(agent)
+        self.run_id = run_id
+        self.run_dir = f"{board.work_dir}/runs/{run_id}"
+        self.results_dir = f"{self.run_dir}/{detached.RESULTS}"
+        self.reconnect_deadline = reconnect_deadline
+        self.offset = 0  # bytes of progress.jsonl already shown
+
+    # -- resilience -------------------------------------------------------
+
+    def resilient(self, operation: Callable[[], T]) -> T:
+        """Run `operation`; after a dropped connection reconnect with backoff and run it again."""
+        while True:
+            try:
+                return operation()
+            except ConnectionLost as error:
+                _say(f"{error}; reconnecting")
+                self._reconnect()
+
+    def _reconnect(self) -> None:
+        deadline = time.monotonic() + self.reconnect_deadline
+        delay = FIRST_BACKOFF
+        while True:
+            time.sleep(delay)
+            try:
+                self.board.reconnect()
+                _say(f"reconnected to {self.board.url}")
+                return
+            except ConnectionLost as error:
+                if time.monotonic() + delay > deadline:
+                    raise ConnectionLost(
+                        f"lost {self.board.url} and could not reconnect within "
+                        f"{self.reconnect_deadline:.0f} s ({error})",
+                        hint=f"the run goes on on the board: collect it later with "
+                        f"`evbench fetch --board {self.board.url} {self.run_id}`",
+                    ) from None
+                delay = min(delay * 2, MAX_BACKOFF)
+
+    # -- agent commands ---------------------------------------------------
+
+    def _agent_status(self, command: str, *argv: str) -> dict[str, Any]:
+        argv = (*self.agent, command, "--run-dir", self.run_dir, *argv)
+        result = self.board.run(argv, COMMAND_TIMEOUT)
+        if result.returncode != 0:
+            lines = result.stderr.decode(errors="replace").strip().splitlines()
+            message = lines[0].removeprefix("evbench-agent: error: ") if lines else "no output"
+            error = UserError(f"on {self.board.url}: {message}")
+            hint = next((line for line in lines if "hint:" in line), None)
+            error.hint = hint.split("hint:", 1)[1].strip() if hint else None
+            raise error
+        return _last_status(result.stdout.decode(errors="replace").splitlines())
+
+    def status(self) -> dict[str, Any]:
+        return self.resilient(lambda: self._agent_status("status"))
+
+    def start(self, run_argv: Sequence[str]) -> None:
+        """Launch the run detached; a launch cut off by a drop is not repeated."""
+        try:
+            self._agent_status("launch", "--", *run_argv)
+        except ConnectionLost as error:
+            _say(f"{error}; reconnecting")
+            self._reconnect()
+            if self.status()["state"] == "absent":
+                self.resilient(lambda: self._agent_status("launch", "--", *run_argv))
+
+    def follow(self, show: Callable[[str], None]) -> dict[str, Any]:
+        """Show the run's progress lines until it ends; return its final status."""
+        return self.resilient(lambda: self._follow_once(show))
+
+    def _follow_once(self, show: Callable[[str], None]) -> dict[str, Any]:
+        argv = [*self.agent, "follow", "--run-dir", self.run_dir, "--offset", str(self.offset)]
+        command = self.board.stream(argv)
+        final = None
+        for line in command.lines():
+            event = _parse(line)
+            if event is not None and event.get("event") == "status":
+                final = event
+                continue
+            self.offset += len(line.encode()) + 1
+            show(line)
+        command.wait(FOLLOW_EXIT_TIMEOUT)
+        if final is None:
+            raise ConnectionLost(f"following the run on {self.board.url} stopped short")
+        if final["state"] == "absent":
+            raise UserError(f"the run {self.run_id} vanished from {self.board.url}")
+        return final
+
+    def settle(self, current: dict[str, Any]) -> dict[str, Any]:
+        """A run that stopped without ending (reboot, killed agent): seal it as partial."""
+        if current["state"] == "stopped":
+            _say(f"{current['reason']}: keeping what exists on the board as a partial run")
+            current = self.resilient(lambda: self._agent_status("seal"))
+        return current
+
+    # -- fetch ------------------------------------------------------------
+
+    def fetch(self, out: Path) -> None:
+        """Copy the results directory to `out`, each file verified against SHA256SUMS."""
+        final = self.status()
+        listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
+        for digest, name in _parse_checksums(listing, self.board.url):
+            self.resilient(lambda d=digest, n=name: self._fetch_file(n, d, out))
+        _place(out / results.CHECKSUMS, listing)
+        log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
+        if log and not (out / detached.LOG).exists():
+            results.write_atomic(out / detached.LOG, log)
+        if final.get("complete"):
+            marker = self.resilient(lambda: self.read_remote(results.COMPLETE, out))
+            _place(out / results.COMPLETE, marker)
+
+    def read_remote(self, name: str, out: Path, in_results: bool = True) -> bytes:
+        remote = f"{self.results_dir if in_results else self.run_dir}/{name}"
+        part = out / f".{name}.part"
+        try:
+            self.board.get(remote, part)
+            return part.read_bytes()
+        finally:
+            part.unlink(missing_ok=True)
+
+    def _fetch_file(self, name: str, digest: str, out: Path) -> None:
+        target = out / name
+        if target.exists():
+            if results.sha256_file(target) == digest:
+                return  # fetched before the drop
+            raise CheckFailed(
+                f"{target} exists and differs from the board's copy",
+                hint="fetch into a new --out; evbench never overwrites fetched files",
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = self.read_remote(name, out)
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != digest:
+            raise CheckFailed(
+                f"checksum mismatch for {name} from {self.board.url}: got {actual[:16]}..., "
+                f"SHA256SUMS says {digest[:16]}...",
+                hint="the board's copy is damaged (check its storage); nothing was written here",
+            )
+        results.write_atomic(target, data)
+
+
+def _place(path: Path, data: bytes) -> None:
+    if path.exists() and path.read_bytes() != data:
+        raise CheckFailed(f"{path} exists and differs from the board's copy")
+    results.write_atomic(path, data)
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _last_status(lines: list[str]) -> dict[str, Any]:
+    for line in reversed(lines):
+        event = _parse(line)
+        if event is not None and event.get("event") == "status":
+            return event
+    raise EvbenchError(f"the agent answered without a status: {lines[-1:]}")
+
+
+def _parse_checksums(listing: bytes, where: str) -> list[tuple[str, str]]:
+    entries = []
+    for line in listing.decode("utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        path = PurePosixPath(name)
+        # The names come from the board: keep every file inside the run directory.
+        if len(digest) != 64 or not name or path.is_absolute() or ".." in path.parts:
+            raise CheckFailed(f"{results.CHECKSUMS} from {where} has a bad line: {line[:100]!r}")
+        entries.append((digest, name))
+    return entries
+
+
+def exit_code(final: dict[str, Any]) -> int:
+    """The agent's exit code for the run, as the local path would see it."""
+    return int(final.get("exit", ExitCode.INTERNAL))
+
+
+def run_and_fetch(
+    board: Board,
+    agent: Sequence[str],
+    run_id: str,
+    run_argv_for: Callable[[str], list[str]],
+    out: Path,
+) -> tuple[int, str]:
+    """Start the run detached, show its progress, fetch it; the agent's exit code and log.
+
+    `run_argv_for(results_dir)` gives the agent's run arguments for the board's
+    results directory. A run that failed before measuring is not fetched.
+    """
+    from evbench.progress import ProgressView
+
+    session = RemoteRun(board, agent, run_id)
+    session.start(run_argv_for(session.results_dir))
+    _say(f"run {run_id} started on {board.url}")
+    try:
+        with ProgressView() as view:
+
+            def show(line: str) -> None:
+                if not view.feed(line):
+                    print(line, file=sys.stderr)
+
+            final = session.settle(session.follow(show))
+    except KeyboardInterrupt:
+        error = UserError(
+            f"stopped following run {run_id}; it goes on on the board",
+            hint=f"collect it with `evbench fetch --board {board.url} {run_id}`",
+        )
+        error.exit_code = ExitCode.INTERRUPTED
+        raise error from None
+    status = exit_code(final)
+    if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
+        log = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))
+        return status, log.decode(errors="replace")
+    session.fetch(out)
+    log_path = out / detached.LOG
+    return status, log_path.read_text(errors="replace") if log_path.exists() else ""
