@@ -1,8 +1,9 @@
 """Per-phase telemetry records: the samples of each marked phase, summarized.
 
-A sample covers the interval since the previous one; it counts for a phase
-when that interval overlaps the phase. A phase shorter than the sampling
-interval therefore shares its samples with its neighbours (use a shorter
+A phase's samples are those taken between its start and end markers (a
+temperature, clock or power reading is of its moment; CPU use is over the
+interval before it). A phase shorter than the sampling interval gets the next
+sample, which covers it along with its neighbours (use a shorter
 --telemetry-interval for short phases); `interval_s` in the record's params
 says which interval applied. Phases marked more than once (the codec suite
 marks each profile in every worker process) pool their samples.
@@ -48,13 +49,12 @@ def read_telemetry(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], li
 
 
 def _covering(samples: list[dict[str, Any]], start: int, end: int) -> list[dict[str, Any]]:
-    chosen, previous = [], None
-    for sample in samples:
-        covers_from = sample["t_ns"] if previous is None else previous
-        if sample["t_ns"] >= start and covers_from <= end:
-            chosen.append(sample)
-        previous = sample["t_ns"]
-    return chosen
+    """The samples taken during the phase; for a phase between two samples, the next one."""
+    inside = [s for s in samples if start <= s["t_ns"] <= end]
+    if inside:
+        return inside
+    after = [s for s in samples if s["t_ns"] > end]
+    return after[:1]
 
 
 def _series(samples: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:

@@ -48,12 +48,12 @@ class ThrottleTracker:
     def update(self, t_ns: int, current: Iterable[str]) -> list[dict[str, Any]]:
         current = set(current)
         events = [
-            {"type": "throttle_start", "t_ns": t_ns, "reason": reason}
-            for reason in sorted(current - self.active)
-        ]
-        events += [
             {"type": "throttle_end", "t_ns": t_ns, "reason": reason}
             for reason in sorted(self.active - current)
+        ]
+        events += [
+            {"type": "throttle_start", "t_ns": t_ns, "reason": reason}
+            for reason in sorted(current - self.active)
         ]
         self.active = current
         return events

@@ -35,8 +35,8 @@ class Timeline:
         if t_ns is None and event == "start" and self.guard is not None:
             self.guard(fields)
         marker = {"t_ns": time.monotonic_ns() if t_ns is None else t_ns, "event": event}
-        marker.update({name: fields.pop(name, None) for name in PHASE_FIELDS})
-        marker.update(fields)
+        marker.update({name: fields.get(name) for name in PHASE_FIELDS})
+        marker.update({k: v for k, v in fields.items() if k not in PHASE_FIELDS})
         self._stream.write(json.dumps(marker) + "\n")
         self._stream.flush()
 

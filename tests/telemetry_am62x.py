@@ -1,0 +1,84 @@
+"""A sysfs tree laid out like a TI AM62x starter kit's, for the telemetry tests.
+
+This machine (and CI) has no thermal zones, no cpufreq and no power monitors,
+so the tests build the files the kernel would show on the board: two K3
+thermal zones with their passive and critical trip points (the AM62x device
+tree's 105 °C alert and 125 °C critical), the cpufreq cooling device, one
+cpufreq policy shared by the four Cortex-A53 cores (200 MHz to 1.4 GHz), an
+INA226-style power monitor (power in µW, current in mA, voltage in mV) and an
+INA219-style one that gives only current and voltage. The telemetry code reads
+these files exactly as it reads /sys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{value}\n", encoding="ascii")
+
+
+class Am62xTree:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        thermal = root / "class/thermal"
+        for index, name in enumerate(("main0_thermal", "main1_thermal")):
+            zone = thermal / f"thermal_zone{index}"
+            write(zone / "type", name)
+            write(zone / "temp", 45000 + 1000 * index)
+            write(zone / "mode", "enabled")
+            write(zone / "trip_point_0_type", "passive")
+            write(zone / "trip_point_0_temp", 105000)
+            write(zone / "trip_point_1_type", "critical")
+            write(zone / "trip_point_1_temp", 125000)
+        cooling = thermal / "cooling_device0"
+        write(cooling / "type", "cpufreq-cpu0")
+        write(cooling / "max_state", 3)
+        write(cooling / "cur_state", 0)
+        cpu = root / "devices/system/cpu"
+        policy = cpu / "cpufreq/policy0"
+        for name, value in (
+            ("cpuinfo_min_freq", 200000),
+            ("cpuinfo_max_freq", 1400000),
+            ("scaling_min_freq", 200000),
+            ("scaling_max_freq", 1400000),
+            ("scaling_cur_freq", 1250000),
+            ("scaling_governor", "schedutil"),
+            ("scaling_available_governors", "ondemand userspace performance schedutil"),
+            ("related_cpus", "0 1 2 3"),
+        ):
+            write(policy / name, value)
+        for core in range(4):
+            (cpu / f"cpu{core}").mkdir(parents=True)
+            (cpu / f"cpu{core}/cpufreq").symlink_to("../cpufreq/policy0")
+        hwmon = root / "class/hwmon"
+        ina226 = hwmon / "hwmon0"
+        write(ina226 / "name", "ina226")
+        write(ina226 / "in0_input", 2)  # shunt voltage, mV
+        write(ina226 / "in1_input", 5000)  # bus voltage, mV
+        write(ina226 / "curr1_input", 200)  # mA
+        write(ina226 / "power1_input", 1000000)  # µW
+        ina219 = hwmon / "hwmon1"
+        write(ina219 / "name", "ina219")
+        write(ina219 / "in1_input", 3300)
+        write(ina219 / "curr1_input", 100)
+
+    # setters for what the board would do during a run
+    def set_zone_c(self, index: int, celsius: float) -> None:
+        write(self.root / f"class/thermal/thermal_zone{index}/temp", int(celsius * 1000))
+
+    def set_scaling_max_khz(self, khz: int) -> None:
+        write(self.root / "devices/system/cpu/cpufreq/policy0/scaling_max_freq", khz)
+
+    def set_cooling_state(self, state: int) -> None:
+        write(self.root / "class/thermal/cooling_device0/cur_state", state)
+
+    def set_power_w(self, watts: float) -> None:
+        """The INA226's power; the INA219 rail is left as it is (0.33 W)."""
+        write(self.root / "class/hwmon/hwmon0/power1_input", int(watts * 1e6))
+
+    @property
+    def governor_file(self) -> Path:
+        return self.root / "devices/system/cpu/cpufreq/policy0/scaling_governor"

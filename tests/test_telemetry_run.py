@@ -1,0 +1,145 @@
+"""Telemetry in real runs: the local board, an AM62x-like tree, and runs that are stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from telemetry_am62x import Am62xTree
+from test_telemetry_throttle import wait_for_samples
+
+from evbench_agent.telemetry import phase_records, sysfs
+from evbench_agent.telemetry.session import SYSFS_ENV
+
+ROOT = Path(__file__).resolve().parent.parent
+EVBENCH = Path(sys.executable).parent / "evbench"
+RUN_ARGS = ["--suite", "codec", "--quick", "--profile", "seed", "--codecs", "json,protobuf"]
+
+
+def _telemetry_records(out: Path) -> list[dict]:
+    summary = json.loads((out / "summary.json").read_text())
+    return [r for r in summary["records"] if r["suite"] == "telemetry"]
+
+
+@pytest.mark.integration
+def test_a_local_run_has_telemetry_per_phase_and_names_its_sensors(tmp_path):
+    out = tmp_path / "run"
+    command = [str(EVBENCH), "run", "--board", "local", *RUN_ARGS, "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    header, samples, _ = phase_records.read_telemetry(out / "telemetry.jsonl")
+    assert header["format"] == "evbench-telemetry" and header["interval_s"] == 1.0
+    assert samples and all(0 <= s["cpu_percent"] <= 100 for s in samples)
+    assert all(s["memory_used"] > 0 and len(s["load_avg"]) == 3 for s in samples)
+    manifest = json.loads((out / "manifest.json").read_text())
+    # this machine's sensors as the agent found them: on CI and here, none
+    assert manifest["telemetry"]["sensors"] == sysfs.discover("/sys").summary()
+    assert manifest["telemetry"]["sampler_exit"] == 0
+    records = _telemetry_records(out)
+    phases = {(r["params"]["phase"], r["profile"]) for r in records}
+    assert phases == {("codec", None), ("codec", "seed")}
+    seed = {r["metric"]: r for r in records if r["profile"] == "seed"}
+    assert seed["cpu_util"]["unit"] == "percent" and seed["cpu_util"]["n"] >= 1
+    assert seed["rss_max"]["unit"] == "bytes" and seed["rss_max"]["max"] > 1_000_000
+    if not sysfs.discover("/sys").has_power():
+        assert not any(r["metric"].startswith("energy") for r in records)
+    markers = [json.loads(line) for line in (out / "markers.jsonl").read_text().splitlines()]
+    assert {(m["event"], m["profile"], m.get("worker")) for m in markers} >= {
+        ("start", "seed", 0),
+        ("end", "seed", 1),
+    }
+    checksums = (out / "SHA256SUMS").read_text()
+    assert "telemetry.jsonl" in checksums and "markers.jsonl" in checksums
+
+
+def _agent(out: Path, sysfs_root: Path, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, **{SYSFS_ENV: str(sysfs_root)})
+    command = [sys.executable, "-m", "evbench_agent", "run", *RUN_ARGS, "--out", str(out)]
+    return subprocess.Popen(
+        [*command, "--telemetry-interval", "0.1", *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.integration
+def test_an_am62x_run_flags_throttled_phases_and_reports_energy(tmp_path):
+    board = Am62xTree(tmp_path / "sys")
+    board.set_cooling_state(1)  # the kernel is throttling throughout
+    out = tmp_path / "run"
+    agent = _agent(out, board.root)
+    _, errors = agent.communicate(timeout=600)
+    assert agent.returncode == 0, errors
+    manifest = json.loads((out / "manifest.json").read_text())["telemetry"]
+    assert manifest["sensors"]["hwmon"][0] == "hwmon0/curr1 ina226 current (A)"
+    assert manifest["idle_power_w"] == pytest.approx(1.33)
+    assert [e["type"] for e in manifest["throttle_events"]] == ["throttle_start"]
+    records = _telemetry_records(out)
+    assert records and all(r["params"]["throttled"] for r in records)
+    assert {r["params"]["phase"] for r in records} == {"idle", "codec"}
+    by_key = {(r["params"]["phase"], r["codec"], r["metric"]): r for r in records}
+    assert by_key[("codec", None, "temp_max")]["median"] == 46.0
+    assert by_key[("codec", None, "freq_min")]["median"] == 1_250_000_000
+    # power never changed on the fake rails: the work cost nothing above idle
+    energy = [r for r in records if r["metric"] == "energy_per_op"]
+    assert {(r["codec"], r["params"]["operation"]) for r in energy} == {
+        (codec, op)
+        for codec in ("json", "protobuf")
+        for op in ("encode", "decode", "decode_access")
+    }
+    assert all(r["unit"] == "J" and r["max"] == pytest.approx(0.0) for r in energy)
+
+
+def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for child in psutil.Process(agent_pid).children():
+            if "evbench_agent.telemetry.sampler" in " ".join(child.cmdline()):
+                return child.pid
+        time.sleep(0.05)
+    raise AssertionError("no sampler process started")
+
+
+def _gone(pid: int, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True  # ended; only its new parent has not reaped it yet
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_run_leaves_no_sampler_behind(tmp_path, stop):
+    board = Am62xTree(tmp_path / "sys")  # with a power monitor: the idle phase takes 3 s
+    out = tmp_path / "run"
+    agent = _agent(out, board.root)
+    try:
+        sampler = _sampler_pid(agent.pid)
+        wait_for_samples(out / "telemetry.jsonl", 3)
+        agent.send_signal(stop)
+        agent.communicate(timeout=60)
+    finally:
+        agent.kill()
+        agent.wait()
+    assert _gone(sampler), f"the sampler (pid {sampler}) outlived the agent"
+    assert agent.returncode == (130 if stop == signal.SIGTERM else -signal.SIGKILL)
+    assert not (out / "complete").exists()
+    assert phase_records.read_telemetry(out / "telemetry.jsonl")[1]  # samples kept
+    if stop == signal.SIGTERM:
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "interrupted"
+        assert manifest["telemetry"]["sampler_exit"] == 0
