@@ -1,0 +1,155 @@
+"""`evbench run` ends with a report: the plots the data call for, decodable images,
+a CSV with the summary's numbers and a JUnit file that validates (xmllint)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+from conftest import ROOT, require_command
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+XSD = ROOT / "tests" / "data" / "junit.xsd"
+TIME_METRICS = {"encode", "decode", "decode_access"}
+SIZE_METRICS = {"size", "size_deflate"}
+
+
+def evbench(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evbench", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "run"
+    done = evbench(
+        "run", "--board", "local", "--quick", "--profile", "seed", "--codecs", "json,protobuf",
+        "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"report: {out / 'report.html'}" in done.stderr
+    return out
+
+
+def expected_plots(run_dir: Path) -> set[str]:
+    """The plots this run's data call for, worked out from the files, not the report code."""
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    codec_metrics = {r["metric"] for r in records if r["suite"] == "codec"}
+    link_metrics = set()
+    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        if sample["suite"] == "link":
+            link_metrics.add(sample["metric"])
+    expected = set()
+    if codec_metrics & TIME_METRICS:
+        expected.add("codec-times")
+    if codec_metrics & SIZE_METRICS:
+        expected.add("codec-sizes")
+    if "rtt" in link_metrics:
+        expected |= {"rtt-cdf", "rtt-time"}
+    if "send_lateness" in link_metrics:
+        expected.add("lateness-time")
+    telemetry = run_dir / "telemetry.jsonl"
+    if telemetry.exists() and '"sample"' in telemetry.read_text():
+        expected.add("telemetry")
+    return expected
+
+
+def embedded_images(html: str) -> list[bytes]:
+    return [
+        base64.b64decode(b64) for b64 in re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    ]
+
+
+def assert_real_image(png: bytes) -> None:
+    assert png.startswith(PNG_SIGNATURE)
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
+    height, width = pixels.shape[:2]
+    assert height > 100 and width > 100
+    assert pixels.std() > 0.01, "a blank image"
+
+
+def test_run_writes_report_with_the_plots_the_data_call_for(run_dir: Path):
+    html = (run_dir / "report.html").read_text()
+    markdown = (run_dir / "report.md").read_text()
+    expected = expected_plots(run_dir)
+    assert {"codec-times", "codec-sizes"} <= expected  # the codec suite always ran
+    assert set(re.findall(r'<figure id="([^"]+)"', html)) == expected
+    assert set(re.findall(r"\]\(plots/([^)]+)\.png\)", markdown)) == expected
+    assert {p.stem for p in (run_dir / "plots").glob("*.png")} == expected
+    images = embedded_images(html)
+    assert len(images) == len(expected)
+    for png in images:
+        assert_real_image(png)
+    for path in (run_dir / "plots").glob("*.png"):
+        assert_real_image(path.read_bytes())
+
+
+def test_report_is_self_contained(run_dir: Path):
+    html = (run_dir / "report.html").read_text()
+    assert "<script" not in html
+    # No reference that would need a network or another file to open the report.
+    assert not re.search(r'(src|href)="(?!data:)', html)
+    assert "default-src 'none'" in html
+
+
+def test_report_has_context_comparison_and_spread(run_dir: Path):
+    markdown = (run_dir / "report.md").read_text()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["platform"]["kernel"] in markdown
+    assert f"{manifest['platform']['protobuf']} (backend " in markdown
+    assert "| Profile | Metric | JSON | Protobuf | % Diff | Winner |" in markdown
+    assert "PARTIAL" not in markdown
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
+    table_lines = [line for line in spread.splitlines() if line.startswith("|")]
+    assert len(table_lines) - 2 == len(records)  # minus the header and its rule
+
+
+def test_csv_holds_the_same_numbers_as_summary(run_dir: Path):
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    with open(run_dir / "summary.csv", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == len(records)
+    numeric = ("n", "mean", "median", "stdev", "min", "max", "p90", "p99", "ci95_low", "ci95_high")
+    for row, record in zip(rows, records, strict=True):
+        for name in ("suite", "profile", "codec", "metric", "unit"):
+            assert row[name] == (record[name] or "")  # null (telemetry's codec) is empty
+        assert json.loads(row["params"]) == record["params"]
+        for name in numeric:
+            expected = record[name]
+            assert (float(row[name]) if row[name] else None) == expected, (name, row, record)
+
+
+def test_junit_validates_against_the_schema(run_dir: Path, tmp_path: Path):
+    xmllint = require_command("xmllint")
+    junit = run_dir / "junit.xml"
+    done = subprocess.run(
+        [xmllint, "--noout", "--schema", str(XSD), str(junit)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    text = junit.read_text()
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    assert text.count("<testcase ") == len(records)
+    assert '<property name="unit" value="s" />' in text
+    # The schema can reject: a test case without its classname does not validate.
+    broken = tmp_path / "broken.xml"
+    broken.write_text(re.sub(r' classname="[^"]*"', "", text, count=1))
+    done = subprocess.run(
+        [xmllint, "--noout", "--schema", str(XSD), str(broken)], capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert "classname" in done.stderr
