@@ -1,0 +1,243 @@
+"""evbench flash --board: write a board's eMMC from a Linux running on the board.
+
+The host streams the mapped ranges over the board's transport into
+emmc_receiver.py (run with the board's python3), which writes them, syncs,
+and reads every range back with the page cache dropped. The host checks
+each range against the bmap as it streams, exactly as for a local card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from evbench.boards import Board, open_board
+from evbench.boards.base import CommandResult, PipedCommand
+from evbench.commands.flash import describe_plan, load_bmap, open_source
+from evbench.flash.progress import FlashProgress
+from evbench.flash.target import Target, confirm
+from evbench.flash.writer import FlashReport, write_image
+from evbench_agent.errors import CheckFailed, EvbenchError, UserError
+
+HERE = Path(__file__).resolve().parent
+RECEIVER_FILES = ("blockdevs.py", "emmc_receiver.py")
+#: One W frame: the receiver refuses larger ones.
+FRAME = 1024 * 1024
+#: The board syncs and reads everything back after the last byte: allow for a slow eMMC.
+FINISH_TIMEOUT_BASE = 120.0
+FINISH_SECONDS_PER_MIB = 0.5
+#: TI's eMMC boot partition layout for the AM62x (in 512-byte blocks: 0x0, 0x400, 0x1400),
+#: the same offsets U-Boot's `mmc write` and the SDK's dfu_alt_info use.
+BOOTLOADER_LAYOUT = (
+    ("tiboot3.bin", 0x0, 0x400),
+    ("tispl.bin", 0x400, 0x1000),
+    ("u-boot.img", 0x1400, 0x2000),
+)
+BOOT_SETTINGS = (
+    "in U-Boot: 'mmc partconf 0 1 1 1' and 'mmc bootbus 0 2 0 0' (or on Linux with mmc-utils: "
+    "'mmc bootpart enable 1 1 DEVICE' and 'mmc bootbus set single_backward x1 x8 DEVICE')"
+)
+SWITCHES = "set the boot mode switches to eMMC boot (see the board's user guide)"
+
+
+class BoardSink:
+    """Frames for emmc_receiver.py: W (data), R (a range to read back), E (end)."""
+
+    def __init__(self, board: Board, command: PipedCommand, mapped_bytes: int) -> None:
+        self.board = board
+        self.command = command
+        self.mapped_bytes = mapped_bytes
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.command.write(data)
+        except OSError as error:
+            result = self.command.finish(30.0)
+            raise CheckFailed(
+                f"the receiver on {self.board.url} stopped: {_receiver_error(result)}",
+                hint="the device on the board may have failed or disappeared; flash again",
+            ) from error
+
+    def write(self, offset: int, data: bytes) -> None:
+        view = memoryview(data)
+        for start in range(0, len(view), FRAME):
+            piece = view[start : start + FRAME]
+            self._send(b"W %d %d\n" % (offset + start, len(piece)))
+            self._send(piece)
+
+    def end_range(
+        self, offset: int, length: int, algorithm: str, digest: str, checked: bool
+    ) -> None:
+        self._send(f"R {offset} {length} {algorithm} {digest}\n".encode("ascii"))
+
+    def finish(self) -> list[str]:
+        self._send(b"E\n")
+        timeout = FINISH_TIMEOUT_BASE + FINISH_SECONDS_PER_MIB * self.mapped_bytes / 2**20
+        result = self.command.finish(timeout)
+        answer = _answer(result)
+        if result.returncode != 0 or not answer.get("ok"):
+            raise CheckFailed(f"flashing on {self.board.url} failed: {_receiver_error(result)}")
+        return [f"{answer['ranges']} range(s) read back on the board after sync, cache dropped"]
+
+
+def _answer(result: CommandResult) -> dict:
+    lines = result.stdout.decode(errors="replace").strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        answer = {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _receiver_error(result: CommandResult) -> str:
+    answer = _answer(result)
+    if "error" in answer:
+        return str(answer["error"])
+    tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:]
+    return f"exit {result.returncode}: {' '.join(tail) or 'no output'}"
+
+
+class Receiver:
+    """emmc_receiver.py copied to a temporary directory on the board."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        made = board.run(["mktemp", "-d", "/tmp/evbench-flash.XXXXXX"], timeout=30)
+        if not made.ok:
+            raise UserError(f"cannot make a temporary directory on {board.url}")
+        self.directory = made.stdout.decode().strip()
+        for name in RECEIVER_FILES:
+            board.put(HERE / name, f"{self.directory}/{name}")
+        self.argv = [board.python, f"{self.directory}/emmc_receiver.py"]
+
+    def inspect(self, device: str) -> dict:
+        result = self.board.run([*self.argv, "inspect", device], timeout=60)
+        if not result.ok:
+            raise UserError(
+                f"cannot inspect {device} on {self.board.url}: {_receiver_error(result)}"
+            )
+        return _answer(result)
+
+    def start(self, device: str, image_size: int | None, unlock_boot: bool = False) -> PipedCommand:
+        argv = [*self.argv, "write", device]
+        argv += ["--size", str(image_size)] if image_size is not None else []
+        return self.board.pipe([*argv, "--unlock-boot"] if unlock_boot else argv)
+
+    def remove(self) -> None:
+        self.board.run(["rm", "-rf", self.directory], timeout=30)
+
+
+def check_device(info: dict, device: str, url: str, image_size: int | None) -> Target:
+    """Refuse what the receiver would refuse, before any data is sent."""
+    if info.get("kind") not in ("block", "file"):
+        raise UserError(
+            f"{device} on {url} is {info.get('kind', 'unknown')}, not a block device or file",
+            hint="the eMMC is usually /dev/mmcblk0 (see 'lsblk' on the board)",
+        )
+    if info.get("busy"):
+        raise UserError(
+            f"refusing to write {device} on {url}: it is in use ({info['busy']}); "
+            "nothing was written",
+            hint="boot the board from its SD card, so the eMMC is not the running system",
+        )
+    if info.get("read_only"):
+        raise UserError(f"{device} on {url} is read-only")
+    target = Target(Path(device), info["kind"] == "block", info.get("size"), info.get("model", ""))
+    if target.size is not None and image_size is not None and image_size > target.size:
+        raise UserError(f"the image ({image_size} bytes) is larger than {device} on {url}")
+    return target
+
+
+def write_bootloader(receiver: Receiver, directory: Path, partition: str) -> None:
+    """tiboot3.bin, tispl.bin and u-boot.img at TI's offsets in the eMMC boot partition."""
+    missing = [name for name, _, _ in BOOTLOADER_LAYOUT if not (directory / name).is_file()]
+    if missing:
+        raise UserError(f"{directory} lacks {', '.join(missing)}", hint="give the deploy directory")
+    blobs = []
+    for name, block, blocks in BOOTLOADER_LAYOUT:
+        data = (directory / name).read_bytes()
+        if len(data) > blocks * 512:
+            raise UserError(f"{name} ({len(data)} bytes) does not fit its {blocks * 512}-byte slot")
+        blobs.append((name, block * 512, data))
+    info = receiver.inspect(partition)
+    check_device(info, partition, receiver.board.url, None)
+    command = receiver.start(partition, None, unlock_boot=True)
+    sink = BoardSink(receiver.board, command, sum(len(d) for _, _, d in blobs))
+    import hashlib
+
+    for _name, offset, data in blobs:
+        sink.write(offset, data)
+        sink.end_range(offset, len(data), "sha256", hashlib.sha256(data).hexdigest(), False)
+    sink.finish()
+    print(
+        f"bootloader written to {partition}: "
+        + ", ".join(f"{name} at 0x{offset:x}" for name, offset, _ in blobs),
+        flush=True,
+    )
+
+
+def configure_boot(board: Board, device: str, wrote_bootloader: bool) -> None:
+    """Select boot partition 1 with mmc-utils when the board has it; otherwise say what to do."""
+    name = Path(device).name
+    has_mmc = board.run(["sh", "-c", "command -v mmc"], timeout=30).ok
+    if wrote_bootloader and has_mmc and name.startswith("mmcblk") and device.startswith("/dev/"):
+        for argv in (
+            ["mmc", "bootpart", "enable", "1", "1", device],
+            ["mmc", "bootbus", "set", "single_backward", "x1", "x8", device],
+        ):
+            result = board.run(argv, timeout=60)
+            if not result.ok:
+                raise EvbenchError(
+                    f"'{shlex.join(argv)}' failed on {board.url}: "
+                    f"{result.stderr.decode(errors='replace').strip()}"
+                )
+        print(f"boot partition 1 enabled on {device}; still needed: {SWITCHES}", flush=True)
+        return
+    needed = (
+        []
+        if wrote_bootloader
+        else [
+            "write tiboot3.bin, tispl.bin and u-boot.img to the boot partition (--bootloader DIR)"
+        ]
+    )
+    needed += [BOOT_SETTINGS.replace("DEVICE", device), SWITCHES]
+    print("to boot from eMMC, still needed: " + "; ".join(needed), flush=True)
+
+
+def flash_board(args: argparse.Namespace) -> int:
+    bmap = load_bmap(args)
+    source = open_source(args, bmap)
+    image_size = bmap.image_size if bmap else source.plain_size
+    with open_board(args.board) as board:
+        receiver = Receiver(board)
+        try:
+            target = check_device(receiver.inspect(args.device), args.device, board.url, image_size)
+            plan = describe_plan(args, source, bmap)
+            confirm(target, f"{plan} (on {board.url})", args.yes)
+            print(f"flashing {plan} to {args.device} on {board.url}", flush=True)
+            command = receiver.start(args.device, image_size)
+            sink = BoardSink(board, command, bmap.mapped_bytes if bmap else image_size or 0)
+            total = bmap.mapped_bytes if bmap else image_size
+            with source, FlashProgress(total, "flash") as progress:
+                report: FlashReport = write_image(source, sink, bmap, progress)
+            print(report.summary(), flush=True)
+            if args.bootloader:
+                partition = args.boot_partition or f"{args.device}boot0"
+                write_bootloader(receiver, args.bootloader, partition)
+            configure_boot(board, args.device, args.bootloader is not None)
+        finally:
+            receiver.remove()
+        if args.reboot:
+            reboot(board)
+    return 0
+
+
+def reboot(board: Board) -> None:
+    try:
+        board.run(["reboot"], timeout=30)
+    except EvbenchError as error:  # the connection may drop as the board goes down
+        print(f"reboot requested ({error})", file=sys.stderr)
+    print(f"{board.url} is rebooting", flush=True)

@@ -1,0 +1,227 @@
+"""The image as a forward-only stream: plain, xz, gz, bz2 or zstd, never whole in memory.
+
+A reader thread decompresses ahead into a small bounded queue (as bmaptool's
+TransRead does), so decompression on one core overlaps hashing and writing on
+the other. xz, gz and bz2 use Python's own modules (they release the GIL while
+decompressing); zstd goes through the `zstd` command, which the standard
+library cannot read before Python 3.14.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import queue
+import shutil
+import subprocess
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from evbench_agent.errors import CheckFailed, UserError
+
+CHUNK = 1024 * 1024
+#: Decompressed chunks held ahead of the writer: bounds memory at QUEUE_DEPTH MiB.
+QUEUE_DEPTH = 8
+MAGIC = {
+    "xz": b"\xfd7zXZ\x00",
+    "gz": b"\x1f\x8b",
+    "bz2": b"BZh",
+    "zstd": b"\x28\xb5\x2f\xfd",
+}
+COMPRESSED_SUFFIXES = {".xz": "xz", ".gz": "gz", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
+#: What each decompressor raises for damaged or cut-off data.
+_STREAM_ERRORS = (lzma.LZMAError, EOFError, gzip.BadGzipFile, zlib.error, OSError, ValueError)
+
+
+class CorruptImage(CheckFailed):
+    """The image stream is damaged, truncated, or disagrees with its bmap."""
+
+
+def detect_compression(path: Path) -> str:
+    """'plain', 'xz', 'gz', 'bz2' or 'zstd', from the first bytes (checked against the name)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(8)
+    except OSError as error:
+        raise UserError(f"cannot read the image {path}: {error.strerror}") from error
+    found = next((kind for kind, magic in MAGIC.items() if head.startswith(magic)), "plain")
+    named = COMPRESSED_SUFFIXES.get(path.suffix.lower())
+    if named and found != named:
+        raise CorruptImage(
+            f"{path} is named as {named} but does not start like {named} data; nothing was written",
+            hint="the file is damaged or misnamed: download it again",
+        )
+    return found
+
+
+class _ZstdPipe:
+    """`zstd -dc` as a readable stream; its exit status is checked at the end."""
+
+    def __init__(self, path: Path) -> None:
+        command = shutil.which("zstd")
+        if command is None:
+            raise UserError(
+                f"{path} is zstd-compressed and the 'zstd' command is missing",
+                hint="install it (Debian/Ubuntu: apt-get install zstd)",
+            )
+        self._process = subprocess.Popen(
+            [command, "-dc", "--no-progress", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def read(self, size: int) -> bytes:
+        data = self._process.stdout.read(size)
+        if not data:
+            self._process.wait()
+            if self._process.returncode != 0:
+                message = self._process.stderr.read(4096).decode(errors="replace").strip()
+                raise OSError(f"zstd: {message.splitlines()[-1] if message else 'failed'}")
+        return data
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        self._process.stdout.close()
+        self._process.stderr.close()
+
+
+def _open_stream(path: Path, compression: str) -> BinaryIO | _ZstdPipe:
+    if compression == "xz":
+        return lzma.open(path, "rb")
+    if compression == "gz":
+        return gzip.open(path, "rb")
+    if compression == "bz2":
+        return bz2.open(path, "rb")
+    if compression == "zstd":
+        return _ZstdPipe(path)
+    return path.open("rb")
+
+
+class ImageSource:
+    """Streams the mapped spans of an image, in order, from a reader thread.
+
+    `spans` are (offset, length) pairs in increasing order; a length of None
+    means "to the end of the image" (an image without a bmap). With a known
+    `image_size` the stream is read to its end, so the compressed format's own
+    integrity check runs and a size that disagrees with the bmap is caught.
+    """
+
+    def __init__(self, path: Path, image_size: int | None = None) -> None:
+        self.path = path
+        self.compression = detect_compression(path)
+        self.image_size = image_size
+        self._queue: queue.Queue = queue.Queue(QUEUE_DEPTH)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def plain_size(self) -> int | None:
+        """The image's size when it is not compressed (known before reading)."""
+        return self.path.stat().st_size if self.compression == "plain" else None
+
+    def chunks(self, spans: Sequence[tuple[int, int | None]]) -> Iterator[tuple[int, bytes]]:
+        """(offset, data) pieces of every span, at most CHUNK bytes each."""
+        self._thread = threading.Thread(target=self._read, args=(list(spans),), daemon=True)
+        self._thread.start()
+        while True:
+            kind, offset, payload = self._queue.get()
+            if kind == "data":
+                yield offset, payload
+            elif kind == "error":
+                raise payload
+            else:
+                return
+
+    def _put(self, item: tuple) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def _read(self, spans: list[tuple[int, int | None]]) -> None:
+        position = 0
+        try:
+            stream = _open_stream(self.path, self.compression)
+        except (UserError, OSError) as error:
+            self._put(("error", 0, error))
+            return
+        try:
+            for offset, length in spans:
+                position = self._skip(stream, position, offset)
+                end = offset + length if length is not None else None
+                while (end is None or position < end) and not self._stop.is_set():
+                    data = stream.read(CHUNK if end is None else min(CHUNK, end - position))
+                    if not data and end is None:
+                        break
+                    if not data:
+                        raise self._truncated(position, end)
+                    self._put(("data", position, data))
+                    position += len(data)
+            if self.image_size is not None:
+                position = self._check_end(stream, position)
+            self._put(("end", position, None))
+        except _STREAM_ERRORS as error:
+            self._put(("error", position, self._corrupt(position, error)))
+        except CorruptImage as error:
+            self._put(("error", position, error))
+        finally:
+            stream.close()
+
+    def _skip(self, stream: BinaryIO | _ZstdPipe, position: int, offset: int) -> int:
+        if self.compression == "plain":
+            stream.seek(offset)
+            return offset
+        while position < offset and not self._stop.is_set():
+            data = stream.read(min(CHUNK, offset - position))
+            if not data:
+                raise self._truncated(position, offset)
+            position += len(data)
+        return position
+
+    def _check_end(self, stream: BinaryIO | _ZstdPipe, position: int) -> int:
+        if self.compression == "plain":
+            size = self.path.stat().st_size
+        else:
+            while not self._stop.is_set() and (data := stream.read(CHUNK)):
+                position += len(data)
+            size = position
+        if size != self.image_size:
+            raise CorruptImage(
+                f"the image {self.path} holds {size} bytes, its bmap says {self.image_size}",
+                hint="the image and its bmap do not belong together, or the image is cut off",
+            )
+        return size
+
+    def _truncated(self, position: int, needed: int) -> CorruptImage:
+        return CorruptImage(
+            f"the image {self.path} ends at byte {position}, but data is mapped up to byte "
+            f"{needed}: the image is truncated",
+            hint="download the image again",
+        )
+
+    def _corrupt(self, position: int, error: Exception) -> CorruptImage:
+        reason = str(error) or type(error).__name__
+        return CorruptImage(
+            f"the {self.compression} image {self.path} is corrupt near byte {position} of its "
+            f"data: {reason}",
+            hint="download the image again",
+        )
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ImageSource:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,174 @@
+"""Streams an image into a sink and verifies it, range by range.
+
+With a bmap: only the mapped ranges are written, and each range's data is
+checked against the bmap's checksum as it streams past, before the next range
+starts (as bmaptool does). Ranges without a checksum (bmap 1.0-1.2), and
+images without a bmap, are verified by reading the target back after fsync,
+with the page cache dropped, against a digest taken while writing.
+
+A sink is where bytes go: `FileSink` writes a local file or device;
+emmc.BoardSink sends them to a receiver on a board, which reads back every range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from evbench.flash.bmap import BlockRange, Bmap
+from evbench.flash.progress import FlashProgress
+from evbench.flash.source import CHUNK, ImageSource
+from evbench_agent.errors import CheckFailed
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class FlashReport:
+    """What one flash did; `seconds` runs from the first read to the end of verification."""
+
+    bytes_written: int = 0
+    bytes_total: int = 0
+    image_size: int = 0
+    ranges_checked: int = 0
+    seconds: float = 0.0
+    method: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        rate = self.bytes_written / self.seconds / MiB if self.seconds else 0.0
+        return (
+            f"wrote {self.bytes_written} bytes ({self.bytes_written / MiB:.1f} MiB) of a "
+            f"{self.image_size / MiB:.1f} MiB image in {self.seconds:.2f} s "
+            f"({rate:.1f} MiB/s; one run, wall clock including sync and verification); "
+            "verified: " + "; ".join(self.method)
+        )
+
+    def progress_note(self) -> str:
+        return (
+            f"wrote {self.bytes_written} of {self.bytes_total} bytes before stopping; "
+            "the target is incomplete: flash it again"
+        )
+
+
+class Sink(Protocol):
+    def write(self, offset: int, data: bytes) -> None:
+        """Write `data` at byte `offset` of the target."""
+
+    def end_range(
+        self, offset: int, length: int, algorithm: str, digest: str, checked: bool
+    ) -> None:
+        """A range is complete; `checked` when its data already matched the bmap."""
+
+    def finish(self) -> list[str]:
+        """Sync and verify what is still unverified; say how it was verified."""
+
+
+class FileSink:
+    """A local file or block device, open read-write."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._read_back: list[tuple[int, int, str, str]] = []
+
+    def write(self, offset: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self.fd, view, offset)
+            view = view[written:]
+            offset += written
+
+    def end_range(
+        self, offset: int, length: int, algorithm: str, digest: str, checked: bool
+    ) -> None:
+        if not checked:  # bmap-checked ranges are trusted, as bmaptool does
+            self._read_back.append((offset, length, algorithm, digest))
+
+    def finish(self) -> list[str]:
+        os.fsync(self.fd)
+        for offset, length, algorithm, expected in self._read_back:
+            found = read_back_digest(self.fd, offset, length, algorithm)
+            if found != expected:
+                raise CheckFailed(
+                    f"read-back mismatch for bytes {offset}-{offset + length - 1}: the target "
+                    f"holds {algorithm} {found}, {expected} was written; it is not a good copy",
+                    hint="the card may be failing or fake (smaller than it claims)",
+                )
+        if not self._read_back:
+            return []
+        return [f"{len(self._read_back)} range(s) read back after fsync, cache dropped"]
+
+
+def read_back_digest(fd: int, offset: int, length: int, algorithm: str = "sha256") -> str:
+    """The digest of the target's bytes as the device returns them, not the page cache."""
+    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+    digest = hashlib.new(algorithm)
+    end = offset + length
+    while offset < end:
+        data = os.pread(fd, min(CHUNK, end - offset), offset)
+        if not data:
+            break
+        digest.update(data)
+        offset += len(data)
+    return digest.hexdigest()
+
+
+def _check_range(bmap: Bmap, block_range: BlockRange, digest: str, report: FlashReport) -> None:
+    if digest != block_range.checksum:
+        start, length = bmap.byte_span(block_range)
+        raise CheckFailed(
+            f"checksum mismatch for blocks {block_range.first}-{block_range.last} "
+            f"(bytes {start}-{start + length - 1}): calculated {digest}, the bmap says "
+            f"{block_range.checksum}; {report.progress_note()}",
+            hint="the image or its bmap is damaged: download both again",
+        )
+    report.ranges_checked += 1
+
+
+def write_image(
+    source: ImageSource, sink: Sink, bmap: Bmap | None, progress: FlashProgress
+) -> FlashReport:
+    """Stream the image into `sink`; raise CheckFailed (saying how far it got) on any fault."""
+    started = time.monotonic()
+    report = FlashReport()
+    if bmap is not None:
+        spans: list[tuple[int, int | None]] = [bmap.byte_span(r) for r in bmap.ranges]
+        report.image_size, report.bytes_total = bmap.image_size, bmap.mapped_bytes
+    else:
+        spans = [(0, source.plain_size)]
+        report.image_size = report.bytes_total = source.plain_size or 0
+    index, hasher, algorithm, range_end = -1, hashlib.sha256(), "sha256", -1
+    for offset, data in source.chunks(spans):
+        if offset >= range_end:  # the first chunk of the next range
+            index += 1
+            start, length = spans[index]
+            range_end = start + length if length is not None else 1 << 62
+            checked = bmap is not None and bmap.ranges[index].checksum is not None
+            algorithm = bmap.checksum_type if checked else "sha256"
+            hasher = hashlib.new(algorithm)
+        hasher.update(data)
+        try:
+            sink.write(offset, data)
+        except OSError as error:
+            raise CheckFailed(
+                f"writing at byte {offset} failed: {error.strerror or error}; "
+                f"{report.progress_note()}",
+                hint="the device may have been removed, be full, or be failing",
+            ) from error
+        report.bytes_written += len(data)
+        progress.advance(len(data))
+        if bmap is not None and offset + len(data) == range_end:
+            block_range = bmap.ranges[index]
+            if block_range.checksum is not None:
+                _check_range(bmap, block_range, hasher.hexdigest(), report)
+            sink.end_range(start, length, algorithm, hasher.hexdigest(), checked)
+    if bmap is None:  # the stream's own length is the image size
+        report.image_size = report.bytes_total = report.bytes_written
+        sink.end_range(0, report.bytes_written, "sha256", hasher.hexdigest(), False)
+    if report.ranges_checked:
+        report.method.append(f"{report.ranges_checked} range checksums from the bmap")
+    report.method += sink.finish()
+    report.seconds = time.monotonic() - started
+    return report
