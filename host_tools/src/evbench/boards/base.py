@@ -50,6 +50,18 @@ class StreamedCommand(abc.ABC):
         """Ask the command to stop as Ctrl-C would."""
 
 
+class PipedCommand(abc.ABC):
+    """A command fed through its standard input while it runs (flashing streams an image)."""
+
+    @abc.abstractmethod
+    def write(self, data: bytes) -> None:
+        """Send bytes to its standard input; OSError when the command has gone."""
+
+    @abc.abstractmethod
+    def finish(self, timeout: float) -> CommandResult:
+        """Close its standard input and wait at most `timeout` s for it to end."""
+
+
 class Board(abc.ABC):
     """A place where the agent runs: this machine, or a board over a transport."""
 
@@ -78,6 +90,10 @@ class Board(abc.ABC):
     @abc.abstractmethod
     def agent_command(self) -> list[str]:
         """How to start evbench-agent on this board."""
+
+    def pipe(self, argv: Sequence[str]) -> PipedCommand:
+        """Start a command and stream bytes into it (evbench flash --board)."""
+        raise UserError(f"the board {self.url} cannot stream data into a command")
 
     def reconnect(self) -> None:  # noqa: B027 - transports without a connection keep this
         """Open the transport again after ConnectionLost (the local board never loses it)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from evbench.boards.base import Board, CommandResult, StreamedCommand
+from evbench.boards.base import Board, CommandResult, PipedCommand, StreamedCommand
 from evbench_agent.errors import UserError
 
 
@@ -50,6 +51,39 @@ class LocalStreamedCommand(StreamedCommand):
             self._process.send_signal(signal.SIGINT)
 
 
+class LocalPipedCommand(PipedCommand):
+    def __init__(self, argv: Sequence[str]) -> None:
+        # Output goes to files, so a command that writes while we feed it never blocks.
+        self._argv = tuple(argv)
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish()
+        try:
+            self._process = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE, stdout=self._out, stderr=self._err
+            )
+        except OSError as error:
+            raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
+
+    def write(self, data: bytes) -> None:
+        self._process.stdin.write(data)
+
+    def finish(self, timeout: float) -> CommandResult:
+        # A BrokenPipeError means it ended early; its status and output say why.
+        with contextlib.suppress(BrokenPipeError):
+            self._process.stdin.close()
+        try:
+            returncode = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            returncode = self._process.wait()
+        outputs = []
+        for handle in (self._out, self._err):
+            handle.seek(0)
+            outputs.append(handle.read())
+            handle.close()
+        return CommandResult(self._argv, returncode, outputs[0], outputs[1])
+
+
 class LocalBoard(Board):
     url = "local"
 
@@ -61,6 +95,9 @@ class LocalBoard(Board):
 
     def stream(self, argv: Sequence[str]) -> StreamedCommand:
         return LocalStreamedCommand(argv)
+
+    def pipe(self, argv: Sequence[str]) -> PipedCommand:
+        return LocalPipedCommand(argv)
 
     def put(self, local: Path, remote: str) -> None:
         shutil.copyfile(local, remote)
