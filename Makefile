@@ -8,7 +8,7 @@ STAMP := $(VENV)/.evbench-installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup lint clean
+.PHONY: run test test-e2e setup lint clean
 
 $(STAMP): agent/pyproject.toml host_tools/pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ run: $(STAMP)
 	$(BIN)/evbench run --board local $(ARGS)
 
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+# The end-to-end tier on the virtual ARM64 board (QEMU): builds or reuses the
+# board image, then runs the e2e tests, each within a printed time budget.
+test-e2e: setup
+	tests/board/run-e2e.sh $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,0 +1,119 @@
+"""The `evboard` pytest fixture: the virtual ARM64 board, booted once per session.
+
+Test modules of the e2e tier import it (`from evboard_fixture import evboard_session`).
+Building the image when it is not cached takes about 6 minutes, booting under
+software emulation one to three; both have hard deadlines. Running
+`python tests/board/evboard_image.py` first (as `make test-e2e` does) keeps
+the build out of the first test's time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+from evboard_archive import BoardBuildError
+from evboard_image import ensure_board
+from evboard_qemu import VirtualBoard
+from evboard_rootfs import ROOT_PASSWORD
+
+EVBENCH = Path(sys.executable).with_name("evbench")
+BOOT_TIMEOUT = float(os.environ.get("EVBOARD_BOOT_TIMEOUT", "480"))
+COMMAND_TIMEOUT = 900  # one evbench command on the emulated board (runs are 10-20x slower)
+
+
+@dataclass
+class BoardSession:
+    """A booted board and a HOME whose ~/.ssh knows it, as an engineer's would."""
+
+    board: VirtualBoard
+    home: Path
+
+    @property
+    def ssh_url(self) -> str:
+        return f"ssh://root@127.0.0.1:{self.board.ssh_port}"
+
+    @property
+    def serial_url(self) -> str:
+        return f"serial://{self.board.console_path}?baud=115200&user=root"
+
+    def env(self) -> dict[str, str]:
+        """The environment of an evbench command: this HOME, the console password."""
+        env = dict(os.environ)
+        env.pop("SSH_AUTH_SOCK", None)  # only the test key, not the developer's agent
+        env["HOME"] = str(self.home)
+        env["EVBENCH_PASSWORD"] = ROOT_PASSWORD
+        return env
+
+    def evbench(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
+        """Run the real `evbench` command; on a hang or failure show the console's end."""
+        require(EVBENCH.exists(), f"the evbench command ({EVBENCH})")
+        try:
+            done = subprocess.run(
+                [str(EVBENCH), *args],
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"evbench {' '.join(args)} hung for {timeout} s\n{self.board.transcript()}")
+        if done.returncode != 0:
+            print(f"--- console transcript ---\n{self.board.transcript()}")
+        return done
+
+    def ssh(self, command: str, timeout: float = 120) -> str:
+        """Run a command on the board with OpenSSH's client (a check outside evbench)."""
+        config = str(self.home / ".ssh" / "config")
+        port = str(self.board.ssh_port)
+        done = subprocess.run(
+            [require_command("ssh"), "-F", config, "-p", port, "root@127.0.0.1", command],
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, f"ssh {command!r} failed: {done.stderr}"
+        return done.stdout
+
+
+def _write_ssh_home(home: Path, board: VirtualBoard) -> None:
+    """~/.ssh for the board: its host key (from the build) and the authorized test key."""
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(mode=0o700, parents=True)
+    known_hosts = ssh_dir / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{board.ssh_port} {board.image.info['host_key']}\n")
+    (ssh_dir / "config").write_text(
+        "Host 127.0.0.1\n"
+        f"    IdentityFile {board.image.ssh_key}\n"
+        f"    UserKnownHostsFile {known_hosts}\n"
+        "    StrictHostKeyChecking yes\n"
+        "    IdentitiesOnly yes\n"
+    )
+    board.image.ssh_key.chmod(0o600)
+
+
+@pytest.fixture(scope="session", name="evboard")
+def evboard_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardSession]:
+    for command in ("qemu-system-aarch64", "debootstrap", "qemu-aarch64-static", "depmod"):
+        require_command(command)
+    try:
+        image = ensure_board()
+    except BoardBuildError as e:
+        pytest.fail(f"the virtual board could not be built: {e}")
+    board = VirtualBoard(image, tmp_path_factory.mktemp("evboard"))
+    try:
+        board.boot(boot_timeout=BOOT_TIMEOUT)
+        home = tmp_path_factory.mktemp("evboard-home")
+        _write_ssh_home(home, board)
+        yield BoardSession(board, home)
+    finally:
+        board.stop()
