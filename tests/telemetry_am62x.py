@@ -16,8 +16,11 @@ from pathlib import Path
 
 
 def write(path: Path, value: object) -> None:
+    """Replace the file whole: the kernel's attributes are never seen half-written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{value}\n", encoding="ascii")
+    temporary = path.with_name(f".{path.name}.new")
+    temporary.write_text(f"{value}\n", encoding="ascii")
+    temporary.replace(path)
 
 
 class Am62xTree:

@@ -37,6 +37,9 @@ def _spec_from_args(args: argparse.Namespace):
         "cpu": args.cpu,
         "processes": args.processes,
         "values": args.values,
+        "telemetry_interval_s": getattr(args, "telemetry_interval", None),
+        "cool_to": getattr(args, "cool_to", None),
+        "governor": getattr(args, "governor", None),
     }
     document.update({key: value for key, value in flags.items() if value is not None})
     if args.quick:
@@ -62,11 +65,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from evbench_agent import platform_info
+    from evbench_agent.telemetry import noise, session
 
     info = platform_info.collect()
+    info["warnings"] = noise.warnings(session.sysfs_root())  # what makes results noisy here
     if args.json:
         print(json.dumps(info, indent=2))
         return ExitCode.OK
+    for warning in info.pop("warnings"):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     for key, value in info.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
@@ -102,6 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="the run directory (must be new or empty)")
     run.add_argument("--run-id", help="the run id (the host gives one)")
     run.add_argument("--progress", choices=("text", "json", "none"), default="text")
+    run.add_argument(
+        "--telemetry-interval", type=float, metavar="S", help="telemetry sampling (default 1 s)"
+    )
+    run.add_argument(
+        "--cool-to", type=float, metavar="CELSIUS", help="before each phase, wait until cooler"
+    )
+    run.add_argument("--governor", help="set this cpufreq governor for the run, then restore it")
     run.set_defaults(handler=_run)
 
     info = commands.add_parser("info", help="platform, versions and codecs")

@@ -27,6 +27,15 @@ METRICS: dict[str, Metric] = {
         Metric("encode", "s", LOWER_IS_BETTER, "Serialization"),
         Metric("decode", "s", LOWER_IS_BETTER, "Deserialization"),
         Metric("decode_access", "s", LOWER_IS_BETTER, "Deserialization + access"),
+        # telemetry (suite "telemetry", per phase; values are one per telemetry sample)
+        Metric("cpu_util", "percent", LOWER_IS_BETTER, "CPU utilisation, all cores"),
+        Metric("agent_cpu", "percent", LOWER_IS_BETTER, "Agent CPU, % of one core"),
+        Metric("temp_max", "°C", LOWER_IS_BETTER, "Hottest thermal zone"),
+        Metric("freq_min", "Hz", HIGHER_IS_BETTER, "Slowest core clock"),
+        Metric("power_mean", "W", LOWER_IS_BETTER, "Power, monitored rails"),
+        Metric("rss_max", "bytes", LOWER_IS_BETTER, "Agent memory (RSS)"),
+        Metric("energy_per_op", "J", LOWER_IS_BETTER, "Energy per operation, above idle"),
+        Metric("energy_per_msg", "J", LOWER_IS_BETTER, "Energy per message, above idle"),
     )
 }
 

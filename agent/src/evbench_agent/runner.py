@@ -12,6 +12,7 @@ from evbench_agent import platform_info, suites
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
+from evbench_agent.telemetry.session import TelemetrySession
 
 
 def _now() -> str:
@@ -25,6 +26,16 @@ def new_run_id() -> str:
 
 def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_telemetry(telemetry: TelemetrySession, writer: RunWriter, manifest: dict) -> None:
+    """Stop the sampler and add the per-phase records; a failure here loses no samples."""
+    try:
+        sample_sets, facts = telemetry.stop()
+        writer.add(sample_sets)
+    except Exception as error:  # the measured samples matter more than their telemetry
+        facts = {"error": f"{type(error).__name__}: {error}"}
+    manifest["telemetry"].update(telemetry.manifest(), **facts)
 
 
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
@@ -46,13 +57,18 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "affinity": spec.cpu,
         "pid": os.getpid(),
     }
+    telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
+    manifest["telemetry"] = telemetry.manifest()
     writer.write_manifest(manifest)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     status = "interrupted"
     try:
-        context = suites.RunContext(spec, writer, progress)
+        telemetry.start()
+        context = suites.RunContext(spec, writer, progress, telemetry.mark)
         for suite in spec.suites:
+            context.mark("start", suite=suite)
             suites.load(suite).run(context)
+            context.mark("end", suite=suite)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -62,6 +78,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _stop_telemetry(telemetry, writer, manifest)
         manifest.update(end_time=_now(), status=status)
         writer.write_manifest(manifest)
         writer.finish(complete=status == "complete")

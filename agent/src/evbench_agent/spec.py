@@ -48,6 +48,12 @@ class Spec:
     min_time: float | None = None
     payloads: int = DEFAULT_COUNT
     seed: int = DEFAULT_SEED
+    # telemetry (evbench_agent.telemetry): sampling interval and CPU, cool-down, governor
+    telemetry_interval_s: float = 1.0
+    telemetry_cpu: int | None = None
+    cool_to: float | None = None
+    cool_timeout_s: float = 300.0
+    governor: str | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -98,6 +104,23 @@ def _check_number(document: dict[str, Any], key: str, minimum: float, kind: type
         raise UserError(f"spec key {key!r} must be a number of at least {minimum}, not {value!r}")
 
 
+def _check_telemetry(values: dict[str, Any]) -> None:
+    interval = values.get("telemetry_interval_s")
+    if interval is not None and (
+        isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval < 0.1
+    ):
+        raise UserError(
+            f"spec key 'telemetry_interval_s' must be a number of seconds of at least 0.1, "
+            f"not {interval!r}"
+        )
+    _check_number(values, "telemetry_cpu", 0, int)
+    _check_number(values, "cool_to", -273, float)
+    _check_number(values, "cool_timeout_s", 0, float)
+    governor = values.get("governor")
+    if governor is not None and (not isinstance(governor, str) or not governor.isidentifier()):
+        raise UserError(f"spec key 'governor' must be a cpufreq governor name, not {governor!r}")
+
+
 def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
@@ -134,6 +157,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
     ):
         _check_number(values, key, minimum, int)
     _check_number(values, "min_time", 1e-6, float)
+    _check_telemetry(values)
     if "seed" in values and (
         isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
     ):

@@ -28,7 +28,11 @@ class RunContext:
     spec: Any  # evbench_agent.spec.Spec (not imported here: spec imports this module)
     writer: RunWriter
     progress: Progress
-    #: Marks a moment on the run's monotonic timeline (telemetry lines up with it).
+    #: Marks a moment on the run's monotonic timeline (telemetry lines up with it):
+    #: mark("start" | "end", t_ns=None, suite=..., profile=..., codec=..., **fields).
+    #: The runner writes these to markers.jsonl (evbench_agent.telemetry.timeline);
+    #: a live "start" first waits for the cool-down guard. An "end" may carry
+    #: messages=N or operations=N, from which energy per message/operation follows.
     mark: Callable[..., None] = field(default=lambda *_args, **_fields: None)
 
 

@@ -84,15 +84,22 @@ def _calibrate(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, i
     return loops_by_cell
 
 
-def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> list[dict[str, Any]]:
+def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, list[dict]]:
+    """The worker's sample sets, and when each profile ran on the monotonic clock.
+
+    Codecs alternate sample by sample (milliseconds each), too fast for
+    telemetry to tell apart, so the marked phase is the profile's block in
+    this worker: every codec of the profile, interleaved.
+    """
     worker, rounds = task["worker"], task["warmups"] + task["values"]
-    sample_sets = []
+    sample_sets, phases = [], []
     for profile in task["profiles"]:
         prepared = _prepare(task, profile)
         samples: dict[tuple[str, str], list[float]] = {}
         gc.collect()
         if not task["gc"]:
             gc.disable()
+        started_ns = time.monotonic_ns()  # the telemetry clock, system-wide
         try:
             for round_number in range(rounds):
                 for codec, operations in prepared.items():
@@ -104,13 +111,14 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> list[dict[str
                             samples.setdefault((codec, operation), []).append(elapsed / loops / 1e9)
         finally:
             gc.enable()
+        phases.append({"profile": profile, "start_ns": started_ns, "end_ns": time.monotonic_ns()})
         for (codec, operation), values in samples.items():
             params = dict(task["params"], loops=task["loops"][_cell(profile, codec, operation)])
             sample_sets.append(
                 SampleSet(SUITE, profile, codec, operation, "s", params, values, worker).as_dict()
             )
         emit(f"worker {worker + 1}: {profile}")
-    return sample_sets
+    return {"sample_sets": sample_sets, "phases": phases}
 
 
 def worker_main(task: dict[str, Any], emit: Callable[[str], None]) -> Any:
@@ -186,6 +194,7 @@ def run(context: RunContext) -> None:
         "seed": spec.seed,
     }
     for worker in range(plan.processes):
+        context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
         result = run_worker(
             dict(
                 task,
@@ -198,5 +207,10 @@ def run(context: RunContext) -> None:
             ),
             progress.advance,
         )
-        writer.add(SampleSet.from_dict(item) for item in result)
+        context.mark("end", suite=SUITE, worker=worker)
+        writer.add(SampleSet.from_dict(item) for item in result["sample_sets"])
+        for phase in result["phases"]:  # codec=None: all codecs of the profile, interleaved
+            for event in ("start", "end"):
+                where = {"suite": SUITE, "profile": phase["profile"], "worker": worker}
+                context.mark(event, phase[f"{event}_ns"], **where)
     progress.finish()

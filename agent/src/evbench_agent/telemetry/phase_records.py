@@ -8,8 +8,9 @@ sample, which covers it along with its neighbours (use a shorter
 says which interval applied. Phases marked more than once (the codec suite
 marks each profile in every worker process) pool their samples.
 
-Records have suite `telemetry`; the phase's own suite is `params.phase`; the
-phase's profile and codec are the record's. A phase during which the kernel
+Records have suite `telemetry`; the phase's own suite is `params.phase` (and
+its `kind`, where the suite marks one, `params.kind`); the phase's profile and
+codec are the record's. A phase during which the kernel
 throttled carries `throttled: true` and the reasons in its params.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import energy
-from evbench_agent.telemetry.timeline import PHASE_FIELDS, windows
+from evbench_agent.telemetry.timeline import group_name, windows
 
 SUITE = "telemetry"
 IDLE = "idle"
@@ -78,16 +79,16 @@ def _series(samples: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]
 
 
 def _group(markers: list[dict[str, Any]], samples: list[dict[str, Any]]):
-    """Phase name -> (samples, [(samples, duration s, end marker)] per window), in order."""
+    """Phase name -> (samples, [(samples, duration s, marker with counts)] per window)."""
     last = samples[-1]["t_ns"] if samples else 0
     groups: dict[tuple, tuple[dict[int, dict], list]] = {}
-    for end_marker, start, end in windows(markers):
+    for marker, start, end in windows(markers):
         end = last if end is None else end
-        name = tuple(end_marker.get(k) for k in PHASE_FIELDS)
+        name = group_name(marker)
         pooled, spans = groups.setdefault(name, ({}, []))
         chosen = _covering(samples, start, end)
         pooled.update({s["t_ns"]: s for s in chosen})
-        spans.append((chosen, max(0, end - start) / 1e9, end_marker))
+        spans.append((chosen, max(0, end - start) / 1e9, marker))
     return {
         name: ([pooled[t] for t in sorted(pooled)], spans)
         for name, (pooled, spans) in groups.items()
@@ -103,16 +104,26 @@ def build(
     header, samples, events = read_telemetry(telemetry_path)
     interval = header.get("interval_s")
     groups = _group(markers, samples)
-    idle = groups.get((IDLE, None, None))
+    idle = groups.get((IDLE, None, None, None))
     idle_w = energy.idle_power_w(idle[0]) if idle else None
     sample_sets: list[SampleSet] = []
     flagged = []
-    for (suite, profile, codec), (phase_samples, spans) in groups.items():
+    for (suite, profile, codec, kind), (phase_samples, spans) in groups.items():
         reasons = sorted({r for s in phase_samples for r in s.get("throttle", [])})
         params = {"phase": suite, "interval_s": interval, "throttled": bool(reasons)}
+        if kind is not None:
+            params["kind"] = kind
         if reasons:
             params["throttle_reasons"] = reasons
-            flagged.append({"phase": suite, "profile": profile, "codec": codec, "reasons": reasons})
+            flagged.append(
+                {
+                    "phase": suite,
+                    "kind": kind,
+                    "profile": profile,
+                    "codec": codec,
+                    "reasons": reasons,
+                }
+            )
         for metric, (unit, values) in _series(phase_samples).items():
             if values:
                 sample_sets.append(SampleSet(SUITE, profile, codec, metric, unit, params, values))

@@ -20,6 +20,9 @@ from typing import Any
 
 MARKERS = "markers.jsonl"
 PHASE_FIELDS = ("suite", "profile", "codec")
+#: What telemetry records are grouped by: a `kind` keeps, say, periodic and
+#: saturation phases of one codec apart.
+GROUP_FIELDS = (*PHASE_FIELDS, "kind")
 
 
 class Timeline:
@@ -44,12 +47,20 @@ class Timeline:
         self._stream.close()
 
 
-def phase_key(marker: dict[str, Any]) -> tuple:
-    """What names a phase: suite, profile and codec, plus any other field but counts."""
-    extra = {
-        k: v for k, v in marker.items() if k not in ("t_ns", "event", "messages", "operations")
-    }
-    return tuple(sorted((k, json.dumps(v)) for k, v in extra.items()))
+#: Fields that are counts, not names: an end marker may carry them.
+COUNTS = ("messages", "operations")
+
+
+def group_name(marker: dict[str, Any]) -> tuple:
+    """The phase a marker belongs to, for records: suite, profile, codec and kind."""
+    return tuple(marker.get(name) for name in GROUP_FIELDS)
+
+
+def _closes(end: dict[str, Any], start: dict[str, Any]) -> bool:
+    """An end closes a start of the same phase whose fields agree with the end's."""
+    if group_name(end) != group_name(start):
+        return False
+    return all(start.get(k) == v for k, v in end.items() if k not in ("t_ns", "event", *COUNTS))
 
 
 def read_markers(path: Path) -> list[dict[str, Any]]:
@@ -60,13 +71,22 @@ def read_markers(path: Path) -> list[dict[str, Any]]:
 
 
 def windows(markers: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int, int | None]]:
-    """(end-or-start marker, start ns, end ns) per phase; end None when it never ended."""
-    open_phases: dict[tuple, dict[str, Any]] = {}
+    """(start marker with the end's counts, start ns, end ns) per phase, in time order.
+
+    An end closes the latest open start it agrees with (an end may leave out
+    fields its start gave, such as a repetition number); a start never closed
+    (a run cut short) gets None as its end.
+    """
+    opened: list[dict[str, Any]] = []
     for marker in sorted(markers, key=lambda m: m["t_ns"]):
-        key = phase_key(marker)
         if marker["event"] == "start":
-            open_phases[key] = marker
-        elif key in open_phases:
-            yield marker, open_phases.pop(key)["t_ns"], marker["t_ns"]
-    for marker in open_phases.values():
+            opened.append(marker)
+            continue
+        for index in range(len(opened) - 1, -1, -1):
+            if _closes(marker, opened[index]):
+                start = opened.pop(index)
+                counts = {k: marker[k] for k in COUNTS if k in marker}
+                yield {**start, **counts}, start["t_ns"], marker["t_ns"]
+                break
+    for marker in opened:
         yield marker, marker["t_ns"], None
