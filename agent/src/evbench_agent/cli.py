@@ -40,12 +40,20 @@ def _spec_from_args(args: argparse.Namespace):
         "telemetry_interval_s": getattr(args, "telemetry_interval", None),
         "cool_to": getattr(args, "cool_to", None),
         "governor": getattr(args, "governor", None),
+        "link_peer": getattr(args, "peer", None),
+        "link_mode": getattr(args, "mode", None),
+        "link_rate_hz": getattr(args, "rate", None),
+        "link_duration_s": getattr(args, "duration", None),
+        "link_count": getattr(args, "count", None),
+        "link_window": getattr(args, "window", None),
     }
     document.update({key: value for key, value in flags.items() if value is not None})
     if args.quick:
         document["quick"] = True
     if args.no_gc:
         document["gc"] = False
+    if getattr(args, "realtime", False):
+        document["link_realtime"] = True
     return spec_module.from_dict(document)
 
 
@@ -90,6 +98,15 @@ def _worker(_args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from evbench_agent.link.responder import serve
+
+    if not 0 <= args.port < 65536 or args.max_frame < 64 or args.max_connections < 1:
+        raise UserError("--port must be 0-65535, --max-frame >= 64, --max-connections >= 1")
+    serve(args.bind, args.port, args.max_frame, args.max_connections, args.realtime)
+    return ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="evbench agent: benchmarks on the board")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -116,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--cool-to", type=float, metavar="CELSIUS", help="before each phase, wait until cooler"
     )
     run.add_argument("--governor", help="set this cpufreq governor for the run, then restore it")
+    run.add_argument("--peer", help="link: loopback (default), or HOST:PORT of a responder")
+    run.add_argument("--mode", choices=("ack", "echo"), help="link: responder mode (ack)")
+    run.add_argument("--rate", type=float, metavar="HZ", help="link: messages per second (20)")
+    run.add_argument("--duration", type=float, metavar="S", help="link: seconds per phase")
+    run.add_argument("--count", type=int, help="link: messages per phase, instead of --duration")
+    run.add_argument("--window", type=int, help="link: messages in flight, saturation (8)")
+    run.add_argument(
+        "--realtime", action="store_true", help="link: ask for SCHED_FIFO and 1 ns timer slack"
+    )
     run.set_defaults(handler=_run)
 
     info = commands.add_parser("info", help="platform, versions and codecs")
@@ -124,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help=argparse.SUPPRESS)
     worker.set_defaults(handler=_worker)
+
+    serve = commands.add_parser("serve", help="the link benchmark's responder (until SIGTERM)")
+    serve.add_argument("--bind", default="127.0.0.1", help="address (default: loopback only)")
+    serve.add_argument("--port", type=int, default=50505, help="TCP port; 0 picks a free one")
+    serve.add_argument("--max-frame", type=int, default=1 << 20, help="largest frame, bytes")
+    serve.add_argument("--max-connections", type=int, default=16, help="clients at once")
+    serve.add_argument("--realtime", action="store_true", help="SCHED_FIFO, 1 ns timer slack")
+    serve.set_defaults(handler=_serve)
 
     from evbench_agent import detached  # runs a host starts and picks up again
 

@@ -54,6 +54,18 @@ class Spec:
     cool_to: float | None = None
     cool_timeout_s: float = 300.0
     governor: str | None = None
+    # link (evbench_agent.suites.link); None: the suite's full or quick plan
+    link_peer: str = "loopback"
+    link_mode: str = "ack"
+    link_rate_hz: float = 20.0
+    link_duration_s: float | None = None
+    link_count: int | None = None
+    link_warmup_s: float | None = None
+    link_phases: int | None = None
+    link_deadline_s: float | None = None
+    link_window: int = 8
+    link_capacity_s: float | None = None
+    link_realtime: bool = False
 
     @property
     def plan(self) -> SamplePlan:
@@ -121,6 +133,35 @@ def _check_telemetry(values: dict[str, Any]) -> None:
         raise UserError(f"spec key 'governor' must be a cpufreq governor name, not {governor!r}")
 
 
+def _check_link(values: dict[str, Any]) -> None:
+    for key, minimum in (("link_count", 1), ("link_phases", 1), ("link_window", 1)):
+        _check_number(values, key, minimum, int)
+    for key, minimum in (
+        ("link_rate_hz", 0.01),
+        ("link_duration_s", 0.001),
+        ("link_warmup_s", 0),
+        ("link_deadline_s", 1e-6),
+        ("link_capacity_s", 0.001),
+    ):
+        _check_number(values, key, minimum, float)
+    if values.get("link_mode", "ack") not in ("echo", "ack"):
+        raise UserError(
+            f"spec key 'link_mode' must be 'echo' or 'ack', not {values['link_mode']!r}"
+        )
+    if not isinstance(values.get("link_realtime", False), bool):
+        raise UserError("spec key 'link_realtime' must be true or false")
+    peer = values.get("link_peer", "loopback")
+    if peer == "host":
+        raise UserError(
+            "the agent cannot resolve --peer host by itself",
+            hint="evbench run resolves it for remote boards; here give --peer HOST:PORT",
+        )
+    if peer != "loopback":
+        from evbench_agent.link.address import parse_peer
+
+        parse_peer(peer)  # raises a UserError naming the expected form
+
+
 def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
@@ -158,6 +199,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
         _check_number(values, key, minimum, int)
     _check_number(values, "min_time", 1e-6, float)
     _check_telemetry(values)
+    _check_link(values)
     if "seed" in values and (
         isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
     ):

@@ -74,7 +74,10 @@ def decide(
             raise ValueError(f"unknown direction {question.better!r}")
         base = stats.summarize(question.baseline).median
         cand = stats.summarize(question.candidate).median
-        interval = stats.ratio_ci(question.baseline, question.candidate)
+        # A ratio needs positive values: counts such as lost messages are often 0, and
+        # then no minimum effect can be shown, so the row stays a tie.
+        positive = min(question.baseline) > 0 and min(question.candidate) > 0
+        interval = stats.ratio_ci(question.baseline, question.candidate) if positive else None
         winner = TIE
         if interval is not None and p_holm < alpha:
             winner = _faster(question.better, *interval, min_effect)

@@ -26,6 +26,12 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.1f} B"
     if unit == "bytes/s":
         return f"{_significant(value / 1024)} KiB/s"
+    if unit == "messages/s":
+        if abs(value) >= 1000:
+            return f"{_significant(value / 1000)}k msg/s"
+        return f"{_significant(value)} msg/s"
+    if unit == "messages":
+        return f"{_significant(value)} msg"
     if unit == "percent":
         return f"{value:.1f} %"
     if unit == "Hz":

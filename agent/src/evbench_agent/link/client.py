@@ -59,6 +59,12 @@ class Connection:
         )
         try:
             self.accepted = handshake.request(self.reader, hello, timeout_s)
+        except framing.PeerClosed as error:
+            self.sock.close()
+            raise UserError(
+                f"the responder at {self.address} closed the connection during the handshake: "
+                f"{error}"
+            ) from error
         except BaseException:
             self.sock.close()
             raise
@@ -121,10 +127,11 @@ class _Exchange:
         encode_start = clock_ns()
         blob = self.connection.link.encode(self.data[sequence % len(self.data)])
         frame = framing.pack(framing.MESSAGE, sequence, blob)
-        send_time = clock_ns()
-        framing.send(self.sock, frame)
-        self.sent_at[sequence] = (encode_start, send_time, len(blob), len(frame))
         self.next_sequence += 1
+        # Recorded before the send: a message the link failed to take is lost, not unsent.
+        send_time = clock_ns()
+        self.sent_at[sequence] = (encode_start, send_time, len(blob), len(frame))
+        framing.send(self.sock, frame)
         return sequence
 
     def request_stats(self) -> None:

@@ -18,6 +18,7 @@ from evbench_agent.results import RunWriter
 #: Suite name -> module, in the order a run takes them.
 REGISTRY = {
     "codec": "evbench_agent.suites.codec",
+    "link": "evbench_agent.suites.link",
 }
 
 

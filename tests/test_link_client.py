@@ -1,0 +1,183 @@
+"""The link client against misbehaving peers: real TCP peers on 127.0.0.1,
+written here, that reorder, drop, duplicate or never answer."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from evbench_agent.link import client, framing, handshake, messages
+
+Behaviour = Callable[[socket.socket, framing.FrameReader, messages.LinkCodec], None]
+
+
+class ScriptedPeer:
+    """A one-connection responder whose answers the test decides."""
+
+    def __init__(self, behaviour: Behaviour, answer_hello: bool = True) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = self.listener.getsockname()[:2]
+        self.behaviour, self.answer_hello = behaviour, answer_hello
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        sock, _ = self.listener.accept()
+        with sock:
+            framing.configure(sock, 5.0)
+            reader = framing.FrameReader(sock)
+            hello = handshake.receive(reader, 5.0)
+            if not self.answer_hello:
+                self.done.wait(30)
+                return
+            handshake.answer(sock)
+            with contextlib.suppress(framing.PeerClosed):
+                self.behaviour(sock, reader, messages.bind(hello.codec, hello.profile))
+            self.done.wait(30)
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+def _ack(sock: socket.socket, link: messages.LinkCodec, sequence: int) -> None:
+    framing.send(sock, framing.pack(framing.REPLY, sequence, link.encode_ack(sequence, 1)))
+
+
+def _collect(reader: framing.FrameReader, count: int) -> list[framing.Frame]:
+    frames: list[framing.Frame] = []
+    while len([f for f in frames if f.kind == framing.MESSAGE]) < count:
+        frames += reader.receive()
+    return frames
+
+
+def _stats_reply(sock: socket.socket, frame: framing.Frame) -> None:
+    body = json.dumps({"messages": 0, "cpu_ns": 0}).encode()
+    framing.send(sock, framing.pack(framing.STATS_REPLY, frame.sequence, body))
+
+
+def reorder_and_drop(sock: socket.socket, reader: framing.FrameReader, link) -> None:
+    """Answer 12 messages in reverse order, except 3 and 8; then answer STATS."""
+    frames = _collect(reader, 12)
+    for frame in reversed(frames):
+        if frame.kind == framing.MESSAGE and frame.sequence not in (3, 8):
+            _ack(sock, link, frame.sequence)
+    while True:
+        for frame in reader.receive():
+            if frame.kind == framing.STATS:
+                _stats_reply(sock, frame)
+
+
+def _connection(peer: ScriptedPeer, codec: str = "protobuf") -> client.Connection:
+    return client.Connection(peer.address, messages.bind(codec, "seed"), "ack", timeout_s=5.0)
+
+
+def _data(codec: str = "protobuf") -> list:
+    return messages.bind(codec, "seed").sample_data(4, 1)
+
+
+@pytest.mark.parametrize("codec", ["protobuf", "json"])
+def test_reordered_and_missing_replies_are_matched_by_sequence(codec):
+    peer = ScriptedPeer(reorder_and_drop)
+    try:
+        with _connection(peer, codec) as connection:
+            result = client.run_periodic(connection, _data(codec), 1000.0, 12, 0, 0.05)
+    finally:
+        peer.close()
+    assert result.error is None
+    assert sorted(result.sent) == list(range(12))
+    assert sorted(result.replies) == [n for n in range(12) if n not in (3, 8)]
+    assert result.lost == 2
+    # the last message was answered first: its reply came no later than the first's
+    assert result.replies[11][0] <= result.replies[0][0]
+    for sequence, (arrival, decoded) in result.replies.items():
+        assert result.sent[sequence].send < arrival <= decoded
+
+
+def test_an_ack_for_another_sequence_is_an_error():
+    def wrong_ack(sock, reader, link):
+        frame = _collect(reader, 1)[-1]
+        ack = link.encode_ack(frame.sequence + 5, 1)
+        framing.send(sock, framing.pack(framing.REPLY, frame.sequence, ack))
+
+    peer = ScriptedPeer(wrong_ack)
+    try:
+        with _connection(peer) as connection, pytest.raises(framing.FrameError, match="acknow"):
+            client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
+    finally:
+        peer.close()
+
+
+def test_a_duplicate_reply_is_an_error():
+    def twice(sock, reader, link):
+        frame = _collect(reader, 1)[-1]
+        _ack(sock, link, frame.sequence)
+        _ack(sock, link, frame.sequence)
+
+    peer = ScriptedPeer(twice)
+    try:
+        with _connection(peer) as connection, pytest.raises(framing.FrameError, match="second"):
+            client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
+    finally:
+        peer.close()
+
+
+def test_a_peer_that_never_answers_messages_loses_them_within_the_deadline():
+    def silent(_sock, reader, _link):
+        while True:
+            reader.receive()
+
+    peer = ScriptedPeer(silent)
+    started = time.monotonic()
+    try:
+        with _connection(peer) as connection:
+            result = client.run_periodic(connection, _data(), 100.0, 5, 1, 0.05)
+    finally:
+        peer.close()
+    assert result.lost == 5 and not result.replies and result.responder is None
+    # 6 ticks at 10 ms, then the wait for replies: 1 s (client.MIN_LOST_AFTER_S)
+    assert time.monotonic() - started < 10
+
+
+def test_a_peer_that_never_completes_the_handshake_is_an_error_not_a_hang():
+    peer = ScriptedPeer(lambda *_: None, answer_hello=False)
+    started = time.monotonic()
+    try:
+        with pytest.raises(handshake.HandshakeError, match="did not complete the handshake"):
+            client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=0.5)
+    finally:
+        peer.close()
+    assert time.monotonic() - started < 10
+
+
+def test_a_peer_that_closes_mid_phase_ends_it_with_what_was_measured():
+    def three_then_close(sock, reader, link):
+        for frame in _collect(reader, 3):
+            if frame.kind == framing.MESSAGE:
+                _ack(sock, link, frame.sequence)
+        sock.shutdown(socket.SHUT_RDWR)
+
+    peer = ScriptedPeer(three_then_close)
+    try:
+        with _connection(peer) as connection:
+            result = client.run_periodic(connection, _data(), 200.0, 20, 0, 0.5)
+    finally:
+        peer.close()
+    assert result.error and "went away" in result.error
+    assert sorted(result.replies) == [0, 1, 2]
+    assert result.lost == len(result.sent) - 3 >= 0
+
+
+def test_a_wrong_peer_address_is_a_user_error():
+    with socket.create_server(("127.0.0.1", 0)) as unused:
+        address = unused.getsockname()[:2]
+    with pytest.raises(client.UserError, match="cannot connect to the responder"):
+        client.Connection(address, messages.bind("json", "seed"), "ack")

@@ -1,0 +1,106 @@
+"""Link framing over a real TCP connection on 127.0.0.1: partial reads, several
+frames per read, oversize lengths, garbage and truncated frames."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+from evbench_agent.link import figures, framing
+
+
+@pytest.fixture
+def tcp_pair():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    framing.configure(client, 5.0)
+    framing.configure(server, 5.0)
+    server.settimeout(5.0)  # a broken test fails instead of hanging
+    yield client, server
+    client.close()
+    server.close()
+
+
+def test_pack_layout_is_the_documented_one():
+    data = framing.pack(framing.MESSAGE, 0x0102030405060708, b"abc")
+    assert data == struct.pack("<I", 12) + bytes([1]) + bytes(range(8, 0, -1)) + b"abc"
+
+
+def test_a_frame_sent_byte_by_byte_is_cut_out_whole(tcp_pair):
+    client, server = tcp_pair
+    reader = framing.FrameReader(server)
+    data = framing.pack(framing.MESSAGE, 7, b"payload")
+    got = []
+    for index in range(len(data)):
+        client.sendall(data[index : index + 1])
+        frames = reader.receive()
+        got += frames
+        if index < len(data) - 1:
+            assert frames == []
+    assert got == [framing.Frame(framing.MESSAGE, 7, b"payload")]
+
+
+def test_several_frames_in_one_read_all_come_out_in_order(tcp_pair):
+    client, server = tcp_pair
+    client.sendall(b"".join(framing.pack(framing.REPLY, n, bytes([n]) * n) for n in range(5)))
+    reader, frames = framing.FrameReader(server), []
+    while len(frames) < 5:
+        frames += reader.receive()
+    assert [(f.sequence, f.body) for f in frames] == [(n, bytes([n]) * n) for n in range(5)]
+
+
+def test_a_length_over_the_cap_is_refused_before_reading_it(tcp_pair):
+    client, server = tcp_pair
+    client.sendall(struct.pack("<I", 100_001) + b"x" * 20)
+    with pytest.raises(framing.FrameError, match=r"100001 bytes is outside 9\.\.100000"):
+        framing.FrameReader(server, max_frame=100_000).receive()
+
+
+def test_garbage_bytes_are_an_error_not_a_frame(tcp_pair):
+    client, server = tcp_pair
+    client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    with pytest.raises(framing.FrameError, match="not an evbench link peer"):
+        framing.FrameReader(server).receive()
+
+
+def test_an_unknown_kind_is_refused(tcp_pair):
+    client, server = tcp_pair
+    client.sendall(struct.pack("<I", 9) + struct.pack("<BQ", 99, 1))
+    with pytest.raises(framing.FrameError, match="unknown frame kind 99"):
+        framing.FrameReader(server).receive()
+
+
+def test_a_frame_cut_short_by_close_says_so(tcp_pair):
+    client, server = tcp_pair
+    client.sendall(framing.pack(framing.MESSAGE, 1, b"0123456789")[:-4])
+    client.close()
+    reader = framing.FrameReader(server)
+    with pytest.raises(framing.FrameError, match="in the middle of a frame"):
+        while True:
+            reader.receive()
+
+
+def test_a_clean_close_between_frames_is_peer_closed(tcp_pair):
+    client, server = tcp_pair
+    client.close()
+    with pytest.raises(framing.PeerClosed):
+        framing.FrameReader(server).receive()
+
+
+def test_nodelay_is_set(tcp_pair):
+    client, _server = tcp_pair
+    assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+def test_rfc3550_jitter_follows_the_estimator():
+    # D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
+    assert figures.rfc3550_jitter([5.0, 15.0, 15.0]) == pytest.approx(10 / 16 * 15 / 16)
+    assert figures.rfc3550_jitter([1.0]) == 0.0
+
+
+def test_wire_bytes_counts_one_header_set_per_segment():
+    assert figures.wire_bytes(100) == 100 + figures.SEGMENT_OVERHEAD
+    assert figures.wire_bytes(figures.MSS + 1) == figures.MSS + 1 + 2 * figures.SEGMENT_OVERHEAD

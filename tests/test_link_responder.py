@@ -1,0 +1,158 @@
+"""The responder as a real `evbench-agent serve` process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evbench_agent.link import client, framing, handshake, messages
+from evbench_agent.link.service import start_responder
+
+SEED_MESSAGE = "evbench.seed.BackendDataPacket"
+
+
+@pytest.fixture(scope="module")
+def responder():
+    with start_responder(max_frame=4096, max_connections=2) as process:
+        yield process
+
+
+def _hello(codec="json", profile="seed", message=SEED_MESSAGE, mode="ack") -> handshake.Hello:
+    return handshake.Hello(codec, profile, message, mode)
+
+
+def _raw(address) -> tuple[socket.socket, framing.FrameReader]:
+    sock = socket.create_connection(address, timeout=5)
+    sock.settimeout(None)
+    framing.configure(sock, 5.0)
+    return sock, framing.FrameReader(sock)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_it_binds_loopback_by_default(responder):
+    assert responder.address[0] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("mode", ["ack", "echo"])
+@pytest.mark.parametrize("codec", ["json", "protobuf"])
+def test_every_message_is_answered_and_counted(responder, mode, codec):
+    link = messages.bind(codec, "seed")
+    with client.Connection(responder.address, link, mode) as connection:
+        result = client.run_periodic(connection, link.sample_data(3, 1), 200.0, 6, 2, 0.5)
+    assert result.error is None and result.lost == 0
+    assert sorted(result.replies) == list(range(2, 8))
+    assert result.responder["messages"] == 6 and result.responder["cpu_ns"] > 0
+
+
+def test_saturation_keeps_the_window_full(responder):
+    link = messages.bind("protobuf", "seed")
+    with client.Connection(responder.address, link, "ack") as connection:
+        result = client.run_saturation(connection, link.sample_data(3, 1), 4, 0.2, 0.05, 0.5)
+    assert result.error is None and result.messages > 4 and result.payload_bytes > 0
+
+
+@pytest.mark.parametrize(
+    ("hello", "reason"),
+    [
+        (_hello(message="evbench.Other"), "carries evbench.seed.BackendDataPacket, not evbench"),
+        (_hello(codec="no-such-codec"), "unknown codec 'no-such-codec'"),
+        (_hello(profile="no-such-profile"), "unknown profile"),
+        (_hello(mode="mirror"), "unknown mode 'mirror'"),
+    ],
+)
+def test_a_handshake_mismatch_is_refused_with_the_reason(responder, hello, reason):
+    sock, reader = _raw(responder.address)
+    with sock, pytest.raises(handshake.HandshakeError, match=reason):
+        handshake.request(reader, hello, 5.0)
+
+
+def test_garbage_bytes_close_that_connection_only(responder):
+    sock, _ = _raw(responder.address)
+    with sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: evbench\r\n\r\n")
+        assert _closed_by_peer(sock)
+    link = messages.bind("json", "seed")
+    with client.Connection(responder.address, link, "ack") as connection:
+        assert connection.accepted["ok"] is True
+
+
+def test_a_frame_over_the_cap_closes_the_connection(responder):
+    link = messages.bind("json", "seed")
+    with client.Connection(responder.address, link, "ack") as connection:
+        connection.sock.sendall(struct.pack("<I", 5000) + b"\x01" + b"\x00" * 100)
+        assert _closed_by_peer(connection.sock)
+    assert responder.alive()
+
+
+def test_a_message_that_does_not_decode_closes_the_connection(responder):
+    link = messages.bind("protobuf", "seed")
+    with client.Connection(responder.address, link, "ack") as connection:
+        framing.send(connection.sock, framing.pack(framing.MESSAGE, 0, b"\xff\xff\xff"))
+        assert _closed_by_peer(connection.sock)
+    assert responder.alive()
+
+
+def test_the_connection_limit_is_a_clear_refusal(responder):
+    link = messages.bind("json", "seed")
+    with (
+        client.Connection(responder.address, link, "ack"),
+        client.Connection(responder.address, link, "ack"),
+        pytest.raises(handshake.HandshakeError, match=r"connection limit \(2\)"),
+    ):
+        client.Connection(responder.address, link, "ack")
+
+
+def test_sigterm_stops_it_cleanly_with_a_client_connected():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evbench_agent", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        event = json.loads(process.stdout.readline())
+        link = messages.bind("json", "seed")
+        with client.Connection((event["host"], event["port"]), link, "ack") as connection:
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            returncode = process.wait(15)
+            assert time.monotonic() - started < 10
+            assert _closed_by_peer(connection.sock)
+        stderr = process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    assert returncode == 0
+    assert "listening on 127.0.0.1:" in stderr and "loopback only" in stderr
+    assert "stopped" in stderr
+
+
+def test_a_port_in_use_is_a_one_line_user_error():
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "evbench_agent", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
