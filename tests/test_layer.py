@@ -1,0 +1,409 @@
+"""meta-evbench and the kas files, checked offline (CI cannot download the layers).
+
+- The agent recipe's RDEPENDS are exactly the packages the agent imports: the
+  imports are read from the tree at test time with `ast`, and standard-library
+  modules are mapped to packages with openembedded-core's python3 manifest
+  (../shared/yocto/python3-manifest.scarthgap.json, the reference the issue names).
+- The recipe's version is the agent's.
+- Every kas file validates against the JSON schema the kas package ships.
+- oelint-adv (release scarthgap) reports nothing.
+- The systemd unit passes `systemd-analyze verify` in a staged root whose
+  /usr/bin/evbench-agent is the agent installed in this venv.
+
+The real bitbake parse needs the layers' sources; the README says how to run it.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, require, require_command
+
+LAYER = ROOT / "meta-evbench"
+AGENT_PACKAGE = ROOT / "agent" / "src" / "evbench_agent"
+RECIPE_DIR = LAYER / "recipes-evbench" / "evbench-agent"
+UNIT = RECIPE_DIR / "files" / "evbench-agent.service"
+MANIFEST = ROOT.parent / "shared" / "yocto" / "python3-manifest.scarthgap.json"
+SYSTEM_UNITS = Path("/usr/lib/systemd/system")
+KAS_FILES = [ROOT / "kas.yml", *sorted((ROOT / "kas").glob("*.yml"))]
+
+#: Third-party modules (and their submodules) the agent may import, and their
+#: scarthgap package; None: no recipe in scarthgap (orjson arrives in
+#: whinlatter, msgspec has none), so the codec is simply absent on the board.
+THIRD_PARTY = {
+    "google.protobuf": "python3-protobuf",
+    "psutil": "python3-psutil",
+    "serial": "python3-pyserial",
+    "ujson": "python3-ujson",
+    "msgpack": "python3-msgpack",
+    "cbor2": "python3-cbor2",
+    "orjson": None,
+    "msgspec": None,
+}
+#: Modules compiled into CPython 3.12's interpreter (sys.builtin_module_names of
+#: an unpatched build; Modules/Setup.bootstrap): they have no file in the
+#: manifest and come with python3-core.
+BUILTIN = {
+    "_abc", "_ast", "_codecs", "_collections", "_functools", "_imp", "_io", "_locale",
+    "_operator", "_signal", "_sre", "_stat", "_string", "_symtable", "_thread",
+    "_tokenize", "_tracemalloc", "_typing", "_warnings", "_weakref", "atexit",
+    "builtins", "errno", "faulthandler", "gc", "itertools", "marshal", "posix", "pwd",
+    "sys", "time",
+}  # fmt: skip
+#: Calls whose first string argument is a module imported at run time.
+IMPORT_CALLS = {"import_module", "__import__"}
+#: The codec registry: `Codec(name, module, ...)` imports `module` when asked,
+#: and a codec whose module is missing is only unavailable (codecs.py).
+CODEC_CALL = "Codec"
+
+
+@dataclass
+class Imports:
+    """Absolute module names the agent imports, by how much it needs them."""
+
+    required: set[str] = field(default_factory=set)
+    #: Imported under `except ImportError`, or by the codec registry.
+    optional: set[str] = field(default_factory=set)
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    names = {"ImportError", "ModuleNotFoundError", "Exception"}
+    for handler in node.handlers:
+        caught = handler.type
+        kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+        if caught is None or any(isinstance(k, ast.Name) and k.id in names for k in kinds):
+            return True
+    return False
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _string_arg(call: ast.Call, index: int) -> str | None:
+    if len(call.args) > index and isinstance(call.args[index], ast.Constant):
+        value = call.args[index].value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
+    if isinstance(node, ast.If) and _is_type_checking(node):
+        for child in node.orelse:  # the TYPE_CHECKING branch never runs
+            _walk(child, optional, found)
+        return
+    if isinstance(node, ast.Try):
+        guarded = optional or _catches_import_error(node)
+        for child in node.body:
+            _walk(child, guarded, found)
+        for child in [*node.handlers, *node.orelse, *node.finalbody]:
+            _walk(child, optional, found)
+        return
+    target = found.optional if optional else found.required
+    if isinstance(node, ast.Import):
+        target.update(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        # `from a import b` may import the submodule a.b: keep the longer name,
+        # the resolver falls back to the longest prefix it knows.
+        target.update(f"{node.module}.{alias.name}" for alias in node.names)
+    elif isinstance(node, ast.Call):
+        name = getattr(node.func, "attr", getattr(node.func, "id", None))
+        if name in IMPORT_CALLS and (module := _string_arg(node, 0)):
+            target.add(module)
+        elif name == CODEC_CALL and (module := _string_arg(node, 1)):
+            found.optional.add(module)
+    for child in ast.iter_child_nodes(node):
+        _walk(child, optional, found)
+
+
+def scan_imports(package_dir: Path) -> Imports:
+    """Every absolute import in the package's modules, its own excluded."""
+    found = Imports()
+    for path in sorted(package_dir.rglob("*.py")):
+        _walk(ast.parse(path.read_text(), str(path)), False, found)
+    own = package_dir.name
+    for names in (found.required, found.optional):
+        names.difference_update({n for n in names if n.split(".")[0] in (own, "__future__")})
+    return found
+
+
+class Manifest:
+    """openembedded-core's split of the standard library into python3-* packages."""
+
+    PREFIX = "${libdir}/python${PYTHON_MAJMIN}/"
+
+    def __init__(self, path: Path) -> None:
+        text = "".join(
+            line for line in path.read_text().splitlines(True) if not line.startswith("#")
+        )
+        self.patterns: list[tuple[str, str]] = []
+        for name, entry in json.loads(text).items():
+            for item in entry["files"]:
+                if item.startswith(self.PREFIX):
+                    self.patterns.append((item[len(self.PREFIX) :], f"python3-{name}"))
+
+    def package_of(self, module: str) -> str | None:
+        """The package holding `module` (or its longest known parent), or None."""
+        parts = module.split(".")
+        if parts[0] in BUILTIN:
+            return "python3-core"
+        for length in range(len(parts), 0, -1):
+            stem = "/".join(parts[:length])
+            candidates = [f"{stem}.py", stem, f"{stem}/__init__.py"]
+            if length == 1:
+                candidates.append(f"lib-dynload/{stem}.cpython-312-aarch64-linux-gnu.so")
+            packages = {
+                package
+                for pattern, package in self.patterns
+                for candidate in candidates
+                if fnmatch.fnmatchcase(candidate, pattern)
+            }
+            if len(packages) > 1:
+                raise AssertionError(f"{module} is in several packages: {sorted(packages)}")
+            if packages:
+                return packages.pop()
+        return None
+
+
+@dataclass
+class Needs:
+    rdepends: set[str]
+    rrecommends: set[str]
+    #: Modules neither the manifest nor THIRD_PARTY knows: decide, then add them.
+    unknown: set[str]
+
+
+def third_party(module: str) -> str | None:
+    """The THIRD_PARTY key `module` belongs to, if any."""
+    return next((key for key in THIRD_PARTY if module == key or module.startswith(f"{key}.")), None)
+
+
+def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
+    """Standard-library modules and required third-party ones are RDEPENDS (a
+    codec's standard-library module too: the interpreter always has it); the
+    optional third-party ones that exist in scarthgap are RRECOMMENDS."""
+    needs = Needs(set(), set(), set())
+    for module in sorted(imports.required | imports.optional):
+        if (key := third_party(module)) is not None:
+            package = THIRD_PARTY[key]
+            if module in imports.required and package is None:
+                needs.unknown.add(f"{module} (required, but no scarthgap package)")
+            elif package is not None:
+                target = needs.rdepends if module in imports.required else needs.rrecommends
+                target.add(package)
+        elif (package := manifest.package_of(module)) is not None:
+            needs.rdepends.add(package)
+        else:
+            needs.unknown.add(module)
+    needs.rrecommends -= needs.rdepends
+    return needs
+
+
+def recipe_values(text: str, variable: str) -> set[str]:
+    """The words assigned (= or +=) to `variable` in a recipe's text."""
+    joined = re.sub(r"\\\n", " ", text)
+    pattern = rf'^{re.escape(variable)}\s*\+?=\s*"([^"]*)"'
+    return {word for value in re.findall(pattern, joined, re.M) for word in value.split()}
+
+
+def agent_recipe() -> Path:
+    recipes = sorted(RECIPE_DIR.glob("evbench-agent_*.bb"))
+    assert len(recipes) == 1, f"expected one evbench-agent recipe, found {recipes}"
+    return recipes[0]
+
+
+def rdepends_problems(package_dir: Path, recipe: Path, manifest_path: Path) -> list[str]:
+    """What the recipe lacks or has too many of, one line each; empty when exact."""
+    needs = packages_needed(scan_imports(package_dir), Manifest(manifest_path))
+    text = recipe.read_text()
+    problems = [f"unknown module {m}: add it to THIRD_PARTY or BUILTIN" for m in needs.unknown]
+    for variable, wanted in (
+        ("RDEPENDS:${PN}", needs.rdepends),
+        ("RRECOMMENDS:${PN}", needs.rrecommends),
+    ):
+        have = recipe_values(text, variable)
+        problems += [f"{variable} lacks {p}" for p in sorted(wanted - have)]
+        problems += [f"{variable} has {p}, which no import needs" for p in sorted(have - wanted)]
+    return problems
+
+
+@pytest.fixture(scope="module")
+def manifest_path() -> Path:
+    require(MANIFEST.is_file(), f"the python3 manifest {MANIFEST}")
+    return MANIFEST
+
+
+def test_recipe_rdepends_are_exactly_the_agents_imports(manifest_path: Path) -> None:
+    assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
+
+
+def _copy_agent(tmp_path: Path) -> Path:
+    copy = tmp_path / "evbench_agent"
+    shutil.copytree(AGENT_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_an_import_added_without_its_package_fails(tmp_path: Path, manifest_path: Path) -> None:
+    copy = _copy_agent(tmp_path)
+    (copy / "new_feature.py").write_text("import sqlite3\nfrom xml.etree import ElementTree\n")
+    problems = rdepends_problems(copy, agent_recipe(), manifest_path)
+    assert "RDEPENDS:${PN} lacks python3-sqlite3" in problems
+    assert "RDEPENDS:${PN} lacks python3-xml" in problems
+
+
+def test_an_import_call_and_an_unknown_module_fail(tmp_path: Path, manifest_path: Path) -> None:
+    copy = _copy_agent(tmp_path)
+    (copy / "late.py").write_text(
+        "import importlib\n\ndef f():\n    importlib.import_module('mmap')\n    import yaml\n"
+    )
+    problems = rdepends_problems(copy, agent_recipe(), manifest_path)
+    assert "RDEPENDS:${PN} lacks python3-mmap" in problems
+    assert any(p.startswith("unknown module yaml") for p in problems), problems
+
+
+def test_guarded_and_type_checking_imports_are_not_rdepends(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "try:\n    import ujson\nexcept ImportError:\n    ujson = None\n"
+        "if TYPE_CHECKING:\n    import sqlite3\n"
+        "CODECS = [Codec('cbor2', 'cbor2', 'cbor2')]\n"
+    )
+    found = scan_imports(package)
+    assert found.required == {"typing.TYPE_CHECKING"}
+    assert found.optional == {"ujson", "cbor2"}
+
+
+def test_manifest_maps_modules_to_their_packages(manifest_path: Path) -> None:
+    manifest = Manifest(manifest_path)
+    assert manifest.package_of("json") == "python3-json"
+    assert manifest.package_of("collections.abc.Callable") == "python3-core"
+    assert manifest.package_of("random") == "python3-math"
+    assert manifest.package_of("math") == "python3-core"  # lib-dynload/math.*.so
+    assert manifest.package_of("no_such_module") is None
+
+
+def test_recipe_version_is_the_agents() -> None:
+    version = re.search(
+        r'^__version__ = "([^"]+)"', (AGENT_PACKAGE / "__init__.py").read_text(), re.M
+    )
+    assert version is not None
+    assert agent_recipe().name == f"evbench-agent_{version.group(1)}.bb"
+
+
+def _kas_validator():
+    try:
+        from jsonschema.validators import validator_for
+
+        from kas import configschema
+    except ImportError as error:
+        require(False, f"the Python package {error.name} (kas, in requirements-dev.txt)")
+    # As kas itself validates: its shipped schema, with the validator it declares.
+    return validator_for(configschema.CONFIGSCHEMA)(configschema.CONFIGSCHEMA)
+
+
+def test_kas_files_validate_against_the_kas_schema() -> None:
+    validator = _kas_validator()
+    names = {path.relative_to(ROOT).as_posix() for path in KAS_FILES}
+    assert {"kas.yml", "kas/beagleplay.yml", "kas/qemuarm64.yml"} <= names
+    errors = [
+        f"{path.name}: {error.json_path}: {error.message}"
+        for path in KAS_FILES
+        for error in validator.iter_errors(yaml.safe_load(path.read_text()))
+    ]
+    assert errors == []
+
+
+def test_kas_schema_check_can_fail() -> None:
+    document = yaml.safe_load((ROOT / "kas.yml").read_text())
+    document["repos"]["meta-ti"]["layer"] = document["repos"]["meta-ti"].pop("layers")
+    assert list(_kas_validator().iter_errors(document)) != []
+
+
+def test_every_kas_repository_is_pinned_to_a_commit() -> None:
+    for path in KAS_FILES:
+        for name, repo in (yaml.safe_load(path.read_text()).get("repos") or {}).items():
+            if repo and "url" in repo:
+                assert re.fullmatch(r"[0-9a-f]{40}", repo.get("commit", "")), (path.name, name)
+    main = yaml.safe_load((ROOT / "kas.yml").read_text())
+    assert main["distro"] and main["machine"] == "am62xx-evm"
+    assert main["repos"]["evbench"] == {"layers": {"meta-evbench": None}}  # this checkout
+    assert 'INIT_MANAGER = "systemd"' in "".join(main["local_conf_header"].values())
+
+
+def test_oelint_reports_nothing() -> None:
+    oelint = _venv_command("oelint-adv")
+    files = sorted(
+        str(p) for p in LAYER.rglob("*") if p.suffix in {".bb", ".bbappend", ".bbclass", ".conf"}
+    )
+    assert len(files) >= 3, files
+    # oelint-adv reads .oelint.cfg (the justified suppressions) from its working directory.
+    result = subprocess.run(
+        [oelint, "--quiet", "--release", "scarthgap", *files],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def _venv_command(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    require(path.exists(), f"the command {name!r}")
+    return str(path)
+
+
+def iter_unit_lines(path: Path) -> Iterator[tuple[str, str]]:
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            yield key.strip(), value.strip()
+
+
+def _staged_root(root: Path, with_agent: bool) -> Path:
+    """A root with this machine's systemd units (the targets the unit names),
+    the unit, and, if asked, the installed agent's entry point as ExecStart."""
+    require(SYSTEM_UNITS.is_dir(), f"systemd's units in {SYSTEM_UNITS}")
+    units = root / "usr" / "lib" / "systemd" / "system"
+    shutil.copytree(SYSTEM_UNITS, units, symlinks=True)
+    shutil.copy(UNIT, units / UNIT.name)
+    if with_agent:
+        binary = root / "usr" / "bin" / "evbench-agent"
+        binary.parent.mkdir(parents=True)
+        shutil.copy(_venv_command("evbench-agent"), binary)
+    return units / UNIT.name
+
+
+def _verify(root: Path, unit: Path) -> subprocess.CompletedProcess:
+    analyze = require_command("systemd-analyze")
+    command = [analyze, "verify", f"--root={root}", str(unit)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_systemd_unit_verifies_in_a_staged_root(tmp_path: Path) -> None:
+    exec_start = dict(iter_unit_lines(UNIT))["ExecStart"]
+    assert exec_start.split()[:2] == ["/usr/bin/evbench-agent", "serve"]
+    result = _verify(tmp_path, _staged_root(tmp_path, with_agent=True))
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+
+
+def test_systemd_verify_fails_without_the_agent(tmp_path: Path) -> None:
+    result = _verify(tmp_path, _staged_root(tmp_path, with_agent=False))
+    assert result.returncode != 0
+    assert "/usr/bin/evbench-agent" in result.stderr
