@@ -1,0 +1,182 @@
+"""Boards over a serial console: `serial:///dev/ttyUSB0`, `rfc2217://HOST:PORT`, `socket://HOST:PORT`.
+
+The Board protocol over a logged-in shell (evbench.console): commands and
+their exact output through checksummed frames, files as base64 chunks. One
+session at a time: a console has one shell, so requests never overlap.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from evbench.boards.base import Board, CommandResult, StreamedCommand
+from evbench.console import frames, transcript
+from evbench.console.link import ConsoleLink, Deadline
+from evbench.console.login import LoginStrategy, password_from_user
+from evbench.console.shell import Reply, ShellSession
+from evbench.console.transfer import TransferProgress, get_file, put_file
+from evbench.console.url import parse_console_url
+
+#: Login, from waking the console to an open shell.
+LOGIN_TIMEOUT = 40.0
+
+
+def _show_progress(verb: str, name: str) -> TransferProgress:
+    """A one-line progress report on standard error, with the time left."""
+
+    def show(done: int, total: int, left: float) -> None:
+        end = "\n" if done >= total else "\r"
+        print(
+            f"evbench: {verb} {name}: {done}/{total} bytes, about {left:.0f} s left",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show
+
+
+class SerialStreamedCommand(StreamedCommand):
+    """A command whose standard output comes as numbered, checksummed line frames."""
+
+    def __init__(self, board: SerialBoard, argv: Sequence[str]) -> None:
+        self._session = board.session
+        self._tag = frames.new_tag()
+        self._reply = Reply()
+        self._ended = False
+        encoded = self._session.encode_command(shlex.join(argv))
+        self._session.link.write(f"__evb_t {self._tag} {encoded}\r".encode())
+
+    def lines(self) -> Iterator[str]:
+        shown = 0
+        shown_bytes = 0
+        link = self._session.link
+        while not self._reply.ended:
+            link.read_some(Deadline(0.2))
+            for frame in frames.take_frames(link.buffer, self._tag):
+                self._reply.add(frame)
+            # Lines come in order; one the line spoiled is taken from the
+            # board's copy once the command ends, so later lines wait for it.
+            while shown in self._reply.lines:
+                line = self._reply.lines[shown]
+                yield line.decode("utf-8", "replace")
+                shown += 1
+                shown_bytes += len(line) + 1
+        self._ended = True
+        copy = self._reply.files.get("o")
+        if copy is None or copy.size is None or shown_bytes < copy.size:
+            yield from self._recover(shown)
+
+    def _recover(self, shown: int) -> Iterator[str]:
+        """The lines from `shown` on, from the board's copy of the whole output."""
+        session = self._session
+        session.link.transcript.note(f"taking the output from line {shown} from the board's copy")
+        reply = session.fetch('"$__evb_d/o"', Deadline(600.0))
+        lines = session.verified(reply, "f").split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()  # the final newline ends the last line; it does not start one
+        for line in lines[shown:]:
+            yield line.decode("utf-8", "replace")
+
+    def wait(self, timeout: float) -> int:
+        if not self._ended:
+            for _line in self.lines():
+                pass
+        if self._reply.status is None:
+            self._session.repair(
+                self._reply, {}, Deadline(timeout), lambda tag: f"__evb_m {tag} 0\r".encode()
+            )
+        if self._reply.status is None:
+            raise self._session.link.error("the command's exit status never came back")
+        return self._reply.status
+
+    def stderr(self) -> str:
+        reply = self._session.fetch('"$__evb_d/e"', Deadline(600.0))
+        return self._session.verified(reply, "f").decode("utf-8", "replace")
+
+    def interrupt(self) -> None:
+        self._session.link.write(b"\x03")
+
+
+class SerialBoard(Board):
+    """A board reached through its console: a login shell on a serial line."""
+
+    def __init__(self, url: str, show_progress: bool = True) -> None:
+        self.address = parse_console_url(url)
+        self.url = url
+        self.python = self.address.python
+        self.work_dir = self.address.work_dir
+        self.show_progress = show_progress
+        self.session: ShellSession
+        self._open()
+
+    def _open(self) -> None:
+        record = transcript.Transcript(transcript.default_path(self.address.port), self.url)
+        link = ConsoleLink(self.address, record)
+        login = LoginStrategy(
+            link,
+            self.address.user,
+            lambda: password_from_user(self.address.user, self.url),
+            timeout=LOGIN_TIMEOUT,
+        )
+        self.session = ShellSession(link, login)
+        try:
+            self.session.open()
+        except BaseException:
+            link.close()
+            raise
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.session.link.transcript_path
+
+    def save_transcript(self, directory: Path) -> Path:
+        """A copy of this session's transcript in `directory` (beside the results)."""
+        return self.session.link.transcript.copy_to(directory)
+
+    def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        stdin_path = ""
+        if stdin is not None:
+            stdin_path = self._upload_bytes(stdin)
+        try:
+            status, out, err = self.session.run(shlex.join(argv), timeout, stdin_path)
+        finally:
+            if stdin_path:
+                self.session.run(f"rm -f {stdin_path}", timeout=15.0)
+        return CommandResult(tuple(argv), status, out, err)
+
+    def _upload_bytes(self, data: bytes) -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="evbench-stdin-") as staging:
+            local = Path(staging) / "stdin"
+            local.write_bytes(data)
+            remote = f"/tmp/evbench-stdin-{frames.new_tag()}"
+            put_file(self.session, local, remote)
+        return remote
+
+    def stream(self, argv: Sequence[str]) -> StreamedCommand:
+        return SerialStreamedCommand(self, argv)
+
+    def put(self, local: Path, remote: str) -> None:
+        show = _show_progress("sending", local.name) if self.show_progress else None
+        put_file(self.session, local, remote, show)
+
+    def get(self, remote: str, local: Path) -> None:
+        show = _show_progress("fetching", remote.rsplit("/", 1)[-1]) if self.show_progress else None
+        get_file(self.session, remote, local, show)
+
+    def agent_command(self) -> list[str]:
+        from evbench.deploy import zipapp_path
+
+        return [self.python, zipapp_path(self)]
+
+    def reconnect(self) -> None:
+        self.session.close()
+        self._open()
+
+    def close(self) -> None:
+        self.session.close()

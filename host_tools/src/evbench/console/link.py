@@ -1,0 +1,121 @@
+"""The raw console line: pyserial underneath, a transcript beside, deadlines on every read."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import serial
+
+from evbench.console.transcript import Transcript
+from evbench.console.url import ConsoleAddress
+from evbench_agent.errors import UserError
+
+#: The most evbench keeps of unread console output; older bytes are dropped
+#: (they stay in the transcript), so a chatty board cannot exhaust memory.
+MAX_BUFFER = 1 << 20
+READ_SIZE = 4096
+
+
+class ConsoleError(UserError):
+    """The console did not do what evbench needed; the transcript says what it did."""
+
+
+class Deadline:
+    """A point in monotonic time that loops pass down instead of sleeping blind."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self._end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self._end
+
+
+class ConsoleLink:
+    """Bytes in and out of one console, all of them in the transcript."""
+
+    def __init__(self, address: ConsoleAddress, transcript: Transcript) -> None:
+        self.address = address
+        self.transcript = transcript
+        self.buffer = bytearray()
+        try:
+            self._port = serial.serial_for_url(
+                address.port, baudrate=address.baud, timeout=0.05, write_timeout=10
+            )
+        except (serial.SerialException, ValueError, OSError) as error:
+            transcript.note(f"cannot open {address.port}: {error}")
+            hint = "check the device path and that you may open it (group dialout)"
+            if address.port.startswith("rfc2217://") and "control" in str(error).lower():
+                hint = "add ign_set_control to the URL: the port behind ser2net has no modem lines"
+            elif address.is_network:
+                hint = "is ser2net (or the console server) running and listening there?"
+            raise ConsoleError(f"cannot open console {address.url}: {error}", hint=hint) from error
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.transcript.path
+
+    def error(self, message: str, hint: str | None = None) -> ConsoleError:
+        """An error naming where the transcript is, noted in the transcript too."""
+        self.transcript.note(f"error: {message}")
+        where = f"transcript: {self.transcript.path}"
+        return ConsoleError(message, hint=f"{hint}; {where}" if hint else where)
+
+    def write(self, data: bytes, secret: bool = False) -> None:
+        if secret:
+            self.transcript.sent_secret()
+        else:
+            self.transcript.sent(data)
+        try:
+            self._port.write(data)
+            self._port.flush()
+        except (serial.SerialException, OSError) as error:
+            raise self.error(f"writing to the console failed: {error}") from error
+
+    def read_some(self, deadline: Deadline) -> bytes:
+        """What arrives before the deadline or within one short poll, appended to the buffer."""
+        self._port.timeout = min(0.05, max(deadline.remaining, 0.001))
+        try:
+            data = self._port.read(READ_SIZE)
+        except (serial.SerialException, OSError) as error:
+            raise self.error(f"reading from the console failed: {error}") from error
+        if data:
+            self.transcript.received(data)
+            self.buffer += data
+            if len(self.buffer) > MAX_BUFFER:
+                del self.buffer[: len(self.buffer) - MAX_BUFFER]
+        return data
+
+    def expect(self, pattern: re.Pattern[bytes], deadline: Deadline) -> re.Match[bytes] | None:
+        """The first match in what came (consumed up to its end), or None at the deadline."""
+        while True:
+            match = pattern.search(self.buffer)
+            if match:
+                del self.buffer[: match.end()]
+                return match
+            if deadline.expired:
+                return None
+            self.read_some(deadline)
+
+    def quiet_for(self, seconds: float, deadline: Deadline) -> bool:
+        """Read until nothing came for `seconds`; False if the deadline came first."""
+        last = time.monotonic()
+        while not deadline.expired:
+            if self.read_some(deadline):
+                last = time.monotonic()
+            elif time.monotonic() - last >= seconds:
+                return True
+        return False
+
+    def close(self) -> None:
+        try:
+            self._port.close()
+        finally:
+            self.transcript.close()

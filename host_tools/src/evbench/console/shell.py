@@ -1,0 +1,332 @@
+"""A predictable shell on a console, and exact command results through it.
+
+After login the shell is made predictable: a unique prompt, no line editing
+(so no bracketed paste), no history, no echo, a wide terminal, and kernel
+messages quietened on the console where the user may do so. Everything is
+restored on close (or the session logs out, when evbench logged in).
+Commands go out base64-encoded (so no byte of them can act as a terminal
+control character) and come back as checksummed frames (frames.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evbench.console import frames
+from evbench.console.frames import Frame
+from evbench.console.link import ConsoleLink, Deadline
+from evbench.console.login import LoginStrategy
+
+#: A terminal's input line holds 4095 bytes; commands stay well inside it.
+MAX_COMMAND = 2048
+#: Rounds of asking again for frames that a noisy line spoiled.
+MAX_RETRIES = 8
+#: With the command done, a line that stays silent this long has failed.
+SILENCE = 10.0
+NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
+TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FileState:
+    """One file coming back in chunks."""
+
+    size: int | None = None
+    sha256: str | None = None
+    chunks: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return 0 if not self.size or self.size < 0 else math.ceil(self.size / frames.CHUNK)
+
+    def missing(self) -> list[int]:
+        return [i for i in range(self.count) if i not in self.chunks]
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks[i] for i in range(self.count))
+
+
+@dataclass
+class Reply:
+    """What the board sent back for one request, gathered over one or more tags."""
+
+    status: int | None = None
+    files: dict[str, FileState] = field(default_factory=dict)
+    lines: dict[int, bytes] = field(default_factory=dict)
+    ended: bool = False
+
+    def add(self, frame: Frame) -> None:
+        kind, fields = frame.kind, frame.fields
+        if kind == "R" and len(fields) == 1 and fields[0].isdigit():
+            self.status = int(fields[0])
+        elif kind == "S" and len(fields) == 3:
+            state = self.files.setdefault(fields[0], FileState())
+            state.size, state.sha256 = int(fields[1]), fields[2]
+        elif kind == "D" and len(fields) in (2, 3) and fields[1].isdigit():
+            state = self.files.setdefault(fields[0], FileState())
+            state.chunks[int(fields[1])] = base64.b64decode(fields[2] if len(fields) == 3 else "")
+        elif kind == "L" and len(fields) in (1, 2) and fields[0].isdigit():
+            self.lines[int(fields[0])] = base64.b64decode(fields[1] if len(fields) == 2 else "")
+        elif kind == "E":
+            self.ended = True
+
+
+class ShellSession:
+    """A logged-in, predictable shell on one console line."""
+
+    def __init__(self, link: ConsoleLink, login: LoginStrategy) -> None:
+        self.link = link
+        self.login = login
+        self.prompt_tag = frames.new_tag()
+        #: Frames spoiled on the line and asked for again (reported in the transcript).
+        self.retried = 0
+
+    # -- opening and closing -------------------------------------------------
+
+    def open(self) -> None:
+        self.login.open_shell()
+        # Save what we change, then change it; line editing off first, so the
+        # definitions that follow are read as plain lines.
+        self.link.write(
+            b"__evb_o=$(set +o); __evb_q=$(stty -g 2>/dev/null); __evb_ps1=$PS1;"
+            b" set +o emacs +o vi +o history 2>/dev/null; stty -echo -ixon cols 1000 2>/dev/null;"
+            b" unset PROMPT_COMMAND; PS2=''; PS1=\"$(printf 'evb-%s> ' "
+            + self.prompt_tag.encode()
+            + b')"; export PAGER=cat SYSTEMD_PAGER=cat HISTFILE=/dev/null\r'
+        )
+        self.link.write(
+            b"__evb_k=$(cut -f1 /proc/sys/kernel/printk 2>/dev/null);"
+            b" dmesg -n 1 2>/dev/null && __evb_kq=1\r"
+        )
+        for definition in frames.BOARD_FUNCTIONS:
+            self.link.write(definition.encode("ascii") + b"\r")
+        self.sync(timeout=15.0, first=True)
+
+    def sync(self, timeout: float, first: bool = False) -> None:
+        """Wait until the shell answers a fresh tag: everything before it is done."""
+        tag = frames.new_tag()
+        checks = " ".join(TOOLS)
+        self.link.write(
+            (
+                f"for __evb_m in {checks}; do command -v $__evb_m >/dev/null"
+                f" || printf 'evbench-needs:%s\\n' $__evb_m; done; __evb_f {tag} Y\r"
+            ).encode()
+        )
+        deadline = Deadline(timeout)
+        missing: set[str] = set()
+        while not deadline.expired:
+            self.link.read_some(deadline)
+            missing.update(name.decode() for name in NEEDS.findall(self.link.buffer))
+            if any(frame.kind == "Y" for frame in frames.take_frames(self.link.buffer, tag)):
+                return
+        if missing:
+            raise self.link.error(
+                f"the board's shell lacks {', '.join(sorted(missing))}, which evbench needs"
+                " on a console"
+            )
+        what = "after logging in" if first else "after stopping the command"
+        raise self.link.error(
+            f"the shell on {self.link.address.url} did not answer {what} (within {timeout:.0f} s)",
+            hint="is it a POSIX shell? look with `evbench console`",
+        )
+
+    def close(self) -> None:
+        """Restore the console (or log out), then release the line."""
+        try:
+            restore = (
+                b'[ -n "$__evb_kq" ] && dmesg -n "$__evb_k" 2>/dev/null;'
+                b' rm -rf "$__evb_d"; stty "$__evb_q" 2>/dev/null;'
+                b' PS1=$__evb_ps1; eval "$__evb_o"\r'
+            )
+            self.link.write(b"\x03" + restore)
+            if self.login.logged_in:
+                self.link.write(b"exit\r")
+            self.link.quiet_for(0.3, Deadline(2.0))
+        except Exception as error:  # closing must not hide the error that made us close
+            self.link.transcript.note(f"restoring the console failed: {error}")
+        finally:
+            self.link.close()
+
+    # -- requests --------------------------------------------------------------
+
+    def _command_line(self, function: str, tag: str, *arguments: str) -> bytes:
+        line = " ".join((function, tag, *arguments)).encode("ascii") + b"\r"
+        if len(line) > 4000:
+            raise ValueError("request longer than a terminal line")
+        return line
+
+    def collect(
+        self,
+        tag: str,
+        reply: Reply,
+        deadline: Deadline,
+        started: Callable[[Reply], bool] = lambda reply: True,
+        on_frame: Callable[[Frame], None] | None = None,
+    ) -> bool:
+        """Add `tag`'s frames to `reply` until its end frame; False if the line went silent.
+
+        Silence counts only once `started(reply)` holds: a running command may be quiet.
+        """
+        silent_since = Deadline(SILENCE)
+        while not deadline.expired:
+            if self.link.read_some(deadline):
+                silent_since = Deadline(SILENCE)
+            for frame in frames.take_frames(self.link.buffer, tag):
+                reply.add(frame)
+                if on_frame:
+                    on_frame(frame)
+                if frame.kind == "E":
+                    return True
+            if started(reply) and silent_since.expired:
+                return False
+        return False
+
+    def request(self, line: bytes, tag: str, reply: Reply, deadline: Deadline) -> bool:
+        self.link.write(line)
+        return self.collect(tag, reply, deadline)
+
+    def repair(
+        self,
+        reply: Reply,
+        paths: dict[str, str],
+        deadline: Deadline,
+        describe: Callable[[str], bytes],
+        need_status: bool = True,
+    ) -> None:
+        """Ask again for the status, descriptions and chunks that the line spoiled.
+
+        `paths` maps each file's frame name to its shell path; `describe(tag)`
+        is the request that sends the status and descriptions again.
+        """
+        for _ in range(MAX_RETRIES):
+            described = (reply.files.get(name) for name in paths)
+            if (need_status and reply.status is None) or any(
+                s is None or s.size is None for s in described
+            ):
+                self.retried += 1
+                tag = frames.new_tag()
+                self.request(describe(tag), tag, reply, deadline)
+                continue
+            wanted = [(name, i) for name, state in reply.files.items() for i in state.missing()]
+            if not wanted:
+                return
+            self.retried += len(wanted)
+            self.link.transcript.note(f"asking again for {len(wanted)} spoiled chunk(s)")
+            tag = frames.new_tag()
+            parts = [
+                f"__evb_x {tag} {name} {paths[name]} {index} {index + 1};"
+                for name, index in wanted[:40]
+            ]
+            line = (" ".join(parts) + f" __evb_f {tag} E\r").encode("ascii")
+            self.request(line, tag, reply, deadline)
+            if deadline.expired:
+                break
+
+    def fetch(
+        self, path: str, deadline: Deadline, on_frame: Callable[[Frame], None] | None = None
+    ) -> Reply:
+        """A file on the board (`path` as the shell should read it) as chunks, repaired.
+
+        The reply's file "f" has size -1 when the board cannot read it.
+        """
+        tag = frames.new_tag()
+        reply = Reply()
+        self.link.write(
+            f"__evb_s {tag} f {path}; __evb_x {tag} f {path} 0 999999; __evb_f {tag} E\r".encode()
+        )
+        finished = self.collect(tag, reply, deadline, on_frame=on_frame)
+        state = reply.files.get("f")
+        if state is not None and state.size == -1:
+            return reply
+        if not finished or state is None or state.size is None or state.missing():
+            self.repair(
+                reply,
+                {"f": path},
+                deadline,
+                lambda again: f"__evb_s {again} f {path}; __evb_f {again} E\r".encode(),
+                need_status=False,
+            )
+        return reply
+
+    def encode_command(self, command: str) -> str:
+        raw = command.encode("utf-8", "surrogateescape")
+        if len(raw) > MAX_COMMAND:
+            raise self.link.error(
+                f"command of {len(raw)} bytes is too long for a console line"
+                f" (at most {MAX_COMMAND})",
+                hint="put a script on the board and run that",
+            )
+        return base64.b64encode(raw).decode("ascii")
+
+    def interrupt_and_resync(self) -> None:
+        self.link.transcript.note("interrupting the command with Ctrl-C")
+        self.link.write(b"\x03")
+        self.link.quiet_for(0.3, Deadline(2.0))
+        self.link.write(b"\r")
+        self.sync(timeout=10.0)
+
+    def run(self, command: str, timeout: float, stdin_path: str = "") -> tuple[int, bytes, bytes]:
+        """Exit status, standard output and standard error of `command`, exactly."""
+        tag = frames.new_tag()
+        line = self._command_line(
+            "__evb_r", tag, self.encode_command(command), shlex.quote(stdin_path), "999999"
+        )
+        reply = Reply()
+        self.link.write(line)
+        finished = self.collect(tag, reply, Deadline(timeout), started=_command_done)
+        if not _command_done(reply):
+            self.interrupt_and_resync()
+            raise self.link.error(
+                f"the command did not return within {timeout:.0f} s and was interrupted:"
+                f" {command[:80]!r}",
+                hint="give it more time, or check that it does not wait for input",
+            )
+        paths = {"o": '"$__evb_d/o"', "e": '"$__evb_d/e"'}
+        transfer = Deadline(self.transfer_seconds(reply) + SILENCE)
+        if not finished or reply.status is None or _incomplete(reply):
+            self.repair(reply, paths, transfer, lambda tag: self._command_line("__evb_m", tag, "0"))
+        stdout, stderr = self.verified(reply, "o"), self.verified(reply, "e")
+        return reply.status if reply.status is not None else -1, stdout, stderr
+
+    def transfer_seconds(self, reply: Reply) -> float:
+        """How long the files described so far take over the line as base64."""
+        size = sum(max(state.size or 0, 0) for state in reply.files.values())
+        return estimate_seconds(size, self.link.address.baud)
+
+    def verified(self, reply: Reply, name: str) -> bytes:
+        state = reply.files.get(name)
+        if state is None or state.size is None or state.missing():
+            have = 0 if state is None else len(state.chunks)
+            want = "?" if state is None else state.count
+            raise self.link.error(
+                f"the line went silent or stayed too noisy: {have} of {want} chunks came back",
+                hint="check the cable; kernel messages can be quietened with `dmesg -n 1`",
+            )
+        data = state.data()
+        if len(data) != state.size or hashlib.sha256(data).hexdigest() != state.sha256:
+            raise self.link.error(f"the data from the board failed its SHA-256 check ({name})")
+        return data
+
+
+def estimate_seconds(size: int, baud: int) -> float:
+    """Seconds to move `size` bytes as base64 frames (8N1: 10 bits a byte on the wire)."""
+    wire = size * 4 / 3 * 1.06 + 60 * math.ceil(size / frames.CHUNK)
+    return wire / (baud / 10)
+
+
+def _command_done(reply: Reply) -> bool:
+    return reply.status is not None or bool(reply.files) or reply.ended
+
+
+def _incomplete(reply: Reply) -> bool:
+    return any(state.size is None or state.missing() for state in reply.files.values()) or (
+        set(reply.files) != {"o", "e"}
+    )

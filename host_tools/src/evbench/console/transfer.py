@@ -1,0 +1,123 @@
+"""Files over the console line: base64 in checksummed chunks, spoiled chunks asked for again.
+
+A file comes back verified against its SHA-256 (computed on the board) or
+not at all: nothing unverified is ever written where the caller asked.
+Progress reports the bytes so far, the total and an estimate of the time left.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from evbench.console import frames
+from evbench.console.frames import Frame
+from evbench.console.link import Deadline
+from evbench.console.shell import MAX_RETRIES, Reply, ShellSession, estimate_seconds
+from evbench_agent.results import write_atomic
+
+#: (bytes so far, total bytes, seconds left by the estimate)
+TransferProgress = Callable[[int, int, float], None]
+#: No file over a console line should take longer than this (about 28 MB at 115200 baud).
+LONGEST_TRANSFER = 3600.0
+
+
+def _quoted(session: ShellSession, path: str) -> str:
+    if any(ord(c) < 32 or ord(c) == 127 for c in path) or len(path) > 1024:
+        raise session.link.error(f"path {path!r} cannot be sent over a console line")
+    return shlex.quote(path)
+
+
+def _reporter(baud: int, progress: TransferProgress | None) -> Callable[[Frame], None] | None:
+    """Turns the frames of one transfer into progress reports with the time left."""
+    if progress is None:
+        return None
+    started = time.monotonic()
+    seen = {"total": 0, "done": 0}
+
+    def on_frame(frame: Frame) -> None:
+        if frame.kind == "S" and len(frame.fields) == 3 and frame.fields[1].isdigit():
+            seen["total"] = int(frame.fields[1])
+        elif frame.kind == "D" and len(frame.fields) == 3:
+            seen["done"] += len(base64.b64decode(frame.fields[2]))
+        else:
+            return
+        total, done = seen["total"], min(seen["done"], seen["total"])
+        elapsed = time.monotonic() - started
+        rate = done / elapsed if done and elapsed > 0.5 else None
+        left = (total - done) / rate if rate else estimate_seconds(total - done, baud)
+        progress(done, total, left)
+
+    return on_frame
+
+
+def get_file(
+    session: ShellSession, remote: str, local: Path, progress: TransferProgress | None = None
+) -> int:
+    """Copy `remote` from the board to `local`, verified; the number of bytes."""
+    path = _quoted(session, remote)
+    on_frame = _reporter(session.link.address.baud, progress)
+    reply = session.fetch(path, Deadline(LONGEST_TRANSFER), on_frame)
+    if reply.files.get("f") is not None and reply.files["f"].size == -1:
+        raise session.link.error(f"no readable file {remote!r} on the board")
+    data = session.verified(reply, "f")
+    write_atomic(local, data)
+    return len(data)
+
+
+def put_file(
+    session: ShellSession, local: Path, remote: str, progress: TransferProgress | None = None
+) -> int:
+    """Copy `local` to `remote` on the board, each chunk acknowledged with its SHA-256."""
+    data = local.read_bytes()
+    path = _quoted(session, remote)
+    part = shlex.quote(remote + ".evbench-part")
+    status, _out, err = session.run(f": > {part}", timeout=15.0)
+    if status != 0:
+        raise session.link.error(
+            f"cannot write {remote!r} on the board: {err.decode(errors='replace')}"
+        )
+    count = math.ceil(len(data) / frames.CHUNK)
+    started = time.monotonic()
+    for index in range(count):
+        chunk = data[index * frames.CHUNK : (index + 1) * frames.CHUNK]
+        _put_chunk(session, part, index, chunk)
+        if progress:
+            done = min(len(data), (index + 1) * frames.CHUNK)
+            rate = done / max(time.monotonic() - started, 1e-3)
+            progress(done, len(data), (len(data) - done) / rate)
+    status, _out, err = session.run(f"mv -f {part} {path}", timeout=15.0)
+    if status != 0:
+        raise session.link.error(
+            f"cannot move the upload into {remote!r}: {err.decode(errors='replace')}"
+        )
+    tag = frames.new_tag()
+    reply = Reply()
+    session.request(f"__evb_s {tag} f {path}; __evb_f {tag} E\r".encode(), tag, reply, Deadline(30))
+    state = reply.files.get("f")
+    if state is None or state.size != len(data) or state.sha256 != hashlib.sha256(data).hexdigest():
+        raise session.link.error(f"{remote!r} on the board does not match {local} after the upload")
+    return len(data)
+
+
+def _put_chunk(session: ShellSession, part: str, index: int, chunk: bytes) -> None:
+    encoded = base64.b64encode(chunk).decode("ascii")
+    expected = hashlib.sha256(chunk).hexdigest()
+    for _attempt in range(MAX_RETRIES):
+        tag = frames.new_tag()
+        reply = Reply()
+        acknowledged: list[Frame] = []
+        session.link.write(f"__evb_p {tag} {part} {index} {encoded}; __evb_f {tag} E\r".encode())
+        session.collect(tag, reply, Deadline(30.0), on_frame=acknowledged.append)
+        if any(f.kind == "A" and f.fields == (str(index), expected) for f in acknowledged):
+            return
+        session.retried += 1
+        session.link.transcript.note(f"upload chunk {index} not acknowledged; sending it again")
+    raise session.link.error(
+        f"upload chunk {index} failed {MAX_RETRIES} times: the line is too noisy"
+    )

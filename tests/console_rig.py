@@ -1,0 +1,255 @@
+"""A board console for the tests: real agetty, login and bash behind a throttled pty line.
+
+    host pty (socat) <-tcp-> LineSimulator <-tcp-> board pty (socat) <- agetty, login, bash
+
+Both ends are pseudo-terminals made by socat. Between them LineSimulator
+carries the bytes at 115200 baud (a pty alone moves them at memory speed)
+and can break the line on purpose: mute it, garble it, go silent after a
+number of bytes, or spoil one data frame. KernelNoise writes kernel-style
+lines into the board end at random moments, as printk does on a console.
+agetty exits after each logout, so it is restarted as systemd would.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+BAUD = 115200
+#: 8N1: ten bits on the wire for every byte.
+BYTES_PER_SECOND = BAUD // 10
+STEP = 64
+
+
+class LineSimulator:
+    """Two TCP ends joined at serial speed, with faults on demand (board to host only)."""
+
+    def __init__(self) -> None:
+        self.listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+        self.ports = [listener.getsockname()[1] for listener in self.listeners]
+        self.mute = False
+        self.garble = False
+        self.silent_after: int | None = None  # bytes still let through before silence
+        self.spoil_frames = 0  # data frames still to spoil
+        self.spoiled = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self._accept, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _accept(self) -> None:
+        try:
+            host, _ = self.listeners[0].accept()
+            board, _ = self.listeners[1].accept()
+        except OSError:
+            return  # stopped before both ends came
+        self._sockets += [host, board]
+        for source, target, faults in ((host, board, False), (board, host, True)):
+            thread = threading.Thread(target=self._pump, args=(source, target, faults), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _faulty(self, data: bytes) -> bytes:
+        if self.mute:
+            return b""
+        if self.silent_after is not None:
+            data = data[: self.silent_after]
+            self.silent_after -= len(data)
+        if self.garble:
+            # What a receiver at the wrong baud rate sees: other bytes, mostly
+            # unprintable (a pty has no baud rate, so the line makes them).
+            data = bytes((byte * 7 + 131) & 0xFF | 0x80 for byte in data)
+        if self.spoil_frames and b" D " in data:
+            at = data.index(b" D ") + 12
+            if at < len(data):
+                data = data[:at] + b"#" + data[at + 1 :]
+                self.spoil_frames -= 1
+                self.spoiled += 1
+        return data
+
+    def _pump(self, source: socket.socket, target: socket.socket, faults: bool) -> None:
+        next_time = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                data = source.recv(STEP)
+            except OSError:
+                return
+            if not data:
+                return
+            next_time = max(next_time, time.monotonic()) + len(data) / BYTES_PER_SECOND
+            delay = next_time - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if faults:
+                data = self._faulty(data)
+            try:
+                target.sendall(data)
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        for connection in self._sockets:
+            connection.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        for connection in [*self._sockets, *self.listeners]:
+            connection.close()
+
+
+class KernelNoise:
+    """Kernel-style lines written into the board's end at random moments."""
+
+    MESSAGES = (
+        "usb 1-1: new high-speed USB device number 3 using xhci-hcd",
+        "EXT4-fs (mmcblk0p2): recovery complete",
+        "thermal thermal_zone0: critical temperature reached",
+        "@@deadbeef R 0 0123456789ab",
+        "evb-00000000> printk: console [ttyS2] enabled",
+    )
+
+    def __init__(self, device: str, mean_interval: float = 0.4, seed: int = 6) -> None:
+        self.device = device
+        self.mean_interval = mean_interval
+        self.random = random.Random(seed)
+        self.written = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _line(self) -> bytes:
+        stamp = time.monotonic() % 100000
+        text = f"[{stamp:12.6f}] {self.random.choice(self.MESSAGES)}"
+        # Like printk on a console: sometimes mid-line, with no newline before it.
+        lead = "" if self.random.random() < 0.5 else "\r\n"
+        return f"{lead}{text}\r\n".encode()
+
+    def _run(self) -> None:
+        descriptor = None
+        while not self._stop.wait(self.random.expovariate(1 / self.mean_interval)):
+            try:
+                if descriptor is None:
+                    descriptor = os.open(self.device, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
+                line = self._line()
+                half = self.random.randrange(len(line))
+                # In two writes, so the board's own output can land between them.
+                os.write(descriptor, line[:half])
+                time.sleep(self.random.random() * 0.01)
+                os.write(descriptor, line[half:])
+                self.written += 1
+            except OSError:
+                # agetty's vhangup() cuts every open descriptor: open it again.
+                if descriptor is not None:
+                    os.close(descriptor)
+                descriptor = None
+        if descriptor is not None:
+            os.close(descriptor)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+class ThrowawayUser:
+    """A user created for the test session and removed after it."""
+
+    def __init__(self, useradd: str, userdel: str, chpasswd: str) -> None:
+        self.name = f"evbcon{secrets.token_hex(3)}"
+        self.password = f"pw-{secrets.token_urlsafe(12)}"
+        self._userdel = userdel
+        subprocess.run([useradd, "-m", "-s", "/bin/bash", self.name], check=True)
+        subprocess.run([chpasswd], input=f"{self.name}:{self.password}\n", text=True, check=True)
+        self.home = Path(f"/home/{self.name}")
+
+    def remove(self) -> None:
+        subprocess.run([self._userdel, "-r", "-f", self.name], check=False, capture_output=True)
+
+
+class ConsoleRig:
+    """The whole line: socat ptys, the line simulator, agetty restarted per login, noise."""
+
+    def __init__(self, directory: Path, socat: str, agetty: str, noise: bool = True) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.host_link = directory / "host"
+        self.board_link = directory / "board"
+        self.line = LineSimulator()
+        self.line.start()
+        self._processes: list[subprocess.Popen] = []
+        for link, port in (
+            (self.host_link, self.line.ports[0]),
+            (self.board_link, self.line.ports[1]),
+        ):
+            self._processes.append(
+                subprocess.Popen(
+                    [socat, f"PTY,link={link},rawer", f"TCP:127.0.0.1:{port}"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        deadline = time.monotonic() + 10
+        while not (self.host_link.exists() and self.board_link.exists()):
+            if time.monotonic() > deadline:
+                raise RuntimeError("socat did not create the pty pair within 10 s")
+            time.sleep(0.05)
+        self.board_device = os.path.realpath(self.board_link)
+        self._agetty = agetty
+        self._stop = threading.Event()
+        self.logins = 0
+        self._getty_thread = threading.Thread(target=self._keep_getty, daemon=True)
+        self._getty_thread.start()
+        self.noise = KernelNoise(self.board_device) if noise else None
+        if self.noise:
+            self.noise.start()
+
+    @property
+    def url(self) -> str:
+        return f"serial://{self.host_link}"
+
+    def _keep_getty(self) -> None:
+        # agetty takes the port relative to /dev; its own session, so the
+        # line becomes the shell's controlling terminal (job control, Ctrl-C).
+        port = self.board_device.removeprefix("/dev/")
+        while not self._stop.is_set():
+            process = subprocess.Popen(
+                [self._agetty, "-L", "--noclear", port, str(BAUD), "vt100"],
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self._getty = process
+            while process.poll() is None and not self._stop.is_set():
+                time.sleep(0.1)
+            self.logins += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.noise:
+            self.noise.stop()
+        getty = getattr(self, "_getty", None)
+        if getty is not None and getty.poll() is None:
+            # agetty became login: SIGTERM makes login hang up its shell too.
+            os.killpg(getty.pid, signal.SIGTERM)
+            try:
+                getty.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(getty.pid, signal.SIGKILL)
+                getty.wait(timeout=5)
+        self._getty_thread.join(timeout=5)
+        for process in self._processes:
+            process.terminate()
+            process.wait(timeout=5)
+        self.line.stop()

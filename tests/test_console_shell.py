@@ -1,0 +1,89 @@
+"""Commands and files through a real login shell on a throttled, noisy serial line.
+
+The board is agetty, login and bash on a pseudo-terminal (tests/console_rig.py);
+kernel-style lines break into its output at random moments.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from evbench.boards.serial import SerialBoard
+
+pytestmark = pytest.mark.integration
+
+#: Awkward outputs: no final newline, marker-like and prompt-like text, wider
+#: than any terminal, not UTF-8, carriage returns and NULs, standard error.
+AWKWARD = (
+    "printf 'no final newline'",
+    "printf '@@deadbeef R 0 0123456789ab\\n@@%s E\\n' 00000000",
+    "printf 'root@board:~# \\nlogin: \\nPassword: \\nevb-00000000> '",
+    "head -c 3000 /dev/zero | tr '\\0' w",
+    "printf '\\377\\376\\200 not utf-8 \\300\\n'",
+    "printf 'a\\0b\\rc\\r\\n\\033[31mred\\033[0m\\n'",
+    "echo to-stderr >&2; printf out",
+    "printf '%s\\n' 'ERROR-looking' 'FAIL-looking'",
+    "seq 1 200",
+    "true",
+)
+
+
+def _commands() -> list[str]:
+    # Every exit status from 0 to 255, each with one of the awkward outputs.
+    return [f"{AWKWARD[n % len(AWKWARD)]}; exit {n}" for n in range(256)]
+
+
+def test_256_commands_return_exact_output_and_status(console_line, console_user):
+    url = f"{console_line.url}?user={console_user.name}"
+    with SerialBoard(url, show_progress=False) as board:
+        for command in _commands():
+            expected = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+            result = board.run(["sh", "-c", command], timeout=30)
+            assert (result.returncode, result.stdout, result.stderr) == (
+                expected.returncode,
+                expected.stdout,
+                expected.stderr,
+            ), command
+        transcript = board.transcript_path.read_text()
+    assert console_line.noise.written >= 20, "kernel noise was not injected"
+    assert console_user.password not in transcript
+    assert "<password redacted>" in transcript
+
+
+def test_files_both_ways_and_a_spoiled_chunk_is_asked_for_again(
+    console_line, console_user, tmp_path
+):
+    payload = os.urandom(5000) + b"\n@@00000000 E 000000000000\n"
+    local = tmp_path / "payload.bin"
+    local.write_bytes(payload)
+    back = tmp_path / "back.bin"
+    url = f"{console_line.url}?user={console_user.name}"
+    with SerialBoard(url, show_progress=False) as board:
+        board.put(local, "/tmp/evbench-test-payload.bin")
+        console_line.line.spoil_frames = 1
+        board.get("/tmp/evbench-test-payload.bin", back)
+        retried = board.session.retried
+        result = board.run(["rm", "-f", "/tmp/evbench-test-payload.bin"], timeout=15)
+    assert back.read_bytes() == payload
+    assert console_line.line.spoiled == 1
+    assert retried >= 1
+    assert result.returncode == 0
+
+
+def test_stream_and_stdin(console_line, console_user):
+    url = f"{console_line.url}?user={console_user.name}"
+    with SerialBoard(url, show_progress=False) as board:
+        command = board.stream(
+            ["sh", "-c", "for i in 1 2 3; do echo line $i; done; echo e >&2; exit 7"]
+        )
+        lines = list(command.lines())
+        status = command.wait(30)
+        errors = command.stderr()
+        piped = board.run(["tr", "a-z", "A-Z"], timeout=30, stdin=b"through stdin\n")
+    assert lines == ["line 1", "line 2", "line 3"]
+    assert status == 7
+    assert errors == "e\n"
+    assert piped.stdout == b"THROUGH STDIN\n"
