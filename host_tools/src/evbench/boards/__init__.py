@@ -5,7 +5,13 @@ from __future__ import annotations
 from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
 from evbench_agent.errors import UserError
 
-SCHEMES = ("local", "ssh://[USER@]HOST[:PORT]")
+SCHEMES = (
+    "local",
+    "ssh://[USER@]HOST[:PORT]",
+    "serial:///dev/TTY[?baud=N&user=NAME]",
+    "rfc2217://HOST:PORT",
+    "socket://HOST:PORT",
+)
 
 
 def open_board(url: str, *, accept_new_host_key: bool = False) -> Board:
@@ -18,6 +24,10 @@ def open_board(url: str, *, accept_new_host_key: bool = False) -> Board:
         from evbench.boards.ssh import SshBoard
 
         return SshBoard(url, accept_new_host_key=accept_new_host_key)
+    if url.startswith(("serial://", "rfc2217://", "socket://")):
+        from evbench.boards.serial import SerialBoard
+
+        return SerialBoard(url)
     raise UserError(
         f"unsupported board {url!r}",
         hint=f"use one of: {', '.join(SCHEMES)}",
