@@ -12,10 +12,10 @@ PLAIN_INTERVAL = 5.0
 
 
 class FlashProgress:
-    def __init__(self, total: int | None, label: str, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int | None, label: str, stream: TextIO | None = None) -> None:
         self.total = total
         self.label = label
-        self.stream = stream
+        self.stream = stream = stream or sys.stderr
         self.done = 0
         self._start = time.monotonic()
         self._last_print = self._start

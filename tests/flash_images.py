@@ -1,0 +1,127 @@
+"""Sparse test images for the flash tests, with bmaps made by the real bmaptool.
+
+The image is a sparse file with data at chosen places; `bmaptool create`
+(Debian bmap-tools) maps it, so the bmap format comes from the reference
+tool, not from evbench. Targets are pre-filled with PATTERN, so a test can
+prove that unmapped ranges were never written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import subprocess
+from pathlib import Path
+
+MiB = 1024 * 1024
+PATTERN = b"\xa5\x5a"
+#: The commands that make each compressed form (all from Debian: xz-utils, gzip, bzip2, zstd).
+COMPRESSORS = {
+    "xz": ["xz", "-0", "-T1", "-c"],
+    "gz": ["gzip", "-1", "-c"],
+    "bz2": ["bzip2", "-1", "-c"],
+    "zst": ["zstd", "-1", "-q", "-c"],
+}
+
+
+def piece(seed: int, index: int, length: int) -> bytes:
+    """Deterministic data that compresses fast but is different in every 4 KiB block."""
+    base = random.Random(f"{seed}:{index}").randbytes(4096)
+    blocks = [
+        hashlib.sha256(b"%d:%d" % (index, n)).digest() + base[32:]
+        for n in range(-(-length // 4096))
+    ]
+    return b"".join(blocks)[:length]
+
+
+def make_image(path: Path, size: int, extents: list[tuple[int, int]], seed: int = 1) -> Path:
+    """A sparse file of `size` bytes with data in the (offset, length) extents."""
+    with path.open("wb") as handle:
+        handle.truncate(size)
+        for index, (offset, length) in enumerate(extents):
+            handle.seek(offset)
+            handle.write(piece(seed, index, length))
+    return path
+
+
+def make_bmap(bmaptool: str, image: Path, bmap: Path) -> Path:
+    subprocess.run([bmaptool, "create", "-o", str(bmap), str(image)], check=True)
+    return bmap
+
+
+def compress(image: Path, kind: str, out: Path) -> Path:
+    with out.open("wb") as handle:
+        subprocess.run([*COMPRESSORS[kind], str(image)], stdout=handle, check=True)
+    return out
+
+
+def fill(path: Path, size: int) -> Path:
+    """A target of `size` bytes holding PATTERN everywhere (no holes)."""
+    block = PATTERN * (MiB // len(PATTERN))
+    with path.open("wb") as handle:
+        for _ in range(size // MiB):
+            handle.write(block)
+        handle.write(block[: size % MiB])
+    return path
+
+
+def mapped_spans(bmap_text: str, block_size: int, image_size: int) -> list[tuple[int, int]]:
+    """(offset, length) of every <Range> in a bmap, read independently of evbench's parser."""
+    import re
+
+    spans = []
+    for first, last in re.findall(r"<Range[^>]*>\s*(\d+)(?:-(\d+))?\s*</Range>", bmap_text):
+        end = (int(last or first) + 1) * block_size
+        spans.append((int(first) * block_size, min(end, image_size) - int(first) * block_size))
+    return spans
+
+
+def _assert_pattern(fd: int, start: int, end: int) -> None:
+    while start < end:
+        length = min(4 * MiB, end - start)
+        expected = (PATTERN * (length // 2 + 2))[start % 2 : start % 2 + length]
+        assert os.pread(fd, length, start) == expected, f"unmapped bytes near {start} were written"
+        start += length
+
+
+def assert_flashed(target: Path | str, image: Path, spans: list[tuple[int, int]]) -> None:
+    """Mapped spans equal the image byte for byte; everything else still holds PATTERN."""
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        position = 0
+        with image.open("rb") as source:
+            for offset, length in [*spans, (image.stat().st_size, 0)]:
+                _assert_pattern(fd, position, offset)
+                source.seek(offset)
+                assert os.pread(fd, length, offset) == source.read(length), f"range at {offset}"
+                position = offset + length
+    finally:
+        os.close(fd)
+
+
+#: The small image of the fault tests: 4 MiB and 1000 bytes, the last block partial.
+SMALL_SIZE = 4 * MiB + 1000
+SMALL_EXTENTS = [
+    (0, 64 * 1024),
+    (MiB + 3 * 4096, 100 * 1024),
+    (3 * MiB, 200 * 1024),
+    (4 * MiB, 1000),
+]
+
+
+def small_image_set(folder: Path, bmaptool: str) -> dict[str, Path]:
+    """disk.img, disk.bmap, and disk.img.{xz,gz,bz2,zst}, keyed 'plain', 'bmap', 'xz', ..."""
+    image = make_image(folder / "disk.img", SMALL_SIZE, SMALL_EXTENTS)
+    made = {"plain": image, "bmap": make_bmap(bmaptool, image, folder / "disk.bmap")}
+    for kind in COMPRESSORS:
+        made[kind] = compress(image, kind, folder / f"disk.img.{kind}")
+    return made
+
+
+def flip_byte(source: Path, out: Path, at: float = 0.5) -> Path:
+    """A copy of `source` with the byte at fraction `at` of its length inverted."""
+    data = bytearray(source.read_bytes())
+    data[int(len(data) * at)] ^= 0xFF
+    out.write_bytes(bytes(data))
+    return out

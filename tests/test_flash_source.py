@@ -1,0 +1,63 @@
+"""Image streams: every supported compression, read forward only, and damaged streams."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import require_command
+from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, small_image_set
+
+from evbench.flash.source import CorruptImage, ImageSource
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    for command in ("xz", "gzip", "bzip2", "zstd"):
+        require_command(command)
+    return small_image_set(tmp_path_factory.mktemp("source"), require_command("bmaptool"))
+
+
+def collect(source: ImageSource, spans) -> bytes:
+    pieces = list(source.chunks(spans))
+    offsets = [offset for offset, _ in pieces]
+    assert offsets == sorted(offsets), "a forward-only stream yields increasing offsets"
+    return b"".join(data for _, data in pieces)
+
+
+@pytest.mark.parametrize("kind", ["plain", *COMPRESSORS])
+def test_every_format_streams_the_same_bytes(images, kind):
+    expected = images["plain"].read_bytes()
+    spans = [(4096, 8192), (3 * 1024 * 1024, 300_000), (SMALL_SIZE - 1000, 1000)]
+    with ImageSource(images[kind], SMALL_SIZE) as source:
+        assert source.compression == {"zst": "zstd"}.get(kind, kind)
+        got = collect(source, spans)
+    assert got == b"".join(expected[o : o + n] for o, n in spans)
+    with ImageSource(images[kind]) as whole:
+        assert collect(whole, [(0, None)]) == expected
+
+
+@pytest.mark.parametrize("kind", list(COMPRESSORS))
+def test_a_flipped_byte_is_a_corrupt_stream(images, kind, tmp_path):
+    damaged = flip_byte(images[kind], tmp_path / images[kind].name)
+    with ImageSource(damaged, SMALL_SIZE) as source, pytest.raises(CorruptImage, match="corrupt"):
+        collect(source, [(0, 4096)])
+
+
+@pytest.mark.parametrize("kind", list(COMPRESSORS))
+def test_a_truncated_stream_fails(images, kind, tmp_path):
+    cut = tmp_path / images[kind].name
+    cut.write_bytes(images[kind].read_bytes()[: images[kind].stat().st_size // 2])
+    with ImageSource(cut, SMALL_SIZE) as source, pytest.raises(CorruptImage):
+        collect(source, [(0, 4096), (SMALL_SIZE - 1000, 1000)])
+
+
+def test_a_stream_longer_than_its_bmap_says_fails(images):
+    expected = pytest.raises(CorruptImage, match=f"holds {SMALL_SIZE} bytes")
+    with ImageSource(images["xz"], SMALL_SIZE - 4096) as source, expected:
+        collect(source, [(0, 4096)])
+
+
+def test_a_misnamed_file_is_refused(images, tmp_path):
+    fake = tmp_path / "disk.img.xz"
+    fake.write_bytes(images["gz"].read_bytes())
+    with pytest.raises(CorruptImage, match="named as xz"):
+        ImageSource(fake)

@@ -1,0 +1,157 @@
+"""evbench flash to regular-file targets: only mapped ranges written, everything verified.
+
+Targets are pre-filled with a pattern, so each test proves that unmapped
+ranges were never written and that mapped ones match the image byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import require_command
+from flash_images import (
+    COMPRESSORS,
+    SMALL_SIZE,
+    assert_flashed,
+    fill,
+    flip_byte,
+    mapped_spans,
+    small_image_set,
+)
+from test_flash_bmap import seal, to_v12, to_v13
+
+from evbench.cli import evbench
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    for command in ("xz", "gzip", "bzip2", "zstd"):
+        require_command(command)
+    return small_image_set(tmp_path_factory.mktemp("write"), require_command("bmaptool"))
+
+
+@pytest.fixture
+def spans(images):
+    return mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+
+
+def flash(capsys, *argv):
+    code = evbench(["flash", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def untouched(target) -> bool:
+    return (
+        target.read_bytes()
+        == fill(target.with_suffix(".fresh"), target.stat().st_size).read_bytes()
+    )
+
+
+@pytest.mark.parametrize("kind", ["plain", *COMPRESSORS])
+def test_only_mapped_ranges_are_written(images, spans, kind, tmp_path, capsys):
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, out, err = flash(capsys, images[kind], "--bmap", images["bmap"], "--device", target)
+    assert code == 0, err
+    assert_flashed(target, images["plain"], spans)
+    written = sum(length for _, length in spans)
+    assert f"wrote {written} bytes" in out
+    assert f"{len(spans)} range checksums from the bmap" in out
+
+
+def test_old_bmap_formats(images, spans, tmp_path, capsys):
+    for name, text in (
+        ("v13.bmap", to_v13(images["bmap"].read_text(), images["plain"])),
+        ("v12.bmap", to_v12(images["bmap"].read_text())),
+    ):
+        bmap = tmp_path / name
+        bmap.write_text(text)
+        target = fill(tmp_path / f"card-{name}", SMALL_SIZE)
+        code, out, err = flash(capsys, images["xz"], "--bmap", bmap, "--device", target)
+        assert code == 0, err
+        assert_flashed(target, images["plain"], spans)
+        # 1.2 has no checksums: every range is read back instead.
+        assert ("read back" in out) == (name == "v12.bmap"), out
+
+
+def test_without_a_bmap_the_whole_image_is_written_and_read_back(images, tmp_path, capsys):
+    target = fill(tmp_path / "card", SMALL_SIZE + 8192)
+    code, out, err = flash(capsys, images["gz"], "--no-bmap", "--device", target)
+    assert code == 0, err
+    data = target.read_bytes()
+    assert data[:SMALL_SIZE] == images["plain"].read_bytes()
+    assert data[SMALL_SIZE:] == fill(tmp_path / "rest", SMALL_SIZE + 8192).read_bytes()[SMALL_SIZE:]
+    assert "read back after fsync" in out
+
+
+def test_a_new_file_target_gets_the_image_size_with_holes(images, tmp_path, capsys):
+    target = tmp_path / "new.img"
+    code, _, err = flash(capsys, images["xz"], "--bmap", images["bmap"], "--device", target)
+    assert code == 0, err
+    assert target.read_bytes() == images["plain"].read_bytes()
+
+
+def test_a_flipped_range_checksum_fails_with_exit_3(images, tmp_path, capsys):
+    text = images["bmap"].read_text()
+    checksums = re.findall(r'chksum="(\w+)"', text)
+    wrong = checksums[1][:10] + ("0" if checksums[1][10] != "0" else "1") + checksums[1][11:]
+    bmap = tmp_path / "flipped.bmap"
+    bmap.write_text(seal(text.replace(checksums[1], wrong), "sha256", "BmapFileChecksum"))
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, out, err = flash(capsys, images["xz"], "--bmap", bmap, "--device", target)
+    assert code == 3
+    assert "checksum mismatch for blocks" in err and f"the bmap says {wrong}" in err
+    assert re.search(r"wrote \d+ of \d+ bytes before stopping", err)
+    assert "wrote" not in out.replace("flashing", "")  # no success summary
+
+
+def test_a_flipped_byte_in_the_compressed_image_fails_with_exit_3(images, tmp_path, capsys):
+    damaged = flip_byte(images["xz"], tmp_path / "disk.img.xz", at=0.3)
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, out, err = flash(capsys, damaged, "--bmap", images["bmap"], "--device", target)
+    assert code == 3
+    assert "corrupt" in err and "download the image again" in err
+    assert "verified" not in out
+
+
+def test_a_bmap_checksum_mismatch_writes_nothing(images, tmp_path, capsys):
+    text = images["bmap"].read_text()
+    bmap = tmp_path / "edited.bmap"
+    bmap.write_text(text.replace("<MappedBlocksCount> ", "<MappedBlocksCount>  ", 1))
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, _, err = flash(capsys, images["xz"], "--bmap", bmap, "--device", target)
+    assert code == 3
+    assert "its own sha256 checksum does not match" in err and "nothing was written" in err
+    assert untouched(target)
+
+
+def test_a_truncated_plain_image_is_refused_before_writing(images, tmp_path, capsys):
+    cut = tmp_path / "disk.img"
+    cut.write_bytes(images["plain"].read_bytes()[: 3 * 1024 * 1024])
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, _, err = flash(capsys, cut, "--bmap", images["bmap"], "--device", target)
+    assert code == 2
+    assert f"its bmap {images['bmap']} says {SMALL_SIZE}" in err
+    assert untouched(target)
+
+
+def test_a_truncated_compressed_image_stops_at_the_fault(images, tmp_path, capsys):
+    cut = tmp_path / "disk.img.zst"
+    cut.write_bytes(images["zst"].read_bytes()[: images["zst"].stat().st_size * 2 // 3])
+    target = fill(tmp_path / "card", SMALL_SIZE)
+    code, out, err = flash(capsys, cut, "--bmap", images["bmap"], "--device", target)
+    assert code == 3
+    assert "corrupt" in err or "truncated" in err
+    assert "verified" not in out
+
+
+def test_bad_arguments_are_one_line_errors(images, tmp_path, capsys):
+    code, _, err = flash(capsys, tmp_path / "missing.wic.xz", "--device", tmp_path / "x")
+    assert code == 2 and "does not exist" in err
+    code, _, err = flash(capsys, images["xz"], "--bmap", tmp_path / "none.bmap", "--device", "x")
+    assert code == 2 and "does not exist" in err
+    code, _, err = flash(capsys, images["xz"], "--device", "/dev/null", "--no-bmap")
+    assert code == 2 and "neither a block device nor a regular file" in err
+    code, _, err = flash(capsys, images["xz"], "--device", tmp_path / "x", "--reboot")
+    assert code == 2 and "need --board" in err
