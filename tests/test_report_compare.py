@@ -1,0 +1,134 @@
+"""evbench compare on real local runs, one of them with a codec slowed for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require_command
+
+XSD = ROOT / "tests" / "data" / "junit.xsd"
+
+# A plugin module for the agent's processes, put on PYTHONPATH by this test
+# only: json.loads does its work 20 times, so the json codec's decode is
+# really slower (the agent has no test hook; it runs unchanged).
+SLOW_JSON = """
+import json
+
+_loads = json.loads
+
+
+def _slow_loads(text, *args, **kwargs):
+    for _ in range(19):
+        _loads(text, *args, **kwargs)
+    return _loads(text, *args, **kwargs)
+
+
+json.loads = _slow_loads
+"""
+
+
+def evbench(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evbench", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+
+
+def local_run(out: Path, codecs: str = "json,protobuf", env: dict | None = None) -> Path:
+    done = evbench(
+        "run", "--board", "local", "--quick", "--suite", "codec", "--profile", "seed",
+        "--codecs", codecs, "--out", str(out), env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("compare")
+    plugin = base / "plugin"
+    plugin.mkdir()
+    (plugin / "sitecustomize.py").write_text(SLOW_JSON)
+    slowed_env = dict(os.environ, PYTHONPATH=str(plugin))
+    return {
+        "a": local_run(base / "a"),
+        "b": local_run(base / "b"),
+        "slow": local_run(base / "slow", env=slowed_env),
+        "json_only": local_run(base / "json_only", codecs="json"),
+    }
+
+
+def test_compare_two_local_runs_prints_the_table(runs):
+    done = evbench("compare", str(runs["a"]), str(runs["b"]))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "A (" in out and "B (" in out  # same host twice: the runs get letters
+    assert "JSON" in out and "Protobuf" in out and "% Diff" in out and "Winner" in out
+    for label in ("Serialization", "Deserialization", "Size, deflated"):
+        assert label in out
+    assert "p (Holm)" in out
+
+
+def test_a_run_against_itself_does_not_regress(runs, tmp_path):
+    done = evbench("compare", "--baseline", str(runs["a"]), str(runs["a"]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| REGRESSION" not in done.stdout
+    assert "+0.0%" in done.stdout
+
+
+def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
+    criteria = tmp_path / "criteria.json"
+    # Generous elsewhere: a shared CI machine is noisy; the slowed decode is ~20x.
+    criteria.write_text(json.dumps({"default_percent": 1000, "metrics": {"decode": 300}}))
+    junit = tmp_path / "junit.xml"
+    done = evbench(
+        "compare", "--baseline", str(runs["a"]), str(runs["slow"]),
+        "--criteria", str(criteria), "--junit", str(junit),
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "codec/seed/json/decode regressed" in done.stderr
+    assert "threshold 300%" in done.stderr
+    assert "codec/seed/protobuf" not in done.stderr
+    assert "| REGRESSION" in done.stdout
+    xmllint = require_command("xmllint")
+    check = subprocess.run(
+        [xmllint, "--noout", "--schema", str(XSD), str(junit)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+    text = junit.read_text()
+    assert 'failures="' in text and 'failures="0"' not in text
+    assert 'message="codec/seed/json/decode regressed' in text
+
+
+def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs):
+    done = evbench("compare", str(runs["a"]), str(runs["json_only"]))
+    assert done.returncode == 0, done.stderr
+    assert "left out (not in every run): codec/seed/protobuf/decode" in done.stdout
+    rows = [line.split("|") for line in done.stdout.split("left out")[0].splitlines()]
+    codecs = {cells[2].strip() for cells in rows if len(cells) > 4 and cells[0].strip() == "codec"}
+    assert codecs == {"JSON"}  # only the rows both runs have
+
+
+def test_bad_criteria_file_is_refused_with_one_line(runs, tmp_path):
+    criteria = tmp_path / "criteria.json"
+    criteria.write_text(json.dumps({"default": 5}))
+    done = evbench("compare", "--baseline", str(runs["a"]), str(runs["b"]), "--criteria",
+                   str(criteria))  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown criteria keys ['default']" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_compare_needs_two_runs(runs):
+    done = evbench("compare", str(runs["a"]))
+    assert done.returncode == 2
+    assert "compare needs two runs or more" in done.stderr
