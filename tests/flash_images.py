@@ -113,7 +113,7 @@ SMALL_EXTENTS = [
 def small_image_set(folder: Path, bmaptool: str) -> dict[str, Path]:
     """disk.img, disk.bmap, and disk.img.{xz,gz,bz2,zst}, keyed 'plain', 'bmap', 'xz', ..."""
     image = make_image(folder / "disk.img", SMALL_SIZE, SMALL_EXTENTS)
-    made = {"plain": image, "bmap": make_bmap(bmaptool, image, folder / "disk.bmap")}
+    made = {"plain": image, "bmap": make_bmap(bmaptool, image, folder / "disk.img.bmap")}
     for kind in COMPRESSORS:
         made[kind] = compress(image, kind, folder / f"disk.img.{kind}")
     return made

@@ -169,6 +169,13 @@ def write_image(
         sink.end_range(0, report.bytes_written, "sha256", hasher.hexdigest(), False)
     if report.ranges_checked:
         report.method.append(f"{report.ranges_checked} range checksums from the bmap")
-    report.method += sink.finish()
+    try:
+        report.method += sink.finish()
+    except OSError as error:  # a failing card often reports it only when the cache is flushed
+        raise CheckFailed(
+            f"syncing or reading back the target failed: {error.strerror or error}; all "
+            f"{report.bytes_written} bytes were sent, but the device did not store them",
+            hint="the device may have been removed or is failing: try another card",
+        ) from error
     report.seconds = time.monotonic() - started
     return report

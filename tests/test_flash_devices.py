@@ -1,0 +1,194 @@
+"""evbench flash to real loop devices, and the safety checks on real block devices.
+
+Loop devices (losetup, /dev/loop-control) stand in for SD cards; their
+kernel names them fixed disks, so writing them needs --allow-fixed, which is
+itself tested. This kernel reads no partition tables, so partitions are
+added with `partx`, as on a card reader that did not rescan.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+from flash_images import (
+    SMALL_SIZE,
+    MiB,
+    assert_flashed,
+    compress,
+    fill,
+    make_bmap,
+    make_image,
+    mapped_spans,
+    small_image_set,
+)
+
+from evbench.cli import evbench
+
+pytestmark = pytest.mark.integration
+
+#: The acceptance image: 256 MiB with 20 MiB of data in 40 extents of 512 KiB.
+ACCEPTANCE_SIZE = 256 * MiB
+ACCEPTANCE_EXTENTS = [(i * 6 * MiB + i * 8192, 512 * 1024) for i in range(40)]
+
+
+def run(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@contextmanager
+def loop_device(backing: Path) -> Iterator[str]:
+    require(Path("/dev/loop-control").exists(), "/dev/loop-control (loop devices)")
+    device = run(require_command("losetup"), "--find", "--show", str(backing))
+    try:
+        yield device
+    finally:
+        subprocess.run([require_command("losetup"), "-d", device], check=False)
+
+
+@contextmanager
+def mounted(device: str, folder: Path) -> Iterator[Path]:
+    run(require_command("mkfs.ext4"), "-q", "-F", device)
+    folder.mkdir()
+    run(require_command("mount"), device, str(folder))
+    try:
+        yield folder
+    finally:
+        subprocess.run([require_command("umount"), str(folder)], check=False)
+
+
+def write_mbr(path: Path, first_sector: int, sectors: int) -> None:
+    """One Linux partition in an MBR (the 16-byte entry at 446, then 0x55AA)."""
+    entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", first_sector, sectors)
+    with path.open("r+b") as handle:
+        handle.seek(446)
+        handle.write(entry + bytes(48) + b"\x55\xaa")
+
+
+def flash(capsys, *argv):
+    code = evbench(["flash", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    require_command("xz")
+    return small_image_set(tmp_path_factory.mktemp("devices"), require_command("bmaptool"))
+
+
+@pytest.mark.slow
+def test_acceptance_256_mib_wic_xz_to_a_file_and_a_loop_device(tmp_path, capsys):
+    image = make_image(tmp_path / "core-image.wic", ACCEPTANCE_SIZE, ACCEPTANCE_EXTENTS)
+    assert image.stat().st_blocks * 512 == 20 * MiB  # sparse: 20 MiB of data
+    bmap = make_bmap(require_command("bmaptool"), image, tmp_path / "core-image.wic.bmap")
+    packed = compress(image, "xz", tmp_path / "core-image.wic.xz")
+    spans = mapped_spans(bmap.read_text(), 4096, ACCEPTANCE_SIZE)
+    assert sum(length for _, length in spans) == 20 * MiB
+    file_target = fill(tmp_path / "card.img", ACCEPTANCE_SIZE)
+    code, out, err = flash(capsys, packed, "--device", file_target)  # the bmap is found beside it
+    assert code == 0, err
+    assert f"wrote {20 * MiB} bytes" in out and "40 range checksums from the bmap" in out
+    assert_flashed(file_target, image, spans)
+    backing = fill(tmp_path / "loop-backing.img", ACCEPTANCE_SIZE)
+    with loop_device(backing) as device:
+        code, out, err = flash(capsys, packed, "--device", device, "--allow-fixed", "--yes")
+        assert code == 0, err
+        assert f"wrote {20 * MiB} bytes" in out
+        assert_flashed(device, image, spans)
+
+
+def test_a_loop_device_is_fixed_unless_allowed_and_asks_first(images, tmp_path, capsys):
+    backing = fill(tmp_path / "backing.img", 8 * MiB)
+    before = backing.read_bytes()
+    with loop_device(backing) as device:
+        code, _, err = flash(capsys, images["xz"], "--device", device, "--yes")
+        assert code == 2 and "fixed disk" in err and "--allow-fixed" in err
+        # Without --yes and without a terminal to answer, nothing is written.
+        code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed")
+        assert code == 2 and "not confirmed" in err
+        assert backing.read_bytes() == before
+        code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
+        assert code == 0, err
+        spans = mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+        assert_flashed(device, images["plain"], spans)
+
+
+def test_a_mounted_device_is_refused(images, tmp_path, capsys):
+    backing = tmp_path / "backing.img"
+    backing.write_bytes(bytes(8 * MiB))
+    with loop_device(backing) as device, mounted(device, tmp_path / "mnt"):
+        code, out, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
+        assert code == 2
+        assert (
+            f"it is in use (mounted at {tmp_path / 'mnt'})" in err and "nothing was written" in err
+        )
+        assert "wrote" not in out
+
+
+def test_a_disk_whose_partition_is_mounted_is_refused(images, tmp_path, capsys):
+    backing = tmp_path / "backing.img"
+    backing.write_bytes(bytes(16 * MiB))
+    write_mbr(backing, 2048, 12 * 2048)
+    partx = require_command("partx")
+    with loop_device(backing) as device:
+        run(partx, "--add", device)
+        partition = f"{device}p1"
+        require(Path(partition).exists(), f"the partition node {partition} made by partx")
+        try:
+            with mounted(partition, tmp_path / "mnt"):
+                code, _, err = flash(
+                    capsys, images["xz"], "--device", device, "--allow-fixed", "--yes"
+                )
+                assert code == 2
+                assert f"mounted at {tmp_path / 'mnt'} (on {Path(partition).name})" in err
+        finally:
+            subprocess.run([partx, "--delete", device], check=False)
+
+
+def test_the_hosts_root_disk_is_refused(images, capsys):
+    root = Path("/").stat().st_dev
+    require(os.major(root) != 0, "a root filesystem on a block device")
+    name = Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve().name
+    disk = Path(f"/sys/class/block/{name}").resolve()
+    if (disk / "partition").exists():
+        disk = disk.parent
+    # No --yes and no terminal: even a broken check could not write past the prompt.
+    code, out, err = flash(capsys, images["xz"], "--device", f"/dev/{disk.name}", "--allow-fixed")
+    assert code == 2
+    assert "root filesystem" in err and "nothing was written" in err
+    assert "flashing" not in out
+
+
+def test_a_target_too_small_is_refused(images, tmp_path, capsys):
+    backing = fill(tmp_path / "backing.img", 2 * MiB)
+    with loop_device(backing) as device:
+        code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
+    assert code == 2 and f"the image ({SMALL_SIZE} bytes) is larger than" in err
+    assert backing.read_bytes() == fill(tmp_path / "fresh.img", 2 * MiB).read_bytes()
+
+
+def test_a_device_failing_mid_write_is_not_reported_as_success(tmp_path, capsys):
+    # A loop device over a sparse file on a 1 MiB tmpfs: the device accepts 6 MiB into its
+    # cache, then the writes to the full backing store fail, as a dying card's do.
+    image = tmp_path / "data.img"
+    image.write_bytes(os.urandom(6 * MiB))
+    store = tmp_path / "store"
+    store.mkdir()
+    run(require_command("mount"), "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(store))
+    try:
+        (store / "backing.img").write_bytes(b"")
+        os.truncate(store / "backing.img", 8 * MiB)
+        with loop_device(store / "backing.img") as device:
+            code, out, err = flash(capsys, image, "--device", device, "--allow-fixed", "--yes")
+        assert code == 3
+        assert "the device did not store them" in err or "failed" in err
+        assert "verified" not in out
+    finally:
+        subprocess.run([require_command("umount"), str(store)], check=False)
