@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from evbench_agent.link import client, framing, handshake, messages
+from evbench_agent.link import client, figures, framing, handshake, messages
 
 Behaviour = Callable[[socket.socket, framing.FrameReader, messages.LinkCodec], None]
 
@@ -84,12 +84,14 @@ def _data(codec: str = "protobuf") -> list:
     return messages.bind(codec, "seed").sample_data(4, 1)
 
 
-@pytest.mark.parametrize("codec", ["protobuf", "json"])
-def test_reordered_and_missing_replies_are_matched_by_sequence(codec):
+# 40 Hz is slow enough for the wait in a blocking recv() after each send
+# (client.BLOCKING_MIN_PERIOD_S); 1000 Hz waits in select() only.
+@pytest.mark.parametrize(("codec", "rate_hz"), [("protobuf", 1000.0), ("json", 40.0)])
+def test_reordered_and_missing_replies_are_matched_by_sequence(codec, rate_hz):
     peer = ScriptedPeer(reorder_and_drop)
     try:
         with _connection(peer, codec) as connection:
-            result = client.run_periodic(connection, _data(codec), 1000.0, 12, 0, 0.05)
+            result = client.run_periodic(connection, _data(codec), rate_hz, 12, 0, 0.05)
     finally:
         peer.close()
     assert result.error is None
@@ -181,3 +183,24 @@ def test_a_wrong_peer_address_is_a_user_error():
         address = unused.getsockname()[:2]
     with pytest.raises(client.UserError, match="cannot connect to the responder"):
         client.Connection(address, messages.bind("json", "seed"), "ack")
+
+
+def test_replies_later_than_the_deadline_count_as_late_not_lost():
+    def slow(sock, reader, link):
+        while True:
+            for frame in reader.receive():
+                if frame.kind == framing.MESSAGE:
+                    time.sleep(0.03 if frame.sequence % 2 else 0)
+                    _ack(sock, link, frame.sequence)
+                elif frame.kind == framing.STATS:
+                    _stats_reply(sock, frame)
+
+    peer = ScriptedPeer(slow)
+    try:
+        with _connection(peer) as connection:
+            result = client.run_periodic(connection, _data(), 25.0, 6, 0, 0.02)
+    finally:
+        peer.close()
+    measured = figures.PhaseFigures(result, 25.0, 0.02)
+    assert result.lost == 0 and measured.late == 3
+    assert all(measured.rtt[n] > 0.02 for n in (1, 3, 5))

@@ -2,10 +2,12 @@
 
 The periodic sender wakes on absolute deadlines `start + k * period` of the
 monotonic clock, so one late tick does not shift the later ones (no drift). It
-waits by sleeping in select() until the next deadline or a reply, whichever
-comes first; it never spins. select() is used rather than poll()/epoll because
-its timeout has microsecond resolution; theirs is a millisecond. Replies are
-matched to messages by sequence number, never by arrival order.
+always sleeps, never spins: after a send it waits for the reply in recv()
+itself (bounded by a kernel receive timeout), so no extra system call sits in
+the measured round trip; with replies still outstanding it sleeps in select()
+until the next tick or a reply (select's timeout has microsecond resolution,
+poll's and epoll's a millisecond); with none, in time.sleep (clock_nanosleep).
+Replies are matched to messages by sequence number, never by arrival order.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +27,8 @@ CONNECT_TIMEOUT_S = 10.0
 HANDSHAKE_TIMEOUT_S = 10.0
 #: A peer silent this long after a message is not going to answer it.
 MIN_LOST_AFTER_S = 1.0
+#: Shortest period for which the periodic sender awaits replies in a blocking recv().
+BLOCKING_MIN_PERIOD_S = 0.02
 
 
 def lost_after(deadline_s: float) -> float:
@@ -144,8 +149,28 @@ class _Exchange:
         readable, _, _ = select.select([self.sock], [], [], max(timeout_ns, 0) / 1e9)
         if not readable:
             return False
-        frames = self.reader.receive()
-        arrival = clock_ns()
+        self._take_all(self.reader.receive())
+        return True
+
+    def block(self) -> bool:
+        """Wait in recv() itself, bounded by the socket's receive timeout (set_receive_timeout).
+
+        No select() call sits between the reply's arrival and its timestamp, so
+        the transport RTT carries no more system calls than a bare ping-pong's.
+        Returns False when the timeout expired with nothing received."""
+        try:
+            frames = self.reader.receive()
+        except BlockingIOError:
+            return False
+        self._take_all(frames)
+        return True
+
+    def set_receive_timeout(self, seconds: float) -> None:
+        """The kernel's bound on block() (0: none); its resolution is a scheduler tick."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, framing.timeval(seconds))
+
+    def _take_all(self, frames: list[framing.Frame]) -> None:
+        arrival = self.reader.received_ns
         for frame in frames:
             if frame.kind == framing.STATS_REPLY:
                 self.stats.append(_stats(frame.body))
@@ -153,7 +178,6 @@ class _Exchange:
                 self._take(frame, arrival)
             else:
                 raise framing.FrameError(f"unexpected frame kind {frame.kind} from the responder")
-        return True
 
     def _take(self, frame: framing.Frame, arrival: int) -> None:
         sequence = frame.sequence
@@ -214,6 +238,13 @@ def run_periodic(
     exchange = _Exchange(connection, data)
     period = round(1e9 / rate_hz)
     wait_lost = round(lost_after(deadline_s) * 1e9)
+    # Right after a send, the reply is awaited in recv() itself for up to half a
+    # period: the kernel's timeout is coarse (a scheduler tick, up to 4 ms), so
+    # this needs a period of at least BLOCKING_MIN_PERIOD_S; then select() takes over
+    # until the next tick, which it times to the microsecond.
+    block_ns = period // 2 if period >= BLOCKING_MIN_PERIOD_S * 1e9 else 0
+    if block_ns:
+        exchange.set_receive_timeout(block_ns / 1e9)
     result = PhaseResult()
     start = clock_ns()
     cpu_start = None
@@ -221,13 +252,23 @@ def run_periodic(
         for sequence in range(warmup_count + count):
             deadline = start + sequence * period
             while (now := clock_ns()) < deadline:
-                exchange.wait(deadline - now)
+                if exchange.outstanding():
+                    exchange.wait(deadline - now)
+                else:
+                    # Nothing to take in: time.sleep is clock_nanosleep, whose slack is
+                    # the task's own; select() would add 0.1 % of the timeout (0.5 % niced).
+                    time.sleep((deadline - now) / 1e9)
             if sequence == warmup_count:
                 cpu_start = thread_cpu_ns()
                 exchange.request_stats()
             exchange.send_next()
             if sequence >= warmup_count:
                 result.lateness.append(now - deadline)
+            while block_ns and exchange.outstanding() and clock_ns() < deadline + block_ns:
+                if not exchange.block():
+                    break
+        if block_ns:
+            exchange.set_receive_timeout(0)
         last_send = exchange.sent_at[exchange.next_sequence - 1][1]
         exchange.request_stats()
         _drain(exchange, last_send + wait_lost, stats_wanted=2)
@@ -252,6 +293,8 @@ class CapacityResult:
     payload_bytes: int
     seconds: float
     error: str | None = None
+    #: Send to reply arrival of each counted message, s (with a window of 1: back-to-back RTT).
+    rtt_transport: list[float] = field(default_factory=list)
 
 
 def run_saturation(
@@ -270,13 +313,15 @@ def run_saturation(
     measure_from = start + round(warmup_s * 1e9)
     end = measure_from + round(duration_s * 1e9)
     counted = payload = 0
+    rtt_transport = []
     error = None
+    exchange.set_receive_timeout(wait_lost / 1e9)  # a window is always in flight: block
     try:
         for _ in range(window):
             exchange.send_next()
-        while (now := clock_ns()) < end:
+        while clock_ns() < end:
             before = len(exchange.arrivals)
-            if not exchange.wait(min(end - now, wait_lost)) and clock_ns() < end:
+            if not exchange.block():
                 raise framing.PeerClosed(f"no reply for {wait_lost / 1e9:g} s")
             for sequence in exchange.arrivals[before:]:
                 arrival = exchange.replies[sequence][0]
@@ -285,8 +330,10 @@ def run_saturation(
                 if arrival >= measure_from:
                     counted += 1
                     payload += exchange.sent_at[sequence][2]
+                    rtt_transport.append((arrival - exchange.sent_at[sequence][1]) / 1e9)
                 exchange.send_next()
+        exchange.set_receive_timeout(0)
         _drain(exchange, clock_ns() + wait_lost)
     except framing.PeerClosed as problem:
         error = f"the responder at {connection.address} went away: {problem}"
-    return CapacityResult(counted, payload, duration_s, error)
+    return CapacityResult(counted, payload, duration_s, error, rtt_transport)

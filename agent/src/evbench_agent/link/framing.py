@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 from evbench_agent.errors import EvbenchError
@@ -84,13 +85,18 @@ class FrameReader:
         self.sock = sock
         self.max_frame = max_frame
         self._buffer = bytearray()
+        #: perf_counter_ns() just after the last recv() returned: when the data arrived.
+        self.received_ns = 0
 
     def receive(self) -> list[Frame]:
-        """One recv() (it blocks only if nothing is waiting), then every whole frame."""
+        """One recv() (it blocks only if nothing is waiting), then every whole frame.
+
+        A kernel receive timeout (SO_RCVTIMEO) that expires raises BlockingIOError."""
         try:
             data = self.sock.recv(RECV_SIZE)
         except ConnectionResetError as error:
             raise PeerClosed("the peer reset the connection") from error
+        self.received_ns = time.perf_counter_ns()
         if not data:
             if self._buffer:
                 raise FrameError(

@@ -1,0 +1,281 @@
+"""evbench's link figures side by side with baselines, on loopback (run by hand).
+
+(a) `rtt_transport` of the link client (echo mode, json codec, seed profile:
+    about 1 KB per message) against a bare blocking-socket ping-pong in Python
+    with the same framing and payload size, and against
+    `sockperf ping-pong --tcp --full-rtt -m 1000`: at 50 ms and back to back.
+(b) `send_lateness` of the periodic sender at 50 ms against
+    `cyclictest -i 50000 -m` under the same scheduling policy.
+
+Rounds alternate the tools (evbench, bare, sockperf, cyclictest, ...) so slow
+drift hits them alike. Medians come with their 95 % interval (order
+statistics); ratios are of medians. Needs the Debian packages sockperf and
+rt-tests. Usage:
+
+    .venv/bin/python benchmarks/link_vs_baselines.py [--rounds 4] [--seconds 5] [--realtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+from evbench_agent import stats
+from evbench_agent.link import client, figures, framing, messages, timing
+from evbench_agent.link.service import start_responder
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RATE_HZ = 20.0
+FIFO = ["chrt", "-f", str(timing.FIFO_PRIORITY)]
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return bytes(data)
+
+
+def bare_server(port: int) -> None:
+    """A blocking echo server with the link framing: one client at a time."""
+    with socket.create_server(("127.0.0.1", port)) as listener:
+        print(listener.getsockname()[1], flush=True)
+        while True:
+            sock, _ = listener.accept()
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with sock:
+                try:
+                    while True:
+                        header = _read_exactly(sock, 4)
+                        body = _read_exactly(sock, struct.unpack("<I", header)[0])
+                        sock.sendall(header + body)
+                except ConnectionError:
+                    pass
+
+
+def bare_ping_pong(
+    port: int,
+    body_size: int,
+    rate_hz: float | None,
+    seconds: float,
+    codec: messages.LinkCodec | None = None,
+    data: list | None = None,
+) -> list[float]:
+    """Blocking send, blocking receive; at `rate_hz` on absolute deadlines, or back to back.
+
+    With `codec`, each message is encoded before its send and the reply decoded
+    after its arrival, as an application does (and as the link client does),
+    outside the timed span; otherwise the same `body_size` bytes go every time."""
+    rtts = []
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        clock, period = time.perf_counter_ns, round(1e9 / rate_hz) if rate_hz else 0
+        start = clock()
+        end = start + round(seconds * 1e9)
+        sequence = 0
+        while clock() < end:
+            if period:
+                delay = start + sequence * period - clock()
+                if delay > 0:
+                    time.sleep(delay / 1e9)
+            body = codec.encode(data[sequence % len(data)]) if codec else b"x" * body_size
+            frame = framing.pack(framing.MESSAGE, sequence, body)
+            sent = clock()
+            sock.sendall(frame)
+            length = struct.unpack("<I", _read_exactly(sock, 4))[0]
+            reply = _read_exactly(sock, length)
+            rtts.append((clock() - sent) / 1e9)
+            if codec:
+                codec.decode(reply[framing.HEADER.size :])
+            sequence += 1
+    return rtts[1:]  # the first is the connection's warm-up
+
+
+def sockperf_median(port: int, rate_hz: float | None, seconds: float, prefix: list[str]) -> float:
+    """sockperf's median full RTT, in seconds (its own warm-up is excluded by it)."""
+    mps = str(int(rate_hz)) if rate_hz else "max"
+    argv = [*prefix, "sockperf", "ping-pong", "--tcp", "--full-rtt", "-m", "1000"]
+    argv += ["-i", "127.0.0.1", "-p", str(port), "-t", str(int(seconds)), "--mps", mps]
+    output = ANSI.sub("", subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    match = re.search(r"percentile 50\.000 =\s*([0-9.]+)", output)
+    if not match:
+        raise RuntimeError(f"no median in sockperf's output:\n{output}")
+    return float(match.group(1)) / 1e6
+
+
+def cyclictest_latencies(seconds: float, realtime: bool) -> list[float]:
+    """cyclictest -i 50000 -m: every wake-up latency from its 1 µs histogram, s."""
+    loops = str(int(seconds * RATE_HZ))
+    argv = ["cyclictest", "-i", "50000", "-m", "-q", "-l", loops, "-h", "20000"]
+    if realtime:
+        argv += ["-p", str(timing.FIFO_PRIORITY)]
+    output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    values = []
+    for line in output.splitlines():
+        match = re.fullmatch(r"(\d+)\s+(\d+)", line.strip())
+        if match:
+            values += [int(match.group(1)) / 1e6] * int(match.group(2))
+    return values
+
+
+def evbench_periodic(address, link, data, seconds: float) -> client.PhaseResult:
+    with client.Connection(address, link, "echo") as connection:
+        count = int(seconds * RATE_HZ)
+        return client.run_periodic(connection, data, RATE_HZ, count, 5, 1 / RATE_HZ)
+
+
+def evbench_back_to_back(address, link, data, seconds: float) -> list[float]:
+    with client.Connection(address, link, "echo") as connection:
+        return client.run_saturation(connection, data, 1, seconds, 0.2, 0.05).rtt_transport
+
+
+def _line(name: str, values: list[float]) -> str:
+    summary = stats.summarize(values)
+    interval = (
+        f"[{summary.ci95_low * 1e6:.1f}, {summary.ci95_high * 1e6:.1f}]"
+        if summary.ci95_low is not None
+        else "(n too small)"
+    )
+    return f"  {name:<34} median {summary.median * 1e6:8.1f} µs {interval:<18} n={summary.n}"
+
+
+def _ratio(name: str, ours: float, theirs: float, limit: float) -> bool:
+    ratio = ours / theirs
+    verdict = "PASS" if ratio <= limit else "FAIL"
+    print(f"  {name:<48} ratio {ratio:5.2f} (limit {limit}) {verdict}")
+    return ratio <= limit
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per tool per round at 50 ms")
+    parser.add_argument("--b2b-seconds", type=float, default=1.0, help="back to back, per round")
+    parser.add_argument("--realtime", action="store_true", help="SCHED_FIFO 80 for every tool")
+    parser.add_argument("--bare-server", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare_server is not None:
+        if args.realtime:
+            timing.enter_realtime()
+        bare_server(args.bare_server)
+        return 0
+    for tool in ("sockperf", "cyclictest", "chrt"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: apt-get install sockperf rt-tests util-linux")
+    prefix = FIFO if args.realtime else []
+    scheduling = timing.enter_realtime() if args.realtime else timing.current()
+    link = messages.bind("json", "seed")
+    data = link.sample_data(200, 1)
+    body_size = round(sum(len(link.encode(item)) for item in data) / len(data))
+    bare = subprocess.Popen(
+        [*prefix, sys.executable, __file__, "--bare-server", "0"]
+        + (["--realtime"] if args.realtime else []),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    bare_port = int(bare.stdout.readline())
+    sockperf_server = subprocess.Popen(
+        [*prefix, "sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p", "11111"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    results: dict[str, list[float]] = {}
+    cpu_share = []
+    try:
+        with start_responder(realtime=args.realtime) as responder:
+            time.sleep(1)  # sockperf's server: no ready signal
+            for round_number in range(args.rounds):
+                print(f"round {round_number + 1}/{args.rounds}", file=sys.stderr)
+                phase = evbench_periodic(responder.address, link, data, args.seconds)
+                measured = figures.PhaseFigures(phase, RATE_HZ, 1 / RATE_HZ)
+                results.setdefault("evbench rtt_transport 50 ms", []).extend(measured.rtt_transport)
+                results.setdefault("evbench send_lateness 50 ms", []).extend(measured.send_lateness)
+                cpu_share.append(phase.client_cpu_ns / 1e9 / args.seconds)
+                results.setdefault("bare ping-pong 50 ms", []).extend(
+                    bare_ping_pong(bare_port, body_size, RATE_HZ, args.seconds)
+                )
+                results.setdefault("bare + codec work 50 ms", []).extend(
+                    bare_ping_pong(bare_port, body_size, RATE_HZ, args.seconds, link, data)
+                )
+                results.setdefault("sockperf 50 ms (medians of runs)", []).append(
+                    sockperf_median(11111, RATE_HZ, args.seconds, prefix)
+                )
+                results.setdefault("cyclictest -i 50000 -m", []).extend(
+                    cyclictest_latencies(args.seconds, args.realtime)
+                )
+                results.setdefault("evbench rtt_transport back to back", []).extend(
+                    evbench_back_to_back(responder.address, link, data, args.b2b_seconds)
+                )
+                results.setdefault("bare ping-pong back to back", []).extend(
+                    bare_ping_pong(bare_port, body_size, None, args.b2b_seconds)
+                )
+                results.setdefault("bare + codec work back to back", []).extend(
+                    bare_ping_pong(bare_port, body_size, None, args.b2b_seconds, link, data)
+                )
+                results.setdefault("sockperf back to back (medians of runs)", []).append(
+                    sockperf_median(11111, None, max(2.0, args.b2b_seconds), prefix)
+                )
+    finally:
+        bare.terminate()
+        sockperf_server.terminate()
+        bare.wait()
+        sockperf_server.wait()
+    cpu = platform.processor() or platform.machine()
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        model = next((line.split(":", 1)[1].strip() for line in info if "model name" in line), cpu)
+    print(f"machine: {model}, {os.cpu_count()} CPUs, Linux {platform.release()}, ")
+    print(f"  Python {platform.python_version()}, load average {os.getloadavg()}")
+    print(f"scheduling: {scheduling.as_params()}; payload json seed, {body_size} B + 13 B framing")
+    print(
+        f"rounds: {args.rounds} x {args.seconds:g} s at 50 ms, {args.b2b_seconds:g} s back to back"
+    )
+    print("(a) round-trip time, loopback (medians with 95% CI of the median)")
+    for name, values in results.items():
+        if "lateness" not in name and "cyclictest" not in name:
+            print(_line(name, values))
+    print("(b) wake-up lateness at 50 ms")
+    print(_line("evbench send_lateness", results["evbench send_lateness 50 ms"]))
+    print(_line("cyclictest (1 µs histogram)", results["cyclictest -i 50000 -m"]))
+    print(f"  evbench client CPU while periodic: {100 * max(cpu_share):.2f} % of a core (max)")
+
+    def median(name: str) -> float:
+        return stats.summarize(results[name]).median
+
+    print("ratios (evbench / baseline, medians)")
+    passed = [
+        _ratio(
+            f"rtt_transport / bare{kind}, {rate}",
+            median(f"evbench rtt_transport {rate}"),
+            median(f"bare {name} {rate}"),
+            1.15,
+        )
+        for rate in ("50 ms", "back to back")
+        for kind, name in (("", "ping-pong"), (" + codec work", "+ codec work"))
+    ] + [
+        _ratio(
+            "send_lateness / cyclictest, 50 ms",
+            median("evbench send_lateness 50 ms"),
+            median("cyclictest -i 50000 -m"),
+            1.5,
+        ),
+    ]
+    for name in ("50 ms", "back to back"):
+        ours = median(f"evbench rtt_transport {name}")
+        theirs = median(f"sockperf {name} (medians of runs)")
+        print(f"  {'rtt_transport / sockperf, ' + name:<48} ratio {ours / theirs:5.2f} (reported)")
+    return 0 if all(passed) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
