@@ -50,11 +50,13 @@ class BoardSink:
         self.board = board
         self.command = command
         self.mapped_bytes = mapped_bytes
+        self.finished = False
 
     def _send(self, data: bytes) -> None:
         try:
             self.command.write(data)
         except OSError as error:
+            self.finished = True
             result = self.command.finish(30.0)
             raise CheckFailed(
                 f"the receiver on {self.board.url} stopped: {_receiver_error(result)}",
@@ -73,8 +75,15 @@ class BoardSink:
     ) -> None:
         self._send(f"R {offset} {length} {algorithm} {digest}\n".encode("ascii"))
 
+    def abort(self) -> None:
+        """Stop the receiver without the end frame: it exits, reporting a broken stream."""
+        if not self.finished:
+            self.finished = True
+            self.command.finish(30.0)
+
     def finish(self) -> list[str]:
         self._send(b"E\n")
+        self.finished = True
         timeout = FINISH_TIMEOUT_BASE + FINISH_SECONDS_PER_MIB * self.mapped_bytes / 2**20
         result = self.command.finish(timeout)
         answer = _answer(result)
@@ -221,8 +230,12 @@ def flash_board(args: argparse.Namespace) -> int:
             command = receiver.start(args.device, image_size)
             sink = BoardSink(board, command, bmap.mapped_bytes if bmap else image_size or 0)
             total = bmap.mapped_bytes if bmap else image_size
-            with source, FlashProgress(total, "flash") as progress:
-                report: FlashReport = write_image(source, sink, bmap, progress)
+            try:
+                with source, FlashProgress(total, "flash") as progress:
+                    report: FlashReport = write_image(source, sink, bmap, progress)
+            except BaseException:
+                sink.abort()
+                raise
             print(report.summary(), flush=True)
             if args.bootloader:
                 partition = args.boot_partition or f"{args.device}boot0"

@@ -1,0 +1,183 @@
+"""evbench flash --board: the eMMC path, with a file or loop device standing in for the eMMC.
+
+The board is this machine: first through the built-in local board, then
+through a real OpenSSH sshd on loopback (tests/sshd.py), as a lab PC reaches
+a board booted from its SD card. The receiver runs under the Debian python3,
+as it would under the board's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, mapped_spans, small_image_set
+from test_flash_bmap import seal
+from test_flash_devices import loop_device
+
+from evbench.cli import evbench
+
+pytestmark = pytest.mark.integration
+RECEIVER = Path(__file__).parent.parent / "host_tools/src/evbench/flash/emmc_receiver.py"
+BLOCKDEVS = RECEIVER.with_name("blockdevs.py")
+BOARD_PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    require_command("xz")
+    return small_image_set(tmp_path_factory.mktemp("emmc"), require_command("bmaptool"))
+
+
+@pytest.fixture
+def spans(images):
+    return mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+
+
+def flash(capsys, *argv):
+    code = evbench(["flash", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def root_disk() -> str:
+    root = Path("/").stat().st_dev
+    require(os.major(root) != 0, "a root filesystem on a block device")
+    return "/dev/" + Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve().name
+
+
+def test_local_board_file_standin_with_bootloader(images, spans, tmp_path, capsys):
+    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
+    boot0 = fill(tmp_path / "mmcblk0boot0", 4 * MiB)
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    blobs = {"tiboot3.bin": 300_000, "tispl.bin": 1_500_000, "u-boot.img": 1_000_000}
+    for name, size in blobs.items():
+        (deploy / name).write_bytes(os.urandom(size))
+    code, out, err = flash(
+        capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
+    )
+    assert code == 0, err
+    assert_flashed(emmc, images["plain"], spans)
+    assert f"{len(spans)} range(s) read back on the board" in out
+    assert f"{len(spans)} range checksums from the bmap" in out
+    written = boot0.read_bytes()
+    for name, offset in (("tiboot3.bin", 0), ("tispl.bin", 0x80000), ("u-boot.img", 0x280000)):
+        data = (deploy / name).read_bytes()
+        assert written[offset : offset + len(data)] == data, name
+    assert "mmc partconf 0 1 1 1" in out and "boot mode switches" in out
+
+
+def test_without_bootloader_the_command_says_what_is_still_needed(images, tmp_path, capsys):
+    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
+    code, out, err = flash(capsys, images["gz"], "--board", "local", "--device", emmc)
+    assert code == 0, err
+    assert "still needed: write tiboot3.bin, tispl.bin and u-boot.img" in out
+
+
+def test_bootloader_that_does_not_fit_its_slot_is_refused(images, tmp_path, capsys):
+    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
+    fill(tmp_path / "mmcblk0boot0", 4 * MiB)
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    for name in ("tiboot3.bin", "tispl.bin", "u-boot.img"):
+        (deploy / name).write_bytes(bytes(600_000 if name == "tiboot3.bin" else 10))
+    code, _, err = flash(
+        capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
+    )
+    assert code == 2 and "tiboot3.bin (600000 bytes) does not fit its 524288-byte slot" in err
+
+
+def test_local_board_loop_device_standin(images, spans, tmp_path, capsys):
+    backing = fill(tmp_path / "emmc.img", 8 * MiB)
+    with loop_device(backing) as device:
+        code, out, err = flash(
+            capsys, images["xz"], "--board", "local", "--device", device, "--yes"
+        )
+        assert code == 0, err
+        assert "read back on the board" in out
+        assert_flashed(device, images["plain"], spans)
+
+
+def test_the_boards_root_device_is_refused(images, capsys):
+    code, out, err = flash(capsys, images["xz"], "--board", "local", "--device", root_disk())
+    assert code == 2
+    assert "root filesystem" in err and "nothing was written" in err
+    assert "flashing" not in out
+
+
+def test_a_bad_range_checksum_fails_on_the_board_path(images, tmp_path, capsys):
+    text = images["bmap"].read_text()
+    first = re.findall(r'chksum="(\w+)"', text)[0]
+    bmap = tmp_path / "bad.bmap"
+    bmap.write_text(seal(text.replace(first, first[::-1]), "sha256", "BmapFileChecksum"))
+    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
+    code, out, err = flash(
+        capsys, images["xz"], "--bmap", bmap, "--board", "local", "--device", emmc
+    )
+    assert code == 3 and "checksum mismatch for blocks" in err
+    assert "read back" not in out
+
+
+def receiver(device: Path, frames: bytes) -> tuple[int, dict]:
+    result = subprocess.run(
+        [BOARD_PYTHON, str(RECEIVER), "write", str(device)], input=frames, capture_output=True
+    )
+    return result.returncode, json.loads(result.stdout.decode().splitlines()[-1])
+
+
+def test_receiver_refuses_broken_streams(tmp_path):
+    require(Path(BOARD_PYTHON).exists(), BOARD_PYTHON)
+    target = fill(tmp_path / "emmc", MiB)
+    code, answer = receiver(target, b"W 0 100\n" + bytes(50))
+    assert code == 3 and "ended inside a data frame" in answer["error"]
+    code, answer = receiver(target, b"W 0 99999999999\n")
+    assert code == 3 and "out of bounds" in answer["error"]
+    code, answer = receiver(target, b"W 0 4\nabcdR 0 4 sha256 " + b"0" * 64 + b"\nE\n")
+    assert code == 3 and "read-back mismatch" in answer["error"]
+    code, answer = receiver(target, b"W 0 4\nabcd")
+    assert code == 3 and "ended or broke" in answer["error"]
+
+
+def ssh_url(sshd, tmp_path: Path) -> str:
+    return f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={BOARD_PYTHON}"
+
+
+def test_over_ssh_to_a_loop_device_standin(images, spans, sshd, ssh_home, tmp_path, capsys):
+    backing = fill(tmp_path / "emmc.img", 8 * MiB)
+    with loop_device(backing) as device:
+        code, out, err = flash(
+            capsys, images["xz"], "--board", ssh_url(sshd, tmp_path), "--device", device, "--yes"
+        )
+        assert code == 0, err
+        assert_flashed(device, images["plain"], spans)
+    assert f"{len(spans)} range(s) read back on the board" in out
+    assert "on ssh://" in out
+
+
+def test_over_ssh_the_root_device_is_refused(images, sshd, ssh_home, tmp_path, capsys):
+    url = ssh_url(sshd, tmp_path)
+    code, _, err = flash(capsys, images["xz"], "--board", url, "--device", root_disk(), "--yes")
+    assert code == 2 and "root filesystem" in err
+
+
+def test_receiver_needs_only_python_3_10_and_the_standard_library():
+    # It runs on the board's python3: vermin checks the minimum version from the syntax and
+    # library calls it uses; the imports must all be standard library (or its sibling).
+    vermin = Path(sys.executable).with_name("vermin")  # requirements-dev.txt, in the venv
+    require(vermin.exists(), "vermin (requirements-dev.txt)")
+    result = subprocess.run(
+        [str(vermin), "--no-tips", "--violations", "-t=3.10-", str(RECEIVER), str(BLOCKDEVS)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for source in (RECEIVER, BLOCKDEVS):
+        imported = re.findall(r"^(?:from|import) (\w+)", source.read_text(), re.MULTILINE)
+        assert set(imported) - {"blockdevs"} <= set(sys.stdlib_module_names), source
