@@ -22,7 +22,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import paramiko
 
-from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
+from evbench.boards.base import (
+    Board,
+    CommandResult,
+    ConnectionLost,
+    PipedCommand,
+    StreamedCommand,
+)
 from evbench_agent.errors import EvbenchError, UserError
 
 DEFAULT_PORT = 22
@@ -191,6 +197,51 @@ class SshStreamedCommand(StreamedCommand):
         self._channel.close()
 
 
+class SshPipedCommand(PipedCommand):
+    """Bytes into a command's stdin over its exec channel (evbench flash --board)."""
+
+    def __init__(self, channel: paramiko.Channel, board: SshBoard, argv: Sequence[str]) -> None:
+        self._channel = channel
+        self._board = board
+        self._argv = tuple(argv)
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._channel.sendall(data)
+        except (paramiko.SSHException, EOFError) as error:
+            raise OSError(
+                f"the command on {self._board.address} stopped reading: {error}"
+            ) from error
+
+    def finish(self, timeout: float) -> CommandResult:
+        deadline = time.monotonic() + timeout
+        out, err = bytearray(), bytearray()
+        self._channel.shutdown_write()
+        while not (
+            self._channel.exit_status_ready()
+            and not self._channel.recv_ready()
+            and not self._channel.recv_stderr_ready()
+        ):
+            if self._channel.recv_ready():
+                out += self._channel.recv(1 << 16)
+            elif self._channel.recv_stderr_ready():
+                err += self._channel.recv_stderr(1 << 16)
+            elif time.monotonic() > deadline:
+                self._channel.close()
+                raise EvbenchError(f"a command on {self._board.address} did not end in {timeout} s")
+            else:
+                time.sleep(0.01)
+            if len(out) > MAX_OUTPUT or len(err) > MAX_OUTPUT:
+                self._channel.close()
+                raise EvbenchError(
+                    f"a command on {self._board.address} wrote over {MAX_OUTPUT} bytes"
+                )
+        self._board.check_alive()
+        status = self._channel.recv_exit_status()
+        self._channel.close()
+        return CommandResult(self._argv, status, bytes(out), bytes(err))
+
+
 class SshBoard(Board):
     """A board reached over SSH: commands on exec channels, files over SFTP."""
 
@@ -345,6 +396,9 @@ class SshBoard(Board):
         channel.shutdown_write()
         channel.settimeout(1.0)
         return SshStreamedCommand(channel, self)
+
+    def pipe(self, argv: Sequence[str]) -> PipedCommand:
+        return SshPipedCommand(self._channel(argv), self, argv)
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         self.check_alive()
