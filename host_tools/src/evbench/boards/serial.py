@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -25,16 +26,18 @@ LOGIN_TIMEOUT = 40.0
 
 
 def _show_progress(verb: str, name: str) -> TransferProgress:
-    """A one-line progress report on standard error, with the time left."""
+    """Progress on standard error: one updating line on a terminal, else every few seconds."""
+    terminal = sys.stderr.isatty()
+    shown = {"at": 0.0}
 
     def show(done: int, total: int, left: float) -> None:
-        end = "\n" if done >= total else "\r"
-        print(
-            f"evbench: {verb} {name}: {done}/{total} bytes, about {left:.0f} s left",
-            end=end,
-            file=sys.stderr,
-            flush=True,
-        )
+        now = time.monotonic()
+        if done < total and now - shown["at"] < (0.2 if terminal else 5.0):
+            return
+        shown["at"] = now
+        end = "\n" if done >= total or not terminal else "\r"
+        text = f"evbench: {verb} {name}: {done}/{total} bytes, about {left:.0f} s left"
+        print(text, end=end, file=sys.stderr, flush=True)
 
     return show
 
@@ -125,9 +128,20 @@ class SerialBoard(Board):
         self.session = ShellSession(link, login)
         try:
             self.session.open()
+            if not self.address.work_dir.startswith("/"):
+                self.work_dir = f"{self._home()}/{self.address.work_dir}"
         except BaseException:
             link.close()
             raise
+
+    def _home(self) -> str:
+        # An already-open shell may sit anywhere: "relative to the login
+        # directory" must not mean "relative to wherever that shell is".
+        status, out, _err = self.session.run('printf %s "$HOME"', timeout=15.0)
+        home = out.decode("utf-8", "replace")
+        if status != 0 or not home.startswith("/"):
+            raise self.session.link.error("the board's shell has no usable $HOME")
+        return home.rstrip("/")
 
     @property
     def transcript_path(self) -> Path:

@@ -1,0 +1,73 @@
+"""evbench console: an interactive pass-through to a board's console, like picocom.
+
+Keys go to the board as typed (the local terminal in raw mode); Ctrl-] quits.
+Every byte both ways lands in a timestamped transcript.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import sys
+import termios
+import tty
+from pathlib import Path
+
+from evbench.console import transcript
+from evbench.console.link import ConsoleLink, Deadline
+from evbench.console.url import parse_console_url
+from evbench_agent.errors import ExitCode
+
+NAME = "console"
+HELP = "an interactive terminal on a board's serial console (Ctrl-] quits)"
+QUIT_KEY = b"\x1d"  # Ctrl-], as telnet uses
+POLL = 0.05
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--board", required=True, help="console URL: serial:///dev/ttyUSB0, rfc2217://HOST:PORT"
+    )
+    parser.add_argument(
+        "--transcript",
+        type=Path,
+        help=f"where to save the transcript (default: {transcript.DEFAULT_DIRECTORY}/...)",
+    )
+
+
+def _pass_through(link: ConsoleLink, keys: int, screen: int) -> None:
+    """Copy keys to the board and the board to the screen until the quit key or end of input."""
+    while True:
+        ready, _, _ = select.select([keys], [], [], POLL)
+        if ready:
+            typed = os.read(keys, 1024)
+            if not typed:
+                return  # end of input (not a terminal): nothing more to send
+            quit_at = typed.find(QUIT_KEY)
+            if quit_at >= 0:
+                link.write(typed[:quit_at]) if quit_at else None
+                return
+            link.write(typed)
+        if link.read_some(Deadline(POLL)):
+            os.write(screen, bytes(link.buffer))
+            link.buffer.clear()
+
+
+def run(args: argparse.Namespace) -> int:
+    address = parse_console_url(args.board)
+    path = args.transcript or transcript.default_path(address.port)
+    link = ConsoleLink(address, transcript.Transcript(path, args.board))
+    keys, screen = sys.stdin.fileno(), sys.stdout.fileno()
+    saved = termios.tcgetattr(keys) if os.isatty(keys) else None
+    print(f"evbench: connected to {args.board}; Ctrl-] quits", file=sys.stderr, flush=True)
+    try:
+        if saved is not None:
+            tty.setraw(keys)
+        _pass_through(link, keys, screen)
+    finally:
+        if saved is not None:
+            termios.tcsetattr(keys, termios.TCSADRAIN, saved)
+        link.close()
+    print(f"\r\nevbench: disconnected; transcript: {path}", file=sys.stderr)
+    return ExitCode.OK

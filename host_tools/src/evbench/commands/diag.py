@@ -1,0 +1,135 @@
+"""evbench diag: a field report on a board (local, ssh:// or a serial console)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from evbench import diag
+from evbench.boards import open_board
+from evbench_agent import results
+from evbench_agent.errors import ExitCode
+
+NAME = "diag"
+HELP = "report a board's state: model, kernel, clocks, temperatures, memory, disk, network, agent"
+REPORT_NAME = "diag.json"
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", default="local", help="board URL (default: local)")
+    parser.add_argument("--out", type=Path, help=f"also save {REPORT_NAME} (and any transcript)")
+    parser.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust an unknown SSH host key and save it to known_hosts",
+    )
+
+
+def _figure(value: dict[str, Any] | None) -> str:
+    if not value:
+        return "?"
+    number, unit = value["value"], value["unit"]
+    if unit == "bytes":
+        return f"{number / 2**20:.0f} MiB"
+    if unit == "Hz":
+        return f"{number / 1e6:.0f} MHz"
+    if unit == "s":
+        return f"{number / 3600:.1f} h" if number >= 3600 else f"{number:.0f} s"
+    return f"{number:g} {unit}"
+
+
+def _system_lines(sections: dict[str, Any]) -> list[str]:
+    lines = [
+        f"board model: {sections.get('model', {}).get('model') or '?'}",
+        f"kernel:      {sections.get('kernel', {}).get('kernel', '?')}",
+    ]
+    uptime = sections.get("uptime", {})
+    load = " ".join(f"{value:g}" for value in uptime.get("load_1_5_15min", []))
+    lines.append(f"uptime:      {_figure(uptime.get('uptime'))} (load {load or '?'})")
+    image = sections.get("image", {})
+    lines.append(
+        f"image:       {image.get('pretty_name', '?')}"
+        + "".join(f", {key} {image[key]}" for key in ("build_id", "image_version") if key in image)
+    )
+    for cpu in sections.get("cpufreq", {}).get("cpus", []):
+        capped = " (capped)" if cpu["max_allowed"]["value"] < cpu["max_hardware"]["value"] else ""
+        lines.append(
+            f"{cpu['cpu']}:        {_figure(cpu['frequency'])}, {cpu['governor']},"
+            f" max {_figure(cpu['max_allowed'])} of {_figure(cpu['max_hardware'])}{capped}"
+        )
+    thermal = sections.get("thermal", {})
+    for zone, data in thermal.get("zones", {}).items():
+        trips = ", ".join(f"{t['type']} {_figure(t['temperature'])}" for t in data["trips"])
+        lines.append(
+            f"{zone}: {data['type']} {_figure(data['temperature'])}"
+            + (f" (trips: {trips})" if trips else "")
+        )
+    lines.append(f"throttling:  {'; '.join(thermal.get('throttling', [])) or 'none seen'}")
+    memory = sections.get("memory", {})
+    lines.append(
+        f"memory:      {_figure(memory.get('MemAvailable'))} available"
+        f" of {_figure(memory.get('MemTotal'))}"
+    )
+    for mount in sections.get("disk", {}).get("filesystems", []):
+        lines.append(
+            f"disk {mount['mount']}: {_figure(mount['available'])} free of {_figure(mount['size'])}"
+        )
+    for name, addresses in sections.get("network", {}).get("interfaces", {}).items():
+        lines.append(f"net {name}: {', '.join(addresses)}")
+    errors = sections.get("kernel_errors", {}).get("lines", [])
+    lines.append(f"kernel errors (last {len(errors)}):")
+    lines += [f"  {line[:160]}" for line in errors] or ["  none"]
+    state = sections.get("service", {}).get("state", [])
+    lines.append(f"agent service ({diag.AGENT_SERVICE}): {' / '.join(state) or '?'}")
+    return lines
+
+
+def _agent_lines(report: dict[str, Any]) -> list[str]:
+    agent = report.get("agent")
+    if not agent:
+        return ["agent:       not found"]
+    info = agent["info"]
+    lines = [
+        f"agent:       {info.get('agent')} (results format {info.get('results_format')}),"
+        f" Python {info.get('python')}, protobuf {info.get('protobuf')}"
+        f" ({info.get('protobuf_backend')})"
+    ]
+    for codec, check in report.get("codec_check", {}).items():
+        if "error" in check:
+            lines.append(f"codec {codec}: ERROR {check['error']}")
+        else:
+            verdict = "round trip ok" if check["round_trip"] else "round trip DIFFERS"
+            lines.append(
+                f"codec {codec}: {verdict}, {check['mean_size']:.1f} bytes mean (n = {check['n']})"
+            )
+    return lines
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text, one fact a line."""
+    lines = [f"evbench diag: {report['board']} at {report['taken_at']}"]
+    lines += _system_lines(report["sections"])
+    lines += _agent_lines(report)
+    if report["missing"]:
+        lines.append("missing:")
+        lines += [f"  - {item}" for item in report["missing"]]
+    lines.append(f"(gathered in {report['duration']['value']:.1f} s)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out.resolve() if args.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+    with open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board:
+        try:
+            report = diag.gather(board)
+        finally:
+            if out and hasattr(board, "save_transcript"):
+                board.save_transcript(out)
+    print(render(report))
+    if out:
+        results.write_json(out / REPORT_NAME, report)
+        print(f"\nreport: {out / REPORT_NAME}")
+    return ExitCode.OK
