@@ -10,6 +10,7 @@ this evbench does not know is refused, naming it (results.check_version).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,16 @@ EXPECTED_FILES = (
 )
 
 
+@dataclass(frozen=True)
+class _ReadRun(results.Run):
+    """A results.Run over samples already read (unreadable lines skipped)."""
+
+    sample_sets: list[results.SampleSet] = field(default_factory=list)
+
+    def samples(self) -> Iterator[results.SampleSet]:
+        return iter(self.sample_sets)
+
+
 @dataclass
 class RunContext:
     """A run directory as the report sees it."""
@@ -36,6 +47,7 @@ class RunContext:
     records: list[dict[str, Any]]
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _samples: list[results.SampleSet] | None = field(default=None, repr=False)
 
     @property
     def partial(self) -> bool:
@@ -51,10 +63,22 @@ class RunContext:
     def as_run(self) -> results.Run:
         """The same run as results.Run, for code that works on one (table.py)."""
         complete = (self.directory / results.COMPLETE).exists()
-        return results.Run(self.directory, self.manifest, self.records, complete)
+        return _ReadRun(self.directory, self.manifest, self.records, complete, self.samples())
 
     def samples(self) -> list[results.SampleSet]:
-        return list(results.read_samples(self.directory))
+        """The raw samples; a line that cannot be read is skipped and noted in `problems`."""
+        if self._samples is None:
+            self._samples = []
+            path = self.directory / results.SAMPLES
+            lines = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+            for number, line in enumerate(lines.splitlines(keepends=True), 1):
+                if not line.endswith("\n"):
+                    break  # torn by a power cut, as results.read_samples
+                try:
+                    self._samples.append(results.SampleSet.from_dict(json.loads(line)))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    self.problems.append(f"{results.SAMPLES} line {number} cannot be read")
+        return self._samples
 
     def codecs(self) -> list[str]:
         """Codecs of the run in the spec's order, then any others that have records."""
@@ -91,17 +115,21 @@ def load_context(directory: Path) -> RunContext:
     if (directory / results.MANIFEST).exists():
         manifest = _read_document(directory / results.MANIFEST)
     problems: list[str] = []
+    records: list[dict[str, Any]] = []
     if (directory / results.SUMMARY).exists():
         summary = _read_document(directory / results.SUMMARY)
         records = list(summary.get("records") or [])
         if summary.get("partial"):
             problems.append("summary.json says the run is partial")
-    else:
-        # The raw samples survive an interruption; the summary is rebuilt from them.
-        records = results.summarize(results.read_samples(directory))
     if results.CHECKSUMS not in missing:
         problems += [f"checksum: {p}" for p in results.verify_checksums(directory)]
-    return RunContext(directory, manifest, records, missing, problems)
+    context = RunContext(directory, manifest, [], missing, problems)
+    if (directory / results.SUMMARY).exists():
+        context.records = records
+    else:
+        # The raw samples survive an interruption; the summary is rebuilt from them.
+        context.records = results.summarize(context.samples())
+    return context
 
 
 def context_rows(context: RunContext) -> list[tuple[str, str]]:
