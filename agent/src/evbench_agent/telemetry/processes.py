@@ -15,6 +15,7 @@ built without that file.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
@@ -22,8 +23,9 @@ import psutil
 
 def _children_from_proc(pid: int) -> list[int]:
     children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children += [int(c) for c in (task / "children").read_text().split()]
+    for task in os.listdir(f"/proc/{pid}/task"):  # noqa: PTH208 (every sample: cheaper)
+        with open(f"/proc/{pid}/task/{task}/children", "rb") as stream:
+            children += [int(c) for c in stream.read().split()]
     return children
 
 
@@ -75,9 +77,8 @@ class AgentProcesses:
         for pid in pids:
             try:
                 process = self._process(pid)
-                with process.oneshot():
-                    times = process.cpu_times()
-                    rss += process.memory_info().rss
+                times = process.cpu_times()  # two small reads; oneshot() costs more than it saves
+                rss += process.memory_info().rss
             except psutil.Error:
                 continue  # ended just now; its parent counts it once reaped
             cpu_s += times.user + times.system + times.children_user + times.children_system

@@ -55,7 +55,7 @@ class Sampler:
         self.processes.usage(time.monotonic_ns())
 
     def _write(self, line: dict[str, Any]) -> None:
-        self.output.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.output.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def _lost(self, sensor: str, error: str) -> None:
         print(f"telemetry: sensor {sensor} lost, no longer read: {error}", file=sys.stderr)

@@ -32,6 +32,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
     parser.add_argument(
+        "--telemetry-interval", type=float, metavar="S", help="telemetry sampling (default 1 s)"
+    )
+    parser.add_argument(
+        "--cool-to", type=float, metavar="CELSIUS", help="before each phase, wait until cooler"
+    )
+    parser.add_argument("--governor", help="cpufreq governor for the run (restored after)")
+    parser.add_argument(
         "--accept-new-host-key",
         action="store_true",
         help="trust an unknown SSH host key and save it to known_hosts",
@@ -49,6 +56,9 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[s
         argv.append("--no-gc")
     if args.cpu is not None:
         argv += ["--cpu", str(args.cpu)]
+    for flag in ("telemetry_interval", "cool_to", "governor"):  # telemetry, passed through
+        if getattr(args, flag, None) is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     return argv
 
 
