@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -174,6 +175,16 @@ class ThrowawayUser:
         subprocess.run([chpasswd], input=f"{self.name}:{self.password}\n", text=True, check=True)
         self.home = Path(f"/home/{self.name}")
 
+    def install_agent(self) -> None:
+        """The agent's zipapp where `evbench deploy` puts it, owned by this user."""
+        from evbench import deploy
+
+        target = self.home / ".evbench" / "agent" / "evbench-agent.pyz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(deploy.build_zipapp())
+        for path in (target.parent.parent, target.parent, target):
+            shutil.chown(path, self.name, self.name)
+
     def remove(self) -> None:
         subprocess.run([self._userdel, "-r", "-f", self.name], check=False, capture_output=True)
 
@@ -253,3 +264,46 @@ class ConsoleRig:
             process.terminate()
             process.wait(timeout=5)
         self.line.stop()
+
+
+class Ser2net:
+    """A real ser2net 4.x serving the host end of the line as RFC 2217 on loopback."""
+
+    def __init__(self, ser2net: str, device: str, directory: Path) -> None:
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            self.port = probe.getsockname()[1]
+        config = directory / "ser2net.yaml"
+        config.write_text(
+            "%YAML 1.1\n---\n"
+            "connection: &evbench\n"
+            f"  accepter: telnet(rfc2217),tcp,127.0.0.1,{self.port}\n"
+            f"  connector: serialdev,{device},115200n81,local\n"
+            "  options:\n"
+            "    kickolduser: true\n"
+        )
+        self.log = directory / "ser2net.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [ser2net, "-n", "-u", "-c", str(config), "-P", str(directory / "ser2net.pid")],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.stop()
+                    raise RuntimeError(f"ser2net did not listen: {self.log.read_text()}") from None
+                time.sleep(0.1)
+
+    @property
+    def url(self) -> str:
+        return f"rfc2217://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=5)

@@ -45,9 +45,12 @@ class ConsoleLink:
         self.address = address
         self.transcript = transcript
         self.buffer = bytearray()
+        # A local UART must not block a write forever (flow control stuck);
+        # pyserial's network ports refuse the option and time out on their own.
+        limits = {} if address.is_network else {"write_timeout": 10}
         try:
             self._port = serial.serial_for_url(
-                address.port, baudrate=address.baud, timeout=0.05, write_timeout=10
+                address.port, baudrate=address.baud, timeout=0.05, **limits
             )
         except (serial.SerialException, ValueError, OSError) as error:
             transcript.note(f"cannot open {address.port}: {error}")
