@@ -113,6 +113,11 @@ def test_report_has_context_comparison_and_spread(run_dir: Path):
     assert f"{manifest['platform']['protobuf']} (backend " in markdown
     assert "| Profile | Metric | JSON | Protobuf | % Diff | Winner |" in markdown
     assert "PARTIAL" not in markdown
+    assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
+    if any(
+        r["suite"] == "link" for r in json.loads((run_dir / "summary.json").read_text())["records"]
+    ):
+        assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
     table_lines = [line for line in spread.splitlines() if line.startswith("|")]

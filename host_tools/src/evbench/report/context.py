@@ -160,7 +160,7 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
         ("Sample plan", "quick" if manifest.get("quick") else "full"),
         ("GC while timing", str(manifest.get("gc", "?"))),
         ("CPU affinity", str(manifest.get("affinity") or "not pinned")),
-        ("Scheduling granted", _scheduling(manifest)),
+        ("Scheduling granted", _scheduling(context.records)),
         ("Sensors", _sensors(manifest)),
         ("Clock", _clock(platform.get("clock") or {})),
     ]
@@ -171,24 +171,31 @@ def _join(values: Any) -> str:
     return ", ".join(map(str, values)) if values else "-"
 
 
-def _scheduling(manifest: dict[str, Any]) -> str:
-    """What the link suite was granted (it records it); the default policy otherwise."""
-    for key in ("scheduling", "realtime"):
-        value = manifest.get(key) or (manifest.get("platform") or {}).get(key)
-        if value:
-            return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
-    return "default policy (nothing requested)"
+def _scheduling(records: list[dict[str, Any]]) -> str:
+    """What the link suite asked for and was granted, from its records' params."""
+    granted = set()
+    for record in records:
+        params = record.get("params") or {}
+        if record.get("suite") == "link" and "policy" in params:
+            realtime = "real-time asked" if params.get("realtime") else "real-time not asked"
+            yes = "granted" if params.get("realtime_granted") else "not granted"
+            granted.add(
+                f"{params['policy']} ({realtime}, {yes}; timer slack "
+                f"{params.get('timer_slack_ns', '?')} ns)"
+            )
+    return "; ".join(sorted(granted)) or "default policy (no link suite in this run)"
 
 
 def _sensors(manifest: dict[str, Any]) -> str:
-    sensors = manifest.get("sensors") or (manifest.get("telemetry") or {}).get("sensors")
-    if not sensors:
-        return "none recorded"
-    if isinstance(sensors, dict):
-        return "; ".join(
-            f"{kind}: {_join(v) if isinstance(v, list) else v}" for kind, v in sensors.items()
-        )
-    return _join(sensors)
+    """The sensors telemetry found, or which kinds it looked for and did not find."""
+    sensors = (manifest.get("telemetry") or {}).get("sensors")
+    if not isinstance(sensors, dict):
+        return "no telemetry in this run"
+    found = [f"{kind}: {_join(v)}" for kind, v in sensors.items() if isinstance(v, list) and v]
+    found = [item for item in found if not item.startswith("absent:")]
+    absent = sensors.get("absent") or []
+    text = "; ".join(found) or "none found"
+    return text + (f" (absent: {_join(absent)})" if absent else "")
 
 
 def _clock(clock: dict[str, Any]) -> str:
