@@ -50,6 +50,9 @@ class Sshd:
         self.host_key = keygen(ssh_keygen, directory / "host_ed25519", "evbench-test-host")
         self.client_key = keygen(ssh_keygen, directory / "client_ed25519", "evbench-test-client")
         self.log = directory / "sshd.log"
+        #: On the sessions' PATH first: where a test installs an agent "in the image".
+        self.image_bin = directory / "image-bin"
+        self.image_bin.mkdir()
         self.process: subprocess.Popen | None = None
 
     @property
@@ -60,14 +63,6 @@ class Sshd:
         """The known_hosts line that trusts this server's host key."""
         key_type, key_data = (self.directory / "host_ed25519.pub").read_text().split()[:2]
         return f"[127.0.0.1]:{self.port} {key_type} {key_data}\n"
-
-    def replace_host_key(self) -> None:
-        """Give the server a new host key, as a reinstalled board would have."""
-        for path in (self.host_key, self.host_key.with_suffix(".pub")):
-            path.unlink()
-        keygen(self.ssh_keygen, self.host_key, "evbench-test-host-new")
-        self.stop()
-        self.start()
 
     def _write_config(self) -> Path:
         authorized = self.directory / "authorized_keys"
@@ -89,6 +84,7 @@ class Sshd:
             "MaxStartups 50\n"
             "LogLevel VERBOSE\n"
             "Subsystem sftp internal-sftp\n"
+            f"SetEnv PATH={self.image_bin}:/usr/local/bin:/usr/bin:/bin\n"
         )
         return config
 

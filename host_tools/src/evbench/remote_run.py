@@ -10,8 +10,8 @@ already fetched and matching SHA256SUMS is kept, never overwritten.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -158,6 +158,7 @@ class RemoteRun:
             _place(out / results.COMPLETE, marker)
 
     def read_remote(self, name: str, out: Path, in_results: bool = True) -> bytes:
+        """A small file of the run (listing, log, marker), through a temporary copy in `out`."""
         remote = f"{self.results_dir if in_results else self.run_dir}/{name}"
         part = out / f".{name}.part"
         try:
@@ -167,6 +168,7 @@ class RemoteRun:
             part.unlink(missing_ok=True)
 
     def _fetch_file(self, name: str, digest: str, out: Path) -> None:
+        """Copy one listed file, check its SHA-256, then move it in place (never over one)."""
         target = out / name
         if target.exists():
             if results.sha256_file(target) == digest:
@@ -176,15 +178,22 @@ class RemoteRun:
                 hint="fetch into a new --out; evbench never overwrites fetched files",
             )
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = self.read_remote(name, out)
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != digest:
-            raise CheckFailed(
-                f"checksum mismatch for {name} from {self.board.url}: got {actual[:16]}..., "
-                f"SHA256SUMS says {digest[:16]}...",
-                hint="the board's copy is damaged (check its storage); nothing was written here",
-            )
-        results.write_atomic(target, data)
+        part = target.parent / f".{target.name}.part"
+        try:
+            self.board.get(f"{self.results_dir}/{name}", part)
+            actual = results.sha256_file(part)
+            if actual != digest:
+                raise CheckFailed(
+                    f"checksum mismatch for {name} from {self.board.url}: got {actual[:16]}..., "
+                    f"SHA256SUMS says {digest[:16]}...",
+                    hint="the board's copy is damaged (check its storage); "
+                    "nothing was written here",
+                )
+            with open(part, "rb") as stream:
+                os.fsync(stream.fileno())
+            part.replace(target)
+        finally:
+            part.unlink(missing_ok=True)
 
 
 def _place(path: Path, data: bytes) -> None:
@@ -244,7 +253,7 @@ def run_and_fetch(
     session.start(run_argv_for(session.results_dir))
     _say(f"run {run_id} started on {board.url}")
     try:
-        with ProgressView() as view:
+        with ProgressView(sys.stderr) as view:
 
             def show(line: str) -> None:
                 if not view.feed(line):

@@ -10,6 +10,7 @@ saved to known_hosts); a changed key is always refused.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shlex
@@ -140,6 +141,20 @@ class _NoAuthentication(Exception):
     """No key and no password to offer: a login failure, not a network one."""
 
 
+#: What paramiko raises when the connection goes away under a call.
+DROPPED = (paramiko.SSHException, EOFError, ConnectionError)
+
+
+@contextlib.contextmanager
+def lost_when_dropped(address: SshAddress) -> Iterator[None]:
+    """Turn the ways paramiko reports a dead connection into ConnectionLost."""
+    try:
+        yield
+    except DROPPED as error:
+        reason = str(error) or type(error).__name__
+        raise ConnectionLost(f"the connection to {address} dropped ({reason})") from error
+
+
 def _password(address: SshAddress) -> str | None:
     """The password, from EVBENCH_PASSWORD or a prompt; None when neither can give one."""
     if PASSWORD_VARIABLE in os.environ:
@@ -156,6 +171,11 @@ class SshStreamedCommand(StreamedCommand):
         self._errors = bytearray()
 
     def lines(self) -> Iterator[str]:
+        with lost_when_dropped(self._board.address):
+            yield from self._lines()
+        self._board.check_alive()
+
+    def _lines(self) -> Iterator[str]:
         pending = b""
         while True:
             if self._channel.recv_stderr_ready():
@@ -175,9 +195,12 @@ class SshStreamedCommand(StreamedCommand):
                 yield line.decode("utf-8", errors="replace")
         if pending:
             yield pending.decode("utf-8", errors="replace")
-        self._board.check_alive()
 
     def wait(self, timeout: float) -> int:
+        with lost_when_dropped(self._board.address):
+            return self._wait(timeout)
+
+    def _wait(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while not self._channel.exit_status_ready():
             if time.monotonic() > deadline:
@@ -338,12 +361,14 @@ class SshBoard(Board):
             raise ConnectionLost(f"the connection to {self.address} dropped")
 
     def close(self) -> None:
-        if self._sftp is not None:
-            self._sftp.close()
-            self._sftp = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        # Closing a dead connection may fail the same ways it died: it is closed either way.
+        with contextlib.suppress(*DROPPED, OSError):
+            if self._sftp is not None:
+                self._sftp.close()
+            if self._client is not None:
+                self._client.close()
+        self._sftp = None
+        self._client = None
 
     # -- commands and files ----------------------------------------------
 
@@ -359,6 +384,12 @@ class SshBoard(Board):
 
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         channel = self._channel(argv)
+        with lost_when_dropped(self.address):
+            return self._collect(channel, argv, timeout, stdin)
+
+    def _collect(
+        self, channel: paramiko.Channel, argv: Sequence[str], timeout: float, stdin: bytes | None
+    ) -> CommandResult:
         deadline = time.monotonic() + timeout
         if stdin:
             channel.sendall(stdin)
@@ -393,7 +424,8 @@ class SshBoard(Board):
 
     def stream(self, argv: Sequence[str]) -> StreamedCommand:
         channel = self._channel(argv)
-        channel.shutdown_write()
+        with lost_when_dropped(self.address):
+            channel.shutdown_write()
         channel.settimeout(1.0)
         return SshStreamedCommand(channel, self)
 
@@ -403,20 +435,23 @@ class SshBoard(Board):
     def _sftp_client(self) -> paramiko.SFTPClient:
         self.check_alive()
         if self._sftp is None:
-            self._sftp = self._client.open_sftp()
+            with lost_when_dropped(self.address):
+                self._sftp = self._client.open_sftp()
         return self._sftp
 
     def put(self, local: Path, remote: str) -> None:
         try:
-            self._sftp_client().put(str(local), remote)
-        except (paramiko.SSHException, EOFError, OSError) as error:
+            with lost_when_dropped(self.address):
+                self._sftp_client().put(str(local), remote)
+        except OSError as error:
             self.check_alive()
             raise UserError(f"cannot copy {local} to {self.address}:{remote}: {error}") from error
 
     def get(self, remote: str, local: Path) -> None:
         try:
-            self._sftp_client().get(remote, str(local))
-        except (paramiko.SSHException, EOFError, OSError) as error:
+            with lost_when_dropped(self.address):
+                self._sftp_client().get(remote, str(local))
+        except OSError as error:
             self.check_alive()
             if isinstance(error, FileNotFoundError):
                 raise UserError(f"{self.address}:{remote} does not exist") from error

@@ -1,0 +1,146 @@
+"""The SSH transport against a real OpenSSH sshd on loopback: addresses, host keys, logins.
+
+The "board" is this machine, reached over ssh://USER@127.0.0.1:PORT.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evbench.boards import ConnectionLost, open_board
+from evbench.boards.ssh import parse_address
+from evbench.cli import evbench
+from evbench_agent.errors import UserError
+
+pytestmark = pytest.mark.integration
+
+#: The Debian python3 with python3-protobuf and python3-psutil (tests/system-packages.txt).
+BOARD_PYTHON = "/usr/bin/python3"
+
+
+def board_url(sshd, tmp_path: Path, user: str | None = None, python: str = BOARD_PYTHON) -> str:
+    return f"ssh://{user or sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={python}"
+
+
+def test_ipv6_address_and_query_are_parsed(ssh_home):
+    address = parse_address("ssh://pi@[fe80::1]:2200?python=/opt/py/bin/python3&dir=/data/ev")
+    assert (address.hostname, address.port, address.user) == ("fe80::1", 2200, "pi")
+    assert (address.python, address.work_dir) == ("/opt/py/bin/python3", "/data/ev")
+    assert address.known_hosts_name == "[fe80::1]:2200"
+    assert parse_address("ssh://board").port == 22
+
+
+def test_unknown_option_and_bad_port_are_refused(ssh_home):
+    with pytest.raises(UserError, match="unknown board option"):
+        parse_address("ssh://board?pyhton=/usr/bin/python3")
+    with pytest.raises(UserError, match="bad port"):
+        parse_address("ssh://board:99999")
+
+
+def test_commands_files_and_a_real_drop(sshd, ssh_home, tmp_path):
+    with open_board(board_url(sshd, tmp_path)) as board:
+        result = board.run(["sh", "-c", "cat; echo oops >&2; exit 3"], 30, stdin=b"in put")
+        assert (result.returncode, result.stdout, result.stderr) == (3, b"in put", b"oops\n")
+        streamed = board.stream(["sh", "-c", "echo one; echo two; exit 5"])
+        assert list(streamed.lines()) == ["one", "two"]
+        assert streamed.wait(30) == 5
+        source = tmp_path / "source.bin"
+        source.write_bytes(bytes(range(256)) * 1000)
+        board.put(source, str(tmp_path / "remote.bin"))
+        board.get(str(tmp_path / "remote.bin"), tmp_path / "back.bin")
+        assert (tmp_path / "back.bin").read_bytes() == source.read_bytes()
+        assert sshd.drop_connections() >= 1
+        with pytest.raises(ConnectionLost):
+            board.run(["true"], 30)
+        board.reconnect()
+        assert board.run(["echo", "back"], 30).stdout == b"back\n"
+
+
+def test_config_alias_gives_host_port_user_and_identity(sshd, ssh_home, tmp_path):
+    key = ssh_home / "lab-key"
+    (ssh_home / ".ssh" / "id_ed25519").rename(key)  # only the alias's IdentityFile can log in
+    (ssh_home / ".ssh" / "config").write_text(
+        f"Host labboard\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+        f"  User {sshd.user}\n  IdentityFile {key}\n"
+    )
+    with open_board(f"ssh://labboard?dir={tmp_path}/board") as board:
+        assert board.run(["echo", "via alias"], 30).stdout == b"via alias\n"
+
+
+def test_unknown_host_key_refused_then_accepted_with_the_flag(sshd, ssh_home, tmp_path, capsys):
+    known_hosts = ssh_home / ".ssh" / "known_hosts"
+    known_hosts.unlink()
+    url = board_url(sshd, tmp_path)
+    assert evbench(["deploy", "--board", url]) == 2
+    err = capsys.readouterr().err
+    assert "unknown host key" in err and "--accept-new-host-key" in err
+    assert not known_hosts.exists()
+    assert evbench(["deploy", "--board", url, "--accept-new-host-key"]) == 0
+    assert known_hosts.read_text().split()[:3] == sshd.host_key_line().split()[:3]
+    assert evbench(["deploy", "--board", url]) == 0  # trusted from now on
+
+
+def test_changed_host_key_is_always_refused(sshd, ssh_home, tmp_path, capsys):
+    other = tmp_path / "other_host_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    key_type, key_data = other.with_suffix(".pub").read_text().split()[:2]
+    known_hosts = ssh_home / ".ssh" / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{sshd.port} {key_type} {key_data}\n")
+    url = board_url(sshd, tmp_path)
+    for flags in ([], ["--accept-new-host-key"]):
+        assert evbench(["deploy", "--board", url, *flags]) == 2
+        err = capsys.readouterr().err
+        assert "CHANGED" in err and "ssh-keygen" in err
+    assert known_hosts.read_text().split()[2] == key_data  # the trusted key is kept
+
+
+def test_wrong_user_is_a_one_line_error(sshd, ssh_home, tmp_path, capsys):
+    assert evbench(["deploy", "--board", board_url(sshd, tmp_path, user="nobody")]) == 2
+    err = capsys.readouterr().err
+    assert "refused the login as 'nobody'" in err and "authorized_keys" in err
+    assert "Traceback" not in err
+
+
+def test_wrong_key_is_a_one_line_error(sshd, ssh_home, tmp_path, capsys):
+    key = ssh_home / ".ssh" / "id_ed25519"
+    key.unlink()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
+    assert "refused the login" in capsys.readouterr().err
+
+
+def test_password_is_never_echoed_or_logged(sshd, ssh_home, tmp_path, monkeypatch, capsys):
+    (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: only the password is left to try
+    secret = "s3cret-Not-For-Logs"
+    monkeypatch.setenv("EVBENCH_PASSWORD", secret)
+    # This sshd allows no password logins, so the login fails after offering it.
+    assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "refused the login" in captured.err
+    assert secret not in captured.out + captured.err + sshd.log_text()
+
+
+def test_unreachable_host(ssh_home, tmp_path, capsys):
+    from sshd import free_port
+
+    url = f"ssh://root@127.0.0.1:{free_port()}?dir={tmp_path}"
+    assert evbench(["deploy", "--board", url]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and "hint:" in err
+
+
+def test_board_without_python_or_protobuf(sshd, ssh_home, tmp_path, capsys):
+    url = board_url(sshd, tmp_path, python="/nonexistent/python3")
+    assert evbench(["deploy", "--board", url]) == 2
+    assert "has no /nonexistent/python3" in capsys.readouterr().err
+    bare = tmp_path / "bare-venv"  # a Python without protobuf, as on a minimal image
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    assert (
+        evbench(["deploy", "--board", board_url(sshd, tmp_path, python=bare / "bin/python")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "has no protobuf" in err and "python3-protobuf" in err

@@ -1,0 +1,265 @@
+"""deploy, run, fetch and resume through a real OpenSSH sshd on loopback.
+
+The "board" is this machine over ssh://USER@127.0.0.1:PORT; its python3 is
+Debian's /usr/bin/python3 with python3-protobuf and python3-psutil, as on a
+board image. Connections are dropped for real by killing their sshd process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evbench.cli import evbench
+from evbench_agent import detached, results
+
+pytestmark = pytest.mark.integration
+
+BOARD_PYTHON = "/usr/bin/python3"
+EVBENCH = str(Path(sys.executable).parent / "evbench")
+AGENT_SRC = Path(__file__).resolve().parent.parent / "agent" / "src"
+QUICK = ["--quick", "--suite", "codec", "--codecs", "json,protobuf"]
+#: Long enough (several seconds) to drop the connection while it runs.
+SLOW_PROFILES = ["--profile", "seed,ev-full,int,double,ten-strings"]
+
+
+@pytest.fixture
+def board(sshd, ssh_home, tmp_path):
+    """The board's work directory and its URL."""
+    work = tmp_path / "board"
+    return work, f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
+
+
+def start_cli(*argv: str) -> subprocess.Popen:
+    """evbench as a separate process (HOME is the test's, set by ssh_home)."""
+    return subprocess.Popen(
+        [EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def board_runs(work: Path) -> list[Path]:
+    runs = work / "runs"
+    return sorted(runs.iterdir()) if runs.is_dir() else []
+
+
+def wait_for(condition, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def advances(run_dir: Path) -> int:
+    path = run_dir / detached.PROGRESS
+    return path.read_text().count('"event": "advance"') if path.exists() else 0
+
+
+def codec_shape(run: results.Run) -> list[tuple]:
+    """What the codec records measure and how many samples each has (not their values)."""
+    records = (r for r in run.records if r["suite"] == "codec")
+    return sorted((r["profile"], r["codec"], r["metric"], r["n"]) for r in records)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""  # a zombie has none
+    except OSError:
+        return False
+
+
+def assert_each_sample_once(out: Path, board_results: Path) -> None:
+    keys = [
+        (s.suite, s.profile, s.codec, s.metric, json.dumps(s.params, sort_keys=True), s.worker)
+        for s in results.read_samples(out)
+    ]
+    assert keys and len(keys) == len(set(keys))
+    assert (out / results.SAMPLES).read_bytes() == (board_results / results.SAMPLES).read_bytes()
+
+
+def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_path):
+    work, url = board
+    assert evbench(["deploy", "--board", url]) == 0
+    assert "installed" in capsys.readouterr().err
+    zipapp = work / "agent" / "evbench-agent.pyz"
+    first = zipapp.stat().st_mtime_ns
+    assert evbench(["deploy", "--board", url]) == 0
+    assert "up to date" in capsys.readouterr().err
+    assert zipapp.stat().st_mtime_ns == first
+    zipapp.unlink()
+    # An agent installed in the image: the same package, run by the board's python3.
+    image_agent = sshd.image_bin / "evbench-agent"
+    image_agent.write_text(
+        f'#!/bin/sh\nPYTHONPATH={AGENT_SRC} exec {BOARD_PYTHON} -m evbench_agent "$@"\n'
+    )
+    image_agent.chmod(0o755)
+    try:
+        assert evbench(["deploy", "--board", url]) == 0
+        assert "in the image: left alone" in capsys.readouterr().err
+        assert not zipapp.exists()
+        # An older release in the image is refused, with what to do.
+        old = tmp_path / "old-agent"
+        shutil.copytree(AGENT_SRC / "evbench_agent", old / "evbench_agent")
+        init = old / "evbench_agent" / "__init__.py"
+        init.write_text(init.read_text().replace('__version__ = "', '__version__ = "0.0.0-was-'))
+        image_agent.write_text(
+            f'#!/bin/sh\nPYTHONPATH={old} exec {BOARD_PYTHON} -m evbench_agent "$@"\n'
+        )
+        assert evbench(["deploy", "--board", url]) == 2
+        assert "--force" in capsys.readouterr().err
+        assert evbench(["deploy", "--board", url, "--force"]) == 0
+        assert zipapp.exists()
+    finally:
+        image_agent.unlink()
+
+
+def test_ssh_run_matches_a_local_run(board, tmp_path, capsys):
+    work, url = board
+    remote_out, local_out = tmp_path / "remote", tmp_path / "local"
+    assert (
+        evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(remote_out)]) == 0
+    )
+    # The local run as a person would type it (its own process).
+    local = subprocess.run(
+        [EVBENCH, "run", "--board", "local", *QUICK, "--profile", "seed", "--out", str(local_out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert local.returncode == 0, local.stderr
+    capsys.readouterr()
+    assert results.verify_checksums(remote_out) == []
+    assert (remote_out / results.COMPLETE).exists()
+    local_files = {p.relative_to(local_out) for p in local_out.rglob("*") if p.is_file()}
+    remote_files = {p.relative_to(remote_out) for p in remote_out.rglob("*") if p.is_file()}
+    assert remote_files - {Path("agent.log")} == local_files - {Path("agent.log")}
+    assert not [p for p in remote_files if p.name.startswith(".")]  # no fetch leftovers
+    remote_run, local_run = results.load_run(remote_out), results.load_run(local_out)
+    assert remote_run.manifest.keys() == local_run.manifest.keys()
+    assert remote_run.manifest["platform"]["python"] != ""  # the board's python, recorded
+    assert {r["suite"] for r in remote_run.records} == {r["suite"] for r in local_run.records}
+    assert codec_shape(remote_run) == codec_shape(local_run)
+    [run_dir] = board_runs(work)
+    assert_each_sample_once(remote_out, run_dir / detached.RESULTS)
+
+
+def test_fetch_by_id_and_errors(board, tmp_path, capsys):
+    work, url = board
+    first = tmp_path / "first"
+    assert evbench(["run", "--board", url, *QUICK, "--profile", "int", "--out", str(first)]) == 0
+    [run_dir] = board_runs(work)
+    again = tmp_path / "again"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(again)]) == 0
+    assert results.verify_checksums(again) == []
+    assert (again / results.SAMPLES).read_bytes() == (first / results.SAMPLES).read_bytes()
+    capsys.readouterr()
+
+    assert evbench(["fetch", "--board", url, "20991231T000000Z-000000"]) == 2
+    assert "there is no run 20991231T000000Z-000000" in capsys.readouterr().err
+
+    # A second start of the same run id is refused by the board.
+    launch = [BOARD_PYTHON, str(work / "agent/evbench-agent.pyz"), "launch"]
+    refused = subprocess.run(
+        [*launch, "--run-dir", str(run_dir), "--", "run", "--quick"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "already exists" in refused.stderr
+
+    # A damaged file on the board: refused, and nothing damaged lands here.
+    with open(run_dir / detached.RESULTS / results.SAMPLES, "ab") as stream:
+        stream.write(b" ")
+    damaged = tmp_path / "damaged"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(damaged)]) == 3
+    assert "checksum mismatch for samples.jsonl" in capsys.readouterr().err
+    assert not (damaged / results.SAMPLES).exists()
+    assert not (damaged / results.COMPLETE).exists()
+    assert not list(damaged.glob(".*"))
+
+
+def test_connection_dropped_mid_run_resumes_the_same_run(sshd, board, tmp_path):
+    work, url = board
+    out = tmp_path / "out"
+    process = start_cli("run", "--board", url, *QUICK, *SLOW_PROFILES, "--out", str(out))
+    wait_for(lambda: board_runs(work) and advances(board_runs(work)[0]) >= 2, "the run to start")
+    [run_dir] = board_runs(work)
+    assert not (run_dir / detached.EXIT).exists(), "the run ended before the drop"
+    assert sshd.drop_connections() >= 1
+    _stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "reconnecting" in stderr and "reconnected" in stderr
+    assert board_runs(work) == [run_dir]  # only one run on the board
+    progress = (run_dir / detached.PROGRESS).read_text()
+    assert progress.count('"event": "start"') == 1  # started once, never relaunched
+    assert (out / results.COMPLETE).exists() and results.verify_checksums(out) == []
+    assert_each_sample_once(out, run_dir / detached.RESULTS)
+
+
+def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
+    work, url = board
+    first = tmp_path / "first"
+    assert evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(first)]) == 0
+    [run_dir] = board_runs(work)
+    board_results = run_dir / detached.RESULTS
+    # A large file makes the fetch last long enough to cut it (as telemetry can be).
+    (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 20))
+    results.write_checksums(board_results)
+    out = tmp_path / "out"
+    process = start_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
+    part = out / ".bulk.bin.part"
+    wait_for(lambda: part.exists() and part.stat().st_size > 0, "the fetch to be under way")
+    assert sshd.drop_connections() >= 1
+    _stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "reconnecting" in stderr
+    assert results.verify_checksums(out) == []
+    assert (out / "bulk.bin").read_bytes() == (board_results / "bulk.bin").read_bytes()
+    assert (out / results.COMPLETE).exists() and not list(out.glob(".*"))
+    assert_each_sample_once(out, board_results)
+
+
+def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
+    work, url = board
+    assert evbench(["deploy", "--board", url]) == 0
+    run_id = "20261130T000000Z-feed01"
+    run_dir = work / "runs" / run_id
+    agent = [BOARD_PYTHON, str(work / "agent/evbench-agent.pyz")]
+    run_argv = ["run", *QUICK, *SLOW_PROFILES, "--progress", "json", "--run-id", run_id]
+    subprocess.run(
+        [
+            *agent,
+            "launch",
+            "--run-dir",
+            str(run_dir),
+            "--",
+            *run_argv,
+            "--out",
+            str(run_dir / "results"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wait_for(lambda: advances(run_dir) >= 2, "the run to measure")
+    # A reboot cannot happen here: the run is killed outright (as power loss
+    # would) and its launch record given another boot id, as after a reboot.
+    launched = json.loads((run_dir / detached.LAUNCH).read_text())
+    os.killpg(launched["pid"], signal.SIGKILL)
+    wait_for(lambda: not process_alive(launched["pid"]), "the run to die", 30)
+    launched["boot_id"] = "00000000-0000-0000-0000-000000000000"
+    (run_dir / detached.LAUNCH).write_text(json.dumps(launched))
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert evbench(["fetch", "--board", url, run_id, "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert "the board rebooted during the run" in err and "PARTIAL" in err
+    assert not (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
+    run = results.load_run(out)
+    assert run.manifest["status"] == "interrupted" and not run.complete
+    assert list(run.samples())  # what was measured before the reboot is kept
