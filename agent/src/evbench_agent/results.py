@@ -183,7 +183,6 @@ class RunWriter:
         self.directory = Path(directory)
         self.run_id = run_id
         prepare_output(self.directory)
-        self._samples = open(self.directory / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         document = {"format": FORMAT, "version": VERSION, "run_id": self.run_id, **manifest}
@@ -191,17 +190,17 @@ class RunWriter:
 
     def add(self, sample_sets: Iterable[SampleSet]) -> None:
         """Append raw samples and push them to disk before returning."""
-        for sample_set in sample_sets:
-            self._samples.write(json.dumps(sample_set.as_dict()) + "\n")
-        self._samples.flush()
-        os.fsync(self._samples.fileno())
+        lines = "".join(json.dumps(s.as_dict()) + "\n" for s in sample_sets)
+        with open(self.directory / SAMPLES, "a", encoding="utf-8") as stream:
+            stream.write(lines)
+            stream.flush()
+            os.fsync(stream.fileno())
 
     def write_file(self, name: str, data: bytes) -> None:
         write_atomic(self.directory / name, data)
 
     def finish(self, complete: bool) -> list[dict[str, Any]]:
         """Write the summary and the checksums; mark the run complete only if it is."""
-        self._samples.close()
         records = summarize(read_samples(self.directory))
         write_json(
             self.directory / SUMMARY,

@@ -1,0 +1,97 @@
+"""Every installed codec round-trips every profile to the same values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evbench_agent import codecs, payloads
+from evbench_agent.errors import UserError
+
+#: float32 keeps 24 significant bits: a value read back differs by at most this ratio.
+FLOAT32_RELATIVE = 2.0**-23
+
+ALL_CODECS = list(codecs.CODECS)
+PROFILES = list(payloads.PROFILES)
+
+
+def _same(expected, actual, rel: float) -> bool:
+    if isinstance(expected, float) or isinstance(actual, float):
+        return math.isclose(expected, actual, rel_tol=rel, abs_tol=0.0)
+    if isinstance(expected, dict):
+        return expected.keys() == actual.keys() and all(
+            _same(expected[k], actual[k], rel) for k in expected
+        )
+    if isinstance(expected, list):
+        return len(expected) == len(actual) and all(
+            _same(e, a, rel) for e, a in zip(expected, actual, strict=True)
+        )
+    return expected == actual and type(expected) is type(actual)
+
+
+def test_the_always_present_codecs_are_available():
+    assert {"protobuf", "json", "protobuf-json"} <= set(codecs.available())
+
+
+def test_the_optional_codecs_of_the_dev_environment_are_detected():
+    # requirements of agent[fast]; the test environment installs them all.
+    assert set(ALL_CODECS) == set(codecs.available())
+
+
+@pytest.mark.parametrize("profile_name", PROFILES)
+@pytest.mark.parametrize("codec_name", ALL_CODECS)
+def test_round_trip_keeps_every_value(codec_name, profile_name):
+    profile = payloads.get(profile_name)
+    bound = codecs.get(codec_name).bind(profile)
+    for item in profile.payloads(25):
+        blob = bound.encode(bound.data(item))
+        assert isinstance(blob, bytes) and blob
+        decoded = bound.decode(blob)
+        if bound.carries == codecs.MESSAGE:
+            assert decoded == item.message  # exact: the message's own field types
+        else:
+            assert _same(item.plain, decoded, rel=0.0)  # doubles survive exactly
+
+
+@pytest.mark.parametrize("profile_name", PROFILES)
+def test_message_and_plain_forms_carry_the_same_values(profile_name):
+    # The protobuf message may store readings as float32 (ev-full): equal within it.
+    profile = payloads.get(profile_name)
+    for item in profile.payloads(25):
+        assert _same(item.plain, profile.to_plain(item.message), rel=FLOAT32_RELATIVE)
+
+
+@pytest.mark.parametrize("profile_name", ["seed", "ev-full", "object-list", "string-map"])
+def test_decode_access_reads_the_same_number_of_leaves_in_every_codec(profile_name):
+    profile = payloads.get(profile_name)
+    item = profile.payloads(1)[0]
+    counts = {}
+    for name in ALL_CODECS:
+        bound = codecs.get(name).bind(profile)
+        counts[name] = bound.access(bound.decode(bound.encode(bound.data(item))))
+    assert len(set(counts.values())) == 1, counts
+    assert counts["json"] > 1
+
+
+def test_protobuf_json_prints_fields_without_presence():
+    profile = payloads.get("ev-full")
+    item = next(p for p in profile.payloads(50) if not p.plain["charger"]["plugged_in"])
+    text = codecs.get("protobuf-json").bind(profile).encode(item.message).decode()
+    assert '"pluggedIn":false' in text  # a default value, printed as the JSON codecs do
+
+
+def test_backend_is_reported():
+    assert codecs.protobuf_backend() in ("upb", "cpp", "python")
+
+
+def test_unknown_and_missing_codecs_are_refused_naming_the_alternatives(monkeypatch):
+    with pytest.raises(UserError, match="unknown codec 'nope'"):
+        codecs.get("nope")
+    missing = codecs.Codec(
+        "ghost", "evbench_no_such_module", "ghost", codecs.PLAIN, "absent", lambda m, p: (m, p)
+    )
+    monkeypatch.setitem(codecs.CODECS, "ghost", missing)
+    with pytest.raises(UserError, match="not installed") as caught:
+        codecs.get("ghost")
+    assert "json" in caught.value.hint

@@ -1,0 +1,147 @@
+"""`evbench run --board local` end to end: the agent as a real separate process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evbench_agent import results
+
+EVBENCH = [sys.executable, "-m", "evbench"]
+AGENT = [sys.executable, "-m", "evbench_agent"]
+
+
+def _run(argv, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def _mean(summary: dict, codec: str, metric: str = "size", profile: str = "seed") -> float:
+    (record,) = [
+        r
+        for r in summary["records"]
+        if (r["codec"], r["metric"], r["profile"]) == (codec, metric, profile)
+    ]
+    return record["mean"]
+
+
+def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path):
+    out = tmp_path / "run"
+    done = _run(
+        EVBENCH
+        + ["run", "--board", "local", "--suite", "codec", "--profile", "seed"]
+        + ["--codecs", "json,protobuf", "--quick", "--out", str(out)]
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert _mean(summary, "protobuf") == pytest.approx(276.8, rel=0.03)
+    assert _mean(summary, "json") == pytest.approx(995.2, rel=0.03)
+    assert (out / "complete").exists()
+    assert results.verify_checksums(out) == []
+    header = done.stdout.splitlines()[0]
+    for column in ("Metric", "JSON", "Protobuf", "% Diff", "Winner"):
+        assert column in header
+    assert "Serialization" in done.stdout and "Protobuf" in done.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["quick"] is True and manifest["status"] == "complete"
+    assert manifest["platform"]["protobuf_backend"] in ("upb", "cpp", "python")
+    records = {(r["codec"], r["metric"]): r for r in summary["records"]}
+    encode = records[("json", "encode")]
+    assert encode["unit"] == "s" and encode["n"] == 10 and encode["params"]["loops"] >= 1
+
+
+def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
+    out = tmp_path / "run"
+    done = _run(
+        EVBENCH + ["run", "--profile", "all", "--codecs", "all", "--quick", "--out", str(out)]
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    profiles = {r["profile"] for r in summary["records"]}
+    codec_names = {r["codec"] for r in summary["records"]}
+    assert {"seed", "ev-full", "skip-nested", "string-map"} <= profiles
+    assert {"protobuf", "json", "protobuf-json", "orjson", "cbor2"} <= codec_names
+    comparison = done.stdout.split("\nValues:")[0].splitlines()[2:]  # the first table's rows
+    winners = [line.split("|")[5].strip() for line in comparison]
+    assert set(winners) <= {"JSON", "Protobuf", "tie"} and "Protobuf" in winners
+    assert "Medians per codec" in done.stdout
+
+
+def test_unknown_codec_is_a_one_line_usage_error_before_anything_runs(tmp_path):
+    out = tmp_path / "run"
+    done = _run(EVBENCH + ["run", "--codecs", "json,yaml", "--quick", "--out", str(out)])
+    assert done.returncode == 2
+    assert "unknown codec 'yaml'" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_non_empty_output_directory_is_refused(tmp_path):
+    (tmp_path / "keep.txt").write_text("precious")
+    done = _run(EVBENCH + ["run", "--quick", "--out", str(tmp_path)])
+    assert done.returncode == 2 and "not empty" in done.stderr
+    assert (tmp_path / "keep.txt").read_text() == "precious"
+
+
+def _wait_for(path: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.stat().st_size > 0):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        EVBENCH + ["run", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert not (out / "complete").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"] is True and summary["records"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["end_time"]
+    assert results.verify_checksums(out) == []
+    assert "PARTIAL" in stderr
+
+
+def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        AGENT + ["run", "--profile", "seed", "--codecs", "json", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(out / "samples.jsonl")
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert (out / "summary.json").exists() and not (out / "complete").exists()
+
+
+def test_agent_info_reports_platform_versions_and_codecs():
+    done = _run(AGENT + ["info", "--json"])
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["machine"] == os.uname().machine
+    assert "protobuf" in info["codecs"] and info["results_format"] == results.VERSION
+    assert info["clock"]["timer"] == "time.perf_counter_ns"
+
+
+def test_usage_errors_exit_2_with_a_hint():
+    done = _run(EVBENCH + ["run", "--bogus"])
+    assert done.returncode == 2
+    assert "hint:" in done.stderr and "Traceback" not in done.stderr
+    assert _run(AGENT + ["frobnicate"]).returncode == 2
