@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import AGENT_SRC, ROOT, require
@@ -71,7 +72,7 @@ def test_agent_runs_a_quick_suite_on_each_runtime(runtime, tmp_path):
 
 
 def test_agent_source_needs_no_python_newer_than_3_10():
-    vermin = shutil.which("vermin", path=os.path.dirname(sys.executable))
+    vermin = shutil.which("vermin", path=str(Path(sys.executable).parent))
     require(vermin is not None, "vermin (requirements-dev.txt)")
     done = subprocess.run(
         [

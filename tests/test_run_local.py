@@ -34,9 +34,21 @@ def _mean(summary: dict, codec: str, metric: str = "size", profile: str = "seed"
 def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path):
     out = tmp_path / "run"
     done = _run(
-        EVBENCH
-        + ["run", "--board", "local", "--suite", "codec", "--profile", "seed"]
-        + ["--codecs", "json,protobuf", "--quick", "--out", str(out)]
+        [
+            *EVBENCH,
+            "run",
+            "--board",
+            "local",
+            "--suite",
+            "codec",
+            "--profile",
+            "seed",
+            "--codecs",
+            "json,protobuf",
+            "--quick",
+            "--out",
+            str(out),
+        ]
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -59,7 +71,7 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
 def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
     out = tmp_path / "run"
     done = _run(
-        EVBENCH + ["run", "--profile", "all", "--codecs", "all", "--quick", "--out", str(out)]
+        [*EVBENCH, "run", "--profile", "all", "--codecs", "all", "--quick", "--out", str(out)]
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -75,7 +87,7 @@ def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
 
 def test_unknown_codec_is_a_one_line_usage_error_before_anything_runs(tmp_path):
     out = tmp_path / "run"
-    done = _run(EVBENCH + ["run", "--codecs", "json,yaml", "--quick", "--out", str(out)])
+    done = _run([*EVBENCH, "run", "--codecs", "json,yaml", "--quick", "--out", str(out)])
     assert done.returncode == 2
     assert "unknown codec 'yaml'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists() or not any(out.iterdir())
@@ -83,7 +95,7 @@ def test_unknown_codec_is_a_one_line_usage_error_before_anything_runs(tmp_path):
 
 def test_a_non_empty_output_directory_is_refused(tmp_path):
     (tmp_path / "keep.txt").write_text("precious")
-    done = _run(EVBENCH + ["run", "--quick", "--out", str(tmp_path)])
+    done = _run([*EVBENCH, "run", "--quick", "--out", str(tmp_path)])
     assert done.returncode == 2 and "not empty" in done.stderr
     assert (tmp_path / "keep.txt").read_text() == "precious"
 
@@ -98,14 +110,14 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
 def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
-        EVBENCH + ["run", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
+        [*EVBENCH, "run", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=120)
+    _stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert not (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
@@ -119,7 +131,7 @@ def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
 def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
-        AGENT + ["run", "--profile", "seed", "--codecs", "json", "--out", str(out)],
+        [*AGENT, "run", "--profile", "seed", "--codecs", "json", "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -132,7 +144,7 @@ def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
 
 
 def test_agent_info_reports_platform_versions_and_codecs():
-    done = _run(AGENT + ["info", "--json"])
+    done = _run([*AGENT, "info", "--json"])
     assert done.returncode == 0, done.stderr
     info = json.loads(done.stdout)
     assert info["machine"] == os.uname().machine
@@ -141,7 +153,7 @@ def test_agent_info_reports_platform_versions_and_codecs():
 
 
 def test_usage_errors_exit_2_with_a_hint():
-    done = _run(EVBENCH + ["run", "--bogus"])
+    done = _run([*EVBENCH, "run", "--bogus"])
     assert done.returncode == 2
     assert "hint:" in done.stderr and "Traceback" not in done.stderr
-    assert _run(AGENT + ["frobnicate"]).returncode == 2
+    assert _run([*AGENT, "frobnicate"]).returncode == 2
