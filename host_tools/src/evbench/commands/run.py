@@ -38,6 +38,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "--cool-to", type=float, metavar="CELSIUS", help="before each phase, wait until cooler"
     )
     parser.add_argument("--governor", help="cpufreq governor for the run (restored after)")
+    parser.add_argument("--peer", help="link: loopback (default), HOST:PORT, or host")
+    parser.add_argument("--mode", choices=("ack", "echo"), help="link: responder mode (ack)")
+    parser.add_argument("--rate", type=float, metavar="HZ", help="link: messages/s (20)")
+    parser.add_argument("--duration", type=float, metavar="S", help="link: seconds per phase")
+    parser.add_argument("--count", type=int, help="link: messages per phase")
+    parser.add_argument("--window", type=int, help="link: messages in flight, saturation (8)")
+    parser.add_argument("--realtime", action="store_true", help="link: SCHED_FIFO, 1 ns slack")
     parser.add_argument(
         "--accept-new-host-key",
         action="store_true",
@@ -59,6 +66,11 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[s
     for flag in ("telemetry_interval", "cool_to", "governor"):  # telemetry, passed through
         if getattr(args, flag, None) is not None:
             argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    for flag in ("peer", "mode", "rate", "duration", "count", "window"):  # link, passed through
+        if getattr(args, flag, None) is not None:
+            argv += [f"--{flag}", str(getattr(args, flag))]
+    if getattr(args, "realtime", False):
+        argv.append("--realtime")
     return argv
 
 
