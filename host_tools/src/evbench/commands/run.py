@@ -107,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
     board = open_board(args.board, accept_new_host_key=args.accept_new_host_key)
     if args.board != "local":
         with board:
-            status, log = _run_remote(board, args, run_id, out)
+            try:
+                status, log = _run_remote(board, args, run_id, out)
+            finally:
+                # A console session's transcript goes beside the results it brought back.
+                if out.is_dir() and hasattr(board, "save_transcript"):
+                    board.save_transcript(out)
         return _finish(args, out, status, log)
     with board:
         command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))

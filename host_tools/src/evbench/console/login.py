@@ -22,11 +22,14 @@ ANSI = re.compile(rb"\x1b(\[[0-9;?]*[A-Za-z]|[()][A-Z0-9]|[=>])")
 KERNEL_LINE = re.compile(rb"\r*\n?\[\s*\d+\.\d+\] [^\r\n]*\r*\n")
 LOGIN_PROMPT = re.compile(rb"(?i)\blogin:\s*$")
 PASSWORD_PROMPT = re.compile(rb"(?i)password:\s*$")
+PASSWORD_PROMPT_ANYWHERE = re.compile(rb"(?i)password: ")
 SHELL_PROMPT = re.compile(rb"[$#%>]\s*$")
 REFUSED = re.compile(rb"(?i)login incorrect|authentication fail|permission denied|access denied")
 #: How long the console must stay quiet before its last line counts as a prompt.
 SETTLE = 0.6
-WAKE_TRIES = 3
+WAKE_TRIES = 5
+#: After the password, how long to wait for a prompt before asking for a fresh one.
+PROBE_AFTER = 3.0
 
 
 def _tail(data: bytes) -> bytes:
@@ -106,7 +109,7 @@ class LoginStrategy:
             hint="is a program holding the console? try `evbench console` to look",
         )
 
-    def _send_password(self, deadline: Deadline) -> bytes:
+    def _send_password(self, deadline: Deadline) -> str:
         try:
             secret = self.password()
         except ValueError as error:
@@ -116,10 +119,18 @@ class LoginStrategy:
             ) from error
         self.link.transcript.add_secret(secret)
         self.link.write(secret + b"\r", secret=True)
-        return self._after_credentials(deadline)
+        return self._after_credentials(deadline, probe=True)
 
-    def _after_credentials(self, deadline: Deadline) -> bytes:
+    def _after_credentials(self, deadline: Deadline, probe: bool) -> str:
+        """ "password" or "shell", whichever prompt follows; an error if the login is refused.
+
+        A password prompt counts wherever it shows in what came (a kernel
+        message may follow it). A shell prompt can hide inside a kernel line,
+        so with `probe`, an empty line asks for a fresh one every few seconds:
+        harmless to a shell, and to a login that failed it is only an empty name.
+        """
         seen = b""
+        asked = Deadline(PROBE_AFTER)
         while not deadline.expired:
             seen += self._settle(deadline)
             tail = _tail(seen)
@@ -128,10 +139,13 @@ class LoginStrategy:
                     f"login as {self.user!r} on {self.link.address.url} was refused",
                     hint="check the user (?user=NAME) and EVBENCH_PASSWORD",
                 )
-            if PASSWORD_PROMPT.search(tail):
-                return tail
+            if PASSWORD_PROMPT_ANYWHERE.search(ANSI.sub(b"", seen)):
+                return "password"
             if SHELL_PROMPT.search(tail):
-                return tail
+                return "shell"
+            if probe and asked.expired:
+                self.link.write(b"\r")
+                asked = Deadline(PROBE_AFTER)
         raise self.link.error(f"no shell prompt within {deadline.seconds:.0f} s of logging in")
 
     def open_shell(self) -> None:
@@ -144,13 +158,11 @@ class LoginStrategy:
         if LOGIN_PROMPT.search(tail):
             self.link.transcript.note(f"login prompt seen; logging in as {self.user}")
             self.link.write(self.user.encode() + b"\r")
-            tail = self._after_credentials(deadline)
-            if PASSWORD_PROMPT.search(tail):
-                tail = self._send_password(deadline)
-                if PASSWORD_PROMPT.search(tail):
-                    raise self.link.error(
-                        f"login as {self.user!r} was refused (asked for the password again)",
-                        hint=f"check {PASSWORD_VARIABLE}",
-                    )
+            asked = self._after_credentials(deadline, probe=False)
+            if asked == "password" and self._send_password(deadline) == "password":
+                raise self.link.error(
+                    f"login as {self.user!r} was refused (asked for the password again)",
+                    hint=f"check {PASSWORD_VARIABLE}",
+                )
             self.logged_in = True
         self.link.transcript.note("shell prompt seen")
