@@ -5,7 +5,8 @@
     with the same framing and payload size, and against
     `sockperf ping-pong --tcp --full-rtt -m 1000`: at 50 ms and back to back.
 (b) `send_lateness` of the periodic sender at 50 ms against
-    `cyclictest -i 50000 -m` under the same scheduling policy.
+    `cyclictest -i 50000 -m` under the same scheduling policy, running at the
+    same time (so both meet the same load).
 
 Rounds alternate the tools (evbench, bare, sockperf, cyclictest, ...) so slow
 drift hits them alike. Medians come with their 95 % interval (order
@@ -114,13 +115,19 @@ def sockperf_median(port: int, rate_hz: float | None, seconds: float, prefix: li
     return float(match.group(1)) / 1e6
 
 
-def cyclictest_latencies(seconds: float, realtime: bool) -> list[float]:
-    """cyclictest -i 50000 -m: every wake-up latency from its 1 µs histogram, s."""
+def start_cyclictest(seconds: float, realtime: bool) -> subprocess.Popen:
+    """cyclictest -i 50000 -m, in the background: it runs while evbench's sender does,
+    so both see the same load (they sleep nearly all the time and barely meet)."""
     loops = str(int(seconds * RATE_HZ))
     argv = ["cyclictest", "-i", "50000", "-m", "-q", "-l", loops, "-h", "20000"]
     if realtime:
         argv += ["-p", str(timing.FIFO_PRIORITY)]
-    output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def cyclictest_latencies(process: subprocess.Popen) -> list[float]:
+    """Every wake-up latency from cyclictest's 1 µs histogram, s."""
+    output, _ = process.communicate(timeout=600)
     values = []
     for line in output.splitlines():
         match = re.fullmatch(r"(\d+)\s+(\d+)", line.strip())
@@ -197,7 +204,11 @@ def main() -> int:
             time.sleep(1)  # sockperf's server: no ready signal
             for round_number in range(args.rounds):
                 print(f"round {round_number + 1}/{args.rounds}", file=sys.stderr)
+                cyclictest = start_cyclictest(args.seconds, args.realtime)
                 phase = evbench_periodic(responder.address, link, data, args.seconds)
+                results.setdefault("cyclictest -i 50000 -m", []).extend(
+                    cyclictest_latencies(cyclictest)
+                )
                 measured = figures.PhaseFigures(phase, RATE_HZ, 1 / RATE_HZ)
                 results.setdefault("evbench rtt_transport 50 ms", []).extend(measured.rtt_transport)
                 results.setdefault("evbench send_lateness 50 ms", []).extend(measured.send_lateness)
@@ -210,9 +221,6 @@ def main() -> int:
                 )
                 results.setdefault("sockperf 50 ms (medians of runs)", []).append(
                     sockperf_median(11111, RATE_HZ, args.seconds, prefix)
-                )
-                results.setdefault("cyclictest -i 50000 -m", []).extend(
-                    cyclictest_latencies(args.seconds, args.realtime)
                 )
                 results.setdefault("evbench rtt_transport back to back", []).extend(
                     evbench_back_to_back(responder.address, link, data, args.b2b_seconds)
