@@ -95,6 +95,13 @@ class Board(abc.ABC):
         """Start a command and stream bytes into it (evbench flash --board)."""
         raise UserError(f"the board {self.url} cannot stream data into a command")
 
+    def network_addresses(self) -> tuple[str, str]:
+        """(this host's, the board's) addresses on the network connection to the board."""
+        raise UserError(
+            f"{self.url} is not reached over the network",
+            hint="give the link peer as --peer HOST:PORT",
+        )
+
     def reconnect(self) -> None:  # noqa: B027 - transports without a connection keep this
         """Open the transport again after ConnectionLost (the local board never loses it)."""
 

@@ -354,6 +354,11 @@ class SshBoard(Board):
         self.close()
         self.connect()
 
+    def network_addresses(self) -> tuple[str, str]:
+        self.check_alive()
+        sock = self._client.get_transport().sock
+        return sock.getsockname()[0], sock.getpeername()[0]
+
     def check_alive(self) -> None:
         """Raise ConnectionLost when the connection has dropped."""
         transport = self._client.get_transport() if self._client else None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
-from evbench import table
+from evbench import link_peer, table
 from evbench.boards import Board, open_board
 from evbench.progress import ProgressView
 from evbench_agent import results
@@ -103,6 +104,7 @@ def _write_report(out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
+    link_peer.check_peer(args.board, getattr(args, "peer", None))
     results.prepare_output(out)
     board = open_board(args.board, accept_new_host_key=args.accept_new_host_key)
     if args.board != "local":
@@ -115,18 +117,23 @@ def run(args: argparse.Namespace) -> int:
                     board.save_transcript(out)
         return _finish(args, out, status, log)
     with board:
-        command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))
-        try:
-            with ProgressView() as view:
-                for line in command.lines():
-                    if not view.feed(line):
-                        print(line, file=sys.stderr)
-            status = command.wait(AGENT_EXIT_TIMEOUT)
-        except KeyboardInterrupt:
-            command.interrupt()
-            status = command.wait(AGENT_EXIT_TIMEOUT)
-        log = command.stderr()
+        status, log = _run_local(board, args, run_id, out)
     return _finish(args, out, status, log)
+
+
+def _run_local(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
+    """The agent on this machine, writing straight into `out`."""
+    command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))
+    try:
+        with ProgressView() as view:
+            for line in command.lines():
+                if not view.feed(line):
+                    print(line, file=sys.stderr)
+        status = command.wait(AGENT_EXIT_TIMEOUT)
+    except KeyboardInterrupt:
+        command.interrupt()
+        status = command.wait(AGENT_EXIT_TIMEOUT)
+    return status, command.stderr()
 
 
 def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
@@ -138,13 +145,29 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
     with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
         install = deploy.ensure_agent(board, Path(staging))
     print(f"agent {install.version} ({install.source}, {install.action})", file=sys.stderr)
-    return remote_run.run_and_fetch(
-        board,
-        install.command,
-        run_id,
-        lambda results_dir: _agent_arguments(args, run_id, results_dir),
-        out,
+    peer = getattr(args, "peer", None)
+    if peer == "board":  # the roles reversed: this machine measures, the board answers
+        from evbench.boards.local import LocalBoard
+
+        with link_peer.board_responder(board, install.command) as address:
+            return _run_local(LocalBoard(), _with_peer(args, address), run_id, out)
+    responder = (
+        link_peer.host_responder(board, getattr(args, "realtime", False))
+        if peer == "host"
+        else contextlib.nullcontext(peer)
     )
+    with responder as address:
+        return remote_run.run_and_fetch(
+            board,
+            install.command,
+            run_id,
+            lambda results_dir: _agent_arguments(_with_peer(args, address), run_id, results_dir),
+            out,
+        )
+
+
+def _with_peer(args: argparse.Namespace, peer: str | None) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "peer": peer})
 
 
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
