@@ -45,6 +45,8 @@ class ConsoleLink:
         self.address = address
         self.transcript = transcript
         self.buffer = bytearray()
+        #: Bytes received since the line opened: a request that adds none met a dead line.
+        self.received = 0
         # A local UART must not block a write forever (flow control stuck);
         # pyserial's network ports refuse the option and time out on their own.
         limits = {} if address.is_network else {"write_timeout": 10}
@@ -90,6 +92,7 @@ class ConsoleLink:
         except (serial.SerialException, OSError) as error:
             raise self.error(f"reading from the console failed: {error}") from error
         if data:
+            self.received += len(data)
             self.transcript.received(data)
             self.buffer += data
             if len(self.buffer) > MAX_BUFFER:

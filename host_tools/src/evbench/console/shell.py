@@ -28,7 +28,7 @@ MAX_COMMAND = 2048
 #: Rounds of asking again for frames that a noisy line spoiled.
 MAX_RETRIES = 8
 #: With the command done, a line that stays silent this long has failed.
-SILENCE = 10.0
+SILENCE = 6.0
 NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
 TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
 
@@ -190,8 +190,11 @@ class ShellSession:
         return False
 
     def request(self, line: bytes, tag: str, reply: Reply, deadline: Deadline) -> bool:
+        """Send `line` and gather its frames; False if not one byte came back (a dead line)."""
+        before = self.link.received
         self.link.write(line)
-        return self.collect(tag, reply, deadline)
+        self.collect(tag, reply, deadline)
+        return self.link.received > before
 
     def repair(
         self,
@@ -213,9 +216,15 @@ class ShellSession:
             ):
                 self.retried += 1
                 tag = frames.new_tag()
-                self.request(describe(tag), tag, reply, deadline)
+                if not self.request(describe(tag), tag, reply, deadline):
+                    break
                 continue
-            wanted = [(name, i) for name, state in reply.files.items() for i in state.missing()]
+            wanted = [
+                (name, index)
+                for name, state in reply.files.items()
+                if name in paths
+                for index in state.missing()
+            ]
             if not wanted:
                 return
             self.retried += len(wanted)
@@ -226,8 +235,7 @@ class ShellSession:
                 for name, index in wanted[:40]
             ]
             line = (" ".join(parts) + f" __evb_f {tag} E\r").encode("ascii")
-            self.request(line, tag, reply, deadline)
-            if deadline.expired:
+            if not self.request(line, tag, reply, deadline) or deadline.expired:
                 break
 
     def fetch(
