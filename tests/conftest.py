@@ -61,3 +61,28 @@ def ssh_home(sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("SSH_AUTH_SOCK", "EVBENCH_PASSWORD"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def console_user():
+    """A throwaway user for the console tests' logins (tests/console_rig.py)."""
+    from console_rig import ThrowawayUser
+
+    require(os.geteuid() == 0, "root (the console tests create a throwaway user)")
+    user = ThrowawayUser(
+        require_command("useradd"), require_command("userdel"), require_command("chpasswd")
+    )
+    yield user
+    user.remove()
+
+
+@pytest.fixture
+def console_line(console_user, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A fresh console: agetty and login behind a throttled, noisy pty line (console_rig.py)."""
+    from console_rig import ConsoleRig
+
+    rig = ConsoleRig(tmp_path / "line", require_command("socat"), require_command("agetty"))
+    monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
+    monkeypatch.chdir(tmp_path)  # transcripts without --out go to results/console here
+    yield rig
+    rig.stop()
