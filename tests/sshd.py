@@ -74,11 +74,12 @@ class Sshd:
             f"HostKey {self.host_key}\n"
             f"PidFile {self.directory / 'sshd.pid'}\n"
             f"AuthorizedKeysFile {authorized}\n"
-            f"AllowUsers {self.user}\n"
+            # The test user, and the throwaway users tests create (evb...) for passwords.
+            f"AllowUsers {self.user} evb*\n"
             # The key files live in a pytest temporary directory, not a home.
             "StrictModes no\n"
             "UsePAM no\n"
-            "PasswordAuthentication no\n"
+            "PasswordAuthentication yes\n"
             "KbdInteractiveAuthentication no\n"
             "PermitRootLogin prohibit-password\n"
             "MaxStartups 50\n"

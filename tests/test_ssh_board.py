@@ -117,11 +117,25 @@ def test_password_is_never_echoed_or_logged(sshd, ssh_home, tmp_path, monkeypatc
     (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: only the password is left to try
     secret = "s3cret-Not-For-Logs"
     monkeypatch.setenv("EVBENCH_PASSWORD", secret)
-    # This sshd allows no password logins, so the login fails after offering it.
+    # This sshd takes no password for root, so the login fails after offering it.
     assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
     captured = capsys.readouterr()
     assert "refused the login" in captured.err
     assert secret not in captured.out + captured.err + sshd.log_text()
+
+
+def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monkeypatch, capsys):
+    (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: the password is the way in
+    url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
+    monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
+    assert evbench(["deploy", "--board", url]) == 0
+    assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()
+    monkeypatch.setenv("EVBENCH_PASSWORD", "not-" + console_user.password)
+    assert evbench(["deploy", "--board", url]) == 2
+    captured = capsys.readouterr()
+    assert f"refused the login as {console_user.name!r}" in captured.err
+    for secret in (console_user.password, "not-" + console_user.password):
+        assert secret not in captured.out + captured.err + sshd.log_text()
 
 
 def test_unreachable_host(ssh_home, tmp_path, capsys):
