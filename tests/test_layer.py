@@ -346,21 +346,29 @@ def test_every_kas_repository_is_pinned_to_a_commit() -> None:
     assert 'INIT_MANAGER = "systemd"' in "".join(main["local_conf_header"].values())
 
 
-def test_oelint_reports_nothing() -> None:
-    oelint = _venv_command("oelint-adv")
+def _oelint(layer: Path) -> subprocess.CompletedProcess:
     files = sorted(
-        str(p) for p in LAYER.rglob("*") if p.suffix in {".bb", ".bbappend", ".bbclass", ".conf"}
+        str(p) for p in layer.rglob("*") if p.suffix in {".bb", ".bbappend", ".bbclass", ".conf"}
     )
     assert len(files) >= 3, files
     # oelint-adv reads .oelint.cfg (the justified suppressions) from its working directory.
-    result = subprocess.run(
-        [oelint, "--quiet", "--release", "scarthgap", *files],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    command = [_venv_command("oelint-adv"), "--quiet", "--release", "scarthgap", *files]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_oelint_reports_nothing() -> None:
+    result = _oelint(LAYER)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_oelint_finds_a_style_fault(tmp_path: Path) -> None:
+    layer = tmp_path / "meta-evbench"
+    shutil.copytree(LAYER, layer)
+    recipe = layer / agent_recipe().relative_to(LAYER)
+    recipe.write_text(recipe.read_text() + "\ndo_install:append() {\n    mkdir -p ${D}/opt\n}\n")
+    result = _oelint(layer)
+    assert result.returncode != 0
+    assert "oelint.task.nomkdir" in result.stdout + result.stderr
 
 
 def _venv_command(name: str) -> str:
