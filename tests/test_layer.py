@@ -404,6 +404,7 @@ def _verify(root: Path, unit: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.integration  # the real systemd-analyze
 def test_systemd_unit_verifies_in_a_staged_root(tmp_path: Path) -> None:
     exec_start = dict(iter_unit_lines(UNIT))["ExecStart"]
     assert exec_start.split()[:2] == ["/usr/bin/evbench-agent", "serve"]
@@ -411,6 +412,7 @@ def test_systemd_unit_verifies_in_a_staged_root(tmp_path: Path) -> None:
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
 
 
+@pytest.mark.integration  # the real systemd-analyze
 def test_systemd_verify_fails_without_the_agent(tmp_path: Path) -> None:
     result = _verify(tmp_path, _staged_root(tmp_path, with_agent=False))
     assert result.returncode != 0
