@@ -27,7 +27,14 @@ from pathlib import Path
 
 from evboard_archive import SUITE, Archive, BoardBuildError, host_mirror
 from evboard_kernel import build_initramfs, extract_kernel
-from evboard_rootfs import PACKAGES, configure, debootstrap, make_disk, unmount_below
+from evboard_rootfs import (
+    DEBOOTSTRAP_OPTIONS,
+    PACKAGES,
+    configure,
+    debootstrap,
+    make_disk,
+    unmount_below,
+)
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "cache"
@@ -115,6 +122,32 @@ def build(archive: Archive, inputs: dict, target: Path) -> None:
     (target / "board.json").write_text(json.dumps(info, indent=2) + "\n")
 
 
+def _base_root(root: Path, archive: Archive, inputs: dict, log: Path) -> None:
+    """debootstrap into root, or unpack the same debootstrap saved by an earlier build
+    (named by the packages' versions), so changing only the board's configuration
+    costs a minute instead of a debootstrap."""
+    what = [inputs["suite"], inputs["packages"], DEBOOTSTRAP_OPTIONS]
+    key = hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+    saved = CACHE / "debootstrap" / f"{key}.tar"
+    root.mkdir()
+    if saved.exists():
+        _say(f"unpacking the saved debootstrap {saved.name}")
+        subprocess.run(
+            ["tar", "--numeric-owner", "-xpf", str(saved), "-C", str(root)], check=True, timeout=600
+        )
+        return
+    _say(f"debootstrap {SUITE} arm64 (about 5 minutes under emulation; log: {log})")
+    debootstrap(root, archive.mirror, log)
+    saved.parent.mkdir(exist_ok=True)
+    for old in saved.parent.glob("*.tar"):
+        old.unlink()  # one is enough; each is ~400 MB
+    partial = saved.with_suffix(".partial")
+    subprocess.run(
+        ["tar", "--numeric-owner", "-cf", str(partial), "-C", str(root), "."], check=True
+    )
+    partial.rename(saved)
+
+
 def _build_into(archive: Archive, inputs: dict, work: Path, target: Path) -> dict:
     log = target / "build.log"
     _say(f"downloading {inputs['kernel_package']} {inputs['kernel_version']}")
@@ -128,8 +161,7 @@ def _build_into(archive: Archive, inputs: dict, work: Path, target: Path) -> dic
         timeout=60,
     )
     root = work / "root"
-    _say(f"debootstrap {SUITE} arm64 (about 5 minutes under emulation; log: {log})")
-    debootstrap(root, archive.mirror, log)
+    _base_root(root, archive, inputs, log)
     configure(root, key_file.with_suffix(".pub").read_text(), log)
     host_key = (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
     modules = build_initramfs(module_dir, root / "bin/busybox", target / "initramfs.gz")

@@ -87,7 +87,7 @@ class VirtualBoard:
             "-drive", f"if=none,id=emmc,format=raw,snapshot=off,file={self.emmc}",
             "-device", "virtio-blk-pci,drive=emmc,serial=evboard-emmc",
             "-netdev", f"user,id=net,hostfwd=tcp:127.0.0.1:{self.ssh_port}-:22",
-            "-device", "virtio-net-pci,netdev=net",
+            "-device", "virtio-net-pci,netdev=net,romfile=",  # no iPXE boot ROM: -kernel boots
         ]  # fmt: skip
 
     def start(self, timeout: float = 30) -> None:
@@ -196,7 +196,8 @@ class VirtualBoard:
         self.expect(r"Password: ?", 60, "password prompt")
         self.send(f"{ROOT_PASSWORD}\r")
         self.expect(r"[#$] ", 120, "shell prompt after login")
-        self.send(f"PS1='{PROMPT}'\r")
+        # Quoted apart, so the echo of this line does not itself read as the prompt.
+        self.send(f"PS1='{PROMPT[:4]}''{PROMPT[4:]}'\r")
         self.expect(re.escape(PROMPT), 60, "the test prompt")
         deadline = time.monotonic() + network_timeout
         addresses = ""

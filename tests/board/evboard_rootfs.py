@@ -31,6 +31,7 @@ PACKAGES = (
     "procps",
     "busybox-static",
 )
+DEBOOTSTRAP_OPTIONS = ("--arch=arm64", "--variant=minbase")
 HOSTNAME = "evboard"
 ROOT_PASSWORD = "evbench"  # throwaway: the board is reachable only from this machine's loopback
 DISK_LABEL = "evboard"
@@ -116,9 +117,12 @@ def _chroot(root: Path, script: str, log: Path) -> None:
 def debootstrap(root: Path, mirror: str, log: Path) -> None:
     """Install the base system and PACKAGES for arm64 into root."""
     enable_binfmt()
-    argv = ["nice", "-n", "10", "debootstrap", "--arch=arm64", "--variant=minbase"]
+    argv = ["nice", "-n", "10", "debootstrap", *DEBOOTSTRAP_OPTIONS]
     argv += [f"--include={','.join(PACKAGES)}", SUITE, str(root), mirror]
-    _run(argv, "debootstrap", log, 3600)
+    try:
+        _run(argv, "debootstrap", log, 3600)
+    finally:
+        unmount_below(root)  # debootstrap can leave /proc mounted inside the root
 
 
 def configure(root: Path, authorized_key: str, log: Path) -> None:

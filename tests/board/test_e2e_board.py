@@ -12,6 +12,7 @@ import hashlib
 import json
 import lzma
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,21 @@ def test_console_carries_kernel_boot_messages(evboard: BoardSession) -> None:
     transcript = evboard.board.console_log.read_text(errors="replace")
     assert "Booting Linux on physical CPU" in transcript
     assert "login:" in transcript
+
+
+def test_a_second_build_reuses_the_cached_board(evboard: BoardSession) -> None:
+    image = evboard.board.image
+    disk_before = image.disk.stat().st_mtime_ns
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("evboard_image.py"))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == image.directory
+    assert "reusing the cached board" in done.stderr
+    assert image.disk.stat().st_mtime_ns == disk_before
 
 
 def test_diag_over_the_serial_console(evboard: BoardSession, tmp_path: Path) -> None:
