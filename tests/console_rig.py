@@ -217,6 +217,10 @@ class ConsoleRig:
                 raise RuntimeError("socat did not create the pty pair within 10 s")
             time.sleep(0.05)
         self.board_device = os.path.realpath(self.board_link)
+        # A pty's master reads EIO while no one holds its other end, and socat
+        # takes that for the end of the line: keep the host end open, as a
+        # USB serial adapter stays present whether or not a program has it open.
+        self._hold = os.open(self.host_link, os.O_RDWR | os.O_NOCTTY)
         self._agetty = agetty
         self._stop = threading.Event()
         self.logins = 0
@@ -260,6 +264,7 @@ class ConsoleRig:
                 os.killpg(getty.pid, signal.SIGKILL)
                 getty.wait(timeout=5)
         self._getty_thread.join(timeout=5)
+        os.close(self._hold)
         for process in self._processes:
             process.terminate()
             process.wait(timeout=5)

@@ -46,7 +46,8 @@ def _pass_through(link: ConsoleLink, keys: int, screen: int) -> None:
                 return  # end of input (not a terminal): nothing more to send
             quit_at = typed.find(QUIT_KEY)
             if quit_at >= 0:
-                link.write(typed[:quit_at]) if quit_at else None
+                if quit_at:
+                    link.write(typed[:quit_at])
                 return
             link.write(typed)
         if link.read_some(Deadline(POLL)):

@@ -1,0 +1,111 @@
+"""Console addresses, frames and transcripts: the pure parts of the serial console."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from evbench.console import frames
+from evbench.console.shell import estimate_seconds
+from evbench.console.transcript import Transcript
+from evbench.console.url import parse_console_url
+from evbench_agent.errors import UserError
+
+
+def test_serial_url_takes_evbench_options_out():
+    address = parse_console_url("serial:///dev/ttyUSB0?baud=921600&user=field&dir=/data/evb")
+    assert (address.port, address.baud, address.user) == ("/dev/ttyUSB0", 921600, "field")
+    assert (address.python, address.work_dir) == ("python3", "/data/evb")
+    assert not address.is_network
+
+
+def test_serial_url_defaults():
+    address = parse_console_url("serial:///dev/ttyS2")
+    assert (address.baud, address.user, address.work_dir) == (115200, "root", ".evbench")
+
+
+def test_rfc2217_gets_ign_set_control_and_keeps_pyserial_options():
+    address = parse_console_url("rfc2217://lab:7000?user=root&logging=debug")
+    assert address.port == "rfc2217://lab:7000?logging=debug&ign_set_control="
+    assert address.is_network and address.user == "root"
+    given = parse_console_url("rfc2217://lab:7000?ign_set_control")
+    assert given.port.count("ign_set_control") == 1
+
+
+def test_socket_url_is_left_alone():
+    assert parse_console_url("socket://10.0.0.9:4001").port == "socket://10.0.0.9:4001"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("serial://dev/ttyUSB0", "names no device"),
+        ("serial:///dev/ttyUSB0?baud=fast", "baud must be a positive whole number"),
+        ("serial:///dev/ttyUSB0?parity=E", "unknown option(s) parity"),
+        ("serial:///dev/ttyUSB0?user=a&user=b", "gives 'user' twice"),
+        ("serial:///dev/ttyUSB0?user=two%20words", "invalid user"),
+        ("rfc2217://lab", "needs HOST:PORT"),
+        ("telnet://lab:23", "not a console URL"),
+    ],
+)
+def test_bad_console_urls_are_refused_with_a_hint(url, says):
+    with pytest.raises(UserError, match=says.replace("(", r"\(").replace(")", r"\)")) as raised:
+        parse_console_url(url)
+    assert raised.value.hint
+
+
+def _frame(tag: str, body: str) -> bytes:
+    text = f"{tag} {body}"
+    return f"@@{text} {frames.check(text)}".encode()
+
+
+def test_frames_survive_noise_and_refuse_spoiled_or_foreign_ones():
+    tag = frames.new_tag()
+    good = _frame(tag, "D o 0 aGVsbG8=")
+    spoiled = good.replace(b"aGVs", b"aGXs")
+    buffer = bytearray(
+        b"[   12.5] usb 1-1: new device\r\n"
+        + b"[ 13.0] kernel line before it"
+        + good
+        + b"\r\n"
+        + spoiled
+        + b"\r\n"
+        + _frame("00000000", "R 0")
+        + b"\r\npartial @@"
+    )
+    found = frames.take_frames(buffer, tag)
+    assert found == [frames.Frame(tag, "D", ("o", "0", "aGVsbG8="))]
+    assert buffer == bytearray(b"partial @@")  # the incomplete line waits for its end
+
+
+def test_tags_never_spell_alarm_words():
+    for _ in range(200):
+        tag = frames.new_tag()
+        assert "ERROR" not in tag.upper() and "FAIL" not in tag.upper()
+
+
+def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
+    record = Transcript(tmp_path / "t.transcript", "serial:///dev/ttyUSB0")
+    record.add_secret(b"s3cret")
+    record.received(b"Password: \xff\x00")
+    record.sent_secret()
+    record.received(b"echo s3cret\r\n")
+    record.note("done")
+    record.close()
+    text = (tmp_path / "t.transcript").read_text()
+    assert "s3cret" not in text
+    data = [line.split(" ", 2) for line in text.splitlines() if not line.startswith("#")]
+    raw = [
+        (direction, ast.literal_eval(payload)) for _, direction, payload in data if direction != "#"
+    ]
+    assert raw == [
+        ("<", b"Password: \xff\x00"),
+        (">", b"<password redacted>"),
+        ("<", b"echo <password redacted>\r\n"),
+    ]
+
+
+def test_transfer_estimate_at_115200_baud():
+    # 8 KiB as base64 frames at 11520 bytes/s: a little over one second.
+    assert 0.9 < estimate_seconds(8192, 115200) < 1.3
