@@ -7,6 +7,7 @@ from conftest import require_command
 from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, small_image_set
 
 from evbench.flash.source import CorruptImage, ImageSource
+from evbench_agent.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,18 @@ def test_a_misnamed_file_is_refused(images, tmp_path):
     fake.write_bytes(images["gz"].read_bytes())
     with pytest.raises(CorruptImage, match="named as xz"):
         ImageSource(fake)
+
+
+@pytest.mark.parametrize("kind", ["xz", "gz", "bz2", "zst"])
+def test_without_the_command_python_decodes_or_zstd_is_refused(images, kind, monkeypatch, tmp_path):
+    # A machine without xz/gzip/bzip2/zstd on PATH: Python's modules take over, zstd cannot.
+    monkeypatch.setattr("evbench.flash.source.shutil.which", lambda _name: None)
+    if kind == "zst":
+        with pytest.raises(UserError, match="'zstd' command is missing"):
+            collect(ImageSource(images[kind]), [(0, None)])
+        return
+    with ImageSource(images[kind], SMALL_SIZE) as source:
+        assert collect(source, [(0, None)]) == images["plain"].read_bytes()
+    damaged = flip_byte(images[kind], tmp_path / images[kind].name)
+    with ImageSource(damaged, SMALL_SIZE) as source, pytest.raises(CorruptImage):
+        collect(source, [(0, 4096)])

@@ -1,15 +1,18 @@
 """The image as a forward-only stream: plain, xz, gz, bz2 or zstd, never whole in memory.
 
-A reader thread decompresses ahead into a small bounded queue (as bmaptool's
-TransRead does), so decompression on one core overlaps hashing and writing on
-the other. xz, gz and bz2 use Python's own modules (they release the GIL while
-decompressing); zstd goes through the `zstd` command, which the standard
-library cannot read before Python 3.14.
+As bmaptool's TransRead does, the image is decompressed by the xz, gzip,
+bzip2 or zstd command in its own process, and a reader thread fills a small
+bounded queue ahead of the writer, so decompression on one core overlaps
+hashing and writing on the other. Without the command, xz, gz and bz2 fall
+back to Python's own modules; zstd needs the command (the standard library
+reads it only from Python 3.14).
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
+import fcntl
 import gzip
 import lzma
 import queue
@@ -58,21 +61,29 @@ def detect_compression(path: Path) -> str:
     return found
 
 
-class _ZstdPipe:
-    """`zstd -dc` as a readable stream; its exit status is checked at the end."""
+#: The decompressor commands, run as a separate process like bmaptool's TransRead does.
+COMMANDS = {
+    "xz": ("xz", "-dc"),
+    "gz": ("gzip", "-dc"),
+    "bz2": ("bzip2", "-dc"),
+    "zstd": ("zstd", "-dc", "--no-progress"),
+}
+#: Python's own decoders, used when the command is missing (zstd has none before 3.14).
+MODULES = {"xz": lzma.open, "gz": gzip.open, "bz2": bz2.open}
+#: A larger pipe means fewer wake-ups for both processes (Linux caps it for non-root users).
+PIPE_SIZE = 1024 * 1024
 
-    def __init__(self, path: Path) -> None:
-        command = shutil.which("zstd")
-        if command is None:
-            raise UserError(
-                f"{path} is zstd-compressed and the 'zstd' command is missing",
-                hint="install it (Debian/Ubuntu: apt-get install zstd)",
-            )
+
+class _DecompressPipe:
+    """`xz -dc FILE` (and friends) as a readable stream; their exit status is checked at EOF."""
+
+    def __init__(self, command: str, arguments: tuple[str, ...], path: Path) -> None:
+        self.name = Path(command).name
         self._process = subprocess.Popen(
-            [command, "-dc", "--no-progress", str(path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            [command, *arguments, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(self._process.stdout, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
     def read(self, size: int) -> bytes:
         data = self._process.stdout.read(size)
@@ -80,7 +91,7 @@ class _ZstdPipe:
             self._process.wait()
             if self._process.returncode != 0:
                 message = self._process.stderr.read(4096).decode(errors="replace").strip()
-                raise OSError(f"zstd: {message.splitlines()[-1] if message else 'failed'}")
+                raise OSError(f"{self.name}: {message.splitlines()[-1] if message else 'failed'}")
         return data
 
     def close(self) -> None:
@@ -91,16 +102,19 @@ class _ZstdPipe:
         self._process.stderr.close()
 
 
-def _open_stream(path: Path, compression: str) -> BinaryIO | _ZstdPipe:
-    if compression == "xz":
-        return lzma.open(path, "rb")
-    if compression == "gz":
-        return gzip.open(path, "rb")
-    if compression == "bz2":
-        return bz2.open(path, "rb")
-    if compression == "zstd":
-        return _ZstdPipe(path)
-    return path.open("rb")
+def _open_stream(path: Path, compression: str) -> BinaryIO | _DecompressPipe:
+    if compression == "plain":
+        return path.open("rb")
+    program, *arguments = COMMANDS[compression]
+    command = shutil.which(program)
+    if command is not None:
+        return _DecompressPipe(command, tuple(arguments), path)
+    if compression in MODULES:
+        return MODULES[compression](path, "rb")
+    raise UserError(
+        f"{path} is {compression}-compressed and the '{program}' command is missing",
+        hint=f"install it (Debian/Ubuntu: apt-get install {program})",
+    )
 
 
 class ImageSource:
@@ -175,7 +189,7 @@ class ImageSource:
         finally:
             stream.close()
 
-    def _skip(self, stream: BinaryIO | _ZstdPipe, position: int, offset: int) -> int:
+    def _skip(self, stream: BinaryIO | _DecompressPipe, position: int, offset: int) -> int:
         if self.compression == "plain":
             stream.seek(offset)
             return offset
@@ -186,7 +200,7 @@ class ImageSource:
             position += len(data)
         return position
 
-    def _check_end(self, stream: BinaryIO | _ZstdPipe, position: int) -> int:
+    def _check_end(self, stream: BinaryIO | _DecompressPipe, position: int) -> int:
         if self.compression == "plain":
             size = self.path.stat().st_size
         else:
