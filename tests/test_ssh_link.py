@@ -16,7 +16,7 @@ import pytest
 
 from evbench_agent import results
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BOARD_PYTHON = "/usr/bin/python3"
 EVBENCH = str(Path(sys.executable).parent / "evbench")

@@ -21,7 +21,7 @@ import pytest
 from evbench.cli import evbench
 from evbench_agent import detached, results
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BOARD_PYTHON = "/usr/bin/python3"
 EVBENCH = str(Path(sys.executable).parent / "evbench")
@@ -201,15 +201,22 @@ def test_connection_dropped_mid_run_resumes_the_same_run(sshd, board, tmp_path):
     assert_each_sample_once(out, run_dir / detached.RESULTS)
 
 
-def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
-    work, url = board
+def finished_run_with_bulk(url: str, work: Path, tmp_path: Path) -> Path:
+    """A finished run on the board, with a large file that makes its fetch last."""
     first = tmp_path / "first"
     assert evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(first)]) == 0
     [run_dir] = board_runs(work)
     board_results = run_dir / detached.RESULTS
-    # A large file makes the fetch last long enough to cut it (as telemetry can be).
-    (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 20))
+    # Large enough to cut the fetch in the middle (as long telemetry can be).
+    (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 19))
     results.write_checksums(board_results)
+    return run_dir
+
+
+def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
+    work, url = board
+    run_dir = finished_run_with_bulk(url, work, tmp_path)
+    board_results = run_dir / detached.RESULTS
     out = tmp_path / "out"
     process = start_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     part = out / ".bulk.bin.part"
@@ -222,6 +229,29 @@ def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
     assert (out / "bulk.bin").read_bytes() == (board_results / "bulk.bin").read_bytes()
     assert (out / results.COMPLETE).exists() and not list(out.glob(".*"))
     assert_each_sample_once(out, board_results)
+
+
+def test_fetch_cut_on_the_host_goes_on_into_the_same_directory(board, tmp_path):
+    work, url = board
+    run_dir = finished_run_with_bulk(url, work, tmp_path)
+    out = tmp_path / "out"
+    process = start_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
+    part = out / ".bulk.bin.part"
+    wait_for(lambda: part.exists() and part.stat().st_size > 0, "the fetch to be under way")
+    process.kill()  # the host dies (power, OOM): no clean-up runs
+    process.communicate(timeout=60)
+    manifest = (out / results.MANIFEST).read_bytes()  # fetched first, so the run is known
+    again = subprocess.run(
+        [EVBENCH, "fetch", "--board", url, run_dir.name, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (out / results.MANIFEST).read_bytes() == manifest
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
+    assert not list(out.glob(".*"))
+    assert_each_sample_once(out, run_dir / detached.RESULTS)
 
 
 def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):

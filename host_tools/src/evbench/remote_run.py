@@ -147,7 +147,11 @@ class RemoteRun:
         """Copy the results directory to `out`, each file verified against SHA256SUMS."""
         final = self.status()
         listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
-        for digest, name in _parse_checksums(listing, self.board.url):
+        # The manifest first: a directory cut off later is recognisable as this run's.
+        entries = sorted(
+            _parse_checksums(listing, self.board.url), key=lambda e: e[1] != results.MANIFEST
+        )
+        for digest, name in entries:
             self.resilient(lambda d=digest, n=name: self._fetch_file(n, d, out))
         _place(out / results.CHECKSUMS, listing)
         log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))

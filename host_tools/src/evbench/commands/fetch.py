@@ -33,6 +33,9 @@ def _prepare(out: Path, run_id: str) -> None:
     manifest = out / results.MANIFEST
     if manifest.is_file() and json.loads(manifest.read_text("utf-8")).get("run_id") == run_id:
         return
+    # Copies cut off before they were verified are not results: start them again.
+    for part in out.glob(".*.part") if out.is_dir() else ():
+        part.unlink()
     results.prepare_output(out)
 
 
