@@ -44,7 +44,11 @@ def _time_loops(operation: Callable[[Any], Any], argument: Any, loops: int) -> i
     return clock() - start
 
 
-def _operations(bound: codecs.BoundCodec, items: list[payloads.Payload]):
+Operations = dict[str, tuple[Callable[[Any], Any], list[Any]]]
+
+
+def operations(bound: codecs.BoundCodec, items: list[payloads.Payload]) -> Operations:
+    """The timed callables of one codec and their arguments, one per payload."""
     data = [bound.data(item) for item in items]
     blobs = [bound.encode(value) for value in data]
     decode, access = bound.decode, bound.access
@@ -59,10 +63,10 @@ def _operations(bound: codecs.BoundCodec, items: list[payloads.Payload]):
     }
 
 
-def _prepare(task: dict[str, Any], profile_name: str):
+def _prepare(task: dict[str, Any], profile_name: str) -> dict[str, Operations]:
     profile = payloads.get(profile_name)
     items = profile.payloads(task["payloads"], task["seed"])
-    return {name: _operations(codecs.get(name).bind(profile), items) for name in task["codecs"]}
+    return {name: operations(codecs.get(name).bind(profile), items) for name in task["codecs"]}
 
 
 def _cell(profile: str, codec: str, operation: str) -> str:
