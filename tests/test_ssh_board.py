@@ -5,11 +5,15 @@ The "board" is this machine, reached over ssh://USER@127.0.0.1:PORT.
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from conftest import require_command
 
 from evbench.boards import ConnectionLost, open_board
 from evbench.boards.ssh import parse_address
@@ -20,6 +24,7 @@ pytestmark = pytest.mark.integration
 
 #: The Debian python3 with python3-protobuf and python3-psutil (tests/system-packages.txt).
 BOARD_PYTHON = "/usr/bin/python3"
+EVBENCH = str(Path(sys.executable).parent / "evbench")
 
 
 def board_url(sshd, tmp_path: Path, user: str | None = None, python: str = BOARD_PYTHON) -> str:
@@ -136,6 +141,39 @@ def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monk
     assert f"refused the login as {console_user.name!r}" in captured.err
     for secret in (console_user.password, "not-" + console_user.password):
         assert secret not in captured.out + captured.err + sshd.log_text()
+
+
+def test_password_prompt_on_a_terminal_does_not_echo(sshd, ssh_home, console_user):
+    (ssh_home / ".ssh" / "id_ed25519").unlink()
+    url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
+    master, slave = os.openpty()
+    # `setsid --ctty` makes the pty the controlling terminal, as a login's is.
+    process = subprocess.Popen(
+        [require_command("setsid"), "--ctty", EVBENCH, "deploy", "--board", url],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+    )
+    os.close(slave)
+    screen = bytearray()
+
+    def read_until(done) -> None:
+        deadline = time.monotonic() + 60
+        while not done() and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    screen.extend(os.read(master, 4096))
+                except OSError:  # EIO: the other side closed the terminal
+                    return
+
+    read_until(lambda: b"password for" in screen)
+    assert b"password for" in screen, screen.decode(errors="replace")
+    os.write(master, console_user.password.encode() + b"\n")
+    read_until(lambda: False)
+    os.close(master)
+    assert process.wait(timeout=60) == 0, screen.decode(errors="replace")
+    assert console_user.password.encode() not in screen  # not echoed, not printed
+    assert b"installed" in screen or b"up to date" in screen
 
 
 def test_unreachable_host(ssh_home, tmp_path, capsys):
