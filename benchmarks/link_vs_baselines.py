@@ -30,7 +30,7 @@ import sys
 import time
 
 from evbench_agent import stats
-from evbench_agent.link import client, figures, framing, messages, timing
+from evbench_agent.link import client, figures, framing, messages, saturation, timing
 from evbench_agent.link.service import start_responder
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -144,7 +144,7 @@ def evbench_periodic(address, link, data, seconds: float) -> client.PhaseResult:
 
 def evbench_back_to_back(address, link, data, seconds: float) -> list[float]:
     with client.Connection(address, link, "echo") as connection:
-        return client.run_saturation(connection, data, 1, seconds, 0.2, 0.05).rtt_transport
+        return saturation.run_saturation(connection, data, 1, seconds, 0.2, 0.05).rtt_transport
 
 
 def _line(name: str, values: list[float]) -> str:

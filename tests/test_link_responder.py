@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from evbench_agent.link import client, framing, handshake, messages
+from evbench_agent.link import client, framing, handshake, messages, saturation
 from evbench_agent.link.service import start_responder
 
 SEED_MESSAGE = "evbench.seed.BackendDataPacket"
@@ -63,7 +63,7 @@ def test_every_message_is_answered_and_counted(responder, mode, codec):
 def test_saturation_keeps_the_window_full(responder):
     link = messages.bind("protobuf", "seed")
     with client.Connection(responder.address, link, "ack") as connection:
-        result = client.run_saturation(connection, link.sample_data(3, 1), 4, 0.2, 0.05, 0.5)
+        result = saturation.run_saturation(connection, link.sample_data(3, 1), 4, 0.2, 0.05, 0.5)
     assert result.error is None and result.messages > 4 and result.payload_bytes > 0
 
 

@@ -2,7 +2,7 @@
 
 `framing` and `handshake` define the wire format (see the README, "Wire
 format"); `responder` is the `evbench-agent serve` process and `service`
-starts and stops one from another process; `client` is the periodic and the
-saturating sender. The suite that records their figures is
+starts and stops one from another process; `client` is the periodic sender
+and `saturation` the saturating one. The suite that records their figures is
 `evbench_agent.suites.link`.
 """

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evbench_agent.errors import PartialRun, UserError
-from evbench_agent.link import client, figures, messages, timing
+from evbench_agent.link import client, figures, messages, saturation, timing
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
@@ -175,7 +175,7 @@ class _Phases:
     ) -> int:
         settings = self.settings
         with self.connect(link) as connection:
-            result = client.run_saturation(
+            result = saturation.run_saturation(
                 connection,
                 data,
                 settings.window,
