@@ -83,6 +83,11 @@ def _cell(summary: stats.Summary, unit: str) -> str:
     return format_median_ci(summary.median, summary.ci95_low, summary.ci95_high, unit)
 
 
+def _p_value(p: float) -> str:
+    # Below this the normal approximation's tail is rounding noise, not a probability.
+    return "<1e-12" if p < 1e-12 else f"{p:.2g}"
+
+
 def _label(metric: str) -> str:
     known = metrics.METRICS.get(metric)
     return known.label if known else metric
@@ -132,7 +137,7 @@ def comparison_cells(
                 _cell(row.candidate, row.unit),
                 f"{verdict.pct_diff:+.1f}%",
                 winners[verdict.winner],
-                f"{verdict.p_holm:.2g}",
+                _p_value(verdict.p_holm),
                 interval,
                 f"{row.baseline.n}/{row.candidate.n}",
             ]
