@@ -56,6 +56,12 @@ def test_cpu_zero_is_a_cpu():
     assert spec.from_dict({"cpu": 0}).cpu == 0
 
 
+def test_a_cpu_the_process_cannot_use_is_refused():
+    with pytest.raises(UserError, match="cannot pin to CPU 4096") as caught:
+        spec.from_dict({"cpu": 4096})
+    assert "0" in caught.value.hint
+
+
 def test_spec_round_trips_through_its_dict():
     original = spec.from_dict({"profiles": "seed", "codecs": "json,protobuf", "quick": True})
     assert spec.from_dict(original.as_dict()) == original

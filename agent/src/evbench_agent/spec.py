@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,18 @@ def _check_link(values: dict[str, Any]) -> None:
         parse_peer(peer)  # raises a UserError naming the expected form
 
 
+def _check_cpu(cpu: int | None) -> None:
+    """A CPU to pin to must be one this process may run on."""
+    if cpu is None or not hasattr(os, "sched_getaffinity"):
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu not in allowed:
+        raise UserError(
+            f"cannot pin to CPU {cpu}: not among this process's CPUs",
+            hint=f"choose one of {', '.join(map(str, allowed))}",
+        )
+
+
 def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
@@ -198,6 +211,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
     ):
         _check_number(values, key, minimum, int)
     _check_number(values, "min_time", 1e-6, float)
+    _check_cpu(values.get("cpu"))
     _check_telemetry(values)
     _check_link(values)
     if "seed" in values and (
