@@ -23,8 +23,14 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/evbench run --board local $(ARGS)
 
+# Every tier (fast, integration, e2e) with its time budget; PYTEST_ARGS runs
+# pytest once with those arguments instead, e.g. PYTEST_ARGS="tests/test_stats.py".
 test: setup
-	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+ifeq ($(strip $(PYTEST_ARGS)),)
+	tests/run-tiers.sh
+else
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+endif
 
 # The end-to-end tier on the virtual ARM64 board (QEMU): builds or reuses the
 # board image, then runs the e2e tests, each within a printed time budget.

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the test tiers one after another, each with its time budget printed,
+# and fails when any tier fails. Extra arguments go to every pytest call.
+#   fast         unit tests and local runs (no real external component)
+#   integration  real components: sshd, login shells on ptys, ser2net, loop devices,
+#                other protobuf runtimes
+#   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
+#                reuses its image, with budgets of its own)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-.venv/bin/python}
+failed=()
+
+tier() {
+    local name=$1 budget=$2 marker=$3
+    shift 3
+    echo "=== tier $name: budget $((budget / 60)) min"
+    local start=$SECONDS
+    "$python" -m pytest -m "$marker" "$@"
+    local status=$? elapsed=$((SECONDS - start))
+    # pytest's 5 means the tier has no tests: nothing failed.
+    [ "$status" -eq 5 ] && status=0
+    echo "=== tier $name: ${elapsed}s of $((budget / 60)) min budget, exit $status"
+    [ "$elapsed" -le "$budget" ] || echo "=== tier $name: OVER BUDGET"
+    [ "$status" -eq 0 ] || failed+=("$name")
+}
+
+tier fast 600 "not integration and not compat and not e2e and not slow" "$@"
+tier integration 1500 "(integration or compat or slow) and not e2e" "$@"
+echo "=== tier e2e: budget 35 min (board build 15, tests 20)"
+start=$SECONDS
+tests/board/run-e2e.sh "$@" || failed+=(e2e)
+echo "=== tier e2e: $((SECONDS - start))s"
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "=== failed tiers: ${failed[*]}"
+    exit 1
+fi
+echo "=== every tier passed"
