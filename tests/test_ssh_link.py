@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -80,3 +81,35 @@ def test_peer_host_needs_a_network_board(tmp_path):
     )
     assert result.returncode == 2
     assert "--peer host needs a board over the network" in result.stderr
+
+
+def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, tmp_path):
+    work, url = board
+    out = tmp_path / "out"
+    count = 40  # messages per periodic phase
+    process = subprocess.Popen(
+        [EVBENCH, "run", "--board", url, *LINK, "--count", str(count), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while '"event": "advance"' not in "".join(
+        path.read_text() for path in work.glob("runs/*/progress.jsonl")
+    ):
+        assert time.monotonic() < deadline, "the link run did not start"
+        time.sleep(0.05)
+    assert not list(work.glob("runs/*/exit")), "the run ended before the drop"
+    assert sshd.drop_connections() >= 1
+    _stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "reconnecting" in stderr
+    assert len(list((work / "runs").iterdir())) == 1
+    samples = [s for s in results.read_samples(out) if s.suite == "link"]
+    rtt = {(s.codec, s.worker): s for s in samples if s.metric == "rtt"}
+    lost = {(s.codec, s.worker): s.values[0] for s in samples if s.metric == "lost"}
+    assert len(rtt) == len([s for s in samples if s.metric == "rtt"]) == 4  # 2 codecs x 2 phases
+    for phase, sample_set in rtt.items():
+        # Each message of the phase is measured once (or counted lost), none twice.
+        assert len(sample_set.values) + lost[phase] == count
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
