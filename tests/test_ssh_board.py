@@ -16,7 +16,7 @@ import pytest
 from conftest import require_command
 
 from evbench.boards import ConnectionLost, open_board
-from evbench.boards.ssh import parse_address
+from evbench.boards.ssh_address import parse_address
 from evbench.cli import evbench
 from evbench_agent.errors import UserError
 

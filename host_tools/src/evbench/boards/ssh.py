@@ -1,25 +1,18 @@
-"""Boards over SSH (paramiko): `ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]`.
+"""Boards over SSH (paramiko): commands on exec channels, files over SFTP.
 
-Authentication is what OpenSSH users expect: ssh-agent, key files, and
-~/.ssh/config (Host aliases, HostName, User, Port, IdentityFile,
-UserKnownHostsFile). A password is used only from EVBENCH_PASSWORD or typed
-at a prompt, and never logged. Host keys are checked against known_hosts: an
-unknown host is refused unless the user accepts it (trust on first use,
-saved to known_hosts); a changed key is always refused.
+Logins are what OpenSSH users expect: ssh-agent, then key files, then a
+password only from EVBENCH_PASSWORD or a prompt (ssh_address.py resolves the
+address and the host-key policy). A changed host key is always refused. A
+dropped connection surfaces as ConnectionLost, and `reconnect` opens it again.
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
-import os
 import shlex
-import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import paramiko
 
@@ -30,111 +23,19 @@ from evbench.boards.base import (
     PipedCommand,
     StreamedCommand,
 )
+from evbench.boards.ssh_address import (
+    PASSWORD_VARIABLE,
+    HostKeyPolicy,
+    SshAddress,
+    fingerprint,
+    parse_address,
+    password_for,
+)
 from evbench_agent.errors import EvbenchError, UserError
 
-DEFAULT_PORT = 22
 CONNECT_TIMEOUT = 15.0
 #: Output of one command beyond this is a fault, not data (a length read from the wire).
 MAX_OUTPUT = 64 << 20
-PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
-#: Where the agent and the runs live on the board, relative to the login directory.
-DEFAULT_WORK_DIR = ".evbench"
-
-
-@dataclass(frozen=True)
-class SshAddress:
-    """What a `ssh://` URL and ~/.ssh/config say about where to connect."""
-
-    host: str
-    hostname: str
-    port: int
-    user: str
-    identity_files: tuple[str, ...]
-    known_hosts: Path
-    python: str
-    work_dir: str
-
-    @property
-    def known_hosts_name(self) -> str:
-        """How known_hosts names this host (OpenSSH's `[host]:port` form off port 22)."""
-        return self.hostname if self.port == DEFAULT_PORT else f"[{self.hostname}]:{self.port}"
-
-    def __str__(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}"
-
-
-def _ssh_config(host: str) -> dict:
-    path = Path.home() / ".ssh" / "config"
-    if not path.is_file():
-        return {}
-    try:
-        return paramiko.SSHConfig.from_path(str(path)).lookup(host)
-    except (OSError, paramiko.SSHException) as error:
-        raise UserError(f"cannot read {path}: {error}", hint="fix the file") from error
-
-
-def parse_address(url: str) -> SshAddress:
-    """Split an `ssh://` URL and fill in what ~/.ssh/config adds."""
-    parts = urlsplit(url)
-    if parts.scheme != "ssh" or not parts.hostname:
-        raise UserError(
-            f"not an SSH board address: {url!r}",
-            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
-        )
-    try:
-        url_port = parts.port
-    except ValueError:
-        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
-    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    unknown = sorted(set(query) - {"python", "dir"})
-    if unknown:
-        raise UserError(
-            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
-            hint="the options are python=PATH and dir=PATH",
-        )
-    config = _ssh_config(parts.hostname)
-    known_hosts = (config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
-    return SshAddress(
-        host=parts.hostname,
-        hostname=config.get("hostname", parts.hostname),
-        port=url_port or int(config.get("port", DEFAULT_PORT)),
-        user=parts.username or config.get("user") or getpass.getuser(),
-        identity_files=tuple(str(Path(p).expanduser()) for p in config.get("identityfile", [])),
-        known_hosts=Path(known_hosts).expanduser(),
-        python=query.get("python", "python3"),
-        work_dir=query.get("dir", DEFAULT_WORK_DIR),
-    )
-
-
-def _fingerprint(key: paramiko.PKey) -> str:
-    return f"{key.get_name()} {key.fingerprint}"
-
-
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Unknown hosts: refuse, or with the user's consent trust and save the key."""
-
-    def __init__(self, address: SshAddress, accept_new: bool) -> None:
-        self.address = address
-        self.accept_new = accept_new
-
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey):
-        if not self.accept_new:
-            raise UserError(
-                f"unknown host key for {self.address.known_hosts_name} ({_fingerprint(key)})",
-                hint="check the fingerprint on the board (ssh-keygen -lf on its host key), "
-                "then run again with --accept-new-host-key to trust it and save it "
-                f"to {self.address.known_hosts}",
-            )
-        known_hosts = self.address.known_hosts
-        known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(known_hosts, "a", encoding="ascii") as stream:
-            stream.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        print(
-            f"evbench: trusted the new host key of {hostname} ({_fingerprint(key)}), "
-            f"saved to {known_hosts}",
-            file=sys.stderr,
-        )
 
 
 class _NoAuthentication(Exception):
@@ -153,15 +54,6 @@ def lost_when_dropped(address: SshAddress) -> Iterator[None]:
     except DROPPED as error:
         reason = str(error) or type(error).__name__
         raise ConnectionLost(f"the connection to {address} dropped ({reason})") from error
-
-
-def _password(address: SshAddress) -> str | None:
-    """The password, from EVBENCH_PASSWORD or a prompt; None when neither can give one."""
-    if PASSWORD_VARIABLE in os.environ:
-        return os.environ[PASSWORD_VARIABLE]
-    if sys.stdin.isatty():
-        return getpass.getpass(f"password for {address}: ")
-    return None
 
 
 class SshStreamedCommand(StreamedCommand):
@@ -286,7 +178,7 @@ class SshBoard(Board):
         client.load_system_host_keys()
         if self.address.known_hosts.is_file():
             client.load_host_keys(str(self.address.known_hosts))
-        client.set_missing_host_key_policy(_HostKeyPolicy(self.address, self.accept_new_host_key))
+        client.set_missing_host_key_policy(HostKeyPolicy(self.address, self.accept_new_host_key))
         return client
 
     def _connect_once(self, password: str | None) -> paramiko.SSHClient:
@@ -323,14 +215,14 @@ class SshBoard(Board):
             except (paramiko.AuthenticationException, _NoAuthentication):
                 if self._password is not None:
                     raise
-                self._password = _password(address)
+                self._password = password_for(address)
                 if self._password is None:
                     raise
                 self._client = self._connect_once(self._password)
         except paramiko.BadHostKeyException as error:
             raise UserError(
                 f"the host key of {address.known_hosts_name} has CHANGED "
-                f"(now {_fingerprint(error.key)}): refusing to connect, it may be an attack",
+                f"(now {fingerprint(error.key)}): refusing to connect, it may be an attack",
                 hint="if the board was reinstalled, remove the old key with "
                 f"ssh-keygen -f {address.known_hosts} -R '{address.known_hosts_name}'",
             ) from None

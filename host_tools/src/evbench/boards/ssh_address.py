@@ -1,0 +1,133 @@
+"""Where an `ssh://` board is and who may log in: URL, ~/.ssh/config, host keys, password.
+
+`ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]`, filled in from
+~/.ssh/config (Host aliases, HostName, User, Port, IdentityFile,
+UserKnownHostsFile). Host keys: an unknown host is refused unless the user
+accepts it (trust on first use, saved to known_hosts). A password comes only
+from EVBENCH_PASSWORD or a prompt on the terminal.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import paramiko
+
+from evbench_agent.errors import UserError
+
+DEFAULT_PORT = 22
+PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
+#: Where the agent and the runs live on the board, relative to the login directory.
+DEFAULT_WORK_DIR = ".evbench"
+
+
+@dataclass(frozen=True)
+class SshAddress:
+    """What a `ssh://` URL and ~/.ssh/config say about where to connect."""
+
+    host: str
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[str, ...]
+    known_hosts: Path
+    python: str
+    work_dir: str
+
+    @property
+    def known_hosts_name(self) -> str:
+        """How known_hosts names this host (OpenSSH's `[host]:port` form off port 22)."""
+        return self.hostname if self.port == DEFAULT_PORT else f"[{self.hostname}]:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+def _ssh_config(host: str) -> dict:
+    path = Path.home() / ".ssh" / "config"
+    if not path.is_file():
+        return {}
+    try:
+        return paramiko.SSHConfig.from_path(str(path)).lookup(host)
+    except (OSError, paramiko.SSHException) as error:
+        raise UserError(f"cannot read {path}: {error}", hint="fix the file") from error
+
+
+def parse_address(url: str) -> SshAddress:
+    """Split an `ssh://` URL and fill in what ~/.ssh/config adds."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh" or not parts.hostname:
+        raise UserError(
+            f"not an SSH board address: {url!r}",
+            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
+        )
+    try:
+        url_port = parts.port
+    except ValueError:
+        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    unknown = sorted(set(query) - {"python", "dir"})
+    if unknown:
+        raise UserError(
+            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
+            hint="the options are python=PATH and dir=PATH",
+        )
+    config = _ssh_config(parts.hostname)
+    known_hosts = (config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
+    return SshAddress(
+        host=parts.hostname,
+        hostname=config.get("hostname", parts.hostname),
+        port=url_port or int(config.get("port", DEFAULT_PORT)),
+        user=parts.username or config.get("user") or getpass.getuser(),
+        identity_files=tuple(str(Path(p).expanduser()) for p in config.get("identityfile", [])),
+        known_hosts=Path(known_hosts).expanduser(),
+        python=query.get("python", "python3"),
+        work_dir=query.get("dir", DEFAULT_WORK_DIR),
+    )
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    return f"{key.get_name()} {key.fingerprint}"
+
+
+class HostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Unknown hosts: refuse, or with the user's consent trust and save the key."""
+
+    def __init__(self, address: SshAddress, accept_new: bool) -> None:
+        self.address = address
+        self.accept_new = accept_new
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
+        if not self.accept_new:
+            raise UserError(
+                f"unknown host key for {self.address.known_hosts_name} ({fingerprint(key)})",
+                hint="check the fingerprint on the board (ssh-keygen -lf on its host key), "
+                "then run again with --accept-new-host-key to trust it and save it "
+                f"to {self.address.known_hosts}",
+            )
+        known_hosts = self.address.known_hosts
+        known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(known_hosts, "a", encoding="ascii") as stream:
+            stream.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        print(
+            f"evbench: trusted the new host key of {hostname} ({fingerprint(key)}), "
+            f"saved to {known_hosts}",
+            file=sys.stderr,
+        )
+
+
+def password_for(address: SshAddress) -> str | None:
+    """The password, from EVBENCH_PASSWORD or a prompt; None when neither can give one."""
+    if PASSWORD_VARIABLE in os.environ:
+        return os.environ[PASSWORD_VARIABLE]
+    if sys.stdin.isatty():
+        return getpass.getpass(f"password for {address}: ")
+    return None
