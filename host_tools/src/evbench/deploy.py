@@ -151,8 +151,8 @@ def upload_zipapp(board: Board, archive: bytes, staging: Path) -> None:
     """Copy the zipapp over, check it by SHA-256 on the board, move it in place."""
     final = zipapp_path(board)
     new = f"{final}.new"
-    board.run([board.python, "-c", "import os,sys; os.makedirs(sys.argv[1], exist_ok=True)",
-               final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)  # fmt: skip
+    make_directory = "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)"
+    board.run([board.python, "-c", make_directory, final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)
     local = staging / "evbench-agent.pyz"
     local.write_bytes(archive)
     board.put(local, new)

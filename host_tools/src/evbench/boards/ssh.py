@@ -342,7 +342,10 @@ class SshBoard(Board):
                 self._sftp_client().put(str(local), remote)
         except OSError as error:
             self.check_alive()
-            raise UserError(f"cannot copy {local} to {self.address}:{remote}: {error}") from error
+            raise UserError(
+                f"cannot copy {local} to {self.address}:{remote}: {error}",
+                hint="check the board's free space (df) and that the directory is writable",
+            ) from error
 
     def get(self, remote: str, local: Path) -> None:
         try:
@@ -352,7 +355,10 @@ class SshBoard(Board):
             self.check_alive()
             if isinstance(error, FileNotFoundError):
                 raise UserError(f"{self.address}:{remote} does not exist") from error
-            raise UserError(f"cannot copy {self.address}:{remote} to {local}: {error}") from error
+            raise UserError(
+                f"cannot copy {self.address}:{remote} to {local}: {error}",
+                hint="check the free space here (df) and that the directory is writable",
+            ) from error
 
     def agent_command(self) -> list[str]:
         from evbench.deploy import zipapp_path
