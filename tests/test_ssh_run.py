@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import require, require_command
 
 from evbench.cli import evbench
 from evbench_agent import detached, results
@@ -293,3 +294,41 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     run = results.load_run(out)
     assert run.manifest["status"] == "interrupted" and not run.complete
     assert list(run.samples())  # what was measured before the reboot is kept
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A small tmpfs that fills up: a full disk for real, not a simulated error."""
+    require(os.geteuid() == 0, "root (to mount a small tmpfs)")
+    mount, umount = require_command("mount"), require_command("umount")
+    point = tmp_path / "small-disk"
+    point.mkdir()
+    subprocess.run([mount, "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(point)], check=True)
+    yield point
+    subprocess.run([umount, str(point)], check=True)
+
+
+def test_full_disk_on_the_board_stops_deploy_with_a_hint(sshd, ssh_home, full_disk, capsys):
+    url = f"ssh://{sshd.address}?dir={full_disk}&python={BOARD_PYTHON}"
+    assert evbench(["deploy", "--board", url]) == 2
+    err = capsys.readouterr().err
+    assert "cannot copy" in err and "free space" in err and "Traceback" not in err
+    assert not (full_disk / "agent" / "evbench-agent.pyz").exists()
+
+
+def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(board, full_disk, tmp_path):
+    work, url = board
+    run_dir = finished_run_with_bulk(url, work, tmp_path)
+    out = full_disk / "run"
+    failed = subprocess.run(
+        [EVBENCH, "fetch", "--board", url, run_dir.name, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert failed.returncode == 2, failed.stderr
+    assert "No space left" in failed.stderr and "free space" in failed.stderr
+    assert not list(out.glob(".*"))  # no half copy left behind
+    manifest = run_dir / detached.RESULTS / results.MANIFEST
+    assert (out / results.MANIFEST).read_bytes() == manifest.read_bytes()
+    assert not (out / "bulk.bin").exists() and not (out / results.COMPLETE).exists()
