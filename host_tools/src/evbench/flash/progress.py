@@ -46,9 +46,15 @@ class FlashProgress:
             self._bar.start()
         return self
 
-    def __exit__(self, *_exc: object) -> None:
+    def __exit__(self, kind: type | None, *_exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+        if kind is KeyboardInterrupt:  # the CLI says "interrupted"; say how far it got
+            print(
+                f"{self.label}: interrupted after {self.done} bytes: the target is incomplete",
+                file=self.stream,
+                flush=True,
+            )
 
     def advance(self, count: int) -> None:
         self.done += count

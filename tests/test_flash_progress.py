@@ -1,0 +1,39 @@
+"""Flashing progress as plain lines (a log, not a terminal): rate, time left, interrupts."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from evbench.flash import progress
+from evbench.flash.progress import FlashProgress
+
+
+def test_plain_lines_carry_rate_and_time_left(monkeypatch):
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    stream = io.StringIO()
+    with FlashProgress(4 * progress.MiB, "flash", stream) as view:
+        view.advance(progress.MiB)
+        view.advance(progress.MiB)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[-1].startswith("flash: 2.0 of 4.0 MiB (50 %), ")
+    assert lines[-1].endswith(" s left") and " MiB/s, " in lines[-1]
+
+
+def test_unknown_total_shows_rate_only(monkeypatch):
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    stream = io.StringIO()
+    with FlashProgress(None, "flash", stream) as view:
+        view.advance(3 * progress.MiB)
+    line = stream.getvalue().strip()
+    assert line.startswith("flash: 3.0 MiB, ") and line.endswith(" MiB/s")
+
+
+def test_an_interrupt_says_how_far_it_got():
+    stream = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), FlashProgress(10, "flash", stream) as view:
+        view.advance(7)
+        raise KeyboardInterrupt
+    assert "interrupted after 7 bytes: the target is incomplete" in stream.getvalue()
