@@ -296,6 +296,20 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     assert list(run.samples())  # what was measured before the reboot is kept
 
 
+def test_a_run_the_agent_refuses_is_reported_by_run_and_fetch(board, tmp_path, capsys):
+    work, url = board
+    out = tmp_path / "out"
+    argv = ["run", "--board", url, "--quick", "--suite", "codec", "--codecs", "no-such-codec"]
+    assert evbench([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "the agent failed (exit 2)" in err and "no-such-codec" in err
+    assert [p.name for p in out.iterdir()] == ["agent.log"]  # as a local run keeps it
+    [run_dir] = board_runs(work)
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert f"the run {run_dir.name} failed" in err and "no-such-codec" in err
+
+
 @pytest.fixture
 def full_disk(tmp_path):
     """A small tmpfs that fills up: a full disk for real, not a simulated error."""

@@ -146,6 +146,18 @@ class RemoteRun:
     def fetch(self, out: Path) -> None:
         """Copy the results directory to `out`, each file verified against SHA256SUMS."""
         final = self.status()
+        if exit_code(final) not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
+            log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
+            tail = log.decode(errors="replace").strip().splitlines()[-2:] or ["no output"]
+            error = EvbenchError(
+                f"the run {self.run_id} failed on {self.board.url} "
+                f"(exit {exit_code(final)}): {' / '.join(tail)}"
+            )
+            code = exit_code(final)
+            error.exit_code = (
+                code if code in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
+            )
+            raise error
         listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
         # The manifest first: a directory cut off later is recognisable as this run's.
         entries = sorted(
