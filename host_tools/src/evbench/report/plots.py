@@ -225,8 +225,8 @@ def plans(context: RunContext) -> list[_Plan]:
                 "telemetry",
                 "CPU utilisation, frequency and temperature over time",
                 f"Telemetry samples (n={len(series.samples)}) on the run's monotonic clock; "
-                f"shaded spans are phases, red lines throttle events "
-                f"({len(series.throttles)})."
+                f"grey bands are suites (named above), coloured spans codec phases, red lines "
+                f"throttle events ({len(series.throttles)})."
                 + (f" No sensor for: {', '.join(missing)}." if missing else ""),
                 lambda _c: telemetry.draw(series),
             )

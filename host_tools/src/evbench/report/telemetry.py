@@ -17,6 +17,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from evbench_agent.telemetry.timeline import MARKERS, read_markers, windows
 
@@ -28,7 +30,9 @@ MAX_LINE = 1 << 20
 @dataclass
 class Series:
     samples: list[dict[str, Any]] = field(default_factory=list)
-    #: (label, start ns, end ns): suites, and codec phases where the suite marks them.
+    #: (suite, start ns, end ns) of every suite, the idle baseline included.
+    suites: list[tuple[str, int, int]] = field(default_factory=list)
+    #: (codec, start ns, end ns) of every codec phase a suite marks (the link suite does).
     phases: list[tuple[str, int, int]] = field(default_factory=list)
     #: (t ns, reason) of every throttle_start event.
     throttles: list[tuple[int, str]] = field(default_factory=list)
@@ -49,12 +53,12 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _phase_label(marker: dict[str, Any]) -> str | None:
-    """Suites, and phases of one codec; the per-worker and per-profile frames are left out."""
+def _kind(marker: dict[str, Any]) -> str | None:
+    """'codec' for one codec's phase, 'suite' for a whole suite; None for inner frames."""
     if marker.get("codec"):
-        return f"{marker.get('suite')} {marker['codec']}"
+        return "codec"
     if marker.get("profile") is None and "worker" not in marker:
-        return str(marker.get("suite"))
+        return "suite"
     return None
 
 
@@ -75,9 +79,11 @@ def load(directory: Path) -> Series | None:
         markers = []  # the samples still render; the phases are then unmarked
     last = series.samples[-1]["t_ns"] if series.samples else 0
     for marker, start, end in windows(markers):
-        label = _phase_label(marker)
-        if label is not None:
-            series.phases.append((label, start, end if end is not None else last))
+        span = (start, end if end is not None else last)
+        if _kind(marker) == "codec":
+            series.phases.append((str(marker["codec"]), *span))
+        elif _kind(marker) == "suite":
+            series.suites.append((str(marker.get("suite")), *span))
     return series
 
 
@@ -119,17 +125,21 @@ def panels(series: Series) -> list[tuple[str, dict[str, list[tuple[float, float]
 
 
 def draw(series: Series) -> Figure:
-    """One panel per quantity present; phases shaded and named, throttle events in red."""
+    """One panel per quantity present; suites banded and named, codec phases coloured,
+    throttle events as red lines."""
     start = series.samples[0]["t_ns"]
     present = panels(series)
+    codecs = sorted({codec for codec, _begin, _end in series.phases})
+    colour = {codec: f"C{(index + 4) % 10}" for index, codec in enumerate(codecs)}
     figure, axes = plt.subplots(
-        len(present), 1, figsize=(7.2, 0.6 + 2.0 * len(present)), sharex=True, squeeze=False
+        len(present), 1, figsize=(7.2, 0.8 + 2.0 * len(present)), sharex=True, squeeze=False
     )
     for axis, (label, lines) in zip(axes[:, 0], present, strict=True):
-        for index, (_name, begin, end) in enumerate(series.phases):
-            axis.axvspan(
-                (begin - start) / 1e9, (end - start) / 1e9, alpha=0.12, color=f"C{index % 10}"
-            )
+        for index, (_suite, begin, end) in enumerate(series.suites):
+            shade = "0.85" if index % 2 else "0.93"
+            axis.axvspan((begin - start) / 1e9, (end - start) / 1e9, color=shade, zorder=0)
+        for codec, begin, end in series.phases:
+            axis.axvspan((begin - start) / 1e9, (end - start) / 1e9, color=colour[codec], alpha=0.2)
         for source, points in lines.items():
             axis.plot([t for t, _ in points], [v for _, v in points], marker=".", label=source)
         for moment, _reason in series.throttles:
@@ -140,14 +150,19 @@ def draw(series: Series) -> Figure:
         axis.grid(alpha=0.3)
         axis.legend(fontsize="x-small", loc="lower right")
     top = axes[0, 0]
-    for name, begin, _end in series.phases:
+    for suite, begin, _end in series.suites:
         top.annotate(
-            name,
-            ((begin - start) / 1e9, 1.0),
+            suite,
+            ((begin - start) / 1e9, 1.01),
             xycoords=("data", "axes fraction"),
             fontsize="x-small",
             va="bottom",
         )
+    if codecs:
+        handles = [Patch(color=colour[c], alpha=0.4, label=f"{c} phase") for c in codecs]
+        if series.throttles:
+            handles.append(Line2D([], [], color="red", label="throttle starts"))
+        figure.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=4)
     axes[-1, 0].set_xlabel("time since the first sample (s, monotonic clock)")
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0, 1, 0.95))
     return figure

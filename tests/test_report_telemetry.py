@@ -1,0 +1,72 @@
+"""Telemetry and older runs in the report.
+
+The telemetry plot is checked on a real local run whose sampler reads a sysfs
+tree laid out like an AM62x's (tests/telemetry_am62x.py: this machine has no
+thermal zones or cpufreq), with the cooling device engaged so the kernel
+"throttles" throughout. The older run is a run directory written by the
+first agent (codec suite only, before telemetry), kept in tests/data/runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from telemetry_am62x import Am62xTree
+
+from evbench.report import plots, telemetry
+from evbench.report.context import load_context
+from evbench_agent.telemetry.session import SYSFS_ENV
+
+OLD_RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
+
+
+@pytest.mark.integration
+def test_telemetry_plot_has_cpu_frequency_temperature_phases_and_throttling(tmp_path):
+    board = Am62xTree(tmp_path / "sys")
+    board.set_cooling_state(1)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "run", "--board", "local", "--quick", "--suite",
+         "codec", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+        env=dict(os.environ, **{SYSFS_ENV: str(board.root)}),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    series = telemetry.load(out)
+    assert series is not None and series.samples
+    assert [label for label, _ in telemetry.panels(series)] == [
+        "CPU utilisation (%)",
+        "frequency (MHz)",
+        "temperature (°C)",
+    ]
+    assert len(series.throttles) == 1  # one cooling-device throttle start
+    assert [name for name, _start, _end in series.suites] == ["idle", "codec"]
+    html = (out / "report.html").read_text()
+    assert '<figure id="telemetry">' in html
+    assert "red lines throttle events (1)" in html
+    assert "No sensor for" not in html
+    markdown = (out / "report.md").read_text()
+    assert "| Sensors | " in markdown and "main0_thermal" in markdown
+
+
+def test_an_older_run_renders_complete(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(OLD_RUN, run)
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "report", str(run)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    context = load_context(run)
+    assert not context.partial
+    assert [p.name for p in plots.plans(context)] == ["codec-times", "codec-sizes"]
+    markdown = (run / "report.md").read_text()
+    assert "| Sensors | no telemetry in this run |" in markdown
+    assert (
+        "| seed | Serialization | 57.1 µs [52.3, 58.5] | 1.1 µs [1.03, 1.19] | -98.1% |" in markdown
+    )
