@@ -8,7 +8,7 @@ import pytest
 from telemetry_am62x import Am62xTree, write
 
 from evbench_agent.telemetry import sysfs
-from evbench_agent.telemetry.reader import SensorReader, total_power_w
+from evbench_agent.telemetry.reader import PowerSum, SensorReader
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_a_machine_without_sensors_says_so_and_invents_nothing(tmp_path):
     assert not sensors.has_power()
     reading = SensorReader(sensors, lambda *_: None).read()
     assert reading == {"zones_c": {}, "cooling_state": {}, "freq_hz": {}, "hwmon": {}}
-    assert total_power_w(sensors, reading["hwmon"]) is None
+    assert PowerSum(sensors).watts(reading["hwmon"]) is None
 
 
 def test_readings_are_converted_to_celsius_hertz_watts_amperes_volts(board):
@@ -77,7 +77,7 @@ def test_readings_are_converted_to_celsius_hertz_watts_amperes_volts(board):
     assert reading["hwmon"]["hwmon0/curr1"] == pytest.approx(0.2)
     assert reading["hwmon"]["hwmon0/in1"] == pytest.approx(5.0)
     # INA226: its power channel; INA219: current x bus voltage = 0.1 A x 3.3 V
-    assert total_power_w(sensors, reading["hwmon"]) == pytest.approx(1.0 + 0.33)
+    assert PowerSum(sensors).watts(reading["hwmon"]) == pytest.approx(1.0 + 0.33)
 
 
 def test_a_vanished_or_garbled_sensor_is_reported_once_and_skipped(board):
@@ -102,4 +102,4 @@ def test_a_vanished_or_garbled_sensor_is_reported_once_and_skipped(board):
         assert reading["zones_c"] == {"thermal_zone0": 45.0}
         assert set(reading["hwmon"]) == {"hwmon1/curr1", "hwmon1/in1"}
     # the other rail still gives power: current x voltage
-    assert total_power_w(sensors, second["hwmon"]) == pytest.approx(0.33)
+    assert PowerSum(sensors).watts(second["hwmon"]) == pytest.approx(0.33)

@@ -23,7 +23,7 @@ def board(tmp_path):
 
 def _reasons(board: Am62xTree) -> list[str]:
     sensors = sysfs.discover(board.root)
-    return throttle.reasons(sensors, SensorReader(sensors, lambda *_: None).read())
+    return throttle.ThrottleRules(sensors).reasons(SensorReader(sensors, lambda *_: None).read())
 
 
 def test_a_clock_below_maximum_alone_is_not_throttling(board):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent.telemetry.sysfs import Sensors, hwmon_factor, read_int
+from evbench_agent.telemetry.sysfs import Sensors, hwmon_divisor, read_int
 
 LostCallback = Callable[[str, str], None]
 
@@ -20,6 +20,27 @@ class SensorReader:
         self.sensors = sensors
         self.on_lost = on_lost
         self.lost: set[str] = set()
+        # What to read, worked out once: (section, key, lost-key, path, multiplier, divisor).
+        # This runs every sample, so nothing is formatted or looked up twice.
+        self._probes: list[tuple[str, str, str, str, int, int]] = []
+        for zone in sensors.zones:
+            self._probes.append(("zones_c", zone.name, zone.name, f"{zone.path}/temp", 1, 1000))
+        for device in sensors.cooling:
+            path = f"{device.path}/cur_state"
+            self._probes.append(("cooling_state", device.name, device.name, path, 1, 1))
+        for policy in sensors.cpufreq:
+            name = policy.path.rstrip("/").rsplit("/", 1)[-1]
+            for end in ("cur", "min", "max"):
+                attribute = f"scaling_{end}_freq"
+                path = f"{policy.path}/{attribute}"
+                self._probes.append((name, end, f"{name}/{attribute}", path, 1000, 1))  # kHz
+        for channel in sensors.hwmon:
+            divisor = hwmon_divisor(channel)
+            self._probes.append(("hwmon", channel.key, channel.key, channel.path, 1, divisor))
+        self._policies = [
+            (policy.path.rstrip("/").rsplit("/", 1)[-1], [f"cpu{c}" for c in policy.cpus])
+            for policy in sensors.cpufreq
+        ]
 
     def _read(self, key: str, path: str) -> int | None:
         if key in self.lost:
@@ -34,53 +55,57 @@ class SensorReader:
 
     def read(self) -> dict[str, Any]:
         """One reading: only the sensors that answered, in °C, Hz, W, A and V."""
-        zones = {}
-        for zone in self.sensors.zones:
-            value = self._read(zone.name, f"{zone.path}/temp")
+        sections: dict[str, dict[str, Any]] = {
+            "zones_c": {},
+            "cooling_state": {},
+            "hwmon": {},
+        }
+        for section, key, lost_key, path, multiplier, divisor in self._probes:
+            value = self._read(lost_key, path)
             if value is not None:
-                zones[zone.name] = value / 1000
-        cooling = {}
-        for device in self.sensors.cooling:
-            value = self._read(device.name, f"{device.path}/cur_state")
-            if value is not None:
-                cooling[device.name] = value
+                value *= multiplier
+                sections.setdefault(section, {})[key] = value / divisor if divisor != 1 else value
         freq = {}
-        for policy in self.sensors.cpufreq:
-            name = policy.path.rstrip("/").rsplit("/", 1)[-1]
-            values = {}
-            for attribute in ("scaling_cur_freq", "scaling_min_freq", "scaling_max_freq"):
-                value = self._read(f"{name}/{attribute}", f"{policy.path}/{attribute}")
-                if value is not None:
-                    values[attribute.removeprefix("scaling_").removesuffix("_freq")] = value * 1000
+        for name, cpus in self._policies:
+            values = sections.pop(name, None)
             if values:
-                for cpu in policy.cpus:
-                    freq[f"cpu{cpu}"] = values
-        hwmon = {}
-        for channel in self.sensors.hwmon:
-            value = self._read(channel.key, channel.path)
-            if value is not None:
-                hwmon[channel.key] = value * hwmon_factor(channel)
-        return {"zones_c": zones, "cooling_state": cooling, "freq_hz": freq, "hwmon": hwmon}
+                for cpu in cpus:
+                    freq[cpu] = values
+        return {**sections, "freq_hz": freq}
 
 
-def total_power_w(sensors: Sensors, hwmon: dict[str, float]) -> float | None:
-    """The sum over chips of measured power: powerN where given, else currN x inN.
+class PowerSum:
+    """Total measured power, over chips: powerN where given, else currN x inN.
 
-    None when no chip gave a figure in this reading (nothing is invented).
+    Which channels to combine is worked out once per board.
     """
-    by_chip: dict[str, dict[str, float]] = {}
-    for channel in sensors.hwmon:
-        if channel.key in hwmon:
-            by_chip.setdefault(channel.chip, {})[channel.channel] = hwmon[channel.key]
-    total, found = 0.0, False
-    for values in by_chip.values():
-        powers = [v for name, v in values.items() if name.startswith("power")]
-        if powers:
-            total += sum(powers)
-            found = True
-            continue
-        for name, current in values.items():
-            if name.startswith("curr") and f"in{name[4:]}" in values:
-                total += current * values[f"in{name[4:]}"]
+
+    def __init__(self, sensors: Sensors) -> None:
+        channels: dict[str, dict[str, str]] = {}
+        for channel in sensors.hwmon:
+            channels.setdefault(channel.chip, {})[channel.channel] = channel.key
+        self.chips: list[tuple[list[str], list[tuple[str, str]]]] = []
+        for names in channels.values():
+            powers = [key for name, key in names.items() if name.startswith("power")]
+            pairs = [
+                (key, names[f"in{name[4:]}"])
+                for name, key in names.items()
+                if name.startswith("curr") and f"in{name[4:]}" in names
+            ]
+            if powers or pairs:
+                self.chips.append((powers, pairs))
+
+    def watts(self, hwmon: dict[str, float]) -> float | None:
+        """None when no chip gave a figure in this reading (nothing is invented)."""
+        total, found = 0.0, False
+        for powers, pairs in self.chips:
+            measured = [hwmon[key] for key in powers if key in hwmon]
+            if measured:  # a chip's own power figure, when it has one
+                total += sum(measured)
                 found = True
-    return total if found else None
+                continue
+            for current, voltage in pairs:
+                if current in hwmon and voltage in hwmon:
+                    total += hwmon[current] * hwmon[voltage]
+                    found = True
+        return total if found else None

@@ -30,7 +30,7 @@ import psutil
 
 from evbench_agent.telemetry import throttle
 from evbench_agent.telemetry.processes import AgentProcesses
-from evbench_agent.telemetry.reader import SensorReader, total_power_w
+from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sysfs import Sensors
 
 FORMAT = "evbench-telemetry"
@@ -50,6 +50,8 @@ class Sampler:
         self.reader = SensorReader(sensors, self._lost)
         self.processes = AgentProcesses(agent_pid, exclude=os.getpid())
         self.tracker = throttle.ThrottleTracker()
+        self.rules = throttle.ThrottleRules(sensors)
+        self.power = PowerSum(sensors)
         # the first calls only set the reference points CPU use is measured from
         psutil.cpu_percent(percpu=True)
         self.processes.usage(time.monotonic_ns())
@@ -88,7 +90,7 @@ class Sampler:
         per_core = psutil.cpu_percent(percpu=True)
         reading = self.reader.read()
         agent_cpu, agent_rss = self.processes.usage(t_ns)
-        reasons = throttle.reasons(self.sensors, reading)
+        reasons = self.rules.reasons(reading)
         for event in self.tracker.update(t_ns, reasons):
             self._write(event)
         line = {
@@ -97,7 +99,7 @@ class Sampler:
             "cpu_percent": sum(per_core) / len(per_core),
             "cpu_percent_per_core": per_core,
             **reading,
-            "power_w": total_power_w(self.sensors, reading["hwmon"]),
+            "power_w": self.power.watts(reading["hwmon"]),
             "memory_used": psutil.virtual_memory().used,
             "load_avg": list(os.getloadavg()),
             "agent_cpu_percent": agent_cpu,

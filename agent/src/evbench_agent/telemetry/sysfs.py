@@ -18,12 +18,12 @@ from typing import Any
 
 SYSFS = Path("/sys")
 
-#: hwmon channel prefix -> (quantity, factor from the sysfs integer to the unit, unit).
+#: hwmon channel prefix -> (quantity, what the sysfs integer is divided by, unit).
 HWMON_KINDS = {
-    "temp": ("temperature", 1e-3, "°C"),
-    "power": ("power", 1e-6, "W"),
-    "curr": ("current", 1e-3, "A"),
-    "in": ("voltage", 1e-3, "V"),
+    "temp": ("temperature", 1000, "°C"),
+    "power": ("power", 1_000_000, "W"),
+    "curr": ("current", 1000, "A"),
+    "in": ("voltage", 1000, "V"),
 }
 _HWMON_INPUT = re.compile(r"^(temp|power|curr|in)(\d+)_input$")
 _TRIP = re.compile(r"^trip_point_(\d+)_type$")
@@ -202,7 +202,7 @@ def _hwmon(root: Path) -> list[HwmonChannel]:
             if not match:
                 continue
             prefix, number = match.groups()
-            quantity, _factor, unit = HWMON_KINDS[prefix]
+            quantity, _divisor, unit = HWMON_KINDS[prefix]
             label = _optional_text(chip / f"{prefix}{number}_label")
             channel = f"{prefix}{number}"
             channels.append(
@@ -236,5 +236,5 @@ def discover(root: Path | str = SYSFS) -> Sensors:
     )
 
 
-def hwmon_factor(channel: HwmonChannel) -> float:
+def hwmon_divisor(channel: HwmonChannel) -> int:
     return HWMON_KINDS[re.match(r"[a-z]+", channel.channel).group(0)][1]

@@ -15,28 +15,40 @@ from typing import Any
 from evbench_agent.telemetry.sysfs import Sensors
 
 
-def reasons(sensors: Sensors, reading: dict[str, Any]) -> list[str]:
-    """Why the kernel is throttling at the moment of `reading` (empty: it is not).
+class ThrottleRules:
+    """The three signs, worked out once per board: the sampler checks them every sample.
 
     The reasons are stable names (the values are in the sample), so a reason
     that lasts is one event, not one per changed value.
     """
-    found = []
-    for policy in sensors.cpufreq:
-        cap = reading["freq_hz"].get(f"cpu{policy.cpus[0]}", {}).get("max")
-        if cap is not None and cap < policy.cpuinfo_max_hz:
+
+    def __init__(self, sensors: Sensors) -> None:
+        self.caps = []
+        for policy in sensors.cpufreq:
             name = policy.path.rstrip("/").rsplit("/", 1)[-1]
-            found.append(f"{name} scaling_max_freq < cpuinfo_max_freq")
-    for device in sensors.cooling:
-        state = reading["cooling_state"].get(device.name)
-        if state:
-            found.append(f"{device.name} ({device.type}) cur_state > 0")
-    for zone in sensors.zones:
-        trip = zone.passive_trip_c()
-        temp = reading["zones_c"].get(zone.name)
-        if trip is not None and temp is not None and temp >= trip:
-            found.append(f"{zone.name} ({zone.type}) at or above passive trip {trip:g} °C")
-    return found
+            reason = f"{name} scaling_max_freq < cpuinfo_max_freq"
+            self.caps.append((f"cpu{policy.cpus[0]}", policy.cpuinfo_max_hz, reason))
+        self.cooling = [(d.name, f"{d.name} ({d.type}) cur_state > 0") for d in sensors.cooling]
+        self.trips = [
+            (zone.name, trip, f"{zone.name} ({zone.type}) at or above passive trip {trip:g} °C")
+            for zone in sensors.zones
+            if (trip := zone.passive_trip_c()) is not None
+        ]
+
+    def reasons(self, reading: dict[str, Any]) -> list[str]:
+        """Why the kernel is throttling at the moment of `reading` (empty: it is not)."""
+        found = []
+        freq, cooling, zones = reading["freq_hz"], reading["cooling_state"], reading["zones_c"]
+        for cpu, maximum, reason in self.caps:
+            cap = freq.get(cpu, {}).get("max")
+            if cap is not None and cap < maximum:
+                found.append(reason)
+        found += [reason for name, reason in self.cooling if cooling.get(name)]
+        for name, trip, reason in self.trips:
+            temp = zones.get(name)
+            if temp is not None and temp >= trip:
+                found.append(reason)
+        return found
 
 
 class ThrottleTracker:
