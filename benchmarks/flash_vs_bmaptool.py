@@ -19,7 +19,10 @@ Measured, in seconds of wall clock (time.perf_counter around the process):
 3. evbench's CPU time (user + sys, its xz included), from getrusage: far less
    sensitive than wall clock to other load (bmaptool does not always wait for
    its xz, so its own figure would miss the decompression);
-4. `evbench flash --help`: the start-up alone, which (1) and (3) include.
+4. `evbench flash --help`: the start-up alone, which (1) and (3) include;
+5. (1) again with only the flash command imported (LEAN): the `evbench` CLI
+   imports every subcommand to build its parser, and one of them imports
+   matplotlib at import time, which costs about a second of CPU.
 Reported per figure: median with its 95 % CI (order statistics), min-max, n;
 the ratio evbench/bmaptool of medians, with the Hodges-Lehmann 95 % interval.
 The acceptance bar is a ratio of at most 1.2.
@@ -46,6 +49,14 @@ MiB = 1024 * 1024
 IMAGE_SIZE = 256 * MiB
 EXTENTS = [(i * 6 * MiB + i * 8192, 512 * 1024) for i in range(40)]
 EVBENCH = str(Path(sys.executable).with_name("evbench"))
+#: `evbench flash` with only the flash command imported: what the CLI would cost if the
+#: other subcommands imported their heavy dependencies (matplotlib) lazily.
+LEAN = [
+    sys.executable,
+    "-c",
+    "import argparse, sys; from evbench.commands import flash; p = argparse.ArgumentParser(); "
+    "flash.setup_parser(p); sys.exit(flash.run(p.parse_args(sys.argv[1:])))",
+]
 
 
 def make_image(folder: Path) -> Path:
@@ -130,19 +141,20 @@ def main() -> int:
             check=True,
         ).stdout.strip()
         targets = {"file": (str(file_target), []), "loop": (loop, ["--allow-fixed", "--yes"])}
-        wall = {f"{k}/{tool}": [] for k in targets for tool in ("evbench", "bmaptool")}
+        tool_names = ("evbench", "lean", "bmaptool")
+        wall = {f"{k}/{tool}": [] for k in targets for tool in tool_names}
         copy = {key: [] for key in wall}
         cpu = {key: [] for key in wall}
         startup = []
         for round_index in range(args.rounds):
             for kind, (target, flags) in targets.items():
-                tools = ["evbench", "bmaptool"][:: 1 if round_index % 2 == 0 else -1]
-                for tool in tools:
-                    if tool == "evbench":
+                for tool in tool_names[:: 1 if round_index % 2 == 0 else -1]:
+                    if tool in ("evbench", "lean"):
+                        start = [EVBENCH, "flash"] if tool == "evbench" else LEAN
                         seconds, used, out = timed(
-                            [EVBENCH, "flash", str(packed), "--device", target, *flags]
+                            [*start, str(packed), "--device", target, *flags]
                         )
-                        copy[f"{kind}/evbench"].append(reported_seconds(out, r" in ([\d.]+) s "))
+                        copy[f"{kind}/{tool}"].append(reported_seconds(out, r" in ([\d.]+) s "))
                     else:
                         seconds, used, out = timed(["bmaptool", "copy", str(packed), target])
                         copy[f"{kind}/bmaptool"].append(
@@ -158,6 +170,11 @@ def main() -> int:
             figures[f"{kind}/end_to_end"] = compare(
                 f"{kind} target, end to end (wall clock of the command)",
                 wall[f"{kind}/evbench"],
+                wall[f"{kind}/bmaptool"],
+            )
+            figures[f"{kind}/end_to_end_lean"] = compare(
+                f"{kind} target, end to end, only the flash command imported",
+                wall[f"{kind}/lean"],
                 wall[f"{kind}/bmaptool"],
             )
             figures[f"{kind}/copy_only"] = compare(
