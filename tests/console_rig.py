@@ -5,8 +5,10 @@
 Both ends are pseudo-terminals made by socat. Between them LineSimulator
 carries the bytes at 115200 baud (a pty alone moves them at memory speed)
 and can break the line on purpose: mute it, garble it, go silent after a
-number of bytes, or spoil one data frame. KernelNoise writes kernel-style
-lines into the board end at random moments, as printk does on a console.
+number of bytes, or spoil one data frame; with noise on, it also puts
+kernel-style lines at random bytes of the board's output, as printk on a
+UART console does. KernelNoise writes such lines into the board end at
+random moments too.
 agetty exits after each logout, so it is restarted as systemd would.
 """
 
@@ -40,6 +42,11 @@ class LineSimulator:
         self.silent_after: int | None = None  # bytes still let through before silence
         self.spoil_frames = 0  # data frames still to spoil
         self.spoiled = 0
+        # A kernel console writes at any byte, also in the middle of a line
+        # that userspace is printing: one line every `noise_every` bytes or so.
+        self.noise_every: int | None = None
+        self.noise_injected = 0
+        self._random = random.Random(2217)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._sockets: list[socket.socket] = []
@@ -71,6 +78,12 @@ class LineSimulator:
             # What a receiver at the wrong baud rate sees: other bytes, mostly
             # unprintable (a pty has no baud rate, so the line makes them).
             data = bytes((byte * 7 + 131) & 0xFF | 0x80 for byte in data)
+        if self.noise_every and self._random.random() < len(data) / self.noise_every:
+            at = self._random.randrange(len(data) + 1)
+            stamp = time.monotonic() % 100000
+            line = f"[{stamp:12.6f}] mmc0: error -110 whilst initialising SD card\r\n".encode()
+            data = data[:at] + line + data[at:]
+            self.noise_injected += 1
         if self.spoil_frames and b" D " in data:
             at = data.index(b" D ") + 12
             if at < len(data):
@@ -229,6 +242,7 @@ class ConsoleRig:
         self.noise = KernelNoise(self.board_device) if noise else None
         if self.noise:
             self.noise.start()
+            self.line.noise_every = 4000
 
     @property
     def url(self) -> str:

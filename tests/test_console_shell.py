@@ -48,7 +48,10 @@ def test_256_commands_return_exact_output_and_status(console_line, console_user)
                 expected.stderr,
             ), command
         transcript = board.transcript_path.read_text()
-    assert console_line.noise.written >= 20, "kernel noise was not injected"
+        retried = board.session.retried
+    assert console_line.noise.written >= 20, "kernel noise was not written on the board"
+    assert console_line.line.noise_injected >= 20, "kernel noise did not break into lines"
+    assert retried > 0, "no frame was spoiled: the noise did not test the repair"
     assert console_user.password not in transcript
     assert "<password redacted>" in transcript
 

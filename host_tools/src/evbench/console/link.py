@@ -88,7 +88,9 @@ class ConsoleLink:
         """What arrives before the deadline or within one short poll, appended to the buffer."""
         self._port.timeout = min(0.05, max(deadline.remaining, 0.001))
         try:
-            data = self._port.read(READ_SIZE)
+            # What is waiting, or else the first byte to come: pyserial's read(n)
+            # would otherwise sit out the whole timeout for n bytes.
+            data = self._port.read(min(max(self._port.in_waiting, 1), READ_SIZE))
         except (serial.SerialException, OSError) as error:
             raise self.error(f"reading from the console failed: {error}") from error
         if data:

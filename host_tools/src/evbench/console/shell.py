@@ -264,6 +264,21 @@ class ShellSession:
             )
         return reply
 
+    def describe(self, path: str, deadline: Deadline) -> FileState | None:
+        """Size and SHA-256 of a file on the board (size -1: unreadable), asked until they come."""
+        for _ in range(MAX_RETRIES):
+            tag = frames.new_tag()
+            reply = Reply()
+            line = f"__evb_s {tag} f {path}; __evb_f {tag} E\r".encode()
+            alive = self.request(line, tag, reply, deadline)
+            state = reply.files.get("f")
+            if state is not None and state.size is not None:
+                return state
+            if not alive or deadline.expired:
+                break
+            self.retried += 1
+        return None
+
     def encode_command(self, command: str) -> str:
         raw = command.encode("utf-8", "surrogateescape")
         if len(raw) > MAX_COMMAND:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 import shlex
 import time
 from collections.abc import Callable
@@ -25,6 +24,9 @@ from evbench_agent.results import write_atomic
 TransferProgress = Callable[[int, int, float], None]
 #: No file over a console line should take longer than this (about 28 MB at 115200 baud).
 LONGEST_TRANSFER = 3600.0
+#: Upload chunks sent before waiting for their acknowledgements: three lines
+#: of about 1 KiB stay inside a terminal's 4095-byte input queue.
+WINDOW = 3
 
 
 def _quoted(session: ShellSession, path: str) -> str:
@@ -82,42 +84,57 @@ def put_file(
         raise session.link.error(
             f"cannot write {remote!r} on the board: {err.decode(errors='replace')}"
         )
-    count = math.ceil(len(data) / frames.CHUNK)
+    chunks = [data[i : i + frames.CHUNK] for i in range(0, len(data), frames.CHUNK)]
+    pending = list(range(len(chunks)))
+    failures = dict.fromkeys(pending, 0)
     started = time.monotonic()
-    for index in range(count):
-        chunk = data[index * frames.CHUNK : (index + 1) * frames.CHUNK]
-        _put_chunk(session, part, index, chunk)
+    while pending:
+        batch, pending = pending[:WINDOW], pending[WINDOW:]
+        for index in _put_batch(session, part, batch, chunks):
+            failures[index] += 1
+            if failures[index] >= MAX_RETRIES:
+                raise session.link.error(
+                    f"upload chunk {index} failed {MAX_RETRIES} times: the line is too noisy"
+                )
+            session.retried += 1
+            pending.insert(0, index)
         if progress:
-            done = min(len(data), (index + 1) * frames.CHUNK)
+            done = sum(len(chunks[i]) for i in failures if i not in pending)
             rate = done / max(time.monotonic() - started, 1e-3)
-            progress(done, len(data), (len(data) - done) / rate)
+            progress(done, len(data), (len(data) - done) / rate if rate else 0.0)
     status, _out, err = session.run(f"mv -f {part} {path}", timeout=15.0)
     if status != 0:
         raise session.link.error(
             f"cannot move the upload into {remote!r}: {err.decode(errors='replace')}"
         )
-    tag = frames.new_tag()
-    reply = Reply()
-    session.request(f"__evb_s {tag} f {path}; __evb_f {tag} E\r".encode(), tag, reply, Deadline(30))
-    state = reply.files.get("f")
+    state = session.describe(path, Deadline(60.0))
     if state is None or state.size != len(data) or state.sha256 != hashlib.sha256(data).hexdigest():
         raise session.link.error(f"{remote!r} on the board does not match {local} after the upload")
     return len(data)
 
 
-def _put_chunk(session: ShellSession, part: str, index: int, chunk: bytes) -> None:
-    encoded = base64.b64encode(chunk).decode("ascii")
-    expected = hashlib.sha256(chunk).hexdigest()
-    for _attempt in range(MAX_RETRIES):
-        tag = frames.new_tag()
-        reply = Reply()
-        acknowledged: list[Frame] = []
-        session.link.write(f"__evb_p {tag} {part} {index} {encoded}; __evb_f {tag} E\r".encode())
-        session.collect(tag, reply, Deadline(30.0), on_frame=acknowledged.append)
-        if any(f.kind == "A" and f.fields == (str(index), expected) for f in acknowledged):
-            return
-        session.retried += 1
-        session.link.transcript.note(f"upload chunk {index} not acknowledged; sending it again")
-    raise session.link.error(
-        f"upload chunk {index} failed {MAX_RETRIES} times: the line is too noisy"
-    )
+def _put_batch(
+    session: ShellSession, part: str, batch: list[int], chunks: list[bytes]
+) -> list[int]:
+    """Send a few chunks back to back (they fit the terminal's 4 KiB input queue together),
+    then gather their acknowledgements; the indexes that were not acknowledged."""
+    tag = frames.new_tag()
+    acknowledged: list[Frame] = []
+    for position, index in enumerate(batch):
+        encoded = base64.b64encode(chunks[index]).decode("ascii")
+        end = f"; __evb_f {tag} E" if position == len(batch) - 1 else ""
+        session.link.write(f"__evb_p {tag} {part} {index} {encoded}{end}\r".encode())
+    session.collect(tag, Reply(), Deadline(30.0), on_frame=acknowledged.append)
+    good = {
+        int(frame.fields[0])
+        for frame in acknowledged
+        if frame.kind == "A"
+        and len(frame.fields) == 2
+        and frame.fields[0].isdigit()
+        and int(frame.fields[0]) in batch
+        and frame.fields[1] == hashlib.sha256(chunks[int(frame.fields[0])]).hexdigest()
+    }
+    missed = [index for index in batch if index not in good]
+    if missed:
+        session.link.transcript.note(f"upload chunks {missed} not acknowledged; sending again")
+    return missed
