@@ -74,12 +74,15 @@ class Sampler:
                 "clock": "time.monotonic_ns (CLOCK_MONOTONIC)",
                 "interval_s": interval_s,
                 "units": {
-                    "cpu": "percent",
+                    "cpu_percent": "percent of all cores (per core: of that core)",
                     "zones_c": "°C",
                     "freq_hz": "Hz",
-                    "power_w": "W",
+                    "hwmon": "°C, W, A or V by channel (see sensors)",
+                    "power_w": "W, summed over the monitored rails",
                     "memory_used": "bytes",
-                    "agent_rss": "bytes",
+                    "load_avg": "runnable tasks (1, 5, 15 min)",
+                    "agent_cpu_percent": "percent of one core",
+                    "agent_rss": "bytes, summed over the agent's processes",
                 },
                 "sensors": self.sensors.as_dict(),
             }
@@ -167,7 +170,7 @@ class SamplerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "evbench_agent.telemetry.sampler"],
             stdin=subprocess.PIPE,
-            start_new_session=False,
+            stdout=subprocess.DEVNULL,  # the agent's stdout may be the host's progress channel
         )
         self.process.stdin.write((json.dumps(self.config) + "\n").encode())
         self.process.stdin.flush()

@@ -23,7 +23,7 @@ from evbench_agent.telemetry.cooldown import CoolDownGuard
 from evbench_agent.telemetry.governor import GovernorSetting
 from evbench_agent.telemetry.reader import SensorReader
 from evbench_agent.telemetry.sampler import SamplerProcess
-from evbench_agent.telemetry.timeline import Timeline, read_markers
+from evbench_agent.telemetry.timeline import MARKERS, Timeline, read_markers
 
 TELEMETRY = "telemetry.jsonl"
 #: Where sysfs is read from: tests point this at a tree laid out like a board's.
@@ -78,7 +78,7 @@ class TelemetrySession:
     def manifest(self) -> dict[str, Any]:
         return {
             "file": TELEMETRY,
-            "markers": "markers.jsonl",
+            "markers": MARKERS,
             "interval_s": self.spec.telemetry_interval_s,
             "sampler_cpu": self.spec.telemetry_cpu,
             "sensors": self.sensors.summary(),
@@ -121,7 +121,7 @@ class TelemetrySession:
         if self.timeline is not None:
             self.timeline.close()
         timings = [s for s in read_samples(self.directory) if s.suite != phase_records.SUITE]
-        markers = read_markers(self.directory / "markers.jsonl")
+        markers = read_markers(self.directory / MARKERS)
         sample_sets, found = phase_records.build(self.directory / TELEMETRY, markers, timings)
         facts.update(found)
         return sample_sets, facts
