@@ -14,7 +14,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from evbench_agent.errors import EvbenchError
+from evbench_agent.errors import UserError
 
 #: The length prefix: a 4-byte little-endian unsigned integer, as the seed app.
 LENGTH = struct.Struct("<I")
@@ -34,8 +34,15 @@ STATS_REPLY = 4  # responder -> client: a JSON object with the connection's coun
 KINDS = frozenset({HELLO, MESSAGE, REPLY, STATS, STATS_REPLY})
 
 
-class FrameError(EvbenchError):
-    """The byte stream is not evbench link frames (garbage, oversize, cut short)."""
+class FrameError(UserError):
+    """The byte stream is not evbench link frames (garbage, oversize, cut short).
+
+    A user error: the peer is not what --peer promised (exit 2, not a bug)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(
+            message, hint or "check that --peer is an 'evbench-agent serve' of this version"
+        )
 
 
 class PeerClosed(FrameError):

@@ -55,7 +55,10 @@ class Responder:
         log: Log = _stderr,
     ) -> None:
         try:
-            self.listener = socket.create_server((bind, port), backlog=max_connections)
+            family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+            self.listener = socket.create_server(
+                (bind, port), family=family, backlog=max_connections
+            )
         except OSError as error:
             raise UserError(
                 f"cannot listen on {bind}:{port}: {error.strerror}",
