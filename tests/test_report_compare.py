@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, require_command
+from report_helpers import evbench, local_run
 
 XSD = ROOT / "tests" / "data" / "junit.xsd"
 
@@ -32,23 +32,8 @@ json.loads = _slow_loads
 """
 
 
-def evbench(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
-    )
-
-
-def local_run(out: Path, codecs: str = "json,protobuf", env: dict | None = None) -> Path:
-    done = evbench(
-        "run", "--board", "local", "--quick", "--suite", "codec", "--profile", "seed",
-        "--codecs", codecs, "--out", str(out), env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+def codec_run(out: Path, codecs: str = "json,protobuf", env: dict | None = None) -> Path:
+    local_run(out, "--suite", "codec", codecs=codecs, env=env)
     return out
 
 
@@ -60,10 +45,10 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     (plugin / "sitecustomize.py").write_text(SLOW_JSON)
     slowed_env = dict(os.environ, PYTHONPATH=str(plugin))
     return {
-        "a": local_run(base / "a"),
-        "b": local_run(base / "b"),
-        "slow": local_run(base / "slow", env=slowed_env),
-        "json_only": local_run(base / "json_only", codecs="json"),
+        "a": codec_run(base / "a"),
+        "b": codec_run(base / "b"),
+        "slow": codec_run(base / "slow", env=slowed_env),
+        "json_only": codec_run(base / "json_only", codecs="json"),
     }
 
 

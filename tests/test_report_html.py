@@ -16,7 +16,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 from conftest import require_command
+from report_helpers import local_run
 
 pytestmark = pytest.mark.integration
 
@@ -112,12 +112,7 @@ class DevTools:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("html") / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", "run", "--board", "local", "--quick", "--suite",
-         "codec", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    local_run(out, "--suite", "codec")
     return out / "report.html"
 
 

@@ -4,35 +4,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from report_helpers import evbench, local_run
 
 from evbench.commands import run as run_command
 from evbench.report import criteria
 from evbench_agent.errors import UserError
 
 
-def evbench(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("partial") / "run"
-    done = evbench(
-        "run", "--board", "local", "--quick", "--suite", "codec", "--profile", "seed",
-        "--codecs", "json,protobuf", "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    local_run(out, "--suite", "codec")
     return out
 
 

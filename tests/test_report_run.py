@@ -9,12 +9,12 @@ import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import matplotlib.image
 import pytest
 from conftest import ROOT, require_command
+from report_helpers import local_run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 XSD = ROOT / "tests" / "data" / "junit.xsd"
@@ -22,24 +22,10 @@ TIME_METRICS = {"encode", "decode", "decode_access"}
 SIZE_METRICS = {"size", "size_deflate"}
 
 
-def evbench(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "run"
-    done = evbench(
-        "run", "--board", "local", "--quick", "--profile", "seed", "--codecs", "json,protobuf",
-        "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = local_run(out)
     assert f"report: {out / 'report.html'}" in done.stderr
     return out
 

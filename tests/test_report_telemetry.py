@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 from conftest import ROOT
+from report_helpers import evbench, local_run
 from telemetry_am62x import Am62xTree
 
 from evbench.report import plots, telemetry
@@ -30,13 +29,7 @@ def test_telemetry_plot_has_cpu_frequency_temperature_phases_and_throttling(tmp_
     board = Am62xTree(tmp_path / "sys")
     board.set_cooling_state(1)
     out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", "run", "--board", "local", "--quick", "--suite",
-         "codec", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-        env=dict(os.environ, **{SYSFS_ENV: str(board.root)}),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    local_run(out, "--suite", "codec", env=dict(os.environ, **{SYSFS_ENV: str(board.root)}))
     series = telemetry.load(out)
     assert series is not None and series.samples
     assert [label for label, _ in telemetry.panels(series)] == [
@@ -57,10 +50,7 @@ def test_telemetry_plot_has_cpu_frequency_temperature_phases_and_throttling(tmp_
 def test_an_older_run_renders_complete(tmp_path):
     run = tmp_path / "old"
     shutil.copytree(OLD_RUN, run)
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", "report", str(run)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    done = evbench("report", str(run))
     assert done.returncode == 0, done.stderr
     context = load_context(run)
     assert not context.partial

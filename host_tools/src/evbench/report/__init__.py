@@ -34,10 +34,15 @@ def write_report(directory: Path) -> Written:
     drawn = plots.draw(context)
     directory = context.directory
     files = []
+    plot_directory = directory / markdown.PLOT_DIRECTORY
     if drawn:
-        (directory / markdown.PLOT_DIRECTORY).mkdir(exist_ok=True)
+        plot_directory.mkdir(exist_ok=True)
+    current = {f"{plot.name}.png" for plot in drawn}
+    for stale in plot_directory.glob("*.png") if plot_directory.is_dir() else ():
+        if stale.name not in current:  # from an earlier render whose data is gone
+            stale.unlink()
     for plot in drawn:
-        path = directory / markdown.PLOT_DIRECTORY / f"{plot.name}.png"
+        path = plot_directory / f"{plot.name}.png"
         write_atomic(path, plot.png)
         files.append(path)
     outputs = {
