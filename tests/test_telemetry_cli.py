@@ -1,0 +1,81 @@
+"""The telemetry flags of `evbench-agent run`: refused when they cannot work, else recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from telemetry_am62x import Am62xTree
+
+from evbench_agent import spec as spec_module
+from evbench_agent.errors import UserError
+from evbench_agent.telemetry import sysfs
+from evbench_agent.telemetry.session import SYSFS_ENV
+
+RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick"]
+RUN += ["--profile", "seed", "--codecs", "json,protobuf", "--progress", "none"]
+
+
+def _agent(sysfs_root, *arguments: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **{SYSFS_ENV: str(sysfs_root)})
+    return subprocess.run([*RUN, *arguments], env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"telemetry_interval_s": 0.05}, "'telemetry_interval_s' must be a number of seconds"),
+        ({"telemetry_interval_s": True}, "'telemetry_interval_s' must be a number of seconds"),
+        ({"cool_timeout_s": -1}, "'cool_timeout_s' must be a number"),
+        ({"telemetry_cpu": 1.5}, "'telemetry_cpu' must be a number"),
+        ({"governor": "performance; reboot"}, "'governor' must be a cpufreq governor name"),
+    ],
+)
+def test_bad_telemetry_settings_are_refused_by_the_spec(document, message):
+    with pytest.raises(UserError, match=message):
+        spec_module.from_dict(document)
+
+
+def test_cool_to_on_a_machine_without_zones_fails_in_one_line_before_running(tmp_path):
+    out = tmp_path / "run"
+    result = _agent(tmp_path / "no-sensors", "--cool-to", "50", "--out", str(out))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert (
+        lines[-2]
+        == "evbench-agent: error: --cool-to needs a thermal zone, and this machine has none"
+    )
+    assert lines[-1].startswith("evbench-agent: hint: run without --cool-to")
+    assert not (out / "manifest.json").exists()
+
+
+def test_a_telemetry_cpu_the_agent_may_not_use_is_refused(tmp_path):
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps({"telemetry_cpu": os.cpu_count() + 7}))
+    result = _agent(tmp_path, "--spec", str(spec_file), "--out", str(tmp_path / "run"))
+    assert result.returncode == 2
+    assert "is not one this agent may run on" in result.stderr
+
+
+@pytest.mark.integration
+def test_a_run_with_cool_to_and_governor_records_both_and_restores_the_governor(tmp_path):
+    board = Am62xTree(tmp_path / "sys")  # zones at 45 and 46 °C
+    out = tmp_path / "run"
+    arguments = ["--cool-to", "60", "--governor", "performance", "--telemetry-interval", "0.2"]
+    result = _agent(board.root, *arguments, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert sysfs.read_text(board.governor_file) == "schedutil"
+    manifest = json.loads((out / "manifest.json").read_text())
+    telemetry = manifest["telemetry"]
+    assert manifest["spec"]["cool_to"] == 60 and manifest["spec"]["governor"] == "performance"
+    assert telemetry["governor"] == [
+        {"policy": "policy0", "action": "set", "from": "schedutil", "to": "performance"},
+        {"policy": "policy0", "action": "restored", "to": "schedutil"},
+    ]
+    waits = telemetry["cool_downs"]
+    # before the idle baseline, the suite, and each of the two worker processes
+    assert [w["phase"] for w in waits] == ["idle", "codec", "codec", "codec"]
+    assert all(w["outcome"] == "cool" and w["start_c"] == 46.0 for w in waits)
