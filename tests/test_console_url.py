@@ -109,3 +109,14 @@ def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
 def test_transfer_estimate_at_115200_baud():
     # 8 KiB as base64 frames at 11520 bytes/s: a little over one second.
     assert 0.9 < estimate_seconds(8192, 115200) < 1.3
+
+
+def test_a_missing_device_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    from evbench.cli import evbench
+
+    monkeypatch.chdir(tmp_path)
+    assert evbench(["diag", "--board", "serial:///dev/evbench-no-such-tty"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("evbench: error: cannot open console serial:///dev/evbench-no-such")
+    assert lines[1].startswith("evbench: hint: check the device path")
+    assert len(lines) == 2

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from evbench.boards.base import Board, CommandResult, StreamedCommand
+from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
 from evbench.console import frames, transcript
 from evbench.console.link import ConsoleLink, Deadline
 from evbench.console.login import LoginStrategy, password_from_user
@@ -23,6 +23,9 @@ from evbench.console.url import parse_console_url
 
 #: Login, from waking the console to an open shell.
 LOGIN_TIMEOUT = 40.0
+#: A streamed command (the agent following a run) that sends nothing for this
+#: long has lost its line: even a slow phase reports progress more often.
+STREAM_SILENCE = 600.0
 
 
 def _show_progress(verb: str, name: str) -> TransferProgress:
@@ -57,8 +60,15 @@ class SerialStreamedCommand(StreamedCommand):
         shown = 0
         shown_bytes = 0
         link = self._session.link
+        silence = Deadline(STREAM_SILENCE)
         while not self._reply.ended:
-            link.read_some(Deadline(0.2))
+            if link.read_some(Deadline(0.2)):
+                silence = Deadline(STREAM_SILENCE)
+            elif silence.expired:
+                raise ConnectionLost(
+                    f"nothing came over {link.address.url} for {STREAM_SILENCE:.0f} s",
+                    hint=f"check the cable; transcript: {link.transcript_path}",
+                )
             for frame in frames.take_frames(link.buffer, self._tag):
                 self._reply.add(frame)
             # Lines come in order; one the line spoiled is taken from the

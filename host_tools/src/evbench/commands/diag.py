@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
             if out and hasattr(board, "save_transcript"):
                 board.save_transcript(out)
     print(render(report))
+    if not out and hasattr(board, "transcript_path"):
+        print(f"console transcript: {board.transcript_path}", file=sys.stderr)
     if out:
         results.write_json(out / REPORT_NAME, report)
         print(f"\nreport: {out / REPORT_NAME}")

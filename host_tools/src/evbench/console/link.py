@@ -8,6 +8,7 @@ from pathlib import Path
 
 import serial
 
+from evbench.boards.base import ConnectionLost
 from evbench.console.transcript import Transcript
 from evbench.console.url import ConsoleAddress
 from evbench_agent.errors import UserError
@@ -56,12 +57,16 @@ class ConsoleLink:
             )
         except (serial.SerialException, ValueError, OSError) as error:
             transcript.note(f"cannot open {address.port}: {error}")
+            transcript.close()
             hint = "check the device path and that you may open it (group dialout)"
             if address.port.startswith("rfc2217://") and "control" in str(error).lower():
                 hint = "add ign_set_control to the URL: the port behind ser2net has no modem lines"
             elif address.is_network:
                 hint = "is ser2net (or the console server) running and listening there?"
-            raise ConsoleError(f"cannot open console {address.url}: {error}", hint=hint) from error
+            # ConnectionLost: after a drop, a reconnect retries this until the adapter is back.
+            raise ConnectionLost(
+                f"cannot open console {address.url}: {error}", hint=hint
+            ) from error
 
     @property
     def transcript_path(self) -> Path:
@@ -73,6 +78,11 @@ class ConsoleLink:
         where = f"transcript: {self.transcript.path}"
         return ConsoleError(message, hint=f"{hint}; {where}" if hint else where)
 
+    def lost(self, message: str) -> ConnectionLost:
+        """The port itself failed (adapter unplugged, ser2net gone): a reconnect may help."""
+        self.transcript.note(f"error: {message}")
+        return ConnectionLost(message, hint=f"transcript: {self.transcript.path}")
+
     def write(self, data: bytes, secret: bool = False) -> None:
         if secret:
             self.transcript.sent_secret()
@@ -82,7 +92,7 @@ class ConsoleLink:
             self._port.write(data)
             self._port.flush()
         except (serial.SerialException, OSError) as error:
-            raise self.error(f"writing to the console failed: {error}") from error
+            raise self.lost(f"writing to the console failed: {error}") from error
 
     def read_some(self, deadline: Deadline) -> bytes:
         """What arrives before the deadline or within one short poll, appended to the buffer."""
@@ -92,7 +102,7 @@ class ConsoleLink:
             # would otherwise sit out the whole timeout for n bytes.
             data = self._port.read(min(max(self._port.in_waiting, 1), READ_SIZE))
         except (serial.SerialException, OSError) as error:
-            raise self.error(f"reading from the console failed: {error}") from error
+            raise self.lost(f"reading from the console failed: {error}") from error
         if data:
             self.received += len(data)
             self.transcript.received(data)
