@@ -8,6 +8,12 @@
     `cyclictest -i 50000 -m` under the same scheduling policy, running at the
     same time (so both meet the same load).
 
+Back to back, the codec's work between messages (encode before a send, decode
+after a reply) lengthens the next round trip on its own (caches, idle CPUs),
+so the bare ping-pong runs twice: sending the same bytes every time, and doing
+the same codec work as the client; and the client runs once more with the
+codec taken out (the same bytes every time), which isolates its machinery.
+
 Rounds alternate the tools (evbench, bare, sockperf, cyclictest, ...) so slow
 drift hits them alike. Medians come with their 95 % interval (order
 statistics); ratios are of medians. Needs the Debian packages sockperf and
@@ -19,6 +25,7 @@ rt-tests. Usage:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import re
@@ -185,6 +192,10 @@ def main() -> int:
     link = messages.bind("json", "seed")
     data = link.sample_data(200, 1)
     body_size = round(sum(len(link.encode(item)) for item in data) / len(data))
+    # The link client with the codec taken out: the same bytes every time, as the
+    # bare ping-pong sends them; what is left of a difference is the machinery.
+    blob = link.encode(data[0])
+    same_bytes = dataclasses.replace(link, encode=lambda _value: blob, decode=lambda _blob: 0)
     bare = subprocess.Popen(
         [*prefix, sys.executable, __file__, "--bare-server", "0"]
         + (["--realtime"] if args.realtime else []),
@@ -224,6 +235,9 @@ def main() -> int:
                 )
                 results.setdefault("evbench rtt_transport back to back", []).extend(
                     evbench_back_to_back(responder.address, link, data, args.b2b_seconds)
+                )
+                results.setdefault("evbench, same bytes, back to back", []).extend(
+                    evbench_back_to_back(responder.address, same_bytes, data, args.b2b_seconds)
                 )
                 results.setdefault("bare ping-pong back to back", []).extend(
                     bare_ping_pong(bare_port, body_size, None, args.b2b_seconds)
@@ -271,6 +285,12 @@ def main() -> int:
         for rate in ("50 ms", "back to back")
         for kind, name in (("", "ping-pong"), (" + codec work", "+ codec work"))
     ] + [
+        _ratio(
+            "rtt_transport, same bytes / bare, back to back",
+            median("evbench, same bytes, back to back"),
+            median("bare ping-pong back to back"),
+            1.15,
+        ),
         _ratio(
             "send_lateness / cyclictest, 50 ms",
             median("evbench send_lateness 50 ms"),
