@@ -15,9 +15,10 @@ from pathlib import Path
 
 from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
 from evbench.console import frames, transcript
+from evbench.console.frames import Reply
 from evbench.console.link import ConsoleLink, Deadline
 from evbench.console.login import LoginStrategy, password_from_user
-from evbench.console.shell import Reply, ShellSession
+from evbench.console.shell import ShellSession
 from evbench.console.transfer import TransferProgress, get_file, put_file
 from evbench.console.url import parse_console_url
 
@@ -70,7 +71,10 @@ class SerialStreamedCommand(StreamedCommand):
                     hint=f"check the cable; transcript: {link.transcript_path}",
                 )
             for frame in frames.take_frames(link.buffer, self._tag):
-                self._reply.add(frame)
+                try:
+                    self._reply.add(frame)
+                except ValueError as error:
+                    raise link.error(str(error)) from error
             # Lines come in order; one the line spoiled is taken from the
             # board's copy once the command ends, so later lines wait for it.
             while shown in self._reply.lines:

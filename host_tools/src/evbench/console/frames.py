@@ -19,15 +19,19 @@ all in coreutils and busybox).
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import math
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Raw bytes per data frame: 1 KiB of base64 a line, so a kernel line that
 #: breaks into one costs little to send again.
 CHUNK = 768
 CHECK_DIGITS = 12
+#: The largest file or output accepted from the board (a length read from the wire).
+MAX_FILE = 64 << 20
 FRAME = re.compile(rb"@@([0-9a-f]{8}) ([^\r\n@]*) ([0-9a-f]{12})\r?$")
 
 #: The board's side, one definition a line (each well under the 4095-byte
@@ -109,3 +113,53 @@ def take_frames(buffer: bytearray, tag: str) -> list[Frame]:
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
     return [frame for line in lines if (frame := parse_line(line, tag)) is not None]
+
+
+@dataclass
+class FileState:
+    """One file coming back in chunks."""
+
+    size: int | None = None
+    sha256: str | None = None
+    chunks: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return 0 if not self.size or self.size < 0 else math.ceil(self.size / CHUNK)
+
+    def missing(self) -> list[int]:
+        return [i for i in range(self.count) if i not in self.chunks]
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks[i] for i in range(self.count))
+
+
+@dataclass
+class Reply:
+    """What the board sent back for one request, gathered over one or more tags."""
+
+    status: int | None = None
+    files: dict[str, FileState] = field(default_factory=dict)
+    lines: dict[int, bytes] = field(default_factory=dict)
+    ended: bool = False
+
+    def add(self, frame: Frame) -> None:
+        kind, fields = frame.kind, frame.fields
+        if kind == "R" and len(fields) == 1 and fields[0].isdigit():
+            self.status = int(fields[0])
+        elif kind == "S" and len(fields) == 3:
+            size = int(fields[1])
+            if size > MAX_FILE:
+                raise ValueError(
+                    f"the board offers {size} bytes; a console moves at most {MAX_FILE}"
+                    " (about two hours at 115200 baud)"
+                )
+            state = self.files.setdefault(fields[0], FileState())
+            state.size, state.sha256 = size, fields[2]
+        elif kind == "D" and len(fields) in (2, 3) and fields[1].isdigit():
+            state = self.files.setdefault(fields[0], FileState())
+            state.chunks[int(fields[1])] = base64.b64decode(fields[2] if len(fields) == 3 else "")
+        elif kind == "L" and len(fields) in (1, 2) and fields[0].isdigit():
+            self.lines[int(fields[0])] = base64.b64decode(fields[1] if len(fields) == 2 else "")
+        elif kind == "E":
+            self.ended = True

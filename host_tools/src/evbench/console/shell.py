@@ -16,10 +16,9 @@ import math
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from evbench.console import frames
-from evbench.console.frames import Frame
+from evbench.console.frames import FileState, Frame, Reply
 from evbench.console.link import ConsoleLink, Deadline
 from evbench.console.login import LoginStrategy
 
@@ -33,50 +32,6 @@ NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
 TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass
-class FileState:
-    """One file coming back in chunks."""
-
-    size: int | None = None
-    sha256: str | None = None
-    chunks: dict[int, bytes] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        return 0 if not self.size or self.size < 0 else math.ceil(self.size / frames.CHUNK)
-
-    def missing(self) -> list[int]:
-        return [i for i in range(self.count) if i not in self.chunks]
-
-    def data(self) -> bytes:
-        return b"".join(self.chunks[i] for i in range(self.count))
-
-
-@dataclass
-class Reply:
-    """What the board sent back for one request, gathered over one or more tags."""
-
-    status: int | None = None
-    files: dict[str, FileState] = field(default_factory=dict)
-    lines: dict[int, bytes] = field(default_factory=dict)
-    ended: bool = False
-
-    def add(self, frame: Frame) -> None:
-        kind, fields = frame.kind, frame.fields
-        if kind == "R" and len(fields) == 1 and fields[0].isdigit():
-            self.status = int(fields[0])
-        elif kind == "S" and len(fields) == 3:
-            state = self.files.setdefault(fields[0], FileState())
-            state.size, state.sha256 = int(fields[1]), fields[2]
-        elif kind == "D" and len(fields) in (2, 3) and fields[1].isdigit():
-            state = self.files.setdefault(fields[0], FileState())
-            state.chunks[int(fields[1])] = base64.b64decode(fields[2] if len(fields) == 3 else "")
-        elif kind == "L" and len(fields) in (1, 2) and fields[0].isdigit():
-            self.lines[int(fields[0])] = base64.b64decode(fields[1] if len(fields) == 2 else "")
-        elif kind == "E":
-            self.ended = True
 
 
 class ShellSession:
@@ -180,7 +135,10 @@ class ShellSession:
             if self.link.read_some(deadline):
                 silent_since = Deadline(SILENCE)
             for frame in frames.take_frames(self.link.buffer, tag):
-                reply.add(frame)
+                try:
+                    reply.add(frame)
+                except ValueError as error:
+                    raise self.link.error(str(error)) from error
                 if on_frame:
                     on_frame(frame)
                 if frame.kind == "E":

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evbench.console import frames
-from evbench.console.frames import Frame
+from evbench.console.frames import Frame, Reply
 from evbench.console.link import Deadline
-from evbench.console.shell import MAX_RETRIES, Reply, ShellSession, estimate_seconds
+from evbench.console.shell import MAX_RETRIES, ShellSession, estimate_seconds
 from evbench_agent.results import write_atomic
 
 #: (bytes so far, total bytes, seconds left by the estimate)
