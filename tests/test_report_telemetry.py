@@ -44,7 +44,9 @@ def test_telemetry_plot_has_cpu_frequency_temperature_phases_and_throttling(tmp_
     assert "red lines throttle events (1)" in html
     assert "No sensor for" not in html
     markdown = (out / "report.md").read_text()
-    assert "| Sensors | " in markdown and "main0_thermal" in markdown
+    sensors = next(line for line in markdown.splitlines() if line.startswith("| Sensors | "))
+    assert "thermal_zone0 (main0_thermal)" in sensors and "ina226 power (W)" in sensors
+    assert "absent" not in sensors  # every kind of sensor was found
 
 
 def test_an_older_run_renders_complete(tmp_path):

@@ -193,9 +193,10 @@ def _sensors(manifest: dict[str, Any]) -> str:
         return "no telemetry in this run"
     found = [f"{kind}: {_join(v)}" for kind, v in sensors.items() if isinstance(v, list) and v]
     found = [item for item in found if not item.startswith("absent:")]
-    absent = sensors.get("absent") or []
+    absent = sensors.get("absent")
     text = "; ".join(found) or "none found"
-    return text + (f" (absent: {_join(absent)})" if absent else "")
+    # `absent` lists the kinds not found, or says "none" when every kind was.
+    return text + (f" (absent: {_join(absent)})" if isinstance(absent, list) and absent else "")
 
 
 def _clock(clock: dict[str, Any]) -> str:
