@@ -202,14 +202,24 @@ def test_connection_dropped_mid_run_resumes_the_same_run(sshd, board, tmp_path):
     assert_each_sample_once(out, run_dir / detached.RESULTS)
 
 
+def launch_on_board(url: str, work: Path, run_id: str, *profiles: str) -> Path:
+    """Deploy, then start a run on the board directly (the board is this machine)."""
+    assert evbench(["deploy", "--board", url]) == 0
+    run_dir = work / "runs" / run_id
+    run_argv = ["run", *QUICK, *profiles, "--progress", "json", "--run-id", run_id]
+    agent = [BOARD_PYTHON, str(work / "agent/evbench-agent.pyz")]
+    launch = [*agent, "launch", "--run-dir", str(run_dir), "--", *run_argv]
+    subprocess.run([*launch, "--out", str(run_dir / "results")], check=True, capture_output=True)
+    return run_dir
+
+
 def finished_run_with_bulk(url: str, work: Path, tmp_path: Path) -> Path:
     """A finished run on the board, with a large file that makes its fetch last."""
-    first = tmp_path / "first"
-    assert evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(first)]) == 0
-    [run_dir] = board_runs(work)
+    run_dir = launch_on_board(url, work, "20261130T000000Z-b01c00", "--profile", "int")
+    wait_for(lambda: (run_dir / detached.EXIT).exists(), "the run to end")
     board_results = run_dir / detached.RESULTS
     # Large enough to cut the fetch in the middle (as long telemetry can be).
-    (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 19))
+    (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 18))
     results.write_checksums(board_results)
     return run_dir
 
@@ -257,25 +267,8 @@ def test_fetch_cut_on_the_host_goes_on_into_the_same_directory(board, tmp_path):
 
 def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     work, url = board
-    assert evbench(["deploy", "--board", url]) == 0
     run_id = "20261130T000000Z-feed01"
-    run_dir = work / "runs" / run_id
-    agent = [BOARD_PYTHON, str(work / "agent/evbench-agent.pyz")]
-    run_argv = ["run", *QUICK, *SLOW_PROFILES, "--progress", "json", "--run-id", run_id]
-    subprocess.run(
-        [
-            *agent,
-            "launch",
-            "--run-dir",
-            str(run_dir),
-            "--",
-            *run_argv,
-            "--out",
-            str(run_dir / "results"),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    run_dir = launch_on_board(url, work, run_id, *SLOW_PROFILES)
     wait_for(lambda: advances(run_dir) >= 2, "the run to measure")
     # A reboot cannot happen here: the run is killed outright (as power loss
     # would) and its launch record given another boot id, as after a reboot.
