@@ -92,6 +92,20 @@ def test_bootloader_that_does_not_fit_its_slot_is_refused(images, tmp_path, caps
         capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
     )
     assert code == 2 and "tiboot3.bin (600000 bytes) does not fit its 524288-byte slot" in err
+    assert emmc.read_bytes() == fill(tmp_path / "fresh", 8 * MiB).read_bytes(), "refused first"
+
+
+def test_a_missing_boot_partition_is_refused_before_writing(images, tmp_path, capsys):
+    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    for name in ("tiboot3.bin", "tispl.bin", "u-boot.img"):
+        (deploy / name).write_bytes(b"blob")
+    code, _, err = flash(
+        capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
+    )
+    assert code == 2 and f"{emmc}boot0 on local is missing" in err
+    assert emmc.read_bytes() == fill(tmp_path / "fresh", 8 * MiB).read_bytes()
 
 
 def test_local_board_loop_device_standin(images, spans, tmp_path, capsys):

@@ -9,6 +9,7 @@ each range against the bmap as it streams, exactly as for a local card.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import sys
@@ -160,8 +161,8 @@ def check_device(info: dict, device: str, url: str, image_size: int | None) -> T
     return target
 
 
-def write_bootloader(receiver: Receiver, directory: Path, partition: str) -> None:
-    """tiboot3.bin, tispl.bin and u-boot.img at TI's offsets in the eMMC boot partition."""
+def load_bootloader(directory: Path) -> list[tuple[str, int, bytes]]:
+    """(name, byte offset, data) of tiboot3.bin, tispl.bin, u-boot.img, checked to fit."""
     missing = [name for name, _, _ in BOOTLOADER_LAYOUT if not (directory / name).is_file()]
     if missing:
         raise UserError(f"{directory} lacks {', '.join(missing)}", hint="give the deploy directory")
@@ -171,12 +172,17 @@ def write_bootloader(receiver: Receiver, directory: Path, partition: str) -> Non
         if len(data) > blocks * 512:
             raise UserError(f"{name} ({len(data)} bytes) does not fit its {blocks * 512}-byte slot")
         blobs.append((name, block * 512, data))
+    return blobs
+
+
+def write_bootloader(
+    receiver: Receiver, blobs: list[tuple[str, int, bytes]], partition: str
+) -> None:
+    """The blobs at TI's offsets in the eMMC boot partition, read back on the board."""
     info = receiver.inspect(partition)
     check_device(info, partition, receiver.board.url, None)
     command = receiver.start(partition, None, unlock_boot=True)
     sink = BoardSink(receiver.board, command, sum(len(d) for _, _, d in blobs))
-    import hashlib
-
     for _name, offset, data in blobs:
         sink.write(offset, data)
         sink.end_range(offset, len(data), "sha256", hashlib.sha256(data).hexdigest(), False)
@@ -220,10 +226,15 @@ def flash_board(args: argparse.Namespace) -> int:
     bmap = load_bmap(args)
     source = open_source(args, bmap)
     image_size = bmap.image_size if bmap else source.plain_size
+    # Everything that can be refused is checked before the first byte is written.
+    blobs = load_bootloader(args.bootloader) if args.bootloader else None
+    partition = args.boot_partition or f"{args.device}boot0"
     with open_board(args.board) as board:
         receiver = Receiver(board)
         try:
             target = check_device(receiver.inspect(args.device), args.device, board.url, image_size)
+            if blobs is not None:
+                check_device(receiver.inspect(partition), partition, board.url, None)
             plan = describe_plan(args, source, bmap)
             confirm(target, f"{plan} (on {board.url})", args.yes)
             print(f"flashing {plan} to {args.device} on {board.url}", flush=True)
@@ -237,10 +248,9 @@ def flash_board(args: argparse.Namespace) -> int:
                 sink.abort()
                 raise
             print(report.summary(), flush=True)
-            if args.bootloader:
-                partition = args.boot_partition or f"{args.device}boot0"
-                write_bootloader(receiver, args.bootloader, partition)
-            configure_boot(board, args.device, args.bootloader is not None)
+            if blobs is not None:
+                write_bootloader(receiver, blobs, partition)
+            configure_boot(board, args.device, blobs is not None)
         finally:
             receiver.remove()
         if args.reboot:
