@@ -135,6 +135,8 @@ def test_junit_validates_against_the_schema(run_dir: Path, tmp_path: Path):
     text = junit.read_text()
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     assert text.count("<testcase ") == len(records)
+    cases = re.findall(r'<testcase name="([^"]+)" classname="([^"]+)"', text)
+    assert len(set(cases)) == len(cases)  # telemetry's phases are told apart, not merged
     assert '<property name="unit" value="s" />' in text
     # The schema can reject: a test case without its classname does not validate.
     broken = tmp_path / "broken.xml"

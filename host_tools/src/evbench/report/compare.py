@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evbench import table
+from evbench.report import exports
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench_agent import metrics, stats
@@ -62,28 +63,31 @@ def labels(contexts: Sequence[RunContext]) -> list[str]:
     return names
 
 
-def _key(record: dict) -> Key:
-    return (
-        str(record.get("suite")),
-        str(record.get("profile") or "-"),
-        str(record.get("codec") or "-"),
-        str(record.get("metric")),
-    )
-
-
 def _pooled(context: RunContext) -> dict[Key, list[float]]:
-    pooled = table.pooled_samples(context.samples())
-    return {
-        (str(s), str(p or "-"), str(c or "-"), str(m)): values
-        for (s, p, c, m), (_unit, values) in pooled.items()
-    }
+    """Every worker's (or phase's) raw values, per record key."""
+    pooled: dict[Key, list[float]] = {}
+    for sample_set in context.samples():
+        key = exports.record_key(
+            {
+                "suite": sample_set.suite,
+                "profile": sample_set.profile,
+                "codec": sample_set.codec,
+                "metric": sample_set.metric,
+                "params": sample_set.params,
+            }
+        )
+        pooled.setdefault(key, []).extend(sample_set.values)
+    return pooled
 
 
 def compare(
     contexts: Sequence[RunContext], criteria: Criteria, baseline: bool = False
 ) -> Comparison:
     """Compare every run with the first; with `baseline`, flag regressions."""
-    by_run = [{_key(r): r for r in c.records if r.get("median") is not None} for c in contexts]
+    by_run = [
+        {exports.record_key(r): r for r in c.records if r.get("median") is not None}
+        for c in contexts
+    ]
     common = [k for k in by_run[0] if all(k in records for records in by_run[1:])]
     everything = set().union(*by_run)
     left_out = sorted("/".join(k) for k in everything - set(common))
@@ -103,7 +107,8 @@ def compare(
 
     rows = []
     for row_index, key in enumerate(common):
-        threshold = criteria.threshold(*key)
+        metric = exports.base_metric(key)
+        threshold = criteria.threshold(*key[:3], metric)
         base_median = by_run[0][key]["median"]
         changes = []
         for run_index in range(1, len(contexts)):
@@ -111,7 +116,7 @@ def compare(
             pct = (median - base_median) / base_median * 100 if base_median else 0.0
             p_holm = adjusted.get((row_index, run_index))
             significant = p_holm is not None and p_holm < ALPHA
-            worse_pct = -pct if metrics.better(key[3]) == HIGHER_IS_BETTER else pct
+            worse_pct = -pct if metrics.better(metric) == HIGHER_IS_BETTER else pct
             regression = None
             if baseline and worse_pct > threshold and (significant or p_holm is None):
                 basis = f"p (Holm) {p_holm:.2g}" if p_holm is not None else "no raw samples"
@@ -149,7 +154,9 @@ def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     body = []
     for row in comparison.rows:
         suite, profile, codec, metric = row.key
-        line = [suite, profile, table.DISPLAY_NAMES.get(codec, codec), table._label(metric)]
+        base = exports.base_metric(row.key)
+        label = " ".join(filter(None, (table._label(base), metric[len(base) :])))
+        line = [suite, profile, table.DISPLAY_NAMES.get(codec, codec), label]
         line.append(_cell(row.records[0], row.unit))
         for record, change in zip(row.records[1:], row.changes, strict=True):
             p_text = f"{change.p_holm:.2g}" if change.p_holm is not None else "-"

@@ -25,13 +25,27 @@ from evbench_agent.results import RECORD_FIELDS
 PROPERTY_FIELDS = ("median", "mean", "stdev", "min", "max", "ci95_low", "ci95_high", "n")
 
 
+#: Params that tell records of one metric apart within a run (telemetry's phase and
+#: kind, the operation of an energy figure); the others are settings, compared as is.
+IDENTITY_PARAMS = ("phase", "kind", "operation")
+
+
 def record_key(record: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(suite, profile, codec, metric): the metric qualified by IDENTITY_PARAMS, if any."""
+    params = record.get("params") or {}
+    qualifiers = [f"{name}={params[name]}" for name in IDENTITY_PARAMS if name in params]
+    metric = str(record.get("metric"))
     return (
         str(record.get("suite")),
         str(record.get("profile") or "-"),
         str(record.get("codec") or "-"),
-        str(record.get("metric")),
+        f"{metric}[{','.join(qualifiers)}]" if qualifiers else metric,
     )
+
+
+def base_metric(key: tuple[str, str, str, str]) -> str:
+    """The metric's name without its qualifiers."""
+    return key[3].split("[", 1)[0]
 
 
 def _csv_value(value: Any) -> str:
