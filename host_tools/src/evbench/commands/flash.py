@@ -97,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
             os.ftruncate(fd, image_size)  # a file target gets the image's size, holes stay holes
         print(f"flashing {plan} to {target.describe()}", flush=True)
         total = bmap.mapped_bytes if bmap else image_size
-        with source, FlashProgress(total, "flash") as progress:
-            report = write_image(source, FileSink(fd), bmap, progress)
+        sink = FileSink(fd)
+        try:
+            with source, FlashProgress(total, "flash") as progress:
+                report = write_image(source, sink, bmap, progress)
+        finally:
+            sink.close()
     finally:
         os.close(fd)
     print(report.summary(), flush=True)
