@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from evbench_agent.errors import UserError
 
@@ -20,6 +20,8 @@ from evbench_agent.errors import UserError
 LENGTH = struct.Struct("<I")
 #: What follows it in every frame: kind and sequence number.
 HEADER = struct.Struct("<BQ")
+#: Length, kind and sequence at once (what pack() writes before the body).
+_PREFIX = struct.Struct("<IBQ")
 #: Largest frame (kind + sequence + body) accepted unless configured otherwise.
 DEFAULT_MAX_FRAME = 1 << 20
 #: recv() size: several frames of the usual payloads arrive in one call.
@@ -49,8 +51,9 @@ class PeerClosed(FrameError):
     """The peer closed the connection (or reset it)."""
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
+    """One frame (a named tuple: made per message, so it must be cheap to make)."""
+
     kind: int
     sequence: int
     body: bytes
@@ -58,7 +61,7 @@ class Frame:
 
 def pack(kind: int, sequence: int, body: bytes = b"") -> bytes:
     """One frame, length prefix included, ready for a single sendall()."""
-    return LENGTH.pack(HEADER.size + len(body)) + HEADER.pack(kind, sequence) + body
+    return _PREFIX.pack(HEADER.size + len(body), kind, sequence) + body
 
 
 def configure(sock: socket.socket, send_timeout_s: float) -> None:
@@ -111,30 +114,43 @@ class FrameReader:
                     f"({len(self._buffer)} bytes of it received)"
                 )
             raise PeerClosed("the peer closed the connection")
-        self._buffer += data
-        return self.frames()
+        if self._buffer:
+            self._buffer += data
+            return self.frames()
+        frames, used = self._cut(data)  # the usual case: no copy into the buffer
+        if used < len(data):
+            self._buffer += data[used:]
+        return frames
 
     def frames(self) -> list[Frame]:
         """Every whole frame in the buffer; a partial one stays for the next recv()."""
+        frames, used = self._cut(bytes(self._buffer))
+        del self._buffer[:used]
+        return frames
+
+    def _cut(self, data: bytes) -> tuple[list[Frame], int]:
+        """The whole frames at the start of `data`, and how many bytes they take.
+
+        This runs for every message on both ends, inside the measured round
+        trip, so it unpacks length, kind and sequence in one call and makes
+        frames with tuple.__new__ (calling a NamedTuple goes through Python code)."""
         frames = []
-        buffer = self._buffer
-        offset = 0
-        while len(buffer) - offset >= LENGTH.size:
-            (length,) = LENGTH.unpack_from(buffer, offset)
-            if length > self.max_frame or length < HEADER.size:
+        offset, size, max_frame = 0, len(data), self.max_frame
+        unpack, new = _PREFIX.unpack_from, tuple.__new__
+        prefix, body_at = LENGTH.size, _PREFIX.size
+        # A frame has at least `body_at` bytes: fewer cannot hold one, nor a full prefix.
+        while size - offset >= body_at:
+            length, kind, sequence = unpack(data, offset)
+            if length > max_frame or length < HEADER.size:
                 raise FrameError(
-                    f"a frame length of {length} bytes is outside 9..{self.max_frame} "
+                    f"a frame length of {length} bytes is outside 9..{max_frame} "
                     "(not an evbench link peer, or a corrupt stream)"
                 )
-            end = offset + LENGTH.size + length
-            if len(buffer) < end:
+            end = offset + prefix + length
+            if size < end:
                 break
-            kind, sequence = HEADER.unpack_from(buffer, offset + LENGTH.size)
             if kind not in KINDS:
                 raise FrameError(f"unknown frame kind {kind} (not an evbench link peer?)")
-            body = bytes(buffer[offset + LENGTH.size + HEADER.size : end])
-            frames.append(Frame(kind, sequence, body))
+            frames.append(new(Frame, (kind, sequence, data[offset + body_at : end])))
             offset = end
-        if offset:
-            del buffer[:offset]
-        return frames
+        return frames, offset
