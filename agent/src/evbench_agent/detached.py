@@ -39,6 +39,9 @@ RESULTS = "results"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 #: How often `follow` looks for new progress lines.
 POLL_SECONDS = 0.2
+HEARTBEAT_SECONDS = 5.0
+#: Not part of progress.jsonl: followers skip it (and do not count its bytes).
+HEARTBEAT = b'{"event": "heartbeat"}\n'
 #: A run directory without launch.json this long after its creation never started.
 START_GRACE_SECONDS = 30.0
 
@@ -159,8 +162,13 @@ def seal(run_dir: Path, reason: str) -> None:
 
 
 def follow(run_dir: Path, offset: int) -> dict[str, Any]:
-    """Copy progress lines from byte `offset` to standard output until the run ends."""
+    """Copy progress lines from byte `offset` to standard output until the run ends.
+
+    When nothing new comes for HEARTBEAT_SECONDS a heartbeat line goes out, so
+    a follower whose connection is gone finds out (its write fails) and ends.
+    """
     path = run_dir / PROGRESS
+    last_write = time.monotonic()
     while True:
         current = status(run_dir)
         if current["state"] == "absent":
@@ -172,6 +180,10 @@ def follow(run_dir: Path, offset: int) -> dict[str, Any]:
                     break  # half written: read it whole on the next look
                 sys.stdout.buffer.write(line)
                 offset += len(line)
+                last_write = time.monotonic()
+        if time.monotonic() - last_write > HEARTBEAT_SECONDS:
+            sys.stdout.buffer.write(HEARTBEAT)
+            last_write = time.monotonic()
         sys.stdout.buffer.flush()
         if current["state"] != "running":
             return {**current, "offset": offset}

@@ -121,15 +121,22 @@ class RemoteRun:
         command = self.board.stream(argv)
         final = None
         for line in command.lines():
-            event = _parse(line)
-            if event is not None and event.get("event") == "status":
+            event = _parse(line) or {}
+            if event.get("event") == "heartbeat":
+                continue
+            if event.get("event") == "status":
                 final = event
                 continue
             self.offset += len(line.encode()) + 1
             show(line)
-        command.wait(FOLLOW_EXIT_TIMEOUT)
+        code = command.wait(FOLLOW_EXIT_TIMEOUT)
         if final is None:
-            raise ConnectionLost(f"following the run on {self.board.url} stopped short")
+            if code == -1:  # no exit status came back: the channel was cut
+                raise ConnectionLost(f"following the run on {self.board.url} stopped short")
+            raise EvbenchError(
+                f"following the run on {self.board.url} failed (exit {code}): "
+                f"{command.stderr().strip()[-300:] or 'no output'}"
+            )
         if final["state"] == "absent":
             raise UserError(f"the run {self.run_id} vanished from {self.board.url}")
         return final

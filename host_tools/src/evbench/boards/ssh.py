@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import socket
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -34,6 +35,8 @@ from evbench.boards.ssh_address import (
 from evbench_agent.errors import EvbenchError, UserError
 
 CONNECT_TIMEOUT = 15.0
+KEEPALIVE_SECONDS = 5
+UNACKNOWLEDGED_MS = 30_000
 #: Output of one command beyond this is a fault, not data (a length read from the wire).
 MAX_OUTPUT = 64 << 20
 
@@ -239,7 +242,13 @@ class SshBoard(Board):
                 hint="check the address, that the board is on the network and runs sshd",
             ) from None
         transport = self._client.get_transport()
-        transport.set_keepalive(5)
+        # A pulled cable sends no FIN: keepalives every 5 s that stay unacknowledged
+        # for 30 s make the kernel close the socket, and the drop shows as ConnectionLost.
+        transport.set_keepalive(KEEPALIVE_SECONDS)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            transport.sock.setsockopt(
+                socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_MS
+            )
         self._sftp = None
 
     def reconnect(self) -> None:

@@ -1,0 +1,114 @@
+"""Detached runs on the board (evbench_agent.detached): states, follow, seal, one run per id.
+
+The processes are real: a `sleep` whose command line names the run directory
+stands in for the detached agent where a test needs a live or dead run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evbench_agent import detached, results
+from evbench_agent.errors import ExitCode, UserError
+
+
+def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
+    run_dir.mkdir(parents=True)
+    (run_dir / detached.PROGRESS).write_bytes(b"")
+    launched = {"pid": pid, "boot_id": boot_id or detached.boot_id(), "started": time.time()}
+    (run_dir / detached.LAUNCH).write_text(json.dumps(launched))
+
+
+@pytest.fixture
+def sleeper(tmp_path):
+    """A live process whose command line names the run directory, as the agent's does."""
+    run_dir = tmp_path / "runs" / "r1"
+    process = subprocess.Popen(["sh", "-c", "sleep 60", str(run_dir)])
+    yield run_dir, process
+    process.kill()
+    process.wait()
+
+
+def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
+    run_dir, process = sleeper
+    assert detached.status(run_dir)["state"] == "absent"
+    fake_launch(run_dir, process.pid)
+    assert detached.status(run_dir)["state"] == "running"
+    process.kill()
+    process.wait()
+    stopped = detached.status(run_dir)
+    assert stopped["state"] == "stopped" and "ended without a word" in stopped["reason"]
+    other = tmp_path / "runs" / "r2"
+    fake_launch(other, process.pid, boot_id="another-boot")
+    assert detached.status(other)["reason"] == "the board rebooted during the run"
+    (other / detached.EXIT).write_text("0\n")
+    assert detached.status(other) | {"boot_id": None} == {
+        "run_id": "r2",
+        "boot_id": None,
+        "state": "finished",
+        "exit": 0,
+        "reason": None,
+        "complete": False,
+    }
+
+
+def test_a_recycled_pid_is_not_the_run(tmp_path):
+    run_dir = tmp_path / "runs" / "r1"
+    other = subprocess.Popen(["sleep", "60"])  # alive, but not this run's process
+    try:
+        fake_launch(run_dir, other.pid)
+        assert detached.status(run_dir)["state"] == "stopped"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_follow_sends_heartbeats_then_the_final_status(sleeper, monkeypatch):
+    run_dir, process = sleeper
+    fake_launch(run_dir, process.pid)
+    (run_dir / detached.PROGRESS).write_bytes(b'{"event": "start"}\n{"event": "adv')
+    monkeypatch.setattr(detached, "HEARTBEAT_SECONDS", 0.3)
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    ender = threading.Timer(1.5, lambda: (run_dir / detached.EXIT).write_text("4\n"))
+    ender.start()
+    final = detached.follow(run_dir, offset=0)
+    ender.join()
+    lines = stdout.buffer.getvalue().decode().splitlines()
+    assert lines[0] == '{"event": "start"}'  # the half-written line is held back
+    assert '{"event": "heartbeat"}' in lines[1:]
+    assert final["state"] == "finished" and final["exit"] == ExitCode.PARTIAL
+    assert final["offset"] == len(b'{"event": "start"}\n')
+
+
+def test_seal_keeps_what_was_measured_as_partial(tmp_path):
+    run_dir = tmp_path / "runs" / "r1"
+    # What a run cut by power loss leaves: a running manifest and raw samples only.
+    directory = run_dir / detached.RESULTS
+    directory.mkdir(parents=True)
+    manifest = {"format": results.FORMAT, "version": results.VERSION, "run_id": "r1"}
+    results.write_json(directory / results.MANIFEST, {**manifest, "status": "running"})
+    sample = results.SampleSet("codec", "seed", "json", "encode", "s", {}, [1e-6, 2e-6])
+    (directory / results.SAMPLES).write_text(json.dumps(sample.as_dict()) + "\n")
+    detached.seal(run_dir, "the board rebooted during the run")
+    assert results.verify_checksums(directory) == []
+    run = results.load_run(directory)
+    assert run.manifest["status"] == "interrupted" and not run.complete
+    assert [r["n"] for r in run.records] == [2]
+    assert detached.status(run_dir)["reason"] == "the board rebooted during the run"
+
+
+def test_launch_refuses_a_run_id_that_exists(tmp_path):
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    with pytest.raises(UserError, match="already exists"):
+        detached.launch(run_dir, ["run", "--quick"])
+    assert list(run_dir.iterdir()) == []  # nothing written into the other run
