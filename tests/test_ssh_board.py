@@ -76,6 +76,24 @@ def test_config_alias_gives_host_port_user_and_identity(sshd, ssh_home, tmp_path
         assert board.run(["echo", "via alias"], 30).stdout == b"via alias\n"
 
 
+def test_login_through_ssh_agent(sshd, ssh_home, tmp_path, monkeypatch):
+    key = ssh_home / ".ssh" / "id_ed25519"
+    socket_path = tmp_path / "agent.sock"
+    agent = subprocess.Popen([require_command("ssh-agent"), "-D", "-a", str(socket_path)])
+    try:
+        deadline = time.monotonic() + 10
+        while not socket_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        subprocess.run([require_command("ssh-add"), "-q", str(key)], check=True)
+        key.unlink()  # only the agent holds the key now
+        with open_board(board_url(sshd, tmp_path)) as board:
+            assert board.run(["echo", "via agent"], 30).stdout == b"via agent\n"
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
 def test_unknown_host_key_refused_then_accepted_with_the_flag(sshd, ssh_home, tmp_path, capsys):
     known_hosts = ssh_home / ".ssh" / "known_hosts"
     known_hosts.unlink()
