@@ -17,6 +17,7 @@ from evbench import table
 from evbench.report import exports
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
+from evbench.report.sections import metric_label
 from evbench_agent import metrics, stats
 from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER
 
@@ -153,10 +154,8 @@ def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     headers.append("threshold")
     body = []
     for row in comparison.rows:
-        suite, profile, codec, metric = row.key
-        base = exports.base_metric(row.key)
-        label = " ".join(filter(None, (table._label(base), metric[len(base) :])))
-        line = [suite, profile, table.DISPLAY_NAMES.get(codec, codec), label]
+        suite, profile, codec, _metric = row.key
+        line = [suite, profile, table.DISPLAY_NAMES.get(codec, codec), metric_label(row.records[0])]
         line.append(_cell(row.records[0], row.unit))
         for record, change in zip(row.records[1:], row.changes, strict=True):
             p_text = f"{change.p_holm:.2g}" if change.p_holm is not None else "-"

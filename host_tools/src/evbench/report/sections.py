@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evbench import table
+from evbench.report import exports
 from evbench.report.context import RunContext, context_rows
 from evbench.units import format_value
 from evbench_agent import metrics
@@ -89,6 +90,13 @@ def _metric_order(record: dict) -> tuple:
     )
 
 
+def metric_label(record: dict) -> str:
+    """The metric's label, with the params that tell its records apart (a telemetry phase)."""
+    key = exports.record_key(record)
+    base = exports.base_metric(key)
+    return " ".join(filter(None, (table._label(base), key[3][len(base) :])))
+
+
 def spread_section(context: RunContext) -> Section | None:
     """Every record with its spread, per codec: nothing summarized away."""
     if not context.records:
@@ -108,7 +116,7 @@ def spread_section(context: RunContext) -> Section | None:
                 str(record.get("suite")),
                 str(record.get("profile") or "-"),
                 str(record.get("codec") or "-"),
-                table._label(str(record.get("metric"))),
+                metric_label(record),
                 str(record.get("n")),
                 median,
                 value("mean"),
