@@ -167,6 +167,11 @@ def _link_phases(context: RunContext, metric: str) -> dict[str, list[list[float]
     return phases
 
 
+def _sample_counts(context: RunContext, names: tuple[str, ...]) -> str:
+    counts = sorted({r["n"] for r in _records(context, "codec", names)})
+    return f"n per bar: {counts[0]}" + (f" to {counts[-1]}." if len(counts) > 1 else ".")
+
+
 def plans(context: RunContext) -> list[_Plan]:
     """The plots this run's data call for, in report order."""
     found: list[_Plan] = []
@@ -176,7 +181,8 @@ def plans(context: RunContext) -> list[_Plan]:
                 "codec-times",
                 "Encode, decode and decode + access time per codec and profile",
                 "Bars: median time of one operation (µs, log scale); whiskers: 95 % CI of "
-                "the median (none when n < 6). A sample is the mean over a calibrated loop.",
+                "the median (none when n < 6). A sample is the mean over a calibrated loop. "
+                + _sample_counts(context, TIME_METRICS),
                 lambda c: _bars(c, TIME_METRICS, 1e6, "µs per operation"),
             )
         )
@@ -186,7 +192,7 @@ def plans(context: RunContext) -> list[_Plan]:
                 "codec-sizes",
                 "Encoded size and deflated size per codec and profile",
                 "Bars: median bytes over every payload of the profile; whiskers: 95 % CI "
-                "of the median. Deflated: zlib level 6.",
+                "of the median. Deflated: zlib level 6. " + _sample_counts(context, SIZE_METRICS),
                 lambda c: _bars(c, SIZE_METRICS, 1.0, "bytes"),
             )
         )
