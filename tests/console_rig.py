@@ -40,7 +40,9 @@ class LineSimulator:
         self.mute = False
         self.garble = False
         self.silent_after: int | None = None  # bytes still let through before silence
-        self.spoil_frames = 0  # data frames still to spoil
+        self.spoil_frames = 0  # frames still to spoil
+        self.spoil_marker = b" D "  # which kind: data frames unless told
+        self._spoil_next = False
         self.spoiled = 0
         # A kernel console writes at any byte, also in the middle of a line
         # that userspace is printing: one line every `noise_every` bytes or so.
@@ -84,12 +86,17 @@ class LineSimulator:
             line = f"[{stamp:12.6f}] mmc0: error -110 whilst initialising SD card\r\n".encode()
             data = data[:at] + line + data[at:]
             self.noise_injected += 1
-        if self.spoil_frames and b" D " in data:
-            at = data.index(b" D ") + 12
+        if self._spoil_next and data:
+            data = b"#" + data[1:]  # the marker ended the last piece: spoil what follows it
+            self._spoil_next = False
+        elif self.spoil_frames and self.spoil_marker in data:
+            at = data.index(self.spoil_marker) + len(self.spoil_marker)
+            self.spoil_frames -= 1
+            self.spoiled += 1
             if at < len(data):
                 data = data[:at] + b"#" + data[at + 1 :]
-                self.spoil_frames -= 1
-                self.spoiled += 1
+            else:
+                self._spoil_next = True
         return data
 
     def _pump(self, source: socket.socket, target: socket.socket, faults: bool) -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 
 from evbench.boards.serial import SerialBoard
+from evbench.console.shell import SILENCE
 
 pytestmark = pytest.mark.integration
 
@@ -90,3 +92,17 @@ def test_stream_and_stdin(console_line, console_user):
     assert status == 7
     assert errors == "e\n"
     assert piped.stdout == b"THROUGH STDIN\n"
+
+
+def test_a_spoiled_end_frame_does_not_stall(console_line, console_user):
+    url = f"{console_line.url}?user={console_user.name}"
+    with SerialBoard(url, show_progress=False) as board:
+        console_line.line.spoil_marker = b" E "
+        console_line.line.spoil_frames = 1
+        started = time.monotonic()
+        result = board.run(["sh", "-c", "echo end; exit 9"], timeout=30)
+        took = time.monotonic() - started
+    assert console_line.line.spoiled == 1
+    assert (result.returncode, result.stdout) == (9, b"end\n")
+    # The shell's unique prompt ends the request: no waiting out the silence limit.
+    assert took < SILENCE, took

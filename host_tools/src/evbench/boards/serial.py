@@ -62,19 +62,24 @@ class SerialStreamedCommand(StreamedCommand):
         shown_bytes = 0
         link = self._session.link
         silence = Deadline(STREAM_SILENCE)
+        answered = False
         while not self._reply.ended:
-            if link.read_some(Deadline(0.2)):
-                silence = Deadline(STREAM_SILENCE)
-            elif silence.expired:
+            link.read_some(Deadline(0.2))
+            if silence.expired:  # kernel lines may come; the command's own did not
                 raise ConnectionLost(
-                    f"nothing came over {link.address.url} for {STREAM_SILENCE:.0f} s",
+                    f"nothing came from the command over {link.address.url}"
+                    f" for {STREAM_SILENCE:.0f} s",
                     hint=f"check the cable; transcript: {link.transcript_path}",
                 )
             for frame in frames.take_frames(link.buffer, self._tag):
+                answered = True
+                silence = Deadline(STREAM_SILENCE)
                 try:
                     self._reply.add(frame)
                 except ValueError as error:
                     raise link.error(str(error)) from error
+            if answered and self._session.prompt in link.buffer:
+                break  # the shell is back: the end frame was spoiled on the line
             # Lines come in order; one the line spoiled is taken from the
             # board's copy once the command ends, so later lines wait for it.
             while shown in self._reply.lines:

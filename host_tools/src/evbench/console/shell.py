@@ -41,6 +41,8 @@ class ShellSession:
         self.link = link
         self.login = login
         self.prompt_tag = frames.new_tag()
+        #: The shell prints it after every request: it ends one whose end frame was spoiled.
+        self.prompt = f"evb-{self.prompt_tag}> ".encode()
         #: Frames spoiled on the line and asked for again (reported in the transcript).
         self.retried = 0
 
@@ -126,15 +128,21 @@ class ShellSession:
         started: Callable[[Reply], bool] = lambda reply: True,
         on_frame: Callable[[Frame], None] | None = None,
     ) -> bool:
-        """Add `tag`'s frames to `reply` until its end frame; False if the line went silent.
+        """Add `tag`'s frames to `reply` until its end frame; False if it never came.
 
-        Silence counts only once `started(reply)` holds: a running command may be quiet.
+        A kernel line can spoil the end frame itself, and keeps the line busy
+        meanwhile; so the request also counts as answered when the shell's
+        unique prompt follows frames of this tag, and as silent when none of
+        its frames came for SILENCE seconds (once `started(reply)` holds: a
+        running command may be quiet). What is missing is asked for again.
         """
-        silent_since = Deadline(SILENCE)
+        quiet = Deadline(SILENCE)
+        answered = False
         while not deadline.expired:
-            if self.link.read_some(deadline):
-                silent_since = Deadline(SILENCE)
+            self.link.read_some(deadline)
             for frame in frames.take_frames(self.link.buffer, tag):
+                answered = True
+                quiet = Deadline(SILENCE)
                 try:
                     reply.add(frame)
                 except ValueError as error:
@@ -143,7 +151,9 @@ class ShellSession:
                     on_frame(frame)
                 if frame.kind == "E":
                     return True
-            if started(reply) and silent_since.expired:
+            if answered and self.prompt in self.link.buffer:
+                return False
+            if started(reply) and quiet.expired:
                 return False
         return False
 
