@@ -37,7 +37,8 @@ LINK_METRICS = {
 
 
 def _spec(**link):
-    document = {"suites": ["link"], "profiles": ["seed"], "codecs": ["json", "protobuf"]}
+    # `profiles` is the codec suite's: the link suite measures `link_profiles` (default seed)
+    document = {"suites": ["link"], "profiles": ["ev-full"], "codecs": ["json", "protobuf"]}
     document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=2, link_capacity_s=0.1)
     document.update(link)
     return spec.from_dict(document)
@@ -52,6 +53,7 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     records = [r for r in _records(tmp_path / "run") if r["suite"] == "link"]
     for codec in ("json", "protobuf"):
         assert {r["metric"] for r in records if r["codec"] == codec} == LINK_METRICS
+    assert {r["profile"] for r in records} == {"seed"}
     by_metric = {(r["codec"], r["metric"]): r for r in records}
     assert by_metric["json", "rtt"]["n"] == 12  # 6 messages x 2 phases
     assert by_metric["json", "lost"]["n"] == 2  # one value per phase
@@ -114,6 +116,7 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
         ("link_peer", "host", "cannot resolve --peer host"),
         ("link_rate_hz", 0, "'link_rate_hz' must be a number"),
         ("link_window", 0, "'link_window' must be a number"),
+        ("link_profiles", "seed,nope", "unknown profile 'nope'"),
     ],
 )
 def test_bad_link_settings_are_refused_before_anything_runs(key, value, message):

@@ -46,6 +46,7 @@ def _spec_from_args(args: argparse.Namespace):
         "link_duration_s": getattr(args, "duration", None),
         "link_count": getattr(args, "count", None),
         "link_window": getattr(args, "window", None),
+        "link_profiles": getattr(args, "link_profile", None),
     }
     document.update({key: value for key, value in flags.items() if value is not None})
     if args.quick:
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=float, metavar="S", help="link: seconds per phase")
     run.add_argument("--count", type=int, help="link: messages per phase, instead of --duration")
     run.add_argument("--window", type=int, help="link: messages in flight, saturation (8)")
+    run.add_argument("--link-profile", help="link: comma list of profiles (default: seed)")
     run.add_argument(
         "--realtime", action="store_true", help="link: ask for SCHED_FIFO and 1 ns timer slack"
     )

@@ -67,6 +67,8 @@ class Spec:
     link_window: int = 8
     link_capacity_s: float | None = None
     link_realtime: bool = False
+    #: Profiles the link suite measures (None: seed). Not `profiles`: each costs seconds.
+    link_profiles: tuple[str, ...] | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -214,6 +216,10 @@ def from_dict(document: dict[str, Any]) -> Spec:
     _check_cpu(values.get("cpu"))
     _check_telemetry(values)
     _check_link(values)
+    if values.get("link_profiles") is not None:
+        values["link_profiles"] = _expand(
+            _names(values["link_profiles"], "link_profiles"), list(PROFILES), "profile"
+        )
     if "seed" in values and (
         isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
     ):

@@ -45,6 +45,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, metavar="S", help="link: seconds per phase")
     parser.add_argument("--count", type=int, help="link: messages per phase")
     parser.add_argument("--window", type=int, help="link: messages in flight, saturation (8)")
+    parser.add_argument("--link-profile", help="link: comma list of profiles (default: seed)")
     parser.add_argument("--realtime", action="store_true", help="link: SCHED_FIFO, 1 ns slack")
     parser.add_argument(
         "--accept-new-host-key",
@@ -67,9 +68,9 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[s
     for flag in ("telemetry_interval", "cool_to", "governor"):  # telemetry, passed through
         if getattr(args, flag, None) is not None:
             argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    for flag in ("peer", "mode", "rate", "duration", "count", "window"):  # link, passed through
+    for flag in ("peer", "mode", "rate", "duration", "count", "window", "link_profile"):  # link
         if getattr(args, flag, None) is not None:
-            argv += [f"--{flag}", str(getattr(args, flag))]
+            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     if getattr(args, "realtime", False):
         argv.append("--realtime")
     return argv
