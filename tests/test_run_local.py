@@ -71,7 +71,19 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
 def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
     out = tmp_path / "run"
     done = _run(
-        [*EVBENCH, "run", "--profile", "all", "--codecs", "all", "--quick", "--out", str(out)]
+        [
+            *EVBENCH,
+            "run",
+            "--suite",
+            "codec",
+            "--profile",
+            "all",
+            "--codecs",
+            "all",
+            "--quick",
+            "--out",
+            str(out),
+        ]
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -110,7 +122,18 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
 def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
-        [*EVBENCH, "run", "--profile", "seed", "--codecs", "json,protobuf", "--out", str(out)],
+        [
+            *EVBENCH,
+            "run",
+            "--suite",
+            "codec",
+            "--profile",
+            "seed",
+            "--codecs",
+            "json,protobuf",
+            "--out",
+            str(out),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -131,7 +154,7 @@ def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
 def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
-        [*AGENT, "run", "--profile", "seed", "--codecs", "json", "--out", str(out)],
+        [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json", "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
