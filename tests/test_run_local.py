@@ -1,5 +1,7 @@
 """`evbench run --board local` end to end: the agent as a real separate process."""
 
+# ruff: noqa: RUF005 - commands read best as flag groups added together
+
 from __future__ import annotations
 
 import json
@@ -154,7 +156,8 @@ def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
 def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
-        [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json", "--out", str(out)],
+        [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
+        + ["--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
