@@ -9,6 +9,8 @@ Mann-Whitney test and a minimum effect), otherwise "tie".
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -135,7 +137,7 @@ def comparison_cells(
                 _label(row.metric),
                 _cell(row.baseline, row.unit),
                 _cell(row.candidate, row.unit),
-                f"{verdict.pct_diff:+.1f}%",
+                "-" if math.isnan(verdict.pct_diff) else f"{verdict.pct_diff:+.1f}%",
                 winners[verdict.winner],
                 _p_value(verdict.p_holm),
                 interval,
@@ -157,8 +159,10 @@ def comparison_cells(
 
 
 COMPARISON_NOTES = (
-    "Values: median [95% CI of the median]. Times are means of one operation over a "
-    "calibrated inner loop (>= 1 ms per sample), so spreads are those of loop means.\n"
+    "Values: median [95% CI of the median]; n is samples per codec. Codec-suite times are "
+    "means of one operation over a calibrated inner loop (>= 1 ms per sample), so spreads "
+    "are those of loop means. Link rows: RTT and lateness per message; jitter, bandwidth, "
+    "capacity, CPU and counts one value per phase.\n"
     "% Diff compares medians. Winner: Mann-Whitney p < 0.05 after Holm's correction "
     "over these rows AND the ratio's 95% CI outside 1 +/- 0.02; otherwise tie."
 )
