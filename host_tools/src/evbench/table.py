@@ -10,7 +10,6 @@ Mann-Whitney test and a minimum effect), otherwise "tie".
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
