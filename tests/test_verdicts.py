@@ -89,7 +89,7 @@ def _measure(monkeypatch, extra: dict[str, codecs.Codec], names: list[str]):
             dict(task, mode="measure", worker=worker, loops=loops, values=8, warmups=1, params={}),
             lambda _: None,
         )
-        for item in measured:
+        for item in measured["sample_sets"]:
             if item["metric"] == "encode":
                 samples.setdefault(item["codec"], []).extend(item["values"])
     return samples

@@ -172,7 +172,8 @@ def _with_peer(args: argparse.Namespace, peer: str | None) -> argparse.Namespace
 
 
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
-    if log and out.is_dir() and not (out / "agent.log").exists():
+    started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
+    if log and started and not (out / "agent.log").exists():
         (out / "agent.log").write_text(log, encoding="utf-8")
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         message = log.strip().splitlines()[-2:] if log.strip() else ["no output"]
