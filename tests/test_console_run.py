@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from evbench.cli import evbench
@@ -14,7 +16,9 @@ def test_quick_run_over_serial_brings_back_a_verified_run(console_line, console_
     url = f"{console_line.url}?user={console_user.name}"
     out = tmp_path / "run"
     # The whole path a field engineer takes: the agent goes over the line too
-    # (about a minute at 115200 baud), kernel noise included.
+    # (227 KB, under a minute at 115200 baud), kernel noise included; so no
+    # agent left on the board by another test.
+    shutil.rmtree(console_user.home / ".evbench", ignore_errors=True)
     argv = ["run", "--board", url, "--quick", "--suite", "codec", "--profile", "seed"]
     status = evbench([*argv, "--codecs", "json,protobuf", "--out", str(out)])
     assert status == 0
@@ -25,3 +29,4 @@ def test_quick_run_over_serial_brings_back_a_verified_run(console_line, console_
     transcript = (out / "console.transcript").read_text()
     assert "@@" in transcript and console_user.password not in transcript
     assert console_line.noise.written > 0
+    assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()

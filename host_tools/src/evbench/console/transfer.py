@@ -24,9 +24,10 @@ from evbench_agent.results import write_atomic
 TransferProgress = Callable[[int, int, float], None]
 #: No file over a console line should take longer than this (about 28 MB at 115200 baud).
 LONGEST_TRANSFER = 3600.0
-#: Upload chunks sent before waiting for their acknowledgements: three lines
-#: of about 1 KiB stay inside a terminal's 4095-byte input queue.
+#: Upload chunks sent before waiting for their acknowledgements: three chunks
+#: of about 1 KiB of base64 fit one terminal input line (at most 4095 bytes).
 WINDOW = 3
+MAX_LINE = 3900
 
 
 def _quoted(session: ShellSession, path: str) -> str:
@@ -88,8 +89,10 @@ def put_file(
     pending = list(range(len(chunks)))
     failures = dict.fromkeys(pending, 0)
     started = time.monotonic()
+    # As many chunks as fit one line with this path (three, unless the path is long).
+    window = max(1, min(WINDOW, MAX_LINE // (len(part) + 4 * frames.CHUNK // 3 + 40)))
     while pending:
-        batch, pending = pending[:WINDOW], pending[WINDOW:]
+        batch, pending = pending[:window], pending[window:]
         for index in _put_batch(session, part, batch, chunks):
             failures[index] += 1
             if failures[index] >= MAX_RETRIES:
@@ -116,14 +119,17 @@ def put_file(
 def _put_batch(
     session: ShellSession, part: str, batch: list[int], chunks: list[bytes]
 ) -> list[int]:
-    """Send a few chunks back to back (they fit the terminal's 4 KiB input queue together),
-    then gather their acknowledgements; the indexes that were not acknowledged."""
+    """Send a few chunks as one shell line (it must fit the terminal's 4095-byte input
+    line, and one line gets one prompt back), then gather their acknowledgements;
+    the indexes that were not acknowledged."""
     tag = frames.new_tag()
     acknowledged: list[Frame] = []
-    for position, index in enumerate(batch):
+    commands = []
+    for index in batch:
         encoded = base64.b64encode(chunks[index]).decode("ascii")
-        end = f"; __evb_f {tag} E" if position == len(batch) - 1 else ""
-        session.link.write(f"__evb_p {tag} {part} {index} {encoded}{end}\r".encode())
+        commands.append(f"__evb_p {tag} {part} {index} {encoded}")
+    line = "; ".join([*commands, f"__evb_f {tag} E"])
+    session.link.write(line.encode("ascii") + b"\r")
     session.collect(tag, Reply(), Deadline(30.0), on_frame=acknowledged.append)
     good = {
         int(frame.fields[0])
