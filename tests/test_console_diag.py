@@ -54,3 +54,26 @@ def test_diag_through_ser2net_rfc2217_with_agent(console_line, console_user, tmp
     assert report["codec_check"]["json"]["round_trip"] is True
     assert report["codec_check"]["protobuf"]["round_trip"] is True
     assert "codec protobuf: round trip ok" in text
+
+
+def test_diag_local_and_over_ssh_is_the_same_report(sshd, ssh_home, tmp_path, capsys):
+    # One report, written once against the Board protocol: this machine
+    # directly, then over a real sshd before and after the agent is deployed.
+    local = tmp_path / "local"
+    assert evbench(["diag", "--board", "local", "--out", str(local)]) == 0
+    capsys.readouterr()
+    report = json.loads((local / "diag.json").read_text())
+    assert report["codec_check"]["protobuf"]["round_trip"] is True
+    url = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python=/usr/bin/python3"
+    before, after = tmp_path / "before", tmp_path / "after"
+    assert evbench(["diag", "--board", url, "--out", str(before)]) == 0
+    assert evbench(["deploy", "--board", url]) == 0
+    assert evbench(["diag", "--board", url, "--out", str(after)]) == 0
+    capsys.readouterr()
+    without = json.loads((before / "diag.json").read_text())
+    with_agent = json.loads((after / "diag.json").read_text())
+    assert without["agent"] is None and "codec_check" not in without
+    assert with_agent["codec_check"]["json"]["round_trip"] is True
+    for name in ("kernel", "memory", "network", "disk"):
+        assert set(without["sections"][name]) == set(report["sections"][name]), name
+    assert without["sections"]["kernel"] == report["sections"]["kernel"]
