@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import require_command
@@ -36,6 +37,10 @@ def test_diag_over_serial_without_agent(console_line, console_user, tmp_path, ca
     assert report["agent"] is None
     assert any(item.startswith("agent: not on the board") for item in report["missing"])
     assert "agent:       not found" in text
+    # The throwaway user reads the kernel log only where the kernel allows anyone to.
+    open_log = Path("/proc/sys/kernel/dmesg_restrict").read_text().strip() == "0"
+    assert report["sections"]["kernel_errors"]["readable"] is open_log
+    assert open_log or any(item.startswith("kernel errors: ") for item in report["missing"])
 
 
 def test_diag_through_ser2net_rfc2217_with_agent(console_line, console_user, tmp_path, capsys):

@@ -19,6 +19,8 @@ FORMAT = "evbench-diag"
 VERSION = 1
 COMMAND_TIMEOUT = 30.0
 AGENT_SERVICE = "evbench-agent.service"
+#: What the kernel-errors probe says when this user may not read the kernel log.
+DMESG_DENIED = "evbench-dmesg-not-permitted"
 
 #: name -> shell snippet; each prints what its parser reads, and nothing on a board without it.
 PROBES: dict[str, str] = {
@@ -40,8 +42,9 @@ PROBES: dict[str, str] = {
     "memory": "cat /proc/meminfo",
     "disk": 'df -P -k / /tmp "$HOME" 2>/dev/null | sort -u',
     "network": "ip -o addr show 2>/dev/null || ifconfig -a 2>/dev/null",
-    "kernel_errors": "dmesg --level=emerg,alert,crit,err 2>/dev/null | tail -n 15 ||"
-    " dmesg 2>/dev/null | grep -iE 'error|fail' | tail -n 15 || echo 'dmesg: not permitted'",
+    "kernel_errors": "if dmesg >/dev/null 2>&1; then dmesg --level=emerg,alert,crit,err"
+    " 2>/dev/null | tail -n 15 || dmesg | grep -iE 'error|fail' | tail -n 15;"
+    f" else echo {DMESG_DENIED}; fi",
     "service": f"command -v systemctl >/dev/null || {{ echo no-systemd; exit 0; }};"
     f" systemctl is-enabled {AGENT_SERVICE} 2>&1 | tail -n 1;"
     f" systemctl is-active {AGENT_SERVICE} 2>&1 | tail -n 1",
@@ -184,7 +187,10 @@ PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "memory": _memory,
     "disk": _disk,
     "network": _network,
-    "kernel_errors": _lines("lines"),
+    "kernel_errors": lambda text: {
+        "lines": [line for line in text.splitlines() if line.strip() and line != DMESG_DENIED],
+        "readable": DMESG_DENIED not in text,
+    },
     "service": _lines("state"),
 }
 #: Why a section can come back empty, for the report's "missing" list.
@@ -207,6 +213,11 @@ def _probe(board: Board, name: str, report: dict[str, Any]) -> None:
         report["missing"].append(f"{name}: unreadable output ({error})")
         return
     report["sections"][name] = section
+    if name == "kernel_errors" and not section["readable"]:
+        report["missing"].append(
+            "kernel errors: this user may not read the kernel log (kernel.dmesg_restrict);"
+            " log in as root (?user=root) to see them"
+        )
     if name in EMPTY_MEANS and not any(section.values()):
         report["missing"].append(EMPTY_MEANS[name])
 

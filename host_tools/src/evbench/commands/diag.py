@@ -78,9 +78,13 @@ def _system_lines(sections: dict[str, Any]) -> list[str]:
         )
     for name, addresses in sections.get("network", {}).get("interfaces", {}).items():
         lines.append(f"net {name}: {', '.join(addresses)}")
-    errors = sections.get("kernel_errors", {}).get("lines", [])
-    lines.append(f"kernel errors (last {len(errors)}):")
-    lines += [f"  {line[:160]}" for line in errors] or ["  none"]
+    kernel = sections.get("kernel_errors", {})
+    errors = kernel.get("lines", [])
+    if kernel.get("readable", True):
+        lines.append(f"kernel errors (last {len(errors)}):")
+        lines += [f"  {line[:160]}" for line in errors] or ["  none"]
+    else:
+        lines.append("kernel errors: not readable by this user (see missing)")
     state = sections.get("service", {}).get("state", [])
     lines.append(f"agent service ({diag.AGENT_SERVICE}): {' / '.join(state) or '?'}")
     return lines
