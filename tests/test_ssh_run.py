@@ -152,6 +152,21 @@ def test_ssh_run_matches_a_local_run(board, tmp_path, capsys):
     assert_each_sample_once(remote_out, run_dir / detached.RESULTS)
 
 
+def test_the_acceptance_command_as_typed(board, tmp_path, capsys):
+    """`evbench run --board ssh://USER@127.0.0.1:PORT --quick`: every default suite."""
+    work, url = board
+    out = tmp_path / "out"
+    assert evbench(["run", "--board", url, "--quick", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
+    [run_dir] = board_runs(work)
+    on_board = {p.relative_to(run_dir / detached.RESULTS) for p in (run_dir / "results").rglob("*")}
+    fetched = {p.relative_to(out) for p in out.rglob("*")}
+    assert on_board <= fetched  # every file the agent wrote came over
+    assert {r["suite"] for r in results.load_run(out).records} >= {"codec", "link"}
+    assert_each_sample_once(out, run_dir / detached.RESULTS)
+
+
 def test_fetch_by_id_and_errors(board, tmp_path, capsys):
     work, url = board
     first = tmp_path / "first"
