@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from test_telemetry_cooldown import RecordingProgress
+
+from evbench_agent import spec as spec_module
+from evbench_agent.telemetry.session import TelemetrySession
 from evbench_agent.telemetry.timeline import group_name, windows
 
 
@@ -41,3 +45,13 @@ def test_nested_and_reported_phases_pair_by_their_fields_and_unclosed_ones_stay_
     ]
     found = [(m.get("worker"), m["profile"], a, b) for m, a, b in windows(markers)]
     assert found == [(0, "seed", 3, 8), (0, None, 2, 9), (None, None, 1, None), (1, None, 10, None)]
+
+
+def test_a_damaged_markers_file_costs_the_telemetry_records_not_the_run(tmp_path):
+    progress = RecordingProgress()
+    session = TelemetrySession(spec_module.from_dict({"codecs": ["json"]}), tmp_path, progress)
+    (tmp_path / "markers.jsonl").write_text('{"t_ns": 1, "event": "start"}\nnot json\n')
+    sample_sets, facts = session.stop()
+    assert sample_sets == []
+    assert facts["error"].startswith("telemetry: no per-phase records: JSONDecodeError")
+    assert progress.messages == [facts["error"]]

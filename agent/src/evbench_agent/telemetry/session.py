@@ -120,8 +120,14 @@ class TelemetrySession:
             self.governor.restore()
         if self.timeline is not None:
             self.timeline.close()
-        timings = [s for s in read_samples(self.directory) if s.suite != phase_records.SUITE]
-        markers = read_markers(self.directory / MARKERS)
-        sample_sets, found = phase_records.build(self.directory / TELEMETRY, markers, timings)
+        try:
+            timings = [s for s in read_samples(self.directory) if s.suite != phase_records.SUITE]
+            markers = read_markers(self.directory / MARKERS)
+            sample_sets, found = phase_records.build(self.directory / TELEMETRY, markers, timings)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            # a damaged telemetry or markers file costs the telemetry records, not the run
+            message = f"telemetry: no per-phase records: {type(error).__name__}: {error}"
+            self.progress.message(message)
+            return [], dict(facts, error=message)
         facts.update(found)
         return sample_sets, facts

@@ -13,6 +13,7 @@ when one is set, waits until the board is cool enough.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,9 @@ class Timeline:
         self._stream.flush()
 
     def close(self) -> None:
+        """Push the markers to disk (flushed per line, synced once here) and close."""
+        self._stream.flush()
+        os.fsync(self._stream.fileno())
         self._stream.close()
 
 
