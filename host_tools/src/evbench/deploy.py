@@ -86,7 +86,8 @@ def build_zipapp() -> bytes:
     buffer.write(b"#!/usr/bin/env python3\n")
     with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(zipfile.ZipInfo("__main__.py", ZIP_DATE), ZIPAPP_MAIN)
-        for path in sorted(package.rglob("*.py")):
+        files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        for path in sorted(files):  # data files too, should the agent ever carry some
             name = path.relative_to(package.parent).as_posix()
             archive.writestr(zipfile.ZipInfo(name, ZIP_DATE), path.read_bytes())
     return buffer.getvalue()
