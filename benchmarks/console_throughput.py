@@ -90,7 +90,7 @@ def main() -> int:
                     with SerialBoard(url, show_progress=False) as board:
                         print(f"kernel noise {'on' if noise else 'off'}:")
                         for line in _measure(board, args.size, args.repeats, work, user.home):
-                            print(line)
+                            print(line, flush=True)
                 finally:
                     rig.stop()
     finally:
