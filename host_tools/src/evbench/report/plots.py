@@ -28,6 +28,8 @@ TIME_METRICS = ("encode", "decode", "decode_access")
 SIZE_METRICS = ("size", "size_deflate")
 LINK_SUITE = "link"
 DPI = 96
+#: Up to this many bars per panel the panels sit side by side, each bar labelled.
+SIDE_BY_SIDE_BARS = 24
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,20 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
     present = [m for m in names if any(r["metric"] == m for r in records)]
     profiles = sorted({r["profile"] for r in records})
     codecs = [c for c in context.codecs() if any(r["codec"] == c for r in records)]
-    figure, axes = plt.subplots(
-        1, len(present), figsize=(4.2 * len(present), 3.6), squeeze=False, dpi=DPI
-    )
+    bars_per_panel = len(profiles) * len(codecs)
+    if bars_per_panel <= SIDE_BY_SIDE_BARS:
+        figure, axes = plt.subplots(
+            1, len(present), figsize=(4.2 * len(present), 3.6), squeeze=False, dpi=DPI
+        )
+        panels = axes[0]
+    else:  # many profiles: one wide panel per metric, stacked
+        width_in = min(18.0, 3.0 + 0.1 * bars_per_panel)
+        figure, axes = plt.subplots(
+            len(present), 1, figsize=(width_in, 3.4 * len(present)), squeeze=False, dpi=DPI
+        )
+        panels = axes[:, 0]
     width = 0.8 / max(len(codecs), 1)
-    for axis, metric in zip(axes[0], present, strict=True):
+    for axis, metric in zip(panels, present, strict=True):
         for index, codec in enumerate(codecs):
             xs, heights, low, high = [], [], [], []
             for position, profile in enumerate(profiles):
@@ -90,7 +101,8 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
                 low.append(median - ci_low * scale if ci_low is not None else 0.0)
                 high.append(ci_high * scale - median if ci_high is not None else 0.0)
             bars = axis.bar(xs, heights, width, yerr=[low, high], capsize=3, label=codec)
-            axis.bar_label(bars, labels=[f"{h:.3g}" for h in heights], fontsize="x-small")
+            if bars_per_panel <= SIDE_BY_SIDE_BARS:  # beyond that the labels overlap
+                axis.bar_label(bars, labels=[f"{h:.3g}" for h in heights], fontsize="x-small")
         axis.set_xticks(range(len(profiles)), profiles, rotation=30, ha="right")
         axis.set_title(_label(metric))
         axis.set_ylabel(unit)
@@ -101,7 +113,10 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
             axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
             axis.yaxis.set_minor_formatter(ticker.NullFormatter())
         axis.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize="small")
+    if bars_per_panel <= SIDE_BY_SIDE_BARS:
+        panels[0].legend(fontsize="small")
+    else:  # beside the panel, where it covers no bar
+        panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.tight_layout()
     return figure
 
