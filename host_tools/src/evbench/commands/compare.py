@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evbench import table
-from evbench.report import compare, criteria, exports
-from evbench.report.context import load_context
 from evbench_agent.errors import CheckFailed, ExitCode, UserError
 from evbench_agent.results import write_atomic
+
+if TYPE_CHECKING:
+    from evbench.report import compare
 
 NAME = "compare"
 HELP = "compare runs (boards, platforms, nights); --baseline fails on regressions"
@@ -32,6 +34,10 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: the report package loads matplotlib, which `evbench --help` needs not.
+    from evbench.report import compare, criteria, exports
+    from evbench.report.context import load_context
+
     directories = ([args.baseline] if args.baseline else []) + list(args.runs)
     if len(directories) < 2:
         raise UserError("compare needs two runs or more", hint="evbench compare RUN_A RUN_B")
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _junit(result: compare.Comparison, run_id: str) -> bytes:
     """The newest run's records, each failing when it regressed against the baseline."""
+    from evbench.report import exports
+
     records, failures = [], {}
     for row in result.rows:
         record = row.records[-1]

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from evbench.report import write_report
 from evbench_agent.errors import ExitCode
 
 NAME = "report"
@@ -18,6 +17,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evbench.report import write_report  # matplotlib: only when a report is drawn
+
     written = write_report(args.run_dir)
     for path in written.files:
         print(path)
