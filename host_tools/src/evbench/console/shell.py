@@ -28,6 +28,8 @@ MAX_COMMAND = 2048
 MAX_RETRIES = 8
 #: With the command done, a line that stays silent this long has failed.
 SILENCE = 6.0
+#: How long a sync waits for its answer before asking again.
+SYNC_AGAIN = 3.0
 NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
 TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
 
@@ -71,15 +73,18 @@ class ShellSession:
         """Wait until the shell answers a fresh tag: everything before it is done."""
         tag = frames.new_tag()
         checks = " ".join(TOOLS)
-        self.link.write(
-            (
-                f"for __evb_m in {checks}; do command -v $__evb_m >/dev/null"
-                f" || printf 'evbench-needs:%s\\n' $__evb_m; done; __evb_f {tag} Y\r"
-            ).encode()
-        )
+        line = (
+            f"for __evb_m in {checks}; do command -v $__evb_m >/dev/null"
+            f" || printf 'evbench-needs:%s\\n' $__evb_m; done; __evb_f {tag} Y\r"
+        ).encode()
         deadline = Deadline(timeout)
         missing: set[str] = set()
+        again = Deadline(0)
         while not deadline.expired:
+            if again.expired:
+                # The same question again: a kernel line may have spoiled the answer.
+                self.link.write(line)
+                again = Deadline(SYNC_AGAIN)
             self.link.read_some(deadline)
             missing.update(name.decode() for name in NEEDS.findall(self.link.buffer))
             if any(frame.kind == "Y" for frame in frames.take_frames(self.link.buffer, tag)):
