@@ -1,6 +1,6 @@
 """Detached runs on the board (evbench_agent.detached): states, follow, seal, one run per id.
 
-The processes are real: a `sleep` whose command line names the run directory
+The processes are real: a sleeping Python whose command line names the run directory
 stands in for the detached agent where a test needs a live or dead run.
 """
 
@@ -31,7 +31,7 @@ def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
 def sleeper(tmp_path):
     """A live process whose command line names the run directory, as the agent's does."""
     run_dir = tmp_path / "runs" / "r1"
-    process = subprocess.Popen(["sh", "-c", "sleep 60", str(run_dir)])
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)])
     yield run_dir, process
     process.kill()
     process.wait()
