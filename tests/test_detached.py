@@ -20,6 +20,15 @@ from evbench_agent import detached, results
 from evbench_agent.errors import ExitCode, UserError
 
 
+def started(process: subprocess.Popen) -> subprocess.Popen:
+    """Wait until exec is over: until then the kernel shows no command line."""
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{process.pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, "the process did not start"
+        time.sleep(0.01)
+    return process
+
+
 def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / detached.PROGRESS).write_bytes(b"")
@@ -31,7 +40,9 @@ def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
 def sleeper(tmp_path):
     """A live process whose command line names the run directory, as the agent's does."""
     run_dir = tmp_path / "runs" / "r1"
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)])
+    process = started(
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)])
+    )
     yield run_dir, process
     process.kill()
     process.wait()
@@ -62,7 +73,7 @@ def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
 
 def test_a_recycled_pid_is_not_the_run(tmp_path):
     run_dir = tmp_path / "runs" / "r1"
-    other = subprocess.Popen(["sleep", "60"])  # alive, but not this run's process
+    other = started(subprocess.Popen(["sleep", "60"]))  # alive, but not this run's process
     try:
         fake_launch(run_dir, other.pid)
         assert detached.status(run_dir)["state"] == "stopped"

@@ -103,8 +103,13 @@ def supervise(run_dir: Path, run_argv: list[str]) -> int:
 def _process_alive(pid: int, run_dir: Path) -> bool:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:
         return False
+    if stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"]):
+        return False  # ended, not yet reaped
+    if not cmdline:
+        return True  # in the middle of exec: the kernel has not set its arguments yet
     # A recycled pid belongs to another program: it does not name this run.
     return str(run_dir).encode() in cmdline
 
