@@ -38,6 +38,7 @@ def _commands() -> list[str]:
     return [f"{AWKWARD[n % len(AWKWARD)]}; exit {n}" for n in range(256)]
 
 
+@pytest.mark.slow
 def test_256_commands_return_exact_output_and_status(console_line, console_user):
     url = f"{console_line.url}?user={console_user.name}"
     with SerialBoard(url, show_progress=False) as board:
