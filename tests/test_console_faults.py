@@ -8,10 +8,16 @@ pseudo-terminals, because a pty has no baud rate and no cable to pull.
 
 from __future__ import annotations
 
+import os
 import re
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from conftest import require_command
 
 from evbench.boards.serial import SerialBoard
 from evbench.cli import evbench
@@ -77,3 +83,46 @@ def test_command_that_never_returns(console_line, console_user):
         # The session recovers: Ctrl-C stopped the command, the shell answers again.
         after = board.run(["echo", "still here"], timeout=30)
     assert (after.returncode, after.stdout) == (0, b"still here\n")
+
+
+def test_password_asked_on_the_terminal_only_at_the_password_prompt(
+    console_line, console_user, monkeypatch, tmp_path
+):
+    monkeypatch.delenv("EVBENCH_PASSWORD")
+    url = f"{console_line.url}?user={console_user.name}"
+    evbench_command = str(Path(sys.executable).parent / "evbench")
+    master, slave = os.openpty()
+    # `setsid --ctty` makes the pty the controlling terminal, which getpass reads.
+    process = subprocess.Popen(
+        [require_command("setsid"), "--ctty", evbench_command, "diag", "--board", url],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=tmp_path,
+    )
+    os.close(slave)
+    screen = bytearray()
+
+    def read_until(done) -> None:
+        deadline = time.monotonic() + 60
+        while not done() and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    screen.extend(os.read(master, 4096))
+                except OSError:  # EIO: evbench closed the terminal
+                    return
+
+    read_until(lambda: b"password for" in screen)
+    assert f"password for {console_user.name} on {url}: ".encode() in screen
+    os.write(master, console_user.password.encode() + b"\n")
+    read_until(lambda: False)
+    os.close(master)
+    assert process.wait(timeout=60) == 0, screen.decode(errors="replace")
+    assert console_user.password.encode() not in screen  # not echoed, not printed
+    assert b"kernel:      Linux" in screen
+    (transcript,) = (tmp_path / "results" / "console").glob("*.transcript")
+    text = transcript.read_text()
+    assert console_user.password not in text
+    # Sent once, and only after the board asked for it.
+    assert text.count("<password redacted>") == 1
+    assert text.index("assword: ") < text.index("> b'<password redacted>'")
