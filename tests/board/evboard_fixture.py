@@ -57,6 +57,7 @@ class BoardSession:
         try:
             done = subprocess.run(
                 [str(EVBENCH), *args],
+                cwd=self.home,  # console transcripts land here, not in the work tree
                 env=self.env(),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,

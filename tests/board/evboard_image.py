@@ -143,7 +143,9 @@ def _base_root(root: Path, archive: Archive, inputs: dict, log: Path) -> None:
         old.unlink()  # one is enough; each is ~400 MB
     partial = saved.with_suffix(".partial")
     subprocess.run(
-        ["tar", "--numeric-owner", "-cf", str(partial), "-C", str(root), "."], check=True
+        ["tar", "--numeric-owner", "-cf", str(partial), "-C", str(root), "."],
+        check=True,
+        timeout=600,
     )
     partial.rename(saved)
 

@@ -32,6 +32,7 @@ from evboard_rootfs import ROOT_PASSWORD
 EMMC_SIZE = 64 * 1024 * 1024
 GUEST_ADDRESS = "10.0.2.15"  # QEMU user-mode networking's first DHCP lease
 PROMPT = "EVBOARD# "
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # bash's bracketed-paste switches
 CMDLINE = "console=ttyAMA0 root=/dev/vda rw net.ifnames=0 panic=-1"
 
 
@@ -183,7 +184,7 @@ class VirtualBoard:
         self.send(f"{command}; echo EVB-END-$((40+2))\r")
         match = self.expect(r"(?s)\n(.*?)EVB-END-42", timeout, f"end of `{command}`")
         self.expect(re.escape(PROMPT), timeout, "prompt")
-        return match.group(1).replace("\r", "")
+        return ANSI_ESCAPE.sub("", match.group(1)).replace("\r", "")
 
     # -- bring-up -------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ PACKAGES = (
 )
 DEBOOTSTRAP_OPTIONS = ("--arch=arm64", "--variant=minbase")
 HOSTNAME = "evboard"
-ROOT_PASSWORD = "evbench"  # throwaway: the board is reachable only from this machine's loopback
+ROOT_PASSWORD = "throwaway-7261"  # console only; the board is reachable only from loopback
 DISK_LABEL = "evboard"
 DISK_SIZE = "2G"
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
