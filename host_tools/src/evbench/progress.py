@@ -10,8 +10,9 @@ from typing import TextIO
 class ProgressView:
     """Consumes the agent's JSON progress lines (`evbench-agent run --progress json`)."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None) -> None:
+        # Looked up now, not at import: tests and wrappers replace sys.stderr.
+        self.stream = stream or sys.stderr
         self._bar = None
         self._task = None
         if stream.isatty():
