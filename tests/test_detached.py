@@ -123,3 +123,18 @@ def test_launch_refuses_a_run_id_that_exists(tmp_path):
     with pytest.raises(UserError, match="already exists"):
         detached.launch(run_dir, ["run", "--quick"])
     assert list(run_dir.iterdir()) == []  # nothing written into the other run
+
+
+def test_launch_with_relative_paths_runs_where_the_caller_meant(tmp_path, monkeypatch):
+    # The remote path passes the board's work directory as given, often relative.
+    monkeypatch.chdir(tmp_path)
+    run_dir = Path("work") / "runs" / "r2"
+    argv = ["run", "--suite", "codec", "--profile", "int", "--codecs", "json", "--quick"]
+    launcher = [sys.executable, "-m", "evbench_agent", "launch", "--run-dir", str(run_dir), "--"]
+    subprocess.run([*launcher, *argv, "--out", str(run_dir / detached.RESULTS)], check=True)
+    deadline = time.monotonic() + 300
+    while detached.status(run_dir)["state"] == "running":
+        assert time.monotonic() < deadline, "the detached run did not end"
+        time.sleep(0.2)
+    assert detached.status(run_dir)["state"] == "finished"
+    assert (tmp_path / run_dir / detached.RESULTS / results.COMPLETE).exists()

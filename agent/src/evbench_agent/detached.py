@@ -65,7 +65,12 @@ def _agent_environment() -> dict[str, str]:
 
 
 def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
-    """Start `evbench-agent run_argv` detached, in its own session; refuse a taken id."""
+    """Start `evbench-agent run_argv` detached, in its own session; refuse a taken id.
+
+    Relative paths (the run directory, the agent's --out) mean the same to the
+    detached process as to the caller: it keeps the caller's working directory.
+    """
+    run_dir = run_dir.absolute()
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
         run_dir.mkdir()
@@ -81,7 +86,6 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
             stdin=subprocess.DEVNULL,
             stdout=progress,
             stderr=log,
-            cwd=run_dir,
             env=_agent_environment(),
             # Its own session: no hang-up reaches it when the connection drops.
             start_new_session=True,
