@@ -22,5 +22,5 @@ step() {  # step NAME BUDGET COMMAND...
     return "$status"
 }
 
-step "board build" "$build_budget" nice -n 10 "$python" "$here/evboard_image.py" >/dev/null
+step "board build" "$build_budget" nice -n 10 "$python" "$here/evboard_image.py"
 step "end-to-end tests" "$test_budget" "$python" -m pytest -m e2e "$here" "$@"
