@@ -59,8 +59,9 @@ def free_loopback_port() -> int:
 class VirtualBoard:
     """One QEMU process running the board, and the console to drive it."""
 
-    def __init__(self, image: BoardImage, workdir: Path) -> None:
+    def __init__(self, image: BoardImage, workdir: Path, cmdline: str = CMDLINE) -> None:
         self.image = image
+        self.cmdline = cmdline
         self.workdir = workdir
         self.console_log = workdir / "console.log"
         self.qemu_log = workdir / "qemu.log"
@@ -80,7 +81,7 @@ class VirtualBoard:
             "-display", "none", "-monitor", "none", "-no-reboot", "-snapshot",
             "-kernel", str(self.image.kernel),
             "-initrd", str(self.image.initramfs),
-            "-append", CMDLINE,
+            "-append", self.cmdline,
             "-chardev", f"pty,id=console,logfile={self.console_log},logappend=off",
             "-serial", "chardev:console",
             "-drive", f"if=none,id=root,format=raw,file={self.image.disk}",
@@ -116,6 +117,10 @@ class VirtualBoard:
                 self.fail("QEMU exited at start")
             time.sleep(0.2)
         self.fail(f"QEMU named no console pseudo-terminal within {timeout:.0f} s")
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
