@@ -21,11 +21,11 @@ def test_a_boot_without_its_root_disk_fails_with_the_transcript(tmp_path: Path) 
     board = VirtualBoard(ensure_board(), tmp_path, cmdline=cmdline)
     try:
         with pytest.raises(BoardBootError) as failure:
-            board.boot(boot_timeout=240)
+            board.boot(boot_timeout=150)
         pid = board.pid
     finally:
         board.stop()
     message = str(failure.value)
-    assert "no login prompt within 240 s" in message
+    assert "no login prompt within 150 s" in message
     assert "evboard-initramfs: cannot mount /dev/vdz" in message  # the transcript is attached
     assert pid is not None and not psutil.pid_exists(pid)  # killed and reaped
