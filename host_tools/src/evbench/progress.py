@@ -15,7 +15,7 @@ class ProgressView:
         self.stream = stream or sys.stderr
         self._bar = None
         self._task = None
-        if stream.isatty():
+        if self.stream.isatty():
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -30,7 +30,7 @@ class ProgressView:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=Console(file=stream),
+                console=Console(file=self.stream),
                 transient=False,
             )
 
