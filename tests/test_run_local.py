@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -121,6 +122,17 @@ def _wait_for(path: Path, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+@contextlib.contextmanager
+def _reaped(process: subprocess.Popen):
+    """Never leave the process behind, whatever the test finds."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
@@ -140,9 +152,10 @@ def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
-    process.send_signal(signal.SIGINT)
-    _stdout, stderr = process.communicate(timeout=120)
+    with _reaped(process):
+        _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert not (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
@@ -162,9 +175,10 @@ def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(out / "samples.jsonl")
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=120)
+    with _reaped(process):
+        _wait_for(out / "samples.jsonl")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert (out / "summary.json").exists() and not (out / "complete").exists()
 
