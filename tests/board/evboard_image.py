@@ -2,7 +2,9 @@
 
     python tests/board/evboard_image.py   # build (about 6 min) or reuse; prints its directory
 
-The board is cached under tests/board/cache/boards/KEY, where KEY hashes
+The board is cached under $EVBENCH_BOARD_CACHE (default
+~/.cache/evbench/board, outside any clone, so a fresh clone on the same
+machine reuses it) in boards/KEY, where KEY hashes
 everything that goes into it: these build scripts, the suite, and the
 versions the archive resolves today for the kernel and the board's packages
 (a point release replaces them, so the key follows what is really there).
@@ -16,6 +18,7 @@ import argparse
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -37,7 +40,10 @@ from evboard_rootfs import (
 )
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / "cache"
+CACHE = Path(
+    os.environ.get("EVBENCH_BOARD_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evbench" / "board"
+)
 INPUTS = (
     "evboard_archive.py",
     "evboard_kernel.py",
