@@ -33,9 +33,10 @@ def _pyperf_runner(profile: str, codec_names: list[str]) -> None:
     from evbench_agent import codecs, payloads
     from evbench_agent.suites.codec import operations
 
-    runner = pyperf.Runner()
     # Workers must come back here, not to main().
-    runner.program_args = (sys.executable, __file__, PYPERF_MODE, profile, ",".join(codec_names))
+    runner = pyperf.Runner(
+        program_args=(__file__, PYPERF_MODE, profile, ",".join(codec_names))
+    )
     items = payloads.get(profile).payloads()
     for codec in codec_names:
         bound = codecs.get(codec).bind(payloads.get(profile))
