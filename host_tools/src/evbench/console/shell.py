@@ -28,6 +28,10 @@ MAX_COMMAND = 2048
 MAX_RETRIES = 8
 #: With the command done, a line that stays silent this long has failed.
 SILENCE = 6.0
+#: After a login: how long the shell may take to run its first command, and how
+#: long each ask waits for the answer before asking again.
+READY_TIMEOUT = 30.0
+READY_ASK_AGAIN = 2.0
 #: How long a sync waits for its answer before asking again.
 SYNC_AGAIN = 3.0
 NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
@@ -52,6 +56,7 @@ class ShellSession:
 
     def open(self) -> None:
         self.login.open_shell()
+        self._wait_until_ready(Deadline(READY_TIMEOUT))
         # Save what we change, then change it; line editing off first, so the
         # definitions that follow are read as plain lines.
         self.link.write(
@@ -68,6 +73,27 @@ class ShellSession:
         for definition in frames.BOARD_FUNCTIONS:
             self.link.write(definition.encode("ascii") + b"\r")
         self.sync(timeout=15.0, first=True)
+
+    def _wait_until_ready(self, deadline: Deadline) -> None:
+        """Ask until the shell runs a command, before sending the set-up lines.
+
+        Right after a login the terminal is still being set up (login, then the
+        shell's profile); lines typed ahead then can be flushed or garbled, as
+        seen on an emulated board whose login takes seconds.
+        """
+        tag = frames.new_tag()
+        # The echo of the typed line shows "%s" between the halves: only the output matches.
+        answer = re.compile(b"evb-ready-" + tag.encode())
+        probe = f"printf 'evb-ready-%s\\n' {tag}\r".encode()
+        while not deadline.expired:
+            self.link.write(probe)
+            if self.link.expect(answer, Deadline(min(READY_ASK_AGAIN, deadline.remaining))):
+                return
+        raise self.link.error(
+            f"the shell on {self.link.address.url} did not run a command after logging in"
+            f" (within {deadline.seconds:.0f} s)",
+            hint="is it a POSIX shell? look with `evbench console`",
+        )
 
     def sync(self, timeout: float, first: bool = False) -> None:
         """Wait until the shell answers a fresh tag: everything before it is done."""
