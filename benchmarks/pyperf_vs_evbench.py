@@ -34,9 +34,7 @@ def _pyperf_runner(profile: str, codec_names: list[str]) -> None:
     from evbench_agent.suites.codec import operations
 
     # Workers must come back here, not to main().
-    runner = pyperf.Runner(
-        program_args=(__file__, PYPERF_MODE, profile, ",".join(codec_names))
-    )
+    runner = pyperf.Runner(program_args=(__file__, PYPERF_MODE, profile, ",".join(codec_names)))
     items = payloads.get(profile).payloads()
     for codec in codec_names:
         bound = codecs.get(codec).bind(payloads.get(profile))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evbench_agent import __version__
-from evbench_agent.errors import EvbenchError, ExitCode, UserError
+from evbench_agent.errors import ExitCode, UserError, guarded
 
 PROG = "evbench-agent"
 
@@ -169,26 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def agent(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    try:
+
+    def dispatch() -> int:
         args = build_parser().parse_args(argv)
         return args.handler(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; the run is kept as partial", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except EvbenchError as error:
-        if debug:
-            raise
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"{PROG}: hint: {error.hint}", file=sys.stderr)
-        return error.exit_code
-    except Exception as error:  # a bug: say so, and show where with --debug
-        if debug:
-            raise
-        print(f"{PROG}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
-        print(f"{PROG}: hint: run again with --debug for a traceback", file=sys.stderr)
-        return ExitCode.INTERNAL
+
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    return guarded(PROG, dispatch, debug, "interrupted; the run is kept as partial")
 
 
 def main() -> None:

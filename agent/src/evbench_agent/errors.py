@@ -7,6 +7,8 @@ exit code and a one-line message (with a traceback under --debug).
 from __future__ import annotations
 
 import enum
+import sys
+from collections.abc import Callable
 
 
 class ExitCode(enum.IntEnum):
@@ -48,3 +50,29 @@ class PartialRun(EvbenchError):
     """The run stopped early; what was measured is saved and marked partial."""
 
     exit_code = ExitCode.PARTIAL
+
+
+def guarded(prog: str, command: Callable[[], int], debug: bool, interrupted: str) -> int:
+    """Run a program's work; turn what it raises into one line, a hint and an exit code.
+
+    User errors and failed checks say what to do; a bug says it is one. The
+    traceback shows only with --debug (`debug`), where the error is re-raised.
+    """
+    try:
+        return int(command())
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except EvbenchError as error:
+        if debug:
+            raise
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        if error.hint:
+            print(f"{prog}: hint: {error.hint}", file=sys.stderr)
+        return error.exit_code
+    except Exception as error:
+        if debug:
+            raise
+        print(f"{prog}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"{prog}: hint: run again with --debug for a traceback", file=sys.stderr)
+        return ExitCode.INTERNAL

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from evbench import __version__, commands
-from evbench_agent.errors import EvbenchError, ExitCode, UserError
+from evbench_agent.errors import UserError, guarded
 
 PROG = "evbench"
 
@@ -37,26 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def evbench(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    try:
+
+    def dispatch() -> int:
         args = build_parser().parse_args(argv)
-        return int(args.handler(args))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except EvbenchError as error:
-        if debug:
-            raise
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"{PROG}: hint: {error.hint}", file=sys.stderr)
-        return error.exit_code
-    except Exception as error:
-        if debug:
-            raise
-        print(f"{PROG}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
-        print(f"{PROG}: hint: run again with --debug for a traceback", file=sys.stderr)
-        return ExitCode.INTERNAL
+        return args.handler(args)
+
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    return guarded(PROG, dispatch, debug, "interrupted")
 
 
 def main() -> None:
