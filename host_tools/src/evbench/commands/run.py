@@ -171,19 +171,32 @@ def _with_peer(args: argparse.Namespace, peer: str | None) -> argparse.Namespace
     return argparse.Namespace(**{**vars(args), "peer": peer})
 
 
+def _agent_error(status: int, log: str) -> EvbenchError:
+    """The agent's own one-line error and hint, relayed; its last lines otherwise."""
+    said = {"error": None, "hint": None}
+    for line in log.splitlines():
+        for kind in said:
+            prefix = f"evbench-agent: {kind}: "
+            if line.startswith(prefix):
+                said[kind] = line[len(prefix) :]
+    if said["error"] is None:
+        tail = log.strip().splitlines()[-2:] or ["no output"]
+        said["error"] = f"the agent failed (exit {status}): {' / '.join(tail)}"
+    error = EvbenchError(said["error"], hint=said["hint"])
+    error.exit_code = (
+        status if status in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
+    )
+    return error
+
+
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
     if log and started and not (out / "agent.log").exists():
         (out / "agent.log").write_text(log, encoding="utf-8")
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
-        message = log.strip().splitlines()[-2:] if log.strip() else ["no output"]
-        error = EvbenchError(f"the agent failed (exit {status}): {' / '.join(message)}")
-        error.exit_code = (
-            status if status in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
-        )
         if out.is_dir() and not any(out.iterdir()):
             out.rmdir()
-        raise error
+        raise _agent_error(status, log)
     run_data = results.load_run(out)
     _print_tables(run_data, args)
     _write_report(out)
