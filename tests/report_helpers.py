@@ -1,12 +1,18 @@
-"""What the report tests share: evbench as a subprocess, and a real local run."""
+"""What the report tests share: evbench as a subprocess, a real local run, and
+the checks of a JUnit file (xmllint against Jenkins' schema, each case's numbers)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from conftest import ROOT, require_command
+
 QUICK_SEED = ("--quick", "--profile", "seed")
+#: The JUnit schema of Jenkins' xUnit plugin, copied unchanged (its source is in its header).
+JUNIT_XSD = ROOT / "tests" / "data" / "junit-10.xsd"
 
 
 def evbench(
@@ -29,3 +35,30 @@ def local_run(out: Path, *extra: str, codecs: str = "json,protobuf", env: dict |
                    *extra, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done
+
+
+def xmllint_schema(path: Path) -> subprocess.CompletedProcess:
+    """`xmllint --noout --schema JUNIT_XSD PATH`: returncode 0 when the file validates."""
+    xmllint = require_command("xmllint")
+    return subprocess.run(
+        [xmllint, "--noout", "--schema", str(JUNIT_XSD), str(path)], capture_output=True, text=True
+    )
+
+
+def junit_numbers(path: Path) -> dict[tuple[str, str], dict[str, dict[str, str]]]:
+    """Each test case's fields, read from both places the file carries them: the
+    suite's properties `<classname>.<name>.<field>` and the case's `field=value` lines
+    in <system-out>. {(classname, name): {"properties": {...}, "system-out": {...}}}."""
+    suite = ET.parse(path).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iterfind("properties/property")}
+    cases = {}
+    for case in suite.iterfind("testcase"):
+        classname, name = case.get("classname"), case.get("name")
+        assert (classname, name) not in cases, (classname, name)  # one case per metric
+        prefix = f"{classname}.{name}."
+        out = case.findtext("system-out") or ""
+        cases[(classname, name)] = {
+            "properties": {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)},
+            "system-out": dict(line.split("=", 1) for line in out.splitlines() if "=" in line),
+        }
+    return cases

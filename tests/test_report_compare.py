@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require_command
-from report_helpers import evbench, local_run
-
-XSD = ROOT / "tests" / "data" / "junit.xsd"
+from report_helpers import evbench, junit_numbers, local_run, xmllint_schema
 
 # A plugin module for the agent's processes, put on PYTHONPATH by this test
 # only: json.loads does its work 20 times, so the json codec's decode is
@@ -84,14 +80,17 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
     assert "threshold 300%" in done.stderr
     assert "codec/seed/protobuf" not in done.stderr
     assert "| REGRESSION" in done.stdout
-    xmllint = require_command("xmllint")
-    check = subprocess.run(
-        [xmllint, "--noout", "--schema", str(XSD), str(junit)], capture_output=True, text=True
-    )
+    check = xmllint_schema(junit)
     assert check.returncode == 0, check.stderr
     text = junit.read_text()
     assert 'failures="' in text and 'failures="0"' not in text
     assert 'message="codec/seed/json/decode regressed' in text
+    cases = junit_numbers(junit)
+    assert ("codec.seed.json", "decode") in cases
+    for numbers in cases.values():  # every metric's value and unit, in both places
+        for place in ("properties", "system-out"):
+            assert numbers[place]["value"] and numbers[place]["unit"], (place, numbers)
+            float(numbers[place]["value"])
 
 
 def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs):

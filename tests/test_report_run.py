@@ -1,5 +1,6 @@
 """`evbench run` ends with a report: the plots the data call for, decodable images,
-a CSV with the summary's numbers and a JUnit file that validates (xmllint)."""
+a CSV with the summary's numbers and a JUnit file that validates (xmllint, against
+the JUnit schema of Jenkins' xUnit plugin) and carries each metric's value and unit."""
 
 from __future__ import annotations
 
@@ -8,16 +9,13 @@ import csv
 import io
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import matplotlib.image
 import pytest
-from conftest import ROOT, require_command
-from report_helpers import local_run
+from report_helpers import junit_numbers, local_run, xmllint_schema
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-XSD = ROOT / "tests" / "data" / "junit.xsd"
 TIME_METRICS = {"encode", "decode", "decode_access"}
 SIZE_METRICS = {"size", "size_deflate"}
 
@@ -126,23 +124,24 @@ def test_csv_holds_the_same_numbers_as_summary(run_dir: Path):
 
 
 def test_junit_validates_against_the_schema(run_dir: Path, tmp_path: Path):
-    xmllint = require_command("xmllint")
     junit = run_dir / "junit.xml"
-    done = subprocess.run(
-        [xmllint, "--noout", "--schema", str(XSD), str(junit)], capture_output=True, text=True
-    )
+    done = xmllint_schema(junit)
     assert done.returncode == 0, done.stderr
     text = junit.read_text()
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     assert text.count("<testcase ") == len(records)
-    cases = re.findall(r'<testcase name="([^"]+)" classname="([^"]+)"', text)
-    assert len(set(cases)) == len(cases)  # telemetry's phases are told apart, not merged
-    assert '<property name="unit" value="s" />' in text
-    # The schema can reject: a test case without its classname does not validate.
+    cases = junit_numbers(junit)  # telemetry's phases are told apart, not merged
+    assert len(cases) == len(records)
+    # Every metric carries its value (the median) and unit, in both places.
+    expected = sorted((repr(r["median"]), r["unit"]) for r in records)
+    for place in ("properties", "system-out"):
+        got = sorted((c[place]["value"], c[place]["unit"]) for c in cases.values())
+        assert got == expected, place
+    assert any(c["properties"]["unit"] == "s" for c in cases.values())
+    # The schema can reject: a test case without its name does not validate.
     broken = tmp_path / "broken.xml"
-    broken.write_text(re.sub(r' classname="[^"]*"', "", text, count=1))
-    done = subprocess.run(
-        [xmllint, "--noout", "--schema", str(XSD), str(broken)], capture_output=True, text=True
-    )
+    broken.write_text(re.sub(r'<testcase name="[^"]*"', "<testcase", text, count=1))
+    assert broken.read_text() != text
+    done = xmllint_schema(broken)
     assert done.returncode != 0
-    assert "classname" in done.stderr
+    assert "'name' is required" in done.stderr

@@ -5,10 +5,15 @@ CSV: one row per summary record, the columns of summary.json in its order;
 with repr() so they read back to the same float.
 
 JUnit: one <testsuite> per run, one <testcase> per record (a metric of one
-suite, profile and codec) whose <properties> carry value (the median), unit,
-n, mean, stdev and the median's 95 % interval. A case fails when the metric
-regressed against the baseline (compare.py decides); without a baseline every
-case passes and only carries the numbers.
+suite, profile and codec; classname `suite.profile.codec`, name the metric).
+The document validates against the JUnit schema of Jenkins' xUnit plugin
+(tests/data/junit-10.xsd), which allows <properties> only in a <testsuite>:
+each case's numbers are suite properties named `<classname>.<name>.<field>`
+(value (the median), unit, median, mean, stdev, min, max, the median's 95 %
+interval, n), and the same fields as `field=value` lines in the case's
+<system-out>. A case fails when the metric regressed against the baseline
+(compare.py decides); without a baseline every case passes and only carries
+the numbers.
 """
 
 from __future__ import annotations
@@ -67,6 +72,18 @@ def csv_text(records: Sequence[Mapping[str, Any]]) -> str:
     return buffer.getvalue()
 
 
+def junit_case_id(key: tuple[str, str, str, str]) -> tuple[str, str]:
+    """(classname, name) of a record's test case."""
+    return ".".join(key[:3]), key[3]
+
+
+def junit_fields(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The (field, text) pairs a test case carries: value (the median), unit, the spread."""
+    fields = [("value", _csv_value(record.get("median"))), ("unit", str(record.get("unit") or ""))]
+    fields += [(name, _csv_value(record.get(name))) for name in PROPERTY_FIELDS]
+    return fields
+
+
 def junit_xml(
     run_id: str,
     records: Sequence[Mapping[str, Any]],
@@ -84,17 +101,22 @@ def junit_xml(
         suite.set("timestamp", timestamp)
     root.set("tests", suite.get("tests"))
     root.set("failures", suite.get("failures"))
+    root.set("errors", "0")
+    # The schema allows <properties> only in the suite: one property per case and field.
+    properties = ET.SubElement(suite, "properties")
+    for record in records:
+        classname, name = junit_case_id(record_key(record))
+        for field, text in junit_fields(record):
+            ET.SubElement(properties, "property", name=f"{classname}.{name}.{field}", value=text)
     for record in records:
         key = record_key(record)
-        case = ET.SubElement(suite, "testcase", name=key[3], classname=".".join(key[:3]), time="0")
-        properties = ET.SubElement(case, "properties")
-        ET.SubElement(properties, "property", name="value", value=_csv_value(record.get("median")))
-        ET.SubElement(properties, "property", name="unit", value=str(record.get("unit", "")))
-        for name in PROPERTY_FIELDS:
-            ET.SubElement(properties, "property", name=name, value=_csv_value(record.get(name)))
+        classname, name = junit_case_id(key)
+        case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
         if key in failures:
             failure = ET.SubElement(case, "failure", type="regression", message=failures[key])
             failure.text = failures[key]
+        out = ET.SubElement(case, "system-out")
+        out.text = "".join(f"{field}={text}\n" for field, text in junit_fields(record))
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
