@@ -32,6 +32,9 @@ SILENCE = 6.0
 #: long each ask waits for the answer before asking again.
 READY_TIMEOUT = 30.0
 READY_ASK_AGAIN = 2.0
+#: Each set-up line's prompt: how long to wait, and how often to ask for it.
+SET_UP_WAIT = 3.0
+SET_UP_ASKS = 3
 #: How long a sync waits for its answer before asking again.
 SYNC_AGAIN = 3.0
 NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
@@ -58,21 +61,38 @@ class ShellSession:
         self.login.open_shell()
         self._wait_until_ready(Deadline(READY_TIMEOUT))
         # Save what we change, then change it; line editing off first, so the
-        # definitions that follow are read as plain lines.
-        self.link.write(
+        # definitions that follow are read as plain lines. One line at a time,
+        # each after the prompt of the one before: typed-ahead lines can be
+        # garbled while the terminal switches out of line editing (seen on an
+        # emulated board, whose UART delivers a burst at once).
+        self._set_up(
             b"__evb_o=$(set +o); __evb_q=$(stty -g 2>/dev/null); __evb_ps1=$PS1;"
             b" set +o emacs +o vi +o history 2>/dev/null; stty -echo -ixon cols 1000 2>/dev/null;"
             b" unset PROMPT_COMMAND; PS2=''; PS1=\"$(printf 'evb-%s> ' "
             + self.prompt_tag.encode()
             + b')"; export PAGER=cat SYSTEMD_PAGER=cat HISTFILE=/dev/null\r'
         )
-        self.link.write(
+        self._set_up(
             b"__evb_k=$(cut -f1 /proc/sys/kernel/printk 2>/dev/null);"
             b" dmesg -n 1 2>/dev/null && __evb_kq=1\r"
         )
         for definition in frames.BOARD_FUNCTIONS:
-            self.link.write(definition.encode("ascii") + b"\r")
+            self._set_up(definition.encode("ascii") + b"\r")
         self.sync(timeout=15.0, first=True)
+
+    def _set_up(self, line: bytes) -> None:
+        """Send one set-up line and wait for the prompt that follows it.
+
+        A kernel line can break the prompt's text; then an empty line asks
+        for a new prompt (the set-up line itself is not sent twice). Should the
+        prompt still not come, the sync that ends `open` tells what is wrong.
+        """
+        prompt = re.compile(re.escape(self.prompt))
+        self.link.write(line)
+        for _ in range(SET_UP_ASKS):
+            if self.link.expect(prompt, Deadline(SET_UP_WAIT)):
+                return
+            self.link.write(b"\r")
 
     def _wait_until_ready(self, deadline: Deadline) -> None:
         """Ask until the shell runs a command, before sending the set-up lines.
