@@ -21,8 +21,9 @@ Measured, in seconds of wall clock (time.perf_counter around the process):
    its xz, so its own figure would miss the decompression);
 4. `evbench flash --help`: the start-up alone, which (1) and (3) include;
 5. (1) again with only the flash command imported (LEAN): the `evbench` CLI
-   imports every subcommand to build its parser, and one of them imports
-   matplotlib at import time, which costs about a second of CPU.
+   imports every subcommand to build its parser, so this shows what the other
+   subcommands' imports cost (heavy ones such as matplotlib load only in the
+   command that draws).
 Reported per figure: median with its 95 % CI (order statistics), min-max, n;
 the ratio evbench/bmaptool of medians, with the Hodges-Lehmann 95 % interval.
 The acceptance bar is a ratio of at most 1.2.
