@@ -7,7 +7,9 @@ garbage collector enabled (pyperf's bench_func leaves it on; so does evbench
 by default). pyperf runs with its defaults (20 worker processes, 3 values
 each after a warm-up, 100 ms per value); evbench with its full plan (10
 processes x 10 values, >= 1 ms per value). Prints, per operation, both
-medians, their ratio and each tool's wall time. Run it on a quiet machine.
+medians, their ratio and each tool's wall time. The two alternate over
+several rounds (pooled), so that drift in the machine's speed hits both
+alike. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -57,54 +59,71 @@ def _time_evbench(profile: str, codec_names: list[str], out: Path) -> float:
     return time.monotonic() - start
 
 
-def _evbench_medians(run_dir: Path, profile: str) -> dict[str, tuple[float, int]]:
-    from evbench_agent.results import load_run
+def _evbench_values(run_dir: Path, profile: str) -> dict[str, list[float]]:
+    from evbench_agent.results import read_samples
 
-    medians = {}
-    for record in load_run(run_dir).records:
-        if record["suite"] == "codec" and record["unit"] == "s" and record["profile"] == profile:
-            key = f"{record['profile']}/{record['codec']}/{record['metric']}"
-            medians[key] = (record["median"], record["n"])
-    return medians
+    values: dict[str, list[float]] = {}
+    for sample_set in read_samples(run_dir):
+        if sample_set.suite == "codec" and sample_set.unit == "s":
+            key = f"{profile}/{sample_set.codec}/{sample_set.metric}"
+            values.setdefault(key, []).extend(sample_set.values)
+    return values
 
 
-def _pyperf_medians(path: Path) -> dict[str, tuple[float, int]]:
+def _pyperf_values(path: Path) -> dict[str, list[float]]:
     import pyperf
 
     suite = pyperf.BenchmarkSuite.load(str(path))
-    return {b.get_name(): (b.median(), len(b.get_values())) for b in suite.get_benchmarks()}
+    return {b.get_name(): list(b.get_values()) for b in suite.get_benchmarks()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="seed")
     parser.add_argument("--codecs", default="json,protobuf")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     args = parser.parse_args()
     codec_names = args.codecs.split(",")
+    ours: dict[str, list[float]] = {}
+    theirs: dict[str, list[float]] = {}
+    walls: dict[str, list[float]] = {"pyperf": [], "evbench": []}
     with tempfile.TemporaryDirectory() as scratch:
-        pyperf_json = Path(scratch) / "pyperf.json"
-        evbench_dir = Path(scratch) / "evbench"
-        pyperf_wall = _time_pyperf(args.profile, codec_names, pyperf_json)
-        evbench_wall = _time_evbench(args.profile, codec_names, evbench_dir)
-        ours, theirs = _evbench_medians(evbench_dir, args.profile), _pyperf_medians(pyperf_json)
+        for round_number in range(args.rounds):
+            # Alternate the order: on a shared or throttling machine the speed
+            # drifts, and drift must hit both tools alike.
+            order = ("pyperf", "evbench") if round_number % 2 == 0 else ("evbench", "pyperf")
+            for tool in order:
+                place = Path(scratch) / f"{tool}-{round_number}"
+                if tool == "pyperf":
+                    place = place.with_suffix(".json")
+                    walls[tool].append(_time_pyperf(args.profile, codec_names, place))
+                    found = _pyperf_values(place)
+                    target = theirs
+                else:
+                    walls[tool].append(_time_evbench(args.profile, codec_names, place))
+                    found = _evbench_values(place, args.profile)
+                    target = ours
+                for name, values in found.items():
+                    target.setdefault(name, []).extend(values)
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
-    print(f"machine: {machine}, Python {platform.python_version()}")
+    print(f"machine: {machine}, Python {platform.python_version()}, {args.rounds} rounds")
     heading = f"{'pyperf median':>14} {'evbench median':>15} {'ratio':>7}"
     print(f"{'operation':38} {heading}  n (pyperf/evbench)")
     ratios = []
     for name in sorted(theirs):
-        (p_median, p_n), (e_median, e_n) = theirs[name], ours[name]
+        p_median, e_median = statistics.median(theirs[name]), statistics.median(ours[name])
         ratio = e_median / p_median
         if p_median >= 1e-6:
             ratios.append(ratio)
         medians = f"{p_median * 1e6:11.3f} µs {e_median * 1e6:12.3f} µs"
-        print(f"{name:38} {medians} {ratio:7.3f}  {p_n}/{e_n}")
-    print(f"wall time: pyperf {pyperf_wall:.1f} s, evbench {evbench_wall:.1f} s")
+        print(f"{name:38} {medians} {ratio:7.3f}  {len(theirs[name])}/{len(ours[name])}")
+    pyperf_wall, evbench_wall = (statistics.median(walls[t]) for t in ("pyperf", "evbench"))
+    print(f"wall time per run (median): pyperf {pyperf_wall:.1f} s, evbench {evbench_wall:.1f} s")
     if ratios:
         worst = max(abs(r - 1) for r in ratios)
         middle = statistics.median(ratios)
         print(f"operations >= 1 µs: median ratio {middle:.3f}, worst {worst:+.1%}")
-    print(json.dumps({"pyperf_wall_s": pyperf_wall, "evbench_wall_s": evbench_wall}))
+    print(json.dumps({"pyperf_wall_s": walls["pyperf"], "evbench_wall_s": walls["evbench"]}))
 
 
 if __name__ == "__main__":
