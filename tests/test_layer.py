@@ -3,7 +3,7 @@
 - The agent recipe's RDEPENDS are exactly the packages the agent imports: the
   imports are read from the tree at test time with `ast`, and standard-library
   modules are mapped to packages with openembedded-core's python3 manifest
-  (../shared/yocto/python3-manifest.scarthgap.json, the reference the issue names).
+  (tests/data/yocto/python3-manifest.scarthgap.json, copied with its source).
 - The recipe's version is the agent's.
 - Every kas file validates against the JSON schema the kas package ships.
 - oelint-adv (release scarthgap) reports nothing.
@@ -34,7 +34,7 @@ LAYER = ROOT / "meta-evbench"
 AGENT_PACKAGE = ROOT / "agent" / "src" / "evbench_agent"
 RECIPE_DIR = LAYER / "recipes-evbench" / "evbench-agent"
 UNIT = RECIPE_DIR / "files" / "evbench-agent.service"
-MANIFEST = ROOT.parent / "shared" / "yocto" / "python3-manifest.scarthgap.json"
+MANIFEST = ROOT / "tests" / "data" / "yocto" / "python3-manifest.scarthgap.json"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 KAS_FILES = [ROOT / "kas.yml", *sorted((ROOT / "kas").glob("*.yml"))]
 
