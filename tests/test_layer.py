@@ -373,6 +373,66 @@ def test_oelint_finds_a_style_fault(tmp_path: Path) -> None:
     assert "oelint.task.nomkdir" in result.stdout + result.stderr
 
 
+#: The OpenEmbedded style guide asks for readable lines; the layer keeps them to this.
+MAX_LAYER_LINE = 100
+
+
+def _layer_files() -> list[Path]:
+    return sorted(p for p in LAYER.rglob("*") if p.suffix in (".bb", ".bbappend", ".conf", ".inc"))
+
+
+def test_layer_lines_fit_the_style_guide() -> None:
+    long_lines = [
+        f"{path.relative_to(ROOT)}:{number}: {len(line)} characters"
+        for path in _layer_files()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if len(line) > MAX_LAYER_LINE
+    ]
+    assert long_lines == []
+
+
+def _assignment_lines(text: str) -> dict[str, int]:
+    """Variable (or `inherit`) -> the first line that sets it."""
+    first: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        match = re.match(r"([A-Za-z_][\w:${}-]*)\s*(\?\?=|\?=|\+=|=|:=|\.=)", line)
+        if line.startswith("inherit "):
+            first.setdefault("inherit", number)
+        elif match:
+            first.setdefault(match.group(1), number)
+    return first
+
+
+def test_image_inherits_before_its_feature_checks() -> None:
+    # features_check reads REQUIRED_DISTRO_FEATURES: the class comes first (style guide order).
+    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
+    lines = _assignment_lines(image)
+    assert lines["inherit"] < lines["REQUIRED_DISTRO_FEATURES"]
+
+
+def test_one_place_decides_whether_the_responder_starts_at_boot() -> None:
+    # The agent recipe's SYSTEMD_AUTO_ENABLE, driven by EVBENCH_SERVE; no hand-made links.
+    texts = {path: path.read_text() for path in _layer_files()}
+    assert not [path for path, text in texts.items() if ".target.wants" in text]
+    setters = [path for path, text in texts.items() if "SYSTEMD_AUTO_ENABLE" in text]
+    assert setters == [agent_recipe()]
+    auto_enable = next(
+        line for line in texts[agent_recipe()].splitlines() if "SYSTEMD_AUTO_ENABLE" in line
+    )
+    assert "EVBENCH_SERVE" in auto_enable
+
+
+def test_image_adds_no_types_ti_machines_already_build() -> None:
+    # meta-ti's k3 machines (am62xx-evm, beagleplay) list wic.xz and wic.bmap themselves.
+    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
+    assert "IMAGE_FSTYPES" not in _assignment_lines(image)
+
+
+def test_layer_readme_names_a_maintainer_contact() -> None:
+    readme = (LAYER / "README.md").read_text()
+    assert re.search(r"^Maintainer[s]?:", readme, re.MULTILINE)
+
+
 def _venv_command(name: str) -> str:
     path = Path(sys.executable).parent / name
     require(path.exists(), f"the command {name!r}")

@@ -6,10 +6,10 @@ DESCRIPTION = "A small systemd image in which a freshly flashed board can be \
 SECTION = "image"
 LICENSE = "MIT"
 
+inherit core-image features_check
+
 # systemd-serialgetty and the responder's unit need systemd as init manager.
 REQUIRED_DISTRO_FEATURES = "systemd"
-
-inherit core-image features_check
 
 IMAGE_FEATURES += "ssh-server-openssh"
 
@@ -22,8 +22,10 @@ IMAGE_INSTALL = "packagegroup-core-boot \
                  ${CORE_IMAGE_EXTRA_INSTALL} \
                  "
 
-# The flash command (`evbench flash`) writes the wic image guided by its bmap.
-IMAGE_FSTYPES += "wic.xz wic.bmap"
+# The flash command (`evbench flash`) writes the wic image guided by its bmap:
+# TI's k3 machines (am62xx-evm, beagleplay) already build wic.xz and wic.bmap,
+# so this image adds no types of its own (another machine: set IMAGE_FSTYPES
+# in local.conf).
 
 # A public key file (for example ${HOME}/.ssh/id_ed25519.pub) baked into
 # root's authorized_keys: root logs in with that key and has no password.
@@ -31,32 +33,39 @@ EVBENCH_ROOT_AUTHORIZED_KEYS ?= ""
 # Development only: "1" gives root an empty password on SSH and the serial
 # console. Anyone who reaches the board is root; never ship such an image.
 EVBENCH_DEV_EMPTY_ROOT_PASSWORD ?= "0"
-# "1" enables the responder (evbench-agent serve) at boot; its arguments are
-# EVBENCH_SERVE_ARGS of the evbench-agent recipe.
-EVBENCH_SERVE ?= "0"
+# Whether the responder (evbench-agent serve) starts at boot is decided by
+# EVBENCH_SERVE in the evbench-agent recipe (set it in local.conf).
 
-IMAGE_FEATURES += "${@'empty-root-password allow-empty-password allow-root-login' if d.getVar('EVBENCH_DEV_EMPTY_ROOT_PASSWORD') == '1' else ''}"
+EVBENCH_DEV_FEATURES = "empty-root-password allow-empty-password allow-root-login"
+IMAGE_FEATURES += "${@d.getVar('EVBENCH_DEV_FEATURES') \
+                     if d.getVar('EVBENCH_DEV_EMPTY_ROOT_PASSWORD') == '1' else ''}"
 
-ROOTFS_POSTPROCESS_COMMAND += "evbench_root_access evbench_serve_at_boot"
+ROOTFS_POSTPROCESS_COMMAND += "evbench_root_access"
 # A new key file content rebuilds the root filesystem.
-do_rootfs[file-checksums] += "${@'%s:True' % d.getVar('EVBENCH_ROOT_AUTHORIZED_KEYS') if d.getVar('EVBENCH_ROOT_AUTHORIZED_KEYS') else ''}"
+EVBENCH_KEY_CHECKSUM = "${@'%s:True' % d.getVar('EVBENCH_ROOT_AUTHORIZED_KEYS') \
+                          if d.getVar('EVBENCH_ROOT_AUTHORIZED_KEYS') else ''}"
+do_rootfs[file-checksums] += "${EVBENCH_KEY_CHECKSUM}"
 
 evbench_root_access[doc] = "Bakes EVBENCH_ROOT_AUTHORIZED_KEYS into root's authorized_keys"
 python evbench_root_access() {
     key_file = d.getVar('EVBENCH_ROOT_AUTHORIZED_KEYS')
     if not key_file:
         if d.getVar('EVBENCH_DEV_EMPTY_ROOT_PASSWORD') == '1':
-            bb.warn('evbench-image: root has an empty password (EVBENCH_DEV_EMPTY_ROOT_PASSWORD = "1"): development only')
+            bb.warn('evbench-image: root has an empty password '
+                    '(EVBENCH_DEV_EMPTY_ROOT_PASSWORD = "1"): development only')
             return
-        bb.fatal('evbench-image: no way to log in as root: set EVBENCH_ROOT_AUTHORIZED_KEYS to a public key file '
-                 '(for example ${HOME}/.ssh/id_ed25519.pub), or EVBENCH_DEV_EMPTY_ROOT_PASSWORD = "1" for a development image')
+        bb.fatal('evbench-image: no way to log in as root: set EVBENCH_ROOT_AUTHORIZED_KEYS '
+                 'to a public key file (for example ${HOME}/.ssh/id_ed25519.pub), or '
+                 'EVBENCH_DEV_EMPTY_ROOT_PASSWORD = "1" for a development image')
     try:
         with open(key_file) as stream:
             keys = [line.strip() for line in stream if line.strip() and not line.startswith('#')]
     except OSError as error:
-        bb.fatal('evbench-image: cannot read EVBENCH_ROOT_AUTHORIZED_KEYS %s: %s' % (key_file, error.strerror))
+        bb.fatal('evbench-image: cannot read EVBENCH_ROOT_AUTHORIZED_KEYS %s: %s'
+                 % (key_file, error.strerror))
     if not keys or any(' ' not in key or 'PRIVATE KEY' in key for key in keys):
-        bb.fatal('evbench-image: %s is not an OpenSSH public key file (expected lines like "ssh-ed25519 AAAA... comment")' % key_file)
+        bb.fatal('evbench-image: %s is not an OpenSSH public key file '
+                 '(expected lines like "ssh-ed25519 AAAA... comment")' % key_file)
     ssh_dir = d.getVar('IMAGE_ROOTFS') + d.getVar('ROOT_HOME') + '/.ssh'
     bb.utils.mkdirhier(ssh_dir)
     os.chmod(ssh_dir, 0o700)
@@ -64,14 +73,4 @@ python evbench_root_access() {
     with open(authorized, 'w') as stream:
         stream.write('\n'.join(keys) + '\n')
     os.chmod(authorized, 0o600)
-}
-
-evbench_serve_at_boot[doc] = "Enables the responder unit when EVBENCH_SERVE is 1"
-evbench_serve_at_boot() {
-    # What `systemctl enable` does for a unit wanted by multi-user.target.
-    if [ "${EVBENCH_SERVE}" = "1" ]; then
-        install -d ${IMAGE_ROOTFS}${sysconfdir}/systemd/system/multi-user.target.wants
-        ln -sf ${systemd_system_unitdir}/evbench-agent.service \
-            ${IMAGE_ROOTFS}${sysconfdir}/systemd/system/multi-user.target.wants/evbench-agent.service
-    fi
 }

@@ -25,8 +25,10 @@ S = "${EVBENCH_UNPACKDIR}/agent"
 inherit python_hatchling systemd
 
 SYSTEMD_SERVICE:${PN} = "evbench-agent.service"
-# The image enables the responder when it asks for it (EVBENCH_SERVE in evbench-image).
-SYSTEMD_AUTO_ENABLE:${PN} = "disable"
+# The one place that decides whether the responder starts at boot: "1" in
+# local.conf (or a kas file's local_conf_header) enables the unit.
+EVBENCH_SERVE ??= "0"
+SYSTEMD_AUTO_ENABLE:${PN} = "${@'enable' if d.getVar('EVBENCH_SERVE') == '1' else 'disable'}"
 
 # Arguments of `evbench-agent serve`, written to /etc/default/evbench-agent.
 # The responder binds to loopback unless this says otherwise.
@@ -58,7 +60,9 @@ RDEPENDS:${PN} = "python3-core \
                   python3-datetime \
                   python3-io \
                   python3-json \
+                  python3-logging \
                   python3-math \
+                  python3-netclient \
                   python3-protobuf \
                   python3-psutil \
                   python3-statistics \
