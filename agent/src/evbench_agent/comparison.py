@@ -1,0 +1,330 @@
+"""A run's answer to one question: how does a candidate codec compare with a baseline?
+
+Pure domain code (no I/O beyond reading the run's samples, no rendering): the
+terminal table, the report, compare, CSV and JUnit render what this returns,
+and the board can print it under LAVA.
+
+API (stable; extended only compatibly)::
+
+    comparison = compare_run(run, "json", "protobuf")        # or compare(sample_sets, ...)
+    for row in comparison.rows:                               # one row per record identity
+        row.identity      # identity.Identity: suite, profile, metric, unit, identity params
+        row.label         # "Serialization", "Agent CPU, % of one core (link, periodic)"
+        row.role          # identity.TESTED, FACT or CONTEXT
+        row.unit, row.better
+        row.baseline, row.candidate   # Side: codec, summary (every value), replicates,
+                                      # replicate_summary (of per-replicate medians)
+        row.verdict       # verdicts.Verdict for TESTED rows, else None
+        row.outcome       # "baseline" | "candidate" | "tie" | "n too small" | None
+        row.fact_difference  # FACT rows: (candidate - baseline) / baseline of the means
+        row.n, row.n_counts  # what the test counted: 10, "processes"
+        row.min_detectable   # smallest relative effect the plan could name, or None
+        row.too_small        # True when no verdict was reachable ("n too small")
+        row.family        # test family name ("codec seed"), None outside tests
+    comparison.families   # family name -> its TESTED rows, Holm-corrected together
+    comparison.unmatched  # identities measured for only one of the two codecs
+
+Rules (docs/method.md): a row is one identity (identity.py); records that
+differ in an identity param are never pooled, outcome params never split a
+row. TESTED rows are decided on replicates: the codec suite pairs the codecs
+within each worker process (one log-ratio per process: the median over rounds
+of log(candidate / baseline) of the same round); the link suite takes one value
+per phase (a per-message figure reduced to the phase's median) and compares the
+codecs' phases as independent samples. Test families are (suite, profile).
+FACT rows carry the exact difference; CONTEXT rows only per-codec summaries.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evbench_agent import identity, metrics, stats, verdicts
+from evbench_agent.identity import CONTEXT, FACT, TESTED, Identity
+from evbench_agent.results import Run, SampleSet
+
+#: How each suite's replicates are compared, and what n counts.
+PAIRED_SUITES = {"codec": "processes"}
+INDEPENDENT_SUITES = {"link": "phases per codec"}
+#: Suites in display order; others follow alphabetically.
+SUITE_ORDER = ("codec", "link", "telemetry")
+#: Params shown in a row's label whenever present (they name what was measured).
+LABEL_PARAMS = ("phase", "kind", "operation", "mode")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One codec's data for one identity."""
+
+    codec: str
+    summary: stats.Summary  # every value (n counts values)
+    replicates: int  # worker processes, phases, or 1
+    #: Summary of the per-replicate medians (its ci95 is the defensible interval
+    #: of the median across replicates); None with a single replicate.
+    replicate_summary: stats.Summary | None
+
+
+@dataclass(frozen=True)
+class Row:
+    identity: Identity
+    label: str
+    role: str
+    unit: str
+    better: str
+    baseline: Side
+    candidate: Side
+    verdict: verdicts.Verdict | None = None
+    fact_difference: float | None = None
+    n: int = 0
+    n_counts: str = "values"
+    family: str | None = None
+
+    @property
+    def outcome(self) -> str | None:
+        return self.verdict.winner if self.verdict else None
+
+    @property
+    def too_small(self) -> bool:
+        return self.verdict is not None and self.verdict.too_small
+
+    @property
+    def min_detectable(self) -> float | None:
+        return self.verdict.min_detectable if self.verdict else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: str
+    candidate: str
+    rows: tuple[Row, ...]
+    unmatched: tuple[Identity, ...] = ()
+    alpha: float = verdicts.ALPHA
+    min_effect: float = verdicts.MIN_EFFECT
+    families: dict[str, tuple[Row, ...]] = field(default_factory=dict)
+
+    def by_role(self, role: str) -> list[Row]:
+        return [row for row in self.rows if row.role == role]
+
+    def winners(self) -> list[Row]:
+        """TESTED rows whose verdict names a codec."""
+        return [row for row in self.rows if row.verdict and row.verdict.significant]
+
+
+# --- grouping samples by identity, codec and replicate ------------------------------
+
+
+def _replicate(sample_set: SampleSet) -> Any:
+    params = sample_set.params
+    for name in ("process", "process_index", "phase_index"):
+        if name in params:
+            return params[name]
+    return sample_set.worker
+
+
+Grouped = dict[Identity, dict[str, dict[Any, list[float]]]]
+
+
+def group(sample_sets: Iterable[SampleSet]) -> Grouped:
+    """identity -> codec -> replicate -> values in recorded order (rounds stay in order)."""
+    grouped: Grouped = {}
+    for sample_set in sample_sets:
+        if sample_set.codec is None:
+            continue  # telemetry of a block where every codec ran: not one codec's figure
+        key = identity.identify(
+            sample_set.suite,
+            sample_set.profile,
+            sample_set.metric,
+            sample_set.unit,
+            sample_set.params,
+        )
+        replicates = grouped.setdefault(key, {}).setdefault(sample_set.codec, {})
+        replicates.setdefault(_replicate(sample_set), []).extend(sample_set.values)
+    return grouped
+
+
+def _side(codec: str, replicates: dict[Any, list[float]]) -> Side:
+    values = [v for vs in replicates.values() for v in vs]
+    medians = [statistics.median(vs) for vs in replicates.values() if vs]
+    return Side(
+        codec=codec,
+        summary=stats.summarize(values),
+        replicates=len(medians),
+        replicate_summary=stats.summarize(medians) if len(medians) > 1 else None,
+    )
+
+
+def process_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """One process's log(candidate / baseline): the median of the per-round log-ratios
+    when both codecs have one value per round, else the log of the ratio of medians."""
+    if not baseline or not candidate:
+        return math.nan
+    if min(baseline) <= 0 or min(candidate) <= 0:
+        return math.nan
+    if len(baseline) == len(candidate):
+        return statistics.median(
+            math.log(c) - math.log(b) for b, c in zip(baseline, candidate, strict=True)
+        )
+    return math.log(statistics.median(candidate)) - math.log(statistics.median(baseline))
+
+
+def _evidence(
+    key: Identity, label: str, better: str, base: dict[Any, list[float]], cand: dict
+) -> tuple[verdicts.Paired | verdicts.Independent, str]:
+    if key.suite in PAIRED_SUITES:
+        shared = [r for r in base if r in cand]
+        ratios = [process_log_ratio(base[r], cand[r]) for r in sorted(shared, key=str)]
+        evidence = verdicts.Paired(
+            label,
+            better,
+            [d for d in ratios if math.isfinite(d)],
+            statistics.median(v for r in shared for v in base[r]) if shared else math.nan,
+            statistics.median(v for r in shared for v in cand[r]) if shared else math.nan,
+        )
+        return evidence, PAIRED_SUITES[key.suite]
+    per_base = [statistics.median(vs) for vs in base.values() if vs]
+    per_cand = [statistics.median(vs) for vs in cand.values() if vs]
+    counts = INDEPENDENT_SUITES.get(key.suite, "replicates per codec")
+    return verdicts.Independent(label, better, per_base, per_cand), counts
+
+
+# --- labels and order ---------------------------------------------------------------
+
+
+def _metric_label(metric: str) -> str:
+    known = metrics.METRICS.get(metric)
+    return known.label if known else metric
+
+
+def _labels(keys: Sequence[Identity]) -> dict[Identity, str]:
+    """Each identity's label: the metric's, plus the params that tell it apart."""
+    siblings: dict[tuple, list[Identity]] = {}
+    for key in keys:
+        siblings.setdefault((key.suite, key.profile, key.metric, key.unit), []).append(key)
+    labels = {}
+    for group_keys in siblings.values():
+        params = [k.params_dict for k in group_keys]
+        varying = sorted(
+            {name for p in params for name in p if any(q.get(name) != p.get(name) for q in params)}
+        )
+        for key, p in zip(group_keys, params, strict=True):
+            shown = [str(p[name]) for name in LABEL_PARAMS if name in p]
+            shown += [f"{name}={p.get(name)}" for name in varying if name not in LABEL_PARAMS]
+            base = _metric_label(key.metric)
+            labels[key] = f"{base} ({', '.join(shown)})" if shown else base
+    return labels
+
+
+def _order(key: Identity) -> tuple:
+    names = list(metrics.METRICS)
+    suite = SUITE_ORDER.index(key.suite) if key.suite in SUITE_ORDER else len(SUITE_ORDER)
+    metric = names.index(key.metric) if key.metric in names else len(names)
+    return (suite, key.suite, key.profile, metric, key.metric, key.params)
+
+
+def family_name(key: Identity) -> str:
+    return f"{key.suite} {key.profile}".strip()
+
+
+# --- the comparison ------------------------------------------------------------------
+
+
+def compare(
+    sample_sets: Iterable[SampleSet],
+    baseline: str,
+    candidate: str,
+    alpha: float = verdicts.ALPHA,
+    min_effect: float = verdicts.MIN_EFFECT,
+) -> Comparison:
+    """Compare two codecs over every identity both measured."""
+    grouped = group(sample_sets)
+    both = sorted(
+        (k for k, codecs in grouped.items() if baseline in codecs and candidate in codecs),
+        key=_order,
+    )
+    unmatched = tuple(
+        sorted((k for k, c in grouped.items() if (baseline in c) != (candidate in c)), key=_order)
+    )
+    labels = _labels(both)
+    evidence: dict[str, list[tuple[Identity, Any, str]]] = {}
+    for key in both:
+        if key.role == TESTED:
+            better = metrics.better(key.metric)
+            item, counts = _evidence(
+                key, labels[key], better, grouped[key][baseline], grouped[key][candidate]
+            )
+            evidence.setdefault(family_name(key), []).append((key, item, counts))
+    decided: dict[Identity, tuple[verdicts.Verdict, str, str]] = {}
+    for name, items in evidence.items():
+        results = verdicts.decide_family([item for _k, item, _c in items], alpha, min_effect)
+        for (key, _item, counts), verdict in zip(items, results, strict=True):
+            decided[key] = (verdict, counts, name)
+    rows = []
+    for key in both:
+        base = _side(baseline, grouped[key][baseline])
+        cand = _side(candidate, grouped[key][candidate])
+        common = {
+            "identity": key,
+            "label": labels[key],
+            "role": key.role,
+            "unit": key.unit,
+            "better": metrics.better(key.metric),
+            "baseline": base,
+            "candidate": cand,
+        }
+        if key in decided:
+            verdict, counts, name = decided[key]
+            rows.append(
+                Row(**common, verdict=verdict, n=verdict.n or 0, n_counts=counts, family=name)
+            )
+        elif key.role == FACT:
+            difference = (
+                (cand.summary.mean - base.summary.mean) / base.summary.mean
+                if base.summary.mean
+                else None
+            )
+            rows.append(
+                Row(**common, fact_difference=difference, n=min(base.summary.n, cand.summary.n))
+            )
+        else:
+            rows.append(Row(**common, n=min(base.summary.n, cand.summary.n)))
+    families: dict[str, tuple[Row, ...]] = {}
+    for row in rows:
+        if row.family is not None:
+            families[row.family] = (*families.get(row.family, ()), row)
+    return Comparison(
+        baseline=baseline,
+        candidate=candidate,
+        rows=tuple(rows),
+        unmatched=unmatched,
+        alpha=alpha,
+        min_effect=min_effect,
+        families=families,
+    )
+
+
+def compare_run(
+    run: Run,
+    baseline: str,
+    candidate: str,
+    alpha: float = verdicts.ALPHA,
+    min_effect: float = verdicts.MIN_EFFECT,
+) -> Comparison:
+    """`compare` on a run directory's raw samples."""
+    return compare(run.samples(), baseline, candidate, alpha, min_effect)
+
+
+__all__ = [
+    "CONTEXT",
+    "FACT",
+    "TESTED",
+    "Comparison",
+    "Row",
+    "Side",
+    "compare",
+    "compare_run",
+    "group",
+    "process_log_ratio",
+]
