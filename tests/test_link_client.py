@@ -49,7 +49,7 @@ class ScriptedPeer:
 
 
 def _ack(sock: socket.socket, link: messages.LinkCodec, sequence: int) -> None:
-    framing.send(sock, framing.pack(framing.REPLY, sequence, link.encode_ack(sequence, 1)))
+    framing.send(sock, framing.pack_reply(sequence, 0, link.encode_ack(sequence, 1)))
 
 
 def _collect(reader: framing.FrameReader, count: int) -> list[framing.Frame]:
@@ -100,7 +100,7 @@ def test_reordered_and_missing_replies_are_matched_by_sequence(codec, rate_hz):
     assert result.lost == 2
     # the last message was answered first: its reply came no later than the first's
     assert result.replies[11][0] <= result.replies[0][0]
-    for sequence, (arrival, decoded) in result.replies.items():
+    for sequence, (arrival, decoded, _processing) in result.replies.items():
         assert result.sent[sequence].send < arrival <= decoded
 
 
@@ -108,7 +108,7 @@ def test_an_ack_for_another_sequence_is_an_error():
     def wrong_ack(sock, reader, link):
         frame = _collect(reader, 1)[-1]
         ack = link.encode_ack(frame.sequence + 5, 1)
-        framing.send(sock, framing.pack(framing.REPLY, frame.sequence, ack))
+        framing.send(sock, framing.pack_reply(frame.sequence, 0, ack))
 
     peer = ScriptedPeer(wrong_ack)
     try:

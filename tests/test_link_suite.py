@@ -17,8 +17,9 @@ from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
 from evbench_agent.results import COMPLETE, SUMMARY, read_samples
+from evbench_agent.suites import link as link_suite
 
-LINK_METRICS = {
+PERIODIC_METRICS = {
     "rtt",
     "rtt_transport",
     "jitter_stdev",
@@ -27,13 +28,13 @@ LINK_METRICS = {
     "send_lateness",
     "bandwidth_payload",
     "bandwidth_wire",
-    "capacity_msgs",
-    "capacity_bytes",
     "cpu_per_msg_client",
     "cpu_per_msg_responder",
     "lost",
     "late",
 }
+#: The capacity phase's figures, and its back-to-back RTTs as their own records.
+CAPACITY_METRICS = {"capacity_msgs", "capacity_bytes", "rtt_transport"}
 
 
 def _spec(**link):
@@ -51,20 +52,48 @@ def _records(directory):
 def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     runner.run(_spec(link_count=6), tmp_path / "run", "test-run", Progress())
     records = [r for r in _records(tmp_path / "run") if r["suite"] == "link"]
+    periodic = [r for r in records if r["params"].get("phase") == "periodic"]
+    capacity = [r for r in records if r["params"].get("phase") == "capacity"]
     for codec in ("json", "protobuf"):
-        assert {r["metric"] for r in records if r["codec"] == codec} == LINK_METRICS
-    assert {r["profile"] for r in records} == {"seed"}
-    by_metric = {(r["codec"], r["metric"]): r for r in records}
+        assert {r["metric"] for r in periodic if r["codec"] == codec} == PERIODIC_METRICS
+        assert {r["metric"] for r in capacity if r["codec"] == codec} == CAPACITY_METRICS
+    assert {r["profile"] for r in periodic + capacity} == {"seed"}
+    by_metric = {(r["codec"], r["metric"]): r for r in periodic}
     assert by_metric["json", "rtt"]["n"] == 12  # 6 messages x 2 phases
     assert by_metric["json", "lost"]["n"] == 2  # one value per phase
     assert by_metric["json", "lost"]["max"] == 0
     rtt = by_metric["protobuf", "rtt"]
     assert rtt["params"]["rate_hz"] == 100.0 and rtt["params"]["peer"] == "loopback"
-    assert rtt["params"]["mode"] == "ack"
-    assert by_metric["protobuf", "capacity_msgs"]["params"]["window"] == 8
+    assert rtt["params"]["mode"] == "ack" and rtt["params"]["transport"] == "tcp"
+    capacity_msgs = [r for r in capacity if r["metric"] == "capacity_msgs"]
+    assert capacity_msgs[0]["params"]["window"] == 8
     # end to end includes encoding and decoding, so it is never below transport
     assert rtt["min"] >= 0 and rtt["median"] >= by_metric["protobuf", "rtt_transport"]["min"]
+    # the board's own wake-up latency at the link period (10 ms here), a context record
+    (wakeup,) = [r for r in records if r["metric"] == "wakeup_latency"]
+    assert wakeup["codec"] is None and wakeup["params"]["period_s"] == 0.01
+    assert wakeup["n"] == 100 and wakeup["min"] >= 0
     assert (tmp_path / "run" / COMPLETE).exists()
+
+
+def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path):
+    document = {"codecs": ["json", "protobuf", "msgpack"]}
+    assert link_suite.link_codecs(_spec(**document)) == ("json", "protobuf")
+    assert link_suite.link_codecs(_spec(**document, link_all_codecs=True)) == (
+        "json",
+        "protobuf",
+        "msgpack",
+    )
+    assert link_suite.link_codecs(_spec(codecs=["msgpack"])) == ("msgpack",)
+    assert link_suite.link_codecs(_spec(aa="json")) == ("json", "json-aa")
+
+
+def test_the_planned_duration_adds_up_the_phases():
+    # 2 codecs x 2 phases x (periodic (2 + 6) / 100 Hz + capacity 0.01 + 0.1, plus 2 x 0.1),
+    # the probe 100 / 100 Hz and the responder's start 0.5: worked by hand
+    planned = link_suite.planned_seconds(_spec(link_count=6))
+    per_phase = 0.08 + (0.01 + 0.1) + 0.2
+    assert planned == pytest.approx(0.5 + 1.0 + 4 * per_phase)
 
 
 def _kill_mid_phase(process: subprocess.Popen) -> None:

@@ -10,11 +10,16 @@ poll's and epoll's a millisecond); with none, in time.sleep (clock_nanosleep).
 It sleeps twice per tick, first to PRE_WAKE_S before it and then to the tick:
 the short second sleep finds the interpreter's code and data still in cache.
 Replies are matched to messages by sequence number, never by arrival order.
+Each reply carries the responder's processing time (its clock, from the
+message's arrival to the reply's send), kept beside the reply's arrival so the
+transport RTT can leave it out. A message is lost when no reply came within
+`lost_after(deadline)` of its own send.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import time
@@ -52,8 +57,14 @@ class Connection:
         mode: str,
         max_frame: int = framing.DEFAULT_MAX_FRAME,
         timeout_s: float = HANDSHAKE_TIMEOUT_S,
+        reply_delay_ns: int = 0,
+        token: str | None = None,
     ) -> None:
+        """`token`: the responder's shared token (default: $EVBENCH_LINK_TOKEN, if set);
+        `reply_delay_ns`: testing only, the responder holds each reply this long."""
         host, port = address
+        if token is None:
+            token = os.environ.get(handshake.TOKEN_ENV) or None
         try:
             self.sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
         except OSError as error:
@@ -66,7 +77,12 @@ class Connection:
         self.reader = framing.FrameReader(self.sock, max_frame)
         self.link, self.mode, self.address = link, mode, f"{host}:{port}"
         hello = handshake.Hello(
-            link.codec, link.profile.name, messages.message_name(link.profile), mode
+            link.codec,
+            link.profile.name,
+            messages.message_name(link.profile),
+            mode,
+            token=token,
+            reply_delay_ns=reply_delay_ns,
         )
         try:
             self.accepted = handshake.request(self.reader, hello, timeout_s)
@@ -103,19 +119,29 @@ class PhaseResult:
     """What one periodic phase measured (times in ns, sizes in bytes)."""
 
     sent: dict[int, Sent] = field(default_factory=dict)
-    #: sequence -> (reply arrival, end of decoding the reply)
-    replies: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: sequence -> (reply arrival, end of decoding the reply, responder's processing ns)
+    replies: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     lateness: list[int] = field(default_factory=list)
     client_cpu_ns: int = 0
     responder: dict[str, int] | None = None
     error: str | None = None
+    #: A reply later than this after its message's own send counts the message lost.
+    lost_after_ns: int = 10**18
+    #: Every message sent on the connection, warm-up included (energy's count).
+    total_sent: int = 0
 
     def answered(self) -> list[int]:
-        return sorted(sequence for sequence in self.sent if sequence in self.replies)
+        """Sequences answered within `lost_after_ns` of their own send, in order."""
+        sent, replies, limit = self.sent, self.replies, self.lost_after_ns
+        return sorted(
+            sequence
+            for sequence in sent
+            if sequence in replies and replies[sequence][0] - sent[sequence].send <= limit
+        )
 
     @property
     def lost(self) -> int:
-        return len(self.sent) - len(self.replies)
+        return len(self.sent) - len(self.answered())
 
 
 class Exchange:
@@ -127,7 +153,7 @@ class Exchange:
         self.data = data
         self.echo = connection.mode == "echo"
         self.sent_at: dict[int, tuple[int, int, int, int]] = {}
-        self.replies: dict[int, tuple[int, int]] = {}
+        self.replies: dict[int, tuple[int, int, int]] = {}
         self.stats: list[dict[str, int]] = []
         #: Sequences in the order their replies arrived (the saturating sender follows it).
         self.arrivals: list[int] = []
@@ -191,11 +217,12 @@ class Exchange:
             what = "a second reply" if sequence in self.replies else "a reply"
             raise framing.FrameError(f"{what} to message {sequence}, which was not expected")
         link = self.connection.link
+        processing_ns, body = framing.split_reply(frame.body)
         try:
             if self.echo:
-                link.decode(frame.body)
+                link.decode(body)
             else:
-                acked, _receive_ns = link.decode_ack(frame.body)
+                acked, _receive_ns = link.decode_ack(body)
                 if acked != sequence:
                     raise framing.FrameError(f"the reply to {sequence} acknowledges {acked}")
         except framing.FrameError:
@@ -204,7 +231,7 @@ class Exchange:
             raise framing.FrameError(
                 f"the reply to message {sequence} does not decode: {type(error).__name__}: {error}"
             ) from error
-        self.replies[sequence] = (arrival, clock_ns())
+        self.replies[sequence] = (arrival, clock_ns(), processing_ns)
         self.arrivals.append(sequence)
 
     def outstanding(self) -> int:
@@ -253,7 +280,7 @@ def run_periodic(
         exchange.set_receive_timeout(block_ns / 1e9)
     # The first wake-up may come up to the timer slack late: keep it before the tick.
     pre_wake = min(round(PRE_WAKE_S * 1e9) + (timer_slack_ns() or 0), period // 10)
-    result = PhaseResult()
+    result = PhaseResult(lost_after_ns=wait_lost)
     start = clock_ns()
     cpu_start = None
     try:
@@ -287,6 +314,7 @@ def run_periodic(
         result.error = f"the responder at {connection.address} went away: {error}"
     if cpu_start is not None:
         result.client_cpu_ns = thread_cpu_ns() - cpu_start
+    result.total_sent = exchange.next_sequence
     for sequence, (encode_start, send, payload, frame) in exchange.sent_at.items():
         if sequence >= warmup_count:
             result.sent[sequence] = Sent(encode_start, send, payload, frame)

@@ -1,6 +1,10 @@
 """Frames on a TCP stream: a 4-byte little-endian length, then the frame.
 
 A frame is `kind` (1 byte), `sequence` (8 bytes, little-endian) and a body.
+A REPLY's body starts with the responder's processing time (8 bytes,
+little-endian nanoseconds, its own clock: from the recv() that brought the
+message to just before the reply's send), then the echo or the ack
+(protocol version 2; docs/link.md has the whole format).
 Every frame leaves in one write (`sendall` of one bytes object) on a socket
 with TCP_NODELAY: two writes under Nagle's algorithm and delayed ACK can stall
 a message for tens of milliseconds. Lengths read from the wire are checked
@@ -22,6 +26,10 @@ LENGTH = struct.Struct("<I")
 HEADER = struct.Struct("<BQ")
 #: Length, kind and sequence at once (what pack() writes before the body).
 _PREFIX = struct.Struct("<IBQ")
+#: A REPLY's prefix: length, kind, sequence and the responder's processing time (ns).
+_REPLY_PREFIX = struct.Struct("<IBQQ")
+#: The processing time at the start of a REPLY body.
+PROCESSING = struct.Struct("<Q")
 #: Largest frame (kind + sequence + body) accepted unless configured otherwise.
 DEFAULT_MAX_FRAME = 1 << 20
 #: recv() size: several frames of the usual payloads arrive in one call.
@@ -64,6 +72,19 @@ def pack(kind: int, sequence: int, body: bytes = b"") -> bytes:
     return _PREFIX.pack(HEADER.size + len(body), kind, sequence) + body
 
 
+def pack_reply(sequence: int, processing_ns: int, body: bytes) -> bytes:
+    """A REPLY frame whose body starts with the responder's processing time."""
+    length = HEADER.size + PROCESSING.size + len(body)
+    return _REPLY_PREFIX.pack(length, REPLY, sequence, processing_ns) + body
+
+
+def split_reply(body: bytes) -> tuple[int, bytes]:
+    """(processing time in ns, echo or ack) from a REPLY body."""
+    if len(body) < PROCESSING.size:
+        raise FrameError(f"a REPLY body of {len(body)} bytes has no processing time")
+    return PROCESSING.unpack_from(body)[0], body[PROCESSING.size :]
+
+
 def configure(sock: socket.socket, send_timeout_s: float) -> None:
     """TCP_NODELAY, and a kernel send timeout so a peer that stops reading
     cannot block us forever (SO_SNDTIMEO costs no extra system call per send,
@@ -95,13 +116,32 @@ class FrameReader:
         self.sock = sock
         self.max_frame = max_frame
         self._buffer = bytearray()
+        #: Whole frames already cut out but not yet handed over (see unread()).
+        self._pending: list[Frame] = []
         #: perf_counter_ns() just after the last recv() returned: when the data arrived.
         self.received_ns = 0
 
-    def receive(self) -> list[Frame]:
-        """One recv() (it blocks only if nothing is waiting), then every whole frame.
+    def unread(self, frames: list[Frame]) -> None:
+        """Hand `frames` out again, first, at the next receive() (the handshake reads
+        only its HELLO; what came in the same write is the conversation's)."""
+        self._pending = list(frames) + self._pending
 
-        A kernel receive timeout (SO_RCVTIMEO) that expires raises BlockingIOError."""
+    def buffered(self) -> int:
+        """Bytes received but not yet cut into frames."""
+        return len(self._buffer)
+
+    def first_length(self) -> int | None:
+        """The length prefix at the head of the buffer, once its 4 bytes are in."""
+        if len(self._buffer) < LENGTH.size:
+            return None
+        return LENGTH.unpack_from(self._buffer)[0]
+
+    def fill(self) -> None:
+        """One recv() into the buffer, cutting nothing (the handshake checks the
+        first length against its own, smaller cap before it waits for a body)."""
+        self._buffer += self._recv()
+
+    def _recv(self) -> bytes:
         try:
             data = self.sock.recv(RECV_SIZE)
         except ConnectionResetError as error:
@@ -114,6 +154,17 @@ class FrameReader:
                     f"({len(self._buffer)} bytes of it received)"
                 )
             raise PeerClosed("the peer closed the connection")
+        return data
+
+    def receive(self) -> list[Frame]:
+        """One recv() (it blocks only if nothing is waiting), then every whole frame.
+
+        Frames handed back with unread() come first, without a recv().
+        A kernel receive timeout (SO_RCVTIMEO) that expires raises BlockingIOError."""
+        if self._pending:
+            frames, self._pending = self._pending, []
+            return frames
+        data = self._recv()
         if self._buffer:
             self._buffer += data
             return self.frames()
@@ -126,6 +177,8 @@ class FrameReader:
         """Every whole frame in the buffer; a partial one stays for the next recv()."""
         frames, used = self._cut(bytes(self._buffer))
         del self._buffer[:used]
+        if self._pending:
+            frames, self._pending = self._pending + frames, []
         return frames
 
     def _cut(self, data: bytes) -> tuple[list[Frame], int]:

@@ -4,12 +4,21 @@ The client's first frame is HELLO with a JSON object; the responder answers
 HELLO with `{"ok": true, ...}` or `{"ok": false, "error": "..."}` and then
 closes. A codec, message type or mode the two sides do not share is thus an
 error message, never bytes decoded as something they are not.
+
+Each side's whole handshake has one deadline (not a limit per recv()), the
+HELLO's length is checked against MAX_HELLO as soon as its 4-byte prefix is
+in (before any of its body is awaited), and frames that arrive in the same
+write as the HELLO are kept for the conversation, never dropped. A responder
+that has a shared token refuses a HELLO without the same `token`.
+Version 2 added the processing time at the start of every REPLY body.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import socket
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,10 +26,16 @@ from evbench_agent.errors import UserError
 from evbench_agent.link import framing
 
 PROTOCOL = "evbench-link"
-VERSION = 1
+VERSION = 2
 MODES = ("echo", "ack")
 #: A HELLO body longer than this is refused: it only names a few things.
 MAX_HELLO = 4096
+#: The `reason` of a refusal because other clients hold every connection slot.
+BUSY = "busy"
+#: The environment variable that holds the optional shared token (never in argv).
+TOKEN_ENV = "EVBENCH_LINK_TOKEN"
+#: The longest testing reply delay a HELLO may ask for (1 s).
+MAX_REPLY_DELAY_NS = 1_000_000_000
 
 
 class HandshakeError(UserError):
@@ -35,6 +50,19 @@ class Hello:
     mode: str
     protocol: str = PROTOCOL
     version: int = VERSION
+    #: The shared token, if the responder has one (never logged, never in argv).
+    token: str | None = None
+    #: Testing only (calibration of the A/A control): the responder holds each reply
+    #: this long after the message arrived, and leaves the hold out of its processing time.
+    reply_delay_ns: int = 0
+
+    def document(self) -> dict[str, Any]:
+        fields = asdict(self)
+        if self.token is None:
+            del fields["token"]
+        if not self.reply_delay_ns:
+            del fields["reply_delay_ns"]
+        return fields
 
 
 def _body(frame: framing.Frame, who: str) -> dict[str, Any]:
@@ -46,19 +74,34 @@ def _body(frame: framing.Frame, who: str) -> dict[str, Any]:
         document = json.loads(frame.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise HandshakeError(f"{who} sent a HELLO that is not JSON: {error}") from error
+    except RecursionError as error:  # 4 KiB of '[' nests deeper than the parser's stack
+        raise HandshakeError(f"{who} sent a HELLO nested too deeply to read") from error
     if not isinstance(document, dict):
         raise HandshakeError(f"{who} sent a HELLO that is not a JSON object")
     return document
 
 
 def _first_frame(reader: framing.FrameReader, timeout_s: float, who: str) -> framing.Frame:
-    sock = reader.sock
-    sock.settimeout(timeout_s)
+    """The first frame, within `timeout_s` in all (a deadline, however the bytes trickle);
+    frames after it stay in the reader for the conversation."""
+    sock, cap = reader.sock, framing.HEADER.size + MAX_HELLO
+    deadline = time.monotonic() + timeout_s
     try:
         while True:
-            frames = reader.frames() or reader.receive()
+            length = reader.first_length()
+            if length is not None and length > cap:
+                raise HandshakeError(
+                    f"{who} sent a first frame of {length} bytes; a HELLO has at most {cap}"
+                )
+            frames = reader.frames()
             if frames:
+                reader.unread(frames[1:])
                 return frames[0]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+            reader.fill()
     except TimeoutError as error:
         raise HandshakeError(
             f"{who} did not complete the handshake within {timeout_s:g} s"
@@ -69,18 +112,25 @@ def _first_frame(reader: framing.FrameReader, timeout_s: float, who: str) -> fra
 
 def request(reader: framing.FrameReader, hello: Hello, timeout_s: float) -> dict[str, Any]:
     """Client side: send HELLO, return the responder's accepted answer or raise."""
-    framing.send(reader.sock, framing.pack(framing.HELLO, 0, json.dumps(asdict(hello)).encode()))
+    framing.send(reader.sock, framing.pack(framing.HELLO, 0, json.dumps(hello.document()).encode()))
     answer = _body(_first_frame(reader, timeout_s, "the responder"), "the responder")
     if answer.get("ok") is not True:
+        busy = answer.get("reason") == BUSY
         raise HandshakeError(
             f"the responder refused the connection: {answer.get('error', 'no reason given')}",
-            hint="check that both sides run the same evbench version with the same codecs",
+            hint=(
+                "other clients hold every connection slot: try again when one finishes, "
+                "or start the responder with a larger --max-connections"
+                if busy
+                else "check that both sides run the same evbench version with the same codecs "
+                "(and the same EVBENCH_LINK_TOKEN where the responder has one)"
+            ),
         )
     return answer
 
 
-def receive(reader: framing.FrameReader, timeout_s: float) -> Hello:
-    """Responder side: read and check the client's HELLO (types and protocol only)."""
+def receive(reader: framing.FrameReader, timeout_s: float, token: str | None = None) -> Hello:
+    """Responder side: read and check the client's HELLO (types, protocol and token)."""
     document = _body(_first_frame(reader, timeout_s, "the client"), "the client")
     if document.get("protocol") != PROTOCOL or document.get("version") != VERSION:
         raise HandshakeError(
@@ -92,10 +142,25 @@ def receive(reader: framing.FrameReader, timeout_s: float) -> Hello:
         raise HandshakeError(f"a HELLO needs the strings {', '.join(fields)}")
     if document["mode"] not in MODES:
         raise HandshakeError(f"unknown mode {document['mode']!r} (known: {', '.join(MODES)})")
-    return Hello(**{key: document[key] for key in fields})
+    if token is not None:
+        offered = document.get("token")
+        if not isinstance(offered, str) or not hmac.compare_digest(
+            offered.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass")
+        ):
+            raise HandshakeError("the HELLO does not carry this responder's token")
+    delay = document.get("reply_delay_ns", 0)
+    if type(delay) is not int or not 0 <= delay <= MAX_REPLY_DELAY_NS:
+        raise HandshakeError(f"reply_delay_ns must be an integer 0..{MAX_REPLY_DELAY_NS}")
+    return Hello(**{key: document[key] for key in fields}, reply_delay_ns=delay)
 
 
-def answer(sock: socket.socket, error: str | None = None, **details: Any) -> None:
-    """Responder side: accept (`error` None) or refuse the HELLO."""
-    document = {"ok": False, "error": error} if error else {"ok": True, **details}
+def answer(
+    sock: socket.socket, error: str | None = None, reason: str | None = None, **details: Any
+) -> None:
+    """Responder side: accept (`error` None) or refuse the HELLO (`reason`: BUSY or None)."""
+    document: dict[str, Any] = {"ok": True, **details}
+    if error:
+        document = {"ok": False, "error": error}
+        if reason:
+            document["reason"] = reason
     framing.send(sock, framing.pack(framing.HELLO, 0, json.dumps(document).encode()))

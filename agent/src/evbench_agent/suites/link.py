@@ -1,12 +1,19 @@
 """The link suite: 50 ms periodic messages over TCP to a responder, per codec.
 
-For every profile, codec phases alternate (A B A B). A periodic phase opens a
-connection, sends a warm-up that is not recorded, then `count` messages at the
-rate, and records every message's RTT (end to end and transport) and send
-lateness, and per phase the jitter, bandwidth, CPU per message, lost and late
-counts. A saturation phase then keeps a window of messages in flight to find
-the real capacity. Samples are written as each phase ends, so a run cut short
-keeps every phase measured before it.
+By default it measures the table's two codecs (json and protobuf, those of
+them the run has); `link_all_codecs` measures every codec of the run. For
+every profile, codec phases alternate (A B, then B A). A periodic phase
+opens a connection, sends a warm-up that is not recorded, then `count`
+messages at the rate, and records every message's RTT (end to end and
+transport) and send lateness, and per phase the jitter, bandwidth, CPU per
+message, lost and late counts (params `phase: periodic`). A capacity phase
+then keeps a window of messages in flight to find the real capacity, and
+records its back-to-back transport RTTs as their own records (`phase:
+capacity`). Phases are the unit of replication of the link's verdicts, so the
+plan sets their number by what a verdict needs (docs/link.md). Before the
+phases, the board's own wake-up latency at the link period is probed
+(`wakeup_latency`, context). Samples are written as each phase ends, so a run
+cut short keeps every phase measured before it.
 
 With `--peer loopback` (the default) the suite starts its own responder, a
 separate `evbench-agent serve` process on this machine, as the seed app did.
@@ -17,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
-from evbench_agent.link import client, figures, messages, saturation, timing
+from evbench_agent.link import client, figures, messages, saturation, timing, wakeup
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
@@ -28,6 +36,9 @@ SUITE = "link"
 #: The seed app's message. Not the run's `profiles`: a link phase takes real
 #: seconds, so every profile and codec of a run would take many minutes.
 DEFAULT_PROFILES = ("seed",)
+#: The table's two codecs: what the link suite measures unless told to take all.
+DEFAULT_CODECS = ("json", "protobuf")
+TRANSPORT = "tcp"
 
 
 @dataclass(frozen=True)
@@ -40,10 +51,18 @@ class LinkPlan:
     capacity_s: float
 
 
-#: The seed app's 10 s at 20 Hz, five times per codec (n = 5 per-phase figures).
-FULL_PLAN = LinkPlan(duration_s=10.0, warmup_s=1.0, phases=5, capacity_s=2.0)
-#: A fixed small plan, recorded as quick: true.
-QUICK_PLAN = LinkPlan(duration_s=2.0, warmup_s=0.5, phases=2, capacity_s=1.0)
+#: Verdicts rest on phases: 6 per codec let an exact rank test reach p = 0.0022
+#: (5 only 0.0079); 3 s at 20 Hz gives each phase's median 60 messages.
+FULL_PLAN = LinkPlan(duration_s=3.0, warmup_s=0.5, phases=6, capacity_s=1.0)
+#: A fixed small plan, recorded as quick: true. 4 phases per codec reach p = 0.029,
+#: enough for a large effect on its own; 1 s gives 20 messages per phase.
+QUICK_PLAN = LinkPlan(duration_s=1.0, warmup_s=0.25, phases=4, capacity_s=0.25)
+#: The wake-up probe: samples at the link period (full, quick).
+WAKEUP_SAMPLES = (100, 20)
+#: Connecting, handshaking and draining a phase, as measured on a 2-core VM (s).
+PHASE_OVERHEAD_S = 0.1
+#: Starting the loopback responder (a Python process) (s).
+RESPONDER_START_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,9 @@ class Settings:
     capacity_s: float
     capacity_warmup_s: float
     realtime: bool
+    wakeup_samples: int
+    #: Testing only: the A/A copy's replies are held this long by the responder (ns).
+    aa_reply_delay_ns: int
 
     @classmethod
     def from_spec(cls, spec: Any) -> Settings:
@@ -78,7 +100,33 @@ class Settings:
             capacity_s=spec.link_capacity_s or base.capacity_s,
             capacity_warmup_s=warmup / 2,
             realtime=spec.link_realtime,
+            wakeup_samples=WAKEUP_SAMPLES[1] if spec.quick else WAKEUP_SAMPLES[0],
+            aa_reply_delay_ns=round((getattr(spec, "aa_reply_delay_s", 0.0) or 0.0) * 1e9),
         )
+
+
+def link_codecs(spec: Any) -> tuple[str, ...]:
+    """The codecs the link suite measures: the table's two of the run's codecs
+    (json, protobuf, and their A/A copies) unless `link_all_codecs`; the run's
+    codecs where it has neither."""
+    if getattr(spec, "link_all_codecs", False):
+        return tuple(spec.codecs)
+    chosen = tuple(
+        name for name in spec.codecs if codec_registry.original_name(name) in DEFAULT_CODECS
+    )
+    return chosen or tuple(spec.codecs)
+
+
+def planned_seconds(spec: Any) -> float:
+    """How long the suite's plan should take: phases, their overheads, the probe."""
+    settings = Settings.from_spec(spec)
+    phases = len(spec.link_profiles or DEFAULT_PROFILES) * len(link_codecs(spec))
+    phases *= settings.phases
+    periodic = (settings.warmup_count + settings.count) / settings.rate_hz
+    capacity = settings.capacity_warmup_s + settings.capacity_s
+    probe = settings.wakeup_samples / settings.rate_hz
+    start = RESPONDER_START_S if settings.peer == "loopback" else 0.0
+    return start + probe + phases * (periodic + capacity + 2 * PHASE_OVERHEAD_S)
 
 
 class _Phases:
@@ -95,10 +143,12 @@ class _Phases:
             "phases": settings.phases,
             "payloads": spec.payloads,
             "seed": spec.seed,
+            "transport": TRANSPORT,
             **scheduling.as_params(),
         }
         self.periodic_params = {
             **common,
+            "phase": "periodic",
             "rate_hz": settings.rate_hz,
             "count": settings.count,
             "warmup_count": settings.warmup_count,
@@ -106,6 +156,7 @@ class _Phases:
         }
         self.capacity_params = {
             **common,
+            "phase": "capacity",
             "window": settings.window,
             "duration_s": settings.capacity_s,
             "warmup_s": settings.capacity_warmup_s,
@@ -119,8 +170,12 @@ class _Phases:
         return self.responder.address
 
     def connect(self, link: messages.LinkCodec) -> client.Connection:
+        spec = self.context.spec
+        delay = 0
+        if getattr(spec, "aa", None) and link.codec == codec_registry.copy_name(spec.aa):
+            delay = self.settings.aa_reply_delay_ns
         try:
-            return client.Connection(self.address(), link, self.settings.mode)
+            return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
         except UserError as error:
             if self.phases_done:  # the peer went away between phases: the run is cut short
                 raise PartialRun(
@@ -150,7 +205,7 @@ class _Phases:
                 f"{result.error}; the run is saved as partial with the "
                 f"{len(result.replies)} messages of this phase answered so far"
             )
-        return len(result.sent)
+        return result.total_sent
 
     def _write_periodic(
         self, profile: str, codec: str, phase: int, result: client.PhaseResult
@@ -189,56 +244,72 @@ class _Phases:
         if result.error:
             raise PartialRun(f"{result.error}; the saturation phase is not recorded")
         self.phases_done += 1
-        params = self.capacity_params
+        params = dict(self.capacity_params, elapsed_s=result.seconds, messages=result.messages)
+        sample_sets = []
+        if result.seconds > 0:
+            for metric, unit, value in (
+                ("capacity_msgs", "messages/s", result.messages / result.seconds),
+                ("capacity_bytes", "bytes/s", result.payload_bytes / result.seconds),
+            ):
+                sample_sets.append(
+                    SampleSet(SUITE, profile, codec, metric, unit, params, [value], phase)
+                )
+        if result.rtt_transport:
+            sample_sets.append(
+                SampleSet(
+                    SUITE, profile, codec, "rtt_transport", "s", params, result.rtt_transport, phase
+                )
+            )
+        self.context.writer.add(sample_sets)
+        return result.total_sent
+
+    def wakeup(self) -> None:
+        """The board's own wake-up latency at the link period: a context record."""
+        settings = self.settings
+        values = wakeup.probe(1 / settings.rate_hz, settings.wakeup_samples)
+        params = {
+            "phase": "wakeup",
+            "period_s": 1 / settings.rate_hz,
+            "count": settings.wakeup_samples,
+            "method": wakeup.METHOD,
+            **{k: v for k, v in self.periodic_params.items() if k in _SCHEDULING_KEYS},
+        }
         self.context.writer.add(
-            [
-                SampleSet(
-                    SUITE,
-                    profile,
-                    codec,
-                    "capacity_msgs",
-                    "messages/s",
-                    params,
-                    [result.messages / result.seconds],
-                    phase,
-                ),
-                SampleSet(
-                    SUITE,
-                    profile,
-                    codec,
-                    "capacity_bytes",
-                    "bytes/s",
-                    params,
-                    [result.payload_bytes / result.seconds],
-                    phase,
-                ),
-            ]
+            [SampleSet(SUITE, None, None, "wakeup_latency", "s", params, values)]
         )
-        return result.messages
 
     def close(self) -> None:
         if self.responder is not None:
             self.responder.stop()
 
 
+#: Params of the scheduling the sender ran under (copied onto the wake-up record).
+_SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
+
+
 def run(context: RunContext) -> None:
     spec, progress = context.spec, context.progress
     settings = Settings.from_spec(spec)
     profiles = spec.link_profiles or DEFAULT_PROFILES
-    progress.start(SUITE, len(profiles) * settings.phases * len(spec.codecs) * 2)
+    codecs = link_codecs(spec)
+    progress.start(SUITE, len(profiles) * settings.phases * len(codecs) * 2)
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
     phases = _Phases(context, settings, scheduling)
     try:
         phases.address()  # starts the loopback responder before any phase is timed
+        phases.wakeup()
         for profile in profiles:
-            bound = {codec: messages.bind(codec, profile) for codec in spec.codecs}
+            bound = {codec: messages.bind(codec, profile) for codec in codecs}
             data = {
                 codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()
             }
             for kind in (phases.periodic, phases.capacity):
                 for phase in range(settings.phases):
-                    for codec, link in bound.items():
+                    order = list(bound.items())
+                    if phase % 2:  # A B, then B A: no codec always goes first
+                        order.reverse()
+                    for codec, link in order:
                         where = {"suite": SUITE, "profile": profile, "codec": codec}
                         context.mark("start", **where, kind=kind.__name__, phase=phase)
                         messages_done = kind(profile, codec, phase, link, data[codec])
