@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evbench import table
+from evbench.report import table
 from evbench_agent.errors import CheckFailed, ExitCode, UserError
 from evbench_agent.results import write_atomic
 

@@ -17,7 +17,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evbench.report import write_report  # matplotlib: only when a report is drawn
+    from evbench.report.writer import write_report  # matplotlib: only when a report is drawn
 
     written = write_report(args.run_dir)
     for path in written.files:

@@ -7,9 +7,10 @@ import contextlib
 import sys
 from pathlib import Path
 
-from evbench import link_peer, table
+from evbench import link_peer
 from evbench.boards import Board, open_board
 from evbench.progress import ProgressView
+from evbench.report import table
 from evbench_agent import results
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
 from evbench_agent.runner import new_run_id
@@ -89,7 +90,7 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> None:
 
 def _write_report(out: Path) -> None:
     """Render the run; a report that fails only warns, the measured run is kept."""
-    from evbench.report import write_report  # matplotlib loads only once results exist
+    from evbench.report.writer import write_report  # matplotlib: only once results exist
 
     try:
         write_report(out)

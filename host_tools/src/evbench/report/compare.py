@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evbench import table
-from evbench.report import exports
+from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench.report.sections import metric_label

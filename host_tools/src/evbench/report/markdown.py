@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evbench import table
+from evbench.report import table
 from evbench.report.plots import Plot
 from evbench.report.sections import Section
 

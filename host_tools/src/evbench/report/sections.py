@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench import table
-from evbench.report import exports
+from evbench.report import exports, table
 from evbench.report.context import RunContext, context_rows
-from evbench.units import format_value
+from evbench.report.units import format_value
 from evbench_agent import metrics
 
 SPREAD_HEADERS = [

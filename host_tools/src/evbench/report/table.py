@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from evbench.units import format_value
+from evbench.report.units import format_value
 from evbench_agent import metrics, stats
 from evbench_agent.results import Run, SampleSet
 from evbench_agent.verdicts import Question, Verdict, decide

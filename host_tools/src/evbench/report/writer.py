@@ -1,0 +1,59 @@
+"""Every file of a report: report.md, a self-contained report.html, CSV and JUnit.
+
+Everything is read from the run directory through the results format, so a
+run fetched from a board, a local run and an older run all render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evbench.report import exports, html, markdown, plots, sections
+from evbench.report.context import RunContext, load_context
+from evbench_agent.results import write_atomic
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+SUMMARY_CSV = "summary.csv"
+JUNIT_XML = "junit.xml"
+
+
+@dataclass(frozen=True)
+class Written:
+    context: RunContext
+    files: list[Path]
+    plots: list[plots.Plot]
+
+
+def write_report(directory: Path) -> Written:
+    """Render the run in `directory` into files beside it; return what was written."""
+    context = load_context(directory)
+    title = f"evbench run {context.run_id}" + (" (PARTIAL)" if context.partial else "")
+    content = sections.build(context)
+    drawn = plots.draw(context)
+    directory = context.directory
+    files = []
+    plot_directory = directory / markdown.PLOT_DIRECTORY
+    if drawn:
+        plot_directory.mkdir(exist_ok=True)
+    current = {f"{plot.name}.png" for plot in drawn}
+    for stale in plot_directory.glob("*.png") if plot_directory.is_dir() else ():
+        if stale.name not in current:  # from an earlier render whose data is gone
+            stale.unlink()
+    for plot in drawn:
+        path = plot_directory / f"{plot.name}.png"
+        write_atomic(path, plot.png)
+        files.append(path)
+    outputs = {
+        REPORT_MD: markdown.render(title, content, drawn).encode(),
+        REPORT_HTML: html.render(title, content, drawn).encode(),
+        SUMMARY_CSV: exports.csv_text(context.records).encode(),
+        JUNIT_XML: exports.junit_xml(
+            context.run_id, context.records, timestamp=context.manifest.get("start_time")
+        ),
+    }
+    for name, data in outputs.items():
+        write_atomic(directory / name, data)
+        files.append(directory / name)
+    return Written(context, files, drawn)
