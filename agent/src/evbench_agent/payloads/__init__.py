@@ -61,7 +61,13 @@ def _registry() -> dict[str, Profile]:
     from evbench_agent.payloads import ev_full, seed, shapes
 
     profiles = [seed.PROFILE, ev_full.PROFILE, *shapes.PROFILES]
-    return {profile.name: profile for profile in profiles}
+    registry = {profile.name: profile for profile in profiles}
+    from evbench_agent.payloads import user_schema  # a worker of a run with --schema
+
+    inherited = user_schema.from_environment()
+    if inherited is not None:
+        registry[inherited.name] = inherited
+    return registry
 
 
 PROFILES: dict[str, Profile] = _registry()

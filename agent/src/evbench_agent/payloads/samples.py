@@ -1,0 +1,156 @@
+"""Real data for a user's message: JSON lines or length-delimited binary protobuf.
+
+- `jsonl`: one message per line in protobuf's proto3 JSON mapping (json_format
+  accepts the .proto names and the lowerCamelCase names); blank lines skip.
+- `binary`: each message preceded by its length as a varint, what
+  `writeDelimitedTo` in Java and C++ and most loggers and CAN bridges write.
+
+A run takes the first `--payloads N` messages, in file order (fewer when the
+file has fewer). A line or record that does not match the schema is an error
+naming the file and the line (or the record and its byte offset).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+
+from evbench_agent.errors import UserError
+
+FORMATS = ("jsonl", "binary")
+#: The samples travel inside the run spec; a benchmark needs hundreds, not gigabytes.
+MAX_BYTES = 32 * 1024 * 1024
+MAX_RECORD = 16 * 1024 * 1024
+_JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_BINARY_SUFFIXES = (".bin", ".pb", ".binpb", ".ld", ".delimited")
+
+
+def detect_format(name: str, data: bytes) -> str:
+    """By the file's suffix; otherwise JSON lines when it starts with '{'."""
+    suffix = Path(name).suffix.lower()
+    if suffix in _JSON_SUFFIXES:
+        return "jsonl"
+    if suffix in _BINARY_SUFFIXES:
+        return "binary"
+    return "jsonl" if data.lstrip()[:1] == b"{" else "binary"
+
+
+def source_from_file(path: Path, fmt: str | None = None) -> dict[str, Any]:
+    """The spec's `schema.samples` object for a file: its bytes, name, format, SHA-256."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise UserError(
+                f"the samples file {path} is {size} bytes, over {MAX_BYTES}",
+                hint="keep the first few hundred messages: a run takes --payloads of them",
+            )
+        data = path.read_bytes()
+    except OSError as error:
+        raise UserError(f"cannot read the samples file {path}: {error.strerror}") from None
+    fmt = fmt or detect_format(path.name, data)
+    if fmt not in FORMATS:
+        raise UserError(f"unknown samples format {fmt!r}", hint=f"known: {', '.join(FORMATS)}")
+    return {
+        "name": path.name,
+        "format": fmt,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+
+
+def parse_jsonl(data: bytes, name: str, message_type: type[Message], limit: int) -> list[Message]:
+    messages = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"{name}: not UTF-8 text at byte {error.start}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(messages) >= limit:
+            break
+        if not line.strip():
+            continue
+        try:
+            messages.append(json_format.Parse(line, message_type()))
+        except json_format.ParseError as error:
+            raise UserError(
+                f"{name} line {number}: not a {message_type.DESCRIPTOR.full_name}: {error}",
+                hint="each line is one message in the proto3 JSON mapping",
+            ) from None
+    return messages
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if offset >= len(data) or shift > 63:
+            raise ValueError("a cut-off or overlong length prefix")
+        byte = data[offset]
+        value |= (byte & 0x7F) << shift
+        offset += 1
+        if not byte & 0x80:
+            return value, offset
+        shift += 7
+
+
+def parse_delimited(
+    data: bytes, name: str, message_type: type[Message], limit: int
+) -> list[Message]:
+    messages, offset = [], 0
+    full_name = message_type.DESCRIPTOR.full_name
+    while offset < len(data) and len(messages) < limit:
+        record = len(messages) + 1
+        try:
+            length, start = _varint(data, offset)
+        except ValueError as error:
+            raise UserError(f"{name}: record {record} at byte {offset}: {error}") from None
+        if length > MAX_RECORD or start + length > len(data):
+            raise UserError(
+                f"{name}: record {record} at byte {offset}: length {length} runs past the "
+                f"file's end ({len(data)} bytes)",
+                hint="the file is not length-delimited protobuf, or it is cut off",
+            )
+        try:
+            messages.append(message_type.FromString(data[start : start + length]))
+        except DecodeError as error:
+            raise UserError(
+                f"{name}: record {record} at byte {offset}: not a {full_name}: {error}"
+            ) from None
+        offset = start + length
+    return messages
+
+
+def reader(
+    source: Mapping[str, Any], message_type: type[Message]
+) -> Callable[[int, int], list[Message]]:
+    """Check every sample now (errors before anything runs); give (count, seed) -> messages."""
+    if not isinstance(source, Mapping) or not isinstance(source.get("data"), str):
+        raise UserError("spec key 'schema.samples' needs 'data' (base64)")
+    fmt = source.get("format", "jsonl")
+    if fmt not in FORMATS:
+        raise UserError(f"unknown samples format {fmt!r}", hint=f"known: {', '.join(FORMATS)}")
+    name = str(source.get("name", "samples"))
+    try:
+        data = base64.b64decode(source["data"], validate=True)
+    except ValueError:
+        raise UserError("spec key 'schema.samples.data' is not valid base64") from None
+    parse = parse_jsonl if fmt == "jsonl" else parse_delimited
+    every = parse(data, name, message_type, limit=1 << 62)
+    if not every:
+        raise UserError(f"{name} holds no message")
+
+    def messages(count: int, _seed: int) -> list[Message]:
+        return [_copy(m) for m in every[:count]]
+
+    return messages
+
+
+def _copy(message: Message) -> Message:
+    fresh = type(message)()
+    fresh.CopyFrom(message)
+    return fresh
