@@ -69,6 +69,8 @@ class Spec:
     link_realtime: bool = False
     #: Profiles the link suite measures (None: seed). Not `profiles`: each costs seconds.
     link_profiles: tuple[str, ...] | None = None
+    #: A user's own message (evbench_agent.payloads.user_schema): descriptors and payloads.
+    schema: dict[str, Any] | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -188,6 +190,11 @@ def from_dict(document: dict[str, Any]) -> Spec:
             hint=f"known keys: {', '.join(sorted(_FIELDS))}",
         )
     values = {key: document[key] for key in _FIELDS if key in document}
+    if values.get("schema") is not None:
+        from evbench_agent.payloads import user_schema
+
+        user_profile = user_schema.activate(values["schema"]).name
+        values.setdefault("profiles", [user_profile])
     if "suites" in values:
         values["suites"] = _expand(_names(values["suites"], "suites"), list(SUITES), "suite")
     if "profiles" in values:
