@@ -1,0 +1,270 @@
+"""Change points across nights: where a metric's level moved, and what moved with it.
+
+The replicate of a nightly series is the night: one run's median. Raw samples
+within a night agree far more closely than nights do (the machine, its
+temperature and the image differ from one night to the next), so a test on
+pooled raw samples would call every night a change. The method therefore works
+on the nightly medians, on a log scale (changes are relative), and is
+rank-based, so a single wild night neither hides a step nor raises one:
+
+1. Scan: every split of a segment into before/after (each at least
+   `MIN_SEGMENT` nights) gets the standardized Mann-Whitney statistic of the
+   two sides; the split with the largest |Z| is the candidate (Pettitt's
+   scan, standardized so splits near the ends are not disfavoured).
+2. Significance: the candidate's |Z| is compared with the largest |Z| of the
+   same scan over random orderings of the segment (a permutation test on
+   ranks: exact whatever the noise's distribution, cached per length, with a
+   fixed seed so the same series always gives the same answer); p < `ALPHA`.
+3. The table's verdict rule: the 95 % interval of the after/before ratio of
+   nightly medians (Moses' interval, `stats.ratio_ci`) must lie wholly outside
+   1 +/- `MIN_EFFECT`, as a codec winner's must.
+4. Binary segmentation: a change splits the segment and both halves are
+   scanned again, so a series with two steps shows both.
+
+A change is reported with the first night after it, its size (ratio of the
+segments' medians), its interval, p, and the version fields that differ
+between the last run before it and the first after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from evbench_agent import stats
+from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER, MIN_EFFECT
+
+#: The fewest nights on either side of a change: fewer cannot tell a step from an outlier.
+MIN_SEGMENT = 3
+PERMUTATIONS = 1999
+#: The running median's width, in nights, and how many robust spreads make a night wild.
+RUNNING_NIGHTS = 5
+OUTLIER_SCALES = 5.0
+#: How far (in nights) the location of a change may move from the scan's split.
+REFINE_NIGHTS = 3
+SEED = 20261201
+#: The run fields whose change a change point reports.
+VERSION_FIELDS = ("image", "kernel", "python", "protobuf", "protobuf_backend", "agent")
+
+
+@dataclass(frozen=True)
+class Split:
+    """A change point in a plain series: the first index after the change."""
+
+    index: int
+    z: float
+    p: float
+    before_median: float
+    after_median: float
+    ratio_low: float | None
+    ratio_high: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.after_median / self.before_median if self.before_median else math.nan
+
+
+def _normal_scores(n: int) -> np.ndarray:
+    """Van der Waerden scores: the normal quantile of each rank, Phi^-1(r / (n + 1))."""
+    normal = NormalDist()
+    return np.array([normal.inv_cdf(r / (n + 1)) for r in range(1, n + 1)])
+
+
+def _standardized_scan(scores: np.ndarray) -> np.ndarray:
+    """|Z| of the sum of the first t scores against its permutation mean and spread, per t.
+
+    `scores` has the positions on its last axis (one row per permutation); the
+    result has one column per split t = MIN_SEGMENT .. n - MIN_SEGMENT.
+    """
+    n = scores.shape[-1]
+    t = np.arange(MIN_SEGMENT, n - MIN_SEGMENT + 1)
+    centered = scores - scores.mean(axis=-1, keepdims=True)
+    sums = np.cumsum(centered, axis=-1)[..., t - 1]
+    spread = (centered**2).sum(axis=-1, keepdims=True) / (n - 1)
+    return np.abs(sums) / np.sqrt(t * (n - t) / n * spread)
+
+
+@functools.lru_cache(maxsize=256)
+def _null_maxima(n: int) -> np.ndarray:
+    """The largest |Z| of the scan over `PERMUTATIONS` random orderings of n nights."""
+    rng = np.random.default_rng(SEED + n)
+    scores = _normal_scores(n)
+    orderings = scores[np.argsort(rng.random((PERMUTATIONS, n)), axis=1)]
+    return np.sort(_standardized_scan(orderings).max(axis=1))
+
+
+def _scores(values: Sequence[float]) -> np.ndarray:
+    """Each value's normal score by its rank; tied values share their mean score."""
+    array = np.asarray(values, dtype=float)
+    order = np.argsort(array, kind="mergesort")
+    scores = np.empty(len(array))
+    scores[order] = _normal_scores(len(array))
+    for value in np.unique(array):
+        tied = array == value
+        if tied.sum() > 1:
+            scores[tied] = scores[tied].mean()
+    return scores
+
+
+def _scan(values: Sequence[float]) -> tuple[int, float, float] | None:
+    """(split index, |Z|, permutation p) of the best split of `values`, if any fits."""
+    n = len(values)
+    if n < 2 * MIN_SEGMENT:
+        return None
+    z = _standardized_scan(_scores(values))
+    best = int(np.argmax(z))
+    observed = float(z[best])
+    maxima = _null_maxima(n)
+    exceed = len(maxima) - int(np.searchsorted(maxima, observed - 1e-9, side="left"))
+    return _refine(values, best + MIN_SEGMENT), observed, (1 + exceed) / (1 + PERMUTATIONS)
+
+
+def _refine(values: Sequence[float], split: int) -> int:
+    """The split near `split` that fits two levels best in absolute deviations.
+
+    Ranks know order, not distance: a wild night next to a step ranks like the
+    nights after it. Absolute deviations from each side's median place the step
+    where the levels change, and a wild night far beyond both levels stays an outlier.
+    """
+    n = len(values)
+    array = np.asarray(values, dtype=float)
+
+    def cost(t: int) -> float:
+        before, after = array[:t], array[t:]
+        return float(
+            np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum()
+        )
+
+    candidates = range(max(MIN_SEGMENT, split - REFINE_NIGHTS),
+                       min(n - MIN_SEGMENT, split + REFINE_NIGHTS) + 1)  # fmt: skip
+    return min(candidates, key=lambda t: (cost(t), abs(t - split)))
+
+
+def tame_outliers(logs: Sequence[float]) -> list[float]:
+    """The series with wild single nights replaced by their neighbourhood's median.
+
+    A running median of `RUNNING_NIGHTS` keeps a step's edge where it is but
+    not a lone wild night; a night further than `OUTLIER_SCALES` robust
+    spreads (1.4826 MAD of the residuals) from it is replaced by it. Ranks
+    alone would count a wild night before a step as one after it.
+    """
+    n = len(logs)
+    if n < RUNNING_NIGHTS:
+        return list(logs)
+    half = RUNNING_NIGHTS // 2
+    array = np.asarray(logs, dtype=float)
+    level = np.array([np.median(array[max(0, i - half) : min(n, i + half + 1)]) for i in range(n)])
+    residuals = array - level
+    spread = 1.4826 * float(np.median(np.abs(residuals)))
+    if spread == 0:
+        return list(logs)
+    wild = np.abs(residuals) > OUTLIER_SCALES * spread
+    return [float(v) for v in np.where(wild, level, array)]
+
+
+def _beyond_min_effect(low: float | None, high: float | None) -> bool:
+    if low is None or high is None:
+        return False
+    return high < 1 - MIN_EFFECT or low > 1 + MIN_EFFECT
+
+
+def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
+    """Change points of a nightly series (positive values), by binary segmentation."""
+    if any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError("change detection needs positive, finite nightly values")
+    logs = tame_outliers([math.log(v) for v in values])
+    found: list[Split] = []
+    pending = [(0, len(values))]
+    while pending:
+        start, end = pending.pop()
+        scanned = _scan(logs[start:end])
+        if scanned is None:
+            continue
+        offset, z, p = scanned
+        if p >= alpha:
+            continue
+        split = start + offset
+        before, after = values[start:split], values[split:end]
+        interval = stats.ratio_ci(before, after)
+        low, high = interval if interval else (None, None)
+        if not _beyond_min_effect(low, high):
+            continue
+        found.append(
+            Split(
+                split,
+                z,
+                p,
+                stats.summarize(before).median,
+                stats.summarize(after).median,
+                low,
+                high,
+            )
+        )
+        pending += [(start, split), (split, end)]
+    return sorted(found, key=lambda s: s.index)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point of one metric of one board, with what moved with it."""
+
+    board: str
+    series: tuple[str, str, str, str]
+    unit: str
+    better: str
+    split: Split
+    run_id: str  # the first run after the change
+    previous_run_id: str
+    date: str
+    versions: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    accepted: dict[str, Any] | None = None
+
+    @property
+    def pct(self) -> float:
+        return (self.split.ratio - 1) * 100
+
+    @property
+    def worse(self) -> bool:
+        return (self.split.ratio < 1) == (self.better == HIGHER_IS_BETTER)
+
+    @property
+    def series_name(self) -> str:
+        return "/".join(self.series)
+
+    def describe(self) -> str:
+        low, high = self.split.ratio_low, self.split.ratio_high
+        interval = (
+            f"[{(low - 1) * 100:+.1f}%, {(high - 1) * 100:+.1f}%]"
+            if low is not None and high is not None
+            else "[no interval]"
+        )
+        moved = "; ".join(f"{k} {a} -> {b}" for k, (a, b) in self.versions.items())
+        return (
+            f"{self.board} {self.series_name}: {self.pct:+.1f}% "
+            f"{'worse' if self.worse else 'better'} from {self.date} (run {self.run_id}), "
+            f"95% CI {interval}, p {self.split.p:.2g}"
+            + (f"; changed with it: {moved}" if moved else "; no version changed")
+        )
+
+
+def version_changes(
+    before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, tuple[str | None, str | None]]:
+    """The version fields (and each codec's version) that differ between two runs."""
+    moved = {}
+    for name in VERSION_FIELDS:
+        if before.get(name) != after.get(name):
+            moved[name] = (before.get(name), after.get(name))
+    codecs_before = json.loads(before.get("codec_versions") or "{}")
+    codecs_after = json.loads(after.get("codec_versions") or "{}")
+    for codec in sorted(set(codecs_before) | set(codecs_after)):
+        if codec != "protobuf" and codecs_before.get(codec) != codecs_after.get(codec):
+            moved[f"codec {codec}"] = (codecs_before.get(codec), codecs_after.get(codec))
+    return moved

@@ -1,0 +1,311 @@
+"""What every history backend does, in SQL that SQLite and PostgreSQL both speak.
+
+A backend supplies a DB-API connection, its placeholder style and how a write
+transaction is begun (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction with
+an advisory lock for schema changes). Everything else is here, once.
+
+Adding a run is one transaction: the run row goes in with ``ON CONFLICT DO
+NOTHING``, so of two processes (or hosts) adding the same run one wins and the
+other finds it there; a run already in the store with the same content digest
+is a no-op, one with a different digest under the same run id is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evbench.history import schema
+from evbench.history.indexing import IndexedRun, RunRow
+from evbench.history.url import StoreURL
+from evbench_agent.errors import UserError
+
+log = logging.getLogger(__name__)
+
+RUN_COLUMNS = RunRow.columns()
+RECORD_COLUMNS = (
+    "run_id", "suite", "profile", "codec", "metric", "params", "unit", "n", "median", "mean",
+    "stdev", "min", "max", "ci95_low", "ci95_high",
+)  # fmt: skip
+SAMPLE_COLUMNS = ("run_id", "suite", "profile", "codec", "metric", "params", "count", "packed")
+ACCEPT_COLUMNS = ("board", "run_id", "series", "accepted_by", "reason", "accepted_at")
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One night of one series: the run's facts and the record's figures."""
+
+    run: dict[str, Any]
+    record: dict[str, Any]
+
+
+def _insert(table: str, columns: Sequence[str], conflict: str) -> str:
+    marks = ", ".join("?" for _ in columns)
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT {conflict} DO NOTHING"
+    )
+
+
+class Store:
+    """A history store; use as a context manager, or call close()."""
+
+    dialect = "sqlite"
+
+    def __init__(self, url: StoreURL, connection: Any) -> None:
+        self.url = url
+        self.connection = connection
+
+    # -- what a backend provides ------------------------------------------------------
+
+    def _sql(self, statement: str) -> str:
+        """`statement` in the backend's placeholder style (written with ?)."""
+        return statement
+
+    def _begin_write(self, cursor: Any) -> None:
+        raise NotImplementedError
+
+    def _blob(self, value: Any) -> bytes:
+        return bytes(value)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        """One write transaction: committed when the block ends, rolled back when it raises."""
+        cursor = self.connection.cursor()
+        try:
+            self._begin_write(cursor)
+            yield cursor
+            self.connection.commit()
+        except BaseException:
+            self.connection.rollback()
+            raise
+        finally:
+            cursor.close()
+
+    def _execute(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
+        cursor.execute(self._sql(statement), tuple(params))
+        return cursor
+
+    def _query(self, statement: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(self._sql(statement), tuple(params))
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+        self.connection.rollback()  # end the read transaction: no snapshot held open
+        return rows
+
+    # -- schema -----------------------------------------------------------------------
+
+    def ensure_schema(self) -> int:
+        """Create the tables or migrate them to this evbench's version; refuse newer ones."""
+        with self.write() as cursor:
+            self._execute(cursor, schema.META)
+            found = self._version(cursor)
+            schema.refuse_newer(found, self.url.display)
+            if found < schema.SCHEMA_VERSION:
+                for version, statement in schema.statements(self.dialect, found):
+                    log.info("history store %s: migrating to version %d", self.url.display, version)
+                    self._execute(cursor, statement)
+                self._execute(cursor, "DELETE FROM evbench_meta WHERE key = 'schema_version'")
+                self._execute(
+                    cursor,
+                    "INSERT INTO evbench_meta (key, value) VALUES ('schema_version', ?)",
+                    (str(schema.SCHEMA_VERSION),),
+                )
+        return schema.SCHEMA_VERSION
+
+    def _version(self, cursor: Any) -> int:
+        self._execute(cursor, "SELECT value FROM evbench_meta WHERE key = 'schema_version'")
+        row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    def schema_version(self) -> int:
+        rows = self._query("SELECT value FROM evbench_meta WHERE key = 'schema_version'")
+        return int(rows[0]["value"]) if rows else 0
+
+    # -- adding -----------------------------------------------------------------------
+
+    def add(self, run: IndexedRun) -> bool:
+        """Index `run`; False when it was there already (same content)."""
+        row = run.row.as_tuple()
+        with self.write() as cursor:
+            self._execute(cursor, _insert("runs", RUN_COLUMNS, "(run_id)"), row)
+            if cursor.rowcount == 0:
+                self._execute(cursor, "SELECT digest FROM runs WHERE run_id = ?", (run.row.run_id,))
+                (digest,) = cursor.fetchone()
+                if digest != run.row.digest:
+                    raise UserError(
+                        f"the store {self.url.display} holds another run with the id "
+                        f"{run.row.run_id} (different content)",
+                        hint="a run directory is never indexed over another one",
+                    )
+                return False
+            key = "(run_id, suite, profile, codec, metric, params)"
+            cursor.executemany(self._sql(_insert("records", RECORD_COLUMNS, key)), run.records)
+            cursor.executemany(self._sql(_insert("samples", SAMPLE_COLUMNS, key)), run.samples)
+        return True
+
+    # -- reading ----------------------------------------------------------------------
+
+    def runs(
+        self,
+        board: str | None = None,
+        since: str | None = None,
+        codec: str | None = None,
+        profile: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Runs, oldest first; `codec` and `profile` keep runs that measured them."""
+        where, params = [], []
+        if board:
+            where.append("board = ?")
+            params.append(board)
+        if since:
+            where.append("start_time >= ?")
+            params.append(since)
+        if codec:
+            where.append("EXISTS (SELECT 1 FROM records r WHERE r.run_id = runs.run_id "
+                         "AND r.codec = ?)")  # fmt: skip
+            params.append(codec)
+        if profile:
+            where.append("EXISTS (SELECT 1 FROM records r WHERE r.run_id = runs.run_id "
+                         "AND r.profile = ?)")  # fmt: skip
+            params.append(profile)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return self._query(f"SELECT * FROM runs{clause} ORDER BY start_time, run_id", params)
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def boards(self) -> list[str]:
+        return [r["board"] for r in self._query("SELECT DISTINCT board FROM runs ORDER BY board")]
+
+    def series_keys(self, board: str) -> list[tuple[str, str, str, str]]:
+        rows = self._query(
+            "SELECT DISTINCT r.suite, r.profile, r.codec, r.metric FROM records r "
+            "JOIN runs ON runs.run_id = r.run_id WHERE runs.board = ? "
+            "ORDER BY r.suite, r.profile, r.codec, r.metric",
+            (board,),
+        )
+        return [(r["suite"], r["profile"], r["codec"], r["metric"]) for r in rows]
+
+    def series(
+        self, board: str, key: tuple[str, str, str, str], include_partial: bool = False
+    ) -> list[SeriesPoint]:
+        """One metric of one board over time, oldest first (partial runs left out)."""
+        partial = "" if include_partial else " AND runs.partial = 0"
+        rows = self._query(
+            "SELECT runs.*, r.unit, r.n, r.median, r.ci95_low, r.ci95_high, r.params AS "
+            "record_params FROM records r JOIN runs ON runs.run_id = r.run_id "
+            "WHERE runs.board = ? AND r.suite = ? AND r.profile = ? AND r.codec = ? "
+            f"AND r.metric = ? AND r.median IS NOT NULL{partial} "
+            "ORDER BY runs.start_time, runs.run_id",
+            (board, *key),
+        )
+        record_fields = ("unit", "n", "median", "ci95_low", "ci95_high", "record_params")
+        return [
+            SeriesPoint(
+                {k: v for k, v in row.items() if k not in record_fields},
+                {k: row[k] for k in record_fields},
+            )
+            for row in rows
+        ]
+
+    def samples(self, run_id: str, key: tuple[str, str, str, str]) -> list[float]:
+        """The raw values of one metric of one run (every worker pooled)."""
+        from evbench.history.indexing import unpack_values
+
+        rows = self._query(
+            "SELECT packed FROM samples WHERE run_id = ? AND suite = ? AND profile = ? "
+            "AND codec = ? AND metric = ?",
+            (run_id, *key),
+        )
+        return [v for row in rows for v in unpack_values(self._blob(row["packed"]))]
+
+    def records(self, run_id: str) -> list[dict[str, Any]]:
+        return self._query(
+            "SELECT * FROM records WHERE run_id = ? ORDER BY suite, profile, codec, metric",
+            (run_id,),
+        )
+
+    # -- known changes ----------------------------------------------------------------
+
+    def accept(self, board: str, run_id: str, series: str, by: str, reason: str) -> bool:
+        """Mark the change at `run_id` in `series` ('*' for every series) as known."""
+        if self.run(run_id) is None:
+            raise UserError(f"no run {run_id} in the store {self.url.display}")
+        when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        with self.write() as cursor:
+            self._execute(
+                cursor,
+                _insert("acceptances", ACCEPT_COLUMNS, "(board, run_id, series)"),
+                (board, run_id, series, by, reason, when),
+            )
+            return cursor.rowcount > 0
+
+    def acceptances(self) -> list[dict[str, Any]]:
+        return self._query(
+            f"SELECT {', '.join(ACCEPT_COLUMNS)} FROM acceptances ORDER BY accepted_at, run_id"
+        )
+
+    # -- keeping it bounded -----------------------------------------------------------
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        with self.write() as cursor:
+            for run_id in run_ids:
+                for table in ("samples", "records", "runs"):
+                    self._execute(cursor, f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+        return len(run_ids)
+
+    # -- copying ----------------------------------------------------------------------
+
+    def dump_run(self, run_id: str) -> IndexedRun:
+        """A stored run as rows another store can add (what `copy` moves)."""
+        row = self.run(run_id)
+        if row is None:
+            raise UserError(f"no run {run_id} in the store {self.url.display}")
+        records = self._query(
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE run_id = ?", (run_id,)
+        )
+        samples = self._query(
+            f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples WHERE run_id = ?", (run_id,)
+        )
+        return IndexedRun(
+            RunRow(**{k: row[k] for k in RUN_COLUMNS}),
+            [tuple(r[c] for c in RECORD_COLUMNS) for r in records],
+            [
+                tuple(self._blob(r[c]) if c == "packed" else r[c] for c in SAMPLE_COLUMNS)
+                for r in samples
+            ],
+        )
+
+    def add_acceptance(self, row: dict[str, Any]) -> None:
+        with self.write() as cursor:
+            self._execute(
+                cursor,
+                _insert("acceptances", ACCEPT_COLUMNS, "(board, run_id, series)"),
+                tuple(row[c] for c in ACCEPT_COLUMNS),
+            )
+
+
+def manifest_of(run_row: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(run_row["manifest"])
