@@ -14,7 +14,7 @@ import inspect
 import json
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -246,7 +246,30 @@ def available() -> list[str]:
     return [name for name, codec in CODECS.items() if codec.available()]
 
 
+#: The A/A control's second arm: `json-aa` is json under another name, so that
+#: a run can compare a codec with itself (evbench run --aa json).
+COPY_SUFFIX = "-aa"
+
+
+def copy_name(name: str) -> str:
+    """The name of `name`'s identical second arm in an A/A run."""
+    return f"{name}{COPY_SUFFIX}"
+
+
+def original_name(name: str) -> str:
+    """The codec an A/A copy stands for (`json-aa` -> `json`); other names unchanged."""
+    if name.endswith(COPY_SUFFIX) and name[: -len(COPY_SUFFIX)] in CODECS:
+        return name[: -len(COPY_SUFFIX)]
+    return name
+
+
 def get(name: str) -> Codec:
+    """The codec called `name`; an A/A copy (`json-aa`) is its original under that name."""
+    original = original_name(name)
+    if original != name:
+        return replace(
+            get(original), name=name, description=f"{get(original).description}, A/A copy"
+        )
     codec = CODECS.get(name)
     if codec is None:
         raise UserError(f"unknown codec {name!r}", hint=f"known: {', '.join(CODECS)}")

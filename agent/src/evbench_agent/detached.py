@@ -16,12 +16,12 @@ start of the same id is refused even when two hosts race.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,8 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
     return document
 
 
-def supervise(run_dir: Path, run_argv: list[str]) -> int:
-    """Run the agent in this (detached) process and record how it ended."""
-    from evbench_agent.cli import agent
-
+def supervise(run_dir: Path, run_argv: list[str], agent: Callable[[list[str]], int]) -> int:
+    """Run `agent(run_argv)` (the agent's command line) here and record how it ended."""
     code = agent(run_argv)
     results.write_atomic(run_dir / EXIT, f"{int(code)}\n".encode())
     return code
@@ -197,58 +195,3 @@ def follow(run_dir: Path, offset: int) -> dict[str, Any]:
         if current["state"] != "running":
             return {**current, "offset": offset}
         time.sleep(POLL_SECONDS)
-
-
-def _print_json(document: dict[str, Any]) -> None:
-    print(json.dumps({"event": "status", **document}), flush=True)
-
-
-def _run_argv(args: argparse.Namespace) -> list[str]:
-    # argparse keeps the "--" that separates the run's own arguments on some versions.
-    return args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
-
-
-def _launch_command(args: argparse.Namespace) -> int:
-    _print_json(launch(Path(args.run_dir), _run_argv(args)))
-    return ExitCode.OK
-
-
-def _supervise_command(args: argparse.Namespace) -> int:
-    return supervise(Path(args.run_dir), _run_argv(args))
-
-
-def _status_command(args: argparse.Namespace) -> int:
-    _print_json(status(Path(args.run_dir)))
-    return ExitCode.OK
-
-
-def _follow_command(args: argparse.Namespace) -> int:
-    _print_json(follow(Path(args.run_dir), args.offset))
-    return ExitCode.OK
-
-
-def _seal_command(args: argparse.Namespace) -> int:
-    run_dir = Path(args.run_dir)
-    current = status(run_dir)
-    if current["state"] == "stopped":
-        seal(run_dir, current["reason"])
-    _print_json(status(run_dir))
-    return ExitCode.OK
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:
-    """The subcommands a host uses to drive a detached run (not meant for people)."""
-    for name, handler, what in (
-        ("launch", _launch_command, "start a run detached from this session"),
-        ("supervise", _supervise_command, argparse.SUPPRESS),
-        ("status", _status_command, "where a detached run stands, as JSON"),
-        ("follow", _follow_command, "print a detached run's progress until it ends"),
-        ("seal", _seal_command, "keep a stopped run's results as partial"),
-    ):
-        command = commands.add_parser(name, help=what)
-        command.add_argument("--run-dir", required=True, help="the run's directory on the board")
-        if name in ("launch", "supervise"):
-            command.add_argument("run_argv", nargs=argparse.REMAINDER, help="-- run arguments")
-        if name == "follow":
-            command.add_argument("--offset", type=int, default=0, help="bytes already read")
-        command.set_defaults(handler=handler)

@@ -8,10 +8,11 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import platform_info, suites
+from evbench_agent import codecs, platform_info, registry
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
+from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
 
 
@@ -55,6 +56,12 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "platform": platform_info.collect(),
         "gc": "enabled" if spec.gc else "disabled during timing (--no-gc)",
         "affinity": spec.cpu,
+        # An A/A control run: which codec, its copy, and the copy's testing slowdown.
+        "aa": (
+            {"codec": spec.aa, "copy": codecs.copy_name(spec.aa), "slowdown": spec.aa_slowdown}
+            if spec.aa
+            else None
+        ),
         "pid": os.getpid(),
     }
     telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
@@ -64,10 +71,10 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     status = "interrupted"
     try:
         telemetry.start()
-        context = suites.RunContext(spec, writer, progress, telemetry.mark)
+        context = RunContext(spec, writer, progress, telemetry.mark)
         for suite in spec.suites:
             context.mark("start", suite=suite)
-            suites.load(suite).run(context)
+            registry.load(suite).run(context)
             context.mark("end", suite=suite)
         status = "complete"
     except KeyboardInterrupt:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evbench_agent import codecs
 from evbench_agent.errors import UserError
+from evbench_agent.link.address import parse_peer
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, PROFILES
-from evbench_agent.suites import REGISTRY
+from evbench_agent.registry import REGISTRY
 
 #: Suites this agent can run, in the order a run takes them.
 SUITES = tuple(REGISTRY)
@@ -49,6 +51,11 @@ class Spec:
     min_time: float | None = None
     payloads: int = DEFAULT_COUNT
     seed: int = DEFAULT_SEED
+    #: A/A control: this codec against its identical copy (codecs.copy_name) instead of
+    #: `codecs`; `aa_slowdown` (testing only) makes each operation of the copy slower by
+    #: that fraction, so a lab can check that the method finds a known difference.
+    aa: str | None = None
+    aa_slowdown: float = 0.0
     # telemetry (evbench_agent.telemetry): sampling interval and CPU, cool-down, governor
     telemetry_interval_s: float = 1.0
     telemetry_cpu: int | None = None
@@ -67,6 +74,10 @@ class Spec:
     link_window: int = 8
     link_capacity_s: float | None = None
     link_realtime: bool = False
+    #: Every codec of the run in the link suite, not only the table's json and protobuf.
+    link_all_codecs: bool = False
+    #: Testing only, with `aa`: the responder holds each reply to the copy this long (s).
+    aa_reply_delay_s: float = 0.0
     #: Profiles the link suite measures (None: seed). Not `profiles`: each costs seconds.
     link_profiles: tuple[str, ...] | None = None
     #: A user's own message (evbench_agent.payloads.user_schema): descriptors and payloads.
@@ -81,6 +92,12 @@ class Spec:
             warmups=base.warmups if self.warmups is None else self.warmups,
             min_time=self.min_time or base.min_time,
         )
+
+    def slowdown(self, codec: str) -> float:
+        """The testing slowdown of `codec`'s operations: only an A/A copy has one."""
+        if self.aa is not None and codec == codecs.copy_name(self.aa):
+            return self.aa_slowdown
+        return 0.0
 
     def as_dict(self) -> dict[str, Any]:
         document = dataclasses.asdict(self)
@@ -155,6 +172,13 @@ def _check_link(values: dict[str, Any]) -> None:
         )
     if not isinstance(values.get("link_realtime", False), bool):
         raise UserError("spec key 'link_realtime' must be true or false")
+    if not isinstance(values.get("link_all_codecs", False), bool):
+        raise UserError("spec key 'link_all_codecs' must be true or false")
+    delay = values.get("aa_reply_delay_s", 0.0)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 1:
+        raise UserError(f"spec key 'aa_reply_delay_s' must be 0 to 1 s, not {delay!r}")
+    if delay and values.get("aa") is None:
+        raise UserError("--aa-reply-delay delays the copy of an A/A run: it needs --aa CODEC")
     peer = values.get("link_peer", "loopback")
     if peer == "host":
         raise UserError(
@@ -162,9 +186,37 @@ def _check_link(values: dict[str, Any]) -> None:
             hint="evbench run resolves it for remote boards; here give --peer HOST:PORT",
         )
     if peer != "loopback":
-        from evbench_agent.link.address import parse_peer
-
         parse_peer(peer)  # raises a UserError naming the expected form
+
+
+#: The A/A testing option's largest slowdown: ten times slower is no longer "a bit".
+MAX_AA_SLOWDOWN = 10.0
+
+
+def _check_aa(values: dict[str, Any]) -> None:
+    aa = values.get("aa")
+    if aa is not None:
+        if not isinstance(aa, str) or codecs.original_name(aa) != aa:
+            raise UserError(f"spec key 'aa' must name one installed codec, not {aa!r}")
+        codecs.get(aa)  # raises, naming what is available, when missing
+    slowdown = values.get("aa_slowdown")
+    if slowdown is None:
+        return
+    if (
+        isinstance(slowdown, bool)
+        or not isinstance(slowdown, (int, float))
+        or not 0 <= slowdown <= MAX_AA_SLOWDOWN
+    ):
+        raise UserError(
+            f"spec key 'aa_slowdown' must be a fraction from 0 to {MAX_AA_SLOWDOWN:g}, "
+            f"not {slowdown!r}"
+        )
+    if slowdown and aa is None:
+        raise UserError(
+            "--aa-slowdown slows the copy of an A/A run: it needs --aa CODEC",
+            hint="e.g. --aa json --aa-slowdown 0.1",
+        )
+    values["aa_slowdown"] = float(slowdown)
 
 
 def _check_cpu(cpu: int | None) -> None:
@@ -202,7 +254,10 @@ def from_dict(document: dict[str, Any]) -> Spec:
             _names(values["profiles"], "profiles"), list(PROFILES), "profile"
         )
     requested_codecs = _names(values.get("codecs", ["all"]), "codecs")
-    if requested_codecs == ("all",):
+    _check_aa(values)
+    if values.get("aa") is not None:
+        values["codecs"] = (values["aa"], codecs.copy_name(values["aa"]))
+    elif requested_codecs == ("all",):
         values["codecs"] = tuple(codecs.available())
     else:
         for name in requested_codecs:
@@ -236,8 +291,6 @@ def from_dict(document: dict[str, Any]) -> Spec:
 
 def load(path: Path | str) -> dict[str, Any]:
     """Read a spec file ('-' for standard input) as a JSON object."""
-    import sys
-
     try:
         text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
         return json.loads(text)

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from evbench_agent import registry
 from evbench_agent.errors import EvbenchError
 
 ProgressCallback = Callable[[str], None]
@@ -55,12 +56,12 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
 
 
 def serve_task(stdin: TextIO, stdout: TextIO) -> None:
-    """The worker side: read one task, run it, write progress and the result."""
-    from evbench_agent.suites import codec
+    """The worker side: read one task, run it, write progress and the result.
 
+    The task names its suite; the suite's `worker_main(task, emit)` runs it.
+    """
     task = json.load(stdin)
-    handlers = {"codec": codec.worker_main}
-    handler = handlers[task["suite"]]
+    handler = registry.load(task["suite"]).worker_main
 
     def emit(what: str) -> None:
         stdout.write(json.dumps({"progress": what}) + "\n")

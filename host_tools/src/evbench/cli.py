@@ -13,37 +13,21 @@ import sys
 from collections.abc import Sequence
 
 from evbench import __version__, commands
-from evbench_agent.errors import UserError, guarded
+from evbench_agent.command_line import add_command, new_parser, run_program
 
 PROG = "evbench"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UserError(message, hint=f"see '{self.prog} --help'")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="evbench: Protobuf vs JSON on your own boards")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser, sub = new_parser(PROG, "evbench: Protobuf vs JSON on your own boards", __version__)
     for module in commands.load():
-        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.setup_parser(command)
-        command.set_defaults(handler=module.run)
+        module.setup_parser(add_command(sub, module.NAME, module.run, module.HELP))
     return parser
 
 
 def evbench(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
-
-    def dispatch() -> int:
-        args = build_parser().parse_args(argv)
-        return args.handler(args)
-
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    return guarded(PROG, dispatch, debug, "interrupted")
+    return run_program(PROG, build_parser, argv, "interrupted")
 
 
 def main() -> None:

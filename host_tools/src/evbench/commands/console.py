@@ -14,6 +14,7 @@ import termios
 import tty
 from pathlib import Path
 
+from evbench.board_options import add_board_options
 from evbench.console import transcript
 from evbench.console.link import ConsoleLink, Deadline
 from evbench.console.url import parse_console_url
@@ -26,8 +27,11 @@ POLL = 0.05
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--board", required=True, help="console URL: serial:///dev/ttyUSB0, rfc2217://HOST:PORT"
+    add_board_options(
+        parser,
+        required=True,
+        help="console URL: serial:///dev/ttyUSB0, rfc2217://HOST:PORT",
+        ssh=False,
     )
     parser.add_argument(
         "--transcript",

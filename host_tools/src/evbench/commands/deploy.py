@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from evbench import deploy
+from evbench.board_options import add_board_options
 from evbench.boards import open_board
 from evbench_agent.errors import ExitCode, UserError
 
@@ -16,14 +17,9 @@ HELP = "install or update the agent on a board"
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--board", required=True, help="board URL, e.g. ssh://root@board")
+    add_board_options(parser, required=True)
     parser.add_argument(
         "--force", action="store_true", help="install even over an up-to-date or image agent"
-    )
-    parser.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="trust an unknown SSH host key and save it to known_hosts",
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evbench import diag
+from evbench.board_options import add_board_options
 from evbench.boards import open_board
 from evbench_agent import results
 from evbench_agent.errors import ExitCode
@@ -18,13 +19,8 @@ REPORT_NAME = "diag.json"
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--board", default="local", help="board URL (default: local)")
+    add_board_options(parser, default="local")
     parser.add_argument("--out", type=Path, help=f"also save {REPORT_NAME} (and any transcript)")
-    parser.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="trust an unknown SSH host key and save it to known_hosts",
-    )
 
 
 def _figure(value: dict[str, Any] | None) -> str:

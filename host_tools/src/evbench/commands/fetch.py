@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from evbench import deploy, remote_run
+from evbench.board_options import add_board_options
 from evbench.boards import open_board
 from evbench_agent import results
 from evbench_agent.errors import ExitCode, UserError
@@ -18,14 +19,9 @@ HELP = "collect a run from a board by its id (waits for it to end)"
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--board", required=True, help="board URL, e.g. ssh://root@board")
+    add_board_options(parser, required=True)
     parser.add_argument("run_id", help="the run id `evbench run` printed")
     parser.add_argument("--out", type=Path, help="where to put it (default: results/RUN_ID)")
-    parser.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="trust an unknown SSH host key and save it to known_hosts",
-    )
 
 
 def _prepare(out: Path, run_id: str) -> None:

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from evbench.board_options import add_board_options
 from evbench.flash import target as targets
 from evbench.flash.bmap import Bmap, find_bmap, parse_bmap
 from evbench.flash.progress import FlashProgress
@@ -30,7 +31,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     maps.add_argument("--no-bmap", action="store_true", help="write the whole image, ignore a bmap")
     parser.add_argument("--allow-fixed", action="store_true", help="allow a non-removable disk")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    parser.add_argument("--board", help="flash this board's device over its transport (ssh://...)")
+    add_board_options(parser, help="flash this board's device over its transport (ssh://...)")
     parser.add_argument(
         "--bootloader",
         type=Path,

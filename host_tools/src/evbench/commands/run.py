@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from evbench import link_peer
+from evbench.board_options import add_board_options
 from evbench.boards import Board, open_board
 from evbench.progress import ProgressView
 from evbench.report import table
-from evbench_agent import results
+from evbench_agent import options, results
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
 from evbench_agent.runner import new_run_id
 
@@ -23,66 +24,28 @@ AGENT_EXIT_TIMEOUT = 60.0
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--board", default="local", help="board URL (default: local)")
-    parser.add_argument("--suite", default="all", help="comma list of suites, or all")
-    parser.add_argument("--profile", help="comma list of profiles, or all (default: seed,ev-full)")
-    parser.add_argument("--codecs", default="all", help="comma list of codecs, or all installed")
-    parser.add_argument("--quick", action="store_true", help="a fixed small sample plan")
-    parser.add_argument("--no-gc", action="store_true", help="disable the GC while timing")
-    parser.add_argument("--cpu", type=int, help="pin the measuring processes to this CPU")
+    add_board_options(parser, default="local")
+    options.add_run_options(parser)  # the agent's run options, passed on as given
     parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
-    parser.add_argument(
-        "--telemetry-interval", type=float, metavar="S", help="telemetry sampling (default 1 s)"
-    )
-    parser.add_argument(
-        "--cool-to", type=float, metavar="CELSIUS", help="before each phase, wait until cooler"
-    )
-    parser.add_argument("--governor", help="cpufreq governor for the run (restored after)")
-    parser.add_argument("--peer", help="link: loopback (default), HOST:PORT, or host")
-    parser.add_argument("--mode", choices=("ack", "echo"), help="link: responder mode (ack)")
-    parser.add_argument("--rate", type=float, metavar="HZ", help="link: messages/s (20)")
-    parser.add_argument("--duration", type=float, metavar="S", help="link: seconds per phase")
-    parser.add_argument("--count", type=int, help="link: messages per phase")
-    parser.add_argument("--window", type=int, help="link: messages in flight, saturation (8)")
-    parser.add_argument("--link-profile", help="link: comma list of profiles (default: seed)")
-    parser.add_argument("--realtime", action="store_true", help="link: SCHED_FIFO, 1 ns slack")
-    parser.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="trust an unknown SSH host key and save it to known_hosts",
-    )
 
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
     argv = ["run", "--progress", "json", "--run-id", run_id, "--out", str(out)]
-    argv += ["--suite", args.suite, "--codecs", args.codecs]
-    if args.profile:
-        argv += ["--profile", args.profile]
-    if args.quick:
-        argv.append("--quick")
-    if args.no_gc:
-        argv.append("--no-gc")
-    if args.cpu is not None:
-        argv += ["--cpu", str(args.cpu)]
-    for flag in ("telemetry_interval", "cool_to", "governor"):  # telemetry, passed through
-        if getattr(args, flag, None) is not None:
-            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    for flag in ("peer", "mode", "rate", "duration", "count", "window", "link_profile"):  # link
-        if getattr(args, flag, None) is not None:
-            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    if getattr(args, "realtime", False):
-        argv.append("--realtime")
-    return argv
+    return argv + options.agent_argv(args)
 
 
 def _print_tables(run: results.Run, args: argparse.Namespace) -> None:
     codec_names = run.manifest.get("spec", {}).get("codecs", [])
-    if args.baseline_codec in codec_names and args.candidate_codec in codec_names:
-        rows = table.compare_codecs(run, args.baseline_codec, args.candidate_codec)
-        print(table.render_comparison(rows, args.baseline_codec, args.candidate_codec))
-    if len(codec_names) > 2 or args.baseline_codec not in codec_names:
+    baseline, candidate = args.baseline_codec, args.candidate_codec
+    aa = run.manifest.get("aa")
+    if aa:  # an A/A control: the codec against its identical copy
+        baseline, candidate = aa["codec"], aa["copy"]
+    if baseline in codec_names and candidate in codec_names:
+        rows = table.compare_codecs(run, baseline, candidate)
+        print(table.render_comparison(rows, baseline, candidate))
+    if len(codec_names) > 2 or baseline not in codec_names:
         print()
         print("Medians per codec:")
         print(table.render_codec_medians(run, codec_names))

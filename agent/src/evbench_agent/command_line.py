@@ -1,0 +1,119 @@
+"""The command-line runner both programs share: parser, dispatch, logging, error policy.
+
+`evbench-agent` and `evbench` each describe their commands with `add_command`
+on the parser `new_parser` gives, then call `run_program`. Every command is a
+function of the parsed arguments that returns an `ExitCode`; what it raises
+becomes one line and a hint (`errors.guarded`). Logging is set up here, once
+per program: warnings by default, `-v` info, `-vv` debug, `--quiet` errors
+only, on standard error as ``PROG: level: message``. Standard library only,
+nothing heavy: both programs import this at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from evbench_agent.errors import ExitCode, UserError, guarded
+
+Handler = Callable[[argparse.Namespace], ExitCode]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised as `UserError` (one message style, exit 2)."""
+
+    def error(self, message: str) -> None:  # argparse would print and exit by itself
+        raise UserError(message, hint=f"see '{self.prog} --help'")
+
+
+def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="say more (-vv: debugging detail)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", default=default, help="errors only on standard error"
+    )
+    parser.add_argument("--debug", action="store_true", default=default, help="show tracebacks")
+
+
+def new_parser(
+    prog: str, description: str, version: str
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """A program's parser and the subparsers its commands go into."""
+    parser = Parser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=f"{prog} {version}")
+    _add_output_options(parser, None)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    return parser, commands
+
+
+def add_command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    handler: Handler,
+    help: str | None,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand that runs `handler`; -v, --quiet and --debug work after it too."""
+    if help is None or help == argparse.SUPPRESS:
+        command = commands.add_parser(name, description=description)
+    else:
+        command = commands.add_parser(name, help=help, description=description or help)
+    # SUPPRESS: given only after the command, they do not reset what came before it.
+    _add_output_options(command, argparse.SUPPRESS)
+    command.set_defaults(handler=handler)
+    return command
+
+
+class _Formatter(logging.Formatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__()
+        self.prog = prog
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{self.prog}: {record.levelname.lower()}: {record.getMessage()}"
+
+
+_handler: logging.Handler | None = None
+
+
+def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
+    """Send log records to standard error at the level the flags ask for (once per process)."""
+    global _handler
+    root = logging.getLogger()
+    if _handler is None:
+        _handler = logging.StreamHandler()
+        root.addHandler(_handler)
+    _handler.setStream(sys.stderr)  # the stream of now (tests and pipes replace it)
+    _handler.setFormatter(_Formatter(prog))
+    if quiet:
+        level = logging.ERROR
+    else:
+        level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    root.setLevel(level)
+
+
+def run_program(
+    prog: str,
+    build_parser: Callable[[], argparse.ArgumentParser],
+    argv: Sequence[str] | None,
+    interrupted: str,
+) -> int:
+    """Parse `argv`, set up logging, run the chosen command under the error policy."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+
+    def dispatch() -> int:
+        args = build_parser().parse_args(arguments)
+        setup_logging(prog, getattr(args, "verbose", None) or 0, bool(getattr(args, "quiet", None)))
+        code = args.handler(args)
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise TypeError(f"command {args.command!r} returned {code!r}, not an ExitCode")
+        return ExitCode(code)  # every command ends in these terms; another number is a bug
+
+    return guarded(prog, dispatch, "--debug" in arguments, interrupted)

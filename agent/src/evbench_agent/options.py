@@ -1,0 +1,174 @@
+"""The run options: ONE table, read by both command lines and by the host's agent call.
+
+`evbench-agent run` and `evbench run` add every option of `RUN_OPTIONS` to
+their parsers (`add_run_options`); the agent turns the given ones into spec
+keys (`spec_overrides`); the host passes the given ones on to the agent's
+command line (`agent_argv`). An option therefore exists once, with one flag,
+type, default, help text and spec key.
+
+To add a run option, append a `RunOption` to `RUN_OPTIONS`:
+
+- ``flag``: the long flag, e.g. ``"--json-style"``; its argparse dest is the
+  flag without dashes, ``-`` turned into ``_`` (``json_style``);
+- ``spec_key``: the `evbench_agent.spec.Spec` field it sets (add the field
+  there, with its default and its check in `spec.from_dict`);
+- ``type``: ``str``, ``int`` or ``float``, or ``None`` for a switch (no value);
+  a switch sets its spec key to ``switch_value`` when given;
+- ``help``, and optionally ``metavar`` and ``choices``.
+
+The default of every option here is "not given" (None): the spec's own default
+applies, so a spec file's value is overridden only by a flag actually given.
+This module is imported at start-up by both programs: standard library only,
+nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """One option of a run: how it is spelled, parsed, explained and stored in the spec."""
+
+    flag: str
+    spec_key: str
+    help: str
+    type: Callable[[str], Any] | None = str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    #: What a switch (type None) puts under its spec key when given.
+    switch_value: Any = True
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def is_switch(self) -> bool:
+        return self.type is None
+
+
+RUN_OPTIONS: tuple[RunOption, ...] = (
+    # what to measure
+    RunOption("--suite", "suites", "comma list of suites, or 'all' (default: all)"),
+    RunOption(
+        "--profile", "profiles", "comma list of payload profiles, or 'all' (default: seed,ev-full)"
+    ),
+    RunOption("--codecs", "codecs", "comma list of codecs, or 'all' (the installed ones)"),
+    # the sample plan
+    RunOption("--quick", "quick", "the quick sample plan (a fixed small plan)", None),
+    RunOption("--processes", "processes", "worker processes (sample plan)", int),
+    RunOption("--values", "values", "samples per worker process (sample plan)", int),
+    RunOption(
+        "--min-time",
+        "min_time",
+        "seconds each timed codec sample spans at least (sample plan)",
+        float,
+        "S",
+    ),
+    RunOption("--no-gc", "gc", "disable the GC while timing", None, switch_value=False),
+    RunOption("--cpu", "cpu", "pin the measuring processes to this CPU", int),
+    # A/A control: the error rate of the method on this machine
+    RunOption(
+        "--aa",
+        "aa",
+        "A/A control: measure CODEC against an identical copy of itself (named CODEC-aa) "
+        "in every suite, instead of the codec list",
+        str,
+        "CODEC",
+    ),
+    RunOption(
+        "--aa-slowdown",
+        "aa_slowdown",
+        "testing only, with --aa: make each operation of the copy this fraction slower "
+        "(0.1: 10 %% slower), to check that the method detects a known difference",
+        float,
+        "FRACTION",
+    ),
+    # telemetry
+    RunOption(
+        "--telemetry-interval",
+        "telemetry_interval_s",
+        "telemetry sampling (default 1 s)",
+        float,
+        "S",
+    ),
+    RunOption("--cool-to", "cool_to", "before each phase, wait until cooler", float, "CELSIUS"),
+    RunOption("--governor", "governor", "set this cpufreq governor for the run, then restore it"),
+    # the link suite
+    RunOption(
+        "--peer", "link_peer", "link: loopback (default), HOST:PORT, or host/board (evbench)"
+    ),
+    RunOption("--mode", "link_mode", "link: responder mode (default ack)", choices=("ack", "echo")),
+    RunOption("--rate", "link_rate_hz", "link: messages per second (20)", float, "HZ"),
+    RunOption("--duration", "link_duration_s", "link: seconds per phase", float, "S"),
+    RunOption("--count", "link_count", "link: messages per phase, instead of --duration", int),
+    RunOption("--window", "link_window", "link: messages in flight, saturation (8)", int),
+    RunOption("--link-profile", "link_profiles", "link: comma list of profiles (default: seed)"),
+    RunOption("--realtime", "link_realtime", "link: ask for SCHED_FIFO and 1 ns timer slack", None),
+    RunOption(
+        "--link-all-codecs",
+        "link_all_codecs",
+        "link: every codec of the run (default: the table's json and protobuf)",
+        None,
+    ),
+    RunOption(
+        "--aa-reply-delay",
+        "aa_reply_delay_s",
+        "testing only, with --aa: the link responder holds each reply to the copy this long",
+        float,
+        "S",
+    ),
+)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Add every run option to `parser` (each defaults to None: not given)."""
+    for option in RUN_OPTIONS:
+        if option.is_switch:
+            parser.add_argument(
+                option.flag, dest=option.dest, action="store_true", help=option.help
+            )
+            continue
+        parser.add_argument(
+            option.flag,
+            dest=option.dest,
+            type=option.type,
+            metavar=option.metavar,
+            choices=option.choices,
+            help=option.help,
+        )
+
+
+def _given(args: argparse.Namespace, option: RunOption) -> Any:
+    value = getattr(args, option.dest, None)
+    if option.is_switch:
+        return option.switch_value if value else None
+    return value
+
+
+def spec_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec keys the given options set, for `evbench_agent.spec.from_dict`."""
+    overrides = {}
+    for option in RUN_OPTIONS:
+        value = _given(args, option)
+        if value is not None:
+            overrides[option.spec_key] = value
+    return overrides
+
+
+def agent_argv(args: argparse.Namespace) -> list[str]:
+    """The given options as `evbench-agent run` arguments (the host's call of the agent)."""
+    argv: list[str] = []
+    for option in RUN_OPTIONS:
+        value = getattr(args, option.dest, None)
+        if option.is_switch:
+            if value:
+                argv.append(option.flag)
+        elif value is not None:
+            argv += [option.flag, str(value)]
+    return argv

@@ -1,0 +1,32 @@
+"""Benchmark suites, by name: the one place that knows which suites exist.
+
+Each suite module has `SUITE`, `run(context)` and `planned_seconds(spec)`;
+one that runs work in worker processes also has `worker_main(task, emit)`,
+which `evbench_agent.workers` reaches through `load`. A suite module is
+imported only when a run uses it, so the agent starts fast and a suite whose
+optional parts are missing does not break the others. This module imports
+none of ours: the spec (which validates suite names) and the workers (which
+dispatch by suite name) both depend on it, and it on neither.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+#: Suite name -> module, in the order a run takes them.
+REGISTRY = {
+    "codec": "evbench_agent.suites.codec",
+    "link": "evbench_agent.suites.link",
+}
+
+
+def load(name: str) -> ModuleType:
+    """The module of suite `name` (imported on first use)."""
+    return importlib.import_module(REGISTRY[name])
+
+
+def planned_seconds(spec: Any) -> dict[str, float]:
+    """Each suite of `spec` with the seconds its plan should take on this machine."""
+    return {name: float(load(name).planned_seconds(spec)) for name in spec.suites}

@@ -1,0 +1,31 @@
+"""The board options, `--board URL` and `--accept-new-host-key`: one definition for every command.
+
+Every command that talks to a board adds them with `add_board_options`, so the
+flags are spelled, explained and defaulted alike everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HOST_KEY_HELP = "trust an unknown SSH host key and save it to known_hosts"
+
+
+def add_board_options(
+    parser: argparse.ArgumentParser,
+    *,
+    default: str | None = None,
+    required: bool = False,
+    help: str = "board URL: local, ssh://USER@HOST[:PORT], serial:///dev/ttyUSB0",
+    ssh: bool = True,
+) -> None:
+    """Add `--board` (with `default`, or `required`) and, for SSH boards, the host-key switch.
+
+    `ssh=False` is for a command whose boards are never reached over SSH (the
+    serial console): a host-key switch there would do nothing.
+    """
+    if default is not None:
+        help = f"{help} (default: {default})"
+    parser.add_argument("--board", default=default, required=required, metavar="URL", help=help)
+    if ssh:
+        parser.add_argument("--accept-new-host-key", action="store_true", help=HOST_KEY_HELP)
