@@ -41,8 +41,33 @@ def detect_format(name: str, data: bytes) -> str:
     return "jsonl" if data.lstrip()[:1] == b"{" else "binary"
 
 
-def source_from_file(path: Path, fmt: str | None = None) -> dict[str, Any]:
-    """The spec's `schema.samples` object for a file: its bytes, name, format, SHA-256."""
+def prefix_length(data: bytes, fmt: str, limit: int) -> int:
+    """Bytes of `data` that hold its first `limit` messages (all of it when fewer)."""
+    count, offset = 0, 0
+    if fmt == "jsonl":
+        for line in data.splitlines(keepends=True):
+            if count >= limit:
+                break
+            offset += len(line)
+            count += bool(line.strip())
+        return offset
+    while offset < len(data) and count < limit:
+        try:
+            length, start = _varint(data, offset)
+        except ValueError:
+            return len(data)  # the parse names the damage
+        offset, count = start + length, count + 1
+    return min(offset, len(data))
+
+
+def source_from_file(
+    path: Path, fmt: str | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """The spec's `schema.samples` object for a file: name, format, SHA-256 and data.
+
+    The data is the file's first `limit` messages, byte for byte (line numbers
+    stay those of the file); the SHA-256 is the whole file's.
+    """
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -56,11 +81,12 @@ def source_from_file(path: Path, fmt: str | None = None) -> dict[str, Any]:
     fmt = fmt or detect_format(path.name, data)
     if fmt not in FORMATS:
         raise UserError(f"unknown samples format {fmt!r}", hint=f"known: {', '.join(FORMATS)}")
+    shipped = data if limit is None else data[: prefix_length(data, fmt, limit)]
     return {
         "name": path.name,
         "format": fmt,
         "sha256": hashlib.sha256(data).hexdigest(),
-        "data": base64.b64encode(data).decode("ascii"),
+        "data": base64.b64encode(shipped).decode("ascii"),
     }
 
 

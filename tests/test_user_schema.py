@@ -1,0 +1,435 @@
+"""A user's own message: classes from descriptors, payloads, JSON styles, samples, rules.
+
+The schemas are tests/data/bms/*.proto, compiled by the real protoc
+(grpcio-tools). Expected values come from hand-worked encodings, from
+protobuf's own json_format, and from the regular generated code (protoc's
+--python_out, compiled here), never from the module under test.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require
+from google.protobuf import json_format
+
+from evbench_agent import codecs
+from evbench_agent.errors import UserError
+from evbench_agent.payloads import samples, user_schema
+
+DATA = ROOT / "tests" / "data" / "bms"
+BMS = "evbench.example.BmsStatus"
+RICH = "evbench.test.Rich"
+ALL_CODECS = list(codecs.CODECS)
+#: protoc from grpcio-tools: the host's compiler, and the generated code's.
+PROTOC = [sys.executable, "-m", "grpc_tools.protoc", f"-I{DATA}"]
+
+
+def _protoc(*argv: str) -> None:
+    require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
+    done = subprocess.run([*PROTOC, *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def descriptor_sets(tmp_path_factory) -> dict[str, bytes]:
+    out = tmp_path_factory.mktemp("descriptors")
+    sets = {}
+    for name in ("bms", "rich"):
+        target = out / f"{name}.binpb"
+        _protoc("--include_imports", f"--descriptor_set_out={target}", str(DATA / f"{name}.proto"))
+        sets[name] = target.read_bytes()
+    return sets
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The regular generated code of both schemas (protoc --python_out), imported."""
+    out = tmp_path_factory.mktemp("generated")
+    _protoc(f"--python_out={out}", *(str(DATA / f"{n}.proto") for n in ("bms", "units", "rich")))
+    sys.path.insert(0, str(out))
+    try:
+        return {n: importlib.import_module(f"{n}_pb2") for n in ("bms", "rich")}
+    finally:
+        sys.path.remove(str(out))
+
+
+def _document(serialized: bytes, message: str, **extra) -> dict:
+    return {"descriptor_set": base64.b64encode(serialized).decode(), "message": message, **extra}
+
+
+def _profile(descriptor_sets, name: str, message: str, **extra) -> user_schema.SchemaProfile:
+    return user_schema.build_profile(_document(descriptor_sets[name], message, **extra))
+
+
+# -- classes from descriptors ------------------------------------------------
+
+
+def test_the_class_has_the_fields_of_the_proto(descriptor_sets):
+    cls = user_schema.find_message(descriptor_sets["bms"], BMS)
+    fields = [f.name for f in cls.DESCRIPTOR.fields]
+    assert fields[:4] == ["sequence", "timestamp_ms", "state", "cell_voltages_v"]
+    assert cls.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[2].name == (
+        "BMS_STATE_DRIVE"
+    )
+
+
+def test_a_message_not_in_the_schema_lists_those_that_are(descriptor_sets):
+    with pytest.raises(UserError) as caught:
+        user_schema.find_message(descriptor_sets["rich"], "evbench.test.Missing")
+    assert "evbench.test.Missing" in str(caught.value)
+    listed = caught.value.hint
+    for name in ("evbench.test.Rich", "evbench.test.Rich.Position", "evbench.test.Fault"):
+        assert name in listed
+    assert "evbench.test.units.Quantity" in listed  # from the imported file
+    assert "google.protobuf.Timestamp" in listed
+
+
+def test_a_set_without_its_imports_is_refused(descriptor_sets, tmp_path):
+    target = tmp_path / "rich-alone.binpb"
+    _protoc(f"--descriptor_set_out={target}", str(DATA / "rich.proto"))  # no --include_imports
+    with pytest.raises(UserError, match=r"lacks imported files: .*units\.proto"):
+        user_schema.find_message(target.read_bytes(), RICH)
+
+
+# -- the hand-worked example ---------------------------------------------------
+
+
+def _hand_message(cls):
+    message = cls(sequence=7, timestamp_ms=1764000000050, state=2, contactor_closed=True)
+    message.cell_voltages_v.extend([3.712, 3.705])
+    message.pack_current_a = -12.5
+    return message
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def test_protobuf_bytes_match_the_wire_format_worked_by_hand(descriptor_sets):
+    cls = user_schema.find_message(descriptor_sets["bms"], BMS)
+    expected = (
+        b"\x08\x07"  # field 1 varint: sequence 7
+        + b"\x10" + _varint(1764000000050)  # field 2 varint
+        + b"\x18\x02"  # field 3 varint: BMS_STATE_DRIVE
+        + b"\x22\x08" + struct.pack("<2f", 3.712, 3.705)  # field 4 packed floats
+        + b"\x3d" + struct.pack("<f", -12.5)  # field 7 fixed32 float
+        + b"\x48\x01"  # field 9 bool
+    )  # fmt: skip
+    assert _hand_message(cls).SerializeToString() == expected
+
+
+def test_the_json_styles_write_the_hand_worked_json(descriptor_sets, tmp_path):
+    cls = user_schema.find_message(descriptor_sets["bms"], BMS)
+    message = _hand_message(cls)
+    json_codec = codecs.get("json")
+
+    def text(profile) -> str:
+        return json_codec.bind(profile).encode(profile.to_plain(message)).decode()
+
+    proto3 = _profile(descriptor_sets, "bms", BMS)
+    assert text(proto3) == (
+        '{"sequence":7,"timestampMs":"1764000000050","state":"BMS_STATE_DRIVE",'
+        '"cellVoltagesV":[3.712,3.705],"packCurrentA":-12.5,"contactorClosed":true}'
+    )
+    fields = _profile(descriptor_sets, "bms", BMS, json_style="fields")
+    assert text(fields) == (
+        '{"sequence":7,"timestamp_ms":1764000000050,"state":2,"cell_voltages_v":[3.712,3.705],'
+        '"cell_temperatures_c":[],"pack_voltage_v":0.0,"pack_current_a":-12.5,'
+        '"soc_percent":0.0,"contactor_closed":true}'
+    )
+    mapped = _profile(
+        descriptor_sets,
+        "bms",
+        BMS,
+        json_map=json.loads((DATA / "bms_map.json").read_text()),
+    )
+    assert text(mapped).startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
+
+
+# -- generated payloads -------------------------------------------------------
+
+
+def test_generated_payloads_use_every_kind_of_field(descriptor_sets):
+    items = _profile(descriptor_sets, "rich", RICH).payloads(60, seed=3)
+    seen: set[str] = set()
+    for item in items:
+        message = item.message
+        for field, _value in message.ListFields():
+            seen.add(field.name)
+        if message.HasField("stamp"):
+            assert message.stamp.seconds >= 1_764_000_000
+    rich_fields = {f.name for f in items[0].message.DESCRIPTOR.fields}
+    assert seen == rich_fields  # every field, every oneof member, set at least once
+
+
+def test_generated_payloads_are_deterministic_per_seed(descriptor_sets):
+    profile = _profile(descriptor_sets, "rich", RICH)
+
+    def blobs(seed: int) -> list[bytes]:
+        return [i.message.SerializeToString(deterministic=True) for i in profile.payloads(20, seed)]
+
+    assert blobs(5) == blobs(5)
+    assert blobs(5) != blobs(6)
+    again = _profile(descriptor_sets, "rich", RICH)  # a new pool and classes: same bytes
+    assert [i.message.SerializeToString(deterministic=True) for i in again.payloads(20, 5)] == (
+        blobs(5)
+    )
+
+
+def test_generator_rules_shape_the_values(descriptor_sets):
+    import yaml
+
+    rules = yaml.safe_load((DATA / "bms_generate.yaml").read_text())
+    profile = _profile(descriptor_sets, "bms", BMS, generator={"document": rules})
+    for item in profile.payloads(40):
+        message = item.message
+        assert len(message.cell_voltages_v) == 96 and len(message.cell_temperatures_c) == 24
+        for volts in message.cell_voltages_v:
+            millivolts = volts * 1000
+            assert 3600 - 1e-3 <= millivolts <= 3950 + 1e-3
+            assert abs(millivolts - round(millivolts)) < 1e-3  # on the 1 mV step (float32)
+        assert message.state in (1, 2, 3)  # STANDBY, DRIVE, CHARGE by name in the rules
+        assert 1764000000000 <= message.timestamp_ms <= 1764086400000
+
+
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [
+        ({"fields": {"voltage": {"range": [0, 5]}}}, "no field 'voltage' in evbench.example"),
+        ({"fields": {"sequence": {"spread": 3}}}, "unknown option spread"),
+        ({"fields": {"soc_percent": {"range": [90, 10]}}}, r"impossible range \[90, 10\]"),
+        ({"fields": {"sequence": {"range": [-1, 10]}}}, r"impossible range \[-1, 10\]"),
+        ({"fields": {"sequence": {"range": [0.5, 10]}}}, "two whole numbers"),
+        ({"fields": {"cell_voltages_v": {"count": [5, 2]}}}, r"impossible count \[5, 2\]"),
+        ({"fields": {"state": {"choices": ["BMS_STATE_FLYING"]}}}, "not a value of"),
+        ({"fields": {"state": {"range": [0, 3]}}}, "range applies to numbers"),
+        ({"fields": {"soc_percent": {"presence": 0.5}}}, "presence applies to fields with"),
+        ({"fields": {"soc_percent": {"step": 0}}}, "impossible step 0"),
+        ({"rules": {}}, "one key, 'fields'"),
+    ],
+)
+def test_a_bad_generator_file_is_refused(descriptor_sets, rules, expected):
+    with pytest.raises(UserError, match=expected):
+        _profile(descriptor_sets, "bms", BMS, generator={"name": "g.yaml", "document": rules})
+
+
+def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
+    rules = {"fields": {"position.altitude": {"range": [0, 1]}}}
+    with pytest.raises(UserError) as caught:
+        _profile(descriptor_sets, "rich", RICH, generator={"name": "g.json", "document": rules})
+    assert "g.json" in str(caught.value) and "evbench.test.Rich.Position" in str(caught.value)
+    assert caught.value.hint == "fields there: latitude, longitude"
+
+
+def test_oneof_and_map_rules(descriptor_sets):
+    rules = {
+        "fields": {
+            "source": {"choices": ["ecu_id"]},
+            "ecu_id": {"range": [16, 16]},
+            "gauges": {"count": 3},
+            "gauges.value": {"range": [1.5, 1.5]},
+            "maybe": {"presence": 0},
+        }
+    }
+    profile = _profile(descriptor_sets, "rich", RICH, generator={"document": rules})
+    for item in profile.payloads(10):
+        message = item.message
+        assert message.WhichOneof("source") == "ecu_id" and message.ecu_id == 16
+        assert len(message.gauges) == 3 and set(message.gauges.values()) == {1.5}
+        assert not message.HasField("maybe")
+
+
+# -- every codec, every style -------------------------------------------------
+
+
+STYLES = {
+    "proto3": {},
+    "fields": {"json_style": "fields"},
+}
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("codec_name", ALL_CODECS)
+def test_round_trip_through_every_codec(descriptor_sets, codec_name, style):
+    for name, message in (("rich", RICH), ("bms", BMS)):
+        profile = _profile(descriptor_sets, name, message, **STYLES[style])
+        bound = codecs.get(codec_name).bind(profile)
+        for item in profile.payloads(25, seed=2):
+            decoded = bound.decode(bound.encode(bound.data(item)))
+            if bound.carries == codecs.MESSAGE:
+                assert decoded == item.message
+            else:
+                assert decoded == item.plain  # every codec carries the same plain data
+                assert profile.to_message(decoded) == item.message
+
+
+def test_proto3_style_is_json_format_output_byte_for_byte(descriptor_sets):
+    profile = _profile(descriptor_sets, "rich", RICH)
+    encode = codecs.get("json").bind(profile).encode
+    for item in profile.payloads(30, seed=4):
+        printed = json_format.MessageToJson(item.message, indent=None)
+        # json_format prints ", " and ": "; the json codec writes compact separators.
+        compact = json.dumps(json.loads(printed), separators=(",", ":"), ensure_ascii=False)
+        assert encode(item.plain) == compact.encode()
+
+
+def test_protobuf_sizes_match_the_generated_code(descriptor_sets, generated):
+    for name, message, generated_cls in (
+        ("rich", RICH, generated["rich"].Rich),
+        ("bms", BMS, generated["bms"].BmsStatus),
+    ):
+        profile = _profile(descriptor_sets, name, message)
+        encode = codecs.get("protobuf").bind(profile).encode
+        for item in profile.payloads(30, seed=9):
+            regular = json_format.ParseDict(item.plain, generated_cls())
+            ours = encode(item.message)
+            assert len(ours) == len(regular.SerializeToString())
+            assert item.message.SerializeToString(deterministic=True) == (
+                regular.SerializeToString(deterministic=True)
+            )
+
+
+def test_fields_style_refuses_a_number_json_cannot_write(descriptor_sets):
+    profile = _profile(descriptor_sets, "bms", BMS, json_style="fields")
+    message = profile.message_type(soc_percent=math.inf)
+    with pytest.raises(UserError, match="soc_percent is inf"):
+        profile.to_plain(message)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"json_map": {"voltage": "v"}}, "names no field of evbench.example.BmsStatus: voltage"),
+        ({"json_map": {"sequence": "soc_percent"}}, "the same key 'soc_percent'"),
+        ({"json_map": {"sequence": "seq"}, "json_style": "proto3"}, "goes with --json-style"),
+        ({"json_style": "camel"}, "unknown JSON style 'camel'"),
+        ({"profile_name": "a,b"}, "not usable"),
+    ],
+)
+def test_bad_json_settings_are_refused(descriptor_sets, extra, expected):
+    with pytest.raises(UserError, match=expected):
+        _profile(descriptor_sets, "bms", BMS, **extra)
+
+
+# -- samples ---------------------------------------------------------------
+
+
+def test_jsonl_samples_give_the_lines_in_order(descriptor_sets):
+    source = samples.source_from_file(DATA / "bms_samples.jsonl")
+    profile = _profile(descriptor_sets, "bms", BMS, samples=source)
+    items = profile.payloads(5)
+    assert [i.message.sequence for i in items] == [4100, 4101, 4102, 4103, 4104]
+    first = json.loads((DATA / "bms_samples.jsonl").read_text().splitlines()[0])
+    assert items[0].plain == first  # written in the proto3 mapping, read back the same
+    assert len(profile.payloads(500)) == 12  # all the file has
+
+
+def test_length_delimited_samples(descriptor_sets, generated, tmp_path):
+    cls = generated["bms"].BmsStatus
+    blobs = [cls(sequence=n, soc_percent=50.5).SerializeToString() for n in range(1, 4)]
+    path = tmp_path / "bms.ld"
+    path.write_bytes(b"".join(_varint(len(b)) + b for b in blobs))
+    profile = _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
+    items = profile.payloads(10)
+    assert [i.message.SerializeToString() for i in items] == blobs
+
+
+def test_only_the_messages_a_run_takes_are_shipped(descriptor_sets):
+    source = samples.source_from_file(DATA / "bms_samples.jsonl", limit=3)
+    shipped = base64.b64decode(source["data"]).decode()
+    assert shipped == "".join((DATA / "bms_samples.jsonl").read_text().splitlines(True)[:3])
+
+
+def test_a_bad_samples_line_names_file_and_line(descriptor_sets, tmp_path):
+    lines = (DATA / "bms_samples.jsonl").read_text().splitlines()
+    lines[2] = lines[2].replace('"socPercent":71.3', '"socPercent":"full"')
+    path = tmp_path / "pack.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"pack\.jsonl line 3: not a evbench\.example\.BmsStatus"):
+        _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
+
+
+def test_a_cut_off_binary_record_names_record_and_offset(descriptor_sets, generated, tmp_path):
+    blob = generated["bms"].BmsStatus(sequence=300).SerializeToString()
+    path = tmp_path / "cut.bin"
+    path.write_bytes(_varint(len(blob)) + blob + _varint(40) + b"\x08")
+    offset = 1 + len(blob)
+    with pytest.raises(UserError, match=f"cut.bin: record 2 at byte {offset}: length 40"):
+        _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
+
+
+# -- the spec ----------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_registry(monkeypatch):
+    """The process's profiles and environment as they were, after a test activates a schema."""
+    from evbench_agent import payloads
+
+    saved = dict(payloads.PROFILES)
+    monkeypatch.setenv(user_schema.ENVIRONMENT, "")
+    yield
+    payloads.PROFILES.clear()
+    payloads.PROFILES.update(saved)
+
+
+def test_a_spec_with_a_schema_measures_its_profile(descriptor_sets, clean_registry):
+    from evbench_agent import spec
+
+    document = _document(descriptor_sets["bms"], BMS, profile_name="our-bms")
+    made = spec.from_dict({"schema": document, "codecs": "json,protobuf"})
+    assert made.profiles == ("our-bms",)
+    assert made.as_dict()["schema"]["message"] == BMS
+    # a worker is a new interpreter: it finds the profile through the environment
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from evbench_agent import payloads; print(len(payloads.get('our-bms').payloads(3)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "agent" / "src")},
+    )
+    assert child.stdout.strip() == "3", child.stderr
+
+
+def test_a_schema_profile_cannot_take_a_built_in_name(descriptor_sets, clean_registry):
+    with pytest.raises(UserError, match="built-in profile"):
+        user_schema.activate(_document(descriptor_sets["bms"], BMS, profile_name="seed"))
+
+
+def test_samples_and_generator_together_are_refused(descriptor_sets):
+    with pytest.raises(UserError, match="not both"):
+        _profile(
+            descriptor_sets,
+            "bms",
+            BMS,
+            samples=samples.source_from_file(DATA / "bms_samples.jsonl"),
+            generator={"document": {"fields": {}}},
+        )
+
+
+def test_source_files_are_the_ones_on_disk():
+    # the sample file is read as it is: its checksum is the file's
+    import hashlib
+
+    source = samples.source_from_file(DATA / "bms_samples.jsonl")
+    digest = hashlib.sha256(Path(DATA / "bms_samples.jsonl").read_bytes()).hexdigest()
+    assert source["sha256"] == digest and source["format"] == "jsonl"
