@@ -1,0 +1,280 @@
+"""evbench history: every run in one store; trends, change points and a trend page.
+
+    evbench history add RUN_DIR...          index verified runs (a partial one as partial)
+    evbench history list [--board B] [--since DATE] [--codec C] [--profile P]
+    evbench history show METRIC --board B --codec C [--profile P]
+    evbench history export --csv FILE       every record of every run
+    evbench history check [--since DATE]    exit 3 on a new, unaccepted regression
+    evbench history accept --board B --run RUN_ID --reason TEXT [--series S]
+    evbench history prune --keep N|Nd       the newest N runs per board, or N days
+    evbench history copy FROM TO            SQLite <-> PostgreSQL, or any two stores
+    evbench history report --out DIR        the self-contained trend page
+
+The store is --history URL, else EVBENCH_HISTORY, else an SQLite file in the
+user's data directory ($XDG_DATA_HOME/evbench/history.sqlite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import getpass
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evbench_agent.command_line import Parser
+from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
+from evbench_agent.results import write_atomic
+
+if TYPE_CHECKING:  # the store loads only when a history command runs
+    from evbench.history.store import Store
+
+NAME = "history"
+HELP = "index runs in a results store; trends, change points, checks and a trend page"
+
+_DAYS = re.compile(r"(\d+)d")
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history",
+        metavar="URL",
+        help="the store: a path, sqlite:///PATH or postgresql://USER@HOST/DB "
+        "(default: EVBENCH_HISTORY, else $XDG_DATA_HOME/evbench/history.sqlite)",
+    )
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+
+    add = actions.add_parser("add", help="index run directories (verified against SHA256SUMS)")
+    add.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+
+    listing = actions.add_parser("list", help="the runs in the store, oldest first")
+    for name in ("board", "codec", "profile"):
+        listing.add_argument(f"--{name}")
+    listing.add_argument("--since", metavar="DATE", help="ISO date, or N days back (7d)")
+
+    show = actions.add_parser("show", help="one metric of one board over time, with its interval")
+    show.add_argument("metric", metavar="METRIC", help="e.g. decode, or cpu_util[phase=codec]")
+    show.add_argument("--board", required=True)
+    show.add_argument("--codec", required=True, help="the codec ('-' for a codec-less metric)")
+    show.add_argument("--profile")
+    show.add_argument("--suite")
+
+    export = actions.add_parser("export", help="every record of every run as CSV")
+    export.add_argument("--csv", required=True, metavar="FILE", help="the CSV file ('-': stdout)")
+    export.add_argument("--board")
+    export.add_argument("--since", metavar="DATE")
+
+    check = actions.add_parser("check", help="change points; exit 3 on a new regression")
+    check.add_argument("--since", metavar="DATE", help="changes from then on are new (ISO, 7d)")
+    check.add_argument("--board")
+    check.add_argument("--criteria", type=Path, metavar="FILE", help="thresholds (default 5%%)")
+
+    accept = actions.add_parser("accept", help="mark a known change so checks pass it")
+    accept.add_argument("--board", required=True)
+    accept.add_argument("--run", required=True, metavar="RUN_ID", help="the first run after it")
+    accept.add_argument("--series", default="*", help="suite/profile/codec/metric (default: all)")
+    accept.add_argument("--reason", required=True, help="why the change is expected")
+    accept.add_argument("--by", help="who accepts it (default: the login name)")
+
+    prune = actions.add_parser("prune", help="delete old runs: keep N per board, or N days")
+    prune.add_argument("--keep", required=True, metavar="N|Nd")
+    prune.add_argument("--dry-run", action="store_true", help="only say what would go")
+
+    copy = actions.add_parser("copy", help="copy every run of one store into another")
+    copy.add_argument("source", metavar="FROM", help="a store URL")
+    copy.add_argument("target", metavar="TO", help="a store URL")
+
+    report = actions.add_parser("report", help="write the trend page (trends.html) into DIR")
+    report.add_argument("--out", required=True, type=Path, metavar="DIR")
+    report.add_argument("--board")
+
+    for action in (add, listing, show, export, check, accept, prune, report):
+        _store_option(action)
+
+
+def _since(text: str | None) -> str | None:
+    """An ISO date or date-time, or N days back, as the ISO text start times compare with."""
+    if not text:
+        return None
+    days = _DAYS.fullmatch(text.strip())
+    if days:
+        moment = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=int(days.group(1)))
+        return moment.isoformat(timespec="seconds")
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UserError(f"--since {text!r} is not a date", hint="write 2026-11-30 or 7d") from None
+    return text
+
+
+def _open(args: argparse.Namespace, url: str | None = None) -> Store:
+    from evbench.history import default_url, open_store, parse_url
+
+    return open_store(parse_url(url) if url else default_url(getattr(args, "history", None)))
+
+
+def _board(store: Store, given: str | None) -> str | None:
+    """A board as the store names it; `bench-3` finds `name:bench-3` when that is the only one."""
+    if given is None:
+        return None
+    boards = store.boards()
+    if given in boards:
+        return given
+    matching = [b for b in boards if b.split(":", 1)[-1] == given]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise UserError(
+            f"no board {given!r} in the store", hint="boards: " + (", ".join(boards) or "none")
+        )
+    raise UserError(f"{given!r} names several boards: {', '.join(matching)}")
+
+
+def run(args: argparse.Namespace) -> int:
+    return ACTIONS[args.action](args)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from evbench.history.indexing import index_run
+
+    status = ExitCode.OK
+    with _open(args) as store:
+        for directory in args.runs:
+            try:
+                indexed = index_run(directory)
+                added = store.add(indexed)
+            except EvbenchError as error:  # one bad run does not stop the others
+                print(f"evbench: error: {error}", file=sys.stderr)
+                status = max(status, error.exit_code)
+                continue
+            flag = " (PARTIAL)" if indexed.row.partial else ""
+            what = "added" if added else "already in the store"
+            print(f"{what}: {indexed.row.run_id}{flag} board {indexed.row.board} "
+                  f"({indexed.row.board_source}) -> {store.url.display}")  # fmt: skip
+    return status
+
+
+def _list(args: argparse.Namespace) -> int:
+    from evbench.history.queries import run_cells
+    from evbench.report.table import format_rows
+
+    with _open(args) as store:
+        runs = store.runs(_board(store, args.board), _since(args.since), args.codec, args.profile)
+        headers, rows = run_cells(runs)
+        print(format_rows(headers, rows) if rows else "no runs")
+        print(f"{len(rows)} runs in {store.url.display}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    from evbench.history.queries import find_series, series_cells
+    from evbench.report.table import format_rows
+
+    with _open(args) as store:
+        board = _board(store, args.board)
+        key = find_series(store, board, args.metric, args.codec, args.profile, args.suite)
+        headers, rows = series_cells(store, board, key)
+    print(f"{board}: {'/'.join(key)}")
+    print(format_rows(headers, rows))
+    print("Median [95% CI of the median] (n) per run; partial runs are shown, not trended.")
+    return ExitCode.OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from evbench.history.queries import export_csv
+
+    with _open(args) as store:
+        text = export_csv(store, _board(store, args.board), _since(args.since))
+    if args.csv == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(Path(args.csv), text.encode())
+        print(f"{text.count(chr(10)) - 1} records -> {args.csv}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from evbench.history.trends import find_changes, regressions
+    from evbench.report import criteria
+
+    limits = criteria.load(args.criteria) if args.criteria else criteria.Criteria()
+    since = _since(args.since)
+    with _open(args) as store:
+        found = find_changes(store, _board(store, args.board))
+    shown = [c for c in found if not since or c.date >= since]
+    for change in shown:
+        print(change.describe() + (f" [accepted: {change.accepted['reason']}]"
+                                   if change.accepted else ""))  # fmt: skip
+    print(f"{len(shown)} change points" + (f" since {since}" if since else ""), file=sys.stderr)
+    failing = regressions(found, limits, since)
+    if failing:
+        raise CheckFailed(
+            f"{len(failing)} new regression(s): "
+            + "; ".join(f"{c.board} {c.series_name} {c.pct:+.1f}% at {c.run_id}" for c in failing),
+            hint="a known change: evbench history accept --board B --run RUN_ID --reason WHY",
+        )
+    return ExitCode.OK
+
+
+def _accept(args: argparse.Namespace) -> int:
+    who = args.by or getpass.getuser()
+    if not args.reason.strip():
+        raise UserError("--reason is empty", hint="say why the change is expected")
+    with _open(args) as store:
+        board = _board(store, args.board)
+        new = store.accept(board, args.run, args.series, who, args.reason.strip())
+    print(f"{'accepted' if new else 'already accepted'}: {board} {args.series} at {args.run} "
+          f"by {who}")  # fmt: skip
+    return ExitCode.OK
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from evbench.history.pruning import prune
+
+    with _open(args) as store:
+        doomed = prune(store, args.keep, args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {len(doomed)} runs" + (f": {', '.join(doomed)}" if doomed else ""))
+    return ExitCode.OK
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from evbench.history.copying import copy
+
+    with _open(args, args.source) as source, _open(args, args.target) as target:
+        copied = copy(source, target)
+        where = f"{source.url.display} -> {target.url.display}"
+        print(f"{copied.added} runs copied, {copied.already} already there, "
+              f"{copied.acceptances} acceptances: {where}")  # fmt: skip
+    return ExitCode.OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from evbench.history.trend_page import PAGE, render
+
+    with _open(args) as store:
+        page, plots, found = render(store, _board(store, args.board))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / PAGE
+    write_atomic(path, page.encode())
+    print(path)
+    print(f"{plots} plots, {len(found)} change points", file=sys.stderr)
+    return ExitCode.OK
+
+
+ACTIONS = {
+    "add": _add,
+    "list": _list,
+    "show": _show,
+    "export": _export,
+    "check": _check,
+    "accept": _accept,
+    "prune": _prune,
+    "copy": _copy,
+    "report": _report,
+}

@@ -1,0 +1,170 @@
+"""The trend page: one self-contained HTML file, one plot per metric and board.
+
+Like the run report it needs no network: the plots are PNGs embedded as data
+URIs, the style is inline, there is no script. Each plot shows the nightly
+medians with their 95 % intervals (partial runs hollow), the change points
+as dashed lines with their size, and the nights on which a version changed
+(image, kernel, Python, protobuf, a codec, the agent) as dotted lines named
+underneath. Below each plot, every run links to its report where that is
+still on disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import defaultdict
+from html import escape
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: no display on a lab PC or in CI
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from evbench.history import changes
+from evbench.history.store import SeriesPoint, Store
+from evbench.history.trends import find_changes, series_name
+from evbench.report.html import POLICY, STYLE
+from evbench_agent import metrics
+
+DPI = 96
+#: A store with more series than this draws the first ones and says how many it left out.
+MAX_PLOTS = 300
+PAGE = "trends.html"
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _plot(
+    points: list[SeriesPoint],
+    found: list[changes.Change],
+    moved: list[tuple[int, str]],
+    title: str,
+) -> bytes:
+    unit = str(points[0].record["unit"])
+    figure, axes = plt.subplots(figsize=(9, 3.4), dpi=DPI)
+    x = list(range(len(points)))
+    medians = [p.record["median"] for p in points]
+    low = [p.record["ci95_low"] if p.record["ci95_low"] is not None else m
+           for p, m in zip(points, medians, strict=True)]  # fmt: skip
+    high = [p.record["ci95_high"] if p.record["ci95_high"] is not None else m
+            for p, m in zip(points, medians, strict=True)]  # fmt: skip
+    errors = [[m - lo for m, lo in zip(medians, low, strict=True)],
+              [hi - m for m, hi in zip(medians, high, strict=True)]]  # fmt: skip
+    complete = [i for i, p in enumerate(points) if not p.run["partial"]]
+    partial = [i for i, p in enumerate(points) if p.run["partial"]]
+    for indices, face in ((complete, "C0"), (partial, "none")):
+        if indices:
+            axes.errorbar(
+                indices,
+                [medians[i] for i in indices],
+                yerr=[[errors[0][i] for i in indices], [errors[1][i] for i in indices]],
+                fmt="o",
+                color="C0",
+                markerfacecolor=face,
+                capsize=2,
+                label="partial run" if face == "none" else "median, 95% CI",
+            )
+    by_run = {p.run["run_id"]: i for i, p in enumerate(points)}
+    for change in found:
+        index = by_run[change.run_id] - 0.5
+        colour = "C3" if change.worse else "C2"
+        axes.axvline(index, color=colour, linestyle="--")
+        axes.annotate(f"{change.pct:+.1f}%", (index, 1.0), xycoords=("data", "axes fraction"),
+                      color=colour, ha="left", va="top", fontsize=8)  # fmt: skip
+    for index, label in moved:
+        axes.axvline(index - 0.5, color="0.5", linestyle=":")
+        axes.annotate(label, (index - 0.5, 0.0), xycoords=("data", "axes fraction"),
+                      color="0.35", rotation=90, ha="right", va="bottom", fontsize=7)  # fmt: skip
+    axes.set_xticks(x, [p.run["start_time"][:10] for p in points], rotation=45, ha="right",
+                    fontsize=7)  # fmt: skip
+    axes.set_ylabel(unit)
+    axes.set_title(title, fontsize=10)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left")
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _links(points: list[SeriesPoint]) -> str:
+    items = []
+    for point in points:
+        run = point.run
+        directory = run.get("directory")
+        report = Path(directory) / "report.html" if directory else None
+        label = escape(f"{run['start_time'][:16]} {run['run_id']}")
+        if report is not None and report.is_file():
+            items.append(f'<a href="{escape(report.as_uri())}">{label}</a>')
+        else:
+            items.append(f"{label} (report not on disk)")
+    return (
+        '<details><summary>runs</summary><p class="note">' + "<br>".join(items) + "</p></details>"
+    )
+
+
+def render(store: Store, board: str | None = None) -> tuple[str, int, list[changes.Change]]:
+    """The page's HTML, the number of plots, and the change points it shows."""
+    found = find_changes(store, board)
+    per_series: dict[tuple[str, tuple], list[changes.Change]] = defaultdict(list)
+    for change in found:
+        per_series[(change.board, change.series)].append(change)
+    figures, left_out = [], 0
+    for name in [board] if board else store.boards():
+        for key in store.series_keys(name):
+            points = store.series(name, key, include_partial=True)
+            if len(points) < 2:
+                continue
+            if len(figures) >= MAX_PLOTS:
+                left_out += 1
+                continue
+            moved, previous = [], None
+            for index, point in enumerate(points):
+                if previous is not None:
+                    diff = changes.version_changes(previous, point.run)
+                    if diff:
+                        moved.append((index, ", ".join(f"{k} {b}" for k, (_a, b) in diff.items())))
+                if not point.run["partial"]:
+                    previous = point.run
+            label = metrics.METRICS.get(key[3].split("[", 1)[0])
+            title = f"{name}: {series_name(key)}" + (f" ({label.label})" if label else "")
+            png = _plot(points, per_series[(name, key)], moved, title)
+            data = base64.b64encode(png).decode("ascii")
+            notes = "".join(
+                f"<li>{escape(c.describe())}{' (accepted)' if c.accepted else ''}</li>"
+                for c in per_series[(name, key)]
+            )
+            figures.append(
+                f'<figure><img alt="{escape(title)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{escape(title)}: nightly median and its 95% CI (n per run in the "
+                f"store); dashed: change points, dotted: version changes."
+                f"{f'<ul>{notes}</ul>' if notes else ''}{_links(points)}</figcaption></figure>"
+            )
+    summary = (
+        f"<p>{len(store.runs(board=board))} runs, {len(figures)} series plotted"
+        + (f", {left_out} more not drawn" if left_out else "")
+        + f", {len(found)} change points. Method: {escape(METHOD)}</p>"
+    )
+    title = "evbench trends" + (f": {board}" if board else "")
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n"
+        f"<body><h1>{escape(title)}</h1>\n{summary}\n{''.join(figures)}\n</body></html>\n"
+    )
+    return page, len(figures), found
+
+
+METHOD = (
+    "change points by binary segmentation of the nightly medians (log scale, wild single "
+    "nights tamed by a 5-night running median), a permutation test on normal scores "
+    "(p < 0.05) and the 95% interval of the ratio wholly beyond 2%; partial runs are drawn "
+    "hollow and left out of the detection."
+)
