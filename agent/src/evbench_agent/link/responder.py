@@ -131,6 +131,8 @@ class Responder:
     def close(self) -> None:
         """Stop accepting, shut every connection down, wait for the threads."""
         self._closed = True
+        with contextlib.suppress(OSError):  # wakes an accept() blocked in another thread
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         with self._lock:
             connections = dict(self._connections)

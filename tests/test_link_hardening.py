@@ -1,0 +1,270 @@
+"""The responder under attack, live on 127.0.0.1: slow clients (slow loris), clients that
+stall holding a slot, a deeply nested HELLO, frames in the same write as the HELLO, a
+first frame that claims 1 MiB, and the shared token.
+
+The slot and deadline tests run a real `Responder` in a thread of this process, so they
+can use deadlines of about a second (the command's are 5 s and 120 s); the others run
+the real `evbench-agent serve` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from evbench_agent.link import client, framing, handshake, messages
+from evbench_agent.link.responder import Responder
+from evbench_agent.link.service import start_responder
+
+SEED_MESSAGE = "evbench.seed.BackendDataPacket"
+DEADLINE_S = 1.0
+
+
+def _hello_bytes(**extra) -> bytes:
+    document = {
+        "codec": "json",
+        "profile": "seed",
+        "message": SEED_MESSAGE,
+        "mode": "ack",
+        "protocol": "evbench-link",
+        "version": 2,
+        **extra,
+    }
+    body = json.dumps(document).encode()
+    # length (kind + sequence + body), kind 0, sequence 0: worked from the documented layout
+    return struct.pack("<I", 9 + len(body)) + b"\x00" + b"\x00" * 8 + body
+
+
+def _frames(sock: socket.socket, count: int, timeout_s: float = 5.0) -> list[tuple]:
+    """`count` frames as (kind, sequence, body), cut by hand from the documented layout
+    (4-byte LE length, kind byte, 8-byte LE sequence, body), not by the module's reader."""
+    sock.settimeout(timeout_s)
+    data, frames = b"", []
+    while len(frames) < count:
+        if len(data) >= 4 and len(data) >= 4 + struct.unpack("<I", data[:4])[0]:
+            (length,) = struct.unpack("<I", data[:4])
+            kind, sequence = data[4], struct.unpack("<Q", data[5:13])[0]
+            frames.append((kind, sequence, data[13 : 4 + length]))
+            data = data[4 + length :]
+            continue
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError(f"closed after {len(frames)} frames and {len(data)} bytes")
+        data += chunk
+    return frames
+
+
+def _answer(sock: socket.socket, timeout_s: float = 5.0) -> dict:
+    """The HELLO answer, read by hand."""
+    ((kind, _sequence, body),) = _frames(sock, 1, timeout_s)
+    assert kind == 0  # HELLO
+    return json.loads(body)
+
+
+def _closed(sock: socket.socket, timeout_s: float) -> bool:
+    """True once the peer closes (EOF or reset) within `timeout_s`."""
+    sock.settimeout(timeout_s)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+@pytest.fixture
+def live():
+    """A real Responder with short deadlines, serving in a thread; 2 slots."""
+    logged: list[str] = []
+    responder = Responder(
+        port=0,
+        max_connections=2,
+        log=logged.append,
+        handshake_deadline_s=DEADLINE_S,
+        idle_timeout_s=1.5,
+    )
+    thread = threading.Thread(target=responder.serve_forever, daemon=True)
+    thread.start()
+    yield responder, logged
+    responder.close()
+    thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def served():
+    with start_responder(max_connections=4) as process:
+        yield process
+
+
+def _dribble(sock: socket.socket, data: bytes, every_s: float, stop: threading.Event) -> None:
+    for byte in data:
+        if stop.wait(every_s):
+            return
+        try:
+            sock.sendall(bytes([byte]))
+        except OSError:
+            return
+
+
+def test_slow_clients_are_dropped_at_the_handshake_deadline_not_held(live):
+    responder, _ = live
+    stop = threading.Event()
+    slow = [socket.create_connection(responder.address) for _ in range(4)]
+    started = time.monotonic()
+    # one byte every 0.2 s: each recv() gets data long before any per-recv limit
+    threads = [
+        threading.Thread(target=_dribble, args=(s, _hello_bytes(), 0.2, stop), daemon=True)
+        for s in slow
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for sock in slow:
+            assert _closed(sock, 4 * DEADLINE_S)
+        assert time.monotonic() - started < 3 * DEADLINE_S
+    finally:
+        stop.set()
+        for sock in slow:
+            sock.close()
+    assert responder.counts()["served"] == 0
+
+
+def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(live):
+    responder, logged = live
+    link = messages.bind("json", "seed")
+    stalled = [client.Connection(responder.address, link, "ack") for _ in range(2)]
+    try:
+        time.sleep(DEADLINE_S + 0.3)  # they send nothing: stalled past the handshake deadline
+        with client.Connection(responder.address, link, "ack") as fresh:
+            result = client.run_periodic(fresh, link.sample_data(2, 1), 100.0, 5, 0, 0.5)
+        assert result.error is None and result.lost == 0
+        assert any("gave up its slot" in line for line in logged)
+    finally:
+        for connection in stalled:
+            connection.close()
+
+
+def test_when_busy_clients_hold_every_slot_the_refusal_says_so(live):
+    responder, _ = live
+    link = messages.bind("json", "seed")
+    stop = threading.Event()
+    busy = [client.Connection(responder.address, link, "ack") for _ in range(2)]
+
+    def keep_busy(connection: client.Connection) -> None:
+        exchange = client.Exchange(connection, link.sample_data(2, 1))
+        while not stop.wait(0.05):
+            exchange.send_next()
+            exchange.wait(200_000_000)
+
+    threads = [threading.Thread(target=keep_busy, args=(c,), daemon=True) for c in busy]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(DEADLINE_S + 0.3)
+        with pytest.raises(handshake.HandshakeError) as refused:
+            client.Connection(responder.address, link, "ack")
+        assert "connection limit (2) is reached: other clients hold every slot" in str(
+            refused.value
+        )
+        assert "other clients" in refused.value.hint and "same evbench version" not in (
+            refused.value.hint
+        )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        for connection in busy:
+            connection.close()
+
+
+def test_a_client_that_dribbles_a_frame_after_its_handshake_is_dropped_at_the_idle_deadline(live):
+    responder, _ = live
+    link = messages.bind("json", "seed")
+    connection = client.Connection(responder.address, link, "ack")
+    stop = threading.Event()
+    frame = framing.pack(framing.MESSAGE, 0, b"x" * 64)
+    dribbler = threading.Thread(
+        target=_dribble, args=(connection.sock, frame, 0.2, stop), daemon=True
+    )
+    started = time.monotonic()
+    dribbler.start()
+    try:
+        # idle deadline 1.5 s: dropped at the first recv after it, at most 1.5 s later
+        assert _closed(connection.sock, 5.0)
+        assert time.monotonic() - started < 3.5
+    finally:
+        stop.set()
+        connection.close()
+
+
+def test_a_deeply_nested_hello_is_refused_with_a_reason(served):
+    body = b"[" * 4000
+    with socket.create_connection(served.address, timeout=5) as sock:
+        sock.sendall(struct.pack("<I", 9 + len(body)) + b"\x00" * 9 + body)
+        answer = _answer(sock)
+    assert answer["ok"] is False and "nested too deeply" in answer["error"]
+    assert served.alive()
+
+
+def test_a_message_in_the_same_write_as_the_hello_is_answered(served):
+    link = messages.bind("json", "seed")
+    blob = link.encode(link.sample_data(1, 1)[0])
+    message = struct.pack("<IBQ", 9 + len(blob), 1, 42) + blob  # kind 1 MESSAGE, sequence 42
+    with socket.create_connection(served.address, timeout=5) as sock:
+        sock.sendall(_hello_bytes() + message)
+        (hello_kind, _, hello), (kind, sequence, _body) = _frames(sock, 2)
+    assert hello_kind == 0 and json.loads(hello)["ok"] is True
+    assert (kind, sequence) == (2, 42)  # REPLY to 42
+
+
+def test_a_first_frame_longer_than_a_hello_is_refused_before_its_body_arrives(served):
+    with socket.create_connection(served.address, timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(struct.pack("<I", 1 << 20) + b"\x00" * 9)  # claims 1 MiB, sends 9 bytes
+        answer = _answer(sock)
+        assert time.monotonic() - started < 2.0
+    assert answer["ok"] is False and "at most 4105" in answer["error"]  # 9 + 4096
+
+
+def test_a_responder_with_a_token_refuses_a_hello_without_it():
+    responder = Responder(port=0, max_connections=2, log=lambda _line: None, token="s3cret-0")
+    thread = threading.Thread(target=responder.serve_forever, daemon=True)
+    thread.start()
+    link = messages.bind("json", "seed")
+    try:
+        with pytest.raises(handshake.HandshakeError, match="does not carry this responder's"):
+            client.Connection(responder.address, link, "ack", token="wrong")
+        with client.Connection(responder.address, link, "ack", token="s3cret-0") as good:
+            assert good.accepted["ok"] is True
+    finally:
+        responder.close()
+        thread.join(5)
+
+
+def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
+    # all interfaces for a moment: what the warning is for
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evbench_agent", "serve", "--bind", "0.0.0.0", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "EVBENCH_LINK_TOKEN"},
+    )
+    try:
+        process.stdout.readline()  # listening
+        process.terminate()
+        stderr = process.communicate(timeout=15)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "WARNING: anyone who can reach" in stderr and "EVBENCH_LINK_TOKEN" in stderr
