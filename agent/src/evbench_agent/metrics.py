@@ -42,6 +42,7 @@ METRICS: dict[str, Metric] = {
         Metric("cpu_per_msg_responder", "s", LOWER_IS_BETTER, "CPU per message, responder"),
         Metric("lost", "messages", LOWER_IS_BETTER, "Lost messages"),
         Metric("late", "messages", LOWER_IS_BETTER, "Late replies"),
+        Metric("wakeup_latency", "s", LOWER_IS_BETTER, "Wake-up latency, plain sleeper (board)"),
         # telemetry (suite "telemetry", per phase; values are one per telemetry sample)
         Metric("cpu_util", "percent", LOWER_IS_BETTER, "CPU utilisation, all cores"),
         Metric("agent_cpu", "percent", LOWER_IS_BETTER, "Agent CPU, % of one core"),
