@@ -4,7 +4,6 @@ frames per read, oversize lengths, garbage and truncated frames."""
 from __future__ import annotations
 
 import socket
-import struct
 
 import pytest
 
@@ -26,7 +25,32 @@ def tcp_pair():
 
 def test_pack_layout_is_the_documented_one():
     data = framing.pack(framing.MESSAGE, 0x0102030405060708, b"abc")
-    assert data == struct.pack("<I", 12) + bytes([1]) + bytes(range(8, 0, -1)) + b"abc"
+    # length 12 = kind 1 + sequence 8 + body 3, little-endian; kind MESSAGE = 1;
+    # the sequence little-endian; the body
+    assert data == bytes.fromhex("0c000000 01 0807060504030201") + b"abc"
+
+
+def test_a_reply_carries_the_processing_time_first():
+    data = framing.pack_reply(5, 300_000, b"ok")
+    # length 19 = 1 + 8 + processing 8 + 2; kind REPLY = 2; sequence 5; 300000 = 0x493e0
+    assert data == bytes.fromhex("13000000 02 0500000000000000 e093040000000000") + b"ok"
+    frame = framing.Frame(2, 5, data[13:])
+    assert framing.split_reply(frame.body) == (300_000, b"ok")
+    with pytest.raises(framing.FrameError, match="no processing time"):
+        framing.split_reply(b"\x01\x02")
+
+
+def test_frames_after_the_first_are_kept_for_the_next_receive(tcp_pair):
+    client, server = tcp_pair
+    hello = bytes.fromhex("0b000000 00 0000000000000000") + b"{}"
+    message = bytes.fromhex("0a000000 01 0700000000000000") + b"m"
+    client.sendall(hello + message)
+    reader = framing.FrameReader(server)
+    frames = []
+    while len(frames) < 2:
+        frames += reader.receive()
+    reader.unread(frames[1:])
+    assert reader.receive() == [framing.Frame(1, 7, b"m")]  # no recv(): it was kept
 
 
 def test_a_frame_sent_byte_by_byte_is_cut_out_whole(tcp_pair):
@@ -54,7 +78,7 @@ def test_several_frames_in_one_read_all_come_out_in_order(tcp_pair):
 
 def test_a_length_over_the_cap_is_refused_before_reading_it(tcp_pair):
     client, server = tcp_pair
-    client.sendall(struct.pack("<I", 100_001) + b"x" * 20)
+    client.sendall(bytes.fromhex("a1860100") + b"x" * 20)  # 100001 = 0x186a1
     with pytest.raises(framing.FrameError, match=r"100001 bytes is outside 9\.\.100000"):
         framing.FrameReader(server, max_frame=100_000).receive()
 
@@ -68,7 +92,7 @@ def test_garbage_bytes_are_an_error_not_a_frame(tcp_pair):
 
 def test_an_unknown_kind_is_refused(tcp_pair):
     client, server = tcp_pair
-    client.sendall(struct.pack("<I", 9) + struct.pack("<BQ", 99, 1))
+    client.sendall(bytes.fromhex("09000000 63 0100000000000000"))  # kind 99
     with pytest.raises(framing.FrameError, match="unknown frame kind 99"):
         framing.FrameReader(server).receive()
 
@@ -102,5 +126,7 @@ def test_rfc3550_jitter_follows_the_estimator():
 
 
 def test_wire_bytes_counts_one_header_set_per_segment():
-    assert figures.wire_bytes(100) == 100 + figures.SEGMENT_OVERHEAD
-    assert figures.wire_bytes(figures.MSS + 1) == figures.MSS + 1 + 2 * figures.SEGMENT_OVERHEAD
+    # 90 = Ethernet 14 + FCS 4 + preamble 8 + gap 12 + IPv4 20 + TCP 20 + timestamps 12;
+    # a segment holds 1500 - 52 = 1448 bytes
+    assert figures.wire_bytes(100) == 190
+    assert figures.wire_bytes(1449) == 1449 + 2 * 90

@@ -1,0 +1,112 @@
+"""Link figures against values worked by hand (a phase whose times and sizes are set
+here), and against what a live phase on 127.0.0.1 really sent and timed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from evbench_agent.link import client, figures, messages, saturation
+from evbench_agent.link.service import start_responder
+
+MS = 1_000_000  # ns
+
+
+def _hand_phase() -> client.PhaseResult:
+    """Three messages 50 ms apart; the third's reply comes 2 s after its send, past the
+    1 s lost_after of a 1 ms deadline (client.MIN_LOST_AFTER_S)."""
+    sent = {
+        0: client.Sent(encode_start=0, send=1_000, payload_bytes=10, frame_bytes=23),
+        1: client.Sent(
+            encode_start=50 * MS, send=50 * MS + 1_000, payload_bytes=20, frame_bytes=33
+        ),
+        2: client.Sent(
+            encode_start=100 * MS, send=100 * MS + 1_000, payload_bytes=30, frame_bytes=43
+        ),
+    }
+    replies = {
+        # (arrival, decoded, responder's processing)
+        0: (1_000 + 300_000, 1_400_000, 100_000),
+        1: (50 * MS + 1_000 + 500_000, 50 * MS + 600_000, 250_000),
+        2: (100 * MS + 1_000 + 2_000 * MS, 2_200 * MS, 10_000),
+    }
+    return client.PhaseResult(
+        sent=sent,
+        replies=replies,
+        lateness=[5_000, 7_000, 9_000],
+        client_cpu_ns=3 * MS,
+        responder={"messages": 3, "cpu_ns": 600_000},
+        lost_after_ns=1_000 * MS,
+    )
+
+
+def test_phase_figures_worked_by_hand():
+    measured = figures.PhaseFigures(_hand_phase(), 20.0, 0.001)
+    # transport: arrival - send - processing = 300 - 100 and 500 - 250 us
+    assert measured.rtt_transport == pytest.approx([200e-6, 250e-6])
+    # end to end: decoded - encode start = 1.4 ms and 0.6 ms; the lost one has none
+    assert measured.rtt == pytest.approx([1.4e-3, 0.6e-3])
+    assert measured.lost == 1 and measured.late == 1  # 1.4 ms > the 1 ms deadline
+    assert measured.send_lateness == pytest.approx([5e-6, 7e-6, 9e-6])
+    # bandwidth: sends at 1 us and 100.001 ms span 0.1 s; the bytes of the first two
+    assert measured.bandwidth_payload == pytest.approx((10 + 20) / 0.1)
+    # on the wire, per frame: Ethernet 14 + FCS 4 + preamble 8 + gap 12, IPv4 20,
+    # TCP 20 + timestamps 12 = 90 bytes around each segment
+    assert measured.bandwidth_wire == pytest.approx((23 + 90 + 33 + 90) / 0.1)
+    assert measured.cpu_per_msg_client == pytest.approx(1e-3)  # 3 ms over 3 messages
+    assert measured.cpu_per_msg_responder == pytest.approx(200e-6)
+
+
+def test_a_reply_past_its_own_timeout_is_lost_even_if_it_came():
+    result = _hand_phase()
+    assert 2 in result.replies and result.answered() == [0, 1] and result.lost == 1
+
+
+def test_wire_bytes_by_hand():
+    # MSS = 1500 - IPv4 20 - TCP 20 - timestamps 12 = 1448 bytes per segment
+    assert figures.wire_bytes(100) == 190
+    assert figures.wire_bytes(1448) == 1448 + 90
+    assert figures.wire_bytes(1449) == 1449 + 180
+
+
+@pytest.fixture(scope="module")
+def responder():
+    with start_responder(max_connections=2) as process:
+        yield process
+
+
+def test_a_live_phase_figures_match_what_was_sent_and_timed(responder):
+    link = messages.bind("protobuf", "seed")
+    started = time.perf_counter_ns()
+    with client.Connection(responder.address, link, "ack") as connection:
+        result = client.run_periodic(connection, link.sample_data(4, 1), 100.0, 20, 5, 0.5)
+    wall = time.perf_counter_ns() - started
+    measured = figures.PhaseFigures(result, 100.0, 0.5)
+    assert result.total_sent == 25 and len(result.sent) == 20 and measured.lost == 0
+    sends = [result.sent[s].send for s in sorted(result.sent)]
+    # lateness is measured before encoding: never more than the gap to the send itself
+    for lateness, send, next_send in zip(result.lateness, sends, sends[1:], strict=False):
+        assert 0 <= lateness < next_send - send
+    # bandwidth: 19 intervals between 20 sends, each message's payload as encoded here
+    sizes = [len(link.encode(link.sample_data(4, 1)[s % 4])) for s in sorted(result.sent)]
+    assert measured.bandwidth_payload == pytest.approx(
+        sum(sizes[:-1]) / ((sends[-1] - sends[0]) / 1e9)
+    )
+    # CPU time of the sending thread cannot exceed the wall time it ran
+    assert 0 < measured.cpu_per_msg_client * 20 < wall / 1e9
+    # each transport RTT is below its raw send-to-reply time, by the responder's time
+    for sequence in result.answered():
+        arrival, _decoded, processing = result.replies[sequence]
+        assert 0 < processing < arrival - result.sent[sequence].send
+
+
+def test_a_ping_pong_cannot_exceed_one_message_per_round_trip(responder):
+    link = messages.bind("json", "seed")
+    with client.Connection(responder.address, link, "ack") as connection:
+        result = saturation.run_saturation(connection, link.sample_data(4, 1), 1, 0.3, 0.05, 0.5)
+    assert result.error is None and result.messages == len(result.rtt_transport) > 10
+    assert 0 < result.seconds <= 0.3
+    # with one message in flight, each takes at least its transport RTT
+    assert result.messages / result.seconds <= 1 / min(result.rtt_transport)
+    assert result.total_sent >= result.messages
