@@ -28,6 +28,31 @@ def require_command(name: str) -> str:
     return path
 
 
+@pytest.fixture(autouse=True)
+def history_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's runs go to a history store of its own, never the user's real one."""
+    path = tmp_path / "history.sqlite"
+    monkeypatch.setenv("EVBENCH_HISTORY", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on a free loopback port (tests/postgres.py)."""
+    from postgres import Postgres, find_bin
+
+    bin_dir = find_bin()
+    require(bin_dir is not None, "PostgreSQL (Debian package postgresql: initdb, pg_ctl)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        require(False, "psycopg 3 (requirements-dev.txt, evbench[postgres])")
+    server = Postgres(bin_dir)
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def agent_python() -> str:
     """The interpreter that runs the agent in these tests (the venv's)."""

@@ -1,0 +1,56 @@
+"""Runs for the history tests, made from the committed sample run (tests/data/runs/core-v1).
+
+`night` copies it under a new run id and start time, optionally with every
+timing sample multiplied by a factor and with other versions in its
+manifest, then rewrites its summary and SHA256SUMS as the agent would, so
+the copy is a valid, verified run directory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT
+
+from evbench_agent import results
+
+CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
+TIMING_METRICS = ("encode", "decode", "decode_access")
+
+
+def night(
+    out: Path,
+    number: int,
+    factor: float = 1.0,
+    platform: dict[str, Any] | None = None,
+    board: str = "name:bench-1",
+    source: Path = CORE_V1,
+) -> Path:
+    """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`."""
+    directory = out / f"night-{number:02d}"
+    shutil.copytree(source, directory)
+    manifest = json.loads((directory / results.MANIFEST).read_text())
+    run_id = f"2026{number:04d}T020000Z-{number:06x}"
+    start = dt.datetime(2026, 11, 1, 2, tzinfo=dt.timezone.utc) + dt.timedelta(days=number)
+    manifest.update(run_id=run_id, start_time=start.isoformat(timespec="milliseconds"))
+    manifest["board_identity"] = {"id": board, "source": "--board-name", "place": None}
+    manifest["platform"].update(platform or {})
+    results.write_json(directory / results.MANIFEST, manifest)
+    lines = []
+    for line in (directory / results.SAMPLES).read_text().splitlines():
+        sample_set = json.loads(line)
+        if sample_set["metric"] in TIMING_METRICS:
+            sample_set["values"] = [v * factor for v in sample_set["values"]]
+        lines.append(json.dumps(sample_set) + "\n")
+    (directory / results.SAMPLES).write_text("".join(lines))
+    records = results.summarize(results.read_samples(directory))
+    summary = {"format": results.FORMAT, "version": results.VERSION, "run_id": run_id,
+               "partial": False, "records": records}  # fmt: skip
+    results.write_json(directory / results.SUMMARY, summary)
+    results.write_checksums(directory)
+    (directory / results.COMPLETE).write_text(f"{run_id}\n")
+    return directory

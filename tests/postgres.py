@@ -1,0 +1,105 @@
+"""A real PostgreSQL server for the history tests, started on loopback and thrown away.
+
+Debian's `postgresql` package provides initdb, pg_ctl and postgres under
+/usr/lib/postgresql/VERSION/bin. The server refuses to run as root, so under
+root (as the tests run here and in CI) the cluster belongs to `nobody`, in a
+directory of its own under /tmp (pytest's tmp dirs are root's, mode 0700). It
+listens on 127.0.0.1 only, on a free port, with its socket in that directory;
+the superuser `evbench` has a random password (scram-sha-256 over TCP).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+START_TIMEOUT_S = 60
+USER = "evbench"
+
+
+def find_bin() -> Path | None:
+    """The newest Debian PostgreSQL bin directory that has initdb and pg_ctl."""
+    candidates = sorted(
+        (str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
+        key=lambda p: (
+            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
+        ),
+    )
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Postgres:
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.password = secrets.token_urlsafe(18)
+        self.port = _free_port()
+        self.root = Path(tempfile.mkdtemp(prefix="evbench-pg-"))
+        self.data = self.root / "data"
+        self._databases = 0
+        # The server refuses root: a system user that owns nothing else runs it.
+        self.owner = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+
+    def _run(self, *argv: str, timeout: float = START_TIMEOUT_S) -> None:
+        kwargs = {}
+        if self.owner is not None:
+            kwargs = {"user": self.owner.pw_uid, "group": self.owner.pw_gid}
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, cwd=self.root, check=False,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, **kwargs,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+
+    def start(self) -> None:
+        password_file = self.root / "pw"
+        password_file.write_text(self.password + "\n")
+        if self.owner is not None:
+            os.chown(self.root, self.owner.pw_uid, self.owner.pw_gid)
+            os.chown(password_file, self.owner.pw_uid, self.owner.pw_gid)
+        password_file.chmod(0o600)
+        self._run(
+            str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", USER,
+            f"--pwfile={password_file}", "--auth=scram-sha-256", "--no-sync", "-E", "UTF8",
+        )  # fmt: skip
+        password_file.unlink()
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} "
+            f"-c unix_socket_directories={self.root} -c fsync=off"
+        )
+        self._run(
+            str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"),
+            "-w", "-t", str(START_TIMEOUT_S), "-o", options, "start",
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                      "-w", "stop")  # fmt: skip
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, database: str = "postgres", with_password: bool = False) -> str:
+        secret = f":{self.password}" if with_password else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL (no password: PGPASSWORD carries it)."""
+        import psycopg
+
+        self._databases += 1
+        name = f"history_{self._databases}"
+        with psycopg.connect(self.url(with_password=True), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
