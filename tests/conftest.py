@@ -28,6 +28,16 @@ def require_command(name: str) -> str:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_history_store(tmp_path_factory: pytest.TempPathFactory):
+    """Runs made by session and module fixtures (before any test's own store is set)
+    go to a throwaway history store too, never the user's real one."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("history") / "history.sqlite"
+        patch.setenv("EVBENCH_HISTORY", str(path))
+        yield path
+
+
 @pytest.fixture(autouse=True)
 def history_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's runs go to a history store of its own, never the user's real one."""
