@@ -59,6 +59,13 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "--profile", "profiles", "comma list of payload profiles, or 'all' (default: seed,ev-full)"
     ),
     RunOption("--codecs", "codecs", "comma list of codecs, or 'all' (the installed ones)"),
+    RunOption(
+        "--payloads",
+        "payloads",
+        "payloads per profile (default 200); with --samples, the file's first N",
+        int,
+        "N",
+    ),
     # the sample plan
     RunOption("--quick", "quick", "the quick sample plan (a fixed small plan)", None),
     RunOption("--processes", "processes", "worker processes (sample plan)", int),

@@ -183,6 +183,8 @@ def schema_document(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.samples:  # ship only the messages the run takes, byte for byte
         count = getattr(args, "payloads", None) or DEFAULT_COUNT
         document["samples"] = samples.source_from_file(args.samples, limit=count)
+    # A link responder started here (--peer host) is a child: it finds the profile too.
+    user_schema.activate(document)
     return document
 
 
