@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import tempfile
 from pathlib import Path
 
-from evbench import link_peer
+from evbench import link_peer, schema
 from evbench.board_options import add_board_options
 from evbench.boards import Board, open_board
 from evbench.progress import ProgressView
@@ -26,6 +27,7 @@ AGENT_EXIT_TIMEOUT = 60.0
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     add_board_options(parser, default="local")
     options.add_run_options(parser)  # the agent's run options, passed on as given
+    schema.add_schema_options(parser)  # host only: protoc compiles the .proto here
     parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
@@ -33,6 +35,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
     argv = ["run", "--progress", "json", "--run-id", run_id, "--out", str(out)]
+    if getattr(args, "agent_spec", None):  # a user's schema travels as a spec file
+        argv += ["--spec", args.agent_spec]
     return argv + options.agent_argv(args)
 
 
@@ -67,6 +71,15 @@ def _write_report(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    document = schema.schema_document(args)  # a bad schema stops here: no run directory
+    if document is None:
+        return _run(args)
+    with tempfile.TemporaryDirectory(prefix="evbench-schema-") as scratch:
+        spec_file = schema.write_spec(document, Path(scratch))
+        return _run(argparse.Namespace(**{**vars(args), "agent_spec": str(spec_file)}))
+
+
+def _run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
     link_peer.check_peer(args.board, getattr(args, "peer", None))
@@ -116,6 +129,7 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
 
         with link_peer.board_responder(board, install.command) as address:
             return _run_local(LocalBoard(), _with_peer(args, address), run_id, out)
+    args = _spec_on_board(board, args, run_id)
     responder = (
         link_peer.host_responder(board, getattr(args, "realtime", False))
         if peer == "host"
@@ -129,6 +143,15 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
             lambda results_dir: _agent_arguments(_with_peer(args, address), run_id, results_dir),
             out,
         )
+
+
+def _spec_on_board(board: Board, args: argparse.Namespace, run_id: str) -> argparse.Namespace:
+    """Copy the run's spec file (a user's schema) to the board; the agent there reads it."""
+    if not getattr(args, "agent_spec", None):
+        return args
+    remote = f"{board.work_dir}/{run_id}.spec.json"
+    board.put(Path(args.agent_spec), remote)
+    return argparse.Namespace(**{**vars(args), "agent_spec": remote})
 
 
 def _with_peer(args: argparse.Namespace, peer: str | None) -> argparse.Namespace:
