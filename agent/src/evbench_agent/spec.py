@@ -247,6 +247,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
 
         user_profile = user_schema.activate(values["schema"]).name
         values.setdefault("profiles", [user_profile])
+        values.setdefault("link_profiles", [user_profile])  # the link carries it too
     if "suites" in values:
         values["suites"] = _expand(_names(values["suites"], "suites"), list(SUITES), "suite")
     if "profiles" in values:
