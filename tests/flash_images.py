@@ -77,22 +77,33 @@ def mapped_spans(bmap_text: str, block_size: int, image_size: int) -> list[tuple
     return spans
 
 
-def _assert_pattern(fd: int, start: int, end: int) -> None:
+def _assert_unmapped(fd: int, start: int, end: int, holes: bool) -> None:
     while start < end:
         length = min(4 * MiB, end - start)
-        expected = (PATTERN * (length // 2 + 2))[start % 2 : start % 2 + length]
+        if holes:
+            expected = bytes(length)
+        else:
+            expected = (PATTERN * (length // 2 + 2))[start % 2 : start % 2 + length]
         assert os.pread(fd, length, start) == expected, f"unmapped bytes near {start} were written"
         start += length
 
 
-def assert_flashed(target: Path | str, image: Path, spans: list[tuple[int, int]]) -> None:
-    """Mapped spans equal the image byte for byte; everything else still holds PATTERN."""
+def assert_flashed(
+    target: Path | str, image: Path, spans: list[tuple[int, int]], as_file: bool = False
+) -> None:
+    """Mapped spans equal the image byte for byte; everything else still holds PATTERN.
+
+    `as_file`: a regular-file target is made exactly the image, as bmaptool makes it:
+    its size is the image's and the unmapped ranges read as zeros (holes).
+    """
     fd = os.open(target, os.O_RDONLY)
     try:
+        if as_file:
+            assert os.fstat(fd).st_size == image.stat().st_size, "the file is not the image's size"
         position = 0
         with image.open("rb") as source:
             for offset, length in [*spans, (image.stat().st_size, 0)]:
-                _assert_pattern(fd, position, offset)
+                _assert_unmapped(fd, position, offset, as_file)
                 source.seek(offset)
                 assert os.pread(fd, length, offset) == source.read(length), f"range at {offset}"
                 position = offset + length

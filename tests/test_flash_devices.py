@@ -95,7 +95,7 @@ def test_acceptance_256_mib_wic_xz_to_a_file_and_a_loop_device(tmp_path, capsys)
     code, out, err = flash(capsys, packed, "--device", file_target)  # the bmap is found beside it
     assert code == 0, err
     assert f"wrote {20 * MiB} bytes" in out and "40 range checksums from the bmap" in out
-    assert_flashed(file_target, image, spans)
+    assert_flashed(file_target, image, spans, as_file=True)
     backing = fill(tmp_path / "loop-backing.img", ACCEPTANCE_SIZE)
     with loop_device(backing) as device:
         code, out, err = flash(capsys, packed, "--device", device, "--allow-fixed", "--yes")

@@ -26,6 +26,7 @@ from evbench.cli import evbench
 pytestmark = pytest.mark.integration
 RECEIVER = Path(__file__).parent.parent / "host_tools/src/evbench/flash/emmc_receiver.py"
 BLOCKDEVS = RECEIVER.with_name("blockdevs.py")
+READBACK = RECEIVER.with_name("readback.py")
 BOARD_PYTHON = "/usr/bin/python3"
 
 
@@ -187,11 +188,19 @@ def test_receiver_needs_only_python_3_10_and_the_standard_library():
     vermin = Path(sys.executable).with_name("vermin")  # requirements-dev.txt, in the venv
     require(vermin.exists(), "vermin (requirements-dev.txt)")
     result = subprocess.run(
-        [str(vermin), "--no-tips", "--violations", "-t=3.10-", str(RECEIVER), str(BLOCKDEVS)],
+        [
+            str(vermin),
+            "--no-tips",
+            "--violations",
+            "-t=3.10-",
+            str(RECEIVER),
+            str(BLOCKDEVS),
+            str(READBACK),
+        ],
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    for source in (RECEIVER, BLOCKDEVS):
+    for source in (RECEIVER, BLOCKDEVS, READBACK):
         imported = re.findall(r"^(?:from|import) (\w+)", source.read_text(), re.MULTILINE)
-        assert set(imported) - {"blockdevs"} <= set(sys.stdlib_module_names), source
+        assert set(imported) - {"blockdevs", "readback"} <= set(sys.stdlib_module_names), source

@@ -8,23 +8,23 @@ each range against the bmap as it streams, exactly as for a local card.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from evbench.boards import Board, open_board
 from evbench.boards.base import CommandResult, PipedCommand
-from evbench.commands.flash import describe_plan, load_bmap, open_source
+from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.target import Target, confirm
 from evbench.flash.writer import FlashReport, write_image
 from evbench_agent.errors import CheckFailed, EvbenchError, UserError
 
 HERE = Path(__file__).resolve().parent
-RECEIVER_FILES = ("blockdevs.py", "emmc_receiver.py")
+RECEIVER_FILES = ("blockdevs.py", "readback.py", "emmc_receiver.py")
 #: One W frame: the receiver refuses larger ones.
 FRAME = 1024 * 1024
 #: The board syncs and reads everything back after the last byte: allow for a slow eMMC.
@@ -222,40 +222,47 @@ def configure_boot(board: Board, device: str, wrote_bootloader: bool) -> None:
     print("to boot from eMMC, still needed: " + "; ".join(needed), flush=True)
 
 
-def flash_board(args: argparse.Namespace) -> int:
-    bmap = load_bmap(args)
-    source = open_source(args, bmap)
-    image_size = bmap.image_size if bmap else source.plain_size
+def flash_board(
+    board_url: str,
+    plan: FlashPlan,
+    device: str,
+    *,
+    bootloader: Path | None = None,
+    boot_partition: str | None = None,
+    assume_yes: bool = False,
+    reboot_after: bool = False,
+    announce: Callable[[str], None] = print,
+) -> FlashReport:
+    """Write `plan` to `device` on the board at `board_url`, verified on the board."""
+    image_size = plan.image_size
     # Everything that can be refused is checked before the first byte is written.
-    blobs = load_bootloader(args.bootloader) if args.bootloader else None
-    partition = args.boot_partition or f"{args.device}boot0"
-    with open_board(args.board) as board:
+    blobs = load_bootloader(bootloader) if bootloader else None
+    partition = boot_partition or f"{device}boot0"
+    with open_board(board_url) as board:
         receiver = Receiver(board)
         try:
-            target = check_device(receiver.inspect(args.device), args.device, board.url, image_size)
+            target = check_device(receiver.inspect(device), device, board.url, image_size)
             if blobs is not None:
                 check_device(receiver.inspect(partition), partition, board.url, None)
-            plan = describe_plan(args, source, bmap)
-            confirm(target, f"{plan} (on {board.url})", args.yes)
-            print(f"flashing {plan} to {args.device} on {board.url}", flush=True)
-            command = receiver.start(args.device, image_size)
-            sink = BoardSink(board, command, bmap.mapped_bytes if bmap else image_size or 0)
-            total = bmap.mapped_bytes if bmap else image_size
+            confirm(target, f"{plan.describe()} (on {board.url})", assume_yes)
+            announce(f"flashing {plan.describe()} to {device} on {board.url}")
+            command = receiver.start(device, image_size)
+            sink = BoardSink(board, command, plan.bytes_to_write or 0)
             try:
-                with source, FlashProgress(total, "flash") as progress:
-                    report: FlashReport = write_image(source, sink, bmap, progress)
+                with plan.source, FlashProgress(plan.bytes_to_write, "flash") as progress:
+                    report = write_image(plan.source, sink, plan.bmap, progress)
             except BaseException:
                 sink.abort()
                 raise
-            print(report.summary(), flush=True)
+            announce(report.summary())
             if blobs is not None:
                 write_bootloader(receiver, blobs, partition)
-            configure_boot(board, args.device, blobs is not None)
+            configure_boot(board, device, blobs is not None)
         finally:
             receiver.remove()
-        if args.reboot:
+        if reboot_after:
             reboot(board)
-    return 0
+    return report
 
 
 def reboot(board: Board) -> None:

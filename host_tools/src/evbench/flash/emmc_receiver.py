@@ -9,12 +9,11 @@ Frames on standard input (lines are ASCII, at most MAX_LINE bytes):
     E\\n                                         end: sync, read every range back, report
 It prints one JSON line, {"ok": true, ...} or {"ok": false, "error": ...}, and
 exits 0, 2 (refused: nothing written) or 3 (failed: the device is incomplete).
-blockdevs.py sits beside this file (the host copies both).
+blockdevs.py and readback.py sit beside this file (the host copies all three).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -24,11 +23,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 import blockdevs
+from readback import read_back_digest
 
 MAX_LINE = 256
 #: One W frame carries at most this much: a larger length read from the wire is a fault.
 MAX_FRAME = 16 * 1024 * 1024
-CHUNK = 1024 * 1024
 ALGORITHMS = ("sha256", "sha1")
 
 
@@ -92,19 +91,6 @@ def _read_exactly(stream: BinaryIO, length: int) -> bytes:
     return data
 
 
-def _read_back(fd: int, offset: int, length: int, algorithm: str) -> str:
-    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
-    digest = hashlib.new(algorithm)
-    end = offset + length
-    while offset < end:
-        data = os.pread(fd, min(CHUNK, end - offset), offset)
-        if not data:
-            break
-        digest.update(data)
-        offset += len(data)
-    return digest.hexdigest()
-
-
 def receive(fd: int, stream: BinaryIO, state: dict) -> None:
     ranges = []
     while True:
@@ -126,7 +112,7 @@ def receive(fd: int, stream: BinaryIO, state: dict) -> None:
             raise Failed(f"unexpected frame {' '.join(fields)[:60]!r}")
     os.fsync(fd)
     for offset, length, algorithm, expected in ranges:
-        found = _read_back(fd, offset, length, algorithm)
+        found = read_back_digest(fd, offset, length, algorithm)
         if found != expected:
             raise Failed(
                 f"read-back mismatch for bytes {offset}-{offset + length - 1}: "

@@ -3,11 +3,14 @@
 A block device is refused when it (or anything on it) is mounted, is swap,
 holds the running root filesystem, is read-only, is not removable (unless
 allow_fixed), or is smaller than the image. A regular file is always allowed
-(for tests and for preparing images). Anything else is refused.
+(for tests and for preparing images); it becomes exactly the image. Anything
+else is refused. The path is resolved and inspected once, then opened once
+without following links, and every check is made again on the descriptor.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -21,43 +24,58 @@ from evbench_agent.errors import UserError
 
 @dataclass(frozen=True)
 class Target:
+    """A target as inspected: `path` is resolved (symlinks followed once), `given` as named."""
+
     path: Path
     is_block_device: bool
-    size: int | None  # None for a regular file: it grows to the image size
+    size: int | None  # None for a regular file: it becomes exactly the image's size
     model: str
+    #: What must be found again on the opened descriptor: ("block", rdev),
+    #: ("file", st_dev, st_ino), or ("new",) for a file that does not exist yet.
+    identity: tuple[str, ...] = ("unchecked",)
+    given: Path | None = None
 
     def describe(self) -> str:
+        name = str(self.path)
+        if self.given is not None and self.given != self.path:
+            name = f"{self.given} -> {self.path}"
         if not self.is_block_device:
-            return f"{self.path} (regular file)"
-        return f"{self.path} ({self.model}, {self.size / 2**30:.1f} GiB, {self.size} bytes)"
+            return f"{name} (regular file)"
+        return f"{name} ({self.model}, {self.size / 2**30:.1f} GiB, {self.size} bytes)"
 
 
 def inspect_target(path: Path, allow_fixed: bool = False) -> Target:
-    """The target if it may be written; UserError naming the reason otherwise."""
+    """The target if it may be written; UserError naming the reason otherwise.
+
+    The path is resolved here, once: a /dev/disk/by-id/... link names its device,
+    and open_for_writing opens the resolved path without following links again.
+    """
+    resolved = path.resolve()
     try:
-        mode = path.stat().st_mode
+        status = resolved.lstat()
     except FileNotFoundError:
-        if str(path).startswith("/dev/") or not path.parent.is_dir():
+        if str(resolved).startswith("/dev/") or not resolved.parent.is_dir():
             raise UserError(
                 f"{path} does not exist", hint="list the devices with 'lsblk'"
             ) from None
-        return Target(path, False, None, "new file")
+        return Target(resolved, False, None, "new file", ("new",), path)
     except OSError as error:
         raise UserError(f"cannot inspect {path}: {error.strerror}") from error
-    if stat.S_ISREG(mode):
-        return Target(path, False, None, "regular file")
-    if not stat.S_ISBLK(mode):
+    if stat.S_ISREG(status.st_mode):
+        identity = ("file", str(status.st_dev), str(status.st_ino))
+        return Target(resolved, False, None, "regular file", identity, path)
+    if not stat.S_ISBLK(status.st_mode):
         raise UserError(
             f"{path} is neither a block device nor a regular file; refusing to write it",
             hint="give the whole device, e.g. /dev/sdX or /dev/mmcblkN (see 'lsblk')",
         )
-    name = blockdevs.name_of(path.stat().st_rdev)
+    return _check_block_device(resolved, status.st_rdev, allow_fixed, path)
+
+
+def _check_block_device(path: Path, rdev: int, allow_fixed: bool, given: Path) -> Target:
+    name = blockdevs.name_of(rdev)
     if name is None:
         raise UserError(f"{path}: the kernel does not list this block device in /sys")
-    return _check_block_device(path, name, allow_fixed)
-
-
-def _check_block_device(path: Path, name: str, allow_fixed: bool) -> Target:
     reason = blockdevs.why_busy(name)
     if reason is not None:
         raise UserError(
@@ -72,7 +90,8 @@ def _check_block_device(path: Path, name: str, allow_fixed: bool) -> Target:
             "not removable media; nothing was written",
             hint="if this really is the card or disk to overwrite, add --allow-fixed",
         )
-    return Target(path, True, blockdevs.size_bytes(name), blockdevs.describe(name))
+    size, model = blockdevs.size_bytes(name), blockdevs.describe(name)
+    return Target(path, True, size, model, ("block", str(rdev)), given)
 
 
 def check_fits(target: Target, image_size: int) -> None:
@@ -99,11 +118,66 @@ def confirm(target: Target, what: str, assume_yes: bool, ask: Callable[[str], st
         raise UserError("not confirmed: nothing was written")
 
 
-def open_for_writing(target: Target) -> int:
-    """Read-write (to read back); O_EXCL on a device fails if anything mounted it meanwhile."""
-    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
-    flags |= os.O_EXCL if target.is_block_device else os.O_CREAT
+#: Test seam: when set, called with the Target between inspection and opening, so a
+#: test can swap the path as an attacker would (tests/test_flash_race.py). Never set
+#: outside tests; the checks after opening do not depend on it.
+before_open: Callable[[Target], None] | None = None
+
+
+def _changed(target: Target, what: str) -> UserError:
+    return UserError(
+        f"refusing to write {target.path}: {what} since it was inspected; nothing was written",
+        hint="something else is changing the target: check it with 'lsblk' and try again",
+    )
+
+
+def open_for_writing(target: Target, image_size: int | None, allow_fixed: bool = False) -> int:
+    """The target opened once, checked on the descriptor, and (a file) sized as the image.
+
+    O_NOFOLLOW: a path swapped for a symlink fails to open. fstat: the opened object
+    must be the one inspected (the same device number, or the same inode), and a
+    block device passes its checks again. O_EXCL on a device fails if anything
+    mounted it meanwhile. A regular file is emptied and set to the image's size, so
+    unmapped ranges are holes and the file is exactly the image, as bmaptool makes it.
+    """
+    if before_open is not None:
+        before_open(target)
+    kind = target.identity[0]
+    flags = os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if kind == "block":
+        flags |= os.O_EXCL
+    elif kind == "new":
+        flags |= os.O_CREAT | os.O_EXCL  # something that appeared meanwhile is refused
     try:
-        return os.open(target.path, flags, 0o644)
+        fd = os.open(target.path, flags, 0o644)
     except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EEXIST, errno.ENOENT):
+            raise _changed(target, f"the path changed ({error.strerror})") from error
         raise UserError(f"cannot open {target.path} for writing: {error.strerror}") from error
+    try:
+        _check_opened(fd, target, image_size, allow_fixed)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_opened(fd: int, target: Target, image_size: int | None, allow_fixed: bool) -> None:
+    status = os.fstat(fd)
+    kind = target.identity[0]
+    if kind == "block":
+        if not stat.S_ISBLK(status.st_mode) or str(status.st_rdev) != target.identity[1]:
+            raise _changed(target, "it is another device or no longer a device")
+        again = _check_block_device(target.path, status.st_rdev, allow_fixed, target.path)
+        if image_size is not None:
+            check_fits(again, image_size)
+        return
+    if not stat.S_ISREG(status.st_mode):
+        raise _changed(target, "it is no longer a regular file")
+    if kind == "file" and (str(status.st_dev), str(status.st_ino)) != target.identity[1:]:
+        raise _changed(target, "it is another file")
+    if kind not in ("file", "new"):
+        raise _changed(target, f"it was never inspected ({kind})")
+    os.ftruncate(fd, 0)  # old contents never survive in unmapped ranges
+    if image_size is not None:
+        os.ftruncate(fd, image_size)

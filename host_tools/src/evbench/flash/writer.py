@@ -21,7 +21,8 @@ from typing import Protocol
 
 from evbench.flash.bmap import BlockRange, Bmap
 from evbench.flash.progress import FlashProgress
-from evbench.flash.source import CHUNK, ImageSource
+from evbench.flash.readback import read_back_digest
+from evbench.flash.source import ImageSource
 from evbench_agent.errors import CheckFailed
 
 MiB = 1024 * 1024
@@ -156,20 +157,6 @@ class FileSink:
         if not self._read_back:
             return []
         return [f"{len(self._read_back)} range(s) read back after fsync, cache dropped"]
-
-
-def read_back_digest(fd: int, offset: int, length: int, algorithm: str = "sha256") -> str:
-    """The digest of the target's bytes as the device returns them, not the page cache."""
-    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
-    digest = hashlib.new(algorithm)
-    end = offset + length
-    while offset < end:
-        data = os.pread(fd, min(CHUNK, end - offset), offset)
-        if not data:
-            break
-        digest.update(data)
-        offset += len(data)
-    return digest.hexdigest()
 
 
 def _check_range(bmap: Bmap, block_range: BlockRange, digest: str, report: FlashReport) -> None:

@@ -1,0 +1,166 @@
+"""The flash target cannot be swapped between inspection and writing (issue 16, item 3).
+
+An attacker (or a udev rule, or a careless script) who replaces the target path
+after evbench inspected it must not get the write. The swap is injected through
+the documented test seam `evbench.flash.target.before_open`, which runs between
+inspection and opening; the targets are real loop devices (losetup), as in
+test_flash_devices.py, and every check is on the bytes of the real devices.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import require_command
+from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, mapped_spans, small_image_set
+from test_flash_devices import loop_device
+
+from evbench.cli import evbench
+from evbench.flash import target as targets
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    require_command("xz")
+    return small_image_set(tmp_path_factory.mktemp("race"), require_command("bmaptool"))
+
+
+def flash(capsys, *argv):
+    code = evbench(["flash", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def swap_before_open(monkeypatch, swap) -> list[str]:
+    """Run `swap(target)` between inspection and opening; the list records that it ran."""
+    ran: list[str] = []
+
+    def seam(target) -> None:
+        swap(target)
+        ran.append(str(target.path))
+
+    monkeypatch.setattr(targets, "before_open", seam)
+    return ran
+
+
+def replace_with_symlink(path: Path, to: str) -> None:
+    path.unlink(missing_ok=True)
+    path.symlink_to(to)
+
+
+def block_node(path: Path, device: str) -> None:
+    """A second device node for `device` (as a stray /dev entry would be)."""
+    os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
+
+
+def test_a_file_swapped_for_a_symlink_to_a_device_is_not_written(
+    images, tmp_path, capsys, monkeypatch
+):
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = backing.read_bytes()
+    target = fill(tmp_path / "card.img", SMALL_SIZE)
+    with loop_device(backing) as victim:
+        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(target, victim))
+        code, out, err = flash(capsys, images["xz"], "--device", target)
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the swapped-in device was written"
+    assert ran, "the swap never happened"
+    assert code == 2, err
+    assert "changed" in err and "nothing was written" in err
+    assert "wrote" not in out
+
+
+def test_a_new_file_that_appears_as_a_symlink_to_a_device_is_not_written(
+    images, tmp_path, capsys, monkeypatch
+):
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = backing.read_bytes()
+    target = tmp_path / "new.img"  # does not exist when inspected
+    with loop_device(backing) as victim:
+        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(target, victim))
+        code, _, err = flash(capsys, images["xz"], "--device", target)
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the device behind the new symlink was written"
+    assert ran and code == 2, err
+    assert "changed" in err
+
+
+def test_a_file_swapped_for_a_device_node_is_not_written(images, tmp_path, capsys, monkeypatch):
+    # No symlink at all: O_NOFOLLOW opens the node; only fstat on the descriptor tells.
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = backing.read_bytes()
+    target = fill(tmp_path / "card.img", SMALL_SIZE)
+
+    def to_node(_target) -> None:
+        target.unlink()
+        block_node(target, victim)
+
+    with loop_device(backing) as victim:
+        ran = swap_before_open(monkeypatch, to_node)
+        code, _, err = flash(capsys, images["xz"], "--device", target)
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the device node was written"
+    assert ran and code == 2, err
+    assert "no longer a regular file" in err
+
+
+def test_a_device_node_swapped_for_another_device_is_not_written(
+    images, tmp_path, capsys, monkeypatch
+):
+    # The path stays a block device node, but of another device: the device number tells.
+    inspected_backing = fill(tmp_path / "inspected.img", 8 * MiB)
+    victim_backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = victim_backing.read_bytes()
+    node = tmp_path / "card"
+    with loop_device(inspected_backing) as inspected, loop_device(victim_backing) as victim:
+        block_node(node, inspected)
+
+        def to_victim(_target) -> None:
+            node.unlink()
+            block_node(node, victim)
+
+        ran = swap_before_open(monkeypatch, to_victim)
+        code, _, err = flash(capsys, images["xz"], "--device", node, "--allow-fixed", "--yes")
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the other device was written"
+    assert ran and code == 2, err
+    assert "another device" in err
+
+
+def test_a_link_is_resolved_once_so_the_device_inspected_is_the_one_written(
+    images, tmp_path, capsys, monkeypatch
+):
+    # A /dev/disk/by-id/... name is a symlink: it keeps working, and repointing it after
+    # inspection changes nothing, because the resolved device is what gets opened.
+    inspected_backing = fill(tmp_path / "inspected.img", 8 * MiB)
+    victim_backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = victim_backing.read_bytes()
+    by_id = tmp_path / "usb-Card_Reader_0001-0:0"
+    spans = mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+    with loop_device(inspected_backing) as inspected, loop_device(victim_backing) as victim:
+        by_id.symlink_to(inspected)
+        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(by_id, victim))
+        code, out, err = flash(capsys, images["xz"], "--device", by_id, "--allow-fixed", "--yes")
+        assert ran and code == 0, err
+        assert f"{by_id} -> {inspected}" in out  # both names, so the user sees what was meant
+        assert_flashed(inspected, images["plain"], spans)
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the device the link was repointed to was written"
+
+
+def test_a_larger_file_target_becomes_exactly_the_image_with_holes(images, tmp_path, capsys):
+    # As bmaptool does: the old contents never show through the unmapped ranges, and a
+    # larger file is cut to the image's size.
+    target = fill(tmp_path / "card.img", 3 * SMALL_SIZE)
+    code, _, err = flash(capsys, images["xz"], "--device", target)
+    assert code == 0, err
+    spans = mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+    assert_flashed(target, images["plain"], spans, as_file=True)
+    mapped = sum(length for _, length in spans)
+    # Holes, not written zeros: the file holds about the mapped bytes (ext4 allocates 4 KiB).
+    assert target.stat().st_blocks * 512 <= mapped + len(spans) * 4096
