@@ -80,17 +80,26 @@ class _Formatter(logging.Formatter):
         return f"{self.prog}: {record.levelname.lower()}: {record.getMessage()}"
 
 
-_handler: logging.Handler | None = None
+class _StandardError(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is at each record (tests and pipes replace it)."""
+
+    @property
+    def stream(self) -> object:  # the attribute logging.StreamHandler reads
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass  # never hold on to a stream that may be closed by the time a record comes
+
+
+_handler = _StandardError()
 
 
 def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
     """Send log records to standard error at the level the flags ask for (once per process)."""
-    global _handler
     root = logging.getLogger()
-    if _handler is None:
-        _handler = logging.StreamHandler()
+    if _handler not in root.handlers:
         root.addHandler(_handler)
-    _handler.setStream(sys.stderr)  # the stream of now (tests and pipes replace it)
     _handler.setFormatter(_Formatter(prog))
     if quiet:
         level = logging.ERROR
