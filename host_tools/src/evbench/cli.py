@@ -9,6 +9,7 @@ or user error, 3 a check failed, 4 partial run, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -18,16 +19,32 @@ from evbench_agent.command_line import add_command, new_parser, run_program
 PROG = "evbench"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _wanted(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The commands to load: the one named on the line, or all (for --help, a typo).
+
+    Only that command's module is imported, so `evbench flash ...` does not pay
+    for the others' imports. The program's own options take no value, so the
+    first word that is not an option is the command.
+    """
+    for word in argv or ():
+        if not word.startswith("-"):
+            return (word,) if word in commands.COMMANDS else commands.COMMANDS
+    return commands.COMMANDS
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with every command, or only the one `argv` names."""
     parser, sub = new_parser(PROG, "evbench: Protobuf vs JSON on your own boards", __version__)
-    for module in commands.load():
+    for name in _wanted(argv):
+        module = importlib.import_module(f"evbench.commands.{name}")
         module.setup_parser(add_command(sub, module.NAME, module.run, module.HELP))
     return parser
 
 
 def evbench(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
-    return run_program(PROG, build_parser, argv, "interrupted")
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    return run_program(PROG, lambda: build_parser(arguments), arguments, "interrupted")
 
 
 def main() -> None:
