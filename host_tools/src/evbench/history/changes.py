@@ -18,6 +18,11 @@ rank-based, so a single wild night neither hides a step nor raises one:
 3. The table's verdict rule: the 95 % interval of the after/before ratio of
    nightly medians (Moses' interval, `stats.ratio_ci`) must lie wholly outside
    1 +/- `MIN_EFFECT`, as a codec winner's must.
+
+Before all this, a wild single night (further than 5 robust spreads from the
+running median of 5 nights around it) is replaced by that running median
+(`tame_outliers`), for the scan, the size and the interval alike: ranks know
+order, not distance, and would count a wild night before a step as one after it.
 4. Binary segmentation: a change splits the segment and both halves are
    scanned again, so a series with two steps shows both.
 
@@ -180,6 +185,7 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
     logs = tame_outliers([math.log(v) for v in values])
+    tamed = [math.exp(v) for v in logs]  # a wild night would widen the interval it is in
     found: list[Split] = []
     pending = [(0, len(values))]
     while pending:
@@ -191,7 +197,7 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
         if p >= alpha:
             continue
         split = start + offset
-        before, after = values[start:split], values[split:end]
+        before, after = tamed[start:split], tamed[split:end]
         interval = stats.ratio_ci(before, after)
         low, high = interval if interval else (None, None)
         if not _beyond_min_effect(low, high):

@@ -1,0 +1,127 @@
+"""Change detection across nights: hand-worked series, and 200 synthetic series per case.
+
+The synthetic nights model what a nightly benchmark sees: each night is the
+median of 10 raw samples with 3 % noise (log-normal, sigma 0.03); a raw
+sample is now and then an outlier (3 %: 1.2 to 2 times slower) and a night
+is now and then disturbed as a whole (4 %: 1.5 to 2.5 times slower, a job
+running beside it). A step multiplies every night from its place on. The
+place is drawn uniformly from night 3 to night 27 of 30 (the method needs 3
+nights on each side). Expectations come from how the series were built.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from evbench.history import changes
+
+NIGHTS = 30
+SERIES = 200
+
+
+def _night(rng: random.Random, level: float) -> float:
+    if rng.random() < 0.04:
+        level *= rng.uniform(1.5, 2.5)
+    raw = [level * math.exp(rng.gauss(0, 0.03)) for _ in range(10)]
+    raw = [v * rng.uniform(1.2, 2.0) if rng.random() < 0.03 else v for v in raw]
+    return statistics.median(raw)
+
+
+def _series(rng: random.Random, step: float, place: int) -> list[float]:
+    return [_night(rng, 1.0 + (step if night >= place else 0.0)) for night in range(NIGHTS)]
+
+
+def _found_within_one_night(step: float, seed: int) -> tuple[int, int]:
+    """(series whose step was found within one night of its place, series with any change)."""
+    rng = random.Random(seed)
+    found = raised = 0
+    for _ in range(SERIES):
+        place = rng.randint(changes.MIN_SEGMENT, NIGHTS - changes.MIN_SEGMENT)
+        splits = changes.detect(_series(rng, step, place))
+        raised += bool(splits)
+        found += any(abs(s.index - place) <= 1 for s in splits)
+    return found, raised
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("step", "at_least"), [(0.20, 0.95), (0.05, 0.80)])
+def test_steps_are_found_within_one_night(step, at_least, capsys):
+    found, raised = _found_within_one_night(step, seed=int(step * 1000))
+    with capsys.disabled():
+        print(f"\n{step:.0%} step: found within one night in {found}/{SERIES} series "
+              f"(a change raised in {raised})")  # fmt: skip
+    assert found >= at_least * SERIES
+
+
+@pytest.mark.slow
+def test_a_flat_series_rarely_raises_a_change(capsys):
+    _found, raised = _found_within_one_night(0.0, seed=7)
+    with capsys.disabled():
+        print(f"\nflat: a change raised in {raised}/{SERIES} series")
+    assert raised <= 0.05 * SERIES
+
+
+def test_a_clean_step_is_placed_exactly_with_its_size():
+    # Ten nights at 100 us, ten at 120 us, each night 1 % apart in a fixed zigzag.
+    wiggle = [1.00, 1.01, 0.99, 1.005, 0.995]
+    values = [100e-6 * wiggle[i % 5] for i in range(10)] + [
+        120e-6 * wiggle[i % 5] for i in range(10)
+    ]
+    (split,) = changes.detect(values)
+    assert split.index == 10
+    assert split.ratio == pytest.approx(1.2, rel=0.01)  # medians 100 and 120 (both wiggles' middle)
+    assert split.ratio_low > 1.02 and split.ratio_high < 1.3
+    assert split.p < 0.05
+
+
+def test_one_wild_night_is_not_a_change():
+    values = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 3.0, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0]
+    assert changes.detect(values) == []
+
+
+def test_two_steps_are_both_found():
+    wiggle = [1.00, 1.01, 0.99, 1.005, 0.995]
+    levels = [1.0] * 10 + [1.3] * 10 + [0.9] * 10
+    values = [level * wiggle[i % 5] for i, level in enumerate(levels)]
+    assert [s.index for s in changes.detect(values)] == [10, 20]
+
+
+def test_a_small_steady_difference_below_the_minimum_effect_is_not_a_change():
+    # 1 % up after night 15: significant to a rank test, but inside the 2 % minimum effect.
+    wiggle = [1.00, 1.001, 0.999, 1.0005, 0.9995]
+    values = [(1.0 if i < 15 else 1.01) * wiggle[i % 5] for i in range(30)]
+    assert changes.detect(values) == []
+
+
+def test_the_same_series_gives_the_same_answer():
+    rng = random.Random(3)
+    values = _series(rng, 0.1, 12)
+    assert changes.detect(values) == changes.detect(list(values))
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(ValueError, match="positive, finite"):
+        changes.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+
+
+def test_version_changes_name_what_moved():
+    before = {
+        "kernel": "6.1",
+        "protobuf": "5.29.0",
+        "python": "3.11.7",
+        "codec_versions": '{"json": "std", "orjson": "3.10", "protobuf": "5.29.0"}',
+    }
+    after = {
+        "kernel": "6.1",
+        "protobuf": "6.31.1",
+        "python": "3.11.7",
+        "codec_versions": '{"json": "std", "orjson": "3.11", "protobuf": "6.31.1"}',
+    }
+    assert changes.version_changes(before, after) == {
+        "protobuf": ("5.29.0", "6.31.1"),
+        "codec orjson": ("3.10", "3.11"),
+    }
