@@ -56,7 +56,8 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def bare_server(port: int) -> None:
-    """A blocking echo server with the link framing: one client at a time."""
+    """A blocking echo server with the link framing (a REPLY's processing time first,
+    as in protocol 2): one client at a time."""
     with socket.create_server(("127.0.0.1", port)) as listener:
         print(listener.getsockname()[1], flush=True)
         while True:
@@ -67,7 +68,11 @@ def bare_server(port: int) -> None:
                     while True:
                         header = _read_exactly(sock, 4)
                         body = _read_exactly(sock, struct.unpack("<I", header)[0])
-                        sock.sendall(header + body)
+                        received = time.perf_counter_ns()
+                        # as evbench's responder (protocol 2): the processing time first
+                        head = struct.pack("<I", len(body) + 8) + body[:9]
+                        processing = struct.pack("<Q", time.perf_counter_ns() - received)
+                        sock.sendall(head + processing + body[9:])
                 except ConnectionError:
                     pass
 
@@ -103,9 +108,12 @@ def bare_ping_pong(
             sock.sendall(frame)
             length = struct.unpack("<I", _read_exactly(sock, 4))[0]
             reply = _read_exactly(sock, length)
-            rtts.append((clock() - sent) / 1e9)
+            arrived = clock()
+            processing, body = framing.split_reply(reply[framing.HEADER.size :])
+            # like evbench's rtt_transport: the server's own processing time left out
+            rtts.append((arrived - sent - processing) / 1e9)
             if codec:
-                codec.decode(reply[framing.HEADER.size :])
+                codec.decode(body)
             sequence += 1
     return rtts[1:]  # the first is the connection's warm-up
 
