@@ -8,7 +8,10 @@ board burns anyway. Nothing is computed where the board has no power monitor.
 - Per message (a phase whose end marker gives `messages`): each power sample
   of the phase gives (P - P_idle) x phase duration / messages; their mean is
   the phase's energy above idle per message, and their spread shows how
-  steady it was.
+  steady it was. The window runs from the phase's start marker to its end
+  marker (connect, handshake, warm-up and drain included), so `messages` is
+  every message the phase sent in it, warm-up included (the link suite marks
+  that count), never only the measured ones.
 - Per operation (a phase whose end marker gives `operations`): the same, per
   operation.
 - Per operation in the codec suite: codecs alternate sample by sample inside a
