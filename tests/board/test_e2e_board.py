@@ -137,3 +137,21 @@ def test_quick_run_over_the_serial_console(evboard: BoardSession, tmp_path: Path
     done = evboard.evbench("run", "--board", evboard.serial_url, *QUICK_RUN, "--out", str(out))
     assert done.returncode == 0, done.stderr
     _check_run_directory(out, evboard)
+
+
+def test_a_user_schema_over_ssh(evboard: BoardSession, tmp_path: Path) -> None:
+    """A team's own .proto and samples: compiled here, measured on a board without protoc."""
+    data = Path(__file__).resolve().parent.parent / "data" / "bms"
+    message = "evbench.example.BmsStatus"
+    assert evboard.ssh("command -v protoc || echo absent").strip() == "absent"
+    out = tmp_path / "run"
+    done = evboard.evbench(
+        "run", "--board", evboard.ssh_url, "--suite", "codec", "--codecs", "json,protobuf",
+        "--quick", "--schema", str(data / "bms.proto"), "--message", message,
+        "--samples", str(data / "bms_samples.jsonl"), "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = _check_run_directory(out, evboard)  # verified, aarch64, protobuf 4.21.12
+    assert manifest["spec"]["schema"]["message"] == message
+    assert manifest["spec"]["profiles"] == [f"schema:{message}"]
+    assert f"schema:{message}" in done.stdout  # the table names the message
