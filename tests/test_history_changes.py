@@ -125,3 +125,13 @@ def test_version_changes_name_what_moved():
         "protobuf": ("5.29.0", "6.31.1"),
         "codec orjson": ("3.10", "3.11"),
     }
+
+
+def test_six_nights_cannot_show_a_change_eight_can():
+    # Six nights allow one split (3 | 3): a perfect separation is 2 of the C(6,3) = 20
+    # orderings, p = 0.1, never below 0.05. Eight allow 3 | 5, 4 | 4 and 5 | 3.
+    six = [1.0, 1.01, 1.02, 2.0, 2.01, 2.02]
+    assert changes.detect(six) == []
+    eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
+    (split,) = changes.detect(eight)
+    assert split.index == 4 and 2 / 70 <= split.p < 0.05

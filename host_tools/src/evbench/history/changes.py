@@ -12,9 +12,9 @@ rank-based, so a single wild night neither hides a step nor raises one:
    two sides; the split with the largest |Z| is the candidate (Pettitt's
    scan, standardized so splits near the ends are not disfavoured).
 2. Significance: the candidate's |Z| is compared with the largest |Z| of the
-   same scan over random orderings of the segment (a permutation test on
-   ranks: exact whatever the noise's distribution, cached per length, with a
-   fixed seed so the same series always gives the same answer); p < `ALPHA`.
+   same scan over random orderings of the segment's scores (a permutation
+   test: exact whatever the noise's distribution, with a fixed seed so the
+   same series always gives the same answer); p < `ALPHA`.
 3. The table's verdict rule: the 95 % interval of the after/before ratio of
    nightly medians (Moses' interval, `stats.ratio_ci`) must lie wholly outside
    1 +/- `MIN_EFFECT`, as a codec winner's must.
@@ -96,13 +96,20 @@ def _standardized_scan(scores: np.ndarray) -> np.ndarray:
     return np.abs(sums) / np.sqrt(t * (n - t) / n * spread)
 
 
-@functools.lru_cache(maxsize=256)
-def _null_maxima(n: int) -> np.ndarray:
-    """The largest |Z| of the scan over `PERMUTATIONS` random orderings of n nights."""
+@functools.lru_cache(maxsize=64)
+def _orderings(n: int) -> np.ndarray:
+    """`PERMUTATIONS` random orderings of n positions, fixed by the seed (one row each)."""
     rng = np.random.default_rng(SEED + n)
-    scores = _normal_scores(n)
-    orderings = scores[np.argsort(rng.random((PERMUTATIONS, n)), axis=1)]
-    return np.sort(_standardized_scan(orderings).max(axis=1))
+    return np.argsort(rng.random((PERMUTATIONS, n)), axis=1)
+
+
+def _null_maxima(scores: np.ndarray) -> np.ndarray:
+    """The largest |Z| of the scan over random orderings of these very scores, sorted.
+
+    Permuting the observed scores (not fresh ranks) keeps their ties, so a
+    series with tied nights is tested against what its own ties allow.
+    """
+    return np.sort(_standardized_scan(scores[_orderings(len(scores))]).max(axis=1))
 
 
 def _scores(values: Sequence[float]) -> np.ndarray:
@@ -123,10 +130,11 @@ def _scan(values: Sequence[float]) -> tuple[int, float, float] | None:
     n = len(values)
     if n < 2 * MIN_SEGMENT:
         return None
-    z = _standardized_scan(_scores(values))
+    scores = _scores(values)
+    z = _standardized_scan(scores)
     best = int(np.argmax(z))
     observed = float(z[best])
-    maxima = _null_maxima(n)
+    maxima = _null_maxima(scores)
     exceed = len(maxima) - int(np.searchsorted(maxima, observed - 1e-9, side="left"))
     return _refine(values, best + MIN_SEGMENT), observed, (1 + exceed) / (1 + PERMUTATIONS)
 
