@@ -18,6 +18,7 @@ from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
 from evbench_agent.results import COMPLETE, SUMMARY, read_samples
 from evbench_agent.suites import link as link_suite
+from evbench_agent.telemetry.timeline import MARKERS
 
 PERIODIC_METRICS = {
     "rtt",
@@ -73,6 +74,15 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     (wakeup,) = [r for r in records if r["metric"] == "wakeup_latency"]
     assert wakeup["codec"] is None and wakeup["params"]["period_s"] == 0.01
     assert wakeup["n"] == 100 and wakeup["min"] >= 0
+    # energy per message divides each phase's window by every message it sent:
+    # 2 warm-up (0.02 s at 100 Hz) + 6 measured in a periodic phase
+    markers = [json.loads(line) for line in (tmp_path / "run" / MARKERS).read_text().splitlines()]
+    periodic_ends = [
+        m
+        for m in markers
+        if m["event"] == "end" and m.get("suite") == "link" and m.get("kind") == "periodic"
+    ]
+    assert [m["messages"] for m in periodic_ends] == [8] * 4  # 2 codecs x 2 phases
     assert (tmp_path / "run" / COMPLETE).exists()
 
 
