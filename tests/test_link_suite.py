@@ -161,3 +161,19 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
 def test_bad_link_settings_are_refused_before_anything_runs(key, value, message):
     with pytest.raises(UserError, match=message):
         _spec(**{key: value})
+
+
+def test_the_aa_reply_delay_holds_only_the_copys_replies(tmp_path):
+    # testing option: the responder holds each reply to json-aa 300 us after its message
+    # arrived and leaves the hold out of its processing time, so every transport RTT of
+    # the copy is at least 300 us; json's replies are not held
+    run_spec = _spec(aa="json", aa_reply_delay_s=0.0003, link_count=5, link_phases=1)
+    runner.run(run_spec, tmp_path / "run", "test-run", Progress())
+    periodic = {
+        r["codec"]: r
+        for r in _records(tmp_path / "run")
+        if r["metric"] == "rtt_transport" and r["params"].get("phase") == "periodic"
+    }
+    assert set(periodic) == {"json", "json-aa"}
+    assert periodic["json-aa"]["min"] >= 0.0003
+    assert periodic["json-aa"]["n"] == periodic["json"]["n"] == 5
