@@ -21,6 +21,13 @@ MAX_BMAP_BYTES = 64 * 1024 * 1024
 SUPPORTED_MAJOR = 2
 CHECKSUM_TYPES = ("sha256", "sha1")
 _HEX = re.compile(r"[0-9a-f]+")
+#: ASCII digits only: str.isdigit and \\d accept other scripts' digits, which int() may refuse.
+_NUMBER = re.compile(r"[0-9]+")
+_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
+_VERSION = re.compile(r"([0-9]{1,6})\.([0-9]{1,6})")
+#: A block count or byte size this long is no real image (2**64 has 20 digits); it also
+#: keeps int() far from Python's 4300-digit conversion limit.
+MAX_DIGITS = 24
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,21 @@ def _text(root: ElementTree.Element, tag: str, path: Path) -> str:
     return element.text.strip()
 
 
-def _number(root: ElementTree.Element, tag: str, path: Path) -> int:
-    text = _text(root, tag, path)
-    if not text.isdigit():
-        raise UserError(f"bmap {path}: <{tag}> is {text!r}, not a whole number")
+def _shown(text: str) -> str:
+    """`text` for an error message: quoted, and cut when it is long."""
+    return repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
+
+
+def _whole_number(text: str, what: str, path: Path) -> int:
+    if not _NUMBER.fullmatch(text):
+        raise UserError(f"bmap {path}: {what} is {_shown(text)}, not a whole number")
+    if len(text) > MAX_DIGITS:
+        raise UserError(f"bmap {path}: {what} has {len(text)} digits; no image is that large")
     return int(text)
+
+
+def _number(root: ElementTree.Element, tag: str, path: Path) -> int:
+    return _whole_number(_text(root, tag, path), f"<{tag}>", path)
 
 
 def _checksum_names(major: int, minor: int) -> tuple[str | None, str | None, str | None]:
@@ -90,10 +107,14 @@ def _checksum_names(major: int, minor: int) -> tuple[str | None, str | None, str
 
 def _verify_file_checksum(raw: bytes, stored: str, kind: str, path: Path) -> None:
     # The checksum is taken over the file with its own value replaced by ASCII zeros.
+    if len(stored) != len(hashlib.new(kind).hexdigest()) or not _HEX.fullmatch(stored.lower()):
+        raise UserError(f"bmap {path}: the file checksum {_shown(stored)} is not a {kind} digest")
     position = raw.find(stored.encode("ascii"))
+    if position < 0:  # written with an encoding that is not ASCII-compatible
+        raise UserError(f"bmap {path}: its checksum is not stored as ASCII text")
     zeroed = raw[:position] + b"0" * len(stored) + raw[position + len(stored) :]
     calculated = hashlib.new(kind, zeroed).hexdigest()
-    if calculated != stored:
+    if calculated != stored.lower():
         raise CheckFailed(
             f"bmap {path}: its own {kind} checksum does not match "
             f"(calculated {calculated}, the file says {stored}); nothing was written",
@@ -103,11 +124,11 @@ def _verify_file_checksum(raw: bytes, stored: str, kind: str, path: Path) -> Non
 
 def _parse_range(element: ElementTree.Element, attribute: str | None, path: Path) -> BlockRange:
     text = (element.text or "").strip()
-    match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", text)
+    match = _RANGE.fullmatch(text)
     if not match:
-        raise UserError(f"bmap {path}: range {text!r} is not 'N' or 'FIRST-LAST'")
-    first = int(match.group(1))
-    last = int(match.group(2)) if match.group(2) else first
+        raise UserError(f"bmap {path}: range {_shown(text)} is not 'N' or 'FIRST-LAST'")
+    first = _whole_number(match.group(1), "a range", path)
+    last = _whole_number(match.group(2), "a range", path) if match.group(2) else first
     checksum = element.get(attribute) if attribute else None
     return BlockRange(first, last, checksum.strip().lower() if checksum else None)
 
@@ -131,7 +152,7 @@ def _validate_ranges(bmap: Bmap, path: Path) -> None:
         if checksum is not None and (
             len(checksum) != digest_length or not _HEX.fullmatch(checksum)
         ):
-            raise UserError(f"{where}: {checksum!r} is not a {bmap.checksum_type} checksum")
+            raise UserError(f"{where}: {_shown(checksum)} is not a {bmap.checksum_type} checksum")
         previous_last = block_range.last
     mapped = sum(r.blocks for r in bmap.ranges)
     if mapped != bmap.mapped_blocks:
@@ -152,12 +173,15 @@ def parse_bmap(path: Path) -> Bmap:
         raise UserError(f"{path} is larger than {MAX_BMAP_BYTES} bytes: not a bmap file")
     try:
         root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError as error:
+    except (ElementTree.ParseError, LookupError, ValueError, RecursionError) as error:
+        # LookupError and ValueError: an XML declaration naming an unknown or multi-byte
+        # encoding; expat reports everything else as ParseError.
         raise UserError(f"bmap {path} is not valid XML: {error}") from error
     version = root.get("version", "")
-    if root.tag != "bmap" or not re.fullmatch(r"\d+\.\d+", version):
+    match = _VERSION.fullmatch(version)
+    if root.tag != "bmap" or not match:
         raise UserError(f"{path} is not a bmap file (no <bmap version='N.M'> root)")
-    major, minor = (int(part) for part in version.split("."))
+    major, minor = int(match.group(1)), int(match.group(2))
     if major > SUPPORTED_MAJOR or major < 1:
         raise UserError(
             f"bmap {path} has format version {version}; this evbench reads 1.x and 2.x",
@@ -167,10 +191,9 @@ def parse_bmap(path: Path) -> Bmap:
     if kind == "":
         kind = _text(root, "ChecksumType", path).lower()
     if kind is not None and kind not in CHECKSUM_TYPES:
-        raise UserError(f"bmap {path}: checksum type {kind!r} is not one of {CHECKSUM_TYPES}")
+        raise UserError(f"bmap {path}: checksum type {_shown(kind)} is not one of {CHECKSUM_TYPES}")
     if file_checksum_tag is not None:
-        stored = _text(root, file_checksum_tag, path).lower()
-        _verify_file_checksum(raw, stored, kind, path)
+        _verify_file_checksum(raw, _text(root, file_checksum_tag, path), kind, path)
     block_map = root.find("BlockMap")
     if block_map is None:
         raise UserError(f"bmap {path}: the <BlockMap> element is missing")

@@ -21,6 +21,11 @@ from evbench_agent.errors import UserError
 
 DEFAULT_PERCENT = 5.0
 KEYS = frozenset({"default_percent", "metrics"})
+#: A criteria file is a few lines; anything larger is not one.
+MAX_BYTES = 1024 * 1024
+#: No threshold is meaningful above this many percent (and a huge integer must not
+#: reach float(), which overflows).
+MAX_PERCENT = 1e6
 
 
 @dataclass(frozen=True)
@@ -36,21 +41,38 @@ class Criteria:
         return self.default_percent
 
 
+def _shown(value: object) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def _percent(value: object, where: str, path: Path) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise UserError(f"{path}: {where} must be a number of percent, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UserError(f"{path}: {where} must be a number of percent, not {_shown(value)}")
     if value < 0:
-        raise UserError(f"{path}: {where} must not be negative ({value})")
+        raise UserError(f"{path}: {where} must not be negative ({_shown(value)})")
+    # Compared before any float(): an integer beyond a float's range would overflow.
+    if (isinstance(value, float) and not math.isfinite(value)) or value > MAX_PERCENT:
+        raise UserError(
+            f"{path}: {where} is {_shown(value)}; a threshold is at most {MAX_PERCENT:g} percent"
+        )
     return float(value)
 
 
 def load(path: Path) -> Criteria:
     """Read a criteria file; anything unexpected is refused, naming it."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except OSError as error:
         raise UserError(f"cannot read the criteria file {path}: {error.strerror}") from error
-    except ValueError as error:
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"the criteria file {path} is larger than {MAX_BYTES} bytes")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except RecursionError as error:
+        raise UserError(f"the criteria file {path} is nested too deeply") from error
+    except ValueError as error:  # not UTF-8, not JSON, or an integer of 4300+ digits
         raise UserError(
             f"the criteria file {path} is not JSON: {error}",
             hint='write e.g. {"default_percent": 5, "metrics": {"decode": 3}}',
@@ -58,7 +80,7 @@ def load(path: Path) -> Criteria:
     if not isinstance(document, dict) or set(document) - KEYS:
         unknown = sorted(set(document) - KEYS) if isinstance(document, dict) else document
         raise UserError(
-            f"{path}: unknown criteria keys {unknown}",
+            f"{path}: unknown criteria keys {_shown(unknown)}",
             hint=f"known: {', '.join(sorted(KEYS))}",
         )
     per_metric = document.get("metrics", {})
@@ -66,5 +88,5 @@ def load(path: Path) -> Criteria:
         raise UserError(f"{path}: 'metrics' must map metric keys to percentages")
     return Criteria(
         _percent(document.get("default_percent", DEFAULT_PERCENT), "default_percent", path),
-        {str(k): _percent(v, f"metrics[{k!r}]", path) for k, v in per_metric.items()},
+        {str(k): _percent(v, f"metrics[{_shown(k)}]", path) for k, v in per_metric.items()},
     )

@@ -1,0 +1,102 @@
+"""The criteria reader on hostile or broken files: Criteria or the project's UserError.
+
+Regression cases from the fuzzing probe (issue 16, item 4): a huge integer used to
+reach math.isfinite()/float() and overflow, deep nesting raised RecursionError;
+both were "internal error" (exit 1). The properties (hypothesis, a bounded budget)
+feed any JSON value and any bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evbench.report import criteria
+from evbench_agent.errors import UserError
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+REFUSED = {
+    "an integer beyond a float": '{"default_percent": 1' + "0" * 400 + "}",
+    "a per-metric integer beyond a float": '{"metrics": {"decode": ' + "9" * 400 + "}}",
+    "4300+ digits": '{"default_percent": ' + "9" * 5000 + "}",
+    "deep nesting": '{"metrics": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "deep nesting at the top": "[" * 100_000,
+    "not UTF-8": b'{"metrics": {"\xff": 3}}',
+    "infinite": '{"default_percent": Infinity}',
+    "a huge key list": '{"' + '": 1, "'.join(f"k{i}" for i in range(20_000)) + '": 1}',
+}
+
+
+def write(folder: Path, content: str | bytes) -> Path:
+    path = folder / "criteria.json"
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_hostile_criteria_are_refused_with_a_clear_error(tmp_path, case):
+    with pytest.raises(UserError) as refused:
+        criteria.load(write(tmp_path, REFUSED[case]))
+    assert str(tmp_path / "criteria.json") in str(refused.value)
+    assert len(str(refused.value)) < 600, "the error must not echo the whole file"
+
+
+def test_a_reasonable_file_is_read_as_written(tmp_path):
+    loaded = criteria.load(write(tmp_path, '{"default_percent": 4, "metrics": {"decode": 2.5}}'))
+    assert loaded.default_percent == 4.0
+    assert loaded.threshold("codec", "seed", "json", "decode") == 2.5
+    assert loaded.threshold("codec", "seed", "json", "encode") == 4.0
+
+
+def _load(content: str | bytes) -> criteria.Criteria | None:
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            return criteria.load(write(Path(folder), content))
+        except UserError:
+            return None
+
+
+def _sane(loaded: criteria.Criteria | None) -> None:
+    if loaded is not None:
+        for value in (loaded.default_percent, *loaded.metrics.values()):
+            assert isinstance(value, float) and math.isfinite(value) and value >= 0
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**400), max_value=10**400)
+    | st.floats()
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+KEY = st.text(max_size=8)
+
+
+@SETTINGS
+@given(
+    st.one_of(
+        JSON,
+        st.fixed_dictionaries(
+            {}, optional={"default_percent": JSON, "metrics": JSON | st.dictionaries(KEY, JSON)}
+        ),
+    )
+)
+def test_any_json_value_gives_sane_criteria_or_a_user_error(document):
+    _sane(_load(json.dumps(document)))
+
+
+@SETTINGS
+@given(st.binary(max_size=512))
+def test_any_bytes_give_sane_criteria_or_a_user_error(content):
+    _sane(_load(content))
