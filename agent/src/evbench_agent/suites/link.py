@@ -54,9 +54,10 @@ class LinkPlan:
 #: Verdicts rest on phases: 6 per codec let an exact rank test reach p = 0.0022
 #: (5 only 0.0079); 3 s at 20 Hz gives each phase's median 60 messages.
 FULL_PLAN = LinkPlan(duration_s=3.0, warmup_s=0.5, phases=6, capacity_s=1.0)
-#: A fixed small plan, recorded as quick: true. 4 phases per codec reach p = 0.029,
-#: enough for a large effect on its own; 1 s gives 20 messages per phase.
-QUICK_PLAN = LinkPlan(duration_s=1.0, warmup_s=0.25, phases=4, capacity_s=0.25)
+#: A fixed small plan, recorded as quick: true. Still 6 phases per codec, so that a
+#: large effect can get a verdict (Holm over the link's ~10 tested rows needs p below
+#: 0.005); 0.5 s gives each phase's median 10 messages.
+QUICK_PLAN = LinkPlan(duration_s=0.5, warmup_s=0.1, phases=6, capacity_s=0.2)
 #: The wake-up probe: samples at the link period (full, quick).
 WAKEUP_SAMPLES = (100, 20)
 #: Connecting, handshaking and draining a phase, as measured on a 2-core VM (s).
