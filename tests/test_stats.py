@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import random
 import statistics
+from fractions import Fraction
 
 import pytest
 from scipy import stats as scipy_stats
@@ -94,3 +97,187 @@ def test_holm_matches_the_textbook_procedure():
     # Sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06.
     assert stats.holm(raw) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert stats.holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 0.8 * 2 caps at 1
+
+
+# --- exactness of the rank intervals, against independently counted null distributions ---
+#
+# The null distributions below are counted in the test by methods other than the
+# module's: Mann-Whitney U by the classic recursion on the largest observation
+# (Mann and Whitney 1947), Wilcoxon W+ by listing all 2^n sign patterns, the
+# binomial by exact fractions of math.comb. A rank shifted by one either way
+# breaks the coverage or the tightness assertions.
+
+
+@functools.cache
+def _u_count(m: int, n: int, u: int) -> int:
+    """Orderings of m x's and n y's with exactly u pairs (x, y) where y < x."""
+    if u < 0 or u > m * n:
+        return 0
+    if m == 0 or n == 0:
+        return 1 if u == 0 else 0
+    # The largest of all m + n values is an x (it beats all n y's) or a y (beats nothing).
+    return _u_count(m - 1, n, u - n) + _u_count(m, n - 1, u)
+
+
+def _u_lower_tail(m: int, n: int, k: int) -> Fraction:
+    """P(U <= k) under the null, exactly."""
+    return Fraction(sum(_u_count(m, n, u) for u in range(k + 1)), math.comb(m + n, m))
+
+
+def _wplus_distribution(n: int) -> list[int]:
+    counts = [0] * (n * (n + 1) // 2 + 1)
+    for signs in itertools.product((0, 1), repeat=n):
+        ranks = zip(range(1, n + 1), signs, strict=True)
+        counts[sum(rank for rank, positive in ranks if positive)] += 1
+    return counts
+
+
+SIZES = range(3, 13)
+
+
+def test_the_recursion_agrees_with_brute_force_enumeration_where_that_is_cheap():
+    # Cross-check the test's own oracle: list every ordering for small sizes.
+    for m, n in [(3, 3), (3, 5), (4, 4), (5, 6)]:
+        brute = [0] * (m * n + 1)
+        for xs in itertools.combinations(range(m + n), m):
+            ys = [p for p in range(m + n) if p not in xs]
+            brute[sum(1 for x in xs for y in ys if y < x)] += 1
+        assert brute == [_u_count(m, n, u) for u in range(m * n + 1)]
+
+
+@pytest.mark.parametrize("n1", SIZES)
+def test_moses_interval_ranks_are_exact_for_small_samples(n1):
+    for n2 in SIZES:
+        ranks = stats.moses_ranks(n1, n2)
+        # Coverage of [d(lo), d(hi)] (0-based) is 1 - 2 P(U <= lo), by symmetry of U.
+        if ranks is None:
+            # no interval: even the widest, [min, max], covers less than 95 %
+            assert 1 - 2 * _u_lower_tail(n1, n2, 0) < Fraction(95, 100), (n1, n2)
+            continue
+        lo, hi = ranks
+        assert lo + hi == n1 * n2 - 1, "symmetric ranks"
+        assert 1 - 2 * _u_lower_tail(n1, n2, lo) >= Fraction(95, 100), (n1, n2, "covers")
+        # one difference more cut off each side would fall short: the tightest interval
+        assert 1 - 2 * _u_lower_tail(n1, n2, lo + 1) < Fraction(95, 100), (n1, n2, "tight")
+    assert stats.moses_ranks(3, 3) is None  # the old code returned [min, max]: 90 %
+
+
+def test_moses_interval_at_5_and_10_matches_published_critical_values():
+    # Two-sided 5 % critical values of U (reject when U <= c): 2 at 5/5, 23 at 10/10.
+    # The interval drops the c + 1 smallest and largest differences: 0-based lo = c + 1 - 1.
+    assert stats.moses_ranks(5, 5) == (2, 22)
+    assert stats.moses_ranks(10, 10) == (23, 76)
+
+
+@pytest.mark.parametrize("n1,n2", [(4, 4), (4, 5), (4, 6), (5, 5), (6, 6)])
+def test_ratio_interval_covers_exactly_as_promised_over_every_ordering(n1, n2):
+    # End to end: every way the two samples can interleave is equally likely when the
+    # true ratio is 1. Count the orderings whose interval contains 1.
+    total = n1 + n2
+    covered = 0
+    orderings = 0
+    for positions in itertools.combinations(range(total), n1):
+        baseline = [float(p + 1) for p in positions]
+        candidate = [float(p + 1) for p in range(total) if p not in positions]
+        interval = stats.ratio_ci(baseline, candidate)
+        orderings += 1
+        covered += interval is not None and interval[0] <= 1.0 <= interval[1]
+    lo, _hi = stats.moses_ranks(n1, n2)
+    expected = 1 - 2 * _u_lower_tail(n1, n2, lo)
+    assert Fraction(covered, orderings) == expected
+    assert expected >= Fraction(95, 100)
+
+
+@pytest.mark.parametrize("n", range(3, 13))
+def test_walsh_interval_ranks_are_exact(n):
+    counts = _wplus_distribution(n)
+    total = 2**n
+
+    def lower_tail(k: int) -> Fraction:
+        return Fraction(sum(counts[: k + 1]), total)
+
+    ranks = stats.walsh_ranks(n)
+    if ranks is None:
+        assert 1 - 2 * lower_tail(0) < Fraction(95, 100)
+        assert n <= 5
+        return
+    lo, hi = ranks
+    assert lo + hi == n * (n + 1) // 2 - 1
+    assert 1 - 2 * lower_tail(lo) >= Fraction(95, 100)
+    assert 1 - 2 * lower_tail(lo + 1) < Fraction(95, 100)
+
+
+@pytest.mark.parametrize("n", [6, 7, 9])
+def test_center_interval_covers_zero_exactly_as_promised_over_every_sign_pattern(n):
+    covered = 0
+    for signs in itertools.product((-1, 1), repeat=n):
+        differences = [s * rank for s, rank in zip(signs, range(1, n + 1), strict=True)]
+        low, high = stats.center_ci(differences)
+        covered += low <= 0 <= high
+    counts = _wplus_distribution(n)
+    lo, _hi = stats.walsh_ranks(n)
+    assert Fraction(covered, 2**n) == 1 - 2 * Fraction(sum(counts[: lo + 1]), 2**n)
+
+
+def test_exact_signed_rank_and_rank_sum_p_values_match_scipy_exact():
+    rng = random.Random(3)
+    for n in (6, 8, 10, 12):
+        d = [rng.gauss(0.3, 1) for _ in range(n)]
+        expected = scipy_stats.wilcoxon(d, alternative="two-sided", method="exact").pvalue
+        assert stats.signed_rank(d)[1] == pytest.approx(expected, rel=1e-12)
+        x = [rng.gauss(0, 1) for _ in range(n)]
+        y = [rng.gauss(0.8, 1) for _ in range(n - 2)]
+        expected = scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue
+        assert stats.mann_whitney_exact(x, y)[1] == pytest.approx(expected, rel=1e-12)
+
+
+def test_best_exact_p_values_are_the_textbook_ones():
+    # All ten signs alike: 2 / 2^10; five phases each fully separated: 2 / C(10, 5).
+    assert stats.signed_rank([float(i) for i in range(1, 11)])[1] == pytest.approx(2 / 1024)
+    assert stats.min_p_signed_rank(10) == pytest.approx(0.001953125)
+    separated = stats.mann_whitney_exact([1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10])[1]
+    assert separated == pytest.approx(2 / 252) == stats.min_p_rank_sum(5, 5)
+
+
+def test_p_values_do_not_underflow_where_a_double_can_hold_them():
+    # 1 - cdf(z) is exactly 0 from z ~ 8.3; the survival function is not.
+    assert stats.normal_two_sided_p(10.0) == pytest.approx(2 * scipy_stats.norm.sf(10.0))
+    assert stats.normal_two_sided_p(30.0) == pytest.approx(2 * scipy_stats.norm.sf(30.0))
+    assert stats.normal_two_sided_p(30.0) > 0
+    # Two well-separated samples too large to count exactly: a tiny p, not 0.
+    x = [float(i) for i in range(100)]
+    y = [float(i) + 100.5 for i in range(100)]
+    p = stats.mann_whitney(x, y)[1]
+    expected = scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue
+    assert p > 0 and p == pytest.approx(expected, rel=1e-6)
+    # exact p far below 1e-16 (1 - cdf would give 0): 2 / C(120, 60)
+    assert stats.mann_whitney_exact(x[:60], y[:60])[1] == pytest.approx(2 / math.comb(120, 60))
+
+
+@pytest.mark.parametrize("n", [*range(1, 130), 500, 999, 1000, 1001, 2047, 5000])
+def test_median_interval_ranks_against_a_direct_binomial_computation(n):
+    ranks = stats.median_ci_ranks(n)
+    # r order statistics cut off each side: coverage 1 - 2 P(B <= r - 1), B ~ Bin(n, 1/2).
+    # Exact integer arithmetic: 2 * sum_{i < r} C(n, i) <= 0.05 * 2^n.
+    best, cumulative, term = None, 0, 1
+    for r in range(1, n // 2 + 1):
+        cumulative += term  # C(n, r - 1)
+        term = term * (n - r + 1) // r  # C(n, r)
+        if 2 * cumulative * 100 <= 5 * 2**n:
+            best = r
+        else:
+            break
+    if best is None:
+        assert ranks is None
+    else:
+        assert ranks == (best - 1, n - best)
+
+
+def test_binomial_cdf_is_accurate_at_large_n():
+    for n, k in [(1000, 468), (1000, 500), (10_000, 4900), (100_001, 50_000)]:
+        assert stats.binomial_half_cdf(k, n) == pytest.approx(scipy_stats.binom.cdf(k, n, 0.5))
+
+
+def test_holm_is_not_the_identity_nor_bonferroni():
+    # Hand-worked: sorted 0.01, 0.02, 0.03 -> 0.03, 0.04, 0.04 (step-down, monotone).
+    assert stats.holm([0.03, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
