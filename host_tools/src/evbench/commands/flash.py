@@ -1,6 +1,6 @@
 """evbench flash: write an image to an SD card (or file), or to a board's eMMC over SSH.
 
-Only argparse and pathlib at import time: `evbench flash` starts as fast as
+Only argparse, pathlib and the board options at import time: `evbench flash` starts as fast as
 bmaptool, and the flash package (and the boards for --board) load when it runs.
 """
 
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             boot_partition=args.boot_partition,
             assume_yes=args.yes,
             reboot_after=args.reboot,
+            accept_new_host_key=args.accept_new_host_key,
             announce=_say,
         )
         return ExitCode.OK

@@ -231,6 +231,7 @@ def flash_board(
     boot_partition: str | None = None,
     assume_yes: bool = False,
     reboot_after: bool = False,
+    accept_new_host_key: bool = False,
     announce: Callable[[str], None] = print,
 ) -> FlashReport:
     """Write `plan` to `device` on the board at `board_url`, verified on the board."""
@@ -238,7 +239,7 @@ def flash_board(
     # Everything that can be refused is checked before the first byte is written.
     blobs = load_bootloader(bootloader) if bootloader else None
     partition = boot_partition or f"{device}boot0"
-    with open_board(board_url) as board:
+    with open_board(board_url, accept_new_host_key=accept_new_host_key) as board:
         receiver = Receiver(board)
         try:
             target = check_device(receiver.inspect(device), device, board.url, image_size)

@@ -1,0 +1,86 @@
+"""Importing a command module pulls in no heavy library it does not use (issue 21, item 1).
+
+Start-up time is mostly imports: `evbench flash --help` must not load matplotlib
+because `evbench report` draws with it. Each module is imported in a fresh
+interpreter and its sys.modules is checked for the heavy libraries; a command that
+really needs one at import time says so in USES, with the reason. Not a timing
+test: it checks what is imported, which is what the start-up time follows from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Heavy or optional third-party libraries (top-level package names).
+HEAVY = ("matplotlib", "paramiko", "serial", "orjson", "ujson", "msgspec", "msgpack", "cbor2")
+#: Listed from the folder, not from the CLI's own table, so a new command is checked too.
+COMMAND_MODULES = sorted(
+    f"evbench.commands.{path.stem}"
+    for path in (ROOT / "host_tools/src/evbench/commands").glob("*.py")
+    if path.stem != "__init__"
+)
+MODULES = ["evbench.cli", "evbench_agent.cli", *COMMAND_MODULES]
+#: Heavy libraries a module may import, and why it cannot defer them.
+USES: dict[str, set[str]] = {
+    # The console command is a terminal on a serial line (or pyserial's socket://):
+    # every run of it opens one through pyserial.
+    "evbench.commands.console": {"serial"},
+}
+
+_PROBE = (
+    "import importlib, json, sys\n"
+    "importlib.import_module(sys.argv[1])\n"
+    "print(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
+)
+
+
+def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
+    """The HEAVY libraries in sys.modules after importing `module` in a fresh interpreter."""
+    env = dict(os.environ)
+    if extra_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, module],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"importing {module} failed:\n{result.stderr}"
+    loaded = set(json.loads(result.stdout.splitlines()[-1]))
+    return loaded & set(HEAVY)
+
+
+def test_every_command_module_is_checked():
+    # The glob found the commands (a wrong folder would make every check vacuous).
+    assert {"evbench.commands.flash", "evbench.commands.run"} <= set(COMMAND_MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_importing_a_command_pulls_in_no_heavy_library_it_does_not_use(module):
+    found = heavy_imports(module)
+    assert found <= USES.get(module, set()), (
+        f"importing {module} loads {sorted(found - USES.get(module, set()))}: import it "
+        "inside the function that uses it, or add it to USES with the reason"
+    )
+
+
+def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
+    # The same checker on two throwaway command modules: one as light as flash, one
+    # that gained a top-level `import matplotlib` (installed for evbench report).
+    package = tmp_path / "weight_demo"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "light.py").write_text("import argparse\nNAME = 'light'\n")
+    (package / "heavy.py").write_text("import argparse\nimport matplotlib\nNAME = 'heavy'\n")
+    assert heavy_imports("weight_demo.light", tmp_path) == set()
+    found = heavy_imports("weight_demo.heavy", tmp_path)
+    assert found == {"matplotlib"}
+    assert not found <= USES.get("weight_demo.heavy", set())  # the parametrized test would fail
