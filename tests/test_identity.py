@@ -1,0 +1,66 @@
+"""Record identity: what was measured, which repetition, what happened; metric roles."""
+
+from __future__ import annotations
+
+from evbench_agent import identity
+from evbench_agent.identity import CONTEXT, FACT, TESTED
+
+
+def test_outcomes_and_replicates_do_not_change_what_was_measured():
+    plan = {"processes": 10, "values": 10, "payloads": 200, "seed": 1}
+    one = identity.identify("codec", "seed", "encode", "s", dict(plan, loops=16, worker=0))
+    other = identity.identify("codec", "seed", "encode", "s", dict(plan, loops=1024, round=3))
+    assert one == other
+    assert one.params_dict == plan
+
+
+def test_a_different_plan_or_setting_is_a_different_measurement():
+    base = identity.identify("link", "seed", "rtt", "s", {"mode": "ack", "rate_hz": 20.0})
+    echo = identity.identify("link", "seed", "rtt", "s", {"mode": "echo", "rate_hz": 20.0})
+    assert base != echo
+    # a param nobody declared counts as identity: it can only make rows finer
+    new = identity.identify("link", "seed", "rtt", "s", {"mode": "ack", "rate_hz": 20.0, "x": 1})
+    assert new != base
+    assert identity.param_kind("x") == "identity"
+
+
+def test_telemetry_phases_and_kinds_are_separate_identities():
+    periodic = {"phase": "link", "kind": "periodic", "interval_s": 0.1, "throttled": False}
+    capacity = dict(periodic, kind="capacity", throttled=True, throttle_reasons=["thermal"])
+    a = identity.identify("telemetry", "seed", "agent_cpu", "percent", periodic)
+    b = identity.identify("telemetry", "seed", "agent_cpu", "percent", capacity)
+    assert a != b
+    # throttling is an outcome: the same phase kind throttled or not is one identity
+    c = identity.identify(
+        "telemetry", "seed", "agent_cpu", "percent", dict(periodic, throttled=True)
+    )
+    assert a == c
+
+
+def test_roles():
+    assert identity.role("codec", "encode") == TESTED
+    assert identity.role("link", "rtt_transport") == TESTED
+    assert identity.role("codec", "size") == FACT
+    assert identity.role("link", "bandwidth_wire") == FACT
+    assert identity.role("link", "capacity_bytes") == CONTEXT
+    assert identity.role("link", "lost") == CONTEXT
+    # everything a telemetry phase records is context, whatever the metric
+    for metric in ("agent_cpu", "cpu_util", "rss_max", "temp_max", "freq_min", "energy_per_op"):
+        assert identity.role("telemetry", metric) == CONTEXT
+    # nothing gets a verdict unless declared testable
+    assert identity.role("codec", "something_new") == CONTEXT
+
+
+def test_identity_of_a_summary_record_matches_its_sample_sets():
+    record = {
+        "suite": "codec",
+        "profile": "seed",
+        "codec": "json",
+        "metric": "decode",
+        "unit": "s",
+        "params": {"loops": 8, "seed": 1},
+    }
+    assert identity.of_record(record) == identity.identify(
+        "codec", "seed", "decode", "s", {"seed": 1, "loops": 99}
+    )
+    assert identity.of_record(record).as_dict()["params"] == {"seed": 1}
