@@ -70,6 +70,9 @@ def test_samples_are_measured_in_file_order(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "our-bms" in done.stdout
+    report = (out / "report.md").read_text()
+    assert f"| Your message | {BMS} from bms.proto (SHA-256 " in report
+    assert "| Its payloads / JSON | samples bms_samples.jsonl (jsonl) / proto3 |" in report
     manifest = json.loads((out / "manifest.json").read_text())
     shipped = manifest["spec"]["schema"]["samples"]
     assert shipped["sha256"] == hashlib.sha256(samples.read_bytes()).hexdigest()

@@ -157,6 +157,7 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
         ),
         ("Codecs", ", ".join(f"{c} {codec_versions.get(c, '?')}" for c in used) or "-"),
         ("Suites / profiles", f"{_join(spec.get('suites'))} / {_join(spec.get('profiles'))}"),
+        *_schema_rows(spec.get("schema")),
         ("Sample plan", "quick" if manifest.get("quick") else "full"),
         ("GC while timing", str(manifest.get("gc", "?"))),
         ("CPU affinity", str(manifest.get("affinity") or "not pinned")),
@@ -165,6 +166,28 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
         ("Clock", _clock(platform.get("clock") or {})),
     ]
     return rows
+
+
+def _schema_rows(schema: Any) -> list[tuple[str, str]]:
+    """A user's own message (docs/own-messages.md): what was measured, and from which files."""
+    if not isinstance(schema, dict):
+        return []
+    files = ", ".join(
+        f"{f.get('name')} (SHA-256 {str(f.get('sha256'))[:16]}...)"
+        for f in schema.get("files") or []
+    )
+    source = schema.get("samples") or schema.get("generator")
+    if schema.get("samples"):
+        payloads = f"samples {source.get('name')} ({source.get('format')})"
+    elif source:
+        payloads = f"generated, rules {source.get('name')}"
+    else:
+        payloads = "generated, default rules"
+    style = "json-map" if schema.get("json_map") else schema.get("json_style") or "proto3"
+    return [
+        ("Your message", f"{schema.get('message')} from {files or 'a descriptor set'}"),
+        ("Its payloads / JSON", f"{payloads} / {style}"),
+    ]
 
 
 def _join(values: Any) -> str:
