@@ -95,3 +95,17 @@ def test_unknown_and_missing_codecs_are_refused_naming_the_alternatives(monkeypa
     with pytest.raises(UserError, match="not installed") as caught:
         codecs.get("ghost")
     assert "json" in caught.value.hint
+
+
+def test_an_aa_copy_is_the_same_codec_under_its_own_name():
+    profile = payloads.get("seed")
+    (item,) = profile.payloads(1, 7)
+    original, copy = codecs.get("json"), codecs.get("json-aa")
+    assert copy.name == "json-aa" and original.name == "json"
+    assert copy.bind(profile).encode(item.plain) == original.bind(profile).encode(item.plain)
+    assert codecs.original_name("protobuf-aa") == "protobuf"
+    # a real codec whose name merely ends alike is left alone; so is an unknown original
+    assert codecs.original_name("msgspec-json") == "msgspec-json"
+    assert codecs.original_name("yaml-aa") == "yaml-aa"
+    with pytest.raises(UserError, match="unknown codec 'yaml-aa'"):
+        codecs.get("yaml-aa")

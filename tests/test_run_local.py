@@ -59,7 +59,9 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
     assert _mean(summary, "json") == pytest.approx(995.2, rel=0.03)
     assert (out / "complete").exists()
     assert results.verify_checksums(out) == []
-    header = done.stdout.splitlines()[0]
+    # The answer opens the output, in sentences, before the table.
+    assert done.stdout.startswith("The answer (Protobuf against JSON, on this machine):")
+    header = next(line for line in done.stdout.splitlines() if line.startswith("Profile |"))
     for column in ("Metric", "JSON", "Protobuf", "% Diff", "Winner"):
         assert column in header
     assert "Serialization" in done.stdout and "Protobuf" in done.stdout
@@ -68,7 +70,9 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
     assert manifest["platform"]["protobuf_backend"] in ("upb", "cpp", "python")
     records = {(r["codec"], r["metric"]): r for r in summary["records"]}
     encode = records[("json", "encode")]
-    assert encode["unit"] == "s" and encode["n"] == 10 and encode["params"]["loops"] >= 1
+    # The quick plan: 8 worker processes x 3 values each (the fewest processes whose
+    # exact signed-rank test can reach p < 0.05 / 3 for a consistent effect).
+    assert encode["unit"] == "s" and encode["n"] == 24 and encode["params"]["loops"] >= 1
 
 
 def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
@@ -94,9 +98,11 @@ def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
     codec_names = {r["codec"] for r in summary["records"]}
     assert {"seed", "ev-full", "skip-nested", "string-map"} <= profiles
     assert {"protobuf", "json", "protobuf-json", "orjson", "cbor2"} <= codec_names
-    comparison = done.stdout.split("\nValues:")[0].splitlines()[2:]  # the first table's rows
-    winners = [line.split("|")[5].strip() for line in comparison]
-    assert set(winners) <= {"JSON", "Protobuf", "tie"} and "Protobuf" in winners
+    lines = done.stdout.split("\nOne row per measurement")[0].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("Profile |"))
+    winners = [line.split("|")[5].strip() for line in lines[header + 2 :]]  # the table's rows
+    assert set(winners) <= {"JSON", "Protobuf", "tie", "n too small", "fact"}
+    assert "Protobuf" in winners and "fact" in winners  # sizes are facts, not tested
     assert "Medians per codec" in done.stdout
 
 
@@ -197,3 +203,26 @@ def test_usage_errors_exit_2_with_a_hint():
     assert done.returncode == 2
     assert "hint:" in done.stderr and "Traceback" not in done.stderr
     assert _run([*AGENT, "frobnicate"]).returncode == 2
+
+
+def test_an_aa_run_records_its_arms_and_plan_in_the_manifest(tmp_path):
+    out = tmp_path / "run"
+    argv = ["run", "--suite", "codec", "--profile", "seed", "--quick", "--processes", "2"]
+    done = _run([*AGENT, *argv, "--aa", "json", "--aa-slowdown", "0.2", "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    assert "planned duration: about" in done.stderr.splitlines()[1]  # before anything runs
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["aa"] == {"codec": "json", "copy": "json-aa", "slowdown": 0.2}
+    assert manifest["spec"]["codecs"] == ["json", "json-aa"]
+    planned = manifest["planned_seconds"]
+    assert set(planned) == {"codec"} and planned["codec"] > 0
+    timed = [
+        s for s in results.read_samples(out) if s.metric in ("encode", "decode", "decode_access")
+    ]
+    # 2 processes x 2 arms x 3 operations, each set one process's 3 rounds (quick plan)
+    assert sorted((s.codec, s.worker) for s in timed) == sorted(
+        (codec, worker) for codec in ("json", "json-aa") for worker in (0, 1) for _ in range(3)
+    )
+    assert all(len(s.values) == 3 for s in timed)
+    assert all(s.params["shortest_span_s"] >= 0.9 * s.params["min_time_s"] for s in timed)
+    assert all(s.params["aa_slowdown"] == 0.2 for s in timed)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from evbench_agent import codecs, spec
@@ -65,3 +68,37 @@ def test_a_cpu_the_process_cannot_use_is_refused():
 def test_spec_round_trips_through_its_dict():
     original = spec.from_dict({"profiles": "seed", "codecs": "json,protobuf", "quick": True})
     assert spec.from_dict(original.as_dict()) == original
+
+
+def test_an_aa_run_measures_the_codec_against_its_copy_instead_of_the_codec_list():
+    aa = spec.from_dict({"aa": "json", "codecs": "protobuf,orjson"})
+    assert aa.codecs == ("json", "json-aa")
+    assert aa.slowdown("json") == 0.0 and aa.slowdown("json-aa") == 0.0
+    slowed = spec.from_dict({"aa": "protobuf", "aa_slowdown": 0.1})
+    assert slowed.slowdown("protobuf-aa") == 0.1 and slowed.slowdown("protobuf") == 0.0
+    assert spec.from_dict(slowed.as_dict()) == slowed  # what the manifest keeps loads again
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"aa_slowdown": 0.1}, "needs --aa CODEC"),
+        ({"aa": "json", "aa_slowdown": -0.1}, "'aa_slowdown' must be a fraction from 0 to 10"),
+        ({"aa": "json", "aa_slowdown": 11}, "'aa_slowdown' must be a fraction"),
+        ({"aa": "json", "aa_slowdown": True}, "'aa_slowdown' must be a fraction"),
+        ({"aa": "json-aa"}, "'aa' must name one installed codec"),
+        ({"aa": ["json"]}, "'aa' must name one installed codec"),
+        ({"aa": "yaml"}, "unknown codec 'yaml'"),
+    ],
+)
+def test_bad_aa_settings_are_refused(document, message):
+    with pytest.raises(UserError, match=message):
+        spec.from_dict(document)
+
+
+def test_the_committed_core_run_spec_still_loads():
+    manifest = Path(__file__).parent / "data" / "runs" / "core-v1" / "manifest.json"
+    document = json.loads(manifest.read_text())["spec"]
+    document["codecs"] = [c for c in document["codecs"] if c in codecs.available()]
+    loaded = spec.from_dict(document)
+    assert loaded.aa is None and loaded.aa_slowdown == 0.0

@@ -39,9 +39,10 @@ def _spec_from_args(args: argparse.Namespace) -> Spec:
 def _run(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import runner  # the measuring machinery, only for a run
     from evbench_agent.progress import REPORTERS
+    from evbench_agent.run_ids import new_run_id
 
     spec = _spec_from_args(args)
-    run_id = args.run_id or runner.new_run_id()
+    run_id = args.run_id or new_run_id()
     out = Path(args.out) if args.out else Path("results") / run_id
     progress = REPORTERS[args.progress]()
     progress.message(f"run {run_id} -> {out}")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import stats
+from evbench_agent import identity, stats
 from evbench_agent.errors import FormatError, UserError
 
 FORMAT = "evbench-results"
@@ -80,13 +80,14 @@ class SampleSet:
     worker: int = 0
 
     def key(self) -> tuple:
+        """What the set measured: outcomes (calibrated loops, ...) never split a record."""
         return (
             self.suite,
             self.profile,
             self.codec,
             self.metric,
             self.unit,
-            json.dumps(self.params, sort_keys=True),
+            json.dumps(identity.identity_params(self.params), sort_keys=True),
         )
 
     def as_dict(self) -> dict[str, Any]:

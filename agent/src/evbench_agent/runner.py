@@ -20,11 +20,6 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def new_run_id() -> str:
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{os.urandom(3).hex()}"
-
-
 def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -37,6 +32,15 @@ def _stop_telemetry(telemetry: TelemetrySession, writer: RunWriter, manifest: di
     except Exception as error:  # the measured samples matter more than their telemetry
         facts = {"error": f"{type(error).__name__}: {error}"}
     manifest["telemetry"].update(telemetry.manifest(), **facts)
+
+
+def describe_plan(planned: dict[str, float], spec: Spec) -> str:
+    """The run's planned duration, said before it starts: in total and per suite."""
+    parts = ", ".join(f"{suite} {seconds:.0f} s" for suite, seconds in planned.items())
+    text = f"planned duration: about {sum(planned.values()):.0f} s ({parts})"
+    if spec.cool_to is not None:
+        text += f", plus waits to cool to {spec.cool_to:g} °C"
+    return text
 
 
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
@@ -64,6 +68,9 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         ),
         "pid": os.getpid(),
     }
+    planned = registry.planned_seconds(spec)
+    manifest["planned_seconds"] = {suite: round(seconds, 1) for suite, seconds in planned.items()}
+    progress.message(describe_plan(planned, spec))
     telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
     manifest["telemetry"] = telemetry.manifest()
     writer.write_manifest(manifest)

@@ -3,18 +3,40 @@
 Method, after pyperf: a calibration process finds, for each operation, the
 number of inner loops that makes one sample span at least `min_time`; then
 several fresh worker processes each take warm-up samples (discarded) and
-values. Within a worker the codecs are interleaved (A B A B) sample by sample,
-so slow drift such as heating shows in every codec alike instead of following
-the codec order. Time comes from `time.perf_counter_ns`; a sample is the mean
-time of one operation over its inner loop, so spreads and tails are those of
-inner-loop means, not of single operations. Each sample uses the next payload
-of the profile, so the spread includes the variety of messages.
+values. Time comes from `time.perf_counter_ns`; a sample is the mean time of
+one operation over its inner loop, so spreads and tails are those of
+inner-loop means, not of single operations. Each round uses the next payload
+of the profile (the same one for every codec), so the spread includes the
+variety of messages.
+
+Calibration holds (issue 13): it times every payload once and calibrates on
+the fastest, takes the shortest of `CALIBRATION_REPEATS` samples at each loop
+count (a preemption makes a sample longer, never shorter), and adds
+`CALIBRATION_MARGIN`. A worker whose warm-up samples of an operation fall
+short of `min_time` calibrates that operation again itself (``recalibrated``);
+a recorded sample shorter than `SHORTEST_SHARE` x `min_time` is timed again
+with more loops, so no recorded sample spans less. Each sample set records its
+shortest span (``shortest_span_s``) and its loop count (``loops``); both are
+outcomes, they never split a comparison.
+
+Replicates: a sample set's `worker` is its process index; its i-th value is
+round i after the warm-ups, and the i-th values of two codecs of the same
+worker are a pair (same round, same payload, taken one right after the
+other). Within a process the codecs and operations alternate by round: even
+rounds take them in order (A B), odd rounds in reverse (B A), so neither codec
+always runs first, and slow drift such as heating shows in every codec alike.
+
+A/A control (`--aa`): the copy is the same codec under another name; the
+testing option `aa_slowdown` makes each of the copy's timed operations that
+fraction slower, by name, in this process: after the inner loop the clock
+spins until the sample spans (1 + fraction) times what the loop took.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import math
 import os
 import time
 import zlib
@@ -32,16 +54,34 @@ OPERATIONS = ("encode", "decode", "decode_access")
 DEFLATE_LEVEL = 6
 #: Calibration stops doubling here, whatever the time; no real operation needs more.
 MAX_LOOPS = 1 << 24
+#: Samples per loop count while calibrating; the shortest counts.
+CALIBRATION_REPEATS = 3
+#: Loops cover this much more than `min_time` on the fastest payload.
+CALIBRATION_MARGIN = 1.2
+#: No recorded sample spans less than this share of `min_time`.
+SHORTEST_SHARE = 0.9
 
 
-def _time_loops(operation: Callable[[Any], Any], argument: Any, loops: int) -> int:
-    """Nanoseconds for `loops` calls, with the loop pyperf's bench_func uses."""
+def _time_loops(
+    operation: Callable[[Any], Any], argument: Any, loops: int, slowdown: float = 0.0
+) -> int:
+    """Nanoseconds for `loops` calls, with the loop pyperf's bench_func uses.
+
+    `slowdown` (A/A testing only): spin until the sample spans (1 + slowdown)
+    times what the loop took, so each call counts that fraction slower.
+    """
     repeat = itertools.repeat(None, loops)
     clock = time.perf_counter_ns
     start = clock()
     for _ in repeat:
         operation(argument)
-    return clock() - start
+    elapsed = clock() - start
+    if slowdown:
+        until = start + round(elapsed * (1 + slowdown))
+        while clock() < until:
+            pass
+        elapsed = clock() - start
+    return elapsed
 
 
 Operations = dict[str, tuple[Callable[[Any], Any], list[Any]]]
@@ -73,53 +113,143 @@ def _cell(profile: str, codec: str, operation: str) -> str:
     return f"{profile}|{codec}|{operation}"
 
 
+def _fastest(function: Callable[[Any], Any], arguments: list[Any], slowdown: float) -> Any:
+    """The argument the operation handles fastest (calibrating on it keeps every sample long)."""
+    _time_loops(function, arguments[0], 1, slowdown)  # first call: imports, caches
+    return min(arguments, key=lambda argument: _time_loops(function, argument, 1, slowdown))
+
+
+def calibrate_loops(
+    function: Callable[[Any], Any], argument: Any, min_ns: float, slowdown: float = 0.0
+) -> int:
+    """Loops that make one sample of `function(argument)` span `min_ns` with the margin.
+
+    Doubles until the shortest of CALIBRATION_REPEATS samples reaches `min_ns`,
+    then scales the count to cover CALIBRATION_MARGIN x `min_ns`.
+    """
+    loops = 1
+    while True:
+        shortest = min(
+            _time_loops(function, argument, loops, slowdown) for _ in range(CALIBRATION_REPEATS)
+        )
+        if shortest >= min_ns or loops >= MAX_LOOPS:
+            break
+        loops *= 2
+    per_call = max(shortest, 1) / loops
+    return max(1, min(MAX_LOOPS, math.ceil(CALIBRATION_MARGIN * min_ns / per_call)))
+
+
 def _calibrate(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, int]:
     min_ns = task["min_time"] * 1e9
     loops_by_cell = {}
     for profile in task["profiles"]:
         for codec, operations in _prepare(task, profile).items():
+            slowdown = task.get("slowdown", {}).get(codec, 0.0)
             for operation, (function, arguments) in operations.items():
-                loops = 1
-                _time_loops(function, arguments[0], 1)  # first call: imports, caches
-                while loops < MAX_LOOPS and _time_loops(function, arguments[0], loops) < min_ns:
-                    loops *= 2
-                loops_by_cell[_cell(profile, codec, operation)] = loops
+                fastest = _fastest(function, arguments, slowdown)
+                loops_by_cell[_cell(profile, codec, operation)] = calibrate_loops(
+                    function, fastest, min_ns, slowdown
+                )
         emit(f"calibrated {profile}")
     return loops_by_cell
+
+
+def round_order(items: list[Any], round_number: int) -> list[Any]:
+    """A B in even rounds, B A in odd ones: neither side always goes first."""
+    return items if round_number % 2 == 0 else items[::-1]
+
+
+class _Cell:
+    """One codec's operation in one worker: its loops, samples and what they spanned."""
+
+    def __init__(self, function: Callable[[Any], Any], arguments: list[Any], loops: int):
+        self.function, self.arguments, self.loops = function, arguments, loops
+        self.calibration_loops = loops
+        self.recalibrated = False
+        self.values: list[float] = []
+        self.shortest_ns: int | None = None
+        self.warmup_short = False
+
+
+def _take(
+    cell: _Cell, argument: Any, min_ns: float, slowdown: float, recorded: bool
+) -> tuple[int, int]:
+    """One sample (ns, loops); a recorded one too short is timed again with more loops."""
+    loops = cell.loops
+    elapsed = _time_loops(cell.function, argument, loops, slowdown)
+    while recorded and elapsed < SHORTEST_SHARE * min_ns and loops < MAX_LOOPS:
+        loops = min(MAX_LOOPS, math.ceil(loops * CALIBRATION_MARGIN * min_ns / max(elapsed, 1)))
+        cell.loops = loops  # the rest of this worker keeps the longer loop
+        elapsed = _time_loops(cell.function, argument, loops, slowdown)
+    return elapsed, loops
+
+
+def _recalibrate(cell: _Cell, min_ns: float, slowdown: float) -> None:
+    """This process runs the operation faster than the calibration one did: more loops."""
+    fastest = _fastest(cell.function, cell.arguments, slowdown)
+    cell.loops = max(cell.loops, calibrate_loops(cell.function, fastest, min_ns, slowdown))
+    cell.recalibrated = True
 
 
 def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, list[dict]]:
     """The worker's sample sets, and when each profile ran on the monotonic clock.
 
-    Codecs alternate sample by sample (milliseconds each), too fast for
+    Codecs alternate within each round (milliseconds each), too fast for
     telemetry to tell apart, so the marked phase is the profile's block in
     this worker: every codec of the profile, interleaved.
     """
-    worker, rounds = task["worker"], task["warmups"] + task["values"]
+    worker, warmups = task["worker"], task["warmups"]
+    rounds = warmups + task["values"]
+    min_ns = task["min_time"] * 1e9
+    slowdowns = task.get("slowdown", {})
     sample_sets, phases = [], []
     for profile in task["profiles"]:
-        prepared = _prepare(task, profile)
-        samples: dict[tuple[str, str], list[float]] = {}
+        cells = {
+            (codec, operation): _Cell(
+                function, arguments, task["loops"][_cell(profile, codec, operation)]
+            )
+            for codec, operations in _prepare(task, profile).items()
+            for operation, (function, arguments) in operations.items()
+        }
+        # Codec-major order: A's operations, then B's; odd rounds take it backwards.
+        order = list(cells)
         gc.collect()
         if not task["gc"]:
             gc.disable()
         started_ns = time.monotonic_ns()  # the telemetry clock, system-wide
         try:
             for round_number in range(rounds):
-                for codec, operations in prepared.items():
-                    for operation, (function, arguments) in operations.items():
-                        loops = task["loops"][_cell(profile, codec, operation)]
-                        argument = arguments[(worker * rounds + round_number) % len(arguments)]
-                        elapsed = _time_loops(function, argument, loops)
-                        if round_number >= task["warmups"]:
-                            samples.setdefault((codec, operation), []).append(elapsed / loops / 1e9)
+                recorded = round_number >= warmups
+                for key in round_order(order, round_number):
+                    cell = cells[key]
+                    slowdown = slowdowns.get(key[0], 0.0)
+                    payload = (worker * rounds + round_number) % len(cell.arguments)
+                    argument = cell.arguments[payload]
+                    elapsed, loops = _take(cell, argument, min_ns, slowdown, recorded)
+                    if not recorded:
+                        cell.warmup_short |= elapsed < min_ns
+                        if round_number == warmups - 1 and cell.warmup_short:
+                            _recalibrate(cell, min_ns, slowdown)
+                        continue
+                    cell.values.append(elapsed / loops / 1e9)
+                    cell.shortest_ns = (
+                        elapsed if cell.shortest_ns is None else min(cell.shortest_ns, elapsed)
+                    )
         finally:
             gc.enable()
         phases.append({"profile": profile, "start_ns": started_ns, "end_ns": time.monotonic_ns()})
-        for (codec, operation), values in samples.items():
-            params = dict(task["params"], loops=task["loops"][_cell(profile, codec, operation)])
+        for (codec, operation), cell in cells.items():
+            params = dict(
+                task["params"],
+                loops=cell.loops,
+                calibration_loops=cell.calibration_loops,
+                recalibrated=cell.recalibrated,
+                shortest_span_s=None if cell.shortest_ns is None else cell.shortest_ns / 1e9,
+            )
             sample_sets.append(
-                SampleSet(SUITE, profile, codec, operation, "s", params, values, worker).as_dict()
+                SampleSet(
+                    SUITE, profile, codec, operation, "s", params, cell.values, worker
+                ).as_dict()
             )
         emit(f"worker {worker + 1}: {profile}")
     return {"sample_sets": sample_sets, "phases": phases}
@@ -170,6 +300,25 @@ def sizes(spec: Spec) -> list[SampleSet]:
     return sample_sets
 
 
+#: Seconds a worker process takes to start, import the codecs and build the payloads.
+WORKER_START_S = 0.35
+#: Seconds calibrating one operation takes on average (every payload once, then doubling).
+CALIBRATION_PER_OPERATION_S = 0.015
+#: A sample spans this many times `min_time` on average: calibrated on the fastest payload
+#: with CALIBRATION_MARGIN, the other payloads take longer.
+MEAN_SPAN_FACTOR = 1.5
+
+
+def planned_seconds(spec: Spec) -> float:
+    """How long the suite's plan should take here: the calibration, then every worker."""
+    plan = spec.plan
+    cells = len(spec.profiles) * len(spec.codecs) * len(OPERATIONS)
+    rounds = plan.warmups + plan.values
+    calibration = WORKER_START_S + cells * CALIBRATION_PER_OPERATION_S
+    worker = WORKER_START_S + cells * rounds * plan.min_time * MEAN_SPAN_FACTOR
+    return calibration + plan.processes * worker
+
+
 def run(context: RunContext) -> None:
     spec, writer, progress = context.spec, context.writer, context.progress
     plan = spec.plan
@@ -185,6 +334,8 @@ def run(context: RunContext) -> None:
         "min_time": plan.min_time,
         "cpu": spec.cpu,
         "gc": spec.gc,
+        # A/A testing option: the copy's operations, by name, this fraction slower.
+        "slowdown": {codec: spec.slowdown(codec) for codec in spec.codecs if spec.slowdown(codec)},
     }
     loops = run_worker(dict(task, mode="calibrate"), progress.advance)
     params = {
@@ -196,7 +347,10 @@ def run(context: RunContext) -> None:
         "cpu": spec.cpu,
         "payloads": spec.payloads,
         "seed": spec.seed,
+        "order": "codecs and operations A B in even rounds, B A in odd ones",
     }
+    if spec.aa_slowdown:
+        params["aa_slowdown"] = spec.aa_slowdown
     for worker in range(plan.processes):
         context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
         result = run_worker(

@@ -15,7 +15,7 @@ from evbench.progress import ProgressView
 from evbench.report import table
 from evbench_agent import options, results
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
-from evbench_agent.runner import new_run_id
+from evbench_agent.run_ids import new_run_id
 
 NAME = "run"
 HELP = "run benchmarks on a board and print the comparison table"

@@ -1,0 +1,128 @@
+"""The codec suite's calibration holds, its rounds alternate, its A/A slowdown is what it says.
+
+Timed parts use a real operation of known cost (a spin on the clock), so every
+expected bound follows from that cost; preemption can only make a spin longer.
+"""
+
+from __future__ import annotations
+
+import time
+
+from evbench_agent.suites import codec
+
+MIN_TIME = 0.0004  # seconds: short, so the test is quick
+
+
+def spin(microseconds: float) -> None:
+    """Takes at least `microseconds`, never less."""
+    until = time.perf_counter_ns() + microseconds * 1000
+    while time.perf_counter_ns() < until:
+        pass
+
+
+def test_loops_cover_min_time_with_the_margin_and_never_more_than_the_cost_allows():
+    loops = codec.calibrate_loops(spin, 20, min_ns=1_000_000)
+    # Each call takes >= 20 us, so 1.2 x 1 ms needs at most 1200 / 20 = 60 calls.
+    assert loops <= 60
+    # And at least 0.9 ms worth of them (45 calls), even with a preempted sample.
+    assert loops >= 45
+
+
+def test_calibration_takes_the_fastest_payload():
+    assert codec._fastest(spin, [300, 40, 150], slowdown=0.0) == 40
+
+
+def test_rounds_alternate_a_b_then_b_a():
+    cells = [("json", "encode"), ("json", "decode"), ("protobuf", "encode")]
+    assert codec.round_order(cells, 0) == cells
+    assert codec.round_order(cells, 1) == [
+        ("protobuf", "encode"),
+        ("json", "decode"),
+        ("json", "encode"),
+    ]
+    assert codec.round_order(cells, 2) == cells
+
+
+def test_a_slowdown_makes_every_sample_that_fraction_longer():
+    # 10 calls of >= 100 us: >= 1 ms plain, >= 1.5 ms with the copy's 50 % slowdown.
+    assert codec._time_loops(spin, 100, 10) >= 1_000_000
+    assert codec._time_loops(spin, 100, 10, slowdown=0.5) >= 1_500_000
+
+
+def _task(**changes):
+    task = {
+        "suite": "codec",
+        "profiles": ["seed"],
+        "codecs": ["json", "json-aa"],
+        "payloads": 20,
+        "seed": 1,
+        "min_time": MIN_TIME,
+        "cpu": None,
+        "gc": True,
+        "slowdown": {},
+    }
+    task.update(changes)
+    return task
+
+
+def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time():
+    loops = codec.worker_main(_task(mode="calibrate"), lambda _what: None)
+    assert set(loops) == {
+        f"seed|{c}|{o}" for c in ("json", "json-aa") for o in ("encode", "decode", "decode_access")
+    }
+    # A calibration far too short (1 loop): the worker must raise it, not record short samples.
+    too_short = dict.fromkeys(loops, 1)
+    result = codec.worker_main(
+        _task(mode="measure", worker=3, loops=too_short, values=4, warmups=1, params={}),
+        lambda _what: None,
+    )
+    sets = result["sample_sets"]
+    assert len(sets) == 6
+    for sample_set in sets:
+        params = sample_set["params"]
+        assert sample_set["worker"] == 3 and len(sample_set["values"]) == 4
+        assert params["shortest_span_s"] >= 0.9 * MIN_TIME
+        assert params["calibration_loops"] == 1 and params["loops"] > 1
+        for value in sample_set["values"]:  # value x loops is at least the span it came from
+            assert value * params["loops"] >= 0.9 * MIN_TIME * 0.999
+    # One call is far shorter than MIN_TIME, so the warm-up falls short and the worker
+    # calibrates again (a warm-up preempted past MIN_TIME is the rare exception).
+    assert sum(s["params"]["recalibrated"] for s in sets) >= 4
+
+
+def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else(monkeypatch):
+    calls = []
+    real_prepare, real_time = codec._prepare, codec._time_loops
+
+    def tag(function, cell):
+        def tagged(argument):
+            return function(argument)
+
+        tagged.cell = cell  # json and json-aa share json.loads itself: tell them apart here
+        return tagged
+
+    def prepare(task, profile):
+        return {
+            name: {op: (tag(f, (name, op)), args) for op, (f, args) in operations.items()}
+            for name, operations in real_prepare(task, profile).items()
+        }
+
+    def time_loops(operation, argument, loops, slowdown=0.0):
+        calls.append((operation.cell, slowdown))
+        return real_time(operation, argument, loops, slowdown)
+
+    monkeypatch.setattr(codec, "_prepare", prepare)
+    monkeypatch.setattr(codec, "_time_loops", time_loops)
+    task = _task(slowdown={"json-aa": 0.25})
+    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
+    codec.worker_main(
+        dict(task, mode="measure", worker=0, loops=loops, values=2, warmups=1, params={}),
+        lambda _what: None,
+    )
+    used: dict[tuple[str, str], set[float]] = {}
+    for cell, slowdown in calls:
+        used.setdefault(cell, set()).add(slowdown)
+    assert used == {
+        **{("json", op): {0.0} for op in codec.OPERATIONS},
+        **{("json-aa", op): {0.25} for op in codec.OPERATIONS},
+    }

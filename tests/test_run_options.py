@@ -1,0 +1,155 @@
+"""One table of run options: both CLIs and the host's agent call read it; one CLI runner."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from evbench import cli as host_cli
+from evbench_agent import cli as agent_cli
+from evbench_agent import command_line, options, spec
+from evbench_agent.errors import ExitCode
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return commands.choices[name]
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def test_every_option_names_a_spec_field_once_and_both_run_commands_have_it():
+    fields = {field.name for field in dataclasses.fields(spec.Spec)}
+    flags = [option.flag for option in options.RUN_OPTIONS]
+    assert len(flags) == len(set(flags))
+    assert {option.spec_key for option in options.RUN_OPTIONS} <= fields
+    agent_run = _flags(_subparser(agent_cli.build_parser(), "run"))
+    host_run = _flags(_subparser(host_cli.build_parser(["run"]), "run"))
+    assert set(flags) <= agent_run and set(flags) <= host_run
+
+
+def test_the_host_passes_exactly_the_given_options_to_the_agent():
+    host_line = [
+        "run",
+        "--board",
+        "local",
+        "--codecs",
+        "json,protobuf",
+        "--quick",
+        "--no-gc",
+        "--processes",
+        "3",
+        "--rate",
+        "12.5",
+        "--aa",
+        "json",
+        "--aa-slowdown",
+        "0.1",
+        "--baseline-codec",
+        "json",
+    ]
+    host_args = host_cli.build_parser(host_line).parse_args(host_line)
+    passed = options.agent_argv(host_args)
+    # written out by hand: given flags only, host-only ones (--board, --baseline-codec) stay
+    assert passed == [
+        "--codecs",
+        "json,protobuf",
+        "--quick",
+        "--processes",
+        "3",
+        "--no-gc",
+        "--aa",
+        "json",
+        "--aa-slowdown",
+        "0.1",
+        "--rate",
+        "12.5",
+    ]
+    agent_args = agent_cli.build_parser().parse_args(["run", *passed])
+    assert options.spec_overrides(agent_args) == {
+        "codecs": "json,protobuf",
+        "quick": True,
+        "processes": 3,
+        "gc": False,
+        "aa": "json",
+        "aa_slowdown": 0.1,
+        "link_rate_hz": 12.5,
+    }
+    assert options.spec_overrides(agent_args) == options.spec_overrides(host_args)
+
+
+def test_nothing_given_overrides_nothing_in_a_spec_file():
+    agent_args = agent_cli.build_parser().parse_args(["run"])
+    assert options.spec_overrides(agent_args) == {}
+    assert options.agent_argv(agent_args) == []
+
+
+def test_every_command_with_a_board_has_the_same_board_options():
+    parser = host_cli.build_parser()
+    for name in ("run", "deploy", "fetch", "diag", "flash"):
+        assert {"--board", "--accept-new-host-key"} <= _flags(_subparser(parser, name)), name
+    assert "--board" in _flags(_subparser(parser, "console"))  # serial only: no SSH host key
+
+
+def _program(handler):
+    def build() -> argparse.ArgumentParser:
+        parser, commands = command_line.new_parser("prog", "a test program", "1.0")
+        command_line.add_command(commands, "go", handler, "do it")
+        return parser
+
+    return build
+
+
+def test_verbose_and_quiet_set_the_log_level_before_or_after_the_command(capsys):
+    levels = []
+
+    def handler(_args):
+        levels.append(logging.getLogger().level)
+        logging.getLogger("evbench_agent.test").info("said at info")
+        return ExitCode.OK
+
+    build = _program(handler)
+    assert command_line.run_program("prog", build, ["go"], "stopped") == ExitCode.OK
+    assert command_line.run_program("prog", build, ["-v", "go"], "stopped") == ExitCode.OK
+    assert command_line.run_program("prog", build, ["go", "-vv"], "stopped") == ExitCode.OK
+    assert command_line.run_program("prog", build, ["go", "--quiet"], "stopped") == ExitCode.OK
+    assert levels == [logging.WARNING, logging.INFO, logging.DEBUG, logging.ERROR]
+    assert capsys.readouterr().err.count("prog: info: said at info") == 2
+
+
+def test_a_command_that_returns_no_exit_code_is_an_internal_error(capsys):
+    build = _program(lambda _args: None)
+    assert command_line.run_program("prog", build, ["go"], "stopped") == ExitCode.INTERNAL
+    assert "returned None, not an ExitCode" in capsys.readouterr().err
+
+
+def test_usage_errors_are_one_line_and_exit_2(capsys):
+    build = _program(lambda _args: ExitCode.OK)
+    assert command_line.run_program("prog", build, ["go", "--nope"], "x") == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "prog: error: unrecognized arguments: --nope" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("program", "argv"), [("evbench_agent", ["--help"]), ("evbench", ["flash", "--help"])]
+)
+def test_help_loads_no_codec_or_protobuf(program, argv):
+    # The start-up budget: the runner and the options table import no measuring machinery.
+    probe = (
+        "import sys, contextlib, io\n"
+        f"from {program}.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    sys.argv = ['x', *{argv!r}]; main()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('google', 'evbench_agent.codecs',"
+        " 'evbench_agent.spec'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
