@@ -52,7 +52,7 @@ INDEPENDENT_SUITES = {"link": "phases per codec"}
 #: Suites in display order; others follow alphabetically.
 SUITE_ORDER = ("codec", "link", "telemetry")
 #: Params shown in a row's label whenever present (they name what was measured).
-LABEL_PARAMS = ("phase", "kind", "operation", "mode")
+LABEL_PARAMS = ("phase", "kind", "operation")
 
 
 @dataclass(frozen=True)

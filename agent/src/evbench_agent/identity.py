@@ -42,7 +42,7 @@ ROLES = (TESTED, FACT, CONTEXT)
 
 #: Params that say which repetition a set is, not what it measured.
 REPLICATE_PARAMS = frozenset(
-    {"worker", "process", "process_index", "round", "rounds_order", "order", "phase_index"}
+    {"worker", "process", "process_index", "round", "rounds", "rounds_order", "phase_index"}
 )
 
 #: Params that record what happened while measuring. Codecs may differ in them.
@@ -53,6 +53,8 @@ OUTCOME_PARAMS = frozenset(
         "calibration_loops",
         "recalibrated",
         "shortest_span_s",
+        "shortest_s",
+        "calibrated_loops",
         "min_span_s",
         # link: what the kernel granted, not what was asked for
         "realtime_granted",
@@ -97,6 +99,8 @@ METRIC_ROLES: dict[str, str] = {
     # rare events, mostly zero: a ratio test cannot apply
     "lost": CONTEXT,
     "late": CONTEXT,
+    # the client's timer wake-up, measured without any codec
+    "wakeup_latency": CONTEXT,
     # telemetry and modelled energy
     "cpu_util": CONTEXT,
     "agent_cpu": CONTEXT,

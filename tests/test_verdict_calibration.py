@@ -1,0 +1,64 @@
+"""benchmarks/verdict_calibration.py's own logic: bounds and judging, on synthetic runs.
+
+The real calibration (real runs of the agent, minutes each) is run by hand; here
+its Clopper-Pearson bounds are checked against SciPy's beta quantiles and its
+judging against synthetic runs whose answer is known.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from scipy.stats import beta
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "verdict_calibration.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("verdict_calibration", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+calibration = _load()
+
+
+@pytest.mark.parametrize("k,n", [(0, 5), (5, 5), (3, 60), (1, 20), (18, 20), (27, 30)])
+def test_clopper_pearson_bounds_match_the_beta_quantiles(k, n):
+    low, high = calibration.clopper_pearson(k, n)
+    assert low == pytest.approx(beta.ppf(0.025, k, n - k + 1) if k else 0.0, abs=1e-9)
+    assert high == pytest.approx(beta.ppf(0.975, k + 1, n - k) if k < n else 1.0, abs=1e-9)
+    upper = beta.ppf(0.95, k + 1, n - k) if k < n else 1.0
+    assert calibration.upper_bound(k, n) == pytest.approx(upper, abs=1e-9)
+    lower = beta.ppf(0.05, k, n - k + 1) if k else 0.0
+    assert calibration.lower_bound(k, n) == pytest.approx(lower, abs=1e-9)
+
+
+def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
+    out = tmp_path / "summary.json"
+    code = calibration.main(
+        [
+            "--synthetic",
+            "--runs",
+            "2",
+            "--only",
+            "codec-aa,codec-slow,link-delay,quick",
+            "--json",
+            str(out),
+        ]
+    )
+    summary = json.loads(out.read_text())
+    assert summary["codec-aa"]["events"] == 0  # identical arms: no winner
+    assert summary["codec-slow"]["events"] == 2  # 10 % slower: loser in every timed row
+    assert summary["link-delay"]["events"] == 2  # 200 us later replies: RTT row loser
+    assert summary["quick"]["events"] == 2  # 20x faster encode: protobuf wins
+    assert summary["codec-aa"]["rows"]["Serialization"]["tie"] == 2
+    # two runs cannot bound a false-winner rate below 10 %: the target is missed, exit 3
+    assert summary["codec-aa"]["meets_target"] is False and code == 3
+    assert "Clopper-Pearson" in capsys.readouterr().out
