@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import codecs, platform_info, registry
+from evbench_agent import codecs, comparison, identity, platform_info, registry, results
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
@@ -32,6 +32,35 @@ def _stop_telemetry(telemetry: TelemetrySession, writer: RunWriter, manifest: di
     except Exception as error:  # the measured samples matter more than their telemetry
         facts = {"error": f"{type(error).__name__}: {error}"}
     manifest["telemetry"].update(telemetry.manifest(), **facts)
+
+
+def aa_result(spec: Spec, directory: Path) -> dict[str, Any]:
+    """What an A/A run found: its tested rows, and those that named a winner.
+
+    Without a testing slowdown both arms are the same code, so every winner is
+    a false one; the lab's false-winner rate is the share of runs with any.
+    """
+    try:
+        found = comparison.compare(
+            results.read_samples(directory), spec.aa, codecs.copy_name(spec.aa)
+        )
+    except Exception as error:  # the measured samples matter more than this summary
+        return {"error": f"{type(error).__name__}: {error}"}
+    tested = found.by_role(identity.TESTED)
+    return {
+        "tested_rows": len(tested),
+        "too_small": sum(row.too_small for row in tested),
+        "winners": [
+            {
+                "label": row.label,
+                "family": row.family,
+                "winner": row.verdict.winner,
+                "pct_diff": row.verdict.pct_diff,
+                "p_holm": row.verdict.p_holm,
+            }
+            for row in found.winners()
+        ],
+    }
 
 
 def describe_plan(planned: dict[str, float], spec: Spec) -> str:
@@ -93,6 +122,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
         _stop_telemetry(telemetry, writer, manifest)
+        if spec.aa and status == "complete":
+            manifest["aa"]["result"] = aa_result(spec, directory)
         manifest.update(end_time=_now(), status=status)
         writer.write_manifest(manifest)
         writer.finish(complete=status == "complete")
