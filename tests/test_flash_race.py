@@ -9,8 +9,11 @@ test_flash_devices.py, and every check is on the bytes of the real devices.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -164,3 +167,63 @@ def test_a_larger_file_target_becomes_exactly_the_image_with_holes(images, tmp_p
     mapped = sum(length for _, length in spans)
     # Holes, not written zeros: the file holds about the mapped bytes (ext4 allocates 4 KiB).
     assert target.stat().st_blocks * 512 <= mapped + len(spans) * 4096
+
+
+# The board's receiver (flash --board) opens its device the same way. It runs as a
+# script on the board; here it is imported from its folder, and the swap is injected by
+# wrapping its inspect(), which runs right before write() opens the device.
+RECEIVER_DIR = Path(targets.__file__).parent
+
+
+@pytest.fixture
+def receiver(monkeypatch):
+    monkeypatch.syspath_prepend(str(RECEIVER_DIR))
+    import emmc_receiver
+
+    return emmc_receiver
+
+
+def feed_stdin(monkeypatch, frames: bytes) -> None:
+    """What the host would stream: the receiver reads sys.stdin.buffer."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(frames)))
+
+
+def swap_after_inspect(monkeypatch, receiver, swap) -> list[str]:
+    inspect, ran = receiver.inspect, []
+
+    def inspect_then_swap(path: str) -> dict:
+        info = inspect(path)
+        swap()
+        ran.append(path)
+        return info
+
+    monkeypatch.setattr(receiver, "inspect", inspect_then_swap)
+    return ran
+
+
+FRAMES = b"W 0 4\nEVIL" + b"R 0 4 sha256 " + hashlib.sha256(b"EVIL").hexdigest().encode() + b"\nE\n"
+
+
+@pytest.mark.parametrize("swap_kind", ["symlink", "device node"])
+def test_the_boards_receiver_refuses_a_swapped_target(receiver, tmp_path, monkeypatch, swap_kind):
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    before = backing.read_bytes()
+    target = fill(tmp_path / "emmc.img", MiB)
+    feed_stdin(monkeypatch, FRAMES)
+    with loop_device(backing) as victim:
+
+        def swap() -> None:
+            if swap_kind == "symlink":
+                replace_with_symlink(target, victim)
+            else:
+                target.unlink()
+                block_node(target, victim)
+
+        ran = swap_after_inspect(monkeypatch, receiver, swap)
+        # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
+        refusal = {"symlink": "symbolic links", "device node": "changed since it was inspected"}
+        with pytest.raises(receiver.Refused, match=refusal[swap_kind]):
+            receiver.write(str(target), None, False)
+        with open(victim, "rb") as device:
+            assert device.read() == before, "the swapped-in device was written"
+    assert ran, "the swap never happened"

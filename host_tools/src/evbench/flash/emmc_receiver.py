@@ -40,19 +40,31 @@ class Failed(Exception):
 
 
 def inspect(path: str) -> dict:
-    """What the device is and whether something on the board uses it."""
+    """What the device is and whether something on the board uses it.
+
+    `identity` is what write() must find again on the descriptor it opens:
+    the device number of a block device, the (device, inode) of a file.
+    """
     try:
-        mode = Path(path).stat().st_mode
+        status = Path(path).stat()
     except FileNotFoundError:
         return {"path": path, "kind": "missing"}
-    if stat.S_ISREG(mode):
-        return {"path": path, "kind": "file", "size": None, "model": "regular file", "busy": None}
-    if not stat.S_ISBLK(mode):
+    if stat.S_ISREG(status.st_mode):
+        return {
+            "path": path,
+            "kind": "file",
+            "size": None,
+            "model": "regular file",
+            "busy": None,
+            "identity": [status.st_dev, status.st_ino],
+        }
+    if not stat.S_ISBLK(status.st_mode):
         return {"path": path, "kind": "other"}
-    name = blockdevs.name_of(Path(path).stat().st_rdev)
+    name = blockdevs.name_of(status.st_rdev)
     return {
         "path": path,
         "kind": "block",
+        "identity": [status.st_rdev],
         "name": name,
         "size": blockdevs.size_bytes(name),
         "model": blockdevs.describe(name),
@@ -121,18 +133,37 @@ def receive(fd: int, stream: BinaryIO, state: dict) -> None:
         state["ranges"] += 1
 
 
+def _check_opened(fd: int, info: dict) -> None:
+    """The opened descriptor is what was inspected (nothing swapped the path meanwhile)."""
+    status = os.fstat(fd)
+    if info["kind"] == "block":
+        found = [status.st_rdev] if stat.S_ISBLK(status.st_mode) else None
+    else:
+        found = [status.st_dev, status.st_ino] if stat.S_ISREG(status.st_mode) else None
+    if found != info["identity"]:
+        raise Refused(f"{info['path']} changed since it was inspected; nothing was written")
+
+
 def write(path: str, image_size: int | None, unlock_boot: bool) -> dict:
+    # Resolved once (a /dev/disk/by-id name keeps working), then opened without
+    # following links and checked on the descriptor, as the host does for a local target.
+    path = os.path.realpath(path)
     info = inspect(path)
     _refuse_unless_writable(info, image_size)
     if unlock_boot:
         _unlock_boot_partition(info)
-    flags = os.O_RDWR | (os.O_EXCL if info["kind"] == "block" else 0)
+    flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_EXCL if info["kind"] == "block" else 0)
     state = {"bytes": 0, "ranges": 0}
     started = time.monotonic()
     try:
         fd = os.open(path, flags)
     except OSError as error:
         raise Refused(f"cannot open {path}: {error.strerror}") from error
+    try:
+        _check_opened(fd, info)
+    except Refused:
+        os.close(fd)
+        raise
     try:
         receive(fd, sys.stdin.buffer, state)
     except (OSError, ValueError) as error:
