@@ -135,3 +135,7 @@ def test_six_nights_cannot_show_a_change_eight_can():
     eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
     (split,) = changes.detect(eight)
     assert split.index == 4 and 2 / 70 <= split.p < 0.05
+
+
+def test_a_constant_series_has_no_change():
+    assert changes.detect([2.0] * 12) == []

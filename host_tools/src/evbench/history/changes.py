@@ -131,6 +131,8 @@ def _scan(values: Sequence[float]) -> tuple[int, float, float] | None:
     if n < 2 * MIN_SEGMENT:
         return None
     scores = _scores(values)
+    if np.ptp(scores) == 0:  # every night the same: nothing to split
+        return None
     z = _standardized_scan(scores)
     best = int(np.argmax(z))
     observed = float(z[best])

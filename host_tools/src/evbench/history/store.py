@@ -23,6 +23,7 @@ from typing import Any
 from evbench.history import schema
 from evbench.history.indexing import IndexedRun, RunRow
 from evbench.history.url import StoreURL
+from evbench_agent import stats
 from evbench_agent.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -222,13 +223,45 @@ class Store:
             (board, *key),
         )
         record_fields = ("unit", "n", "median", "ci95_low", "ci95_high", "record_params")
-        return [
-            SeriesPoint(
-                {k: v for k, v in row.items() if k not in record_fields},
-                {k: row[k] for k in record_fields},
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_run.setdefault(row["run_id"], []).append(row)
+        points = []
+        for run_rows in by_run.values():
+            first = run_rows[0]
+            record = {k: first[k] for k in record_fields}
+            if len(run_rows) > 1:
+                record = self._pooled_record(first["run_id"], key, run_rows, record)
+            points.append(
+                SeriesPoint({k: v for k, v in first.items() if k not in record_fields}, record)
             )
-            for row in rows
-        ]
+        return points
+
+    def _pooled_record(
+        self,
+        run_id: str,
+        key: tuple[str, str, str, str],
+        rows: list[dict[str, Any]],
+        record: dict[str, Any],
+    ) -> dict[str, Any]:
+        """One figure per run where its workers' records differ only in settings.
+
+        Each worker process calibrates its own loop count, and records differ by
+        it; the per-operation values are the same measurement, so they are pooled
+        (as `evbench compare` does). Without raw samples, the largest record stands.
+        """
+        values = self.samples(run_id, key)
+        if not values:
+            return dict(record, **max(rows, key=lambda r: r["n"] or 0))
+        summary = stats.summarize(values)
+        return dict(
+            record,
+            n=summary.n,
+            median=summary.median,
+            ci95_low=summary.ci95_low,
+            ci95_high=summary.ci95_high,
+            record_params="pooled: " + "; ".join(r["record_params"] for r in rows),
+        )
 
     def samples(self, run_id: str, key: tuple[str, str, str, str]) -> list[float]:
         """The raw values of one metric of one run (every worker pooled)."""

@@ -1,0 +1,198 @@
+"""`evbench history` as a user runs it, on real quick local runs.
+
+Eight quick codec runs of json on this machine: four as they are, then four
+with json's decode really slowed (a sitecustomize, as in the compare tests,
+makes json.loads do its work 200 times in the agent's processes: far beyond
+what a loaded shared machine does to a normal night), as a release that
+slowed it would from one night on. The history must find the change at the
+first slowed run, the check must fail on it (exit 3) until it is accepted,
+and the trend page must open in a real headless Chromium without a broken
+image or an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require_command
+from report_helpers import evbench
+
+# Put on PYTHONPATH for the slowed runs only; the agent runs unchanged.
+SLOW_JSON = """
+import json
+
+_loads = json.loads
+
+
+def _slow_loads(text, *args, **kwargs):
+    for _ in range(199):
+        _loads(text, *args, **kwargs)
+    return _loads(text, *args, **kwargs)
+
+
+json.loads = _slow_loads
+"""
+
+pytestmark = pytest.mark.slow
+
+NORMAL_RUNS = 4
+SLOWED_RUNS = 4
+
+
+def _agent_run(out: Path, env: dict | None = None) -> Path:
+    """A quick json-only codec run by the agent itself (no report: it is not needed here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--quick", "--suite", "codec",
+         "--profile", "seed", "--codecs", "json", "--progress", "none", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory) -> dict:
+    base = tmp_path_factory.mktemp("nights")
+    plugin = base / "plugin"
+    plugin.mkdir()
+    (plugin / "sitecustomize.py").write_text(SLOW_JSON)
+    slowed = dict(os.environ, PYTHONPATH=str(plugin))
+    runs = [_agent_run(base / f"normal-{i}") for i in range(NORMAL_RUNS)]
+    runs += [_agent_run(base / f"slowed-{i}", slowed) for i in range(SLOWED_RUNS)]
+    first_slowed = json.loads((runs[NORMAL_RUNS] / "manifest.json").read_text())["run_id"]
+    store = base / "store.sqlite"
+    env = dict(os.environ, EVBENCH_HISTORY=str(store))
+    added = evbench("history", "add", *map(str, runs), env=env)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.count("added: ") == NORMAL_RUNS + SLOWED_RUNS
+    return {"runs": runs, "first_slowed": first_slowed, "env": env, "store": store}
+
+
+def _board(nights) -> str:
+    listing = evbench("history", "list", env=nights["env"])
+    assert listing.returncode == 0, listing.stderr
+    rows = [line.split("|") for line in listing.stdout.splitlines()[2:]]
+    boards = {cells[2].strip() for cells in rows}
+    assert len(rows) == NORMAL_RUNS + SLOWED_RUNS and len(boards) == 1, listing.stdout
+    return boards.pop()
+
+
+def test_adding_the_runs_again_changes_nothing(nights):
+    again = evbench("history", "add", *map(str, nights["runs"]), env=nights["env"])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("already in the store: ") == NORMAL_RUNS + SLOWED_RUNS
+    assert "added: " not in again.stdout
+
+
+def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_path):
+    env = dict(nights["env"], EVBENCH_HISTORY=str(tmp_path / "store.sqlite"))
+    assert evbench("history", "add", *map(str, nights["runs"]), env=env).returncode == 0
+    check = evbench("history", "check", env=env)
+    assert check.returncode == 3, check.stdout + check.stderr
+    assert "codec/seed/json/decode +" in check.stderr
+    assert f"at {nights['first_slowed']}" in check.stderr
+    decode = [line for line in check.stdout.splitlines() if "codec/seed/json/decode:" in line]
+    assert len(decode) == 1 and f"(run {nights['first_slowed']})" in decode[0], check.stdout
+    assert "worse" in decode[0] and "no version changed" in decode[0]
+    board = _board(dict(nights, env=env))
+    for series in ("codec/seed/json/decode", "codec/seed/json/decode_access"):
+        accept = evbench("history", "accept", "--board", board, "--run", nights["first_slowed"],
+                         "--series", series, "--reason", "json slowed on purpose",
+                         "--by", "the test", env=env)  # fmt: skip
+        assert accept.returncode == 0, accept.stderr
+    again = evbench("history", "check", env=env)
+    # Other metrics may move on a loaded machine; the accepted ones no longer fail.
+    assert "codec/seed/json/decode " not in again.stderr, again.stderr
+    assert "codec/seed/json/decode_access " not in again.stderr, again.stderr
+    accepted = [line for line in again.stdout.splitlines() if "codec/seed/json/decode:" in line]
+    assert accepted and accepted[0].endswith("[accepted: json slowed on purpose]"), again.stdout
+    # --since after the change: not new any more, even without the acceptance.
+    assert evbench("history", "check", "--since", "2999-01-01", env=nights["env"]).returncode == 0
+
+
+def test_show_lists_every_night_of_a_metric(nights):
+    board = _board(nights)
+    show = evbench("history", "show", "decode", "--board", board, "--codec", "json",
+                   env=nights["env"])  # fmt: skip
+    assert show.returncode == 0, show.stderr
+    rows = [line for line in show.stdout.splitlines() if " µs " in line or " ms " in line]
+    assert len(rows) == NORMAL_RUNS + SLOWED_RUNS, show.stdout
+    assert nights["first_slowed"] in rows[NORMAL_RUNS]
+    unknown = evbench("history", "show", "decode", "--board", board, "--codec", "protobuf",
+                      env=nights["env"])  # fmt: skip
+    assert unknown.returncode == 2 and "no series decode of codec protobuf" in unknown.stderr
+
+
+def test_export_writes_every_record(nights, tmp_path):
+    out = tmp_path / "all.csv"
+    done = evbench("history", "export", "--csv", str(out), env=nights["env"])
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    per_run = sum(
+        len(json.loads((run / "summary.json").read_text())["records"]) for run in nights["runs"]
+    )
+    assert len(lines) == 1 + per_run
+
+
+def test_prune_and_copy(nights, tmp_path):
+    copy = tmp_path / "copy.sqlite"
+    done = evbench("history", "copy", str(nights["store"]), str(copy))
+    assert done.returncode == 0, done.stderr
+    assert f"{NORMAL_RUNS + SLOWED_RUNS} runs copied" in done.stdout
+    env = dict(nights["env"], EVBENCH_HISTORY=str(copy))
+    pruned = evbench("history", "prune", "--keep", "3", env=env)
+    assert (
+        pruned.returncode == 0 and f"deleted {NORMAL_RUNS + SLOWED_RUNS - 3} runs" in pruned.stdout
+    )
+    listing = evbench("history", "list", env=env)
+    assert len(listing.stdout.splitlines()) == 2 + 3
+
+
+@pytest.mark.integration
+def test_the_trend_page_opens_in_chromium_without_broken_images_or_errors(nights, tmp_path):
+    from test_report_html import DevTools
+
+    out = tmp_path / "trends"
+    done = evbench("history", "report", "--out", str(out), env=nights["env"])
+    assert done.returncode == 0, done.stderr
+    page = out / "trends.html"
+    html = page.read_text()
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert html.count("data:image/png;base64,") >= 5  # one per json metric and telemetry
+    assert "codec/seed/json/decode" in html and nights["first_slowed"] in html
+    assert html.count('<a href="file://') == 0  # agent-only runs: no report.html on disk
+    chromium = require_command("chromium")
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
+            browser.send(domain, session)
+        browser.send("Page.navigate", session, url=page.as_uri())
+        browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
+        images = browser.send(
+            "Runtime.evaluate",
+            session,
+            expression="JSON.stringify([...document.images].map("
+            "i => [i.complete, i.naturalWidth, i.naturalHeight]))",
+            returnByValue=True,
+        )["result"]["value"]
+    finally:
+        browser.close()
+    images = json.loads(images)
+    assert len(images) == html.count("data:image/png;base64,")
+    for complete, width, height in images:
+        assert complete and width > 100 and height > 100, images
+    errors = [
+        event
+        for event in browser.events
+        if event["method"] == "Runtime.exceptionThrown"
+        or (event["method"] == "Log.entryAdded" and event["params"]["entry"]["level"] == "error")
+        or (event["method"] == "Runtime.consoleAPICalled" and event["params"]["type"] == "error")
+    ]
+    assert errors == []
