@@ -16,7 +16,8 @@ import pytest
 from conftest import require_command
 from flash_images import MiB, make_bmap, make_image, mapped_spans
 
-from evbench.flash.bmap import find_bmap, parse_bmap
+from evbench.flash.bmap import parse_bmap
+from evbench.flash.plan import find_bmap
 from evbench_agent.errors import CheckFailed, UserError
 
 #: 4 MiB and 1000 bytes: the last block is partial, as in real images.

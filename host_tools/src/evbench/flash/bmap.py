@@ -214,19 +214,3 @@ def parse_bmap(path: Path) -> Bmap:
         )
     _validate_ranges(bmap, path)
     return bmap
-
-
-def find_bmap(image: Path) -> Path | None:
-    """The bmap beside an image, as Yocto names it: x.wic.xz -> x.wic.bmap (or x.wic.xz.bmap)."""
-    from evbench.flash.source import COMPRESSED_SUFFIXES
-
-    stem = image.name
-    for suffix in COMPRESSED_SUFFIXES:
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    for name in (f"{stem}.bmap", f"{image.name}.bmap"):
-        candidate = image.with_name(name)
-        if candidate.is_file():
-            return candidate
-    return None

@@ -9,9 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evbench.flash.bmap import Bmap, find_bmap, parse_bmap
-from evbench.flash.source import ImageSource
+from evbench.flash.bmap import Bmap, parse_bmap
+from evbench.flash.source import COMPRESSED_SUFFIXES, ImageSource
 from evbench_agent.errors import UserError
+
+
+def find_bmap(image: Path) -> Path | None:
+    """The bmap beside an image, as Yocto names it: x.wic.xz -> x.wic.bmap (or x.wic.xz.bmap)."""
+    stem = image.name
+    for suffix in COMPRESSED_SUFFIXES:
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    for name in (f"{stem}.bmap", f"{image.name}.bmap"):
+        candidate = image.with_name(name)
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def load_bmap(image: Path, bmap_path: Path | None = None, use_bmap: bool = True) -> Bmap | None:
