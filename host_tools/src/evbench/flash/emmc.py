@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +41,7 @@ BOOT_SETTINGS = (
     "in U-Boot: 'mmc partconf 0 1 1 1' and 'mmc bootbus 0 2 0 0' (or on Linux with mmc-utils: "
     "'mmc bootpart enable 1 1 DEVICE' and 'mmc bootbus set single_backward x1 x8 DEVICE')"
 )
+log = logging.getLogger(__name__)
 SWITCHES = "set the boot mode switches to eMMC boot (see the board's user guide)"
 
 
@@ -176,7 +177,10 @@ def load_bootloader(directory: Path) -> list[tuple[str, int, bytes]]:
 
 
 def write_bootloader(
-    receiver: Receiver, blobs: list[tuple[str, int, bytes]], partition: str
+    receiver: Receiver,
+    blobs: list[tuple[str, int, bytes]],
+    partition: str,
+    announce: Callable[[str], None],
 ) -> None:
     """The blobs at TI's offsets in the eMMC boot partition, read back on the board."""
     info = receiver.inspect(partition)
@@ -187,14 +191,15 @@ def write_bootloader(
         sink.write(offset, data)
         sink.end_range(offset, len(data), "sha256", hashlib.sha256(data).hexdigest(), False)
     sink.finish()
-    print(
+    announce(
         f"bootloader written to {partition}: "
-        + ", ".join(f"{name} at 0x{offset:x}" for name, offset, _ in blobs),
-        flush=True,
+        + ", ".join(f"{name} at 0x{offset:x}" for name, offset, _ in blobs)
     )
 
 
-def configure_boot(board: Board, device: str, wrote_bootloader: bool) -> None:
+def configure_boot(
+    board: Board, device: str, wrote_bootloader: bool, announce: Callable[[str], None]
+) -> None:
     """Select boot partition 1 with mmc-utils when the board has it; otherwise say what to do."""
     name = Path(device).name
     has_mmc = board.run(["sh", "-c", "command -v mmc"], timeout=30).ok
@@ -209,7 +214,7 @@ def configure_boot(board: Board, device: str, wrote_bootloader: bool) -> None:
                     f"'{shlex.join(argv)}' failed on {board.url}: "
                     f"{result.stderr.decode(errors='replace').strip()}"
                 )
-        print(f"boot partition 1 enabled on {device}; still needed: {SWITCHES}", flush=True)
+        announce(f"boot partition 1 enabled on {device}; still needed: {SWITCHES}")
         return
     needed = (
         []
@@ -219,7 +224,7 @@ def configure_boot(board: Board, device: str, wrote_bootloader: bool) -> None:
         ]
     )
     needed += [BOOT_SETTINGS.replace("DEVICE", device), SWITCHES]
-    print("to boot from eMMC, still needed: " + "; ".join(needed), flush=True)
+    announce("to boot from eMMC, still needed: " + "; ".join(needed))
 
 
 def flash_board(
@@ -232,7 +237,7 @@ def flash_board(
     assume_yes: bool = False,
     reboot_after: bool = False,
     accept_new_host_key: bool = False,
-    announce: Callable[[str], None] = print,
+    announce: Callable[[str], None],
 ) -> FlashReport:
     """Write `plan` to `device` on the board at `board_url`, verified on the board."""
     image_size = plan.image_size
@@ -257,12 +262,13 @@ def flash_board(
                 raise
             announce(report.summary())
             if blobs is not None:
-                write_bootloader(receiver, blobs, partition)
-            configure_boot(board, device, blobs is not None)
+                write_bootloader(receiver, blobs, partition, announce)
+            configure_boot(board, device, blobs is not None, announce)
         finally:
             receiver.remove()
         if reboot_after:
             reboot(board)
+            announce(f"{board.url} is rebooting")
     return report
 
 
@@ -270,5 +276,4 @@ def reboot(board: Board) -> None:
     try:
         board.run(["reboot"], timeout=30)
     except EvbenchError as error:  # the connection may drop as the board goes down
-        print(f"reboot requested ({error})", file=sys.stderr)
-    print(f"{board.url} is rebooting", flush=True)
+        log.info("reboot requested (%s)", error)
