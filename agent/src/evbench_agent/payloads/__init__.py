@@ -8,6 +8,7 @@ same bytes, whatever the machine.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -62,11 +63,12 @@ def _registry() -> dict[str, Profile]:
 
     profiles = [seed.PROFILE, ev_full.PROFILE, *shapes.PROFILES]
     registry = {profile.name: profile for profile in profiles}
-    from evbench_agent.payloads import user_schema  # a worker of a run with --schema
+    if os.environ.get("EVBENCH_AGENT_SCHEMA"):  # a worker or responder of a run with --schema
+        from evbench_agent.payloads import user_schema
 
-    inherited = user_schema.from_environment()
-    if inherited is not None:
-        registry[inherited.name] = inherited
+        inherited = user_schema.from_environment()
+        if inherited is not None:
+            registry[inherited.name] = inherited
     return registry
 
 
