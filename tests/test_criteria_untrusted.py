@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evbench.cli import evbench
 from evbench.report import criteria
 from evbench_agent.errors import UserError
 
@@ -100,3 +101,14 @@ def test_any_json_value_gives_sane_criteria_or_a_user_error(document):
 @given(st.binary(max_size=512))
 def test_any_bytes_give_sane_criteria_or_a_user_error(content):
     _sane(_load(content))
+
+
+@pytest.mark.parametrize("case", ["an integer beyond a float", "deep nesting"])
+def test_the_command_line_exits_2_naming_the_file(tmp_path, capsys, case):
+    # The criteria are read before any run is: two copies of the checked-in run will do.
+    run = Path(__file__).parent / "data" / "runs" / "core-v1"
+    path = write(tmp_path, REFUSED[case])
+    code = evbench(["compare", str(run), str(run), "--criteria", str(path)])
+    _, err = capsys.readouterr()
+    assert code == 2, err
+    assert str(path) in err and "internal error" not in err
