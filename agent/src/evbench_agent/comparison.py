@@ -18,7 +18,8 @@ API (stable; extended only compatibly)::
         row.outcome       # "baseline" | "candidate" | "tie" | "n too small" | None
         row.fact_difference  # FACT rows: (candidate - baseline) / baseline of the means
         row.n, row.n_counts  # what the test counted: 10, "processes"
-        row.min_detectable   # smallest relative effect the plan could name, or None
+        row.min_detectable   # m: the plan could name ratios >= 1 + m or <= 1 / (1 + m); None
+                             # when no verdict was reachable
         row.too_small        # True when no verdict was reachable ("n too small")
         row.family        # test family name ("codec seed"), None outside tests
     comparison.families   # family name -> its TESTED rows, Holm-corrected together
@@ -199,20 +200,30 @@ def _metric_label(metric: str) -> str:
 
 
 def _labels(keys: Sequence[Identity]) -> dict[Identity, str]:
-    """Each identity's label: the metric's, plus the params that tell it apart."""
-    siblings: dict[tuple, list[Identity]] = {}
+    """Each identity's label: the metric's, plus what tells it apart from its siblings.
+
+    The params that name what was measured (telemetry phase, phase kind,
+    operation) are always shown; other params only where two identities of
+    the same metric would otherwise share a label, and then only those that
+    differ between them.
+    """
+    first: dict[Identity, tuple[str, list[str]]] = {}
     for key in keys:
-        siblings.setdefault((key.suite, key.profile, key.metric, key.unit), []).append(key)
+        p = key.params_dict
+        first[key] = (_metric_label(key.metric), [str(p[n]) for n in LABEL_PARAMS if n in p])
+    collisions: dict[tuple, list[Identity]] = {}
+    for key, (base, shown) in first.items():
+        collisions.setdefault((key.suite, key.profile, base, *shown), []).append(key)
     labels = {}
-    for group_keys in siblings.values():
+    for group_keys in collisions.values():
         params = [k.params_dict for k in group_keys]
         varying = sorted(
-            {name for p in params for name in p if any(q.get(name) != p.get(name) for q in params)}
+            {n for p in params for n in p if any(q.get(n) != p.get(n) for q in params)}
+            - set(LABEL_PARAMS)
         )
         for key, p in zip(group_keys, params, strict=True):
-            shown = [str(p[name]) for name in LABEL_PARAMS if name in p]
-            shown += [f"{name}={p.get(name)}" for name in varying if name not in LABEL_PARAMS]
-            base = _metric_label(key.metric)
+            base, shown = first[key]
+            shown = shown + [f"{n}={p.get(n)}" for n in varying]
             labels[key] = f"{base} ({', '.join(shown)})" if shown else base
     return labels
 
