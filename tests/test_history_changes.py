@@ -139,3 +139,12 @@ def test_six_nights_cannot_show_a_change_eight_can():
 
 def test_a_constant_series_has_no_change():
     assert changes.detect([2.0] * 12) == []
+
+
+def test_a_change_of_sample_plan_is_named_with_the_versions():
+    quick = {"manifest": '{"spec": {"quick": true, "payloads": 200, "seed": 1}}'}
+    full = {"manifest": '{"spec": {"quick": false, "payloads": 200, "seed": 1}}'}
+    assert changes.version_changes(quick, full) == {
+        "plan": ("quick=True payloads=200 seed=1", "payloads=200 seed=1")
+    }
+    assert changes.version_changes(quick, dict(quick)) == {}

@@ -270,10 +270,21 @@ class Change:
         )
 
 
+#: The spec keys that make a run's sample plan: nights with other plans measure differently.
+PLAN_KEYS = ("quick", "processes", "values", "warmups", "min_time", "payloads", "seed")
+
+
+def plan(run: dict[str, Any]) -> str:
+    """The run's sample plan in a few words, from its manifest's spec."""
+    spec = json.loads(run.get("manifest") or "{}").get("spec") or {}
+    given = [f"{key}={spec[key]}" for key in PLAN_KEYS if spec.get(key) not in (None, False)]
+    return " ".join(given) or "full"
+
+
 def version_changes(
     before: dict[str, Any], after: dict[str, Any]
 ) -> dict[str, tuple[str | None, str | None]]:
-    """The version fields (and each codec's version) that differ between two runs."""
+    """The version fields (each codec's version, the sample plan) that differ between runs."""
     moved = {}
     for name in VERSION_FIELDS:
         if before.get(name) != after.get(name):
@@ -283,4 +294,6 @@ def version_changes(
     for codec in sorted(set(codecs_before) | set(codecs_after)):
         if codec != "protobuf" and codecs_before.get(codec) != codecs_after.get(codec):
             moved[f"codec {codec}"] = (codecs_before.get(codec), codecs_after.get(codec))
+    if "manifest" in before and "manifest" in after and plan(before) != plan(after):
+        moved["plan"] = (plan(before), plan(after))
     return moved
