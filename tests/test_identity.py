@@ -64,3 +64,11 @@ def test_identity_of_a_summary_record_matches_its_sample_sets():
         "codec", "seed", "decode", "s", {"seed": 1, "loops": 99}
     )
     assert identity.of_record(record).as_dict()["params"] == {"seed": 1}
+
+
+def test_every_known_metric_has_a_declared_role():
+    # A metric added to metrics.py without a role would silently become context.
+    from evbench_agent import metrics
+
+    assert set(metrics.METRICS) <= set(identity.METRIC_ROLES)
+    assert set(identity.METRIC_ROLES.values()) <= set(identity.ROLES)
