@@ -24,6 +24,7 @@ API (stable; extended only compatibly)::
         row.family        # test family name ("codec seed"), None outside tests
     comparison.families   # family name -> its TESTED rows, Holm-corrected together
     comparison.unmatched  # identities measured for only one of the two codecs
+    labels(identities)    # the rows' labels for any identities (e.g. every codec's medians)
 
 Rules (docs/method.md): a row is one identity (identity.py); records that
 differ in an identity param are never pooled, outcome params never split a
@@ -199,7 +200,7 @@ def _metric_label(metric: str) -> str:
     return known.label if known else metric
 
 
-def _labels(keys: Sequence[Identity]) -> dict[Identity, str]:
+def labels(keys: Sequence[Identity]) -> dict[Identity, str]:
     """Each identity's label: the metric's, plus what tells it apart from its siblings.
 
     The params that name what was measured (telemetry phase, phase kind,
@@ -214,7 +215,7 @@ def _labels(keys: Sequence[Identity]) -> dict[Identity, str]:
     collisions: dict[tuple, list[Identity]] = {}
     for key, (base, shown) in first.items():
         collisions.setdefault((key.suite, key.profile, base, *shown), []).append(key)
-    labels = {}
+    named = {}
     for group_keys in collisions.values():
         params = [k.params_dict for k in group_keys]
         varying = sorted(
@@ -224,8 +225,8 @@ def _labels(keys: Sequence[Identity]) -> dict[Identity, str]:
         for key, p in zip(group_keys, params, strict=True):
             base, shown = first[key]
             shown = shown + [f"{n}={p.get(n)}" for n in varying]
-            labels[key] = f"{base} ({', '.join(shown)})" if shown else base
-    return labels
+            named[key] = f"{base} ({', '.join(shown)})" if shown else base
+    return named
 
 
 def _order(key: Identity) -> tuple:
@@ -258,13 +259,13 @@ def compare(
     unmatched = tuple(
         sorted((k for k, c in grouped.items() if (baseline in c) != (candidate in c)), key=_order)
     )
-    labels = _labels(both)
+    names = labels(both)
     evidence: dict[str, list[tuple[Identity, Any, str]]] = {}
     for key in both:
         if key.role == TESTED:
             better = metrics.better(key.metric)
             item, counts = _evidence(
-                key, labels[key], better, grouped[key][baseline], grouped[key][candidate]
+                key, names[key], better, grouped[key][baseline], grouped[key][candidate]
             )
             evidence.setdefault(family_name(key), []).append((key, item, counts))
     decided: dict[Identity, tuple[verdicts.Verdict, str, str]] = {}
@@ -278,7 +279,7 @@ def compare(
         cand = _side(candidate, grouped[key][candidate])
         common = {
             "identity": key,
-            "label": labels[key],
+            "label": names[key],
             "role": key.role,
             "unit": key.unit,
             "better": metrics.better(key.metric),
@@ -337,5 +338,10 @@ __all__ = [
     "compare",
     "compare_run",
     "group",
+    "labels",
     "process_log_ratio",
 ]
+
+
+#: Until renderers move to `labels` (kept for them; same function).
+_labels = labels
