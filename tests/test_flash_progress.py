@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 
 import pytest
 
@@ -37,3 +38,22 @@ def test_an_interrupt_says_how_far_it_got():
         view.advance(7)
         raise KeyboardInterrupt
     assert "interrupted after 7 bytes: the target is incomplete" in stream.getvalue()
+
+
+@pytest.fixture
+def quiet():
+    """--quiet sets the root logger to ERROR (evbench_agent.command_line.setup_logging)."""
+    root = logging.getLogger()
+    before = root.level
+    root.setLevel(logging.ERROR)  # setLevel, not the attribute: it clears the level cache
+    yield
+    root.setLevel(before)
+
+
+def test_quiet_shows_no_progress_but_still_an_interrupt(monkeypatch, quiet):
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    stream = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), FlashProgress(10, "flash", stream) as view:
+        view.advance(7)
+        raise KeyboardInterrupt
+    assert stream.getvalue() == "flash: interrupted after 7 bytes: the target is incomplete\n"

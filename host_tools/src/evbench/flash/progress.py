@@ -1,7 +1,12 @@
-"""Flashing progress with rate and time left: a rich bar on a terminal, plain lines otherwise."""
+"""Flashing progress with rate and time left: a rich bar on a terminal, plain lines otherwise.
+
+Silent under --quiet (the root logger above WARNING, as for every progress notice),
+except for an interruption: that says how far the write got, which the user needs.
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
@@ -20,7 +25,8 @@ class FlashProgress:
         self._start = time.monotonic()
         self._last_print = self._start
         self._bar = None
-        if stream.isatty():
+        self.quiet = not logging.getLogger().isEnabledFor(logging.WARNING)
+        if stream.isatty() and not self.quiet:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -60,6 +66,8 @@ class FlashProgress:
         self.done += count
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done)
+            return
+        if self.quiet:
             return
         now = time.monotonic()
         if now - self._last_print >= PLAIN_INTERVAL:
