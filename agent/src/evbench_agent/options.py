@@ -79,6 +79,15 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption("--no-gc", "gc", "disable the GC while timing", None, switch_value=False),
     RunOption("--cpu", "cpu", "pin the measuring processes to this CPU", int),
+    # the results history (issue 17): which board this is, whatever its image says
+    RunOption(
+        "--board-name",
+        "board_name",
+        "the board's name in the results history (default: its device-tree serial number, "
+        "first Ethernet MAC or machine-id)",
+        str,
+        "NAME",
+    ),
     # A/A control: the error rate of the method on this machine
     RunOption(
         "--aa",

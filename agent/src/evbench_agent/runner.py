@@ -8,7 +8,15 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import codecs, comparison, identity, platform_info, registry, results
+from evbench_agent import (
+    board_identity,
+    codecs,
+    comparison,
+    identity,
+    platform_info,
+    registry,
+    results,
+)
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
@@ -87,6 +95,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "end_time": None,
         "status": "running",
         "platform": platform_info.collect(),
+        # Survives reflashing, unlike the hostname (the results history's board).
+        "board_identity": board_identity.identify(spec.board_name),
         "gc": "enabled" if spec.gc else "disabled during timing (--no-gc)",
         "affinity": spec.cpu,
         # An A/A control run: which codec, its copy, and the copy's testing slowdown.

@@ -86,6 +86,8 @@ class Spec:
     link_profiles: tuple[str, ...] | None = None
     #: A user's own message (evbench_agent.payloads.user_schema): descriptors and payloads.
     schema: dict[str, Any] | None = None
+    #: The board's name in the results history (evbench_agent.board_identity); None: found.
+    board_name: str | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -235,6 +237,17 @@ def _check_cpu(cpu: int | None) -> None:
         )
 
 
+def _check_board_name(name: object) -> None:
+    if name is None:
+        return
+    from evbench_agent import board_identity
+
+    try:
+        board_identity.check_name(name if isinstance(name, str) else repr(name))
+    except ValueError as error:
+        raise UserError(f"spec key 'board_name': {error}") from None
+
+
 def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
@@ -281,6 +294,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
         _check_number(values, key, minimum, int)
     _check_number(values, "min_time", 1e-6, float)
     _check_cpu(values.get("cpu"))
+    _check_board_name(values.get("board_name"))
     _check_telemetry(values)
     _check_link(values)
     if values.get("link_profiles") is not None:
