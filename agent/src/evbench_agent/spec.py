@@ -242,8 +242,10 @@ def _check_board_name(name: object) -> None:
         return
     from evbench_agent import board_identity
 
+    if not isinstance(name, str):
+        raise UserError(f"spec key 'board_name' must be a name, not {name!r}")
     try:
-        board_identity.check_name(name if isinstance(name, str) else repr(name))
+        board_identity.check_name(name)
     except ValueError as error:
         raise UserError(f"spec key 'board_name': {error}") from None
 
