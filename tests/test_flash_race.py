@@ -227,3 +227,15 @@ def test_the_boards_receiver_refuses_a_swapped_target(receiver, tmp_path, monkey
         with open(victim, "rb") as device:
             assert device.read() == before, "the swapped-in device was written"
     assert ran, "the swap never happened"
+
+
+def test_the_image_itself_is_never_the_target(images, tmp_path, capsys):
+    # A file target is emptied before writing: were it the image (here through a link, so the
+    # names differ), the image would be lost. Its bmap likewise.
+    image = tmp_path / "disk.img"
+    image.write_bytes(images["plain"].read_bytes())
+    (tmp_path / "card.img").symlink_to(image)
+    for target in (image, tmp_path / "card.img", images["bmap"]):
+        code, _, err = flash(capsys, image, "--bmap", images["bmap"], "--device", target)
+        assert code == 2 and "itself; nothing was written" in err, err
+    assert image.read_bytes() == images["plain"].read_bytes()

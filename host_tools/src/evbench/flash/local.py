@@ -10,6 +10,19 @@ from evbench.flash import target as targets
 from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.writer import FileSink, FlashReport, write_image
+from evbench_agent.errors import UserError
+
+
+def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
+    """A file target is emptied before writing: it must not be the image or its bmap."""
+    inputs = [plan.image] + ([plan.bmap.path] if plan.bmap and plan.bmap.path else [])
+    for path in inputs:
+        status = path.stat()
+        if target.identity == ("file", str(status.st_dev), str(status.st_ino)):
+            raise UserError(
+                f"the target {target.path} is the file {path} itself; nothing was written",
+                hint="give another --device",
+            )
 
 
 def flash_local(
@@ -21,6 +34,7 @@ def flash_local(
 ) -> FlashReport:
     """Check the target, ask, write and verify; `announce` hears the line said before writing."""
     target = targets.inspect_target(device, allow_fixed)
+    _refuse_own_inputs(target, plan)
     image_size = plan.image_size
     if image_size is not None:
         targets.check_fits(target, image_size)
