@@ -85,9 +85,15 @@ def test_a_live_phase_figures_match_what_was_sent_and_timed(responder):
     measured = figures.PhaseFigures(result, 100.0, 0.5)
     assert result.total_sent == 25 and len(result.sent) == 20 and measured.lost == 0
     sends = [result.sent[s].send for s in sorted(result.sent)]
-    # lateness is measured before encoding: never more than the gap to the send itself
-    for lateness, send, next_send in zip(result.lateness, sends, sends[1:], strict=False):
-        assert 0 <= lateness < next_send - send
+    # lateness is against absolute ticks start + k x 10 ms, taken just before encoding:
+    # send_k - lateness_k - k x period is that start plus one encode, the same for every k
+    # (a sender that drifted, or measured from its previous send, would not give this)
+    period = 10_000_000
+    starts = [
+        send - lateness - k * period
+        for k, (send, lateness) in enumerate(zip(sends, result.lateness, strict=True))
+    ]
+    assert min(result.lateness) >= 0 and max(starts) - min(starts) < period
     # bandwidth: 19 intervals between 20 sends, each message's payload as encoded here
     sizes = [len(link.encode(link.sample_data(4, 1)[s % 4])) for s in sorted(result.sent)]
     assert measured.bandwidth_payload == pytest.approx(
