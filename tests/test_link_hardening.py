@@ -128,9 +128,11 @@ def test_slow_clients_are_dropped_at_the_handshake_deadline_not_held(live):
     for thread in threads:
         thread.start()
     try:
+        # a HELLO of ~150 bytes at 5 bytes/s would take 30 s: the deadline ends it at 1 s
+        # (the margin is for a loaded machine)
         for sock in slow:
-            assert _closed(sock, 4 * DEADLINE_S)
-        assert time.monotonic() - started < 3 * DEADLINE_S
+            assert _closed(sock, 6 * DEADLINE_S)
+        assert time.monotonic() - started < 6 * DEADLINE_S
     finally:
         stop.set()
         for sock in slow:
@@ -199,8 +201,8 @@ def test_a_client_that_dribbles_a_frame_after_its_handshake_is_dropped_at_the_id
     dribbler.start()
     try:
         # idle deadline 1.5 s: dropped at the first recv after it, at most 1.5 s later
-        assert _closed(connection.sock, 5.0)
-        assert time.monotonic() - started < 3.5
+        assert _closed(connection.sock, 8.0)
+        assert time.monotonic() - started < 6.0  # not held while the bytes keep coming
     finally:
         stop.set()
         connection.close()
