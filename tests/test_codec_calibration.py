@@ -32,6 +32,12 @@ def test_calibration_takes_the_fastest_payload():
     assert codec._fastest(spin, [300, 40, 150], slowdown=0.0) == 40
 
 
+def test_each_round_of_a_worker_takes_the_next_payload_worker_after_worker():
+    # 3 rounds per worker over 5 payloads: worker 0 takes 0 1 2, worker 1 takes 3 4 0.
+    assert codec.round_payloads(0, 3, 5) == [0, 1, 2]
+    assert codec.round_payloads(1, 3, 5) == [3, 4, 0]
+
+
 def test_rounds_alternate_a_b_then_b_a():
     cells = [("json", "encode"), ("json", "decode"), ("protobuf", "encode")]
     assert codec.round_order(cells, 0) == cells
@@ -101,10 +107,10 @@ def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else
         tagged.cell = cell  # json and json-aa share json.loads itself: tell them apart here
         return tagged
 
-    def prepare(task, profile):
+    def prepare(task, profile, indices=None):
         return {
             name: {op: (tag(f, (name, op)), args) for op, (f, args) in operations.items()}
-            for name, operations in real_prepare(task, profile).items()
+            for name, operations in real_prepare(task, profile, indices).items()
         }
 
     def time_loops(operation, argument, loops, slowdown=0.0):

@@ -2,6 +2,12 @@
 
     evbench-agent run [--spec FILE] [--suite ...] [--profile ...] [--codecs ...] [--quick] --out DIR
     evbench-agent info [--json]
+    evbench-agent serve [--bind ADDRESS] [--port N]
+    evbench-agent launch|supervise|status|follow|seal --run-dir DIR   (for evbench, not people)
+
+The run options come from `evbench_agent.options` (the same table `evbench run`
+uses); the runner (`evbench_agent.command_line`) adds -v/--verbose, --quiet and
+--debug to every command and turns errors into one line and an exit code.
 
 Exit codes (the same for evbench): 0 success, 1 internal error, 2 usage or
 user error, 3 a check failed, 4 partial run, 130 interrupted.

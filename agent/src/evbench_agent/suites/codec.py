@@ -103,10 +103,21 @@ def operations(bound: codecs.BoundCodec, items: list[payloads.Payload]) -> Opera
     }
 
 
-def _prepare(task: dict[str, Any], profile_name: str) -> dict[str, Operations]:
+def _prepare(
+    task: dict[str, Any], profile_name: str, indices: list[int] | None = None
+) -> dict[str, Operations]:
+    """Every codec's operations on the profile's payloads (only those at `indices` if given:
+    a worker encodes just the payloads its rounds use, which saves most of its start-up)."""
     profile = payloads.get(profile_name)
     items = profile.payloads(task["payloads"], task["seed"])
+    if indices is not None:
+        items = [items[index] for index in indices]
     return {name: operations(codecs.get(name).bind(profile), items) for name in task["codecs"]}
+
+
+def round_payloads(worker: int, rounds: int, count: int) -> list[int]:
+    """The payload of each round of a worker: the next ones of the profile, worker after worker."""
+    return [(worker * rounds + round_number) % count for round_number in range(rounds)]
 
 
 def _cell(profile: str, codec: str, operation: str) -> str:
@@ -143,7 +154,7 @@ def _calibrate(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, i
     min_ns = task["min_time"] * 1e9
     loops_by_cell = {}
     for profile in task["profiles"]:
-        for codec, operations in _prepare(task, profile).items():
+        for codec, operations in _prepare(task, profile, task.get("indices")).items():
             slowdown = task.get("slowdown", {}).get(codec, 0.0)
             for operation, (function, arguments) in operations.items():
                 fastest = _fastest(function, arguments, slowdown)
@@ -208,7 +219,9 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
             (codec, operation): _Cell(
                 function, arguments, task["loops"][_cell(profile, codec, operation)]
             )
-            for codec, operations in _prepare(task, profile).items()
+            for codec, operations in _prepare(
+                task, profile, round_payloads(worker, rounds, task["payloads"])
+            ).items()
             for operation, (function, arguments) in operations.items()
         }
         # Codec-major order: A's operations, then B's; odd rounds take it backwards.
@@ -223,8 +236,7 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
                 for key in round_order(order, round_number):
                     cell = cells[key]
                     slowdown = slowdowns.get(key[0], 0.0)
-                    payload = (worker * rounds + round_number) % len(cell.arguments)
-                    argument = cell.arguments[payload]
+                    argument = cell.arguments[round_number]  # the same payload for every codec
                     elapsed, loops = _take(cell, argument, min_ns, slowdown, recorded)
                     if not recorded:
                         cell.warmup_short |= elapsed < min_ns
@@ -301,7 +313,7 @@ def sizes(spec: Spec) -> list[SampleSet]:
 
 
 #: Seconds a worker process takes to start, import the codecs and build the payloads.
-WORKER_START_S = 0.35
+WORKER_START_S = 0.6
 #: Seconds calibrating one operation takes on average (every payload once, then doubling).
 CALIBRATION_PER_OPERATION_S = 0.015
 #: A sample spans this many times `min_time` on average: calibrated on the fastest payload
@@ -337,7 +349,9 @@ def run(context: RunContext) -> None:
         # A/A testing option: the copy's operations, by name, this fraction slower.
         "slowdown": {codec: spec.slowdown(codec) for codec in spec.codecs if spec.slowdown(codec)},
     }
-    loops = run_worker(dict(task, mode="calibrate"), progress.advance)
+    # Calibrate on the payloads the workers' rounds will use (the fastest of them).
+    used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
+    loops = run_worker(dict(task, mode="calibrate", indices=list(used)), progress.advance)
     params = {
         "processes": plan.processes,
         "values": plan.values,
