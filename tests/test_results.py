@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import stat
+import subprocess
+import sys
+from pathlib import PurePosixPath
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evbench_agent import results
 from evbench_agent.errors import FormatError, UserError
@@ -111,3 +118,219 @@ def test_write_atomic_leaves_no_temporary_file_behind(tmp_path):
     results.write_atomic(tmp_path / "a.json", b"[]")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
     assert (tmp_path / "a.json").read_bytes() == b"[]"
+
+
+# -- the reader on crafted files: only the project's own errors (issue 16) ----------
+
+
+def _finished_run(directory):
+    writer = results.RunWriter(directory, "r9")
+    writer.write_manifest({"spec": {}})
+    writer.add([_sample()])
+    writer.finish(complete=True)
+    return directory
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # json.loads alone raises RecursionError
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"[]", "not a JSON object"),
+        (b'"run"', "not a JSON object"),
+        (b"3", "not a JSON object"),
+        (DEEP, "nested too deeply"),
+        (b'{"format": "evbench-results", "version": 1, "x": "\xff\xfe"}', "not UTF-8"),
+        (b'{"format": "evbench-results", "version": [1]}', "version [1]"),
+        (b'{"format": {"a": 1}, "version": 1}', "not an evbench results file"),
+        (b"{" + b'"a": 1' * 3, "not JSON"),
+        (b'{"v": ' + b"9" * 5000 + b"}", "not JSON"),  # beyond int's 4300-digit limit
+    ],
+)
+def test_a_bad_manifest_is_a_format_error(tmp_path, content, says):
+    run = _finished_run(tmp_path / "run")
+    (run / "manifest.json").write_bytes(content)
+    with pytest.raises(FormatError, match=re.escape(says)):
+        results.load_run(run)
+
+
+@pytest.mark.parametrize(
+    ("summary", "says"),
+    [
+        ({}, "no list of records"),
+        ({"records": {"a": 1}}, "no list of records"),
+        ({"records": [1]}, "a record is a JSON object"),
+        ({"records": [{"suite": "codec", "metric": "encode", "unit": "furlongs"}]}, "furlongs"),
+        ({"records": [{"suite": "codec", "metric": "encode"}]}, "'unit' is missing"),
+        (
+            {"records": [{"suite": "codec", "metric": "encode", "unit": "s", "n": "3"}]},
+            "n is a finite number",
+        ),
+    ],
+)
+def test_a_bad_summary_is_a_format_error(tmp_path, summary, says):
+    run = _finished_run(tmp_path / "run")
+    document = {"format": results.FORMAT, "version": results.VERSION, **summary}
+    (run / "summary.json").write_text(json.dumps(document))
+    with pytest.raises(FormatError, match=re.escape(says)):
+        results.load_run(run)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"suite": "codec", "metric": "encode", "unit": "us", "values": [1]}',
+        b'{"suite": "codec", "metric": "encode", "unit": "s", "values": ["1"]}',
+        b'{"suite": "codec", "metric": "encode", "unit": "s", "values": [1e400]}',
+        b'{"suite": "codec", "metric": "encode", "unit": "s", "values": [1], "worker": "0"}',
+        b'{"suite": "codec", "metric": "encode", "unit": "s", "values": [1], "params": [1]}',
+        b'{"suite": "\xff", "metric": "encode", "unit": "s", "values": [1]}',
+        DEEP,
+    ],
+)
+def test_a_bad_sample_line_is_refused_or_skipped_by_policy(tmp_path, line):
+    run = _finished_run(tmp_path / "run")
+    (run / "summary.json").unlink()  # so load_run reads the samples
+    with open(run / "samples.jsonl", "ab") as stream:
+        stream.write(line + b"\n")
+    with pytest.raises(FormatError, match=r"samples\.jsonl line 2 cannot be read"):
+        results.load_run(run)
+    problems: list[str] = []
+    kept = list(results.read_samples(run, errors="skip", problems=problems))
+    assert [s.values for s in kept] == [[1.0, 2.0, 3.0]]
+    assert problems == ["samples.jsonl line 2 cannot be read"]
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        b"abc  manifest.json\n",  # short digest
+        b"A" * 64 + b"  manifest.json\n",  # upper case: sha256sum writes lower
+        b"a" * 64 + b" manifest.json\n",  # one space
+        b"a" * 64 + b"  \n",  # no name
+        b"a" * 64 + b"  .\n",
+        b"a" * 64 + b"  ../outside\n",
+        b"a" * 64 + b"  /etc/passwd\n",
+        b"a" * 64 + b"  a//b\n",
+        b"a" * 64 + b"  a\n" + b"b" * 64 + b"  a/b\n",  # a file and a directory at once
+        b"a" * 64 + b"  a/b\n" + b"b" * 64 + b"  a\n",
+        b"a" * 64 + b"  a\n" + b"b" * 64 + b"  a\n",
+        b"a" * 64 + b"  " + b"n" * 300 + b"\n",  # a name no file system holds
+        b"a" * 64 + b"  caf\xe9\n",  # not UTF-8
+        b"a" * 64 + b"  tab\there\n",
+        b"a" * 64 + b"  complete\n",  # the marker is never listed: it is the board's word
+        b"a" * 64 + b"  SHA256SUMS\n",
+    ],
+)
+def test_odd_checksum_listings_are_refused(listing):
+    with pytest.raises(FormatError, match="SHA256SUMS from board"):
+        results.parse_checksums(listing, "board")
+
+
+def test_a_plain_listing_parses_as_sha256sum_writes_it(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.csv").write_bytes(b"1,2\n")
+    (tmp_path / "a b.json").write_bytes(b"{}")
+    written = subprocess.run(
+        ["sha256sum", "a b.json", "d/x.csv"], cwd=tmp_path, capture_output=True, check=True
+    ).stdout  # an independent writer of the format
+    assert results.parse_checksums(written, "here") == [
+        (hashlib.sha256(b"{}").hexdigest(), "a b.json"),
+        (hashlib.sha256(b"1,2\n").hexdigest(), "d/x.csv"),
+    ]
+    assert results.parse_checksums(b"", "here") == []
+
+
+def test_verify_checksums_reads_nothing_outside_the_run(tmp_path):
+    run = _finished_run(tmp_path / "run")
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"outside the run\n")
+    digest = hashlib.sha256(secret.read_bytes()).hexdigest()
+    (run / "link").symlink_to(secret)
+    (run / "dir").symlink_to(tmp_path, target_is_directory=True)
+    listing = (run / "SHA256SUMS").read_text()
+    (run / "SHA256SUMS").write_text(listing + f"{digest}  link\n{digest}  dir/secret\n")
+    # Before: both matched, so the secret was read (and its existence revealed).
+    assert results.verify_checksums(run) == [
+        "link: not a regular file in the run directory",
+        "dir/secret: not a regular file in the run directory",
+    ]
+    (run / "SHA256SUMS").write_text(listing + f"{digest}  ../secret\n")
+    found = results.verify_checksums(run)
+    (run / "SHA256SUMS").write_text(listing + f"{digest}  ../no-such-file\n")
+    absent = results.verify_checksums(run)
+    assert len(found) == 1 and "bad line 4" in found[0]
+    assert found[0].replace("secret", "X") == absent[0].replace("no-such-file", "X")
+
+
+def test_the_cli_refuses_a_bad_run_with_exit_2_not_an_internal_error(tmp_path):
+    run = _finished_run(tmp_path / "run")
+    (run / "manifest.json").write_bytes(DEEP)
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "compare", str(run), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "nested too deeply" in done.stderr and "internal error" not in done.stderr
+
+
+# -- property tests: whatever the bytes, a result or a FormatError ------------------
+
+FILES = st.sampled_from(["manifest.json", "summary.json", "samples.jsonl", "SHA256SUMS"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=20,
+)
+
+
+def _mutated(original: bytes, data: st.DataObject) -> bytes:
+    """The original with a slice replaced by arbitrary bytes or by some JSON."""
+    start = data.draw(st.integers(0, len(original)))
+    end = data.draw(st.integers(start, min(len(original), start + 40)))
+    insert = data.draw(st.binary(max_size=40) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+    return original[:start] + insert + original[end:]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), name=FILES)
+def test_property_a_damaged_run_reads_or_is_a_format_error(tmp_path_factory, data, name):
+    run = _finished_run(tmp_path_factory.mktemp("prop") / "run")
+    path = run / name
+    path.write_bytes(_mutated(path.read_bytes(), data))
+    try:
+        loaded = results.load_run(run)
+    except FormatError:
+        pass
+    else:
+        for record in loaded.records:
+            assert record["unit"] in results.UNITS
+    problems: list[str] = []
+    list(results.read_samples(run, errors="skip", problems=problems))
+    assert all(isinstance(problem, str) for problem in results.verify_checksums(run))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    listing=st.binary(max_size=300)
+    | st.lists(st.text(max_size=20)).map(
+        lambda names: "".join(f"{'a' * 64}  {n}\n" for n in names).encode("utf-8", "surrogatepass")
+    )
+)
+def test_property_every_name_a_listing_gives_stays_inside_the_run(listing):
+    root = PurePosixPath("/run")
+    try:
+        entries = results.parse_checksums(listing, "board")
+    except FormatError:
+        return
+    names = [name for _digest, name in entries]
+    assert len(names) == len(set(names))
+    for name in names:
+        inside = root / name
+        assert ".." not in inside.parts and inside.is_relative_to(root) and inside != root
+        assert not any(other.startswith(name + "/") for other in names)

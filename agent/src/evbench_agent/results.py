@@ -3,7 +3,9 @@
 A run directory holds:
 
 - ``manifest.json``: format name and version, run id, spec, start and end
-  time, ``quick``, platform, versions, clock, GC policy, affinity;
+  time, ``quick``, platform, versions, clock, GC policy, affinity; ``status``
+  (running, complete, interrupted, failed, partial) and, for a run sealed
+  after its writer died, ``reason``;
 - ``samples.jsonl``: raw samples, one JSON object per line, appended and
   flushed as each batch is measured, so an interrupted run keeps them;
 - ``summary.json``: ``{format, version, run_id, partial, records: [...]}``,
@@ -15,13 +17,33 @@ A run directory holds:
 Format history (readers branch on it and refuse what they do not know):
 
 - 1: first version.
+
+Reading (the one reader of the format: report, compare, fetch and the agent
+use these; a file that is not what the format says is a FormatError, exit 2,
+never a crash):
+
+- ``read_document(path)``: manifest.json or summary.json, a JSON object of a
+  known format and version (size, nesting and encoding checked);
+- ``read_records(summary, path)``: the summary's records, each checked;
+- ``read_samples(directory, errors="strict" | "skip", problems=None)``: the
+  raw samples; "skip" leaves out lines that cannot be read and says which in
+  ``problems``; a last line torn by a power cut is left out either way;
+- ``parse_checksums(data, where)``: SHA256SUMS as (digest, name) pairs, every
+  name a plain relative path inside the run (what fetch trusts from a board);
+- ``verify_checksums(directory)``: problems against SHA256SUMS; it reads only
+  regular files inside the run directory;
+- ``load_run(directory)``: all of it as a ``Run``; ``Run(..., sample_sets=...)``
+  carries samples already read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -45,6 +67,13 @@ COMPLETE = "complete"
 UNITS = frozenset(
     {"s", "bytes", "bytes/s", "messages/s", "messages", "°C", "Hz", "percent", "W", "J"}
 )
+
+#: Limits for what a reader accepts: a results file is small, shallow and ours.
+MAX_DOCUMENT = 64 << 20
+MAX_DEPTH = 64
+MAX_NAME = 255
+MAX_PATH = 1024
+DIGEST = re.compile(r"[0-9a-f]{64}")
 
 RECORD_FIELDS = (
     "suite",
@@ -103,17 +132,76 @@ class SampleSet:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SampleSet:
+    def from_dict(cls, data: Any) -> SampleSet:
+        """A sample set as samples.jsonl stores it; FormatError for anything else."""
+        if not isinstance(data, dict):
+            raise FormatError(f"a sample set is a JSON object, not {type(data).__name__}")
+        suite, metric, unit = (_text(data, key) for key in ("suite", "metric", "unit"))
+        _check_unit(unit)
+        values = data.get("values")
+        if not isinstance(values, list) or not all(_is_number(v) for v in values):
+            raise FormatError("a sample set's values are a list of finite numbers")
+        worker = data.get("worker", 0)
+        if not isinstance(worker, int) or isinstance(worker, bool):
+            raise FormatError(f"a sample set's worker is a whole number, not {worker!r:.40}")
         return cls(
-            suite=data["suite"],
-            profile=data.get("profile"),
-            codec=data.get("codec"),
-            metric=data["metric"],
-            unit=data["unit"],
-            params=data.get("params") or {},
-            values=list(data["values"]),
-            worker=data.get("worker", 0),
+            suite=suite,
+            profile=_optional_text(data, "profile"),
+            codec=_optional_text(data, "codec"),
+            metric=metric,
+            unit=unit,
+            params=_params(data.get("params")),
+            values=[float(v) for v in values],
+            worker=worker,
         )
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise FormatError(f"{key!r} is missing or not text ({value!r:.40})")
+    return value
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    return None if data.get(key) is None else _text(data, key)
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer of hundreds of digits
+        return False
+
+
+def _check_unit(unit: str) -> None:
+    if unit not in UNITS:
+        raise FormatError(f"unit {unit!r:.40} is not one of {', '.join(sorted(UNITS))}")
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in `value` (iteratively: no recursion to exhaust)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                break
+            pending.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def _params(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or _depth(value) > MAX_DEPTH // 2:
+        raise FormatError("params are a JSON object of plain values")
+    return value
 
 
 def _file_mode() -> int:
@@ -219,6 +307,33 @@ class RunWriter:
         return records
 
 
+def seal_partial(directory: Path, reason: str) -> None:
+    """Close a run whose writer died (a killed agent): what exists is kept, marked partial.
+
+    The manifest says ``status: partial`` and ``reason``; the summary is rebuilt
+    from the samples that can be read; the checksums cover what is there; no
+    ``complete`` marker.
+    """
+    directory = Path(directory)
+    manifest = read_document(directory / MANIFEST)
+    if manifest.get("status") in (None, "running", "complete"):
+        manifest["status"] = "partial"
+    manifest["reason"] = reason
+    write_json(directory / MANIFEST, manifest)
+    (directory / COMPLETE).unlink(missing_ok=True)
+    records = summarize(read_samples(directory, errors="skip"))
+    run_id = manifest.get("run_id", directory.name)
+    summary = {
+        "format": FORMAT,
+        "version": VERSION,
+        "run_id": run_id,
+        "partial": True,
+        "records": records,
+    }
+    write_json(directory / SUMMARY, summary)
+    write_checksums(directory)
+
+
 def prepare_output(directory: Path) -> None:
     """Create `directory`, or accept it when it exists empty; fail before any run."""
     try:
@@ -237,16 +352,31 @@ def prepare_output(directory: Path) -> None:
         raise UserError(f"the output directory {directory} is not writable")
 
 
-def read_samples(directory: Path) -> Iterator[SampleSet]:
-    """Raw samples of a run; a last line torn by a power cut is skipped."""
+def read_samples(
+    directory: Path, errors: str = "strict", problems: list[str] | None = None
+) -> Iterator[SampleSet]:
+    """Raw samples of a run; a last line torn by a power cut is skipped.
+
+    A line that cannot be read raises FormatError (`errors="strict"`), or with
+    `errors="skip"` is left out and named in `problems` (when given) as
+    "samples.jsonl line N cannot be read". A generator: `problems` fills as it runs.
+    """
+    if errors not in ("strict", "skip"):
+        raise ValueError(f"errors is 'strict' or 'skip', not {errors!r}")
     path = Path(directory) / SAMPLES
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as stream:
-        for line in stream:
-            if not line.endswith("\n"):
+    with open(path, "rb") as stream:
+        for number, raw in enumerate(stream, 1):
+            if not raw.endswith(b"\n"):
                 break
-            yield SampleSet.from_dict(json.loads(line))
+            try:
+                yield SampleSet.from_dict(_parse_json(raw))
+            except FormatError as error:
+                if errors == "strict":
+                    raise FormatError(f"{path} line {number} cannot be read: {error}") from None
+                if problems is not None:
+                    problems.append(f"{SAMPLES} line {number} cannot be read")
 
 
 def sha256_file(path: Path) -> str:
@@ -255,6 +385,52 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _safe_name(name: str) -> bool:
+    """A plain relative path: no empty or dot part, no control character, not too long."""
+    parts = name.split("/")
+    return (
+        0 < len(name) <= MAX_PATH
+        # Dot names are the writer's own temporaries (never listed), `.` and `..` among them.
+        and all(0 < len(p.encode()) <= MAX_NAME and not p.startswith(".") for p in parts)
+        and not any(ord(c) < 32 or ord(c) == 127 or c == "\\" for c in name)
+        and name not in (CHECKSUMS, COMPLETE)
+    )
+
+
+def parse_checksums(data: bytes, where: str) -> list[tuple[str, str]]:
+    """SHA256SUMS as (digest, name) pairs; FormatError on any line that is not one.
+
+    The names may come from a board: each must stay inside the run directory
+    (relative, no `..`), appear once, and not be both a file and a directory.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{CHECKSUMS} from {where} is not UTF-8") from None
+    entries: list[tuple[str, str]] = []
+    files: set[str] = set()
+    directories: set[str] = set()
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    for number, line in enumerate(lines, 1):
+        digest, separator, name = line.partition("  ")
+        if not (separator and DIGEST.fullmatch(digest) and _safe_name(name)):
+            raise FormatError(
+                f"{CHECKSUMS} from {where} has a bad line {number}: {line[:100]!r}",
+                hint="the run's listing is damaged; nothing was read by it",
+            )
+        parents = {"/".join(name.split("/")[:i]) for i in range(1, name.count("/") + 1)}
+        if name in files or name in directories or parents & files:
+            raise FormatError(
+                f"{CHECKSUMS} from {where} names {name[:100]!r} twice (as a file or a directory)"
+            )
+        files.add(name)
+        directories |= parents
+        entries.append((digest, name))
+    return entries
 
 
 def _listed_files(directory: Path) -> list[Path]:
@@ -281,12 +457,22 @@ def verify_checksums(directory: Path) -> list[str]:
     listing = directory / CHECKSUMS
     if not listing.exists():
         return [f"{CHECKSUMS} is missing"]
+    try:
+        entries = parse_checksums(listing.read_bytes(), str(directory))
+    except FormatError as error:
+        return [str(error)]
     problems = []
-    for line in listing.read_text(encoding="utf-8").splitlines():
-        expected, _, name = line.partition("  ")
+    for expected, name in entries:
         path = directory / name
-        if not path.is_file():
+        # Names never climb out (parse_checksums), and no symbolic link is followed out either.
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
             problems.append(f"{name}: missing")
+            continue
+        inside = not any(p.is_symlink() for p in path.parents if directory in p.parents)
+        if not stat.S_ISREG(mode) or not inside:
+            problems.append(f"{name}: not a regular file in the run directory")
         elif sha256_file(path) != expected:
             problems.append(f"{name}: checksum mismatch")
     return problems
@@ -296,38 +482,101 @@ def check_version(document: dict[str, Any], source: Path) -> None:
     """Refuse a document that is not ours or whose format version we do not know."""
     if document.get("format") != FORMAT:
         raise FormatError(
-            f"{source} is not an evbench results file (format {document.get('format')!r})"
+            f"{source} is not an evbench results file (format {document.get('format')!r:.40})"
         )
     version = document.get("version")
-    if version not in SUPPORTED_VERSIONS:
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or version not in SUPPORTED_VERSIONS
+    ):
         raise FormatError(
-            f"{source} has results format version {version!r}; this evbench reads "
+            f"{source} has results format version {version!r:.40}; this evbench reads "
             f"{', '.join(map(str, sorted(SUPPORTED_VERSIONS)))}",
             hint="update evbench to read newer runs",
         )
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def _parse_json(data: bytes) -> Any:
+    """JSON from bytes, as FormatError when it is not UTF-8, not JSON or nested too deep."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise FormatError(f"not UTF-8 (byte {error.start})") from None
+    except RecursionError:
+        raise FormatError("nested too deeply") from None
+    except ValueError as error:  # JSONDecodeError, or an integer of thousands of digits
+        raise FormatError(f"not JSON ({str(error)[:80]})") from None
+    if _depth(value) > MAX_DEPTH:
+        raise FormatError("nested too deeply")
+    return value
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """manifest.json or summary.json: a JSON object of a format and version we read."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_DOCUMENT + 1)
     except FileNotFoundError:
         raise FormatError(f"{path} is missing") from None
-    except (OSError, ValueError) as error:
-        raise FormatError(f"{path} cannot be read: {error}") from error
+    except OSError as error:
+        raise FormatError(f"{path} cannot be read: {error.strerror}") from None
+    if len(data) > MAX_DOCUMENT:
+        raise FormatError(f"{path} is over {MAX_DOCUMENT} bytes: not a results file")
+    try:
+        document = _parse_json(data)
+    except FormatError as error:
+        raise FormatError(f"{path} cannot be read: {error}") from None
+    if not isinstance(document, dict):
+        raise FormatError(f"{path} is not a JSON object ({type(document).__name__})")
     check_version(document, path)
     return document
 
 
+def _check_record(record: Any) -> dict[str, Any]:
+    if not isinstance(record, dict):
+        raise FormatError(f"a record is a JSON object, not {type(record).__name__}")
+    for key in ("suite", "metric", "unit"):
+        _text(record, key)
+    _optional_text(record, "profile")
+    _optional_text(record, "codec")
+    _check_unit(record["unit"])
+    _params(record.get("params"))
+    for key in RECORD_FIELDS[6:]:
+        value = record.get(key)
+        if value is not None and not _is_number(value):
+            raise FormatError(f"a record's {key} is a finite number, not {value!r:.40}")
+    return record
+
+
+def read_records(summary: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The records of a summary document, each checked against the format."""
+    records = summary.get("records")
+    if not isinstance(records, list):
+        raise FormatError(f"{path} has no list of records")
+    try:
+        return [_check_record(record) for record in records]
+    except FormatError as error:
+        raise FormatError(f"{path}: {error}") from None
+
+
 @dataclass(frozen=True)
 class Run:
-    """A run directory as read back: what the manifest and summary say."""
+    """A run directory as read back: what the manifest and summary say.
+
+    `sample_sets`, when given, are the samples already read (a tolerant reader
+    that skipped bad lines); otherwise `samples()` reads them strictly.
+    """
 
     directory: Path
     manifest: dict[str, Any]
     records: list[dict[str, Any]]
     complete: bool
+    sample_sets: tuple[SampleSet, ...] | None = None
 
     def samples(self) -> Iterator[SampleSet]:
+        if self.sample_sets is not None:
+            return iter(self.sample_sets)
         return read_samples(self.directory)
 
 
@@ -336,10 +585,10 @@ def load_run(directory: Path) -> Run:
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"{directory} is not a run directory")
-    manifest = _load_json(directory / MANIFEST)
+    manifest = read_document(directory / MANIFEST)
     summary_path = directory / SUMMARY
     if summary_path.exists():
-        records = _load_json(summary_path)["records"]
+        records = read_records(read_document(summary_path), summary_path)
     else:
         records = summarize(read_samples(directory))
     return Run(directory, manifest, records, (directory / COMPLETE).exists())
