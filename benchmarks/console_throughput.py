@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from console_rig import BYTES_PER_SECOND, ConsoleRig, ThrowawayUser  # noqa: E402
 
 from evbench.boards.serial import SerialBoard  # noqa: E402
-from evbench.console.shell import estimate_seconds  # noqa: E402
+from evbench.boards.serial.shell import estimate_seconds  # noqa: E402
 
 
 def _line(label: str, values: list[float], unit: str) -> str:

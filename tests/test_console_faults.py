@@ -20,8 +20,8 @@ import pytest
 from conftest import require_command
 
 from evbench.boards.serial import SerialBoard
+from evbench.boards.serial.link import ConsoleError
 from evbench.cli import evbench
-from evbench.console.link import ConsoleError
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
+import stat
 
 import pytest
 
@@ -30,3 +32,19 @@ def test_quick_run_over_serial_brings_back_a_verified_run(console_line, console_
     assert "@@" in transcript and console_user.password not in transcript
     assert console_line.noise.written > 0
     assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()
+    # Every file the run leaves, here (results, transcripts, logs) and on the board,
+    # holds no password: not in its bytes, not in a transcript's reassembled stream.
+    secret = console_user.password.encode()
+    transcripts = [*tmp_path.rglob("*.transcript")]
+    assert len(transcripts) >= 2  # results/console/... and the copy beside the results
+    for path in [*tmp_path.rglob("*"), *(console_user.home / ".evbench").rglob("*")]:
+        if path.is_file():
+            assert secret not in path.read_bytes(), path
+    for path in transcripts:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        records = [line.split(" ", 2) for line in path.read_text().splitlines()]
+        for direction in "<>":
+            joined = b"".join(
+                ast.literal_eval(r[2]) for r in records if len(r) == 3 and r[1] == direction
+            )
+            assert secret not in joined, (path, direction)

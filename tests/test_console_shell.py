@@ -13,7 +13,7 @@ import time
 import pytest
 
 from evbench.boards.serial import SerialBoard
-from evbench.console.shell import SILENCE
+from evbench.boards.serial.shell import SILENCE
 
 pytestmark = pytest.mark.integration
 

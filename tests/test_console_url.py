@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
-from evbench.console import frames
-from evbench.console.shell import estimate_seconds
-from evbench.console.transcript import Transcript
-from evbench.console.url import parse_console_url
+from evbench.boards.serial import frames
+from evbench.boards.serial.shell import estimate_seconds
+from evbench.boards.serial.transcript import Transcript
+from evbench.boards.urls import parse_console_url
 from evbench_agent.errors import UserError
 
 
@@ -90,6 +90,7 @@ def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
     record.add_secret(b"s3cret")
     record.received(b"Password: \xff\x00")
     record.sent_secret()
+    record.received(b"\r\n")  # the board's echo line (empty: it echoes nothing)
     record.received(b"echo s3cret\r\n")
     record.note("done")
     record.close()
@@ -102,6 +103,7 @@ def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
     assert raw == [
         ("<", b"Password: \xff\x00"),
         (">", b"<password redacted>"),
+        ("<", b"<0 bytes after the password withheld>\r\n"),
         ("<", b"echo <password redacted>\r\n"),
     ]
 

@@ -354,3 +354,55 @@ def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(board, full_dis
     manifest = run_dir / detached.RESULTS / results.MANIFEST
     assert (out / results.MANIFEST).read_bytes() == manifest.read_bytes()
     assert not (out / "bulk.bin").exists() and not (out / results.COMPLETE).exists()
+
+
+def finished_run(url: str, work: Path, run_id: str) -> Path:
+    run_dir = launch_on_board(url, work, run_id, "--profile", "int")
+    wait_for(lambda: (run_dir / detached.EXIT).exists(), "the run to end")
+    return run_dir
+
+
+def test_fetch_marks_complete_only_when_the_board_says_complete(board, tmp_path, capsys):
+    work, url = board
+    run_dir = finished_run(url, work, "20261130T000000Z-c0ffee")
+    board_results = run_dir / detached.RESULTS
+    assert (board_results / results.COMPLETE).exists()
+    # The board's own word: the run ended partial (exit 4), whatever files lie about.
+    (run_dir / detached.EXIT).write_text("4\n")
+    out = tmp_path / "stale-marker"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 4
+    assert "PARTIAL" in capsys.readouterr().err
+    assert not (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
+    # A listing that names the marker itself is not one the agent writes: refused.
+    listing = (board_results / results.CHECKSUMS).read_text()
+    marker = results.sha256_file(board_results / results.COMPLETE)
+    (board_results / results.CHECKSUMS).write_text(listing + f"{marker}  complete\n")
+    out = tmp_path / "listed-marker"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 2
+    assert "bad line" in capsys.readouterr().err
+    assert not (out / results.COMPLETE).exists()
+
+
+ODD_LISTINGS = [
+    (b"  .\n", "bad line"),
+    (b"  a\n" + b"b" * 64 + b"  a/b\n", "twice"),
+    (b"  " + b"n" * 300 + b"\n", "bad line"),
+    (b"  caf\xe9\n", "not UTF-8"),
+    (b"  ../../escape\n", "bad line"),
+]
+
+
+def test_fetch_refuses_odd_names_in_the_boards_listing(board, tmp_path, capsys):
+    work, url = board
+    run_dir = finished_run(url, work, "20261130T000000Z-0dd001")
+    listing = run_dir / detached.RESULTS / results.CHECKSUMS
+    original = listing.read_bytes()
+    for number, (extra, says) in enumerate(ODD_LISTINGS):
+        listing.write_bytes(original + b"a" * 64 + extra)
+        out = tmp_path / f"out{number}"
+        assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 2, extra
+        err = capsys.readouterr().err
+        assert says in err and "internal error" not in err, err
+        assert not (out / results.COMPLETE).exists()
+    assert not (tmp_path / "escape").exists()

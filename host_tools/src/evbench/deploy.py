@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import evbench_agent
-from evbench.boards.base import Board
+from evbench.boards.base import RemoteBoard
 from evbench_agent import results
 from evbench_agent.errors import UserError
 
-ZIPAPP = "agent/evbench-agent.pyz"
 IMAGE_AGENT = "evbench-agent"
 COMMAND_TIMEOUT = 60.0
 MIN_PYTHON = (3, 10)
@@ -93,13 +92,9 @@ def build_zipapp() -> bytes:
     return buffer.getvalue()
 
 
-def zipapp_path(board: Board) -> str:
-    return f"{board.work_dir}/{ZIPAPP}"
-
-
-def probe(board: Board) -> dict:
+def probe(board: RemoteBoard) -> dict:
     """The board's Python, protobuf and psutil; refuse a board that cannot run the agent."""
-    result = board.run([board.python, "-c", PROBE, zipapp_path(board)], COMMAND_TIMEOUT)
+    result = board.run([board.python, "-c", PROBE, board.zipapp_path], COMMAND_TIMEOUT)
     if result.returncode == 127:
         raise UserError(
             f"{board.url} has no {board.python}",
@@ -124,7 +119,7 @@ def probe(board: Board) -> dict:
     return found
 
 
-def _agent_info(board: Board, command: list[str]) -> dict | None:
+def _agent_info(board: RemoteBoard, command: list[str]) -> dict | None:
     result = board.run([*command, "info", "--json"], COMMAND_TIMEOUT)
     if result.returncode != 0:
         return None
@@ -148,9 +143,9 @@ def _install(info: dict, command: list[str], source: str, action: str) -> AgentI
     return AgentInstall(tuple(command), version, results_format, source, action)
 
 
-def upload_zipapp(board: Board, archive: bytes, staging: Path) -> None:
+def upload_zipapp(board: RemoteBoard, archive: bytes, staging: Path) -> None:
     """Copy the zipapp over, check it by SHA-256 on the board, move it in place."""
-    final = zipapp_path(board)
+    final = board.zipapp_path
     new = f"{final}.new"
     make_directory = "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)"
     board.run([board.python, "-c", make_directory, final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)
@@ -167,12 +162,12 @@ def upload_zipapp(board: Board, archive: bytes, staging: Path) -> None:
         )
 
 
-def ensure_agent(board: Board, staging: Path, force: bool = False) -> AgentInstall:
+def ensure_agent(board: RemoteBoard, staging: Path, force: bool = False) -> AgentInstall:
     """The agent to use on `board`, deploying the zipapp when it is missing or stale."""
     found = probe(board)
     archive = build_zipapp()
     digest = hashlib.sha256(archive).hexdigest()
-    zipapp_command = [board.python, zipapp_path(board)]
+    zipapp_command = board.agent_command()
     if found["zipapp_sha256"] == digest and not force:
         info = _agent_info(board, zipapp_command)
         if info is not None and compatible(info):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator, Sequence
 
 from evbench.boards.base import Board
+from evbench.progress import notice
 from evbench_agent.errors import EvbenchError, UserError
 
 RESPONDER_START_TIMEOUT = 30.0
@@ -32,7 +32,7 @@ def host_responder(board: Board, realtime: bool = False) -> Iterator[str]:
     host_address, _ = board.network_addresses()
     with start_responder(bind=host_address, port=0, realtime=realtime) as responder:
         host, port = responder.address
-        print(f"evbench: link responder on this host at {host}:{port}", file=sys.stderr)
+        notice(f"link responder on this host at {host}:{port}")
         yield f"{_url_host(host)}:{port}"
 
 
@@ -54,10 +54,7 @@ def board_responder(board: Board, agent: Sequence[str]) -> Iterator[str]:
         ) from None
     if event.get("event") != "listening":
         raise EvbenchError(f"the link responder on {board.url} said {event!r}")
-    print(
-        f"evbench: link responder on the board at {event['host']}:{event['port']}",
-        file=sys.stderr,
-    )
+    notice(f"link responder on the board at {event['host']}:{event['port']}")
     try:
         yield f"{_url_host(event['host'])}:{event['port']}"
     finally:
@@ -65,9 +62,11 @@ def board_responder(board: Board, agent: Sequence[str]) -> Iterator[str]:
         command.wait(RESPONDER_START_TIMEOUT)
 
 
-def check_peer(board_url: str, peer: str | None) -> None:
+def check_peer(board: Board | str, peer: str | None) -> None:
     """`host` and `board` need a board reached over the network."""
-    if peer in ("host", "board") and board_url == "local":
+    # A URL string only until commands/run.py passes the opened board (helper C commits it).
+    local = board == "local" if isinstance(board, str) else board.is_local
+    if peer in ("host", "board") and local:
         raise UserError(
             f"--peer {peer} needs a board over the network (ssh://...)",
             hint="on the local board use --peer loopback or --peer HOST:PORT",

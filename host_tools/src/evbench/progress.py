@@ -1,10 +1,19 @@
-"""Shows the agent's progress events: a bar on a terminal, plain lines otherwise."""
+"""Progress for the person at the terminal: the agent's events (a bar on a terminal, plain
+lines otherwise) and the host's own notices. Library modules log problems through
+`logging`; what they report as progress goes through `notice`, which --quiet silences."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import TextIO
+
+
+def notice(text: str) -> None:
+    """One line of progress on standard error (`evbench: ...`); none under --quiet."""
+    if logging.getLogger().isEnabledFor(logging.WARNING):
+        print(f"evbench: {text}", file=sys.stderr, flush=True)
 
 
 class ProgressView:

@@ -11,11 +11,12 @@ already fetched and matching SHA256SUMS is kept, never overwritten.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 from evbench.boards.base import Board, ConnectionLost
@@ -33,8 +34,7 @@ MAX_BACKOFF = 10.0
 FOLLOW_EXIT_TIMEOUT = 60.0
 
 
-def _say(text: str) -> None:
-    print(f"evbench: {text}", file=sys.stderr, flush=True)
+log = logging.getLogger(__name__)
 
 
 class RemoteRun:
@@ -63,7 +63,7 @@ class RemoteRun:
             try:
                 return operation()
             except ConnectionLost as error:
-                _say(f"{error}; reconnecting")
+                log.warning("%s; reconnecting", error)
                 self._reconnect()
 
     def _reconnect(self) -> None:
@@ -73,7 +73,7 @@ class RemoteRun:
             time.sleep(delay)
             try:
                 self.board.reconnect()
-                _say(f"reconnected to {self.board.url}")
+                log.warning("reconnected to %s", self.board.url)
                 return
             except ConnectionLost as error:
                 if time.monotonic() + delay > deadline:
@@ -107,7 +107,7 @@ class RemoteRun:
         try:
             self._agent_status("launch", "--", *run_argv)
         except ConnectionLost as error:
-            _say(f"{error}; reconnecting")
+            log.warning("%s; reconnecting", error)
             self._reconnect()
             if self.status()["state"] == "absent":
                 self.resilient(lambda: self._agent_status("launch", "--", *run_argv))
@@ -124,7 +124,7 @@ class RemoteRun:
             event = _parse(line) or {}
             if event.get("event") == "heartbeat":
                 continue
-            if event.get("event") == "status":
+            if event.get("event") == "status" and _well_formed(event):
                 final = event
                 continue
             self.offset += len(line.encode()) + 1
@@ -144,7 +144,7 @@ class RemoteRun:
     def settle(self, current: dict[str, Any]) -> dict[str, Any]:
         """A run that stopped without ending (reboot, killed agent): seal it as partial."""
         if current["state"] == "stopped":
-            _say(f"{current['reason']}: keeping what exists on the board as a partial run")
+            log.warning("%s: keeping what exists on the board as a partial run", current["reason"])
             current = self.resilient(lambda: self._agent_status("seal"))
         return current
 
@@ -168,7 +168,7 @@ class RemoteRun:
         listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
         # The manifest first: a directory cut off later is recognisable as this run's.
         entries = sorted(
-            _parse_checksums(listing, self.board.url), key=lambda e: e[1] != results.MANIFEST
+            results.parse_checksums(listing, self.board.url), key=lambda e: e[1] != results.MANIFEST
         )
         for digest, name in entries:
             self.resilient(lambda d=digest, n=name: self._fetch_file(n, d, out))
@@ -176,7 +176,9 @@ class RemoteRun:
         log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
         if log and not (out / detached.LOG).exists():
             results.write_atomic(out / detached.LOG, log)
-        if final.get("complete"):
+        # The marker says "complete" only when the board says so: never because a listing
+        # names it (parse_checksums refuses that), never for a run that ended partial.
+        if final.get("complete") and exit_code(final) == ExitCode.OK:
             marker = self.resilient(lambda: self.read_remote(results.COMPLETE, out))
             _place(out / results.COMPLETE, marker)
 
@@ -236,21 +238,17 @@ def _parse(line: str) -> dict[str, Any] | None:
 def _last_status(lines: list[str]) -> dict[str, Any]:
     for line in reversed(lines):
         event = _parse(line)
-        if event is not None and event.get("event") == "status":
+        if event is not None and event.get("event") == "status" and _well_formed(event):
             return event
     raise EvbenchError(f"the agent answered without a status: {lines[-1:]}")
 
 
-def _parse_checksums(listing: bytes, where: str) -> list[tuple[str, str]]:
-    entries = []
-    for line in listing.decode("utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        path = PurePosixPath(name)
-        # The names come from the board: keep every file inside the run directory.
-        if len(digest) != 64 or not name or path.is_absolute() or ".." in path.parts:
-            raise CheckFailed(f"{results.CHECKSUMS} from {where} has a bad line: {line[:100]!r}")
-        entries.append((digest, name))
-    return entries
+def _well_formed(status: dict[str, Any]) -> bool:
+    """A status line as the agent writes it (the board's word is checked before it is used)."""
+    exit_given = status.get("exit", 0)
+    return isinstance(status.get("state"), str) and (
+        isinstance(exit_given, int) and not isinstance(exit_given, bool)
+    )
 
 
 def exit_code(final: dict[str, Any]) -> int:
@@ -270,11 +268,11 @@ def run_and_fetch(
     `run_argv_for(results_dir)` gives the agent's run arguments for the board's
     results directory. A run that failed before measuring is not fetched.
     """
-    from evbench.progress import ProgressView
+    from evbench.progress import ProgressView, notice
 
     session = RemoteRun(board, agent, run_id)
     session.start(run_argv_for(session.results_dir))
-    _say(f"run {run_id} started on {board.url}")
+    notice(f"run {run_id} started on {board.url}")
     try:
         with ProgressView(sys.stderr) as view:
 

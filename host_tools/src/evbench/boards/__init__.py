@@ -1,37 +1,39 @@
-"""Boards by URL: `local` now; `ssh://` and `serial://` in their own modules."""
+"""Boards by URL: `local`, `ssh://` and the serial console (`serial://`, `rfc2217://`,
+`socket://`). URLs are parsed in urls.py; each transport lives in its own module or package."""
 
 from __future__ import annotations
 
-from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
-from evbench_agent.errors import UserError
-
-SCHEMES = (
-    "local",
-    "ssh://[USER@]HOST[:PORT]",
-    "serial:///dev/TTY[?baud=N&user=NAME]",
-    "rfc2217://HOST:PORT",
-    "socket://HOST:PORT",
+from evbench.boards.base import (
+    Board,
+    CommandResult,
+    ConnectionLost,
+    RemoteBoard,
+    StreamedCommand,
 )
+from evbench.boards.urls import transport_of
 
 
 def open_board(url: str, *, accept_new_host_key: bool = False) -> Board:
-    """The board a `--board` URL names."""
-    if url == "local":
+    """The board a `--board` URL names (each transport imported only when used)."""
+    transport = transport_of(url)
+    if transport == "local":
         from evbench.boards.local import LocalBoard
 
         return LocalBoard()
-    if url.startswith("ssh://"):
+    if transport == "ssh":
         from evbench.boards.ssh import SshBoard
 
         return SshBoard(url, accept_new_host_key=accept_new_host_key)
-    if url.startswith(("serial://", "rfc2217://", "socket://")):
-        from evbench.boards.serial import SerialBoard
+    from evbench.boards.serial import SerialBoard
 
-        return SerialBoard(url)
-    raise UserError(
-        f"unsupported board {url!r}",
-        hint=f"use one of: {', '.join(SCHEMES)}",
-    )
+    return SerialBoard(url)
 
 
-__all__ = ["Board", "CommandResult", "ConnectionLost", "StreamedCommand", "open_board"]
+__all__ = [
+    "Board",
+    "CommandResult",
+    "ConnectionLost",
+    "RemoteBoard",
+    "StreamedCommand",
+    "open_board",
+]

@@ -1,7 +1,9 @@
 """The board protocol: what every transport (local, ssh, serial) provides.
 
 deploy, run, fetch and diag are written once against this interface, as
-labgrid's drivers sit behind its protocols.
+labgrid's drivers sit behind its protocols. A board says what it is
+(`is_local`, `transcript_path`), so no caller tests URL strings or attributes.
+`RemoteBoard` is the base of every transport that runs the deployed zipapp.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evbench_agent.errors import UserError
+
+#: Where a password for a board login comes from (never argv, never a file).
+PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
+#: The deployed agent, relative to a remote board's work directory.
+ZIPAPP = "agent/evbench-agent.pyz"
 
 
 class ConnectionLost(UserError):
@@ -66,10 +73,15 @@ class Board(abc.ABC):
     """A place where the agent runs: this machine, or a board over a transport."""
 
     url: str
+    #: True for the built-in board on this machine: the agent writes its results
+    #: straight into --out, nothing is deployed or fetched.
+    is_local: bool = False
     #: On a remote board: the interpreter that runs the deployed agent, and the
     #: directory (relative to the login directory, or absolute) for the agent and runs.
     python: str = "python3"
     work_dir: str = ".evbench"
+    #: Where this session's console transcript is written, for transports that keep one.
+    transcript_path: Path | None = None
 
     @abc.abstractmethod
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
@@ -90,6 +102,10 @@ class Board(abc.ABC):
     @abc.abstractmethod
     def agent_command(self) -> list[str]:
         """How to start evbench-agent on this board."""
+
+    def save_transcript(self, directory: Path) -> Path | None:
+        """A copy of the session's transcript in `directory`; None where there is none."""
+        return None
 
     def pipe(self, argv: Sequence[str]) -> PipedCommand:
         """Start a command and stream bytes into it (evbench flash --board)."""
@@ -113,3 +129,15 @@ class Board(abc.ABC):
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class RemoteBoard(Board):
+    """A board elsewhere: the agent is the zipapp deploy puts under `work_dir`."""
+
+    @property
+    def zipapp_path(self) -> str:
+        """Where the deployed agent lives on the board."""
+        return f"{self.work_dir}/{ZIPAPP}"
+
+    def agent_command(self) -> list[str]:
+        return [self.python, self.zipapp_path]

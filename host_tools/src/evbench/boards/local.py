@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -11,8 +12,20 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from evbench.boards.base import Board, CommandResult, PipedCommand, StreamedCommand
+from evbench.boards.base import (
+    PASSWORD_VARIABLE,
+    Board,
+    CommandResult,
+    PipedCommand,
+    StreamedCommand,
+)
 from evbench_agent.errors import UserError
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment without the board password: no child (the agent, its
+    sampler and workers, and theirs) can read it from /proc/PID/environ."""
+    return {key: value for key, value in os.environ.items() if key != PASSWORD_VARIABLE}
 
 
 class LocalStreamedCommand(StreamedCommand):
@@ -27,6 +40,7 @@ class LocalStreamedCommand(StreamedCommand):
                 stderr=self._errors,
                 text=True,
                 errors="replace",
+                env=child_environment(),
                 # Its own process group: Ctrl-C on the host reaches it once,
                 # through interrupt(), not twice through the terminal.
                 start_new_session=True,
@@ -40,7 +54,13 @@ class LocalStreamedCommand(StreamedCommand):
             yield line.rstrip("\n")
 
     def wait(self, timeout: float) -> int:
-        return self._process.wait(timeout)
+        code = self._process.wait(timeout)
+        if code < 0:
+            # Killed outright: its workers and sampler (its process group) would go on
+            # writing into a run the host is about to seal. They stop with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+        return code
 
     def stderr(self) -> str:
         self._errors.seek(0)
@@ -59,7 +79,11 @@ class LocalPipedCommand(PipedCommand):
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish()
         try:
             self._process = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=self._out, stderr=self._err
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=self._out,
+                stderr=self._err,
+                env=child_environment(),
             )
         except OSError as error:
             raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
@@ -86,10 +110,16 @@ class LocalPipedCommand(PipedCommand):
 
 class LocalBoard(Board):
     url = "local"
+    is_local = True
 
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         completed = subprocess.run(
-            list(argv), input=stdin, capture_output=True, timeout=timeout, check=False
+            list(argv),
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            env=child_environment(),
         )
         return CommandResult(tuple(argv), completed.returncode, completed.stdout, completed.stderr)
 

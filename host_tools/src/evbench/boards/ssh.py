@@ -18,14 +18,14 @@ from pathlib import Path
 import paramiko
 
 from evbench.boards.base import (
-    Board,
+    PASSWORD_VARIABLE,
     CommandResult,
     ConnectionLost,
     PipedCommand,
+    RemoteBoard,
     StreamedCommand,
 )
 from evbench.boards.ssh_address import (
-    PASSWORD_VARIABLE,
     HostKeyPolicy,
     SshAddress,
     fingerprint,
@@ -160,7 +160,7 @@ class SshPipedCommand(PipedCommand):
         return CommandResult(self._argv, status, bytes(out), bytes(err))
 
 
-class SshBoard(Board):
+class SshBoard(RemoteBoard):
     """A board reached over SSH: commands on exec channels, files over SFTP."""
 
     def __init__(self, url: str, accept_new_host_key: bool = False) -> None:
@@ -368,8 +368,3 @@ class SshBoard(Board):
                 f"cannot copy {self.address}:{remote} to {local}: {error}",
                 hint="check the free space here (df) and that the directory is writable",
             ) from error
-
-    def agent_command(self) -> list[str]:
-        from evbench.deploy import zipapp_path
-
-        return [self.python, zipapp_path(self)]

@@ -10,20 +10,20 @@ from EVBENCH_PASSWORD or a prompt on the terminal.
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import paramiko
 
+from evbench.boards.base import PASSWORD_VARIABLE
+from evbench.boards.urls import parse_ssh_url
 from evbench_agent.errors import UserError
 
+log = logging.getLogger(__name__)
 DEFAULT_PORT = 22
-PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
-#: Where the agent and the runs live on the board, relative to the login directory.
-DEFAULT_WORK_DIR = ".evbench"
 
 
 @dataclass(frozen=True)
@@ -59,35 +59,19 @@ def _ssh_config(host: str) -> dict:
 
 
 def parse_address(url: str) -> SshAddress:
-    """Split an `ssh://` URL and fill in what ~/.ssh/config adds."""
-    parts = urlsplit(url)
-    if parts.scheme != "ssh" or not parts.hostname:
-        raise UserError(
-            f"not an SSH board address: {url!r}",
-            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
-        )
-    try:
-        url_port = parts.port
-    except ValueError:
-        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
-    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    unknown = sorted(set(query) - {"python", "dir"})
-    if unknown:
-        raise UserError(
-            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
-            hint="the options are python=PATH and dir=PATH",
-        )
-    config = _ssh_config(parts.hostname)
+    """An `ssh://` URL (boards.urls) with what ~/.ssh/config adds."""
+    given = parse_ssh_url(url)
+    config = _ssh_config(given.host)
     known_hosts = (config.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
     return SshAddress(
-        host=parts.hostname,
-        hostname=config.get("hostname", parts.hostname),
-        port=url_port or int(config.get("port", DEFAULT_PORT)),
-        user=parts.username or config.get("user") or getpass.getuser(),
+        host=given.host,
+        hostname=config.get("hostname", given.host),
+        port=given.port or int(config.get("port", DEFAULT_PORT)),
+        user=given.user or config.get("user") or getpass.getuser(),
         identity_files=tuple(str(Path(p).expanduser()) for p in config.get("identityfile", [])),
         known_hosts=Path(known_hosts).expanduser(),
-        python=query.get("python", "python3"),
-        work_dir=query.get("dir", DEFAULT_WORK_DIR),
+        python=given.python,
+        work_dir=given.work_dir,
     )
 
 
@@ -117,10 +101,11 @@ class HostKeyPolicy(paramiko.MissingHostKeyPolicy):
         with open(known_hosts, "a", encoding="ascii") as stream:
             stream.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
         client.get_host_keys().add(hostname, key.get_name(), key)
-        print(
-            f"evbench: trusted the new host key of {hostname} ({fingerprint(key)}), "
-            f"saved to {known_hosts}",
-            file=sys.stderr,
+        log.warning(
+            "trusted the new host key of %s (%s), saved to %s",
+            hostname,
+            fingerprint(key),
+            known_hosts,
         )
 
 

@@ -15,9 +15,10 @@ import tty
 from pathlib import Path
 
 from evbench.board_options import add_board_options
-from evbench.console import transcript
-from evbench.console.link import ConsoleLink, Deadline
-from evbench.console.url import parse_console_url
+from evbench.boards.base import PASSWORD_VARIABLE
+from evbench.boards.serial import transcript
+from evbench.boards.serial.link import ConsoleLink, Deadline
+from evbench.boards.urls import parse_console_url
 from evbench_agent.errors import ExitCode
 
 NAME = "console"
@@ -62,7 +63,11 @@ def _pass_through(link: ConsoleLink, keys: int, screen: int) -> None:
 def run(args: argparse.Namespace) -> int:
     address = parse_console_url(args.board)
     path = args.transcript or transcript.default_path(address.port)
-    link = ConsoleLink(address, transcript.Transcript(path, args.board))
+    record = transcript.Transcript(path, args.board)
+    # Typed at a login prompt, the password reaches the board one key at a time:
+    # the transcript redacts it over the reassembled stream all the same.
+    record.add_secret(os.environ.get(PASSWORD_VARIABLE, "").encode())
+    link = ConsoleLink(address, record)
     keys, screen = sys.stdin.fileno(), sys.stdout.fileno()
     saved = termios.tcgetattr(keys) if os.isatty(keys) else None
     print(f"evbench: connected to {args.board}; Ctrl-] quits", file=sys.stderr, flush=True)

@@ -24,15 +24,15 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.board == "local":
-        raise UserError(
-            "the local board runs the agent installed beside evbench: nothing to deploy",
-            hint="deploy to a board address such as ssh://root@board",
-        )
     with (
         open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board,
         tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging,
     ):
+        if board.is_local:
+            raise UserError(
+                "the local board runs the agent installed beside evbench: nothing to deploy",
+                hint="deploy to a board address such as ssh://root@board",
+            )
         install = deploy.ensure_agent(board, Path(staging), force=args.force)
     where = "in the image" if install.source == "image" else " ".join(install.command)
     print(

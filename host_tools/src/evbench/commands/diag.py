@@ -127,10 +127,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = diag.gather(board)
         finally:
-            if out and hasattr(board, "save_transcript"):
+            if out:
                 board.save_transcript(out)
     print(render(report))
-    if not out and hasattr(board, "transcript_path"):
+    if not out and board.transcript_path is not None:
         print(f"console transcript: {board.transcript_path}", file=sys.stderr)
     if out:
         results.write_json(out / REPORT_NAME, report)

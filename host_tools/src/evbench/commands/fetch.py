@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 def _prepare(out: Path, run_id: str) -> None:
     """A new or empty directory, or the same run fetched in part before (resumed)."""
     manifest = out / results.MANIFEST
-    if manifest.is_file() and json.loads(manifest.read_text("utf-8")).get("run_id") == run_id:
+    if manifest.is_file() and results.read_document(manifest).get("run_id") == run_id:
         return
     # Copies cut off before they were verified are not results: start them again.
     for part in out.glob(".*.part") if out.is_dir() else ():
@@ -36,12 +35,12 @@ def _prepare(out: Path, run_id: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.board == "local":
-        raise UserError("local runs are written straight to their --out: nothing to fetch")
     if not args.run_id or "/" in args.run_id or args.run_id.startswith("."):
         raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
     out = (args.out or Path("results") / args.run_id).resolve()
     with open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board:
+        if board.is_local:
+            raise UserError("local runs are written straight to their --out: nothing to fetch")
         with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
             install = deploy.ensure_agent(board, Path(staging))
         session = remote_run.RemoteRun(board, install.command, args.run_id)

@@ -14,9 +14,9 @@ import re
 import sys
 from collections.abc import Callable
 
-from evbench.console.link import ConsoleLink, Deadline
+from evbench.boards.base import PASSWORD_VARIABLE
+from evbench.boards.serial.link import ConsoleLink, Deadline
 
-PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
 ANSI = re.compile(rb"\x1b(\[[0-9;?]*[A-Za-z]|[()][A-Z0-9]|[=>])")
 #: A kernel message on the console: it can land anywhere, even right after a prompt.
 KERNEL_LINE = re.compile(rb"\r*\n?\[\s*\d+\.\d+\] [^\r\n]*\r*\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 import serial
 
 from evbench.boards.base import ConnectionLost
-from evbench.console.transcript import Transcript
-from evbench.console.url import ConsoleAddress
+from evbench.boards.serial.transcript import Transcript
+from evbench.boards.urls import ConsoleAddress
 from evbench_agent.errors import UserError
 
 #: The most evbench keeps of unread console output; older bytes are dropped

@@ -1,10 +1,12 @@
-"""Console addresses: evbench's `serial://` scheme and pyserial's network URLs.
+"""Board URLs, every scheme parsed here (one parser per scheme).
 
+    local                               (the built-in local board)
+    ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]
     serial:///dev/ttyUSB0?baud=115200&user=root&python=python3&dir=.evbench
     rfc2217://HOST:PORT[?user=...]      (ser2net, RFC 2217)
     socket://HOST:PORT[?user=...]       (a raw TCP console)
 
-evbench's own options (user, baud, and as for ssh:// boards, python and dir:
+A console URL's own options (user, baud, and as for ssh:// boards, python and dir:
 the board's interpreter and evbench's directory there) are taken out before pyserial sees
 the URL: pyserial refuses query options it does not know.
 """
@@ -12,14 +14,25 @@ the URL: pyserial refuses query options it does not know.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evbench_agent.errors import UserError
 
+LOCAL = "local"
+#: Every way to name a board, as the help and the errors show them.
+USAGE = (
+    "local",
+    "ssh://[USER@]HOST[:PORT]",
+    "serial:///dev/TTY[?baud=N&user=NAME]",
+    "rfc2217://HOST:PORT",
+    "socket://HOST:PORT",
+)
+SSH_SCHEME = "ssh"
 SCHEMES = ("serial", "rfc2217", "socket")
 DEFAULT_BAUD = 115200
 DEFAULT_USER = "root"
 DEFAULT_PYTHON = "python3"
+#: Where the agent and the runs live on a remote board, relative to the login directory.
 DEFAULT_WORK_DIR = ".evbench"
 #: The options evbench reads itself; anything else is pyserial's.
 OWN_OPTIONS = ("baud", "user", "python", "dir")
@@ -106,3 +119,56 @@ def parse_console_url(url: str) -> ConsoleAddress:
             rest.append(("ign_set_control", ""))
         port = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
     return ConsoleAddress(url, port, baud, user, python, work_dir)
+
+
+def transport_of(url: str) -> str:
+    """Which transport a `--board` URL names: "local", "ssh" or "serial"."""
+    if url == LOCAL:
+        return LOCAL
+    scheme = urlsplit(url).scheme
+    if scheme == SSH_SCHEME:
+        return "ssh"
+    if scheme in SCHEMES:
+        return "serial"
+    raise UserError(f"unsupported board {url!r}", hint=f"use one of: {', '.join(USAGE)}")
+
+
+@dataclass(frozen=True)
+class SshUrl:
+    """What an `ssh://` URL itself says (~/.ssh/config fills in the rest: ssh_address.py)."""
+
+    url: str
+    host: str
+    port: int | None
+    user: str | None
+    python: str
+    work_dir: str
+
+
+def parse_ssh_url(url: str) -> SshUrl:
+    """Split an `ssh://` URL into host, port, user and evbench's options."""
+    parts = urlsplit(url)
+    if parts.scheme != SSH_SCHEME or not parts.hostname:
+        raise UserError(
+            f"not an SSH board address: {url!r}",
+            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    unknown = sorted(set(query) - {"python", "dir"})
+    if unknown:
+        raise UserError(
+            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
+            hint="the options are python=PATH and dir=PATH",
+        )
+    return SshUrl(
+        url=url,
+        host=parts.hostname,
+        port=port,
+        user=parts.username or None,
+        python=query.get("python", DEFAULT_PYTHON),
+        work_dir=query.get("dir", DEFAULT_WORK_DIR),
+    )

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from evbench.console import frames
-from evbench.console.frames import Frame, Reply
-from evbench.console.link import Deadline
-from evbench.console.shell import MAX_RETRIES, ShellSession, estimate_seconds
+from evbench.boards.serial import frames
+from evbench.boards.serial.frames import Frame, Reply
+from evbench.boards.serial.link import Deadline
+from evbench.boards.serial.shell import MAX_RETRIES, ShellSession, estimate_seconds
 from evbench_agent.results import write_atomic
 
 #: (bytes so far, total bytes, seconds left by the estimate)

@@ -17,10 +17,10 @@ import re
 import shlex
 from collections.abc import Callable
 
-from evbench.console import frames
-from evbench.console.frames import FileState, Frame, Reply
-from evbench.console.link import ConsoleLink, Deadline
-from evbench.console.login import LoginStrategy
+from evbench.boards.serial import frames
+from evbench.boards.serial.frames import FileState, Frame, Reply
+from evbench.boards.serial.link import ConsoleLink, Deadline
+from evbench.boards.serial.login import LoginStrategy
 
 #: A terminal's input line holds 4095 bytes; commands stay well inside it.
 MAX_COMMAND = 2048

@@ -1,6 +1,6 @@
 """Boards over a serial console: `serial:///dev/ttyUSB0`, `rfc2217://HOST:PORT`, `socket://HOST:PORT`.
 
-The Board protocol over a logged-in shell (evbench.console): commands and
+The Board protocol over a logged-in shell (the modules beside this one): commands and
 their exact output through checksummed frames, files as base64 chunks. One
 session at a time: a console has one shell, so requests never overlap.
 """
@@ -13,14 +13,14 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from evbench.boards.base import Board, CommandResult, ConnectionLost, StreamedCommand
-from evbench.console import frames, transcript
-from evbench.console.frames import Reply
-from evbench.console.link import ConsoleLink, Deadline
-from evbench.console.login import LoginStrategy, password_from_user
-from evbench.console.shell import ShellSession
-from evbench.console.transfer import TransferProgress, get_file, put_file
-from evbench.console.url import parse_console_url
+from evbench.boards.base import CommandResult, ConnectionLost, RemoteBoard, StreamedCommand
+from evbench.boards.serial import frames, transcript
+from evbench.boards.serial.frames import Reply
+from evbench.boards.serial.link import ConsoleLink, Deadline
+from evbench.boards.serial.login import LoginStrategy, password_from_user
+from evbench.boards.serial.shell import ShellSession
+from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
+from evbench.boards.urls import parse_console_url
 
 #: Login, from waking the console to an open shell.
 LOGIN_TIMEOUT = 40.0
@@ -123,7 +123,7 @@ class SerialStreamedCommand(StreamedCommand):
         self._session.link.write(b"\x03")
 
 
-class SerialBoard(Board):
+class SerialBoard(RemoteBoard):
     """A board reached through its console: a login shell on a serial line."""
 
     def __init__(self, url: str, show_progress: bool = True) -> None:
@@ -166,7 +166,7 @@ class SerialBoard(Board):
     def transcript_path(self) -> Path:
         return self.session.link.transcript_path
 
-    def save_transcript(self, directory: Path) -> Path:
+    def save_transcript(self, directory: Path) -> Path | None:
         """A copy of this session's transcript in `directory` (beside the results)."""
         return self.session.link.transcript.copy_to(directory)
 
@@ -201,11 +201,6 @@ class SerialBoard(Board):
     def get(self, remote: str, local: Path) -> None:
         show = _show_progress("fetching", remote.rsplit("/", 1)[-1]) if self.show_progress else None
         get_file(self.session, remote, local, show)
-
-    def agent_command(self) -> list[str]:
-        from evbench.deploy import zipapp_path
-
-        return [self.python, zipapp_path(self)]
 
     def reconnect(self) -> None:
         self.session.close()

@@ -1,0 +1,119 @@
+"""The board password never reaches a child process, and a killed agent leaves an honest
+partial run (issue 16, item 6): `evbench run --board local` end to end, real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from evbench_agent import results
+
+EVBENCH = [sys.executable, "-m", "evbench"]
+QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc's parent links."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_no_child_of_a_run_inherits_the_password(tmp_path):
+    sentinel = "evbench-sentinel-" + os.urandom(6).hex()
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--quick", "--out", str(out)],
+        env={**os.environ, "EVBENCH_PASSWORD": sentinel},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: dict[int, str] = {}
+    leaked: dict[int, str] = {}
+    try:
+        while process.poll() is None:
+            for pid in _descendants(process.pid):
+                command = _cmdline(pid)
+                if command:
+                    seen[pid] = command
+                if sentinel.encode() in _environ(pid):
+                    leaked[pid] = command
+            time.sleep(0.02)
+        _stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert any("evbench_agent" in command for command in seen.values()), seen  # it did look
+    assert leaked == {}
+    for path in out.rglob("*"):  # nor does any file the run leaves
+        if path.is_file():
+            assert sentinel.encode() not in path.read_bytes(), path
+
+
+def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / results.SAMPLES).exists():
+            assert time.monotonic() < deadline and process.poll() is None, "the run never began"
+            time.sleep(0.05)
+        agents = [p for p in _descendants(process.pid) if "evbench_agent run" in _cmdline(p)]
+        assert agents, "no agent process found"
+        while not (workers := _descendants(agents[0])):  # its workers and sampler
+            assert time.monotonic() < deadline, "the agent started no worker"
+            time.sleep(0.02)
+        os.kill(agents[0], signal.SIGKILL)  # as the OOM killer would
+        _stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 4, stderr
+    assert "PARTIAL" in stderr and "partial results in" in stderr and "killed" in stderr
+    manifest = json.loads((out / results.MANIFEST).read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["reason"] == "the agent was killed (signal 9)"
+    assert not (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
+    summary = json.loads((out / results.SUMMARY).read_text())
+    assert summary["partial"] is True
+    # No worker of the dead agent goes on writing into the sealed run.
+    assert [pid for pid in workers if _cmdline(pid)] == []
