@@ -1,0 +1,240 @@
+"""The import graph of both packages: no circles, the agent never imports the host, and a
+transport (evbench.boards) imports nothing of the host outside evbench.boards.
+
+Every `import` counts, at module level or inside a function or an `if TYPE_CHECKING:`
+block: a lazy import between our own modules that dodges a circle is still a circle.
+`from package import name` is an edge to `package.name` when that is a module, else to
+`package` (as grimp and import-linter read it). The checker is the same code the
+small hand-built packages below run against, so it is shown to fail when it should.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = (ROOT / "agent" / "src", ROOT / "host_tools" / "src")
+AGENT, HOST = "evbench_agent", "evbench"
+TRANSPORTS = "evbench.boards"
+
+Graph = dict[str, set[str]]
+
+
+def _module_name(path: Path, source: Path) -> str:
+    parts = list(path.relative_to(source).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules(source: Path, package: str) -> dict[str, Path]:
+    files = sorted((source / package).rglob("*.py"))
+    return {_module_name(path, source): path for path in files}
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a (possibly relative) `from ... import` names."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _nearest(name: str, known: set[str]) -> str | None:
+    """`name`, or the closest enclosing module of ours (`a.b.func` -> `a.b`)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in known:
+            return candidate
+        parts.pop()
+    return None
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
+    """Every module of ours that `module` imports, anywhere in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            origin = _absolute(node, module, is_package)
+            names = [
+                f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
+                for alias in node.names
+            ]
+        else:
+            continue
+        found |= {target for name in names if (target := _nearest(name, known))}
+    found.discard(module)
+    return found
+
+
+def import_graph(packages: list[tuple[Path, str]]) -> Graph:
+    """module -> the modules of ours it imports, for every (source dir, package) given."""
+    paths: dict[str, Path] = {}
+    for source, package in packages:
+        paths.update(_modules(source, package))
+    known = set(paths)
+    return {module: imports_of(path, module, known) for module, path in paths.items()}
+
+
+def circles(graph: Graph) -> list[list[str]]:
+    """Each group of modules that import one another, round and round (Tarjan's SCCs)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def crossings(graph: Graph, importer: str, forbidden: str, allowed: str = "") -> list[str]:
+    """`a -> b` for each module inside `importer` that imports one inside `forbidden`
+    (and outside `allowed`, when given)."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if _within(module, importer)
+        for target in targets
+        if _within(target, forbidden) and not (allowed and _within(target, allowed))
+    )
+
+
+def _project_graph() -> Graph:
+    return import_graph([(SOURCES[0], AGENT), (SOURCES[1], HOST)])
+
+
+# -- the project ---------------------------------------------------------------
+
+
+def test_the_checker_sees_both_packages_and_their_lazy_imports():
+    graph = _project_graph()
+    assert {f"{AGENT}.results", f"{HOST}.boards.base", f"{HOST}.commands.run"} <= set(graph)
+    # run.py imports deploy inside a function (_run_remote): a lazy edge, and it counts.
+    assert f"{HOST}.deploy" in graph[f"{HOST}.commands.run"]
+
+
+def test_no_import_circles_in_either_package():
+    found = circles(_project_graph())
+    assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_agent_never_imports_the_host():
+    assert crossings(_project_graph(), AGENT, HOST) == []
+
+
+def test_transports_import_nothing_of_the_host_but_transports():
+    # Not a command, not the CLI, not a use case such as deploy: commands -> domain -> transports.
+    assert crossings(_project_graph(), TRANSPORTS, HOST, allowed=TRANSPORTS) == []
+
+
+# -- the checker on small hand-built packages ----------------------------------------
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_a_circle_closed_by_a_function_level_import_is_found(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "def later():\n    from pkg.a import thing\n    return thing\n",
+            "pkg/c.py": "import pkg.a\n",
+        },
+    )
+    graph = import_graph([(tmp_path, "pkg")])
+    # Worked by hand: a -> b (a submodule), b -> a (inside a function), c -> a.
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a"}}
+    assert circles(graph) == [["pkg.a", "pkg.b"]]
+
+
+def test_a_longer_circle_through_relative_imports_is_found(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "from .x import X\n",
+            "pkg/sub/x.py": "from ..y import Y\nX = 1\n",
+            "pkg/y.py": "from pkg.z import Z\nY = 1\n",
+            "pkg/z.py": "if True:\n    from .sub import x\nZ = 1\n",
+        },
+    )
+    graph = import_graph([(tmp_path, "pkg")])
+    assert graph["pkg.sub"] == {"pkg.sub.x"}
+    assert graph["pkg.sub.x"] == {"pkg.y"}
+    assert circles(graph) == [["pkg.sub.x", "pkg.y", "pkg.z"]]
+
+
+def test_a_tree_without_circles_passes(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.a import A\n",
+            "pkg/a.py": "import json\nfrom pkg import b\nA = 1\n",
+            "pkg/b.py": "import os.path\n",
+        },
+    )
+    graph = import_graph([(tmp_path, "pkg")])
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set()}
+    assert circles(graph) == []
+
+
+def test_an_upward_import_and_a_transport_importing_a_command_are_found(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "agentpkg/__init__.py": "",
+            "agentpkg/core.py": "def f():\n    import hostpkg.boards.link\n",
+            "hostpkg/__init__.py": "",
+            "hostpkg/commands/__init__.py": "",
+            "hostpkg/commands/run.py": "from hostpkg.boards import link\n",
+            "hostpkg/boards/__init__.py": "",
+            "hostpkg/boards/link.py": "from hostpkg.commands.run import OPTIONS\n",
+        },
+    )
+    graph = import_graph([(tmp_path, "agentpkg"), (tmp_path, "hostpkg")])
+    assert crossings(graph, "agentpkg", "hostpkg") == ["agentpkg.core -> hostpkg.boards.link"]
+    assert crossings(graph, "hostpkg.boards", "hostpkg", allowed="hostpkg.boards") == [
+        "hostpkg.boards.link -> hostpkg.commands.run"
+    ]
+    assert circles(graph) == [["hostpkg.boards.link", "hostpkg.commands.run"]]
