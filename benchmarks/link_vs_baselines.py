@@ -14,6 +14,12 @@ so the bare ping-pong runs twice: sending the same bytes every time, and doing
 the same codec work as the client; and the client runs once more with the
 codec taken out (the same bytes every time), which isolates its machinery.
 
+(c) `--ack-vs-echo`: `rtt_transport` in ack and echo mode for json and
+    protobuf at 20 Hz, modes and codecs alternating per round: the responder
+    reports its processing time, so the two modes should agree within
+    max(10 %, 25 µs) (issue 13's acceptance); prints the medians of the
+    per-phase medians and the raw send-to-reply times beside them.
+
 Rounds alternate the tools (evbench, bare, sockperf, cyclictest, ...) so slow
 drift hits them alike. Medians come with their 95 % interval (order
 statistics); ratios are of medians. Needs the Debian packages sockperf and
@@ -31,6 +37,7 @@ import platform
 import re
 import shutil
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -179,14 +186,61 @@ def _ratio(name: str, ours: float, theirs: float, limit: float) -> bool:
     return ratio <= limit
 
 
+def ack_vs_echo(rounds: int, seconds: float) -> int:
+    """(c): per codec, ack-mode against echo-mode rtt_transport in the same conditions."""
+    rate, per_phase = 20.0, {}
+    with start_responder() as responder:
+        for _ in range(rounds):
+            for codec in ("json", "protobuf"):
+                for mode in ("ack", "echo"):
+                    link = messages.bind(codec, "seed")
+                    with client.Connection(responder.address, link, mode) as connection:
+                        result = client.run_periodic(
+                            connection,
+                            link.sample_data(100, 1),
+                            rate,
+                            round(seconds * rate),
+                            10,
+                            0.05,
+                        )
+                    measured = figures.PhaseFigures(result, rate, 0.05)
+                    raw = [
+                        (result.replies[s][0] - result.sent[s].send) / 1e9
+                        for s in result.answered()
+                    ]
+                    per_phase.setdefault((codec, mode), []).append(
+                        (statistics.median(measured.rtt_transport), statistics.median(raw))
+                    )
+    within = True
+    for codec in ("json", "protobuf"):
+        ack, echo = (statistics.median(v[0] for v in per_phase[codec, m]) for m in ("ack", "echo"))
+        raw_ack, raw_echo = (
+            statistics.median(v[1] for v in per_phase[codec, m]) for m in ("ack", "echo")
+        )
+        bound = max(0.1 * echo, 25e-6)
+        ok = abs(ack - echo) <= bound
+        within &= ok
+        verdict = "within" if ok else "OUTSIDE"
+        print(
+            f"{codec:9s} rtt_transport ack {ack * 1e6:6.1f} µs, echo {echo * 1e6:6.1f} µs "
+            f"({(ack - echo) * 1e6:+.1f} µs, bound {bound * 1e6:.1f}: {verdict}); "
+            f"raw send to reply ack {raw_ack * 1e6:.1f}, echo {raw_echo * 1e6:.1f} µs "
+            f"({rounds} phases of {seconds:g} s each)"
+        )
+    return 0 if within else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=5.0, help="per tool per round at 50 ms")
     parser.add_argument("--b2b-seconds", type=float, default=1.0, help="back to back, per round")
     parser.add_argument("--realtime", action="store_true", help="SCHED_FIFO 80 for every tool")
+    parser.add_argument("--ack-vs-echo", action="store_true", help="only (c)")
     parser.add_argument("--bare-server", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ack_vs_echo:
+        return ack_vs_echo(args.rounds, args.seconds)
     if args.bare_server is not None:
         if args.realtime:
             timing.enter_realtime()
