@@ -11,6 +11,7 @@ from pathlib import Path
 from evbench import link_peer, schema
 from evbench.board_options import add_board_options
 from evbench.boards import Board, open_board
+from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView
 from evbench.report import table
 from evbench_agent import options, results
@@ -31,6 +32,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
+    add_history_options(parser)  # host only: where the run is indexed at its end
 
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
@@ -187,6 +189,7 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     run_data = results.load_run(out)
     _print_tables(run_data, args)
     _write_report(out)
+    record_run(args, out)  # a partial run too, marked partial
     if not run_data.complete:
         print(f"\nPARTIAL run (interrupted): {out}", file=sys.stderr)
         return ExitCode.INTERRUPTED if status == ExitCode.INTERRUPTED else ExitCode.PARTIAL
