@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from evbench_agent import results
@@ -230,3 +231,31 @@ def test_an_aa_run_records_its_arms_and_plan_in_the_manifest(tmp_path):
     assert all(len(s.values) == 3 for s in timed)
     assert all(s.params["shortest_span_s"] >= 0.9 * s.params["min_time_s"] for s in timed)
     assert all(s.params["aa_slowdown"] == 0.2 for s in timed)
+
+
+def test_a_run_whose_telemetry_sampler_dies_is_partial_and_says_why(tmp_path):
+    out = tmp_path / "run"
+    argv = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json", "--quick"]
+    agent = subprocess.Popen([*AGENT, *argv, "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        sampler = None
+        while sampler is None and time.monotonic() < deadline:
+            children = psutil.Process(agent.pid).children()
+            sampler = next(
+                (c for c in children if "evbench_agent.telemetry.sampler" in c.cmdline()), None
+            )
+            time.sleep(0.05)
+        assert sampler is not None, "the sampler never started"
+        sampler.kill()
+        _, stderr = agent.communicate(timeout=300)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            agent.kill()
+    assert agent.returncode == 4, stderr
+    assert "the telemetry sampler died (exit -9)" in stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["reason"] == "the telemetry sampler died (exit -9)"
+    assert not (out / "complete").exists()
+    assert any(s.metric == "encode" for s in results.read_samples(out))  # the samples are kept

@@ -17,6 +17,7 @@ from evbench_agent import (
     registry,
     results,
 )
+from evbench_agent.errors import PartialRun
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
@@ -132,8 +133,15 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
         _stop_telemetry(telemetry, writer, manifest)
+        sampler_exit = manifest["telemetry"].get("sampler_exit")
+        if status == "complete" and sampler_exit not in (0, None):
+            # Its telemetry stops where the sampler died: the run is not whole.
+            status = "partial"
+            manifest["reason"] = f"the telemetry sampler died (exit {sampler_exit})"
         if spec.aa and status == "complete":
             manifest["aa"]["result"] = aa_result(spec, directory)
         manifest.update(end_time=_now(), status=status)
         writer.write_manifest(manifest)
         writer.finish(complete=status == "complete")
+    if status == "partial":
+        raise PartialRun(f"{manifest['reason']}; the measured samples are kept as partial")
