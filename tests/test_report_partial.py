@@ -51,7 +51,7 @@ def test_run_with_only_samples_still_renders(finished_run, tmp_path):
     assert done.returncode == 4, done.stderr
     markdown = (run / "report.md").read_text()
     assert "Missing files: manifest.json, summary.json, SHA256SUMS, complete." in markdown
-    assert "| codec | seed | protobuf | Serialization | 10 |" in markdown
+    assert "| codec | seed | protobuf | Serialization | 24 |" in markdown  # 8 processes x 3
 
 
 def test_a_changed_file_is_reported(finished_run, tmp_path):

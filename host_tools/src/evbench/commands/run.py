@@ -15,6 +15,7 @@ from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView
 from evbench.report import table
 from evbench_agent import options, results
+from evbench_agent.comparison import Comparison, compare
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
 from evbench_agent.run_ids import new_run_id
 
@@ -42,27 +43,31 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[s
     return argv + options.agent_argv(args)
 
 
-def _print_tables(run: results.Run, args: argparse.Namespace) -> None:
+def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | None:
+    """The answer and the tables; returns the comparison, computed once for the report."""
     codec_names = run.manifest.get("spec", {}).get("codecs", [])
+    samples = list(run.samples())
+    comparison = None
     baseline, candidate = args.baseline_codec, args.candidate_codec
     aa = run.manifest.get("aa")
     if aa:  # an A/A control: the codec against its identical copy
         baseline, candidate = aa["codec"], aa["copy"]
     if baseline in codec_names and candidate in codec_names:
-        rows = table.compare_codecs(run, baseline, candidate)
-        print(table.render_comparison(rows, baseline, candidate))
+        comparison = compare(samples, baseline, candidate)
+        print(table.render_comparison(comparison))
     if len(codec_names) > 2 or baseline not in codec_names:
         print()
         print("Medians per codec:")
-        print(table.render_codec_medians(run, codec_names))
+        print(table.render_codec_medians(samples, codec_names))
+    return comparison
 
 
-def _write_report(out: Path) -> None:
+def _write_report(out: Path, comparison: Comparison | None = None) -> None:
     """Render the run; a report that fails only warns, the measured run is kept."""
     from evbench.report.writer import write_report  # matplotlib: only once results exist
 
     try:
-        write_report(out)
+        write_report(out, comparison)
         print(f"report: {out / 'report.html'}", file=sys.stderr)
     except Exception as error:  # a report bug must not cost the run or its exit code
         print(
@@ -187,8 +192,8 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
             out.rmdir()
         raise _agent_error(status, log)
     run_data = results.load_run(out)
-    _print_tables(run_data, args)
-    _write_report(out)
+    comparison = _print_tables(run_data, args)
+    _write_report(out, comparison)
     record_run(args, out)  # a partial run too, marked partial
     if not run_data.complete:
         print(f"\nPARTIAL run (interrupted): {out}", file=sys.stderr)

@@ -17,6 +17,7 @@ from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench.report.sections import metric_label
+from evbench_agent import comparison as comparing
 from evbench_agent import metrics, stats
 from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER
 
@@ -132,7 +133,11 @@ def compare(
 
 def _cell(record: dict, unit: str) -> str:
     text = table.format_median_ci(
-        record["median"], record.get("ci95_low"), record.get("ci95_high"), unit
+        record["median"],
+        record.get("ci95_low"),
+        record.get("ci95_high"),
+        unit,
+        record.get("metric"),
     )
     return f"{text} (n={record.get('n')})"
 
@@ -154,7 +159,7 @@ def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     body = []
     for row in comparison.rows:
         suite, profile, codec, _metric = row.key
-        line = [suite, profile, table.DISPLAY_NAMES.get(codec, codec), metric_label(row.records[0])]
+        line = [suite, profile, table.display_name(codec), metric_label(row.records[0])]
         line.append(_cell(row.records[0], row.unit))
         for record, change in zip(row.records[1:], row.changes, strict=True):
             p_text = f"{change.p_holm:.2g}" if change.p_holm is not None else "-"
@@ -178,11 +183,10 @@ def codec_cells(
     """The seed's table, one column group per run: JSON | Protobuf | % Diff | Winner."""
     per_run = []
     for context in contexts:
-        rows = table.compare_codecs(context.as_run(), *pair)
-        _headers, body = table.comparison_cells(rows, *pair)
+        _headers, body = table.comparison_cells(comparing.compare(context.samples(), *pair))
         per_run.append({(line[0], line[1]): line[2:6] for line in body})
     common = [k for k in per_run[0] if all(k in cells for cells in per_run[1:])]
-    base, cand = (table.DISPLAY_NAMES.get(c, c) for c in pair)
+    base, cand = (table.display_name(c) for c in pair)
     headers = ["Profile", "Metric"]
     for name in names:
         headers += [f"{name} {base}", f"{name} {cand}", "% Diff", "Winner"]

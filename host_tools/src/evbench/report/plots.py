@@ -1,4 +1,9 @@
-"""The report's plots, drawn with matplotlib's Agg backend on the host only.
+"""The report's plots, drawn with matplotlib's Agg canvas on the host only.
+
+No pyplot: each figure is a `Figure` on its own Agg canvas, so no display or GUI
+toolkit is looked for, nothing global is kept, and pyplot's import is saved.
+Figures are laid out with fixed margins rather than tight_layout, which drew
+every figure once more just to measure its labels.
 
 Each plot appears only when the run holds its data, so a codec-only run has
 two plots and a run with the link suite and telemetry has more. `plans`
@@ -12,24 +17,25 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit on a lab PC or in CI
-
-import matplotlib.pyplot as plt
 from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evbench.report import telemetry
 from evbench.report.context import RunContext
+from evbench.report.units import significant
 from evbench_agent import metrics
+from evbench_agent.results import SampleSet
 
 TIME_METRICS = ("encode", "decode", "decode_access")
 SIZE_METRICS = ("size", "size_deflate")
 LINK_SUITE = "link"
 DPI = 96
-#: Up to this many bars per panel the panels sit side by side, each bar labelled.
+#: Up to this many bars per panel the panels sit side by side; beyond, stacked and wide.
 SIDE_BY_SIDE_BARS = 24
+#: Up to this many bars per panel each bar carries its value (more would overlap).
+LABELLED_BARS = 8
 
 
 @dataclass(frozen=True)
@@ -61,37 +67,55 @@ def _label(metric: str) -> str:
     return known.label if known else metric
 
 
+def _new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(figure)  # Agg: no display, no GUI toolkit on a lab PC or in CI
+    return figure
+
+
+def _legend_above(figure: Figure, handles: list, labels: list[str], top: float) -> None:
+    """A legend in its own band above the panels, where it covers no bar or line."""
+    columns = min(len(labels), 5)
+    figure.legend(
+        handles, labels, loc="upper center", ncols=max(columns, 1), fontsize="small",
+        frameon=False, bbox_to_anchor=(0.5, 1.0),
+    )  # fmt: skip
+    rows = -(-len(labels) // max(columns, 1))
+    figure.subplots_adjust(top=top - 0.06 * max(rows - 1, 0))
+
+
+def _plain_log_axis(axis: Axes) -> None:
+    """A log y axis labelled 1, 2, 5, 10, 20 ... in plain numbers (no 6 x 10^2)."""
+    axis.set_yscale("log")
+    axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    # No minor ticks: each tick is a few artists, and eight per decade cost more to draw
+    # than the rest of the panel.
+    axis.yaxis.set_minor_locator(ticker.NullLocator())
+
+
 def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) -> Figure:
     """One panel per metric; profiles on x, a bar per codec; whiskers: 95 % CI of the median."""
     records = _records(context, "codec", names)
     present = [m for m in names if any(r["metric"] == m for r in records)]
     profiles = sorted({r["profile"] for r in records})
     codecs = [c for c in context.codecs() if any(r["codec"] == c for r in records)]
+    by_key = {(r["metric"], r["codec"], r["profile"]): r for r in records}
     bars_per_panel = len(profiles) * len(codecs)
-    if bars_per_panel <= SIDE_BY_SIDE_BARS:
-        figure, axes = plt.subplots(
-            1, len(present), figsize=(4.2 * len(present), 3.6), squeeze=False, dpi=DPI
-        )
-        panels = axes[0]
+    side_by_side = bars_per_panel <= SIDE_BY_SIDE_BARS
+    if side_by_side:
+        figure = _new_figure(4.2 * len(present), 4.2)
+        panels = figure.subplots(1, len(present), squeeze=False)[0]
     else:  # many profiles: one wide panel per metric, stacked
-        width_in = min(18.0, 3.0 + 0.1 * bars_per_panel)
-        figure, axes = plt.subplots(
-            len(present), 1, figsize=(width_in, 3.4 * len(present)), squeeze=False, dpi=DPI
-        )
-        panels = axes[:, 0]
+        figure = _new_figure(min(18.0, 3.0 + 0.1 * bars_per_panel), 3.4 * len(present) + 0.6)
+        panels = figure.subplots(len(present), 1, squeeze=False)[:, 0]
     width = 0.8 / max(len(codecs), 1)
+    handles = []
     for axis, metric in zip(panels, present, strict=True):
         for index, codec in enumerate(codecs):
             xs, heights, low, high = [], [], [], []
             for position, profile in enumerate(profiles):
-                record = next(
-                    (
-                        r
-                        for r in records
-                        if (r["metric"], r["codec"], r["profile"]) == (metric, codec, profile)
-                    ),
-                    None,
-                )
+                record = by_key.get((metric, codec, profile))
                 if record is None:
                     continue
                 median = record["median"] * scale
@@ -100,86 +124,96 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
                 ci_low, ci_high = record.get("ci95_low"), record.get("ci95_high")
                 low.append(median - ci_low * scale if ci_low is not None else 0.0)
                 high.append(ci_high * scale - median if ci_high is not None else 0.0)
-            bars = axis.bar(xs, heights, width, yerr=[low, high], capsize=3, label=codec)
-            if bars_per_panel <= SIDE_BY_SIDE_BARS:  # beyond that the labels overlap
-                axis.bar_label(bars, labels=[f"{h:.3g}" for h in heights], fontsize="x-small")
+            bars = axis.bar(xs, heights, width, yerr=[low, high], capsize=3, color=f"C{index % 10}")
+            if axis is panels[0]:
+                handles.append(bars)
+            if bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
+                axis.bar_label(bars, labels=[significant(h) for h in heights], fontsize="x-small")
         axis.set_xticks(range(len(profiles)), profiles, rotation=30, ha="right")
         axis.set_title(_label(metric))
         axis.set_ylabel(unit)
         if scale != 1.0:
             # Codecs differ by 50x: a log axis keeps the small bar and its interval visible.
-            axis.set_yscale("log")
-            axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-            axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
-            axis.yaxis.set_minor_formatter(ticker.NullFormatter())
+            _plain_log_axis(axis)
         axis.grid(axis="y", alpha=0.3)
-    if bars_per_panel <= SIDE_BY_SIDE_BARS:
-        panels[0].legend(fontsize="small")
-    else:  # beside the panel, where it covers no bar
-        panels[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    figure.tight_layout()
+    bottom = 0.2 if side_by_side else 0.1
+    figure.subplots_adjust(left=0.08, right=0.98, bottom=bottom, wspace=0.3, hspace=0.5)
+    _legend_above(figure, handles, codecs, 0.82 if side_by_side else 0.9)
     return figure
 
 
-def _link_values(context: RunContext, metric: str) -> dict[str, list[float]]:
-    """Per-message values of a link metric, per codec, in the order they were measured."""
-    values: dict[str, list[float]] = {}
+def _series_name(sample_set: SampleSet) -> str:
+    """A codec, with its link phase when the run has more than one kind."""
+    phase = sample_set.params.get("phase")
+    return f"{sample_set.codec or '-'} {phase}" if phase else sample_set.codec or "-"
+
+
+def _link_phases(context: RunContext, metric: str) -> dict[str, list[list[float]]]:
+    """Per codec and phase kind, each phase's per-message values (a sample set is one
+    phase), in the order they were measured: periodic and capacity are never joined."""
+    phases: dict[str, list[list[float]]] = {}
     for sample_set in context.samples():
         if sample_set.suite == LINK_SUITE and sample_set.metric == metric:
-            values.setdefault(sample_set.codec or "-", []).extend(sample_set.values)
-    return values
+            phases.setdefault(_series_name(sample_set), []).append(sample_set.values)
+    return phases
 
 
 def _rtt_distribution(context: RunContext) -> Figure:
-    figure, axis = plt.subplots(figsize=(6.4, 3.6), dpi=DPI)
-    for codec, values in _link_values(context, "rtt").items():
-        ordered = sorted(v * 1e6 for v in values)
+    series = _link_phases(context, "rtt")
+    figure = _new_figure(7.2, 4.4)
+    axis = figure.subplots()
+    handles = []
+    for index, phases in enumerate(series.values()):
+        ordered = sorted(v * 1e6 for phase in phases for v in phase)
         fractions = [(i + 1) / len(ordered) for i in range(len(ordered))]
-        axis.step(ordered, fractions, where="post", label=f"{codec} (n={len(ordered)})")
+        (line,) = axis.step(ordered, fractions, where="post", color=f"C{index % 10}")
+        handles.append(line)
+    labels = [f"{name} (n={sum(map(len, p))})" for name, p in series.items()]
     axis.set_xscale("log")  # the tail (scheduling hiccups) is 10-100x the median
+    axis.xaxis.set_minor_locator(ticker.NullLocator())
     axis.set_xlabel("RTT, encode to decoded reply (µs, log scale)")
     axis.set_ylabel("fraction of messages")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize="small")
-    figure.tight_layout()
+    figure.subplots_adjust(left=0.1, right=0.97, bottom=0.13)
+    _legend_above(figure, handles, labels, 0.84)
     return figure
 
 
 def _over_time(metric: str, ylabel: str) -> Callable[[RunContext], Figure]:
-    """Per-message values in send order, phases joined; dotted lines between phases."""
+    """Per-message values in send order, one small panel per codec (and phase kind) on
+    shared axes, so many codecs stay readable; dotted lines between phases."""
 
     def draw(context: RunContext) -> Figure:
-        figure, axis = plt.subplots(figsize=(7.2, 3.6), dpi=DPI)
-        for index, (codec, phases) in enumerate(_link_phases(context, metric).items()):
+        series = _link_phases(context, metric)
+        values = [v for phases in series.values() for p in phases for v in p]
+        logarithmic = min(values) > 0  # a log axis shows the tail and the bulk; not zeros
+        columns = 1 if len(series) <= 3 else 2
+        rows = -(-len(series) // columns)
+        figure = _new_figure(7.2 if columns == 1 else 9.6, 0.9 + 1.5 * rows)
+        axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey=True)
+        panels = zip(axes.flat, series.items(), strict=False)  # a spare panel stays empty
+        for index, (axis, (name, phases)) in enumerate(panels):
             start = 0
             for phase_values in phases:
                 xs = range(start, start + len(phase_values))
-                label = codec if start == 0 else None
-                axis.plot(
-                    xs, [v * 1e6 for v in phase_values], ".", ms=3, color=f"C{index}", label=label
-                )
+                axis.plot(xs, [v * 1e6 for v in phase_values], ".", ms=2, color=f"C{index % 10}")
                 start += len(phase_values)
-                axis.axvline(start - 0.5, color=f"C{index}", linestyle=":", linewidth=0.6)
-        axis.set_xlabel("message number in send order (phases joined)")
-        values = [v for phases in _link_phases(context, metric).values() for p in phases for v in p]
-        if min(values) > 0:  # a log axis shows the tail and the bulk; it cannot show zeros
-            axis.set_yscale("log")
-        axis.set_ylabel(ylabel + (", log scale" if min(values) > 0 else ""))
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize="small", markerscale=3)
-        figure.tight_layout()
+                axis.axvline(start - 0.5, color="0.5", linestyle=":", linewidth=0.6)
+            axis.set_title(f"{name} ({len(phases)} phases)", fontsize="small", loc="left")
+            if logarithmic:
+                _plain_log_axis(axis)
+            axis.grid(alpha=0.3)
+        for axis in list(axes.flat)[len(series) :]:
+            axis.set_visible(False)
+        figure.supxlabel("message number in send order (phases joined)", fontsize="small")
+        figure.supylabel(ylabel + (", log scale" if logarithmic else ""), fontsize="small")
+        height = figure.get_figheight()
+        figure.subplots_adjust(
+            left=0.14, right=0.98, top=1 - 0.45 / height, bottom=0.55 / height, hspace=0.45
+        )
         return figure
 
     return draw
-
-
-def _link_phases(context: RunContext, metric: str) -> dict[str, list[list[float]]]:
-    """Per codec, each phase's per-message values (a sample set is one phase)."""
-    phases: dict[str, list[list[float]]] = {}
-    for sample_set in context.samples():
-        if sample_set.suite == LINK_SUITE and sample_set.metric == metric:
-            phases.setdefault(sample_set.codec or "-", []).append(sample_set.values)
-    return phases
 
 
 def _sample_counts(context: RunContext, names: tuple[str, ...]) -> str:
@@ -211,12 +245,13 @@ def plans(context: RunContext) -> list[_Plan]:
                 lambda c: _bars(c, SIZE_METRICS, 1.0, "bytes"),
             )
         )
-    if _link_values(context, "rtt"):
+    if _link_phases(context, "rtt"):
         found.append(
             _Plan(
                 "rtt-cdf",
                 "RTT distribution per codec",
-                "Empirical CDF of every recorded message's RTT (warm-up excluded).",
+                "Empirical CDF of every recorded message's RTT (warm-up excluded), per codec "
+                "and phase kind (periodic and capacity phases are never pooled).",
                 _rtt_distribution,
             )
         )
@@ -224,11 +259,12 @@ def plans(context: RunContext) -> list[_Plan]:
             _Plan(
                 "rtt-time",
                 "RTT over time",
-                "Each message's RTT (start of encoding to decoded reply) in send order (µs).",
+                "Each message's RTT (start of encoding to decoded reply) in send order (µs), "
+                "one panel per codec and phase kind; dotted lines between phases.",
                 _over_time("rtt", "RTT (µs)"),
             )
         )
-    if _link_values(context, "send_lateness"):
+    if _link_phases(context, "send_lateness"):
         found.append(
             _Plan(
                 "lateness-time",
@@ -260,10 +296,7 @@ def draw(context: RunContext) -> list[Plot]:
     rendered = []
     for plan in plans(context):
         figure = plan.draw(context)
-        try:
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=DPI)
-        finally:
-            plt.close(figure)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=DPI)
         rendered.append(Plot(plan.name, plan.title, plan.caption, buffer.getvalue()))
     return rendered

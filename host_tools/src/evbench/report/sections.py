@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from evbench.report import exports, table
 from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
+from evbench_agent import comparison as comparing
 from evbench_agent import metrics
+from evbench_agent.comparison import Comparison
 
 SPREAD_HEADERS = [
     "Suite",
@@ -53,28 +55,50 @@ def partial_section(context: RunContext) -> Section | None:
 
 
 def compared_codecs(context: RunContext) -> tuple[str, str] | None:
-    """JSON against Protobuf when both ran (the seed's table), else the first two codecs."""
+    """The codec and its copy in an A/A control; JSON against Protobuf when both ran
+    (the seed's table); else the first two codecs."""
+    aa = context.manifest.get("aa")
+    if isinstance(aa, dict) and aa.get("codec") and aa.get("copy"):
+        return str(aa["codec"]), str(aa["copy"])
     codecs = context.codecs()
     if "json" in codecs and "protobuf" in codecs:
         return "json", "protobuf"
     return (codecs[0], codecs[1]) if len(codecs) >= 2 else None
 
 
-def comparison_section(context: RunContext) -> Section | None:
+def compare_context(context: RunContext) -> Comparison | None:
+    """The run's comparison, for a report rendered on its own (evbench report)."""
     pair = compared_codecs(context)
-    if pair is None:
+    return comparing.compare(context.samples(), *pair) if pair else None
+
+
+def answer_section(comparison: Comparison) -> Section | None:
+    lines = table.answer_lines(comparison)
+    if not lines:
         return None
-    rows = table.compare_codecs(context.as_run(), *pair)
-    if not rows:
+    base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
+    return Section(f"The answer: {cand} against {base}, on this machine", lines)
+
+
+def comparison_section(comparison: Comparison) -> Section | None:
+    headers, cells = table.comparison_cells(comparison)
+    if not cells:
         return None
-    headers, cells = table.comparison_cells(rows, *pair)
+    base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
     return Section(
-        f"Comparison: {table.DISPLAY_NAMES.get(pair[0], pair[0])} against "
-        f"{table.DISPLAY_NAMES.get(pair[1], pair[1])}",
-        table.COMPARISON_NOTES.split("\n"),
-        headers,
-        cells,
+        f"Comparison: {base} against {cand}", table.comparison_notes(comparison), headers, cells
     )
+
+
+def context_section(comparison: Comparison) -> Section | None:
+    headers, cells = table.context_cells(comparison)
+    if not cells:
+        return None
+    notes = [
+        "Telemetry, modelled energy and rare counts, per codec: median [95% CI of the "
+        "median] and the range of the values. Not tested, no winner."
+    ]
+    return Section("Context per codec (not tested)", notes, headers, cells)
 
 
 def _metric_order(record: dict) -> tuple:
@@ -93,7 +117,8 @@ def metric_label(record: dict) -> str:
     """The metric's label, with the params that tell its records apart (a telemetry phase)."""
     key = exports.record_key(record)
     base = exports.base_metric(key)
-    return " ".join(filter(None, (table._label(base), key[3][len(base) :])))
+    known = metrics.METRICS.get(base)
+    return " ".join(filter(None, (known.label if known else base, key[3][len(base) :])))
 
 
 def spread_section(context: RunContext) -> Section | None:
@@ -104,11 +129,13 @@ def spread_section(context: RunContext) -> Section | None:
     for record in sorted(context.records, key=_metric_order):
         unit = record.get("unit", "")
 
+        metric = record.get("metric")
+
         def value(key: str, record: dict = record, unit: str = unit) -> str:
-            return format_value(record.get(key), unit)
+            return format_value(record.get(key), unit, record.get("metric"))
 
         median = table.format_median_ci(
-            record.get("median"), record.get("ci95_low"), record.get("ci95_high"), unit
+            record.get("median"), record.get("ci95_low"), record.get("ci95_high"), unit, metric
         )
         rows.append(
             [
@@ -133,16 +160,19 @@ def spread_section(context: RunContext) -> Section | None:
     return Section("Every metric with its spread", notes, SPREAD_HEADERS, rows)
 
 
-def build(context: RunContext) -> list[Section]:
-    """Every section of the report, in order; the plots follow them."""
+def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
+    """Every section of the report, in order (the answer first); the plots follow them."""
+    compared = comparison is not None
     found = [
         partial_section(context),
+        answer_section(comparison) if compared else None,
+        comparison_section(comparison) if compared else None,
+        context_section(comparison) if compared else None,
         Section(
-            "Context",
+            "Run",
             headers=["What", "Value"],
             rows=[[what, value] for what, value in context_rows(context)],
         ),
-        comparison_section(context),
         spread_section(context),
     ]
     return [section for section in found if section is not None]

@@ -1,97 +1,286 @@
-"""The comparison table, in the seed's shape, with verdicts that mean something.
+"""The comparison of two codecs as tables and plain sentences, in the seed's shape.
 
-    Metric | JSON | Protobuf | % Diff | Winner
+    Profile | Metric | JSON | Protobuf | % Diff | Winner | p (Holm) | ratio 95% CI | n | ...
 
-Values are medians with the 95 % interval of the median; % Diff compares
-medians; the winner is decided by evbench_agent.verdicts (Holm-corrected
-Mann-Whitney test and a minimum effect), otherwise "tie".
+One row is one record identity (evbench_agent.identity): nothing is pooled
+across identities. The numbers and verdicts come from
+evbench_agent.comparison, computed once per run; this module only lays them
+out. Rows by role:
+
+- tested rows carry the verdict of the replication-aware test (a codec,
+  "tie", or "n too small" when the plan could not have named one);
+- facts (sizes, bandwidth from sizes and the nominal rate) carry their exact
+  difference and "fact" instead of a winner;
+- context (telemetry, modelled energy, rare counts) goes to its own table:
+  each codec's median with its spread, no difference, no winner.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from evbench.report.units import format_value
+from evbench_agent import comparison as comparing
 from evbench_agent import metrics, stats
-from evbench_agent.results import Run, SampleSet
-from evbench_agent.verdicts import Question, Verdict, decide
+from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
+from evbench_agent.identity import Identity
+from evbench_agent.results import SampleSet
+from evbench_agent.verdicts import BASELINE, CANDIDATE, TIE, TOO_SMALL
 
 DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
+FACT_WINNER = "fact"
 
 
-@dataclass(frozen=True)
-class Row:
-    profile: str
-    metric: str
-    unit: str
-    baseline: stats.Summary
-    candidate: stats.Summary
-    verdict: Verdict
+def display_name(codec: str) -> str:
+    return DISPLAY_NAMES.get(codec, codec)
 
 
-def pooled_samples(sample_sets: Iterable[SampleSet]) -> dict[tuple, tuple[str, list[float]]]:
-    """(suite, profile, codec, metric) -> (unit, every worker's values)."""
-    pooled: dict[tuple, tuple[str, list[float]]] = {}
-    for sample_set in sample_sets:
-        key = (sample_set.suite, sample_set.profile, sample_set.codec, sample_set.metric)
-        pooled.setdefault(key, (sample_set.unit, []))[1].extend(sample_set.values)
-    return pooled
-
-
-def compare_codecs(run: Run, baseline: str, candidate: str) -> list[Row]:
-    """Every metric measured for both codecs, decided together (one Holm family)."""
-    pooled = pooled_samples(run.samples())
-    questions, keys = [], []
-    ordered = sorted(
-        {(suite, profile, metric) for suite, profile, _codec, metric in pooled},
-        key=lambda k: (
-            k[0],
-            str(k[1]),
-            list(metrics.METRICS).index(k[2]) if k[2] in metrics.METRICS else 99,
-        ),
-    )
-    for suite, profile, metric in ordered:
-        base = pooled.get((suite, profile, baseline, metric))
-        cand = pooled.get((suite, profile, candidate, metric))
-        if not base or not cand:
-            continue
-        questions.append(Question(f"{profile} {metric}", metrics.better(metric), base[1], cand[1]))
-        keys.append((profile, metric, base[0]))
-    verdicts = decide(questions)
-    return [
-        Row(profile, metric, unit, stats.summarize(q.baseline), stats.summarize(q.candidate), v)
-        for (profile, metric, unit), q, v in zip(keys, questions, verdicts, strict=False)
-    ]
-
-
-def format_median_ci(median: float, low: float | None, high: float | None, unit: str) -> str:
+def format_median_ci(
+    median: float, low: float | None, high: float | None, unit: str, metric: str | None = None
+) -> str:
     """`median [low, high]`; a bound keeps its own unit when it scales differently."""
-    text = format_value(median, unit)
+    text = format_value(median, unit, metric)
     if low is None or high is None or low == high:
         return text
     suffix = " " + text.split(" ", 1)[1] if " " in text else ""
 
     def bound(value: float) -> str:
-        shown = format_value(value, unit)
+        shown = format_value(value, unit, metric)
         return shown[: -len(suffix)] if suffix and shown.endswith(suffix) else shown
 
     return f"{text} [{bound(low)}, {bound(high)}]"
 
 
-def _cell(summary: stats.Summary, unit: str) -> str:
-    return format_median_ci(summary.median, summary.ci95_low, summary.ci95_high, unit)
-
-
 def _p_value(p: float) -> str:
-    # Below this the normal approximation's tail is rounding noise, not a probability.
+    # Below this the exact tests' p is far beyond any family's level: the digits mean nothing.
     return "<1e-12" if p < 1e-12 else f"{p:.2g}"
 
 
-def _label(metric: str) -> str:
-    known = metrics.METRICS.get(metric)
-    return known.label if known else metric
+def _metric_unit(row: Row) -> tuple[str, str]:
+    return row.unit, row.identity.metric
+
+
+def value_cell(side: Side, row: Row) -> str:
+    """A codec's figure at the unit of replication: with several replicates (worker
+    processes, link phases) the median of their medians and its 95 % interval; with one,
+    the median of every value (an interval only for facts and context, whose values are
+    not tested)."""
+    unit, metric = _metric_unit(row)
+    if side.replicates > 1 and side.replicate_summary is not None:
+        shown = side.replicate_summary
+        return format_median_ci(shown.median, shown.ci95_low, shown.ci95_high, unit, metric)
+    summary = side.summary
+    if row.role == TESTED:  # one replicate: no interval that respects the unit of replication
+        return format_median_ci(summary.median, None, None, unit, metric)
+    return format_median_ci(summary.median, summary.ci95_low, summary.ci95_high, unit, metric)
+
+
+def winner_cell(row: Row, baseline: str, candidate: str) -> str:
+    if row.role == FACT:
+        return FACT_WINNER
+    if row.verdict is None:
+        return "-"
+    return {
+        BASELINE: display_name(baseline),
+        CANDIDATE: display_name(candidate),
+        TIE: "tie",
+        TOO_SMALL: "n too small",
+    }.get(row.verdict.winner, row.verdict.winner)
+
+
+def difference(row: Row) -> float | None:
+    """The row's change of the candidate against the baseline, as a fraction."""
+    if row.role == FACT:
+        return row.fact_difference
+    if row.verdict is not None and not math.isnan(row.verdict.pct_diff):
+        return row.verdict.pct_diff / 100
+    return None
+
+
+def _n_cell(row: Row) -> str:
+    if row.role == TESTED:
+        counted = {"phases per codec": "phases/codec"}.get(row.n_counts, row.n_counts)
+        return f"{row.n} {counted}"
+    return f"{row.baseline.summary.n}/{row.candidate.summary.n} values"
+
+
+def _detectable_cell(row: Row) -> str:
+    if row.role != TESTED:
+        return "-"
+    if row.min_detectable is None:
+        return "none reachable" if row.too_small else "-"
+    return f"{row.min_detectable * 100:.1f}%"
+
+
+COMPARISON_HEADERS = ("% Diff", "Winner", "p (Holm)", "ratio 95% CI", "n", "detectable")
+
+
+def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the tested rows and the facts, for text, Markdown or HTML."""
+    base, cand = comparison.baseline, comparison.candidate
+    rows = []
+    for row in comparison.rows:
+        if row.role == CONTEXT:
+            continue
+        verdict = row.verdict
+        change = difference(row)
+        interval = (
+            f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
+            if verdict is not None and verdict.ratio_low is not None
+            else "-"
+        )
+        rows.append(
+            [
+                row.identity.profile or "-",
+                row.label,
+                value_cell(row.baseline, row),
+                value_cell(row.candidate, row),
+                "-" if change is None else f"{change * 100:+.1f}%",
+                winner_cell(row, base, cand),
+                _p_value(verdict.p_holm) if verdict is not None else "-",
+                interval,
+                _n_cell(row),
+                _detectable_cell(row),
+            ]
+        )
+    headers = ["Profile", "Metric", display_name(base), display_name(cand), *COMPARISON_HEADERS]
+    return headers, rows
+
+
+def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Telemetry, modelled energy and rare counts: each codec with its spread, no winner."""
+    rows = []
+    for row in comparison.by_role(CONTEXT):
+        cells = [row.identity.profile or "-", row.label]
+        for side in (row.baseline, row.candidate):
+            summary = side.summary
+            unit, metric = _metric_unit(row)
+            spread = f"{format_value(summary.min, unit, metric)} to "
+            spread += format_value(summary.max, unit, metric)
+            cells += [value_cell(side, row), spread]
+        cells.append(f"{row.baseline.summary.n}/{row.candidate.summary.n}")
+        rows.append(cells)
+    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
+    headers = ["Profile", "Context (not tested)", base, f"{base} range", cand, f"{cand} range"]
+    return [*headers, "n values"], rows
+
+
+def comparison_notes(comparison: Comparison) -> list[str]:
+    return [
+        "One row per measurement: rows whose settings differ (phase, mode, rate, operation, "
+        "...) are never pooled. Values: with several replicates (worker processes in the "
+        "codec suite, phases in the link suite) the median of their medians [its 95% CI; "
+        "none below 6 replicates]; with one, the median of every value.",
+        "Winner: from the replicates (codec suite: exact Wilcoxon signed-rank on each "
+        "process's median log-ratio, the codecs paired within a process; link suite: exact "
+        "Mann-Whitney on one value per phase), p < "
+        f"{comparison.alpha:g} after Holm's correction within each suite and profile, AND "
+        f"the ratio's 95% CI outside 1 +/- {comparison.min_effect:g}; otherwise tie. "
+        "'n too small': the plan's replicates (column n) could not reach that level "
+        "whatever the data. detectable: the smallest change this row's plan and spread "
+        "could have named. % Diff: the test's estimate of the ratio, minus 1.",
+        "fact: exact or nominal figures (sizes; bandwidth from sizes and the rate): the "
+        "difference of the means, not tested. Context rows (telemetry, modelled energy, "
+        "counts) are listed apart, per codec with their spread, with no winner.",
+    ]
+
+
+# --- the answer in a few sentences ----------------------------------------------------------
+
+
+def _percent(value: float) -> str:
+    return f"{abs(value) * 100:.1f} %" if abs(value) < 10 else f"{abs(value) * 100:.0f} %"
+
+
+def _change_words(row: Row) -> str:
+    """'97.1 % lower (95 % CI: 93.1 to 99.0 % lower)' from the verdict's ratio."""
+    verdict = row.verdict
+    assert verdict is not None and verdict.ratio is not None
+    ratio = verdict.ratio
+    word = "higher" if ratio > 1 else "lower"
+    text = f"{_percent(ratio - 1)} {word}"
+    if verdict.ratio_low is not None and verdict.ratio_high is not None:
+        low, high = sorted((abs(verdict.ratio_low - 1), abs(verdict.ratio_high - 1)))
+        text += f" (95 % CI {_percent(low)} to {_percent(high)})"
+    return text
+
+
+def _fact_words(row: Row, candidate: str) -> str:
+    change = row.fact_difference or 0.0
+    word = "larger" if change > 0 else "smaller"
+    if row.unit == "bytes/s":
+        word = "more" if change > 0 else "less"
+    base = format_value(row.baseline.summary.mean, row.unit, row.identity.metric)
+    cand = format_value(row.candidate.summary.mean, row.unit, row.identity.metric)
+    return f"{row.label} {word} by {_percent(change)} ({cand} against {base})"
+
+
+def _listing(labels: Sequence[str]) -> str:
+    return "; ".join(labels)
+
+
+def answer_lines(comparison: Comparison) -> list[str]:
+    """The answer, per profile, in plain sentences: what the candidate buys over the
+    baseline (only rows with a verdict, with the interval), what it costs, which rows
+    were ties or too small to call, and the exact differences (facts)."""
+    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
+    profiles: dict[str, list[Row]] = {}
+    for row in comparison.rows:
+        profiles.setdefault(row.identity.profile or "-", []).append(row)
+    lines = []
+    for profile, rows in profiles.items():
+        tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
+        gains = [r for r in tested if r.verdict.winner == CANDIDATE]
+        losses = [r for r in tested if r.verdict.winner == BASELINE]
+        ties = [r for r in tested if r.verdict.winner == TIE]
+        small = [r for r in tested if r.verdict.winner == TOO_SMALL]
+        facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
+        sentences = []
+        if gains:
+            sentences.append(
+                f"{cand} is better than {base} on {len(gains)} of {len(tested)} tested rows: "
+                + _listing([f"{r.label} {_change_words(r)}" for r in gains])
+                + "."
+            )
+        elif tested:
+            sentences.append(f"{cand} is not shown better than {base} on any tested row.")
+        if losses:
+            sentences.append(
+                f"{base} is better on {len(losses)}: "
+                + _listing([f"{r.label} {_change_words(r)} with {cand}" for r in losses])
+                + "."
+            )
+        if ties:
+            sentences.append(
+                f"Ties (no difference beyond +/- {comparison.min_effect * 100:g} % shown): "
+                + _listing([r.label for r in ties])
+                + "."
+            )
+        if small:
+            counted = sorted({f"{r.n} {r.n_counts}" for r in small})
+            sentences.append(
+                f"Too few replicates to call ({', '.join(counted)}): "
+                + _listing([r.label for r in small])
+                + "."
+            )
+        if facts:
+            sentences.append(
+                f"Facts, exact: {cand}'s " + _listing([_fact_words(r, cand) for r in facts]) + "."
+            )
+        if sentences:
+            lines.append(f"{profile}: " + " ".join(sentences))
+    return lines
+
+
+def render_answer(comparison: Comparison) -> str:
+    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
+    lines = [f"The answer ({cand} against {base}, on this machine):"]
+    lines += [f"- {line}" for line in answer_lines(comparison)] or ["- no row both codecs ran."]
+    return "\n".join(lines)
+
+
+# --- text and Markdown tables ---------------------------------------------------------------
 
 
 def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -115,76 +304,48 @@ def format_markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> st
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
-def comparison_cells(
-    rows: Sequence[Row], baseline: str, candidate: str
-) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the comparison table, for text, Markdown or HTML."""
-    base_name = DISPLAY_NAMES.get(baseline, baseline)
-    cand_name = DISPLAY_NAMES.get(candidate, candidate)
-    winners = {"baseline": base_name, "candidate": cand_name, "tie": "tie"}
-    table_rows = []
-    for row in rows:
-        verdict = row.verdict
-        interval = (
-            f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
-            if verdict.ratio_low is not None
-            else "-"
-        )
-        table_rows.append(
-            [
-                row.profile,
-                _label(row.metric),
-                _cell(row.baseline, row.unit),
-                _cell(row.candidate, row.unit),
-                "-" if math.isnan(verdict.pct_diff) else f"{verdict.pct_diff:+.1f}%",
-                winners[verdict.winner],
-                _p_value(verdict.p_holm),
-                interval,
-                f"{row.baseline.n}/{row.candidate.n}",
-            ]
-        )
-    headers = [
-        "Profile",
-        "Metric",
-        base_name,
-        cand_name,
-        "% Diff",
-        "Winner",
-        "p (Holm)",
-        "ratio 95% CI",
-        "n",
-    ]
-    return headers, table_rows
+def render_comparison(comparison: Comparison) -> str:
+    """The terminal's comparison: the answer first, then the table, then the context."""
+    parts = [render_answer(comparison), "", format_rows(*comparison_cells(comparison))]
+    parts += comparison_notes(comparison)
+    headers, context = context_cells(comparison)
+    if context:
+        parts += ["", format_rows(headers, context)]
+    return "\n".join(parts)
 
 
-COMPARISON_NOTES = (
-    "Values: median [95% CI of the median]; n is samples per codec. Codec-suite times are "
-    "means of one operation over a calibrated inner loop (>= 1 ms per sample), so spreads "
-    "are those of loop means. Link rows: RTT and lateness per message; jitter, bandwidth, "
-    "capacity, CPU and counts one value per phase.\n"
-    "% Diff compares medians. Winner: Mann-Whitney p < 0.05 after Holm's correction "
-    "over these rows AND the ratio's 95% CI outside 1 +/- 0.02; otherwise tie."
-)
+def _identity_order(key: Identity) -> tuple:
+    """Suites as they ran (codec, link, telemetry), then profile, then metrics.py's order."""
+    names = list(metrics.METRICS)
+    suite = SUITE_ORDER.index(key.suite) if key.suite in SUITE_ORDER else len(SUITE_ORDER)
+    metric = names.index(key.metric) if key.metric in names else len(names)
+    return (suite, key.suite, key.profile, metric, key.metric, key.params)
 
 
-def render_comparison(rows: Sequence[Row], baseline: str, candidate: str) -> str:
-    return format_rows(*comparison_cells(rows, baseline, candidate)) + "\n" + COMPARISON_NOTES
-
-
-def render_codec_medians(run: Run, codec_names: Sequence[str]) -> str:
-    """Every codec's median per profile and metric, beside each other."""
-    pooled = pooled_samples(run.samples())
+def render_codec_medians(sample_sets: Sequence[SampleSet], codec_names: Sequence[str]) -> str:
+    """Every codec's median per measurement (record identity), beside each other."""
+    grouped = comparing.group(sample_sets)
+    keys = sorted(grouped, key=_identity_order)
+    labels = comparing.labels(keys)
     rows = []
-    for suite, profile, metric in sorted({(k[0], str(k[1]), k[3]) for k in pooled}):
-        unit = None
+    for key in keys:
         cells = []
         for codec in codec_names:
-            entry = pooled.get((suite, profile if profile != "None" else None, codec, metric))
-            if entry:
-                unit = entry[0]
-                cells.append(format_value(stats.summarize(entry[1]).median, unit))
-            else:
-                cells.append("-")
-        if unit is not None:
-            rows.append([profile, _label(metric), *cells])
+            values = [v for vs in grouped[key].get(codec, {}).values() for v in vs]
+            shown = stats.summarize(values).median if values else None
+            cells.append(format_value(shown, key.unit, key.metric))
+        rows.append([key.profile or "-", labels[key], *cells])
     return format_rows(["Profile", "Metric", *codec_names], rows)
+
+
+__all__ = [
+    "FACT_WINNER",
+    "answer_lines",
+    "comparison_cells",
+    "context_cells",
+    "format_markdown",
+    "format_rows",
+    "render_answer",
+    "render_codec_medians",
+    "render_comparison",
+]

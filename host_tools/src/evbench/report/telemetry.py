@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -131,9 +131,9 @@ def draw(series: Series) -> Figure:
     present = panels(series)
     codecs = sorted({codec for codec, _begin, _end in series.phases})
     colour = {codec: f"C{(index + 4) % 10}" for index, codec in enumerate(codecs)}
-    figure, axes = plt.subplots(
-        len(present), 1, figsize=(7.2, 0.8 + 2.0 * len(present)), sharex=True, squeeze=False
-    )
+    figure = Figure(figsize=(8.4, 1.0 + 2.0 * len(present)), dpi=96)
+    FigureCanvasAgg(figure)  # Agg: no display, no GUI toolkit
+    axes = figure.subplots(len(present), 1, sharex=True, squeeze=False)
     for axis, (label, lines) in zip(axes[:, 0], present, strict=True):
         for index, (_suite, begin, end) in enumerate(series.suites):
             shade = "0.85" if index % 2 else "0.93"
@@ -148,7 +148,8 @@ def draw(series: Series) -> Figure:
         if label.startswith("CPU"):
             axis.set_ylim(0, 105)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize="x-small", loc="lower right")
+        # Beside the panel, where it covers no line.
+        axis.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     top = axes[0, 0]
     for suite, begin, _end in series.suites:
         top.annotate(
@@ -164,5 +165,8 @@ def draw(series: Series) -> Figure:
             handles.append(Line2D([], [], color="red", label="throttle starts"))
         figure.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=4)
     axes[-1, 0].set_xlabel("time since the first sample (s, monotonic clock)")
-    figure.tight_layout(rect=(0, 0, 1, 0.95))
+    height = figure.get_figheight()
+    figure.subplots_adjust(
+        left=0.09, right=0.8, top=1 - 0.55 / height, bottom=0.5 / height, hspace=0.25
+    )
     return figure

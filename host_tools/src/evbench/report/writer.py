@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evbench.report import exports, html, markdown, plots, sections
 from evbench.report.context import RunContext, load_context
+from evbench_agent.comparison import Comparison
 from evbench_agent.results import write_atomic
 
 REPORT_MD = "report.md"
@@ -26,11 +27,16 @@ class Written:
     plots: list[plots.Plot]
 
 
-def write_report(directory: Path) -> Written:
-    """Render the run in `directory` into files beside it; return what was written."""
+def write_report(directory: Path, comparison: Comparison | None = None) -> Written:
+    """Render the run in `directory` into files beside it; return what was written.
+
+    `comparison` is the run's, when the caller computed it already (evbench run
+    prints it first); otherwise it is computed here from the run's samples."""
     context = load_context(directory)
+    if comparison is None:
+        comparison = sections.compare_context(context)
     title = f"evbench run {context.run_id}" + (" (PARTIAL)" if context.partial else "")
-    content = sections.build(context)
+    content = sections.build(context, comparison)
     drawn = plots.draw(context)
     directory = context.directory
     files = []

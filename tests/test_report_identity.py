@@ -1,0 +1,207 @@
+"""One row, one measurement: on the real output of a quick local run with the link
+suite (periodic and capacity phases) and telemetry, every row of the terminal table
+and of report.md maps to exactly one record identity of summary.json, every
+identity both codecs measured has its row, and no telemetry or energy row carries
+a winner.
+
+The expectations come from the run's own files, not from the report code: the
+identity of a record is what evbench_agent.identity declares (the results format's
+definition), each codec's median is recomputed here from samples.jsonl with
+statistics.median (per replicate first, where there are several), and a row names
+an identity when its profile, its metric label and the params that set the identity
+apart (phase, kind, mode, operation) agree and both codecs' medians are the ones the
+identity's samples give.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+from report_helpers import local_run
+
+from evbench.report.units import format_value
+from evbench_agent import identity, metrics
+
+CODECS = ("json", "protobuf")
+NAMED_PARAMS = ("phase", "kind", "mode", "operation")
+#: Metrics that are telemetry or modelled figures: context, never a winner.
+CONTEXT_METRICS = {
+    "cpu_util", "agent_cpu", "temp_max", "freq_min", "power_mean", "rss_max",
+    "energy_per_op", "energy_per_msg",
+}  # fmt: skip
+VERDICTS = {"JSON", "Protobuf", "tie", "n too small"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("identity") / "run"
+    done = local_run(out, "--suite", "codec,link", "--telemetry-interval", "0.25")
+    return out, done.stdout
+
+
+def replicate(sample: dict) -> object:
+    """Which repetition a sample set is (the results format's replicate params), else its
+    worker: a worker process in the codec suite, a phase in the link suite."""
+    params = sample.get("params") or {}
+    for name in ("process", "process_index", "phase_index"):
+        if name in params:
+            return params[name]
+    return sample.get("worker", 0)
+
+
+def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
+    """Every identity of summary.json both codecs measured -> codec -> its median
+    (recomputed from samples.jsonl): with several replicates the median of the
+    replicates' medians, with one the median of every value."""
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    known = {identity.of_record(r) for r in records if r["codec"] in CODECS}
+    values: dict[tuple, dict[object, list[float]]] = {}
+    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        if sample["codec"] in CODECS:
+            key = (identity.of_record(sample), sample["codec"])
+            values.setdefault(key, {}).setdefault(replicate(sample), []).extend(sample["values"])
+    found: dict[identity.Identity, dict[str, float]] = {}
+    for (key, codec), replicates in values.items():
+        assert key in known, key  # the summary holds every identity the samples have
+        medians = [statistics.median(v) for v in replicates.values()]
+        every = [v for vs in replicates.values() for v in vs]
+        shown = statistics.median(medians) if len(medians) > 1 else statistics.median(every)
+        found.setdefault(key, {})[codec] = shown
+    return {key: medians for key, medians in found.items() if set(medians) == set(CODECS)}
+
+
+def names(row_label: str, profile: str, key: identity.Identity) -> bool:
+    """Whether a row's profile and label name this identity."""
+    metric = metrics.METRICS[key.metric].label
+    params = key.params_dict
+    return (
+        profile == key.profile
+        and row_label.startswith(metric)
+        and all(str(params[n]) in row_label for n in NAMED_PARAMS if n in params)
+    )
+
+
+def leading_value(cell: str) -> str:
+    return cell.split(" [", 1)[0].strip()
+
+
+def match_rows(rows: list[list[str]], found: dict, columns: tuple[int, int]) -> dict:
+    """Each row -> the one identity it shows; fails on none or more than one."""
+    mapped = {}
+    for row in rows:
+        profile, label = row[0].strip(), row[1].strip()
+        candidates = [
+            key
+            for key, medians in found.items()
+            if names(label, profile, key)
+            and all(
+                leading_value(row[column]) == format_value(medians[codec], key.unit, key.metric)
+                for column, codec in zip(columns, CODECS, strict=True)
+            )
+        ]
+        assert len(candidates) == 1, (row, candidates)
+        assert candidates[0] not in mapped.values(), row  # two rows, one measurement
+        mapped[tuple(row)] = candidates[0]
+    return mapped
+
+
+def text_tables(stdout: str) -> list[list[list[str]]]:
+    """The terminal's tables: a header 'Profile  | ...', a rule, rows until a non-row."""
+    lines = stdout.splitlines()
+    tables = []
+    for index, line in enumerate(lines):
+        if re.match(r"Profile +\| ", line):
+            rows = []
+            for row in lines[index + 2 :]:
+                cells = row.split(" | ")
+                if len(cells) < 3:
+                    break
+                rows.append(cells)
+            tables.append([line.split(" | "), *rows])
+    return tables
+
+
+def markdown_tables(markdown: str) -> list[list[list[str]]]:
+    tables, current = [], None
+    for line in markdown.splitlines():
+        if line.startswith("| Profile |"):
+            current = []
+            tables.append(current)
+        if current is not None and line.startswith("|"):
+            if not line.startswith("|---"):
+                cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+                current.append([c.strip().replace("\\|", "|") for c in cells])
+        elif current is not None:
+            current = None
+    return tables
+
+
+def check_tables(tables: list[list[list[str]]], found: dict) -> None:
+    """The comparison table (with Winner) and the context table (without) together show
+    every identity exactly once; context metrics only in the table without a winner."""
+    comparison = next(t for t in tables if "Winner" in [c.strip() for c in t[0]])
+    header = [c.strip() for c in comparison[0]]
+    assert header[:6] == ["Profile", "Metric", "JSON", "Protobuf", "% Diff", "Winner"]
+    context = next(t for t in tables if t[0][1].strip().startswith("Context"))
+    context_header = [c.strip() for c in context[0]]
+    assert "Winner" not in context_header and "% Diff" not in context_header
+    tested = match_rows(comparison[1:], found, (2, 3))
+    shown = match_rows(context[1:], found, (2, 4))
+    assert not set(tested.values()) & set(shown.values())
+    assert set(tested.values()) | set(shown.values()) == set(found)  # nothing left out
+    for row, key in tested.items():
+        assert key.suite != "telemetry" and key.metric not in CONTEXT_METRICS, row
+        assert row[5].strip() in VERDICTS | {"fact"}, row
+    assert any(key.suite == "telemetry" for key in shown.values())
+
+
+def test_the_run_measured_what_this_test_needs(run):
+    run_dir, _stdout = run
+    found = identities(run_dir)
+    phases = {k.params_dict.get("phase") for k in found if k.suite == "link"}
+    assert {"periodic", "capacity"} <= phases
+    kinds = {k.params_dict.get("kind") for k in found if k.suite == "telemetry"}
+    assert {"periodic", "capacity"} <= kinds  # telemetry per link phase kind, per codec
+    # The same metric in two phases is two identities: what pooling used to merge.
+    rtt_transport = [k for k in found if k.metric == "rtt_transport"]
+    assert len(rtt_transport) >= 2
+
+
+def test_every_terminal_row_is_one_identity_and_telemetry_has_no_winner(run):
+    run_dir, stdout = run
+    assert stdout.startswith("The answer (Protobuf against JSON, on this machine):")
+    check_tables(text_tables(stdout), identities(run_dir))
+
+
+def test_every_report_row_is_one_identity_and_telemetry_has_no_winner(run):
+    run_dir, _stdout = run
+    markdown = (run_dir / "report.md").read_text()
+    assert markdown.split("\n## ", 2)[1].startswith("The answer: Protobuf against JSON")
+    check_tables(markdown_tables(markdown), identities(run_dir))
+
+
+def test_a_pooled_row_would_be_caught(run):
+    """The check can fail: a row showing the median of two phases pooled (what the old
+    table printed) names no identity."""
+    run_dir, _stdout = run
+    found = identities(run_dir)
+    keys = [k for k in found if k.metric == "rtt_transport"]
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    pooled = {
+        codec: statistics.median(
+            v
+            for s in samples
+            if s["codec"] == codec and s["metric"] == "rtt_transport"
+            for v in s["values"]
+        )
+        for codec in CODECS
+    }
+    cells = [format_value(pooled[c], "s") for c in CODECS]
+    row = [keys[0].profile, "RTT, transport (periodic, capacity)", *cells]
+    with pytest.raises(AssertionError):
+        match_rows([row], found, (2, 3))
