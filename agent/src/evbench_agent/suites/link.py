@@ -102,7 +102,7 @@ class Settings:
             capacity_warmup_s=warmup / 2,
             realtime=spec.link_realtime,
             wakeup_samples=WAKEUP_SAMPLES[1] if spec.quick else WAKEUP_SAMPLES[0],
-            aa_reply_delay_ns=round((getattr(spec, "aa_reply_delay_s", 0.0) or 0.0) * 1e9),
+            aa_reply_delay_ns=round(spec.aa_reply_delay_s * 1e9),
         )
 
 
@@ -110,7 +110,7 @@ def link_codecs(spec: Any) -> tuple[str, ...]:
     """The codecs the link suite measures: the table's two of the run's codecs
     (json, protobuf, and their A/A copies) unless `link_all_codecs`; the run's
     codecs where it has neither."""
-    if getattr(spec, "link_all_codecs", False):
+    if spec.link_all_codecs:
         return tuple(spec.codecs)
     chosen = tuple(
         name for name in spec.codecs if codec_registry.original_name(name) in DEFAULT_CODECS
@@ -173,7 +173,7 @@ class _Phases:
     def connect(self, link: messages.LinkCodec) -> client.Connection:
         spec = self.context.spec
         delay = 0
-        if getattr(spec, "aa", None) and link.codec == codec_registry.copy_name(spec.aa):
+        if spec.aa and link.codec == codec_registry.copy_name(spec.aa):
             delay = self.settings.aa_reply_delay_ns
         try:
             return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
