@@ -316,6 +316,8 @@ def sizes(spec: Spec) -> list[SampleSet]:
 WORKER_START_S = 0.6
 #: Seconds calibrating one operation takes on average (every payload once, then doubling).
 CALIBRATION_PER_OPERATION_S = 0.015
+#: Seconds to encode and deflate every payload once per profile and codec (the sizes).
+SIZES_PER_CODEC_S = 0.05
 #: A sample spans this many times `min_time` on average: calibrated on the fastest payload
 #: with CALIBRATION_MARGIN, the other payloads take longer.
 MEAN_SPAN_FACTOR = 1.5
@@ -326,7 +328,8 @@ def planned_seconds(spec: Spec) -> float:
     plan = spec.plan
     cells = len(spec.profiles) * len(spec.codecs) * len(OPERATIONS)
     rounds = plan.warmups + plan.values
-    calibration = WORKER_START_S + cells * CALIBRATION_PER_OPERATION_S
+    sizes = len(spec.profiles) * len(spec.codecs) * SIZES_PER_CODEC_S
+    calibration = sizes + WORKER_START_S + cells * CALIBRATION_PER_OPERATION_S
     worker = WORKER_START_S + cells * rounds * plan.min_time * MEAN_SPAN_FACTOR
     return calibration + plan.processes * worker
 
