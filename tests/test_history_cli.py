@@ -92,7 +92,7 @@ def test_adding_the_runs_again_changes_nothing(nights):
 def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_path):
     env = dict(nights["env"], EVBENCH_HISTORY=str(tmp_path / "store.sqlite"))
     assert evbench("history", "add", *map(str, nights["runs"]), env=env).returncode == 0
-    check = evbench("history", "check", env=env)
+    check = evbench("history", "check", "--since", "1d", env=env)
     assert check.returncode == 3, check.stdout + check.stderr
     assert "codec/seed/json/decode +" in check.stderr
     assert f"at {nights['first_slowed']}" in check.stderr
@@ -118,7 +118,7 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
 def test_show_lists_every_night_of_a_metric(nights):
     board = _board(nights)
     show = evbench("history", "show", "decode", "--board", board, "--codec", "json",
-                   env=nights["env"])  # fmt: skip
+                   "--profile", "seed", env=nights["env"])  # fmt: skip
     assert show.returncode == 0, show.stderr
     rows = [line for line in show.stdout.splitlines() if " µs " in line or " ms " in line]
     assert len(rows) == NORMAL_RUNS + SLOWED_RUNS, show.stdout
@@ -126,6 +126,19 @@ def test_show_lists_every_night_of_a_metric(nights):
     unknown = evbench("history", "show", "decode", "--board", board, "--codec", "protobuf",
                       env=nights["env"])  # fmt: skip
     assert unknown.returncode == 2 and "no series decode of codec protobuf" in unknown.stderr
+
+
+def test_list_filters_by_board_date_codec_and_profile(nights):
+    board = _board(nights)
+    for filters, count in (
+        (("--board", board, "--since", "7d"), NORMAL_RUNS + SLOWED_RUNS),
+        (("--codec", "json", "--profile", "seed"), NORMAL_RUNS + SLOWED_RUNS),
+        (("--codec", "protobuf"), 0),
+        (("--since", "2999-01-01"), 0),
+    ):
+        done = evbench("history", "list", *filters, env=nights["env"])
+        assert done.returncode == 0, done.stderr
+        assert f"{count} runs in " in done.stderr, (filters, done.stderr)
 
 
 def test_export_writes_every_record(nights, tmp_path):
@@ -151,6 +164,8 @@ def test_prune_and_copy(nights, tmp_path):
     )
     listing = evbench("history", "list", env=env)
     assert len(listing.stdout.splitlines()) == 2 + 3
+    by_days = evbench("history", "prune", "--keep", "90d", env=env)  # all from today: kept
+    assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout
 
 
 @pytest.mark.integration
