@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class RunOption:
+class RunOption(NamedTuple):  # not a dataclass: that import alone costs start-up time
     """One option of a run: how it is spelled, parsed, explained and stored in the spec."""
 
     flag: str
