@@ -100,7 +100,7 @@ class RemoteRun:
         return _last_status(result.stdout.decode(errors="replace").splitlines())
 
     def status(self) -> dict[str, Any]:
-        return self.resilient(lambda: self._agent_status("status"))
+        return _with_state(self.resilient(lambda: self._agent_status("status")), self.board.url)
 
     def start(self, run_argv: Sequence[str]) -> None:
         """Launch the run detached; a launch cut off by a drop is not repeated."""
@@ -137,7 +137,7 @@ class RemoteRun:
                 f"following the run on {self.board.url} failed (exit {code}): "
                 f"{command.stderr().strip()[-300:] or 'no output'}"
             )
-        if final["state"] == "absent":
+        if _with_state(final, self.board.url)["state"] == "absent":
             raise UserError(f"the run {self.run_id} vanished from {self.board.url}")
         return final
 
@@ -244,11 +244,18 @@ def _last_status(lines: list[str]) -> dict[str, Any]:
 
 
 def _well_formed(status: dict[str, Any]) -> bool:
-    """A status line as the agent writes it (the board's word is checked before it is used)."""
+    """A status line as the agent writes it (the board's word is checked before it is used):
+    `state` text when given (launch answers without one), `exit` a whole number when given."""
     exit_given = status.get("exit", 0)
-    return isinstance(status.get("state"), str) and (
+    return isinstance(status.get("state", ""), str) and (
         isinstance(exit_given, int) and not isinstance(exit_given, bool)
     )
+
+
+def _with_state(status: dict[str, Any], where: str) -> dict[str, Any]:
+    if "state" not in status:
+        raise EvbenchError(f"the agent on {where} answered a status without a state")
+    return status
 
 
 def exit_code(final: dict[str, Any]) -> int:
