@@ -59,9 +59,10 @@ def test_an_older_run_renders_complete(tmp_path):
     assert [p.name for p in plots.plans(context)] == ["codec-times", "codec-sizes"]
     markdown = (run / "report.md").read_text()
     assert "| Sensors | no telemetry in this run |" in markdown
-    # Medians of every value as the spread table gives them (57.1 µs, 1.1 µs); two worker
-    # processes are two replicates: no interval across them, and no verdict reachable
-    # (the best exact signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
-    assert "| seed | Serialization | 57.1 µs | 1.1 µs |" in markdown
+    # Two worker processes are two replicates: the cell is the median of their medians
+    # (samples.jsonl: json 58.34 and 56.05 µs -> 57.2 µs; protobuf 1.1234 and 1.0888 µs
+    # -> 1.11 µs), with no interval across two, and no verdict reachable (the best exact
+    # signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
+    assert "| seed | Serialization | 57.2 µs | 1.11 µs |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
