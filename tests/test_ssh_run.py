@@ -301,6 +301,8 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     assert results.verify_checksums(out) == []
     run = results.load_run(out)
     assert run.manifest["status"] == "interrupted" and not run.complete
+    assert run.manifest["reason"] == "the board rebooted during the run"
+    assert "partial results in" in err
     assert list(run.samples())  # what was measured before the reboot is kept
 
 

@@ -152,7 +152,8 @@ def seal(run_dir: Path, reason: str) -> None:
         manifest = json.loads((directory / results.MANIFEST).read_text(encoding="utf-8"))
         if manifest.get("status") == "running":
             manifest["status"] = "interrupted"
-            results.write_json(directory / results.MANIFEST, manifest)
+        manifest["reason"] = reason  # why it is partial, in the file that travels with it
+        results.write_json(directory / results.MANIFEST, manifest)
         (directory / results.COMPLETE).unlink(missing_ok=True)
         records = results.summarize(results.read_samples(directory))
         summary = {

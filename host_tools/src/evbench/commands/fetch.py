@@ -56,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
             current = session.follow(lambda line: None)
         current = session.settle(current)
         session.fetch(out)
-    complete = (out / results.COMPLETE).exists()
-    print(f"{'results' if complete else 'PARTIAL run'}: {out}", file=sys.stderr)
-    return ExitCode.OK if complete else ExitCode.PARTIAL
+    if (out / results.COMPLETE).exists():
+        print(f"results: {out}", file=sys.stderr)
+        return ExitCode.OK
+    manifest = out / results.MANIFEST
+    said = results.read_document(manifest).get("reason") if manifest.exists() else None
+    reason = said or "not complete"
+    print(f"PARTIAL run ({reason}): partial results in {out}", file=sys.stderr)
+    return ExitCode.PARTIAL
