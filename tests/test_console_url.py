@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from evbench.boards import open_board
 from evbench.boards.serial import frames
 from evbench.boards.serial.shell import estimate_seconds
 from evbench.boards.serial.transcript import Transcript
-from evbench.boards.urls import parse_console_url
+from evbench.boards.urls import parse_console_url, parse_ssh_url, transport_of
 from evbench_agent.errors import UserError
 
 
@@ -122,3 +126,60 @@ def test_a_missing_device_is_one_clear_error(tmp_path, monkeypatch, capsys):
     assert lines[0].startswith("evbench: error: cannot open console serial:///dev/evbench-no-such")
     assert lines[1].startswith("evbench: hint: check the device path")
     assert len(lines) == 2
+
+
+# -- untrusted input: what a board sends, and what a user types -------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(line=st.binary(max_size=200), tag=st.from_regex(r"[0-9a-f]{8}", fullmatch=True))
+def test_property_any_line_is_a_frame_or_nothing(line, tag):
+    frame = frames.parse_line(line, tag)
+    assert frame is None or frame.tag == tag
+
+
+FIELD = st.text(alphabet="0123456789abcdef-=+/AZ", max_size=12) | st.sampled_from(
+    ["-1", "9" * 5000, "00", "o", "e", "f"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(["R", "S", "D", "L", "E", "A", "X"]),
+    fields=st.lists(FIELD, max_size=4),
+)
+def test_property_a_checked_frame_with_any_fields_is_added_or_refused(kind, fields):
+    # The check only proves the line was not spoiled: a hostile board can frame anything.
+    frame = frames.Frame("0badc0de", kind, tuple(fields))
+    reply = frames.Reply()
+    try:
+        reply.add(frame)
+    except ValueError:  # the session turns it into a ConsoleError naming the transcript
+        return
+    for state in reply.files.values():
+        assert state.size is None or state.size <= frames.MAX_FILE
+
+
+@settings(max_examples=100, deadline=None)
+@given(url=st.text(max_size=60))
+def test_property_a_board_url_parses_or_is_a_user_error(url):
+    for parse in (transport_of, parse_console_url, parse_ssh_url):
+        with contextlib.suppress(UserError):  # anything else fails the test
+            parse(url)
+
+
+def test_every_scheme_is_named_in_one_place():
+    assert transport_of("local") == "local"
+    assert transport_of("ssh://root@192.0.2.7") == "ssh"
+    for url in ("serial:///dev/ttyUSB0", "rfc2217://lab:7000", "socket://lab:4001"):
+        assert transport_of(url) == "serial"
+    with pytest.raises(UserError, match="unsupported board") as raised:
+        transport_of("telnet://lab:23")
+    assert "ssh://" in raised.value.hint and "serial://" in raised.value.hint
+
+
+def test_the_local_board_says_what_it_is(tmp_path):
+    with open_board("local") as board:
+        assert board.is_local and board.transcript_path is None
+        assert board.save_transcript(tmp_path) is None
+        assert not list(tmp_path.iterdir())
