@@ -297,10 +297,21 @@ def _mutated(original: bytes, data: st.DataObject) -> bytes:
     return original[:start] + insert + original[end:]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(scope="module")
+def finished_files(tmp_path_factory) -> dict[str, bytes]:
+    """A real finished run's files, written once (each example copies them)."""
+    run = _finished_run(tmp_path_factory.mktemp("base") / "run")
+    return {path.name: path.read_bytes() for path in run.iterdir()}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), name=FILES)
-def test_property_a_damaged_run_reads_or_is_a_format_error(tmp_path_factory, data, name):
-    run = _finished_run(tmp_path_factory.mktemp("prop") / "run")
+def test_property_a_damaged_run_reads_or_is_a_format_error(
+    tmp_path_factory, finished_files, data, name
+):
+    run = tmp_path_factory.mktemp("prop")
+    for file_name, content in finished_files.items():
+        (run / file_name).write_bytes(content)
     path = run / name
     path.write_bytes(_mutated(path.read_bytes(), data))
     try:
@@ -315,7 +326,7 @@ def test_property_a_damaged_run_reads_or_is_a_format_error(tmp_path_factory, dat
     assert all(isinstance(problem, str) for problem in results.verify_checksums(run))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     listing=st.binary(max_size=300)
     | st.lists(st.text(max_size=20)).map(
