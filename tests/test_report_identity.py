@@ -75,14 +75,22 @@ def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
     return {key: medians for key, medians in found.items() if set(medians) == set(CODECS)}
 
 
-def names(row_label: str, profile: str, key: identity.Identity) -> bool:
-    """Whether a row's profile and label name this identity."""
+def names(row_label: str, profile: str, key: identity.Identity, found: dict) -> bool:
+    """Whether a row's profile and label name this identity: its metric's label, and the
+    value of each param (phase, kind, mode, operation) that sets it apart from the other
+    identities of its metric."""
     metric = metrics.METRICS[key.metric].label
+    siblings = [
+        k.params_dict
+        for k in found
+        if (k.suite, k.profile, k.metric) == (key.suite, key.profile, key.metric)
+    ]
     params = key.params_dict
+    apart = [n for n in NAMED_PARAMS if len({str(p.get(n)) for p in siblings}) > 1]
     return (
         profile == key.profile
         and row_label.startswith(metric)
-        and all(str(params[n]) in row_label for n in NAMED_PARAMS if n in params)
+        and all(str(params.get(n)) in row_label for n in apart)
     )
 
 
@@ -98,7 +106,7 @@ def match_rows(rows: list[list[str]], found: dict, columns: tuple[int, int]) -> 
         candidates = [
             key
             for key, medians in found.items()
-            if names(label, profile, key)
+            if names(label, profile, key, found)
             and all(
                 leading_value(row[column]) == format_value(medians[codec], key.unit, key.metric)
                 for column, codec in zip(columns, CODECS, strict=True)

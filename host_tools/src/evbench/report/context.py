@@ -9,14 +9,12 @@ this evbench does not know is refused, naming it (results.check_version).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evbench_agent import results
-from evbench_agent.errors import FormatError, UserError
+from evbench_agent.errors import UserError
 
 #: The files a finished run holds (README "Results format").
 EXPECTED_FILES = (
@@ -26,16 +24,6 @@ EXPECTED_FILES = (
     results.CHECKSUMS,
     results.COMPLETE,
 )
-
-
-@dataclass(frozen=True)
-class _ReadRun(results.Run):
-    """A results.Run over samples already read (unreadable lines skipped)."""
-
-    sample_sets: list[results.SampleSet] = field(default_factory=list)
-
-    def samples(self) -> Iterator[results.SampleSet]:
-        return iter(self.sample_sets)
 
 
 @dataclass
@@ -60,24 +48,13 @@ class RunContext:
     def run_id(self) -> str:
         return str(self.manifest.get("run_id") or self.directory.name)
 
-    def as_run(self) -> results.Run:
-        """The same run as results.Run, for code that works on one (table.py)."""
-        complete = (self.directory / results.COMPLETE).exists()
-        return _ReadRun(self.directory, self.manifest, self.records, complete, self.samples())
-
     def samples(self) -> list[results.SampleSet]:
-        """The raw samples; a line that cannot be read is skipped and noted in `problems`."""
+        """The raw samples, read once; a line that cannot be read is skipped and named
+        in `problems` (results.read_samples' tolerant mode)."""
         if self._samples is None:
-            self._samples = []
-            path = self.directory / results.SAMPLES
-            lines = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-            for number, line in enumerate(lines.splitlines(keepends=True), 1):
-                if not line.endswith("\n"):
-                    break  # torn by a power cut, as results.read_samples
-                try:
-                    self._samples.append(results.SampleSet.from_dict(json.loads(line)))
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    self.problems.append(f"{results.SAMPLES} line {number} cannot be read")
+            self._samples = list(
+                results.read_samples(self.directory, errors="skip", problems=self.problems)
+            )
         return self._samples
 
     def codecs(self) -> list[str]:
@@ -85,17 +62,6 @@ class RunContext:
         named = list(self.manifest.get("spec", {}).get("codecs") or [])
         seen = [r["codec"] for r in self.records if r.get("codec")]
         return named + sorted(set(seen) - set(named))
-
-
-def _read_document(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise FormatError(f"{path} cannot be read: {error}") from error
-    if not isinstance(document, dict):
-        raise FormatError(f"{path} is not a JSON object")
-    results.check_version(document, path)
-    return document
 
 
 def load_context(directory: Path) -> RunContext:
@@ -113,12 +79,12 @@ def load_context(directory: Path) -> RunContext:
         )
     manifest: dict[str, Any] = {}
     if (directory / results.MANIFEST).exists():
-        manifest = _read_document(directory / results.MANIFEST)
+        manifest = results.read_document(directory / results.MANIFEST)
     problems: list[str] = []
     records: list[dict[str, Any]] = []
     if (directory / results.SUMMARY).exists():
-        summary = _read_document(directory / results.SUMMARY)
-        records = list(summary.get("records") or [])
+        summary = results.read_document(directory / results.SUMMARY)
+        records = results.read_records(summary, directory / results.SUMMARY)
         if summary.get("partial"):
             problems.append("summary.json says the run is partial")
     if results.CHECKSUMS not in missing:
