@@ -62,11 +62,9 @@ def board_responder(board: Board, agent: Sequence[str]) -> Iterator[str]:
         command.wait(RESPONDER_START_TIMEOUT)
 
 
-def check_peer(board: Board | str, peer: str | None) -> None:
+def check_peer(board: Board, peer: str | None) -> None:
     """`host` and `board` need a board reached over the network."""
-    # A URL string only until commands/run.py passes the opened board (helper C commits it).
-    local = board == "local" if isinstance(board, str) else board.is_local
-    if peer in ("host", "board") and local:
+    if peer in ("host", "board") and board.is_local:
         raise UserError(
             f"--peer {peer} needs a board over the network (ssh://...)",
             hint="on the local board use --peer loopback or --peer HOST:PORT",

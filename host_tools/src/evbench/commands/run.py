@@ -89,16 +89,20 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
-    link_peer.check_peer(args.board, getattr(args, "peer", None))
-    results.prepare_output(out)
     board = open_board(args.board, accept_new_host_key=args.accept_new_host_key)
-    if args.board != "local":
+    try:
+        link_peer.check_peer(board, getattr(args, "peer", None))
+        results.prepare_output(out)
+    except BaseException:
+        board.close()
+        raise
+    if not board.is_local:
         with board:
             try:
                 status, log = _run_remote(board, args, run_id, out)
             finally:
                 # A console session's transcript goes beside the results it brought back.
-                if out.is_dir() and hasattr(board, "save_transcript"):
+                if out.is_dir():
                     board.save_transcript(out)
         return _finish(args, out, status, log)
     with board:
@@ -132,10 +136,11 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
     print(f"agent {install.version} ({install.source}, {install.action})", file=sys.stderr)
     peer = getattr(args, "peer", None)
     if peer == "board":  # the roles reversed: this machine measures, the board answers
-        from evbench.boards.local import LocalBoard
-
-        with link_peer.board_responder(board, install.command) as address:
-            return _run_local(LocalBoard(), _with_peer(args, address), run_id, out)
+        with (
+            link_peer.board_responder(board, install.command) as address,
+            open_board("local") as here,
+        ):
+            return _run_local(here, _with_peer(args, address), run_id, out)
     args = _spec_on_board(board, args, run_id)
     responder = (
         link_peer.host_responder(board, getattr(args, "realtime", False))
@@ -187,6 +192,9 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
     if log and started and not (out / "agent.log").exists():
         (out / "agent.log").write_text(log, encoding="utf-8")
+    if status < 0 and started:  # the agent was killed before it could seal the run
+        results.seal_partial(out, f"the agent was killed (signal {-status})")
+        status = ExitCode.PARTIAL
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         if out.is_dir() and not any(out.iterdir()):
             out.rmdir()
@@ -196,7 +204,8 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     _write_report(out, comparison)
     record_run(args, out)  # a partial run too, marked partial
     if not run_data.complete:
-        print(f"\nPARTIAL run (interrupted): {out}", file=sys.stderr)
+        why = run_data.manifest.get("reason") or "interrupted"
+        print(f"\nPARTIAL run ({why}): partial results in {out}", file=sys.stderr)
         return ExitCode.INTERRUPTED if status == ExitCode.INTERRUPTED else ExitCode.PARTIAL
     print(f"\nresults: {out}", file=sys.stderr)
     return ExitCode.OK
