@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from evbench import __version__, commands
+from evbench.command_summaries import SUMMARIES
 from evbench_agent.command_line import add_command, new_parser, run_program
 
 PROG = "evbench"
@@ -32,10 +33,22 @@ def _wanted(argv: Sequence[str] | None) -> tuple[str, ...]:
     return commands.COMMANDS
 
 
+def _not_loaded(args: argparse.Namespace) -> int:
+    raise RuntimeError(f"command {args.command!r} was listed, not loaded")  # a bug if reached
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser, with every command, or only the one `argv` names."""
+    """The parser, with every command, or only the one `argv` names.
+
+    A line that names no command (`--help`, a typo) can only print the listing
+    or an error, so the commands are listed from their summaries, not imported.
+    """
     parser, sub = new_parser(PROG, "evbench: Protobuf vs JSON on your own boards", __version__)
-    for name in _wanted(argv):
+    wanted = _wanted(argv)
+    for name in wanted:
+        if argv is not None and len(wanted) > 1 and name in SUMMARIES:
+            add_command(sub, name, _not_loaded, SUMMARIES[name])
+            continue
         module = importlib.import_module(f"evbench.commands.{name}")
         module.setup_parser(add_command(sub, module.NAME, module.run, module.HELP))
     return parser
