@@ -86,6 +86,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         str,
         "NAME",
     ),
+    RunOption(
+        "--board-place",
+        "board_place",
+        "the lab place the board sits in (set by evbench for labgrid:// boards): "
+        "its identity when no --board-name is given",
+        str,
+        "PLACE",
+    ),
     # A/A control: the error rate of the method on this machine
     RunOption(
         "--aa",

@@ -97,7 +97,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "status": "running",
         "platform": platform_info.collect(),
         # Survives reflashing, unlike the hostname (the results history's board).
-        "board_identity": board_identity.identify(spec.board_name),
+        "board_identity": board_identity.identify(spec.board_name, spec.board_place),
         "gc": "enabled" if spec.gc else "disabled during timing (--no-gc)",
         "affinity": spec.cpu,
         # An A/A control run: which codec, its copy, and the copy's testing slowdown.

@@ -88,6 +88,9 @@ class Spec:
     schema: dict[str, Any] | None = None
     #: The board's name in the results history (evbench_agent.board_identity); None: found.
     board_name: str | None = None
+    #: The lab place the board sits in (evbench's labgrid boards pass it): the identity
+    #: after `board_name`.
+    board_place: str | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -237,17 +240,17 @@ def _check_cpu(cpu: int | None) -> None:
         )
 
 
-def _check_board_name(name: object) -> None:
+def _check_board_name(name: object, key: str = "board_name") -> None:
     if name is None:
         return
     from evbench_agent import board_identity
 
     if not isinstance(name, str):
-        raise UserError(f"spec key 'board_name' must be a name, not {name!r}")
+        raise UserError(f"spec key {key!r} must be a name, not {name!r}")
     try:
         board_identity.check_name(name)
     except ValueError as error:
-        raise UserError(f"spec key 'board_name': {error}") from None
+        raise UserError(f"spec key {key!r}: {error}") from None
 
 
 def from_dict(document: dict[str, Any]) -> Spec:
@@ -297,6 +300,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
     _check_number(values, "min_time", 1e-6, float)
     _check_cpu(values.get("cpu"))
     _check_board_name(values.get("board_name"))
+    _check_board_name(values.get("board_place"), "board_place")
     _check_telemetry(values)
     _check_link(values)
     if values.get("link_profiles") is not None:

@@ -16,7 +16,7 @@ def add_board_options(
     *,
     default: str | None = None,
     required: bool = False,
-    help: str = "board URL: local, ssh://USER@HOST[:PORT], serial:///dev/ttyUSB0",
+    help: str = "board URL: local, ssh://USER@HOST[:PORT], serial:///dev/ttyUSB0, labgrid://PLACE",
     ssh: bool = True,
 ) -> None:
     """Add `--board` (with `default`, or `required`) and, for SSH boards, the host-key switch.
@@ -27,5 +27,12 @@ def add_board_options(
     if default is not None:
         help = f"{help} (default: {default})"
     parser.add_argument("--board", default=default, required=required, metavar="URL", help=help)
+    parser.add_argument(
+        "--place-timeout",
+        type=float,
+        metavar="S",
+        help="labgrid:// boards: how long to wait for the place before giving up with exit 2 "
+        "(default 600 s)",
+    )
     if ssh:
         parser.add_argument("--accept-new-host-key", action="store_true", help=HOST_KEY_HELP)

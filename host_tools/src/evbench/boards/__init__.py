@@ -1,5 +1,6 @@
-"""Boards by URL: `local`, `ssh://` and the serial console (`serial://`, `rfc2217://`,
-`socket://`). URLs are parsed in urls.py; each transport lives in its own module or package."""
+"""Boards by URL: `local`, `ssh://`, the serial console (`serial://`, `rfc2217://`,
+`socket://`) and a labgrid place (`labgrid://`). URLs are parsed in urls.py; each
+transport lives in its own module or package."""
 
 from __future__ import annotations
 
@@ -13,9 +14,18 @@ from evbench.boards.base import (
 from evbench.boards.urls import transport_of
 
 
-def open_board(url: str, *, accept_new_host_key: bool = False) -> Board:
-    """The board a `--board` URL names (each transport imported only when used)."""
+def open_board(
+    url: str, *, accept_new_host_key: bool = False, place_timeout: float | None = None
+) -> Board:
+    """The board a `--board` URL names (each transport imported only when used).
+
+    `place_timeout`: how long a `labgrid://` board waits for its place (None: its default).
+    """
     transport = transport_of(url)
+    if transport == "labgrid":
+        from evbench.boards.labgrid import LabgridBoard
+
+        return LabgridBoard(url, accept_new_host_key, place_timeout)
     if transport == "local":
         from evbench.boards.local import LocalBoard
 

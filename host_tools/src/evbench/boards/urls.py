@@ -5,6 +5,8 @@
     serial:///dev/ttyUSB0?baud=115200&user=root&python=python3&dir=.evbench
     rfc2217://HOST:PORT[?user=...]      (ser2net, RFC 2217)
     socket://HOST:PORT[?user=...]       (a raw TCP console)
+    labgrid://PLACE[?coordinator=HOST:PORT]        (a labgrid place: boards/labgrid.py)
+    labgrid://?tags=board=am62x,site=lab1[&prio=N]  (any free place with these tags)
 
 A console URL's own options (user, baud, and as for ssh:// boards, python and dir:
 the board's interpreter and evbench's directory there) are taken out before pyserial sees
@@ -13,6 +15,7 @@ the URL: pyserial refuses query options it does not know.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -26,9 +29,12 @@ USAGE = (
     "serial:///dev/TTY[?baud=N&user=NAME]",
     "rfc2217://HOST:PORT",
     "socket://HOST:PORT",
+    "labgrid://PLACE",
+    "labgrid://?tags=KEY=VALUE,...",
 )
 SSH_SCHEME = "ssh"
 SCHEMES = ("serial", "rfc2217", "socket")
+LABGRID_SCHEME = "labgrid"
 DEFAULT_BAUD = 115200
 DEFAULT_USER = "root"
 DEFAULT_PYTHON = "python3"
@@ -130,6 +136,8 @@ def transport_of(url: str) -> str:
         return "ssh"
     if scheme in SCHEMES:
         return "serial"
+    if scheme == LABGRID_SCHEME:
+        return "labgrid"
     raise UserError(f"unsupported board {url!r}", hint=f"use one of: {', '.join(USAGE)}")
 
 
@@ -171,4 +179,104 @@ def parse_ssh_url(url: str) -> SshUrl:
         user=parts.username or None,
         python=query.get("python", DEFAULT_PYTHON),
         work_dir=query.get("dir", DEFAULT_WORK_DIR),
+    )
+
+
+#: A labgrid place or tag name, and a tag value: what labgrid itself accepts.
+_LABGRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_LABGRID_TAG_VALUE = re.compile(r"[A-Za-z0-9_.:/+-]{1,128}")
+LABGRID_OPTIONS = ("coordinator", "tags", "prio", "via", "user", "python", "dir")
+#: Which of a place's resources to use when it has both (default: SSH).
+LABGRID_VIAS = ("ssh", "serial")
+
+
+@dataclass(frozen=True)
+class LabgridUrl:
+    """A labgrid place by name, or a filter of tags any free place may match."""
+
+    url: str
+    place: str | None
+    tags: tuple[tuple[str, str], ...]
+    coordinator: str | None  # None: LG_COORDINATOR, then labgrid's default
+    prio: int
+    via: str | None  # "ssh" or "serial"; None: SSH where the place has it
+    #: For a place reached over its serial console: the login user.
+    user: str
+    python: str
+    work_dir: str
+
+
+def _labgrid_tags(text: str, url: str) -> tuple[tuple[str, str], ...]:
+    tags = []
+    for item in text.split(","):
+        key, equals, value = item.partition("=")
+        good = _LABGRID_NAME.fullmatch(key) and _LABGRID_TAG_VALUE.fullmatch(value)
+        if not equals or not good:
+            raise UserError(
+                f"labgrid URL {url!r}: bad tag {item!r}",
+                hint="write tags=KEY=VALUE,KEY=VALUE (letters, digits, . _ -)",
+            )
+        tags.append((key, value))
+    if len({key for key, _ in tags}) != len(tags):
+        raise UserError(f"labgrid URL {url!r} gives a tag twice", hint="give each tag once")
+    return tuple(tags)
+
+
+def parse_labgrid_url(url: str) -> LabgridUrl:
+    """Split a `labgrid://` URL into the place (or tag filter) and the coordinator."""
+    parts = urlsplit(url)
+    if parts.scheme != LABGRID_SCHEME:
+        raise UserError(f"not a labgrid URL: {url!r}", hint="write labgrid://PLACE")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    seen = [key for key, _ in query]
+    unknown = sorted(set(seen) - set(LABGRID_OPTIONS))
+    if unknown:
+        raise UserError(
+            f"labgrid URL {url!r}: unknown option(s) {', '.join(unknown)}",
+            hint=f"the options are {', '.join(LABGRID_OPTIONS)}",
+        )
+    twice = sorted({key for key in seen if seen.count(key) > 1})
+    if twice:
+        raise UserError(f"labgrid URL {url!r} gives {', '.join(twice)} twice", hint="give it once")
+    options = dict(query)
+    place = parts.netloc or None
+    if place is not None and not _LABGRID_NAME.fullmatch(place):
+        raise UserError(
+            f"labgrid URL {url!r}: bad place name {place!r}",
+            hint="a place name is letters, digits, . _ - (up to 64)",
+        )
+    if parts.path not in ("", "/"):
+        raise UserError(f"labgrid URL {url!r} has a path", hint="write labgrid://PLACE")
+    tags = _labgrid_tags(options["tags"], url) if "tags" in options else ()
+    if (place is None) == (not tags):
+        raise UserError(
+            f"labgrid URL {url!r} must name a place or tags, one of the two",
+            hint="labgrid://PLACE or labgrid://?tags=board=am62x",
+        )
+    coordinator = options.get("coordinator")
+    if coordinator is not None:
+        host, colon, port = coordinator.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(
+                f"labgrid URL {url!r}: coordinator must be HOST:PORT, not {coordinator!r}",
+                hint="e.g. coordinator=lab-host:20408",
+            )
+    prio_text = options.get("prio", "0")
+    try:
+        prio = int(prio_text)
+    except ValueError:
+        raise UserError(f"labgrid URL {url!r}: prio must be a whole number") from None
+    via = options.get("via")
+    if via is not None and via not in LABGRID_VIAS:
+        raise UserError(f"labgrid URL {url!r}: via is ssh or serial, not {via!r}")
+    return LabgridUrl(
+        url=url,
+        place=place,
+        tags=tags,
+        coordinator=coordinator,
+        prio=prio,
+        via=via,
+        user=options.get("user", DEFAULT_USER),
+        python=options.get("python", DEFAULT_PYTHON),
+        work_dir=options.get("dir", DEFAULT_WORK_DIR),
     )

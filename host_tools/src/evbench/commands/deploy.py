@@ -25,7 +25,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with (
-        open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board,
+        open_board(
+            args.board,
+            accept_new_host_key=args.accept_new_host_key,
+            place_timeout=getattr(args, "place_timeout", None),
+        ) as board,
         tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging,
     ):
         if board.is_local:

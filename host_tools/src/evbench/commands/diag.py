@@ -123,7 +123,11 @@ def run(args: argparse.Namespace) -> int:
     out = args.out.resolve() if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-    with open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board:
+    with open_board(
+        args.board,
+        accept_new_host_key=args.accept_new_host_key,
+        place_timeout=getattr(args, "place_timeout", None),
+    ) as board:
         try:
             report = diag.gather(board)
         finally:

@@ -38,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.run_id or "/" in args.run_id or args.run_id.startswith("."):
         raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
     out = (args.out or Path("results") / args.run_id).resolve()
-    with open_board(args.board, accept_new_host_key=args.accept_new_host_key) as board:
+    with open_board(
+        args.board,
+        accept_new_host_key=args.accept_new_host_key,
+        place_timeout=getattr(args, "place_timeout", None),
+    ) as board:
         if board.is_local:
             raise UserError("local runs are written straight to their --out: nothing to fetch")
         with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:

@@ -89,10 +89,17 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
-    board = open_board(args.board, accept_new_host_key=args.accept_new_host_key)
+    board = open_board(
+        args.board,
+        accept_new_host_key=args.accept_new_host_key,
+        place_timeout=getattr(args, "place_timeout", None),
+    )
     try:
         link_peer.check_peer(board, getattr(args, "peer", None))
         results.prepare_output(out)
+        place = getattr(board, "place", None)  # a labgrid place: the board's identity
+        if place and getattr(args, "board_place", None) is None:
+            args = argparse.Namespace(**{**vars(args), "board_place": place})
     except BaseException:
         board.close()
         raise

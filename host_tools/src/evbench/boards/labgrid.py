@@ -1,0 +1,261 @@
+"""A board in a labgrid place: `labgrid://PLACE` or `labgrid://?tags=board=am62x,site=lab1`.
+
+The place is taken through the lab's own coordinator (labgrid_client.py drives
+`labgrid-client`): evbench reserves it under an owner of this job's own, keeps the
+reservation alive while it waits (showing how long), acquires it, and releases it when
+the board is closed, also after a failure or Ctrl-C. A place the user already holds is
+used as it is and left held. The place's resources decide the transport, through the
+existing boards: a `NetworkService` is the SSH board, a `NetworkSerialPort` (ser2net's
+RFC 2217, started by the exporter on acquire) the serial board.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from evbench.boards.base import Board, CommandResult, PipedCommand, RemoteBoard, StreamedCommand
+from evbench.boards.labgrid_client import LabgridClient, Place, Resource, job_identity
+from evbench.boards.urls import LabgridUrl, parse_labgrid_url
+from evbench_agent import results
+from evbench_agent.errors import ExitCode, UserError
+
+#: How long a run waits for its place when the user gives no --place-timeout.
+DEFAULT_PLACE_TIMEOUT = 600.0
+#: How often the waiting state is shown (a terminal gets one updating line).
+SHOW_EVERY = 15.0
+#: Beside the run's results: the place, exporter, resources and tags it ran on.
+PLACE_RECORD = "labgrid.json"
+SSH_CLASSES = ("NetworkService",)
+SERIAL_CLASSES = ("NetworkSerialPort",)
+POWER_CLASSES = ("NetworkPowerPort", "PDUDaemonPort", "YKUSHPowerPort", "USBPowerPort")
+
+
+class PlaceUnavailable(UserError):
+    """No place could be had within the deadline (exit 2: nothing ran)."""
+
+    exit_code = ExitCode.USAGE
+
+
+def _show_waiting(what: str, waited: float, timeout: float) -> None:
+    minutes, seconds = divmod(int(waited), 60)
+    text = f"evbench: waiting for {what}, {minutes} min {seconds:02d} s"
+    text += f" (gives up at {timeout:.0f} s)"
+    print(text, file=sys.stderr, flush=True)
+
+
+class LabgridBoard(RemoteBoard):
+    """The board of a labgrid place, over the transport its resources name."""
+
+    def __init__(
+        self, url: str, accept_new_host_key: bool = False, place_timeout: float | None = None
+    ) -> None:
+        self.url = url
+        self.address: LabgridUrl = parse_labgrid_url(url)
+        self.place_timeout = DEFAULT_PLACE_TIMEOUT if place_timeout is None else place_timeout
+        if self.place_timeout < 0:
+            raise UserError("--place-timeout must be 0 s or more")
+        users = LabgridClient(self.address.coordinator)
+        self._client = users
+        self._acquired = False
+        self._token: str | None = None
+        self.held_by_user = False
+        try:
+            self.place_info = self._take_place(users)
+            self.inner: RemoteBoard = self._open_transport(accept_new_host_key)
+        except BaseException:  # Ctrl-C while waiting too: give back what was taken
+            self._give_back()
+            raise
+        self.python = self.inner.python
+        self.work_dir = self.inner.work_dir
+
+    # -- the place ------------------------------------------------------------
+    @property
+    def place(self) -> str:
+        return self.place_info.name
+
+    def _take_place(self, users: LabgridClient) -> Place:
+        if self.address.place is not None:
+            place = users.show(self.address.place)  # the place exists, the coordinator answers
+            if place.acquired == users.owner:
+                print(
+                    f"evbench: using place {place.name}, which you hold ({place.acquired});"
+                    " it stays held",
+                    file=sys.stderr,
+                )
+                self.held_by_user = True
+                return place
+            filters = [f"name={place.name}"]
+            what = f"place {place.name}"
+            if place.acquired:
+                what += f" (acquired by {place.acquired})"
+        else:
+            filters = [f"{key}={value}" for key, value in self.address.tags]
+            wanted = dict(self.address.tags)
+            tagged = [p for p in users.places() if wanted.items() <= p.tags.items()]
+            if not tagged:
+                raise UserError(
+                    f"no labgrid place at {users.coordinator} is tagged {','.join(filters)}",
+                    hint="see the places' tags with: labgrid-client -v places",
+                )
+            what = f"a place tagged {','.join(filters)}"
+        # This job's own owner: another evbench job of the same user cannot share the place.
+        self._client = LabgridClient(self.address.coordinator, job_identity())
+        name = self._reserve(filters, what, known=self.address.place)
+        self._client.call("acquire", place=f"+{self._token}")
+        self._acquired = True
+        self._cancel_reservation()  # the place is ours now; the reservation has done its work
+        print(f"evbench: acquired place {name} as {self._client.owner}", file=sys.stderr)
+        return self._client.show(name)
+
+    def _reserve(self, filters: list[str], what: str, known: str | None) -> str:
+        """Wait (within the place timeout) until a reservation is allocated; the place's name."""
+        client = self._client
+        self._token = client.reserve(filters, self.address.prio)
+        started = time.monotonic()
+        shown = started
+        waiter = client.wait_process(self._token)
+        try:
+            while waiter.poll() is None:
+                now = time.monotonic()
+                if now - started > self.place_timeout:
+                    raise PlaceUnavailable(
+                        f"gave up waiting for {what} after {self.place_timeout:.0f} s",
+                        hint="try later, raise --place-timeout, or see who holds it: "
+                        "labgrid-client who",
+                    )
+                if now - shown >= SHOW_EVERY:
+                    shown = now
+                    _show_waiting(what, now - started, self.place_timeout)
+                time.sleep(0.2)
+            if waiter.returncode != 0:
+                stderr = waiter.stderr.read().decode(errors="replace") if waiter.stderr else ""
+                client.raise_failure(["wait", self._token], stderr)
+        finally:
+            if waiter.poll() is None:
+                waiter.kill()
+            waiter.wait(timeout=10)
+            if waiter.stderr:
+                waiter.stderr.close()
+        name = known or client.allocation(self._token)  # a tag filter: which place it got
+        if name is None:
+            raise UserError(f"labgrid reservation {self._token} ended without a place")
+        return name
+
+    def _cancel_reservation(self) -> None:
+        if self._token is not None:
+            token, self._token = self._token, None
+            try:
+                self._client.call("cancel-reservation", token)
+            except UserError as error:  # it expires by itself within about a minute
+                print(f"evbench: warning: {error}", file=sys.stderr)
+
+    def _give_back(self) -> None:
+        """Release what this job took (never a place the user held)."""
+        self._cancel_reservation()
+        if self._acquired:
+            self._acquired = False
+            try:
+                self._client.call("release", place=self.place_info.name)
+                print(f"evbench: released place {self.place_info.name}", file=sys.stderr)
+            except (UserError, AttributeError) as error:
+                print(f"evbench: warning: place not released: {error}", file=sys.stderr)
+
+    # -- the transport ----------------------------------------------------------
+    def resources(self, classes: Sequence[str]) -> list[Resource]:
+        return [r for r in self.place_info.resources if r.cls in classes]
+
+    def _open_transport(self, accept_new_host_key: bool) -> RemoteBoard:
+        address = self.address
+        options = {"python": address.python, "dir": address.work_dir}
+        services = self.resources(SSH_CLASSES)
+        consoles = self.resources(SERIAL_CLASSES)
+        if services and address.via != "serial":
+            params = services[0].params
+            user = f"{quote(str(params['username']))}@" if params.get("username") else ""
+            port = f":{params['port']}" if params.get("port") else ""
+            host = str(params["address"])
+            host = f"[{host}]" if ":" in host else host
+            from evbench.boards.ssh import SshBoard
+
+            return SshBoard(
+                f"ssh://{user}{host}{port}?{urlencode(options)}",
+                accept_new_host_key=accept_new_host_key,
+            )
+        if consoles and address.via != "ssh":
+            params = consoles[0].params
+            if not params.get("port"):
+                raise UserError(
+                    f"place {self.place}: the serial port {consoles[0].path} has no network port",
+                    hint="is ser2net installed on the exporter host?",
+                )
+            from evbench.boards.serial import SerialBoard
+
+            speed = params.get("speed") or 115200
+            query = urlencode({**options, "user": address.user, "baud": speed})
+            return SerialBoard(f"rfc2217://{params['host']}:{params['port']}?{query}")
+        found = ", ".join(f"{r.cls} ({r.path})" for r in self.place_info.resources) or "none"
+        raise UserError(
+            f"place {self.place} has no NetworkService or NetworkSerialPort"
+            + (f" for via={address.via}" if address.via else ""),
+            hint=f"its resources: {found}",
+        )
+
+    def record(self) -> dict[str, Any]:
+        """What the manifest's neighbour records: place, exporter, resources, tags."""
+        return {
+            "url": self.url,
+            "coordinator": self._client.coordinator,
+            "place": self.place,
+            "tags": self.place_info.tags,
+            "exporters": sorted({r.exporter for r in self.place_info.resources}),
+            "resources": [r.public() for r in self.place_info.resources],
+            "transport": self.inner.url,
+            "owner": self.place_info.acquired or self._client.owner,
+            "held_by_user": self.held_by_user,
+        }
+
+    # -- the Board protocol, by the transport's board -----------------------------
+    @property
+    def transcript_path(self) -> Path | None:  # type: ignore[override]
+        return self.inner.transcript_path
+
+    def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        return self.inner.run(argv, timeout, stdin)
+
+    def stream(self, argv: Sequence[str]) -> StreamedCommand:
+        return self.inner.stream(argv)
+
+    def put(self, local: Path, remote: str) -> None:
+        self.inner.put(local, remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        self.inner.get(remote, local)
+
+    def agent_command(self) -> list[str]:
+        return self.inner.agent_command()
+
+    def pipe(self, argv: Sequence[str]) -> PipedCommand:
+        return self.inner.pipe(argv)
+
+    def network_addresses(self) -> tuple[str, str]:
+        return self.inner.network_addresses()
+
+    def reconnect(self) -> None:
+        self.inner.reconnect()
+
+    def save_transcript(self, directory: Path) -> Path | None:
+        results.write_json(directory / PLACE_RECORD, self.record())
+        return self.inner.save_transcript(directory)
+
+    def close(self) -> None:
+        try:
+            inner: Board | None = getattr(self, "inner", None)
+            if inner is not None:
+                inner.close()
+        finally:
+            self._give_back()

@@ -1,0 +1,117 @@
+"""A real labgrid lab on loopback: coordinator, exporter and places, for the lab tests.
+
+labgrid 26 lives in its own venv (.venv-labgrid, made by tests/setup_envs.py): its
+`pyserial-labgrid` would replace pyserial's `serial` package in the main venv. The
+coordinator listens on 127.0.0.1 only (its default is every interface) and keeps its
+places.yaml in a temporary working directory; the exporter exports the resources it is
+given under `--hostname 127.0.0.1`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from sshd import free_port
+
+LABGRID_VENV = Path(__file__).resolve().parent.parent / ".venv-labgrid"
+BIN = LABGRID_VENV / "bin"
+CLIENT = BIN / "labgrid-client"
+START_TIMEOUT = 90.0  # a loaded 2-core machine: each labgrid program takes seconds to start
+
+
+def installed() -> bool:
+    programs = ("labgrid-coordinator", "labgrid-exporter", "labgrid-client")
+    return all(os.access(BIN / name, os.X_OK) for name in programs)
+
+
+class Lab:
+    """One coordinator, one exporter (named `exporter`), places made with labgrid-client."""
+
+    def __init__(self, directory: Path, resources: str) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.coordinator = f"127.0.0.1:{self.port}"
+        self._processes: list[subprocess.Popen] = []
+        self._start("coordinator", [str(BIN / "labgrid-coordinator"), "--listen", self.coordinator])
+        self._wait_for_log("coordinator", "Coordinator ready")
+        config = directory / "exporter.yaml"
+        config.write_text(resources)
+        self._start(
+            "exporter",
+            [
+                str(BIN / "labgrid-exporter"),
+                "-c",
+                self.coordinator,
+                "-n",
+                "exporter",
+                "--hostname",
+                "127.0.0.1",
+                str(config),
+            ],
+        )
+        self._wait_for_log("exporter", "Exporter ready")
+
+    def _start(self, name: str, argv: list[str]) -> None:
+        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - lives with the process
+        self._processes.append(
+            subprocess.Popen(
+                argv,
+                cwd=self.directory,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        )
+        log.close()
+
+    def _wait_for_log(self, name: str, text: str) -> None:
+        log = self.directory / f"{name}.log"
+        deadline = time.monotonic() + START_TIMEOUT
+        while text not in log.read_text(errors="replace"):
+            if time.monotonic() > deadline or self._processes[-1].poll() is not None:
+                self.stop()
+                raise RuntimeError(f"labgrid {name} did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+
+    def client(self, *arguments: str, user: str = "lab-admin", check: bool = True):
+        """labgrid-client as another lab user (LG_USERNAME), not as evbench."""
+        env = {**os.environ, "LG_COORDINATOR": self.coordinator, "LG_USERNAME": user}
+        env.pop("LG_TOKEN", None)
+        return subprocess.run(
+            [str(CLIENT), *arguments],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=check,
+        )
+
+    def make_place(self, name: str, group: str, tags: dict[str, str]) -> None:
+        self.client("-p", name, "create")
+        self.client("-p", name, "add-match", f"exporter/{group}/*")
+        if tags:
+            self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
+
+    def acquired_by(self, place: str) -> str | None:
+        for line in self.client("-p", place, "show").stdout.splitlines():
+            if line.startswith("  acquired:"):
+                owner = line.split(":", 1)[1].strip()
+                return None if owner == "None" else owner
+        raise AssertionError(f"labgrid-client show {place} printed no 'acquired:' line")
+
+    def reservations(self) -> str:
+        return self.client("reservations").stdout
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=5)

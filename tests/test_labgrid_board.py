@@ -1,0 +1,177 @@
+"""`--board labgrid://...` against a real labgrid 26 coordinator and exporter on loopback.
+
+The exporter exports, for two places, a NetworkService for the loopback sshd of
+tests/sshd.py; evbench drives the real labgrid-client from .venv-labgrid. Another lab
+user is another LG_USERNAME: labgrid tells owners apart by HOST/USER.
+Each labgrid-client call takes seconds on this loaded machine (it connects anew).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import labgrid_rig
+import pytest
+from conftest import require
+
+from evbench_agent import results
+
+pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
+
+BOARD_PYTHON = "/usr/bin/python3"
+EVBENCH = str(Path(sys.executable).parent / "evbench")
+QUICK = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+RUN_TIMEOUT = 600  # a quick run plus the place's labgrid calls, on a load of 15-25
+
+
+@pytest.fixture(scope="module")
+def lab(sshd, tmp_path_factory):
+    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
+    directory = tmp_path_factory.mktemp("lab")
+    service = (
+        "  NetworkService:\n"
+        "    address: 127.0.0.1\n"
+        f"    username: {sshd.user}\n"
+        f"    port: {sshd.port}\n"
+    )
+    lab = labgrid_rig.Lab(directory, f"board-a:\n{service}board-b:\n{service}")
+    try:
+        lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})
+        lab.make_place("am62x-b", "board-b", {"board": "am62x", "site": "loop", "unit": "b"})
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def lab_env(lab, ssh_home, monkeypatch):
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+    monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
+    monkeypatch.setenv("LG_USERNAME", "nightly")
+    return lab
+
+
+def board_url(place: str, work: Path, **options: str) -> str:
+    query = "&".join(
+        [f"dir={work}", f"python={BOARD_PYTHON}"] + [f"{k}={v}" for k, v in options.items()]
+    )
+    return f"labgrid://{place}?{query}"
+
+
+def evbench(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [EVBENCH, *argv], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def start_evbench(*argv: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab_env, sshd, tmp_path):
+    lab = lab_env
+    out = tmp_path / "run"
+    done = evbench(
+        "run", "--board", board_url("am62x-a", tmp_path / "board"), *QUICK, "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "acquired place am62x-a as " in done.stderr
+    assert "released place am62x-a" in done.stderr
+    # An ordinary run directory: complete, every listed file's checksum matches.
+    assert (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
+    manifest = json.loads((out / results.MANIFEST).read_text())
+    assert manifest["board_identity"]["id"] == "place:am62x-a"
+    assert manifest["board_identity"]["source"] == "lab place"
+    place = json.loads((out / "labgrid.json").read_text())
+    assert place["place"] == "am62x-a"
+    assert place["tags"] == {"board": "am62x", "site": "loop", "unit": "a"}
+    assert place["exporters"] == ["exporter"]
+    assert [r["class"] for r in place["resources"]] == ["NetworkService"]
+    assert place["resources"][0]["params"]["port"] == sshd.port
+    assert place["transport"].startswith(f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?")
+    # The job's own owner: the user, tagged with the evbench process.
+    assert re.fullmatch(r"[^/]+/nightly\+evbench-\d+", place["owner"]), place["owner"]
+    assert not place["held_by_user"]
+    assert lab.acquired_by("am62x-a") is None  # released after the run
+    assert "Reservation" not in lab.reservations()  # and its reservation cancelled
+
+
+def test_a_place_the_user_holds_is_used_and_left_held(lab_env, tmp_path):
+    lab = lab_env
+    lab.client("-p", "am62x-b", "acquire", user="nightly")
+    try:
+        done = evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
+        assert done.returncode == 0, done.stderr
+        assert "which you hold" in done.stderr
+        assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
+        assert lab.acquired_by("am62x-b").endswith("/nightly")  # still the user's
+    finally:
+        lab.client("-p", "am62x-b", "release", user="nightly")
+
+
+def test_a_place_held_by_someone_else_times_out_with_exit_2(lab_env, tmp_path):
+    lab = lab_env
+    lab.client("-p", "am62x-b", "acquire", user="alice")
+    try:
+        started = time.monotonic()
+        done = evbench(
+            "deploy", "--board", board_url("am62x-b", tmp_path / "board"), "--place-timeout", "3"
+        )
+        assert done.returncode == 2, done.stderr
+        assert "gave up waiting for place am62x-b (acquired by " in done.stderr
+        assert "/alice)" in done.stderr
+        assert time.monotonic() - started < 120
+        assert lab.acquired_by("am62x-b").endswith("/alice")  # untouched
+        assert "nightly" not in lab.reservations()  # evbench's reservation cancelled
+    finally:
+        lab.client("-p", "am62x-b", "release", user="alice")
+
+
+def test_a_held_place_is_waited_for_and_used_once_released(lab_env, tmp_path):
+    lab = lab_env
+    lab.client("-p", "am62x-b", "acquire", user="alice")
+    released = False
+    try:
+        job = start_evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
+        # evbench waits in a reservation: it is listed as waiting, under this job's owner.
+        deadline = time.monotonic() + 180
+        while "state: waiting" not in lab.reservations():
+            assert job.poll() is None, job.communicate()
+            assert time.monotonic() < deadline, "evbench made no reservation"
+            time.sleep(1)
+        assert "+evbench-" in lab.reservations()
+        lab.client("-p", "am62x-b", "release", user="alice")
+        released = True
+        _, err = job.communicate(timeout=RUN_TIMEOUT)
+        assert job.returncode == 0, err
+        assert "acquired place am62x-b" in err and "released place am62x-b" in err
+        assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
+        assert lab.acquired_by("am62x-b") is None
+    finally:
+        if not released:
+            lab.client("-p", "am62x-b", "release", user="alice", check=False)
+
+
+def test_tags_that_match_no_place_are_refused(lab_env, tmp_path):
+    done = evbench("deploy", "--board", "labgrid://?tags=board=imx8,site=loop")
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"no labgrid place at {lab_env.coordinator} is tagged board=imx8,site=loop" in done.stderr
+    )
+
+
+def test_a_coordinator_that_is_not_running_is_named(lab_env, tmp_path):
+    from sshd import free_port
+
+    nobody = f"127.0.0.1:{free_port()}"
+    done = evbench("deploy", "--board", f"labgrid://am62x-a?coordinator={nobody}")
+    assert done.returncode == 2, done.stderr
+    assert f"the labgrid coordinator at {nobody} is not reachable" in done.stderr
