@@ -5,14 +5,14 @@ on the parser `new_parser` gives, then call `run_program`. Every command is a
 function of the parsed arguments that returns an `ExitCode`; what it raises
 becomes one line and a hint (`errors.guarded`). Logging is set up here, once
 per program: warnings by default, `-v` info, `-vv` debug, `--quiet` errors
-only, on standard error as ``PROG: level: message``. Standard library only,
-nothing heavy: both programs import this at start-up.
+only, on standard error as ``PROG: level: message`` (evbench_agent.log_output,
+imported once there is a command to run). Standard library only, nothing heavy:
+both programs import this at start-up.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,41 +71,11 @@ def add_command(
     return command
 
 
-class _Formatter(logging.Formatter):
-    def __init__(self, prog: str) -> None:
-        super().__init__()
-        self.prog = prog
-
-    def format(self, record: logging.LogRecord) -> str:
-        return f"{self.prog}: {record.levelname.lower()}: {record.getMessage()}"
-
-
-class _StandardError(logging.StreamHandler):
-    """Writes to whatever `sys.stderr` is at each record (tests and pipes replace it)."""
-
-    @property
-    def stream(self) -> object:  # the attribute logging.StreamHandler reads
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: object) -> None:
-        pass  # never hold on to a stream that may be closed by the time a record comes
-
-
-_handler = _StandardError()
-
-
 def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
     """Send log records to standard error at the level the flags ask for (once per process)."""
-    root = logging.getLogger()
-    if _handler not in root.handlers:
-        root.addHandler(_handler)
-    _handler.setFormatter(_Formatter(prog))
-    if quiet:
-        level = logging.ERROR
-    else:
-        level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    root.setLevel(level)
+    from evbench_agent import log_output  # here: `logging` is costly and --help never logs
+
+    log_output.setup_logging(prog, verbose, quiet)
 
 
 def run_program(

@@ -1,0 +1,60 @@
+"""`evbench-agent --help` imports only what the parser needs (issue 21, item 1).
+
+On the board every start-up counts (an A53 imports several times slower than
+the lab PC): the help and a usage error never log and never run a suite, so
+logging, protobuf, psutil and the suites wait until a command runs. Checked in a
+fresh interpreter; not a timing test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: Loaded only once a command runs; top-level names, or module-name prefixes.
+DEFERRED = ("logging", "google", "psutil", "evbench_agent.suites", "evbench_agent.codecs")
+
+_PROBE = (
+    "import json, sys\n"
+    "from evbench_agent.cli import main\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit as stop:\n"
+    "    code = stop.code\n"
+    "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+)
+
+
+def _loaded(*argv: str) -> tuple[int, list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    return report["code"], report["modules"]
+
+
+def _deferred_among(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == d or m.startswith(d + ".") for d in DEFERRED)]
+
+
+def test_help_loads_no_logging_protobuf_psutil_or_suite():
+    code, modules = _loaded("--help")
+    assert code == 0
+    assert "evbench_agent.cli" in modules  # the probe ran the real program
+    assert _deferred_among(modules) == []
+
+
+def test_a_usage_error_loads_none_of_them_either():
+    code, modules = _loaded("no-such-command")
+    assert code == 2
+    assert _deferred_among(modules) == []
+
+
+def test_the_probe_sees_a_deferred_module_once_it_is_imported():
+    # The same check on a line that imports logging: it must be reported.
+    assert _deferred_among(["argparse", "logging", "logging.handlers"]) == [
+        "logging",
+        "logging.handlers",
+    ]
