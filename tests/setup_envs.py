@@ -23,7 +23,25 @@ ENVIRONMENTS = {
     # labgrid's coordinator, exporter and client for the lab tests: its own venv
     # because labgrid's pyserial-labgrid installs the same `serial` package as pyserial.
     ".venv-labgrid": ["labgrid==26.0.1"],
+    # LAVA's own code (Debian 12's lava-common, lava-dispatcher, lava-server 2023.01,
+    # unpacked below, never installed) checks the jobs and parses the agent's signals;
+    # these are its Python dependencies at Debian 12's versions.
+    ".venv-lava": [
+        "voluptuous==0.13.1",
+        "jinja2==3.1.2",
+        "PyYAML==6.0",
+        "pexpect==4.8.0",
+        "requests",
+        "configobj",
+        "python-magic",
+        "netifaces",
+        "pyudev",
+    ],
 }
+#: Debian packages unpacked (dpkg -x) into tests/cache/lava/root for the LAVA tests.
+LAVA_PACKAGES = ["lava-common", "lava-dispatcher", "lava-dispatcher-host", "lava-server"]
+LAVA_VERSION = "2023.01-2"
+LAVA_CACHE = ROOT / "tests" / "cache" / "lava"
 
 
 def ensure(name: str, requirements: list[str]) -> None:
@@ -39,9 +57,30 @@ def ensure(name: str, requirements: list[str]) -> None:
     stamp.write_text(wanted)
 
 
+def ensure_lava_packages() -> None:
+    """LAVA's Debian packages, downloaded and unpacked once (the system is not altered)."""
+    wanted = " ".join(f"{name}={LAVA_VERSION}" for name in LAVA_PACKAGES)
+    stamp = LAVA_CACHE / ".evbench-packages"
+    if stamp.exists() and stamp.read_text() == wanted:
+        return
+    print(f"setup_envs: unpacking {wanted} into {LAVA_CACHE}", flush=True)
+    debs = LAVA_CACHE / "debs"
+    root = LAVA_CACHE / "root"
+    for directory in (debs, root):
+        subprocess.run(["rm", "-rf", str(directory)], check=True)
+        directory.mkdir(parents=True)
+    # apt-get download writes as the _apt user where it can; the folder must let it.
+    debs.chmod(0o777)
+    subprocess.run(["apt-get", "download", *wanted.split()], cwd=debs, check=True)
+    for package in sorted(debs.glob("*.deb")):
+        subprocess.run(["dpkg", "-x", str(package), str(root)], check=True)
+    stamp.write_text(wanted)
+
+
 def main() -> None:
     for name, requirements in ENVIRONMENTS.items():
         ensure(name, requirements)
+    ensure_lava_packages()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     evbench-agent run [--spec FILE] [--suite ...] [--profile ...] [--codecs ...] [--quick] --out DIR
     evbench-agent info [--json]
     evbench-agent serve [--bind ADDRESS] [--port N]
+    evbench-agent lava RUN_DIR [--criteria RULE]     (results as LAVA test-shell signals)
     evbench-agent launch|supervise|status|follow|seal --run-dir DIR   (for evbench, not people)
 
 The run options come from `evbench_agent.options` (the same table `evbench run`
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from evbench_agent.spec import Spec
 
 PROG = "evbench-agent"
+#: LAVA verdict criteria (evbench_agent.lava.CRITERIA; spelled here to keep start-up light).
+LAVA_CRITERIA = ("report", "candidate-not-worse", "candidate-wins")
 
 
 def _spec_from_args(args: argparse.Namespace) -> Spec:
@@ -52,8 +55,30 @@ def _run(args: argparse.Namespace) -> ExitCode:
     out = Path(args.out) if args.out else Path("results") / run_id
     progress = REPORTERS[args.progress]()
     progress.message(f"run {run_id} -> {out}")
-    runner.run(spec, out, run_id, progress)
+    try:
+        runner.run(spec, out, run_id, progress)
+    finally:
+        # Under LAVA a partial run signals too: its missing records become failing cases.
+        if _lava_wanted(args.lava) and out.is_dir():
+            _signal_lava(out, args.lava_criteria)
     progress.message(f"complete: {out}")
+    return ExitCode.OK
+
+
+def _lava_wanted(choice: str) -> bool:
+    from evbench_agent import lava
+
+    return choice == "on" or (choice == "auto" and lava.in_lava_test_shell())
+
+
+def _signal_lava(directory: Path, criteria: str) -> None:
+    from evbench_agent import lava
+
+    lava.signal_run(directory, sys.stdout, lava.Criteria(criteria))
+
+
+def _lava(args: argparse.Namespace) -> ExitCode:
+    _signal_lava(Path(args.run_dir), args.criteria)
     return ExitCode.OK
 
 
@@ -166,6 +191,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="the run directory (must be new or empty)")
     run.add_argument("--run-id", help="the run id (the host gives one)")
     run.add_argument("--progress", choices=("text", "json", "none"), default="text")
+    run.add_argument(
+        "--lava",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="LAVA test-shell signals for the results (auto: inside a LAVA test shell)",
+    )
+    run.add_argument(
+        "--lava-criteria",
+        choices=LAVA_CRITERIA,
+        default=LAVA_CRITERIA[0],
+        help="what makes a verdict test case pass (default: report, any verdict passes)",
+    )
+
+    lava = add_command(commands, "lava", _lava, "a run directory's results as LAVA signals")
+    lava.add_argument("run_dir", help="the run directory")
+    lava.add_argument("--criteria", choices=LAVA_CRITERIA, default=LAVA_CRITERIA[0])
 
     info = add_command(commands, "info", _info, "platform, versions and codecs")
     info.add_argument("--json", action="store_true")

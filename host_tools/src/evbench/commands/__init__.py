@@ -6,7 +6,18 @@ import importlib
 from types import ModuleType
 
 #: Imported explicitly, in the order `evbench --help` lists them.
-COMMANDS = ("run", "deploy", "fetch", "report", "compare", "history", "flash", "diag", "console")
+COMMANDS = (
+    "run",
+    "deploy",
+    "fetch",
+    "report",
+    "compare",
+    "history",
+    "lava",
+    "flash",
+    "diag",
+    "console",
+)
 
 
 def load() -> list[ModuleType]:

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Runs evbench-agent under LAVA's test shell with the test definition's
+# parameters (LAVA exports them as variables), prints LAVA signals for every
+# result, and uploads the run directory when UPLOAD_URL is set. POSIX sh:
+# board images have no bash.
+set -eu
+SUITES=${SUITES:-codec,link}
+PROFILES=${PROFILES:-seed,ev-full}
+CODECS=${CODECS:-all}
+QUICK=${QUICK:-true}
+CRITERIA=${CRITERIA:-report}
+OUT_DIR=${OUT_DIR:-/tmp/evbench-lava}
+UPLOAD_URL=${UPLOAD_URL:-}
+AGENT_ZIPAPP_URL=${AGENT_ZIPAPP_URL:-}
+
+if command -v evbench-agent >/dev/null 2>&1; then
+    agent="evbench-agent"
+elif [ -n "$AGENT_ZIPAPP_URL" ]; then
+    python3 - "$AGENT_ZIPAPP_URL" /tmp/evbench-agent.pyz <<'PY'
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=120) as answer, open(sys.argv[2], "wb") as out:
+    out.write(answer.read())
+PY
+    agent="python3 /tmp/evbench-agent.pyz"
+else
+    echo "evbench: no evbench-agent on this board and no AGENT_ZIPAPP_URL" >&2
+    exit 2
+fi
+
+quick=""
+[ "$QUICK" = "true" ] && quick="--quick"
+run_dir="$OUT_DIR/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$OUT_DIR"
+status=0
+# shellcheck disable=SC2086 # $agent and $quick are words on purpose
+$agent run --suite "$SUITES" --profile "$PROFILES" --codecs "$CODECS" $quick \
+    --out "$run_dir" --progress none --lava on --lava-criteria "$CRITERIA" || status=$?
+echo "evbench: run directory $run_dir (exit $status)"
+
+if [ -n "$UPLOAD_URL" ] && [ -d "$run_dir" ]; then
+    tar -czf "$run_dir.tar.gz" -C "$run_dir" .
+    python3 - "$UPLOAD_URL" "$run_dir.tar.gz" <<'PY'
+import sys, urllib.request
+with open(sys.argv[2], "rb") as stream:
+    request = urllib.request.Request(sys.argv[1], data=stream.read(), method="PUT")
+with urllib.request.urlopen(request, timeout=300) as answer:
+    print(f"evbench: uploaded {sys.argv[2]} ({answer.status})")
+PY
+fi
+# A partial run (4) has already signalled its failing cases; the step itself fails
+# only when nothing could be measured at all.
+[ "$status" -eq 0 ] || [ "$status" -eq 4 ] || exit "$status"
