@@ -115,3 +115,21 @@ class Lab:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(timeout=5)
+
+
+def two_place_lab(sshd, directory: Path) -> Lab:
+    """Two places, am62x-a and am62x-b, each with a NetworkService for the loopback sshd."""
+    service = (
+        "  NetworkService:\n"
+        "    address: 127.0.0.1\n"
+        f"    username: {sshd.user}\n"
+        f"    port: {sshd.port}\n"
+    )
+    lab = Lab(directory, f"board-a:\n{service}board-b:\n{service}")
+    try:
+        lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})
+        lab.make_place("am62x-b", "board-b", {"board": "am62x", "site": "loop", "unit": "b"})
+    except BaseException:
+        lab.stop()
+        raise
+    return lab

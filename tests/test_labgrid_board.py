@@ -32,17 +32,8 @@ RUN_TIMEOUT = 600  # a quick run plus the place's labgrid calls, on a load of 15
 @pytest.fixture(scope="module")
 def lab(sshd, tmp_path_factory):
     require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
-    directory = tmp_path_factory.mktemp("lab")
-    service = (
-        "  NetworkService:\n"
-        "    address: 127.0.0.1\n"
-        f"    username: {sshd.user}\n"
-        f"    port: {sshd.port}\n"
-    )
-    lab = labgrid_rig.Lab(directory, f"board-a:\n{service}board-b:\n{service}")
+    lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"))
     try:
-        lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})
-        lab.make_place("am62x-b", "board-b", {"board": "am62x", "site": "loop", "unit": "b"})
         yield lab
     finally:
         lab.stop()

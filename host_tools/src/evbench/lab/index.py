@@ -1,0 +1,81 @@
+"""lab.json: what ran where, its status, exit code, duration and the failure's one line.
+
+Written atomically after every change (a reader in another terminal sees the old or the
+new index, never half), from the runner's threads under one lock.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from evbench.lab.plan import Entry
+from evbench_agent import results
+from evbench_agent.errors import UserError
+
+INDEX = "lab.json"
+FORMAT = 1
+#: An entry's states, in order; the last three are final.
+STATES = ("pending", "running", "complete", "partial", "failed")
+
+
+class LabIndex:
+    def __init__(self, directory: Path, plan_file: Path, entries: list[Entry]) -> None:
+        self.path = directory / INDEX
+        self._lock = threading.Lock()
+        self.document: dict[str, Any] = {
+            "format": FORMAT,
+            "plan": str(plan_file),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "finished": None,
+            "entries": [
+                {
+                    "id": entry.id,
+                    "board": entry.board.label,
+                    "url": entry.board.url,
+                    "suite": entry.suite,
+                    "profile": entry.profile,
+                    "codecs": entry.codecs,
+                    "options": list(entry.options),
+                    "status": "pending",
+                    "exit_code": None,
+                    "duration_s": None,
+                    "attempts": 0,
+                    "run_dir": None,
+                    "error": None,
+                    "comparison": None,
+                }
+                for entry in entries
+            ],
+        }
+        self._write()
+
+    def update(self, entry_id: str, **fields: Any) -> None:
+        with self._lock:
+            row = next(r for r in self.document["entries"] if r["id"] == entry_id)
+            row.update(fields)
+            self._write()
+
+    def finish(self) -> None:
+        with self._lock:
+            self.document["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self._write()
+
+    def _write(self) -> None:
+        results.write_json(self.path, self.document)
+
+
+def read(directory: Path) -> dict[str, Any]:
+    path = directory / INDEX
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{directory} is not a lab directory (no {INDEX})") from None
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read {path}: {error}") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise UserError(f"{path} is not a lab index evbench {FORMAT} knows")
+    return document

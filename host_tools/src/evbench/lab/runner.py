@@ -1,0 +1,130 @@
+"""Run a lab plan: one board's entries one after another, different boards in parallel.
+
+Each entry is an ordinary `evbench run` in a child process (its own place, its own
+Ctrl-C handling, its own exit code) writing an ordinary run directory under the lab
+directory. A failing board does not stop the others; a transient failure (the place
+taken, the connection lost) is retried up to the plan's `retries`, each attempt in a
+directory of its own (a partial attempt is kept). A complete entry is compared with
+that board's previous run from the history store (nightly_compare.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from evbench.lab import nightly_compare
+from evbench.lab.index import LabIndex
+from evbench.lab.plan import Entry, Plan
+from evbench_agent.errors import ExitCode
+
+#: One entry's run may take this long before it is stopped (a full run on a slow board).
+ENTRY_TIMEOUT = 4 * 3600.0
+#: What makes a failure worth another attempt: the board or its place, not the benchmark.
+TRANSIENT_MARKERS = ("gave up waiting for", "dropped", "ConnectionLost", "connection lost")
+MAX_PARALLEL_BOARDS = 16
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("evbench: error:")]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def _transient(code: int, stderr: str) -> bool:
+    return code == ExitCode.PARTIAL or any(marker in stderr for marker in TRANSIENT_MARKERS)
+
+
+class LabRun:
+    def __init__(self, plan: Plan, directory: Path, index: LabIndex) -> None:
+        self.plan = plan
+        self.directory = directory
+        self.index = index
+
+    def run(self) -> int:
+        boards: dict[str, list[Entry]] = {}
+        for entry in self.plan.entries:
+            boards.setdefault(entry.board.label, []).append(entry)
+        workers = min(len(boards), MAX_PARALLEL_BOARDS)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-board") as pool:
+            outcomes = list(pool.map(self._board, boards.values()))
+        self.index.finish()
+        codes = [code for board in outcomes for code in board]
+        if any(code not in (ExitCode.OK, ExitCode.CHECK_FAILED) for code in codes):
+            return ExitCode.PARTIAL  # some entry did not complete
+        if ExitCode.CHECK_FAILED in codes:
+            return ExitCode.CHECK_FAILED  # every entry ran; a regression criterion failed
+        return ExitCode.OK
+
+    def _board(self, entries: list[Entry]) -> list[int]:
+        return [self._entry(entry) for entry in entries]
+
+    def _entry(self, entry: Entry) -> int:
+        started = time.monotonic()
+        code, error, out = ExitCode.INTERNAL, "", None
+        for attempt in range(1, self.plan.retries + 2):
+            suffix = "" if attempt == 1 else f".attempt{attempt}"
+            out = self.directory / "runs" / f"{entry.id}{suffix}"
+            log = self.directory / "logs" / f"{entry.id}{suffix}.log"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self.index.update(
+                entry.id,
+                status="running",
+                attempts=attempt,
+                run_dir=str(out.relative_to(self.directory)),
+            )
+            code, stderr = self._run_one(entry, out, log)
+            error = "" if code == ExitCode.OK else _one_line(stderr)
+            if code == ExitCode.OK or not _transient(code, stderr) or attempt > self.plan.retries:
+                break
+            print(
+                f"evbench lab: {entry.id}: attempt {attempt} failed ({error}); retrying",
+                file=sys.stderr,
+                flush=True,
+            )
+        status = (
+            "complete"
+            if code == ExitCode.OK
+            else "partial"
+            if code == ExitCode.PARTIAL
+            else "failed"
+        )
+        comparison = None
+        if code == ExitCode.OK and out is not None:
+            comparison = nightly_compare.against_previous(
+                out, self.directory / "logs" / f"{entry.id}.compare.txt"
+            )
+            if comparison.get("regressed"):
+                code = ExitCode.CHECK_FAILED
+        self.index.update(
+            entry.id,
+            status=status,
+            exit_code=int(code),
+            duration_s=round(time.monotonic() - started, 1),
+            error=error or None,
+            comparison=comparison,
+        )
+        print(f"evbench lab: {entry.id}: {status} (exit {int(code)})", file=sys.stderr, flush=True)
+        return int(code)
+
+    def _run_one(self, entry: Entry, out: Path, log: Path) -> tuple[int, str]:
+        argv = [sys.executable, "-m", "evbench", *entry.run_argv(out, self.plan.place_timeout)]
+        with open(log, "w+", encoding="utf-8", errors="replace") as stream:
+            try:
+                done = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stream,
+                    stderr=subprocess.STDOUT,
+                    timeout=ENTRY_TIMEOUT,
+                )
+                code = done.returncode
+            except subprocess.TimeoutExpired:
+                code = ExitCode.PARTIAL
+                stream.write(f"\nevbench: error: the entry did not end in {ENTRY_TIMEOUT:.0f} s\n")
+            stream.seek(0)
+            return code, stream.read()

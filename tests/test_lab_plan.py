@@ -1,0 +1,106 @@
+"""LAB.yaml (evbench.lab.plan) and labgrid:// URLs (boards/urls.py): read or refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evbench.boards.urls import parse_labgrid_url, transport_of
+from evbench.lab import plan
+from evbench_agent.errors import UserError
+
+LAB = """
+boards:
+  - labgrid://am62x-a
+  - board: labgrid://?tags=board=am62x,site=lab1
+    name: any
+    options: [--cpu, 1]
+matrix:
+  suites: [codec, link]
+  profiles: [seed]
+  codecs: ["json,protobuf", "json,cbor"]
+options: [--quick]
+retries: 2
+place_timeout: 90
+"""
+
+
+def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path: Path):
+    path = tmp_path / "LAB.yaml"
+    path.write_text(LAB)
+    lab = plan.load(path)
+    # 2 boards x 2 suites x 1 profile x 2 codec lists, worked out by hand.
+    assert len(lab.entries) == 8
+    assert (lab.retries, lab.place_timeout) == (2, 90.0)
+    ids = [entry.id for entry in lab.entries]
+    assert ids[:4] == [
+        "am62x-a/codec-seed-json+protobuf",
+        "am62x-a/codec-seed-json+cbor",
+        "am62x-a/link-seed-json+protobuf",
+        "am62x-a/link-seed-json+cbor",
+    ]
+    assert ids[4] == "any/codec-seed-json+protobuf"
+    last = lab.entries[-1]
+    assert last.options == ("--quick", "--cpu", "1")  # the lab's, then the board's
+    argv = last.run_argv(Path("/l/runs/x"), 90.0)
+    assert argv[:3] == ["run", "--board", "labgrid://?tags=board=am62x,site=lab1"]
+    assert argv[argv.index("--suite") + 1] == "link"
+    assert argv[argv.index("--codecs") + 1] == "json,cbor"
+    assert argv[-3:] == ["--quick", "--cpu", "1"]
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"boards": ["local"], "matrix": {}, "nightly": True}, "unknown key 'nightly' in the top"),
+        ({"boards": ["local"], "matrix": {"codec": ["json"]}}, "unknown key 'codec' in matrix"),
+        ({"boards": [{"board": "local", "label": "x"}], "matrix": {}}, "unknown key 'label'"),
+        ({"matrix": {}}, "'boards' is missing"),
+        ({"boards": ["ftp://x"], "matrix": {}}, "unsupported board"),
+        ({"boards": ["local", "local"], "matrix": {}}, "two boards are named 'local'"),
+        ({"boards": ["local"], "matrix": {}, "options": ["--out", "x"]}, "may not give --out"),
+        ({"boards": ["local"], "matrix": {}, "retries": 9}, "retries must be"),
+        ({"boards": ["local"], "matrix": {"suites": []}}, "matrix.suites must be"),
+    ],
+)
+def test_a_bad_plan_is_refused_naming_what(document, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+        plan.parse(document)
+
+
+def test_labgrid_urls_name_a_place_or_tags():
+    place = parse_labgrid_url("labgrid://am62x-a?coordinator=lab:20408&dir=/tmp/w")
+    assert (place.place, place.tags, place.coordinator, place.work_dir) == (
+        "am62x-a",
+        (),
+        "lab:20408",
+        "/tmp/w",
+    )
+    tags = parse_labgrid_url("labgrid://?tags=board=am62x,site=lab1&prio=3&via=serial")
+    assert (tags.place, tags.tags, tags.prio, tags.via) == (
+        None,
+        (("board", "am62x"), ("site", "lab1")),
+        3,
+        "serial",
+    )
+    assert transport_of("labgrid://am62x-a") == "labgrid"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("labgrid://", "must name a place or tags"),
+        ("labgrid://a?tags=board=x", "must name a place or tags"),
+        ("labgrid://a?coordinator=lab", "coordinator must be HOST:PORT"),
+        ("labgrid://a?colour=red", "unknown option"),
+        ("labgrid://?tags=board", "bad tag 'board'"),
+        ("labgrid://?tags=a=1,a=2", "gives a tag twice"),
+        ("labgrid://a?via=usb", "via is ssh or serial"),
+        ("labgrid://a?prio=high", "prio must be a whole number"),
+        ("labgrid://a b", "bad place name"),
+    ],
+)
+def test_bad_labgrid_urls_are_refused(url, message):
+    with pytest.raises(UserError, match=message):
+        parse_labgrid_url(url)

@@ -1,0 +1,126 @@
+"""`evbench lab run`: a two-place matrix on a real labgrid coordinator and exporter.
+
+Both places export a NetworkService for the loopback sshd (tests/sshd.py); each
+place's runs use a board work directory of their own. The two places run in parallel;
+each entry is an ordinary run directory that verifies like any run, lab.json says what
+ran where, and the lab report opens in headless Chromium without errors.
+Timings on this machine (load 15-25 on 2 cores) are seconds per labgrid-client call.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import labgrid_rig
+import pytest
+from conftest import require, require_command
+from test_report_html import DevTools
+
+from evbench_agent import results
+
+pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
+
+BOARD_PYTHON = "/usr/bin/python3"
+EVBENCH = str(Path(sys.executable).parent / "evbench")
+LAB_TIMEOUT = 1200
+
+
+@pytest.fixture(scope="module")
+def lab(sshd, tmp_path_factory):
+    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
+    lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"))
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+def plan(tmp_path: Path, coordinator: str) -> Path:
+    boards = "\n".join(
+        f"  - board: labgrid://am62x-{unit}?coordinator={coordinator}"
+        f"&dir={tmp_path / ('board-' + unit)}&python={BOARD_PYTHON}\n"
+        f"    name: am62x-{unit}"
+        for unit in "ab"
+    )
+    path = tmp_path / "LAB.yaml"
+    path.write_text(
+        f"boards:\n{boards}\n"
+        "matrix:\n  suites: [codec]\n  profiles: [seed]\n  codecs: ['json,protobuf']\n"
+        "options: [--quick]\nretries: 1\nplace_timeout: 300\n"
+    )
+    return path
+
+
+def open_in_chromium(page: Path, profile: Path) -> list[dict]:
+    """The page's errors in headless Chromium, and its row count (DevTools over a pipe)."""
+    browser = DevTools(require_command("chromium"), profile)
+    try:
+        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
+            browser.send(domain, session)
+        browser.send("Page.navigate", session, url=page.as_uri())
+        browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
+        rows = browser.send(
+            "Runtime.evaluate",
+            session,
+            expression="document.querySelectorAll('tr').length",
+            returnByValue=True,
+        )["result"]["value"]
+    finally:
+        browser.close()
+    errors = [
+        event
+        for event in browser.events
+        if event["method"] == "Runtime.exceptionThrown"
+        or (event["method"] == "Log.entryAdded" and event["params"]["entry"]["level"] == "error")
+        or (event["method"] == "Runtime.consoleAPICalled" and event["params"]["type"] == "error")
+    ]
+    return [{"rows": rows}, *errors]
+
+
+def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+    monkeypatch.setenv("LG_USERNAME", "nightly")
+    lab_dir = tmp_path / "lab"
+    done = subprocess.run(
+        [EVBENCH, "lab", "run", str(plan(tmp_path, lab.coordinator)), "--out", str(lab_dir)],
+        capture_output=True,
+        text=True,
+        timeout=LAB_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    index = json.loads((lab_dir / "lab.json").read_text())
+    assert index["finished"]
+    entries = {entry["board"]: entry for entry in index["entries"]}
+    assert sorted(entries) == ["am62x-a", "am62x-b"]
+    for name, entry in entries.items():
+        assert (entry["status"], entry["exit_code"], entry["attempts"]) == ("complete", 0, 1)
+        run_dir = lab_dir / entry["run_dir"]
+        # An ordinary run: complete, every checksum matches, on its own place.
+        assert (run_dir / results.COMPLETE).exists()
+        assert results.verify_checksums(run_dir) == []
+        manifest = json.loads((run_dir / results.MANIFEST).read_text())
+        assert manifest["board_identity"]["id"] == f"place:{name}"
+        assert json.loads((run_dir / "labgrid.json").read_text())["place"] == name
+        assert entry["comparison"]["baseline"] is None  # the first night of these boards
+    # In parallel: each board's run began before the other's ended.
+    spans = {}
+    for name, entry in entries.items():
+        manifest = json.loads((lab_dir / entry["run_dir"] / results.MANIFEST).read_text())
+        spans[name] = (manifest["start_time"], manifest["end_time"])
+    (a_start, a_end), (b_start, b_end) = spans["am62x-a"], spans["am62x-b"]
+    assert a_start < b_end and b_start < a_end, spans
+    assert lab.acquired_by("am62x-a") is None and lab.acquired_by("am62x-b") is None
+    status = subprocess.run(
+        [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=120
+    )
+    assert status.returncode == 0 and "2 of 2 entries done; the lab is finished" in status.stdout
+    page = lab_dir / "lab.html"
+    html = page.read_text()
+    assert html.count('<tr class="complete">') == 2 and "run report" in html
+    shown = open_in_chromium(page, tmp_path / "profile")
+    assert shown == [{"rows": 3}]  # the header and one row per entry, no error
