@@ -14,6 +14,8 @@ COMMANDS = (
     "compare",
     "history",
     "lava",
+    "budget",
+    "lab",
     "flash",
     "diag",
     "console",

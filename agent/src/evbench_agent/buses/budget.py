@@ -1,0 +1,239 @@
+"""The bus budget: what one 20 Hz exchange (message and its reply) costs on each bus.
+
+Every figure is computed from the bytes the link would send: the evbench
+frame (13-byte header: length, kind, sequence) around each encoded message,
+and the REPLY (header, 8 bytes of processing time, the ack or the echo),
+segmented and framed as the bus does it. docs/buses.md has the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from evbench_agent.buses import can_classic, can_fd, ethernet, isotp, uart
+from evbench_agent.errors import UserError
+from evbench_agent.link import framing
+
+#: The bus-load ceiling a combination must stay under to "fit" (a share of the period).
+DEFAULT_CEILING = 0.40
+#: A typical responder processing time and receipt clock (they set the reply's bytes).
+TYPICAL_PROCESSING_NS = 300_000
+TYPICAL_RECEIVE_NS = 3_600 * 10**9
+REQUEST_ID, RESPONSE_ID = 0x7E0, 0x7E8
+
+
+@dataclass(frozen=True)
+class Bus:
+    name: str
+    kind: str  # "can", "canfd", "uart", "ethernet"
+    bit_rate: int
+    data_rate: int = 0
+    frame_length: int = 8
+    extended_ids: bool = False
+
+    @property
+    def shared(self) -> bool:
+        """CAN is one medium for both directions; UART (RS-232) and 100BASE-T1 are full duplex."""
+        return self.kind in ("can", "canfd")
+
+
+BUSES: dict[str, Bus] = {
+    bus.name: bus
+    for bus in (
+        Bus("can-500k", "can", 500_000),
+        Bus("can-500k-29bit", "can", 500_000, extended_ids=True),
+        Bus("canfd-500k-2M", "canfd", 500_000, 2_000_000, 64),
+        Bus("canfd-500k-5M", "canfd", 500_000, 5_000_000, 64),
+        Bus("uart-115200", "uart", 115_200),
+        Bus("uart-921600", "uart", 921_600),
+        Bus("100base-t1", "ethernet", ethernet.RATE),
+    )
+}
+DEFAULT_BUSES = ("can-500k", "canfd-500k-2M", "uart-115200")
+
+
+def bus(name: str) -> Bus:
+    try:
+        return BUSES[name]
+    except KeyError:
+        raise UserError(f"unknown bus {name!r}", f"choose from {', '.join(BUSES)}") from None
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction's share of an exchange: frames, bits, seconds on the wire."""
+
+    frames: int
+    bits: int
+    seconds: float
+    worst_seconds: float
+
+
+def _can_frames(bus: Bus, frames: Iterable[bytes], can_id: int) -> Direction:
+    count, bits, seconds, worst = 0, 0, 0.0, 0.0
+    for data in frames:
+        count += 1
+        if bus.kind == "can":
+            frame = can_classic.frame_bits(data, can_id, bus.extended_ids)
+            bits += frame.total
+            seconds += frame.total / bus.bit_rate
+            worst += frame.worst_total / bus.bit_rate
+        else:
+            fd = can_fd.frame_bits(data, can_id)
+            bits += fd.nominal + fd.nominal_stuff + fd.data + fd.data_stuff
+            seconds += fd.seconds(bus.bit_rate, bus.data_rate)
+            worst += fd.seconds(bus.bit_rate, bus.data_rate, worst=True)
+    return Direction(count, bits, seconds, worst)
+
+
+def _add(first: Direction, second: Direction) -> Direction:
+    return Direction(
+        first.frames + second.frames,
+        first.bits + second.bits,
+        first.seconds + second.seconds,
+        first.worst_seconds + second.worst_seconds,
+    )
+
+
+def direction(bus: Bus, frame: bytes, sender_id: int, receiver_id: int) -> Direction:
+    """One evbench frame (length prefix included) sent one way, with what it makes
+    the other end send back on a shared bus (ISO-TP flow control)."""
+    if bus.kind in ("can", "canfd"):
+        segmented = isotp.segment(frame, bus.frame_length)
+        sent = _can_frames(bus, segmented.frames, sender_id)
+        return _add(sent, _can_frames(bus, segmented.flow_control, receiver_id))
+    if bus.kind == "uart":
+        size = len(frame) + uart.FRAMING_OVERHEAD
+        seconds = uart.seconds(size, bus.bit_rate)
+        return Direction(1, size * uart.bits_per_byte(), seconds, seconds)
+    segments = ethernet.tcp_segments(len(frame))
+    seconds = segments.bits / bus.bit_rate
+    return Direction(segments.frames, segments.bits, seconds, seconds)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    request: Direction
+    reply: Direction
+    #: The request's own frames (without flow control): "frames per message".
+    message_frames: int
+
+    def busy_seconds(self, bus: Bus, worst: bool = False) -> float:
+        """Time the medium is busy: both directions on a shared bus, the busier one otherwise."""
+        request = self.request.worst_seconds if worst else self.request.seconds
+        reply = self.reply.worst_seconds if worst else self.reply.seconds
+        return request + reply if bus.shared else max(request, reply)
+
+
+def exchange(bus: Bus, message: bytes, reply_body: bytes, sequence: int = 0) -> Exchange:
+    request_frame = framing.pack(framing.MESSAGE, sequence, message)
+    reply_frame = framing.pack_reply(sequence, TYPICAL_PROCESSING_NS, reply_body)
+    request = direction(bus, request_frame, REQUEST_ID, RESPONSE_ID)
+    reply = direction(bus, reply_frame, RESPONSE_ID, REQUEST_ID)
+    if bus.kind in ("can", "canfd"):
+        frames = len(isotp.segment(request_frame, bus.frame_length).frames)
+    else:
+        frames = request.frames
+    return Exchange(request, reply, frames)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One codec on one bus at one rate: a row of the budget table."""
+
+    bus: str
+    codec: str
+    profile: str
+    messages: int
+    mean_size: float
+    max_size: int
+    mean_frames: float
+    max_frames: int
+    #: Busy time per exchange: mean with exact stuffing, and the largest message
+    #: with worst-case stuffing (seconds).
+    mean_seconds: float
+    worst_seconds: float
+    #: The largest message alone, one way (exact stuffing): can it leave once per period?
+    max_message_seconds: float
+    period_s: float
+    ceiling: float
+
+    @property
+    def mean_share(self) -> float:
+        return self.mean_seconds / self.period_s
+
+    @property
+    def worst_share(self) -> float:
+        return self.worst_seconds / self.period_s
+
+    @property
+    def verdict(self) -> str:
+        if self.max_message_seconds > self.period_s or self.worst_seconds > self.period_s:
+            return "cannot sustain"
+        if self.mean_share > self.ceiling:
+            return "over ceiling"
+        if self.worst_share > self.ceiling:
+            return "marginal"
+        return "fits"
+
+
+def rows(
+    bus: Bus,
+    codec: str,
+    profile: str,
+    messages: Sequence[bytes],
+    replies: Sequence[bytes],
+    rate_hz: float,
+    ceiling: float = DEFAULT_CEILING,
+) -> Row:
+    """The budget row for `messages` (and their replies) on `bus` at `rate_hz`."""
+    if not messages or len(messages) != len(replies):
+        raise ValueError("need one reply per message, and at least one message")
+    if rate_hz <= 0:
+        raise UserError(f"the rate must be above 0 Hz, not {rate_hz:g}")
+    exchanges = [
+        exchange(bus, message, reply, index)
+        for index, (message, reply) in enumerate(zip(messages, replies, strict=True))
+    ]
+    sizes = [len(message) for message in messages]
+    return Row(
+        bus=bus.name,
+        codec=codec,
+        profile=profile,
+        messages=len(messages),
+        mean_size=fmean(sizes),
+        max_size=max(sizes),
+        mean_frames=fmean(item.message_frames for item in exchanges),
+        max_frames=max(item.message_frames for item in exchanges),
+        mean_seconds=fmean(item.busy_seconds(bus) for item in exchanges),
+        worst_seconds=max(item.busy_seconds(bus, worst=True) for item in exchanges),
+        max_message_seconds=max(item.request.seconds for item in exchanges),
+        period_s=1.0 / rate_hz,
+        ceiling=ceiling,
+    )
+
+
+def codec_rows(
+    codec: str,
+    profile: str,
+    buses: Sequence[Bus],
+    rate_hz: float,
+    count: int,
+    seed: int = 1,
+    mode: str = "ack",
+    ceiling: float = DEFAULT_CEILING,
+) -> list[Row]:
+    """Encode `count` payloads of `profile` with `codec` and budget them on every bus."""
+    from evbench_agent.link import messages as link_messages
+
+    link = link_messages.bind(codec, profile)
+    encoded = [link.encode(item) for item in link.sample_data(count, seed)]
+    if mode == "ack":
+        replies = [link.encode_ack(index, TYPICAL_RECEIVE_NS) for index in range(count)]
+    elif mode == "echo":
+        replies = encoded
+    else:
+        raise UserError(f"unknown reply mode {mode!r}", "choose ack or echo")
+    return [rows(bus, codec, profile, encoded, replies, rate_hz, ceiling) for bus in buses]
