@@ -14,6 +14,7 @@ COMMANDS = (
     "compare",
     "history",
     "lava",
+    "lab",
     "budget",
     "lab",
     "flash",
