@@ -14,7 +14,6 @@ COMMANDS = (
     "compare",
     "history",
     "lava",
-    "lab",
     "budget",
     "lab",
     "flash",
