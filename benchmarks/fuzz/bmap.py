@@ -20,8 +20,6 @@ so the seed corpus in the repository stays as it is.
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -32,9 +30,11 @@ with atheris.instrument_imports():
     from evbench.flash.bmap import parse_bmap
     from evbench_agent.errors import EvbenchError
 
+#: One scratch folder per campaign, reused by every run: libFuzzer ends the process
+#: without Python's atexit, so a fresh temporary folder each run would pile up.
 _SHM = Path("/dev/shm")
-SCRATCH = Path(tempfile.mkdtemp(dir=_SHM if _SHM.is_dir() else None))
-atexit.register(shutil.rmtree, SCRATCH, True)
+SCRATCH = (_SHM if _SHM.is_dir() else Path(tempfile.gettempdir())) / "evbench-fuzz-bmap"
+SCRATCH.mkdir(exist_ok=True)
 FILE = SCRATCH / "input.bmap"
 
 

@@ -14,9 +14,7 @@ the seed corpus in the repository stays as it is.
 
 from __future__ import annotations
 
-import atexit
 import math
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,9 +25,11 @@ with atheris.instrument_imports():
     from evbench.report import criteria
     from evbench_agent.errors import UserError
 
+#: One scratch folder per campaign, reused by every run: libFuzzer ends the process
+#: without Python's atexit, so a fresh temporary folder each run would pile up.
 _SHM = Path("/dev/shm")
-SCRATCH = Path(tempfile.mkdtemp(dir=_SHM if _SHM.is_dir() else None))
-atexit.register(shutil.rmtree, SCRATCH, True)
+SCRATCH = (_SHM if _SHM.is_dir() else Path(tempfile.gettempdir())) / "evbench-fuzz-criteria"
+SCRATCH.mkdir(exist_ok=True)
 FILE = SCRATCH / "criteria.json"
 
 

@@ -17,8 +17,6 @@ owner). Give libFuzzer a scratch directory first, so the seed corpus stays as it
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,9 +27,11 @@ with atheris.instrument_imports():
     from evbench_agent import results
     from evbench_agent.errors import EvbenchError
 
+#: One scratch folder per campaign, reused by every run: libFuzzer ends the process
+#: without Python's atexit, so a fresh temporary folder each run would pile up.
 _SHM = Path("/dev/shm")
-SCRATCH = Path(tempfile.mkdtemp(dir=_SHM if _SHM.is_dir() else None))
-atexit.register(shutil.rmtree, SCRATCH, True)
+SCRATCH = (_SHM if _SHM.is_dir() else Path(tempfile.gettempdir())) / "evbench-fuzz-results"
+SCRATCH.mkdir(exist_ok=True)
 
 
 def _document(data: bytes) -> None:
