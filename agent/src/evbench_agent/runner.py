@@ -13,9 +13,11 @@ from evbench_agent import (
     codecs,
     comparison,
     identity,
+    memory,
     platform_info,
     registry,
     results,
+    workers,
 )
 from evbench_agent.errors import PartialRun
 from evbench_agent.progress import Progress
@@ -107,6 +109,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
             else None
         ),
         "pid": os.getpid(),
+        "memory": memory.before_run(),
     }
     planned = registry.planned_seconds(spec)
     manifest["planned_seconds"] = {suite: round(seconds, 1) for suite, seconds in planned.items()}
@@ -140,6 +143,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
             manifest["reason"] = f"the telemetry sampler died (exit {sampler_exit})"
         if spec.aa and status == "complete":
             manifest["aa"]["result"] = aa_result(spec, directory)
+        memory.after_run(manifest["memory"], workers.worker_peak_rss())
         manifest.update(end_time=_now(), status=status)
         writer.write_manifest(manifest)
         writer.finish(complete=status == "complete")

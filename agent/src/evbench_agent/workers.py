@@ -15,10 +15,18 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from evbench_agent import registry
+from evbench_agent import memory, registry
 from evbench_agent.errors import EvbenchError
 
 ProgressCallback = Callable[[str], None]
+
+#: The largest peak RSS (bytes) a worker of this process reported, for the manifest.
+_peak_rss: list[int] = []
+
+
+def worker_peak_rss() -> int | None:
+    """The largest peak RSS of the workers run so far (bytes), or None if none ran."""
+    return max(_peak_rss, default=None)
 
 
 def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
@@ -41,6 +49,8 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
                     on_progress(message["progress"])
                 elif "result" in message:
                     result = message["result"]
+                    if isinstance(message.get("peak_rss_bytes"), int):
+                        _peak_rss.append(message["peak_rss_bytes"])
             returncode = process.wait()
         except BaseException:
             process.kill()
@@ -68,5 +78,6 @@ def serve_task(stdin: TextIO, stdout: TextIO) -> None:
         stdout.flush()
 
     result = handler(task, emit)
-    stdout.write(json.dumps({"result": result}) + "\n")
+    peak = memory.peak_rss_bytes()  # measured by the kernel, after the work
+    stdout.write(json.dumps({"result": result, "peak_rss_bytes": peak}) + "\n")
     stdout.flush()
