@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from evbench_agent.payloads import Profile
+from evbench_agent.payloads.profile import Profile
 from evbench_agent.schema import ev_frame_pb2
 
 CELLS = 96

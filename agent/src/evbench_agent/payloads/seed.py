@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from evbench_agent.payloads import Profile
+from evbench_agent.payloads.profile import Profile
 from evbench_agent.schema import ev_data_pb2
 
 #: The seed's JSON key -> protobuf field name, in the seed's key order.

@@ -7,7 +7,7 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent.payloads import Profile
+from evbench_agent.payloads.profile import Profile
 from evbench_agent.schema import shapes_pb2
 
 _LETTERS = string.ascii_letters + string.digits

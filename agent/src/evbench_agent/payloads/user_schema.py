@@ -42,8 +42,8 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
 from evbench_agent.errors import UserError
-from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, Payload, Profile
 from evbench_agent.payloads.json_style import JsonStyle, make_style
+from evbench_agent.payloads.profile import DEFAULT_COUNT, DEFAULT_SEED, PROFILES, Payload, Profile
 
 ENVIRONMENT = "EVBENCH_AGENT_SCHEMA"
 PREFIX = "schema:"
@@ -222,14 +222,10 @@ def build_profile(document: Mapping[str, Any]) -> SchemaProfile:
 
 def activate(document: Mapping[str, Any]) -> SchemaProfile:
     """Build, register and hand down the profile to this run's child processes."""
-    from evbench_agent import payloads
-
     profile = build_profile(document)
-    if profile.name in payloads.PROFILES and not isinstance(
-        payloads.PROFILES[profile.name], SchemaProfile
-    ):
+    if profile.name in PROFILES and not isinstance(PROFILES[profile.name], SchemaProfile):
         raise UserError(f"the profile name {profile.name!r} is a built-in profile's")
-    payloads.PROFILES[profile.name] = profile
+    PROFILES[profile.name] = profile
     handle, path = tempfile.mkstemp(prefix="evbench-schema-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as stream:
         json.dump(dict(document), stream)
