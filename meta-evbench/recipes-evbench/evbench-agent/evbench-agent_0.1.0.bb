@@ -65,6 +65,7 @@ RDEPENDS:${PN} = "python3-core \
                   python3-netclient \
                   python3-protobuf \
                   python3-psutil \
+                  python3-pyserial \
                   python3-statistics \
                   python3-stringold \
                   "

@@ -14,7 +14,7 @@ from statistics import fmean
 
 from evbench_agent.buses import can_classic, can_fd, ethernet, isotp, uart
 from evbench_agent.errors import UserError
-from evbench_agent.link import framing
+from evbench_agent.link import framing, uart_framing
 
 #: The bus-load ceiling a combination must stay under to "fit" (a share of the period).
 DEFAULT_CEILING = 0.40
@@ -105,7 +105,7 @@ def direction(bus: Bus, frame: bytes, sender_id: int, receiver_id: int) -> Direc
         sent = _can_frames(bus, segmented.frames, sender_id)
         return _add(sent, _can_frames(bus, segmented.flow_control, receiver_id))
     if bus.kind == "uart":
-        size = len(frame) + uart.FRAMING_OVERHEAD
+        size = len(frame) + uart_framing.OVERHEAD
         seconds = uart.seconds(size, bus.bit_rate)
         return Direction(1, size * uart.bits_per_byte(), seconds, seconds)
     segments = ethernet.tcp_segments(len(frame))

@@ -21,7 +21,3 @@ def seconds(
     """Time on the line for `size` bytes sent back to back."""
     return size * bits_per_byte(data_bits, parity, stop_bits) / baud
 
-
-#: What the link's UART framing adds to each evbench frame: a 2-byte sync word
-#: before it and a CRC-32 after it (docs/buses.md).
-FRAMING_OVERHEAD = 2 + 4

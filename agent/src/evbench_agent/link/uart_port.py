@@ -1,0 +1,125 @@
+"""The link over a UART: `uart:///dev/ttyS1?baud=115200` (pyserial, 8N1, raw).
+
+Frames go in uart_framing's form; a frame that arrives damaged is dropped and
+the next one found. Before a run, `sustainable()` says whether a message of a
+given size can leave once per period at the line's rate at all: the link
+never queues messages silently behind a line that cannot carry them, it
+reports the ones that do not fit as late or lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from evbench_agent.buses import uart
+from evbench_agent.errors import UserError
+from evbench_agent.link import uart_framing
+from evbench_agent.link.framing import DEFAULT_MAX_FRAME, HEADER, Frame
+
+#: Rates pyserial and the 8250/pl011 drivers take; anything else is refused up front.
+RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600,
+         1000000, 1500000, 2000000, 3000000, 4000000)  # fmt: skip
+DEFAULT_BAUD = 115200
+#: Longest single read wait, so a receive loop checks its deadline at least this often.
+READ_SLICE_S = 0.05
+
+
+@dataclass(frozen=True)
+class UartAddress:
+    device: str
+    baud: int
+
+    def __str__(self) -> str:
+        return f"uart://{self.device}?baud={self.baud}"
+
+
+def parse(url: str) -> UartAddress:
+    """`uart:///dev/ttyS1?baud=115200` -> its device and rate; a UserError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme != "uart" or parts.netloc or not parts.path.startswith("/"):
+        raise UserError(f"not a UART address: {url!r}", "write uart:///dev/ttyS1?baud=115200")
+    query = parse_qs(parts.query, strict_parsing=False)
+    unknown = set(query) - {"baud"}
+    if unknown:
+        raise UserError(
+            f"unknown UART option(s) {', '.join(sorted(unknown))} in {url!r}",
+            "the only option is baud",
+        )
+    try:
+        baud = int(query.get("baud", [str(DEFAULT_BAUD)])[-1])
+    except ValueError:
+        raise UserError(f"the baud rate in {url!r} is not a number") from None
+    if baud not in RATES:
+        raise UserError(
+            f"{baud} baud is not a rate the UART drivers take",
+            f"choose one of {', '.join(map(str, RATES))}",
+        )
+    return UartAddress(parts.path, baud)
+
+
+def wire_seconds(body_size: int, baud: int) -> float:
+    """Time one MESSAGE frame with a `body_size`-byte body takes on the line (8N1)."""
+    return uart.seconds(HEADER.size + 4 + body_size + uart_framing.OVERHEAD, baud)
+
+
+def sustainable(body_size: int, baud: int, rate_hz: float) -> str | None:
+    """None if a message fits in its period on this line; else one line saying why not."""
+    seconds, period = wire_seconds(body_size, baud), 1.0 / rate_hz
+    if seconds <= period:
+        return None
+    return (
+        f"a {body_size}-byte message takes {seconds * 1e3:.1f} ms at {baud} baud 8N1, longer "
+        f"than the {period * 1e3:g} ms period: it cannot go out {rate_hz:g} times a second "
+        "(the run measures how late and how many are lost)"
+    )
+
+
+class UartPort:
+    """One end of the link on a serial line."""
+
+    def __init__(self, address: UartAddress, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        import serial  # the agent needs pyserial only for a UART
+
+        try:
+            self._serial: Any = serial.Serial(
+                address.device, address.baud, timeout=READ_SLICE_S, write_timeout=5.0
+            )
+        except (serial.SerialException, ValueError) as error:
+            raise UserError(
+                f"cannot open {address.device}: {error}",
+                "check the device exists, is not in use, and you may open it (group dialout)",
+            ) from error
+        self.address = address
+        self.deframer = uart_framing.Deframer(max_frame)
+        self._ready: list[Frame] = []
+
+    def send(self, kind: int, sequence: int, body: bytes = b"") -> None:
+        self._serial.write(uart_framing.encode(kind, sequence, body))
+
+    def receive(self, timeout_s: float) -> list[Frame]:
+        """Whole intact frames, waiting up to `timeout_s` for the first (an empty list
+        when none came: damaged frames are dropped, never handed out)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._ready:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._serial.timeout = min(READ_SLICE_S, left)
+            waiting = self._serial.in_waiting
+            data = self._serial.read(waiting or 1)
+            if data:
+                self._ready.extend(self.deframer.feed(data))
+        frames, self._ready = self._ready, []
+        return frames
+
+    def close(self) -> None:
+        self._serial.close()
+
+    def __enter__(self) -> UartPort:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

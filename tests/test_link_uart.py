@@ -1,0 +1,160 @@
+"""The link over a UART: framing that resynchronises, over a real pseudo-terminal pair.
+
+socat joins two ptys; one end writes link frames with noise, damaged, dropped
+and duplicated bytes between and inside them, the other must hand out exactly
+the intact frames, in order. The frame layout is built by hand in the test
+from docs/buses.md (sync word, header, CRC-16/XMODEM, body, CRC-32).
+"""
+
+from __future__ import annotations
+
+import binascii
+import random
+import struct
+import subprocess
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import require_command
+
+from evbench_agent.errors import UserError
+from evbench_agent.link import uart_framing, uart_port
+from evbench_agent.link.framing import MESSAGE, REPLY, Frame
+
+
+def by_hand(kind: int, sequence: int, body: bytes) -> bytes:
+    header = struct.pack("<IBQ", 9 + len(body), kind, sequence)
+    crc16 = binascii.crc_hqx(header, 0)
+    crc32 = zlib.crc32(header + body)
+    return b"\xeb\x90" + header + struct.pack("<H", crc16) + body + struct.pack("<I", crc32)
+
+
+def test_the_crcs_are_the_catalogued_ones() -> None:
+    # CRC-16/XMODEM and CRC-32 (ISO-HDLC) check values in the CRC RevEng catalogue.
+    assert binascii.crc_hqx(b"123456789", 0) == 0x31C3
+    assert zlib.crc32(b"123456789") == 0xCBF43926
+
+
+def test_a_frame_is_laid_out_as_documented() -> None:
+    frame = uart_framing.encode(MESSAGE, 5, b"hello")
+    assert frame == by_hand(MESSAGE, 5, b"hello")
+    assert len(frame) == 2 + 13 + 2 + 5 + 4
+    assert len(frame) - 13 - 5 == uart_framing.OVERHEAD
+
+
+def test_any_split_of_a_stream_gives_the_same_frames() -> None:
+    stream = by_hand(MESSAGE, 1, b"\xeb\x90 a sync word in the body") + by_hand(REPLY, 1, b"")
+    for cut in range(len(stream) + 1):
+        deframer = uart_framing.Deframer()
+        frames = deframer.feed(stream[:cut]) + deframer.feed(stream[cut:])
+        assert frames == [
+            Frame(MESSAGE, 1, b"\xeb\x90 a sync word in the body"),
+            Frame(REPLY, 1, b""),
+        ]
+        assert deframer.skipped_bytes == 0
+
+
+def damaged_stream(count: int, seed: int) -> tuple[bytes, list[Frame]]:
+    """`count` frames with noise between them; every third damaged (a flipped,
+    a dropped or a duplicated byte). Returns the bytes and the intact frames."""
+    rng = random.Random(seed)
+    stream, intact = bytearray(), []
+    for sequence in range(count):
+        body = rng.randbytes(rng.randrange(0, 300))
+        frame = bytearray(by_hand(MESSAGE, sequence, body))
+        stream += rng.randbytes(rng.randrange(0, 40))  # line noise before it
+        damage = sequence % 9
+        where = rng.randrange(2, len(frame))
+        if damage == 3:
+            frame[where] ^= 1 << rng.randrange(8)  # a flipped bit
+        elif damage == 6:
+            del frame[where]  # a dropped byte
+        elif damage == 0 and sequence:
+            frame.insert(where, frame[where])  # a duplicated byte
+        else:
+            intact.append(Frame(MESSAGE, sequence, body))
+        stream += frame
+    return bytes(stream), intact
+
+
+def test_noise_and_damaged_frames_lose_only_themselves() -> None:
+    stream, intact = damaged_stream(60, seed=7)
+    deframer = uart_framing.Deframer(max_frame=4096)
+    frames = [frame for offset in range(0, len(stream), 50) for frame in
+              deframer.feed(stream[offset : offset + 50])]  # fmt: skip
+    assert frames == intact
+    assert len(intact) == 60 - 6 - 7 - 6  # sequences 3, 12.. (6); 6, 15.. (7); 9, 18.. (6)
+    assert deframer.skipped_bytes > 0
+
+
+@pytest.fixture
+def pty_pair(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    socat = require_command("socat")
+    a, b = tmp_path / "a", tmp_path / "b"
+    process = subprocess.Popen(
+        [socat, "-d", "-d", f"pty,raw,echo=0,link={a}", f"pty,raw,echo=0,link={b}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (a.exists() and b.exists()):
+            assert process.poll() is None, "socat exited"
+            assert time.monotonic() < deadline, "socat made no ptys in 20 s"
+            time.sleep(0.02)
+        yield str(a), str(b)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def receive_all(port: uart_port.UartPort, want: int, timeout_s: float) -> list[Frame]:
+    frames: list[Frame] = []
+    deadline = time.monotonic() + timeout_s
+    while len(frames) < want and time.monotonic() < deadline:
+        frames += port.receive(0.2)
+    return frames
+
+
+def test_frames_over_a_real_pty_pair_with_noise(pty_pair: tuple[str, str]) -> None:
+    a, b = pty_pair
+    stream, intact = damaged_stream(30, seed=11)
+    with (
+        uart_port.UartPort(uart_port.parse(f"uart://{a}?baud=115200")) as sender,
+        uart_port.UartPort(uart_port.parse(f"uart://{b}?baud=115200")) as receiver,
+    ):
+        sender._serial.write(stream)  # the damaged stream, raw, as a noisy line gives it
+        sender.send(REPLY, 99, b"after the noise")  # and one frame through the port's own send
+        frames = receive_all(receiver, len(intact) + 1, timeout_s=20)
+    assert frames == [*intact, Frame(REPLY, 99, b"after the noise")]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "uart://dev/ttyS1",
+        "tcp:///dev/ttyS1",
+        "uart:///dev/ttyS1?baud=12345",
+        "uart:///dev/ttyS1?baud=fast",
+        "uart:///dev/ttyS1?parity=even",
+    ],
+)
+def test_bad_uart_addresses_are_user_errors(url: str) -> None:
+    with pytest.raises(UserError):
+        uart_port.parse(url)
+
+
+def test_a_missing_device_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="cannot open"):
+        uart_port.UartPort(uart_port.parse(f"uart://{tmp_path}/ttyNONE?baud=115200"))
+
+
+def test_a_message_longer_than_its_period_is_said_up_front() -> None:
+    # 995 B + 13 header + 8 UART framing = 1016 B x 10 bits / 115200 = 88.2 ms > 50 ms.
+    said = uart_port.sustainable(995, 115200, 20)
+    assert said is not None and "88.2 ms" in said and "50 ms" in said
+    # 277 B: (277 + 21) x 10 / 115200 = 25.9 ms: fits in 50 ms.
+    assert uart_port.sustainable(277, 115200, 20) is None
