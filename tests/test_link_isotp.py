@@ -1,0 +1,186 @@
+"""ISO-TP over SocketCAN: the option structs of linux/can/isotp.h packed by hand,
+the isotp:// address, and the one-line errors for what a host gets wrong.
+
+The struct layouts are worked out here from the header's declarations (C
+alignment: __u32 on 4 bytes, no padding between them and the __u8s, none at
+the end of a 12-byte struct) and compared with what gcc makes of the real
+header. This host has no SocketCAN, so the real-socket test runs on the
+virtual board (not yet: docs/buses.md); here the kernel's own refusal is tested.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+
+from evbench_agent.errors import UserError
+from evbench_agent.link import framing, isotp_options, isotp_port
+from evbench_agent.link.framing import FrameError
+
+
+def native(value: int, size: int) -> bytes:
+    return value.to_bytes(size, sys.byteorder)
+
+
+def test_can_isotp_options_is_two_u32_then_four_u8() -> None:
+    packed = isotp_options.IsotpOptions(
+        flags=0x404, frame_txtime_ns=0x01020304, ext_address=0x11,
+        txpad_content=0xCC, rxpad_content=0xAA, rx_ext_address=0x22,
+    ).pack()  # fmt: skip
+    assert packed == native(0x404, 4) + native(0x01020304, 4) + bytes((0x11, 0xCC, 0xAA, 0x22))
+    assert isotp_options.IsotpOptions.unpack(packed).frame_txtime_ns == 0x01020304
+
+
+def test_flow_control_and_link_layer_options_are_three_bytes() -> None:
+    assert isotp_options.FlowControlOptions(8, 0xF1, 0).pack() == bytes((8, 0xF1, 0))
+    # CAN FD: mtu = sizeof(struct canfd_frame) = 4 + 4 + 64 = 72, tx_dl 64, BRS (0x01).
+    assert isotp_options.LinkLayerOptions.fd(64).pack() == bytes((72, 64, 0x01))
+    # Classic: sizeof(struct can_frame) = 4 + 4 + 8 = 16, tx_dl 8, no flags.
+    assert isotp_options.LinkLayerOptions().pack() == bytes((16, 8, 0))
+    assert isotp_options.LinkLayerOptions.unpack(bytes((72, 32, 0))).tx_dl == 32
+
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/can.h>
+#include <linux/can/isotp.h>
+static void dump(const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) printf("%02x", b[i]);
+    printf("\n");
+}
+int main(void) {
+    struct can_isotp_options o;
+    memset(&o, 0, sizeof o);
+    o.flags = CAN_ISOTP_TX_PADDING | CAN_ISOTP_WAIT_TX_DONE; o.frame_txtime = 0x01020304;
+    o.ext_address = 0x11; o.txpad_content = 0xCC; o.rxpad_content = 0xAA; o.rx_ext_address = 0x22;
+    struct can_isotp_fc_options fc = {8, 0xF1, 0};
+    struct can_isotp_ll_options ll = {CANFD_MTU, 64, CANFD_BRS};
+    dump(&o, sizeof o); dump(&fc, sizeof fc); dump(&ll, sizeof ll);
+    printf("%d %d %d %d %d %d\n", SOL_CAN_ISOTP, CAN_ISOTP_OPTS, CAN_ISOTP_RECV_FC,
+           CAN_ISOTP_LL_OPTS, CAN_MTU, CANFD_MTU);
+    return 0;
+}
+"""
+
+
+def test_the_packing_matches_what_gcc_makes_of_the_kernel_header(tmp_path: Path) -> None:
+    gcc = require_command("gcc")
+    require(Path("/usr/include/linux/can/isotp.h").exists(), "linux/can/isotp.h (linux-libc-dev)")
+    source, program = tmp_path / "isotp.c", tmp_path / "isotp"
+    source.write_text(C_PROGRAM)
+    subprocess.run([gcc, "-o", str(program), str(source)], check=True, timeout=120)
+    lines = subprocess.run(
+        [str(program)], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.split("\n")
+    ours = isotp_options.IsotpOptions(
+        isotp_options.CAN_ISOTP_TX_PADDING | isotp_options.CAN_ISOTP_WAIT_TX_DONE,
+        0x01020304, 0x11, 0xCC, 0xAA, 0x22,
+    )  # fmt: skip
+    assert bytes.fromhex(lines[0]) == ours.pack()
+    assert bytes.fromhex(lines[1]) == isotp_options.FlowControlOptions(8, 0xF1, 0).pack()
+    assert bytes.fromhex(lines[2]) == isotp_options.LinkLayerOptions.fd(64).pack()
+    numbers = [int(word) for word in lines[3].split()]
+    assert numbers == [
+        isotp_options.SOL_CAN_ISOTP,
+        isotp_options.CAN_ISOTP_OPTS,
+        isotp_options.CAN_ISOTP_RECV_FC,
+        isotp_options.CAN_ISOTP_LL_OPTS,
+        isotp_options.CAN_MTU,
+        isotp_options.CANFD_MTU,
+    ]
+
+
+def test_extended_ids_carry_the_eff_flag() -> None:
+    assert isotp_options.can_id(0x7E0) == 0x7E0
+    assert isotp_options.can_id(0x18DAF110) == 0x18DAF110 | (1 << 31)
+    assert isotp_options.can_id(0x10, extended=True) == 0x10 | (1 << 31)
+    with pytest.raises(ValueError):
+        isotp_options.can_id(1 << 29)
+
+
+def test_an_isotp_address() -> None:
+    address = isotp_port.parse("isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64")
+    assert (address.interface, address.tx_id, address.rx_id) == ("can0", 0x7E0, 0x7E8)
+    assert (address.fd, address.data_length, address.padding) == (True, 64, True)
+    assert isotp_port.parse("isotp://vcan0?tx=2016&rx=2024").data_length == 8
+    assert address.swapped().tx_id == 0x7E8
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "isotp://?tx=1&rx=2",
+        "tcp://can0?tx=1&rx=2",
+        "isotp://can0?tx=0x7E0",
+        "isotp://can0?tx=0x800&rx=0x7E8",
+        "isotp://can0?tx=0x7E0&rx=0x7E0",
+        "isotp://can0?tx=0x7E0&rx=0x7E8&dlen=64",
+        "isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=60",
+        "isotp://can0?tx=0x7E0&rx=0x7E8&speed=1",
+        "isotp://can0?tx=zz&rx=0x7E8",
+    ],
+)
+def test_bad_isotp_addresses_are_user_errors(url: str) -> None:
+    with pytest.raises(UserError):
+        isotp_port.parse(url)
+
+
+def test_a_missing_or_non_can_interface_is_one_line() -> None:
+    # The real /sys/class/net of this machine: no such interface, and loopback.
+    with pytest.raises(UserError, match="no network interface 'evcan9'"):
+        isotp_port.IsotpPort(isotp_port.parse("isotp://evcan9?tx=1&rx=2"))
+    with pytest.raises(UserError, match="'lo' is not a CAN interface"):
+        isotp_port.IsotpPort(isotp_port.parse("isotp://lo?tx=1&rx=2"))
+
+
+def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
+    # A stand-in for /sys/class/net/can0: this host has no CAN interface to read.
+    where = root / "can0"
+    where.mkdir(parents=True)
+    (where / "type").write_text("280\n")
+    (where / "flags").write_text(f"{flags:#x}\n")
+    (where / "mtu").write_text(f"{mtu}\n")
+    return root
+
+
+def test_a_down_interface_and_a_classic_one_for_fd_are_one_line(tmp_path: Path) -> None:
+    down = fake_can_interface(tmp_path / "down", flags=0x80, mtu=16)
+    with pytest.raises(UserError, match="is down") as raised:
+        isotp_port.check_interface(isotp_port.parse("isotp://can0?tx=1&rx=2"), down)
+    assert "ip link set can0 up" in (raised.value.hint or "")
+    classic = fake_can_interface(tmp_path / "classic", flags=0xC1, mtu=16)
+    isotp_port.check_interface(isotp_port.parse("isotp://can0?tx=1&rx=2"), classic)
+    with pytest.raises(UserError, match="does not take CAN FD"):
+        isotp_port.check_interface(isotp_port.parse("isotp://can0?tx=1&rx=2&fd=1"), classic)
+
+
+def test_a_kernel_without_socketcan_is_one_line() -> None:
+    # The real kernel's answer. Where it has SocketCAN and can-isotp the socket opens.
+    try:
+        probe = socket.socket(socket.AF_CAN, socket.SOCK_DGRAM, socket.CAN_ISOTP)
+    except OSError as error:
+        expected = {errno.EAFNOSUPPORT: "no SocketCAN", errno.EPROTONOSUPPORT: "not loaded"}
+        with pytest.raises(UserError, match=expected[error.errno]):
+            isotp_port.open_socket()
+    else:
+        probe.close()
+        isotp_port.open_socket().close()
+
+
+def test_a_pdu_is_one_link_frame() -> None:
+    frame = framing.pack(framing.MESSAGE, 7, b"body")
+    assert isotp_port.unpack(frame) == (framing.MESSAGE, 7, b"body")
+    with pytest.raises(FrameError):
+        isotp_port.unpack(frame + b"x")  # length says 13, the PDU has 14
+    with pytest.raises(FrameError):
+        isotp_port.unpack(frame[:10])
