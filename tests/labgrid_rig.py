@@ -117,19 +117,69 @@ class Lab:
                     process.wait(timeout=5)
 
 
-def two_place_lab(sshd, directory: Path) -> Lab:
-    """Two places, am62x-a and am62x-b, each with a NetworkService for the loopback sshd."""
+def two_place_lab(sshd, directory: Path, power_url: str | None = None) -> Lab:
+    """Two places, am62x-a and am62x-b, each with a NetworkService for the loopback sshd;
+    with `power_url`, a third, am62x-p, whose NetworkPowerPort (simplerest) is that switch."""
     service = (
         "  NetworkService:\n"
         "    address: 127.0.0.1\n"
         f"    username: {sshd.user}\n"
         f"    port: {sshd.port}\n"
     )
-    lab = Lab(directory, f"board-a:\n{service}board-b:\n{service}")
+    groups = f"board-a:\n{service}board-b:\n{service}"
+    if power_url:
+        groups += (
+            f"board-p:\n{service}"
+            "  NetworkPowerPort:\n"
+            "    model: simplerest\n"
+            f"    host: '{power_url}'\n"
+            "    index: '1'\n"
+        )
+    lab = Lab(directory, groups)
     try:
         lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})
         lab.make_place("am62x-b", "board-b", {"board": "am62x", "site": "loop", "unit": "b"})
+        if power_url:
+            lab.make_place("am62x-p", "board-p", {"board": "am62x", "site": "power"})
     except BaseException:
         lab.stop()
         raise
     return lab
+
+
+class PowerSwitch:
+    """A tiny HTTP power switch on loopback, as labgrid's `simplerest` model drives one:
+    GET /outlet/INDEX/VALUE switches, GET /outlet/INDEX answers the state. It records
+    every switching request in order."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        switch = self
+        self.seen: list[str] = []
+        self.state = "1"
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = self.path.strip("/").split("/")
+                if len(parts) == 3 and parts[0] == "outlet" and parts[2] in ("0", "1"):
+                    switch.seen.append(self.path)
+                    switch.state = parts[2]
+                body = switch.state.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/outlet/{{index}}/{{value}}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

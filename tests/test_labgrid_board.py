@@ -32,11 +32,18 @@ RUN_TIMEOUT = 600  # a quick run plus the place's labgrid calls, on a load of 15
 @pytest.fixture(scope="module")
 def lab(sshd, tmp_path_factory):
     require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
-    lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"))
+    switch = labgrid_rig.PowerSwitch()
+    try:
+        lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"), switch.url)
+    except BaseException:
+        switch.stop()
+        raise
+    lab.switch = switch
     try:
         yield lab
     finally:
         lab.stop()
+        switch.stop()
 
 
 @pytest.fixture
@@ -166,3 +173,25 @@ def test_a_coordinator_that_is_not_running_is_named(lab_env, tmp_path):
     done = evbench("deploy", "--board", f"labgrid://am62x-a?coordinator={nobody}")
     assert done.returncode == 2, done.stderr
     assert f"the labgrid coordinator at {nobody} is not reachable" in done.stderr
+
+
+def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab_env, tmp_path):
+    lab = lab_env
+    lab.switch.seen.clear()
+    done = evbench("deploy", "--board", board_url("am62x-p", tmp_path / "board"), "--power-cycle")
+    assert done.returncode == 0, done.stderr
+    assert "power-cycling place am62x-p (NetworkPowerPort)" in done.stderr
+    # labgrid's own simplerest driver, run by labgrid-client: off, then on, outlet 1.
+    assert lab.switch.seen == ["/outlet/1/0", "/outlet/1/1"]
+    assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()  # it answered again
+    assert lab.acquired_by("am62x-p") is None
+
+
+def test_power_cycle_on_a_place_without_power_says_so(lab_env, tmp_path):
+    lab = lab_env
+    lab.switch.seen.clear()
+    done = evbench("deploy", "--board", board_url("am62x-a", tmp_path / "board"), "--power-cycle")
+    assert done.returncode == 2, done.stderr
+    assert "place am62x-a has no power resource: --power-cycle cannot work there" in done.stderr
+    assert lab.switch.seen == []
+    assert lab.acquired_by("am62x-a") is None  # released after the refusal

@@ -34,5 +34,11 @@ def add_board_options(
         help="labgrid:// boards: how long to wait for the place before giving up with exit 2 "
         "(default 600 s)",
     )
+    parser.add_argument(
+        "--power-cycle",
+        action="store_true",
+        help="labgrid:// boards: switch the board off and on through its place's power "
+        "resource before connecting, and wait for it to answer",
+    )
     if ssh:
         parser.add_argument("--accept-new-host-key", action="store_true", help=HOST_KEY_HELP)

@@ -32,7 +32,19 @@ SHOW_EVERY = 15.0
 PLACE_RECORD = "labgrid.json"
 SSH_CLASSES = ("NetworkService",)
 SERIAL_CLASSES = ("NetworkSerialPort",)
-POWER_CLASSES = ("NetworkPowerPort", "PDUDaemonPort", "YKUSHPowerPort", "USBPowerPort")
+#: The power resources `labgrid-client power` drives (labgrid 26's client).
+POWER_CLASSES = (
+    "NetworkPowerPort",
+    "NetworkUSBPowerPort",
+    "NetworkSiSPMPowerPort",
+    "PDUDaemonPort",
+    "TasmotaPowerPort",
+    "NetworkYKUSHPowerPort",
+    "NetworkSysfsGPIO",
+)
+#: After a power cycle: how long the board may take to boot until its transport answers.
+BOOT_TIMEOUT = 300.0
+BOOT_RETRY_EVERY = 5.0
 
 
 class PlaceUnavailable(UserError):
@@ -52,7 +64,11 @@ class LabgridBoard(RemoteBoard):
     """The board of a labgrid place, over the transport its resources name."""
 
     def __init__(
-        self, url: str, accept_new_host_key: bool = False, place_timeout: float | None = None
+        self,
+        url: str,
+        accept_new_host_key: bool = False,
+        place_timeout: float | None = None,
+        power_cycle: bool = False,
     ) -> None:
         self.url = url
         self.address: LabgridUrl = parse_labgrid_url(url)
@@ -66,7 +82,11 @@ class LabgridBoard(RemoteBoard):
         self.held_by_user = False
         try:
             self.place_info = self._take_place(users)
-            self.inner: RemoteBoard = self._open_transport(accept_new_host_key)
+            if power_cycle:
+                self.power_cycle()
+                self.inner: RemoteBoard = self._open_after_boot(accept_new_host_key)
+            else:
+                self.inner = self._open_transport(accept_new_host_key)
         except BaseException:  # Ctrl-C while waiting too: give back what was taken
             self._give_back()
             raise
@@ -164,6 +184,32 @@ class LabgridBoard(RemoteBoard):
                 print(f"evbench: released place {self.place_info.name}", file=sys.stderr)
             except (UserError, AttributeError) as error:
                 print(f"evbench: warning: place not released: {error}", file=sys.stderr)
+
+    # -- power ------------------------------------------------------------------
+    def power_cycle(self) -> None:
+        """Switch the board off and on through the place's power resource."""
+        power = self.resources(POWER_CLASSES)
+        if not power:
+            found = ", ".join(r.cls for r in self.place_info.resources) or "none"
+            raise UserError(
+                f"place {self.place} has no power resource: --power-cycle cannot work there",
+                hint=f"its resources: {found}; add a NetworkPowerPort to its exporter",
+            )
+        print(f"evbench: power-cycling place {self.place} ({power[0].cls})", file=sys.stderr)
+        self._client.call("power", "cycle", place=self.place)
+
+    def _open_after_boot(self, accept_new_host_key: bool) -> RemoteBoard:
+        """The transport once the board answers again after its power cycle."""
+        from evbench.boards.base import ConnectionLost
+
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while True:
+            try:
+                return self._open_transport(accept_new_host_key)
+            except ConnectionLost:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(BOOT_RETRY_EVERY)
 
     # -- the transport ----------------------------------------------------------
     def resources(self, classes: Sequence[str]) -> list[Resource]:

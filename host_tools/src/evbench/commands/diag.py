@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         args.board,
         accept_new_host_key=args.accept_new_host_key,
         place_timeout=getattr(args, "place_timeout", None),
+        power_cycle=getattr(args, "power_cycle", False),
     ) as board:
         try:
             report = diag.gather(board)

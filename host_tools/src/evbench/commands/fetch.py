@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         args.board,
         accept_new_host_key=args.accept_new_host_key,
         place_timeout=getattr(args, "place_timeout", None),
+        power_cycle=getattr(args, "power_cycle", False),
     ) as board:
         if board.is_local:
             raise UserError("local runs are written straight to their --out: nothing to fetch")

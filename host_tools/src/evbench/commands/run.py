@@ -93,6 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         args.board,
         accept_new_host_key=args.accept_new_host_key,
         place_timeout=getattr(args, "place_timeout", None),
+        power_cycle=getattr(args, "power_cycle", False),
     )
     try:
         link_peer.check_peer(board, getattr(args, "peer", None))
