@@ -3,7 +3,8 @@
 # and fails when any tier fails. Extra arguments go to every pytest call.
 #   fast         unit tests and local runs (no real external component)
 #   integration  real components: sshd, login shells on ptys, ser2net, loop devices,
-#                other protobuf runtimes
+#                other protobuf runtimes, a labgrid coordinator and exporter (marked
+#                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
 set -uo pipefail
