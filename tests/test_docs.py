@@ -1,0 +1,157 @@
+"""The docs a newcomer reads hold (issue 14): every command they show runs.
+
+Every ```sh block of README.md, docs/*.md and the packages' READMEs is run, in
+order, one bash per document (so a later block may use what an earlier one
+made), from the repository root with .venv/bin first on PATH. A block that
+needs what this machine cannot have (a board, a network, a build farm) is
+followed by a line readers see:
+
+    *Not run by the tests: needs a board (ssh://root@192.0.2.7).*
+
+Those are listed with their reasons by test_skipped_blocks_are_listed (run
+pytest with -s, or read the test's output on failure); nothing else is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+PACKAGE_READMES = [
+    ROOT / "agent" / "README.md",
+    ROOT / "host_tools" / "README.md",
+    ROOT / "meta-evbench" / "README.md",
+    ROOT / "tests" / "README.md",
+    ROOT / "benchmarks" / "README.md",
+]
+FENCE = re.compile(r"^```(\S*)\s*$")
+SKIP = re.compile(r"^\*Not run by the tests: (?P<reason>.+?)\.?\*$")
+#: Why a block may be left out: what this machine (and CI) cannot have.
+ALLOWED_REASONS = ("needs a board", "needs a network", "needs a build farm", "is the test suite")
+#: The longest a document's commands may take here (make run's full plan is ~3 minutes).
+DOC_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    text: str
+    skip_reason: str | None
+
+
+def documents() -> list[Path]:
+    found = [README, *sorted(DOCS.glob("*.md")), *PACKAGE_READMES]
+    return [path for path in found if path.exists()]
+
+
+def blocks(path: Path) -> list[Block]:
+    """The ```sh blocks of a Markdown file, each with the reason it is skipped, if any."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found, index = [], 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening or not opening.group(1):
+            index += 1
+            continue
+        language, start = opening.group(1), index + 1
+        end = start
+        while end < len(lines) and not FENCE.match(lines[end]):
+            end += 1
+        after = end + 1
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        skip = SKIP.match(lines[after]) if after < len(lines) else None
+        if language in ("sh", "bash", "console"):
+            text = "\n".join(lines[start:end])
+            found.append(Block(path, start, text, skip.group("reason") if skip else None))
+        index = end + 1
+    return found
+
+
+def _label(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def test_blocks_are_found_and_a_skip_needs_its_marker(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.md"
+    sample.write_text(
+        "text\n\n```sh\necho one\n```\n\n```sh\necho two\n```\n"
+        "*Not run by the tests: needs a board (ssh://root@192.0.2.7).*\n\n"
+        "```json\n{}\n```\n\n```\nplain\n```\n"
+    )
+    found = blocks(sample)
+    assert [(b.text, b.skip_reason) for b in found] == [
+        ("echo one", None),
+        ("echo two", "needs a board (ssh://root@192.0.2.7)"),
+    ]
+
+
+def test_readme_is_a_newcomers_page_that_links_every_doc() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 220
+    unlinked = [p.name for p in DOCS.glob("*.md") if f"docs/{p.name}" not in text]
+    assert unlinked == []
+
+
+def test_skipped_blocks_are_listed() -> None:
+    skipped = [b for doc in documents() for b in blocks(doc) if b.skip_reason]
+    for block in skipped:
+        print(f"skipped: {_label(block.path)}:{block.line}: {block.skip_reason}")
+    bad = [
+        f"{_label(b.path)}:{b.line}: {b.skip_reason}"
+        for b in skipped
+        if not b.skip_reason.startswith(ALLOWED_REASONS)
+    ]
+    assert bad == []
+
+
+def _scratch_environment(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["EVBENCH_HISTORY"] = str(tmp_path / "history.sqlite")
+    env.pop("EVBENCH_PASSWORD", None)
+    return env
+
+
+def _with_commands() -> list[Path]:
+    return [doc for doc in documents() if any(b.skip_reason is None for b in blocks(doc))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("document", _with_commands(), ids=_label)
+def test_every_command_a_document_shows_runs(document: Path, tmp_path: Path) -> None:
+    runnable = [b for b in blocks(document) if b.skip_reason is None]
+    results = ROOT / "results"
+    before = set(results.iterdir()) if results.exists() else set()
+    script = "set -euo pipefail\n" + "\n".join(
+        f"# {_label(b.path)}:{b.line}\n{b.text}" for b in runnable
+    )
+    try:
+        finished = subprocess.run(
+            ["bash", "-c", script],
+            cwd=ROOT,
+            env=_scratch_environment(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=DOC_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        # The docs write into results/ (ignored by git) as a user would; leave it as found.
+        for made in (set(results.iterdir()) if results.exists() else set()) - before:
+            shutil.rmtree(made) if made.is_dir() else made.unlink()
+    assert finished.returncode == 0, (
+        f"{_label(document)}: exit {finished.returncode}\n"
+        f"--- stdout (end)\n{finished.stdout[-3000:]}\n--- stderr (end)\n{finished.stderr[-3000:]}"
+    )
