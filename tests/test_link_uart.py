@@ -9,9 +9,13 @@ from docs/buses.md (sync word, header, CRC-16/XMODEM, body, CRC-32).
 from __future__ import annotations
 
 import binascii
+import json
+import os
 import random
+import signal
 import struct
 import subprocess
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -21,7 +25,7 @@ import pytest
 from conftest import require_command
 
 from evbench_agent.errors import UserError
-from evbench_agent.link import uart_framing, uart_port
+from evbench_agent.link import handshake, messages, uart_framing, uart_port
 from evbench_agent.link.framing import MESSAGE, REPLY, Frame
 
 
@@ -158,3 +162,41 @@ def test_a_message_longer_than_its_period_is_said_up_front() -> None:
     assert said is not None and "88.2 ms" in said and "50 ms" in said
     # 277 B: (277 + 21) x 10 / 115200 = 25.9 ms: fits in 50 ms.
     assert uart_port.sustainable(277, 115200, 20) is None
+
+
+def test_the_responder_answers_over_a_uart_through_noise(pty_pair: tuple[str, str]) -> None:
+    """`evbench-agent serve --transport uart://...` on one pty, a client on the other."""
+    a, b = pty_pair
+    responder = subprocess.Popen(
+        [sys.executable, "-m", "evbench_agent", "serve", "--transport", f"uart://{b}?baud=115200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={key: value for key, value in os.environ.items() if key != handshake.TOKEN_ENV},
+    )
+    try:
+        assert json.loads(responder.stdout.readline())["transport"].startswith("uart://")
+        link = messages.bind("protobuf", "seed")
+        hello = handshake.Hello("protobuf", "seed", messages.message_name(link.profile), "ack")
+        with uart_port.UartPort(uart_port.parse(f"uart://{a}?baud=115200")) as client:
+            client.send(0, 0, json.dumps(hello.document()).encode())
+            answer = receive_all(client, 1, timeout_s=30)
+            assert [frame.kind for frame in answer] == [0]
+            assert json.loads(answer[0].body)["ok"] is True
+            payloads = [link.encode(item) for item in link.sample_data(4, 1)]
+            for sequence, body in enumerate(payloads):
+                client._serial.write(b"\x00\xeb\x90\xff noise \xeb")  # line noise between
+                client.send(MESSAGE, sequence, body)
+            damaged = bytearray(uart_framing.encode(MESSAGE, 9, payloads[0]))
+            damaged[30] ^= 0x10  # a flipped bit: the responder never sees message 9
+            client._serial.write(bytes(damaged))
+            client.send(3, 10)  # STATS
+            frames = receive_all(client, 5, timeout_s=30)
+        replies = [frame for frame in frames if frame.kind == REPLY]
+        assert sorted(link.decode_ack(frame.body[8:])[0] for frame in replies) == [0, 1, 2, 3]
+        stats = [json.loads(frame.body) for frame in frames if frame.kind == 4]
+        assert stats and stats[0]["messages"] == 4
+    finally:
+        responder.send_signal(signal.SIGTERM)
+        _out, err = responder.communicate(timeout=30)
+    assert responder.returncode == 0, err

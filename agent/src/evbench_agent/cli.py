@@ -114,6 +114,11 @@ def _serve(args: argparse.Namespace) -> ExitCode:
 
     if not 0 <= args.port < 65536 or args.max_frame < 64 or args.max_connections < 1:
         raise UserError("--port must be 0-65535, --max-frame >= 64, --max-connections >= 1")
+    if args.transport:  # a bus (UART, ISO-TP): one peer, no TCP
+        from evbench_agent.link.bus_responder import serve_transport
+
+        serve_transport(args.transport, args.max_frame)
+        return ExitCode.OK
     serve(args.bind, args.port, args.max_frame, args.max_connections, args.realtime)
     return ExitCode.OK
 
@@ -219,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-frame", type=int, default=1 << 20, help="largest frame, bytes")
     serve.add_argument("--max-connections", type=int, default=16, help="clients at once")
     serve.add_argument("--realtime", action="store_true", help="SCHED_FIFO, 1 ns timer slack")
+    serve.add_argument(
+        "--transport",
+        help="answer on a bus instead of TCP: uart:///dev/ttyS1?baud=115200 or "
+        "isotp://can0?tx=0x7E8&rx=0x7E0 (docs/buses.md)",
+    )
 
     _add_detached_commands(commands)  # runs a host starts and picks up again
     return parser

@@ -131,7 +131,12 @@ def request(reader: framing.FrameReader, hello: Hello, timeout_s: float) -> dict
 
 def receive(reader: framing.FrameReader, timeout_s: float, token: str | None = None) -> Hello:
     """Responder side: read and check the client's HELLO (types, protocol and token)."""
-    document = _body(_first_frame(reader, timeout_s, "the client"), "the client")
+    return parse_hello(_first_frame(reader, timeout_s, "the client"), token)
+
+
+def parse_hello(frame: framing.Frame, token: str | None = None) -> Hello:
+    """A client's HELLO frame, checked; the bus transports (UART, ISO-TP) use it directly."""
+    document = _body(frame, "the client")
     if document.get("protocol") != PROTOCOL or document.get("version") != VERSION:
         raise HandshakeError(
             f"protocol {document.get('protocol')!r} version {document.get('version')!r}; "

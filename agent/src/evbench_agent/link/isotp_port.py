@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from evbench_agent.errors import UserError
 from evbench_agent.link import isotp_options as opts
-from evbench_agent.link.framing import HEADER, KINDS, LENGTH, Frame, FrameError
+from evbench_agent.link.framing import HEADER, KINDS, LENGTH, Frame, FrameError, pack
 
 #: The largest PDU every can-isotp accepts (older kernels' MAX_MSG_LENGTH; newer
 #: ones default to 8300): a longer message is refused before it is sent.
@@ -208,6 +208,14 @@ class IsotpPort:
         except TimeoutError:
             return None
         return unpack(data)
+
+    def send_frame(self, kind: int, sequence: int, body: bytes = b"") -> None:
+        self.send(pack(kind, sequence, body))
+
+    def receive_frames(self, timeout_s: float) -> list[Frame]:
+        """Like UartPort.receive: the frames that came within `timeout_s` (at most one)."""
+        frame = self.receive(timeout_s)
+        return [] if frame is None else [frame]
 
     def close(self) -> None:
         self.sock.close()

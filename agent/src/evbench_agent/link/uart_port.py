@@ -115,6 +115,12 @@ class UartPort:
         frames, self._ready = self._ready, []
         return frames
 
+    def send_frame(self, kind: int, sequence: int, body: bytes = b"") -> None:
+        self.send(kind, sequence, body)
+
+    def receive_frames(self, timeout_s: float) -> list[Frame]:
+        return self.receive(timeout_s)
+
     def close(self) -> None:
         self._serial.close()
 
