@@ -26,10 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-import psutil
-
 from evbench_agent.telemetry import throttle
-from evbench_agent.telemetry.processes import AgentProcesses
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sysfs import Sensors
 
@@ -45,6 +42,11 @@ class Sampler:
     """Takes samples in the current process (the sampler process's main loop uses it)."""
 
     def __init__(self, sensors: Sensors, agent_pid: int, output: TextIO) -> None:
+        # psutil here, in the sampler process only: the agent that starts it stays lighter.
+        import psutil
+
+        from evbench_agent.telemetry.processes import AgentProcesses
+
         self.sensors = sensors
         self.output = output
         self.reader = SensorReader(sensors, self._lost)
@@ -89,6 +91,8 @@ class Sampler:
         )
 
     def sample(self) -> dict[str, Any]:
+        import psutil  # imported by __init__ already: a lookup
+
         t_ns = time.monotonic_ns()
         per_core = psutil.cpu_percent(percpu=True)
         reading = self.reader.read()
