@@ -1,4 +1,5 @@
-"""A run's manifest carries the board's free memory before and after and the agent's peak RSS.
+"""A run's manifest carries the board's free memory before and after and the agent's peak RSS
+(the telemetry sampler's apart).
 
 The expectations come from outside the agent: MemTotal and MemAvailable read
 here from /proc/meminfo with a regular expression, and a bare interpreter's peak
@@ -47,7 +48,8 @@ def test_a_json_protobuf_run_records_memory_before_after_and_peak_rss(tmp_path):
     )
     available_after = _meminfo_kib("MemAvailable") * 1024
     assert done.returncode == 0, done.stderr
-    section = json.loads((out / "manifest.json").read_text())["memory"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    section = manifest["memory"]
 
     assert section["total_bytes"] == _meminfo_kib("MemTotal") * 1024
     # Other processes come and go on this machine: a wide bound around this test's readings.
@@ -62,6 +64,9 @@ def test_a_json_protobuf_run_records_memory_before_after_and_peak_rss(tmp_path):
     for key in ("manager_peak_rss_bytes", "worker_peak_rss_bytes"):
         # More than a bare interpreter (they import protobuf and run codecs), far below 1 GiB.
         assert bare < section[key] < 1024 * MiB, (key, section[key], bare)
+    # The telemetry sampler's own peak, apart (it imports psutil, which a bare one does not).
+    sampler = manifest["telemetry"]["sampler_peak_rss_bytes"]
+    assert bare < sampler < 1024 * MiB, (sampler, bare)
     # The kernel's own account of this test's children (ru_maxrss, which also counts what a
     # child had before exec): the largest was at least as big as the agent's processes.
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 >= max(

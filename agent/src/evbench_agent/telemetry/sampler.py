@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from evbench_agent import memory
 from evbench_agent.telemetry import throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sysfs import Sensors
@@ -169,6 +170,8 @@ class SamplerProcess:
             "agent_pid": os.getpid(),
         }
         self.process: subprocess.Popen | None = None
+        #: The sampler's own peak RSS (bytes), read as it is stopped; apart from the agent's.
+        self.peak_rss_bytes: int | None = None
 
     def start(self) -> None:
         self.process = subprocess.Popen(
@@ -184,6 +187,7 @@ class SamplerProcess:
         if self.process is None:
             return None
         process, self.process = self.process, None
+        self.peak_rss_bytes = memory.meminfo_bytes("VmHWM", Path(f"/proc/{process.pid}/status"))
         with contextlib.suppress(OSError):  # it died already; wait() below says how
             process.stdin.close()
         try:

@@ -116,6 +116,7 @@ class TelemetrySession:
         if self.sampler is not None:
             code = self.sampler.stop()
             facts["sampler_exit"] = code
+            facts["sampler_peak_rss_bytes"] = self.sampler.peak_rss_bytes  # not the agent's
         if self.governor:
             self.governor.restore()
         if self.timeline is not None:
