@@ -1,15 +1,22 @@
 """evbench's codec suite against pyperf, timing the same operations in one run.
 
-    python benchmarks/pyperf_vs_evbench.py [--profile seed] [--codecs json,protobuf]
+    python benchmarks/pyperf_vs_evbench.py [--profile seed] [--codecs json,protobuf] [--rounds 3]
 
 Both time the callables of evbench_agent.suites.codec.operations with the
 garbage collector enabled (pyperf's bench_func leaves it on; so does evbench
-by default). pyperf runs with its defaults (20 worker processes, 3 values
-each after a warm-up, 100 ms per value); evbench with its full plan (10
-processes x 10 values, >= 1 ms per value). Prints, per operation, both
-medians, their ratio and each tool's wall time. The two alternate over
-several rounds (pooled), so that drift in the machine's speed hits both
-alike. Run it on a quiet machine.
+by default), on the same payload: the profile's payload 0 with the default
+seed (pyperf's bench_func takes one argument, so evbench runs with
+--payloads 1 instead of rotating its 200). pyperf runs with its defaults (20
+worker processes, 3 values each after a warm-up, 100 ms per value); evbench
+with its full plan (10 processes x 10 values, >= 1 ms per value). The two
+alternate over several rounds, so that drift in the machine's speed hits both
+alike.
+
+Per operation: both medians (all values pooled), the ratio evbench/pyperf
+with its 95 % interval (Hodges-Lehmann estimate and Moses' interval over the
+per-process medians: a process is what replicates, its values are not
+independent), and the ratio of medians in each round (drift shows there).
+Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evbench_agent import stats
+
 PYPERF_MODE = "--as-pyperf-runner"
 
 
@@ -37,7 +46,7 @@ def _pyperf_runner(profile: str, codec_names: list[str]) -> None:
 
     # Workers must come back here, not to main().
     runner = pyperf.Runner(program_args=(__file__, PYPERF_MODE, profile, ",".join(codec_names)))
-    items = payloads.get(profile).payloads()
+    items = payloads.get(profile).payloads(1)  # payload 0, default seed: evbench's --payloads 1
     for codec in codec_names:
         bound = codecs.get(codec).bind(payloads.get(profile))
         for name, (function, arguments) in operations(bound, items).items():
@@ -54,27 +63,39 @@ def _time_pyperf(profile: str, codec_names: list[str], out: Path) -> float:
 def _time_evbench(profile: str, codec_names: list[str], out: Path) -> float:
     argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec"]
     argv += ["--profile", profile, "--codecs", ",".join(codec_names), "--out", str(out)]
+    argv += ["--payloads", "1"]  # the payload pyperf times (see _pyperf_runner)
     start = time.monotonic()
     subprocess.run([*argv, "--progress", "none"], check=True)
     return time.monotonic() - start
 
 
-def _evbench_values(run_dir: Path, profile: str) -> dict[str, list[float]]:
+#: operation name -> one list of values per process
+PerProcess = dict[str, list[list[float]]]
+
+
+def _evbench_values(run_dir: Path, profile: str) -> PerProcess:
     from evbench_agent.results import read_samples
 
-    values: dict[str, list[float]] = {}
-    for sample_set in read_samples(run_dir):
+    values: PerProcess = {}
+    for sample_set in read_samples(run_dir):  # one set per worker process and operation
         if sample_set.suite == "codec" and sample_set.unit == "s":
             key = f"{profile}/{sample_set.codec}/{sample_set.metric}"
-            values.setdefault(key, []).extend(sample_set.values)
+            values.setdefault(key, []).append(list(sample_set.values))
     return values
 
 
-def _pyperf_values(path: Path) -> dict[str, list[float]]:
+def _pyperf_values(path: Path) -> PerProcess:
     import pyperf
 
     suite = pyperf.BenchmarkSuite.load(str(path))
-    return {b.get_name(): list(b.get_values()) for b in suite.get_benchmarks()}
+    return {
+        b.get_name(): [list(run.values) for run in b.get_runs() if run.values]
+        for b in suite.get_benchmarks()
+    }
+
+
+def _pooled(processes: list[list[float]]) -> list[float]:
+    return [value for values in processes for value in values]
 
 
 def main() -> None:
@@ -84,8 +105,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     args = parser.parse_args()
     codec_names = args.codecs.split(",")
-    ours: dict[str, list[float]] = {}
-    theirs: dict[str, list[float]] = {}
+    # per tool: one PerProcess per round
+    rounds: dict[str, list[PerProcess]] = {"pyperf": [], "evbench": []}
     walls: dict[str, list[float]] = {"pyperf": [], "evbench": []}
     with tempfile.TemporaryDirectory() as scratch:
         for round_number in range(args.rounds):
@@ -97,32 +118,40 @@ def main() -> None:
                 if tool == "pyperf":
                     place = place.with_suffix(".json")
                     walls[tool].append(_time_pyperf(args.profile, codec_names, place))
-                    found = _pyperf_values(place)
-                    target = theirs
+                    rounds[tool].append(_pyperf_values(place))
                 else:
                     walls[tool].append(_time_evbench(args.profile, codec_names, place))
-                    found = _evbench_values(place, args.profile)
-                    target = ours
-                for name, values in found.items():
-                    target.setdefault(name, []).extend(values)
+                    rounds[tool].append(_evbench_values(place, args.profile))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
     print(f"machine: {machine}, Python {platform.python_version()}, {args.rounds} rounds")
-    heading = f"{'pyperf median':>14} {'evbench median':>15} {'ratio':>7}"
-    print(f"{'operation':38} {heading}  n (pyperf/evbench)")
-    ratios = []
-    for name in sorted(theirs):
-        p_median, e_median = statistics.median(theirs[name]), statistics.median(ours[name])
-        ratio = e_median / p_median
-        if p_median >= 1e-6:
-            ratios.append(ratio)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (the figures are noisier above 1)")
+    heading = f"{'pyperf median':>14} {'evbench median':>15} {'ratio [95% CI]':>22}"
+    print(f"{'operation':32} {heading}  per round   processes (pyperf/evbench)")
+    worst = 0.0
+    for name in sorted(rounds["pyperf"][0]):
+        theirs = [p for found in rounds["pyperf"] for p in found[name]]
+        ours = [p for found in rounds["evbench"] for p in found[name]]
+        p_median = statistics.median(_pooled(theirs))
+        e_median = statistics.median(_pooled(ours))
+        their_medians = [statistics.median(p) for p in theirs]
+        our_medians = [statistics.median(p) for p in ours]
+        ratio = stats.ratio_estimate(their_medians, our_medians)
+        interval = stats.ratio_ci(their_medians, our_medians)
+        per_round = [
+            statistics.median(_pooled(e[name])) / statistics.median(_pooled(p[name]))
+            for p, e in zip(rounds["pyperf"], rounds["evbench"], strict=True)
+        ]
+        if p_median >= 1e-6 and interval is not None:
+            worst = max(worst, abs(interval[0] - 1), abs(interval[1] - 1))
+        ci = f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "[n too small]"
         medians = f"{p_median * 1e6:11.3f} µs {e_median * 1e6:12.3f} µs"
-        print(f"{name:38} {medians} {ratio:7.3f}  {len(theirs[name])}/{len(ours[name])}")
+        print(
+            f"{name:32} {medians} {ratio:6.3f} {ci:>15}  "
+            f"{' '.join(f'{r:.3f}' for r in per_round)}   {len(theirs)}/{len(ours)}"
+        )
     pyperf_wall, evbench_wall = (statistics.median(walls[t]) for t in ("pyperf", "evbench"))
     print(f"wall time per run (median): pyperf {pyperf_wall:.1f} s, evbench {evbench_wall:.1f} s")
-    if ratios:
-        worst = max(abs(r - 1) for r in ratios)
-        middle = statistics.median(ratios)
-        print(f"operations >= 1 µs: median ratio {middle:.3f}, worst {worst:+.1%}")
+    print(f"operations >= 1 µs: the farthest interval bound from 1 is {worst:+.1%} (aim 10 %)")
     print(json.dumps({"pyperf_wall_s": walls["pyperf"], "evbench_wall_s": walls["evbench"]}))
 
 
