@@ -197,7 +197,13 @@ class IsotpPort:
         except OSError as error:
             if error.errno == errno.ENETDOWN:
                 raise UserError(f"CAN interface {self.address.interface!r} went down") from error
-            raise
+            if error.errno == errno.ECOMM:  # can-isotp: no flow control came back in time
+                raise UserError(
+                    f"no ISO-TP flow control on {self.address.interface} from id "
+                    f"{self.address.rx_id:#x}: nobody listens on id {self.address.tx_id:#x}",
+                    "check the peer's ids: its rx must be our tx and its tx our rx",
+                ) from error
+            raise UserError(f"ISO-TP send failed: {error.strerror}") from error
 
     def receive(self, timeout_s: float) -> Frame | None:
         """The next frame, or None when none came within `timeout_s` (a lost message,
