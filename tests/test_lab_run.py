@@ -38,12 +38,12 @@ def lab(sshd, tmp_path_factory):
         lab.stop()
 
 
-def plan(tmp_path: Path, coordinator: str) -> Path:
+def plan(tmp_path: Path, coordinator: str, units: str = "ab") -> Path:
     boards = "\n".join(
         f"  - board: labgrid://am62x-{unit}?coordinator={coordinator}"
         f"&dir={tmp_path / ('board-' + unit)}&python={BOARD_PYTHON}\n"
         f"    name: am62x-{unit}"
-        for unit in "ab"
+        for unit in units
     )
     path = tmp_path / "LAB.yaml"
     path.write_text(
@@ -124,3 +124,35 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path
     assert html.count('<tr class="complete">') == 2 and "run report" in html
     shown = open_in_chromium(page, tmp_path / "profile")
     assert shown == [{"rows": 3}]  # the header and one row per entry, no error
+
+
+def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+    lab_plan = plan(tmp_path, lab.coordinator, units="a")
+    nights = []
+    for night in ("first", "second"):
+        lab_dir = tmp_path / night
+        done = subprocess.run(
+            [EVBENCH, "lab", "run", str(lab_plan), "--out", str(lab_dir)],
+            capture_output=True,
+            text=True,
+            timeout=LAB_TIMEOUT,
+        )
+        (entry,) = json.loads((lab_dir / "lab.json").read_text())["entries"]
+        nights.append((done, lab_dir, entry))
+    (first, first_dir, first_entry), (second, second_dir, second_entry) = nights
+    assert first.returncode == 0, first.stderr
+    assert first_entry["comparison"]["baseline"] is None
+    comparison = second_entry["comparison"]
+    # The baseline is the first night's run of the same place, found in the history store.
+    assert Path(comparison["baseline"]) == first_dir / first_entry["run_dir"]
+    assert second_entry["status"] == "complete"
+    # Quick runs on a loaded machine may differ beyond 5 %: whichever way compare decided,
+    # the lab's exit code and lab.json say the same.
+    assert second.returncode == (3 if comparison["regressed"] else 0), second.stderr
+    assert comparison["exit_code"] in (0, 3)
+    table = Path(comparison["table"]).read_text()
+    assert str(first_dir / first_entry["run_dir"]) in table  # compare's own listing
+    html = (second_dir / "lab.html").read_text()
+    assert ("REGRESSED" in html) == comparison["regressed"]
+    assert f"vs {comparison['baseline_run_id']}" in html

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -195,3 +196,29 @@ def test_power_cycle_on_a_place_without_power_says_so(lab_env, tmp_path):
     assert "place am62x-a has no power resource: --power-cycle cannot work there" in done.stderr
     assert lab.switch.seen == []
     assert lab.acquired_by("am62x-a") is None  # released after the refusal
+
+
+def test_ctrl_c_in_a_run_releases_the_place(lab_env, tmp_path):
+    lab = lab_env
+    slow = ["--suite", "codec", "--profile", "seed,ev-full,int,double", "--codecs", "json,protobuf"]
+    job = start_evbench(
+        "run", "--board", board_url("am62x-a", tmp_path / "board"), *slow, "--out",
+        str(tmp_path / "run"),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        # Acquired, and the agent started on the board: its run directory exists there.
+        while not list((tmp_path / "board").glob("runs/*")):
+            assert job.poll() is None, job.communicate()
+            assert time.monotonic() < deadline, "the run never started on the board"
+            time.sleep(0.5)
+        assert "+evbench-" in (lab.acquired_by("am62x-a") or "")
+        job.send_signal(signal.SIGINT)
+        _, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode != 0, err
+    assert "released place am62x-a" in err
+    assert lab.acquired_by("am62x-a") is None
