@@ -191,3 +191,14 @@ def test_evbench_budget_refuses_bad_input(
 ) -> None:
     assert evbench(["budget", "--count", "1", *arguments]) == ExitCode.USAGE
     assert "error" in capsys.readouterr().err
+
+
+def test_the_agent_prints_the_same_budget_on_a_board(capsys: pytest.CaptureFixture[str]) -> None:
+    from evbench_agent.cli import agent
+
+    arguments = ["budget", "--count", "2", "--bus", "can-500k", "--json"]
+    assert agent(arguments) == ExitCode.OK
+    on_board = json.loads(capsys.readouterr().out)
+    assert evbench(arguments) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out) == on_board
+    assert {row["codec"] for row in on_board} == {"json", "protobuf"}

@@ -230,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
         "isotp://can0?tx=0x7E8&rx=0x7E0 (docs/buses.md)",
     )
 
+    from evbench_agent.buses import command as budget_command
+
+    budget = add_command(commands, "budget", budget_command.run, budget_command.HELP)
+    budget_command.add_options(budget)
+
     _add_detached_commands(commands)  # runs a host starts and picks up again
     return parser
 

@@ -1,82 +1,21 @@
-"""evbench budget: what a profile's messages cost on CAN, CAN FD, UART and 100BASE-T1 (no board)."""
+"""evbench budget: what a profile's messages cost on CAN, CAN FD, UART and 100BASE-T1 (no board).
+
+The command lives in the agent (evbench_agent.buses.command), so a board prints the same table
+with `evbench-agent budget`."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from dataclasses import asdict
 
-from evbench_agent import codecs
-from evbench_agent.buses import budget
-from evbench_agent.buses.render import render
-from evbench_agent.errors import ExitCode, UserError
+from evbench_agent.buses import command
 
 NAME = "budget"
-HELP = "bus budget: frames per message and share of each period on CAN, CAN FD, UART (no board)"
-#: json and protobuf always; dbc (packed CAN signals) where cantools is installed.
-DEFAULT_CODECS = ("json", "protobuf", "dbc")
-#: Payloads encoded per codec: enough for a mean and a largest message, quick on a board.
-DEFAULT_COUNT = 50
+HELP = command.HELP
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="seed", help="payload profile (default: seed)")
-    parser.add_argument("--rate", type=float, default=20.0, help="messages per second (default 20)")
-    parser.add_argument(
-        "--codecs",
-        help="comma-separated codecs (default: json,protobuf and dbc where cantools is installed)",
-    )
-    parser.add_argument(
-        "--bus",
-        action="append",
-        help=f"a bus, repeatable, or 'all' (default: {', '.join(budget.DEFAULT_BUSES)}; "
-        f"known: {', '.join(budget.BUSES)})",
-    )
-    parser.add_argument(
-        "--ceiling",
-        type=float,
-        default=budget.DEFAULT_CEILING * 100,
-        help="bus-load ceiling in percent of the period (default 40)",
-    )
-    parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help="payloads per codec")
-    parser.add_argument("--seed", type=int, default=1, help="payload seed (default 1)")
-    parser.add_argument("--mode", choices=("ack", "echo"), default="ack", help="the reply")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-
-
-def _codec_names(option: str | None) -> list[str]:
-    if option is None:
-        return [name for name in DEFAULT_CODECS if name in codecs.available()]
-    names = [name.strip() for name in option.split(",") if name.strip()]
-    for name in names:
-        codecs.get(name)  # unknown or not installed: a UserError naming it
-    return names
+    command.add_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.count <= 10_000:
-        raise UserError(f"--count {args.count} is outside 1..10000")
-    if not 0 < args.ceiling <= 100:
-        raise UserError(f"--ceiling {args.ceiling:g} is outside (0, 100] percent")
-    if not 0 < args.rate <= 10_000:
-        raise UserError(f"--rate {args.rate:g} is outside (0, 10000] Hz")
-    names = args.bus or list(budget.DEFAULT_BUSES)
-    buses = list(budget.BUSES.values()) if "all" in names else [budget.bus(n) for n in names]
-    rows = []
-    for codec in _codec_names(args.codecs):
-        rows += budget.codec_rows(
-            codec,
-            args.profile,
-            buses,
-            args.rate,
-            args.count,
-            args.seed,
-            args.mode,
-            args.ceiling / 100,
-        )
-    rows.sort(key=lambda row: (list(budget.BUSES).index(row.bus), row.codec))
-    if args.json:
-        print(json.dumps([asdict(row) | {"verdict": row.verdict} for row in rows], indent=1))
-    else:
-        print(render(rows, args.rate, args.mode, args.seed))
-    return ExitCode.OK
+    return command.run(args)
