@@ -84,3 +84,22 @@ def test_meminfo_fields_are_read_in_bytes_and_missing_ones_are_none(tmp_path):
     assert memory.meminfo_bytes("HugePages_Total", meminfo) == 4  # a count, no unit
     assert memory.meminfo_bytes("SwapFree", meminfo) is None
     assert memory.meminfo_bytes("MemTotal", tmp_path / "absent") is None
+
+
+def test_the_platform_listing_names_the_codecs_without_importing_them():
+    # Every manifest lists the installed codecs; only a run's own codecs are imported (RSS).
+    code = (
+        "import json, sys\n"
+        "from evbench_agent import platform_info\n"
+        "listed = platform_info.collect()['codecs']\n"
+        "print(json.dumps([sorted(listed), sorted(m for m in sys.modules if '.' not in m)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    listed, modules = json.loads(done.stdout)
+    optional = {"orjson", "ujson", "msgspec", "msgpack", "cbor2"}  # requirements-dev installs them
+    assert optional & set(modules) == set()
+    # What is listed is what imports here (every install of this venv is whole).
+    from evbench_agent import codecs
+
+    assert listed == sorted(codecs.available())

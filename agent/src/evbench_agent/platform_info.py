@@ -98,8 +98,9 @@ def collect() -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "protobuf": google.protobuf.__version__,
         "protobuf_backend": codecs.protobuf_backend(),
-        "codecs": {name: codecs.CODECS[name].version() for name in codecs.available()},
-        "codecs_missing": [name for name in codecs.CODECS if name not in codecs.available()],
+        # Found, not imported (RSS): a run's own codecs are imported and checked by its spec.
+        "codecs": {name: codecs.CODECS[name].version() for name in codecs.installed()},
+        "codecs_missing": [name for name in codecs.CODECS if name not in codecs.installed()],
         "agent": __version__,
         "results_format": results.VERSION,
         "clock": clock(),
