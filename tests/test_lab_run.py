@@ -156,3 +156,29 @@ def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, mo
     html = (second_dir / "lab.html").read_text()
     assert ("REGRESSED" in html) == comparison["regressed"]
     assert f"vs {comparison['baseline_run_id']}" in html
+
+
+def test_a_failing_board_does_not_stop_the_other(lab, ssh_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+    path = plan(tmp_path, lab.coordinator, units="a")
+    # A second board whose place does not exist: its entry fails, not the lab.
+    text = path.read_text().replace(
+        "matrix:",
+        f"  - board: labgrid://am62x-gone?coordinator={lab.coordinator}\n    name: gone\nmatrix:",
+    )
+    path.write_text(text)
+    lab_dir = tmp_path / "lab"
+    done = subprocess.run(
+        [EVBENCH, "lab", "run", str(path), "--out", str(lab_dir)],
+        capture_output=True,
+        text=True,
+        timeout=LAB_TIMEOUT,
+    )
+    assert done.returncode == 4, done.stderr  # not every entry completed
+    entries = {e["board"]: e for e in json.loads((lab_dir / "lab.json").read_text())["entries"]}
+    gone, good = entries["gone"], entries["am62x-a"]
+    assert (gone["status"], gone["exit_code"], gone["attempts"]) == ("failed", 2, 1)
+    assert "place pattern am62x-gone matches nothing" in gone["error"]
+    assert (good["status"], good["exit_code"]) == ("complete", 0)
+    assert results.verify_checksums(lab_dir / good["run_dir"]) == []
+    assert '<tr class="failed">' in (lab_dir / "lab.html").read_text()

@@ -77,8 +77,8 @@ class LabgridBoard(RemoteBoard):
             raise UserError("--place-timeout must be 0 s or more")
         users = LabgridClient(self.address.coordinator)
         self._client = users
-        self._acquired = False
         self._token: str | None = None
+        self._taken: str | None = None  # the place this job acquired, to release
         self.held_by_user = False
         try:
             self.place_info = self._take_place(users)
@@ -127,7 +127,7 @@ class LabgridBoard(RemoteBoard):
         self._client = LabgridClient(self.address.coordinator, job_identity())
         name = self._reserve(filters, what, known=self.address.place)
         self._client.call("acquire", place=f"+{self._token}")
-        self._acquired = True
+        self._taken = name
         self._cancel_reservation()  # the place is ours now; the reservation has done its work
         print(f"evbench: acquired place {name} as {self._client.owner}", file=sys.stderr)
         return self._client.show(name)
@@ -177,12 +177,12 @@ class LabgridBoard(RemoteBoard):
     def _give_back(self) -> None:
         """Release what this job took (never a place the user held)."""
         self._cancel_reservation()
-        if self._acquired:
-            self._acquired = False
+        if self._taken is not None:
+            name, self._taken = self._taken, None
             try:
-                self._client.call("release", place=self.place_info.name)
-                print(f"evbench: released place {self.place_info.name}", file=sys.stderr)
-            except (UserError, AttributeError) as error:
+                self._client.call("release", place=name)
+                print(f"evbench: released place {name}", file=sys.stderr)
+            except UserError as error:
                 print(f"evbench: warning: place not released: {error}", file=sys.stderr)
 
     # -- power ------------------------------------------------------------------
