@@ -18,15 +18,24 @@ def add_board_options(
     required: bool = False,
     help: str = "board URL: local, ssh://USER@HOST[:PORT], serial:///dev/ttyUSB0, labgrid://PLACE",
     ssh: bool = True,
+    lab: bool = True,
 ) -> None:
     """Add `--board` (with `default`, or `required`) and, for SSH boards, the host-key switch.
 
     `ssh=False` is for a command whose boards are never reached over SSH (the
-    serial console): a host-key switch there would do nothing.
+    serial console): a host-key switch there would do nothing. `lab=False` is for a
+    command that never takes a labgrid place (the console, flashing): no place switches.
     """
     if default is not None:
         help = f"{help} (default: {default})"
     parser.add_argument("--board", default=default, required=required, metavar="URL", help=help)
+    if lab:
+        _add_lab_options(parser)
+    if ssh:
+        parser.add_argument("--accept-new-host-key", action="store_true", help=HOST_KEY_HELP)
+
+
+def _add_lab_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--place-timeout",
         type=float,
@@ -40,5 +49,3 @@ def add_board_options(
         help="labgrid:// boards: switch the board off and on through its place's power "
         "resource before connecting, and wait for it to answer",
     )
-    if ssh:
-        parser.add_argument("--accept-new-host-key", action="store_true", help=HOST_KEY_HELP)

@@ -33,6 +33,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="console URL: serial:///dev/ttyUSB0, rfc2217://HOST:PORT",
         ssh=False,
+        lab=False,
     )
     parser.add_argument(
         "--transcript",

@@ -28,7 +28,9 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     maps.add_argument("--no-bmap", action="store_true", help="write the whole image, ignore a bmap")
     parser.add_argument("--allow-fixed", action="store_true", help="allow a non-removable disk")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    add_board_options(parser, help="flash this board's device over its transport (ssh://...)")
+    add_board_options(
+        parser, help="flash this board's device over its transport (ssh://...)", lab=False
+    )
     parser.add_argument(
         "--bootloader",
         type=Path,
