@@ -48,7 +48,8 @@ def _listing(*argv: str) -> tuple[dict, str]:
 
 
 def test_every_command_in_the_folder_has_its_own_help_as_its_summary():
-    assert set(COMMAND_NAMES) <= set(SUMMARIES)  # a command without one is imported for --help
+    missing = set(COMMAND_NAMES) - set(SUMMARIES)
+    assert not missing, f"add the HELP of {sorted(missing)} to evbench/command_summaries.py"
     for name in COMMAND_NAMES:
         module = importlib.import_module(f"evbench.commands.{name}")
         assert SUMMARIES[name] == module.HELP, name

@@ -19,6 +19,7 @@ SUMMARIES: dict[str, str] = {
     "budget": (
         "bus budget: frames per message and share of each period on CAN, CAN FD, UART (no board)"
     ),
+    "lab": "run a matrix of boards x suites x profiles x codecs (LAB.yaml), or show its status",
     "flash": (
         "write an image (plain, xz, gz, bz2, zstd; bmap-aware) to a card, a file or a board's eMMC"
     ),
