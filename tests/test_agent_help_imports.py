@@ -13,7 +13,14 @@ import subprocess
 import sys
 
 #: Loaded only once a command runs; top-level names, or module-name prefixes.
-DEFERRED = ("logging", "google", "psutil", "evbench_agent.suites", "evbench_agent.codecs")
+DEFERRED = (
+    "logging",
+    "google",
+    "psutil",
+    "evbench_agent.suites",
+    "evbench_agent.codecs",
+    "evbench_agent.buses",
+)
 
 _PROBE = (
     "import json, sys\n"
@@ -58,3 +65,17 @@ def test_the_probe_sees_a_deferred_module_once_it_is_imported():
         "logging",
         "logging.handlers",
     ]
+
+
+def test_the_budget_line_in_the_listing_is_the_budget_command_s_help():
+    from evbench_agent import cli
+    from evbench_agent.buses import command
+
+    assert cli.BUDGET_HELP == command.HELP
+
+
+def test_a_budget_line_loads_the_budget_command_with_its_options():
+    from evbench_agent import cli
+
+    args = cli.build_parser(["budget", "--bus", "all"]).parse_args(["budget", "--bus", "all"])
+    assert args.bus == ["all"] and args.handler.__module__ == "evbench_agent.buses.command"
