@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import select
 import signal
@@ -30,6 +31,8 @@ from evbench_agent import memory
 from evbench_agent.telemetry import throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sysfs import Sensors
+
+log = logging.getLogger(__name__)
 
 FORMAT = "evbench-telemetry"
 VERSION = 1
@@ -63,7 +66,7 @@ class Sampler:
         self.output.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def _lost(self, sensor: str, error: str) -> None:
-        print(f"telemetry: sensor {sensor} lost, no longer read: {error}", file=sys.stderr)
+        log.warning("telemetry: sensor %s lost, no longer read: %s", sensor, error)
         self._write(
             {"type": "sensor_lost", "t_ns": time.monotonic_ns(), "sensor": sensor, "error": error}
         )

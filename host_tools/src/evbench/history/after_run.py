@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
+
+from evbench.progress import notice
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +43,13 @@ def record_run(args: argparse.Namespace, out: Path) -> bool:
             indexed = index_run(out)
             store.add(indexed)
     except (EvbenchError, OSError) as error:
-        print(
-            f"evbench: warning: the run is not in the history ({error}); "
-            f"the results are kept: try 'evbench history add {out}'",
-            file=sys.stderr,
+        log.warning(
+            "the run is not in the history (%s); the results are kept: "
+            "try 'evbench history add %s'",
+            error,
+            out,
         )
         return False
     flag = " as partial" if indexed.row.partial else ""
-    print(f"history: added{flag} to {url.display} (board {indexed.row.board})", file=sys.stderr)
+    notice(f"history: added{flag} to {url.display} (board {indexed.row.board})")
     return True
