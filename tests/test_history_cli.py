@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_command
+from chromium import open_page
 from report_helpers import evbench
 
 # Put on PYTHONPATH for the slowed runs only; the agent runs unchanged.
@@ -170,8 +170,6 @@ def test_prune_and_copy(nights, tmp_path):
 
 @pytest.mark.integration
 def test_the_trend_page_opens_in_chromium_without_broken_images_or_errors(nights, tmp_path):
-    from test_report_html import DevTools
-
     out = tmp_path / "trends"
     done = evbench("history", "report", "--out", str(out), env=nights["env"])
     assert done.returncode == 0, done.stderr
@@ -181,33 +179,8 @@ def test_the_trend_page_opens_in_chromium_without_broken_images_or_errors(nights
     assert html.count("data:image/png;base64,") >= 5  # one per json metric and telemetry
     assert "codec/seed/json/decode" in html and nights["first_slowed"] in html
     assert html.count('<a href="file://') == 0  # agent-only runs: no report.html on disk
-    chromium = require_command("chromium")
-    browser = DevTools(chromium, tmp_path / "profile")
-    try:
-        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
-            browser.send(domain, session)
-        browser.send("Page.navigate", session, url=page.as_uri())
-        browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
-        images = browser.send(
-            "Runtime.evaluate",
-            session,
-            expression="JSON.stringify([...document.images].map("
-            "i => [i.complete, i.naturalWidth, i.naturalHeight]))",
-            returnByValue=True,
-        )["result"]["value"]
-    finally:
-        browser.close()
-    images = json.loads(images)
-    assert len(images) == html.count("data:image/png;base64,")
-    for complete, width, height in images:
-        assert complete and width > 100 and height > 100, images
-    errors = [
-        event
-        for event in browser.events
-        if event["method"] == "Runtime.exceptionThrown"
-        or (event["method"] == "Log.entryAdded" and event["params"]["entry"]["level"] == "error")
-        or (event["method"] == "Runtime.consoleAPICalled" and event["params"]["type"] == "error")
-    ]
-    assert errors == []
+    shown = open_page(page, tmp_path / "profile")
+    assert shown.errors == []
+    assert len(shown.images) == html.count("data:image/png;base64,")
+    for complete, width, height in shown.images:
+        assert complete and width > 100 and height > 100, shown.images

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import labgrid_rig
 import pytest
-from conftest import require, require_command
-from test_report_html import DevTools
+from chromium import open_page
+from conftest import require
 
 from evbench_agent import results
 
@@ -52,34 +52,6 @@ def plan(tmp_path: Path, coordinator: str, units: str = "ab") -> Path:
         "options: [--quick]\nretries: 1\nplace_timeout: 300\n"
     )
     return path
-
-
-def open_in_chromium(page: Path, profile: Path) -> list[dict]:
-    """The page's errors in headless Chromium, and its row count (DevTools over a pipe)."""
-    browser = DevTools(require_command("chromium"), profile)
-    try:
-        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
-            browser.send(domain, session)
-        browser.send("Page.navigate", session, url=page.as_uri())
-        browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
-        rows = browser.send(
-            "Runtime.evaluate",
-            session,
-            expression="document.querySelectorAll('tr').length",
-            returnByValue=True,
-        )["result"]["value"]
-    finally:
-        browser.close()
-    errors = [
-        event
-        for event in browser.events
-        if event["method"] == "Runtime.exceptionThrown"
-        or (event["method"] == "Log.entryAdded" and event["params"]["entry"]["level"] == "error")
-        or (event["method"] == "Runtime.consoleAPICalled" and event["params"]["type"] == "error")
-    ]
-    return [{"rows": rows}, *errors]
 
 
 def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path, monkeypatch):
@@ -122,8 +94,8 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path
     page = lab_dir / "lab.html"
     html = page.read_text()
     assert html.count('<tr class="complete">') == 2 and "run report" in html
-    shown = open_in_chromium(page, tmp_path / "profile")
-    assert shown == [{"rows": 3}]  # the header and one row per entry, no error
+    shown = open_page(page, tmp_path / "profile", "document.querySelectorAll('tr').length")
+    assert (shown.value, shown.errors) == (3, [])  # the header and one row per entry
 
 
 def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, monkeypatch):

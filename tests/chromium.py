@@ -1,0 +1,177 @@
+"""Headless Chromium for the tests, driven over the DevTools protocol on a pipe.
+
+Chromium talks DevTools on a pipe (--remote-debugging-pipe: it reads commands
+on fd 3 and writes on fd 4, NUL-terminated JSON), so no port is opened, and
+background networking is off. `open_page` loads a local page and reports what
+a person would notice: images that did not decode, console errors and
+uncaught exceptions, and (when asked) a screenshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conftest import require_command
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-debugging-pipe",
+)
+DEADLINE_S = 60.0
+
+
+class DevTools:
+    """A minimal DevTools client over Chromium's pipe: commands, replies, events."""
+
+    def __init__(self, chromium: str, profile: Path) -> None:
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+        flags = " ".join(CHROMIUM_FLAGS)
+        # bash (dash takes one-digit fds only) moves the pipe ends onto fds 3 and 4,
+        # where Chromium expects them.
+        self.process = subprocess.Popen(
+            [
+                "bash",
+                "-c",
+                f'exec "$0" {flags} --user-data-dir="$1" about:blank '
+                f"3<&{to_chrome_r} 4>&{from_chrome_w}",
+                chromium,
+                str(profile),
+            ],
+            pass_fds=(to_chrome_r, from_chrome_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self.messages: queue.Queue = queue.Queue()
+        self.events: list[dict] = []
+        self._next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        buffer = b""
+        while chunk := os.read(self._from_chrome, 1 << 16):
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\0")
+            for message in complete:
+                self.messages.put(json.loads(message))
+        self.messages.put(None)
+
+    def send(self, method: str, session: str | None = None, **params) -> dict:
+        self._next_id += 1
+        command = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            command["sessionId"] = session
+        os.write(self._to_chrome, json.dumps(command).encode() + b"\0")
+        return self.wait(lambda m: m.get("id") == self._next_id)
+
+    def wait(self, match) -> dict:
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            message = self.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert message is not None, "Chromium closed the DevTools pipe"
+            if "method" in message:
+                self.events.append(message)
+            if match(message):
+                assert "error" not in message, message
+                return message.get("result", message)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # Chromium may already be gone
+            os.write(self._to_chrome, b'{"id": 0, "method": "Browser.close"}\0')
+        os.close(self._to_chrome)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._from_chrome)
+
+
+@dataclass
+class Page:
+    """What a loaded page showed."""
+
+    images: list[tuple[bool, int, int]]  # complete, natural width, natural height
+    errors: list[dict]  # exceptions, console errors, log entries at level error
+    value: Any = None  # the result of the expression asked for
+    screenshot: bytes | None = None  # PNG of the whole page
+    height: float = 0.0
+    events: list[dict] = field(default_factory=list)
+
+
+def _errors(events: list[dict]) -> list[dict]:
+    return [
+        event
+        for event in events
+        if event["method"] == "Runtime.exceptionThrown"
+        or (event["method"] == "Log.entryAdded" and event["params"]["entry"]["level"] == "error")
+        or (event["method"] == "Runtime.consoleAPICalled" and event["params"]["type"] == "error")
+    ]
+
+
+def open_page(
+    page: Path, profile: Path, expression: str | None = None, screenshot: bool = False
+) -> Page:
+    """Load `page` in a fresh headless Chromium and report what it showed."""
+    import base64
+
+    browser = DevTools(require_command("chromium"), profile)
+    shot, height, value = None, 0.0, None
+    try:
+        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
+            browser.send(domain, session)
+        browser.send("Page.navigate", session, url=page.as_uri())
+        browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
+        images = browser.send(
+            "Runtime.evaluate",
+            session,
+            expression="JSON.stringify([...document.images].map("
+            "i => [i.complete, i.naturalWidth, i.naturalHeight]))",
+            returnByValue=True,
+        )["result"]["value"]
+        if expression is not None:
+            value = browser.send(
+                "Runtime.evaluate", session, expression=expression, returnByValue=True
+            )["result"]["value"]
+        if screenshot:
+            metrics = browser.send("Page.getLayoutMetrics", session)["cssContentSize"]
+            height = metrics["height"]
+            shot = base64.b64decode(
+                browser.send(
+                    "Page.captureScreenshot",
+                    session,
+                    format="png",
+                    captureBeyondViewport=True,
+                    clip={"x": 0, "y": 0, "width": metrics["width"], "height": height,
+                          "scale": 1},
+                )["data"]
+            )  # fmt: skip
+    finally:
+        browser.close()
+    return Page(
+        images=[tuple(image) for image in json.loads(images)],
+        errors=_errors(browser.events),
+        value=value,
+        screenshot=shot,
+        height=height,
+        events=browser.events,
+    )
