@@ -34,6 +34,17 @@ class _StandardError(logging.StreamHandler):
 
 
 _handler = _StandardError()
+#: The program named at the start of every line (set by setup_logging).
+_program = {"name": "evbench"}
+
+
+def notice(text: str) -> None:
+    """One line of progress on standard error (`PROG: ...`); none under --quiet.
+
+    Progress is not a problem, so it is no log record; it follows the same flags.
+    """
+    if logging.getLogger().isEnabledFor(logging.WARNING):
+        print(f"{_program['name']}: {text}", file=sys.stderr, flush=True)
 
 
 def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
@@ -42,6 +53,7 @@ def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
     if _handler not in root.handlers:
         root.addHandler(_handler)
     _handler.setFormatter(_Formatter(prog))
+    _program["name"] = prog
     if quiet:
         level = logging.ERROR
     else:

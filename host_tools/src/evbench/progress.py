@@ -5,15 +5,12 @@ lines otherwise) and the host's own notices. Library modules log problems throug
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from typing import TextIO
 
+from evbench_agent.log_output import notice
 
-def notice(text: str) -> None:
-    """One line of progress on standard error (`evbench: ...`); none under --quiet."""
-    if logging.getLogger().isEnabledFor(logging.WARNING):
-        print(f"evbench: {text}", file=sys.stderr, flush=True)
+__all__ = ["ProgressView", "notice"]
 
 
 class ProgressView:

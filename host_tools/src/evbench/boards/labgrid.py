@@ -11,7 +11,7 @@ RFC 2217, started by the exporter on acquire) the serial board.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +23,7 @@ from evbench.boards.labgrid_client import LabgridClient, Place, Resource, job_id
 from evbench.boards.urls import LabgridUrl, parse_labgrid_url
 from evbench_agent import results
 from evbench_agent.errors import ExitCode, UserError
+from evbench_agent.log_output import notice
 
 #: How long a run waits for its place when the user gives no --place-timeout.
 DEFAULT_PLACE_TIMEOUT = 600.0
@@ -46,6 +47,8 @@ POWER_CLASSES = (
 BOOT_TIMEOUT = 300.0
 BOOT_RETRY_EVERY = 5.0
 
+log = logging.getLogger(__name__)
+
 
 class PlaceUnavailable(UserError):
     """No place could be had within the deadline (exit 2: nothing ran)."""
@@ -55,9 +58,7 @@ class PlaceUnavailable(UserError):
 
 def _show_waiting(what: str, waited: float, timeout: float) -> None:
     minutes, seconds = divmod(int(waited), 60)
-    text = f"evbench: waiting for {what}, {minutes} min {seconds:02d} s"
-    text += f" (gives up at {timeout:.0f} s)"
-    print(text, file=sys.stderr, flush=True)
+    notice(f"waiting for {what}, {minutes} min {seconds:02d} s (gives up at {timeout:.0f} s)")
 
 
 class LabgridBoard(RemoteBoard):
@@ -102,10 +103,8 @@ class LabgridBoard(RemoteBoard):
         if self.address.place is not None:
             place = users.show(self.address.place)  # the place exists, the coordinator answers
             if place.acquired == users.owner:
-                print(
-                    f"evbench: using place {place.name}, which you hold ({place.acquired});"
-                    " it stays held",
-                    file=sys.stderr,
+                notice(
+                    f"using place {place.name}, which you hold ({place.acquired}); it stays held"
                 )
                 self.held_by_user = True
                 return place
@@ -129,7 +128,7 @@ class LabgridBoard(RemoteBoard):
         self._client.call("acquire", place=f"+{self._token}")
         self._taken = name
         self._cancel_reservation()  # the place is ours now; the reservation has done its work
-        print(f"evbench: acquired place {name} as {self._client.owner}", file=sys.stderr)
+        notice(f"acquired place {name} as {self._client.owner}")
         return self._client.show(name)
 
     def _reserve(self, filters: list[str], what: str, known: str | None) -> str:
@@ -172,7 +171,7 @@ class LabgridBoard(RemoteBoard):
             try:
                 self._client.call("cancel-reservation", token)
             except UserError as error:  # it expires by itself within about a minute
-                print(f"evbench: warning: {error}", file=sys.stderr)
+                log.warning("%s", error)
 
     def _give_back(self) -> None:
         """Release what this job took (never a place the user held)."""
@@ -181,9 +180,9 @@ class LabgridBoard(RemoteBoard):
             name, self._taken = self._taken, None
             try:
                 self._client.call("release", place=name)
-                print(f"evbench: released place {name}", file=sys.stderr)
+                notice(f"released place {name}")
             except UserError as error:
-                print(f"evbench: warning: place not released: {error}", file=sys.stderr)
+                log.warning("place not released: %s", error)
 
     # -- power ------------------------------------------------------------------
     def power_cycle(self) -> None:
@@ -195,7 +194,7 @@ class LabgridBoard(RemoteBoard):
                 f"place {self.place} has no power resource: --power-cycle cannot work there",
                 hint=f"its resources: {found}; add a NetworkPowerPort to its exporter",
             )
-        print(f"evbench: power-cycling place {self.place} ({power[0].cls})", file=sys.stderr)
+        notice(f"power-cycling place {self.place} ({power[0].cls})")
         self._client.call("power", "cycle", place=self.place)
 
     def _open_after_boot(self, accept_new_host_key: bool) -> RemoteBoard:

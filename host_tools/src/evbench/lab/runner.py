@@ -20,6 +20,7 @@ from evbench.lab import nightly_compare
 from evbench.lab.index import LabIndex
 from evbench.lab.plan import Entry, Plan
 from evbench_agent.errors import ExitCode
+from evbench_agent.log_output import notice
 
 #: One entry's run may take this long before it is stopped (a full run on a slow board).
 ENTRY_TIMEOUT = 4 * 3600.0
@@ -81,11 +82,7 @@ class LabRun:
             error = "" if code == ExitCode.OK else _one_line(stderr)
             if code == ExitCode.OK or not _transient(code, stderr) or attempt > self.plan.retries:
                 break
-            print(
-                f"evbench lab: {entry.id}: attempt {attempt} failed ({error}); retrying",
-                file=sys.stderr,
-                flush=True,
-            )
+            notice(f"lab: {entry.id}: attempt {attempt} failed ({error}); retrying")
         status = (
             "complete"
             if code == ExitCode.OK
@@ -108,7 +105,7 @@ class LabRun:
             error=error or None,
             comparison=comparison,
         )
-        print(f"evbench lab: {entry.id}: {status} (exit {int(code)})", file=sys.stderr, flush=True)
+        notice(f"lab: {entry.id}: {status} (exit {int(code)})")
         return int(code)
 
     def _run_one(self, entry: Entry, out: Path, log: Path) -> tuple[int, str]:
