@@ -11,6 +11,7 @@ evbench's LAVA module.
 
 from __future__ import annotations
 
+import http.server
 import json
 import math
 import re
@@ -18,7 +19,9 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
@@ -245,12 +248,29 @@ def test_an_archive_climbing_out_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "outside-written.txt").exists()
 
 
+class _UploadSink(http.server.BaseHTTPRequestHandler):
+    """A lab's upload location on loopback: keeps what each PUT sends."""
+
+    received: ClassVar[dict[str, bytes]] = {}
+
+    def do_PUT(self) -> None:  # the name http.server calls
+        length = int(self.headers["Content-Length"])
+        self.received[self.path] = self.rfile.read(length)
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
 @pytest.mark.slow
-def test_the_test_definition_runs_the_agent_and_signals(tmp_path: Path) -> None:
+def test_the_test_definition_runs_the_agent_signals_and_uploads(tmp_path: Path) -> None:
     # The definition's step, as LAVA's test shell runs it: from the repository, with the
     # parameters as variables; the image's agent is this venv's.
     definition = yaml.safe_load((ROOT / "lava" / "evbench.yaml").read_text())
     step = definition["run"]["steps"][0]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadSink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin",
         "SUITES": "codec",
@@ -258,17 +278,28 @@ def test_the_test_definition_runs_the_agent_and_signals(tmp_path: Path) -> None:
         "CODECS": "json,protobuf",
         "QUICK": "true",
         "OUT_DIR": str(tmp_path / "runs"),
+        "UPLOAD_URL": f"http://127.0.0.1:{server.server_port}/job-7/run.tar.gz",
         "HOME": str(tmp_path),
     }
-    done = subprocess.run(
-        ["sh", "-c", step], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
+    try:
+        done = subprocess.run(
+            ["sh", "-c", step], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
     assert done.returncode == 0, done.stderr[-2000:]
+    # What the lab received is the run itself: it verifies and renders on the host.
+    archive = tmp_path / "received.tar.gz"
+    archive.write_bytes(_UploadSink.received["/job-7/run.tar.gz"])
+    fetched = tmp_path / "fetched"
+    evbench("lava", "results", "7", "--uploaded", str(archive), "--out", str(fetched))
+    assert json.loads((fetched / "lava.json").read_text())["source"] == "uploaded run directory"
     console = tmp_path / "console.log"
     console.write_text(done.stdout)
     parsed = lava("signals", console)
     assert parsed["errors"] == []
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    (run_dir,) = [path for path in (tmp_path / "runs").iterdir() if path.is_dir()]
     records = _records(run_dir)
     cases = {c["test_case_id"]: c for c in parsed["cases"]}
     assert cases["run.complete"]["result"] == "pass"
