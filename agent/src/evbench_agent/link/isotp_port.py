@@ -195,15 +195,20 @@ class IsotpPort:
         try:
             self.sock.send(frame)
         except OSError as error:
-            if error.errno == errno.ENETDOWN:
-                raise UserError(f"CAN interface {self.address.interface!r} went down") from error
-            if error.errno == errno.ECOMM:  # can-isotp: no flow control came back in time
-                raise UserError(
-                    f"no ISO-TP flow control on {self.address.interface} from id "
-                    f"{self.address.rx_id:#x}: nobody listens on id {self.address.tx_id:#x}",
-                    "check the peer's ids: its rx must be our tx and its tx our rx",
-                ) from error
-            raise UserError(f"ISO-TP send failed: {error.strerror}") from error
+            raise self._user_error(error) from error
+
+    def _user_error(self, error: OSError) -> UserError:
+        """The kernel's send errors as one line; can-isotp sends in the background, so
+        a send's failure (no flow control: ECOMM) may come back at the next recv()."""
+        if error.errno == errno.ENETDOWN:
+            return UserError(f"CAN interface {self.address.interface!r} went down")
+        if error.errno == errno.ECOMM:
+            return UserError(
+                f"no ISO-TP flow control on {self.address.interface} from id "
+                f"{self.address.rx_id:#x}: nobody listens on id {self.address.tx_id:#x}",
+                "check the peer's ids: its rx must be our tx and its tx our rx",
+            )
+        return UserError(f"ISO-TP on {self.address.interface} failed: {error.strerror}")
 
     def receive(self, timeout_s: float) -> Frame | None:
         """The next frame, or None when none came within `timeout_s` (a lost message,
@@ -213,6 +218,8 @@ class IsotpPort:
             data = self.sock.recv(MAX_PDU + 1)
         except TimeoutError:
             return None
+        except OSError as error:
+            raise self._user_error(error) from error
         return unpack(data)
 
     def send_frame(self, kind: int, sequence: int, body: bytes = b"") -> None:

@@ -1,0 +1,125 @@
+"""End-to-end: the link over ISO-TP with CAN FD frames on vcan, both ends on the board.
+
+The board's cached image has no CAN modules loaded at boot and must not be
+rebuilt for them, so the test takes can-dev, vcan, can and can-isotp from the
+board's own kernel package (the .deb the image was built from, kept in the
+cache), copies them over SSH and insmods them. QEMU does not pace a vcan bus:
+this checks correctness (every message answered, a wrong id pair fails
+within its deadline with a clear message), not timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
+from evboard_image import CACHE
+
+from evbench.deploy import build_zipapp
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+#: In load order: vcan needs can-dev, can-isotp needs can.
+MODULES = (
+    "kernel/drivers/net/can/dev/can-dev.ko",
+    "kernel/drivers/net/can/vcan.ko",
+    "kernel/net/can/can.ko",
+    "kernel/net/can/can-isotp.ko",
+)
+INSMOD = r"""
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for path in sys.argv[1:]:
+    fd = os.open(path, os.O_RDONLY)
+    if libc.syscall(273, fd, b"", 0) != 0 and ctypes.get_errno() != errno.EEXIST:
+        sys.exit(f"{path}: {os.strerror(ctypes.get_errno())}")
+    os.close(fd)
+"""
+RESPONDER_URL = "isotp://vcan0?tx=0x7E8&rx=0x7E0&fd=1&dlen=64"
+CLIENT = r"""
+import json, sys, time
+from evbench_agent.errors import UserError
+from evbench_agent.link import framing, handshake, isotp_port, messages
+link = messages.bind("protobuf", "seed")
+hello = handshake.Hello("protobuf", "seed", messages.message_name(link.profile), "ack")
+out, start = {"replies": []}, time.monotonic()
+try:
+    with isotp_port.IsotpPort(isotp_port.parse(sys.argv[1])) as port:
+        port.send_frame(framing.HELLO, 0, json.dumps(hello.document()).encode())
+        answer = port.receive_frames(20)
+        out["hello"] = json.loads(answer[0].body) if answer else None
+        for index, item in enumerate(link.sample_data(20, 1)):
+            port.send_frame(framing.MESSAGE, index, link.encode(item))
+            for frame in port.receive_frames(10):
+                if frame.kind == framing.REPLY:
+                    out["replies"].append(link.decode_ack(frame.body[8:])[0])
+except UserError as error:
+    out["error"] = str(error)
+out["seconds"] = time.monotonic() - start
+print(json.dumps(out))
+"""
+
+
+def _upload(session: BoardSession, data: bytes, path: str) -> None:
+    config = str(session.home / ".ssh" / "config")
+    done = subprocess.run(
+        [require_command("ssh"), "-F", config, "-p", str(session.board.ssh_port),
+         "root@127.0.0.1", f"cat > {path}"],
+        input=data, env=session.env(), capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def _modules(tmp_path: Path, session: BoardSession) -> list[Path]:
+    package = session.board.image.info["kernel_package"]
+    debs = sorted((CACHE / "debs").glob(f"{package}_*.deb"))
+    require(bool(debs), f"the board's kernel package {package} in {CACHE / 'debs'}")
+    version = package[len("linux-image-") :]
+    wanted = [f"./lib/modules/{version}/{module}" for module in MODULES]
+    tar = subprocess.Popen(
+        [require_command("dpkg-deb"), "--fsys-tarfile", str(debs[-1])], stdout=subprocess.PIPE
+    )
+    subprocess.run(["tar", "-x", "-C", str(tmp_path), *wanted], stdin=tar.stdout, check=True,
+                   timeout=600)  # fmt: skip
+    tar.wait(timeout=60)
+    assert tar.stdout is not None
+    tar.stdout.close()
+    return [tmp_path / name for name in wanted]
+
+
+def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession, tmp_path: Path) -> None:
+    for module in _modules(tmp_path, evboard):
+        _upload(evboard, module.read_bytes(), f"/tmp/{module.name}")
+    _upload(evboard, build_zipapp(), "/tmp/evbench-agent.pyz")
+    _upload(evboard, CLIENT.encode(), "/tmp/isotp_client.py")
+    # The board has no kmod: load each module with finit_module(2) (arm64 syscall 273).
+    _upload(evboard, INSMOD.encode(), "/tmp/insmod.py")
+    names = " ".join(f"/tmp/{Path(m).name}" for m in MODULES)
+    evboard.ssh(f"python3 /tmp/insmod.py {names}", 120)
+    loaded = evboard.ssh("cut -d' ' -f1 /proc/modules", 60).split()
+    assert {"can_dev", "vcan", "can", "can_isotp"} <= set(loaded), loaded
+    evboard.ssh(
+        "set -e; ip link show vcan0 >/dev/null 2>&1 || ip link add vcan0 type vcan;"
+        " ip link set vcan0 mtu 72; ip link set vcan0 up"
+    )
+    pid = evboard.ssh(
+        f"nohup python3 /tmp/evbench-agent.pyz serve --transport '{RESPONDER_URL}'"
+        " >/tmp/responder.log 2>&1 </dev/null & echo $!"
+    ).strip()
+    try:
+        evboard.ssh("for i in $(seq 120); do grep -q transport /tmp/responder.log && exit 0;"
+                    " sleep 1; done; cat /tmp/responder.log; exit 1", timeout=180)  # fmt: skip
+        client = "PYTHONPATH=/tmp/evbench-agent.pyz python3 /tmp/isotp_client.py"
+        good = json.loads(evboard.ssh(f"{client} 'isotp://vcan0?tx=0x7E0&rx=0x7E8&fd=1'", 900))
+        assert good.get("hello", {}).get("ok") is True, good
+        assert good["replies"] == list(range(20)), good
+        # Ids nobody answers on: the First Frame gets no flow control; one clear line.
+        bad = json.loads(evboard.ssh(f"{client} 'isotp://vcan0?tx=0x7E1&rx=0x7E9&fd=1'", 300))
+        assert "no ISO-TP flow control" in bad.get("error", ""), bad
+        assert bad["seconds"] < 60
+    finally:
+        evboard.ssh(f"kill {pid}; sleep 2; cat /tmp/responder.log")
