@@ -66,6 +66,7 @@ RDEPENDS:${PN} = "python3-core \
                   python3-protobuf \
                   python3-psutil \
                   python3-pyserial \
+                  python3-resource \
                   python3-statistics \
                   python3-stringold \
                   "
