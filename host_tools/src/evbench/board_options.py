@@ -7,6 +7,10 @@ flags are spelled, explained and defaulted alike everywhere.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evbench.boards import Board
 
 HOST_KEY_HELP = "trust an unknown SSH host key and save it to known_hosts"
 
@@ -48,4 +52,16 @@ def _add_lab_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="labgrid:// boards: switch the board off and on through its place's power "
         "resource before connecting, and wait for it to answer",
+    )
+
+
+def open_board_from(args: argparse.Namespace) -> Board:
+    """The board the options of `add_board_options` name (their defaults where not added)."""
+    from evbench.boards import open_board  # the transports, only for a command that runs
+
+    return open_board(
+        args.board,
+        accept_new_host_key=getattr(args, "accept_new_host_key", False),
+        place_timeout=getattr(args, "place_timeout", None),
+        power_cycle=getattr(args, "power_cycle", False),
     )

@@ -8,8 +8,7 @@ import tempfile
 from pathlib import Path
 
 from evbench import deploy
-from evbench.board_options import add_board_options
-from evbench.boards import open_board
+from evbench.board_options import add_board_options, open_board_from
 from evbench_agent.errors import ExitCode, UserError
 
 NAME = "deploy"
@@ -25,12 +24,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with (
-        open_board(
-            args.board,
-            accept_new_host_key=args.accept_new_host_key,
-            place_timeout=getattr(args, "place_timeout", None),
-            power_cycle=getattr(args, "power_cycle", False),
-        ) as board,
+        open_board_from(args) as board,
         tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging,
     ):
         if board.is_local:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evbench import diag
-from evbench.board_options import add_board_options
-from evbench.boards import open_board
+from evbench.board_options import add_board_options, open_board_from
 from evbench_agent import results
 from evbench_agent.errors import ExitCode
 
@@ -123,12 +122,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out.resolve() if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-    with open_board(
-        args.board,
-        accept_new_host_key=args.accept_new_host_key,
-        place_timeout=getattr(args, "place_timeout", None),
-        power_cycle=getattr(args, "power_cycle", False),
-    ) as board:
+    with open_board_from(args) as board:
         try:
             report = diag.gather(board)
         finally:

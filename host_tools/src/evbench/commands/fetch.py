@@ -8,8 +8,7 @@ import tempfile
 from pathlib import Path
 
 from evbench import deploy, remote_run
-from evbench.board_options import add_board_options
-from evbench.boards import open_board
+from evbench.board_options import add_board_options, open_board_from
 from evbench_agent import results
 from evbench_agent.errors import ExitCode, UserError
 
@@ -38,12 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.run_id or "/" in args.run_id or args.run_id.startswith("."):
         raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
     out = (args.out or Path("results") / args.run_id).resolve()
-    with open_board(
-        args.board,
-        accept_new_host_key=args.accept_new_host_key,
-        place_timeout=getattr(args, "place_timeout", None),
-        power_cycle=getattr(args, "power_cycle", False),
-    ) as board:
+    with open_board_from(args) as board:
         if board.is_local:
             raise UserError("local runs are written straight to their --out: nothing to fetch")
         with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from evbench import link_peer, schema
-from evbench.board_options import add_board_options
+from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView
@@ -89,12 +89,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
-    board = open_board(
-        args.board,
-        accept_new_host_key=args.accept_new_host_key,
-        place_timeout=getattr(args, "place_timeout", None),
-        power_cycle=getattr(args, "power_cycle", False),
-    )
+    board = open_board_from(args)
     try:
         link_peer.check_peer(board, getattr(args, "peer", None))
         results.prepare_output(out)
