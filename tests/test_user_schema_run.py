@@ -90,6 +90,23 @@ def test_samples_are_measured_in_file_order(tmp_path):
     assert json_size["min"] == json_sizes[0] and json_size["max"] == json_sizes[-1]
 
 
+@pytest.mark.slow
+def test_a_samples_file_shorter_than_the_rounds_goes_round_again(tmp_path):
+    """12 lines, and the quick plan's workers take 8 x 4 rounds: the rounds wrap round
+    the file (a worker once asked for line 13 of 12 and failed)."""
+    out = tmp_path / "run"
+    samples = DATA / "bms_samples.jsonl"
+    done = _evbench(
+        "run", *QUICK, *SCHEMA, "--suite", "codec", "--samples", str(samples), "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = len(samples.read_text().splitlines())
+    (size,) = _records(out, "size", "protobuf")
+    assert size["n"] == lines == 12
+    (encode,) = _records(out, "encode", "protobuf")
+    assert encode["n"] == 8 * 3  # every worker's values recorded
+
+
 def _refused(tmp_path: Path, *argv: str) -> str:
     out = tmp_path / "run"
     done = _evbench("run", *QUICK, "--suite", "codec", *argv, "--out", str(out))

@@ -111,7 +111,9 @@ def _prepare(
     profile = payloads.get(profile_name)
     items = profile.payloads(task["payloads"], task["seed"])
     if indices is not None:
-        items = [items[index] for index in indices]
+        # A profile may hold fewer payloads than asked for (a samples file's lines): the
+        # rounds then go round them again, as round_payloads does with the count asked for.
+        items = [items[index % len(items)] for index in indices]
     return {name: operations(codecs.get(name).bind(profile), items) for name in task["codecs"]}
 
 
