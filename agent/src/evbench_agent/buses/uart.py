@@ -20,4 +20,3 @@ def seconds(
 ) -> float:
     """Time on the line for `size` bytes sent back to back."""
     return size * bits_per_byte(data_bits, parity, stop_bits) / baud
-
