@@ -22,9 +22,10 @@ outcomes, they never split a comparison.
 Replicates: a sample set's `worker` is its process index; its i-th value is
 round i after the warm-ups, and the i-th values of two codecs of the same
 worker are a pair (same round, same payload, taken one right after the
-other). Within a process the codecs and operations alternate by round: even
-rounds take them in order (A B), odd rounds in reverse (B A), so neither codec
-always runs first, and slow drift such as heating shows in every codec alike.
+other). Within a process the rounds go operation by operation, the codecs in
+order (A B) in even rounds and reversed (B A) in odd ones, so neither codec
+always runs first, what runs before each is the mirror image of what runs
+before the other, and slow drift such as heating shows in every codec alike.
 
 A/A control (`--aa`): the copy is the same codec under another name; the
 testing option `aa_slowdown` makes each of the copy's timed operations that
@@ -167,9 +168,23 @@ def _calibrate(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, i
     return loops_by_cell
 
 
-def round_order(items: list[Any], round_number: int) -> list[Any]:
-    """A B in even rounds, B A in odd ones: neither side always goes first."""
-    return items if round_number % 2 == 0 else items[::-1]
+def round_order(cells: list[tuple[str, str]], round_number: int) -> list[tuple[str, str]]:
+    """One round's order of (codec, operation) cells: operation by operation, the
+    codecs A B in even rounds and B A in odd ones.
+
+    Operation-major keeps a pair's two samples next to each other, and it makes
+    what runs just before each codec the mirror image of what runs before the
+    other (A's encode follows B's encode or A's last operation; B's encode
+    follows A's encode or B's last operation). The codec-major order this
+    replaced let one codec's encode follow its own encode at every other round
+    boundary: warm caches made json 1 % to 2 % faster than its identical A/A copy.
+    """
+    operations = list(dict.fromkeys(operation for _codec, operation in cells))
+    codecs = list(dict.fromkeys(codec for codec, _operation in cells))
+    if round_number % 2:
+        codecs.reverse()
+    present = set(cells)
+    return [(c, o) for o in operations for c in codecs if (c, o) in present]
 
 
 class _Cell:
@@ -226,7 +241,6 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
             ).items()
             for operation, (function, arguments) in operations.items()
         }
-        # Codec-major order: A's operations, then B's; odd rounds take it backwards.
         order = list(cells)
         gc.collect()
         if not task["gc"]:
