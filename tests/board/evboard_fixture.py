@@ -22,6 +22,7 @@ from evboard_archive import BoardBuildError
 from evboard_image import ensure_board
 from evboard_qemu import VirtualBoard
 from evboard_rootfs import ROOT_PASSWORD
+from evboard_ssh import write_ssh_home
 
 EVBENCH = Path(sys.executable).with_name("evbench")
 BOOT_TIMEOUT = float(os.environ.get("EVBOARD_BOOT_TIMEOUT", "480"))
@@ -86,22 +87,6 @@ class BoardSession:
         return done.stdout
 
 
-def _write_ssh_home(home: Path, board: VirtualBoard) -> None:
-    """~/.ssh for the board: its host key (from the build) and the authorized test key."""
-    ssh_dir = home / ".ssh"
-    ssh_dir.mkdir(mode=0o700, parents=True)
-    known_hosts = ssh_dir / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{board.ssh_port} {board.image.info['host_key']}\n")
-    (ssh_dir / "config").write_text(
-        "Host 127.0.0.1\n"
-        f"    IdentityFile {board.image.ssh_key}\n"
-        f"    UserKnownHostsFile {known_hosts}\n"
-        "    StrictHostKeyChecking yes\n"
-        "    IdentitiesOnly yes\n"
-    )
-    board.image.ssh_key.chmod(0o600)
-
-
 @pytest.fixture(scope="session", name="evboard")
 def evboard_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardSession]:
     for command in ("qemu-system-aarch64", "debootstrap", "qemu-aarch64-static", "depmod"):
@@ -114,7 +99,7 @@ def evboard_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardS
     try:
         board.boot(boot_timeout=BOOT_TIMEOUT)
         home = tmp_path_factory.mktemp("evboard-home")
-        _write_ssh_home(home, board)
+        write_ssh_home(home, board)
         yield BoardSession(board, home)
     finally:
         board.stop()
