@@ -94,6 +94,7 @@ METRIC_ROLES: dict[str, str] = {
     # follows from the encoded sizes and the nominal rate
     "bandwidth_payload": FACT,
     "bandwidth_wire": FACT,
+    "bus_load": FACT,
     # informational: higher would reward bigger messages
     "capacity_bytes": CONTEXT,
     # rare events, mostly zero: a ratio test cannot apply

@@ -36,6 +36,7 @@ METRICS: dict[str, Metric] = {
         Metric("send_lateness", "s", LOWER_IS_BETTER, "Send lateness"),
         Metric("bandwidth_payload", "bytes/s", LOWER_IS_BETTER, "Bandwidth, payload"),
         Metric("bandwidth_wire", "bytes/s", LOWER_IS_BETTER, "Bandwidth, on the wire"),
+        Metric("bus_load", "percent", LOWER_IS_BETTER, "Bus load (of the bit rate)"),
         Metric("capacity_msgs", "messages/s", HIGHER_IS_BETTER, "Capacity, messages"),
         Metric("capacity_bytes", "bytes/s", HIGHER_IS_BETTER, "Capacity, payload bytes"),
         Metric("cpu_per_msg_client", "s", LOWER_IS_BETTER, "CPU per message, client"),

@@ -125,6 +125,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption(
         "--peer", "link_peer", "link: loopback (default), HOST:PORT, or host/board (evbench)"
     ),
+    RunOption(
+        "--link-transport",
+        "link_transport",
+        "link: a bus instead of TCP, uart:///dev/ttyS1?baud=115200 or "
+        "isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64 (docs/buses.md)",
+        str,
+        "URL",
+    ),
     RunOption("--mode", "link_mode", "link: responder mode (default ack)", choices=("ack", "echo")),
     RunOption("--rate", "link_rate_hz", "link: messages per second (20)", float, "HZ"),
     RunOption("--duration", "link_duration_s", "link: seconds per phase", float, "S"),

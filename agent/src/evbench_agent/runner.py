@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import signal
 from pathlib import Path
@@ -25,6 +26,8 @@ from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
+
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -90,6 +93,9 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     measured so far are kept, summarized and checksummed, and the run is left
     without its `complete` marker.
     """
+    notes = registry.preflight(spec)  # before anything is written: may refuse the run
+    for note in notes:
+        log.warning("%s", note)
     writer = RunWriter(directory, run_id)
     manifest = {
         "spec": spec.as_dict(),
@@ -111,6 +117,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "pid": os.getpid(),
         "memory": memory.before_run(),
     }
+    if notes:  # what the suites said before the run (e.g. a bus that cannot carry the rate)
+        manifest["notes"] = notes
     planned = registry.planned_seconds(spec)
     manifest["planned_seconds"] = {suite: round(seconds, 1) for suite, seconds in planned.items()}
     progress.message(describe_plan(planned, spec))

@@ -68,6 +68,8 @@ class Spec:
     governor: str | None = None
     # link (evbench_agent.suites.link); None: the suite's full or quick plan
     link_peer: str = "loopback"
+    #: A bus instead of TCP (evbench_agent.link.bus_connection): uart://... or isotp://...
+    link_transport: str | None = None
     link_mode: str = "ack"
     link_rate_hz: float = 20.0
     link_duration_s: float | None = None
@@ -189,6 +191,16 @@ def _check_link(values: dict[str, Any]) -> None:
     if delay and values.get("aa") is None:
         raise UserError("--aa-reply-delay delays the copy of an A/A run: it needs --aa CODEC")
     peer = values.get("link_peer", "loopback")
+    if values.get("link_transport") is not None:
+        from evbench_agent.link import bus_connection
+
+        bus_connection.parse_transport(values["link_transport"])  # a UserError if malformed
+        if peer != "loopback":
+            raise UserError(
+                "--peer names a TCP responder; a --link-transport bus has its responder "
+                "at the bus's other end",
+                hint="give one of them",
+            )
     if peer == "host":
         raise UserError(
             "the agent cannot resolve --peer host by itself",

@@ -24,7 +24,7 @@ import select
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evbench_agent.errors import UserError
 from evbench_agent.link import framing, handshake, messages
@@ -45,6 +45,23 @@ PRE_WAKE_S = 50e-6
 def lost_after(deadline_s: float) -> float:
     """How long to wait for a reply before counting its message lost."""
     return max(MIN_LOST_AFTER_S, 10 * deadline_s)
+
+
+class LinkConnection(Protocol):
+    """What the Exchange needs of a handshaken link: TCP (Connection) or a bus
+    (bus_connection.BusConnection)."""
+
+    link: messages.LinkCodec
+    mode: str
+    address: str
+
+    def pack(self, kind: int, sequence: int, body: bytes = b"") -> bytes: ...
+    def send(self, data: bytes) -> None: ...
+    def wait_frames(self, timeout_ns: int) -> list[framing.Frame] | None: ...
+    def block_frames(self) -> list[framing.Frame] | None: ...
+    def set_receive_timeout(self, seconds: float) -> None: ...
+    @property
+    def received_ns(self) -> int: ...
 
 
 class Connection:
@@ -96,6 +113,36 @@ class Connection:
             self.sock.close()
             raise
 
+    # The transport seam: the Exchange sends and receives only through these, so a
+    # bus connection (link.bus_connection) runs the same phases over a UART or ISO-TP.
+    def pack(self, kind: int, sequence: int, body: bytes = b"") -> bytes:
+        """One frame as this transport sends it (length prefix included)."""
+        return framing.pack(kind, sequence, body)
+
+    def send(self, data: bytes) -> None:
+        framing.send(self.sock, data)
+
+    def wait_frames(self, timeout_ns: int) -> list[framing.Frame] | None:
+        """Frames once data arrives within `timeout_ns`; None when none did."""
+        readable, _, _ = select.select([self.sock], [], [], max(timeout_ns, 0) / 1e9)
+        return self.reader.receive() if readable else None
+
+    def block_frames(self) -> list[framing.Frame] | None:
+        """Frames from a recv() bounded by the receive timeout; None when it expired."""
+        try:
+            return self.reader.receive()
+        except BlockingIOError:
+            return None
+
+    def set_receive_timeout(self, seconds: float) -> None:
+        """The kernel's bound on block_frames() (0: none); its resolution is a scheduler tick."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, framing.timeval(seconds))
+
+    @property
+    def received_ns(self) -> int:
+        """When the data of the last receive arrived."""
+        return self.reader.received_ns
+
     def close(self) -> None:
         self.sock.close()
 
@@ -129,6 +176,8 @@ class PhaseResult:
     lost_after_ns: int = 10**18
     #: Every message sent on the connection, warm-up included (energy's count).
     total_sent: int = 0
+    #: sequence -> bytes of the reply's body (processing time included), as received.
+    reply_sizes: dict[int, int] = field(default_factory=dict)
 
     def answered(self) -> list[int]:
         """Sequences answered within `lost_after_ns` of their own send, in order."""
@@ -147,14 +196,15 @@ class PhaseResult:
 class Exchange:
     """Sends messages and takes in replies on one connection, matching by sequence."""
 
-    def __init__(self, connection: Connection, data: list[Any]) -> None:
+    def __init__(self, connection: LinkConnection, data: list[Any]) -> None:
         self.connection = connection
-        self.sock, self.reader = connection.sock, connection.reader
         self.data = data
         self.echo = connection.mode == "echo"
         self.sent_at: dict[int, tuple[int, int, int, int]] = {}
         self.replies: dict[int, tuple[int, int, int]] = {}
         self.stats: list[dict[str, int]] = []
+        #: sequence -> bytes of the reply's body (bus load counts the replies too)
+        self.reply_sizes: dict[int, int] = {}
         #: Sequences in the order their replies arrived (the saturating sender follows it).
         self.arrivals: list[int] = []
         self.next_sequence = 0
@@ -163,25 +213,25 @@ class Exchange:
         sequence = self.next_sequence
         encode_start = clock_ns()
         blob = self.connection.link.encode(self.data[sequence % len(self.data)])
-        frame = framing.pack(framing.MESSAGE, sequence, blob)
+        frame = self.connection.pack(framing.MESSAGE, sequence, blob)
         self.next_sequence += 1
         # Recorded before the send: a message the link failed to take is lost, not unsent.
         send_time = clock_ns()
         self.sent_at[sequence] = (encode_start, send_time, len(blob), len(frame))
-        framing.send(self.sock, frame)
+        self.connection.send(frame)
         return sequence
 
     def request_stats(self) -> None:
-        framing.send(self.sock, framing.pack(framing.STATS, len(self.stats)))
+        self.connection.send(self.connection.pack(framing.STATS, len(self.stats)))
 
     def wait(self, timeout_ns: int) -> bool:
         """Sleep until data arrives or `timeout_ns` passes; take in every whole frame.
 
         Returns False when the time ran out with nothing to read."""
-        readable, _, _ = select.select([self.sock], [], [], max(timeout_ns, 0) / 1e9)
-        if not readable:
+        frames = self.connection.wait_frames(timeout_ns)
+        if frames is None:
             return False
-        self._take_all(self.reader.receive())
+        self._take_all(frames)
         return True
 
     def block(self) -> bool:
@@ -190,19 +240,18 @@ class Exchange:
         No select() call sits between the reply's arrival and its timestamp, so
         the transport RTT carries no more system calls than a bare ping-pong's.
         Returns False when the timeout expired with nothing received."""
-        try:
-            frames = self.reader.receive()
-        except BlockingIOError:
+        frames = self.connection.block_frames()
+        if frames is None:
             return False
         self._take_all(frames)
         return True
 
     def set_receive_timeout(self, seconds: float) -> None:
-        """The kernel's bound on block() (0: none); its resolution is a scheduler tick."""
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, framing.timeval(seconds))
+        """The bound on block() (0: none)."""
+        self.connection.set_receive_timeout(seconds)
 
     def _take_all(self, frames: list[framing.Frame]) -> None:
-        arrival = self.reader.received_ns
+        arrival = self.connection.received_ns
         for frame in frames:
             if frame.kind == framing.STATS_REPLY:
                 self.stats.append(_stats(frame.body))
@@ -232,6 +281,7 @@ class Exchange:
                 f"the reply to message {sequence} does not decode: {type(error).__name__}: {error}"
             ) from error
         self.replies[sequence] = (arrival, clock_ns(), processing_ns)
+        self.reply_sizes[sequence] = len(frame.body)
         self.arrivals.append(sequence)
 
     def outstanding(self) -> int:
@@ -256,7 +306,7 @@ def drain(exchange: Exchange, until_ns: int, stats_wanted: int = 0) -> None:
 
 
 def run_periodic(
-    connection: Connection,
+    connection: LinkConnection,
     data: list[Any],
     rate_hz: float,
     count: int,
@@ -320,6 +370,7 @@ def run_periodic(
             result.sent[sequence] = Sent(encode_start, send, payload, frame)
             if sequence in exchange.replies:
                 result.replies[sequence] = exchange.replies[sequence]
+                result.reply_sizes[sequence] = exchange.reply_sizes[sequence]
     if len(exchange.stats) == 2:
         first, last = exchange.stats
         result.responder = {key: last[key] - first[key] for key in ("messages", "cpu_ns")}

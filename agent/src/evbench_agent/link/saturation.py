@@ -32,7 +32,7 @@ class CapacityResult:
 
 
 def run_saturation(
-    connection: client.Connection,
+    connection: client.LinkConnection,
     data: list[Any],
     window: int,
     duration_s: float,

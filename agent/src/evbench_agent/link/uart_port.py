@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from evbench_agent.buses import uart
 from evbench_agent.errors import UserError
 from evbench_agent.link import uart_framing
-from evbench_agent.link.framing import DEFAULT_MAX_FRAME, HEADER, Frame
+from evbench_agent.link.framing import DEFAULT_MAX_FRAME, HEADER, Frame, PeerClosed
 
 #: Rates pyserial and the 8250/pl011 drivers take; anything else is refused up front.
 RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600,
@@ -25,6 +25,8 @@ RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 92
 DEFAULT_BAUD = 115200
 #: Longest single read wait, so a receive loop checks its deadline at least this often.
 READ_SLICE_S = 0.05
+#: A write the line does not take within this long ends the phase (the peer is gone).
+WRITE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class UartPort:
 
         try:
             self._serial: Any = serial.Serial(
-                address.device, address.baud, timeout=READ_SLICE_S, write_timeout=5.0
+                address.device, address.baud, timeout=READ_SLICE_S, write_timeout=WRITE_TIMEOUT_S
             )
         except (serial.SerialException, ValueError) as error:
             raise UserError(
@@ -93,11 +95,29 @@ class UartPort:
                 "check the device exists, is not in use, and you may open it (group dialout)",
             ) from error
         self.address = address
+        self._errors = (serial.SerialTimeoutException, serial.SerialException)
         self.deframer = uart_framing.Deframer(max_frame)
         self._ready: list[Frame] = []
 
     def send(self, kind: int, sequence: int, body: bytes = b"") -> None:
-        self._serial.write(uart_framing.encode(kind, sequence, body))
+        self.write(uart_framing.encode(kind, sequence, body))
+
+    def write(self, data: bytes) -> None:
+        """Write bytes already framed (uart_framing.encode); a line that does not take
+        them within the write timeout, or a device that went away, is PeerClosed."""
+        try:
+            self._serial.write(data)
+        except self._errors[0] as error:
+            raise PeerClosed(
+                f"{self.address.device} took no bytes for {WRITE_TIMEOUT_S:g} s"
+            ) from error
+        except self._errors[1] as error:
+            raise PeerClosed(f"{self.address.device} failed: {error}") from error
+
+    def discard_output(self) -> None:
+        """Drop the bytes written but not yet sent (the kernel's buffer), so a phase's
+        backlog never goes out during the next one."""
+        self._serial.reset_output_buffer()
 
     def receive(self, timeout_s: float) -> list[Frame]:
         """Whole intact frames, waiting up to `timeout_s` for the first (an empty list

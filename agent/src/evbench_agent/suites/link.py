@@ -17,6 +17,17 @@ cut short keeps every phase measured before it.
 
 With `--peer loopback` (the default) the suite starts its own responder, a
 separate `evbench-agent serve` process on this machine, as the seed app did.
+
+With `--link-transport` (a UART or ISO-TP, docs/buses.md) the same periodic
+phases run over that bus against `evbench-agent serve --transport` at its
+other end, and each phase also records its `bus_load` (% of the bus's bit
+rate; it replaces `bandwidth_wire`, whose Ethernet assumptions do not apply).
+Before anything is written, `preflight` opens the bus once (a missing device
+is one line, exit 2) and says which codecs' messages are longer on the wire
+than the period. There is no capacity phase over a bus: its window of
+messages in flight would queue them in the port's buffer, which the periodic
+phases never do, and a bus's capacity is its bit rate, which the budget
+(`evbench-agent budget`) computes exactly.
 """
 
 from __future__ import annotations
@@ -26,7 +37,15 @@ from typing import Any
 
 from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
-from evbench_agent.link import client, figures, messages, saturation, timing, wakeup
+from evbench_agent.link import (
+    bus_connection,
+    client,
+    figures,
+    messages,
+    saturation,
+    timing,
+    wakeup,
+)
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
@@ -80,6 +99,8 @@ class Settings:
     capacity_warmup_s: float
     realtime: bool
     wakeup_samples: int
+    #: A bus URL (--link-transport) instead of TCP; None: TCP to `peer`.
+    transport: str | None
     #: Testing only: the A/A copy's replies are held this long by the responder (ns).
     aa_reply_delay_ns: int
 
@@ -102,6 +123,7 @@ class Settings:
             capacity_warmup_s=warmup / 2,
             realtime=spec.link_realtime,
             wakeup_samples=WAKEUP_SAMPLES[1] if spec.quick else WAKEUP_SAMPLES[0],
+            transport=spec.link_transport,
             aa_reply_delay_ns=round(spec.aa_reply_delay_s * 1e9),
         )
 
@@ -124,10 +146,40 @@ def planned_seconds(spec: Any) -> float:
     phases = len(spec.link_profiles or DEFAULT_PROFILES) * len(link_codecs(spec))
     phases *= settings.phases
     periodic = (settings.warmup_count + settings.count) / settings.rate_hz
-    capacity = settings.capacity_warmup_s + settings.capacity_s
     probe = settings.wakeup_samples / settings.rate_hz
+    if settings.transport:  # no responder to start, no capacity phase
+        return probe + phases * (periodic + PHASE_OVERHEAD_S)
+    capacity = settings.capacity_warmup_s + settings.capacity_s
     start = RESPONDER_START_S if settings.peer == "loopback" else 0.0
     return start + probe + phases * (periodic + capacity + 2 * PHASE_OVERHEAD_S)
+
+
+def preflight(spec: Any) -> list[str]:
+    """Before the run writes anything: open the bus once (a missing device or interface
+    is a UserError here) and say, one line each, what it cannot carry at the rate."""
+    if not spec.link_transport:
+        return []
+    transport = bus_connection.parse_transport(spec.link_transport)
+    transport.open().close()
+    notes = []
+    if transport.bit_rate_source == "assumed":
+        bus = transport.bus
+        notes.append(
+            f"link: bus load over {transport.url} is counted against an assumed "
+            f"{bus.bit_rate} bit/s"
+            + (f" / {bus.data_rate} bit/s" if bus.data_rate else "")
+            + " (add bitrate= and dbitrate= to the URL: the interface's own rates)"
+        )
+    settings = Settings.from_spec(spec)
+    for profile in spec.link_profiles or DEFAULT_PROFILES:
+        for codec in link_codecs(spec):
+            link = messages.bind(codec, profile)
+            items = link.sample_data(spec.payloads, spec.seed)
+            largest = max((link.encode(item) for item in items), key=len)
+            problem = bus_connection.sustainable(transport, largest, settings.rate_hz)
+            if problem:
+                notes.append(f"link: {profile} {codec}: {problem}")
+    return notes
 
 
 class _Phases:
@@ -137,15 +189,20 @@ class _Phases:
         self.context, self.settings = context, settings
         self.responder: ResponderProcess | None = None
         self.phases_done = 0
+        self.bus = (
+            bus_connection.parse_transport(settings.transport) if settings.transport else None
+        )
+        self.port: Any = None
         spec = context.spec
         common = {
-            "peer": settings.peer,
+            "peer": "bus" if self.bus else settings.peer,
             "mode": settings.mode,
             "phases": settings.phases,
             "payloads": spec.payloads,
             "seed": spec.seed,
             "transport": TRANSPORT,
             **scheduling.as_params(),
+            **(self.bus.params() if self.bus else {}),
         }
         self.periodic_params = {
             **common,
@@ -163,6 +220,14 @@ class _Phases:
             "warmup_s": settings.capacity_warmup_s,
         }
 
+    def prepare(self) -> None:
+        """Open the bus, or start the loopback responder, before any phase is timed."""
+        if self.bus is not None:
+            if self.port is None:
+                self.port = self.bus.open()
+        else:
+            self.address()
+
     def address(self) -> tuple[str, int]:
         if self.settings.peer != "loopback":
             return parse_peer(self.settings.peer)
@@ -170,12 +235,15 @@ class _Phases:
             self.responder = start_responder(realtime=self.settings.realtime)
         return self.responder.address
 
-    def connect(self, link: messages.LinkCodec) -> client.Connection:
+    def connect(self, link: messages.LinkCodec) -> Any:
         spec = self.context.spec
         delay = 0
         if spec.aa and link.codec == codec_registry.copy_name(spec.aa):
             delay = self.settings.aa_reply_delay_ns
         try:
+            if self.bus is not None:
+                self.prepare()
+                return bus_connection.BusConnection(self.port, self.bus, link, self.settings.mode)
             return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
         except UserError as error:
             if self.phases_done:  # the peer went away between phases: the run is cut short
@@ -199,7 +267,7 @@ class _Phases:
                 settings.deadline_s,
             )
         if result.sent:
-            self._write_periodic(profile, codec, phase, result)
+            self._write_periodic(profile, codec, phase, result, connection)
             self.phases_done += 1
         if result.error:
             raise PartialRun(
@@ -209,7 +277,7 @@ class _Phases:
         return result.total_sent
 
     def _write_periodic(
-        self, profile: str, codec: str, phase: int, result: client.PhaseResult
+        self, profile: str, codec: str, phase: int, result: client.PhaseResult, connection: Any
     ) -> None:
         measured = figures.PhaseFigures(result, self.settings.rate_hz, self.settings.deadline_s)
         params = self.periodic_params
@@ -218,7 +286,14 @@ class _Phases:
             for metric, values in measured.per_message().items()
             if values
         ]
-        for metric, (value, unit) in measured.per_phase().items():
+        figures_of_phase = measured.per_phase()
+        if self.bus is not None:
+            # Ethernet's wire bytes mean nothing on a bus: its load against the bit rate does.
+            figures_of_phase.pop("bandwidth_wire", None)
+            load = self._bus_load(result, connection)
+            if load is not None:
+                figures_of_phase["bus_load"] = (load, "percent")
+        for metric, (value, unit) in figures_of_phase.items():
             metric_params = (
                 dict(params, wire=figures.WIRE_ASSUMPTIONS)
                 if metric == "bandwidth_wire"
@@ -228,6 +303,18 @@ class _Phases:
                 SampleSet(SUITE, profile, codec, metric, unit, metric_params, [value], phase)
             )
         self.context.writer.add(sample_sets)
+
+    def _bus_load(self, result: client.PhaseResult, connection: Any) -> float | None:
+        """Bus load over the span bandwidth uses: the n - 1 intervals between the first
+        and the last measured send, with the messages (and replies) of all but the last."""
+        assert self.bus is not None
+        order = sorted(result.sent)
+        if len(order) < 2 or result.sent[order[-1]].send <= result.sent[order[0]].send:
+            return None
+        seconds = (result.sent[order[-1]].send - result.sent[order[0]].send) / 1e9
+        return bus_connection.bus_load(
+            self.bus, order[:-1], connection.message_bodies, connection.reply_bodies, seconds
+        )
 
     def capacity(
         self, profile: str, codec: str, phase: int, link: messages.LinkCodec, data: list[Any]
@@ -282,6 +369,8 @@ class _Phases:
     def close(self) -> None:
         if self.responder is not None:
             self.responder.stop()
+        if self.port is not None:
+            self.port.close()
 
 
 #: Params of the scheduling the sender ran under (copied onto the wake-up record).
@@ -293,19 +382,20 @@ def run(context: RunContext) -> None:
     settings = Settings.from_spec(spec)
     profiles = spec.link_profiles or DEFAULT_PROFILES
     codecs = link_codecs(spec)
-    progress.start(SUITE, len(profiles) * settings.phases * len(codecs) * 2)
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
     phases = _Phases(context, settings, scheduling)
+    kinds = [phases.periodic] if phases.bus else [phases.periodic, phases.capacity]
+    progress.start(SUITE, len(profiles) * settings.phases * len(codecs) * len(kinds))
     try:
-        phases.address()  # starts the loopback responder before any phase is timed
+        phases.prepare()
         phases.wakeup()
         for profile in profiles:
             bound = {codec: messages.bind(codec, profile) for codec in codecs}
             data = {
                 codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()
             }
-            for kind in (phases.periodic, phases.capacity):
+            for kind in kinds:
                 for phase in range(settings.phases):
                     order = list(bound.items())
                     if phase % 2:  # A B, then B A: no codec always goes first
