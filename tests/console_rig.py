@@ -34,7 +34,8 @@ STEP = 64
 class LineSimulator:
     """Two TCP ends joined at serial speed, with faults on demand (board to host only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, baud: int = BAUD) -> None:
+        self.bytes_per_second = baud / 10  # 8N1
         self.listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
         self.ports = [listener.getsockname()[1] for listener in self.listeners]
         self.mute = False
@@ -108,7 +109,7 @@ class LineSimulator:
                 return
             if not data:
                 return
-            next_time = max(next_time, time.monotonic()) + len(data) / BYTES_PER_SECOND
+            next_time = max(next_time, time.monotonic()) + len(data) / self.bytes_per_second
             delay = next_time - time.monotonic()
             if delay > 0:
                 time.sleep(delay)

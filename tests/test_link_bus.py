@@ -1,0 +1,219 @@
+"""The link suite over a UART: `evbench-agent run --link-transport uart://...` against
+`evbench-agent serve --transport uart://...`, both real processes, over a real pty line.
+
+A pseudo-terminal moves bytes at memory speed, so the line between the two ends is
+socat pty <-tcp-> LineSimulator <-tcp-> socat pty (tests/console_rig.py), which
+carries them at the baud rate (10 bits per byte, 8N1), as a UART would. Expected
+figures are worked out here from the frame layout in docs/buses.md: each link frame
+on a UART is 2 (sync) + 13 (length, kind, sequence) + 2 (CRC-16) + body + 4 (CRC-32)
+= 21 + body bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import require_command
+from console_rig import LineSimulator
+
+from evbench_agent.link import handshake, messages
+
+#: Bytes a UART frame adds to a message body (worked out in the module docstring).
+FRAME_BYTES = 2 + 13 + 2 + 4
+#: A reply's body holds at least the responder's 8-byte processing time.
+MIN_REPLY_BYTES = FRAME_BYTES + 8
+BITS_PER_BYTE = 10
+
+
+class PacedLine:
+    """Two pty ends joined by a line carrying bytes at `baud`."""
+
+    def __init__(self, directory: Path, baud: int) -> None:
+        socat = require_command("socat")
+        self.line = LineSimulator(baud)
+        self.line.start()
+        self.ends = [directory / "client", directory / "responder"]
+        self.processes = [
+            subprocess.Popen(
+                [socat, f"PTY,link={end},rawer", f"TCP:127.0.0.1:{port}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for end, port in zip(self.ends, self.line.ports, strict=True)
+        ]
+        deadline = time.monotonic() + 20
+        while not all(end.exists() for end in self.ends):
+            assert time.monotonic() < deadline, "socat made no ptys in 20 s"
+            time.sleep(0.02)
+        # socat ends the line when its pty has no one on the other side (EIO): hold
+        # both open for the test, as a UART stays present when no program has it open.
+        self.holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in self.ends]
+
+    def stop(self) -> None:
+        for hold in self.holds:
+            os.close(hold)
+        for process in self.processes:
+            process.terminate()
+            process.wait(timeout=10)
+        self.line.stop()
+
+
+@pytest.fixture
+def line_115200(tmp_path: Path) -> Iterator[PacedLine]:
+    line = PacedLine(tmp_path, 115200)
+    yield line
+    line.stop()
+
+
+@pytest.fixture
+def line_9600(tmp_path: Path) -> Iterator[PacedLine]:
+    line = PacedLine(tmp_path, 9600)
+    yield line
+    line.stop()
+
+
+def agent_env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != handshake.TOKEN_ENV}
+
+
+class Responder:
+    def __init__(self, url: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "evbench_agent", "serve", "--transport", url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=agent_env(),
+        )
+        assert self.process.stdout is not None
+        assert json.loads(self.process.stdout.readline())["transport"] == url
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.communicate(timeout=30)
+
+
+def run_link(
+    out: Path, url: str, *args: str, spec: dict | None = None
+) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick"]
+    if spec is not None:
+        (out.parent / "spec.json").write_text(json.dumps(spec))
+        argv += ["--spec", str(out.parent / "spec.json")]
+    argv += ["--link-transport", url, "--out", str(out), *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=agent_env(), timeout=300)
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+
+
+def by_phase(found: list[dict], metric: str) -> dict[int, dict]:
+    return {
+        r["worker"]: r  # the phase index
+        for r in found
+        if r["metric"] == metric and r["params"].get("phase") == "periodic"
+    }
+
+
+def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_path: Path) -> None:
+    baud = 115200
+    client, far = (f"uart://{end}?baud={baud}" for end in line_115200.ends)
+    responder = Responder(far)
+    try:
+        out = tmp_path / "run"
+        # The quick plan at 20 Hz, two phases (not six) to keep the test short.
+        done = run_link(out, client, "--codecs", "protobuf", "--payloads", "5",
+                        spec={"link_phases": 2})  # fmt: skip
+    finally:
+        responder.stop()
+    assert done.returncode == 0, done.stderr
+    assert "cannot go out" not in done.stderr  # protobuf's seed message fits 50 ms here
+    found = records(out)
+    rtt = by_phase(found, "rtt_transport")
+    assert sorted(rtt) == [0, 1]
+    params = rtt[0]["params"]
+    assert (params["transport"], params["bit_rate"], params["rate_hz"]) == ("uart", baud, 20.0)
+    count, warmup = params["count"], params["warmup_count"]
+    assert (count, warmup) == (10, 2)  # quick: 0.5 s and 0.1 s at 20 Hz
+    link = messages.bind("protobuf", "seed")
+    bodies = [link.encode(item) for item in link.sample_data(params["payloads"], params["seed"])]
+    sequences = range(warmup, warmup + count)
+    ends = [
+        json.loads(line)
+        for line in (out / "markers.jsonl").read_text().splitlines()
+        if '"end"' in line and "periodic" in line
+    ]
+    for phase in (0, 1):
+        # One record per message sent, none lost, every one answered.
+        assert len(rtt[phase]["values"]) == count
+        assert by_phase(found, "lost")[phase]["values"] == [0.0]
+        # Each round trip carries the message and at least a minimal reply over the line.
+        for sequence, measured in zip(sequences, rtt[phase]["values"], strict=True):
+            on_the_wire = FRAME_BYTES + len(bodies[sequence % len(bodies)]) + MIN_REPLY_BYTES
+            assert measured > on_the_wire * BITS_PER_BYTE / baud
+        # Bus load: the messages of all but the last send, over the span from the first
+        # to the last send (which bandwidth_payload gives: their payload bytes per second).
+        # The line is full duplex and the acks are far smaller than the messages, so
+        # the messages' direction is the busier one.
+        counted = [len(bodies[s % len(bodies)]) for s in sequences[:-1]]
+        span = sum(counted) / by_phase(found, "bandwidth_payload")[phase]["values"][0]
+        bits = sum(FRAME_BYTES + size for size in counted) * BITS_PER_BYTE
+        load = by_phase(found, "bus_load")[phase]
+        assert load["unit"] == "percent"
+        assert load["values"][0] == pytest.approx(100 * bits / baud / span, rel=1e-9)
+        assert 45 < load["values"][0] < 60  # ~298 B x 10 bits x 20 Hz / 115200 = 52 %
+    assert not any(r["metric"] == "bandwidth_wire" for r in found)  # Ethernet's: not a UART's
+    assert [end["messages"] for end in ends] == [warmup + count] * 2
+
+
+def test_a_rate_the_uart_cannot_carry_is_said_up_front_and_measured_as_lost(
+    line_9600: PacedLine, tmp_path: Path
+) -> None:
+    baud = 9600
+    client, far = (f"uart://{end}?baud={baud}" for end in line_9600.ends)
+    responder = Responder(far)
+    try:
+        out = tmp_path / "run"
+        done = run_link(out, client, "--codecs", "json", "--count", "4",
+                        spec={"link_phases": 1})  # fmt: skip
+    finally:
+        responder.stop()
+    assert done.returncode == 0, done.stderr
+    link = messages.bind("json", "seed")
+    manifest = json.loads((out / "manifest.json").read_text())
+    largest = max(
+        len(link.encode(item)) for item in link.sample_data(200, manifest["spec"]["seed"])
+    )
+    # About 1 KB of JSON: (21 + ~1000) B x 10 bits / 9600 baud = ~1.06 s, against a 50 ms period.
+    seconds = (FRAME_BYTES + largest) * BITS_PER_BYTE / baud
+    assert seconds > 1.0
+    warnings = [line for line in done.stderr.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and f"{seconds * 1e3:.1f} ms" in warnings[0], done.stderr
+    assert "cannot go out 20 times a second" in warnings[0]
+    assert manifest["notes"] == [warnings[0].split("warning: ", 1)[1]]
+    found = records(out)
+    lost = by_phase(found, "lost")[0]["values"][0]
+    answered = len(by_phase(found, "rtt").get(0, {"values": []})["values"])
+    late = by_phase(found, "late")[0]["values"][0]
+    # Every message is accounted for: answered (and then late) or lost; none on time.
+    assert lost + answered == 4 and late == answered and lost >= 1
+    assert by_phase(found, "bus_load")[0]["values"][0] > 100
+
+
+def test_a_uart_that_does_not_exist_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = run_link(out, f"uart://{tmp_path}/ttyNONE?baud=115200")
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "ttyNONE" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
