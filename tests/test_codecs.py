@@ -13,6 +13,9 @@ from evbench_agent.errors import UserError
 FLOAT32_RELATIVE = 2.0**-23
 
 ALL_CODECS = list(codecs.CODECS)
+#: dbc packs values at each signal's resolution, only for the profiles its DBC describes,
+#: and leaves the VIN out: tests/test_dbc.py checks it within resolution.
+EXACT_CODECS = [name for name in ALL_CODECS if name != "dbc"]
 PROFILES = list(payloads.PROFILES)
 
 
@@ -40,7 +43,7 @@ def test_the_optional_codecs_of_the_dev_environment_are_detected():
 
 
 @pytest.mark.parametrize("profile_name", PROFILES)
-@pytest.mark.parametrize("codec_name", ALL_CODECS)
+@pytest.mark.parametrize("codec_name", EXACT_CODECS)
 def test_round_trip_keeps_every_value(codec_name, profile_name):
     profile = payloads.get(profile_name)
     bound = codecs.get(codec_name).bind(profile)
@@ -67,7 +70,7 @@ def test_decode_access_reads_the_same_number_of_leaves_in_every_codec(profile_na
     profile = payloads.get(profile_name)
     item = profile.payloads(1)[0]
     counts = {}
-    for name in ALL_CODECS:
+    for name in EXACT_CODECS:
         bound = codecs.get(name).bind(profile)
         counts[name] = bound.access(bound.decode(bound.encode(bound.data(item))))
     assert len(set(counts.values())) == 1, counts

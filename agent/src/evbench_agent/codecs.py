@@ -9,12 +9,11 @@ back plain callables so that the timed loops call the library and nothing else.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import inspect
 import json
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
+from evbench_agent import installed_version
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import Payload, Profile
 from evbench_agent.payloads.convert import is_map, is_repeated
@@ -57,6 +57,11 @@ class Codec:
     carries: str
     description: str
     _bind: Callable[[ModuleType, Profile], _Pair]
+    #: Whether the codec can carry a profile (None: every profile; dbc: the DBC's messages).
+    _carries: Callable[[Profile], bool] | None = None
+
+    def can_carry(self, profile: Profile) -> bool:
+        return self._carries is None or self._carries(profile)
 
     def available(self) -> bool:
         try:
@@ -68,10 +73,11 @@ class Codec:
     def version(self) -> str:
         if self.distribution is None:
             return f"Python {platform.python_version()} standard library"
-        try:
-            return importlib.metadata.version(self.distribution)
-        except importlib.metadata.PackageNotFoundError:
-            return str(getattr(importlib.import_module(self.module), "__version__", "unknown"))
+        # Not importlib.metadata: it costs the manager about 3.5 MiB of RSS (issue 21).
+        found = installed_version.distribution_version(self.distribution)
+        if found is not None:
+            return found
+        return str(getattr(importlib.import_module(self.module), "__version__", "unknown"))
 
     def bind(self, profile: Profile) -> BoundCodec:
         encode, decode = self._bind(importlib.import_module(self.module), profile)
@@ -212,6 +218,18 @@ def _cbor2(module: ModuleType, _profile: Profile) -> _Pair:
     return module.dumps, module.loads
 
 
+def _dbc(module: ModuleType, profile: Profile) -> _Pair:
+    from evbench_agent import dbc  # only where a run uses it
+
+    return dbc.bind(module, profile)
+
+
+def _dbc_carries(profile: Profile) -> bool:
+    from evbench_agent import dbc
+
+    return dbc.describes(profile)
+
+
 CODECS: dict[str, Codec] = {
     codec.name: codec
     for codec in (
@@ -238,13 +256,30 @@ CODECS: dict[str, Codec] = {
         ),
         Codec("msgpack", "msgpack", "msgpack", PLAIN, "msgpack", _msgpack),
         Codec("cbor2", "cbor2", "cbor2", PLAIN, "cbor2", _cbor2),
+        Codec(
+            "dbc",
+            "cantools",
+            "cantools",
+            PLAIN,
+            "cantools, packed CAN FD signals of protos/ev_data.dbc",
+            _dbc,
+            _dbc_carries,
+        ),
     )
 }
 
 
-def available() -> list[str]:
-    """Names of the codecs whose library imports here, in the registry's order."""
-    return [name for name, codec in CODECS.items() if codec.available()]
+def available(profiles: Iterable[str] | None = None) -> list[str]:
+    """Names of the codecs whose library imports here, in the registry's order; with
+    `profiles`, only those that can carry every one of them (dbc carries seed and ev-full)."""
+    from evbench_agent import payloads
+
+    wanted = [payloads.get(name) for name in profiles or ()]
+    return [
+        name
+        for name, codec in CODECS.items()
+        if codec.available() and all(codec.can_carry(profile) for profile in wanted)
+    ]
 
 
 def installed() -> list[str]:

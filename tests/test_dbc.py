@@ -1,0 +1,274 @@
+"""The dbc codec: protos/ev_data.dbc against the .proto files, a frame packed by hand,
+round trips within each signal's resolution, and bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require
+
+from evbench_agent import codecs, payloads
+from evbench_agent.errors import UserError
+from evbench_agent.link import messages
+
+ROOT = Path(__file__).resolve().parents[1]
+DBC = ROOT / "protos" / "ev_data.dbc"
+AGENT_COPY = ROOT / "agent" / "src" / "evbench_agent" / "schema" / "ev_data.dbc"
+
+#: Proto fields the DBC deliberately does not carry, and why.
+NOT_CARRIED = {
+    "evbench.frame.EvFrame": {
+        "header.vin": "a 17-character string is identity, not a signal: an ECU answers it once"
+        " over UDS (ReadDataByIdentifier 0xF190), it is not broadcast at 20 Hz",
+    },
+}
+
+
+def _cantools():
+    require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
+    import cantools
+
+    return cantools
+
+
+@pytest.fixture(scope="module")
+def database():
+    return _cantools().database.load_file(DBC, strict=True)
+
+
+def _leaf_paths(descriptor, prefix=""):
+    """Every scalar field path of a message type ("bms.cell_voltages", "faults.dtc")."""
+    for field in descriptor.fields:
+        path = f"{prefix}{field.name}"
+        if field.message_type is not None:
+            yield from _leaf_paths(field.message_type, f"{path}.")
+        else:
+            yield path
+
+
+def _carried(database, full_name):
+    """Field paths (indices and len() dropped) the DBC's signals carry for a message type."""
+    paths = set()
+    for message in database.messages:
+        if message.comment != full_name:
+            continue
+        for signal in message.signals:
+            path = signal.comment
+            if path.startswith("len("):
+                continue
+            paths.add(".".join(part.split("[")[0] for part in path.split(".")))
+    return paths
+
+
+@pytest.mark.parametrize("profile_name", ["seed", "ev-full"])
+def test_every_proto_field_is_a_signal_or_listed_as_not_carried(database, profile_name):
+    descriptor = payloads.get(profile_name).message_type.DESCRIPTOR
+    proto = set(_leaf_paths(descriptor))
+    carried = _carried(database, descriptor.full_name)
+    skipped = set(NOT_CARRIED.get(descriptor.full_name, {}))
+    assert carried | skipped == proto, (proto - carried - skipped, carried - proto)
+    assert not carried & skipped
+
+
+def test_the_dbc_is_what_make_dbc_writes_and_the_agent_ships_it(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_dbc", ROOT / "protos" / "make_dbc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.render() == DBC.read_text(encoding="ascii")
+    assert AGENT_COPY.read_bytes() == DBC.read_bytes()
+
+
+def test_messages_are_can_fd_within_64_bytes_and_no_signal_crosses_8_bytes(database):
+    for message in database.messages:
+        assert message.is_fd and not message.is_extended_frame and message.length <= 64
+        for signal in message.signals:
+            assert signal.byte_order == "little_endian"
+            first, last = signal.start, signal.start + signal.length - 1
+            assert first // 64 == last // 64, (message.name, signal.name)
+
+
+def test_enum_value_tables_are_the_proto_enums(database):
+    descriptor = payloads.get("ev-full").message_type.DESCRIPTOR
+    fields = {
+        "Contactor": descriptor.fields_by_name["bms"].message_type.fields_by_name["contactor"],
+        "ChargerMode": descriptor.fields_by_name["charger"].message_type.fields_by_name["mode"],
+        "Fault0Severity": descriptor.fields_by_name["faults"].message_type.fields_by_name[
+            "severity"
+        ],
+    }
+    for name, field in fields.items():
+        signal = next(s for m in database.messages for s in m.signals if s.name == name)
+        expected = {value.number: value.name for value in field.enum_type.values}
+        assert {int(k): str(v) for k, v in signal.choices.items()} == expected
+
+
+def _seed_payload() -> dict:
+    """A seed packet whose signals are 0 raw except the ones the hand-packed frame sets."""
+    plain = {key: 0 for key in payloads.get("seed").rename}
+    plain.update(acc={"x": 0.0, "y": 0.0, "z": 0.0}, gyro={"x": 0.0, "y": 0.0, "z": 0.0})
+    for key in ("battery_temp", "motor_temp", "fw_temp", "rw_temp"):
+        plain[key] = -40  # offset -40: raw 0
+    plain.update(
+        battery_soc=85.5,
+        throttle=29.5,
+        speed=23.4,
+        dpad=3,
+        killsw=1,
+        battery_temp=29.0,
+        charging_current=-12.3,
+        gps_latitude=13.0827,
+        errors=[7],
+        alerts=[],
+    )
+    return plain
+
+
+def _hand_packed_seed_frame() -> bytes:
+    """SeedPacket's 64 bytes, packed here by hand (Intel: bit k of the frame is bit k % 8 of
+    byte k // 8). The DBC places signals first fit in 8-byte slots, in its table order:
+    slot 0: SoC 0..7, Throttle 8..17, Speed 18..33, Dpad 34..36, KillSwitch 37, then the
+    single flags up to 53, BatteryTemp 54..61, and ErrorCount 62..63 (the first later signal
+    small enough for slot 0's last 2 bits). Slot 1: MotorTemp 64..71, ChargingCurrent
+    72..87. Slot 3 (bits 192..255): Odometer 192..215, GpsLat 216..247. Error0 sits in
+    slot 6 at 428..435 (after the tyre sensors' 12- and 16-bit signals)."""
+    fields = [
+        (0, 8, round(85.5 / 0.5)),  # SoC 0.5 %: 171
+        (8, 10, round(29.5 / 0.1)),  # Throttle 0.1 %: 295
+        (18, 16, round(23.4 / 0.01)),  # Speed 0.01 km/h: 2340
+        (34, 3, 3),  # Dpad
+        (37, 1, 1),  # KillSwitch
+        (54, 8, 29 + 40),  # BatteryTemp, 1 degC, offset -40: 69
+        (62, 2, 1),  # ErrorCount
+        (72, 16, (-123) & 0xFFFF),  # ChargingCurrent 0.1 A signed: two's complement 0xFF85
+        (216, 32, 130_827_000),  # GpsLat 1e-7 deg
+        (428, 8, 7),  # Error0
+    ]
+    value = 0
+    for start, bits, raw in fields:
+        assert 0 <= raw < 1 << bits
+        value |= raw << start
+    return value.to_bytes(64, "little")
+
+
+def test_a_seed_frame_packed_by_hand_equals_cantools_and_the_codec(database):
+    expected = _hand_packed_seed_frame()
+    assert expected[:5] == bytes([0xAB, 0x27, 0x91, 0x24, 0x2C])  # worked above, by eye
+    bound = codecs.get("dbc").bind(payloads.get("seed"))
+    blob = bound.encode(_seed_payload())
+    # the codec's layout: CAN id 0x100 (4 bytes, big-endian), length 64, the data
+    assert blob == bytes([0, 0, 1, 0, 64]) + expected
+    message = database.get_message_by_frame_id(0x100)
+    signals = {
+        signal.name: database.get_message_by_frame_id(0x100).decode(expected)[signal.name]
+        for signal in message.signals
+    }
+    assert database.encode_message(0x100, signals) == expected
+    decoded = bound.decode(blob)
+    assert decoded["charging_current"] == pytest.approx(-12.3)
+    assert decoded["errors"] == [7] and decoded["alerts"] == []
+    assert decoded["motor_temp"] == -40 and type(decoded["motor_temp"]) is int
+
+
+def _resolutions(database, full_name):
+    return {
+        signal.comment: signal.scale
+        for message in database.messages
+        if message.comment == full_name
+        for signal in message.signals
+    }
+
+
+def _check(expected, actual, path, resolution):
+    if isinstance(expected, dict):
+        for key, value in expected.items():
+            if path == "" and key == "header":
+                assert "vin" not in actual[key]
+            if key == "vin":
+                continue
+            _check(value, actual[key], f"{path}{key}.", resolution)
+    elif isinstance(expected, list):
+        assert len(actual) == len(expected), path
+        for index, value in enumerate(expected):
+            _check(value, actual[index], f"{path[:-1]}[{index}].", resolution)
+    elif isinstance(expected, float):
+        step = resolution(path[:-1])
+        assert math.isclose(actual, expected, abs_tol=step / 2 * (1 + 1e-9)), path
+    else:
+        assert actual == expected and type(actual) is type(expected), path
+
+
+@pytest.mark.parametrize(
+    ("profile_name", "rename"),
+    [("seed", payloads.get("seed").rename), ("ev-full", {})],
+)
+def test_round_trip_is_within_each_signals_resolution(database, profile_name, rename):
+    profile = payloads.get(profile_name)
+    full_name = profile.message_type.DESCRIPTOR.full_name
+    steps = _resolutions(database, full_name)
+
+    def resolution(plain_path: str) -> float:
+        """The scale of the signal carrying a plain path ("gps_latitude" -> gpsLat's 1e-7)."""
+        proto = []
+        for part in plain_path.split("."):
+            name, bracket, index = part.partition("[")
+            proto.append(rename.get(name, name) + bracket + index)
+        return steps[".".join(proto)]
+
+    bound = codecs.get("dbc").bind(profile)
+    json_codec = codecs.get("json").bind(profile)
+    for item in profile.payloads(60):
+        decoded = bound.decode(bound.encode(item.plain))
+        _check(item.plain, decoded, "", resolution)
+        leaves = json_codec.access(json_codec.decode(json_codec.encode(item.plain)))
+        # decode_access reads every leaf as json's does, less the fields the DBC does not carry
+        assert bound.access(decoded) == leaves - len(NOT_CARRIED.get(full_name, {}))
+
+
+def test_the_link_carries_dbc_messages_and_acks():
+    link = messages.bind("dbc", "seed")
+    data = link.sample_data(3, 1)
+    blobs = [link.encode(value) for value in data]
+    assert all(link.decode(blob) > 30 for blob in blobs)
+    ack = link.encode_ack(2**40 + 3, 3_600 * 10**9)
+    assert len(ack) == 5 + 16  # one 16-byte LinkAck frame
+    assert link.decode_ack(ack) == (2**40 + 3, 3_600 * 10**9)
+
+
+def test_profiles_the_dbc_does_not_describe_are_refused_and_left_out_of_all():
+    with pytest.raises(UserError, match="cannot carry profile 'int'"):
+        codecs.get("dbc").bind(payloads.get("int"))
+    assert "dbc" in codecs.available(["seed", "ev-full"])
+    assert "dbc" not in codecs.available(["seed", "int"])
+
+
+def test_bad_payloads_and_bad_blobs_are_one_line_errors():
+    bound = codecs.get("dbc").bind(payloads.get("ev-full"))
+    item = payloads.get("ev-full").payloads(1)[0].plain
+    too_many = dict(item, faults=[{"dtc": 1, "ecu_id": 2, "severity": "FAULT_SEVERITY_INFO"}] * 5)
+    with pytest.raises(UserError, match="faults has 5 items, the DBC carries 4"):
+        bound.encode(too_many)
+    fast = dict(item, dynamics=dict(item["dynamics"], speed_kph=700.0))
+    with pytest.raises(UserError, match="DynamicsCharger refuses"):
+        bound.encode(fast)
+    blob = bound.encode(item)
+    with pytest.raises(UserError, match="claims 48 bytes"):
+        bound.decode(blob[:-1])
+    with pytest.raises(UserError, match="1 of 5 messages arrived"):
+        bound.decode(blob[: 5 + 64])
+    with pytest.raises(UserError, match="not one of this profile's messages"):
+        codecs.get("dbc").bind(payloads.get("seed")).decode(blob)
+
+
+def test_the_agent_imports_without_cantools_and_lists_dbc_only_where_it_is():
+    code = (
+        "import sys; sys.modules['cantools'] = None\n"
+        "from evbench_agent import codecs\n"
+        "print('dbc' in codecs.available(), 'json' in codecs.available())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
