@@ -217,3 +217,59 @@ def test_a_uart_that_does_not_exist_is_one_line_and_writes_nothing(tmp_path: Pat
     assert len(errors) == 1 and "ttyNONE" in errors[0], done.stderr
     assert "Traceback" not in done.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("tcp://127.0.0.1:5", "unknown link transport"),
+        ("uart:///dev/ttyS1?baud=12345", "not a rate"),
+        ("isotp://can0?tx=0x7E0", "needs tx= and rx="),
+        ("isotp://can0?tx=0x7E0&rx=0x7E8&bitrate=fast", "bits per second"),
+        ("isotp://can0?tx=0x7E0&rx=0x7E8&bitrate=2000000", "not CAN rates"),
+        ("isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dbitrate=0", "not CAN rates"),
+    ],
+)
+def test_bad_link_transports_are_refused_with_the_spec(url: str, message: str) -> None:
+    from evbench_agent import spec
+    from evbench_agent.errors import UserError
+
+    with pytest.raises(UserError, match=message):
+        spec.from_dict({"link_transport": url, "codecs": ["json"]})
+
+
+def test_a_bus_and_a_tcp_peer_together_are_refused() -> None:
+    from evbench_agent import spec
+    from evbench_agent.errors import UserError
+
+    with pytest.raises(UserError, match="--peer names a TCP responder"):
+        spec.from_dict(
+            {"link_transport": "uart:///dev/ttyS1", "link_peer": "192.0.2.7:5", "codecs": ["json"]}
+        )
+
+
+def test_a_transport_says_its_bus_and_rates_in_the_params() -> None:
+    from evbench_agent.link.bus_connection import parse_transport
+
+    uart = parse_transport("uart:///dev/ttyS1?baud=921600")
+    assert uart.params() == {"transport": "uart", "bit_rate": 921600}
+    stated = parse_transport(
+        "isotp://can0?tx=0x123&rx=0x456&fd=1&dlen=32&bitrate=250000&dbitrate=5000000"
+    )
+    assert stated.params() == {
+        "transport": "isotp",
+        "bit_rate": 250000,
+        "data_bit_rate": 5000000,
+        "frame_length": 32,
+        "bit_rate_source": "url",
+    }
+    assert (stated.tx_id, stated.rx_id) == (0x123, 0x456)
+    assert "bitrate" not in stated.port_url and "dlen=32" in stated.port_url
+    # Classic CAN, no rates given: 500 kbit/s assumed, and the params say so.
+    assumed = parse_transport("isotp://can0?tx=0x7E0&rx=0x7E8")
+    assert assumed.params() == {
+        "transport": "isotp",
+        "bit_rate": 500000,
+        "frame_length": 8,
+        "bit_rate_source": "assumed",
+    }
