@@ -84,3 +84,41 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
     found = heavy_imports("weight_demo.heavy", tmp_path)
     assert found == {"matplotlib"}
     assert not found <= USES.get("weight_demo.heavy", set())  # the parametrized test would fail
+
+
+#: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it
+#: brings (email, zipfile, csv) cost the manager about 3.5 MiB of peak RSS to read
+#: each codec's version line; evbench_agent.installed_version reads it instead.
+RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv")
+
+_RUN_PATH_PROBE = (
+    "import json, sys\n"
+    "{prelude}"
+    "from evbench_agent import platform_info, runner\n"
+    "listing = platform_info.collect()  # every manifest: each installed codec's version\n"
+    "print(json.dumps([listing['codecs'], sorted(sys.modules)]))\n"
+)
+
+
+def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
+    """(the codec listing, the RUN_PATH_DEFERRED modules loaded) in a fresh interpreter."""
+    code = _RUN_PATH_PROBE.format(prelude=prelude)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    listing, modules = json.loads(result.stdout.splitlines()[-1])
+    assert "evbench_agent.runner" in modules and "evbench_agent.codecs" in modules
+    found = [m for m in modules if any(m == d or m.startswith(d + ".") for d in RUN_PATH_DEFERRED)]
+    return listing, found
+
+
+def test_the_agent_s_run_path_reads_codec_versions_without_importlib_metadata():
+    listing, found = run_path_deferred_loaded()
+    assert found == [], f"the agent's run path loads {found}: see RUN_PATH_DEFERRED"
+    assert listing.get("protobuf") not in (None, "unknown")  # the versions were really read
+
+
+def test_the_run_path_check_catches_importlib_metadata_coming_back():
+    _, found = run_path_deferred_loaded(prelude="import importlib.metadata\n")
+    assert "importlib.metadata" in found and "email" in found
