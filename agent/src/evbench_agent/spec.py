@@ -293,7 +293,8 @@ def from_dict(document: dict[str, Any]) -> Spec:
     if values.get("aa") is not None:
         values["codecs"] = (values["aa"], codecs.copy_name(values["aa"]))
     elif requested_codecs == ("all",):
-        values["codecs"] = tuple(codecs.available())
+        # every codec that carries every profile (dbc: those its DBC describes)
+        values["codecs"] = tuple(codecs.available(values.get("profiles", DEFAULT_PROFILES)))
     else:
         for name in requested_codecs:
             codecs.get(name)  # raises, naming what is available, when missing
