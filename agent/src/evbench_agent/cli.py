@@ -147,6 +147,8 @@ def _launch(args: argparse.Namespace) -> ExitCode:
 def _supervise(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import detached  # start-up time: it loads the results format
 
+    if args.token_on_stdin:  # launch hands the link token over a pipe, not the environment
+        detached.receive_token(sys.stdin)
     return ExitCode(detached.supervise(Path(args.run_dir), _run_argv(args), agent))
 
 
@@ -186,6 +188,8 @@ def _add_detached_commands(commands: argparse._SubParsersAction) -> None:
     ):
         command = add_command(commands, name, handler, what)
         command.add_argument("--run-dir", required=True, help="the run's directory on the board")
+        if name == "supervise":
+            command.add_argument("--token-on-stdin", action="store_true", help=argparse.SUPPRESS)
         if name in ("launch", "supervise"):
             command.add_argument("run_argv", nargs=argparse.REMAINDER, help="-- run arguments")
         if name == "follow":
@@ -260,4 +264,8 @@ def agent(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
+    from evbench_agent import private_environment
+
+    # Before anything starts a child: no worker, sampler or responder inherits a secret.
+    private_environment.withhold()
     sys.exit(agent())

@@ -23,10 +23,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import evbench_agent
-from evbench_agent import results
+from evbench_agent import private_environment, results
 from evbench_agent.errors import ExitCode, UserError
 
 LAUNCH = "launch.json"
@@ -58,7 +58,7 @@ def _agent_environment() -> dict[str, str]:
     # The agent may run from a zipapp: the detached process and its workers
     # (`python -m evbench_agent`) must find the package where this one did.
     package_root = str(Path(evbench_agent.__file__).resolve().parent.parent)
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in private_environment.PRIVATE_VARIABLES}
     paths = [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
@@ -80,19 +80,35 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
             hint="collect it with `evbench fetch RUN_ID`, or start a new run",
         ) from None
     argv = [sys.executable, "-m", "evbench_agent", "supervise", "--run-dir", str(run_dir)]
+    token = private_environment.link_token()
+    if token:  # over a pipe: a child's environment is readable in /proc/PID/environ
+        argv.append("--token-on-stdin")
     with open(run_dir / PROGRESS, "wb") as progress, open(run_dir / LOG, "wb") as log:
         process = subprocess.Popen(
             [*argv, "--", *run_argv],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if token else subprocess.DEVNULL,
             stdout=progress,
             stderr=log,
             env=_agent_environment(),
             # Its own session: no hang-up reaches it when the connection drops.
             start_new_session=True,
         )
+        if token:
+            with process.stdin:
+                process.stdin.write(token.encode("utf-8", "surrogateescape"))
     document = {"pid": process.pid, "boot_id": boot_id(), "started": time.time()}
     results.write_json(run_dir / LAUNCH, document)
     return document
+
+
+def receive_token(stream: TextIO) -> None:
+    """Read the link token `launch` writes on the detached process's stdin (capped)."""
+    token = stream.buffer.read(private_environment.MAX_TOKEN + 1)
+    if len(token) > private_environment.MAX_TOKEN:
+        raise UserError(
+            f"the link token on standard input is over {private_environment.MAX_TOKEN} B"
+        )
+    private_environment.keep_link_token(token.decode("utf-8", "surrogateescape"))
 
 
 def supervise(run_dir: Path, run_argv: list[str], agent: Callable[[list[str]], int]) -> int:

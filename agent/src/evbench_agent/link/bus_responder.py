@@ -16,7 +16,7 @@ import os
 import signal
 from typing import Any, Protocol
 
-from evbench_agent import __version__
+from evbench_agent import __version__, private_environment
 from evbench_agent.errors import EvbenchError, UserError
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns
@@ -125,7 +125,7 @@ class BusResponder:
 def serve_transport(url: str, max_frame: int = framing.DEFAULT_MAX_FRAME) -> None:
     """Answer on the transport `url` until SIGTERM; say on stdout (JSON) where it listens."""
     port = open_port(url, max_frame)
-    responder = BusResponder(port, max_frame, os.environ.get(handshake.TOKEN_ENV) or None)
+    responder = BusResponder(port, max_frame, private_environment.link_token())
     print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     try:

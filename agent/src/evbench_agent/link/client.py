@@ -19,13 +19,13 @@ transport RTT can leave it out. A message is lost when no reply came within
 from __future__ import annotations
 
 import json
-import os
 import select
 import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evbench_agent import private_environment
 from evbench_agent.errors import UserError
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns, timer_slack_ns
@@ -81,7 +81,7 @@ class Connection:
         `reply_delay_ns`: testing only, the responder holds each reply this long."""
         host, port = address
         if token is None:
-            token = os.environ.get(handshake.TOKEN_ENV) or None
+            token = private_environment.link_token()
         try:
             self.sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
         except OSError as error:

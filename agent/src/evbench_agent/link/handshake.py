@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evbench_agent import private_environment
 from evbench_agent.errors import UserError
 from evbench_agent.link import framing
 
@@ -33,7 +34,7 @@ MAX_HELLO = 4096
 #: The `reason` of a refusal because other clients hold every connection slot.
 BUSY = "busy"
 #: The environment variable that holds the optional shared token (never in argv).
-TOKEN_ENV = "EVBENCH_LINK_TOKEN"
+TOKEN_ENV = private_environment.LINK_TOKEN
 #: The longest testing reply delay a HELLO may ask for (1 s).
 MAX_REPLY_DELAY_NS = 1_000_000_000
 

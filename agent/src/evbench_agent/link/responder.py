@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import socket
 import sys
@@ -20,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent import __version__
+from evbench_agent import __version__, private_environment
 from evbench_agent.errors import EvbenchError, UserError
 from evbench_agent.link import framing, handshake, messages, timing
 from evbench_agent.link.timing import clock_ns
@@ -301,7 +300,7 @@ def serve(
 
     The shared token, if any, comes from the environment (TOKEN_ENV), never argv."""
     scheduling = timing.enter_realtime() if realtime else timing.current()
-    token = os.environ.get(TOKEN_ENV) or None
+    token = private_environment.link_token()
     responder = Responder(bind, port, max_frame, max_connections, token=token)
     host, bound_port = responder.address
     loopback = host.startswith("127.") or host == "::1"

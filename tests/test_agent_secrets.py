@@ -1,0 +1,187 @@
+"""An agent started by hand with secrets in its environment passes none on (issue 16,
+item 6): real `python -m evbench_agent` processes, their children's /proc/PID/environ read
+while they run. The host's own rule (it strips EVBENCH_PASSWORD from what it starts) is
+tested in test_board_secrets.py; these start the agent without the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evbench_agent import results
+
+#: Five real runs (about 2 min on a loaded 2-core machine): over the fast tier's share.
+pytestmark = pytest.mark.slow
+
+AGENT = [sys.executable, "-m", "evbench_agent"]
+QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
+QUICK_LINK = ["--suite", "link", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
+WAIT_S = 300
+
+
+def _parents() -> dict[int, int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc's parent links."""
+    parents = _parents()
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""
+
+
+def _secrets(tag: str) -> dict[str, str]:
+    return {
+        "EVBENCH_PASSWORD": f"pw-sentinel-{tag}-" + os.urandom(6).hex(),
+        "EVBENCH_LINK_TOKEN": f"token-sentinel-{tag}-" + os.urandom(6).hex(),
+    }
+
+
+class Watch:
+    """Every command line seen below the roots, and those whose environment holds a secret."""
+
+    def __init__(self, secrets: dict[str, str]) -> None:
+        self.needles = [value.encode() for value in secrets.values()]
+        self.seen: dict[int, str] = {}
+        self.leaked: dict[int, str] = {}
+
+    def look(self, roots: list[int]) -> None:
+        for pid in [child for root in roots for child in _descendants(root)]:
+            command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode()
+            environ = _read(f"/proc/{pid}/environ")
+            if command:
+                self.seen[pid] = command
+            if any(needle in environ for needle in self.needles):
+                self.leaked[pid] = command
+
+    def saw(self, word: str) -> bool:
+        return any(word in command for command in self.seen.values())
+
+
+def _run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
+    watch = Watch(secrets)
+    process = subprocess.Popen(
+        argv,
+        env={**os.environ, **secrets},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while process.poll() is None and time.monotonic() < deadline:
+            watch.look([process.pid])
+            time.sleep(0.01)
+        _stdout, stderr = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    return watch, stderr
+
+
+def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(tmp_path):
+    secrets = _secrets("codec")
+    out = tmp_path / "run"
+    watch, _stderr = _run_watched([*AGENT, "run", *QUICK_CODEC, "--out", str(out)], secrets)
+    assert watch.saw("evbench_agent worker"), watch.seen  # it did look at the workers
+    assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen  # and the sampler
+    assert watch.leaked == {}
+    for path in out.rglob("*"):  # nor does any file the run leaves hold one
+        if path.is_file():
+            data = path.read_bytes()
+            assert not any(needle in data for needle in watch.needles), path
+
+
+def _serve_with_token(token: str) -> tuple[subprocess.Popen, int]:
+    responder = subprocess.Popen(
+        [*AGENT, "serve", "--port", "0"],
+        env={**os.environ, "EVBENCH_LINK_TOKEN": token},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    return responder, int(json.loads(responder.stdout.readline())["port"])
+
+
+def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
+    secrets = _secrets("link")
+    responder, port = _serve_with_token(secrets["EVBENCH_LINK_TOKEN"])
+    try:
+        # Against a peer that requires the token: the agent still has it after withholding.
+        peer = ["--peer", f"127.0.0.1:{port}"]
+        watch, _stderr = _run_watched(
+            [*AGENT, "run", *QUICK_LINK, *peer, "--out", str(tmp_path / "peer")], secrets
+        )
+        assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
+        assert watch.leaked == {}
+        # The loopback peer: the agent's own responder is a child and gets no secret either.
+        loopback = [*AGENT, "run", *QUICK_LINK, "--out", str(tmp_path / "loopback")]
+        watch, _stderr = _run_watched(loopback, secrets)
+        assert watch.saw("evbench_agent serve"), watch.seen
+        assert watch.leaked == {}
+    finally:
+        responder.terminate()
+        responder.wait(30)
+        responder.stdout.close()
+    assert (tmp_path / "peer" / results.COMPLETE).exists()
+
+
+def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_path):
+    secrets = _secrets("launch")
+    responder, port = _serve_with_token(secrets["EVBENCH_LINK_TOKEN"])
+    run_dir = tmp_path / "detached"
+    try:
+        run = [*QUICK_LINK, "--peer", f"127.0.0.1:{port}", "--out", str(run_dir / "results")]
+        launched = subprocess.run(
+            [*AGENT, "launch", "--run-dir", str(run_dir), "--", "run", *run],
+            env={**os.environ, **secrets},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert launched.returncode == 0, launched.stderr
+        supervisor = json.loads(launched.stdout)["pid"]  # detached: no longer our descendant
+        watch = Watch(secrets)
+        deadline = time.monotonic() + WAIT_S
+        while not (run_dir / "exit").exists():
+            assert time.monotonic() < deadline, "the detached run did not end"
+            environ = _read(f"/proc/{supervisor}/environ")
+            if any(needle in environ for needle in watch.needles):
+                watch.leaked[supervisor] = "supervise"
+            watch.look([supervisor])
+            time.sleep(0.01)
+    finally:
+        responder.terminate()
+        responder.wait(30)
+        responder.stdout.close()
+    assert (run_dir / "exit").read_text().strip() == "0", (run_dir / "agent.log").read_text()
+    assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
+    assert watch.leaked == {}
+    assert (run_dir / "results" / results.COMPLETE).exists()
