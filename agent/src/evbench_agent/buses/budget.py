@@ -113,6 +113,33 @@ def direction(bus: Bus, frame: bytes, sender_id: int, receiver_id: int) -> Direc
     return Direction(segments.frames, segments.bits, seconds, seconds)
 
 
+#: Codecs whose payload is CAN frames of its own (dbc): on CAN they go out as those frames.
+NATIVE_CAN_CODECS = ("dbc",)
+
+
+def native_can_frames(bus: Bus, payload: bytes) -> list[tuple[int, bytes]]:
+    """A dbc payload's own CAN frames as `bus` sends them: the CAN FD messages as they are;
+    on classic CAN each message's 8-byte slices (no signal of the DBC crosses one), each
+    counted with its message's id. No evbench header, no ISO-TP."""
+    from evbench_agent import dbc
+
+    sent = []
+    for can_id, data in dbc.frames(payload):
+        can_id &= 0x1FFF_FFFF
+        if bus.kind == "canfd":
+            sent.append((can_id, data))
+        else:
+            sent += [(can_id, data[start : start + 8]) for start in range(0, len(data), 8)]
+    return sent
+
+
+def _native_direction(bus: Bus, payload: bytes) -> Direction:
+    total = Direction(0, 0, 0.0, 0.0)
+    for can_id, data in native_can_frames(bus, payload):
+        total = _add(total, _can_frames(bus, [data], can_id))
+    return total
+
+
 @dataclass(frozen=True)
 class Exchange:
     request: Direction
@@ -127,7 +154,14 @@ class Exchange:
         return request + reply if bus.shared else max(request, reply)
 
 
-def exchange(bus: Bus, message: bytes, reply_body: bytes, sequence: int = 0) -> Exchange:
+def exchange(
+    bus: Bus, message: bytes, reply_body: bytes, sequence: int = 0, native_can: bool = False
+) -> Exchange:
+    """One message and its reply on `bus`; `native_can`: both are dbc payloads, which a CAN
+    bus carries as their own frames (the reply is the LinkAck frame, or the message again)."""
+    if native_can and bus.kind in ("can", "canfd"):
+        request = _native_direction(bus, message)
+        return Exchange(request, _native_direction(bus, reply_body), request.frames)
     request_frame = framing.pack(framing.MESSAGE, sequence, message)
     reply_frame = framing.pack_reply(sequence, TYPICAL_PROCESSING_NS, reply_body)
     request = direction(bus, request_frame, REQUEST_ID, RESPONSE_ID)
@@ -187,6 +221,7 @@ def rows(
     replies: Sequence[bytes],
     rate_hz: float,
     ceiling: float = DEFAULT_CEILING,
+    native_can: bool = False,
 ) -> Row:
     """The budget row for `messages` (and their replies) on `bus` at `rate_hz`."""
     if not messages or len(messages) != len(replies):
@@ -194,7 +229,7 @@ def rows(
     if rate_hz <= 0:
         raise UserError(f"the rate must be above 0 Hz, not {rate_hz:g}")
     exchanges = [
-        exchange(bus, message, reply, index)
+        exchange(bus, message, reply, index, native_can)
         for index, (message, reply) in enumerate(zip(messages, replies, strict=True))
     ]
     sizes = [len(message) for message in messages]
@@ -236,4 +271,9 @@ def codec_rows(
         replies = encoded
     else:
         raise UserError(f"unknown reply mode {mode!r}", "choose ack or echo")
-    return [rows(bus, codec, profile, encoded, replies, rate_hz, ceiling) for bus in buses]
+    from evbench_agent import codecs
+
+    native = codecs.original_name(codec) in NATIVE_CAN_CODECS
+    return [
+        rows(bus, codec, profile, encoded, replies, rate_hz, ceiling, native) for bus in buses
+    ]

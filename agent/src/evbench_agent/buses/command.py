@@ -12,8 +12,8 @@ from evbench_agent.buses.render import render
 from evbench_agent.errors import ExitCode, UserError
 
 HELP = "bus budget: frames per message and share of each period on CAN, CAN FD, UART (no board)"
-#: json and protobuf always; dbc (packed CAN signals) once that codec is registered and
-#: cantools installed (not yet: docs/buses.md).
+#: json and protobuf always; dbc (packed CAN FD signals) where cantools is installed and the
+#: DBC describes the profile (seed, ev-full).
 DEFAULT_CODECS = ("json", "protobuf", "dbc")
 #: Payloads encoded per codec: enough for a mean and a largest message, quick on a board.
 DEFAULT_COUNT = 50
@@ -44,11 +44,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
-def _codec_names(option: str | None) -> list[str]:
+def _codec_names(option: str | None, profile: str) -> list[str]:
     from evbench_agent import codecs  # protobuf and the codec libraries: only when run
 
     if option is None:
-        return [name for name in DEFAULT_CODECS if name in codecs.available()]
+        return [name for name in DEFAULT_CODECS if name in codecs.available([profile])]
     names = [name.strip() for name in option.split(",") if name.strip()]
     for name in names:
         codecs.get(name)  # unknown or not installed: a UserError naming it
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     names = args.bus or list(budget.DEFAULT_BUSES)
     buses = list(budget.BUSES.values()) if "all" in names else [budget.bus(n) for n in names]
     rows = []
-    for codec in _codec_names(args.codecs):
+    for codec in _codec_names(args.codecs, args.profile):
         rows += budget.codec_rows(
             codec,
             args.profile,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evbench_agent.buses.budget import Row
+from evbench_agent.buses.budget import NATIVE_CAN_CODECS, Row
 
 
 def _frames(row: Row) -> str:
@@ -26,6 +26,11 @@ def render(rows: Sequence[Row], rate_hz: float, mode: str, seed: int) -> str:
         " direction on a full-duplex line; exact stuffing (mean) and worst-case stuffing"
         " of the largest message (worst)",
     ]
+    if any(row.codec in NATIVE_CAN_CODECS for row in rows):
+        lines.append(
+            "dbc on CAN: its own CAN frames (64-byte CAN FD messages; on classic CAN their"
+            " 8-byte slices), no evbench header, no ISO-TP; the reply is its LinkAck frame"
+        )
     header = (
         f"{'bus':<16} {'codec':<14} {'bytes mean/max':>15} {'frames/msg':>11}"
         f" {'busy ms mean':>12} {'worst':>7} {'share mean':>10} {'worst':>7}  verdict"
