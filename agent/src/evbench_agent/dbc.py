@@ -58,15 +58,31 @@ def frames(blob: bytes) -> list[tuple[int, bytes]]:
 
 
 @cache
-def _message_types() -> frozenset[str]:
-    """The protobuf messages the DBC carries (its messages' comments), read without cantools."""
+def _frames_by_type() -> dict[str, tuple[tuple[int, int], ...]]:
+    """protobuf message -> its DBC messages' (id, length), read from the text without cantools."""
     text = resources.files("evbench_agent.schema").joinpath(DBC_FILE).read_text("ascii")
-    return frozenset(re.findall(r'^CM_ BO_ \d+ "([^"]+)";', text, re.MULTILINE))
+    lengths = {
+        int(frame_id): int(length)
+        for frame_id, length in re.findall(r"^BO_ (\d+) \w+: (\d+) ", text, re.MULTILINE)
+    }
+    found: dict[str, list[tuple[int, int]]] = {}
+    for frame_id, name in re.findall(r'^CM_ BO_ (\d+) "([^"]+)";', text, re.MULTILINE):
+        found.setdefault(name, []).append((int(frame_id), lengths[int(frame_id)]))
+    return {name: tuple(frames) for name, frames in found.items()}
 
 
 def describes(profile: Profile) -> bool:
     """Whether the DBC has messages for the profile's protobuf message."""
-    return profile.message_type.DESCRIPTOR.full_name in _message_types()
+    return profile.message_type.DESCRIPTOR.full_name in _frames_by_type()
+
+
+def blank_payload(message_type: str) -> bytes:
+    """An encoded payload of `message_type` (a protobuf full name) with every signal 0: its
+    frames and sizes without cantools (the bus budget of a run's records needs only those)."""
+    layout = _frames_by_type().get(message_type)
+    if layout is None:
+        raise UserError(f"{DBC_FILE} has no message for {message_type}")
+    return b"".join(FRAME_HEADER.pack(frame_id, length) + bytes(length) for frame_id, length in layout)
 
 
 @cache

@@ -69,10 +69,12 @@ class Direction:
     bits: int
     seconds: float
     worst_seconds: float
+    #: Without dynamic stuff bits (a lower bound where the bytes are not known).
+    bare_seconds: float
 
 
 def _can_frames(bus: Bus, frames: Iterable[bytes], can_id: int) -> Direction:
-    count, bits, seconds, worst = 0, 0, 0.0, 0.0
+    count, bits, seconds, worst, bare = 0, 0, 0.0, 0.0, 0.0
     for data in frames:
         count += 1
         if bus.kind == "can":
@@ -80,12 +82,14 @@ def _can_frames(bus: Bus, frames: Iterable[bytes], can_id: int) -> Direction:
             bits += frame.total
             seconds += frame.total / bus.bit_rate
             worst += frame.worst_total / bus.bit_rate
+            bare += frame.unstuffed / bus.bit_rate
         else:
             fd = can_fd.frame_bits(data, can_id)
             bits += fd.nominal + fd.nominal_stuff + fd.data + fd.data_stuff
             seconds += fd.seconds(bus.bit_rate, bus.data_rate)
             worst += fd.seconds(bus.bit_rate, bus.data_rate, worst=True)
-    return Direction(count, bits, seconds, worst)
+            bare += fd.nominal / bus.bit_rate + fd.data / bus.data_rate
+    return Direction(count, bits, seconds, worst, bare)
 
 
 def _add(first: Direction, second: Direction) -> Direction:
@@ -94,6 +98,7 @@ def _add(first: Direction, second: Direction) -> Direction:
         first.bits + second.bits,
         first.seconds + second.seconds,
         first.worst_seconds + second.worst_seconds,
+        first.bare_seconds + second.bare_seconds,
     )
 
 
@@ -107,10 +112,10 @@ def direction(bus: Bus, frame: bytes, sender_id: int, receiver_id: int) -> Direc
     if bus.kind == "uart":
         size = len(frame) + uart_framing.OVERHEAD
         seconds = uart.seconds(size, bus.bit_rate)
-        return Direction(1, size * uart.bits_per_byte(), seconds, seconds)
+        return Direction(1, size * uart.bits_per_byte(), seconds, seconds, seconds)
     segments = ethernet.tcp_segments(len(frame))
     seconds = segments.bits / bus.bit_rate
-    return Direction(segments.frames, segments.bits, seconds, seconds)
+    return Direction(segments.frames, segments.bits, seconds, seconds, seconds)
 
 
 #: Codecs whose payload is CAN frames of its own (dbc): on CAN they go out as those frames.
@@ -134,7 +139,7 @@ def native_can_frames(bus: Bus, payload: bytes) -> list[tuple[int, bytes]]:
 
 
 def _native_direction(bus: Bus, payload: bytes) -> Direction:
-    total = Direction(0, 0, 0.0, 0.0)
+    total = Direction(0, 0, 0.0, 0.0, 0.0)
     for can_id, data in native_can_frames(bus, payload):
         total = _add(total, _can_frames(bus, [data], can_id))
     return total
@@ -147,10 +152,15 @@ class Exchange:
     #: The request's own frames (without flow control): "frames per message".
     message_frames: int
 
-    def busy_seconds(self, bus: Bus, worst: bool = False) -> float:
-        """Time the medium is busy: both directions on a shared bus, the busier one otherwise."""
-        request = self.request.worst_seconds if worst else self.request.seconds
-        reply = self.reply.worst_seconds if worst else self.reply.seconds
+    def busy_seconds(self, bus: Bus, worst: bool = False, bare: bool = False) -> float:
+        """Time the medium is busy: both directions on a shared bus, the busier one otherwise
+        (exact stuffing; `worst`: worst-case stuffing; `bare`: no dynamic stuffing)."""
+        if worst:
+            request, reply = self.request.worst_seconds, self.reply.worst_seconds
+        elif bare:
+            request, reply = self.request.bare_seconds, self.reply.bare_seconds
+        else:
+            request, reply = self.request.seconds, self.reply.seconds
         return request + reply if bus.shared else max(request, reply)
 
 
@@ -193,6 +203,9 @@ class Row:
     max_message_seconds: float
     period_s: float
     ceiling: float
+    #: "exact": stuffing counted on the encoded bytes; "bounds": only sizes known (a run's
+    #: records), mean without dynamic stuffing, worst with worst-case stuffing.
+    stuffing: str = "exact"
 
     @property
     def mean_share(self) -> float:

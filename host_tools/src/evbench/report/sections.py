@@ -12,6 +12,7 @@ from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
 from evbench_agent import metrics
+from evbench_agent.buses import render
 from evbench_agent.comparison import Comparison
 
 SPREAD_HEADERS = [
@@ -160,6 +161,25 @@ def spread_section(context: RunContext) -> Section | None:
     return Section("Every metric with its spread", notes, SPREAD_HEADERS, rows)
 
 
+def bus_budget_section(context: RunContext) -> Section | None:
+    """Does it fit at N Hz? The bus budget of every codec's and profile's measured size."""
+    from evbench.report import bus_budget
+
+    rows, skipped, rate = bus_budget.budget_of(context.manifest, context.records)
+    if not rows and not skipped:
+        return None
+    notes = []
+    if rows:
+        notes.append(
+            f"Period {rows[0].period_s * 1e3:g} ms, bus-load ceiling {rows[0].ceiling * 100:g} %,"
+            f" buses as `evbench budget` prints them (docs/buses.md)."
+        )
+        notes += render.notes(rows)
+    notes += [f"Not budgeted: {s.codec} on {s.profile} ({s.reason})." for s in skipped]
+    headers, cells = bus_budget.table_rows(rows)
+    return Section(f"Does it fit at {rate:g} Hz?", notes, headers, cells)
+
+
 def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     """Every section of the report, in order (the answer first); the plots follow them."""
     compared = comparison is not None
@@ -173,6 +193,7 @@ def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
             headers=["What", "Value"],
             rows=[[what, value] for what, value in context_rows(context)],
         ),
+        bus_budget_section(context),
         spread_section(context),
     ]
     return [section for section in found if section is not None]

@@ -1,0 +1,156 @@
+"""The bus budget of a finished run: "Does it fit at 20 Hz?" from its measured sizes.
+
+A run's records keep each codec's and profile's message size as a mean and a
+largest value, not the bytes, so bit stuffing cannot be counted exactly here:
+a row's busy time is the mean-size message without dynamic stuff bits (a lower
+bound) and the largest message with worst-case stuffing (an upper bound), with
+the same frames, headers and reply as `evbench budget` (buses/budget.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evbench_agent.buses import budget
+from evbench_agent.buses.budget import Bus, Row
+
+#: The record of a message's size in the codec suite's results.
+SIZE_SUITE, SIZE_METRIC = "codec", "size"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A codec and profile the budget leaves out, and why."""
+
+    codec: str
+    profile: str
+    reason: str
+
+
+def _reply(codec: str, profile: str, sequence: int) -> bytes:
+    """The ack the codec sends in ack mode (the link's own encoder)."""
+    from evbench_agent import codecs
+    from evbench_agent.link import messages
+
+    if codecs.original_name(codec) in budget.NATIVE_CAN_CODECS:
+        from evbench_agent import dbc
+
+        return dbc.blank_payload(messages.message_name(messages.ACK_PROFILE))
+    return messages.bind(codec, profile).encode_ack(sequence, budget.TYPICAL_RECEIVE_NS)
+
+
+def _message(codec: str, profile: str, size: int) -> bytes:
+    """A message of `size` bytes: its content only sets stuff bits, which are bounded here."""
+    from evbench_agent import codecs, payloads
+
+    if codecs.original_name(codec) in budget.NATIVE_CAN_CODECS:
+        from evbench_agent import dbc
+        from evbench_agent.link import messages
+
+        blank = dbc.blank_payload(messages.message_name(payloads.get(profile)))
+        if len(blank) != size:
+            raise ValueError(f"the DBC's frames are {len(blank)} bytes, the run measured {size}")
+        return blank
+    return bytes(size)
+
+
+def rows_from_sizes(
+    codec: str,
+    profile: str,
+    mean_size: float,
+    max_size: int,
+    count: int,
+    buses: Sequence[Bus],
+    rate_hz: float,
+    ceiling: float = budget.DEFAULT_CEILING,
+) -> list[Row]:
+    """One row per bus for a codec and profile of which only the size's mean and max are known."""
+    from evbench_agent import codecs
+
+    native = codecs.original_name(codec) in budget.NATIVE_CAN_CODECS
+    typical = _message(codec, profile, round(mean_size))
+    largest = _message(codec, profile, max_size)
+    reply = _reply(codec, profile, 0)
+    made = []
+    for bus in buses:
+        mean = budget.exchange(bus, typical, reply, 0, native)
+        top = budget.exchange(bus, largest, reply, 0, native)
+        made.append(
+            Row(
+                bus=bus.name,
+                codec=codec,
+                profile=profile,
+                messages=count,
+                mean_size=mean_size,
+                max_size=max_size,
+                mean_frames=mean.message_frames,
+                max_frames=top.message_frames,
+                mean_seconds=mean.busy_seconds(bus, bare=True),
+                worst_seconds=top.busy_seconds(bus, worst=True),
+                max_message_seconds=top.request.bare_seconds,
+                period_s=1.0 / rate_hz,
+                ceiling=ceiling,
+                stuffing="bounds",
+            )
+        )
+    return made
+
+
+def from_records(
+    records: Iterable[Mapping[str, Any]],
+    rate_hz: float = 20.0,
+    ceiling: float = budget.DEFAULT_CEILING,
+    buses: Sequence[Bus] | None = None,
+) -> tuple[list[Row], list[Skipped]]:
+    """The budget of every codec and profile whose size a run recorded; and what it left out
+    (a codec not installed here, a profile unknown here, sizes that do not match)."""
+    from evbench_agent.errors import EvbenchError
+
+    chosen = buses or [budget.bus(name) for name in budget.DEFAULT_BUSES]
+    rows: list[Row] = []
+    skipped: list[Skipped] = []
+    for record in records:
+        if record.get("suite") != SIZE_SUITE or record.get("metric") != SIZE_METRIC:
+            continue
+        codec, profile = str(record.get("codec")), str(record.get("profile"))
+        try:
+            rows += rows_from_sizes(
+                codec,
+                profile,
+                float(record["mean"]),
+                int(record["max"]),
+                int(record.get("n") or 0),
+                chosen,
+                rate_hz,
+                ceiling,
+            )
+        except (EvbenchError, ValueError, KeyError, TypeError) as error:
+            skipped.append(Skipped(codec, profile, str(error)))
+    order = list(budget.BUSES)
+    rows.sort(key=lambda row: (row.profile, order.index(row.bus), row.codec))
+    return rows, skipped
+
+
+def size_records(sample_sets: Iterable[Any]) -> list[dict[str, Any]]:
+    """Size records (mean, max, n) of raw sample sets, as the run's summary would hold them
+    (for `evbench run`, which prints the budget before any summary is written)."""
+    sizes: dict[tuple[str, str], list[float]] = {}
+    for sample_set in sample_sets:
+        if sample_set.suite == SIZE_SUITE and sample_set.metric == SIZE_METRIC:
+            key = (str(sample_set.profile), str(sample_set.codec))
+            sizes.setdefault(key, []).extend(sample_set.values)
+    return [
+        {
+            "suite": SIZE_SUITE,
+            "metric": SIZE_METRIC,
+            "profile": profile,
+            "codec": codec,
+            "n": len(values),
+            "mean": sum(values) / len(values),
+            "max": max(values),
+        }
+        for (profile, codec), values in sizes.items()
+        if values
+    ]
