@@ -59,7 +59,19 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
         print()
         print("Medians per codec:")
         print(table.render_codec_medians(samples, codec_names))
+    _print_bus_budget(run, samples)
     return comparison
+
+
+def _print_bus_budget(run: results.Run, samples: list) -> None:
+    """Does it fit at N Hz? The bus budget of the run's measured sizes, after the table."""
+    from evbench.report import bus_budget
+    from evbench_agent.buses import measured
+
+    said = bus_budget.text(run.manifest, measured.size_records(samples))
+    if said:
+        print()
+        print(said)
 
 
 def _write_report(out: Path, comparison: Comparison | None = None) -> None:
