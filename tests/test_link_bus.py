@@ -273,3 +273,12 @@ def test_a_transport_says_its_bus_and_rates_in_the_params() -> None:
         "frame_length": 8,
         "bit_rate_source": "assumed",
     }
+
+
+def test_a_uart_without_pyserial_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evbench_agent.errors import UserError
+    from evbench_agent.link import uart_port
+
+    monkeypatch.setitem(sys.modules, "serial", None)  # what an image without pyserial gives
+    with pytest.raises(UserError, match="needs pyserial"):
+        uart_port.UartPort(uart_port.parse("uart:///dev/ttyS1?baud=115200"))

@@ -83,7 +83,13 @@ class UartPort:
     """One end of the link on a serial line."""
 
     def __init__(self, address: UartAddress, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        import serial  # the agent needs pyserial only for a UART
+        try:
+            import serial  # the agent needs pyserial only for a UART
+        except ImportError as error:
+            raise UserError(
+                "a UART link needs pyserial, which is not installed",
+                "pip install pyserial (on the image: python3-pyserial)",
+            ) from error
 
         try:
             self._serial: Any = serial.Serial(
