@@ -117,6 +117,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "pid": os.getpid(),
         "memory": memory.before_run(),
     }
+    if spec.lab is not None:  # the labgrid place, exporters, resources and tags
+        manifest["lab"] = spec.lab
     if notes:  # what the suites said before the run (e.g. a bus that cannot carry the rate)
         manifest["notes"] = notes
     planned = registry.planned_seconds(spec)

@@ -93,6 +93,8 @@ class Spec:
     #: The lab place the board sits in (evbench's labgrid boards pass it): the identity
     #: after `board_name`.
     board_place: str | None = None
+    #: The labgrid place the run ran in (evbench_agent.lab_record): the manifest's `lab`.
+    lab: dict[str, Any] | None = None
 
     @property
     def plan(self) -> SamplePlan:
@@ -114,6 +116,7 @@ class Spec:
         document = dataclasses.asdict(self)
         for key in ("suites", "profiles", "codecs"):
             document[key] = list(document[key])
+        document.pop("lab")  # the manifest's own `lab` section, not a measuring choice
         return document
 
 
@@ -314,6 +317,10 @@ def from_dict(document: dict[str, Any]) -> Spec:
     _check_cpu(values.get("cpu"))
     _check_board_name(values.get("board_name"))
     _check_board_name(values.get("board_place"), "board_place")
+    if values.get("lab") is not None:
+        from evbench_agent import lab_record
+
+        values["lab"] = lab_record.check(values["lab"])
     _check_telemetry(values)
     _check_link(values)
     if values.get("link_profiles") is not None:

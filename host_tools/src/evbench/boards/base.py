@@ -12,6 +12,7 @@ import abc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evbench_agent.errors import UserError
 
@@ -105,6 +106,10 @@ class Board(abc.ABC):
 
     def save_transcript(self, directory: Path) -> Path | None:
         """A copy of the session's transcript in `directory`; None where there is none."""
+        return None
+
+    def lab_record(self) -> dict[str, Any] | None:
+        """The lab place the board is in (the manifest's `lab`); None outside a lab."""
         return None
 
     def pipe(self, argv: Sequence[str]) -> PipedCommand:

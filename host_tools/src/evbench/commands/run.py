@@ -173,11 +173,22 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
 
 
 def _spec_on_board(board: Board, args: argparse.Namespace, run_id: str) -> argparse.Namespace:
-    """Copy the run's spec file (a user's schema) to the board; the agent there reads it."""
-    if not getattr(args, "agent_spec", None):
+    """Copy the run's spec file (a user's schema, the lab place) to the board; the agent
+    there reads it and writes the lab place into the manifest it checksums."""
+    lab = board.lab_record()
+    if not getattr(args, "agent_spec", None) and lab is None:
         return args
     remote = f"{board.work_dir}/{run_id}.spec.json"
-    board.put(Path(args.agent_spec), remote)
+    with tempfile.TemporaryDirectory(prefix="evbench-spec-") as scratch:
+        local = Path(args.agent_spec) if getattr(args, "agent_spec", None) else None
+        if lab is not None:
+            from evbench_agent import spec
+
+            document = spec.load(local) if local else {}
+            document["lab"] = lab
+            local = Path(scratch) / "spec.json"
+            results.write_json(local, document)
+        board.put(local, remote)
     return argparse.Namespace(**{**vars(args), "agent_spec": remote})
 
 
