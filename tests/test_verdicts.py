@@ -18,8 +18,6 @@ from evbench_agent.verdicts import (
     TOO_SMALL,
     Independent,
     Paired,
-    Question,
-    decide,
     decide_family,
 )
 
@@ -32,10 +30,10 @@ def test_a_clearly_slower_candidate_loses_and_a_faster_one_wins():
     rng = random.Random(1)
     base = _lognormal(rng, 1.0)
     slow, fast = _lognormal(rng, 1.5), _lognormal(rng, 0.5)
-    slower, faster = decide(
+    slower, faster = decide_family(
         [
-            Question("slow", LOWER_IS_BETTER, base, slow),
-            Question("fast", LOWER_IS_BETTER, base, fast),
+            Independent("slow", LOWER_IS_BETTER, base, slow),
+            Independent("fast", LOWER_IS_BETTER, base, fast),
         ]
     )
     assert slower.winner == "baseline" and slower.pct_diff == pytest.approx(50, abs=8)
@@ -44,8 +42,8 @@ def test_a_clearly_slower_candidate_loses_and_a_faster_one_wins():
 
 def test_higher_is_better_flips_the_winner():
     rng = random.Random(2)
-    (verdict,) = decide(
-        [Question("capacity", HIGHER_IS_BETTER, _lognormal(rng, 1.0), _lognormal(rng, 2.0))]
+    (verdict,) = decide_family(
+        [Independent("capacity", HIGHER_IS_BETTER, _lognormal(rng, 1.0), _lognormal(rng, 2.0))]
     )
     assert verdict.winner == "candidate"
 
@@ -54,16 +52,16 @@ def test_a_significant_but_tiny_difference_is_a_tie():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
-    (verdict,) = decide([Question("tiny", LOWER_IS_BETTER, base, cand)])
+    (verdict,) = decide_family([Independent("tiny", LOWER_IS_BETTER, base, cand)])
     assert verdict.p_holm < 1e-6
     assert verdict.winner == "tie"
 
 
 def test_the_same_distribution_is_a_tie():
     rng = random.Random(4)
-    verdicts = decide(
+    verdicts = decide_family(
         [
-            Question(f"same {i}", LOWER_IS_BETTER, _lognormal(rng, 1.0), _lognormal(rng, 1.0))
+            Independent(f"same {i}", LOWER_IS_BETTER, _lognormal(rng, 1.0), _lognormal(rng, 1.0))
             for i in range(10)
         ]
     )
@@ -73,10 +71,10 @@ def test_the_same_distribution_is_a_tie():
 def test_holm_correction_spans_the_rows():
     rng = random.Random(5)
     many = [
-        Question(f"row {i}", LOWER_IS_BETTER, _lognormal(rng, 1.0, 8), _lognormal(rng, 1.0, 8))
+        Independent(f"row {i}", LOWER_IS_BETTER, _lognormal(rng, 1.0, 8), _lognormal(rng, 1.0, 8))
         for i in range(20)
     ]
-    verdicts = decide(many)
+    verdicts = decide_family(many)
     assert all(v.p_holm >= v.p_value for v in verdicts)
 
 
@@ -178,7 +176,8 @@ def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
         base, cand = _aa_process_logs(rng, processes=10, values=10)
         flat_b = [v for vs in base for v in vs]
         flat_c = [v for vs in cand for v in vs]
-        (pooled,) = decide([Question("aa", LOWER_IS_BETTER, flat_b, flat_c)])
+        # every value as if independent: what the old pooled comparison did
+        (pooled,) = decide_family([Independent("aa", LOWER_IS_BETTER, flat_b, flat_c)])
         pooled_winners += pooled.significant
         ratios = [
             statistics.median(math.log(c) - math.log(b) for b, c in zip(bs, cs, strict=True))

@@ -16,10 +16,8 @@ replicate (docs/method.md):
 - `Independent`: one value per replicate and codec, the replicates of the two
   codecs separate (the link suite: one value per phase, a per-message figure
   reduced to the phase's median). Exact Mann-Whitney test; Moses' interval of
-  the ratio (Hodges-Lehmann).
-
-`decide` (the older entry point) tests raw values as independent samples; it
-is kept for callers that compare two runs' samples.
+  the ratio (Hodges-Lehmann). Two runs compared with each other are this
+  design too: their replicates share nothing (comparison.compare_runs).
 """
 
 from __future__ import annotations
@@ -46,17 +44,6 @@ TOO_SMALL = "n too small"
 
 PAIRED_METHOD = "paired: exact Wilcoxon signed-rank on per-replicate log-ratios, Walsh interval"
 INDEPENDENT_METHOD = "independent: exact Mann-Whitney on per-replicate values, Moses interval"
-POOLED_METHOD = "pooled values: Mann-Whitney, Moses interval (values treated as independent)"
-
-
-@dataclass(frozen=True)
-class Question:
-    """One row to decide from raw values treated as independent (see `decide`)."""
-
-    label: str
-    better: str
-    baseline: Sequence[float]
-    candidate: Sequence[float]
 
 
 @dataclass(frozen=True)
@@ -86,7 +73,7 @@ class Verdict:
     better: str
     baseline_median: float
     candidate_median: float
-    pct_diff: float  # (ratio - 1) * 100: the method's estimate (medians for `decide`)
+    pct_diff: float  # (ratio - 1) * 100: the method's estimate
     p_value: float
     p_holm: float
     ratio_low: float | None
@@ -94,7 +81,7 @@ class Verdict:
     winner: str  # BASELINE, CANDIDATE, TIE or TOO_SMALL
     ratio: float | None = None  # point estimate of candidate / baseline
     n: int | None = None  # replicates the test counted (pairs, or per side)
-    method: str = POOLED_METHOD
+    method: str = ""  # PAIRED_METHOD or INDEPENDENT_METHOD (decide_family names it)
     #: Smallest relative difference this row's plan and spread could have
     #: named (0.05 = 5 %); None when no verdict was reachable.
     min_detectable: float | None = None
@@ -234,47 +221,6 @@ def decide_family(
                 min_detectable=_min_detectable(strict, min_effect) if reachable else None,
                 min_p=min_p,
                 family_size=m,
-            )
-        )
-    return verdicts
-
-
-def decide(
-    questions: Sequence[Question], alpha: float = ALPHA, min_effect: float = MIN_EFFECT
-) -> list[Verdict]:
-    """Decide rows of raw values taken as independent samples, one Holm family.
-
-    Only right where the values really are independent replicates (two runs'
-    samples, say); within one run use `decide_family` on replicates.
-    """
-    raw = [stats.mann_whitney_exact(q.baseline, q.candidate)[1] for q in questions]
-    adjusted = stats.holm(raw)
-    verdicts = []
-    for question, p_value, p_holm in zip(questions, raw, adjusted, strict=True):
-        _check_direction(question.better)
-        base = statistics.median(question.baseline)
-        cand = statistics.median(question.candidate)
-        # A ratio needs positive values: counts such as lost messages are often 0, and
-        # then no minimum effect can be shown, so the row stays a tie.
-        positive = _positive(question.baseline) and _positive(question.candidate)
-        interval = stats.ratio_ci(question.baseline, question.candidate) if positive else None
-        winner = TIE
-        if interval is not None and p_holm < alpha:
-            winner = _faster(question.better, *interval, min_effect)
-        verdicts.append(
-            Verdict(
-                label=question.label,
-                better=question.better,
-                baseline_median=base,
-                candidate_median=cand,
-                pct_diff=(cand - base) / base * 100 if base else float("nan"),
-                p_value=p_value,
-                p_holm=p_holm,
-                ratio_low=interval[0] if interval else None,
-                ratio_high=interval[1] if interval else None,
-                winner=winner,
-                n=min(len(question.baseline), len(question.candidate)),
-                family_size=len(questions),
             )
         )
     return verdicts
