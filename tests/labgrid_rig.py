@@ -9,6 +9,7 @@ given under `--hostname 127.0.0.1`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -28,31 +29,51 @@ def installed() -> bool:
 
 
 class Lab:
-    """One coordinator, one exporter (named `exporter`), places made with labgrid-client."""
+    """One coordinator, one exporter (named `exporter`, started with `exporter_options`
+    such as --isolated), places made with labgrid-client."""
 
-    def __init__(self, directory: Path, resources: str) -> None:
+    def __init__(self, directory: Path, resources: str, exporter_options: tuple = ()) -> None:
         self.directory = directory
         self.port = free_port()
         self.coordinator = f"127.0.0.1:{self.port}"
         self._processes: list[subprocess.Popen] = []
         self._start("coordinator", [str(BIN / "labgrid-coordinator"), "--listen", self.coordinator])
         self._wait_for_log("coordinator", "Coordinator ready")
-        config = directory / "exporter.yaml"
+        self.exporters: dict[str, subprocess.Popen] = {}
+        self.add_exporter("exporter", resources, exporter_options)
+
+    def add_exporter(self, name: str, resources: str, options: tuple = ()) -> None:
+        """Another exporter (its own process, log and config), ready when this returns."""
+        config = self.directory / f"{name}.yaml"
         config.write_text(resources)
         self._start(
-            "exporter",
+            name,
             [
                 str(BIN / "labgrid-exporter"),
                 "-c",
                 self.coordinator,
                 "-n",
-                "exporter",
+                name,
                 "--hostname",
                 "127.0.0.1",
+                *options,
                 str(config),
             ],
         )
-        self._wait_for_log("exporter", "Exporter ready")
+        self.exporters[name] = self._processes[-1]
+        self._wait_for_log(name, "Exporter ready")
+
+    def kill_exporter(self, name: str) -> None:
+        """SIGKILL the exporter and what it started (ser2net), as a crashed exporter
+        host's service manager would leave it: nothing of it serves any more."""
+        import psutil
+
+        process = psutil.Process(self.exporters[name].pid)
+        victims = [process, *process.children(recursive=True)]
+        for victim in victims:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                victim.kill()
+        psutil.wait_procs(victims, timeout=10)
 
     def _start(self, name: str, argv: list[str]) -> None:
         log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - lives with the process
@@ -90,9 +111,11 @@ class Lab:
             check=check,
         )
 
-    def make_place(self, name: str, group: str, tags: dict[str, str]) -> None:
+    def make_place(
+        self, name: str, group: str, tags: dict[str, str], exporter: str = "exporter"
+    ) -> None:
         self.client("-p", name, "create")
-        self.client("-p", name, "add-match", f"exporter/{group}/*")
+        self.client("-p", name, "add-match", f"{exporter}/{group}/*")
         if tags:
             self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
 
@@ -150,9 +173,10 @@ def two_place_lab(sshd, directory: Path, power_url: str | None = None) -> Lab:
 class PowerSwitch:
     """A tiny HTTP power switch on loopback, as labgrid's `simplerest` model drives one:
     GET /outlet/INDEX/VALUE switches, GET /outlet/INDEX answers the state. It records
-    every switching request in order."""
+    every switching request in order; `on_switch(value)`, if given, is what the outlet
+    powers: it is called with "0" or "1" before the switch answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_switch=None) -> None:
         import http.server
         import threading
 
@@ -166,6 +190,8 @@ class PowerSwitch:
                 if len(parts) == 3 and parts[0] == "outlet" and parts[2] in ("0", "1"):
                     switch.seen.append(self.path)
                     switch.state = parts[2]
+                    if on_switch is not None:
+                        on_switch(parts[2])
                 body = switch.state.encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))

@@ -77,7 +77,8 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path
         assert results.verify_checksums(run_dir) == []
         manifest = json.loads((run_dir / results.MANIFEST).read_text())
         assert manifest["board_identity"]["id"] == f"place:{name}"
-        assert json.loads((run_dir / "labgrid.json").read_text())["place"] == name
+        assert manifest["lab"]["place"] == name
+        assert manifest["lab"]["tags"]["unit"] == name[-1]
         assert entry["comparison"]["baseline"] is None  # the first night of these boards
     # In parallel: each board's run began before the other's ended.
     spans = {}

@@ -89,7 +89,9 @@ def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab_env, ss
     manifest = json.loads((out / results.MANIFEST).read_text())
     assert manifest["board_identity"]["id"] == "place:am62x-a"
     assert manifest["board_identity"]["source"] == "lab place"
-    place = json.loads((out / "labgrid.json").read_text())
+    # The place, written by the agent into the manifest it checksums (not beside it).
+    place = manifest["lab"]
+    assert not (out / "labgrid.json").exists()
     assert place["place"] == "am62x-a"
     assert place["tags"] == {"board": "am62x", "site": "loop", "unit": "a"}
     assert place["exporters"] == ["exporter"]
@@ -99,6 +101,8 @@ def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab_env, ss
     # The job's own owner: the user, tagged with the evbench process.
     assert re.fullmatch(r"[^/]+/nightly\+evbench-\d+", place["owner"]), place["owner"]
     assert not place["held_by_user"]
+    assert place["jump"] is None  # a plain exporter: reached directly
+    assert place["coordinator"] == lab.coordinator
     assert lab.acquired_by("am62x-a") is None  # released after the run
     assert "Reservation" not in lab.reservations()  # and its reservation cancelled
 

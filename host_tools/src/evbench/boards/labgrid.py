@@ -6,33 +6,38 @@ reservation alive while it waits (showing how long), acquires it, and releases i
 the board is closed, also after a failure or Ctrl-C. A place the user already holds is
 used as it is and left held. The place's resources decide the transport, through the
 existing boards: a `NetworkService` is the SSH board, a `NetworkSerialPort` (ser2net's
-RFC 2217, started by the exporter on acquire) the serial board.
+RFC 2217, started by the exporter on acquire) the serial board. An SSH board behind an
+isolated exporter (or with LG_PROXY set) is reached through the exporter host, with an
+SSH jump (boards/ssh_jump.py), as labgrid's own client forwards through it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from evbench.boards.base import Board, CommandResult, PipedCommand, RemoteBoard, StreamedCommand
 from evbench.boards.labgrid_client import LabgridClient, Place, Resource, job_identity
 from evbench.boards.urls import LabgridUrl, parse_labgrid_url
-from evbench_agent import results
-from evbench_agent.errors import ExitCode, UserError
+from evbench_agent.errors import ExitCode, PartialRun, UserError
 from evbench_agent.log_output import notice
+
+if TYPE_CHECKING:
+    from evbench.boards.ssh_jump import SshJump
 
 #: How long a run waits for its place when the user gives no --place-timeout.
 DEFAULT_PLACE_TIMEOUT = 600.0
 #: How often the waiting state is shown (a terminal gets one updating line).
 SHOW_EVERY = 15.0
-#: Beside the run's results: the place, exporter, resources and tags it ran on.
-PLACE_RECORD = "labgrid.json"
 SSH_CLASSES = ("NetworkService",)
 SERIAL_CLASSES = ("NetworkSerialPort",)
+#: labgrid's own variable: reach the exporter's resources through this host.
+PROXY_VARIABLE = "LG_PROXY"
 #: The power resources `labgrid-client power` drives (labgrid 26's client).
 POWER_CLASSES = (
     "NetworkPowerPort",
@@ -54,6 +59,11 @@ class PlaceUnavailable(UserError):
     """No place could be had within the deadline (exit 2: nothing ran)."""
 
     exit_code = ExitCode.USAGE
+
+
+class PlaceLost(PartialRun):
+    """The exporter no longer serves the resource the board is reached by (exit 4: the
+    run stopped early; it may go on on the board, out of reach)."""
 
 
 def _show_waiting(what: str, waited: float, timeout: float) -> None:
@@ -80,6 +90,10 @@ class LabgridBoard(RemoteBoard):
         self._client = users
         self._token: str | None = None
         self._taken: str | None = None  # the place this job acquired, to release
+        self._in_use: Resource | None = None  # the resource the transport goes through
+        self._accept_new_host_key = accept_new_host_key
+        self._silent_since: float | None = None  # when reconnecting first failed
+        self.recovered = False  # power-cycled once mid-run: never twice
         self.held_by_user = False
         try:
             self.place_info = self._take_place(users)
@@ -220,7 +234,9 @@ class LabgridBoard(RemoteBoard):
         services = self.resources(SSH_CLASSES)
         consoles = self.resources(SERIAL_CLASSES)
         if services and address.via != "serial":
+            self._in_use = services[0]
             params = services[0].params
+            jump = self._jump_for(services[0], accept_new_host_key)
             user = f"{quote(str(params['username']))}@" if params.get("username") else ""
             port = f":{params['port']}" if params.get("port") else ""
             host = str(params["address"])
@@ -230,9 +246,17 @@ class LabgridBoard(RemoteBoard):
             return SshBoard(
                 f"ssh://{user}{host}{port}?{urlencode(options)}",
                 accept_new_host_key=accept_new_host_key,
+                jump=jump,
             )
         if consoles and address.via != "ssh":
+            self._in_use = consoles[0]
             params = consoles[0].params
+            if self._proxy_of(consoles[0]):
+                raise UserError(
+                    f"place {self.place}: the serial port {consoles[0].path} is behind an "
+                    "isolated exporter; evbench reaches only SSH boards through the exporter",
+                    hint="export a NetworkService for the board too, or unset LG_PROXY",
+                )
             if not params.get("port"):
                 raise UserError(
                     f"place {self.place}: the serial port {consoles[0].path} has no network port",
@@ -250,16 +274,34 @@ class LabgridBoard(RemoteBoard):
             hint=f"its resources: {found}",
         )
 
-    def record(self) -> dict[str, Any]:
-        """What the manifest's neighbour records: place, exporter, resources, tags."""
+    @staticmethod
+    def _proxy_of(resource: Resource) -> str | None:
+        """The host to jump through: LG_PROXY when set (labgrid forces a proxy with it;
+        evbench lets it name the exporter host too, whose own name the lab PC may not
+        resolve), else the exporter's proxy when its resources require one."""
+        return os.environ.get(PROXY_VARIABLE) or resource.proxy
+
+    def _jump_for(self, resource: Resource, accept_new_host_key: bool) -> SshJump | None:
+        from evbench.boards.ssh_jump import SshJump
+
+        proxy = self._proxy_of(resource)
+        if proxy is None:
+            return None
+        jump = SshJump(proxy, accept_new_host_key)
+        notice(f"place {self.place}: reaching {resource.path} through the jump host {jump}")
+        return jump
+
+    def lab_record(self) -> dict[str, Any]:
+        """The manifest's `lab` (evbench_agent.lab_record): place, exporters, resources,
+        tags, and how the board was reached."""
         return {
-            "url": self.url,
             "coordinator": self._client.coordinator,
             "place": self.place,
             "tags": self.place_info.tags,
             "exporters": sorted({r.exporter for r in self.place_info.resources}),
             "resources": [r.public() for r in self.place_info.resources],
             "transport": self.inner.url,
+            "jump": str(self.inner.jump) if getattr(self.inner, "jump", None) else None,
             "owner": self.place_info.acquired or self._client.owner,
             "held_by_user": self.held_by_user,
         }
@@ -291,10 +333,52 @@ class LabgridBoard(RemoteBoard):
         return self.inner.network_addresses()
 
     def reconnect(self) -> None:
-        self.inner.reconnect()
+        """Open the transport again; a board silent for `recover_after` seconds is
+        power-cycled (once) through the place's power resource and waited for."""
+        from evbench.boards.base import ConnectionLost
+
+        self._check_place()
+        try:
+            self.inner.reconnect()
+        except ConnectionLost:
+            now = time.monotonic()
+            self._silent_since = self._silent_since or now
+            silent = now - self._silent_since
+            after = self.address.recover_after
+            if self.recovered or not after or silent < after or not self.resources(POWER_CLASSES):
+                raise
+            self.recovered = True
+            notice(f"place {self.place}: the board has not answered for {silent:.0f} s; recovering")
+            self.power_cycle()
+            self.inner.close()
+            self.inner = self._open_after_boot(self._accept_new_host_key)
+        self._silent_since = None
+
+    def _check_place(self) -> None:
+        """Before reconnecting: is the board's resource still served by its exporter?
+
+        A dead exporter (its host down, the service killed) takes its ser2net, its
+        proxy, and the coordinator's record of its resources with it: waiting the whole
+        reconnect deadline for it would only delay the verdict. Anything less certain
+        (the coordinator slow or away) is no verdict: reconnecting goes on."""
+        used = self._in_use
+        if used is None:
+            return
+        try:
+            place = self._client.show(self.place)
+        except UserError as error:
+            log.warning("place %s not checked: %s", self.place, error)
+            return
+        now = next((r for r in place.resources if r.path == used.path), None)
+        if now is None or not now.available:
+            raise PlaceLost(
+                f"place {self.place}: exporter {used.exporter} no longer serves {used.path} "
+                f"({'gone' if now is None else 'unavailable'}); the run stopped early",
+                hint="check the exporter (labgrid-client -v resources); the run may go on "
+                "on the board: collect it with evbench fetch once the exporter is back",
+            )
 
     def save_transcript(self, directory: Path) -> Path | None:
-        results.write_json(directory / PLACE_RECORD, self.record())
         return self.inner.save_transcript(directory)
 
     def close(self) -> None:

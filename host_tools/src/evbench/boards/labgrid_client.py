@@ -58,6 +58,15 @@ class Resource:
     def exporter(self) -> str:
         return self.path.split("/", 1)[0]
 
+    @property
+    def proxy(self) -> str | None:
+        """The exporter host to reach it through, when the exporter says one is needed
+        (`labgrid-exporter --isolated`: `extra: {proxy: HOST, proxy_required: true}`)."""
+        extra = self.params.get("extra")
+        if isinstance(extra, dict) and extra.get("proxy_required") and extra.get("proxy"):
+            return str(extra["proxy"])
+        return None
+
     def public(self) -> dict[str, Any]:
         """What the manifest records (labgrid's proxy bookkeeping left out)."""
         params = {key: value for key, value in self.params.items() if key != "extra"}

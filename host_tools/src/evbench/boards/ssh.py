@@ -32,6 +32,7 @@ from evbench.boards.ssh_address import (
     parse_address,
     password_for,
 )
+from evbench.boards.ssh_jump import SshJump
 from evbench_agent.errors import EvbenchError, UserError
 
 CONNECT_TIMEOUT = 15.0
@@ -163,12 +164,16 @@ class SshPipedCommand(PipedCommand):
 class SshBoard(RemoteBoard):
     """A board reached over SSH: commands on exec channels, files over SFTP."""
 
-    def __init__(self, url: str, accept_new_host_key: bool = False) -> None:
+    def __init__(
+        self, url: str, accept_new_host_key: bool = False, jump: SshJump | None = None
+    ) -> None:
         self.url = url
         self.address = parse_address(url)
         self.python = self.address.python
         self.work_dir = self.address.work_dir
         self.accept_new_host_key = accept_new_host_key
+        #: The host whose direct-tcpip channel carries the connection (`ssh -J`), if any.
+        self.jump = jump
         self._password: str | None = None
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
@@ -188,6 +193,8 @@ class SshBoard(RemoteBoard):
         address = self.address
         client = self._new_client()
         try:
+            # Through a jump host: the board's SSH runs over a channel opened there.
+            sock = self.jump.channel_to(address.hostname, address.port) if self.jump else None
             try:
                 client.connect(
                     address.hostname,
@@ -195,6 +202,7 @@ class SshBoard(RemoteBoard):
                     username=address.user,
                     password=password,
                     key_filename=list(address.identity_files) or None,
+                    sock=sock,
                     timeout=CONNECT_TIMEOUT,
                     banner_timeout=CONNECT_TIMEOUT,
                     auth_timeout=CONNECT_TIMEOUT,
@@ -245,10 +253,10 @@ class SshBoard(RemoteBoard):
         # A pulled cable sends no FIN: keepalives every 5 s that stay unacknowledged
         # for 30 s make the kernel close the socket, and the drop shows as ConnectionLost.
         transport.set_keepalive(KEEPALIVE_SECONDS)
-        if hasattr(socket, "TCP_USER_TIMEOUT"):
-            transport.sock.setsockopt(
-                socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_MS
-            )
+        # Through a jump host the TCP connection is the jump host's, not a channel.
+        tcp = self.jump.socket() if self.jump else transport.sock
+        if hasattr(socket, "TCP_USER_TIMEOUT") and tcp is not None:
+            tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_MS)
         self._sftp = None
 
     def reconnect(self) -> None:
@@ -257,6 +265,12 @@ class SshBoard(RemoteBoard):
 
     def network_addresses(self) -> tuple[str, str]:
         self.check_alive()
+        if self.jump is not None:
+            raise UserError(
+                f"{self.address} is reached through the jump host {self.jump}: this host "
+                "and the board share no network for the link suite's own connection",
+                hint="run the link suite on a board the host reaches directly",
+            )
         sock = self._client.get_transport().sock
         return sock.getsockname()[0], sock.getpeername()[0]
 
@@ -273,6 +287,8 @@ class SshBoard(RemoteBoard):
                 self._sftp.close()
             if self._client is not None:
                 self._client.close()
+        if self.jump is not None:
+            self.jump.close()
         self._sftp = None
         self._client = None
 

@@ -185,7 +185,10 @@ def parse_ssh_url(url: str) -> SshUrl:
 #: A labgrid place or tag name, and a tag value: what labgrid itself accepts.
 _LABGRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _LABGRID_TAG_VALUE = re.compile(r"[A-Za-z0-9_.:/+-]{1,128}")
-LABGRID_OPTIONS = ("coordinator", "tags", "prio", "via", "user", "python", "dir")
+LABGRID_OPTIONS = ("coordinator", "tags", "prio", "via", "user", "python", "dir", "recover_after")
+#: A board silent this long mid-run is power-cycled where its place has a power switch.
+DEFAULT_RECOVER_AFTER = 60.0
+MAX_RECOVER_AFTER = 3600.0
 #: Which of a place's resources to use when it has both (default: SSH).
 LABGRID_VIAS = ("ssh", "serial")
 
@@ -204,6 +207,8 @@ class LabgridUrl:
     user: str
     python: str
     work_dir: str
+    #: Seconds without an answer mid-run before a power cycle (0: never recover by power).
+    recover_after: float = DEFAULT_RECOVER_AFTER
 
 
 def _labgrid_tags(text: str, url: str) -> tuple[tuple[str, str], ...]:
@@ -269,6 +274,17 @@ def parse_labgrid_url(url: str) -> LabgridUrl:
     via = options.get("via")
     if via is not None and via not in LABGRID_VIAS:
         raise UserError(f"labgrid URL {url!r}: via is ssh or serial, not {via!r}")
+    recover_text = options.get("recover_after", str(DEFAULT_RECOVER_AFTER))
+    try:
+        recover_after = float(recover_text)
+    except ValueError:
+        recover_after = -1.0
+    if not 0 <= recover_after <= MAX_RECOVER_AFTER:
+        raise UserError(
+            f"labgrid URL {url!r}: recover_after must be 0 to {MAX_RECOVER_AFTER:.0f} seconds, "
+            f"not {recover_text[:20]!r}",
+            hint="0 never power-cycles a board that stops answering",
+        )
     return LabgridUrl(
         url=url,
         place=place,
@@ -279,4 +295,5 @@ def parse_labgrid_url(url: str) -> LabgridUrl:
         user=options.get("user", DEFAULT_USER),
         python=options.get("python", DEFAULT_PYTHON),
         work_dir=options.get("dir", DEFAULT_WORK_DIR),
+        recover_after=recover_after,
     )
