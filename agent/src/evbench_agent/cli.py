@@ -88,17 +88,18 @@ def _lava(args: argparse.Namespace) -> ExitCode:
 
 
 def _info(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import platform_info
+    from evbench_agent import bus_interfaces, platform_info
     from evbench_agent.telemetry import noise, session
 
     info = platform_info.collect()
     info["warnings"] = noise.warnings(session.sysfs_root())  # what makes results noisy here
+    found = bus_interfaces.collect(session.sysfs_root())
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info | {"buses": found}, indent=2))
         return ExitCode.OK
     for warning in info.pop("warnings"):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    for key, value in info.items():
+    for key, value in (info | bus_interfaces.describe(found)).items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
         elif isinstance(value, list):

@@ -1,0 +1,108 @@
+"""`evbench-agent info` lists CAN interfaces and UARTs from sysfs.
+
+This host has no SocketCAN (no AF_CAN, no CAN modules), so no sysfs entry of type 280
+exists here: the CAN cases, and the exact UART figures, read a fake sysfs tree in
+tmp_path laid out as the kernel lays out /sys. The real /sys is read too (its UARTs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from evbench_agent import bus_interfaces
+
+
+def _file(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def _device(sysfs: Path, where: str, driver: str | None, bus: str = "platform") -> Path:
+    device = sysfs / "devices" / where
+    device.mkdir(parents=True, exist_ok=True)
+    if driver:
+        target = sysfs / "bus" / bus / "drivers" / driver
+        target.mkdir(parents=True, exist_ok=True)
+        (device / "driver").symlink_to(target)
+    return device
+
+
+def _fake_sysfs(root: Path) -> Path:
+    sysfs = root / "sys"
+    net, tty = sysfs / "class" / "net", sysfs / "class" / "tty"
+    # can0: an AM62x MCAN in CAN FD mode (MTU 72), up; vcan0: classic (16), no device.
+    for name, mtu, state in (("can0", 72, "up"), ("vcan0", 16, "unknown"), ("eth0", 1500, "up")):
+        _file(net / name / "type", "1" if name == "eth0" else "280")
+        _file(net / name / "mtu", str(mtu))
+        _file(net / name / "operstate", state)
+    (net / "can0" / "device").symlink_to(_device(sysfs, "platform/20701000.can", "m_can_platform"))
+    # ttyS0: a 16550A (type 4) with a 48 MHz clock behind serial_core's port device (6.5+);
+    # ttyS1: registered by 8250 with no UART (type 0); tty0: a console with no device.
+    uart = _device(sysfs, "platform/2800000.serial", "omap8250")
+    port = uart / "2800000.serial:0" / "2800000.serial:0.0"
+    port.mkdir(parents=True)
+    base = sysfs / "bus" / "serial-base" / "drivers" / "port"
+    base.mkdir(parents=True)
+    (port / "driver").symlink_to(base)
+    for name, kind in (("ttyS0", "4"), ("ttyS1", "0")):
+        _file(tty / name / "type", kind)
+        _file(tty / name / "uartclk", "48000000")
+        (tty / name / "device").symlink_to(port)
+    (tty / "tty0").mkdir(parents=True)
+    return sysfs
+
+
+def test_can_interfaces_and_uarts_of_a_fake_sysfs(tmp_path: Path) -> None:
+    found = bus_interfaces.collect(_fake_sysfs(tmp_path))
+    assert found["can"] == [
+        {"name": "can0", "state": "up", "mtu": 72, "fd": True, "driver": "m_can_platform"},
+        {"name": "vcan0", "state": "unknown", "mtu": 16, "fd": False, "driver": None},
+    ]
+    # 48 MHz / 16 = 3 000 000 baud at most; PORT_16550A is 4 in linux/serial_core.h.
+    assert found["uart"] == [
+        {
+            "name": "ttyS0",
+            "driver": "omap8250",
+            "type": "16550A",
+            "uartclk_hz": 48_000_000,
+            "max_baud": 3_000_000,
+        }
+    ]
+    lines = bus_interfaces.describe(found)
+    assert lines["CAN interfaces"] == "can0 (up, CAN FD, m_can_platform), vcan0 (unknown, classic)"
+    assert lines["UARTs"] == "ttyS0 (16550A, omap8250, up to 3000000 baud)"
+
+
+def test_evbench_agent_info_lists_them(tmp_path: Path) -> None:
+    env = dict(os.environ, EVBENCH_TELEMETRY_SYSFS=str(_fake_sysfs(tmp_path)))
+    command = [sys.executable, "-m", "evbench_agent", "info"]
+    done = subprocess.run(
+        [*command, "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    buses = json.loads(done.stdout)["buses"]
+    assert [c["name"] for c in buses["can"]] == ["can0", "vcan0"]
+    assert [u["name"] for u in buses["uart"]] == ["ttyS0"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert "CAN interfaces: can0 (up, CAN FD, m_can_platform)" in done.stdout
+
+
+def test_the_real_sysfs_lists_every_tty_with_a_uart_behind_it() -> None:
+    found = bus_interfaces.collect()
+    ttys = Path("/sys/class/tty")
+    expected = sorted(
+        tty.name
+        for tty in (ttys.glob("*") if ttys.is_dir() else [])
+        if (tty / "device").exists()
+        and (tty / "type").exists()
+        and (tty / "type").read_text().strip() != "0"
+    )
+    listed = sorted(u["name"] for u in found["uart"] if u["type"] is not None)
+    assert listed == expected
+    net = Path("/sys/class/net")
+    can = sorted(d.name for d in net.glob("*") if (d / "type").read_text().strip() == "280")
+    assert sorted(c["name"] for c in found["can"]) == can
