@@ -188,6 +188,8 @@ class BusConnection:
             self.port.send(data)  # type: ignore[attr-defined]
 
     def _receive(self, timeout_s: float) -> list[framing.Frame] | None:
+        if timeout_s <= 0:  # a socket timeout of 0 would mean non-blocking, not "expired"
+            return None
         frames = self.port.receive_frames(timeout_s)
         if not frames:
             return None
