@@ -87,14 +87,17 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
 
 
 #: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it
-#: brings (email, zipfile, csv) cost the manager about 3.5 MiB of peak RSS to read
-#: each codec's version line; evbench_agent.installed_version reads it instead.
-RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv")
+#: brings (email, zipfile, csv) cost the manager about 0.8 MiB of peak RSS to read
+#: each codec's version line (evbench_agent.installed_version reads it instead);
+#: hashlib and hmac load OpenSSL's libcrypto, 3.4 MiB (evbench_agent.digests).
+RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib", "hashlib", "hmac")
 
 _RUN_PATH_PROBE = (
     "import json, sys\n"
     "{prelude}"
-    "from evbench_agent import platform_info, runner\n"
+    "from evbench_agent import lava, platform_info, results, runner\n"
+    "from evbench_agent.link import client, handshake, service\n"
+    "from evbench_agent.suites import codec, link\n"
     "listing = platform_info.collect()  # every manifest: each installed codec's version\n"
     "print(json.dumps([listing['codecs'], sorted(sys.modules)]))\n"
 )
@@ -113,12 +116,14 @@ def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
     return listing, found
 
 
-def test_the_agent_s_run_path_reads_codec_versions_without_importlib_metadata():
+def test_the_agent_s_run_path_loads_neither_importlib_metadata_nor_openssl():
     listing, found = run_path_deferred_loaded()
     assert found == [], f"the agent's run path loads {found}: see RUN_PATH_DEFERRED"
     assert listing.get("protobuf") not in (None, "unknown")  # the versions were really read
 
 
-def test_the_run_path_check_catches_importlib_metadata_coming_back():
+def test_the_run_path_check_catches_them_coming_back():
     _, found = run_path_deferred_loaded(prelude="import importlib.metadata\n")
     assert "importlib.metadata" in found and "email" in found
+    _, found = run_path_deferred_loaded(prelude="import hmac\n")
+    assert "_hashlib" in found and "hmac" in found

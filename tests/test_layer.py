@@ -61,6 +61,10 @@ BUILTIN = {
     "builtins", "errno", "faulthandler", "gc", "itertools", "marshal", "posix", "pwd",
     "sys", "time",
 }  # fmt: skip
+#: Modules of the older Pythons the agent supports (3.10, 3.11) that scarthgap's 3.12
+#: renamed; imported only under `except ImportError` after the 3.12 name
+#: (evbench_agent.digests: `_sha256` became `_sha2`, in python3-crypt).
+OLDER_PYTHON_ONLY = {"_sha256"}
 #: Calls whose first string argument is a module imported at run time (a name
 #: computed at run time is invisible here; the suites registry's are the agent's own).
 IMPORT_CALLS = {"import_module", "__import__"}
@@ -207,6 +211,8 @@ def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
             elif package is not None:
                 target = needs.rdepends if module in imports.required else needs.rrecommends
                 target.add(package)
+        elif module.split(".")[0] in OLDER_PYTHON_ONLY and module not in imports.required:
+            continue
         elif (package := manifest.package_of(module)) is not None:
             needs.rdepends.add(package)
         else:

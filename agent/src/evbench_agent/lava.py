@@ -25,7 +25,6 @@ because LAVA splits them on white space and on ``=``.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from evbench_agent import comparison, identity
+from evbench_agent import comparison, digests, identity
 from evbench_agent.results import Run, load_run
 
 #: What decides a verdict test case's result.
@@ -58,7 +57,7 @@ def _part(text: object) -> str:
 
 
 def _digest(key: identity.Identity) -> str:
-    return hashlib.sha256(key.params.encode()).hexdigest()[:8]
+    return digests.sha256(key.params.encode()).hexdigest()[:8]
 
 
 def _phase(key: identity.Identity) -> list[str]:

@@ -15,14 +15,13 @@ Version 2 added the processing time at the start of every REPLY body.
 
 from __future__ import annotations
 
-import hmac
 import json
 import socket
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evbench_agent import private_environment
+from evbench_agent import digests, private_environment
 from evbench_agent.errors import UserError
 from evbench_agent.link import framing
 
@@ -150,7 +149,7 @@ def parse_hello(frame: framing.Frame, token: str | None = None) -> Hello:
         raise HandshakeError(f"unknown mode {document['mode']!r} (known: {', '.join(MODES)})")
     if token is not None:
         offered = document.get("token")
-        if not isinstance(offered, str) or not hmac.compare_digest(
+        if not isinstance(offered, str) or not digests.compare_digest(
             offered.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass")
         ):
             raise HandshakeError("the HELLO does not carry this responder's token")
