@@ -29,6 +29,8 @@ BAUD = 115200
 #: 8N1: ten bits on the wire for every byte.
 BYTES_PER_SECOND = BAUD // 10
 STEP = 64
+#: A recv() that waited longer than this found the line idle.
+IDLE_S = 0.001
 
 
 class LineSimulator:
@@ -103,13 +105,20 @@ class LineSimulator:
     def _pump(self, source: socket.socket, target: socket.socket, faults: bool) -> None:
         next_time = time.monotonic()
         while not self._stop.is_set():
+            asked = time.monotonic()
             try:
                 data = source.recv(STEP)
             except OSError:
                 return
             if not data:
                 return
-            next_time = max(next_time, time.monotonic()) + len(data) / self.bytes_per_second
+            now = time.monotonic()
+            # Bytes that were already waiting follow the previous ones at the line's rate,
+            # so a late wake-up (a loaded machine) is caught up and the rate stays the
+            # baud's; after an idle line they start now.
+            if now - asked > IDLE_S:
+                next_time = max(next_time, now)
+            next_time += len(data) / self.bytes_per_second
             delay = next_time - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
