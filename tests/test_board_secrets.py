@@ -102,7 +102,7 @@ def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
             assert time.monotonic() < deadline, "the agent started no worker"
             time.sleep(0.02)
         os.kill(agents[0], signal.SIGKILL)  # as the OOM killer would
-        _stdout, stderr = process.communicate(timeout=300)
+        stdout, stderr = process.communicate(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
@@ -111,6 +111,9 @@ def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
     manifest = json.loads((out / results.MANIFEST).read_text())
     assert manifest["status"] == "partial"
     assert manifest["reason"] == "the agent was killed (signal 9)"
+    assert stdout.splitlines()[0] == "PARTIAL: the agent was killed (signal 9)"  # said first
+    report = (out / "report.md").read_text()
+    assert report.splitlines()[0] == "**PARTIAL: the agent was killed (signal 9)**"
     assert not (out / results.COMPLETE).exists()
     assert results.verify_checksums(out) == []
     summary = json.loads((out / results.SUMMARY).read_text())

@@ -34,8 +34,13 @@ def test_run_without_summary_and_complete_marker_renders_marked_partial(finished
     done = evbench("report", str(run))
     assert done.returncode == 4, done.stderr
     assert "PARTIAL run rendered (summary.json, complete" in done.stderr
+    # The manifest (copied from a complete run) gives no reason: the first line says what
+    # the reader found missing; the title says PARTIAL too.
+    assert done.stderr.splitlines()[0] == "PARTIAL: missing summary.json, complete"
     markdown = (run / "report.md").read_text()
-    assert markdown.startswith("# evbench run ") and "(PARTIAL)" in markdown.splitlines()[0]
+    first, _blank, title = markdown.splitlines()[:3]
+    assert first == "**PARTIAL: missing summary.json, complete**"
+    assert title.startswith("# evbench run ") and "(PARTIAL)" in title
     assert "Missing files: summary.json, complete." in markdown
     # The summary is rebuilt from the raw samples: the figures are all there.
     assert "| seed | Deserialization |" in markdown

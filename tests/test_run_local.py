@@ -233,29 +233,65 @@ def test_an_aa_run_records_its_arms_and_plan_in_the_manifest(tmp_path):
     assert all(s.params["aa_slowdown"] == 0.2 for s in timed)
 
 
-def test_a_run_whose_telemetry_sampler_dies_is_partial_and_says_why(tmp_path):
-    out = tmp_path / "run"
-    argv = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json", "--quick"]
-    agent = subprocess.Popen([*AGENT, *argv, "--out", str(out)], stderr=subprocess.PIPE, text=True)
+#: What is killed: its command line, the suite that starts it, and what the manifest's
+#: reason (and so the first line of `evbench run` and of the report) must begin with.
+KILLS = {
+    "sampler": (
+        "evbench_agent.telemetry.sampler",
+        "codec",
+        "the telemetry sampler died (signal 9, SIGKILL)",
+    ),
+    "worker": ("evbench_agent worker", "codec", "a codec worker was killed (signal 9, SIGKILL)"),
+    "responder": ("evbench_agent serve", "link", "the link responder died (signal 9, SIGKILL): "),
+}
+
+
+def _child_named(root: int, words: str) -> psutil.Process | None:
     try:
-        deadline = time.monotonic() + 60
-        sampler = None
-        while sampler is None and time.monotonic() < deadline:
-            children = psutil.Process(agent.pid).children()
-            sampler = next(
-                (c for c in children if "evbench_agent.telemetry.sampler" in c.cmdline()), None
-            )
-            time.sleep(0.05)
-        assert sampler is not None, "the sampler never started"
-        sampler.kill()
-        _, stderr = agent.communicate(timeout=300)
+        children = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return None
+    for child in children:
+        try:
+            if words in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:  # it ended while we looked
+            continue
+    return None
+
+
+@pytest.mark.parametrize("victim", sorted(KILLS))
+def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(victim, tmp_path):
+    command, suite, reason = KILLS[victim]
+    out = tmp_path / "run"
+    argv = ["run", "--board", "local", "--suite", suite, "--profile", "seed"]
+    argv += ["--codecs", "json,protobuf", "--quick", "--out", str(out)]
+    host = subprocess.Popen(
+        [*EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        found = None
+        while found is None:
+            assert time.monotonic() < deadline and host.poll() is None, f"no {victim} to kill"
+            if (out / results.SAMPLES).exists():  # measuring: there is something to keep
+                found = _child_named(host.pid, command)
+            time.sleep(0.02)
+        found.kill()  # as the OOM killer would
+        stdout, stderr = host.communicate(timeout=300)
     finally:
         with contextlib.suppress(ProcessLookupError):
-            agent.kill()
-    assert agent.returncode == 4, stderr
-    assert "the telemetry sampler died (exit -9)" in stderr
+            host.kill()
+    assert host.returncode == 4, stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
-    assert manifest["reason"] == "the telemetry sampler died (exit -9)"
+    assert manifest["reason"].startswith(reason), manifest["reason"]
     assert not (out / "complete").exists()
-    assert any(s.metric == "encode" for s in results.read_samples(out))  # the samples are kept
+    assert list(results.read_samples(out))  # the samples measured so far are kept
+    # What died comes first: on the terminal, in report.md, at the top of report.html.
+    assert stdout.splitlines()[0] == f"PARTIAL: {manifest['reason']}"
+    assert f"PARTIAL run ({manifest['reason']}): partial results in {out}" in stderr
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first == f"**PARTIAL: {manifest['reason']}**"
+    html = (out / "report.html").read_text()
+    assert f'<body><p class="partial" id="headline"><strong>PARTIAL: {reason}' in html

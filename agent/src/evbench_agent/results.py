@@ -343,6 +343,25 @@ def seal_partial(directory: Path, reason: str) -> None:
     write_checksums(directory)
 
 
+#: The longest partial reason a reader passes on (characters): it heads a report.
+MAX_REASON = 500
+
+
+def partial_reason(manifest: dict[str, Any]) -> str | None:
+    """Why the run is partial, in one line, as its manifest says; None if it does not.
+
+    The manifest may come from a board: a reason that is not a string gives None,
+    control characters (line breaks, terminal escapes) become spaces, and a long one
+    is cut to MAX_REASON characters."""
+    reason = manifest.get("reason")
+    if not isinstance(reason, str):
+        return None
+    line = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
+    if len(line) > MAX_REASON:
+        line = line[: MAX_REASON - 3] + "..."
+    return line or None
+
+
 def prepare_output(directory: Path) -> None:
     """Create `directory`, or accept it when it exists empty; fail before any run."""
     try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from evbench_agent import (
     board_identity,
+    child_exit,
     codecs,
     comparison,
     identity,
@@ -140,6 +141,10 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except PartialRun as error:  # a suite cut short (its worker or responder died)
+        status = "partial"
+        manifest["reason"] = str(error)
+        raise
     except BaseException:
         status = "failed"
         raise
@@ -150,7 +155,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         if status == "complete" and sampler_exit not in (0, None):
             # Its telemetry stops where the sampler died: the run is not whole.
             status = "partial"
-            manifest["reason"] = f"the telemetry sampler died (exit {sampler_exit})"
+            how = child_exit.describe(sampler_exit)
+            manifest["reason"] = f"the telemetry sampler died ({how})"
         if spec.aa and status == "complete":
             manifest["aa"]["result"] = aa_result(spec, directory)
         memory.after_run(manifest["memory"], workers.worker_peak_rss())

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from evbench_agent import memory, registry
-from evbench_agent.errors import EvbenchError
+from evbench_agent import child_exit, memory, registry
+from evbench_agent.errors import EvbenchError, PartialRun
 
 ProgressCallback = Callable[[str], None]
 
@@ -56,6 +56,10 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
             process.kill()
             process.wait()
             raise
+        if child_exit.killed(returncode):  # the OOM killer, kill -9: not a bug, a cut-short run
+            raise PartialRun(
+                f"a {task.get('suite', '')} worker was killed ({child_exit.describe(returncode)})"
+            )
         if returncode != 0 or result is None:
             errors.seek(0)
             tail = errors.read()[-2000:].strip()

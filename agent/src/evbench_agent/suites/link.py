@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evbench_agent import child_exit
 from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link import (
@@ -366,6 +367,14 @@ class _Phases:
             [SampleSet(SUITE, None, None, "wakeup_latency", "s", params, values)]
         )
 
+    def cut_short(self, error: UserError | PartialRun) -> UserError | PartialRun:
+        """`error`, or a PartialRun naming the loopback responder first when it died
+        (before the first phase too: then the run is partial with nothing measured)."""
+        if self.responder is None or self.responder.alive():
+            return error
+        how = child_exit.describe(self.responder.process.returncode)
+        return PartialRun(f"the link responder died ({how}): {error}")
+
     def close(self) -> None:
         if self.responder is not None:
             self.responder.stop()
@@ -406,6 +415,8 @@ def run(context: RunContext) -> None:
                         messages_done = kind(profile, codec, phase, link, data[codec])
                         context.mark("end", **where, kind=kind.__name__, messages=messages_done)
                         progress.advance(f"{profile} {codec} {kind.__name__} {phase + 1}")
+    except (PartialRun, UserError) as error:
+        raise phases.cut_short(error) from error
     finally:
         phases.close()
         if settings.realtime:

@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     context = written.context
     if context.partial:
         what = ", ".join(context.missing + context.problems) or "status not complete"
+        print(written.headline, file=sys.stderr)
         print(f"PARTIAL run rendered ({what})", file=sys.stderr)
         return ExitCode.PARTIAL
     return ExitCode.OK

@@ -14,6 +14,7 @@ from evbench.boards import Board, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView
 from evbench.report import table
+from evbench.report.headline import partial_headline
 from evbench_agent import options, results
 from evbench_agent.comparison import Comparison, compare
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
@@ -226,6 +227,8 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
             out.rmdir()
         raise _agent_error(status, log)
     run_data = results.load_run(out)
+    if not run_data.complete:  # first, so nobody reads the tables below as a whole run
+        print(partial_headline(run_data.manifest, [results.COMPLETE]), flush=True)
     comparison = _print_tables(run_data, args)
     _write_report(out, comparison)
     record_run(args, out)  # a partial run too, marked partial

@@ -49,6 +49,12 @@ def _section(section: Section) -> str:
     return f"<section{css}>{''.join(parts)}</section>"
 
 
+def _headline(headline: str | None) -> str:
+    if not headline:
+        return ""
+    return f'<p class="partial" id="headline"><strong>{escape(headline)}</strong></p>\n'
+
+
 def _figure(plot: Plot) -> str:
     data = base64.b64encode(plot.png).decode("ascii")
     return (
@@ -58,7 +64,10 @@ def _figure(plot: Plot) -> str:
     )
 
 
-def render(title: str, sections: Sequence[Section], plots: Sequence[Plot]) -> str:
+def render(
+    title: str, sections: Sequence[Section], plots: Sequence[Plot], headline: str | None = None
+) -> str:
+    """`headline`: a partial run's first line (evbench.report.headline), before the title."""
     body = "\n".join(_section(s) for s in sections)
     figures = "\n".join(_figure(p) for p in plots)
     if figures:
@@ -67,5 +76,5 @@ def render(title: str, sections: Sequence[Section], plots: Sequence[Plot]) -> st
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n"
-        f"<body><h1>{escape(title)}</h1>\n{body}\n{figures}\n</body></html>\n"
+        f"<body>{_headline(headline)}<h1>{escape(title)}</h1>\n{body}\n{figures}\n</body></html>\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from evbench.report import table
@@ -11,8 +12,16 @@ from evbench.report.sections import Section
 PLOT_DIRECTORY = "plots"
 
 
-def render(title: str, sections: Sequence[Section], plots: Sequence[Plot]) -> str:
-    lines = [f"# {title}", ""]
+#: Characters that would turn a reason into emphasis, a link or HTML in Markdown.
+_MARKUP = re.compile(r"([\\`*_\[\]<>])")
+
+
+def render(
+    title: str, sections: Sequence[Section], plots: Sequence[Plot], headline: str | None = None
+) -> str:
+    """`headline`: a partial run's first line (evbench.report.headline), shown as it is."""
+    lines = ["**" + _MARKUP.sub(r"\\\1", headline) + "**", ""] if headline else []
+    lines += [f"# {title}", ""]
     for section in sections:
         heading = f"## {'**' + section.title + '**' if section.warning else section.title}"
         lines += [heading, ""]

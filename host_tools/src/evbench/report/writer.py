@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evbench.report import exports, html, markdown, plots, sections
 from evbench.report.context import RunContext, load_context
+from evbench.report.headline import partial_headline
 from evbench_agent.comparison import Comparison
 from evbench_agent.results import write_atomic
 
@@ -25,6 +26,8 @@ class Written:
     context: RunContext
     files: list[Path]
     plots: list[plots.Plot]
+    #: A partial run's first line ("PARTIAL: why"), None for a complete run.
+    headline: str | None = None
 
 
 def write_report(directory: Path, comparison: Comparison | None = None) -> Written:
@@ -38,6 +41,12 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
     title = f"evbench run {context.run_id}" + (" (PARTIAL)" if context.partial else "")
     content = sections.build(context, comparison)
     drawn = plots.draw(context)
+    # After the sections: reading the samples may add to the context's problems.
+    first = (
+        partial_headline(context.manifest, context.missing, context.problems)
+        if context.partial
+        else None
+    )
     directory = context.directory
     files = []
     plot_directory = directory / markdown.PLOT_DIRECTORY
@@ -52,8 +61,8 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
         write_atomic(path, plot.png)
         files.append(path)
     outputs = {
-        REPORT_MD: markdown.render(title, content, drawn).encode(),
-        REPORT_HTML: html.render(title, content, drawn).encode(),
+        REPORT_MD: markdown.render(title, content, drawn, first).encode(),
+        REPORT_HTML: html.render(title, content, drawn, first).encode(),
         SUMMARY_CSV: exports.csv_text(context.records).encode(),
         JUNIT_XML: exports.junit_xml(
             context.run_id, context.records, timestamp=context.manifest.get("start_time")
@@ -62,4 +71,4 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
     for name, data in outputs.items():
         write_atomic(directory / name, data)
         files.append(directory / name)
-    return Written(context, files, drawn)
+    return Written(context, files, drawn, first)
