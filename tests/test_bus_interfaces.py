@@ -106,3 +106,55 @@ def test_the_real_sysfs_lists_every_tty_with_a_uart_behind_it() -> None:
     net = Path("/sys/class/net")
     can = sorted(d.name for d in net.glob("*") if (d / "type").read_text().strip() == "280")
     assert sorted(c["name"] for c in found["can"]) == can
+
+
+#: What the diag probe prints on an AM62x with can0 up as CAN FD 500 k / 2 M (ip -details
+#: output as iproute2 6.x writes it, newlines turned into spaces by the probe) and a vcan.
+AM62X_PROBE = (
+    "can can0 72 up 3: can0: <NOARP,UP,LOWER_UP,ECHO> mtu 72 qdisc pfifo_fast state UP"
+    "     link/can  promiscuity 0 minmtu 0 maxmtu 0      can <FD> state ERROR-ACTIVE"
+    " (berr-counter tx 0 rx 0) restart-ms 0 \t  bitrate 500000 sample-point 0.875 \t  tq 25"
+    " prop-seg 34 phase-seg1 35 phase-seg2 10 sjw 1 brp 1 \t  m_can: tseg1 2..256 tseg2"
+    " 2..128 sjw 1..128 brp 1..512 brp_inc 1 \t  dbitrate 2000000 dsample-point 0.750 \n"
+    "can vcan0 16 unknown 4: vcan0: <NOARP,UP,LOWER_UP> mtu 16 qdisc noqueue state UNKNOWN\n"
+    "uart ttyS2 4 48000000\n"
+    "uart ttyUSB0 - -\n"
+)
+
+
+def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
+    from evbench import diag
+    from evbench.commands import diag as diag_command
+
+    section = diag.PARSERS["buses"](AM62X_PROBE)
+    assert section["can"] == [
+        {
+            "name": "can0",
+            "mtu": 72,
+            "fd": True,
+            "state": "up",
+            "bitrate": 500_000,
+            "dbitrate": 2_000_000,
+        },
+        {"name": "vcan0", "mtu": 16, "fd": False, "state": "unknown"},
+    ]
+    assert section["uart"] == [
+        {"name": "ttyS2", "type": "16550A", "uartclk_hz": 48_000_000, "max_baud": 3_000_000},
+        {"name": "ttyUSB0", "type": None},
+    ]
+    lines = diag_command._system_lines({"buses": section})
+    assert "can can0: up, CAN FD, 500000/2000000 bit/s" in lines
+    assert "can vcan0: unknown, classic CAN" in lines
+    assert "uart ttyS2: 16550A, up to 3000000 baud" in lines
+
+
+def test_the_diag_probe_in_sh_agrees_with_the_agents_reading_of_the_real_sysfs() -> None:
+    from evbench import diag
+
+    done = subprocess.run(["sh", "-c", diag.PROBES["buses"]], capture_output=True, text=True)
+    section = diag.PARSERS["buses"](done.stdout)
+    agent = bus_interfaces.collect()
+    assert [c["name"] for c in section["can"]] == [c["name"] for c in agent["can"]]
+    assert [(u["name"], u["type"], u.get("max_baud")) for u in section["uart"]] == [
+        (u["name"], u["type"], u.get("max_baud")) for u in agent["uart"]
+    ]

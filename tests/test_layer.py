@@ -50,6 +50,9 @@ THIRD_PARTY = {
     "cbor2": "python3-cbor2",
     "orjson": None,
     "msgspec": None,
+    # issue 19: the dbc codec's library; the image does not carry it (no recipe added to
+    # the layer's layers), so dbc is absent on the board.
+    "cantools": None,
 }
 #: Modules compiled into CPython 3.12's interpreter (sys.builtin_module_names of
 #: an unpatched build; Modules/Setup.bootstrap): they have no file in the

@@ -8,6 +8,7 @@ the report says so and what that leaves out. Every figure carries its unit.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +43,14 @@ PROBES: dict[str, str] = {
     "memory": "cat /proc/meminfo",
     "disk": 'df -P -k / /tmp "$HOME" 2>/dev/null | sort -u',
     "network": "ip -o addr show 2>/dev/null || ifconfig -a 2>/dev/null",
+    # CAN interfaces (type 280) with MTU, state and ip's bit rates; ttys with a UART behind
+    # them (serial_core type 0: no hardware) with type and base clock.
+    "buses": "for d in /sys/class/net/*; do [ \"$(cat $d/type 2>/dev/null)\" = 280 ] || continue;"
+    ' n=${d##*/}; echo "can $n $(cat $d/mtu) $(cat $d/operstate)'
+    ' $(ip -details link show dev $n 2>/dev/null | tr \'\\n\' \' \')"; done;'
+    " for t in /sys/class/tty/*; do [ -e $t/device ] || continue;"
+    " k=$(cat $t/type 2>/dev/null || echo -); [ \"$k\" = 0 ] && continue;"
+    ' echo "uart ${t##*/} $k $(cat $t/uartclk 2>/dev/null || echo -)"; done; true',
     "kernel_errors": "if dmesg >/dev/null 2>&1; then dmesg --level=emerg,alert,crit,err"
     " 2>/dev/null | tail -n 15 || dmesg | grep -iE 'error|fail' | tail -n 15;"
     f" else echo {DMESG_DENIED}; fi",
@@ -173,6 +182,38 @@ def _network(text: str) -> dict[str, Any]:
     return {"interfaces": interfaces, "raw": None if interfaces else text.strip()[:2000]}
 
 
+def _buses(text: str) -> dict[str, Any]:
+    """CAN interfaces and UARTs from the `buses` probe's lines."""
+    from evbench_agent.bus_interfaces import CANFD_MTU, UART_TYPES
+
+    can, uart = [], []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == "can":
+            entry: dict[str, Any] = {
+                "name": fields[1],
+                "mtu": int(fields[2]) if fields[2].isdigit() else None,
+                "fd": fields[2] == str(CANFD_MTU),
+                "state": fields[3],
+            }
+            details = " ".join(fields[4:])
+            for key in ("bitrate", "dbitrate"):
+                found = re.search(rf"(?<![a-z]){key} (\d+)", details)
+                if found:
+                    entry[key] = int(found[1])
+            can.append(entry)
+        elif len(fields) == 4 and fields[0] == "uart":
+            kind, clock = fields[2], fields[3]
+            entry = {
+                "name": fields[1],
+                "type": UART_TYPES.get(int(kind), kind) if kind.isdigit() else None,
+            }
+            if clock.isdigit() and int(clock) > 0:
+                entry["uartclk_hz"], entry["max_baud"] = int(clock), int(clock) // 16
+            uart.append(entry)
+    return {"can": can, "uart": uart}
+
+
 def _lines(key: str) -> Callable[[str], dict[str, Any]]:
     return lambda text: {key: [line for line in text.splitlines() if line.strip()]}
 
@@ -187,6 +228,7 @@ PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "memory": _memory,
     "disk": _disk,
     "network": _network,
+    "buses": _buses,
     "kernel_errors": lambda text: {
         "lines": [line for line in text.splitlines() if line.strip() and line != DMESG_DENIED],
         "readable": DMESG_DENIED not in text,

@@ -73,6 +73,18 @@ def _system_lines(sections: dict[str, Any]) -> list[str]:
         )
     for name, addresses in sections.get("network", {}).get("interfaces", {}).items():
         lines.append(f"net {name}: {', '.join(addresses)}")
+    buses = sections.get("buses", {})
+    for can in buses.get("can", []):
+        rates = "/".join(str(can[k]) for k in ("bitrate", "dbitrate") if k in can)
+        lines.append(
+            f"can {can['name']}: {can['state']}, {'CAN FD' if can['fd'] else 'classic CAN'}"
+            + (f", {rates} bit/s" if rates else "")
+        )
+    for uart in buses.get("uart", []):
+        top = f", up to {uart['max_baud']} baud" if "max_baud" in uart else ""
+        lines.append(f"uart {uart['name']}: {uart['type'] or 'no UART type'}{top}")
+    if "buses" in sections and not any(buses.values()):
+        lines.append("buses:       no CAN interface, no UART")
     kernel = sections.get("kernel_errors", {})
     errors = kernel.get("lines", [])
     if kernel.get("readable", True):
