@@ -82,7 +82,9 @@ def blank_payload(message_type: str) -> bytes:
     layout = _frames_by_type().get(message_type)
     if layout is None:
         raise UserError(f"{DBC_FILE} has no message for {message_type}")
-    return b"".join(FRAME_HEADER.pack(frame_id, length) + bytes(length) for frame_id, length in layout)
+    return b"".join(
+        FRAME_HEADER.pack(frame_id, length) + bytes(length) for frame_id, length in layout
+    )
 
 
 @cache

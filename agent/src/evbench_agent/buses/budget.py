@@ -295,6 +295,4 @@ def codec_rows(
     from evbench_agent import codecs
 
     native = codecs.original_name(codec) in NATIVE_CAN_CODECS
-    return [
-        rows(bus, codec, profile, encoded, replies, rate_hz, ceiling, native) for bus in buses
-    ]
+    return [rows(bus, codec, profile, encoded, replies, rate_hz, ceiling, native) for bus in buses]
