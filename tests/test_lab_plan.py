@@ -85,6 +85,10 @@ def test_labgrid_urls_name_a_place_or_tags():
         "serial",
     )
     assert transport_of("labgrid://am62x-a") == "labgrid"
+    # A silent board is power-cycled after 60 s unless the URL says otherwise (0: never).
+    assert place.recover_after == 60
+    assert parse_labgrid_url("labgrid://a?recover_after=0").recover_after == 0
+    assert parse_labgrid_url("labgrid://a?recover_after=90.5").recover_after == 90.5
 
 
 @pytest.mark.parametrize(
@@ -99,6 +103,9 @@ def test_labgrid_urls_name_a_place_or_tags():
         ("labgrid://a?via=usb", "via is ssh or serial"),
         ("labgrid://a?prio=high", "prio must be a whole number"),
         ("labgrid://a b", "bad place name"),
+        ("labgrid://a?recover_after=-1", "recover_after must be 0 to 3600 seconds"),
+        ("labgrid://a?recover_after=nan", "recover_after must be 0 to 3600 seconds"),
+        ("labgrid://a?recover_after=soon", "recover_after must be 0 to 3600 seconds"),
     ],
 )
 def test_bad_labgrid_urls_are_refused(url, message):

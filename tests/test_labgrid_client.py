@@ -67,3 +67,31 @@ def test_an_acquired_place_with_its_resources():
 def test_a_free_place_without_tags_or_resources():
     place = parse_place(SHOW_FREE)
     assert (place.name, place.tags, place.acquired, place.resources) == ("p2", {}, None, [])
+
+
+#: `labgrid-client -p pb show` after its exporter was killed (SIGKILL) while the place was
+#: acquired, from a real labgrid 26.0.1 session on loopback: the resource is orphaned.
+SHOW_ORPHANED = """Place 'pb':
+  matches:
+    exp2/board-b/*
+  acquired: vm/x
+  acquired resources:
+    exp2/board-b/NetworkService/NetworkService
+  created: 2026-12-01 06:08:59.390796
+  changed: 2026-12-01 06:09:34.126096
+Orphaned resource 'NetworkService' (exp2/board-b/NetworkService/NetworkService)
+"""
+
+
+def test_an_orphaned_resource_is_not_one_the_place_still_has():
+    place = parse_place(SHOW_ORPHANED)
+    assert (place.name, place.acquired) == ("pb", "vm/x")
+    assert place.resources == []  # what the reconnect check reads as "exporter gone"
+
+
+def test_only_a_required_proxy_is_a_proxy():
+    service, serial = parse_place(SHOW_ACQUIRED).resources
+    assert (service.proxy, serial.proxy) == (None, None)  # 'proxy_required': False above
+    isolated = SHOW_ACQUIRED.replace("'proxy_required': False", "'proxy_required': True")
+    assert [r.proxy for r in parse_place(isolated).resources] == ["localhost", "localhost"]
+    assert "extra" not in service.public()["params"]
