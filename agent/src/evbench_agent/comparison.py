@@ -26,6 +26,11 @@ API (stable; extended only compatibly)::
     comparison.unmatched  # identities measured for only one of the two codecs
     labels(identities)    # the rows' labels for any identities (e.g. every codec's medians)
 
+    # Two runs, each codec against itself (evbench compare): one row per codec and identity
+    runs = compare_runs(samples_a, samples_b, "A", "B")
+    row.baseline.codec == row.candidate.codec  # the codec; baseline: run A, candidate: run B
+    runs.left_out         # (codec, identity) measured in only one of the two runs
+
 Rules (docs/method.md): a row is one identity (identity.py); records that
 differ in an identity param are never pooled, outcome params never split a
 row. TESTED rows are decided on replicates: the codec suite pairs the codecs
@@ -34,6 +39,12 @@ of log(candidate / baseline) of the same round); the link suite takes one value
 per phase (a per-message figure reduced to the phase's median) and compares the
 codecs' phases as independent samples. Test families are (suite, profile).
 FACT rows carry the exact difference; CONTEXT rows only per-codec summaries.
+
+Two runs (`compare_runs`) share no replicate: a worker process of run A is not
+paired with any of run B. Each codec's per-replicate medians of one run are
+compared with the other run's as independent samples, in every suite (exact
+Mann-Whitney, Moses' interval, as the link suite within a run); n counts the
+replicates per run. Families stay (suite, profile), across codecs.
 """
 
 from __future__ import annotations
@@ -51,6 +62,8 @@ from evbench_agent.results import Run, SampleSet
 #: How each suite's replicates are compared, and what n counts.
 PAIRED_SUITES = {"codec": "processes"}
 INDEPENDENT_SUITES = {"link": "phases per codec"}
+#: What n counts when two runs are compared (nothing is paired across runs).
+RUN_COUNTS = {"codec": "processes per run", "link": "phases per run"}
 #: Suites in display order; others follow alphabetically.
 SUITE_ORDER = ("codec", "link", "telemetry")
 #: Params shown in a row's label whenever present (they name what was measured).
@@ -106,6 +119,8 @@ class Comparison:
     alpha: float = verdicts.ALPHA
     min_effect: float = verdicts.MIN_EFFECT
     families: dict[str, tuple[Row, ...]] = field(default_factory=dict)
+    #: compare_runs: (codec, identity) measured in only one of the two runs.
+    left_out: tuple[tuple[str, Identity], ...] = ()
 
     def by_role(self, role: str) -> list[Row]:
         return [row for row in self.rows if row.role == role]
@@ -129,19 +144,20 @@ def _replicate(sample_set: SampleSet) -> Any:
 Grouped = dict[Identity, dict[str, dict[Any, list[float]]]]
 
 
+def identity_of(sample_set: SampleSet) -> Identity:
+    """The record identity of a sample set (its codec and repetition aside)."""
+    return identity.identify(
+        sample_set.suite, sample_set.profile, sample_set.metric, sample_set.unit, sample_set.params
+    )
+
+
 def group(sample_sets: Iterable[SampleSet]) -> Grouped:
     """identity -> codec -> replicate -> values in recorded order (rounds stay in order)."""
     grouped: Grouped = {}
     for sample_set in sample_sets:
         if sample_set.codec is None:
             continue  # telemetry of a block where every codec ran: not one codec's figure
-        key = identity.identify(
-            sample_set.suite,
-            sample_set.profile,
-            sample_set.metric,
-            sample_set.unit,
-            sample_set.params,
-        )
+        key = identity_of(sample_set)
         replicates = grouped.setdefault(key, {}).setdefault(sample_set.codec, {})
         replicates.setdefault(_replicate(sample_set), []).extend(sample_set.values)
     return grouped
@@ -173,9 +189,16 @@ def process_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> 
 
 
 def _evidence(
-    key: Identity, label: str, better: str, base: dict[Any, list[float]], cand: dict
+    key: Identity,
+    label: str,
+    better: str,
+    base: dict[Any, list[float]],
+    cand: dict[Any, list[float]],
+    paired: bool = True,
 ) -> tuple[verdicts.Paired | verdicts.Independent, str]:
-    if key.suite in PAIRED_SUITES:
+    """The test's input for one row, and what its n counts. `paired`: both sides are
+    from one run, so a suite in PAIRED_SUITES pairs them by replicate."""
+    if paired and key.suite in PAIRED_SUITES:
         shared = [r for r in base if r in cand]
         ratios = [process_log_ratio(base[r], cand[r]) for r in sorted(shared, key=str)]
         evidence = verdicts.Paired(
@@ -188,7 +211,10 @@ def _evidence(
         return evidence, PAIRED_SUITES[key.suite]
     per_base = [statistics.median(vs) for vs in base.values() if vs]
     per_cand = [statistics.median(vs) for vs in cand.values() if vs]
-    counts = INDEPENDENT_SUITES.get(key.suite, "replicates per codec")
+    if paired:
+        counts = INDEPENDENT_SUITES.get(key.suite, "replicates per codec")
+    else:
+        counts = RUN_COUNTS.get(key.suite, "replicates per run")
     return verdicts.Independent(label, better, per_base, per_cand), counts
 
 
@@ -243,40 +269,30 @@ def family_name(key: Identity) -> str:
 # --- the comparison ------------------------------------------------------------------
 
 
-def compare(
-    sample_sets: Iterable[SampleSet],
-    baseline: str,
-    candidate: str,
-    alpha: float = verdicts.ALPHA,
-    min_effect: float = verdicts.MIN_EFFECT,
-) -> Comparison:
-    """Compare two codecs over every identity both measured."""
-    grouped = group(sample_sets)
-    both = sorted(
-        (k for k, codecs in grouped.items() if baseline in codecs and candidate in codecs),
-        key=_order,
-    )
-    unmatched = tuple(
-        sorted((k for k, c in grouped.items() if (baseline in c) != (candidate in c)), key=_order)
-    )
-    names = labels(both)
-    evidence: dict[str, list[tuple[Identity, Any, str]]] = {}
-    for key in both:
+#: One row to decide: its identity, then each side's codec and replicates.
+_Match = tuple[Identity, str, dict[Any, list[float]], str, dict[Any, list[float]]]
+
+
+def _rows(
+    matches: Sequence[_Match], paired: bool, alpha: float, min_effect: float
+) -> tuple[list[Row], dict[str, tuple[Row, ...]]]:
+    """Rows in the order of `matches`, TESTED ones decided per family (suite, profile)."""
+    names = labels(list(dict.fromkeys(match[0] for match in matches)))
+    evidence: dict[str, list[tuple[int, Any, str]]] = {}
+    for index, (key, _b, base, _c, cand) in enumerate(matches):
         if key.role == TESTED:
             better = metrics.better(key.metric)
-            item, counts = _evidence(
-                key, names[key], better, grouped[key][baseline], grouped[key][candidate]
-            )
-            evidence.setdefault(family_name(key), []).append((key, item, counts))
-    decided: dict[Identity, tuple[verdicts.Verdict, str, str]] = {}
+            item, counts = _evidence(key, names[key], better, base, cand, paired)
+            evidence.setdefault(family_name(key), []).append((index, item, counts))
+    decided: dict[int, tuple[verdicts.Verdict, str, str]] = {}
     for name, items in evidence.items():
-        results = verdicts.decide_family([item for _k, item, _c in items], alpha, min_effect)
-        for (key, _item, counts), verdict in zip(items, results, strict=True):
-            decided[key] = (verdict, counts, name)
+        results = verdicts.decide_family([item for _i, item, _c in items], alpha, min_effect)
+        for (index, _item, counts), verdict in zip(items, results, strict=True):
+            decided[index] = (verdict, counts, name)
     rows = []
-    for key in both:
-        base = _side(baseline, grouped[key][baseline])
-        cand = _side(candidate, grouped[key][candidate])
+    for index, (key, base_codec, base_values, cand_codec, cand_values) in enumerate(matches):
+        base = _side(base_codec, base_values)
+        cand = _side(cand_codec, cand_values)
         common = {
             "identity": key,
             "label": names[key],
@@ -286,8 +302,8 @@ def compare(
             "baseline": base,
             "candidate": cand,
         }
-        if key in decided:
-            verdict, counts, name = decided[key]
+        if index in decided:
+            verdict, counts, name = decided[index]
             rows.append(
                 Row(**common, verdict=verdict, n=verdict.n or 0, n_counts=counts, family=name)
             )
@@ -306,6 +322,29 @@ def compare(
     for row in rows:
         if row.family is not None:
             families[row.family] = (*families.get(row.family, ()), row)
+    return rows, families
+
+
+def compare(
+    sample_sets: Iterable[SampleSet],
+    baseline: str,
+    candidate: str,
+    alpha: float = verdicts.ALPHA,
+    min_effect: float = verdicts.MIN_EFFECT,
+) -> Comparison:
+    """Compare two codecs over every identity both measured."""
+    grouped = group(sample_sets)
+    both = sorted(
+        (k for k, codecs in grouped.items() if baseline in codecs and candidate in codecs),
+        key=_order,
+    )
+    unmatched = tuple(
+        sorted((k for k, c in grouped.items() if (baseline in c) != (candidate in c)), key=_order)
+    )
+    matches = [
+        (key, baseline, grouped[key][baseline], candidate, grouped[key][candidate]) for key in both
+    ]
+    rows, families = _rows(matches, True, alpha, min_effect)
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -314,6 +353,50 @@ def compare(
         alpha=alpha,
         min_effect=min_effect,
         families=families,
+    )
+
+
+def compare_runs(
+    baseline_sets: Iterable[SampleSet],
+    candidate_sets: Iterable[SampleSet],
+    baseline: str = "baseline",
+    candidate: str = "candidate",
+    alpha: float = verdicts.ALPHA,
+    min_effect: float = verdicts.MIN_EFFECT,
+) -> Comparison:
+    """Each codec of one run against the same codec of another, per identity both
+    measured: nothing paired across runs (module docstring), families (suite, profile)
+    over every codec. `baseline` and `candidate` name the runs."""
+    grouped_base, grouped_cand = group(baseline_sets), group(candidate_sets)
+    codec_order: dict[str, int] = {}
+    for grouped in (grouped_base, grouped_cand):
+        for codecs in grouped.values():
+            for codec in codecs:
+                codec_order.setdefault(codec, len(codec_order))
+
+    def order(pair: tuple[str, Identity]) -> tuple:
+        codec, key = pair
+        suite, suite_name, profile, *rest = _order(key)
+        return (suite, suite_name, profile, codec_order[codec], *rest, key)
+
+    measured = [
+        {(codec, key) for key, codecs in grouped.items() for codec in codecs}
+        for grouped in (grouped_base, grouped_cand)
+    ]
+    both = sorted(measured[0] & measured[1], key=order)
+    matches = [
+        (key, codec, grouped_base[key][codec], codec, grouped_cand[key][codec])
+        for codec, key in both
+    ]
+    rows, families = _rows(matches, False, alpha, min_effect)
+    return Comparison(
+        baseline=baseline,
+        candidate=candidate,
+        rows=tuple(rows),
+        alpha=alpha,
+        min_effect=min_effect,
+        families=families,
+        left_out=tuple(sorted(measured[0] ^ measured[1], key=order)),
     )
 
 
@@ -337,7 +420,9 @@ __all__ = [
     "Side",
     "compare",
     "compare_run",
+    "compare_runs",
     "group",
+    "identity_of",
     "labels",
     "process_log_ratio",
 ]
