@@ -182,8 +182,8 @@ def on_virtual_board(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="board-costs-") as tmp:
         board = VirtualBoard(image, Path(tmp) / "qemu")
         try:
-            print(f"booting {image.directory} (1-8 min under emulation)", file=sys.stderr)
-            board.boot(boot_timeout=900, network_timeout=300)
+            print(f"booting {image.directory} (1-8 min, more under load)", file=sys.stderr)
+            board.boot(boot_timeout=args.boot_timeout, network_timeout=300)
             home = Path(tmp) / "home"
             config = write_ssh_home(home, board)
             env = dict(os.environ, HOME=str(home))
@@ -197,6 +197,7 @@ def on_virtual_board(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--board", help="an ssh:// board that is up (default: the virtual one)")
+    parser.add_argument("--ssh-config", type=Path, help="with --board: OpenSSH's -F file")
     parser.add_argument("--board-dir", type=Path, help="a built virtual board (default: newest)")
     parser.add_argument("--repeats", type=int, default=5, help="pairs per figure (default 5)")
     parser.add_argument("--run-repeats", type=int, help="pairs of quick runs (default --repeats)")
@@ -204,10 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-args", default=" ".join(RUN_ARGS), help="the run's arguments")
     parser.add_argument("--seconds-1hz", type=float, default=20.0)
     parser.add_argument("--seconds-10hz", type=float, default=10.0)
+    parser.add_argument("--boot-timeout", type=float, default=1800.0, help="seconds (default 1800)")
     parser.add_argument("--json", type=Path, help="write the raw figures and the rows here")
     args = parser.parse_args(argv)
     if args.board:
-        figures = measure(args.board, dict(os.environ), None, args)
+        figures = measure(args.board, dict(os.environ), args.ssh_config, args)
     else:
         figures = on_virtual_board(args)
     rows = table(figures)
