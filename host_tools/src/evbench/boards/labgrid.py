@@ -51,6 +51,8 @@ POWER_CLASSES = (
 #: After a power cycle: how long the board may take to boot until its transport answers.
 BOOT_TIMEOUT = 300.0
 BOOT_RETRY_EVERY = 5.0
+#: While reconnecting: how often the place is checked for its exporter.
+CHECK_PLACE_EVERY = 30.0
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ class LabgridBoard(RemoteBoard):
         self._in_use: Resource | None = None  # the resource the transport goes through
         self._accept_new_host_key = accept_new_host_key
         self._silent_since: float | None = None  # when reconnecting first failed
+        self._checked_at: float | None = None  # when the place was last checked
         self.recovered = False  # power-cycled once mid-run: never twice
         self.held_by_user = False
         try:
@@ -337,7 +340,10 @@ class LabgridBoard(RemoteBoard):
         power-cycled (once) through the place's power resource and waited for."""
         from evbench.boards.base import ConnectionLost
 
-        self._check_place()
+        now = time.monotonic()
+        if self._checked_at is None or now - self._checked_at >= CHECK_PLACE_EVERY:
+            self._checked_at = now  # each check is a labgrid-client call: seconds
+            self._check_place()
         try:
             self.inner.reconnect()
         except ConnectionLost:
@@ -352,7 +358,7 @@ class LabgridBoard(RemoteBoard):
             self.power_cycle()
             self.inner.close()
             self.inner = self._open_after_boot(self._accept_new_host_key)
-        self._silent_since = None
+        self._silent_since = self._checked_at = None
 
     def _check_place(self) -> None:
         """Before reconnecting: is the board's resource still served by its exporter?
