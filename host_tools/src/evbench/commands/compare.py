@@ -1,8 +1,10 @@
-"""evbench compare: runs side by side, the change of each metric and its significance.
+"""evbench compare: runs side by side, the change of each measurement and its verdict.
 
-With --baseline RUN the baseline comes first, regressions beyond the
-thresholds (5 % or a criteria file) are marked, and the exit code is 3 when
-any metric regressed, naming it, so a nightly job can fail on it.
+One row per codec and record identity; each later run is tested against the
+first on the suites' replicates (evbench.report.compare, docs/method.md). With
+--baseline RUN the baseline comes first, regressions beyond the thresholds (5 %
+or a criteria file) are marked, and the exit code is 3 when any row regressed,
+naming it, so a nightly job can fail on it.
 """
 
 from __future__ import annotations
@@ -56,12 +58,22 @@ def run(args: argparse.Namespace) -> int:
     headers, body = compare.cells(result)
     print(table.format_rows(headers, body))
     print(compare.NOTES)
+    context_headers, context_body = compare.context_cells(result)
+    if context_body:
+        print()
+        print(table.format_rows(context_headers, context_body))
+    uncalled = result.uncalled()
+    if uncalled:
+        print(
+            "\nworse than the threshold but not called (n too small, so no regression): "
+            + "; ".join(uncalled)
+        )
     if result.left_out:
         print(f"\nleft out (not in every run): {', '.join(result.left_out)}")
     if args.csv:
         write_atomic(args.csv, exports.table_csv(headers, body).encode())
     if args.junit:
-        write_atomic(args.junit, _junit(result, contexts[-1].run_id))
+        write_atomic(args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
     if result.regressions:
         raise CheckFailed(
             f"{len(result.regressions)} metric(s) regressed: " + "; ".join(result.regressions),
@@ -72,15 +84,19 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _junit(result: compare.Comparison, run_id: str) -> bytes:
-    """The newest run's records, each failing when it regressed against the baseline."""
+def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> bytes:
+    """The newest run's records, each failing when its row regressed against the baseline."""
     from evbench.report import exports
+    from evbench_agent import identity
 
-    records, failures = [], {}
-    for row in result.rows:
-        record = row.records[-1]
-        records.append(record)
-        regression = row.changes[-1].regression if row.changes else None
-        if regression:
-            failures[exports.record_key(record)] = regression
+    regressed = {
+        (row.codec, row.identity): row.changes[-1].regression
+        for row in result.rows
+        if row.changes and row.changes[-1].regression
+    }
+    failures = {}
+    for record in records:
+        reason = regressed.get((record.get("codec"), identity.of_record(record)))
+        if reason:
+            failures[exports.record_key(record)] = reason
     return exports.junit_xml(run_id, records, failures)

@@ -1,45 +1,76 @@
-"""Runs side by side: each metric's change against the first (baseline) run.
+"""Runs side by side: each codec's measurements in every later run against the first.
 
-A change is significant when the two-sided Mann-Whitney test on the runs' raw
-samples gives p < 0.05 after Holm's correction over every compared row (one
-family, as the codec table does). A metric regresses when its median moved in
-its worse direction by more than its threshold (criteria.py) and the change is
-significant; when a run kept no raw samples, the threshold alone decides and
-the row says so. Only rows every run has are compared; the rest are listed.
+One row per codec and record identity (evbench_agent.identity): records whose
+identity params differ are never pooled, outcome params (calibrated loops, ...)
+never split a row. Each later run is compared with the first (the baseline) by
+evbench_agent.comparison.compare_runs, on the unit of replication of each suite:
+the codec suite's per-process medians, the link suite's per-phase values, as two
+independent samples (nothing is paired across runs). Exact Mann-Whitney, Moses'
+ratio interval, Holm within (suite, profile) of one run pair; "n too small" when
+the two plans could not reach a verdict whatever the data (docs/method.md).
+Facts (sizes, nominal bandwidth) carry their exact difference, untested; context
+(telemetry, modelled energy, rare counts) is listed apart, untested.
+
+With a baseline, a row **regresses** when its verdict names the baseline run
+better and the change in the metric's worse direction is beyond its threshold
+(criteria.py), or when a fact is worse by more than its threshold. Only rows
+every run has are compared; the rest are listed as left out.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
-from evbench.report.sections import metric_label
 from evbench_agent import comparison as comparing
-from evbench_agent import metrics, stats
-from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER
+from evbench_agent.comparison import CONTEXT, FACT
+from evbench_agent.errors import UserError
+from evbench_agent.identity import Identity
+from evbench_agent.results import SampleSet
+from evbench_agent.verdicts import BASELINE, CANDIDATE, HIGHER_IS_BETTER, TIE, TOO_SMALL
 
-Key = tuple[str, str, str, str]  # suite, profile, codec, metric
+Key = tuple[str, Identity]  # codec, identity
 
 
 @dataclass(frozen=True)
 class Change:
-    pct: float
-    p_holm: float | None
-    significant: bool
-    worse: bool
-    regression: str | None
+    """One later run against the baseline run, for one row."""
+
+    row: comparing.Row  # baseline side: the first run; candidate side: this run
+    regression: str | None = None
+
+    @property
+    def difference(self) -> float | None:
+        """(later / baseline) - 1: the test's ratio estimate, or a fact's exact change."""
+        return table.difference(self.row)
+
+    @property
+    def worse(self) -> bool:
+        change = self.difference
+        if change is None:
+            return False
+        return (-change if self.row.better == HIGHER_IS_BETTER else change) > 0
 
 
 @dataclass(frozen=True)
 class Row:
-    key: Key
-    unit: str
-    records: list[dict]
-    changes: list[Change]
+    codec: str
+    identity: Identity
+    name: str  # suite/profile/codec/metric[qualifiers], as criteria and JUnit know it
     threshold: float
+    changes: list[Change]
+
+    @property
+    def first(self) -> comparing.Row:
+        return self.changes[0].row
+
+    @property
+    def role(self) -> str:
+        return self.first.role
 
 
 @dataclass(frozen=True)
@@ -47,10 +78,25 @@ class Comparison:
     labels: list[str]
     rows: list[Row]
     left_out: list[str]
+    #: Each later run against the first, as evbench_agent.comparison decided it.
+    pairs: list[comparing.Comparison]
 
     @property
     def regressions(self) -> list[str]:
         return [c.regression for row in self.rows for c in row.changes if c.regression]
+
+    def uncalled(self) -> list[str]:
+        """Rows whose change is worse than their threshold but whose plans could not
+        reach a verdict ("n too small"): not regressions, named so nobody misses them."""
+        found = []
+        for row in self.rows:
+            for label, change in zip(self.labels[1:], row.changes, strict=True):
+                verdict = change.row.verdict
+                if verdict is None or verdict.winner != TOO_SMALL:
+                    continue
+                if change.worse and _worse_percent(change) > row.threshold:
+                    found.append(f"{row.name} in {label} ({_percent(change)})")
+        return found
 
 
 def labels(contexts: Sequence[RunContext]) -> list[str]:
@@ -64,116 +110,188 @@ def labels(contexts: Sequence[RunContext]) -> list[str]:
     return names
 
 
-def _pooled(context: RunContext) -> dict[Key, list[float]]:
-    """Every worker's (or phase's) raw values, per record key."""
-    pooled: dict[Key, list[float]] = {}
-    for sample_set in context.samples():
-        key = exports.record_key(
-            {
-                "suite": sample_set.suite,
-                "profile": sample_set.profile,
-                "codec": sample_set.codec,
-                "metric": sample_set.metric,
-                "params": sample_set.params,
-            }
+def _name(codec: str, key: Identity) -> str:
+    """suite/profile/codec/metric, the metric qualified by its phase, kind or operation."""
+    record = {"suite": key.suite, "profile": key.profile, "codec": codec, "metric": key.metric}
+    return "/".join(exports.record_key({**record, "params": key.params_dict}))
+
+
+def _keys(samples: Sequence[SampleSet]) -> set[Key]:
+    return {(s.codec, comparing.identity_of(s)) for s in samples if s.codec is not None}
+
+
+def _left_out(keys: list[set[Key]], common: set[Key], runs: list[str]) -> list[str]:
+    """What not every run measured, and which runs did; a name that two identities
+    share (a plan changed between runs) carries the label that tells them apart."""
+    missing = set.union(*keys) - common
+    labelled = comparing.labels(sorted({key for _codec, key in missing}))
+    entries = []
+    for codec, key in missing:
+        found = [run for run, measured in zip(runs, keys, strict=True) if (codec, key) in measured]
+        entries.append((_name(codec, key), labelled[key], found))
+    repeated = Counter(name for name, _label, _runs in entries)
+    return sorted(
+        name + (f" [{label}]" if repeated[name] > 1 else "") + f" in {', '.join(found)}"
+        for name, label, found in entries
+    )
+
+
+def _samples(context: RunContext) -> list[SampleSet]:
+    samples = context.samples()
+    if not samples:
+        raise UserError(
+            f"{context.directory} holds no raw samples ({context.directory / 'samples.jsonl'})",
+            hint="compare tests each run's replicates; give run directories with their samples",
         )
-        pooled.setdefault(key, []).extend(sample_set.values)
-    return pooled
+    return samples
+
+
+def _worse_percent(change: Change) -> float:
+    value = (change.difference or 0.0) * 100
+    return -value if change.row.better == HIGHER_IS_BETTER else value
+
+
+def _percent(change: Change) -> str:
+    return "-" if change.difference is None else f"{change.difference * 100:+.1f}%"
+
+
+def _regression(change: Change, name: str, threshold: float) -> str | None:
+    """Why this change is a regression, or None."""
+    row, verdict = change.row, change.row.verdict
+    if not change.worse or _worse_percent(change) <= threshold:
+        return None
+    if row.role == FACT:
+        basis = "exact figure, not tested"
+    elif verdict is not None and verdict.winner == BASELINE:
+        basis = (
+            f"p (Holm) {verdict.p_holm:.2g}, ratio 95% CI "
+            f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {row.n} {row.n_counts}"
+        )
+    else:
+        return None
+    return (
+        f"{name} regressed {_percent(change)} against the baseline "
+        f"(threshold {threshold:g}%, {basis})"
+    )
 
 
 def compare(
     contexts: Sequence[RunContext], criteria: Criteria, baseline: bool = False
 ) -> Comparison:
     """Compare every run with the first; with `baseline`, flag regressions."""
-    by_run = [
-        {exports.record_key(r): r for r in c.records if r.get("median") is not None}
-        for c in contexts
+    samples = [_samples(context) for context in contexts]
+    keys = [_keys(s) for s in samples]
+    common = set.intersection(*keys)
+    names = labels(contexts)
+    left_out = _left_out(keys, common, names)
+    # Only the rows every run has: each pair's test families are the rows shown.
+    kept = [[s for s in run if (s.codec, comparing.identity_of(s)) in common] for run in samples]
+    pairs = [
+        comparing.compare_runs(kept[0], later, names[0], name)
+        for later, name in zip(kept[1:], names[1:], strict=True)
     ]
-    common = [k for k in by_run[0] if all(k in records for records in by_run[1:])]
-    everything = set().union(*by_run)
-    left_out = sorted("/".join(k) for k in everything - set(common))
-    samples = [_pooled(c) for c in contexts]
-    order = list(metrics.METRICS)
-    common.sort(key=lambda k: (k[0], k[1], k[2], order.index(k[3]) if k[3] in order else 99))
-
-    tests = []  # (row index, run index, p) for the Holm family
-    for row_index, key in enumerate(common):
-        for run_index in range(1, len(contexts)):
-            base, other = samples[0].get(key), samples[run_index].get(key)
-            if base and other:
-                tests.append((row_index, run_index, stats.mann_whitney(base, other)[1]))
-    adjusted = dict(
-        zip(((r, i) for r, i, _ in tests), stats.holm([p for *_, p in tests]), strict=True)
-    )
-
+    by_pair = [{(r.baseline.codec, r.identity): r for r in pair.rows} for pair in pairs]
+    shown = pairs[0].rows if pairs else ()
+    taken = [_name(r.baseline.codec, r.identity) for r in shown]
     rows = []
-    for row_index, key in enumerate(common):
-        metric = exports.base_metric(key)
-        threshold = criteria.threshold(*key[:3], metric)
-        base_median = by_run[0][key]["median"]
+    for first, name in zip(shown, taken, strict=True):
+        codec, key = first.baseline.codec, first.identity
+        if taken.count(name) > 1:  # identities that differ in a setting the name omits
+            name += f" ({first.label})"
+        threshold = criteria.threshold(key.suite, key.profile or "-", codec, key.metric)
         changes = []
-        for run_index in range(1, len(contexts)):
-            median = by_run[run_index][key]["median"]
-            pct = (median - base_median) / base_median * 100 if base_median else 0.0
-            p_holm = adjusted.get((row_index, run_index))
-            significant = p_holm is not None and p_holm < ALPHA
-            worse_pct = -pct if metrics.better(metric) == HIGHER_IS_BETTER else pct
-            regression = None
-            if baseline and worse_pct > threshold and (significant or p_holm is None):
-                basis = f"p (Holm) {p_holm:.2g}" if p_holm is not None else "no raw samples"
-                regression = (
-                    f"{'/'.join(key)} regressed {pct:+.1f}% against the baseline "
-                    f"(threshold {threshold:g}%, {basis})"
-                )
-            changes.append(Change(pct, p_holm, significant, worse_pct > 0, regression))
-        unit = str(by_run[0][key].get("unit", ""))
-        rows.append(Row(key, unit, [r[key] for r in by_run], changes, threshold))
-    return Comparison(labels(contexts), rows, left_out)
+        for found in by_pair:
+            change = Change(found[(codec, key)])
+            regression = _regression(change, name, threshold) if baseline else None
+            changes.append(Change(change.row, regression))
+        rows.append(Row(codec, key, name, threshold, changes))
+    return Comparison(names, rows, left_out, pairs)
 
 
-def _cell(record: dict, unit: str) -> str:
-    text = table.format_median_ci(
-        record["median"],
-        record.get("ci95_low"),
-        record.get("ci95_high"),
-        unit,
-        record.get("metric"),
-    )
-    return f"{text} (n={record.get('n')})"
+# --- cells ----------------------------------------------------------------------------
 
 
-def _verdict(change: Change) -> str:
+def _change_cell(change: Change) -> str:
+    row, verdict = change.row, change.row.verdict
     if change.regression:
         return "REGRESSION"
-    if not change.significant:
-        return "no significant change" if change.p_holm is not None else "untested (no samples)"
-    return "worse" if change.worse else "better"
+    if row.role == FACT:
+        return table.FACT_WINNER
+    if verdict is None:
+        return "-"
+    return {BASELINE: "worse", CANDIDATE: "better", TIE: "tie", TOO_SMALL: "n too small"}.get(
+        verdict.winner, verdict.winner
+    )
+
+
+def _interval_cell(row: comparing.Row) -> str:
+    verdict = row.verdict
+    if verdict is None or verdict.ratio_low is None:
+        return "-"
+    return f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
+
+
+CHANGE_HEADERS = ("% Diff", "Change", "p (Holm)", "ratio 95% CI", "n", "detectable")
 
 
 def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells: one column group per run after the baseline."""
+    """Tested rows and facts: the baseline run's value, then per later run its value,
+    change, verdict, p (Holm), ratio interval, n and the smallest detectable change."""
     headers = ["Suite", "Profile", "Codec", "Metric", comparison.labels[0]]
     for label in comparison.labels[1:]:
-        headers += [label, "% Diff", "Change", "p (Holm)"]
+        headers += [label, *CHANGE_HEADERS]
     headers.append("threshold")
     body = []
     for row in comparison.rows:
-        suite, profile, codec, _metric = row.key
-        line = [suite, profile, table.display_name(codec), metric_label(row.records[0])]
-        line.append(_cell(row.records[0], row.unit))
-        for record, change in zip(row.records[1:], row.changes, strict=True):
-            p_text = f"{change.p_holm:.2g}" if change.p_holm is not None else "-"
-            line += [_cell(record, row.unit), f"{change.pct:+.1f}%", _verdict(change), p_text]
+        if row.role == CONTEXT:
+            continue
+        first = row.first
+        line = [row.identity.suite, row.identity.profile or "-", table.display_name(row.codec)]
+        line += [first.label, table.value_cell(first.baseline, first)]
+        for change in row.changes:
+            verdict = change.row.verdict
+            line += [
+                table.value_cell(change.row.candidate, change.row),
+                _percent(change),
+                _change_cell(change),
+                table.p_value_cell(verdict.p_holm) if verdict is not None else "-",
+                _interval_cell(change.row),
+                table.n_cell(change.row),
+                table.detectable_cell(change.row),
+            ]
         line.append(f"{row.threshold:g}%")
         body.append(line)
     return headers, body
 
 
+def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Telemetry, modelled energy and rare counts: each run's figure, no change, no test."""
+    headers = ["Suite", "Profile", "Codec", "Context (not tested)", *comparison.labels]
+    body = []
+    for row in comparison.rows:
+        if row.role != CONTEXT:
+            continue
+        first = row.first
+        line = [row.identity.suite, row.identity.profile or "-", table.display_name(row.codec)]
+        line += [first.label, table.value_cell(first.baseline, first)]
+        line += [table.value_cell(c.row.candidate, c.row) for c in row.changes]
+        body.append(line)
+    return headers, body
+
+
 NOTES = (
-    "Values: median [95% CI of the median] (n). % Diff: change of the median against the "
-    "first run. Change: two-sided Mann-Whitney on the raw samples, p < 0.05 after Holm's "
-    "correction over every row; REGRESSION when worse by more than the threshold (with "
-    "--baseline) and significant."
+    "One row per codec and measurement: rows whose settings differ (phase, mode, rate, "
+    "operation, ...) are never pooled; outcomes (calibrated loops, ...) never split a row. "
+    "Values: the median of the replicates' medians (worker processes in the codec suite, "
+    "phases in the link suite) [its 95% CI]. Change: each run against the first, on the "
+    "replicates (per-process medians, per-phase values) as independent samples: exact "
+    "Mann-Whitney, p < 0.05 after Holm's correction within each suite and profile, AND the "
+    "ratio's 95% CI outside 1 +/- 0.02; otherwise tie. 'n too small': the runs' replicates "
+    "(column n) could not reach that level whatever the data. detectable: the smallest "
+    "change the plans and spread could have named. % Diff: the ratio estimate (Hodges-"
+    "Lehmann) minus 1; for facts (sizes, nominal bandwidth) the exact difference of the "
+    "means, not tested. REGRESSION (with --baseline): worse by a verdict (or, for a fact, "
+    "exactly) and by more than the threshold. Context rows are listed apart, not tested."
 )
 
 
@@ -191,3 +309,6 @@ def codec_cells(
     for name in names:
         headers += [f"{name} {base}", f"{name} {cand}", "% Diff", "Winner"]
     return headers, [[*key, *(c for cells in per_run for c in cells[key])] for key in common]
+
+
+__all__ = ["Change", "Comparison", "Row", "cells", "codec_cells", "compare", "context_cells"]

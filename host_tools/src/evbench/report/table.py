@@ -52,7 +52,7 @@ def format_median_ci(
     return f"{text} [{bound(low)}, {bound(high)}]"
 
 
-def _p_value(p: float) -> str:
+def p_value_cell(p: float) -> str:
     # Below this the exact tests' p is far beyond any family's level: the digits mean nothing.
     return "<1e-12" if p < 1e-12 else f"{p:.2g}"
 
@@ -98,14 +98,14 @@ def difference(row: Row) -> float | None:
     return None
 
 
-def _n_cell(row: Row) -> str:
+def n_cell(row: Row) -> str:
     if row.role == TESTED:
         counted = {"phases per codec": "phases/codec"}.get(row.n_counts, row.n_counts)
         return f"{row.n} {counted}"
     return f"{row.baseline.summary.n}/{row.candidate.summary.n} values"
 
 
-def _detectable_cell(row: Row) -> str:
+def detectable_cell(row: Row) -> str:
     if row.role != TESTED:
         return "-"
     if row.min_detectable is None:
@@ -138,10 +138,10 @@ def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]
                 value_cell(row.candidate, row),
                 "-" if change is None else f"{change * 100:+.1f}%",
                 winner_cell(row, base, cand),
-                _p_value(verdict.p_holm) if verdict is not None else "-",
+                p_value_cell(verdict.p_holm) if verdict is not None else "-",
                 interval,
-                _n_cell(row),
-                _detectable_cell(row),
+                n_cell(row),
+                detectable_cell(row),
             ]
         )
     headers = ["Profile", "Metric", display_name(base), display_name(cand), *COMPARISON_HEADERS]

@@ -1,0 +1,282 @@
+"""evbench compare on synthetic runs whose answer is known by construction.
+
+Runs are written with the real results writer (evbench_agent.results.RunWriter)
+and compared by the real command, in process. Every figure a test expects is
+worked out here from how the data were built, not read from the code:
+
+- per-process values are symmetric around the process's centre, so each
+  process's median is its centre exactly; process centres spread over a fixed,
+  symmetric set of offsets, the same set in both runs;
+- a run whose codec is 20 % slower in every process has every per-process median
+  exactly 1.2 times one of the other run's, so its 10 medians lie above all 10 of
+  the baseline's: the exact two-sided Mann-Whitney p is 2 / C(20, 10) and the
+  Hodges-Lehmann ratio (the median of all 100 pairwise ratios) is 1.2 exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from evbench.cli import evbench
+from evbench.report import compare, criteria
+from evbench.report.context import load_context
+from evbench_agent import comparison, results
+from evbench_agent.results import SampleSet
+from evbench_agent.verdicts import BASELINE, TIE, TOO_SMALL
+
+PLAN = {"processes": 10, "values": 5, "warmups": 1, "payloads": 20, "seed": 1}
+#: Process centres: log-offsets -0.05 .. 0.05 without 0, symmetric (their spread, 0.1,
+#: is less than log 1.2 = 0.18, so a 20 % slower run's medians all lie above).
+OFFSETS = [0.01 * k for k in (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)]
+#: Round-to-round variation within a process, symmetric around 1: the median is the centre.
+ROUNDS = [math.exp(e) for e in (-0.01, -0.005, 0.0, 0.005, 0.01)]
+OPERATIONS = {"encode": 50e-6, "decode": 30e-6, "decode_access": 40e-6}
+CODECS = {"json": 1.0, "protobuf": 0.2}
+LINK = {"peer": "loopback", "mode": "ack", "rate_hz": 20.0, "count": 20}
+CAPACITY = {"peer": "loopback", "mode": "ack", "window": 8, "duration_s": 1.0}
+
+
+def codec_sets(
+    slower: dict[str, float] | None = None,
+    loops: int = 16,
+    offsets: list[float] = OFFSETS,
+    payloads: dict[str, int] | None = None,
+) -> list[SampleSet]:
+    """The codec suite as it records: per process, per codec and operation, one set.
+
+    `slower` multiplies a codec's times; `payloads` changes the plan (an identity
+    param) of one operation; `loops` (an outcome) differs by codec as calibration does.
+    """
+    slower, payloads = slower or {}, payloads or {}
+    sets = []
+    for worker, offset in enumerate(offsets):
+        for operation, seconds in OPERATIONS.items():
+            params = dict(PLAN, payloads=payloads.get(operation, PLAN["payloads"]))
+            for codec, factor in CODECS.items():
+                centre = seconds * factor * slower.get(codec, 1.0) * math.exp(offset)
+                values = [centre * r for r in ROUNDS]
+                outcome = {"loops": loops * (2 if codec == "protobuf" else 1)}
+                sets.append(
+                    SampleSet(
+                        "codec", "seed", codec, operation, "s", params | outcome, values, worker
+                    )
+                )
+    for codec, size in (("json", 1000.0), ("protobuf", 300.0)):
+        grown = size * slower.get(f"{codec}-size", 1.0)
+        sizes = [grown + i for i in range(20)]
+        sets.append(SampleSet("codec", "seed", codec, "size", "bytes", {"payloads": 20}, sizes))
+    return sets
+
+
+def link_sets(phases: int, rtt_factor: float = 1.0, cpu: float = 2.0) -> list[SampleSet]:
+    """Link phases (the replicate) with per-message RTTs, and telemetry per codec."""
+    sets = []
+    for phase in range(phases):
+        offset = 0.01 * (phase - (phases - 1) / 2)
+        for codec, rtt in (("json", 300e-6), ("protobuf", 240e-6)):
+            centre = rtt * rtt_factor * math.exp(offset)
+            messages = [centre * r for r in ROUNDS]
+            params = dict(LINK, phases=phases, phase_index=phase)
+            sets.append(SampleSet("link", "seed", codec, "rtt", "s", params, messages, phase))
+            capacity = dict(CAPACITY, phases=phases, phase_index=phase)
+            sets.append(
+                SampleSet(
+                    "link", "seed", codec, "capacity_msgs", "messages/s", capacity,
+                    [3000.0 * math.exp(offset)], phase,
+                )
+            )  # fmt: skip
+    for codec in CODECS:
+        params = {"phase": "link", "kind": "periodic", "interval_s": 0.1, "throttled": False}
+        values = [cpu * r for r in ROUNDS]
+        sets.append(SampleSet("telemetry", "seed", codec, "agent_cpu", "percent", params, values))
+    return sets
+
+
+def write_run(directory: Path, sets: list[SampleSet]) -> Path:
+    writer = results.RunWriter(directory, directory.name)
+    writer.write_manifest({"platform": {"board": "rig"}, "status": "complete"})
+    writer.add(sets)
+    writer.finish(complete=True)
+    return directory
+
+
+def run_compare(capsys, *argv: str) -> tuple[int, str, str]:
+    code = evbench(["compare", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table_rows(out: str) -> dict[tuple[str, str, str], list[str]]:
+    """The change table's rows: (suite, codec, metric) -> cells."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 8 and cells[0] in ("codec", "link"):
+            rows[(cells[0], cells[2], cells[3])] = cells
+    return rows
+
+
+def test_a_codec_twenty_percent_slower_in_every_process_regresses_and_is_named(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets())
+    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+    junit = tmp_path / "junit.xml"
+    code, out, err = run_compare(capsys, "--baseline", base, slow, "--junit", junit)
+    assert code == 3, out + err
+    # Every timed json row, none of protobuf's (identical in both runs).
+    for operation in OPERATIONS:
+        assert f"codec/seed/json/{operation} regressed +20.0% against the baseline" in err
+    assert "codec/seed/protobuf" not in err
+    # Family (codec, seed): 6 timed rows; the smallest raw p is 2 / C(20, 10) for each
+    # json row, so Holm's first step gives 6 times it.
+    p_holm = 6 * 2 / math.comb(20, 10)
+    assert f"p (Holm) {p_holm:.2g}" in err
+    rows = table_rows(out)
+    encode = rows[("codec", "JSON", "Serialization")]
+    assert encode[6:8] == ["+20.0%", "REGRESSION"]
+    assert encode[10] == "10 processes per run"
+    assert rows[("codec", "Protobuf", "Serialization")][6:8] == ["+0.0%", "tie"]
+    assert rows[("codec", "JSON", "Size")][7] == "fact"  # sizes equal: no regression
+    failures = junit.read_text().count("<failure ")
+    assert failures == 3  # one failing case per regressed record of the newer run
+
+
+def test_the_verdict_counts_processes_per_run_and_its_interval_holds_the_ratio():
+    pair = comparison.compare_runs(codec_sets(), codec_sets(slower={"json": 1.2}), "A", "B")
+    timed = {(r.baseline.codec, r.identity.metric): r for r in pair.rows if r.verdict is not None}
+    assert len(timed) == 6 and set(pair.families) == {"codec seed"}
+    for operation in OPERATIONS:
+        row = timed[("json", operation)]
+        assert row.baseline.codec == row.candidate.codec == "json"
+        assert row.outcome == BASELINE  # the baseline run is the better one
+        assert row.n == 10 and row.n_counts == "processes per run"
+        assert row.verdict.p_value == pytest.approx(2 / math.comb(20, 10))
+        assert row.verdict.ratio == pytest.approx(1.2, rel=1e-12)
+        # The interval's ends are pairwise ratios 1.2 * exp(o_j - o_i): within the spread.
+        assert 1.2 * math.exp(-0.1) <= row.verdict.ratio_low < 1.2 < row.verdict.ratio_high
+        assert row.verdict.ratio_high <= 1.2 * math.exp(0.1) + 1e-12
+        assert timed[("protobuf", operation)].outcome == TIE
+
+
+def test_identical_runs_name_no_winner_and_do_not_regress(tmp_path, capsys):
+    run = write_run(tmp_path / "a", codec_sets() + link_sets(7))
+    copy = write_run(tmp_path / "b", codec_sets() + link_sets(7))
+    code, out, err = run_compare(capsys, "--baseline", run, copy)
+    assert code == 0, out + err
+    assert "| REGRESSION" not in out and "regressed" not in err
+    changes = {cells[7] for cells in table_rows(out).values()}
+    assert changes == {"tie", "fact"}
+
+
+def test_runs_of_identically_distributed_data_rarely_name_a_winner():
+    # Known answer: no difference; each run draws its own process centres. The family-wise
+    # false-winner count over 40 run pairs stays within a 5 % level (P(X >= 6) = 0.05
+    # under Binomial(40, 0.05)).
+    import random
+
+    false_pairs = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        a = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
+        b = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
+        false_pairs += bool(comparison.compare_runs(a, b).winners())
+    assert false_pairs <= 5
+
+
+def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets(loops=16))
+    # loops differ (an outcome): same rows. The encode plan differs (payloads, identity):
+    # encode is a different measurement in each run, so neither run's encode is compared.
+    other = write_run(tmp_path / "b", codec_sets(loops=64, payloads={"encode": 40}))
+    code, out, err = run_compare(capsys, base, other)
+    assert code == 0, out + err
+    rows = table_rows(out)
+    metrics = sorted({metric for (_suite, _codec, metric) in rows})
+    assert metrics == ["Deserialization", "Deserialization + access", "Size"]
+    assert len(rows) == 2 * 3  # per codec: decode, decode + access, size; once each
+    left_out = out.split("left out (not in every run): ")[1].strip().split(", ")
+    assert left_out == [
+        "codec/seed/json/encode [Serialization (payloads=20)] in A (rig)",
+        "codec/seed/json/encode [Serialization (payloads=40)] in B (rig)",
+        "codec/seed/protobuf/encode [Serialization (payloads=20)] in A (rig)",
+        "codec/seed/protobuf/encode [Serialization (payloads=40)] in B (rig)",
+    ]  # each run's encode: two identities per codec, each in one run only
+    # In-process: the pair's rows carry the loops of neither run as a split.
+    pair = comparison.compare_runs(codec_sets(loops=16), codec_sets(loops=64))
+    assert len(pair.rows) == 2 * 4 and pair.left_out == ()
+
+
+def test_telemetry_is_context_with_no_winner_even_when_it_doubles(tmp_path, capsys):
+    base = write_run(tmp_path / "a", link_sets(7, cpu=2.0))
+    busy = write_run(tmp_path / "b", link_sets(7, cpu=4.0))
+    code, out, err = run_compare(capsys, "--baseline", base, busy)
+    assert code == 0, out + err
+    context = out.split("Context (not tested)")[1]
+    assert "Agent CPU" in context and "4.0 %" in context and "2.0 %" in context
+    assert not any("Agent CPU" in cells[3] for cells in table_rows(out).values())
+    pair = comparison.compare_runs(link_sets(7, cpu=2.0), link_sets(7, cpu=4.0))
+    cpu = [r for r in pair.rows if r.identity.metric == "agent_cpu"]
+    assert len(cpu) == 2 and all(r.verdict is None and r.family is None for r in cpu)
+
+
+def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, capsys):
+    # Seven phases per run: best p 2 / C(14, 7); family (link, seed) has 4 tested rows.
+    pair = comparison.compare_runs(link_sets(7), link_sets(7, rtt_factor=1.2))
+    rtt = {r.baseline.codec: r for r in pair.rows if r.identity.metric == "rtt"}
+    for row in rtt.values():
+        assert row.n == 7 and row.n_counts == "phases per run"
+        assert row.outcome == BASELINE
+        assert row.verdict.p_value == pytest.approx(2 / math.comb(14, 7))
+        assert row.verdict.ratio == pytest.approx(1.2, rel=1e-12)
+    # Three phases per run: best p 2 / C(6, 3) = 0.1 > 0.05, whatever the data.
+    base = write_run(tmp_path / "a", link_sets(3))
+    slow = write_run(tmp_path / "b", link_sets(3, rtt_factor=1.5))
+    code, out, err = run_compare(capsys, "--baseline", base, slow)
+    assert code == 0, out + err
+    rtt_cells = table_rows(out)[("link", "JSON", "RTT, encode to decoded reply")]
+    assert rtt_cells[6:8] == ["+50.0%", "n too small"]
+    assert rtt_cells[11] == "none reachable"
+    assert "not called (n too small, so no regression): link/seed/json/rtt" in out
+    few = comparison.compare_runs(link_sets(3), link_sets(3, rtt_factor=1.5))
+    assert {r.outcome for r in few.rows if r.verdict} == {TOO_SMALL}
+
+
+def test_a_fact_that_grew_beyond_its_threshold_regresses_exactly(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets())
+    bigger = write_run(tmp_path / "b", codec_sets(slower={"protobuf-size": 1.1}))
+    code, out, err = run_compare(capsys, "--baseline", base, bigger)
+    assert code == 3, out + err
+    # mean size 309.5 -> 339.5 (every payload 30 B larger): +9.7 %
+    assert "codec/seed/protobuf/size regressed +9.7%" in err
+    assert "exact figure, not tested" in err
+
+
+def test_criteria_thresholds_apply_to_the_new_rows(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets())
+    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+    limits = tmp_path / "criteria.json"
+    limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
+    code, out, err = run_compare(capsys, "--baseline", base, slow, "--criteria", limits)
+    assert code == 3, out + err
+    assert "codec/seed/json/decode_access regressed" in err  # default 5 %
+    assert "json/encode regressed" not in err and "json/decode regressed" not in err
+    rows = table_rows(out)
+    assert rows[("codec", "JSON", "Serialization")][7] == "worse"
+    assert rows[("codec", "JSON", "Serialization")][-1] == "30%"
+    # the same thresholds, read through the module, decide the same way
+    result = compare.compare(
+        [load_context(base), load_context(slow)], criteria.load(limits), baseline=True
+    )
+    assert len(result.regressions) == 1
+
+
+def test_a_run_without_raw_samples_is_refused(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets())
+    empty = tmp_path / "b"
+    empty.mkdir()
+    (empty / "summary.json").write_bytes((base / "summary.json").read_bytes())
+    code, _out, err = run_compare(capsys, base, empty)
+    assert code == 2
+    assert "holds no raw samples" in err
