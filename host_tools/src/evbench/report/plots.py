@@ -22,6 +22,7 @@ from matplotlib import ticker
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from evbench.report import telemetry
 from evbench.report.context import RunContext
@@ -111,10 +112,12 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
         figure = _new_figure(min(18.0, 3.0 + 0.1 * bars_per_panel), 3.4 * len(present) + 0.6)
         panels = figure.subplots(len(present), 1, squeeze=False)[:, 0]
     width = 0.8 / max(len(codecs), 1)
-    handles = []
+    colours = {codec: f"C{index % 10}" for index, codec in enumerate(codecs)}
     for axis, metric in zip(panels, present, strict=True):
+        # One bar call and one errorbar call per panel: each call builds its own
+        # container of artists, and per-codec calls cost several times the drawing.
+        xs, heights, low, high, colour = [], [], [], [], []
         for index, codec in enumerate(codecs):
-            xs, heights, low, high = [], [], [], []
             for position, profile in enumerate(profiles):
                 record = by_key.get((metric, codec, profile))
                 if record is None:
@@ -125,11 +128,11 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
                 ci_low, ci_high = record.get("ci95_low"), record.get("ci95_high")
                 low.append(median - ci_low * scale if ci_low is not None else 0.0)
                 high.append(ci_high * scale - median if ci_high is not None else 0.0)
-            bars = axis.bar(xs, heights, width, yerr=[low, high], capsize=3, color=f"C{index % 10}")
-            if axis is panels[0]:
-                handles.append(bars)
-            if bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
-                axis.bar_label(bars, labels=[significant(h) for h in heights], fontsize="x-small")
+                colour.append(colours[codec])
+        bars = axis.bar(xs, heights, width, color=colour)
+        axis.errorbar(xs, heights, yerr=[low, high], fmt="none", ecolor="black", capsize=3)
+        if bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
+            axis.bar_label(bars, labels=[significant(h) for h in heights], fontsize="x-small")
         axis.set_xticks(range(len(profiles)), profiles, rotation=30, ha="right")
         axis.set_title(_label(metric))
         axis.set_ylabel(unit)
@@ -140,6 +143,7 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
         axis.grid(axis="y", alpha=0.3)
     bottom = 0.2 if side_by_side else 0.1
     figure.subplots_adjust(left=0.08, right=0.98, bottom=bottom, wspace=0.3, hspace=0.5)
+    handles = [Patch(color=colours[codec]) for codec in codecs]
     _legend_above(figure, handles, codecs, 0.82 if side_by_side else 0.9)
     return figure
 
@@ -195,12 +199,18 @@ def _over_time(metric: str, ylabel: str) -> Callable[[RunContext], Figure]:
         axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey=True)
         panels = zip(axes.flat, series.items(), strict=False)  # a spare panel stays empty
         for index, (axis, (name, phases)) in enumerate(panels):
-            start = 0
+            # One line of dots and one collection of phase boundaries per panel (an artist
+            # per phase cost more to build and draw than the dots themselves).
+            joined = [v * 1e6 for phase_values in phases for v in phase_values]
+            axis.plot(range(len(joined)), joined, ".", ms=2, color=f"C{index % 10}")
+            ends, start = [], 0
             for phase_values in phases:
-                xs = range(start, start + len(phase_values))
-                axis.plot(xs, [v * 1e6 for v in phase_values], ".", ms=2, color=f"C{index % 10}")
                 start += len(phase_values)
-                axis.axvline(start - 0.5, color="0.5", linestyle=":", linewidth=0.6)
+                ends.append(start - 0.5)
+            axis.vlines(
+                ends, 0, 1, transform=axis.get_xaxis_transform(), colors="0.5",
+                linestyles=":", linewidth=0.6,
+            )  # fmt: skip
             axis.set_title(f"{name} ({len(phases)} phases)", fontsize="small", loc="left")
             if logarithmic:
                 axis.set_yscale("log")
