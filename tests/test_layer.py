@@ -54,6 +54,11 @@ THIRD_PARTY = {
     # the layer's layers), so dbc is absent on the board.
     "cantools": None,
 }
+#: Third-party modules whose import the agent guards (so a pip-installed agent
+#: without them gives a one-line error) but which the image must carry all the
+#: same: issue 19 puts pyserial in the recipe's RDEPENDS, since a UART link is
+#: what a field engineer reaches for when the network is down.
+IMAGE_REQUIRES = {"serial"}
 #: Modules compiled into CPython 3.12's interpreter (sys.builtin_module_names of
 #: an unpatched build; Modules/Setup.bootstrap): they have no file in the
 #: manifest and come with python3-core.
@@ -212,7 +217,8 @@ def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
             if module in imports.required and package is None:
                 needs.unknown.add(f"{module} (required, but no scarthgap package)")
             elif package is not None:
-                target = needs.rdepends if module in imports.required else needs.rrecommends
+                required = module in imports.required or key in IMAGE_REQUIRES
+                target = needs.rdepends if required else needs.rrecommends
                 target.add(package)
         elif module.split(".")[0] in OLDER_PYTHON_ONLY and module not in imports.required:
             continue
