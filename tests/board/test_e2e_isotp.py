@@ -5,7 +5,11 @@ rebuilt for them, so the test takes can-dev, vcan, can and can-isotp from the
 board's own kernel package (the .deb the image was built from, kept in the
 cache), copies them over SSH and insmods them. QEMU does not pace a vcan bus:
 this checks correctness (every message answered, a wrong id pair fails
-within its deadline with a clear message), not timing.
+within its deadline with a clear message), not timing. Then the link suite
+itself (`evbench-agent run --suite link --link-transport isotp://...`) runs
+on the board against the same responder and its records are checked: every
+message of every phase answered, the transport and bit rates in the params,
+and a bus load in the range worked out below (nominal: vcan has no bit rate).
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ for path in sys.argv[1:]:
     os.close(fd)
 """
 RESPONDER_URL = "isotp://vcan0?tx=0x7E8&rx=0x7E0&fd=1&dlen=64"
+SUITE_URL = "isotp://vcan0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrate=2000000"
+#: Bus load per codec at 20 Hz on CAN FD 500 k / 2 M with 64-byte frames, a range
+#: around what the frames take: a 64-byte FD frame is 335 us at these rates
+#: (tests/test_bus_budget.py works it out), so protobuf's ~290-byte PDU (5 frames)
+#: with its flow control and ack (1 frame each, shorter) is ~2 ms per 50 ms (~4 %);
+#: JSON's ~1008-byte PDU (16-17 frames) is ~6 ms (~12 %).
+LOAD_RANGE = {"protobuf": (2.5, 6.0), "json": (9.0, 16.0)}
 CLIENT = r"""
 import json, sys, time
 from evbench_agent.errors import UserError
@@ -121,5 +132,40 @@ def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession, tmp_path
         bad = json.loads(evboard.ssh(f"{client} 'isotp://vcan0?tx=0x7E1&rx=0x7E9&fd=1'", 300))
         assert "no ISO-TP flow control" in bad.get("error", ""), bad
         assert bad["seconds"] < 60
+        _check_the_link_suite(evboard)
     finally:
         evboard.ssh(f"kill {pid}; sleep 2; cat /tmp/responder.log")
+
+
+def _check_the_link_suite(evboard: BoardSession) -> None:
+    """The link suite's client over ISO-TP: two quick phases per codec at 20 Hz."""
+    _upload(evboard, json.dumps({"link_phases": 2}).encode(), "/tmp/isotp-spec.json")
+    said = evboard.ssh(
+        "python3 /tmp/evbench-agent.pyz run --suite link --quick --codecs json,protobuf"
+        f" --spec /tmp/isotp-spec.json --link-transport '{SUITE_URL}' --out /tmp/isotp-run"
+        " >/tmp/isotp-run.log 2>&1; echo exit=$?; cat /tmp/isotp-run.log",
+        1200,
+    )
+    assert "exit=0" in said, said
+    assert "cannot go out" not in said, said  # both codecs' messages fit 50 ms on CAN FD
+    found = [json.loads(line) for line in evboard.ssh("cat /tmp/isotp-run/samples.jsonl", 120)
+             .splitlines()]  # fmt: skip
+    periodic = [r for r in found if r["params"].get("phase") == "periodic"]
+
+    def one(codec: str, metric: str) -> list[dict]:
+        return [r for r in periodic if r["codec"] == codec and r["metric"] == metric]
+
+    for codec in ("json", "protobuf"):
+        rtts = one(codec, "rtt_transport")
+        assert sorted(r["worker"] for r in rtts) == [0, 1]  # two phases
+        for record in rtts:
+            params = record["params"]
+            assert len(record["values"]) == params["count"] == 10
+            assert params["transport"] == "isotp" and params["peer"] == "bus"
+            assert (params["bit_rate"], params["data_bit_rate"]) == (500000, 2000000)
+            assert params["frame_length"] == 64 and params["bit_rate_source"] == "url"
+        assert [r["values"] for r in one(codec, "lost")] == [[0.0], [0.0]]
+        low, high = LOAD_RANGE[codec]
+        loads = [r["values"][0] for r in one(codec, "bus_load")]
+        assert len(loads) == 2 and all(low < load < high for load in loads), loads
+    assert not [r for r in found if r["params"].get("phase") == "capacity"]
