@@ -80,18 +80,21 @@ def line_9600(tmp_path: Path) -> Iterator[PacedLine]:
     line.stop()
 
 
-def agent_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key != handshake.TOKEN_ENV}
+def agent_env(token: str | None = None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != handshake.TOKEN_ENV}
+    if token is not None:
+        env[handshake.TOKEN_ENV] = token
+    return env
 
 
 class Responder:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, token: str | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "evbench_agent", "serve", "--transport", url],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=agent_env(),
+            env=agent_env(token),
         )
         assert self.process.stdout is not None
         assert json.loads(self.process.stdout.readline())["transport"] == url
@@ -102,14 +105,14 @@ class Responder:
 
 
 def run_link(
-    out: Path, url: str, *args: str, spec: dict | None = None
+    out: Path, url: str, *args: str, spec: dict | None = None, token: str | None = None
 ) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick"]
     if spec is not None:
         (out.parent / "spec.json").write_text(json.dumps(spec))
         argv += ["--spec", str(out.parent / "spec.json")]
     argv += ["--link-transport", url, "--out", str(out), *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=agent_env(), timeout=300)
+    return subprocess.run(argv, capture_output=True, text=True, env=agent_env(token), timeout=300)
 
 
 def records(out: Path) -> list[dict]:
@@ -282,3 +285,19 @@ def test_a_uart_without_pyserial_is_a_user_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "serial", None)  # what an image without pyserial gives
     with pytest.raises(UserError, match="needs pyserial"):
         uart_port.UartPort(uart_port.parse("uart:///dev/ttyS1?baud=115200"))
+
+
+def test_a_responder_with_a_token_answers_the_client_that_has_it(
+    line_115200: PacedLine, tmp_path: Path
+) -> None:
+    client, far = (f"uart://{end}?baud=115200" for end in line_115200.ends)
+    responder = Responder(far, token="bus-token-7")
+    try:
+        refused = run_link(tmp_path / "without", client, "--codecs", "protobuf", "--count", "2",
+                           spec={"link_phases": 1})  # fmt: skip
+        done = run_link(tmp_path / "with", client, "--codecs", "protobuf", "--count", "2",
+                        spec={"link_phases": 1}, token="bus-token-7")  # fmt: skip
+    finally:
+        responder.stop()
+    assert refused.returncode != 0 and "token" in refused.stderr, refused.stderr
+    assert done.returncode == 0, done.stderr

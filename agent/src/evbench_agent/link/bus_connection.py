@@ -19,12 +19,12 @@ messages are already counted lost.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+from evbench_agent import private_environment
 from evbench_agent.buses import budget
 from evbench_agent.errors import UserError
 from evbench_agent.link import framing, handshake, messages, uart_framing
@@ -154,7 +154,7 @@ class BusConnection:
         self.message_bodies: dict[int, bytes] = {}
         self.reply_bodies: dict[int, bytes] = {}
         if token is None:
-            token = os.environ.get(handshake.TOKEN_ENV) or None
+            token = private_environment.link_token()  # withheld from os.environ at start
         hello = handshake.Hello(
             link.codec, link.profile.name, messages.message_name(link.profile), mode, token=token
         )
