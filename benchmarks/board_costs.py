@@ -137,12 +137,33 @@ def ssh_command(url: str, config: Path | None) -> list[str]:
     return [*command, f"{parts.username or 'root'}@{parts.hostname}"]
 
 
-def measure(url: str, env: dict, config: Path | None, args: argparse.Namespace) -> dict:
-    deployed = subprocess.run(
-        [str(EVBENCH), "deploy", "--board", url], env=env, timeout=1800, check=False
+def copy_agent(url: str, env: dict, config: Path | None) -> None:
+    """The zipapp `evbench deploy` would install, copied with OpenSSH: for a board too slow
+    for paramiko's 15 s wait for the SSH banner (the emulated one on a loaded machine)."""
+    from evbench.deploy import build_zipapp
+
+    remote = f"mkdir -p {Path(ZIPAPP).parent} && cat > {ZIPAPP}.new && mv {ZIPAPP}.new {ZIPAPP}"
+    done = subprocess.run(
+        [*ssh_command(url, config), remote],
+        env=env,
+        input=build_zipapp(),
+        capture_output=True,
+        timeout=1800,
+        check=False,
     )
-    if deployed.returncode != 0:
-        raise SystemExit(f"board_costs: error: evbench deploy exited {deployed.returncode}")
+    if done.returncode != 0:
+        raise SystemExit(f"board_costs: error: copying the agent failed: {done.stderr[-2000:]}")
+
+
+def measure(url: str, env: dict, config: Path | None, args: argparse.Namespace) -> dict:
+    if args.copy_agent:
+        copy_agent(url, env, config)
+    else:
+        deployed = subprocess.run(
+            [str(EVBENCH), "deploy", "--board", url], env=env, timeout=1800, check=False
+        )
+        if deployed.returncode != 0:
+            raise SystemExit(f"board_costs: error: evbench deploy exited {deployed.returncode}")
     rates = [[1.0, args.seconds_1hz], [0.1, args.seconds_10hz]]
     figures: dict = {}
     for part in args.only.split(","):  # one session per part: a part done is kept
@@ -198,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--board", help="an ssh:// board that is up (default: the virtual one)")
     parser.add_argument("--ssh-config", type=Path, help="with --board: OpenSSH's -F file")
+    parser.add_argument("--copy-agent", action="store_true",
+                        help="copy the agent with OpenSSH instead of evbench deploy")  # fmt: skip
     parser.add_argument("--board-dir", type=Path, help="a built virtual board (default: newest)")
     parser.add_argument("--repeats", type=int, default=5, help="pairs per figure (default 5)")
     parser.add_argument("--run-repeats", type=int, help="pairs of quick runs (default --repeats)")
