@@ -56,6 +56,7 @@ with open(sys.argv[2], "a") as out:
         out.flush()
 """
 COMMAND_TIMEOUT = 3600  # one quick run on an emulated board takes minutes
+FIRST_SAMPLE_TIMEOUT = 900
 
 
 def timed(argv: list[str], env: dict | None = None) -> tuple[float, float, str]:
@@ -138,10 +139,11 @@ def _share(start, stop, pid_of, output: Path, interval_s: float, seconds: float)
     """Start a sampler, wait for its first sample, then its CPU share over `seconds`."""
     start()
     try:
-        deadline = time.monotonic() + 120
+        # An emulated board on a loaded machine takes minutes to start a Python process.
+        deadline = time.monotonic() + FIRST_SAMPLE_TIMEOUT
         while _samples(output) < 1:
             if time.monotonic() > deadline:
-                raise SystemExit(f"no sample in {output} within 120 s")
+                raise SystemExit(f"no sample in {output} within {FIRST_SAMPLE_TIMEOUT} s")
             time.sleep(interval_s / 10)
         first = _samples(output)
         pid = pid_of()
