@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_tree import descendants
 
 from evbench_agent import results
 
@@ -23,30 +24,6 @@ AGENT = [sys.executable, "-m", "evbench_agent"]
 QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
 QUICK_LINK = ["--suite", "link", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
 WAIT_S = 300
-
-
-def _parents() -> dict[int, int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-    return parents
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, from /proc's parent links."""
-    parents = _parents()
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
 
 
 def _read(path: str) -> bytes:
@@ -72,7 +49,7 @@ class Watch:
         self.leaked: dict[int, str] = {}
 
     def look(self, roots: list[int]) -> None:
-        for pid in [child for root in roots for child in _descendants(root)]:
+        for pid in [child for root in roots for child in descendants(root)]:
             command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode()
             environ = _read(f"/proc/{pid}/environ")
             if command:

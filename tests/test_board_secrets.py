@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from process_tree import descendants, read_proc
 
 from evbench_agent import results
 
@@ -17,37 +18,12 @@ EVBENCH = [sys.executable, "-m", "evbench"]
 QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, from /proc's parent links."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
 def _environ(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return b""
+    return read_proc(pid, "environ")
 
 
 def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
+    return read_proc(pid, "cmdline").replace(b"\0", b" ").decode()
 
 
 def test_no_child_of_a_run_inherits_the_password(tmp_path):
@@ -64,7 +40,7 @@ def test_no_child_of_a_run_inherits_the_password(tmp_path):
     leaked: dict[int, str] = {}
     try:
         while process.poll() is None:
-            for pid in _descendants(process.pid):
+            for pid in descendants(process.pid):
                 command = _cmdline(pid)
                 if command:
                     seen[pid] = command
@@ -96,9 +72,9 @@ def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
         while not (out / results.SAMPLES).exists():
             assert time.monotonic() < deadline and process.poll() is None, "the run never began"
             time.sleep(0.05)
-        agents = [p for p in _descendants(process.pid) if "evbench_agent run" in _cmdline(p)]
+        agents = [p for p in descendants(process.pid) if "evbench_agent run" in _cmdline(p)]
         assert agents, "no agent process found"
-        while not (workers := _descendants(agents[0])):  # its workers and sampler
+        while not (workers := descendants(agents[0])):  # its workers and sampler
             assert time.monotonic() < deadline, "the agent started no worker"
             time.sleep(0.02)
         os.kill(agents[0], signal.SIGKILL)  # as the OOM killer would

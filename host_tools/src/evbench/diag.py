@@ -45,11 +45,11 @@ PROBES: dict[str, str] = {
     "network": "ip -o addr show 2>/dev/null || ifconfig -a 2>/dev/null",
     # CAN interfaces (type 280) with MTU, state and ip's bit rates; ttys with a UART behind
     # them (serial_core type 0: no hardware) with type and base clock.
-    "buses": "for d in /sys/class/net/*; do [ \"$(cat $d/type 2>/dev/null)\" = 280 ] || continue;"
+    "buses": 'for d in /sys/class/net/*; do [ "$(cat $d/type 2>/dev/null)" = 280 ] || continue;'
     ' n=${d##*/}; echo "can $n $(cat $d/mtu) $(cat $d/operstate)'
-    ' $(ip -details link show dev $n 2>/dev/null | tr \'\\n\' \' \')"; done;'
+    " $(ip -details link show dev $n 2>/dev/null | tr '\\n' ' ')\"; done;"
     " for t in /sys/class/tty/*; do [ -e $t/device ] || continue;"
-    " k=$(cat $t/type 2>/dev/null || echo -); [ \"$k\" = 0 ] && continue;"
+    ' k=$(cat $t/type 2>/dev/null || echo -); [ "$k" = 0 ] && continue;'
     ' echo "uart ${t##*/} $k $(cat $t/uartclk 2>/dev/null || echo -)"; done; true',
     "kernel_errors": "if dmesg >/dev/null 2>&1; then dmesg --level=emerg,alert,crit,err"
     " 2>/dev/null | tail -n 15 || dmesg | grep -iE 'error|fail' | tail -n 15;"

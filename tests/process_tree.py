@@ -1,0 +1,38 @@
+"""A test's view of the processes below one of its own: read from /proc, no psutil,
+so what it sees is what the kernel says (parent links, environ, command line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _parents() -> dict[int, int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:  # it ended while we looked
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc's parent links."""
+    parents = _parents()
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def read_proc(pid: int, name: str) -> bytes:
+    """/proc/PID/NAME, or b"" when the process has ended."""
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:
+        return b""
