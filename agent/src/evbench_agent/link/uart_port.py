@@ -1,10 +1,10 @@
 """The link over a UART: `uart:///dev/ttyS1?baud=115200` (pyserial, 8N1, raw).
 
 Frames go in uart_framing's form; a frame that arrives damaged is dropped and
-the next one found. Before a run, `sustainable()` says whether a message of a
-given size can leave once per period at the line's rate at all: the link
-never queues messages silently behind a line that cannot carry them, it
-reports the ones that do not fit as late or lost.
+the next one found. Before a run, bus_connection.sustainable() says whether a
+message can leave once per period at the line's rate at all: the link never
+queues messages silently behind a line that cannot carry them, it reports the
+ones that do not fit as late or lost.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from evbench_agent.buses import uart
 from evbench_agent.errors import UserError
 from evbench_agent.link import uart_framing
-from evbench_agent.link.framing import DEFAULT_MAX_FRAME, HEADER, Frame, PeerClosed
+from evbench_agent.link.framing import DEFAULT_MAX_FRAME, Frame, PeerClosed
 
 #: Rates pyserial and the 8250/pl011 drivers take; anything else is refused up front.
 RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600,
@@ -60,23 +59,6 @@ def parse(url: str) -> UartAddress:
             f"choose one of {', '.join(map(str, RATES))}",
         )
     return UartAddress(parts.path, baud)
-
-
-def wire_seconds(body_size: int, baud: int) -> float:
-    """Time one MESSAGE frame with a `body_size`-byte body takes on the line (8N1)."""
-    return uart.seconds(HEADER.size + 4 + body_size + uart_framing.OVERHEAD, baud)
-
-
-def sustainable(body_size: int, baud: int, rate_hz: float) -> str | None:
-    """None if a message fits in its period on this line; else one line saying why not."""
-    seconds, period = wire_seconds(body_size, baud), 1.0 / rate_hz
-    if seconds <= period:
-        return None
-    return (
-        f"a {body_size}-byte message takes {seconds * 1e3:.1f} ms at {baud} baud 8N1, longer "
-        f"than the {period * 1e3:g} ms period: it cannot go out {rate_hz:g} times a second "
-        "(the run measures how late and how many are lost)"
-    )
 
 
 class UartPort:
