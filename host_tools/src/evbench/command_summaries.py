@@ -27,4 +27,5 @@ SUMMARIES: dict[str, str] = {
         "report a board's state: model, kernel, clocks, temperatures, memory, disk, network, agent"
     ),
     "console": "an interactive terminal on a board's serial console (Ctrl-] quits)",
+    "serve": "the link responder on this PC's CAN adapter (python-can) or UART, until SIGTERM",
 }

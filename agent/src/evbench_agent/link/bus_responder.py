@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from evbench_agent import __version__, private_environment
@@ -122,9 +123,16 @@ class BusResponder:
         self.answered += 1
 
 
-def serve_transport(url: str, max_frame: int = framing.DEFAULT_MAX_FRAME) -> None:
-    """Answer on the transport `url` until SIGTERM; say on stdout (JSON) where it listens."""
-    port = open_port(url, max_frame)
+def serve_transport(
+    url: str,
+    max_frame: int = framing.DEFAULT_MAX_FRAME,
+    opener: Callable[[str, int], BusPort] = open_port,
+) -> None:
+    """Answer on the transport `url` until SIGTERM; say on stdout (JSON) where it listens.
+
+    `opener` makes the port from `url` and `max_frame`: the host passes its own
+    (evbench.can_peer, python-can), which the agent cannot depend on."""
+    port = opener(url, max_frame)
     responder = BusResponder(port, max_frame, private_environment.link_token())
     print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
     previous = signal.signal(signal.SIGTERM, _raise_stop)

@@ -19,6 +19,7 @@ COMMANDS = (
     "flash",
     "diag",
     "console",
+    "serve",
 )
 
 
