@@ -102,6 +102,9 @@ METRIC_ROLES: dict[str, str] = {
     "late": CONTEXT,
     # the client's timer wake-up, measured without any codec
     "wakeup_latency": CONTEXT,
+    # a bus interface's counters over a link phase: events on the bus, not the codec's
+    "bus_errors": CONTEXT,
+    "bus_counter": CONTEXT,
     # telemetry and modelled energy
     "cpu_util": CONTEXT,
     "agent_cpu": CONTEXT,

@@ -44,6 +44,9 @@ METRICS: dict[str, Metric] = {
         Metric("lost", "messages", LOWER_IS_BETTER, "Lost messages"),
         Metric("late", "messages", LOWER_IS_BETTER, "Late replies"),
         Metric("wakeup_latency", "s", LOWER_IS_BETTER, "Wake-up latency, plain sleeper (board)"),
+        # the bus interface's counters over a phase (telemetry.bus_stats; context)
+        Metric("bus_errors", "count", LOWER_IS_BETTER, "Bus error events"),
+        Metric("bus_counter", "count", LOWER_IS_BETTER, "Bus interface counter"),
         # telemetry (suite "telemetry", per phase; values are one per telemetry sample)
         Metric("cpu_util", "percent", LOWER_IS_BETTER, "CPU utilisation, all cores"),
         Metric("agent_cpu", "percent", LOWER_IS_BETTER, "Agent CPU, % of one core"),

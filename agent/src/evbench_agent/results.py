@@ -63,8 +63,9 @@ CHECKSUMS = "SHA256SUMS"
 COMPLETE = "complete"
 
 #: The closed list of units. Values are stored in these; renderers convert.
+#: `count` is a number of events (a bus interface's error counters, frames).
 UNITS = frozenset(
-    {"s", "bytes", "bytes/s", "messages/s", "messages", "°C", "Hz", "percent", "W", "J"}
+    {"s", "bytes", "bytes/s", "messages/s", "messages", "count", "°C", "Hz", "percent", "W", "J"}
 )
 
 #: Limits for what a reader accepts: a results file is small, shallow and ours.

@@ -27,7 +27,9 @@ is one line, exit 2) and says which codecs' messages are longer on the wire
 than the period. There is no capacity phase over a bus: its window of
 messages in flight would queue them in the port's buffer, which the periodic
 phases never do, and a bus's capacity is its bit rate, which the budget
-(`evbench-agent budget`) computes exactly.
+(`evbench-agent budget`) computes exactly. Around each phase over a bus the
+interface's counters are read (telemetry.bus_stats): their rises are context
+records (`bus_errors`, `bus_counter`), and a phase with errors is said in a line.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
+from evbench_agent.telemetry import bus_stats
 
 SUITE = "link"
 #: The seed app's message. Not the run's `profiles`: a link phase takes real
@@ -194,6 +197,7 @@ class _Phases:
             bus_connection.parse_transport(settings.transport) if settings.transport else None
         )
         self.port: Any = None
+        self.counters = bus_stats.counters_of(self.bus) if self.bus else None
         spec = context.spec
         common = {
             "peer": "bus" if self.bus else settings.peer,
@@ -258,6 +262,7 @@ class _Phases:
         self, profile: str, codec: str, phase: int, link: messages.LinkCodec, data: list[Any]
     ) -> int:
         settings = self.settings
+        before = self.counters.snapshot() if self.counters else None
         with self.connect(link) as connection:
             result = client.run_periodic(
                 connection,
@@ -269,6 +274,7 @@ class _Phases:
             )
         if result.sent:
             self._write_periodic(profile, codec, phase, result, connection)
+            self._write_bus_counters(profile, codec, phase, before)
             self.phases_done += 1
         if result.error:
             raise PartialRun(
@@ -304,6 +310,22 @@ class _Phases:
                 SampleSet(SUITE, profile, codec, metric, unit, metric_params, [value], phase)
             )
         self.context.writer.add(sample_sets)
+
+    def _write_bus_counters(self, profile: str, codec: str, phase: int, before: Any) -> None:
+        """The bus interface's counters over the phase (context); a line if it had errors."""
+        after = self.counters.snapshot() if self.counters and before else None
+        if self.counters is None or before is None or after is None:
+            return
+        change = bus_stats.compare(before, after)
+        params = self.periodic_params
+        self.context.writer.add(
+            bus_stats.phase_sample_sets(SUITE, profile, codec, params, phase, self.counters, change)
+        )
+        if change.flagged:
+            self.context.progress.message(
+                f"link: bus errors on {change.interface} during {profile} {codec} phase "
+                f"{phase + 1}: {', '.join(change.reasons())}"
+            )
 
     def _bus_load(self, result: client.PhaseResult, connection: Any) -> float | None:
         """Bus load over the span bandwidth uses: the n - 1 intervals between the first

@@ -61,6 +61,7 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
         print("Medians per codec:")
         print(table.render_codec_medians(samples, codec_names))
     _print_bus_budget(run, samples)
+    _print_bus_counters(samples)
     return comparison
 
 
@@ -70,6 +71,16 @@ def _print_bus_budget(run: results.Run, samples: list) -> None:
     from evbench_agent.buses import measured
 
     said = bus_budget.text(run.manifest, measured.size_records(samples))
+    if said:
+        print()
+        print(said)
+
+
+def _print_bus_counters(samples: list) -> None:
+    """Bus errors per phase of a link run over a bus (none: one line)."""
+    from evbench.report import bus_counters
+
+    said = bus_counters.text(samples)
     if said:
         print()
         print(said)

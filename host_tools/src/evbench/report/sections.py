@@ -180,6 +180,29 @@ def bus_budget_section(context: RunContext) -> Section | None:
     return Section(f"Does it fit at {rate:g} Hz?", notes, headers, cells)
 
 
+def bus_counters_section(context: RunContext) -> Section | None:
+    """Bus errors per link phase over a bus: a line when there were none, else the phases."""
+    from evbench.report import bus_counters
+
+    found = bus_counters.phases(context.samples())
+    if not found:
+        return None
+    notes = [
+        bus_counters.summary_line(found),
+        "Counters of the bus interface read before and after each phase (docs/buses.md, "
+        '"Bus counters"); a phase with errors is listed with what rose. Context: no test, '
+        "no winner.",
+    ]
+    rows = bus_counters.table_rows(found)
+    return Section(
+        "Bus errors per phase",
+        notes,
+        bus_counters.HEADERS if rows else [],
+        rows,
+        warning=bool(rows),
+    )
+
+
 def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     """Every section of the report, in order (the answer first); the plots follow them."""
     compared = comparison is not None
@@ -194,6 +217,7 @@ def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
             rows=[[what, value] for what, value in context_rows(context)],
         ),
         bus_budget_section(context),
+        bus_counters_section(context),
         spread_section(context),
     ]
     return [section for section in found if section is not None]

@@ -30,6 +30,8 @@ from evbench_agent.verdicts import BASELINE, CANDIDATE, TIE, TOO_SMALL
 
 DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
 FACT_WINNER = "fact"
+#: The bus interface's counters (telemetry.bus_stats.METRIC), left out of the context table.
+BUS_COUNTER = "bus_counter"
 
 
 def display_name(codec: str) -> str:
@@ -152,6 +154,8 @@ def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     """Telemetry, modelled energy and rare counts: each codec with its spread, no winner."""
     rows = []
     for row in comparison.by_role(CONTEXT):
+        if row.identity.metric == BUS_COUNTER:
+            continue  # one row per counter: the bus errors section lists them per phase
         cells = [row.identity.profile or "-", row.label]
         for side in (row.baseline, row.candidate):
             summary = side.summary

@@ -72,6 +72,8 @@ def format_value(value: float | None, unit: str, metric: str | None = None) -> s
         return f"{significant(value)} msg/s"
     if unit == "messages":
         return f"{significant(value)} msg"
+    if unit == "count":  # a number of events: the number says it
+        return significant(value)
     if unit == "percent":
         return f"{value:.1f} %"
     if unit == "Hz":

@@ -1,0 +1,321 @@
+"""A bus interface's counters around each link phase (evbench_agent.telemetry.bus_stats).
+
+The generic counters are read from a real interface here: a veth pair made for the
+test, with frames really sent through it by a packet socket, so the rises are
+compared with the frames and bytes sent (a veth counts each frame's length as
+handed to it, no FCS, no padding). A peer that is down makes the sender drop every
+frame, a real error counter (tx_dropped) rising: a flagged phase.
+
+The host has no SocketCAN (no AF_CAN, no CAN modules), so the CAN fields (state,
+berr_counter, the driver's can_device_stats) cannot come from a real controller here.
+Those cases read documents written below as `ip -details -statistics -json link show
+can0` prints them: a fake standing in for real CAN, with the field names iproute2's
+ip/iplink_can.c uses (info_data: state, berr_counter {tx, rx}, bittiming.bitrate,
+data_bittiming.bitrate; info_xstats: restarts, bus_error, arbitration_lost,
+error_warning, error_passive, bus_off) and ip/ipaddress.c's stats64. The e2e tier
+(tests/board/test_e2e_isotp.py) reads a real vcan on the virtual board.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import require, require_command
+
+from evbench.report import bus_counters
+from evbench_agent import identity, results
+from evbench_agent import spec as specs
+from evbench_agent.link import timing
+from evbench_agent.progress import Progress
+from evbench_agent.results import RunWriter
+from evbench_agent.suites import RunContext
+from evbench_agent.suites import link as link_suite
+from evbench_agent.telemetry import bus_stats
+
+#: A frame of this many bytes: broadcast destination, a local source, the IEEE
+#: "local experimental" EtherType 0x88B5, then zeros.
+FRAME_BYTES = 100
+FRAME = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(FRAME_BYTES - 14)
+
+
+@pytest.fixture
+def veth() -> Iterator[tuple[str, str]]:
+    """A veth pair (a, b), both up, with IPv6 off so the kernel itself sends nothing."""
+    require(os.geteuid() == 0, "root (to create a veth pair)")
+    ip = require_command("ip")
+    a, b = f"evbs{os.getpid() % 100000}a", f"evbs{os.getpid() % 100000}b"
+    subprocess.run([ip, "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    try:
+        for name in (a, b):
+            Path(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6").write_text("1")
+            subprocess.run([ip, "link", "set", name, "up"], check=True)
+        yield a, b
+    finally:
+        subprocess.run([ip, "link", "del", a], check=False)
+
+
+def _send(interface: str, count: int) -> None:
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
+        sender.bind((interface, 0))
+        for _ in range(count):
+            assert sender.send(FRAME) == FRAME_BYTES
+
+
+def _settle(counters: bus_stats.BusCounters, seconds: float = 2.0) -> bus_stats.Snapshot:
+    """A snapshot once the counters have stopped moving (veth counts as it forwards)."""
+    deadline, last = time.monotonic() + seconds, counters.snapshot()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = counters.snapshot()
+        assert last is not None and now is not None
+        if now.counters == last.counters:
+            return now
+        last = now
+    raise AssertionError(f"{counters.name}'s counters still moving after {seconds} s")
+
+
+def test_a_clean_phase_on_a_real_interface_counts_what_was_sent(veth: tuple[str, str]) -> None:
+    a, b = veth
+    sender, receiver = bus_stats.BusCounters("isotp", a), bus_stats.BusCounters("isotp", b)
+    before, before_b = _settle(sender), _settle(receiver)
+    assert before.source == "ip"  # iproute2 is installed here: the first source answers
+    _send(a, 25)
+    change = bus_stats.compare(before, _settle(sender))
+    assert change.rises["tx_packets"] == 25
+    assert change.rises["tx_bytes"] == 25 * FRAME_BYTES
+    assert change.rises["tx_errors"] == change.rises["tx_dropped"] == 0
+    assert change.bus_errors == 0 and not change.flagged and change.reasons() == []
+    received = bus_stats.compare(before_b, _settle(receiver))
+    assert (received.rises["rx_packets"], received.rises["rx_bytes"]) == (25, 25 * FRAME_BYTES)
+    # sysfs, the fallback without iproute2, reads the same kernel counters.
+    assert bus_stats.sysfs_snapshot(a).counters == {
+        name: value for name, value in _settle(sender).counters.items() if name in bus_stats.GENERIC
+    }
+
+
+def test_a_phase_whose_frames_are_dropped_is_flagged(veth: tuple[str, str]) -> None:
+    a, b = veth
+    subprocess.run(["ip", "link", "set", b, "down"], check=True)
+    counters = bus_stats.BusCounters("isotp", a)
+    before = _settle(counters)
+    _send(a, 7)  # the peer is down: veth drops each one and counts it
+    change = bus_stats.compare(before, _settle(counters))
+    assert change.rises["tx_dropped"] == 7 and change.rises["tx_packets"] == 0
+    assert change.bus_errors == 7 and change.flagged
+    assert change.reasons() == ["tx_dropped +7"]
+
+
+class _Said(Progress):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_the_link_suite_records_each_phases_counters_and_says_the_errors(
+    veth: tuple[str, str], tmp_path: Path
+) -> None:
+    """The suite's own hook, on a real interface standing in for the bus: one clean
+    phase, one with dropped frames; the records as they land in samples.jsonl."""
+    a, b = veth
+    url = f"isotp://{a}?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrate=2000000"
+    run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
+    said = _Said()
+    writer = RunWriter(tmp_path / "run", "r1")
+    context = RunContext(run_spec, writer, said)
+    settings = link_suite.Settings.from_spec(run_spec)
+    phases = link_suite._Phases(context, settings, timing.current())
+    assert phases.counters is not None
+    _settle(phases.counters)
+    before = phases.counters.snapshot()
+    _send(a, 10)
+    _settle(phases.counters)
+    phases._write_bus_counters("seed", "json", 0, before)
+    subprocess.run(["ip", "link", "set", b, "down"], check=True)
+    before = _settle(phases.counters)
+    _send(a, 3)
+    _settle(phases.counters)
+    phases._write_bus_counters("seed", "protobuf", 1, before)
+
+    assert said.lines == [f"link: bus errors on {a} during seed protobuf phase 2: tx_dropped +3"]
+    samples = list(results.read_samples(tmp_path / "run"))
+    errors = {(s.codec, s.worker): s.values for s in samples if s.metric == "bus_errors"}
+    assert errors == {("json", 0): [0.0], ("protobuf", 1): [3.0]}
+    counter = {
+        (s.codec, s.params["counter"]): (s.values, s.unit)
+        for s in samples
+        if s.metric == "bus_counter"
+    }
+    assert counter["json", "tx_packets"] == ([10.0], "count")
+    assert counter["json", "tx_bytes"] == ([10.0 * FRAME_BYTES], "bytes")
+    assert counter["protobuf", "tx_dropped"] == ([3.0], "count")
+    for sample in samples:  # the phase's identity, plus the interface (and the counter)
+        assert sample.params["phase"] == "periodic" and sample.params["interface"] == a
+        assert sample.params["transport"] == "isotp" and sample.params["counter_source"] == "ip"
+        assert identity.role(sample.suite, sample.metric) == identity.CONTEXT
+    # The report and the terminal name the flagged phase, and only it.
+    found = bus_counters.phases(samples)
+    assert [(p.codec, p.index, p.flagged) for p in found] == [
+        ("json", 0, False),
+        ("protobuf", 1, True),
+    ]
+    assert bus_counters.text(samples) == (
+        f"Bus counters ({a}, from ip): errors in 1 of 2 phases.\n"
+        "  seed protobuf phase 2: tx_dropped +3"
+    )
+    assert bus_counters.table_rows(found) == [["seed", "protobuf", "2", a, "3", "tx_dropped +3"]]
+
+
+# --- CAN: documents as iproute2 prints them (a fake: no AF_CAN on this host) ----------
+
+
+def _can0(state: str, berr: tuple[int, int], xstats: dict[str, int], tx: tuple[int, int]) -> str:
+    """`ip -details -statistics -json link show can0` of an MCAN at 500 k / 2 M."""
+    stats = dict.fromkeys(("restarts", "bus_error", "arbitration_lost"), 0)
+    stats |= dict.fromkeys(("error_warning", "error_passive", "bus_off"), 0) | xstats
+    link = {
+        "ifindex": 3,
+        "ifname": "can0",
+        "flags": ["NOARP", "UP", "LOWER_UP", "ECHO"],
+        "mtu": 72,
+        "link_type": "can",
+        "linkinfo": {
+            "info_kind": "can",
+            "info_data": {
+                "ctrlmode": ["FD"],
+                "state": state,
+                "berr_counter": {"tx": berr[0], "rx": berr[1]},
+                "restart_ms": 100,
+                "bittiming": {"bitrate": 500000, "sample_point": "0.875", "tq": 25},
+                "data_bittiming": {"bitrate": 2000000, "sample_point": "0.750", "tq": 25},
+                "clock": 80000000,
+            },
+            "info_xstats": stats,
+        },
+        "stats64": {
+            "rx": {"bytes": 0, "packets": 0, "errors": 0, "dropped": 0, "over_errors": 0},
+            "tx": {"bytes": tx[1], "packets": tx[0], "errors": 0, "dropped": 0},
+        },
+    }
+    return json.dumps([link])
+
+
+def _snapshot(document: str) -> bus_stats.Snapshot:
+    taken = bus_stats.parse_ip_link(json.loads(document), "can0")
+    assert taken is not None
+    return taken
+
+
+def test_a_can_phase_with_bus_errors_worked_by_hand() -> None:
+    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 10, "arbitration_lost": 2},
+                             (100, 6400)))  # fmt: skip
+    after = _snapshot(_can0("ERROR-PASSIVE", (128, 3),
+                            {"bus_error": 13, "arbitration_lost": 9, "error_warning": 1,
+                             "error_passive": 1}, (140, 8960)))  # fmt: skip
+    assert (before.bit_rate, before.data_bit_rate, before.state) == (
+        500000,
+        2000000,
+        "ERROR-ACTIVE",
+    )
+    change = bus_stats.compare(before, after)
+    # 40 frames of 64 bytes went out; 3 bus errors, one step to warning, one to passive.
+    assert change.rises["tx_packets"] == 40 and change.rises["tx_bytes"] == 2560
+    assert change.rises["bus_error"] == 3 and change.rises["arbitration_lost"] == 7
+    assert change.bus_errors == 3 + 1 + 1  # arbitration is contention, not an error
+    assert change.levels == {"berr_tx": 128, "berr_rx": 3, "state": 2}  # enum can_state
+    assert change.flagged
+    assert change.reasons() == [
+        "bus_error +3",
+        "error_passive +1",
+        "error_warning +1",
+        "state ERROR-PASSIVE",
+    ]
+
+
+def test_a_clean_can_phase_is_not_flagged_though_arbitration_was_lost() -> None:
+    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"arbitration_lost": 5}, (10, 640)))
+    after = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"arbitration_lost": 8}, (30, 1920)))
+    change = bus_stats.compare(before, after)
+    assert change.bus_errors == 0 and not change.flagged and change.reasons() == []
+    assert change.rises["arbitration_lost"] == 3 and change.rises["tx_packets"] == 20
+
+
+def test_a_controller_left_bus_off_flags_the_phase_even_with_no_counter_rising() -> None:
+    """The counters rose before the phase (a previous phase's bus-off); it is still off."""
+    both = _can0("BUS-OFF", (256, 0), {"bus_off": 1, "bus_error": 40}, (5, 320))
+    change = bus_stats.compare(_snapshot(both), _snapshot(both))
+    assert change.bus_errors == 0 and change.flagged
+    assert change.reasons() == ["state BUS-OFF"] and change.levels["state"] == 3
+
+
+def test_a_counter_that_went_down_counts_from_zero() -> None:
+    """A restarted interface (re-created, or a 32-bit counter wrapped): 2 is the least
+    the counter can have risen by."""
+    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 4_000_000_000}, (9, 72)))
+    after = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 2}, (9, 72)))
+    assert bus_stats.compare(before, after).rises["bus_error"] == 2
+
+
+def test_an_ip_answer_without_statistics_is_no_snapshot() -> None:
+    for document in ([], [{"ifname": "can0"}], {"not": "a list"}, [7]):
+        assert bus_stats.parse_ip_link(document, "can0") is None
+
+
+def test_an_interface_that_does_not_exist_gives_no_counters() -> None:
+    counters = bus_stats.BusCounters("isotp", "evbs-no-such")
+    assert counters.snapshot() is None and counters.source == "none"
+    assert counters.params()["counter_source"] == "none"
+
+
+# --- UART ---------------------------------------------------------------------------
+
+
+def test_a_uarts_counts_from_a_serial_icounter_struct_worked_by_hand() -> None:
+    # cts dsr rng dcd rx tx frame overrun parity brk buf_overrun reserved[9]
+    data = struct.pack("20i", 1, 2, 3, 4, 995, 277, 2, 1, 0, 0, 5, *range(9))
+    taken = bus_stats.parse_icount(data, "/dev/ttyS1")
+    assert taken.counters == {"rx": 995, "tx": 277, "frame": 2, "overrun": 1, "parity": 0,
+                              "brk": 0, "buf_overrun": 5}  # fmt: skip
+    before = bus_stats.parse_icount(struct.pack("20i", *[0] * 20), "/dev/ttyS1")
+    change = bus_stats.compare(before, taken)
+    assert change.bus_errors == 2 + 1 + 5 and change.flagged
+
+
+def test_a_pseudo_terminal_keeps_no_counts() -> None:
+    """The link's UART tests run over ptys: TIOCGICOUNT is a serial_core call a pty
+    does not implement, so nothing is recorded for them (and nothing fails)."""
+    controller, terminal = os.openpty()
+    try:
+        name = os.ttyname(terminal)
+        assert bus_stats.uart_snapshot(name) is None
+        counters = bus_stats.BusCounters("uart", name)
+        assert counters.snapshot() is None and counters.source == "none"
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
+def test_phases_of_one_counter_pool_into_one_context_record() -> None:
+    """Each phase is its own sample set (its index the replicate); the summary has one
+    record per counter with n = phases, and the counter tells records apart."""
+    counters = bus_stats.BusCounters("isotp", "can0")
+    params = {"phase": "periodic", "rate_hz": 20.0, "transport": "isotp"}
+    sets = []
+    for phase, bus_error in enumerate((0, 2, 0)):
+        change = bus_stats.PhaseCounters("can0", "ip", {"bus_error": bus_error, "tx_packets": 40},
+                                         {}, "ERROR-ACTIVE")  # fmt: skip
+        sets += bus_stats.phase_sample_sets("link", "seed", "json", params, phase, counters, change)
+    records = {(r["metric"], r["params"].get("counter")): r for r in results.summarize(sets)}
+    assert set(records) == {("bus_errors", None), ("bus_counter", "bus_error"),
+                            ("bus_counter", "tx_packets")}  # fmt: skip
+    assert records["bus_errors", None]["n"] == 3 and records["bus_errors", None]["max"] == 2
+    assert records["bus_counter", "tx_packets"]["median"] == 40
