@@ -31,7 +31,7 @@ from conftest import ROOT
 from evbench import can_peer
 from evbench.cli import evbench
 from evbench_agent.errors import UserError
-from evbench_agent.link import framing, handshake, messages
+from evbench_agent.link import bus_connection, client, framing, handshake, messages
 
 REQUEST_ID, RESPONSE_ID = 0x7E0, 0x7E8  # the client sends on 0x7E0, the responder on 0x7E8
 CAP_S = 10.0  # the longest any one wait of the client may take
@@ -390,3 +390,35 @@ def test_importing_the_command_loads_neither_python_can_nor_can_isotp() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
+    """The link suite's client code (BusConnection, run_periodic) on a pycan:// port with
+    the ids swapped: 20 seed messages at 20 Hz over CAN FD, every one answered in ack mode."""
+    client_url = f"pycan://virtual/{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1"
+    transport = bus_connection.parse_transport(
+        f"isotp://{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1&bitrate=500000"
+    )
+    link = messages.bind("protobuf", "seed")
+    data = link.sample_data(20, 1)
+
+    def talk() -> client.PhaseResult:
+        with can_peer.open_port(client_url) as port:
+            deadline = time.monotonic() + 30
+            while True:  # the responder's bus may not be open yet: HELLO again
+                try:
+                    connection = bus_connection.BusConnection(
+                        port, transport, link, "ack", timeout_s=1.0
+                    )
+                    break
+                except handshake.HandshakeError:
+                    if time.monotonic() > deadline:
+                        raise
+            with connection:
+                return client.run_periodic(connection, data, 20.0, 20, 0, 0.05)
+
+    result = serve_while(_url(channel, fd=True), talk)
+    assert result.error is None
+    assert sorted(result.sent) == list(range(20)) and result.lost == 0
+    assert sorted(result.answered()) == list(range(20))
+    assert result.responder["messages"] == 20  # the responder's own count, from STATS
