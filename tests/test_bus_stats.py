@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 from conftest import require, require_command
 
-from evbench.report import bus_counters
-from evbench_agent import identity, results
+from evbench.report import bus_counters, markdown, sections, table
+from evbench.report.context import load_context
+from evbench_agent import comparison, identity, results
 from evbench_agent import spec as specs
 from evbench_agent.link import timing
 from evbench_agent.progress import Progress
@@ -319,3 +320,36 @@ def test_phases_of_one_counter_pool_into_one_context_record() -> None:
                             ("bus_counter", "tx_packets")}  # fmt: skip
     assert records["bus_errors", None]["n"] == 3 and records["bus_errors", None]["max"] == 2
     assert records["bus_counter", "tx_packets"]["median"] == 40
+
+
+def test_the_report_lists_the_flagged_phase_and_keeps_counters_out_of_the_context_table(
+    veth: tuple[str, str], tmp_path: Path
+) -> None:
+    """A run directory holding one clean and one flagged phase per codec, as the hook
+    writes them: the report's section lists the flagged ones, the context table has the
+    bus_errors row (no winner) but not one row per counter."""
+    a, b = veth
+    url = f"isotp://{a}?tx=0x7E0&rx=0x7E8"
+    run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
+    context = RunContext(run_spec, RunWriter(tmp_path / "run", "r2"), _Said())
+    phases = link_suite._Phases(context, link_suite.Settings.from_spec(run_spec), timing.current())
+    assert phases.counters is not None
+    for index, codec in enumerate(("json", "protobuf", "protobuf", "json")):
+        if index == 2:
+            subprocess.run(["ip", "link", "set", b, "down"], check=True)
+        before = _settle(phases.counters)
+        _send(a, 4)
+        _settle(phases.counters)
+        phases._write_bus_counters("seed", codec, index // 2, before)
+    report = load_context(tmp_path / "run")
+    section = sections.bus_counters_section(report)
+    assert section is not None and section.warning
+    assert section.paragraphs[0] == f"Bus counters ({a}, from ip): errors in 2 of 4 phases."
+    assert section.rows == [
+        ["seed", "json", "2", a, "4", "tx_dropped +4"],
+        ["seed", "protobuf", "2", a, "4", "tx_dropped +4"],
+    ]
+    assert "| seed | json | 2 |" in markdown.render("r2", [section], [])
+    _headers, cells = table.context_cells(comparison.compare(report.samples(), "json", "protobuf"))
+    labels = [row[1] for row in cells]
+    assert labels == ["Bus error events (periodic)"], labels  # as lost and late are labelled
