@@ -9,7 +9,8 @@ within its deadline with a clear message), not timing. Then the link suite
 itself (`evbench-agent run --suite link --link-transport isotp://...`) runs
 on the board against the same responder and its records are checked: every
 message of every phase answered, the transport and bit rates in the params,
-and a bus load in the range worked out below (nominal: vcan has no bit rate).
+and a bus load in the range worked out below (nominal: vcan has no bit rate),
+and vcan0's counters recorded around every phase with no error.
 """
 
 from __future__ import annotations
@@ -169,3 +170,15 @@ def _check_the_link_suite(evboard: BoardSession) -> None:
         loads = [r["values"][0] for r in one(codec, "bus_load")]
         assert len(loads) == 2 and all(low < load < high for load in loads), loads
     assert not [r for r in found if r["params"].get("phase") == "capacity"]
+    # vcan0's counters around every phase (docs/buses.md, "Bus counters during a run"):
+    # frames went out and no error counter rose on a bus QEMU does not disturb.
+    errors = [r for r in found if r["metric"] == "bus_errors"]
+    assert sorted((r["codec"], r["worker"]) for r in errors) == [
+        ("json", 0), ("json", 1), ("protobuf", 0), ("protobuf", 1)
+    ], errors  # fmt: skip
+    assert all(r["values"] == [0.0] and r["params"]["interface"] == "vcan0" for r in errors)
+    sent = [
+        r for r in found if r["metric"] == "bus_counter" and r["params"]["counter"] == "tx_packets"
+    ]
+    assert len(sent) == 4 and all(r["values"][0] > 0 for r in sent), sent
+    assert "bus errors on" not in said, said
