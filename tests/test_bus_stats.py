@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +36,8 @@ from evbench.report import bus_counters, markdown, sections, table
 from evbench.report.context import load_context
 from evbench_agent import comparison, identity, results
 from evbench_agent import spec as specs
-from evbench_agent.link import timing
+from evbench_agent.errors import UserError
+from evbench_agent.link import messages, timing
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.suites import RunContext
@@ -353,3 +356,40 @@ def test_the_report_lists_the_flagged_phase_and_keeps_counters_out_of_the_contex
     _headers, cells = table.context_cells(comparison.compare(report.samples(), "json", "protobuf"))
     labels = [row[1] for row in cells]
     assert labels == ["Bus error events (periodic)"], labels  # as lost and late are labelled
+
+
+def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
+    veth: tuple[str, str], tmp_path: Path
+) -> None:
+    """No answer to HELLO can be a controller gone bus-off: the suite says the bus's
+    errors before the error itself. Here the phase fails for real (this host has no
+    AF_CAN, so the ISO-TP port cannot open) while frames are being dropped on the
+    interface by a sender that keeps going until the phase has failed."""
+    a, b = veth
+    subprocess.run(["ip", "link", "set", b, "down"], check=True)
+    run_spec = specs.from_dict({"link_transport": f"isotp://{a}?tx=0x7E0&rx=0x7E8"})
+    said = _Said()
+    context = RunContext(run_spec, RunWriter(tmp_path / "run", "r3"), said)
+    phases = link_suite._Phases(context, link_suite.Settings.from_spec(run_spec), timing.current())
+    link = messages.bind("json", "seed")
+    done = threading.Event()
+
+    def drop_frames() -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
+            sender.bind((a, 0))
+            while not done.is_set():
+                sender.send(FRAME)
+
+    dropper = threading.Thread(target=drop_frames)
+    dropper.start()
+    try:
+        time.sleep(0.05)
+        with pytest.raises(UserError):
+            phases.periodic("seed", "json", 0, link, [])
+    finally:
+        done.set()
+        dropper.join(5)
+    assert len(said.lines) == 1, said.lines
+    assert said.lines[0].startswith(f"link: bus errors on {a} during seed json phase 1: ")
+    assert re.fullmatch(r"tx_dropped \+\d+", said.lines[0].rsplit(": ", 1)[1])
+    assert not list(results.read_samples(tmp_path / "run"))  # said, not recorded

@@ -263,15 +263,20 @@ class _Phases:
     ) -> int:
         settings = self.settings
         before = self.counters.snapshot() if self.counters else None
-        with self.connect(link) as connection:
-            result = client.run_periodic(
-                connection,
-                data,
-                settings.rate_hz,
-                settings.count,
-                settings.warmup_count,
-                settings.deadline_s,
-            )
+        try:
+            with self.connect(link) as connection:
+                result = client.run_periodic(
+                    connection,
+                    data,
+                    settings.rate_hz,
+                    settings.count,
+                    settings.warmup_count,
+                    settings.deadline_s,
+                )
+        except (UserError, PartialRun):
+            # No answer to HELLO: a controller gone bus-off may be why; say so first.
+            self._write_bus_counters(profile, codec, phase, before, write=False)
+            raise
         if result.sent:
             self._write_periodic(profile, codec, phase, result, connection)
             self._write_bus_counters(profile, codec, phase, before)
@@ -311,16 +316,21 @@ class _Phases:
             )
         self.context.writer.add(sample_sets)
 
-    def _write_bus_counters(self, profile: str, codec: str, phase: int, before: Any) -> None:
-        """The bus interface's counters over the phase (context); a line if it had errors."""
+    def _write_bus_counters(
+        self, profile: str, codec: str, phase: int, before: Any, write: bool = True
+    ) -> None:
+        """The bus interface's counters over the phase (context); a line if it had errors
+        (only the line for a phase that failed before it measured anything)."""
         after = self.counters.snapshot() if self.counters and before else None
         if self.counters is None or before is None or after is None:
             return
         change = bus_stats.compare(before, after)
         params = self.periodic_params
-        self.context.writer.add(
-            bus_stats.phase_sample_sets(SUITE, profile, codec, params, phase, self.counters, change)
-        )
+        if write:
+            sets = bus_stats.phase_sample_sets(
+                SUITE, profile, codec, params, phase, self.counters, change
+            )
+            self.context.writer.add(sets)
         if change.flagged:
             self.context.progress.message(
                 f"link: bus errors on {change.interface} during {profile} {codec} phase "
