@@ -22,11 +22,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--transport",
         required=True,
+        metavar="URL",
         help="pycan://socketcan/can0?tx=0x7E8&rx=0x7E0&fd=1&dlen=64 (any python-can "
         "interface: pcan, kvaser, ...), isotp://... or uart://... (docs/buses.md)",
     )
     parser.add_argument(
-        "--max-frame", type=int, default=DEFAULT_MAX_FRAME, help="largest frame, bytes"
+        "--max-frame", type=int, default=DEFAULT_MAX_FRAME, metavar="B", help="largest frame, bytes"
     )
 
 
