@@ -104,8 +104,12 @@ class Client:
 
 
 def serve_while(url: str, talk: Callable[[], Any]) -> Any:
-    """Run `evbench serve --transport url` here while `talk` runs in a thread; then SIGTERM."""
+    """Run `evbench serve --transport url` here while `talk` runs in a thread; then SIGTERM.
+
+    The thread signals only while the command runs: a command that ended by itself
+    (a failed test) must not leave a SIGTERM on its way to pytest."""
     outcome: dict[str, Any] = {}
+    lock, serving = threading.Lock(), [True]
 
     def client() -> None:
         try:
@@ -113,7 +117,9 @@ def serve_while(url: str, talk: Callable[[], Any]) -> Any:
         except BaseException as error:
             outcome["error"] = error
         finally:
-            os.kill(os.getpid(), signal.SIGTERM)
+            with lock:
+                if serving[0]:
+                    os.kill(os.getpid(), signal.SIGTERM)
 
     def interrupted(_signum: int, _frame: Any) -> None:
         raise _Interrupted
@@ -124,6 +130,8 @@ def serve_while(url: str, talk: Callable[[], Any]) -> Any:
         thread.start()
         code = evbench(["serve", "--transport", url])
     finally:
+        with lock:
+            serving[0] = False
         signal.signal(signal.SIGTERM, previous)
     thread.join(CAP_S)
     if "error" in outcome:
