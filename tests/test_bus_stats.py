@@ -393,3 +393,18 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
     assert said.lines[0].startswith(f"link: bus errors on {a} during seed json phase 1: ")
     assert re.fullmatch(r"tx_dropped \+\d+", said.lines[0].rsplit(": ", 1)[1])
     assert not list(results.read_samples(tmp_path / "run"))  # said, not recorded
+
+
+def test_an_interface_at_other_rates_than_the_url_is_said() -> None:
+    """The bus load is counted against the URL's rates; the MCAN above runs at
+    500 k / 2 M (its document's bittiming and data_bittiming)."""
+    mcan = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {}, (0, 0)))
+    assert bus_stats.rate_mismatch(500000, 2000000, mcan) is None
+    assert bus_stats.rate_mismatch(500000, 5000000, mcan) == (
+        "can0 runs at 500000 / 2000000 bit/s but the bus load is counted against "
+        "500000 / 5000000 bit/s (make bitrate= and dbitrate= in the URL the interface's)"
+    )
+    assert bus_stats.rate_mismatch(250000, 0, mcan).startswith("can0 runs at 500000 / 2000000")
+    # vcan (no bit timing) and the sysfs fallback say no rate: nothing to compare.
+    assert bus_stats.rate_mismatch(500000, 2000000, None) is None
+    assert bus_stats.rate_mismatch(500000, 0, bus_stats.Snapshot("vcan0", "ip", {})) is None

@@ -174,6 +174,10 @@ def preflight(spec: Any) -> list[str]:
             + (f" / {bus.data_rate} bit/s" if bus.data_rate else "")
             + " (add bitrate= and dbitrate= to the URL: the interface's own rates)"
         )
+    if transport.kind == "isotp":  # the rates the interface itself runs at, where it says
+        said = bus_stats.counters_of(transport).snapshot()
+        mismatch = bus_stats.rate_mismatch(transport.bus.bit_rate, transport.bus.data_rate, said)
+        notes += [f"link: {mismatch}"] if mismatch else []
     settings = Settings.from_spec(spec)
     for profile in spec.link_profiles or DEFAULT_PROFILES:
         for codec in link_codecs(spec):

@@ -266,6 +266,23 @@ class BusCounters:
         return params
 
 
+def rate_mismatch(bit_rate: int, data_rate: int, snapshot: Snapshot | None) -> str | None:
+    """One line when the interface runs at other rates than the bus load is counted
+    against (`data_rate` 0: classic CAN, no data phase); None when they agree or the
+    interface says none (vcan, sysfs)."""
+    if snapshot is None or snapshot.bit_rate is None:
+        return None
+    actual_data = snapshot.data_bit_rate or 0
+    if snapshot.bit_rate == bit_rate and (not data_rate or actual_data == data_rate):
+        return None
+    actual = f"{snapshot.bit_rate}" + (f" / {actual_data}" if actual_data else "")
+    counted = f"{bit_rate}" + (f" / {data_rate}" if data_rate else "")
+    return (
+        f"{snapshot.interface} runs at {actual} bit/s but the bus load is counted against "
+        f"{counted} bit/s (make bitrate= and dbitrate= in the URL the interface's)"
+    )
+
+
 def counters_of(transport: Any) -> BusCounters:
     """The counters of a link transport's interface (link.bus_connection.BusTransport):
     an ISO-TP URL names a network interface, a UART URL a device."""
