@@ -430,3 +430,16 @@ def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
     assert sorted(result.sent) == list(range(20)) and result.lost == 0
     assert sorted(result.answered()) == list(range(20))
     assert result.responder["messages"] == 20  # the responder's own count, from STATS
+
+
+def test_an_adapter_that_fails_while_serving_is_one_user_error(channel: str) -> None:
+    """The bus closed under the port (as an unplugged adapter): python-can's own error in the
+    ISO-TP thread comes out of the next receive as a UserError naming the adapter."""
+    with can_peer.open_port(_url(channel, fd=False)) as port:
+        port.bus.shutdown()
+        deadline = time.monotonic() + CAP_S
+        with pytest.raises(UserError) as caught:
+            while time.monotonic() < deadline:
+                port.receive_frames(0.1)
+    assert str(caught.value).startswith(f"the CAN adapter (virtual {channel}) failed: ")
+    assert "CanOperationError" in str(caught.value)

@@ -168,15 +168,17 @@ class PythonCanPort:
 
     can-isotp runs the ISO-TP state machine in its own threads; the CAN frames go
     through our read and write functions, so an adapter that fails mid-run is
-    remembered there and reported by the next receive, not lost in a thread."""
+    remembered there and reported by the next receive, not lost in a thread.
+    A transfer that fails (cut short, no flow control) is logged by can-isotp
+    under this module's logger (`evbench.can_peer.isotp`) and dropped."""
 
     def __init__(self, address: PycanAddress) -> None:
         can, isotp = _libraries()
         self.address = address
         self._can = can
+        self._can_message = isotp.CanMessage
         self._failure: BaseException | None = None
-        #: ISO-TP transfers that failed (cut short, no flow control): logged by can-isotp.
-        self.transfer_errors = 0
+        self._closed = False
         self.bus = open_bus(can, address)
         options = address.isotp
         modes = isotp.AddressingMode
@@ -198,7 +200,6 @@ class PythonCanPort:
                 rxfn=self._read,
                 txfn=self._write,
                 address=isotp.Address(mode, txid=options.tx_id, rxid=options.rx_id),
-                error_handler=self._transfer_failed,
                 params=params,
                 read_timeout=READ_TIMEOUT_S,
             )
@@ -206,7 +207,6 @@ class PythonCanPort:
         except BaseException:
             self.bus.shutdown()
             raise
-        self._closed = False
 
     def _read(self, timeout_s: float) -> Any:
         """A CAN frame for the ISO-TP stack (its isotp.CanMessage), or None."""
@@ -219,9 +219,7 @@ class PythonCanPort:
             return None
         if message is None or message.is_error_frame or message.is_remote_frame:
             return None
-        from isotp import CanMessage
-
-        return CanMessage(
+        return self._can_message(
             arbitration_id=message.arbitration_id,
             data=message.data,
             extended_id=message.is_extended_id,
@@ -241,9 +239,6 @@ class PythonCanPort:
             self.bus.send(message, timeout=SEND_TIMEOUT_S)
         except Exception as error:  # the adapter's library's own types
             self._failure = error
-
-    def _transfer_failed(self, error: Exception) -> None:
-        self.transfer_errors += 1
 
     def _check(self) -> None:
         if self._failure is not None:
