@@ -138,7 +138,15 @@ def serve_transport(
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     try:
         while True:
-            for frame in port.receive_frames(POLL_S):
+            try:
+                frames = port.receive_frames(POLL_S)
+            except framing.FrameError as error:
+                # A PDU that is not a link frame (another node's traffic on the
+                # same ids, a damaged transfer): one message lost, not the responder.
+                log.warning("dropped a transfer that is not a link frame: %s", error)
+                responder.dropped += 1
+                continue
+            for frame in frames:
                 responder.handle(frame, clock_ns())
     except (_Stop, KeyboardInterrupt):
         pass
