@@ -27,6 +27,10 @@ MAX_PDU = 8200
 ARPHRD_CAN = 280
 IFF_UP = 0x1
 SYS_NET = Path("/sys/class/net")
+#: How long a send waits for can-isotp to finish the socket's previous PDU (it sends
+#: one at a time): a bus slower than the rate holds the sender up (send_lateness
+#: shows it) instead of failing the run; a PDU stuck this long is one error.
+SEND_TIMEOUT_S = 10.0
 _OPTIONS = {"tx", "rx", "fd", "dlen", "bs", "stmin", "ext", "padding"}
 
 
@@ -192,8 +196,17 @@ class IsotpPort:
                 f"a {len(frame)}-byte frame is more than ISO-TP carries here ({MAX_PDU} bytes)",
                 "use a smaller profile, or TCP",
             )
+        # Not the last receive's timeout (often a few ms to the next tick), which would
+        # fail a send that only waits for the previous message to finish going out.
+        self.sock.settimeout(SEND_TIMEOUT_S)
         try:
             self.sock.send(frame)
+        except TimeoutError as error:
+            raise UserError(
+                f"ISO-TP on {self.address.interface}: the previous message was still "
+                f"going out after {SEND_TIMEOUT_S:g} s",
+                f"check the bus: ip -details -statistics link show {self.address.interface}",
+            ) from error
         except OSError as error:
             raise self._user_error(error) from error
 
