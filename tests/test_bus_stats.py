@@ -372,24 +372,34 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
     context = RunContext(run_spec, RunWriter(tmp_path / "run", "r3"), said)
     phases = link_suite._Phases(context, link_suite.Settings.from_spec(run_spec), timing.current())
     link = messages.bind("json", "seed")
-    done = threading.Event()
+    sending, done, sent = threading.Event(), threading.Event(), [0]
 
     def drop_frames() -> None:
         with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
             sender.bind((a, 0))
             while not done.is_set():
                 sender.send(FRAME)
+                sent[0] += 1
+                sending.set()
 
     dropper = threading.Thread(target=drop_frames)
     dropper.start()
     try:
-        time.sleep(0.05)
-        with pytest.raises(UserError):
-            phases.periodic("seed", "json", 0, link, [])
+        assert sending.wait(10), "the dropping sender never sent"
+        # A veth to a peer that is down counts its drops as the kernel gets to them, not
+        # always between two given `ip` runs a few ms apart: try a few phases, until one
+        # sees them (each failing phase says the line only when its counters rose).
+        for _attempt in range(20):
+            with pytest.raises(UserError):
+                phases.periodic("seed", "json", 0, link, [])
+            if said.lines:
+                break
+        during = sent[0]
     finally:
         done.set()
         dropper.join(5)
-    assert len(said.lines) == 1, said.lines
+    assert during > 0 and phases.counters is not None and phases.counters.source == "ip"
+    assert len(said.lines) == 1, (said.lines, during)
     assert said.lines[0].startswith(f"link: bus errors on {a} during seed json phase 1: ")
     assert re.fullmatch(r"tx_dropped \+\d+", said.lines[0].rsplit(": ", 1)[1])
     assert not list(results.read_samples(tmp_path / "run"))  # said, not recorded

@@ -239,7 +239,10 @@ class BusCounters:
         self.first: Snapshot | None = None
 
     def snapshot(self) -> Snapshot | None:
-        """The counters now, or None where no source gives any (said once in the log)."""
+        """The counters now, or None where no source gives any (said once in the log;
+        not asked again: a pty stays a pty)."""
+        if self.source == "none":
+            return None
         if self.kind == "uart":
             taken = uart_snapshot(self.name)
         elif self.source == "sysfs":
