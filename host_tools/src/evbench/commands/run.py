@@ -35,6 +35,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
     add_history_options(parser)  # host only: where the run is indexed at its end
+    parser.add_argument(  # host only: the agent gets the bus, never this machine's end of it
+        "--host-transport",
+        metavar="URL",
+        help="with --peer host and --link-transport: this PC's end of the bus, where evbench "
+        "runs the responder for the run: pycan://socketcan/can0?tx=0x7E8&rx=0x7E0 "
+        "(python-can), isotp://... or uart://... (docs/buses.md)",
+    )
 
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
@@ -113,27 +120,24 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = (args.out or Path("results") / run_id).resolve()
-    board = open_board_from(args)
-    try:
+    host_bus = link_peer.host_transport(args)  # the options alone: before a board is opened
+    with open_board_from(args) as board, contextlib.ExitStack() as responder:
         link_peer.check_peer(board, getattr(args, "peer", None))
+        if host_bus:  # open before anything is written or started: its failure stops all here
+            responder.enter_context(link_peer.host_bus_responder(host_bus))
         results.prepare_output(out)
         place = getattr(board, "place", None)  # a labgrid place: the board's identity
         if place and getattr(args, "board_place", None) is None:
             args = argparse.Namespace(**{**vars(args), "board_place": place})
-    except BaseException:
-        board.close()
-        raise
-    if not board.is_local:
-        with board:
+        if board.is_local:
+            status, log = _run_local(board, args, run_id, out)
+        else:
             try:
                 status, log = _run_remote(board, args, run_id, out)
             finally:
                 # A console session's transcript goes beside the results it brought back.
                 if out.is_dir():
                     board.save_transcript(out)
-        return _finish(args, out, status, log)
-    with board:
-        status, log = _run_local(board, args, run_id, out)
     return _finish(args, out, status, log)
 
 
@@ -169,11 +173,12 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
         ):
             return _run_local(here, _with_peer(args, address), run_id, out)
     args = _spec_on_board(board, args, run_id)
-    responder = (
-        link_peer.host_responder(board, getattr(args, "realtime", False))
-        if peer == "host"
-        else contextlib.nullcontext(peer)
-    )
+    if getattr(args, "host_transport", None):  # _run's responder answers on the bus's far end
+        responder = contextlib.nullcontext(None)
+    elif peer == "host":
+        responder = link_peer.host_responder(board, getattr(args, "realtime", False))
+    else:
+        responder = contextlib.nullcontext(peer)
     with responder as address:
         return remote_run.run_and_fetch(
             board,
