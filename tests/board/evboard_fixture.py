@@ -1,6 +1,7 @@
 """The `evboard` pytest fixture: the virtual ARM64 board, booted once per session.
 
-Test modules of the e2e tier import it (`from evboard_fixture import evboard_session`).
+Test modules of the e2e tier import it (`from evboard_fixture import evboard_session`)
+and share one boot per pytest run.
 Building the image when it is not cached takes about 6 minutes, booting under
 software emulation one to three; both have hard deadlines. Running
 `python tests/board/evboard_image.py` first (as `make test-e2e` does) keeps
@@ -86,9 +87,31 @@ class BoardSession:
         assert done.returncode == 0, f"ssh {command!r} failed: {done.stderr}"
         return done.stdout
 
+    def upload(self, data: bytes, path: str, timeout: float = 300) -> None:
+        """Write data to a file on the board through OpenSSH (`cat > path`)."""
+        config = str(self.home / ".ssh" / "config")
+        port = str(self.board.ssh_port)
+        done = subprocess.run(
+            [require_command("ssh"), "-F", config, "-p", port, "root@127.0.0.1", f"cat > {path}"],
+            input=data,
+            env=self.env(),
+            capture_output=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, f"uploading {path} failed: {done.stderr!r}"
+
+
+#: The board this pytest process booted. Each e2e module imports the fixture below,
+#: which makes it one session fixture per module: they share this one boot (one to
+#: three minutes each) instead of booting a board per module.
+_BOOTED: list[BoardSession] = []
+
 
 @pytest.fixture(scope="session", name="evboard")
 def evboard_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardSession]:
+    if _BOOTED and _BOOTED[0].board.running():
+        yield _BOOTED[0]
+        return
     for command in ("qemu-system-aarch64", "debootstrap", "qemu-aarch64-static", "depmod"):
         require_command(command)
     try:
@@ -100,6 +123,8 @@ def evboard_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardS
         board.boot(boot_timeout=BOOT_TIMEOUT)
         home = tmp_path_factory.mktemp("evboard-home")
         write_ssh_home(home, board)
-        yield BoardSession(board, home)
+        _BOOTED[:] = [BoardSession(board, home)]
+        yield _BOOTED[0]
     finally:
+        _BOOTED.clear()
         board.stop()

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evboard_archive import SUITE, Archive, BoardBuildError, host_mirror
-from evboard_kernel import build_initramfs, extract_kernel
+from evboard_kernel import build_initramfs, extract_kernel, install_modules
 from evboard_rootfs import (
     DEBOOTSTRAP_OPTIONS,
     PACKAGES,
@@ -173,11 +173,13 @@ def _build_into(archive: Archive, inputs: dict, work: Path, target: Path) -> dic
     configure(root, key_file.with_suffix(".pub").read_text(), log)
     host_key = (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()
     modules = build_initramfs(module_dir, root / "bin/busybox", target / "initramfs.gz")
+    root_modules = install_modules(module_dir, root)
     _say("writing the ext4 disk image")
     make_disk(root, target / "disk.img", log)
     info = dict(inputs)
     info["host_key"] = f"{host_key[0]} {host_key[1]}"
     info["initramfs_modules"] = modules
+    info["root_modules"] = root_modules
     return info
 
 

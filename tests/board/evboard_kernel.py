@@ -1,10 +1,16 @@
-"""The virtual board's kernel and a small initramfs made from its modules.
+"""The virtual board's kernel, a small initramfs made from its modules, and
+the few modules its root filesystem carries.
 
 Debian's arm64 kernel builds virtio-blk, virtio-net and ext4 as modules, so
 something must load them before the root disk can be mounted. Running
 initramfs-tools inside the emulated root takes half an hour; instead this
 packs the few modules needed (with their dependencies, in load order), the
 board's own static busybox and evboard_init.sh into a newc cpio archive.
+
+The root gets the CAN stack (BOARD_MODULES) under /lib/modules with its own
+modules.dep, not the kernel's whole 300 MB tree: udev loads kvaser_pci for
+the two emulated controllers, and the kernel's modprobe (kmod) loads
+can-isotp, can-raw and vcan when a socket or `ip link add` first asks.
 """
 
 from __future__ import annotations
@@ -31,6 +37,15 @@ WANTED_MODULES = (
     "ext4",
     "af_packet",
 )
+
+
+#: The CAN stack in the root: SocketCAN and its raw and ISO-TP protocols, vcan
+#: for self-tests, and the SJA1000 driver behind QEMU's kvaser_pci controllers.
+#: (The PCI 16550 of -device pci-serial needs nothing: Debian builds 8250_pci in.)
+BOARD_MODULES = ("can", "can_raw", "can_isotp", "can_dev", "vcan", "sja1000", "kvaser_pci")
+#: depmod's inputs besides the modules themselves (modules.builtin: modprobe
+#: then knows built-in drivers are present instead of failing on them).
+MODULE_INDEXES = ("modules.builtin", "modules.builtin.modinfo", "modules.order")
 
 
 def extract_kernel(deb: Path, into: Path) -> tuple[Path, Path]:
@@ -84,6 +99,31 @@ def load_order(module_dir: Path, wanted: tuple[str, ...] = WANTED_MODULES) -> li
     for name in wanted:
         visit(_normal(name))
     return order
+
+
+def install_modules(
+    module_dir: Path, root: Path, wanted: tuple[str, ...] = BOARD_MODULES
+) -> list[str]:
+    """Copy the wanted modules and their dependencies into root's /lib/modules/VERSION
+    (decompressed, as the initramfs's) and index them with depmod; return their names."""
+    version = module_dir.name
+    # /lib is a relative symlink to usr/lib on a merged-/usr root; one to /usr/lib
+    # would point at the host's modules, never to be written.
+    modules = (root / "lib" / "modules").resolve()
+    if not modules.is_relative_to(root.resolve()):
+        raise BoardBuildError(f"{root}/lib/modules leads out of the root, to {modules}")
+    target = modules / version
+    order = load_order(module_dir, wanted)
+    for relative in order:
+        _copy_module(
+            module_dir / relative, target / relative.removesuffix(".xz").removesuffix(".zst")
+        )
+    for index in MODULE_INDEXES:
+        if (module_dir / index).exists():
+            shutil.copy2(module_dir / index, target / index)
+    depmod = shutil.which("depmod") or "/usr/sbin/depmod"
+    subprocess.run([depmod, "-b", str(root), version], check=True, timeout=300)
+    return [_module_name(relative) for relative in order]
 
 
 def _copy_module(source: Path, target: Path) -> None:

@@ -8,6 +8,14 @@ User-mode networking forwards a free loopback port to the guest's sshd;
 a second virtio disk (/dev/vdb) stands in for the eMMC and is written
 through (snapshot=off) so a test can read back on the host what was flashed.
 
+The board's buses: two Kvaser PCIcan controllers (QEMU's kvaser_pci, an
+SJA1000 behind a PLX bridge; the guest's kvaser_pci driver makes them can0
+and can1) on one emulated CAN bus, so classic CAN frames one sends the other
+receives; and a PCI 16550 (QEMU's pci-serial, the guest's ttyS0 through the
+built-in 8250_pci) whose other end is a second host pseudo-terminal,
+`uart_path`. QEMU paces neither: frames and bytes move as fast as the
+emulation runs, whatever bit rate or baud the guest sets.
+
 Every step has a deadline; a failure raises BoardBootError with the end of
 the console transcript, and stop() kills only the QEMU started here.
 """
@@ -68,6 +76,7 @@ class VirtualBoard:
         self.emmc = workdir / "emmc.img"
         self.ssh_port = 0
         self.console_path = ""
+        self.uart_path = ""
         self._process: subprocess.Popen | None = None
         self._fd = -1
 
@@ -90,10 +99,15 @@ class VirtualBoard:
             "-device", "virtio-blk-pci,drive=emmc,serial=evboard-emmc",
             "-netdev", f"user,id=net,hostfwd=tcp:127.0.0.1:{self.ssh_port}-:22",
             "-device", "virtio-net-pci,netdev=net,romfile=",  # no iPXE boot ROM: -kernel boots
+            "-object", "can-bus,id=canbus0",
+            "-device", "kvaser_pci,canbus=canbus0",
+            "-device", "kvaser_pci,canbus=canbus0",
+            "-chardev", "pty,id=uart",
+            "-device", "pci-serial,chardev=uart",
         ]  # fmt: skip
 
     def start(self, timeout: float = 30) -> None:
-        """Start QEMU and wait until it names the console's pseudo-terminal."""
+        """Start QEMU and wait until it names the console's and the UART's pseudo-terminals."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.emmc.open("wb") as emmc:
             emmc.truncate(EMMC_SIZE)
@@ -109,14 +123,19 @@ class VirtualBoard:
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            match = re.search(r"redirected to (/dev/pts/\d+)", self.qemu_log.read_text())
-            if match:
-                self.console_path = match.group(1)
+            ptys = dict(
+                (label, path)
+                for path, label in re.findall(
+                    r"redirected to (/dev/pts/\d+) \(label (\w+)\)", self.qemu_log.read_text()
+                )
+            )
+            if {"console", "uart"} <= ptys.keys():
+                self.console_path, self.uart_path = ptys["console"], ptys["uart"]
                 return
             if self._process.poll() is not None:
                 self.fail("QEMU exited at start")
             time.sleep(0.2)
-        self.fail(f"QEMU named no console pseudo-terminal within {timeout:.0f} s")
+        self.fail(f"QEMU named no console and UART pseudo-terminals within {timeout:.0f} s")
 
     @property
     def pid(self) -> int | None:

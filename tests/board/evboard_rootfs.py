@@ -28,6 +28,7 @@ PACKAGES = (
     "systemd-sysv",
     "udev",
     "iproute2",
+    "kmod",  # modprobe: udev and the kernel load the CAN and serial drivers on demand
     "procps",
     "busybox-static",
 )
