@@ -1,9 +1,8 @@
 """End-to-end: the link over ISO-TP with CAN FD frames on vcan, both ends on the board.
 
-The board's cached image has no CAN modules loaded at boot and must not be
-rebuilt for them, so the test takes can-dev, vcan, can and can-isotp from the
-board's own kernel package (the .deb the image was built from, kept in the
-cache), copies them over SSH and insmods them. QEMU does not pace a vcan bus:
+The board's root carries the CAN modules (evboard_kernel.BOARD_MODULES) and
+kmod: `ip link add vcan0 type vcan` loads vcan, the first ISO-TP socket can
+and can-isotp, as on a real board. QEMU does not pace a vcan bus:
 this checks correctness (every message answered, a wrong id pair fails
 within its deadline with a clear message), not timing. Then the link suite
 itself (`evbench-agent run --suite link --link-transport isotp://...`) runs
@@ -16,34 +15,14 @@ and vcan0's counters recorded around every phase with no error.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
-from conftest import require, require_command
 from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
-from evboard_image import CACHE
 
 from evbench.deploy import build_zipapp
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 
-#: In load order: vcan needs can-dev, can-isotp needs can.
-MODULES = (
-    "kernel/drivers/net/can/dev/can-dev.ko",
-    "kernel/drivers/net/can/vcan.ko",
-    "kernel/net/can/can.ko",
-    "kernel/net/can/can-isotp.ko",
-)
-INSMOD = r"""
-import ctypes, errno, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-for path in sys.argv[1:]:
-    fd = os.open(path, os.O_RDONLY)
-    if libc.syscall(273, fd, b"", 0) != 0 and ctypes.get_errno() != errno.EEXIST:
-        sys.exit(f"{path}: {os.strerror(ctypes.get_errno())}")
-    os.close(fd)
-"""
 RESPONDER_URL = "isotp://vcan0?tx=0x7E8&rx=0x7E0&fd=1&dlen=64"
 SUITE_URL = "isotp://vcan0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrate=2000000"
 #: Bus load per codec at 20 Hz on CAN FD 500 k / 2 M with 64-byte frames, a range
@@ -76,44 +55,9 @@ print(json.dumps(out))
 """
 
 
-def _upload(session: BoardSession, data: bytes, path: str) -> None:
-    config = str(session.home / ".ssh" / "config")
-    done = subprocess.run(
-        [require_command("ssh"), "-F", config, "-p", str(session.board.ssh_port),
-         "root@127.0.0.1", f"cat > {path}"],
-        input=data, env=session.env(), capture_output=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-
-
-def _modules(tmp_path: Path, session: BoardSession) -> list[Path]:
-    package = session.board.image.info["kernel_package"]
-    debs = sorted((CACHE / "debs").glob(f"{package}_*.deb"))
-    require(bool(debs), f"the board's kernel package {package} in {CACHE / 'debs'}")
-    version = package[len("linux-image-") :]
-    wanted = [f"./lib/modules/{version}/{module}" for module in MODULES]
-    tar = subprocess.Popen(
-        [require_command("dpkg-deb"), "--fsys-tarfile", str(debs[-1])], stdout=subprocess.PIPE
-    )
-    subprocess.run(["tar", "-x", "-C", str(tmp_path), *wanted], stdin=tar.stdout, check=True,
-                   timeout=600)  # fmt: skip
-    tar.wait(timeout=60)
-    assert tar.stdout is not None
-    tar.stdout.close()
-    return [tmp_path / name for name in wanted]
-
-
-def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession, tmp_path: Path) -> None:
-    for module in _modules(tmp_path, evboard):
-        _upload(evboard, module.read_bytes(), f"/tmp/{module.name}")
-    _upload(evboard, build_zipapp(), "/tmp/evbench-agent.pyz")
-    _upload(evboard, CLIENT.encode(), "/tmp/isotp_client.py")
-    # The board has no kmod: load each module with finit_module(2) (arm64 syscall 273).
-    _upload(evboard, INSMOD.encode(), "/tmp/insmod.py")
-    names = " ".join(f"/tmp/{Path(m).name}" for m in MODULES)
-    evboard.ssh(f"python3 /tmp/insmod.py {names}", 120)
-    loaded = evboard.ssh("cut -d' ' -f1 /proc/modules", 60).split()
-    assert {"can_dev", "vcan", "can", "can_isotp"} <= set(loaded), loaded
+def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession) -> None:
+    evboard.upload(build_zipapp(), "/tmp/evbench-agent.pyz")
+    evboard.upload(CLIENT.encode(), "/tmp/isotp_client.py")
     evboard.ssh(
         "set -e; ip link show vcan0 >/dev/null 2>&1 || ip link add vcan0 type vcan;"
         " ip link set vcan0 mtu 72; ip link set vcan0 up"
@@ -133,6 +77,9 @@ def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession, tmp_path
         bad = json.loads(evboard.ssh(f"{client} 'isotp://vcan0?tx=0x7E1&rx=0x7E9&fd=1'", 300))
         assert "no ISO-TP flow control" in bad.get("error", ""), bad
         assert bad["seconds"] < 60
+        # The kernel's modprobe loaded them on demand (the ISO-TP sockets, ip link add).
+        loaded = evboard.ssh("cut -d' ' -f1 /proc/modules", 60).split()
+        assert {"can_dev", "vcan", "can", "can_isotp"} <= set(loaded), loaded
         _check_the_link_suite(evboard)
     finally:
         evboard.ssh(f"kill {pid}; sleep 2; cat /tmp/responder.log")
@@ -140,7 +87,7 @@ def test_the_link_over_isotp_on_vcan_with_can_fd(evboard: BoardSession, tmp_path
 
 def _check_the_link_suite(evboard: BoardSession) -> None:
     """The link suite's client over ISO-TP: two quick phases per codec at 20 Hz."""
-    _upload(evboard, json.dumps({"link_phases": 2}).encode(), "/tmp/isotp-spec.json")
+    evboard.upload(json.dumps({"link_phases": 2}).encode(), "/tmp/isotp-spec.json")
     said = evboard.ssh(
         "python3 /tmp/evbench-agent.pyz run --suite link --quick --codecs json,protobuf"
         f" --spec /tmp/isotp-spec.json --link-transport '{SUITE_URL}' --out /tmp/isotp-run"
