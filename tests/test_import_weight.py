@@ -91,6 +91,12 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
 #: each codec's version line (evbench_agent.installed_version reads it instead);
 #: hashlib and hmac load OpenSSL's libcrypto, 3.4 MiB (evbench_agent.digests).
 RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib", "hashlib", "hmac")
+#: What only a --link-transport run, or a schema with a map field, needs (about 0.75 MiB each).
+RUN_PATH_DEFERRED += (
+    "evbench_agent.link.bus_connection",
+    "evbench_agent.telemetry.bus_stats",
+    "google.protobuf.descriptor_pb2",
+)
 
 _RUN_PATH_PROBE = (
     "import json, sys\n"
@@ -98,6 +104,9 @@ _RUN_PATH_PROBE = (
     "from evbench_agent import lava, platform_info, results, runner\n"
     "from evbench_agent.link import client, handshake, service\n"
     "from evbench_agent.suites import codec, link\n"
+    "from evbench_agent import payloads\n"
+    "for name in ('seed', 'ev-full'):  # builds every message of the default run's profiles\n"
+    "    payloads.get(name).payloads(3)\n"
     "listing = platform_info.collect()  # every manifest: each installed codec's version\n"
     "print(json.dumps([listing['codecs'], sorted(sys.modules)]))\n"
 )
@@ -127,3 +136,5 @@ def test_the_run_path_check_catches_them_coming_back():
     assert "importlib.metadata" in found and "email" in found
     _, found = run_path_deferred_loaded(prelude="import hmac\n")
     assert "_hashlib" in found and "hmac" in found
+    _, found = run_path_deferred_loaded(prelude="from evbench_agent.link import bus_connection\n")
+    assert "evbench_agent.link.bus_connection" in found

@@ -23,7 +23,10 @@ def is_repeated(field: FieldDescriptor) -> bool:
 
 
 def is_map(field: FieldDescriptor) -> bool:
-    return field.message_type is not None and field.message_type.GetOptions().map_entry
+    # has_options first: GetOptions() imports descriptor_pb2 (0.75 MiB of the agent's
+    # memory), and only a map's entry type (map_entry = true) has options at all.
+    entry = field.message_type
+    return entry is not None and entry.has_options and entry.GetOptions().map_entry
 
 
 def fill(message: Message, plain: Mapping[str, Any], rename: Mapping[str, str]) -> Message:

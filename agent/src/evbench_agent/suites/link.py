@@ -40,20 +40,15 @@ from typing import Any
 from evbench_agent import child_exit
 from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
-from evbench_agent.link import (
-    bus_connection,
-    client,
-    figures,
-    messages,
-    saturation,
-    timing,
-    wakeup,
-)
+
+# The bus modules (link.bus_connection, telemetry.bus_stats) are imported where a
+# --link-transport run uses them: a TCP run, the default, leaves them out of the
+# agent's memory (about 1.5 MiB; issue 21 gives the agent 30 MiB).
+from evbench_agent.link import client, figures, messages, saturation, timing, wakeup
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
-from evbench_agent.telemetry import bus_stats
 
 SUITE = "link"
 #: The seed app's message. Not the run's `profiles`: a link phase takes real
@@ -163,6 +158,9 @@ def preflight(spec: Any) -> list[str]:
     is a UserError here) and say, one line each, what it cannot carry at the rate."""
     if not spec.link_transport:
         return []
+    from evbench_agent.link import bus_connection
+    from evbench_agent.telemetry import bus_stats
+
     transport = bus_connection.parse_transport(spec.link_transport)
     transport.open().close()
     notes = []
@@ -197,11 +195,15 @@ class _Phases:
         self.context, self.settings = context, settings
         self.responder: ResponderProcess | None = None
         self.phases_done = 0
-        self.bus = (
-            bus_connection.parse_transport(settings.transport) if settings.transport else None
-        )
+        self.bus: Any = None
+        self.counters: Any = None
+        if settings.transport:
+            from evbench_agent.link import bus_connection
+            from evbench_agent.telemetry import bus_stats
+
+            self.bus = bus_connection.parse_transport(settings.transport)
+            self.counters = bus_stats.counters_of(self.bus)
         self.port: Any = None
-        self.counters = bus_stats.counters_of(self.bus) if self.bus else None
         spec = context.spec
         common = {
             "peer": "bus" if self.bus else settings.peer,
@@ -251,6 +253,8 @@ class _Phases:
             delay = self.settings.aa_reply_delay_ns
         try:
             if self.bus is not None:
+                from evbench_agent.link import bus_connection
+
                 self.prepare()
                 return bus_connection.BusConnection(self.port, self.bus, link, self.settings.mode)
             return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
@@ -328,6 +332,8 @@ class _Phases:
         after = self.counters.snapshot() if self.counters and before else None
         if self.counters is None or before is None or after is None:
             return
+        from evbench_agent.telemetry import bus_stats
+
         change = bus_stats.compare(before, after)
         params = self.periodic_params
         if write:
@@ -349,6 +355,8 @@ class _Phases:
         if len(order) < 2 or result.sent[order[-1]].send <= result.sent[order[0]].send:
             return None
         seconds = (result.sent[order[-1]].send - result.sent[order[0]].send) / 1e9
+        from evbench_agent.link import bus_connection
+
         return bus_connection.bus_load(
             self.bus, order[:-1], connection.message_bodies, connection.reply_bodies, seconds
         )
