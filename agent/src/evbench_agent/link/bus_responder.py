@@ -134,9 +134,10 @@ def serve_transport(
     (evbench.can_peer, python-can), which the agent cannot depend on."""
     port = opener(url, max_frame)
     responder = BusResponder(port, max_frame, private_environment.link_token())
-    print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
+    # The handler goes in before the line: a caller may send SIGTERM as soon as it reads it.
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     try:
+        print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
         while True:
             try:
                 frames = port.receive_frames(POLL_S)
