@@ -494,3 +494,58 @@ def test_systemd_verify_fails_without_the_agent(tmp_path: Path) -> None:
     result = _verify(tmp_path, _staged_root(tmp_path, with_agent=False))
     assert result.returncode != 0
     assert "/usr/bin/evbench-agent" in result.stderr
+
+
+CAN_NETWORK = LAYER / "recipes-connectivity" / "evbench-can" / "files" / "80-evbench-can0.network"
+NETWORKD = Path("/lib/systemd/systemd-networkd")
+
+
+def _networkd_says(network_files: list[Path], tmp_path: Path) -> list[str]:
+    """What the real systemd-networkd says of `network_files` while it loads them: it
+    runs for a few seconds in a network and mount namespace of its own (only a
+    loopback, a tmpfs on /run/systemd holding the files), so the host is untouched."""
+    require(NETWORKD.exists(), f"systemd-networkd ({NETWORKD})")
+    unshare = require_command("unshare")
+    staged = tmp_path / "network"
+    staged.mkdir()
+    for path in network_files:
+        shutil.copy(path, staged / path.name)
+    script = (
+        "mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/network"
+        f" && cp {staged}/*.network /run/systemd/network/"
+        f" && exec timeout 3 {NETWORKD}"
+    )
+    environment = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_LOG_TARGET": "console"}
+    result = subprocess.run(
+        [unshare, "--net", "--mount", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=environment,
+    )
+    said = (result.stdout + result.stderr).splitlines()
+    assert result.returncode == 124, said  # networkd ran until `timeout` stopped it
+    return [line for line in said if "/run/systemd/network/" in line]
+
+
+@pytest.mark.integration  # the real systemd-networkd
+def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Path) -> None:
+    text = CAN_NETWORK.read_text()
+    # What docs/buses.md and the file's own comment promise: CAN FD at 500 k / 2 M on can0.
+    assert "Name=can0" in text and "BitRate=500K" in text and "DataBitRate=2M" in text
+    assert _networkd_says([CAN_NETWORK], tmp_path) == []
+
+
+@pytest.mark.integration  # the real systemd-networkd
+def test_networkd_names_a_bad_can_key_and_value(tmp_path: Path) -> None:
+    bad = tmp_path / "81-bad.network"
+    bad.write_text("[Match]\nName=can0\n\n[CAN]\nBitRat=500K\nBitRate=fast\n")
+    said = _networkd_says([bad], tmp_path)
+    assert len(said) == 2, said
+    assert "Unknown key 'BitRat'" in said[0] and "'fast'" in said[1], said
+
+
+def test_the_image_installs_the_can_recipe_it_names() -> None:
+    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
+    assert 'EVBENCH_BUSES ?= "evbench-can"' in image and "${EVBENCH_BUSES}" in image
+    assert (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").exists()

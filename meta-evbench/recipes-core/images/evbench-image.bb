@@ -15,10 +15,14 @@ IMAGE_FEATURES += "ssh-server-openssh"
 
 # The optional codecs (the agent also recommends them).
 EVBENCH_CODECS ?= "python3-cbor2 python3-msgpack python3-ujson"
+# The link suite over CAN: kernel modules, iproute2 and can0 for systemd-networkd
+# (empty: a board whose buses are set up elsewhere).
+EVBENCH_BUSES ?= "evbench-can"
 IMAGE_INSTALL = "packagegroup-core-boot \
                  systemd-serialgetty \
                  evbench-agent \
                  ${EVBENCH_CODECS} \
+                 ${EVBENCH_BUSES} \
                  ${CORE_IMAGE_EXTRA_INSTALL} \
                  "
 
