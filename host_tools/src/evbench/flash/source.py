@@ -62,8 +62,10 @@ def detect_compression(path: Path) -> str:
 
 
 #: The decompressor commands, run as a separate process like bmaptool's TransRead does.
+#: xz -T0: an image xz wrote in blocks (Yocto's XZ_DEFAULTS compress with threads) is
+#: decompressed on every core from xz 5.4 on; one block, or an older xz, runs as plain -dc.
 COMMANDS = {
-    "xz": ("xz", "-dc"),
+    "xz": ("xz", "-dc", "-T0"),
     "gz": ("gzip", "-dc"),
     "bz2": ("bzip2", "-dc"),
     "zstd": ("zstd", "-dc", "--no-progress"),
