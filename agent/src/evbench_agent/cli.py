@@ -17,17 +17,19 @@ user error, 3 a check failed, 4 partial run, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from evbench_agent import __version__, options
 from evbench_agent.command_line import add_command, new_parser, run_program
 from evbench_agent.errors import ExitCode, UserError
 
+# `evbench-agent --help` imports neither typing nor pathlib nor json (about 15 ms of a
+# start-up of ~100): the commands import what they use.
+TYPE_CHECKING = False  # the idiom type checkers know, without importing typing
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from evbench_agent.spec import Spec
 
 PROG = "evbench-agent"
@@ -50,7 +52,15 @@ def _spec_from_args(args: argparse.Namespace) -> Spec:
     return spec_module.from_dict(document)
 
 
+def _run_dir(args: argparse.Namespace) -> Path:
+    from pathlib import Path
+
+    return Path(args.run_dir)
+
+
 def _run(args: argparse.Namespace) -> ExitCode:
+    from pathlib import Path
+
     from evbench_agent import runner  # the measuring machinery, only for a run
     from evbench_agent.progress import REPORTERS
     from evbench_agent.run_ids import new_run_id
@@ -83,7 +93,7 @@ def _signal_lava(directory: Path, criteria: str) -> None:
 
 
 def _lava(args: argparse.Namespace) -> ExitCode:
-    _signal_lava(Path(args.run_dir), args.criteria)
+    _signal_lava(_run_dir(args), args.criteria)
     return ExitCode.OK
 
 
@@ -95,6 +105,8 @@ def _info(args: argparse.Namespace) -> ExitCode:
     info["warnings"] = noise.warnings(session.sysfs_root())  # what makes results noisy here
     found = bus_interfaces.collect(session.sysfs_root())
     if args.json:
+        import json
+
         print(json.dumps(info | {"buses": found}, indent=2))
         return ExitCode.OK
     for warning in info.pop("warnings"):
@@ -130,6 +142,8 @@ def _serve(args: argparse.Namespace) -> ExitCode:
 
 
 def _print_json(document: dict) -> None:
+    import json
+
     print(json.dumps({"event": "status", **document}), flush=True)
 
 
@@ -141,7 +155,7 @@ def _run_argv(args: argparse.Namespace) -> list[str]:
 def _launch(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import detached  # start-up time: it loads the results format
 
-    _print_json(detached.launch(Path(args.run_dir), _run_argv(args)))
+    _print_json(detached.launch(_run_dir(args), _run_argv(args)))
     return ExitCode.OK
 
 
@@ -150,27 +164,27 @@ def _supervise(args: argparse.Namespace) -> ExitCode:
 
     if args.token_on_stdin:  # launch hands the link token over a pipe, not the environment
         detached.receive_token(sys.stdin)
-    return ExitCode(detached.supervise(Path(args.run_dir), _run_argv(args), agent))
+    return ExitCode(detached.supervise(_run_dir(args), _run_argv(args), agent))
 
 
 def _status(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import detached  # start-up time: it loads the results format
 
-    _print_json(detached.status(Path(args.run_dir)))
+    _print_json(detached.status(_run_dir(args)))
     return ExitCode.OK
 
 
 def _follow(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import detached  # start-up time: it loads the results format
 
-    _print_json(detached.follow(Path(args.run_dir), args.offset))
+    _print_json(detached.follow(_run_dir(args), args.offset))
     return ExitCode.OK
 
 
 def _seal(args: argparse.Namespace) -> ExitCode:
     from evbench_agent import detached  # start-up time: it loads the results format
 
-    run_dir = Path(args.run_dir)
+    run_dir = _run_dir(args)
     current = detached.status(run_dir)
     if current["state"] == "stopped":
         detached.seal(run_dir, current["reason"])

@@ -25,21 +25,27 @@ nothing heavy.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing itself is what start-up avoids (the idiom type checkers know)
+if TYPE_CHECKING:
+    from typing import Any
+
+# A plain namedtuple: a dataclass (dataclasses) or typing.NamedTuple (typing) would add
+# 5 to 10 ms to every `evbench-agent --help`, which loads this table.
+_FIELDS = ("flag", "spec_key", "help", "type", "metavar", "choices", "switch_value")
 
 
-class RunOption(NamedTuple):  # not a dataclass: that import alone costs start-up time
-    """One option of a run: how it is spelled, parsed, explained and stored in the spec."""
+class RunOption(namedtuple("RunOption", _FIELDS, defaults=(str, None, None, True))):
+    """One option of a run: how it is spelled, parsed, explained and stored in the spec.
 
-    flag: str
-    spec_key: str
-    help: str
-    type: Callable[[str], Any] | None = str
-    metavar: str | None = None
-    choices: tuple[str, ...] | None = None
-    #: What a switch (type None) puts under its spec key when given.
-    switch_value: Any = True
+    flag (str), spec_key (str), help (str); type, the parser of its value
+    (Callable[[str], Any], default str; None: a switch); metavar (str | None);
+    choices (tuple[str, ...] | None); switch_value, what a switch puts under its
+    spec key when given (default True).
+    """
+
+    __slots__ = ()
 
     @property
     def dest(self) -> str:
