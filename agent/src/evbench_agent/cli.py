@@ -24,9 +24,9 @@ from evbench_agent import __version__, options
 from evbench_agent.command_line import add_command, new_parser, run_program
 from evbench_agent.errors import ExitCode, UserError
 
-# `evbench-agent --help` imports neither typing nor pathlib nor json (about 15 ms of a
-# start-up of ~100): the commands import what they use.
-TYPE_CHECKING = False  # the idiom type checkers know, without importing typing
+# `evbench-agent --help` imports neither typing nor pathlib nor json (together some 25 ms
+# of a start-up of about 100 on the lab PC): the commands import what they use.
+TYPE_CHECKING = False  # False at run time; what it guards is for readers and type checkers
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 from collections import namedtuple
 
-TYPE_CHECKING = False  # typing itself is what start-up avoids (the idiom type checkers know)
+TYPE_CHECKING = False  # typing itself is what start-up avoids; the guarded import is for checkers
 if TYPE_CHECKING:
     from typing import Any
 
