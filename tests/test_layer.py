@@ -9,6 +9,8 @@
 - oelint-adv (release scarthgap) reports nothing.
 - The systemd unit passes `systemd-analyze verify` in a staged root whose
   /usr/bin/evbench-agent is the agent installed in this venv.
+- The evbench-can recipe's can0 file loads in the real systemd-networkd (run in
+  a network and mount namespace of its own) without a word from it.
 
 The real bitbake parse needs the layers' sources; the README says how to run it.
 """
@@ -503,15 +505,16 @@ NETWORKD = Path("/lib/systemd/systemd-networkd")
 def _networkd_says(network_files: list[Path], tmp_path: Path) -> list[str]:
     """What the real systemd-networkd says of `network_files` while it loads them: it
     runs for a few seconds in a network and mount namespace of its own (only a
-    loopback, a tmpfs on /run/systemd holding the files), so the host is untouched."""
+    loopback, a tmpfs on /run holding the files), so the host is untouched."""
     require(NETWORKD.exists(), f"systemd-networkd ({NETWORKD})")
     unshare = require_command("unshare")
     staged = tmp_path / "network"
     staged.mkdir()
     for path in network_files:
         shutil.copy(path, staged / path.name)
+    # A whole new /run: networkd must not reach this host's system bus, if any.
     script = (
-        "mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/network"
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/network"
         f" && cp {staged}/*.network /run/systemd/network/"
         f" && exec timeout 3 {NETWORKD}"
     )

@@ -305,9 +305,7 @@ def test_the_layers_networkd_file_brings_can0_up(board: BoardSession) -> None:
     assert len(lines) - len(classic) == 2, lines
     board.ssh("ip link set can0 down; ip link set can0 type can bitrate 125000 restart-ms 0")
     assert _can0(board)["linkinfo"]["info_data"]["bittiming"]["bitrate"] == 125_000
-    board.upload(
-        ("\n".join(classic) + "\n").encode(), "/run/systemd/network/80-evbench-can0.network"
-    )
+    board.upload(("\n".join(classic) + "\n").encode(), RUNTIME_NETWORK)
     try:
         _restart_networkd(board)
         info: dict = {}
