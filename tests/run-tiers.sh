@@ -28,7 +28,7 @@ tier() {
 
 tier fast 600 "not integration and not compat and not e2e and not slow" "$@"
 tier integration 1500 "(integration or compat or slow) and not e2e" "$@"
-echo "=== tier e2e: budget 40 min (board build 15, tests 25)"
+echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
 start=$SECONDS
 tests/board/run-e2e.sh "$@" || failed+=(e2e)
 echo "=== tier e2e: $((SECONDS - start))s"
