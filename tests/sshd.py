@@ -133,7 +133,11 @@ class Sshd:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            # The listener is held first: between dropping the connections and its exit it
+            # would still accept one, whose sshd outlives it (a client that reconnects at
+            # once, as evbench does, got through and the board never went silent).
+            self.process.send_signal(signal.SIGSTOP)
             self.drop_connections()
-            self.process.terminate()
+            self.process.kill()
             self.process.wait(timeout=10)
         self.process = None
