@@ -8,6 +8,7 @@ instead of failing half-way through a run.
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from evbench.history.store import Store
@@ -16,6 +17,27 @@ from evbench_agent.errors import FormatError, UserError
 
 #: How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0
+
+
+def _use_wal(connection: sqlite3.Connection, url: StoreURL) -> None:
+    """Switch to WAL, waiting for other processes: the switch needs the database to
+    itself, and SQLite answers "database is locked" at once, without the busy timeout,
+    while another process holds it (two runs adding to a new store at the same time)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            if time.monotonic() > deadline:
+                raise UserError(
+                    f"the history store {url.path} stayed locked by another process for "
+                    f"{BUSY_TIMEOUT_S:.0f} s",
+                    hint="another evbench may be stuck writing to it",
+                ) from error
+            time.sleep(0.05)
 
 
 class SqliteStore(Store):
@@ -35,7 +57,7 @@ class SqliteStore(Store):
             connection = sqlite3.connect(
                 str(url.path), timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
-            connection.execute("PRAGMA journal_mode=WAL")
+            _use_wal(connection, url)
             connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as error:
             raise FormatError(
