@@ -32,6 +32,7 @@ def _use_wal(connection: sqlite3.Connection, url: StoreURL) -> None:
             if "locked" not in str(error):
                 raise
             if time.monotonic() > deadline:
+                connection.close()
                 raise UserError(
                     f"the history store {url.path} stayed locked by another process for "
                     f"{BUSY_TIMEOUT_S:.0f} s",
