@@ -49,8 +49,15 @@ class Watch:
         self.leaked: dict[int, str] = {}
 
     def look(self, roots: list[int]) -> None:
+        starters = {_read(f"/proc/{root}/cmdline") for root in roots}
         for pid in [child for root in roots for child in descendants(root)]:
-            command = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode()
+            raw = _read(f"/proc/{pid}/cmdline")
+            if raw in starters:
+                # Forked, not yet exec'd: the kernel still shows the parent's original
+                # block (its own /proc environ, which withholding cannot change); what the
+                # child is started with shows once it execs, and is looked at then.
+                continue
+            command = raw.replace(b"\0", b" ").decode()
             environ = _read(f"/proc/{pid}/environ")
             if command:
                 self.seen[pid] = command
