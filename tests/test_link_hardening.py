@@ -91,6 +91,7 @@ def live():
         log=logged.append,
         handshake_deadline_s=DEADLINE_S,
         idle_timeout_s=1.5,
+        idle_budget_s=DEADLINE_S,
     )
     thread = threading.Thread(target=responder.serve_forever, daemon=True)
     thread.start()
@@ -270,3 +271,67 @@ def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
             process.kill()
             process.wait()
     assert "WARNING: anyone who can reach" in stderr and "EVBENCH_LINK_TOKEN" in stderr
+
+
+def test_a_first_frame_shorter_than_kind_and_sequence_is_refused_at_once(served):
+    # a length prefix of 3: below the 9 bytes every frame has (docs/link.md, wire format)
+    with socket.create_connection(served.address, timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(struct.pack("<I", 3) + b"\x00\x00\x00")
+        answer = _answer(sock)
+        elapsed = time.monotonic() - started
+    assert answer["ok"] is False and "at least 9" in answer["error"], answer
+    assert elapsed < 2.0  # not the 5 s handshake deadline
+
+
+def test_a_huge_version_is_quoted_cut_short_in_the_refusal(served):
+    version = int("7" * 3900)  # the HELLO stays under its 4096-byte cap
+    with socket.create_connection(served.address, timeout=5) as sock:
+        sock.sendall(_hello_bytes(version=version))
+        answer = _answer(sock)
+    assert answer["ok"] is False and "version" in answer["error"]
+    assert "7" * 100 not in answer["error"] and len(answer["error"]) < 300, answer
+
+
+def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(live):
+    responder, logged = live
+    slow = [socket.create_connection(responder.address) for _ in range(4)]
+    try:
+        for sock in slow:
+            sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
+        for sock in slow:
+            assert _closed(sock, 6 * DEADLINE_S)
+    finally:
+        for sock in slow:
+            sock.close()
+    lines = [line for line in logged if "handshake" in line]
+    assert len(lines) == 1, logged  # once per peer per minute, not once per connection
+    assert lines[0].startswith("127.0.0.1:") and f"within {DEADLINE_S:g} s" in lines[0]
+
+
+def _from(source: str, address: tuple[str, int]) -> socket.socket:
+    return socket.create_connection(address, timeout=5, source_address=(source, 0))
+
+
+def test_one_peer_cannot_take_the_pending_places_of_another():
+    # 2 slots: 16 pending places, 4 per peer address; loopback has 127.0.0.0/8 to share out
+    responder = Responder(port=0, max_connections=2, log=lambda _line: None)
+    thread = threading.Thread(target=responder.serve_forever, daemon=True)
+    thread.start()
+    quiet = [_from("127.0.0.3", responder.address) for _ in range(3)]
+    crowd = [_from("127.0.0.2", responder.address) for _ in range(10)]
+    try:
+        time.sleep(0.3)  # the accepting thread has taken them all in
+        closed = [_closed(sock, 0.1) for sock in crowd]
+        # each new connection over its share closed that peer's oldest: the first 6 went
+        assert closed == [True] * 6 + [False] * 4
+        assert not any(_closed(sock, 0.1) for sock in quiet)
+        # and a real client from the crowded address is still served at once
+        link = messages.bind("json", "seed")
+        with client.Connection(responder.address, link, "ack") as fresh:
+            assert fresh.accepted["ok"] is True
+    finally:
+        for sock in quiet + crowd:
+            sock.close()
+        responder.close()
+        thread.join(5)

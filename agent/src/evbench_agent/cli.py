@@ -66,6 +66,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from evbench_agent.run_ids import new_run_id
 
     spec = _spec_from_args(args)
+    from evbench_agent import host_watch
+
+    host_watch.start("run")
     run_id = args.run_id or new_run_id()
     out = Path(args.out) if args.out else Path("results") / run_id
     progress = REPORTERS[args.progress]()
@@ -121,8 +124,10 @@ def _info(args: argparse.Namespace) -> ExitCode:
 
 
 def _worker(_args: argparse.Namespace) -> ExitCode:
+    from evbench_agent import host_watch
     from evbench_agent.workers import serve_task
 
+    host_watch.start("worker")
     serve_task(sys.stdin, sys.stdout)
     return ExitCode.OK
 
@@ -132,6 +137,9 @@ def _serve(args: argparse.Namespace) -> ExitCode:
 
     if not 0 <= args.port < 65536 or args.max_frame < 64 or args.max_connections < 1:
         raise UserError("--port must be 0-65535, --max-frame >= 64, --max-connections >= 1")
+    from evbench_agent import host_watch
+
+    host_watch.start("responder")
     if args.transport:  # a bus (UART, ISO-TP): one peer, no TCP
         from evbench_agent.link.bus_responder import serve_transport
 

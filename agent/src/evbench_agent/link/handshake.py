@@ -36,6 +36,11 @@ BUSY = "busy"
 TOKEN_ENV = private_environment.LINK_TOKEN
 #: The longest testing reply delay a HELLO may ask for (1 s).
 MAX_REPLY_DELAY_NS = 1_000_000_000
+#: A value from the peer is quoted in an answer or a log line up to this many characters:
+#: a 4000-digit `version` must not be echoed whole.
+MAX_QUOTED = 40
+#: The longest codec, profile, message or mode name a HELLO may carry.
+MAX_NAME = 200
 
 
 class HandshakeError(UserError):
@@ -81,18 +86,39 @@ def _body(frame: framing.Frame, who: str) -> dict[str, Any]:
     return document
 
 
+def quoted(value: Any) -> str:
+    """repr(value), cut to MAX_QUOTED characters: what a peer sent, fit for an answer or a log."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<an integer of {value.bit_length()} bits>"  # repr() of a huge int is slow
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED else f"{text[: MAX_QUOTED - 3]}..."
+
+
+def check_first_length(reader: framing.FrameReader, who: str) -> None:
+    """Refuse a first frame whose length prefix (once its 4 bytes are in) cannot be a HELLO:
+    below the 9 bytes of kind and sequence, or above MAX_HELLO, before any body is awaited."""
+    length, cap = reader.first_length(), framing.HEADER.size + MAX_HELLO
+    if length is None:
+        return
+    if length < framing.HEADER.size:
+        raise HandshakeError(
+            f"{who} sent a first frame of {length} bytes; a frame has at least "
+            f"{framing.HEADER.size} (kind and sequence)"
+        )
+    if length > cap:
+        raise HandshakeError(
+            f"{who} sent a first frame of {length} bytes; a HELLO has at most {cap}"
+        )
+
+
 def _first_frame(reader: framing.FrameReader, timeout_s: float, who: str) -> framing.Frame:
     """The first frame, within `timeout_s` in all (a deadline, however the bytes trickle);
     frames after it stay in the reader for the conversation."""
-    sock, cap = reader.sock, framing.HEADER.size + MAX_HELLO
+    sock = reader.sock
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            length = reader.first_length()
-            if length is not None and length > cap:
-                raise HandshakeError(
-                    f"{who} sent a first frame of {length} bytes; a HELLO has at most {cap}"
-                )
+            check_first_length(reader, who)
             frames = reader.frames()
             if frames:
                 reader.unread(frames[1:])
@@ -139,14 +165,20 @@ def parse_hello(frame: framing.Frame, token: str | None = None) -> Hello:
     document = _body(frame, "the client")
     if document.get("protocol") != PROTOCOL or document.get("version") != VERSION:
         raise HandshakeError(
-            f"protocol {document.get('protocol')!r} version {document.get('version')!r}; "
-            f"this responder speaks {PROTOCOL!r} version {VERSION}"
+            f"protocol {quoted(document.get('protocol'))} version "
+            f"{quoted(document.get('version'))}; this responder speaks {PROTOCOL!r} "
+            f"version {VERSION}"
         )
     fields = ("codec", "profile", "message", "mode")
     if not all(isinstance(document.get(key), str) for key in fields):
         raise HandshakeError(f"a HELLO needs the strings {', '.join(fields)}")
+    for key in fields:
+        if len(document[key]) > MAX_NAME:
+            raise HandshakeError(
+                f"the HELLO's {key} {quoted(document[key])} is over {MAX_NAME} characters"
+            )
     if document["mode"] not in MODES:
-        raise HandshakeError(f"unknown mode {document['mode']!r} (known: {', '.join(MODES)})")
+        raise HandshakeError(f"unknown mode {quoted(document['mode'])} (known: {', '.join(MODES)})")
     if token is not None:
         offered = document.get("token")
         if not isinstance(offered, str) or not digests.compare_digest(

@@ -1,16 +1,23 @@
 """The responder: `evbench-agent serve`. Answers framed messages, echo or ack.
 
-One thread per connection (bounded by a connection limit), so each
-connection's CPU time is its thread's CPU clock, which the client reads with
-a STATS frame at the end of a phase. It binds to loopback unless told
-otherwise. SIGTERM (or Ctrl-C) stops it cleanly: the listening socket closes,
-every connection is shut down, the threads are joined.
+Connections in their handshake cost no thread: the accepting thread reads every
+pending HELLO itself, through one selector, each within the handshake deadline.
+A client whose HELLO is complete and valid (its token too, when one is set)
+takes a connection slot and a thread of its own, so each connection's CPU time
+is its thread's CPU clock, which the client reads with a STATS frame at the end
+of a phase. Pending handshakes are capped apart from the slots, in all and per
+peer address; when the cap is reached the oldest pending connection (of the
+peer holding the most) is closed for the new one: slow clients crowd out each
+other, never a client that sends its HELLO at once. It binds to loopback unless
+told otherwise. SIGTERM (or Ctrl-C) stops it cleanly: the listening socket
+closes, every connection is shut down, the threads are joined.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import selectors
 import signal
 import socket
 import sys
@@ -31,12 +38,17 @@ DEFAULT_MAX_CONNECTIONS = 16
 HANDSHAKE_DEADLINE_S = 5.0
 #: A client whose last whole frame is older than this is gone; its thread is freed.
 IDLE_TIMEOUT_S = 120.0
+#: A client that has sent no MESSAGE for this long (STATS frames do not count) gives up
+#: its slot to a new client that needs one: a slot is for measuring traffic.
+IDLE_BUDGET_S = 5.0
 #: A client that stops reading replies for this long is dropped.
 SEND_TIMEOUT_S = 10.0
-#: Connections still in their handshake, per connection slot: a client that stalls
-#: there holds one for at most HANDSHAKE_DEADLINE_S, and attackers up to this many
-#: times --max-connections leave room for real clients.
-PENDING_PER_SLOT = 4
+#: Connections in their handshake, per connection slot (counted apart from the slots).
+PENDING_PER_SLOT = 8
+#: Of those, one peer address may hold at most this share (1 / PEER_SHARE).
+PEER_SHARE = 4
+#: A peer's drops are logged at most once per this many seconds (with a count of the rest).
+DROP_LOG_INTERVAL_S = 60.0
 TOKEN_ENV = handshake.TOKEN_ENV
 
 Log = Callable[[str], None]
@@ -51,26 +63,67 @@ class _Stop(Exception):
 
 
 class _Client:
-    """One connection's state, shared with the accepting thread for slot decisions."""
+    """One served connection's state, shared with the accepting thread for slot decisions."""
 
-    __slots__ = ("evicted", "last_frame", "served", "sock")
+    __slots__ = ("evicted", "last_message", "name", "served", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, name: str) -> None:
         self.sock = sock
+        self.name = name
         self.served = False  # holds one of the max_connections slots
         self.evicted = False  # its slot went to a newer client
-        #: time.monotonic() of the last whole frame (or of the accept)
-        self.last_frame = time.monotonic()
+        #: time.monotonic() of the last MESSAGE frame (or of taking the slot)
+        self.last_message = time.monotonic()
+
+
+class _Pending:
+    """A connection in its handshake: the accepting thread reads its HELLO."""
+
+    __slots__ = ("deadline", "peer", "reader", "sock")
+
+    def __init__(self, sock: socket.socket, peer: tuple, max_frame: int, deadline: float) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.reader = framing.FrameReader(sock, max_frame)
+        self.deadline = deadline
+
+
+class DropLog:
+    """Says who was dropped and why, at most once per peer address per interval; the
+    drops it held back are counted in the peer's next line."""
+
+    def __init__(self, log: Log, interval_s: float = DROP_LOG_INTERVAL_S) -> None:
+        self.log = log
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._last: dict[str, tuple[float, int]] = {}  # host -> (logged at, held back since)
+
+    def dropped(self, host: str, line: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            logged_at, held = self._last.get(host, (-self.interval_s, 0))
+            if now - logged_at < self.interval_s:
+                self._last[host] = (logged_at, held + 1)
+                return
+            self._last[host] = (now, 0)
+            if len(self._last) > 4096:  # forget peers quiet for an interval
+                self._last = {
+                    key: value
+                    for key, value in self._last.items()
+                    if now - value[0] < self.interval_s
+                }
+        if held:
+            line += f" (and {held} more from {host} in the last {self.interval_s:g} s)"
+        self.log(line)
 
 
 class Responder:
-    """A listening socket and its connection threads.
+    """A listening socket, its pending handshakes and its connection threads.
 
     Slots: at most `max_connections` clients past their handshake. When all are
     taken, a new client that completes its handshake takes the slot of one that
-    has sent no whole frame for `handshake_deadline_s` (a stalled client cannot
-    hold a slot longer than a handshake may take); otherwise it is refused with
-    a message that says other clients hold the slots.
+    has sent no MESSAGE for `idle_budget_s`; otherwise it is refused with a
+    message that says other clients hold the slots.
     """
 
     def __init__(
@@ -83,54 +136,72 @@ class Responder:
         token: str | None = None,
         handshake_deadline_s: float = HANDSHAKE_DEADLINE_S,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        idle_budget_s: float = IDLE_BUDGET_S,
     ) -> None:
+        self.max_pending = PENDING_PER_SLOT * max_connections
+        self.max_pending_per_peer = max(1, self.max_pending // PEER_SHARE)
         try:
             family = socket.AF_INET6 if ":" in bind else socket.AF_INET
             self.listener = socket.create_server(
-                (bind, port), family=family, backlog=max_connections
+                (bind, port), family=family, backlog=self.max_pending
             )
         except OSError as error:
             raise UserError(
                 f"cannot listen on {bind}:{port}: {error.strerror}",
                 hint="choose another --port (0 picks a free one) or --bind address",
             ) from error
+        self.listener.setblocking(False)
         self.address: tuple[str, int] = self.listener.getsockname()[:2]
         self.max_frame = max_frame
         self.max_connections = max_connections
         self.log = log
+        self.drops = DropLog(log)
         self.token = token
         self.handshake_deadline_s = handshake_deadline_s
         self.idle_timeout_s = idle_timeout_s
+        self.idle_budget_s = idle_budget_s
         self._lock = threading.Lock()
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._clients: dict[socket.socket, _Client] = {}
+        #: Handshakes in progress, oldest first (dicts keep insertion order); only the
+        #: accepting thread touches them.
+        self._pending: dict[socket.socket, _Pending] = {}
+        self._pending_by_peer: dict[str, int] = {}
         self._served = 0
         self._closed = False
+        self._wake_r, self._wake_w = socket.socketpair()
 
     def serve_forever(self) -> None:
-        """Accept until close() (or SIGTERM in the main thread)."""
-        limit = (1 + PENDING_PER_SLOT) * self.max_connections
-        while not self._closed:
+        """Accept and read handshakes until close() (or SIGTERM in the main thread)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.listener, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            self._selector = selector
             try:
-                sock, peer = self.listener.accept()
-            except OSError:
-                if self._closed:
-                    return
-                raise
-            with self._lock:
-                if len(self._connections) >= limit:
-                    sock.close()  # a flood: refuse without spending a thread
-                    continue
-                state = _Client(sock)
-                thread = threading.Thread(target=self._connection, args=(state, peer), daemon=True)
-                self._connections[sock] = thread
-                self._clients[sock] = state
-            thread.start()
+                while not self._closed:
+                    timeout = self._expire_pending()
+                    for key, _events in selector.select(timeout):
+                        if self._closed:
+                            return
+                        if key.fileobj is self.listener:
+                            self._accept_all()
+                        elif key.fileobj is not self._wake_r:
+                            pending = self._pending.get(key.fileobj)  # type: ignore[arg-type]
+                            if pending is not None:
+                                self._advance(pending)
+            finally:
+                for pending in list(self._pending.values()):
+                    self._forget(pending)
+                    pending.sock.close()
+                self._wake_r.close()
+                self._wake_w.close()
 
     def close(self) -> None:
         """Stop accepting, shut every connection down, wait for the threads."""
         self._closed = True
-        with contextlib.suppress(OSError):  # wakes an accept() blocked in another thread
+        with contextlib.suppress(OSError):  # wakes the selector of the accepting thread
+            self._wake_w.send(b"x")
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         with self._lock:
@@ -142,46 +213,161 @@ class Responder:
             thread.join(timeout=5.0)
 
     def counts(self) -> dict[str, int]:
-        """Threads of connections, and slots held by served clients (for tests and soak)."""
+        """Threads of connections, slots held by served clients, and handshakes in
+        progress (for tests and soak)."""
         with self._lock:
-            return {"connections": len(self._connections), "served": self._served}
+            return {
+                "connections": len(self._connections),
+                "served": self._served,
+                "pending": len(self._pending),
+            }
+
+    # The handshake stage: only the accepting thread runs these.
+    def _accept_all(self) -> None:
+        for _ in range(self.max_pending):  # then look at the pending ones again
+            try:
+                sock, peer = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:  # out of descriptors, a connection reset in the queue
+                if self._closed:
+                    return
+                self.drops.dropped("accept", f"cannot accept a connection: {error}")
+                return
+            sock.setblocking(False)
+            self._make_room(peer[0])
+            pending = _Pending(
+                sock, peer, self.max_frame, time.monotonic() + self.handshake_deadline_s
+            )
+            self._pending[sock] = pending
+            self._pending_by_peer[peer[0]] = self._pending_by_peer.get(peer[0], 0) + 1
+            self._selector.register(sock, selectors.EVENT_READ)
+            self._advance(pending)  # a real client's HELLO is usually here already
+
+    def _make_room(self, host: str) -> None:
+        """Close the oldest pending connection of `host` when it holds its share, or of
+        the peer holding the most when all pending places are taken."""
+        if self._pending_by_peer.get(host, 0) >= self.max_pending_per_peer:
+            crowded = host
+        elif len(self._pending) >= self.max_pending:
+            crowded = max(self._pending_by_peer, key=self._pending_by_peer.__getitem__)
+        else:
+            return
+        oldest = next(p for p in self._pending.values() if p.peer[0] == crowded)
+        self._drop_pending(
+            oldest,
+            f"still in its handshake when the pending connections were full "
+            f"({self.max_pending}, {self.max_pending_per_peer} per peer)",
+        )
+
+    def _expire_pending(self) -> float:
+        """Drop pending connections past their deadline; how long until the next one is due."""
+        now = time.monotonic()
+        for pending in list(self._pending.values()):  # oldest first: deadlines in order
+            if pending.deadline > now:
+                return min(pending.deadline - now, 1.0)
+            self._drop_pending(
+                pending,
+                f"did not complete the handshake within {self.handshake_deadline_s:g} s",
+            )
+        return 1.0
+
+    def _forget(self, pending: _Pending) -> None:
+        del self._pending[pending.sock]
+        host = pending.peer[0]
+        left = self._pending_by_peer[host] - 1
+        if left:
+            self._pending_by_peer[host] = left
+        else:
+            del self._pending_by_peer[host]
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(pending.sock)
+
+    def _drop_pending(
+        self, pending: _Pending, why: str, answer: str | None = None, reason: str | None = None
+    ) -> None:
+        self._forget(pending)
+        if answer is not None:  # a few hundred bytes to a fresh socket: its buffer takes them
+            with contextlib.suppress(EvbenchError, OSError):
+                handshake.answer(pending.sock, error=answer, reason=reason)
+        pending.sock.close()
+        self.drops.dropped(pending.peer[0], f"{_name(pending.peer)}: dropped: {why}")
+
+    def _advance(self, pending: _Pending) -> None:
+        """Read what arrived; once the HELLO is whole, serve it, refuse it or wait on."""
+        reader = pending.reader
+        try:
+            with contextlib.suppress(BlockingIOError, InterruptedError):
+                reader.fill()
+            handshake.check_first_length(reader, "the client")
+            frames = reader.frames()
+            if not frames:
+                return
+            reader.unread(frames[1:])
+            hello = handshake.parse_hello(frames[0], self.token)
+        except framing.PeerClosed:
+            self._forget(pending)
+            pending.sock.close()
+            return
+        except (EvbenchError, OSError) as error:
+            self._drop_pending(pending, str(error), answer=str(error))
+            return
+        state = _Client(pending.sock, _name(pending.peer))
+        if not self._claim_slot(state):
+            error = (
+                f"the connection limit ({self.max_connections}) is reached: other clients "
+                "hold every slot"
+            )
+            self._drop_pending(pending, error, answer=error, reason=handshake.BUSY)
+            return
+        self._forget(pending)
+        thread = threading.Thread(target=self._connection, args=(state, reader, hello), daemon=True)
+        with self._lock:
+            self._connections[state.sock] = thread
+            self._clients[state.sock] = state
+        thread.start()
 
     def _claim_slot(self, state: _Client) -> bool:
-        """A slot for a client whose handshake passed: free, or a stalled client's."""
+        """A slot for a client whose handshake passed: free, or an idle client's."""
         with self._lock:
             if self._served < self.max_connections:
                 self._served += 1
                 state.served = True
                 return True
-            stalled_before = time.monotonic() - self.handshake_deadline_s
-            stalled = [
+            idle_before = time.monotonic() - self.idle_budget_s
+            idle = [
                 other
                 for other in self._clients.values()
-                if other.served and not other.evicted and other.last_frame < stalled_before
+                if other.served and not other.evicted and other.last_message < idle_before
             ]
-            if not stalled:
+            if not idle:
                 return False
-            victim = min(stalled, key=lambda other: other.last_frame)
+            victim = min(idle, key=lambda other: other.last_message)
             victim.evicted = True  # its slot passes to `state`; its thread must not free it
             state.served = True
-        self.log("a client silent for longer than the handshake deadline gave up its slot")
+        self.drops.dropped(
+            victim.name.rsplit(":", 1)[0],
+            f"{victim.name}: gave up its slot to a new client: no message for "
+            f"{self.idle_budget_s:g} s (the idle budget)",
+        )
         with contextlib.suppress(OSError):
             victim.sock.shutdown(socket.SHUT_RDWR)
         return True
 
-    def _connection(self, state: _Client, peer: tuple) -> None:
+    # A served connection: its own thread runs these.
+    def _connection(self, state: _Client, reader: framing.FrameReader, hello: Any) -> None:
         sock = state.sock
-        name = f"{peer[0]}:{peer[1]}"
-        reader = framing.FrameReader(sock, self.max_frame)
         try:
+            sock.setblocking(True)
             framing.configure(sock, SEND_TIMEOUT_S)
-            self._converse(state, reader)
+            self._converse(state, reader, hello)
         except framing.PeerClosed:
             pass  # the client finished
         except (EvbenchError, OSError) as error:
-            self.log(f"{name}: connection dropped: {error}")
+            if not state.evicted:  # an evicted client's drop is logged already
+                self._dropped(state, f"connection dropped: {error}")
         except Exception as error:  # a bug must not pass silently, nor kill the responder
-            self.log(f"{name}: connection dropped by an internal error: {error!r}")
+            self._dropped(state, f"connection dropped by an internal error: {error!r}")
         finally:
             sock.close()
             with self._lock:
@@ -190,32 +376,24 @@ class Responder:
                 if state.served and not state.evicted:
                     self._served -= 1
 
-    def _converse(self, state: _Client, reader: framing.FrameReader) -> None:
+    def _dropped(self, state: _Client, why: str) -> None:
+        self.drops.dropped(state.name.rsplit(":", 1)[0], f"{state.name}: {why}")
+
+    def _converse(self, state: _Client, reader: framing.FrameReader, hello: Any) -> None:
         sock = state.sock
         try:
-            hello = handshake.receive(reader, self.handshake_deadline_s, self.token)
             link = messages.bind(hello.codec, hello.profile)
             if messages.message_name(link.profile) != hello.message:
                 raise handshake.HandshakeError(
                     f"profile {hello.profile!r} carries {messages.message_name(link.profile)}, "
                     f"not {hello.message}"
                 )
-        except framing.PeerClosed:
-            raise
         except EvbenchError as error:
             # a client that is gone gets no answer: the log line is what remains
             with contextlib.suppress(EvbenchError, OSError):
                 handshake.answer(sock, error=str(error))
             raise
-        if not self._claim_slot(state):
-            error = (
-                f"the connection limit ({self.max_connections}) is reached: other clients "
-                "hold every slot"
-            )
-            with contextlib.suppress(EvbenchError, OSError):
-                handshake.answer(sock, error=error, reason=handshake.BUSY)
-            raise UserError(error)
-        state.last_frame = time.monotonic()
+        state.last_message = time.monotonic()
         handshake.answer(sock, max_frame=self.max_frame, responder=f"evbench-agent {__version__}")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, framing.timeval(self.idle_timeout_s))
         self._answer_messages(state, reader, hello.mode == "echo", link, hello.reply_delay_ns)
@@ -232,6 +410,7 @@ class Responder:
         cpu_start, answered = timing.thread_cpu_ns(), 0
         decode, encode_ack = link.decode, link.encode_ack
         pack, pack_reply, send, now_ns = framing.pack, framing.pack_reply, framing.send, clock_ns
+        last_frame = time.monotonic()
         while True:
             try:
                 frames = reader.receive()
@@ -240,12 +419,13 @@ class Responder:
             receive_ns = reader.received_ns
             if not frames:
                 # bytes, but no whole frame: a client that dribbles a frame is idle too
-                if time.monotonic() - state.last_frame > idle:
+                if time.monotonic() - last_frame > idle:
                     raise framing.FrameError(f"no whole frame for {idle:g} s")
                 continue
-            state.last_frame = time.monotonic()
+            last_frame = time.monotonic()
             for frame in frames:
                 if frame.kind == framing.MESSAGE:
+                    state.last_message = last_frame  # only measuring traffic keeps a slot
                     if echo:
                         body = frame.body
                     else:
@@ -263,6 +443,10 @@ class Responder:
                     )
                 else:
                     raise framing.FrameError(f"unexpected frame kind {frame.kind} from a client")
+
+
+def _name(peer: tuple) -> str:
+    return f"{peer[0]}:{peer[1]}"
 
 
 def _hold_until(until_ns: int) -> None:

@@ -1,0 +1,118 @@
+"""The agent stops when its host goes away (docs/running.md, "When the host goes away").
+
+Real processes: `evbench run --board local` is SIGKILLed mid-run, and the agent it
+started (reparented to init) and the agent's own link responder must end within the
+documented 0.5 s watch interval plus the time a run takes to stop; the run directory
+is kept, marked interrupted. Without the watch the agent measured on for minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+#: docs/running.md: the agent starts to stop within 0.5 s; stopping a run (the phase cut,
+#: its samples written and summarized) takes a few seconds more on a loaded machine.
+STOP_WITHIN_S = 15.0
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_ended(pids: list[int], within_s: float) -> list[int]:
+    """The pids still running after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if all(_ended(pid) for pid in pids):
+            return []
+        time.sleep(0.1)
+    return [pid for pid in pids if not _ended(pid)]
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.integration
+def test_a_local_run_and_its_responder_stop_when_the_host_is_killed(tmp_path: Path):
+    out = tmp_path / "run"
+    # a link run of 12 phases of 60 s: it would go on for about 12 minutes by itself
+    argv = [sys.executable, "-m", "evbench", "run", "--board", "local", "--suite", "link"]
+    argv += ["--quick", "--duration", "60", "--out", str(out), "--no-history"]
+    host = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    left: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        agent = responder = None
+        while time.monotonic() < deadline and (agent is None or responder is None):
+            for process in _descendants(host.pid):
+                command = " ".join(process.cmdline())
+                if "evbench_agent" in command and " serve" in command:
+                    responder = process.pid
+                elif "evbench_agent" in command and " run" in command:
+                    agent = process.pid
+            time.sleep(0.2)
+        assert agent is not None and responder is not None, "the run never started its link suite"
+        time.sleep(1.0)  # into its first phase
+        host.send_signal(signal.SIGKILL)
+        host.wait(10)
+        left = _wait_ended([agent, responder], STOP_WITHIN_S)
+        assert left == [], f"still running {STOP_WITHIN_S:g} s after the host was killed"
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "interrupted"
+        assert not (out / "complete").exists()
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.integration
+def test_a_responder_stops_when_the_program_that_started_it_is_killed():
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\n"
+            "from evbench_agent.link.service import start_responder\n"
+            "responder = start_responder()\n"
+            "print(responder.pid, flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    pid = None
+    try:
+        pid = int(starter.stdout.readline())
+        assert not _ended(pid)
+        starter.send_signal(signal.SIGKILL)
+        starter.wait(10)
+        # the watch looks every 0.5 s; the responder then closes its port and exits
+        assert _wait_ended([pid], 5.0) == []
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait()
+        starter.stdout.close()
+        if pid is not None and not _ended(pid):
+            os.kill(pid, signal.SIGKILL)

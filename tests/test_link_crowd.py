@@ -1,0 +1,184 @@
+"""The responder against crowds, live on loopback against the real `evbench-agent serve`
+process with its command's defaults (16 slots, a 5 s handshake deadline, docs/link.md):
+
+- a slow-loris crowd of 100 connections (one byte every 8 s, each reconnecting when
+  dropped) while real clients keep coming: at least 95 % of them must be served;
+- 16 slot hogs that complete the handshake and then send only a STATS frame every 4 s:
+  a new real client must be served within the documented idle budget (5 s without a
+  MESSAGE), since STATS frames are not measuring traffic.
+
+Both attacks come from the issue that found them (27 of 72 and 0 of 55 probes served).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from evbench_agent.link import client, framing, handshake, messages
+from evbench_agent.link.service import start_responder
+
+#: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
+DOCUMENTED_IDLE_BUDGET_S = 5.0
+#: docs/link.md: the default --max-connections.
+DOCUMENTED_SLOTS = 16
+
+
+class LorisCrowd:
+    """`size` connections that each send one byte of a HELLO every `every_s` seconds and
+    reconnect at once whenever the responder closes them (one thread, one selector)."""
+
+    def __init__(self, address: tuple[str, int], size: int, every_s: float) -> None:
+        self.address, self.size, self.every_s = address, size, every_s
+        self.stop = threading.Event()
+        self.connects = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LorisCrowd:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+    def _connect(self, selector: selectors.BaseSelector, due: dict) -> None:
+        try:
+            sock = socket.create_connection(self.address, timeout=2)
+        except OSError:
+            return  # the listen queue is full: try again on the next round
+        self.connects += 1
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+        due[sock] = time.monotonic()  # its first byte at once
+
+    def _run(self) -> None:
+        # the 4-byte prefix of a HELLO of 100 bytes: a plausible start, never finished
+        prefix = struct.pack("<I", 109) + b"\x00" * 9
+        due: dict[socket.socket, float] = {}
+        sent: dict[socket.socket, int] = {}
+        with selectors.DefaultSelector() as selector:
+            try:
+                while not self.stop.is_set():
+                    while len(due) < self.size and not self.stop.is_set():
+                        self._connect(selector, due)
+                    for key, _ in selector.select(0.2):
+                        sock = key.fileobj
+                        try:
+                            closed = sock.recv(4096) == b""
+                        except (BlockingIOError, InterruptedError):
+                            closed = False
+                        except OSError:
+                            closed = True
+                        if closed:
+                            selector.unregister(sock)
+                            sock.close()
+                            due.pop(sock, None)
+                            sent.pop(sock, None)
+                    now = time.monotonic()
+                    for sock, when in list(due.items()):
+                        if when <= now:
+                            index = sent.get(sock, 0) % len(prefix)
+                            with contextlib.suppress(OSError):
+                                sock.send(prefix[index : index + 1])
+                            sent[sock] = index + 1
+                            due[sock] = now + self.every_s
+            finally:
+                for sock in due:
+                    sock.close()
+
+
+def _probe(address: tuple[str, int], link: messages.LinkCodec, data: list) -> str | None:
+    """One real client: handshake and 3 messages at 50 Hz; None when served, else why not."""
+    try:
+        with client.Connection(address, link, "ack", timeout_s=5.0) as connection:
+            result = client.run_periodic(connection, data, 50.0, 3, 0, 1.0)
+    except Exception as error:  # the probe's verdict is the point: say what went wrong
+        return f"{type(error).__name__}: {error}"
+    if result.error or result.lost:
+        return f"phase error {result.error!r}, {result.lost} lost"
+    return None
+
+
+@pytest.mark.integration
+def test_real_clients_are_served_through_a_slow_loris_crowd_of_100():
+    link = messages.bind("json", "seed")
+    data = link.sample_data(3, 1)
+    with start_responder() as responder, LorisCrowd(responder.address, 100, 8.0) as crowd:
+        time.sleep(2.0)  # the crowd is in: 100 connections, each in its handshake
+        failures = []
+        started = time.monotonic()
+        probes = 0
+        # 12 s: past two 5 s handshake deadlines, so the crowd has reconnected twice
+        while time.monotonic() - started < 12.0:
+            probes += 1
+            why = _probe(responder.address, link, data)
+            if why is not None:
+                failures.append(why)
+            time.sleep(0.15)
+        assert responder.alive()
+        crowd_connects = crowd.connects
+    # the crowd really was 100 strong and kept coming back after each drop
+    assert crowd_connects >= 200, crowd_connects
+    assert probes >= 40
+    served = probes - len(failures)
+    assert served >= 0.95 * probes, (served, probes, failures[:5])
+
+
+def _hog(address: tuple[str, int], link: messages.LinkCodec, stop: threading.Event) -> None:
+    """Hold a slot with a STATS frame every 4 s (no MESSAGE ever), until dropped or stopped."""
+    try:
+        connection = client.Connection(address, link, "ack")
+    except Exception:  # a slot it never got: the others hold them
+        return
+    with connection:
+        exchange = client.Exchange(connection, [])
+        try:
+            while True:
+                exchange.request_stats()
+                exchange.wait(1_000_000_000)
+                if stop.wait(4.0):
+                    return
+        except (framing.FrameError, OSError):
+            return  # dropped by the responder
+
+
+@pytest.mark.integration
+def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_idle_budget():
+    link = messages.bind("json", "seed")
+    data = link.sample_data(3, 1)
+    stop = threading.Event()
+    with start_responder() as responder:
+        hogs = [
+            threading.Thread(target=_hog, args=(responder.address, link, stop), daemon=True)
+            for _ in range(DOCUMENTED_SLOTS)
+        ]
+        for hog in hogs:
+            hog.start()
+        time.sleep(0.5)  # every hog has its slot
+        try:
+            # while the hogs are fresh, the slots are theirs: the refusal says busy
+            with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
+                client.Connection(responder.address, link, "ack")
+            started = time.monotonic()
+            attempts = []
+            while time.monotonic() - started < DOCUMENTED_IDLE_BUDGET_S + 5.0:
+                why = _probe(responder.address, link, data)
+                attempts.append(why)
+                if why is None:
+                    break
+                time.sleep(0.25)
+            waited = time.monotonic() - started
+        finally:
+            stop.set()
+            for hog in hogs:
+                hog.join(10)
+    assert attempts[-1] is None, attempts[-3:]
+    # served once the hogs had gone a budget without a MESSAGE (+ 2 s for a loaded machine)
+    assert waited <= DOCUMENTED_IDLE_BUDGET_S + 2.0, waited
