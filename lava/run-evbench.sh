@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs evbench-agent under LAVA's test shell with the test definition's
-# parameters (LAVA exports them as variables), prints LAVA signals for every
+# parameters (LAVA writes them into run.sh as unexported variables; the test
+# definition's step before this one exports them), prints LAVA signals for every
 # result, and uploads the run directory when UPLOAD_URL is set. POSIX sh:
 # board images have no bash.
 set -eu
@@ -32,6 +33,8 @@ quick=""
 run_dir="$OUT_DIR/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT_DIR"
 status=0
+# What runs, in the job's log: the parameters as the agent receives them.
+echo "evbench: $agent run --suite $SUITES --profile $PROFILES --codecs $CODECS $quick --lava-criteria $CRITERIA"
 # shellcheck disable=SC2086 # $agent and $quick are words on purpose
 $agent run --suite "$SUITES" --profile "$PROFILES" --codecs "$CODECS" $quick \
     --out "$run_dir" --progress none --lava on --lava-criteria "$CRITERIA" || status=$?

@@ -10,6 +10,17 @@ unpacked by tests/setup_envs.py into tests/cache/lava/root, and prints JSON:
                              deploy and boot strategies take the job's actions
     signals CONSOLE.txt      read a console log as LAVA's test shell does: its signal
                              pattern, handle_testcase, SignalMatch
+    export CONSOLE.txt       the job's test cases as a LAVA server's REST API (v0.2)
+                             returns them, built from the cases `signals` reads
+    test-shell JOB.yaml DIR  lava-dispatcher parses the job, validates it and runs its
+                             overlay actions (git clone of the test definition, the
+                             test shell's run.sh, install.sh and helper scripts), then
+                             unpacks the overlay tarball into DIR, where the job's
+                             lava_test_results_dir is (the device dictionary sets it)
+
+EVBENCH_LAVA_SOURCE=DIR reads LAVA from a source tree instead (a checkout of LAVA's
+own repository, for trying a newer release; its Python dependencies must be in the
+interpreter that runs this file).
 
 One part is faked, and only because it cannot be installed from PyPI: the
 libguestfs Python bindings (`guestfs`), which lava-dispatcher imports at module
@@ -18,15 +29,22 @@ level to build guest images and which strategy selection never calls.
 
 from __future__ import annotations
 
+import decimal
 import json
+import os
 import re
 import sys
+import tarfile
+import time
 import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent / "cache" / "lava" / "root"
 PACKAGES = ROOT / "usr" / "lib" / "python3" / "dist-packages"
 DEVICE_TYPES = ROOT / "usr" / "share" / "lava-server" / "device-types"
+if os.environ.get("EVBENCH_LAVA_SOURCE"):
+    PACKAGES = Path(os.environ["EVBENCH_LAVA_SOURCE"])
+    DEVICE_TYPES = PACKAGES / "etc" / "dispatcher-config" / "device-types"
 sys.path.insert(0, str(PACKAGES))
 sys.modules.setdefault("guestfs", types.ModuleType("guestfs"))  # the one stand-in (above)
 
@@ -55,15 +73,17 @@ def validate(path: str) -> dict:
     return {"valid": True}
 
 
-def render_device(device_type: str) -> dict:
+def render_device(device_type: str, context: dict | None = None, extra: str = "") -> dict:
+    """The device's configuration as lava-server renders it for a job (with its context)."""
     import jinja2
     import yaml
 
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(DEVICE_TYPES)), trim_blocks=True, autoescape=False
     )
-    template = environment.from_string(DEVICE_DICTIONARY.replace("DEVICE_TYPE", device_type))
-    return yaml.safe_load(template.render())
+    dictionary = DEVICE_DICTIONARY.replace("DEVICE_TYPE", device_type) + extra
+    template = environment.from_string(dictionary)
+    return yaml.safe_load(template.render(**(context or {})))
 
 
 def device_type(path: str) -> dict:
@@ -97,6 +117,8 @@ def signals(path: str) -> dict:
     pattern = re.compile(r"<LAVA_SIGNAL_(\S+) ([^>]+)>")
     cases, errors, test_set = [], [], None
     for match in pattern.finditer(Path(path).read_text()):
+        if match.group(1) in ("STARTRUN", "ENDRUN"):
+            continue  # the runner's own, around the definition
         name, params = match.group(1), match.group(2).split()
         if name == "TESTSET":
             action = params.pop(0)
@@ -114,10 +136,118 @@ def signals(path: str) -> dict:
     return {"cases": cases, "errors": errors}
 
 
+#: lava_results_app.models.TestCase.measurement: DecimalField(max_digits=30, decimal_places=10).
+MEASUREMENT_DIGITS, MEASUREMENT_PLACES = 30, 10
+
+
+def _stored_measurement(value: float) -> str:
+    """A measurement as the server stores it and the REST API prints it.
+
+    The test shell sends float(Decimal(text)) (TestShellAction.signal_test_case);
+    Django's DecimalField makes a Decimal of that float at max_digits and quantizes it
+    to decimal_places; Django REST framework prints it as a string. Django cannot run
+    here (it needs the server's database), so this follows the model's declaration.
+    """
+    context = decimal.Context(prec=MEASUREMENT_DIGITS)
+    number = context.create_decimal_from_float(value)
+    return str(number.quantize(decimal.Decimal(1).scaleb(-MEASUREMENT_PLACES), context=context))
+
+
+def export(path: str) -> dict:
+    """A REST API page of the job's test cases (/api/v0.2/jobs/ID/tests/?limit=...)."""
+    parsed = signals(path)
+    results, set_ids = [], {}
+    for number, case in enumerate(parsed["cases"], start=1):
+        # TestShellAction.signal_test_case's res_data, then map_scanned_results.
+        measurement = None
+        if "measurement" in case:
+            measurement = _stored_measurement(float(decimal.Decimal(case["measurement"])))
+        results.append(
+            {
+                "id": number,
+                "name": case["test_case_id"],
+                "unit": case.get("units", "") if measurement is not None else "",
+                "result": case["result"],
+                "measurement": measurement,
+                "suite": 2,  # the definition's suite (1 is "lava", the job's own cases)
+                # A foreign key: the set's id, not its name.
+                "test_set": None
+                if case["set"] is None
+                else set_ids.setdefault(case["set"], len(set_ids) + 1),
+            }
+        )
+    return {"count": len(results), "next": None, "previous": None, "results": results}
+
+
+def test_shell(path: str, dut: str) -> dict:
+    """lava-dispatcher writes the test shell for the job; DIR then holds it as a board would."""
+    import logging
+
+    import lava_dispatcher.job
+    import yaml
+    from lava_common.log import YAMLLogger
+    from lava_dispatcher.device import NewDevice
+    from lava_dispatcher.parser import JobParser
+
+    job_document = _load(path)
+    dut_dir = Path(dut).resolve()
+    results_dir = dut_dir / "lava-%s"
+    device = NewDevice(
+        render_device(
+            job_document["device_type"],
+            job_document.get("context"),
+            f"{{% set lava_test_results_dir = '{results_dir}' %}}\n",
+        )
+    )
+    # The dispatcher's download directory (a site setting, /var/lib/lava/dispatcher/tmp).
+    lava_dispatcher.job.DISPATCHER_DOWNLOAD_DIR = str(dut_dir.parent / "dispatcher")
+    logging.setLoggerClass(YAMLLogger)
+    logger = logging.getLogger("dispatcher")
+    logging.setLoggerClass(logging.Logger)
+    logger.addHandler(logging.FileHandler(dut_dir.parent / "dispatcher.log"))
+    logger.setLevel(logging.DEBUG)
+    job_id = "4242"
+    job = JobParser().parse(yaml.safe_dump(job_document), device, job_id, logger, None)
+    job.validate()
+    actions = [job.pipeline]
+    qemu: list[str] = []
+    while actions:  # the QEMU command (binary, device options, the job's image_args)
+        for action in actions.pop().actions:
+            if action.name == "execute-qemu":
+                qemu = [*action.base_sub_command, *action.commands]
+            if action.pipeline is not None:
+                actions.append(action.pipeline)
+    overlay = next(
+        action
+        for deploy in job.pipeline.actions
+        if deploy.pipeline is not None
+        for action in deploy.pipeline.actions
+        if action.name == "lava-overlay"
+    )
+    overlay.run(None, time.monotonic() + 120)
+    tarball = overlay.get_namespace_data(action="compress-overlay", label="output", key="file")
+    dut_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(dut_dir, filter="tar")
+    lava_dir = dut_dir / f"lava-{job_id}"
+    return {
+        "runner": str(lava_dir / "bin" / "lava-test-runner"),
+        "stage": str(lava_dir / "0"),
+        "qemu": qemu,
+        "run_sh": sorted(str(p) for p in lava_dir.glob("0/tests/*/run.sh")),
+    }
+
+
 def main() -> None:
-    command, path = sys.argv[1], sys.argv[2]
-    handlers = {"validate": validate, "device-type": device_type, "signals": signals}
-    print(json.dumps(handlers[command](path)))
+    command, *paths = sys.argv[1:]
+    handlers = {
+        "validate": validate,
+        "device-type": device_type,
+        "signals": signals,
+        "export": export,
+        "test-shell": test_shell,
+    }
+    print(json.dumps(handlers[command](*paths)))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ ENVIRONMENTS = {
     # these are its Python dependencies at Debian 12's versions.
     ".venv-lava": [
         "voluptuous==0.13.1",
+        "pytz==2022.7.1",  # lava-dispatcher's job module (the test shell test)
         "jinja2==3.1.2",
         "PyYAML==6.0",
         "pexpect==4.8.0",

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar
 
@@ -33,6 +34,8 @@ CHECKER = ROOT / "tests" / "lava_check.py"
 LAVA_PYTHON = ROOT / ".venv-lava" / "bin" / "python"
 LAVA_ROOT = ROOT / "tests" / "cache" / "lava" / "root"
 CORE_RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
+#: A real run with the link suite (loopback TCP, json and protobuf, quick plan, 2 s phases).
+CODEC_LINK_RUN = ROOT / "tests" / "data" / "runs" / "codec-link-v1"
 RECORDED = ROOT / "tests" / "data" / "lava" / "results-core-v1.yaml"
 BIN = Path(sys.executable).parent
 #: What LAVA accepts in a test case id without surprises (no space, no '=').
@@ -54,11 +57,11 @@ JOB_ARGS = {
 }  # fmt: skip
 
 
-def lava(command: str, path: Path) -> dict:
+def lava(command: str, *paths: Path) -> dict:
     require(LAVA_PYTHON.exists(), ".venv-lava (tests/setup_envs.py)")
     require((LAVA_ROOT / "usr").is_dir(), "LAVA's unpacked Debian packages (tests/setup_envs.py)")
     done = subprocess.run(
-        [str(LAVA_PYTHON), str(CHECKER), command, str(path)],
+        [str(LAVA_PYTHON), str(CHECKER), command, *map(str, paths)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -98,6 +101,38 @@ def test_jobs_pass_lavas_schema_and_the_device_type(
     definition = yaml.safe_load(job.read_text())["actions"][2]["test"]["definitions"][0]
     assert definition["path"] == "lava/evbench.yaml"
     assert (ROOT / definition["path"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("rootfs", "compression"),
+    [("image.rootfs.tar.xz", "xz"), ("image.rootfs.tar.gz", "gz"), ("image.rootfs.tar", None)],
+)
+def test_the_sk_jobs_root_compression_comes_from_its_name(
+    tmp_path: Path, rootfs: str, compression: str | None
+) -> None:
+    out = tmp_path / "job.yaml"
+    evbench(
+        "lava", "job", "--device-type", "k3-am625-sk", "--repository", "https://git.example/e.git",
+        "--kernel", "http://lab.example/Image", "--dtb", "http://lab.example/sk.dtb",
+        "--rootfs", f"http://lab.example/{rootfs}", "--out", str(out),
+    )  # fmt: skip
+    nfs_root = yaml.safe_load(out.read_text())["actions"][0]["deploy"]["nfsrootfs"]
+    assert nfs_root.get("compression") == compression
+    assert lava("validate", out) == {"valid": True}
+    assert lava("device-type", out)["accepted"]
+
+
+@pytest.mark.parametrize("rootfs", ["image.rootfs.ext4", "image.rootfs.tar.zst", "image.wic.xz"])
+def test_the_sk_job_refuses_a_root_it_cannot_boot(tmp_path: Path, rootfs: str) -> None:
+    out = tmp_path / "job.yaml"
+    refused = evbench(
+        "lava", "job", "--device-type", "k3-am625-sk", "--repository", "https://git.example/e.git",
+        "--kernel", "http://lab.example/Image", "--dtb", "http://lab.example/sk.dtb",
+        "--rootfs", f"http://lab.example/{rootfs}", "--out", str(out), check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert rootfs in refused.stderr and "NFS root" in refused.stderr
+    assert not out.exists()
 
 
 def test_a_broken_job_fails_lavas_schema(tmp_path: Path) -> None:
@@ -209,6 +244,74 @@ def test_recorded_lava_results_become_a_run_that_renders(tmp_path: Path) -> None
     assert (out / "report.html").exists()
 
 
+def _stored(value: float) -> Decimal:
+    """A measurement as a LAVA server keeps it: DecimalField(max_digits=30, decimal_places=10)."""
+    return Decimal(repr(value)).quantize(Decimal("1e-10"))
+
+
+def test_a_rest_export_of_a_codec_and_link_run_brings_back_every_record_and_verdict(
+    tmp_path: Path,
+) -> None:
+    # The export is what a LAVA server's REST API returns for the job's test cases, built
+    # from the test cases LAVA's own parser reads off the console.
+    console = tmp_path / "console.log"
+    signalled = subprocess.run(
+        [str(BIN / "evbench-agent"), "lava", str(CODEC_LINK_RUN)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    console.write_text(signalled.stdout)
+    export = lava("export", console)
+    exported = tmp_path / "tests.json"
+    exported.write_text(json.dumps(export))
+    out = tmp_path / "imported"
+    evbench("lava", "results", "77", "--test-cases", str(exported), "--out", str(out))
+
+    original = _records(CODEC_LINK_RUN)
+    assert {r["unit"] for r in original} >= {"s", "bytes", "bytes/s", "messages/s"}
+    imported = _records(out)
+    assert len(imported) == len(original)
+
+    def grouped(records: list[dict], value) -> dict:
+        groups: dict[tuple, list] = {}
+        for r in records:
+            key = (r["suite"], r["profile"], r["codec"], r["metric"], r["unit"])
+            groups.setdefault(key, []).append(value(r))
+        return {key: sorted(values) for key, values in groups.items()}
+
+    # Each record's identity and unit come back, its median as LAVA stores it.
+    assert grouped(imported, lambda r: Decimal(repr(r["median"]))) == grouped(
+        original, lambda r: _stored(r["median"])
+    )
+    note = json.loads((out / "lava.json").read_text())
+    verdict_cases = [c for c in export["results"] if c["name"].startswith("verdict.")]
+    assert len(verdict_cases) == 13  # the run's TESTED rows: 3 codec metrics, 10 link ones
+    assert note["verdicts"] == [
+        {"name": c["name"], "result": c["result"], "measurement": c["measurement"]}
+        for c in verdict_cases
+    ]
+    assert note["complete"] is True
+    report = evbench("report", str(out), check=False)
+    assert report.returncode == 0, report.stderr
+
+
+def test_an_unknown_unit_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    export = {
+        "results": [
+            {"name": "link.seed.json.throughput.abcdef12", "result": "pass",
+             "measurement": "12.5000000000", "unit": "furlongs-per-fortnight", "suite": 2}
+        ]
+    }  # fmt: skip
+    exported = tmp_path / "tests.json"
+    exported.write_text(json.dumps(export))
+    refused = evbench(
+        "lava", "results", "78", "--test-cases", str(exported), "--out", str(tmp_path / "o"),
+        check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "furlongs-per-fortnight" in refused.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_uploaded_run_is_verified_and_renders(tmp_path: Path) -> None:
     archive = tmp_path / "run.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
@@ -263,46 +366,90 @@ class _UploadSink(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _definition_repository(tmp_path: Path) -> Path:
+    """A git repository holding the test definition, as the job's `repository` names it."""
+    repository = tmp_path / "evbench-repository"
+    shutil.copytree(ROOT / "lava", repository / "lava")
+    identity = ["-c", "user.name=evbench tests", "-c", "user.email=tests@evbench.invalid"]
+    for command in (["init", "-q"], ["add", "lava"], [*identity, "commit", "-q", "-m", "lava"]):
+        subprocess.run(["git", *command], cwd=repository, check=True, timeout=60)
+    return repository
+
+
 @pytest.mark.slow
-def test_the_test_definition_runs_the_agent_signals_and_uploads(tmp_path: Path) -> None:
-    # The definition's step, as LAVA's test shell runs it: from the repository, with the
-    # parameters as variables; the image's agent is this venv's.
-    definition = yaml.safe_load((ROOT / "lava" / "evbench.yaml").read_text())
-    step = definition["run"]["steps"][0]
+def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job_says(
+    tmp_path: Path,
+) -> None:
+    # lava-dispatcher clones the definition, writes run.sh with the job's parameters as
+    # LAVA does (unexported shell variables) and LAVA's own lava-test-runner runs it, as
+    # on a board whose image carries the agent (this venv's).
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadSink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {
-        "PATH": f"{BIN}:/usr/bin:/bin",
-        "SUITES": "codec",
-        "PROFILES": "seed",
-        "CODECS": "json,protobuf",
-        "QUICK": "true",
-        "OUT_DIR": str(tmp_path / "runs"),
-        "UPLOAD_URL": f"http://127.0.0.1:{server.server_port}/job-7/run.tar.gz",
-        "HOME": str(tmp_path),
-    }
+    upload = f"http://127.0.0.1:{server.server_port}/job-4242/run.tar.gz"
+    kernel, rootfs = tmp_path / "Image", tmp_path / "rootfs.ext4"
+    for artifact in (kernel, rootfs):
+        artifact.write_bytes(b"not booted: only the test shell runs here")
+    repository = _definition_repository(tmp_path)
+    job_file = tmp_path / "job.yaml"
+    evbench(
+        "lava", "job", "--device-type", "qemu", "--repository", f"file://{repository}",
+        "--kernel", f"file://{kernel}", "--rootfs", f"file://{rootfs}",
+        "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick",
+        "--criteria", "candidate-wins", "--upload-url", upload, "--out", str(job_file),
+    )  # fmt: skip
+    job = yaml.safe_load(job_file.read_text())
+    runs = tmp_path / "runs"
+    job["actions"][2]["test"]["definitions"][0]["parameters"]["OUT_DIR"] = str(runs)
+    job_file.write_text(yaml.safe_dump(job))
+    shell = lava("test-shell", job_file, tmp_path / "dut")
+    # The QEMU command LAVA builds boots the image: the virt machine's console, and the
+    # image, attached as the first virtio disk, as the root.
+    qemu = " ".join(shell["qemu"])
+    assert "-machine virt" in qemu or "-M virt" in qemu, qemu
+    assert '-append "console=ttyAMA0,115200 root=/dev/vda rootfstype=ext4 rw"' in qemu
+    assert "file={rootfs},if=virtio" in qemu
+    (run_sh,) = shell["run_sh"]
+    generated = Path(run_sh).read_text()
+    # LAVA's own parameter block: plain assignments, nothing exported.
+    submitted = generated.split("###test parameters from job submission###")[1].split("######")[0]
+    assert "SUITES='codec'" in submitted.splitlines()
+    assert "export" not in submitted
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     try:
         done = subprocess.run(
-            ["sh", "-c", step], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-        )
+            ["/bin/sh", shell["runner"], shell["stage"]],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
     finally:
         server.shutdown()
         server.server_close()
     assert done.returncode == 0, done.stderr[-2000:]
-    # What the lab received is the run itself: it verifies and renders on the host.
+    (return_code,) = (Path(shell["stage"]) / "results").glob("*/return_code")
+    assert return_code.read_text().strip() == "0", done.stdout[-2000:]
+    (run_dir,) = [path for path in runs.iterdir() if path.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spec"]["suites"] == ["codec"]
+    assert sorted(manifest["spec"]["codecs"]) == ["json", "protobuf"]
+    assert manifest["spec"]["profiles"] == ["seed"]
+    records = _records(run_dir)
+    assert {r["codec"] for r in records if r["codec"]} == {"json", "protobuf"}
+    assert {r["suite"] for r in records} <= {"codec", "telemetry"}
+    assert {r["profile"] for r in records if r["suite"] == "codec"} == {"seed"}
+    # The upload is the run itself: it verifies against its SHA256SUMS on the host.
     archive = tmp_path / "received.tar.gz"
-    archive.write_bytes(_UploadSink.received["/job-7/run.tar.gz"])
+    archive.write_bytes(_UploadSink.received["/job-4242/run.tar.gz"])
     fetched = tmp_path / "fetched"
-    evbench("lava", "results", "7", "--uploaded", str(archive), "--out", str(fetched))
-    assert json.loads((fetched / "lava.json").read_text())["source"] == "uploaded run directory"
+    evbench("lava", "results", "4242", "--uploaded", str(archive), "--out", str(fetched))
+    assert _records(fetched) == records
+    # The criteria reached the agent (the script says what it ran, for the job's log),
+    # and the signals LAVA parsed are that run's.
+    assert "--lava-criteria candidate-wins" in done.stdout
     console = tmp_path / "console.log"
     console.write_text(done.stdout)
     parsed = lava("signals", console)
     assert parsed["errors"] == []
-    (run_dir,) = [path for path in (tmp_path / "runs").iterdir() if path.is_dir()]
-    records = _records(run_dir)
     cases = {c["test_case_id"]: c for c in parsed["cases"]}
     assert cases["run.complete"]["result"] == "pass"
-    for suite in {r["suite"] for r in records}:
-        in_suite = [r for r in records if r["suite"] == suite]
-        assert len([c for c in cases.values() if c["set"] == suite]) == len(in_suite)
+    codec_cases = [c for c in cases.values() if c["set"] == "codec"]
+    assert len(codec_cases) == len([r for r in records if r["suite"] == "codec"])
+    assert [c for c in cases.values() if c["set"] == "verdicts"]

@@ -7,7 +7,8 @@ each test definition in STARTRUN/ENDRUN itself, so evbench never sends those
 one test set per suite (TESTSET START/STOP) and sends one TESTCASE per:
 
 - summary record: ``<suite>.<profile>.<codec>.<metric>[.<phase>].<h>``, result
-  ``pass`` with MEASUREMENT = the median in the record's unit and UNITS; a
+  ``pass`` with MEASUREMENT = the median in the record's unit and UNITS
+  (spelled as evbench_agent.lava_units says); a
   median that is not finite gives ``unknown`` and no measurement (LAVA reads
   measurements with ``decimal.Decimal``: NaN and infinities are never sent);
 - record a partial run misses (an identity another codec of the run has):
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from evbench_agent import comparison, digests, identity
+from evbench_agent import comparison, digests, identity, lava_units, verdicts
 from evbench_agent.results import Run, load_run
 
 #: What decides a verdict test case's result.
@@ -42,8 +43,6 @@ REPORT = "report"  # pass whenever a verdict was reached (the row is information
 NOT_WORSE = "candidate-not-worse"  # fail when the baseline wins
 WINS = "candidate-wins"  # pass only when the candidate wins
 CRITERIA = (REPORT, NOT_WORSE, WINS)
-#: Units as LAVA shows them (ASCII; the results format's own names otherwise).
-UNITS = {"°C": "degC", "bytes/s": "B/s", "messages/s": "msg/s"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -89,8 +88,15 @@ def _case(case_id: str, result: str, measurement: float | None, unit: str | None
     if measurement is not None and math.isfinite(measurement):
         params.append(f"MEASUREMENT={_number(measurement)}")
         if unit:
-            params.append(f"UNITS={_part(UNITS.get(unit, unit))}")
+            params.append(f"UNITS={_lava_unit(unit)}")
     return _signal("TESTCASE", *params)
+
+
+def _lava_unit(unit: str) -> str:
+    try:
+        return lava_units.to_lava(unit)
+    except lava_units.UnknownUnit:
+        return _part(unit)  # a unit newer than the table still travels, legibly
 
 
 @dataclass(frozen=True)
@@ -100,13 +106,14 @@ class Criteria:
     rule: str = REPORT
 
     def result(self, row: comparison.Row) -> str:
+        # Only the roles are read: the verdict's wording may change, its winner may not.
         outcome = row.outcome
-        if outcome == "n too small" or outcome is None:
+        if outcome is None or row.too_small:
             return "skip"
         if self.rule == NOT_WORSE:
-            return "fail" if outcome == "baseline" else "pass"
+            return "fail" if outcome == verdicts.BASELINE else "pass"
         if self.rule == WINS:
-            return "pass" if outcome == "candidate" else "fail"
+            return "pass" if outcome == verdicts.CANDIDATE else "fail"
         return "pass"
 
 

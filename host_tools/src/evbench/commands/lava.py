@@ -108,6 +108,7 @@ def _job(args: argparse.Namespace) -> ExitCode:
     if args.out:
         from evbench_agent.results import write_atomic
 
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(args.out, text.encode())
     else:
         sys.stdout.write(text)

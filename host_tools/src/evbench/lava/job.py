@@ -3,7 +3,9 @@
 `k3-am625-sk` (TI's AM62x starter kit, a U-Boot device type) deploys the kas
 build's kernel, device tree and root filesystem tarball over TFTP/NFS and boots
 with U-Boot's `nfs` commands; `qemu` and `qemu-aarch64` deploy a kernel and an
-ext4 root to tmpfs and boot QEMU, for trying a job without a board. Every job
+ext4 root to tmpfs and boot QEMU with the kernel command line LAVA's own
+aarch64 examples give (console on the virt machine's UART, root on the first
+virtio disk), for trying a job without a board. Every job
 runs `lava/evbench.yaml` from the evbench repository with the run's options as
 its parameters. Timeouts come from the run's plan: what the plan says on this
 machine, times `BOARD_SLOWDOWN` (a Cortex-A53 is several times slower than a
@@ -25,6 +27,21 @@ BOARD_SLOWDOWN = {"k3-am625-sk": 6.0, "qemu": 40.0, "qemu-aarch64": 40.0}
 #: Minutes for deployment and boot (downloads, U-Boot, kernel, login).
 DEPLOY_MINUTES = 15
 BOOT_MINUTES = 10
+#: An NFS root's compression, from the tarball's name, as lava-dispatcher names it;
+#: these are the ones its download step can undo (lava_dispatcher.utils.compression),
+#: an uncompressed tarball needs none.
+NFS_ROOT_COMPRESSION = {
+    ".tar.xz": "xz",
+    ".tar.gz": "gz",
+    ".tgz": "gz",
+    ".tar.bz2": "bz2",
+    ".tar": None,
+}
+#: The QEMU guest (-M virt): its PL011 UART is ttyAMA0; the root filesystem is the first
+#: virtio disk (the job attaches it with if=virtio), so /dev/vda.
+QEMU_CONSOLE = "ttyAMA0,115200"
+QEMU_ROOT_DEVICE = "/dev/vda"
+QEMU_ROOT_TYPES = {".ext4": "ext4", ".ext3": "ext3", ".ext2": "ext2"}
 #: The shell prompt of evbench-image (Yocto's default root prompt) on each machine.
 PROMPTS = {"k3-am625-sk": ["root@am62xx-evm:~#"], "qemu": ["root@qemuarm64:~#"]}
 
@@ -56,6 +73,35 @@ def test_minutes(options: JobOptions) -> int:
     return _minutes(options.planned_seconds * slowdown + 300)
 
 
+def _name_of(url: str) -> str:
+    return url.split("?", 1)[0].rsplit("/", 1)[-1].lower()
+
+
+def nfs_root_compression(url: str) -> str | None:
+    """The NFS root tarball's compression, from its name; refused when LAVA cannot use it."""
+    name = _name_of(url)
+    for suffix, compression in NFS_ROOT_COMPRESSION.items():
+        if name.endswith(suffix):
+            return compression
+    raise UserError(
+        f"k3-am625-sk boots from an NFS root and cannot use {name!r}",
+        hint="give the kas build's root filesystem tarball "
+        f"({', '.join(NFS_ROOT_COMPRESSION)}), e.g. evbench-image-am62xx-evm.rootfs.tar.xz",
+    )
+
+
+def qemu_kernel_command_line(url: str) -> str:
+    """The guest kernel's command line: its console, and the image as its root."""
+    name = _name_of(url)
+    for suffix, fs_type in QEMU_ROOT_TYPES.items():
+        if name.endswith(suffix):
+            return f"console={QEMU_CONSOLE} root={QEMU_ROOT_DEVICE} rootfstype={fs_type} rw"
+    raise UserError(
+        f"the QEMU job boots a raw filesystem image as its root disk and cannot use {name!r}",
+        hint="give the kas build's qemuarm64 image, e.g. evbench-image-qemuarm64.rootfs.ext4",
+    )
+
+
 def _deploy(options: JobOptions) -> dict[str, Any]:
     if options.device_type == "k3-am625-sk":
         if not options.dtb:
@@ -68,19 +114,31 @@ def _deploy(options: JobOptions) -> dict[str, Any]:
             "to": "tftp",
             "kernel": {"url": options.kernel, "type": "image"},
             "dtb": {"url": options.dtb},
-            "nfsrootfs": {"url": options.rootfs, "compression": "xz"},
+            "nfsrootfs": _nfs_root(options.rootfs),
         }
+    command_line = qemu_kernel_command_line(options.rootfs)
     return {
         "timeout": {"minutes": DEPLOY_MINUTES},
         "to": "tmpfs",
         "images": {
-            "kernel": {"url": options.kernel, "image_arg": "-kernel {kernel}"},
+            "kernel": {
+                "url": options.kernel,
+                "image_arg": f'-kernel {{kernel}} -append "{command_line}"',
+            },
             "rootfs": {
                 "url": options.rootfs,
                 "image_arg": "-drive format=raw,file={rootfs},if=virtio",
             },
         },
     }
+
+
+def _nfs_root(url: str) -> dict[str, str]:
+    root = {"url": url}
+    compression = nfs_root_compression(url)
+    if compression:
+        root["compression"] = compression
+    return root
 
 
 def _boot(options: JobOptions) -> dict[str, Any]:

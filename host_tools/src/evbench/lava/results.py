@@ -5,7 +5,8 @@ Two sources, best first:
 - the run directory the test definition uploaded (a .tar.gz of the board's
   run): unpacked member by member (plain files and directories only, names
   that stay inside), its SHA256SUMS verified; it keeps the raw samples;
-- the job's test cases (``lavacli results JOB --yaml``): one summary record per
+- the job's test cases (``lavacli results JOB --yaml``, or the REST API's
+  ``/api/v0.2/jobs/JOB/tests/`` JSON, a page or a list of pages): one summary record per
   record case (its MEASUREMENT is the board's median, so n is 1 and there are
   no raw samples: no verdict can be drawn from it), the verdict cases and the
   run's completeness kept in ``lava.json``.
@@ -24,12 +25,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import results
+from evbench_agent import lava_units, results
 from evbench_agent.errors import CheckFailed, FormatError, UserError
 
 NOTE = "lava.json"
-#: LAVA's unit spellings (evbench_agent.lava.UNITS) back to the results format's.
-UNITS = {"degC": "°C", "B/s": "bytes/s", "msg/s": "messages/s"}
 #: Bounds on what a results file may hold (it comes from a server).
 MAX_CASES = 100_000
 MAX_ARCHIVE_BYTES = 1 << 30
@@ -88,9 +87,18 @@ def from_upload(archive: Path, out: Path, job: str) -> Path:
     return out
 
 
-def _cases(document: Any, source: Path) -> list[dict[str, Any]]:
+def _pages(document: Any) -> Any:
+    """The cases of a REST page ({"count", "next", "results"}) or a list of pages."""
     if isinstance(document, dict) and isinstance(document.get("results"), list):
-        document = document["results"]
+        return document["results"]
+    pages = isinstance(document, list) and document and all(isinstance(p, dict) for p in document)
+    if pages and all(isinstance(page.get("results"), list) for page in document):
+        return [case for page in document for case in page["results"]]
+    return document
+
+
+def _cases(document: Any, source: Path) -> list[dict[str, Any]]:
+    document = _pages(document)
     if not isinstance(document, list) or len(document) > MAX_CASES:
         raise FormatError(f"{source}: expected a list of LAVA test cases")
     cases = []
@@ -118,9 +126,14 @@ def _record(case: dict[str, Any], value: float) -> dict[str, Any] | None:
     if len(parts) < 5 or parts[0] not in SUITES:
         return None
     suite, profile, codec, metric, *rest = parts
-    unit = UNITS.get(str(case.get("unit") or ""), str(case.get("unit") or ""))
+    # lavacli and the REST API v0.2 say "unit"; the older REST API said "units".
+    spelling = str(case.get("unit") or case.get("units") or "")
+    try:
+        unit = lava_units.from_lava(spelling)
+    except lava_units.UnknownUnit as error:
+        raise FormatError(f"test case {case['name']!r}: {error}") from None
     if unit not in results.UNITS:
-        raise FormatError(f"test case {case['name']!r}: unknown unit {unit!r}")
+        raise FormatError(f"test case {case['name']!r}: unit {unit!r} is not a record's")
     # The id's last part is the hash of the identity's params, the same for every codec:
     # it keeps records of different settings apart and pairs the codecs of one setting.
     params: dict[str, Any] = {"lava_identity": rest[-1]}
