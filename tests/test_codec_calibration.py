@@ -94,6 +94,8 @@ def _task(**changes):
         "cpu": None,
         "gc": True,
         "slowdown": {},
+        # the manager's digest of each profile's payload set, which workers copy
+        "payload_digests": {"seed": {"payload_digest": "0123456789abcdef"}},
     }
     task.update(changes)
     return task
@@ -117,6 +119,7 @@ def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0
         assert sample_set["worker"] == 3 and len(sample_set["values"]) == 4
         assert params["shortest_span_s"] >= 0.9 * MIN_TIME
         assert params["calibration_loops"] == 1 and params["loops"] > 1
+        assert params["payload_digest"] == "0123456789abcdef"  # the manager's, copied
         for value in sample_set["values"]:  # value x loops is at least the span it came from
             assert value * params["loops"] >= 0.9 * MIN_TIME * 0.999
     # One call is far shorter than MIN_TIME, so the warm-up falls short and the worker

@@ -44,7 +44,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent import codecs, payloads
+from evbench_agent import codecs, payload_identity, payloads
 from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
@@ -269,6 +269,7 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
         for (codec, operation), cell in cells.items():
             params = dict(
                 task["params"],
+                **task["payload_digests"][profile],
                 loops=cell.loops,
                 calibration_loops=cell.calibration_loops,
                 recalibrated=cell.recalibrated,
@@ -295,10 +296,14 @@ def worker_main(task: dict[str, Any], emit: Callable[[str], None]) -> Any:
 def sizes(spec: Spec) -> list[SampleSet]:
     """Encoded and deflated sizes of every payload: exact, so measured once."""
     sample_sets = []
-    params = {"payloads": spec.payloads, "seed": spec.seed}
     for profile_name in spec.profiles:
         profile = payloads.get(profile_name)
         items = profile.payloads(spec.payloads, spec.seed)
+        params = dict(
+            payloads=spec.payloads,
+            seed=spec.seed,
+            **payload_identity.params(profile_name, spec.payloads, spec.seed, items),
+        )
         for codec_name in spec.codecs:
             bound = codecs.get(codec_name).bind(profile)
             blobs = [bound.encode(bound.data(item)) for item in items]
@@ -367,6 +372,11 @@ def run(context: RunContext) -> None:
         "gc": spec.gc,
         # A/A testing option: the copy's operations, by name, this fraction slower.
         "slowdown": {codec: spec.slowdown(codec) for codec in spec.codecs if spec.slowdown(codec)},
+        # Computed here, once (sizes() above made them): the workers only copy them.
+        "payload_digests": {
+            profile: payload_identity.params(profile, spec.payloads, spec.seed)
+            for profile in spec.profiles
+        },
     }
     # Calibrate on the payloads the workers' rounds will use (the fastest of them).
     used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))

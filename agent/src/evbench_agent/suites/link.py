@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evbench_agent import child_exit
+from evbench_agent import child_exit, payload_identity
 from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
 
@@ -231,6 +231,11 @@ class _Phases:
             "warmup_s": settings.capacity_warmup_s,
         }
 
+    def payload_digest(self, profile: str) -> dict[str, str]:
+        """The profile's payload-set digest param (computed once, before its first phase)."""
+        spec = self.context.spec
+        return payload_identity.params(profile, spec.payloads, spec.seed)
+
     def prepare(self) -> None:
         """Open the bus, or start the loopback responder, before any phase is timed."""
         if self.bus is not None:
@@ -300,7 +305,7 @@ class _Phases:
         self, profile: str, codec: str, phase: int, result: client.PhaseResult, connection: Any
     ) -> None:
         measured = figures.PhaseFigures(result, self.settings.rate_hz, self.settings.deadline_s)
-        params = self.periodic_params
+        params = dict(self.periodic_params, **self.payload_digest(profile))
         sample_sets = [
             SampleSet(SUITE, profile, codec, metric, "s", params, values, phase)
             for metric, values in measured.per_message().items()
@@ -335,7 +340,7 @@ class _Phases:
         from evbench_agent.telemetry import bus_stats
 
         change = bus_stats.compare(before, after)
-        params = self.periodic_params
+        params = dict(self.periodic_params, **self.payload_digest(profile))
         if write:
             sets = bus_stats.phase_sample_sets(
                 SUITE, profile, codec, params, phase, self.counters, change
@@ -377,7 +382,12 @@ class _Phases:
         if result.error:
             raise PartialRun(f"{result.error}; the saturation phase is not recorded")
         self.phases_done += 1
-        params = dict(self.capacity_params, elapsed_s=result.seconds, messages=result.messages)
+        params = dict(
+            self.capacity_params,
+            **self.payload_digest(profile),
+            elapsed_s=result.seconds,
+            messages=result.messages,
+        )
         sample_sets = []
         if result.seconds > 0:
             for metric, unit, value in (
@@ -448,6 +458,7 @@ def run(context: RunContext) -> None:
             data = {
                 codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()
             }
+            phases.payload_digest(profile)  # now, not between timed phases
             for kind in kinds:
                 for phase in range(settings.phases):
                     order = list(bound.items())

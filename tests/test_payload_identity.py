@@ -1,0 +1,164 @@
+"""The payload set's digest (`payload_digest`), on every codec and link record.
+
+The hand-worked digest follows the scheme docs/results-format.md describes, built
+here with hashlib from the samples file's own lines and the descriptor set protoc
+wrote; the cross-runtime check runs the real protobuf 4.25 interpreter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, require
+from google.protobuf import descriptor_pb2
+from test_user_schema import BMS, DATA, _profile, _protoc
+
+from evbench_agent import identity, payload_identity, payloads
+from evbench_agent.payloads import samples
+
+PB425 = ROOT / ".venv-pb425" / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def descriptor_sets(tmp_path_factory) -> dict[str, bytes]:
+    """The BMS schema as the real protoc writes it for `evbench run --schema`."""
+    target = tmp_path_factory.mktemp("descriptors") / "bms.binpb"
+    _protoc("--include_imports", f"--descriptor_set_out={target}", str(DATA / "bms.proto"))
+    return {"bms": target.read_bytes()}
+
+
+def test_the_digest_of_two_samples_is_the_hand_worked_sha256(descriptor_sets):
+    lines = (DATA / "bms_samples.jsonl").read_text().splitlines()[:2]
+    profile = _profile(
+        descriptor_sets, "bms", BMS, samples=samples.source_from_file(DATA / "bms_samples.jsonl")
+    )
+    expected = hashlib.sha256(b"evbench payload set 1\n")
+    head = {"count": 2, "json_style": "proto3", "message": BMS, "seed": 7}
+    expected.update(json.dumps(head, sort_keys=True).encode() + b"\n")
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_sets["bms"]).file
+    for file in sorted(files, key=lambda f: f.name):
+        serialized = file.SerializeToString()
+        expected.update(f"file {file.name} {len(serialized)}\n".encode() + serialized)
+    for line in lines:  # a proto3 line reads back as itself (test_user_schema)
+        canonical = json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"))
+        expected.update(canonical.encode() + b"\n")
+    assert payload_identity.compute(profile, 2, 7) == expected.hexdigest()[:16]
+
+
+def test_what_decides_the_payloads_changes_the_digest_and_nothing_else_does(
+    descriptor_sets, tmp_path
+):
+    source = samples.source_from_file(DATA / "bms_samples.jsonl")
+    from_samples = payload_identity.compute(
+        _profile(descriptor_sets, "bms", BMS, samples=source), 5, 1
+    )
+    renamed = tmp_path / "elsewhere.jsonl"
+    renamed.write_bytes((DATA / "bms_samples.jsonl").read_bytes())
+    moved = samples.source_from_file(renamed)
+    assert payload_identity.compute(_profile(descriptor_sets, "bms", BMS, samples=moved), 5, 1) == (
+        from_samples  # the file's name is not its contents
+    )
+    edited = tmp_path / "edited.jsonl"
+    text = (DATA / "bms_samples.jsonl").read_text()
+    edited.write_text(text.replace('"sequence":4102', '"sequence":4999', 1))
+    changed = samples.source_from_file(edited)
+    others = {
+        "one sample edited": _profile(descriptor_sets, "bms", BMS, samples=changed),
+        "generated": _profile(descriptor_sets, "bms", BMS),
+        "fields style": _profile(descriptor_sets, "bms", BMS, samples=source, json_style="fields"),
+    }
+    digests = {why: payload_identity.compute(p, 5, 1) for why, p in others.items()}
+    assert from_samples not in digests.values(), digests
+    assert len(set(digests.values())) == 3, digests
+    generated = others["generated"]
+    assert payload_identity.compute(generated, 5, 2) != digests["generated"]  # the seed
+    assert payload_identity.compute(generated, 6, 1) != digests["generated"]  # the count
+
+
+@pytest.mark.compat
+def test_protobuf_4_25_and_the_newest_digest_the_same_payload_set():
+    require(PB425.exists(), "the .venv-pb425 environment (tests/setup_envs.py)")
+    script = (
+        "from evbench_agent import payload_identity as p\n"
+        "print(p.payload_digest('ev-full', 20, 3), p.payload_digest('seed', 20, 3))"
+    )
+    environment = dict(os.environ, PYTHONPATH=str(ROOT / "agent" / "src"))
+    found = {}
+    for python in (PB425, sys.executable):
+        done = subprocess.run(
+            [str(python), "-c", script],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        found[str(python)] = done.stdout.split()
+    first, second = found.values()
+    assert first == second and first[0] != first[1]
+
+
+def test_records_that_differ_only_in_their_payload_digest_are_two_rows():
+    common = {"payloads": 200, "seed": 1, "loops": 10}
+    one = identity.identify("codec", "seed", "encode", "s", dict(common, payload_digest="a" * 16))
+    two = identity.identify("codec", "seed", "encode", "s", dict(common, payload_digest="b" * 16))
+    assert one != two
+    assert one.params_dict["payload_digest"] == "a" * 16
+
+
+def test_the_digest_is_computed_once_per_profile_object():
+    profile = payloads.get("int")
+    first = payload_identity.payload_digest("int", 4, 1)
+    assert payload_identity.payload_digest("int", 4, 1, items=[]) == first  # remembered
+    assert payload_identity.compute(profile, 4, 1, items=[]) != first  # what `items` would give
+
+
+@pytest.mark.slow
+def test_a_run_puts_the_digest_on_every_codec_and_link_record(tmp_path):
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evbench_agent",
+            "run",
+            "--quick",
+            "--codecs",
+            "json,protobuf",
+            "--profile",
+            "seed,int",
+            "--link-profile",
+            "seed",
+            "--count",
+            "4",
+            "--payloads",
+            "20",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with next(out.rglob("samples.jsonl")).open(encoding="utf-8") as stream:
+        records = [json.loads(line) for line in stream]
+    by_profile: dict[tuple[str, str], set[str]] = {}
+    for record in records:
+        if record["suite"] not in ("codec", "link") or record.get("profile") is None:
+            continue
+        key = (record["suite"], record["profile"])
+        by_profile.setdefault(key, set()).add(record["params"].get("payload_digest"))
+    expected = {
+        name: payload_identity.compute(payloads.get(name), 20, 1) for name in ("seed", "int")
+    }
+    assert by_profile == {
+        ("codec", "seed"): {expected["seed"]},
+        ("codec", "int"): {expected["int"]},
+        ("link", "seed"): {expected["seed"]},
+    }
