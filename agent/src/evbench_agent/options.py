@@ -14,7 +14,8 @@ To add a run option, append a `RunOption` to `RUN_OPTIONS`:
   there, with its default and its check in `spec.from_dict`);
 - ``type``: ``str``, ``int`` or ``float``, or ``None`` for a switch (no value);
   a switch sets its spec key to ``switch_value`` when given;
-- ``help``, and optionally ``metavar`` and ``choices``.
+- ``help``, and optionally ``metavar`` and ``choices``;
+- ``repeat``: the flag may be given several times; its spec key gets the list.
 
 The default of every option here is "not given" (None): the spec's own default
 applies, so a spec file's value is overridden only by a flag actually given.
@@ -33,16 +34,16 @@ if TYPE_CHECKING:
 
 # A plain namedtuple: a dataclass (dataclasses) or typing.NamedTuple (typing) would add
 # 5 to 10 ms to every `evbench-agent --help`, which loads this table.
-_FIELDS = ("flag", "spec_key", "help", "type", "metavar", "choices", "switch_value")
+_FIELDS = ("flag", "spec_key", "help", "type", "metavar", "choices", "switch_value", "repeat")
 
 
-class RunOption(namedtuple("RunOption", _FIELDS, defaults=(str, None, None, True))):
+class RunOption(namedtuple("RunOption", _FIELDS, defaults=(str, None, None, True, False))):
     """One option of a run: how it is spelled, parsed, explained and stored in the spec.
 
     flag (str), spec_key (str), help (str); type, the parser of its value
     (Callable[[str], Any], default str; None: a switch); metavar (str | None);
     choices (tuple[str, ...] | None); switch_value, what a switch puts under its
-    spec key when given (default True).
+    spec key when given (default True); repeat (bool), given several times, a list.
     """
 
     __slots__ = ()
@@ -83,6 +84,17 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     ),
     RunOption("--no-gc", "gc", "disable the GC while timing", None, switch_value=False),
     RunOption("--cpu", "cpu", "pin the measuring processes to this CPU", int),
+    # two builds in one run (docs/running.md): the same codecs under other environments
+    RunOption(
+        "--arm",
+        "arms",
+        "measure the codecs under this Python environment too (a venv, an interpreter or a "
+        "command on the board), interleaved with the other arms; give 2 or more "
+        "(codec suite only; default codecs: protobuf)",
+        str,
+        "NAME=VENV",
+        repeat=True,
+    ),
     # the results history (issue 17): which board this is, whatever its image says
     RunOption(
         "--board-name",
@@ -173,6 +185,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             option.flag,
             dest=option.dest,
+            action="append" if option.repeat else "store",
             type=option.type,
             metavar=option.metavar,
             choices=option.choices,
@@ -205,6 +218,9 @@ def agent_argv(args: argparse.Namespace) -> list[str]:
         if option.is_switch:
             if value:
                 argv.append(option.flag)
+        elif option.repeat:
+            for item in value or ():
+                argv += [option.flag, str(item)]
         elif value is not None:
             argv += [option.flag, str(value)]
     return argv

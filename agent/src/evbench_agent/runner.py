@@ -95,6 +95,11 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     without its `complete` marker.
     """
     notes = registry.preflight(spec)  # before anything is written: may refuse the run
+    arm_versions = None
+    if spec.arms:  # each arm's interpreter answers its versions, or refuses the run here
+        from evbench_agent import arms
+
+        arm_versions = arms.probe_all(spec.arms, list(spec.codecs))
     for note in notes:
         log.warning("%s", note)
     writer = RunWriter(directory, run_id)
@@ -118,6 +123,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         "pid": os.getpid(),
         "memory": memory.before_run(),
     }
+    if arm_versions is not None:  # --arm: what each arm ran (Python, protobuf, codecs)
+        manifest["arms"] = arm_versions
     if spec.lab is not None:  # the labgrid place, exporters, resources and tags
         manifest["lab"] = spec.lab
     if notes:  # what the suites said before the run (e.g. a bus that cannot carry the rate)

@@ -60,6 +60,9 @@ class Spec:
     #: that fraction, so a lab can check that the method finds a known difference.
     aa: str | None = None
     aa_slowdown: float = 0.0
+    #: Two builds in one run (evbench_agent.arms): arm name -> its interpreter or venv;
+    #: the codec suite measures every codec under each, interleaved.
+    arms: dict[str, str] | None = None
     # telemetry (evbench_agent.telemetry): sampling interval and CPU, cool-down, governor
     telemetry_interval_s: float = 1.0
     telemetry_cpu: int | None = None
@@ -117,6 +120,8 @@ class Spec:
         for key in ("suites", "profiles", "codecs"):
             document[key] = list(document[key])
         document.pop("lab")  # the manifest's own `lab` section, not a measuring choice
+        if document["arms"] is None:  # a run of one environment reads as before arms existed
+            document.pop("arms")
         return document
 
 
@@ -243,6 +248,26 @@ def _check_aa(values: dict[str, Any]) -> None:
     values["aa_slowdown"] = float(slowdown)
 
 
+def _check_arms(values: dict[str, Any]) -> None:
+    """--arm: two or more environments, the codec suite alone, protobuf unless told."""
+    if values.get("arms") is None:
+        return
+    from evbench_agent import arms
+
+    values["arms"] = arms.parse(values["arms"])
+    if values.get("aa") is not None:
+        raise UserError("--arm and --aa are two different controls: give one of them")
+    if "suites" not in values:  # checked and expanded before this
+        values["suites"] = ("codec",)
+    elif values["suites"] != ("codec",):
+        raise UserError(
+            "--arm measures the codec suite under each environment; the link suite and "
+            "its responder run in one",
+            hint="give --suite codec, or leave --suite out",
+        )
+    values.setdefault("codecs", ["protobuf"])  # the usual question: did protobuf change?
+
+
 def _check_cpu(cpu: int | None) -> None:
     """A CPU to pin to must be one this process may run on."""
     if cpu is None or not hasattr(os, "sched_getaffinity"):
@@ -291,6 +316,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
         values["profiles"] = _expand(
             _names(values["profiles"], "profiles"), list(PROFILES), "profile"
         )
+    _check_arms(values)
     requested_codecs = _names(values.get("codecs", ["all"]), "codecs")
     _check_aa(values)
     if values.get("aa") is not None:

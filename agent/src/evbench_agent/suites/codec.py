@@ -219,6 +219,57 @@ def _recalibrate(cell: _Cell, min_ns: float, slowdown: float) -> None:
     cell.recalibrated = True
 
 
+def prepare_cells(task: dict[str, Any], profile: str) -> dict[tuple[str, str], _Cell]:
+    """A worker's (codec, operation) cells of one profile, on the payloads of its rounds."""
+    rounds = task["warmups"] + task["values"]
+    indices = round_payloads(task["worker"], rounds, task["payloads"])
+    return {
+        (codec, operation): _Cell(
+            function, arguments, task["loops"][_cell(profile, codec, operation)]
+        )
+        for codec, operations in _prepare(task, profile, indices).items()
+        for operation, (function, arguments) in operations.items()
+    }
+
+
+def take_round_sample(
+    cell: _Cell, round_number: int, warmups: int, min_ns: float, slowdown: float
+) -> None:
+    """The cell's sample of one round: a warm-up (which may recalibrate) or a value."""
+    recorded = round_number >= warmups
+    argument = cell.arguments[round_number]  # the same payload for every codec
+    elapsed, loops = _take(cell, argument, min_ns, slowdown, recorded)
+    if not recorded:
+        cell.warmup_short |= elapsed < min_ns
+        if round_number == warmups - 1 and cell.warmup_short:
+            _recalibrate(cell, min_ns, slowdown)
+        return
+    cell.values.append(elapsed / loops / 1e9)
+    cell.shortest_ns = elapsed if cell.shortest_ns is None else min(cell.shortest_ns, elapsed)
+
+
+def cell_sample_sets(
+    task: dict[str, Any], profile: str, cells: dict[tuple[str, str], _Cell]
+) -> list[dict]:
+    """The sample sets of a worker's cells of one profile, as dicts."""
+    sample_sets = []
+    for (codec, operation), cell in cells.items():
+        params = dict(
+            task["params"],
+            **task["payload_digests"][profile],
+            loops=cell.loops,
+            calibration_loops=cell.calibration_loops,
+            recalibrated=cell.recalibrated,
+            shortest_span_s=None if cell.shortest_ns is None else cell.shortest_ns / 1e9,
+        )
+        sample_sets.append(
+            SampleSet(
+                SUITE, profile, codec, operation, "s", params, cell.values, task["worker"]
+            ).as_dict()
+        )
+    return sample_sets
+
+
 def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, list[dict]]:
     """The worker's sample sets, and when each profile ran on the monotonic clock.
 
@@ -232,15 +283,7 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
     slowdowns = task.get("slowdown", {})
     sample_sets, phases = [], []
     for profile in task["profiles"]:
-        cells = {
-            (codec, operation): _Cell(
-                function, arguments, task["loops"][_cell(profile, codec, operation)]
-            )
-            for codec, operations in _prepare(
-                task, profile, round_payloads(worker, rounds, task["payloads"])
-            ).items()
-            for operation, (function, arguments) in operations.items()
-        }
+        cells = prepare_cells(task, profile)
         order = list(cells)
         gc.collect()
         if not task["gc"]:
@@ -248,38 +291,13 @@ def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, lis
         started_ns = time.monotonic_ns()  # the telemetry clock, system-wide
         try:
             for round_number in range(rounds):
-                recorded = round_number >= warmups
                 for key in round_order(order, round_number):
-                    cell = cells[key]
                     slowdown = slowdowns.get(key[0], 0.0)
-                    argument = cell.arguments[round_number]  # the same payload for every codec
-                    elapsed, loops = _take(cell, argument, min_ns, slowdown, recorded)
-                    if not recorded:
-                        cell.warmup_short |= elapsed < min_ns
-                        if round_number == warmups - 1 and cell.warmup_short:
-                            _recalibrate(cell, min_ns, slowdown)
-                        continue
-                    cell.values.append(elapsed / loops / 1e9)
-                    cell.shortest_ns = (
-                        elapsed if cell.shortest_ns is None else min(cell.shortest_ns, elapsed)
-                    )
+                    take_round_sample(cells[key], round_number, warmups, min_ns, slowdown)
         finally:
             gc.enable()
         phases.append({"profile": profile, "start_ns": started_ns, "end_ns": time.monotonic_ns()})
-        for (codec, operation), cell in cells.items():
-            params = dict(
-                task["params"],
-                **task["payload_digests"][profile],
-                loops=cell.loops,
-                calibration_loops=cell.calibration_loops,
-                recalibrated=cell.recalibrated,
-                shortest_span_s=None if cell.shortest_ns is None else cell.shortest_ns / 1e9,
-            )
-            sample_sets.append(
-                SampleSet(
-                    SUITE, profile, codec, operation, "s", params, cell.values, worker
-                ).as_dict()
-            )
+        sample_sets += cell_sample_sets(task, profile, cells)
         emit(f"worker {worker + 1}: {profile}")
     return {"sample_sets": sample_sets, "phases": phases}
 
@@ -347,40 +365,18 @@ MEAN_SPAN_FACTOR = 1.5
 def planned_seconds(spec: Spec) -> float:
     """How long the suite's plan should take here: the calibration, then every worker."""
     plan = spec.plan
+    arms = len(spec.arms or ()) or 1  # --arm: every cell, calibration and worker per arm
     cells = len(spec.profiles) * len(spec.codecs) * len(OPERATIONS)
     rounds = plan.warmups + plan.values
     sizes = len(spec.profiles) * len(spec.codecs) * SIZES_PER_CODEC_S
     calibration = sizes + WORKER_START_S + cells * CALIBRATION_PER_OPERATION_S
     worker = WORKER_START_S + cells * rounds * plan.min_time * MEAN_SPAN_FACTOR
-    return calibration + plan.processes * worker
+    return arms * (calibration + plan.processes * worker)
 
 
-def run(context: RunContext) -> None:
-    spec, writer, progress = context.spec, context.writer, context.progress
+def _params(spec: Spec) -> dict[str, Any]:
+    """The identity params every timed record of the run shares (its plan and settings)."""
     plan = spec.plan
-    steps = len(spec.profiles) * (1 + plan.processes)
-    progress.start(SUITE, steps)
-    writer.add(sizes(spec))
-    task = {
-        "suite": SUITE,
-        "profiles": list(spec.profiles),
-        "codecs": list(spec.codecs),
-        "payloads": spec.payloads,
-        "seed": spec.seed,
-        "min_time": plan.min_time,
-        "cpu": spec.cpu,
-        "gc": spec.gc,
-        # A/A testing option: the copy's operations, by name, this fraction slower.
-        "slowdown": {codec: spec.slowdown(codec) for codec in spec.codecs if spec.slowdown(codec)},
-        # Computed here, once (sizes() above made them): the workers only copy them.
-        "payload_digests": {
-            profile: payload_identity.params(profile, spec.payloads, spec.seed)
-            for profile in spec.profiles
-        },
-    }
-    # Calibrate on the payloads the workers' rounds will use (the fastest of them).
-    used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
-    loops = run_worker(dict(task, mode="calibrate", indices=list(used)), progress.advance)
     params = {
         "processes": plan.processes,
         "values": plan.values,
@@ -394,6 +390,40 @@ def run(context: RunContext) -> None:
     }
     if spec.aa_slowdown:
         params["aa_slowdown"] = spec.aa_slowdown
+    return params
+
+
+def run(context: RunContext) -> None:
+    spec, writer, progress = context.spec, context.writer, context.progress
+    plan = spec.plan
+    task = {
+        "suite": SUITE,
+        "profiles": list(spec.profiles),
+        "codecs": list(spec.codecs),
+        "payloads": spec.payloads,
+        "seed": spec.seed,
+        "min_time": plan.min_time,
+        "cpu": spec.cpu,
+        "gc": spec.gc,
+        # A/A testing option: the copy's operations, by name, this fraction slower.
+        "slowdown": {codec: spec.slowdown(codec) for codec in spec.codecs if spec.slowdown(codec)},
+        # Computed here, once before any worker: the workers only copy them.
+        "payload_digests": {
+            profile: payload_identity.params(profile, spec.payloads, spec.seed)
+            for profile in spec.profiles
+        },
+    }
+    if spec.arms:  # two builds in one run: the same task under each environment
+        from evbench_agent.suites import codec_arms
+
+        codec_arms.run(context, task, _params(spec))
+        return
+    progress.start(SUITE, len(spec.profiles) * (1 + plan.processes))
+    writer.add(sizes(spec))
+    # Calibrate on the payloads the workers' rounds will use (the fastest of them).
+    used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
+    loops = run_worker(dict(task, mode="calibrate", indices=list(used)), progress.advance)
+    params = _params(spec)
     for worker in range(plan.processes):
         context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
         result = run_worker(

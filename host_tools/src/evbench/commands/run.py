@@ -57,6 +57,12 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
     samples = list(run.samples())
     comparison = None
     baseline, candidate = args.baseline_codec, args.candidate_codec
+    if run.manifest.get("arms"):  # --arm: each codec under each environment
+        from evbench.report import arms
+
+        text, comparison = arms.render(samples, run.manifest)
+        print(text)
+        return comparison
     aa = run.manifest.get("aa")
     if aa:  # an A/A control: the codec against its identical copy
         baseline, candidate = aa["codec"], aa["copy"]

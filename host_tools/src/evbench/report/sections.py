@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench.report import exports, table
+from evbench.report import arms, exports, table
 from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
@@ -61,6 +61,9 @@ def compared_codecs(context: RunContext) -> tuple[str, str] | None:
     aa = context.manifest.get("aa")
     if isinstance(aa, dict) and aa.get("codec") and aa.get("copy"):
         return str(aa["codec"]), str(aa["copy"])
+    arm_pairs = arms.pairs(context.manifest)  # --arm: the first codec, first two arms
+    if arm_pairs:
+        return arm_pairs[0]
     codecs = context.codecs()
     if "json" in codecs and "protobuf" in codecs:
         return "json", "protobuf"

@@ -1,0 +1,239 @@
+"""Two builds in one run (`--arm`): the options, the turn order, real arms end to end.
+
+The arms are the real interpreters tests/setup_envs.py installs: .venv-pb425
+(protobuf 4.25.8) and .venv (the newest protobuf). Expected versions come from
+those interpreters themselves; the turn order and the counts are worked by hand
+from the plan (docs/method.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require
+
+from evbench_agent import arm_worker, arms, options, spec
+from evbench_agent.errors import UserError
+from evbench_agent.suites import codec_arms
+
+PB425 = ROOT / ".venv-pb425"
+NEWEST = ROOT / ".venv"
+
+
+def _version(venv: Path) -> str:
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import google.protobuf as p; print(p.__version__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+# -- the option and the spec ------------------------------------------------------
+
+
+def test_arm_is_given_once_per_arm_and_passed_on_to_the_agent_as_given():
+    parser = __import__("argparse").ArgumentParser()
+    options.add_run_options(parser)
+    args = parser.parse_args(["--arm", "old=/opt/a", "--arm", "new=python3", "--quick"])
+    assert options.agent_argv(args) == ["--quick", "--arm", "old=/opt/a", "--arm", "new=python3"]
+    assert options.spec_overrides(args)["arms"] == ["old=/opt/a", "new=python3"]
+
+
+def test_arms_measure_protobuf_in_the_codec_suite_unless_told_otherwise():
+    made = spec.from_dict({"arms": ["old=/opt/a", "new=/opt/b"]})
+    assert made.arms == {"old": "/opt/a", "new": "/opt/b"}
+    assert made.suites == ("codec",) and made.codecs == ("protobuf",)
+    told = spec.from_dict({"arms": {"a": "x", "b": "y"}, "codecs": "json,protobuf"})
+    assert told.codecs == ("json", "protobuf")
+    assert "arms" not in spec.from_dict({}).as_dict()  # a run of one environment, as before
+
+
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        ({"arms": ["only=/opt/a"]}, "give 2 to 8 arms, not 1"),
+        ({"arms": ["a=/x", "a=/y"]}, "given twice"),
+        ({"arms": ["a/b=/x", "c=/y"]}, "not usable"),
+        ({"arms": ["a", "b=/y"]}, "has no '='"),
+        ({"arms": ["a=", "b=/y"]}, "names no interpreter"),
+        ({"arms": ["a=/x", "b=/y"], "suites": "codec,link"}, "the link suite"),
+        ({"arms": ["a=/x", "b=/y"], "aa": "json"}, "give one of them"),
+    ],
+)
+def test_bad_arms_are_refused_before_anything_runs(document, says):
+    with pytest.raises(UserError, match=says):
+        spec.from_dict(document)
+
+
+def test_an_arm_names_a_venv_an_interpreter_or_a_command(tmp_path):
+    require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
+    assert arms.interpreter(str(PB425)) == str(PB425 / "bin" / "python3")
+    assert arms.interpreter(str(PB425 / "bin" / "python")) == str(PB425 / "bin" / "python")
+    assert (
+        arms.interpreter("sh")
+        == subprocess.check_output(["sh", "-c", "command -v sh"]).decode().strip()
+    )
+    with pytest.raises(UserError, match="not a virtual environment"):
+        arms.interpreter(str(tmp_path))
+    with pytest.raises(UserError, match="no interpreter or virtual environment"):
+        arms.interpreter(str(tmp_path / "missing"))
+
+
+# -- the turn order, worked by hand ---------------------------------------------------
+
+
+def test_arms_take_turns_operation_by_operation_a_b_then_b_a():
+    even = codec_arms.round_turns(["old", "new"], ["protobuf"], 0)
+    assert even == [
+        ("old", [["protobuf", "encode"]]),
+        ("new", [["protobuf", "encode"]]),
+        ("old", [["protobuf", "decode"]]),
+        ("new", [["protobuf", "decode"]]),
+        ("old", [["protobuf", "decode_access"]]),
+        ("new", [["protobuf", "decode_access"]]),
+    ]
+    odd = codec_arms.round_turns(["old", "new"], ["protobuf"], 1)
+    assert [arm for arm, _cells in odd] == ["new", "old"] * 3
+    # Two codecs: an arm's consecutive cells are one turn; B A reverses arms and codecs.
+    assert codec_arms.round_turns(["old", "new"], ["json", "protobuf"], 1)[:2] == [
+        ("new", [["protobuf", "encode"], ["json", "encode"]]),
+        ("old", [["protobuf", "encode"], ["json", "encode"]]),
+    ]
+
+
+# -- real arms ----------------------------------------------------------------------
+
+
+def test_an_arm_without_a_codec_of_the_run_is_named_before_anything_is_written(tmp_path):
+    require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evbench_agent",
+            "run",
+            "--arm",
+            f"pb425={PB425}",
+            "--arm",
+            f"newest={NEWEST}",
+            "--codecs",
+            "orjson",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "the arm 'pb425'" in done.stderr and "lacks the codec orjson" in done.stderr
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
+    """The worker side alone, in this interpreter: one warm-up and two values."""
+    task = {
+        "suite": "codec",
+        "profiles": ["int"],
+        "codecs": ["json"],
+        "payloads": 5,
+        "seed": 1,
+        "min_time": 0.0002,
+        "cpu": None,
+        "gc": True,
+        "slowdown": {},
+        "payload_digests": {"int": {"payload_digest": "hand-given"}},
+        "mode": "measure",
+        "worker": 0,
+        "loops": {f"int|json|{op}": 50 for op in ("encode", "decode", "decode_access")},
+        "values": 2,
+        "warmups": 1,
+        "params": {"order": "by hand"},
+    }
+    commands = [task, {"begin": "int"}]
+    commands += [{"round": r, "cells": [["json", "encode"]]} for r in range(3)]
+    commands += [{"end": "int"}, {"finish": True}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in commands))
+    answers = tmp_path / "out.jsonl"
+    with source.open() as stdin, answers.open("w") as stdout:
+        arm_worker.serve(stdin, stdout)
+    replies = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert replies[:5] == [
+        {"ready": "int"},
+        {"done": 0},
+        {"done": 1},
+        {"done": 2},
+        {"ended": "int"},
+    ]
+    sets = {s["metric"]: s for s in replies[5]["result"]["sample_sets"]}
+    assert len(sets["encode"]["values"]) == 2  # rounds 1 and 2; round 0 was the warm-up
+    assert sets["decode"]["values"] == []  # never told to decode
+    assert sets["encode"]["params"]["payload_digest"] == "hand-given"
+
+
+@pytest.mark.integration
+@pytest.mark.compat
+def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path):
+    require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
+    old, new = _version(PB425), _version(NEWEST)
+    assert old == "4.25.8" and old != new
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "evbench"),
+            "run",
+            "--board",
+            "local",
+            "--arm",
+            f"pb425={PB425}",
+            "--arm",
+            f"newest={NEWEST}",
+            "--quick",
+            "--profile",
+            "seed",
+            "--no-history",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {name: arm["protobuf"] for name, arm in manifest["arms"].items()} == {
+        "pb425": old,
+        "newest": new,
+    }
+    # The answer names both arms' versions, then one verdict per timed operation.
+    assert "pb425: Python" in done.stdout and f"protobuf {old}" in done.stdout
+    assert f"protobuf {new}" in done.stdout
+    assert "The answer (protobuf@newest against protobuf@pb425" in done.stdout
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[5].strip()
+        for line in done.stdout.splitlines()
+        if line.startswith("seed ")
+    }
+    for metric in ("Serialization", "Deserialization", "Deserialization + access"):
+        assert rows[metric] in ("protobuf@pb425", "protobuf@newest", "tie"), rows
+    # The quick plan by hand: 8 replicates x 3 values per arm and operation, no more.
+    with (out / "samples.jsonl").open(encoding="utf-8") as stream:
+        records = [json.loads(line) for line in stream]
+    timed = [r for r in records if r["suite"] == "codec" and r["metric"] == "encode"]
+    per_arm = {}
+    for record in timed:
+        per_arm.setdefault(record["codec"], []).append((record["worker"], len(record["values"])))
+    assert {arm: sorted(found) for arm, found in per_arm.items()} == {
+        label: [(worker, 3) for worker in range(8)]
+        for label in ("protobuf@pb425", "protobuf@newest")
+    }
+    digests = {r["params"]["payload_digest"] for r in records if r["suite"] == "codec"}
+    assert len(digests) == 1  # both arms measured one payload set
