@@ -142,7 +142,10 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         context = RunContext(spec, writer, progress, telemetry.mark)
         for suite in spec.suites:
             context.mark("start", suite=suite)
-            registry.load(suite).run(context)
+            suite_module = registry.load(suite)
+            if suite == "codec" and spec.arms:  # --arm: the codec suite under each environment
+                from evbench_agent.suites import codec_arms as suite_module
+            suite_module.run(context)
             context.mark("end", suite=suite)
         status = "complete"
     except KeyboardInterrupt:

@@ -374,7 +374,7 @@ def planned_seconds(spec: Spec) -> float:
     return arms * (calibration + plan.processes * worker)
 
 
-def _params(spec: Spec) -> dict[str, Any]:
+def timed_params(spec: Spec) -> dict[str, Any]:
     """The identity params every timed record of the run shares (its plan and settings)."""
     plan = spec.plan
     params = {
@@ -393,10 +393,10 @@ def _params(spec: Spec) -> dict[str, Any]:
     return params
 
 
-def run(context: RunContext) -> None:
-    spec, writer, progress = context.spec, context.writer, context.progress
+def make_task(spec: Spec) -> dict[str, Any]:
+    """What every worker of the run gets (each adds its mode, index and loops)."""
     plan = spec.plan
-    task = {
+    return {
         "suite": SUITE,
         "profiles": list(spec.profiles),
         "codecs": list(spec.codecs),
@@ -413,17 +413,18 @@ def run(context: RunContext) -> None:
             for profile in spec.profiles
         },
     }
-    if spec.arms:  # two builds in one run: the same task under each environment
-        from evbench_agent.suites import codec_arms
 
-        codec_arms.run(context, task, _params(spec))
-        return
+
+def run(context: RunContext) -> None:
+    spec, writer, progress = context.spec, context.writer, context.progress
+    plan = spec.plan
+    task = make_task(spec)
     progress.start(SUITE, len(spec.profiles) * (1 + plan.processes))
     writer.add(sizes(spec))
     # Calibrate on the payloads the workers' rounds will use (the fastest of them).
     used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
     loops = run_worker(dict(task, mode="calibrate", indices=list(used)), progress.advance)
-    params = _params(spec)
+    params = timed_params(spec)
     for worker in range(plan.processes):
         context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
         result = run_worker(

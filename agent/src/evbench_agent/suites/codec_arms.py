@@ -33,7 +33,7 @@ from evbench_agent import arms, child_exit, payload_identity
 from evbench_agent.errors import EvbenchError, PartialRun
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
-from evbench_agent.suites.codec import OPERATIONS, SUITE, round_order
+from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_order, timed_params
 
 log = logging.getLogger(__name__)
 
@@ -226,13 +226,14 @@ def _replicate(
     return sample_sets
 
 
-def run(context: RunContext, task: dict[str, Any], params: dict[str, Any]) -> None:
+def run(context: RunContext) -> None:
     """The codec suite's run with `spec.arms`: calibrate and size per arm, then replicates.
 
-    `task` and `params` are the codec suite's own (codec.run builds them), so an arm's
-    worker measures exactly what a codec worker would.
+    The task and params are the codec suite's own, so an arm's worker measures exactly
+    what a codec worker would.
     """
     spec, plan, progress = context.spec, context.spec.plan, context.progress
+    task, params = make_task(spec), timed_params(spec)
     interpreters = {arm: arms.interpreter(where) for arm, where in spec.arms.items()}
     progress.start(SUITE, len(interpreters) + plan.processes * len(spec.profiles))
     used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
