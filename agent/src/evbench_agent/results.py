@@ -39,7 +39,6 @@ never a crash):
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
@@ -71,6 +70,10 @@ UNITS = frozenset(
 #: Limits for what a reader accepts: a results file is small, shallow and ours.
 MAX_DOCUMENT = 64 << 20
 MAX_DEPTH = 64
+#: The largest magnitude a stored number may have: beyond any measurement in these
+#: units, and far enough below the float range (1.8e308) that sums and squares of a
+#: run's values cannot overflow in the statistics.
+MAX_VALUE = 1e100
 MAX_NAME = 255
 MAX_PATH = 1024
 DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -139,8 +142,12 @@ class SampleSet:
         suite, metric, unit = (_text(data, key) for key in ("suite", "metric", "unit"))
         _check_unit(unit)
         values = data.get("values")
+        if isinstance(values, list) and not values:
+            raise FormatError("a sample set holds at least one value")
         if not isinstance(values, list) or not _finite_numbers(values):
-            raise FormatError("a sample set's values are a list of finite numbers")
+            raise FormatError(
+                f"a sample set's values are a list of finite numbers within {MAX_VALUE:g}"
+            )
         worker = data.get("worker", 0)
         if not isinstance(worker, int) or isinstance(worker, bool):
             raise FormatError(f"a sample set's worker is a whole number, not {worker!r:.40}")
@@ -167,21 +174,22 @@ def _optional_text(data: dict[str, Any], key: str) -> str | None:
     return None if data.get(key) is None else _text(data, key)
 
 
-def _is_number(value: Any) -> bool:
+def is_value(value: Any) -> bool:
+    """A number as the format stores one: finite, within MAX_VALUE of zero, not a bool."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:
-        return math.isfinite(float(value))
+        return -MAX_VALUE <= float(value) <= MAX_VALUE  # False for NaN and the infinities
     except OverflowError:  # an integer of hundreds of digits
         return False
 
 
 def _finite_numbers(values: list[Any]) -> bool:
-    """`_is_number` of every value; floats, nearly all of them, take the short path
-    (a full run holds some 10^5 values: checking each through `_is_number` took half
+    """`is_value` of every value; floats, nearly all of them, take the short path
+    (a full run holds some 10^5 values: checking each through `is_value` took half
     of reading samples.jsonl)."""
-    isfinite = math.isfinite
-    return all(isfinite(v) if type(v) is float else _is_number(v) for v in values)
+    low, high = -MAX_VALUE, MAX_VALUE
+    return all(low <= v <= high if type(v) is float else is_value(v) for v in values)
 
 
 def _check_unit(unit: str) -> None:
@@ -259,6 +267,8 @@ def summarize(sample_sets: Iterable[SampleSet]) -> list[dict[str, Any]]:
         pooled.setdefault(key, []).extend(sample_set.values)
     records = []
     for key, values in pooled.items():
+        if not values:  # sets that measured nothing: no record to make (and none to invent)
+            continue
         head = first[key]
         if head.unit not in UNITS:
             raise ValueError(f"unit {head.unit!r} is not one of {sorted(UNITS)}")
@@ -289,7 +299,8 @@ class RunWriter:
 
     def add(self, sample_sets: Iterable[SampleSet]) -> None:
         """Append raw samples and push them to disk before returning."""
-        lines = "".join(json.dumps(s.as_dict()) + "\n" for s in sample_sets)
+        # a set without values measured nothing, and a reader refuses it
+        lines = "".join(json.dumps(s.as_dict()) + "\n" for s in sample_sets if s.values)
         with open(self.directory / SAMPLES, "a", encoding="utf-8") as stream:
             stream.write(lines)
             stream.flush()
@@ -573,7 +584,7 @@ def _check_record(record: Any) -> dict[str, Any]:
     _params(record.get("params"))
     for key in RECORD_FIELDS[6:]:
         value = record.get(key)
-        if value is not None and not _is_number(value):
+        if value is not None and not is_value(value):
             raise FormatError(f"a record's {key} is a finite number, not {value!r:.40}")
     return record
 

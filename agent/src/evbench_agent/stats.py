@@ -56,7 +56,12 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     low = math.floor(position)
     high = min(low + 1, len(sorted_values) - 1)
     fraction = position - low
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
+    below, above = sorted_values[low], sorted_values[high]
+    value = below + (above - below) * fraction
+    if math.isfinite(value) or not (math.isfinite(below) and math.isfinite(above)):
+        return value
+    # the difference overflowed (values of both signs near 1e308): the same in two parts
+    return below * (1 - fraction) + above * fraction
 
 
 # --- the normal distribution's tails, without cancellation --------------------------
@@ -132,8 +137,39 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int] | None:
 def _stdev(values: Sequence[float], mean: float) -> float:
     """The sample standard deviation, two-pass with an exactly rounded sum: within an ulp
     or two of statistics.stdev, which sums exact fractions and took 0.1 s per 64,000
-    values (a full link run's RTTs), most of a report's statistics."""
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    values (a full link run's RTTs), most of a report's statistics.
+
+    `values` are sorted. Values near the float range (1e308) overflow the squares:
+    they are then scaled by the largest magnitude first (the result is inf only where
+    the stdev itself is)."""
+    try:
+        spread = math.fsum((v - mean) ** 2 for v in values)
+    except OverflowError:
+        spread = math.inf
+    if math.isfinite(spread):
+        return math.sqrt(spread / (len(values) - 1))
+    scale = max(abs(values[0]), abs(values[-1]))  # sorted: the extremes are at the ends
+    if not math.isfinite(scale):
+        return spread
+    scaled_mean = math.fsum(v / scale for v in values) / len(values)
+    spread = math.fsum((v / scale - scaled_mean) ** 2 for v in values)
+    return math.sqrt(spread / (len(values) - 1)) * scale
+
+
+def _mean(values: Sequence[float]) -> float:
+    """statistics.fmean of sorted `values`, or near the float range (where its sum
+    overflows) the mean of the values scaled by the largest magnitude."""
+    try:
+        mean = statistics.fmean(values)
+    except OverflowError:
+        mean = math.inf
+    if math.isfinite(mean):
+        return mean
+    scale = max(abs(values[0]), abs(values[-1]))
+    if not math.isfinite(scale):
+        return mean  # an infinite or NaN value makes the mean so, as fmean says
+    # scaled by the largest magnitude: every term within 1, their mean too
+    return math.fsum(v / scale for v in values) / len(values) * scale
 
 
 def _sorted_median(ordered: Sequence[float]) -> float:
@@ -141,7 +177,10 @@ def _sorted_median(ordered: Sequence[float]) -> float:
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
+    median = (ordered[middle - 1] + ordered[middle]) / 2
+    if math.isfinite(median) or not math.isfinite(ordered[middle - 1] + 0 * ordered[middle]):
+        return median
+    return ordered[middle - 1] / 2 + ordered[middle] / 2  # the sum overflowed near 1e308
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -152,7 +191,7 @@ def summarize(values: Sequence[float]) -> Summary:
     n = len(ordered)
     ranks = median_ci_ranks(n)
     tails = n >= MIN_N_FOR_TAILS
-    mean = statistics.fmean(ordered)
+    mean = _mean(ordered)
     return Summary(
         n=n,
         mean=mean,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evbench.report import manifest_shape
 from evbench_agent import results
 from evbench_agent.errors import UserError
 
@@ -78,9 +79,12 @@ def load_context(directory: Path) -> RunContext:
             hint="give a directory written by evbench run or evbench-agent run",
         )
     manifest: dict[str, Any] = {}
-    if (directory / results.MANIFEST).exists():
-        manifest = results.read_document(directory / results.MANIFEST)
     problems: list[str] = []
+    if (directory / results.MANIFEST).exists():
+        # each field the report reads, of its own type or left out (and named)
+        manifest = manifest_shape.checked(
+            results.read_document(directory / results.MANIFEST), problems
+        )
     records: list[dict[str, Any]] = []
     if (directory / results.SUMMARY).exists():
         summary = results.read_document(directory / results.SUMMARY)
