@@ -10,8 +10,10 @@ Timings on this machine (load 15-25 on 2 cores) are seconds per labgrid-client c
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import labgrid_rig
@@ -152,6 +154,55 @@ def test_a_failing_board_does_not_stop_the_other(lab, ssh_home, tmp_path, monkey
     gone, good = entries["gone"], entries["am62x-a"]
     assert (gone["status"], gone["exit_code"], gone["attempts"]) == ("failed", 2, 1)
     assert "place pattern am62x-gone matches nothing" in gone["error"]
+    assert gone["run_dir"] is None  # refused before its run began: lab.json names no folder
+    assert not list((lab_dir / "runs").glob(f"{gone['id']}*"))
     assert (good["status"], good["exit_code"]) == ("complete", 0)
     assert results.verify_checksums(lab_dir / good["run_dir"]) == []
     assert '<tr class="failed">' in (lab_dir / "lab.html").read_text()
+
+
+def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(
+    lab, ssh_home, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+    monkeypatch.setenv("LG_USERNAME", "nightly")
+    path = plan(tmp_path, lab.coordinator, units="a")
+    # Two entries on one board, one after the other; the first long enough to stop.
+    path.write_text(
+        path.read_text()
+        .replace("profiles: [seed]", "profiles: ['seed,ev-full,int,double', seed]")
+        .replace("options: [--quick]\n", "")
+    )
+    lab_dir = tmp_path / "lab"
+    job = subprocess.Popen(
+        [EVBENCH, "lab", "run", str(path), "--out", str(lab_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not list((tmp_path / "board-a").glob("runs/*/results/samples.jsonl")):
+            assert job.poll() is None, job.communicate()
+            assert time.monotonic() < deadline, "the first entry never started measuring"
+            time.sleep(0.5)
+        job.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        while lab.acquired_by("am62x-a") is not None:
+            assert time.monotonic() - signalled < 10, "the place is still held"
+            time.sleep(0.2)
+        _, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 130, err
+    index = json.loads((lab_dir / "lab.json").read_text())
+    assert index["finished"] and index["interrupted"] is True
+    first, second = index["entries"]
+    assert (first["status"], first["exit_code"]) == ("interrupted", 130)
+    run_dir = lab_dir / first["run_dir"]
+    assert not (run_dir / results.COMPLETE).exists()
+    assert json.loads((run_dir / results.SUMMARY).read_text())["partial"] is True
+    assert results.verify_checksums(run_dir) == []
+    assert (second["status"], second["run_dir"], second["attempts"]) == ("not run", None, 0)
+    page = (lab_dir / "lab.html").read_text()
+    assert '<tr class="interrupted">' in page and '<tr class="not-run">' in page

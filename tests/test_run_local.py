@@ -140,7 +140,10 @@ def _reaped(process: subprocess.Popen):
         process.communicate()
 
 
-def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, stop):
+    # SIGTERM (systemd, CI, `timeout`) and SIGHUP (a closed terminal) go to evbench only,
+    # not to its agent: evbench itself must stop the agent and keep the run.
     out = tmp_path / "run"
     process = subprocess.Popen(
         [
@@ -161,7 +164,7 @@ def test_ctrl_c_leaves_a_partial_run_and_exits_130(tmp_path):
     )
     with _reaped(process):
         _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert not (out / "complete").exists()

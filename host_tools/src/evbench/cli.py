@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from evbench import __version__, commands
+from evbench import __version__, commands, interrupts
 from evbench.command_summaries import SUMMARIES
 from evbench_agent.command_line import add_command, new_parser, run_program
 
@@ -57,7 +57,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def evbench(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    return run_program(PROG, lambda: build_parser(arguments), arguments, "interrupted")
+    with interrupts.handled():  # SIGTERM and SIGHUP end a command as Ctrl-C does
+        return run_program(PROG, lambda: build_parser(arguments), arguments, "interrupted")
 
 
 def main() -> None:

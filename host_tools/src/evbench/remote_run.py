@@ -32,6 +32,11 @@ FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 10.0
 #: `follow` ends by itself when the run ends; this only bounds a stuck channel.
 FOLLOW_EXIT_TIMEOUT = 60.0
+#: After an interrupt: how long the run on the board may take to seal itself.
+STOP_TIMEOUT = 60.0
+STOP_POLL = 0.3
+#: One command of the stopping (the board is answering: it was a moment ago).
+STOP_COMMAND_TIMEOUT = 20.0
 
 
 log = logging.getLogger(__name__)
@@ -140,6 +145,21 @@ class RemoteRun:
         if _with_state(final, self.board.url)["state"] == "absent":
             raise UserError(f"the run {self.run_id} vanished from {self.board.url}")
         return final
+
+    def stop(self) -> dict[str, Any]:
+        """Interrupt the run on the board as Ctrl-C does there (SIGINT: it keeps what it
+        measured as a partial run) and wait until it has sealed itself; its final status."""
+        current = _with_state(self._agent_status("status"), self.board.url)
+        pid = current.get("pid")
+        if current["state"] == "running" and isinstance(pid, int) and pid > 1:
+            self.board.run(["kill", "-INT", str(pid)], STOP_COMMAND_TIMEOUT)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while current["state"] == "running":
+            if time.monotonic() > deadline:
+                raise UserError(f"the run {self.run_id} did not stop within {STOP_TIMEOUT:.0f} s")
+            time.sleep(STOP_POLL)
+            current = _with_state(self._agent_status("status"), self.board.url)
+        return self.settle(current)
 
     def settle(self, current: dict[str, Any]) -> dict[str, Any]:
         """A run that stopped without ending (reboot, killed agent): seal it as partial."""
@@ -258,6 +278,24 @@ def _with_state(status: dict[str, Any], where: str) -> dict[str, Any]:
     return status
 
 
+def _stop_interrupted(session: RemoteRun, board: Board, run_id: str) -> dict[str, Any]:
+    """After Ctrl-C, SIGTERM or SIGHUP: stop the run on the board and keep it as partial.
+    When the board cannot be told (gone, or a second Ctrl-C), the run goes on there."""
+    from evbench.progress import notice
+
+    notice(f"interrupted: stopping run {run_id} on {board.url}")
+    try:
+        return session.stop()
+    except (EvbenchError, KeyboardInterrupt) as error:
+        reason = "interrupted again" if isinstance(error, KeyboardInterrupt) else str(error)
+        stopped = UserError(
+            f"stopped following run {run_id}; it goes on on the board ({reason})",
+            hint=f"collect it with `evbench fetch --board {board.url} {run_id}`",
+        )
+        stopped.exit_code = ExitCode.INTERRUPTED
+        raise stopped from None
+
+
 def exit_code(final: dict[str, Any]) -> int:
     """The agent's exit code for the run, as the local path would see it."""
     return int(final.get("exit", ExitCode.INTERNAL))
@@ -289,12 +327,13 @@ def run_and_fetch(
 
             final = session.settle(session.follow(show))
     except KeyboardInterrupt:
-        error = UserError(
-            f"stopped following run {run_id}; it goes on on the board",
-            hint=f"collect it with `evbench fetch --board {board.url} {run_id}`",
-        )
-        error.exit_code = ExitCode.INTERRUPTED
-        raise error from None
+        final = _stop_interrupted(session, board, run_id)
+        status = exit_code(final)
+        if status in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
+            session.fetch(out)
+        status = ExitCode.INTERRUPTED  # whatever the board said: the user stopped it
+        log_path = out / detached.LOG
+        return status, log_path.read_text(errors="replace") if log_path.exists() else ""
     status = exit_code(final)
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         log = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))

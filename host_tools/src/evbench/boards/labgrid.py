@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from evbench.boards.base import Board, CommandResult, PipedCommand, RemoteBoard, StreamedCommand
-from evbench.boards.labgrid_client import LabgridClient, Place, Resource, job_identity
+from evbench.boards.labgrid_client import (
+    LabgridClient,
+    Place,
+    Resource,
+    describe_holder,
+    job_identity,
+)
 from evbench.boards.urls import LabgridUrl, parse_labgrid_url
 from evbench_agent.errors import ExitCode, PartialRun, UserError
 from evbench_agent.log_output import notice
@@ -98,6 +104,7 @@ class LabgridBoard(RemoteBoard):
         self._checked_at: float | None = None  # when the place was last checked
         self.recovered = False  # power-cycled once mid-run: never twice
         self.held_by_user = False
+        self._holder_hint: str | None = None  # how to free a place someone else holds
         try:
             self.place_info = self._take_place(users)
             if power_cycle:
@@ -128,7 +135,10 @@ class LabgridBoard(RemoteBoard):
             filters = [f"name={place.name}"]
             what = f"place {place.name}"
             if place.acquired:
-                what += f" (acquired by {place.acquired})"
+                holder, how_to_free = describe_holder(place.name, place.acquired, users.coordinator)
+                what += f" ({holder})"
+                self._holder_hint = how_to_free
+                notice(f"place {place.name} is {holder}; {how_to_free}")
         else:
             filters = [f"{key}={value}" for key, value in self.address.tags]
             wanted = dict(self.address.tags)
@@ -161,7 +171,8 @@ class LabgridBoard(RemoteBoard):
                 if now - started > self.place_timeout:
                     raise PlaceUnavailable(
                         f"gave up waiting for {what} after {self.place_timeout:.0f} s",
-                        hint="try later, raise --place-timeout, or see who holds it: "
+                        hint=self._holder_hint
+                        or "try later, raise --place-timeout, or see who holds it: "
                         "labgrid-client who",
                     )
                 if now - shown >= SHOW_EVERY:

@@ -152,6 +152,49 @@ def job_identity() -> tuple[str, str]:
     return host, f"{user}+evbench-{os.getpid()}"
 
 
+#: The owner `job_identity` gives: HOST/USER+evbench-PID.
+_JOB_OWNER = re.compile(r"^(?P<host>[^/]+)/(?P<user>.+)\+evbench-(?P<pid>\d+)$")
+
+
+def describe_holder(place: str, owner: str, coordinator: str) -> tuple[str, str]:
+    """Who holds `place` and how to free it: (what, hint), for the waiting line and errors.
+
+    An evbench job's owner names its host and process. When that process is gone from
+    this host (killed with SIGKILL, or its machine rebooted) nobody will release the
+    place: labgrid keeps it acquired until an administrator releases it.
+    """
+    free = f"labgrid-client -x {coordinator} -p {place} release --kick"
+    match = _JOB_OWNER.match(owner)
+    if match is None:
+        return (
+            f"acquired by {owner}",
+            f"ask {owner} to release it, or, if nobody uses it, free it with: {free}",
+        )
+    host, pid = match.group("host"), int(match.group("pid"))
+    job = f"evbench job {pid} of {match.group('user')} on {host}"
+    this_host = host == (os.environ.get("LG_HOSTNAME") or socket.gethostname())
+    if this_host and not _process_exists(pid):
+        return (
+            f"acquired by {owner}, an {job} that no longer runs",
+            f"that job was killed before it could release the place; free it with: {free}",
+        )
+    return (
+        f"acquired by {owner}, a running {job}" if this_host else f"acquired by {owner}, {job}",
+        f"wait for it or stop it (kill {pid} on {host}: it releases the place); "
+        f"if it is gone, free it with: {free}",
+    )
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
 def find_client() -> str:
     given = os.environ.get(CLIENT_VARIABLE)
     path = given or shutil.which("labgrid-client")

@@ -50,10 +50,12 @@ def _run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    code = LabRun(lab_plan, out, lab_index).run()
-    page = report.write(out, lab_index.document)
-    _print(lab_index.document)
-    print(f"lab report: {page}", file=sys.stderr)
+    try:
+        code = LabRun(lab_plan, out, lab_index).run()
+    finally:  # also after a second Ctrl-C: the page shows where every entry got to
+        page = report.write(out, lab_index.document)
+        _print(lab_index.document)
+        print(f"lab report: {page}", file=sys.stderr)
     return code
 
 
@@ -80,7 +82,7 @@ def _status(directory: Path) -> int:
 
     document = index.read(directory)
     _print(document)
-    done = sum(e["status"] in ("complete", "partial", "failed") for e in document["entries"])
+    done = sum(e["status"] in index.FINAL_STATES for e in document["entries"])
     state = "finished" if document.get("finished") else "running"
     print(f"\n{done} of {len(document['entries'])} entries done; the lab is {state}")
     return 0

@@ -18,8 +18,10 @@ from evbench_agent.errors import UserError
 
 INDEX = "lab.json"
 FORMAT = 1
-#: An entry's states, in order; the last three are final.
-STATES = ("pending", "running", "complete", "partial", "failed")
+#: An entry's states, in order; all but the first two are final. "interrupted": the lab
+#: was stopped during the entry (its partial run kept); "not run": stopped before it.
+STATES = ("pending", "running", "complete", "partial", "failed", "interrupted", "not run")
+FINAL_STATES = STATES[2:]
 
 
 class LabIndex:
@@ -31,6 +33,7 @@ class LabIndex:
             "plan": str(plan_file),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "finished": None,
+            "interrupted": None,
             "entries": [
                 {
                     "id": entry.id,
@@ -59,8 +62,15 @@ class LabIndex:
             row.update(fields)
             self._write()
 
-    def finish(self) -> None:
+    def finish(self, interrupted: bool | None = None) -> None:
+        """The lab is over: every entry still pending or running gets its final state."""
         with self._lock:
+            for row in self.document["entries"]:
+                if row["status"] == "pending":
+                    row["status"] = "not run"
+                elif row["status"] == "running":  # its thread ended without saying: a bug
+                    row["status"] = "failed"
+            self.document["interrupted"] = interrupted
             self.document["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self._write()
 

@@ -18,7 +18,8 @@ REPORT = "lab.html"
 STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
     "td,th{border:1px solid #bbb;padding:.3em .6em;vertical-align:top;text-align:left}"
-    ".complete{background:#e6f4e6}.partial{background:#fff4d6}.failed{background:#fbe0e0}"
+    ".complete{background:#e6f4e6}.partial,.interrupted{background:#fff4d6}"
+    ".failed{background:#fbe0e0}"
     ".regressed{color:#a00;font-weight:bold}small{color:#555}"
 )
 
@@ -63,7 +64,7 @@ def render(directory: Path, index: dict[str, Any]) -> str:
         figures = _figures(run_dir) if run_dir is not None and run_dir.is_dir() else ""
         duration = "" if entry["duration_s"] is None else f"{entry['duration_s']:.0f} s"
         rows.append(
-            f'<tr class="{html.escape(entry["status"])}">'
+            f'<tr class="{html.escape(entry["status"].replace(" ", "-"))}">'
             f"<td>{html.escape(entry['board'])}</td>"
             f"<td>{html.escape(entry['suite'])} / {html.escape(entry['profile'])} / "
             f"{html.escape(entry['codecs'])}</td>"

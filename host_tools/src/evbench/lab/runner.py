@@ -6,15 +6,22 @@ directory. A failing board does not stop the others; a transient failure (the pl
 taken, the connection lost) is retried up to the plan's `retries`, each attempt in a
 directory of its own (a partial attempt is kept). A complete entry is compared with
 that board's previous run from the history store (nightly_compare.py).
+
+Ctrl-C, SIGTERM or SIGHUP stops the lab as a whole: no entry or attempt starts after
+it, each running entry's `evbench run` gets SIGTERM (it stops its board's run, keeps it
+partial and releases its place; killed if it has not ended in CHILD_STOP_TIMEOUT), and
+lab.json is finished with every entry's state, so the lab page can be written.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TextIO
 
 from evbench.lab import nightly_compare
 from evbench.lab.index import LabIndex
@@ -27,6 +34,10 @@ ENTRY_TIMEOUT = 4 * 3600.0
 #: What makes a failure worth another attempt: the board or its place, not the benchmark.
 TRANSIENT_MARKERS = ("gave up waiting for", "dropped", "ConnectionLost", "connection lost")
 MAX_PARALLEL_BOARDS = 16
+#: After the lab is stopped: how long a running entry may take to stop its board's run,
+#: fetch it and release its place before it is killed.
+CHILD_STOP_TIMEOUT = 120.0
+WAIT_STEP = 0.5
 
 
 def _one_line(stderr: str) -> str:
@@ -44,15 +55,30 @@ class LabRun:
         self.plan = plan
         self.directory = directory
         self.index = index
+        self._stopped = threading.Event()  # set by an interrupt: nothing new starts
 
     def run(self) -> int:
         boards: dict[str, list[Entry]] = {}
         for entry in self.plan.entries:
             boards.setdefault(entry.board.label, []).append(entry)
         workers = min(len(boards), MAX_PARALLEL_BOARDS)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-board") as pool:
-            outcomes = list(pool.map(self._board, boards.values()))
-        self.index.finish()
+        interrupted = False
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-board")
+        try:
+            futures = [pool.submit(self._board, entries) for entries in boards.values()]
+            try:
+                outcomes = [future.result() for future in futures]
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (evbench.interrupts)
+                interrupted = True
+                self._stopped.set()
+                notice("lab: interrupted; stopping the running entries and releasing their places")
+                outcomes = [future.result() for future in futures]
+        finally:
+            self._stopped.set()
+            pool.shutdown(wait=True)
+            self.index.finish(interrupted=interrupted or None)
+        if interrupted:
+            return ExitCode.INTERRUPTED
         codes = [code for board in outcomes for code in board]
         if any(code not in (ExitCode.OK, ExitCode.CHECK_FAILED) for code in codes):
             return ExitCode.PARTIAL  # some entry did not complete
@@ -61,11 +87,19 @@ class LabRun:
         return ExitCode.OK
 
     def _board(self, entries: list[Entry]) -> list[int]:
-        return [self._entry(entry) for entry in entries]
+        codes = []
+        for entry in entries:
+            if self._stopped.is_set():
+                self.index.update(entry.id, status="not run", error="the lab was stopped")
+                codes.append(int(ExitCode.INTERRUPTED))
+                continue
+            codes.append(self._entry(entry))
+        return codes
 
     def _entry(self, entry: Entry) -> int:
         started = time.monotonic()
         code, error, out = ExitCode.INTERNAL, "", None
+        run_dir = None
         for attempt in range(1, self.plan.retries + 2):
             suffix = "" if attempt == 1 else f".attempt{attempt}"
             out = self.directory / "runs" / f"{entry.id}{suffix}"
@@ -80,16 +114,26 @@ class LabRun:
             )
             code, stderr = self._run_one(entry, out, log)
             error = "" if code == ExitCode.OK else _one_line(stderr)
-            if code == ExitCode.OK or not _transient(code, stderr) or attempt > self.plan.retries:
+            # lab.json names only a run directory that exists (an attempt refused before
+            # its run started leaves none): this attempt's, else the last one's that does.
+            if out.is_dir():
+                run_dir = str(out.relative_to(self.directory))
+            self.index.update(entry.id, run_dir=run_dir)
+            if code == ExitCode.INTERRUPTED:
+                self._stopped.set()  # Ctrl-C at the terminal reached the entry too: stop all
+            if (
+                code == ExitCode.OK
+                or not _transient(code, stderr)
+                or attempt > self.plan.retries
+                or self._stopped.is_set()
+            ):
                 break
             notice(f"lab: {entry.id}: attempt {attempt} failed ({error}); retrying")
-        status = (
-            "complete"
-            if code == ExitCode.OK
-            else "partial"
-            if code == ExitCode.PARTIAL
-            else "failed"
-        )
+        status = {
+            ExitCode.OK: "complete",
+            ExitCode.PARTIAL: "partial",
+            ExitCode.INTERRUPTED: "interrupted",
+        }.get(code, "failed")
         comparison = None
         if code == ExitCode.OK and out is not None:
             comparison = nightly_compare.against_previous(
@@ -111,17 +155,38 @@ class LabRun:
     def _run_one(self, entry: Entry, out: Path, log: Path) -> tuple[int, str]:
         argv = [sys.executable, "-m", "evbench", *entry.run_argv(out, self.plan.place_timeout)]
         with open(log, "w+", encoding="utf-8", errors="replace") as stream:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT
+            )
             try:
-                done = subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stream,
-                    stderr=subprocess.STDOUT,
-                    timeout=ENTRY_TIMEOUT,
-                )
-                code = done.returncode
-            except subprocess.TimeoutExpired:
-                code = ExitCode.PARTIAL
-                stream.write(f"\nevbench: error: the entry did not end in {ENTRY_TIMEOUT:.0f} s\n")
+                code = self._wait(process, stream)
+            finally:
+                if process.poll() is None:  # an error here: leave no entry running
+                    process.kill()
+                    process.wait()
             stream.seek(0)
             return code, stream.read()
+
+    def _wait(self, process: subprocess.Popen, stream: TextIO) -> int:
+        """The entry's exit code; once the lab is stopped, SIGTERM, then SIGKILL if need be."""
+        deadline = time.monotonic() + ENTRY_TIMEOUT
+        stop_deadline = None
+        while True:
+            try:
+                return process.wait(timeout=WAIT_STEP)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if self._stopped.is_set() and stop_deadline is None:
+                process.terminate()  # evbench run: stop, keep partial, release (exit 130)
+                stop_deadline = now + CHILD_STOP_TIMEOUT
+            if stop_deadline is not None and now > stop_deadline:
+                process.kill()
+                process.wait()
+                stream.write(f"\nevbench: error: did not stop in {CHILD_STOP_TIMEOUT:.0f} s\n")
+                return ExitCode.INTERRUPTED
+            if now > deadline:
+                process.kill()
+                process.wait()
+                stream.write(f"\nevbench: error: the entry did not end in {ENTRY_TIMEOUT:.0f} s\n")
+                return ExitCode.PARTIAL
