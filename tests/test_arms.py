@@ -224,6 +224,8 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
     }
     for metric in ("Serialization", "Deserialization", "Deserialization + access"):
         assert rows[metric] in ("protobuf@pb425", "protobuf@newest", "tie"), rows
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert f"protobuf {old}" in report and f"protobuf {new}" in report  # its Arms section
     # The quick plan by hand: 8 replicates x 3 values per arm and operation, no more.
     with (out / "samples.jsonl").open(encoding="utf-8") as stream:
         records = [json.loads(line) for line in stream]
@@ -237,3 +239,39 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
     }
     digests = {r["params"]["payload_digest"] for r in records if r["suite"] == "codec"}
     assert len(digests) == 1  # both arms measured one payload set
+
+
+@pytest.mark.integration
+def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
+    """A known difference: protobuf's pure-Python backend against upb (C), same venv.
+
+    An arm may be any executable that runs Python: here a script that picks the
+    backend through protobuf's documented variable, then runs the venv's Python.
+    """
+    slow = tmp_path / "python-backend"
+    slow.write_text(
+        "#!/bin/sh\n"
+        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python\n"
+        "export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION\n"
+        f'exec "{NEWEST / "bin" / "python"}" "$@"\n'
+    )
+    slow.chmod(0o755)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "evbench_agent", "run", "--arm", f"upb={NEWEST}",
+            "--arm", f"purepy={slow}", "--quick", "--profile", "int", "--payloads", "20",
+            "--out", str(out),
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["arms"]["upb"]["protobuf_backend"] == "upb"
+    assert manifest["arms"]["purepy"]["protobuf_backend"] == "python"
+    from evbench_agent import results
+    from evbench_agent.comparison import compare
+
+    found = compare(list(results.load_run(out).samples()), "protobuf@upb", "protobuf@purepy")
+    verdicts = {row.identity.metric: row.outcome for row in found.by_role("tested")}
+    assert verdicts == dict.fromkeys(("encode", "decode", "decode_access"), "baseline")  # upb

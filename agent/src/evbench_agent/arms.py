@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import evbench_agent
+from evbench_agent import private_environment
 from evbench_agent.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -151,7 +152,8 @@ def agent_path() -> str:
 
 def environment() -> dict[str, str]:
     """An arm process's environment: this one's, with the agent as its only extra path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    left_out = ("PYTHONPATH", "PYTHONHOME", *private_environment.PRIVATE_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if k not in left_out}
     env["PYTHONPATH"] = agent_path()
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the shared package is not the arm's to write into
     return env

@@ -206,11 +206,27 @@ def bus_counters_section(context: RunContext) -> Section | None:
     )
 
 
+def arms_section(context: RunContext) -> Section | None:
+    """A run with --arm: each arm's versions, before the answer that compares them."""
+    lines = arms.describe(context.manifest)
+    if not lines:
+        return None
+    notes = [
+        "The same codecs under each environment, in one run on one board: each replicate's "
+        "arm processes take turns within every round (docs/method.md). The first arm is "
+        "the baseline; the answer below compares the first codec's first two arms, the "
+        "terminal (evbench run) every codec and arm.",
+        *(line.strip() for line in lines),
+    ]
+    return Section("Arms", notes)
+
+
 def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     """Every section of the report, in order (the answer first); the plots follow them."""
     compared = comparison is not None
     found = [
         partial_section(context),
+        arms_section(context),
         answer_section(comparison) if compared else None,
         comparison_section(comparison) if compared else None,
         context_section(comparison) if compared else None,
