@@ -225,7 +225,8 @@ def _tally(experiment: Experiment, result: comparison.Comparison) -> None:
         if row.verdict is None:
             continue
         tally = experiment.rows.setdefault(
-            row.label, {"baseline": 0, "candidate": 0, "tie": 0, "n too small": 0}
+            row.label,
+            {"baseline": 0, "candidate": 0, "equal": 0, "undecided": 0, "n too small": 0},
         )
         tally[row.outcome] += 1
 

@@ -146,7 +146,7 @@ def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_p
     params = rtt[0]["params"]
     assert (params["transport"], params["bit_rate"], params["rate_hz"]) == ("uart", baud, 20.0)
     count, warmup = params["count"], params["warmup_count"]
-    assert (count, warmup) == (10, 2)  # quick: 0.5 s and 0.1 s at 20 Hz
+    assert (count, warmup) == (6, 1)  # quick: 0.3 s and 0.05 s at 20 Hz
     link = messages.bind("protobuf", "seed")
     bodies = [link.encode(item) for item in link.sample_data(params["payloads"], params["seed"])]
     sequences = range(warmup, warmup + count)
@@ -163,16 +163,14 @@ def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_p
         for sequence, measured in zip(sequences, rtt[phase]["values"], strict=True):
             on_the_wire = FRAME_BYTES + len(bodies[sequence % len(bodies)]) + MIN_REPLY_BYTES
             assert measured > on_the_wire * BITS_PER_BYTE / baud
-        # Bus load: the messages of all but the last send, over the span from the first
-        # to the last send (which bandwidth_payload gives: their payload bytes per second).
-        # The line is full duplex and the acks are far smaller than the messages, so
-        # the messages' direction is the busier one.
-        counted = [len(bodies[s % len(bodies)]) for s in sequences[:-1]]
-        span = sum(counted) / by_phase(found, "bandwidth_payload")[phase]["values"][0]
+        # Bus load: what the phase offered, the measured messages' bits over one
+        # period (1/20 s) per message. The line is full duplex and the acks are far
+        # smaller than the messages, so the messages' direction is the busier one.
+        counted = [len(bodies[s % len(bodies)]) for s in sequences]
         bits = sum(FRAME_BYTES + size for size in counted) * BITS_PER_BYTE
         load = by_phase(found, "bus_load")[phase]
         assert load["unit"] == "percent"
-        assert load["values"][0] == pytest.approx(100 * bits / baud / span, rel=1e-9)
+        assert load["values"][0] == pytest.approx(100 * bits / baud / (count / 20), rel=1e-9)
         assert 45 < load["values"][0] < 60  # ~298 B x 10 bits x 20 Hz / 115200 = 52 %
     assert not any(r["metric"] == "bandwidth_wire" for r in found)  # Ethernet's: not a UART's
     assert [end["messages"] for end in ends] == [warmup + count] * 2
@@ -210,6 +208,41 @@ def test_a_rate_the_uart_cannot_carry_is_said_up_front_and_measured_as_lost(
     # Every message is accounted for: answered (and then late) or lost; none on time.
     assert lost + answered == 4 and late == answered and lost >= 1
     assert by_phase(found, "bus_load")[0]["values"][0] > 100
+
+
+def test_an_overloaded_uart_offers_the_same_load_in_a_short_and_a_long_phase(
+    line_9600: PacedLine, tmp_path: Path
+) -> None:
+    """At 9600 baud protobuf's seed message (about 300 B, 21 B of framing: about
+    0.33 s a message at 10 bits a byte) cannot go out 20 times a second. The load a
+    phase offered is its messages' bits over one 50 ms period each, whatever the
+    phase's length: 10 and 60 messages give the same figure (within 5 %: their
+    payloads differ), above 100 %, and a line says the line cannot carry it."""
+    baud = 9600
+    client, far = (f"uart://{end}?baud={baud}" for end in line_9600.ends)
+    loads, said = {}, {}
+    for count in (10, 60):
+        responder = Responder(far)
+        try:
+            out = tmp_path / f"run-{count}"
+            done = run_link(out, client, "--codecs", "protobuf", "--count", str(count),
+                            spec={"link_phases": 1})  # fmt: skip
+        finally:
+            responder.stop()
+        assert done.returncode == 0, done.stderr
+        found = records(out)
+        params = by_phase(found, "rtt_transport").get(0, by_phase(found, "lost")[0])["params"]
+        link = messages.bind("protobuf", "seed")
+        bodies = [link.encode(i) for i in link.sample_data(params["payloads"], params["seed"])]
+        sequences = range(params["warmup_count"], params["warmup_count"] + count)
+        bits = sum(FRAME_BYTES + len(bodies[s % len(bodies)]) for s in sequences) * 10
+        loads[count] = by_phase(found, "bus_load")[0]["values"][0]
+        assert loads[count] == pytest.approx(100 * bits / baud / (count / 20), rel=1e-9)
+        said[count] = [line for line in done.stderr.splitlines() if "cannot carry" in line]
+    assert loads[10] > 100 and loads[60] > 100
+    assert loads[10] == pytest.approx(loads[60], rel=0.05)
+    for count, lines in said.items():
+        assert len(lines) == 1 and f"offered {loads[count]:.0f} %" in lines[0], lines
 
 
 def test_a_uart_that_does_not_exist_is_one_line_and_writes_nothing(tmp_path: Path) -> None:

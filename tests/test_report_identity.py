@@ -2,7 +2,8 @@
 suite (periodic and capacity phases) and telemetry, every row of the terminal table
 and of report.md maps to exactly one record identity of summary.json, every
 identity both codecs measured has its row, and no telemetry or energy row carries
-a winner.
+a winner. On the same output the test's estimate (% Diff), the cells beside it and
+the verdict never point different ways.
 
 The expectations come from the run's own files, not from the report code: the
 identity of a record is what evbench_agent.identity declares (the results format's
@@ -15,13 +16,14 @@ identity's samples give.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
-from report_helpers import local_run
+from report_helpers import evbench, junit_numbers, local_run
 
 from evbench.report.units import format_value
 from evbench_agent import identity, metrics
@@ -33,7 +35,13 @@ CONTEXT_METRICS = {
     "cpu_util", "agent_cpu", "temp_max", "freq_min", "power_mean", "rss_max",
     "energy_per_op", "energy_per_msg",
 }  # fmt: skip
-VERDICTS = {"JSON", "Protobuf", "tie", "n too small"}
+VERDICTS = {"JSON", "Protobuf", "equal", "undecided", "n too small"}
+#: The display units of report.units.format_value, to read a cell back as a number.
+SCALES = {
+    "ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "B": 1.0, "KiB": 1024.0,
+    "MiB": 1024.0**2, "GiB": 1024.0**3, "KiB/s": 1024.0, "MiB/s": 1024.0**2, "B/s": 1.0,
+    "msg/s": 1.0, "kmsg/s": 1000.0, "%": 1.0, "msg": 1.0, "MHz": 1e6,
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +83,27 @@ def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
     return {key: medians for key, medians in found.items() if set(medians) == set(CODECS)}
 
 
+def means(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
+    """Every identity -> codec -> the mean of every value (what a fact row shows)."""
+    values: dict[tuple, list[float]] = {}
+    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        if sample["codec"] in CODECS:
+            key = (identity.of_record(sample), sample["codec"])
+            values.setdefault(key, []).extend(sample["values"])
+    found: dict[identity.Identity, dict[str, float]] = {}
+    for (key, codec), every in values.items():
+        found.setdefault(key, {})[codec] = statistics.fmean(every)
+    return found
+
+
+def number(cell: str) -> float:
+    """A cell's leading figure back as a number in the unit's base: '312 µs' -> 3.12e-4."""
+    text = leading_value(cell).replace("k msg/s", " kmsg/s")
+    figure, unit = text.split(" ", 1) if " " in text else (text, "")
+    return float(figure) * SCALES.get(unit.strip(), 1.0)
+
+
 def names(row_label: str, profile: str, key: identity.Identity, found: dict) -> bool:
     """Whether a row's profile and label name this identity: its metric's label, and the
     value of each param (phase, kind, mode, operation) that sets it apart from the other
@@ -98,18 +127,31 @@ def leading_value(cell: str) -> str:
     return cell.split(" [", 1)[0].strip()
 
 
-def match_rows(rows: list[list[str]], found: dict, columns: tuple[int, int]) -> dict:
-    """Each row -> the one identity it shows; fails on none or more than one."""
+def match_rows(
+    rows: list[list[str]],
+    found: dict,
+    columns: tuple[int, ...],
+    facts: dict | None = None,
+) -> dict:
+    """Each row -> the one identity it shows; fails on none or more than one. `columns`
+    are the codecs' cells that show their medians (the comparison table: the baseline's
+    only, the candidate's is the test's estimate); with `facts` (each codec's means) a
+    fact row's two cells are its means."""
     mapped = {}
     for row in rows:
         profile, label = row[0].strip(), row[1].strip()
+        fact = facts is not None and len(row) > 5 and row[5].strip() == "fact"
+        shown = (2, 3) if fact else columns
         candidates = [
             key
             for key, medians in found.items()
             if names(label, profile, key, found)
             and all(
-                leading_value(row[column]) == format_value(medians[codec], key.unit, key.metric)
-                for column, codec in zip(columns, CODECS, strict=True)
+                leading_value(row[column])
+                == format_value(
+                    (facts[key] if fact and facts else medians)[codec], key.unit, key.metric
+                )
+                for column, codec in zip(shown, CODECS, strict=False)
             )
         ]
         assert len(candidates) == 1, (row, candidates)
@@ -149,16 +191,18 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
     return tables
 
 
-def check_tables(tables: list[list[list[str]]], found: dict) -> None:
-    """The comparison table (with Winner) and the context table (without) together show
-    every identity exactly once; context metrics only in the table without a winner."""
-    comparison = next(t for t in tables if "Winner" in [c.strip() for c in t[0]])
+def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> None:
+    """The comparison table (with Verdict) and the context table (without) together show
+    every identity exactly once; context metrics only in the table without a verdict."""
+    comparison = next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])
     header = [c.strip() for c in comparison[0]]
-    assert header[:6] == ["Profile", "Metric", "JSON", "Protobuf", "% Diff", "Winner"]
+    assert header[:6] == [
+        "Profile", "Metric", "JSON", "Protobuf (est.)", "% Diff (est.)", "Verdict",
+    ]  # fmt: skip
     context = next(t for t in tables if t[0][1].strip().startswith("Context"))
     context_header = [c.strip() for c in context[0]]
-    assert "Winner" not in context_header and "% Diff" not in context_header
-    tested = match_rows(comparison[1:], found, (2, 3))
+    assert "Verdict" not in context_header and "% Diff (est.)" not in context_header
+    tested = match_rows(comparison[1:], found, (2,), facts)
     shown = match_rows(context[1:], found, (2, 4))
     assert not set(tested.values()) & set(shown.values())
     assert set(tested.values()) | set(shown.values()) == set(found)  # nothing left out
@@ -183,14 +227,14 @@ def test_the_run_measured_what_this_test_needs(run):
 def test_every_terminal_row_is_one_identity_and_telemetry_has_no_winner(run):
     run_dir, stdout = run
     assert stdout.startswith("The answer (Protobuf against JSON, on this machine):")
-    check_tables(text_tables(stdout), identities(run_dir))
+    check_tables(text_tables(stdout), identities(run_dir), means(run_dir))
 
 
 def test_every_report_row_is_one_identity_and_telemetry_has_no_winner(run):
     run_dir, _stdout = run
     markdown = (run_dir / "report.md").read_text()
     assert markdown.split("\n## ", 2)[1].startswith("The answer: Protobuf against JSON")
-    check_tables(markdown_tables(markdown), identities(run_dir))
+    check_tables(markdown_tables(markdown), identities(run_dir), means(run_dir))
 
 
 def test_a_pooled_row_would_be_caught(run):
@@ -213,3 +257,89 @@ def test_a_pooled_row_would_be_caught(run):
     row = [keys[0].profile, "RTT, transport (periodic, capacity)", *cells]
     with pytest.raises(AssertionError):
         match_rows([row], found, (2, 3))
+
+
+def test_percent_diff_cells_and_verdict_agree_in_sign(run):
+    """On every tested row of the terminal table: the candidate's cell against the
+    baseline's, % Diff, and a named winner (with the metric's direction) say the same;
+    an interval printed beside a row whose p (Holm) is >= 0.05 holds 1."""
+    _run_dir, stdout = run
+    comparison = next(t for t in text_tables(stdout) if "Verdict" in [c.strip() for c in t[0]])
+    header = [c.strip() for c in comparison[0]]
+    column = {name: header.index(name) for name in header}
+    checked = 0
+    for row in comparison[1:]:
+        cells = [c.strip() for c in row]
+        verdict = cells[column["Verdict"]]
+        if verdict == "fact" or cells[column["% Diff (est.)"]] == "-":
+            continue
+        change = float(cells[column["% Diff (est.)"]].rstrip("%"))
+        base, cand = number(cells[2]), number(cells[3])
+        # The cells are rounded to three digits: a change below half a unit of the last
+        # digit may show as equal cells, never as cells of the other sign.
+        assert cand == base or (cand > base) == (change > 0), row
+        label = cells[1]
+        metric = next(m for m, known in metrics.METRICS.items() if label.startswith(known.label))
+        lower_better = metrics.better(metric) == "lower"
+        if verdict in ("JSON", "Protobuf"):
+            candidate_better = verdict == "Protobuf"
+            assert (change < 0) == (candidate_better == lower_better), row
+        interval = cells[column["ratio CI (Holm step)"]]
+        p_holm = cells[column["p (Holm)"]]
+        if interval != "-" and p_holm != "<1e-12" and float(p_holm) >= 0.05:
+            low, high = (float(x) for x in interval.split("-"))
+            assert low <= 1 <= high, row
+        checked += 1
+    assert checked >= 5  # the codec suite's timed rows and the link's tested rows
+
+
+#: comparison.csv's columns, as issue 27 lists them.
+CSV_COLUMNS = [
+    "suite", "profile", "metric", "phase", "label", "baseline", "candidate", "estimate",
+    "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable",
+]  # fmt: skip
+#: The table's verdict cell for each verdict word of the file (the codecs by display name).
+TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}
+
+
+def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(run):
+    """comparison.csv (written by evbench run) holds the table's rows in the same words,
+    numbers and intervals; evbench report writes the same file again; JUnit carries each
+    tested record's verdict in the same words."""
+    run_dir, stdout = run
+    path = run_dir / "comparison.csv"
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert reader.fieldnames == CSV_COLUMNS
+        lines = list(reader)
+    table = next(t for t in text_tables(stdout) if "Verdict" in [c.strip() for c in t[0]])
+    header = [c.strip() for c in table[0]]
+    rows = [[c.strip() for c in row] for row in table[1:]]
+    assert len(lines) == len(rows)
+    for line, row in zip(lines, rows, strict=True):
+        assert (line["profile"], line["label"]) == (row[0], row[1])
+        assert line["baseline"] == "json" and line["candidate"] == "protobuf"
+        word = TABLE_WORDS.get(line["verdict"], line["verdict"])
+        assert word == row[header.index("Verdict")]
+        assert word in VERDICTS | {"fact"}
+        if line["verdict"] == "fact":
+            continue
+        change = row[header.index("% Diff (est.)")]
+        assert f"{(float(line['estimate']) - 1) * 100:+.1f}%" == change
+        interval = row[header.index("ratio CI (Holm step)")]
+        if line["ci_low"]:
+            assert interval == f"{float(line['ci_low']):.3f}-{float(line['ci_high']):.3f}"
+            low, high = float(line["ci_low"]), float(line["ci_high"])
+            if float(line["p_holm"]) >= 0.05:  # no interval excludes 1 without Holm
+                assert low <= 1 <= high, line
+        else:
+            assert interval == "-" and line["verdict"] == "n too small"
+        assert row[header.index("n")].startswith(line["n"] + " ")
+    junit = junit_numbers(run_dir / "junit.xml")
+    said = {f["system-out"].get("verdict") for f in junit.values()} - {None}
+    assert said and said <= {"json", "protobuf", "equal", "undecided", "n too small"}
+    before = path.read_bytes()
+    path.unlink()
+    done = evbench("report", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes() == before

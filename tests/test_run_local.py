@@ -63,7 +63,7 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
     # The answer opens the output, in sentences, before the table.
     assert done.stdout.startswith("The answer (Protobuf against JSON, on this machine):")
     header = next(line for line in done.stdout.splitlines() if line.startswith("Profile "))
-    for column in ("Metric", "JSON", "Protobuf", "% Diff", "Winner"):
+    for column in ("Metric", "JSON", "Protobuf (est.)", "% Diff (est.)", "Verdict"):
         assert column in header
     assert "Serialization" in done.stdout and "Protobuf" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())
@@ -102,7 +102,7 @@ def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
     lines = done.stdout.split("\nOne row per measurement")[0].splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("Profile "))
     winners = [line.split("|")[5].strip() for line in lines[header + 2 :]]  # the table's rows
-    assert set(winners) <= {"JSON", "Protobuf", "tie", "n too small", "fact"}
+    assert set(winners) <= {"JSON", "Protobuf", "equal", "undecided", "n too small", "fact"}
     assert "Protobuf" in winners and "fact" in winners  # sizes are facts, not tested
     assert "Medians per codec" in done.stdout
 

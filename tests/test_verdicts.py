@@ -12,10 +12,11 @@ from evbench_agent import verdicts
 from evbench_agent.verdicts import (
     BASELINE,
     CANDIDATE,
+    EQUAL,
     HIGHER_IS_BETTER,
     LOWER_IS_BETTER,
-    TIE,
     TOO_SMALL,
+    UNDECIDED,
     Independent,
     Paired,
     decide_family,
@@ -48,16 +49,17 @@ def test_higher_is_better_flips_the_winner():
     assert verdict.winner == "candidate"
 
 
-def test_a_significant_but_tiny_difference_is_a_tie():
+def test_a_significant_but_tiny_difference_is_equal():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
     (verdict,) = decide_family([Independent("tiny", LOWER_IS_BETTER, base, cand)])
     assert verdict.p_holm < 1e-6
-    assert verdict.winner == "tie"
+    assert verdict.winner == EQUAL
+    assert 0.98 <= verdict.ratio_low < verdict.ratio_high <= 1.02
 
 
-def test_the_same_distribution_is_a_tie():
+def test_the_same_distribution_names_no_winner_and_every_interval_holds_one():
     rng = random.Random(4)
     verdicts = decide_family(
         [
@@ -65,7 +67,8 @@ def test_the_same_distribution_is_a_tie():
             for i in range(10)
         ]
     )
-    assert all(v.winner == "tie" for v in verdicts)
+    assert {v.winner for v in verdicts} <= {EQUAL, UNDECIDED}
+    assert all(v.ratio_low <= 1 <= v.ratio_high for v in verdicts if v.p_holm >= 0.05)
 
 
 def test_holm_correction_spans_the_rows():
@@ -103,9 +106,9 @@ def test_higher_is_better_flips_the_paired_winner():
     assert verdict.winner == CANDIDATE
 
 
-def test_log_ratios_centred_on_zero_are_a_tie():
+def test_log_ratios_centred_on_zero_and_narrow_are_equal():
     (verdict,) = decide_family([_paired("same", SPREAD)])
-    assert verdict.winner == TIE
+    assert verdict.winner == EQUAL
     assert verdict.p_value == pytest.approx(1.0)  # W+ sits exactly at its mean
 
 
@@ -125,7 +128,7 @@ def test_the_family_size_decides_what_n_is_too_small():
     assert {v.winner for v in decide_family(rows)} == {TOO_SMALL}
 
 
-def test_holm_across_the_family_turns_a_lone_raw_success_into_a_tie():
+def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
     # Eight phases per codec, overlapping by a little: a winner alone, one row of twenty.
     base = [1.00, 1.02, 1.04, 1.06, 1.08, 1.10, 1.12, 1.14]
     cand = [1.091, 1.111, 1.131, 1.151, 1.171, 1.191, 1.211, 1.231]
@@ -136,9 +139,13 @@ def test_holm_across_the_family_turns_a_lone_raw_success_into_a_tie():
     alone = decide_family(rows[:1])[0]
     assert alone.winner == BASELINE  # a winner on its own ...
     assert effect.p_value == alone.p_value and 0.0025 < effect.p_value < 0.05
-    assert effect.ratio_low > 1.02  # the interval is clear of the minimum effect
+    assert alone.ratio_low > 1.02  # the 95 % interval is clear of the minimum effect
     assert effect.p_holm == pytest.approx(20 * effect.p_value)  # Holm's first step, m = 20
-    assert effect.winner == TIE  # ... a tie among twenty rows: only Holm made it so
+    assert effect.winner == UNDECIDED  # ... undecided among twenty rows: Holm made it so
+    # ... and the interval it prints is the one at Holm's step (level 1 - 0.05 / 20): it
+    # holds 1, where the row's own 95 % interval lies clear of the band.
+    assert effect.interval_level == pytest.approx(1 - 0.05 / 20)
+    assert effect.ratio_low <= 1 <= effect.ratio_high
 
 
 def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
@@ -151,7 +158,7 @@ def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
     (above,) = decide_family([_paired("above", [just_above + e for e in noise])])
     (below,) = decide_family([_paired("below", [just_below + e for e in noise])])
     assert above.winner == BASELINE
-    assert below.winner == TIE and below.p_value == pytest.approx(2 / 1024)
+    assert below.winner == UNDECIDED and below.p_value == pytest.approx(2 / 1024)
 
 
 def _aa_process_logs(rng: random.Random, processes: int, values: int) -> tuple[list, list]:

@@ -15,7 +15,8 @@ API (stable; extended only compatibly)::
         row.baseline, row.candidate   # Side: codec, summary (every value), replicates,
                                       # replicate_summary (of per-replicate medians)
         row.verdict       # verdicts.Verdict for TESTED rows, else None
-        row.outcome       # "baseline" | "candidate" | "tie" | "n too small" | None
+        row.outcome       # "baseline" | "candidate" | "equal" | "undecided" | "n too small"
+                          # | None
         row.fact_difference  # FACT rows: (candidate - baseline) / baseline of the means
         row.n, row.n_counts  # what the test counted: 10, "processes"
         row.min_detectable   # m: the plan could name ratios >= 1 + m or <= 1 / (1 + m); None
@@ -35,9 +36,11 @@ Rules (docs/method.md): a row is one identity (identity.py); records that
 differ in an identity param are never pooled, outcome params never split a
 row. TESTED rows are decided on replicates: the codec suite pairs the codecs
 within each worker process (one log-ratio per process: the median over rounds
-of log(candidate / baseline) of the same round); the link suite takes one value
-per phase (a per-message figure reduced to the phase's median) and compares the
-codecs' phases as independent samples. Test families are (suite, profile).
+of log(candidate / baseline) of the same round); the link suite pairs the
+codecs within each pair of adjacent phases (phase i of each codec, one right
+after the other: one log-ratio per pair, of the two phases' values, a
+per-message figure reduced to the phase's median). Test families are (suite,
+profile).
 FACT rows carry the exact difference; CONTEXT rows only per-codec summaries.
 
 Two runs (`compare_runs`) share no replicate: a worker process of run A is not
@@ -59,9 +62,11 @@ from evbench_agent import identity, metrics, stats, verdicts
 from evbench_agent.identity import CONTEXT, FACT, TESTED, Identity
 from evbench_agent.results import Run, SampleSet
 
-#: How each suite's replicates are compared, and what n counts.
-PAIRED_SUITES = {"codec": "processes"}
-INDEPENDENT_SUITES = {"link": "phases per codec"}
+#: How each suite's replicates are compared, and what n counts: the codec suite pairs
+#: the codecs within a worker process, the link suite within a pair of adjacent phases
+#: (phase i of each codec, run one after the other).
+PAIRED_SUITES = {"codec": "processes", "link": "phase pairs"}
+INDEPENDENT_SUITES: dict[str, str] = {}
 #: What n counts when two runs are compared (nothing is paired across runs).
 RUN_COUNTS = {"codec": "processes per run", "link": "phases per run"}
 #: Suites in display order; others follow alphabetically.
@@ -188,6 +193,18 @@ def process_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> 
     return math.log(statistics.median(candidate)) - math.log(statistics.median(baseline))
 
 
+def phase_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """One phase pair's log(candidate / baseline): of the two phases' medians (a
+    per-phase figure is its one value). Messages are not paired across phases."""
+    if not baseline or not candidate or min(baseline) <= 0 or min(candidate) <= 0:
+        return math.nan
+    return math.log(statistics.median(candidate)) - math.log(statistics.median(baseline))
+
+
+#: Each paired suite's log-ratio of one replicate.
+PAIR_RATIO = {"codec": process_log_ratio, "link": phase_log_ratio}
+
+
 def _evidence(
     key: Identity,
     label: str,
@@ -200,7 +217,8 @@ def _evidence(
     from one run, so a suite in PAIRED_SUITES pairs them by replicate."""
     if paired and key.suite in PAIRED_SUITES:
         shared = [r for r in base if r in cand]
-        ratios = [process_log_ratio(base[r], cand[r]) for r in sorted(shared, key=str)]
+        pair_ratio = PAIR_RATIO[key.suite]
+        ratios = [pair_ratio(base[r], cand[r]) for r in sorted(shared, key=str)]
         evidence = verdicts.Paired(
             label,
             better,
@@ -424,6 +442,7 @@ __all__ = [
     "group",
     "identity_of",
     "labels",
+    "phase_log_ratio",
     "process_log_ratio",
 ]
 

@@ -14,8 +14,12 @@ one test set per suite (TESTSET START/STOP) and sends one TESTCASE per:
 - record a partial run misses (an identity another codec of the run has):
   the same id, result ``fail``, no measurement;
 - verdict row (test set ``verdicts``): ``verdict.<profile>.<metric>[.<phase>].<h>``,
-  MEASUREMENT = the ratio candidate/baseline, result by `Criteria`, ``skip``
-  when the plan could not reach a verdict ("n too small");
+  MEASUREMENT = the ratio candidate/baseline, result by `Criteria`: ``skip``
+  when the plan could not reach a verdict ("n too small"), ``unknown`` when the
+  row is "undecided" (its interval straddles the +/- 2 % band) under the
+  ``report`` rule; and a plain console line ``evbench verdict <id>: <word>``
+  before it with the verdict in the table's words (a codec, ``equal``,
+  ``undecided``, ``n too small``), which LAVA keeps in the job's log;
 - ``run.complete``: pass when the run is complete.
 
 ``<h>`` is the first 8 hex digits of the SHA-256 of the identity's canonical
@@ -114,7 +118,14 @@ class Criteria:
             return "fail" if outcome == verdicts.BASELINE else "pass"
         if self.rule == WINS:
             return "pass" if outcome == verdicts.CANDIDATE else "fail"
-        return "pass"
+        return "unknown" if outcome == verdicts.UNDECIDED else "pass"
+
+
+def verdict_word(row: comparison.Row, baseline: str, candidate: str) -> str:
+    """The row's verdict as the table says it: the winning codec, equal, undecided or
+    n too small."""
+    outcome = row.outcome or verdicts.TOO_SMALL
+    return {verdicts.BASELINE: baseline, verdicts.CANDIDATE: candidate}.get(outcome, outcome)
 
 
 def record_signals(run: Run) -> Iterator[tuple[str, str]]:
@@ -147,7 +158,9 @@ def verdict_signals(run: Run, baseline: str, candidate: str, criteria: Criteria)
     answer = comparison.compare_run(run, baseline, candidate)
     for row in answer.by_role(identity.TESTED):
         ratio = row.verdict.ratio if row.verdict is not None else None
-        yield _case(verdict_case_id(row.identity), criteria.result(row), ratio, "ratio")
+        case_id = verdict_case_id(row.identity)
+        yield f"evbench verdict {case_id}: {verdict_word(row, baseline, candidate)}"
+        yield _case(case_id, criteria.result(row), ratio, "ratio")
 
 
 def signals(

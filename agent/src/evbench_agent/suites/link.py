@@ -21,7 +21,9 @@ separate `evbench-agent serve` process on this machine, as the seed app did.
 With `--link-transport` (a UART or ISO-TP, docs/buses.md) the same periodic
 phases run over that bus against `evbench-agent serve --transport` at its
 other end, and each phase also records its `bus_load` (% of the bus's bit
-rate; it replaces `bandwidth_wire`, whose Ethernet assumptions do not apply).
+rate that its messages offered: their wire time over one period per message;
+it replaces `bandwidth_wire`, whose Ethernet assumptions do not apply; above
+100 % a line says "offered N %: the line cannot carry this rate").
 Before anything is written, `preflight` opens the bus once (a missing device
 is one line, exit 2) and says which codecs' messages are longer on the wire
 than the period. There is no capacity phase over a bus: its window of
@@ -69,13 +71,17 @@ class LinkPlan:
     capacity_s: float
 
 
-#: Verdicts rest on phases: 6 per codec let an exact rank test reach p = 0.0022
-#: (5 only 0.0079); 3 s at 20 Hz gives each phase's median 60 messages.
-FULL_PLAN = LinkPlan(duration_s=3.0, warmup_s=0.5, phases=6, capacity_s=1.0)
-#: A fixed small plan, recorded as quick: true. Still 6 phases per codec, so that a
-#: large effect can get a verdict (Holm over the link's ~10 tested rows needs p below
-#: 0.005); 0.5 s gives each phase's median 10 messages.
-QUICK_PLAN = LinkPlan(duration_s=0.5, warmup_s=0.1, phases=6, capacity_s=0.2)
+#: Verdicts rest on pairs of adjacent phases (phase i of each codec, one right after
+#: the other): short phases, many pairs, so that what the machine does at a moment
+#: hits both codecs of a pair alike. The link's ~10 tested rows form one Holm family,
+#: so the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at all (2/512);
+#: more pairs narrow the interval at that level (docs/link.md, "The plan").
+#: Full: 16 pairs of 1 s phases (20 messages at 20 Hz each), about 60 s for two codecs.
+FULL_PLAN = LinkPlan(duration_s=1.0, warmup_s=0.2, phases=16, capacity_s=0.25)
+#: A fixed small plan, recorded as quick: true. 12 pairs of 0.3 s phases (6 messages):
+#: the fewest pairs whose 99.5 % Walsh interval leaves out the five most extreme
+#: averages on each side, in about 17 s.
+QUICK_PLAN = LinkPlan(duration_s=0.3, warmup_s=0.05, phases=12, capacity_s=0.1)
 #: The wake-up probe: samples at the link period (full, quick).
 WAKEUP_SAMPLES = (100, 20)
 #: Connecting, handshaking and draining a phase, as measured on a 2-core VM (s).
@@ -318,6 +324,10 @@ class _Phases:
             load = self._bus_load(result, connection)
             if load is not None:
                 figures_of_phase["bus_load"] = (load, "percent")
+                if load > 100:
+                    self.context.progress.message(
+                        f"link: {profile} {codec} phase {phase + 1}: " + bus_overload_words(load)
+                    )
         for metric, (value, unit) in figures_of_phase.items():
             metric_params = (
                 dict(params, wire=figures.WIRE_ASSUMPTIONS)
@@ -353,17 +363,20 @@ class _Phases:
             )
 
     def _bus_load(self, result: client.PhaseResult, connection: Any) -> float | None:
-        """Bus load over the span bandwidth uses: the n - 1 intervals between the first
-        and the last measured send, with the messages (and replies) of all but the last."""
+        """The load the phase offered the bus: the wire time of its measured messages
+        (and of the replies that came) over the periods they were offered in, one
+        period per message sent. Independent of the phase's length, and of whether the
+        line kept up: a sender the line holds back stretches its send span, not the
+        load it was asked to carry (above 100 % the line cannot carry the rate)."""
         assert self.bus is not None
         order = sorted(result.sent)
-        if len(order) < 2 or result.sent[order[-1]].send <= result.sent[order[0]].send:
+        if not order:
             return None
-        seconds = (result.sent[order[-1]].send - result.sent[order[0]].send) / 1e9
+        seconds = len(order) / self.settings.rate_hz
         from evbench_agent.link import bus_connection
 
         return bus_connection.bus_load(
-            self.bus, order[:-1], connection.message_bodies, connection.reply_bodies, seconds
+            self.bus, order, connection.message_bodies, connection.reply_bodies, seconds
         )
 
     def capacity(
@@ -434,6 +447,11 @@ class _Phases:
             self.responder.stop()
         if self.port is not None:
             self.port.close()
+
+
+def bus_overload_words(load: float) -> str:
+    """How a bus load above 100 % is said: what was offered, not what got through."""
+    return f"offered {load:.0f} %: the line cannot carry this rate"
 
 
 #: Params of the scheduling the sender ran under (copied onto the wake-up record).

@@ -1,4 +1,5 @@
-"""evbench report: write report.md, report.html, summary.csv and junit.xml into a run."""
+"""evbench report: write report.md, report.html, summary.csv, comparison.csv and junit.xml
+into a run."""
 
 from __future__ import annotations
 

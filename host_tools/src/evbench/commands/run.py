@@ -69,7 +69,7 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
     if baseline in codec_names and candidate in codec_names:
         comparison = compare(samples, baseline, candidate)
         print(table.render_comparison(comparison))
-    if len(codec_names) > 2 or baseline not in codec_names:
+    if codec_names:  # each codec's own medians, apart from the test's estimate
         print()
         print("Medians per codec:")
         print(table.render_codec_medians(samples, codec_names))

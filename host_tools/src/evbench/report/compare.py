@@ -31,7 +31,14 @@ from evbench_agent.comparison import CONTEXT, FACT
 from evbench_agent.errors import UserError
 from evbench_agent.identity import Identity
 from evbench_agent.results import SampleSet
-from evbench_agent.verdicts import BASELINE, CANDIDATE, HIGHER_IS_BETTER, TIE, TOO_SMALL
+from evbench_agent.verdicts import (
+    BASELINE,
+    CANDIDATE,
+    EQUAL,
+    HIGHER_IS_BETTER,
+    TOO_SMALL,
+    UNDECIDED,
+)
 
 Key = tuple[str, Identity]  # codec, identity
 
@@ -164,7 +171,7 @@ def _regression(change: Change, name: str, threshold: float) -> str | None:
         basis = "exact figure, not tested"
     elif verdict is not None and verdict.winner == BASELINE:
         basis = (
-            f"p (Holm) {verdict.p_holm:.2g}, ratio 95% CI "
+            f"p (Holm) {verdict.p_holm:.2g}, ratio CI (Holm step) "
             f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {row.n} {row.n_counts}"
         )
     else:
@@ -219,9 +226,8 @@ def _change_cell(change: Change) -> str:
         return table.FACT_WINNER
     if verdict is None:
         return "-"
-    return {BASELINE: "worse", CANDIDATE: "better", TIE: "tie", TOO_SMALL: "n too small"}.get(
-        verdict.winner, verdict.winner
-    )
+    words = {BASELINE: "worse", CANDIDATE: "better", EQUAL: EQUAL, UNDECIDED: UNDECIDED}
+    return {**words, TOO_SMALL: TOO_SMALL}.get(verdict.winner, verdict.winner)
 
 
 def _interval_cell(row: comparing.Row) -> str:
@@ -231,7 +237,7 @@ def _interval_cell(row: comparing.Row) -> str:
     return f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
 
 
-CHANGE_HEADERS = ("% Diff", "Change", "p (Holm)", "ratio 95% CI", "n", "detectable")
+CHANGE_HEADERS = ("% Diff", "Change", "p (Holm)", "ratio CI (Holm step)", "n", "detectable")
 
 
 def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -286,8 +292,10 @@ NOTES = (
     "phases in the link suite) [its 95% CI]. Change: each run against the first, on the "
     "replicates (per-process medians, per-phase values) as independent samples: exact "
     "Mann-Whitney, p < 0.05 after Holm's correction within each suite and profile, AND the "
-    "ratio's 95% CI outside 1 +/- 0.02; otherwise tie. 'n too small': the runs' replicates "
-    "(column n) could not reach that level whatever the data. detectable: the smallest "
+    "ratio's CI outside 1 +/- 0.02; 'equal': the CI inside 1 +/- 0.02; 'undecided': the CI "
+    "across an edge of that band. The ratio CI is the one the verdict uses, at Holm's step "
+    "for the row (it holds 1 whenever p (Holm) >= 0.05). 'n too small': the runs' "
+    "replicates (column n) could not reach that level whatever the data. detectable: the smallest "
     "change the plans and spread could have named. % Diff: the ratio estimate (Hodges-"
     "Lehmann) minus 1; for facts (sizes, nominal bandwidth) the exact difference of the "
     "means, not tested. REGRESSION (with --baseline): worse by a verdict (or, for a fact, "

@@ -1,4 +1,11 @@
-"""Machine-readable exports for CI dashboards: CSV of the records, JUnit XML.
+"""Machine-readable exports for CI dashboards: CSV of the records, the comparison's
+CSV, JUnit XML.
+
+comparison.csv: one row per row of the comparison table (tested rows and facts),
+the columns of COMPARISON_FIELDS (docs/results-format.md): the ratio estimate
+and the verdict's own interval (at Holm's step for the row), p (Holm), the
+verdict in the table's words (the winning codec, `equal`, `undecided`,
+`n too small`; `fact` for a fact), n and `detectable` in percent.
 
 CSV: one row per summary record, the columns of summary.json in its order;
 `params` is JSON; a field that does not apply is empty; numbers are written
@@ -10,8 +17,9 @@ The document validates against the JUnit schema of Jenkins' xUnit plugin
 (tests/data/junit-10.xsd), which allows <properties> only in a <testsuite>:
 each case's numbers are suite properties named `<classname>.<name>.<field>`
 (value (the median), unit, median, mean, stdev, min, max, the median's 95 %
-interval, n), and the same fields as `field=value` lines in the case's
-<system-out>. A case fails when the metric regressed against the baseline
+interval, n; for a record of a tested row of the run's comparison its
+`verdict` in the table's words), and the same fields as `field=value` lines in
+the case's <system-out>. A case fails when the metric regressed against the baseline
 (compare.py decides); without a baseline every case passes and only carries
 the numbers.
 """
@@ -25,7 +33,26 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evbench_agent.comparison import CONTEXT, FACT, Comparison
 from evbench_agent.results import RECORD_FIELDS
+from evbench_agent.verdicts import BASELINE, CANDIDATE
+
+COMPARISON_FIELDS = (
+    "suite",
+    "profile",
+    "metric",
+    "phase",
+    "label",
+    "baseline",
+    "candidate",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_holm",
+    "verdict",
+    "n",
+    "detectable",
+)
 
 PROPERTY_FIELDS = ("median", "mean", "stdev", "min", "max", "ci95_low", "ci95_high", "n")
 
@@ -77,11 +104,37 @@ def junit_case_id(key: tuple[str, str, str, str]) -> tuple[str, str]:
     return ".".join(key[:3]), key[3]
 
 
-def junit_fields(record: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The (field, text) pairs a test case carries: value (the median), unit, the spread."""
+def junit_fields(record: Mapping[str, Any], verdict: str | None = None) -> list[tuple[str, str]]:
+    """The (field, text) pairs a test case carries: value (the median), unit, the spread,
+    and the verdict of its row, when it has one."""
     fields = [("value", _csv_value(record.get("median"))), ("unit", str(record.get("unit") or ""))]
     fields += [(name, _csv_value(record.get(name))) for name in PROPERTY_FIELDS]
+    if verdict is not None:
+        fields.append(("verdict", verdict))
     return fields
+
+
+def verdict_words(comparison: Comparison | None) -> dict[tuple[str, str, str, str], str]:
+    """record_key of both codecs' records of each tested row -> the row's verdict word."""
+    words: dict[tuple[str, str, str, str], str] = {}
+    for entry, row in zip(comparison_rows(comparison), _listed(comparison), strict=True):
+        if row.verdict is None:
+            continue
+        for codec in (row.baseline.codec, row.candidate.codec):
+            record = {
+                "suite": row.identity.suite,
+                "profile": row.identity.profile,
+                "codec": codec,
+                "metric": row.identity.metric,
+                "params": row.identity.params_dict,
+            }
+            words[record_key(record)] = str(entry["verdict"])
+    return words
+
+
+def _listed(comparison: Comparison | None) -> list:
+    """The rows comparison_rows lists, in its order."""
+    return [] if comparison is None else [r for r in comparison.rows if r.role != CONTEXT]
 
 
 def junit_xml(
@@ -89,9 +142,12 @@ def junit_xml(
     records: Sequence[Mapping[str, Any]],
     failures: Mapping[tuple[str, str, str, str], str] | None = None,
     timestamp: str | None = None,
+    verdicts: Mapping[tuple[str, str, str, str], str] | None = None,
 ) -> bytes:
-    """The JUnit document; `failures` maps a record_key to why that metric regressed."""
+    """The JUnit document; `failures` maps a record_key to why that metric regressed,
+    `verdicts` to its row's verdict word (verdict_words)."""
     failures = failures or {}
+    verdicts = verdicts or {}
     root = ET.Element("testsuites", name="evbench")
     suite = ET.SubElement(root, "testsuite", name=f"evbench {run_id}", tests=str(len(records)))
     suite.set("failures", str(sum(1 for r in records if record_key(r) in failures)))
@@ -106,7 +162,7 @@ def junit_xml(
     properties = ET.SubElement(suite, "properties")
     for record in records:
         classname, name = junit_case_id(record_key(record))
-        for field, text in junit_fields(record):
+        for field, text in junit_fields(record, verdicts.get(record_key(record))):
             ET.SubElement(properties, "property", name=f"{classname}.{name}.{field}", value=text)
     for record in records:
         key = record_key(record)
@@ -116,7 +172,8 @@ def junit_xml(
             failure = ET.SubElement(case, "failure", type="regression", message=failures[key])
             failure.text = failures[key]
         out = ET.SubElement(case, "system-out")
-        out.text = "".join(f"{field}={text}\n" for field, text in junit_fields(record))
+        fields = junit_fields(record, verdicts.get(key))
+        out.text = "".join(f"{field}={text}\n" for field, text in fields)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -127,4 +184,52 @@ def table_csv(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(headers)
     writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def comparison_rows(comparison: Comparison | None) -> list[dict[str, Any]]:
+    """The comparison table's rows as COMPARISON_FIELDS (None: no pair compared)."""
+    if comparison is None:
+        return []
+    rows = []
+    for row in comparison.rows:
+        if row.role == CONTEXT:
+            continue
+        verdict = row.verdict
+        entry: dict[str, Any] = {
+            "suite": row.identity.suite,
+            "profile": row.identity.profile,
+            "metric": row.identity.metric,
+            "phase": row.identity.params_dict.get("phase"),
+            "label": row.label,
+            "baseline": comparison.baseline,
+            "candidate": comparison.candidate,
+            "n": row.n,
+        }
+        if row.role == FACT:
+            difference = row.fact_difference
+            entry["estimate"] = None if difference is None else 1 + difference
+            entry["verdict"] = "fact"
+        elif verdict is not None:
+            named = {BASELINE: comparison.baseline, CANDIDATE: comparison.candidate}
+            detectable = verdict.min_detectable
+            entry |= {
+                "estimate": verdict.ratio,
+                "ci_low": verdict.ratio_low,
+                "ci_high": verdict.ratio_high,
+                "p_holm": verdict.p_holm,
+                "verdict": named.get(verdict.winner, verdict.winner),
+                "detectable": None if detectable is None else detectable * 100,
+            }
+        rows.append(entry)
+    return rows
+
+
+def comparison_csv(comparison: Comparison | None) -> str:
+    """comparison.csv: the header, then one line per row of the comparison table."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COMPARISON_FIELDS)
+    for entry in comparison_rows(comparison):
+        writer.writerow([_csv_value(entry.get(name)) for name in COMPARISON_FIELDS])
     return buffer.getvalue()

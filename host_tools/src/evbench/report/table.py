@@ -1,6 +1,7 @@
 """The comparison of two codecs as tables and plain sentences, in the seed's shape.
 
-    Profile | Metric | JSON | Protobuf | % Diff | Winner | p (Holm) | ratio 95% CI | n | ...
+    Profile | Metric | JSON | Protobuf (est.) | % Diff (est.) | Verdict | p (Holm) |
+    ratio CI (Holm step) | n | detectable
 
 One row is one record identity (evbench_agent.identity): nothing is pooled
 across identities. The numbers and verdicts come from
@@ -8,9 +9,14 @@ evbench_agent.comparison, computed once per run; this module only lays them
 out. Rows by role:
 
 - tested rows carry the verdict of the replication-aware test (a codec,
-  "tie", or "n too small" when the plan could not have named one);
+  "equal", "undecided", or "n too small" when the plan could not have named
+  one), the interval that verdict used, and the test's own estimate: % Diff,
+  and the candidate's cell as the baseline's times the estimated ratio, so the
+  cells, % Diff and the verdict never point different ways. Each codec's own
+  medians are apart ("Medians per codec");
 - facts (sizes, bandwidth from sizes and the nominal rate) carry their exact
-  difference and "fact" instead of a winner;
+  difference of the means, the means in the cells, and "fact" instead of a
+  winner;
 - context (telemetry, modelled energy, rare counts) goes to its own table:
   each codec's median with its spread, no difference, no winner.
 """
@@ -26,7 +32,7 @@ from evbench_agent import metrics, stats
 from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
 from evbench_agent.identity import Identity
 from evbench_agent.results import SampleSet
-from evbench_agent.verdicts import BASELINE, CANDIDATE, TIE, TOO_SMALL
+from evbench_agent.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 
 DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
 FACT_WINNER = "fact"
@@ -78,6 +84,23 @@ def value_cell(side: Side, row: Row) -> str:
     return format_median_ci(summary.median, summary.ci95_low, summary.ci95_high, unit, metric)
 
 
+def estimate_cells(row: Row) -> tuple[str, str]:
+    """The two codecs' cells beside % Diff, from the figure % Diff is made of: for a
+    tested row the baseline's value (value_cell) and that value times the test's
+    ratio estimate; for a fact the two means; otherwise each codec's value_cell."""
+    unit, metric = _metric_unit(row)
+    if row.role == FACT:
+        base, cand = row.baseline.summary.mean, row.candidate.summary.mean
+        return format_value(base, unit, metric), format_value(cand, unit, metric)
+    verdict = row.verdict
+    if row.role == TESTED and verdict is not None and verdict.ratio is not None:
+        side = row.baseline
+        shown = side.replicate_summary if side.replicates > 1 else None
+        level = shown.median if shown is not None else side.summary.median
+        return value_cell(side, row), format_value(level * verdict.ratio, unit, metric)
+    return value_cell(row.baseline, row), value_cell(row.candidate, row)
+
+
 def winner_cell(row: Row, baseline: str, candidate: str) -> str:
     if row.role == FACT:
         return FACT_WINNER
@@ -86,8 +109,9 @@ def winner_cell(row: Row, baseline: str, candidate: str) -> str:
     return {
         BASELINE: display_name(baseline),
         CANDIDATE: display_name(candidate),
-        TIE: "tie",
-        TOO_SMALL: "n too small",
+        EQUAL: EQUAL,
+        UNDECIDED: UNDECIDED,
+        TOO_SMALL: TOO_SMALL,
     }.get(row.verdict.winner, row.verdict.winner)
 
 
@@ -115,7 +139,22 @@ def detectable_cell(row: Row) -> str:
     return f"{row.min_detectable * 100:.1f}%"
 
 
-COMPARISON_HEADERS = ("% Diff", "Winner", "p (Holm)", "ratio 95% CI", "n", "detectable")
+COMPARISON_HEADERS = (
+    "% Diff (est.)",
+    "Verdict",
+    "p (Holm)",
+    "ratio CI (Holm step)",
+    "n",
+    "detectable",
+)
+
+
+def interval_cell(row: Row) -> str:
+    """The verdict's own interval of the ratio, at Holm's step for the row."""
+    verdict = row.verdict
+    if verdict is None or verdict.ratio_low is None or verdict.ratio_high is None:
+        return "-"
+    return f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
 
 
 def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -127,26 +166,26 @@ def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]
             continue
         verdict = row.verdict
         change = difference(row)
-        interval = (
-            f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
-            if verdict is not None and verdict.ratio_low is not None
-            else "-"
-        )
         rows.append(
             [
                 row.identity.profile or "-",
                 row.label,
-                value_cell(row.baseline, row),
-                value_cell(row.candidate, row),
+                *estimate_cells(row),
                 "-" if change is None else f"{change * 100:+.1f}%",
                 winner_cell(row, base, cand),
                 p_value_cell(verdict.p_holm) if verdict is not None else "-",
-                interval,
+                interval_cell(row),
                 n_cell(row),
                 detectable_cell(row),
             ]
         )
-    headers = ["Profile", "Metric", display_name(base), display_name(cand), *COMPARISON_HEADERS]
+    headers = [
+        "Profile",
+        "Metric",
+        display_name(base),
+        f"{display_name(cand)} (est.)",
+        *COMPARISON_HEADERS,
+    ]
     return headers, rows
 
 
@@ -171,22 +210,32 @@ def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def comparison_notes(comparison: Comparison) -> list[str]:
+    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
+    band = f"1 +/- {comparison.min_effect:g}"
     return [
         "One row per measurement: rows whose settings differ (phase, mode, rate, operation, "
-        "...) are never pooled. Values: with several replicates (worker processes in the "
-        "codec suite, phases in the link suite) the median of their medians [its 95% CI; "
-        "none below 6 replicates]; with one, the median of every value.",
-        "Winner: from the replicates (codec suite: exact Wilcoxon signed-rank on each "
-        "process's median log-ratio, the codecs paired within a process; link suite: exact "
-        "Mann-Whitney on one value per phase), p < "
-        f"{comparison.alpha:g} after Holm's correction within each suite and profile, AND "
-        f"the ratio's 95% CI outside 1 +/- {comparison.min_effect:g}; otherwise tie. "
-        "'n too small': the plan's replicates (column n) could not reach that level "
-        "whatever the data. detectable: the smallest change this row's plan and spread "
-        "could have named. % Diff: the test's estimate of the ratio, minus 1.",
+        "...) are never pooled. "
+        f"{base}: with several replicates (worker processes in the codec suite, phases in "
+        "the link suite) the median of their medians [its 95% CI; none below 6 "
+        "replicates]; with one, the median of every value. "
+        f"{cand} (est.) and % Diff (est.): the test's estimate of the ratio "
+        f"{cand}/{base} (Hodges-Lehmann, from the paired replicates), as {base}'s value "
+        "times it and as a change; each codec's own medians are listed apart.",
+        "Verdict: from the replicates, paired (codec suite: exact Wilcoxon signed-rank on "
+        "each worker process's median log-ratio, the codecs paired within a process; link "
+        "suite: the same test on the log-ratio of each pair of adjacent phases). The "
+        "ratio CI is the one the verdict uses: it inverts the test at Holm's step for the "
+        f"row within its suite and profile (level 1 - {comparison.alpha:g}/(m - j)), so it "
+        f"holds 1 whenever p (Holm) >= {comparison.alpha:g}. A codec wins when p (Holm) < "
+        f"{comparison.alpha:g} and the whole CI lies outside {band}; 'equal': the whole CI "
+        f"lies inside {band}; 'undecided': the CI straddles an edge of that band. "
+        "'n too small': the plan's replicates (column n) could not reach the family's "
+        "level whatever the data (no CI). detectable: the smallest change this row's plan "
+        "and spread could have named.",
         "fact: exact or nominal figures (sizes; bandwidth from sizes and the rate): the "
-        "difference of the means, not tested. Context rows (telemetry, modelled energy, "
-        "counts) are listed apart, per codec with their spread, with no winner.",
+        "means and the difference of the means, not tested. Context rows (telemetry, "
+        "modelled energy, counts) are listed apart, per codec with their spread, with no "
+        "winner.",
     ]
 
 
@@ -206,7 +255,18 @@ def _change_words(row: Row) -> str:
     text = f"{_percent(ratio - 1)} {word}"
     if verdict.ratio_low is not None and verdict.ratio_high is not None:
         low, high = sorted((abs(verdict.ratio_low - 1), abs(verdict.ratio_high - 1)))
-        text += f" (95 % CI {_percent(low)} to {_percent(high)})"
+        text += f" (CI {_percent(low)} to {_percent(high)})"
+    return text
+
+
+def _interval_words(row: Row) -> str:
+    """'estimate +3.9 %, CI -1.2 to +9.0 %': the test's estimate and the verdict's interval."""
+    verdict = row.verdict
+    assert verdict is not None
+    text = f"estimate {verdict.pct_diff:+.1f} %"
+    if verdict.ratio_low is not None and verdict.ratio_high is not None:
+        low, high = (verdict.ratio_low - 1) * 100, (verdict.ratio_high - 1) * 100
+        text += f", CI {low:+.1f} to {high:+.1f} %"
     return text
 
 
@@ -227,7 +287,8 @@ def _listing(labels: Sequence[str]) -> str:
 def answer_lines(comparison: Comparison) -> list[str]:
     """The answer, per profile, in plain sentences: what the candidate buys over the
     baseline (only rows with a verdict, with the interval), what it costs, which rows
-    were ties or too small to call, and the exact differences (facts)."""
+    were shown equal, which stay undecided, which were too small to call, and the exact
+    differences (facts)."""
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
     profiles: dict[str, list[Row]] = {}
     for row in comparison.rows:
@@ -237,7 +298,8 @@ def answer_lines(comparison: Comparison) -> list[str]:
         tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
         gains = [r for r in tested if r.verdict.winner == CANDIDATE]
         losses = [r for r in tested if r.verdict.winner == BASELINE]
-        ties = [r for r in tested if r.verdict.winner == TIE]
+        equal = [r for r in tested if r.verdict.winner == EQUAL]
+        undecided = [r for r in tested if r.verdict.winner == UNDECIDED]
         small = [r for r in tested if r.verdict.winner == TOO_SMALL]
         facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
         sentences = []
@@ -255,10 +317,17 @@ def answer_lines(comparison: Comparison) -> list[str]:
                 + _listing([f"{r.label} {_change_words(r)} with {cand}" for r in losses])
                 + "."
             )
-        if ties:
+        band = f"+/- {comparison.min_effect * 100:g} %"
+        if equal:
             sentences.append(
-                f"Ties (no difference beyond +/- {comparison.min_effect * 100:g} % shown): "
-                + _listing([r.label for r in ties])
+                f"Equal (shown within {band}): "
+                + _listing([f"{r.label} ({_interval_words(r)})" for r in equal])
+                + "."
+            )
+        if undecided:
+            sentences.append(
+                f"Undecided (neither shown equal within {band} nor different): "
+                + _listing([f"{r.label} ({_interval_words(r)})" for r in undecided])
                 + "."
             )
         if small:

@@ -1,4 +1,5 @@
-"""Every file of a report: report.md, a self-contained report.html, CSV and JUnit.
+"""Every file of a report: report.md, a self-contained report.html, CSV (the records,
+and comparison.csv: the comparison table's rows) and JUnit.
 
 Everything is read from the run directory through the results format, so a
 run fetched from a board, a local run and an older run all render.
@@ -19,6 +20,7 @@ REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 SUMMARY_CSV = "summary.csv"
 JUNIT_XML = "junit.xml"
+COMPARISON_CSV = "comparison.csv"
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,12 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
         REPORT_MD: markdown.render(title, content, drawn, first).encode(),
         REPORT_HTML: html.render(title, content, drawn, first).encode(),
         SUMMARY_CSV: exports.csv_text(context.records).encode(),
+        COMPARISON_CSV: exports.comparison_csv(comparison).encode(),
         JUNIT_XML: exports.junit_xml(
-            context.run_id, context.records, timestamp=context.manifest.get("start_time")
+            context.run_id,
+            context.records,
+            timestamp=context.manifest.get("start_time"),
+            verdicts=exports.verdict_words(comparison),
         ),
     }
     for name, data in outputs.items():
