@@ -6,6 +6,10 @@ protoc refuses to load on protobuf 4.25 (Yocto scarthgap) and 4.21 (Debian 12).
 A test regenerates them and fails when they drift from the .proto files.
 
     python protos/generate.py [--out DIR] [--protoc PROTOC]
+    python protos/generate.py --native-types [--protoc PROTOC]
+
+--native-types writes the native harnesses' type table instead
+(native/generated/evbench_types.h, see protos/native_types.py).
 
 Without --protoc, grpc_tools.protoc of the running Python is used.
 """
@@ -35,7 +39,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--protoc", help="a protoc executable (default: grpc_tools)")
+    parser.add_argument(
+        "--native-types", action="store_true", help="write the native harnesses' type table"
+    )
     args = parser.parse_args()
+    if args.native_types:
+        import native_types  # beside this script
+
+        print(native_types.generate(protoc=args.protoc))
+        return
     for path in generate(args.out, args.protoc):
         print(path)
 

@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 
 from evbench_agent import installed_version
 from evbench_agent.errors import UserError
+from evbench_agent.native.codec import CODECS as NATIVE_CODECS
 from evbench_agent.payloads import Payload, Profile
 from evbench_agent.payloads.convert import is_map, is_repeated
 
@@ -267,6 +268,8 @@ CODECS: dict[str, Codec] = {
         ),
     )
 }
+#: C and C++ runtimes, timed in their harness (evbench_agent.native); named, never by default.
+CODECS.update(NATIVE_CODECS)  # type: ignore[arg-type]
 
 
 def available(profiles: Iterable[str] | None = None) -> list[str]:
@@ -278,7 +281,9 @@ def available(profiles: Iterable[str] | None = None) -> list[str]:
     return [
         name
         for name, codec in CODECS.items()
-        if codec.available() and all(codec.can_carry(profile) for profile in wanted)
+        if getattr(codec, "by_default", True)
+        and codec.available()
+        and all(codec.can_carry(profile) for profile in wanted)
     ]
 
 
@@ -292,7 +297,11 @@ def installed() -> list[str]:
     return [
         name
         for name, codec in CODECS.items()
-        if importlib.util.find_spec(codec.module.partition(".")[0]) is not None
+        if (
+            codec.is_installed()
+            if hasattr(codec, "is_installed")
+            else importlib.util.find_spec(codec.module.partition(".")[0]) is not None
+        )
     ]
 
 
@@ -324,8 +333,13 @@ def get(name: str) -> Codec:
     if codec is None:
         raise UserError(f"unknown codec {name!r}", hint=f"known: {', '.join(CODECS)}")
     if not codec.available():
+        reason = (
+            codec.unavailable_reason()
+            if hasattr(codec, "unavailable_reason")
+            else f"module {codec.module} does not import"
+        )
         raise UserError(
-            f"codec {name!r} is not installed here (module {codec.module} does not import)",
+            f"codec {name!r} is not installed here ({reason})",
             hint=f"available: {', '.join(available())}",
         )
     return codec

@@ -1,0 +1,214 @@
+"""A native runtime as a codec of the registry (evbench_agent.codecs).
+
+Binding starts the runtime's harness. The harness receives each payload as
+the Python codecs carry it (protobuf binary from the message, or the json
+codec's compact text), parses it once, outside any timed region, and answers
+with its own encoding's length and digest. A timed operation is one request:
+the harness runs the loops, and the agent checks what it says it produced
+against what it announced (an encoding's length and digest, the decoded
+value's re-encoding, the number of leaves the Python codecs read).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evbench_agent.native import runtimes
+from evbench_agent.native.runtimes import Runtime
+
+if TYPE_CHECKING:
+    from evbench_agent.native.protocol import Harness, Loaded
+    from evbench_agent.payloads import Payload, Profile
+
+log = logging.getLogger(__name__)
+
+#: The schemas the harnesses carry (their generated code comes from these).
+NATIVE_FILES = ("ev_data.proto", "ev_frame.proto", "shapes.proto")
+#: evbench_agent.codecs' names for what a codec encodes.
+_PLAIN, _MESSAGE = "plain", "message"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A loaded payload and what its operations must report."""
+
+    loaded: Loaded
+    leaves: int
+
+
+class NativeOperation:
+    """One operation of a harness, timed by the harness (`time_loops`)."""
+
+    def __init__(self, harness: Harness, operation: str) -> None:
+        self.harness, self.operation = harness, operation
+
+    def time_loops(self, expected: Expected, loops: int) -> int:
+        timing = self.harness.time(self.operation, expected.loaded, loops)
+        loaded, name = expected.loaded, self.harness.name
+        if self.operation == "decode_access":
+            wanted = ("leaves", expected.leaves, loaded.digest)
+        else:
+            wanted = ("bytes", loaded.length, loaded.digest)
+        if (timing.size, timing.digest) != wanted[1:]:
+            from evbench_agent.native.protocol import HarnessError
+
+            raise HarnessError(
+                f"native codec {name} says its {self.operation} of payload {loaded.index} "
+                f"gave {timing.size} {wanted[0]} ({timing.digest}); its encoding is "
+                f"{loaded.length} bytes ({loaded.digest})"
+                + (
+                    f" and the payload has {expected.leaves} leaves"
+                    if wanted[0] == "leaves"
+                    else ""
+                )
+            )
+        if timing.elapsed_ns <= 0:
+            from evbench_agent.native.protocol import HarnessError
+
+            raise HarnessError(f"native codec {name} timed {loops} loops at {timing.elapsed_ns} ns")
+        return timing.elapsed_ns
+
+    def __call__(self, expected: Expected) -> int:
+        return self.time_loops(expected, 1)
+
+
+@dataclass
+class NativeBound:
+    """A native codec ready for one profile: its harness, and how to hand payloads over."""
+
+    codec: NativeCodec
+    profile: Profile
+    harness: Harness
+    carries: str
+    exchange: Callable[[Any], bytes]
+    leaves: Callable[[Any], int]
+    _loaded: dict[bytes, Loaded] = field(default_factory=dict)
+
+    def data(self, payload: Payload) -> Any:
+        return payload.message if self.carries == _MESSAGE else payload.plain
+
+    def _load(self, value: Any) -> Loaded:
+        data = self.exchange(value)
+        loaded = self._loaded.get(data)
+        if loaded is None:
+            loaded = self.harness.load(
+                self.profile.message_type.DESCRIPTOR.full_name,
+                access_path(self.profile, self.carries),
+                data,
+            )
+            self._loaded[data] = loaded
+        return loaded
+
+    def encode(self, value: Any) -> bytes:
+        """The harness's encoding of one payload (for the sizes: measured once, exact)."""
+        return self.harness.encoded(self._load(value))
+
+    def native_operations(self, items: list[Payload]) -> dict[str, tuple[NativeOperation, list]]:
+        """The suite's timed operations: each takes a payload the harness holds."""
+        expected = [
+            Expected(self._load(self.data(item)), self.leaves(self.data(item))) for item in items
+        ]
+        return {
+            operation: (NativeOperation(self.harness, operation), expected)
+            for operation in ("encode", "decode", "decode_access")
+        }
+
+    def close(self) -> None:
+        self.harness.close()
+
+
+def access_path(profile: Profile, carries: str) -> str | None:
+    """The path decode_access reads, as the harness takes it: JSON keys, or field numbers."""
+    if not profile.access:
+        return None
+    if carries == _PLAIN:
+        return ".".join(profile.access)
+    numbers, descriptor = [], profile.message_type.DESCRIPTOR
+    for name in profile.access:
+        found = descriptor.fields_by_name[name]
+        numbers.append(str(found.number))
+        descriptor = found.message_type
+    return ".".join(numbers)
+
+
+@dataclass(frozen=True)
+class NativeCodec:
+    """A codec whose operations run in a native harness (same interface as codecs.Codec)."""
+
+    name: str
+    runtime: Runtime
+    description: str
+    by_default = False  # a run measures native codecs only when asked for by name
+
+    @property
+    def carries(self) -> str:
+        return _MESSAGE if self.runtime.format == runtimes.PROTOBUF else _PLAIN
+
+    @property
+    def module(self) -> str:
+        return self.runtime.executable_name
+
+    def executable(self) -> str | None:
+        return runtimes.find(self.runtime)
+
+    def available(self) -> bool:
+        return self.executable() is not None
+
+    def is_installed(self) -> bool:
+        return self.available()
+
+    def unavailable_reason(self) -> str:
+        dirs = ", ".join(str(d) for d in runtimes.search_dirs())
+        return f"no harness {self.runtime.executable_name} in {dirs}"
+
+    def can_carry(self, profile: Profile) -> bool:
+        descriptor = profile.message_type.DESCRIPTOR
+        return descriptor.file.name in NATIVE_FILES and descriptor.full_name.startswith("evbench.")
+
+    def about(self) -> dict[str, str]:
+        executable = self.executable()
+        return runtimes.about(executable) if executable else {}
+
+    def version(self) -> str:
+        about = self.about()
+        if not about:
+            return "unknown"
+        return (
+            f"{about.get('library')} {about.get('version')} "
+            f"({self.runtime.language}, {about.get('compiler')}, {about.get('flags')})"
+        )
+
+    def bind(self, profile: Profile) -> NativeBound:
+        from evbench_agent import codecs
+        from evbench_agent.errors import UserError
+        from evbench_agent.native.protocol import Harness
+
+        if not self.can_carry(profile):
+            raise UserError(
+                f"native codec {self.name} cannot carry profile {profile.name!r}",
+                hint="native codecs carry the profiles of protos/ only",
+            )
+        executable = self.executable()
+        if executable is None:
+            raise UserError(f"native codec {self.name}: {self.unavailable_reason()}")
+        python = codecs.get("protobuf" if self.carries == _MESSAGE else "json").bind(profile)
+        harness = Harness(self.name, executable)
+        about = harness.about
+        if about.get("format") != self.runtime.format:
+            harness.close()
+            from evbench_agent.native.protocol import HarnessError
+
+            raise HarnessError(
+                f"native codec {self.name}: {executable} carries {about.get('format')!r}, "
+                f"not {self.runtime.format}"
+            )
+        return NativeBound(self, profile, harness, self.carries, python.encode, python.access)
+
+
+CODECS = {
+    runtime.name: NativeCodec(runtime.name, runtime, runtime.description)
+    for runtime in runtimes.RUNTIMES.values()
+}

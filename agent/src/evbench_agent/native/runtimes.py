@@ -1,0 +1,87 @@
+"""The native runtimes evbench knows, and where their harness executables are.
+
+A harness is found, in order, in the directories of EVBENCH_NATIVE_DIR (a
+path list), in this Python's prefix (`cmake --install native/build --prefix
+.venv`) and in the system's (the meta-evbench recipe installs to
+/usr/libexec/evbench-native). Its executable is named after the codec:
+`c:protobuf-c` is `evbench-native-c-protobuf-c`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: What a runtime carries: protobuf binary, or JSON text (as evbench_agent.codecs says it).
+PROTOBUF, JSON = "protobuf", "json"
+#: Where installs put the harnesses, under a prefix.
+LIBEXEC = Path("libexec") / "evbench-native"
+ENVIRONMENT = "EVBENCH_NATIVE_DIR"
+#: Seconds `--about` may take (it prints one line).
+ABOUT_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Runtime:
+    name: str
+    language: str
+    format: str
+    description: str
+
+    @property
+    def executable_name(self) -> str:
+        return "evbench-native-" + self.name.replace(":", "-")
+
+
+RUNTIMES = {
+    runtime.name: runtime
+    for runtime in (
+        Runtime("c:protobuf-c", "C", PROTOBUF, "protobuf-c, generated descriptors, pack/unpack"),
+        Runtime("c:cjson", "C", JSON, "cJSON, PrintUnformatted/ParseWithLength"),
+        Runtime("c:nanopb", "C", PROTOBUF, "nanopb, static allocation, pb_encode/pb_decode"),
+        Runtime("cpp:protobuf", "C++", PROTOBUF, "libprotobuf, generated classes"),
+        Runtime("cpp:nlohmann", "C++", JSON, "nlohmann::json, dump/parse"),
+    )
+}
+
+
+def search_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get(ENVIRONMENT, "").split(os.pathsep) if p]
+    dirs += [Path(sys.prefix) / LIBEXEC, Path("/usr") / LIBEXEC]
+    return dirs
+
+
+def find(runtime: Runtime) -> str | None:
+    """The harness executable of `runtime`, or None when none is installed."""
+    for directory in search_dirs():
+        candidate = directory / runtime.executable_name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+@functools.cache
+def about(executable: str) -> dict[str, str]:
+    """What a harness says of itself (`--about`): library, version, compiler, flags.
+
+    An empty dict when it cannot say (the run itself then reports the harness's error).
+    """
+    try:
+        done = subprocess.run(
+            [executable, "--about"], capture_output=True, timeout=ABOUT_WAIT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        log.warning("%s --about: %s", executable, error)
+        return {}
+    fields = done.stdout.decode("ascii", "replace").strip().split("\t")
+    if done.returncode != 0 or not fields or fields[0] != "ok":
+        log.warning("%s --about answered %r", executable, done.stdout[:200])
+        return {}
+    return dict(field.partition("=")[::2] for field in fields[1:])
