@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from evbench_agent import child_exit, memory, registry
-from evbench_agent.errors import EvbenchError, PartialRun
+from evbench_agent.errors import EvbenchError, ExitCode, PartialRun
 
 ProgressCallback = Callable[[str], None]
 
@@ -63,6 +63,8 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
         if returncode != 0 or result is None:
             errors.seek(0)
             tail = errors.read()[-2000:].strip()
+            if returncode == ExitCode.PARTIAL:  # the worker's own PartialRun (a native harness)
+                raise PartialRun(tail.removeprefix("evbench-agent: error: "))
             raise EvbenchError(
                 f"a worker process failed (exit {returncode}): {tail or 'no output'}"
             )
