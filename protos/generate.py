@@ -46,7 +46,8 @@ def main() -> None:
     if args.native_types:
         import native_types  # beside this script
 
-        print(native_types.generate(protoc=args.protoc))
+        out = args.out / "evbench_types.h" if args.out != DEFAULT_OUT else native_types.DEFAULT_OUT
+        print(native_types.generate(out, protoc=args.protoc))
         return
     for path in generate(args.out, args.protoc):
         print(path)

@@ -19,6 +19,7 @@
 #include "ev_data.pb.h"
 #include "ev_frame.pb.h"
 #include "harness.h"
+#include "link.pb.h"
 #include "shapes.pb.h"
 
 struct named_type {

@@ -14,6 +14,7 @@
 #include "ev_data.pb-c.h"
 #include "ev_frame.pb-c.h"
 #include "harness.h"
+#include "link.pb-c.h"
 #include "shapes.pb-c.h"
 
 struct named_type {

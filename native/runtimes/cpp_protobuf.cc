@@ -20,6 +20,7 @@
 #include "ev_data.pb.h"
 #include "ev_frame.pb.h"
 #include "harness.h"
+#include "link.pb.h"
 #include "shapes.pb.h"
 
 namespace pb = google::protobuf;

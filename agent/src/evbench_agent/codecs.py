@@ -268,8 +268,6 @@ CODECS: dict[str, Codec] = {
         ),
     )
 }
-#: C and C++ runtimes, timed in their harness (evbench_agent.native); named, never by default.
-CODECS.update(NATIVE_CODECS)  # type: ignore[arg-type]
 
 
 def available(profiles: Iterable[str] | None = None) -> list[str]:
@@ -281,9 +279,7 @@ def available(profiles: Iterable[str] | None = None) -> list[str]:
     return [
         name
         for name, codec in CODECS.items()
-        if getattr(codec, "by_default", True)
-        and codec.available()
-        and all(codec.can_carry(profile) for profile in wanted)
+        if codec.available() and all(codec.can_carry(profile) for profile in wanted)
     ]
 
 
@@ -297,11 +293,7 @@ def installed() -> list[str]:
     return [
         name
         for name, codec in CODECS.items()
-        if (
-            codec.is_installed()
-            if hasattr(codec, "is_installed")
-            else importlib.util.find_spec(codec.module.partition(".")[0]) is not None
-        )
+        if importlib.util.find_spec(codec.module.partition(".")[0]) is not None
     ]
 
 
@@ -317,7 +309,7 @@ def copy_name(name: str) -> str:
 
 def original_name(name: str) -> str:
     """The codec an A/A copy stands for (`json-aa` -> `json`); other names unchanged."""
-    if name.endswith(COPY_SUFFIX) and name[: -len(COPY_SUFFIX)] in CODECS:
+    if name.endswith(COPY_SUFFIX) and name[: -len(COPY_SUFFIX)] in {**CODECS, **NATIVE_CODECS}:
         return name[: -len(COPY_SUFFIX)]
     return name
 
@@ -329,17 +321,21 @@ def get(name: str) -> Codec:
         return replace(
             get(original), name=name, description=f"{get(original).description}, A/A copy"
         )
+    native = NATIVE_CODECS.get(name)
+    if native is not None:  # a C or C++ runtime, timed in its harness (evbench_agent.native)
+        if not native.available():
+            raise UserError(
+                f"codec {name!r} is not installed here ({native.unavailable_reason()})",
+                hint="build and install the harnesses (docs/native-codecs.md)",
+            )
+        return native  # type: ignore[return-value]  # the same interface as Codec
     codec = CODECS.get(name)
     if codec is None:
-        raise UserError(f"unknown codec {name!r}", hint=f"known: {', '.join(CODECS)}")
+        known = ", ".join([*CODECS, *NATIVE_CODECS])
+        raise UserError(f"unknown codec {name!r}", hint=f"known: {known}")
     if not codec.available():
-        reason = (
-            codec.unavailable_reason()
-            if hasattr(codec, "unavailable_reason")
-            else f"module {codec.module} does not import"
-        )
         raise UserError(
-            f"codec {name!r} is not installed here ({reason})",
+            f"codec {name!r} is not installed here (module {codec.module} does not import)",
             hint=f"available: {', '.join(available())}",
         )
     return codec

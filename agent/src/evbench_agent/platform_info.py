@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evbench_agent import __version__, codecs, results
+from evbench_agent.native import codec as native_codec
 
 #: ARM's part numbers (MIDR) for the cores evbench meets on its boards.
 ARM_PARTS = {
@@ -101,6 +102,8 @@ def collect() -> dict[str, Any]:
         # Found, not imported (RSS): a run's own codecs are imported and checked by its spec.
         "codecs": {name: codecs.CODECS[name].version() for name in codecs.installed()},
         "codecs_missing": [name for name in codecs.CODECS if name not in codecs.installed()],
+        # C and C++ runtimes whose harness is installed (docs/native-codecs.md).
+        "native_codecs": native_codec.describe_installed(),
         "agent": __version__,
         "results_format": results.VERSION,
         "clock": clock(),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The schemas the harnesses carry (their generated code comes from these).
-NATIVE_FILES = ("ev_data.proto", "ev_frame.proto", "shapes.proto")
+NATIVE_FILES = ("ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto")
 #: evbench_agent.codecs' names for what a codec encodes.
 _PLAIN, _MESSAGE = "plain", "message"
 
@@ -212,3 +212,18 @@ CODECS = {
     runtime.name: NativeCodec(runtime.name, runtime, runtime.description)
     for runtime in runtimes.RUNTIMES.values()
 }
+
+
+def describe_installed() -> dict[str, dict[str, str]]:
+    """Each installed native codec as the manifest states it: its harness and what the
+    harness says it is (library, version, compiler, flags)."""
+    described = {}
+    for name, codec in CODECS.items():
+        executable = codec.executable()
+        if executable is not None:
+            described[name] = {
+                "language": codec.runtime.language,
+                "executable": executable,
+                **codec.about(),
+            }
+    return described

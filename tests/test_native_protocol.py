@@ -1,0 +1,141 @@
+"""The agent's side of the native harness protocol, against hostile harnesses.
+
+The harness here is tests/native_stand_in.py, a stand-in that breaks the
+protocol on purpose (no real harness crashes, hangs or lies on demand); the
+real harnesses are tested in test_native_runtimes.py. Each failure must be a
+clear HarnessError (a PartialRun) naming the codec and what went wrong, and a
+run whose harness fails part-way must keep what it measured, marked partial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from evbench_agent.errors import ExitCode, PartialRun
+from evbench_agent.native import protocol
+from evbench_agent.native.codec import Expected, NativeOperation
+from evbench_agent.native.protocol import Harness, HarnessError
+
+STAND_IN = ROOT / "tests" / "native_stand_in.py"
+PAYLOAD = b'{"a":1,"b":2.5,"c":"x"}'
+
+
+def stand_in(directory: Path, mode: str, *extra: str, name: str = "stand-in") -> Path:
+    """An executable that runs the stand-in in `mode` (what the agent starts)."""
+    path = directory / name
+    arguments = " ".join([mode, *extra])
+    path.write_text(f'#!/bin/sh\nexec {sys.executable} {STAND_IN} {arguments} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def started(tmp_path: Path, mode: str, **waits: float) -> Harness:
+    return Harness("c:stand-in", str(stand_in(tmp_path, mode)), **waits)
+
+
+def test_digest_is_fnv1a_64():
+    # The published FNV-1a 64 test vectors (Fowler, Noll, Vo): "" and "a".
+    assert protocol.fnv1a64(b"") == "cbf29ce484222325"
+    assert protocol.fnv1a64(b"a") == "af63dc4c8601ec8c"
+
+
+def test_an_honest_harness_loads_times_and_sends_its_encoding(tmp_path):
+    harness = started(tmp_path, "honest")
+    try:
+        assert harness.about["library"] == "stand-in"
+        loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
+        assert (loaded.index, loaded.length) == (0, len(PAYLOAD))
+        assert harness.encoded(loaded) == PAYLOAD
+        timing = harness.time("encode", loaded, 7)
+        assert (timing.elapsed_ns, timing.size) == (7000, len(PAYLOAD))
+        assert NativeOperation(harness, "decode_access").time_loops(Expected(loaded, 3), 2) == 2000
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("crash", ["closed its output", "exit 3", "crashing as asked"]),
+        ("kill", ["closed its output", "signal 9, SIGKILL"]),
+        ("garbage", ["printed garbage", "binary junk"]),
+        ("long-line", ["over 4096 bytes"]),
+    ],
+)
+def test_a_broken_harness_is_a_clear_partial_run_error(tmp_path, mode, words):
+    harness = started(tmp_path, mode)
+    loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
+    with pytest.raises(HarnessError) as caught:
+        harness.time("encode", loaded, 10)
+    assert isinstance(caught.value, PartialRun)
+    message = str(caught.value)
+    assert "native codec c:stand-in" in message
+    for word in words:
+        assert word in message
+    harness.close()
+
+
+def test_a_hung_harness_is_killed_after_the_wait(tmp_path):
+    harness = started(tmp_path, "hang", time_wait_s=0.5, short_wait_s=5.0)
+    loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
+    with pytest.raises(HarnessError, match=r"did not answer 'time' within 5\.5 s"):
+        harness.time("encode", loaded, 10)
+    harness.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "operation", "words"),
+    [
+        ("lie-size", "encode", "gave 24 bytes"),
+        ("lie-leaves", "decode_access", "gave 4 leaves"),
+    ],
+)
+def test_a_harness_that_lies_about_what_it_produced_is_caught(tmp_path, mode, operation, words):
+    harness = started(tmp_path, mode)
+    loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
+    assert len(PAYLOAD) == 23  # the stand-in's encoding is the payload's own bytes
+    with pytest.raises(HarnessError, match=words):
+        NativeOperation(harness, operation).time_loops(Expected(loaded, 3), 5)
+    harness.close()
+
+
+def test_a_missing_executable_is_a_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="cannot start"):
+        Harness("c:stand-in", str(tmp_path / "nowhere"))
+
+
+@pytest.mark.integration
+def test_a_harness_dying_in_the_second_worker_leaves_a_partial_run(tmp_path):
+    """The stand-in takes c:cjson's place; it crashes at its 4th start: the 1st is the
+    sizes (manager), the 2nd the calibration worker, the 3rd worker 1, the 4th worker 2."""
+    directory = tmp_path / "libexec"
+    directory.mkdir()
+    stand_in(directory, "crash-late", "4", str(tmp_path / "starts"), name="evbench-native-c-cjson")
+    out = tmp_path / "run"
+    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(directory))
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile", "int",
+         "--codecs", "json,c:cjson", "--processes", "3", "--values", "3",
+         "--min-time", "0.001", "--payloads", "10", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.PARTIAL, done.stderr
+    assert "native codec c:cjson" in done.stderr and "exit 3" in done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert "c:cjson" in manifest["reason"]
+    timed = [
+        json.loads(line)
+        for line in (out / "samples.jsonl").read_text().splitlines()
+        if '"metric": "encode"' in line
+    ]
+    # Worker 1 (index 0) measured both codecs before worker 2's harness died.
+    assert {(s["codec"], s["worker"]) for s in timed} == {("json", 0), ("c:cjson", 0)}

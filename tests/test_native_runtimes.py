@@ -1,0 +1,241 @@
+"""The real native harnesses, built from native/ with Debian's packages, against the
+Python codecs, protoc --decode and hand-worked counts.
+
+- Protobuf runtimes (protobuf-c, nanopb, libprotobuf) write the bytes Python writes.
+- nlohmann::json writes text of Python's size that parses to the same values.
+- cJSON writes what its documented number printing gives (a model written here
+  from cJSON 1.7's print_number: 15 significant digits when they compare equal
+  within DBL_EPSILON, else 17; an integral double as an int): its size differs
+  from Python's, and the test says by how much, from that model.
+- decode_access reads the leaves a reader of the JSON form reads, counted by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require, require_command
+
+from evbench_agent import payloads
+from evbench_agent.native import runtimes
+from evbench_agent.native.protocol import Harness
+
+pytestmark = pytest.mark.integration
+
+PROTOBUF_RUNTIMES = ("c:protobuf-c", "c:nanopb", "cpp:protobuf")
+JSON_RUNTIMES = ("c:cjson", "cpp:nlohmann")
+BUILT_IN = list(payloads.PROFILES)
+#: The Debian package each runtime is built from (its version is the harness's).
+PACKAGES = {
+    "c:protobuf-c": "libprotobuf-c-dev",
+    "c:cjson": "libcjson-dev",
+    "c:nanopb": "libnanopb-dev",
+    "cpp:protobuf": "libprotobuf-dev",
+    "cpp:nlohmann": "nlohmann-json3-dev",
+}
+COUNT = 12
+
+
+@pytest.fixture(scope="module")
+def harness_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """native/ built with the one documented command, into a scratch directory."""
+    cmake = require_command("cmake")
+    build = tmp_path_factory.mktemp("native-build")
+    configure = subprocess.run(
+        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
+    made = subprocess.run(
+        [cmake, "--build", str(build), "-j2"], capture_output=True, text=True, check=False
+    )
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    return build
+
+
+def start(harness_dir: Path, name: str) -> Harness:
+    runtime = runtimes.RUNTIMES[name]
+    return Harness(name, str(harness_dir / runtime.executable_name))
+
+
+def python_json(plain: object) -> bytes:
+    return json.dumps(plain, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def cjson_number(value: float) -> str:
+    """cJSON 1.7's print_number, written from its source's documented steps."""
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    int_max, int_min = 2**31 - 1, -(2**31)
+    valueint = int_max if value >= int_max else int_min if value <= int_min else int(value)
+    if value == float(valueint):
+        return str(valueint)
+    text = format(value, ".15g")  # C printf "%1.15g"
+    back = float(text)
+    if abs(back - value) > max(abs(back), abs(value)) * sys.float_info.epsilon:
+        text = format(value, ".17g")
+    return text
+
+
+def cjson_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{cjson_text(k)}:{cjson_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(cjson_text(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    return cjson_number(float(value))  # cJSON keeps every number as a double
+
+
+@pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
+def test_protobuf_runtimes_write_what_python_writes(harness_dir, name):
+    harness = start(harness_dir, name)
+    try:
+        for profile_name in BUILT_IN:
+            profile = payloads.get(profile_name)
+            for item in profile.payloads(COUNT):
+                expected = item.message.SerializeToString()
+                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, expected)
+                written = harness.encoded(loaded)
+                assert len(written) == len(expected), (profile_name, name)
+                if profile_name == "string-map":  # a map's order on the wire is the runtime's
+                    assert profile.message_type.FromString(written) == item.message
+                else:
+                    assert written == expected, (profile_name, name)
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
+def test_protoc_decodes_what_the_runtimes_write(harness_dir, name):
+    protoc = require_command("protoc")
+    harness = start(harness_dir, name)
+    try:
+        for profile_name, proto in (("seed", "ev_data.proto"), ("ev-full", "ev_frame.proto")):
+            profile = payloads.get(profile_name)
+            item = profile.payloads(1)[0]
+            type_name = profile.message_type.DESCRIPTOR.full_name
+            loaded = harness.load(type_name, None, item.message.SerializeToString())
+            decode = [protoc, f"--decode={type_name}", f"-I{ROOT / 'protos'}", proto]
+            native = subprocess.run(
+                decode, input=harness.encoded(loaded), capture_output=True, check=True
+            ).stdout
+            python = subprocess.run(
+                decode, input=item.message.SerializeToString(), capture_output=True, check=True
+            ).stdout
+            assert native == python
+            assert b"header {" in native or b"battery: " in native  # a real decode, not empty
+    finally:
+        harness.close()
+
+
+def test_nlohmann_writes_pythons_sizes_and_values(harness_dir):
+    harness = start(harness_dir, "cpp:nlohmann")
+    try:
+        for profile_name in BUILT_IN:
+            profile = payloads.get(profile_name)
+            for item in profile.payloads(COUNT):
+                text = python_json(item.plain)
+                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, text)
+                written = harness.encoded(loaded)
+                assert len(written) == len(text), profile_name
+                assert json.loads(written) == item.plain, profile_name
+    finally:
+        harness.close()
+
+
+def test_cjson_writes_what_its_number_printing_gives(harness_dir):
+    harness = start(harness_dir, "c:cjson")
+    differing = 0
+    try:
+        for profile_name in BUILT_IN:
+            profile = payloads.get(profile_name)
+            for item in profile.payloads(COUNT):
+                text = python_json(item.plain)
+                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, text)
+                written = harness.encoded(loaded).decode()
+                assert written == cjson_text(item.plain), profile_name
+                differing += len(written) != len(text)
+    finally:
+        harness.close()
+    # seed's doubles need 16-17 digits and ev-full's uint64 timestamp is no double:
+    # cJSON's text differs in size there (reported in docs/native-codecs.md).
+    assert differing > 0
+
+
+def _hand_counted(profile_name: str, plain: dict) -> int:
+    """Leaves of the JSON form, counted from what each profile's generator makes."""
+    if profile_name == "seed":  # 34 scalars, two Vector3 of 3, and the two lists' items
+        return 34 + 6 + len(plain["errors"]) + len(plain["alerts"])
+    if profile_name == "string-map":
+        return len(plain["entries"])  # a map entry's leaf is its value
+    if profile_name in ("skip-flat", "skip-nested"):
+        return 1  # the one field these profiles read
+    return {"int-list": 16, "object-list": 16, "ten-strings": 10, "double-array": 10}[profile_name]
+
+
+@pytest.mark.parametrize("name", PROTOBUF_RUNTIMES + JSON_RUNTIMES)
+def test_decode_access_reads_the_leaves_of_the_json_form(harness_dir, name):
+    from evbench_agent.native.codec import access_path
+
+    harness = start(harness_dir, name)
+    binary = name in PROTOBUF_RUNTIMES
+    try:
+        for profile_name in ("seed", "string-map", "skip-flat", "skip-nested", "int-list",
+                             "object-list", "ten-strings", "double-array"):  # fmt: skip
+            profile = payloads.get(profile_name)
+            for item in profile.payloads(4):
+                data = item.message.SerializeToString() if binary else python_json(item.plain)
+                path = access_path(profile, "message" if binary else "plain")
+                type_name = profile.message_type.DESCRIPTOR.full_name
+                loaded = harness.load(type_name, path, data)
+                leaves = harness.time("decode_access", loaded, 3).size
+                assert leaves == _hand_counted(profile_name, item.plain), (profile_name, name)
+    finally:
+        harness.close()
+
+
+def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
+    out = tmp_path / "run"
+    codecs = "json,protobuf,c:protobuf-c,c:cjson,c:nanopb,cpp:protobuf,cpp:nlohmann"
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile",
+         "seed,skip-nested", "--codecs", codecs, "--processes", "2", "--values", "3",
+         "--min-time", "0.001", "--payloads", "20", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, check=False,
+        env=dict(os.environ, EVBENCH_NATIVE_DIR=str(harness_dir)),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    for name, package in PACKAGES.items():
+        version = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True
+        ).stdout  # e.g. 1.4.1-1+b1
+        upstream = version.split(":")[-1].split("-")[0].split("+")[0]
+        stated = manifest["platform"]["native_codecs"][name]
+        assert upstream and stated["version"] == upstream, name
+        assert stated["compiler"] and stated["flags"] and stated["library"], name
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    timed = {(s["codec"], s["metric"], s["worker"]) for s in sets if s["suite"] == "codec"}
+    for codec in codecs.split(","):
+        for metric in ("encode", "decode", "decode_access"):
+            assert {(codec, metric, 0), (codec, metric, 1)} <= timed, (codec, metric)
+    sizes = {
+        (s["profile"], s["codec"]): s["values"]
+        for s in sets
+        if s["suite"] == "codec" and s["metric"] == "size"
+    }
+    for codec in ("c:protobuf-c", "c:nanopb", "cpp:protobuf"):
+        assert sizes[("seed", codec)] == sizes[("seed", "protobuf")]
+    assert sizes[("seed", "cpp:nlohmann")] == sizes[("seed", "json")]
