@@ -106,6 +106,19 @@ class NativeBound:
         """The harness's encoding of one payload (for the sizes: measured once, exact)."""
         return self.harness.encoded(self._load(value))
 
+    def decode(self, blob: bytes) -> Any:
+        """No Python decode: a native codec's decoding is timed in its harness only (the
+        link suite's Python client and responder cannot use it)."""
+        from evbench_agent.errors import UserError
+
+        raise UserError(
+            f"native codec {self.codec.name} decodes only in its harness",
+            hint="the link suite measures the Python codecs (docs/native-codecs.md)",
+        )
+
+    def access(self, value: Any) -> int:
+        return self.decode(value)
+
     def native_operations(self, items: list[Payload]) -> dict[str, tuple[NativeOperation, list]]:
         """The suite's timed operations: each takes a payload the harness holds."""
         expected = [
