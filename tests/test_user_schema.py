@@ -242,7 +242,7 @@ def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
 def test_oneof_and_map_rules(descriptor_sets):
     rules = {
         "fields": {
-            "source": {"choices": ["ecu_id"]},
+            "source": {"choices": ["ecu_id"], "presence": 1},
             "ecu_id": {"range": [16, 16]},
             "gauges": {"count": 3},
             "gauges.value": {"range": [1.5, 1.5]},

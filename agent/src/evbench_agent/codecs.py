@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
-import json
 import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor
-from google.protobuf.message import Message
-
-from evbench_agent import installed_version
+from evbench_agent import access, installed_version
 from evbench_agent.errors import UserError
 from evbench_agent.native.codec import CODECS as NATIVE_CODECS
 from evbench_agent.payloads import Payload, Profile
-from evbench_agent.payloads.convert import is_map, is_repeated
 
 #: What a codec encodes: the profile's plain data, or its protobuf message.
 PLAIN = "plain"
@@ -83,77 +77,14 @@ class Codec:
     def bind(self, profile: Profile) -> BoundCodec:
         encode, decode = self._bind(importlib.import_module(self.module), profile)
         if self.carries == MESSAGE:
-            reader = message_walker(profile.message_type.DESCRIPTOR)
+            reader = access.MessageReaders(profile.leaves).reader(profile.message_type.DESCRIPTOR)
             if profile.access:
                 reader = path_reader(profile.access, getattr)
         else:
-            reader = walk_plain
+            reader = access.walk_plain
             if profile.access:
                 reader = path_reader(profile.access, dict.__getitem__)
         return BoundCodec(encode, decode, reader, self.carries)
-
-
-def walk_plain(value: Any) -> int:
-    """Read every leaf of plain data (dict values, list items); count them."""
-    if type(value) is dict:
-        count = 0
-        for item in value.values():
-            count += walk_plain(item)
-        return count
-    if type(value) is list:
-        count = 0
-        for item in value:
-            count += walk_plain(item)
-        return count
-    return 1
-
-
-_SCALAR, _MESSAGE, _REPEATED, _REPEATED_MESSAGE, _MAP, _MAP_OF_MESSAGES = range(6)
-
-
-def message_walker(descriptor: Descriptor) -> Callable[[Message], int]:
-    """A reader of every leaf of a message type, compiled once from its descriptor.
-
-    Attribute access is how applications read protobuf, and it is what makes
-    the runtime create the Python objects it deferred at parse time.
-    """
-    steps: list[tuple[str, int, Callable[[Any], int] | None]] = []
-    for field in descriptor.fields:
-        if is_map(field):
-            value_type = field.message_type.fields_by_name["value"].message_type
-            if value_type is None:
-                steps.append((field.name, _MAP, None))
-            else:
-                steps.append((field.name, _MAP_OF_MESSAGES, message_walker(value_type)))
-        elif field.message_type is not None:
-            kind = _REPEATED_MESSAGE if is_repeated(field) else _MESSAGE
-            steps.append((field.name, kind, message_walker(field.message_type)))
-        else:
-            steps.append((field.name, _REPEATED if is_repeated(field) else _SCALAR, None))
-
-    def walk(message: Message) -> int:
-        count = 0
-        for name, kind, inner in steps:
-            value = getattr(message, name)
-            if kind == _SCALAR:
-                count += 1
-            elif kind == _MESSAGE:
-                count += inner(value)
-            elif kind == _REPEATED:
-                for _ in value:
-                    count += 1
-            elif kind == _REPEATED_MESSAGE:
-                for item in value:
-                    count += inner(item)
-            elif kind == _MAP:
-                for _ in value.values():
-                    count += 1
-            else:
-                for item in value.values():
-                    count += inner(item)
-        return count
-
-    return walk
 
 
 def path_reader(path: tuple[str, ...], step: Callable[[Any, str], Any]) -> Callable[[Any], int]:
@@ -178,24 +109,10 @@ def _json(module: ModuleType, _profile: Profile) -> _Pair:
     return (lambda value: dumps(value).encode()), module.loads
 
 
-def _json_format_options(to_dict: Callable[..., Any]) -> dict[str, bool]:
-    """Print fields without presence too: the option's name changed in protobuf 5.26."""
-    parameters = inspect.signature(to_dict).parameters
-    for name in ("always_print_fields_with_no_presence", "including_default_value_fields"):
-        if name in parameters:
-            return {name: True}
-    return {}
-
-
 def _protobuf_json(module: ModuleType, profile: Profile) -> _Pair:
-    cls = profile.message_type
-    to_dict, parse = module.MessageToDict, module.Parse
-    options = _json_format_options(to_dict)
-    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-    return (
-        (lambda message: dumps(to_dict(message, **options)).encode()),
-        (lambda data: parse(data, cls())),
-    )
+    from evbench_agent import protobuf_json
+
+    return protobuf_json.bind(module, profile.message_type)
 
 
 def _orjson(module: ModuleType, _profile: Profile) -> _Pair:

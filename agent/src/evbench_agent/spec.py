@@ -357,7 +357,28 @@ def from_dict(document: dict[str, Any]) -> Spec:
         isinstance(values["seed"], bool) or not isinstance(values["seed"], int)
     ):
         raise UserError("spec key 'seed' must be an integer")
-    return Spec(**values)
+    spec = Spec(**values)
+    if values.get("schema") is not None:
+        _preflight_schema(spec)
+    return spec
+
+
+def _preflight_schema(spec: Spec) -> None:
+    """Make the run's payloads of the user's message once and bind every codec to it, so
+    that whatever refuses them (the generator's budget, a value a JSON style cannot carry,
+    a codec that cannot carry the message on this runtime) does it now, naming the field,
+    before a run directory exists."""
+    from evbench_agent.payloads import user_schema
+
+    for name in spec.profiles:
+        profile = PROFILES.get(name)
+        if not isinstance(profile, user_schema.SchemaProfile):
+            continue
+        profile.payloads(spec.payloads, spec.seed)  # the JSON style converts each one
+        for codec_name in spec.codecs:
+            codec = codecs.get(codec_name)
+            if codec.can_carry(profile):
+                codec.bind(profile)
 
 
 def load(path: Path | str) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+_LABEL_REQUIRED = 2
 _LABEL_REPEATED = 3
 
 
@@ -22,11 +23,29 @@ def is_repeated(field: FieldDescriptor) -> bool:
     return field.label == _LABEL_REPEATED
 
 
+def is_required(field: FieldDescriptor) -> bool:
+    """A proto2 `required` field (or an edition's LEGACY_REQUIRED)."""
+    flag = getattr(field, "is_required", None)
+    if flag is not None:
+        return bool(flag)
+    return field.label == _LABEL_REQUIRED
+
+
 def is_map(field: FieldDescriptor) -> bool:
     # has_options first: GetOptions() imports descriptor_pb2 (0.75 MiB of the agent's
     # memory), and only a map's entry type (map_entry = true) has options at all.
     entry = field.message_type
     return entry is not None and entry.has_options and entry.GetOptions().map_entry
+
+
+def message_class(descriptor: Descriptor) -> type[Message]:
+    """The Python class of `descriptor`, on every supported protobuf runtime."""
+    from google.protobuf import message_factory
+
+    get_class = getattr(message_factory, "GetMessageClass", None)
+    if get_class is not None:  # protobuf >= 4.22
+        return get_class(descriptor)
+    return message_factory.MessageFactory(descriptor.file.pool).GetPrototype(descriptor)
 
 
 def fill(message: Message, plain: Mapping[str, Any], rename: Mapping[str, str]) -> Message:

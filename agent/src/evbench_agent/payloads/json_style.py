@@ -28,6 +28,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from evbench_agent.errors import UserError
+from evbench_agent.payloads import json_mapping
 from evbench_agent.payloads.convert import is_map, is_repeated
 
 STYLES = ("proto3", "fields")
@@ -51,6 +52,8 @@ def shortest_float32(value: float) -> float:
 
 class JsonStyle:
     name = ""
+    #: The leaves the plain form holds (evbench_agent.access modes).
+    leaves = "every-field"
 
     def to_plain(self, message: Message) -> Any:
         raise NotImplementedError
@@ -63,12 +66,18 @@ class Proto3Style(JsonStyle):
     """protobuf's JSON mapping, through json_format itself."""
 
     name = "proto3"
+    leaves = "set-fields"
 
     def to_plain(self, message: Message) -> Any:
-        return json_format.MessageToDict(message)
+        # The message's own pool: an Any names the schema's types, not the agent's.
+        printed = json_format.MessageToDict(message, descriptor_pool=message.DESCRIPTOR.file.pool)
+        if not json_mapping.new_runtime(json_format.MessageToDict):
+            json_mapping.conform(message, printed, add_defaults=False)
+        return _plain(printed)
 
     def to_message(self, plain: Mapping[str, Any], message_type: type[Message]) -> Message:
-        return json_format.ParseDict(plain, message_type())
+        pool = message_type.DESCRIPTOR.file.pool
+        return json_format.ParseDict(plain, message_type(), descriptor_pool=pool)
 
 
 class FieldsStyle(JsonStyle):
@@ -95,7 +104,16 @@ class FieldsStyle(JsonStyle):
                 continue
             else:
                 plain[key] = self._value(field, value)
+        if message.DESCRIPTOR.extension_ranges:
+            for field, value in message.ListFields():
+                if field.is_extension:  # under "[full.name]", as the proto3 mapping writes them
+                    plain[f"[{field.full_name}]"] = self._extension(field, value)
         return plain
+
+    def _extension(self, field: FieldDescriptor, value: Any) -> Any:
+        if is_repeated(field):
+            return [self._value(field, item) for item in value]
+        return self._value(field, value)
 
     def _value(self, field: FieldDescriptor, value: Any) -> Any:
         if field.message_type is not None:
@@ -118,9 +136,14 @@ class FieldsStyle(JsonStyle):
         by_key = {self.keys.get(f.name, f.name): f for f in message.DESCRIPTOR.fields}
         for key, value in plain.items():
             field = by_key.get(key)
+            if field is None and key.startswith("[") and key.endswith("]"):
+                field = _extension_named(message, key[1:-1])
             if field is None:
                 raise UserError(f"no field for key {key!r} in {message.DESCRIPTOR.full_name}")
-            target = getattr(message, field.name)
+            if field.is_extension:
+                target = message.Extensions[field]
+            else:
+                target = getattr(message, field.name)
             if is_map(field):
                 key_field = field.message_type.fields_by_name["key"]
                 value_field = field.message_type.fields_by_name["value"]
@@ -139,6 +162,8 @@ class FieldsStyle(JsonStyle):
             elif field.message_type is not None:
                 target.SetInParent()  # an all-default sub-message is still present
                 self._fill(target, value)
+            elif field.is_extension:
+                message.Extensions[field] = self._scalar(field, value)
             else:
                 setattr(message, field.name, self._scalar(field, value))
         return message
@@ -148,6 +173,24 @@ class FieldsStyle(JsonStyle):
         if field.type == _BYTES:
             return base64.b64decode(value)
         return value
+
+
+def _plain(value: Any) -> Any:
+    """Dicts as dict (json_format gives an Any's JSON as an OrderedDict, which some codecs
+    and the leaf walker do not take for a dict)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _extension_named(message: Message, name: str) -> FieldDescriptor | None:
+    try:
+        found = message.DESCRIPTOR.file.pool.FindExtensionByName(name)
+    except KeyError:
+        return None
+    return found if found.containing_type is message.DESCRIPTOR else None
 
 
 def _map_key(key: Any) -> str:

@@ -38,6 +38,9 @@ class Profile:
     rename: Mapping[str, str] = field(default_factory=dict)
     #: The path `decode_access` reads; None reads every leaf.
     access: tuple[str, ...] | None = None
+    #: Which leaves the plain form holds, so the protobuf side reads the same ones
+    #: (evbench_agent.access: "every-field" or "set-fields").
+    leaves: str = "every-field"
 
     def to_message(self, plain: Mapping[str, Any]) -> Message:
         return fill(self.message_type(), plain, self.rename)

@@ -96,13 +96,14 @@ def parse_jsonl(data: bytes, name: str, message_type: type[Message], limit: int)
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise UserError(f"{name}: not UTF-8 text at byte {error.start}") from None
+    pool = message_type.DESCRIPTOR.file.pool  # an Any names the schema's own types
     for number, line in enumerate(text.splitlines(), start=1):
         if len(messages) >= limit:
             break
         if not line.strip():
             continue
         try:
-            messages.append(json_format.Parse(line, message_type()))
+            messages.append(json_format.Parse(line, message_type(), descriptor_pool=pool))
         except json_format.ParseError as error:
             raise UserError(
                 f"{name} line {number}: not a {message_type.DESCRIPTOR.full_name}: {error}",

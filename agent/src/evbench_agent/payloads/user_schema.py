@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor
+from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError, Message
 
 from evbench_agent.errors import UserError
+from evbench_agent.payloads.convert import message_class
 from evbench_agent.payloads.json_style import JsonStyle, make_style
 from evbench_agent.payloads.profile import DEFAULT_COUNT, DEFAULT_SEED, PROFILES, Payload, Profile
 
@@ -103,14 +103,6 @@ def message_names(serialized: bytes) -> list[str]:
     for file in descriptor_pb2.FileDescriptorSet.FromString(serialized).file:
         visit(f"{file.package}." if file.package else "", file.message_type)
     return names
-
-
-def message_class(descriptor: Descriptor) -> type[Message]:
-    """The Python class of `descriptor`, on every supported protobuf runtime."""
-    get_class = getattr(message_factory, "GetMessageClass", None)
-    if get_class is not None:  # protobuf >= 4.22
-        return get_class(descriptor)
-    return message_factory.MessageFactory(descriptor.file.pool).GetPrototype(descriptor)
 
 
 def find_message(serialized: bytes, full_name: str) -> type[Message]:
@@ -207,7 +199,11 @@ def build_profile(document: Mapping[str, Any]) -> SchemaProfile:
     else:
         generator_source = document.get("generator") or {}
         make = generate.Generator(
-            message_type, generator_source.get("document"), name, generator_source.get("name")
+            message_type,
+            generator_source.get("document"),
+            name,
+            generator_source.get("name"),
+            any_types=[n for n in message_names(serialized) if not n.startswith("google.")],
         ).messages
         source = f"generated ({generator_source.get('name') or 'default rules'})"
     return SchemaProfile(
@@ -215,6 +211,7 @@ def build_profile(document: Mapping[str, Any]) -> SchemaProfile:
         description=f"{document['message']}, {source}, JSON style {style.name}",
         message_type=message_type,
         generate=_unused_generate,
+        leaves=style.leaves,
         style=style,
         make=make,
     )
@@ -248,3 +245,4 @@ def from_environment() -> SchemaProfile | None:
             return build_profile(json.load(stream))
     except (OSError, ValueError):
         return None  # a stale variable from an ended run: nothing to add
+

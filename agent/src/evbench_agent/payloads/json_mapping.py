@@ -1,0 +1,186 @@
+"""protobuf's JSON mapping printed the same on every runtime the agent supports.
+
+`json_format.MessageToDict` differs between protobuf 4.21/4.25 and 5.26+:
+
+- the option that prints fields without presence was renamed
+  (`including_default_value_fields` -> `always_print_fields_with_no_presence`),
+  and the old one also prints unset proto2 `optional` scalars;
+- before 5.26 a repeated extension is printed under its lowerCamelCase name
+  (which its own Parse then refuses), since under `"[full.name]"`.
+
+`conform` takes what an old runtime printed (without the old option) and makes
+it what the newest prints: repeated extensions renamed in place, and, when
+asked, the fields without presence added after the others, recursively
+(through sub-messages, repeated ones, map values and the messages an Any packs).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from evbench_agent.payloads.convert import is_map, is_repeated, message_class
+
+NEW_OPTION = "always_print_fields_with_no_presence"
+OLD_OPTION = "including_default_value_fields"
+ANY = "google.protobuf.Any"
+_F = FieldDescriptor
+#: Types whose JSON is not an object of their fields.
+SPECIAL = {
+    ANY,
+    "google.protobuf.Timestamp",
+    "google.protobuf.Duration",
+    "google.protobuf.FieldMask",
+    "google.protobuf.Struct",
+    "google.protobuf.Value",
+    "google.protobuf.ListValue",
+    "google.protobuf.DoubleValue",
+    "google.protobuf.FloatValue",
+    "google.protobuf.Int64Value",
+    "google.protobuf.UInt64Value",
+    "google.protobuf.Int32Value",
+    "google.protobuf.UInt32Value",
+    "google.protobuf.BoolValue",
+    "google.protobuf.StringValue",
+    "google.protobuf.BytesValue",
+}
+
+
+def new_runtime(to_dict: Callable[..., Any]) -> bool:
+    return NEW_OPTION in inspect.signature(to_dict).parameters
+
+
+def reachable(root: Descriptor) -> list[Descriptor]:
+    """Every message type a message of `root` can hold (not through an Any)."""
+    seen: dict[str, Descriptor] = {}
+    pending = [root]
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name in seen:
+            continue
+        seen[descriptor.full_name] = descriptor
+        fields = list(descriptor.fields) + _extensions(descriptor)
+        pending.extend(f.message_type for f in fields if f.message_type is not None)
+    return list(seen.values())
+
+
+def _extensions(descriptor: Descriptor) -> list[FieldDescriptor]:
+    if not descriptor.extension_ranges:
+        return []
+    return list(descriptor.file.pool.FindAllExtensions(descriptor))
+
+
+def repeated_extension(root: Descriptor) -> str | None:
+    """The full name of a repeated extension a message of `root` can hold (not through
+    an Any), or None."""
+    for descriptor in reachable(root):
+        for field in _extensions(descriptor):
+            if is_repeated(field):
+                return field.full_name
+    return None
+
+
+def old_option_prints_more(root: Descriptor) -> bool:
+    """Whether `including_default_value_fields` prints a field the new option does not:
+    a scalar with presence outside any oneof (proto2 `optional`), here or behind an Any."""
+    for descriptor in reachable(root):
+        if descriptor.full_name == ANY:
+            return True
+        for field in descriptor.fields:
+            if (
+                field.has_presence
+                and field.message_type is None
+                and field.containing_oneof is None
+                and not is_repeated(field)
+            ):
+                return True
+    return False
+
+
+def _default_json(field: FieldDescriptor) -> Any:
+    """A field without presence at its zero value, as json_format prints it."""
+    if field.enum_type is not None:
+        zero = field.enum_type.values_by_number.get(0)
+        return zero.name if zero is not None else 0
+    kind = field.type
+    if kind in (_F.TYPE_INT64, _F.TYPE_UINT64, _F.TYPE_SINT64, _F.TYPE_FIXED64, _F.TYPE_SFIXED64):
+        return "0"
+    if kind in (_F.TYPE_FLOAT, _F.TYPE_DOUBLE):
+        return 0.0
+    if kind == _F.TYPE_BOOL:
+        return False
+    return ""  # string, bytes (base64 of nothing)
+
+
+def conform(message: Message, printed: dict[str, Any], add_defaults: bool) -> None:
+    """Make an old runtime's MessageToDict output (`printed`) the newest's, in place."""
+    descriptor = message.DESCRIPTOR
+    if descriptor.full_name in SPECIAL:
+        if descriptor.full_name == ANY and message.type_url:
+            inner = _unpack(message)
+            if inner.DESCRIPTOR.full_name not in SPECIAL:
+                conform(inner, printed, add_defaults)
+        return
+    if descriptor.extension_ranges:
+        _rename_repeated_extensions(message, printed)
+        for field, value in message.ListFields():
+            key = f"[{field.full_name}]"
+            if field.is_extension and field.message_type is not None and key in printed:
+                _into(field, value, printed[key], add_defaults)
+    for field in descriptor.fields:
+        name = field.json_name
+        if name in printed:
+            _into(field, getattr(message, field.name), printed[name], add_defaults)
+        elif add_defaults and not field.has_presence:
+            if is_map(field):
+                printed[name] = {}
+            elif is_repeated(field):
+                printed[name] = []
+            else:
+                printed[name] = _default_json(field)
+
+
+def _into(field: FieldDescriptor, value: Any, printed: Any, add_defaults: bool) -> None:
+    """Conform the messages a printed field holds."""
+    if field.message_type is None:
+        return
+    if is_map(field):
+        if field.message_type.fields_by_name["value"].message_type is not None:
+            for key, item in value.items():
+                conform(item, printed[_map_key(key)], add_defaults)
+    elif is_repeated(field):
+        for item, text in zip(value, printed, strict=False):
+            if isinstance(text, dict):
+                conform(item, text, add_defaults)
+    elif isinstance(printed, dict):
+        conform(value, printed, add_defaults)
+
+
+def _rename_repeated_extensions(message: Message, printed: dict[str, Any]) -> None:
+    renames = {
+        field.json_name: f"[{field.full_name}]"
+        for field, _ in message.ListFields()
+        if field.is_extension and is_repeated(field)
+    }
+    if not renames or not set(renames) & set(printed):
+        return
+    items = list(printed.items())
+    printed.clear()
+    for key, value in items:
+        printed[renames.get(key, key)] = value
+
+
+def _map_key(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _unpack(message: Message) -> Message:
+    pool = message.DESCRIPTOR.file.pool
+    descriptor = pool.FindMessageTypeByName(message.type_url.rpartition("/")[2])
+    return message_class(descriptor).FromString(message.value)

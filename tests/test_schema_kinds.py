@@ -1,0 +1,275 @@
+"""Every kind of field a team's schema has: Any, Struct, the wrappers, FieldMask, recursion,
+proto2 required fields, defaults, extensions and groups (issue 29), and a generator
+that stays bounded (issue 30).
+
+The schemas are tests/data/kinds/*.proto, compiled by the real protoc
+(grpcio-tools). Expected values come from the .proto (the fields it declares),
+from protobuf's own json_format and from the rules given, never from the
+module's constants.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+
+import pytest
+from conftest import ROOT, require
+from google.protobuf import json_format
+from test_decode_access import _check_profile
+
+from evbench_agent import codecs
+from evbench_agent.errors import UserError
+from evbench_agent.payloads import samples, user_schema
+
+KINDS = ROOT / "tests" / "data" / "kinds"
+EVERYTHING = "evbench.kinds.Everything"
+CHASSIS = "evbench.legacy.Chassis"
+FANOUT = "evbench.kinds.M"
+
+
+def compile_set(directory, proto: str, out) -> bytes:
+    import importlib.util
+    import subprocess
+    import sys
+
+    require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
+    target = out / f"{proto}.binpb"
+    done = subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{directory}", "--include_imports",
+         f"--descriptor_set_out={target}", str(directory / proto)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return target.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory) -> dict[str, bytes]:
+    out = tmp_path_factory.mktemp("kinds")
+    return {
+        name: compile_set(KINDS, f"{name}.proto", out)
+        for name in ("well_known", "legacy", "fanout")
+    }
+
+
+def _profile(serialized: bytes, message: str, **extra) -> user_schema.SchemaProfile:
+    document = {"descriptor_set": base64.b64encode(serialized).decode(), "message": message}
+    return user_schema.build_profile({**document, **extra})
+
+
+def _rules(fields: dict) -> dict:
+    return {"generator": {"name": "g.json", "document": {"fields": fields}}}
+
+
+@pytest.mark.parametrize("style", ["proto3", "fields"])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("well_known", EVERYTHING), ("legacy", CHASSIS), ("legacy", "evbench.legacy.Diagnostics")],
+)
+def test_every_kind_round_trips_and_reads_like_for_like(sets, name, message, style):
+    profile = _profile(sets[name], message, json_style=style)
+    assert _check_profile(profile, 40) > 0  # the same leaves on both sides, payload by payload
+    for codec_name in ("json", "protobuf", "protobuf-json", "cbor2"):
+        bound = codecs.get(codec_name).bind(profile)
+        for item in profile.payloads(40, seed=3):
+            decoded = bound.decode(bound.encode(bound.data(item)))
+            back = decoded if bound.carries == codecs.MESSAGE else profile.to_message(decoded)
+            assert _as_json(back) == _as_json(item.message), codec_name
+
+
+def _as_json(message) -> dict:
+    """A message's values, whatever order a runtime wrote the maps inside an Any in."""
+    pool = message.DESCRIPTOR.file.pool
+    return json.loads(json.dumps(json_format.MessageToDict(message, descriptor_pool=pool)))
+
+
+def test_the_generator_reaches_every_field_and_packs_the_schemas_own_types(sets):
+    profile = _profile(sets["well_known"], EVERYTHING)
+    seen, packed = set(), set()
+    for item in profile.payloads(200, seed=1):
+        message = item.message
+        seen.update(f.name for f, _ in message.ListFields())
+        for any_value in [message.detail, *message.details, *message.by_name.values()]:
+            if any_value.type_url:
+                packed.add(any_value.type_url)
+        for mask in [message.mask, *message.masks]:
+            assert set(mask.paths) <= {f.name for f in message.DESCRIPTOR.fields}
+    declared = {f.name for f in profile.message_type.DESCRIPTOR.fields}
+    assert seen == declared
+    # the schema's own types, by full name; google.protobuf's are never packed by default
+    assert packed == {
+        f"type.googleapis.com/evbench.kinds.{n}" for n in ("Reading", "Node", "Everything", "M")
+    } - {"type.googleapis.com/evbench.kinds.M"}
+
+
+def test_proto3_json_of_any_goes_through_the_schemas_types(sets):
+    profile = _profile(sets["well_known"], EVERYTHING)
+    reading = next(i for i in profile.payloads(60, seed=2) if i.message.detail.type_url)
+    plain = reading.plain["detail"]
+    assert plain["@type"].startswith("type.googleapis.com/evbench.kinds.")
+    pool = profile.message_type.DESCRIPTOR.file.pool
+    again = json_format.ParseDict(reading.plain, profile.message_type(), descriptor_pool=pool)
+    assert _as_json(again) == _as_json(reading.message) == reading.plain
+
+
+def test_proto2_required_fields_are_always_set_and_extensions_generated(sets):
+    profile = _profile(sets["legacy"], CHASSIS)
+    pool = profile.message_type.DESCRIPTOR.file.pool
+    soc = pool.FindExtensionByName("evbench.legacy.battery_soc")
+    trailer = pool.FindExtensionByName("evbench.legacy.trailer_limits")
+    with_soc = with_codes = with_lights = 0
+    for item in profile.payloads(100, seed=5):
+        message = item.message
+        assert message.IsInitialized(), message.FindInitializationErrors()
+        with_soc += message.HasExtension(soc)
+        with_codes += message.HasExtension(trailer)
+        with_lights += message.HasField("lights")
+        assert item.message.SerializeToString()  # no EncodeError
+    # optional extensions (a scalar, a message), an optional group: each sometimes
+    assert 0 < with_soc < 100 and 0 < with_codes < 100
+    assert with_lights == 100  # a group is a message field: always set by default
+
+
+def test_fields_style_carries_extensions_under_their_full_name(sets):
+    profile = _profile(sets["legacy"], CHASSIS, json_style="fields")
+    pool = profile.message_type.DESCRIPTOR.file.pool
+    message = profile.message_type(sequence=1, gear=1)
+    message.Extensions[pool.FindExtensionByName("evbench.legacy.battery_soc")] = 81.5
+    plain = profile.to_plain(message)
+    assert plain["[evbench.legacy.battery_soc]"] == 81.5
+    assert profile.to_message(json.loads(json.dumps(plain))) == message
+
+
+def test_a_recursive_type_with_fan_out_30_stays_small_by_default(sets):
+    profile = _profile(sets["fanout"], FANOUT)
+    items = profile.payloads(200, seed=1)
+
+    def depth(message) -> int:
+        children = [v for f, v in message.ListFields() if f.message_type is not None]
+        flat = [
+            c for v in children for c in (v if isinstance(v, list) or hasattr(v, "add") else [v])
+        ]
+        return 1 + max((depth(c) for c in flat), default=0)
+
+    depths = [depth(i.message) for i in items]
+    assert max(depths) <= 5  # the root and 4 levels below: the documented depth bound
+    assert max(i.message.ByteSize() for i in items) < 64 * 1024
+    assert any(d > 1 for d in depths)  # it does recurse
+
+
+def test_the_node_budget_names_the_field_path_that_blows_it(sets):
+    rules = _rules(
+        {"many": {"count": 60}, "many.many": {"count": 60}, "many.many.many": {"count": 60}}
+    )
+    profile = _profile(sets["fanout"], FANOUT, **rules)
+    with pytest.raises(UserError) as caught:
+        profile.payloads(1)
+    assert "'many.many.many" in str(caught.value) and "budget per payload" in str(caught.value)
+    assert "g.json: payload 0" in str(caught.value)
+    big = _profile(sets["fanout"], FANOUT, **_rules({"many": {"count": 100_000}}))
+    with pytest.raises(UserError, match="field 'many' takes the payload past"):
+        big.payloads(1)
+
+
+def test_the_run_budget_stops_many_large_payloads(sets):
+    # about 70,000 values a payload (a Reading is 7): under the payload's budget, not 200 times
+    profile = _profile(sets["well_known"], EVERYTHING, **_rules({"readings": {"count": 10_000}}))
+    with pytest.raises(UserError, match=r"payload [1-9]\d*: field 'readings[.a-z]*' takes the run"):
+        profile.payloads(200)
+
+
+def test_ranges_at_the_types_limits_do_not_crash(sets):
+    rules = _rules(
+        {
+            "readings.value": {"range": [0, 1.7976931348623157e308]},
+            "wide": {"range": [-1.7976931348623157e308, 1.7976931348623157e308], "presence": 1},
+            "readings": {"count": 3},
+            "stamp.seconds": {"range": [0, 100]},
+            "period.seconds": {"range": [-60, -1]},
+        }
+    )
+    profile = _profile(sets["well_known"], EVERYTHING, **rules)
+    for item in profile.payloads(30, seed=4):
+        message = item.message
+        assert all(0 <= r.value <= 1.7976931348623157e308 for r in message.readings)
+        assert math.isfinite(message.wide)
+        assert 0 <= message.stamp.seconds <= 100 and 0 <= message.stamp.nanos < 10**9
+        assert -60 <= message.period.seconds <= -1 and message.period.nanos <= 0
+        json.dumps(item.plain)  # the JSON mapping prints it (no negative nanos)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"stamp.nanos": {"range": [-5, 10]}}, r"impossible range \[-5, 10\]"),
+        ({"stamp.seconds": {"range": [0, 2**40]}}, "impossible range"),
+        ({"detail": {"choices": ["evbench.kinds.Nope"]}}, "not a message type of the schema"),
+        ({"readings": {"empty": 2}}, "impossible empty 2"),
+        ({"wide": {"empty": 0.5}}, "empty applies to repeated"),
+    ],
+)
+def test_bad_rules_on_well_known_types_are_refused(sets, fields, expected):
+    with pytest.raises(UserError, match=expected):
+        _profile(sets["well_known"], EVERYTHING, **_rules(fields))
+
+
+def test_required_fields_take_no_presence_rule(sets):
+    with pytest.raises(UserError, match="required field is always set"):
+        _profile(sets["legacy"], CHASSIS, **_rules({"sequence": {"presence": 0.5}}))
+
+
+def test_presence_and_empty_defaults_and_overrides(sets):
+    profile = _profile(sets["well_known"], EVERYTHING)
+    items = profile.payloads(400, seed=8)
+    wide = sum(i.message.HasField("wide") for i in items)
+    assert 140 <= wide <= 260  # documented default 0.5 (binomial, 400 draws: about 6 sigma)
+    rules = _rules(
+        {"wide": {"presence": 0.1}, "readings": {"empty": 1.0}, "details": {"empty": 0.0}}
+    )
+    tuned = _profile(sets["well_known"], EVERYTHING, **rules).payloads(400, seed=8)
+    assert sum(i.message.HasField("wide") for i in tuned) <= 80
+    assert all(len(i.message.readings) == 0 for i in tuned)
+    assert all(len(i.message.details) >= 1 for i in tuned)
+
+
+def test_oneof_member_presence_is_the_chance_it_is_the_one_set(sets):
+    rules = _rules({"tree.number": {"presence": 1.0}})
+    for item in _profile(sets["well_known"], EVERYTHING, **rules).payloads(30):
+        assert item.message.tree.WhichOneof("payload") == "number"
+    with pytest.raises(UserError, match="add up to over 1"):
+        _profile(
+            sets["well_known"],
+            EVERYTHING,
+            **_rules({"tree.number": {"presence": 0.7}, "tree.link": {"presence": 0.7}}),
+        )
+
+
+def test_samples_with_any_parse_through_the_schemas_types(sets, tmp_path):
+    line = {
+        "detail": {
+            "@type": "type.googleapis.com/evbench.kinds.Reading",
+            "sensor": "cell-7",
+            "value": 3.712,
+        },
+        "attributes": {"mode": "drive", "limits": [1, 2.5, None, True]},
+        "anything": {"nested": {"deep": "yes"}},
+        "mask": "readings,stamp",
+        "period": "1.500s",
+        "i64": "-9223372036854775808",
+        "tree": {"name": "root", "children": [{"name": "a", "link": {"name": "b"}}]},
+    }
+    path = tmp_path / "everything.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    profile = _profile(sets["well_known"], EVERYTHING, samples=samples.source_from_file(path))
+    (item,) = profile.payloads(5)
+    assert item.message.detail.type_url.endswith("evbench.kinds.Reading")
+    assert item.plain == line | {"period": "1.500s"}
+    blob = item.message.SerializeToString()
+    binary = tmp_path / "everything.bin"
+    assert 128 <= len(blob) < 16384  # a two-byte length prefix
+    binary.write_bytes(bytes([len(blob) & 0x7F | 0x80, len(blob) >> 7]) + blob)
+    again = _profile(sets["well_known"], EVERYTHING, samples=samples.source_from_file(binary))
+    (from_binary,) = again.payloads(5)
+    assert from_binary.plain == item.plain  # binary samples print through the schema's pool
