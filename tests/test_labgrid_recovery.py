@@ -12,6 +12,7 @@ rebooted during the run"), which the detached-run tests cover.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 
@@ -115,6 +116,14 @@ def test_a_board_silent_mid_run_is_power_cycled_and_the_run_completes(
     assert job.returncode == 0, err
     assert f"place {PLACE}: the board has not answered for " in err
     assert f"power-cycling place {PLACE} (NetworkPowerPort)" in err
+    # Quiet recovery: no library tracebacks, no error lines, one line per reconnect attempt.
+    assert "Traceback" not in err and "paramiko" not in err
+    assert "evbench: error:" not in err
+    attempts = [line for line in err.splitlines() if "reconnect attempt" in line]
+    assert all(re.search(r"reconnect attempt \d+ failed \(", line) for line in attempts)
+    numbers = [int(re.search(r"attempt (\d+)", line).group(1)) for line in attempts]
+    assert numbers == list(range(1, len(numbers) + 1))  # each attempt once
+    assert re.search(rf"reconnected to .* \(attempt {len(numbers) + 1}\)", err)
     # labgrid's own simplerest driver, run by labgrid-client: off, then on, once.
     assert lab.switch.seen == ["/outlet/1/0", "/outlet/1/1"]
     assert (out / results.COMPLETE).exists()

@@ -71,11 +71,11 @@ def add_command(
     return command
 
 
-def setup_logging(prog: str, verbose: int = 0, quiet: bool = False) -> None:
+def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool = False) -> None:
     """Send log records to standard error at the level the flags ask for (once per process)."""
     from evbench_agent import log_output  # here: `logging` is costly and --help never logs
 
-    log_output.setup_logging(prog, verbose, quiet)
+    log_output.setup_logging(prog, verbose, quiet, debug)
 
 
 def run_program(
@@ -89,7 +89,12 @@ def run_program(
 
     def dispatch() -> int:
         args = build_parser().parse_args(arguments)
-        setup_logging(prog, getattr(args, "verbose", None) or 0, bool(getattr(args, "quiet", None)))
+        setup_logging(
+            prog,
+            getattr(args, "verbose", None) or 0,
+            bool(getattr(args, "quiet", None)),
+            bool(getattr(args, "debug", None)),
+        )
         code = args.handler(args)
         if isinstance(code, bool) or not isinstance(code, int):
             raise TypeError(f"command {args.command!r} returned {code!r}, not an ExitCode")

@@ -72,15 +72,24 @@ class RemoteRun:
                 self._reconnect()
 
     def _reconnect(self) -> None:
+        """Reconnect with backoff: one line for each attempt that fails, one on success."""
         deadline = time.monotonic() + self.reconnect_deadline
         delay = FIRST_BACKOFF
+        attempt = 0
         while True:
             time.sleep(delay)
+            attempt += 1
             try:
                 self.board.reconnect()
-                log.warning("reconnected to %s", self.board.url)
+                log.warning("reconnected to %s (attempt %d)", self.board.url, attempt)
                 return
             except ConnectionLost as error:
+                log.warning(
+                    "reconnect attempt %d failed (%s); next in %.0f s",
+                    attempt,
+                    _first_line(str(error)),
+                    min(delay * 2, MAX_BACKOFF),
+                )
                 if time.monotonic() + delay > deadline:
                     raise ConnectionLost(
                         f"lost {self.board.url} and could not reconnect within "
@@ -276,6 +285,10 @@ def _with_state(status: dict[str, Any], where: str) -> dict[str, Any]:
     if "state" not in status:
         raise EvbenchError(f"the agent on {where} answered a status without a state")
     return status
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    return (text.strip().splitlines() or ["no reason given"])[0][:limit]
 
 
 def _stop_interrupted(session: RemoteRun, board: Board, run_id: str) -> dict[str, Any]:
