@@ -9,10 +9,14 @@ from the plan (docs/method.md).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import process_tree
 import pytest
 from conftest import ROOT, require
 
@@ -213,6 +217,7 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
         "pb425": old,
         "newest": new,
     }
+    assert manifest["memory"]["worker_peak_rss_bytes"] > 1_000_000  # the arms' workers counted
     # The answer names both arms' versions, then one verdict per timed operation.
     assert "pb425: Python" in done.stdout and f"protobuf {old}" in done.stdout
     assert f"protobuf {new}" in done.stdout
@@ -275,3 +280,44 @@ def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
     found = compare(list(results.load_run(out).samples()), "protobuf@upb", "protobuf@purepy")
     verdicts = {row.identity.metric: row.outcome for row in found.by_role("tested")}
     assert verdicts == dict.fromkeys(("encode", "decode", "decode_access"), "baseline")  # upb
+
+
+@pytest.mark.integration
+def test_an_arm_worker_killed_mid_run_leaves_a_partial_run_that_names_the_arm(tmp_path):
+    require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
+    out = tmp_path / "run"
+    agent = subprocess.Popen(
+        [
+            sys.executable, "-m", "evbench_agent", "run", "--arm", f"pb425={PB425}",
+            "--arm", f"newest={NEWEST}", "--profile", "seed", "--processes", "40",
+            "--out", str(out),
+        ],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and time.monotonic() < deadline and agent.poll() is None:
+            for pid in process_tree.descendants(agent.pid):
+                line = process_tree.read_proc(pid, "cmdline").split(b"\0")
+                # a measuring worker of arm pb425: calibration is over once sizes are written
+                samples = out / "samples.jsonl"
+                measuring = samples.exists() and samples.stat().st_size > 0
+                if measuring and b"evbench_agent.arm_worker" in line and b"pb425" in line[0]:
+                    victim = pid
+                    break
+            time.sleep(0.05)
+        assert victim is not None, "no arm worker of pb425 was seen measuring"
+        os.kill(victim, signal.SIGKILL)
+        _out, errors = agent.communicate(timeout=300)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 4, errors[-2000:]  # partial
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    assert "arm 'pb425' was killed" in manifest["reason"]
+    with (out / "samples.jsonl").open(encoding="utf-8") as stream:
+        kept = {json.loads(line)["metric"] for line in stream}
+    assert {"size", "size_deflate"} <= kept  # what was measured before is kept

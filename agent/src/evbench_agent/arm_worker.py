@@ -44,7 +44,8 @@ def _calibrate(task: dict[str, Any], stdout: TextIO) -> None:
         seed=task["seed"],
     )
     sizes = [sample_set.as_dict() for sample_set in codec.sizes(plan)]
-    _write(stdout, {"result": {"loops": loops, "sizes": sizes}})
+    result = {"loops": loops, "sizes": sizes}
+    _write(stdout, {"result": result, "peak_rss_bytes": memory.peak_rss_bytes()})
 
 
 def _measure(task: dict[str, Any], stdin: TextIO, stdout: TextIO) -> None:

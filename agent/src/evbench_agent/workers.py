@@ -29,6 +29,12 @@ def worker_peak_rss() -> int | None:
     return max(_peak_rss, default=None)
 
 
+def note_peak_rss(value: Any) -> None:
+    """Count the peak RSS (bytes) a worker started elsewhere reported (an arm's worker)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        _peak_rss.append(value)
+
+
 def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
     """Run `task` in a new interpreter; return its result or raise with its stderr."""
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errors:

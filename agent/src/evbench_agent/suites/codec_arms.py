@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent import arms, child_exit, payload_identity
+from evbench_agent import arms, child_exit, payload_identity, workers
 from evbench_agent.errors import EvbenchError, PartialRun
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
@@ -107,6 +107,7 @@ class ArmProcess:
             raise self._failure(f"did not exit {EXIT_TIMEOUT_S:g} s after its result") from None
         if returncode != 0:
             raise self._failure(f"exited {returncode} after its result")
+        workers.note_peak_rss(reply.get("peak_rss_bytes"))  # the manifest's worker peak
         return reply["result"]
 
     def _failure(self, what: str) -> Exception:
