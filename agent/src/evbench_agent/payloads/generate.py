@@ -303,7 +303,11 @@ class Generator:
         rule = self.rules.get(path, _NO_RULE)
         deep = len(ancestors) - 1 >= MAX_DEPTH
         if info.repeated:
-            count = self._count(rule, rng, deep)
+            # Elements that are messages stop at the depth bound; scalars do not recurse.
+            value_type = info.field.message_type
+            if info.map:
+                value_type = value_type.fields_by_name["value"].message_type
+            count = self._count(rule, rng, deep and value_type is not None)
             if count == 0 and info.extension:
                 return  # touching a repeated extension lists it, empty, on some runtimes
             budget.spend(count, path)
