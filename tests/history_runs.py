@@ -29,8 +29,16 @@ def night(
     platform: dict[str, Any] | None = None,
     board: str = "name:bench-1",
     source: Path = CORE_V1,
+    machine_cpu: float | None = None,
+    codec_params: dict[str, Any] | None = None,
+    codec_factors: dict[str, float] | None = None,
 ) -> Path:
-    """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`."""
+    """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`.
+
+    `codec_factors`: a further factor on one codec's timings.
+    `codec_params`: params added to every codec record (a payload digest, say).
+    `machine_cpu`: add the codec phase's machine CPU telemetry (a context metric), in %.
+    """
     directory = out / f"night-{number:02d}"
     shutil.copytree(source, directory)
     manifest = json.loads((directory / results.MANIFEST).read_text())
@@ -44,8 +52,16 @@ def night(
     for line in (directory / results.SAMPLES).read_text().splitlines():
         sample_set = json.loads(line)
         if sample_set["metric"] in TIMING_METRICS:
-            sample_set["values"] = [v * factor for v in sample_set["values"]]
+            scale = factor * (codec_factors or {}).get(sample_set["codec"], 1.0)
+            sample_set["values"] = [v * scale for v in sample_set["values"]]
+        if codec_params and sample_set["suite"] == "codec":
+            sample_set["params"] = {**sample_set["params"], **codec_params}
         lines.append(json.dumps(sample_set) + "\n")
+    if machine_cpu is not None:
+        telemetry = {"suite": "telemetry", "profile": "seed", "codec": None, "metric": "cpu_util",
+                     "unit": "percent", "params": {"phase": "codec", "interval_s": 1.0},
+                     "worker": 0, "values": [machine_cpu] * 7}  # fmt: skip
+        lines.append(json.dumps(telemetry) + "\n")
     (directory / results.SAMPLES).write_text("".join(lines))
     records = results.summarize(results.read_samples(directory))
     summary = {"format": results.FORMAT, "version": results.VERSION, "run_id": run_id,

@@ -119,15 +119,30 @@ def table_rows(out: str) -> dict[tuple[str, str, str], list[str]]:
     return rows
 
 
-def test_a_codec_twenty_percent_slower_in_every_process_regresses_and_is_named(tmp_path, capsys):
+def test_two_runs_do_not_confirm_a_twenty_percent_change(tmp_path, capsys):
+    base = write_run(tmp_path / "a", codec_sets())
+    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+    code, out, err = run_compare(capsys, "--baseline", base, slow)
+    assert code == 0, out + err  # the processes of one run share its night: 2 nights only
+    encode = table_rows(out)[("codec", "JSON", "Serialization")]
+    assert encode[6:8] == ["+20.0%", "worse (not confirmed: 2 nights)"]
+    assert "not confirmed: 2 nights: two runs cannot tell a change" in out
+
+
+def test_a_codec_twenty_percent_slower_beyond_max_change_regresses_and_is_named(tmp_path, capsys):
     base = write_run(tmp_path / "a", codec_sets())
     slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
     junit = tmp_path / "junit.xml"
-    code, out, err = run_compare(capsys, "--baseline", base, slow, "--junit", junit)
+    code, out, err = run_compare(
+        capsys, "--baseline", base, slow, "--junit", junit, "--max-change", "10"
+    )
     assert code == 3, out + err
     # Every timed json row, none of protobuf's (identical in both runs).
     for operation in OPERATIONS:
-        assert f"codec/seed/json/{operation} regressed +20.0% against the baseline" in err
+        assert (
+            f"codec/seed/json/{operation} changed +20.0% against the baseline, "
+            "beyond --max-change 10%"
+        ) in err
     assert "codec/seed/protobuf" not in err
     # Family (codec, seed): 6 timed rows; the smallest raw p is 2 / C(20, 10) for each
     # json row, so Holm's first step gives 6 times it.
@@ -197,13 +212,18 @@ def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(
     metrics = sorted({metric for (_suite, _codec, metric) in rows})
     assert metrics == ["Deserialization", "Deserialization + access", "Size"]
     assert len(rows) == 2 * 3  # per codec: decode, decode + access, size; once each
-    left_out = out.split("left out (not in every run): ")[1].strip().split(", ")
-    assert left_out == [
-        "codec/seed/json/encode [Serialization (payloads=20)] in A (rig)",
-        "codec/seed/json/encode [Serialization (payloads=40)] in B (rig)",
-        "codec/seed/protobuf/encode [Serialization (payloads=20)] in A (rig)",
-        "codec/seed/protobuf/encode [Serialization (payloads=40)] in B (rig)",
-    ]  # each run's encode: two identities per codec, each in one run only
+    block = out.split("not comparable (4 rows, each not in every run):\n")[1]
+    left_out = block.split("\n\n")[0].strip().splitlines()
+    assert [line.strip() for line in left_out] == [
+        "codec/seed/json/encode [Serialization (payloads=20)] in A (rig) only; "
+        "B (rig): settings differ (payloads 20 vs 40)",
+        "codec/seed/json/encode [Serialization (payloads=40)] in B (rig) only; "
+        "A (rig): settings differ (payloads 40 vs 20)",
+        "codec/seed/protobuf/encode [Serialization (payloads=20)] in A (rig) only; "
+        "B (rig): settings differ (payloads 20 vs 40)",
+        "codec/seed/protobuf/encode [Serialization (payloads=40)] in B (rig) only; "
+        "A (rig): settings differ (payloads 40 vs 20)",
+    ]  # each run's encode: two identities per codec, each in one run only, one a line
     # In-process: the pair's rows carry the loops of neither run as a split.
     pair = comparison.compare_runs(codec_sets(loops=16), codec_sets(loops=64))
     assert len(pair.rows) == 2 * 4 and pair.left_out == ()
@@ -233,11 +253,11 @@ def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, 
         assert row.verdict.ratio == pytest.approx(1.2, rel=1e-12)
     # Three phases per run: best p 2 / C(6, 3) = 0.1 > 0.05, whatever the data.
     base = write_run(tmp_path / "a", link_sets(3))
-    slow = write_run(tmp_path / "b", link_sets(3, rtt_factor=1.5))
+    slow = write_run(tmp_path / "b", link_sets(3, rtt_factor=1.3))  # within --max-change
     code, out, err = run_compare(capsys, "--baseline", base, slow)
     assert code == 0, out + err
     rtt_cells = table_rows(out)[("link", "JSON", "RTT, encode to decoded reply")]
-    assert rtt_cells[6:8] == ["+50.0%", "n too small"]
+    assert rtt_cells[6:8] == ["+30.0%", "n too small"]
     assert rtt_cells[11] == "none reachable"
     assert "not called (n too small, so no regression): link/seed/json/rtt" in out
     few = comparison.compare_runs(link_sets(3), link_sets(3, rtt_factor=1.5))
@@ -259,16 +279,18 @@ def test_criteria_thresholds_apply_to_the_new_rows(tmp_path, capsys):
     slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
     limits = tmp_path / "criteria.json"
     limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
-    code, out, err = run_compare(capsys, "--baseline", base, slow, "--criteria", limits)
+    code, out, err = run_compare(
+        capsys, "--baseline", base, slow, "--criteria", limits, "--max-change", "10"
+    )
     assert code == 3, out + err
-    assert "codec/seed/json/decode_access regressed" in err  # default 5 %
-    assert "json/encode regressed" not in err and "json/decode regressed" not in err
+    assert "codec/seed/json/decode_access changed" in err  # default 5 %
+    assert "json/encode changed" not in err and "json/decode changed" not in err
     rows = table_rows(out)
-    assert rows[("codec", "JSON", "Serialization")][7] == "worse"
+    assert rows[("codec", "JSON", "Serialization")][7] == "worse (not confirmed: 2 nights)"
     assert rows[("codec", "JSON", "Serialization")][-1] == "30%"
     # the same thresholds, read through the module, decide the same way
     result = compare.compare(
-        [load_context(base), load_context(slow)], criteria.load(limits), baseline=True
+        [load_context(base), load_context(slow)], criteria.load(limits), True, 10.0
     )
     assert len(result.regressions) == 1
 
@@ -281,3 +303,64 @@ def test_a_run_without_raw_samples_is_refused(tmp_path, capsys):
     code, _out, err = run_compare(capsys, base, empty)
     assert code == 2
     assert "holds no raw samples" in err
+
+
+QUICK_OFFSETS = [0.01 * k for k in (-4, -2, 0, 2, 4)]
+
+
+def _with_params(sets: list[SampleSet], **params) -> list[SampleSet]:
+    return [
+        SampleSet(s.suite, s.profile, s.codec, s.metric, s.unit, {**s.params, **params},
+                  s.values, s.worker)
+        for s in sets
+    ]  # fmt: skip
+
+
+def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path, capsys):
+    # Baseline: 10 processes x 5 values; later: a quick-like 5 x 3 plan, json 10x slower.
+    base = write_run(tmp_path / "a", codec_sets())
+    quick = write_run(
+        tmp_path / "b",
+        # Five process centres, symmetric as the baseline's: the ratio estimate is 10 exactly.
+        _with_params(codec_sets(slower={"json": 10.0}, offsets=QUICK_OFFSETS), values=3),
+    )
+    code, out, err = run_compare(capsys, "--baseline", base, quick)
+    assert code == 3, out + err  # a 10x change never passes
+    for operation in OPERATIONS:
+        assert f"codec/seed/json/{operation} changed +900.0% against the baseline" in err
+    rows = table_rows(out)
+    assert rows[("codec", "Protobuf", "Serialization")][7] == "tie"  # compared across plans
+    assert rows[("codec", "JSON", "Serialization")][10] == "5 processes per run"
+    # Without --baseline too: a side-by-side never passes a 10x change.
+    code, _out, err = run_compare(capsys, base, quick)
+    assert code == 3 and "beyond --max-change 50%" in err
+
+
+def test_rows_whose_payloads_differ_are_listed_and_nothing_comparable_is_exit_2(tmp_path, capsys):
+    base = write_run(tmp_path / "a", _with_params(codec_sets(), payload_digest="a" * 16))
+    other = write_run(tmp_path / "b", _with_params(codec_sets(), payload_digest="b" * 16))
+    code, out, err = run_compare(capsys, "--baseline", base, other)
+    assert code == 2, out + err
+    assert "no tested row can be compared between these runs" in err
+    lines = out.split("not comparable (16 rows, each not in every run):\n")[1].splitlines()
+    assert len([line for line in lines if line.endswith("payloads differ")]) == 16
+
+
+def test_the_environment_that_changed_is_named_beside_the_rows(tmp_path, capsys):
+    def run(directory: Path, backend: str, slower: float) -> Path:
+        writer = results.RunWriter(directory, directory.name)
+        platform = {"board": "rig", "protobuf": "6.31.1", "protobuf_backend": backend}
+        writer.write_manifest({"platform": platform, "status": "complete"})
+        sets = codec_sets(slower={"protobuf": slower})
+        sets.append(SampleSet("telemetry", "seed", None, "cpu_util", "percent",
+                              {"phase": "codec"}, [51.0] if slower == 1 else [100.0]))  # fmt: skip
+        writer.add(sets)
+        writer.finish(complete=True)
+        return directory
+
+    base = run(tmp_path / "a", "upb", 1.0)
+    pure = run(tmp_path / "b", "python", 135.0)
+    code, out, err = run_compare(capsys, "--baseline", base, pure)
+    assert code == 3, out + err
+    assert "protobuf backend: upb -> python" in out and "protobuf backend: upb -> python" in err
+    assert "telemetry/seed/-/cpu_util[phase=codec] (percent): 51 -> 100" in out

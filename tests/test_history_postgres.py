@@ -95,19 +95,21 @@ def test_history_copy_command_between_sqlite_and_postgresql(postgres, tmp_path: 
 
 def test_add_list_show_check_report_on_postgresql(postgres, tmp_path: Path):
     """The same commands as on SQLite, against the shared store of a lab."""
-    nights = [night(tmp_path, n, factor=1.0 if n <= 4 else 1.5) for n in range(1, 9)]
+    # 14 nights, then 3 nights 1.5 times slower: the nightly watch (12 series: two codecs x 3
+    # operations, absolute and relative; p < 0.05 / 12) needs 13 nights before the newest 3.
+    nights = [night(tmp_path, n, factor=1.0 if n <= 14 else 1.5) for n in range(1, 18)]
     env = dict(os.environ, PGPASSWORD=postgres.password, EVBENCH_HISTORY=postgres.new_database())
     added = evbench("history", "add", *map(str, nights), env=env)
-    assert added.returncode == 0 and added.stdout.count("added: ") == 8, added.stderr
+    assert added.returncode == 0 and added.stdout.count("added: ") == 17, added.stderr
     listing = evbench("history", "list", "--board", "bench-1", env=env)
-    assert listing.returncode == 0 and "8 runs in postgresql://evbench@" in listing.stderr
+    assert listing.returncode == 0 and "17 runs in postgresql://evbench@" in listing.stderr
     show = evbench("history", "show", "decode", "--board", "bench-1", "--codec", "json", env=env)
-    assert show.returncode == 0 and show.stdout.count(" µs [") == 8, show.stdout
+    assert show.returncode == 0 and show.stdout.count(" µs [") == 17, show.stdout
     check = evbench("history", "check", env=env)
     assert check.returncode == 3, check.stdout + check.stderr
-    # The nights were made 1.5 times slower from night 5 on: +50 %, found at night 5.
-    decode = next(line for line in check.stdout.splitlines() if "json/decode:" in line)
-    assert "+50.0% worse" in decode and "(run 20260005T020000Z-000005)" in decode
+    # The nights were made 1.5 times slower from night 15 on: +50 %, found at night 15.
+    decode = next(line for line in check.stdout.splitlines() if "json/decode: +" in line)
+    assert "+50.0% worse" in decode and "(run 20260015T020000Z-00000f," in decode
     report = evbench("history", "report", "--out", str(tmp_path / "trends"), env=env)
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "trends" / "trends.html").read_text()

@@ -28,8 +28,10 @@ json.loads = _slow_loads
 """
 
 
-def codec_run(out: Path, codecs: str = "json,protobuf", env: dict | None = None) -> Path:
-    local_run(out, "--suite", "codec", codecs=codecs, env=env)
+def codec_run(
+    out: Path, codecs: str = "json,protobuf", env: dict | None = None, extra: tuple = ()
+) -> Path:
+    local_run(out, "--suite", "codec", *extra, codecs=codecs, env=env)
     return out
 
 
@@ -45,6 +47,12 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         "b": codec_run(base / "b"),
         "slow": codec_run(base / "slow", env=slowed_env),
         "json_only": codec_run(base / "json_only", codecs="json"),
+        # Another sample plan, and protobuf on its pure-Python backend (many times slower).
+        "pure": codec_run(
+            base / "pure",
+            env=dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python"),
+            extra=("--processes", "4", "--values", "3"),
+        ),
     }
 
 
@@ -76,15 +84,15 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
         "--criteria", str(criteria), "--junit", str(junit),
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "codec/seed/json/decode regressed" in done.stderr
-    assert "threshold 300%" in done.stderr
+    assert "codec/seed/json/decode changed +" in done.stderr
+    assert "beyond --max-change 50%" in done.stderr
     assert "codec/seed/protobuf" not in done.stderr
     assert "| REGRESSION" in done.stdout
     check = xmllint_schema(junit)
     assert check.returncode == 0, check.stderr
     text = junit.read_text()
     assert 'failures="' in text and 'failures="0"' not in text
-    assert 'message="codec/seed/json/decode regressed' in text
+    assert 'message="codec/seed/json/decode changed' in text
     cases = junit_numbers(junit)
     assert ("codec.seed.json", "decode") in cases
     for numbers in cases.values():  # every metric's value and unit, in both places
@@ -96,10 +104,25 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
 def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs):
     done = evbench("compare", str(runs["a"]), str(runs["json_only"]))
     assert done.returncode == 0, done.stderr
-    assert "left out (not in every run): codec/seed/protobuf/decode" in done.stdout
-    rows = [line.split("|") for line in done.stdout.split("left out")[0].splitlines()]
+    block = done.stdout.split("not comparable (")[1].splitlines()[1:]
+    assert any(
+        line.startswith("  codec/seed/protobuf/decode [Deserialization] in A (")
+        and line.endswith("codec protobuf not measured there")
+        for line in block
+    ), done.stdout
+    rows = [line.split("|") for line in done.stdout.split("not comparable")[0].splitlines()]
     codecs = {cells[2].strip() for cells in rows if len(cells) > 4 and cells[0].strip() == "codec"}
     assert codecs == {"JSON"}  # only the rows both runs have
+
+
+def test_a_pure_python_protobuf_under_another_plan_fails_and_names_the_backend(runs):
+    done = evbench("compare", "--baseline", str(runs["a"]), str(runs["pure"]))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "codec/seed/protobuf/decode changed +" in done.stderr
+    assert "protobuf backend:" in done.stderr and "-> python" in done.stderr
+    assert "processes:" in done.stdout  # the plan differs, and is named
+    # Timed rows were compared across the plans: none is listed as not comparable.
+    assert "not comparable" not in done.stdout
 
 
 def test_bad_criteria_file_is_refused_with_one_line(runs, tmp_path):

@@ -1,10 +1,12 @@
 """evbench compare: runs side by side, the change of each measurement and its verdict.
 
 One row per codec and record identity; each later run is tested against the
-first on the suites' replicates (evbench.report.compare, docs/method.md). With
---baseline RUN the baseline comes first, regressions beyond the thresholds (5 %
-or a criteria file) are marked, and the exit code is 3 when any row regressed,
-naming it, so a nightly job can fail on it.
+first on the suites' replicates (evbench.report.compare, docs/method.md). Two
+runs cannot tell a change from night-to-night noise: a tested row whose verdict
+names a side is "not confirmed: 2 nights" (history check confirms it over
+nights). With --baseline RUN the exit code is 3 when a tested row changed beyond
+--max-change (50 % by default, either way) or a fact (size) grew beyond its
+threshold, naming it; 2 when no tested row can be compared at all, with why.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--csv", type=Path, metavar="FILE", help="write the table as CSV here")
+    parser.add_argument(
+        "--max-change",
+        type=float,
+        default=50.0,
+        metavar="PERCENT",
+        help="fail (exit 3) on a tested row that changed more than this, either way "
+        "(default 50%%): two runs alone confirm nothing smaller",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("compare needs two runs or more", hint="evbench compare RUN_A RUN_B")
     limits = criteria.load(args.criteria) if args.criteria else criteria.Criteria()
     contexts = [load_context(directory) for directory in directories]
-    result = compare.compare(contexts, limits, baseline=args.baseline is not None)
+    if not args.max_change > 0:
+        raise UserError("--max-change must be a positive percentage", hint="--max-change 50")
+    result = compare.compare(
+        contexts, limits, baseline=args.baseline is not None, max_change=args.max_change
+    )
     names = result.labels
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
@@ -68,15 +82,43 @@ def run(args: argparse.Namespace) -> int:
             "\nworse than the threshold but not called (n too small, so no regression): "
             + "; ".join(uncalled)
         )
+    for label, moved in zip(names[1:], result.environment, strict=True):
+        if moved:
+            print(f"\nenvironment changed, {names[0]} -> {label} (not tested, may explain a row):")
+            print("\n".join(f"  {line}" for line in moved))
     if result.left_out:
-        print(f"\nleft out (not in every run): {', '.join(result.left_out)}")
+        print(f"\nnot comparable ({len(result.left_out)} rows, each not in every run):")
+        print("\n".join(f"  {line}" for line in result.left_out))
+    if any(c.status == compare.TWO_NIGHTS for row in result.rows for c in row.changes):
+        print(
+            f"\n{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
+            "noise (processes of one run share its night); evbench history check confirms "
+            f"changes over nights; only a change beyond --max-change {args.max_change:g}% "
+            "fails here"
+        )
+    if not result.tested:
+        raise UserError(
+            "no tested row can be compared between these runs"
+            + (
+                f" ({len(result.left_out)} rows not comparable, listed above)"
+                if result.left_out
+                else ""
+            ),
+            hint="compare runs of the same codecs, payloads and settings",
+        )
     if args.csv:
         write_atomic(args.csv, exports.table_csv(headers, body).encode())
     if args.junit:
         write_atomic(args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
     if result.regressions:
         raise CheckFailed(
-            f"{len(result.regressions)} metric(s) regressed: " + "; ".join(result.regressions),
+            f"{len(result.regressions)} metric(s) regressed: "
+            + "; ".join(result.regressions)
+            + "".join(
+                f"; environment changed in {label}: " + ", ".join(moved)
+                for label, moved in zip(names[1:], result.environment, strict=True)
+                if moved
+            ),
             hint="see the table above; thresholds come from --criteria (default 5%)",
         )
     if any(c.partial for c in contexts):
@@ -86,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> bytes:
     """The newest run's records, each failing when its row regressed against the baseline."""
-    from evbench.report import exports
-    from evbench_agent import identity
+    from evbench.report import compare, exports
 
     regressed = {
         (row.codec, row.identity): row.changes[-1].regression
@@ -96,7 +137,7 @@ def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> byte
     }
     failures = {}
     for record in records:
-        reason = regressed.get((record.get("codec"), identity.of_record(record)))
+        reason = regressed.get((record.get("codec"), compare.record_identity(record)))
         if reason:
             failures[exports.record_key(record)] = reason
     return exports.junit_xml(run_id, records, failures)

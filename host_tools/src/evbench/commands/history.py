@@ -199,23 +199,38 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from evbench.history.trends import find_changes, regressions
+    from evbench.history.trends import regressions, survey
     from evbench.report import criteria
 
     limits = criteria.load(args.criteria) if args.criteria else criteria.Criteria()
     since = _since(args.since)
     with _open(args) as store:
-        found = find_changes(store, _board(store, args.board))
-    shown = [c for c in found if not since or c.date >= since]
+        found = survey(store, _board(store, args.board))
+    shown = [c for c in found.changes if not since or (c.first_seen_date or c.date) >= since]
     for change in shown:
         print(change.describe() + (f" [accepted: {change.accepted['reason']}]"
                                    if change.accepted else ""))  # fmt: skip
-    print(f"{len(shown)} change points" + (f" since {since}" if since else ""), file=sys.stderr)
-    failing = regressions(found, limits, since)
+    changed = {(c.board, c.series, c.qualifier) for c in shown}
+    for status in found.too_short:
+        if (status.series.board, status.series.key, status.series.qualifier) not in changed:
+            print(status.describe())
+    watched = len(found.statuses) - len(found.too_short)
+    print(
+        f"{len(shown)} change points"
+        + (f" first shown since {since}" if since else "")
+        + f"; {len(found.statuses)} tested series, {watched} long enough, "
+        f"{len(found.too_short)} too short (context metrics are never tested)",
+        file=sys.stderr,
+    )
+    failing = regressions(found.changes, limits, since)
     if failing:
         raise CheckFailed(
             f"{len(failing)} new regression(s): "
-            + "; ".join(f"{c.board} {c.series_name} {c.pct:+.1f}% at {c.run_id}" for c in failing),
+            + "; ".join(
+                f"{c.board} {c.series_name} {c.pct:+.1f}% from run {c.run_id} "
+                f"(after {c.previous_run_id})"
+                for c in failing
+            ),
             hint="a known change: evbench history accept --board B --run RUN_ID --reason WHY",
         )
     return ExitCode.OK

@@ -227,6 +227,136 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
     return sorted(found, key=lambda s: s.index)
 
 
+#: The newest nights the nightly watch tests against the nights before them.
+WINDOW = MIN_SEGMENT
+#: The most reference nights the watch uses (the exact rank test's reach).
+MAX_REFERENCE = 57
+
+
+def reference_needed(alpha: float = ALPHA) -> int:
+    """The fewest reference nights with which WINDOW nights can reach p < alpha.
+
+    The exact two-sided Mann-Whitney test of WINDOW against r nights cannot go
+    below 2 / C(r + WINDOW, WINDOW) (every window night beyond every reference night).
+    """
+    r = 1
+    while stats.min_p_rank_sum(r, WINDOW) >= alpha and r < MAX_REFERENCE:
+        r += 1
+    return r
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A change point with the night the series first showed it."""
+
+    split: Split
+    seen: int  # index of the newest night of the first series that showed it
+
+
+def _placed(logs: Sequence[float], start: int, first: int, last: int) -> int:
+    """The split in first..last that fits two levels to logs[start:last + 1] best (L1)."""
+    array = np.asarray(logs[start : last + 1], dtype=float)
+
+    def cost(t: int) -> float:
+        before, after = array[: t - start], array[t - start :]
+        return float(
+            np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum()
+        )
+
+    return min(range(first, last + 1), key=lambda t: (cost(t), t))
+
+
+def _split(values: Sequence[float], start: int, split: int, end: int, z: float, p: float) -> Split:
+    before, after = values[start:split], values[split:end]
+    interval = stats.ratio_ci(before, after)
+    low, high = interval if interval else (None, None)
+    return Split(
+        split, z, p, stats.summarize(before).median, stats.summarize(after).median, low, high
+    )
+
+
+def watch(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
+    """The nightly watch, replayed night by night over a series (positive values).
+
+    Each night the newest WINDOW nights are tested against the nights before them
+    since the last change (at most MAX_REFERENCE): exact two-sided Mann-Whitney on
+    the nightly medians, p < alpha, and the ratio's 95 % interval wholly beyond
+    1 +/- MIN_EFFECT. A change is placed where two levels fit the nights best (L1),
+    within the window; the nights from it on are the next reference. Nothing is
+    tested while fewer than `reference_needed(alpha)` reference nights exist.
+    """
+    if any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError("change detection needs positive, finite nightly values")
+    logs = [math.log(v) for v in values]
+    need = reference_needed(alpha)
+    found: list[Seen] = []
+    start = 0
+    for last in range(len(values)):
+        first = last - WINDOW + 1
+        if first - start < need:
+            continue
+        reference_start = max(start, first - MAX_REFERENCE)
+        _u, p = stats.mann_whitney_exact(logs[reference_start:first], logs[first : last + 1])
+        if p >= alpha:
+            continue
+        split = _placed(logs, reference_start, first, last)
+        if split - reference_start < 1:
+            continue
+        candidate = _split(values, reference_start, split, last + 1, math.nan, p)
+        if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
+            continue
+        found.append(Seen(candidate, last))
+        start = split
+    return found
+
+
+def first_seen(values: Sequence[float], index: int, alpha: float = ALPHA) -> int:
+    """The newest night of the shortest prefix whose segmentation shows a change near `index`."""
+    for last in range(index + MIN_SEGMENT - 1, len(values)):
+        if any(abs(s.index - index) <= REFINE_NIGHTS for s in detect(values[: last + 1], alpha)):
+            return last
+    return len(values) - 1
+
+
+def changes_of(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
+    """The watch's changes and the segmentation's (older ones the watch could not see:
+    in a too-short stretch, or a drift), each with the night it was first shown."""
+    watched = watch(values, alpha)
+    found = list(watched)
+    for split in detect(values, alpha):
+        if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):
+            continue
+        found.append(Seen(split, first_seen(values, split.index, alpha)))
+    return sorted(found, key=lambda seen: seen.split.index)
+
+
+@functools.lru_cache(maxsize=32)
+def nights_needed(alpha: float = ALPHA, limit: int = 80) -> int:
+    """The fewest nights in which the scan can place a clean step anywhere in a series.
+
+    A clean step separates the nights perfectly (every night after it beyond every
+    night before). Whether the scan calls it also depends on how the nights are
+    ordered within each side: the count is the fewest nights at which at least half
+    of 10 seeded orders, with the step `MIN_SEGMENT` nights from an end (the hardest
+    place), reach p < alpha. Below it a series is "too short".
+    """
+    rng = np.random.default_rng(SEED)
+    for n in range(2 * MIN_SEGMENT, limit + 1):
+        scores = _normal_scores(n)
+        maxima = _null_maxima(scores)
+        called = 0
+        for _ in range(10):
+            order = np.concatenate(
+                [rng.permutation(n - MIN_SEGMENT), rng.permutation(MIN_SEGMENT) + n - MIN_SEGMENT]
+            )
+            observed = float(_standardized_scan(scores[order]).max())
+            exceed = len(maxima) - int(np.searchsorted(maxima, observed - 1e-9, side="left"))
+            called += (1 + exceed) / (1 + PERMUTATIONS) < alpha
+        if called >= 5:
+            return n
+    return limit
+
+
 @dataclass(frozen=True)
 class Change:
     """A change point of one metric of one board, with what moved with it."""
@@ -241,6 +371,13 @@ class Change:
     date: str
     versions: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     accepted: dict[str, Any] | None = None
+    #: The night at which the series first showed this change (the check's "new").
+    first_seen_run: str = ""
+    first_seen_date: str = ""
+    #: Context and facts of the same board that moved at the same night (untested).
+    context: tuple[str, ...] = ()
+    #: What tells this series apart from others of the same name (payloads differ).
+    qualifier: str = ""
 
     @property
     def pct(self) -> float:
@@ -252,7 +389,7 @@ class Change:
 
     @property
     def series_name(self) -> str:
-        return "/".join(self.series)
+        return "/".join(self.series) + (f" {{{self.qualifier}}}" if self.qualifier else "")
 
     def describe(self) -> str:
         low, high = self.split.ratio_low, self.split.ratio_high
@@ -262,11 +399,22 @@ class Change:
             else "[no interval]"
         )
         moved = "; ".join(f"{k} {a} -> {b}" for k, (a, b) in self.versions.items())
+        context = (
+            f"; context that moved with it (not tested): {'; '.join(self.context)}"
+            if self.context
+            else ""
+        )
+        seen = (
+            f", first seen at run {self.first_seen_run}"
+            if self.first_seen_run and self.first_seen_run != self.run_id
+            else ""
+        )
         return (
             f"{self.board} {self.series_name}: {self.pct:+.1f}% "
-            f"{'worse' if self.worse else 'better'} from {self.date} (run {self.run_id}), "
-            f"95% CI {interval}, p {self.split.p:.2g}"
-            + (f"; changed with it: {moved}" if moved else "; no version changed")
+            f"{'worse' if self.worse else 'better'} from {self.date} (run {self.run_id}, "
+            f"after run {self.previous_run_id}{seen}), 95% CI {interval}, p {self.split.p:.2g}"
+            + (f"; changed with it: {moved}" if moved else "; no version or environment changed")
+            + context
         )
 
 
@@ -281,10 +429,45 @@ def plan(run: dict[str, Any]) -> str:
     return " ".join(given) or "full"
 
 
+#: The machine's state a run records (manifest platform, telemetry): not versions, but
+#: a change in them explains a moved figure as well as a new protobuf does.
+ENVIRONMENT_FIELDS = (
+    ("platform", "cpu_model"),
+    ("platform", "cpu_count"),
+    ("platform", "affinity"),
+    ("platform", "python_implementation"),
+    ("platform", "clock", "clocksource"),
+    ("platform", "clock", "timer"),
+    ("telemetry", "governor"),
+    ("telemetry", "throttled_phases"),
+    ("gc",),
+)
+
+
+def _dig(document: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for name in path:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(name)
+    return document
+
+
+def environment(manifest: dict[str, Any]) -> dict[str, str | None]:
+    """The run's environment fields (ENVIRONMENT_FIELDS) as short text."""
+    found = {}
+    for path in ENVIRONMENT_FIELDS:
+        value = _dig(manifest, path)
+        found[".".join(path[1:] if path[0] == "platform" else path)] = (
+            None if value is None else json.dumps(value) if isinstance(value, list) else str(value)
+        )
+    return found
+
+
 def version_changes(
     before: dict[str, Any], after: dict[str, Any]
 ) -> dict[str, tuple[str | None, str | None]]:
-    """The version fields (each codec's version, the sample plan) that differ between runs."""
+    """The version fields (each codec's version, the sample plan) and the environment
+    fields (CPU, affinity, clock, governor, throttling) that differ between runs."""
     moved = {}
     for name in VERSION_FIELDS:
         if before.get(name) != after.get(name):
@@ -294,6 +477,12 @@ def version_changes(
     for codec in sorted(set(codecs_before) | set(codecs_after)):
         if codec != "protobuf" and codecs_before.get(codec) != codecs_after.get(codec):
             moved[f"codec {codec}"] = (codecs_before.get(codec), codecs_after.get(codec))
-    if "manifest" in before and "manifest" in after and plan(before) != plan(after):
-        moved["plan"] = (plan(before), plan(after))
+    if "manifest" in before and "manifest" in after:
+        if plan(before) != plan(after):
+            moved["plan"] = (plan(before), plan(after))
+        env_before = environment(json.loads(before.get("manifest") or "{}"))
+        env_after = environment(json.loads(after.get("manifest") or "{}"))
+        for name, value in env_before.items():
+            if value != env_after[name]:
+                moved[name] = (value, env_after[name])
     return moved

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from evbench.history import changes
 from evbench.history.store import SeriesPoint, Store
-from evbench.history.trends import find_changes, series_name
+from evbench.history.trends import series_name, survey, tested
 from evbench.report.html import POLICY, STYLE
 from evbench_agent import metrics
 
@@ -112,7 +112,9 @@ def _links(points: list[SeriesPoint]) -> str:
 
 def render(store: Store, board: str | None = None) -> tuple[str, int, list[changes.Change]]:
     """The page's HTML, the number of plots, and the change points it shows."""
-    found = find_changes(store, board)
+    surveyed = survey(store, board)
+    found = surveyed.changes
+    short = {(st.series.board, st.series.key): st for st in surveyed.too_short}
     per_series: dict[tuple[str, tuple], list[changes.Change]] = defaultdict(list)
     for change in found:
         per_series[(change.board, change.series)].append(change)
@@ -141,6 +143,10 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
                 f"<li>{escape(c.describe())}{' (accepted)' if c.accepted else ''}</li>"
                 for c in per_series[(name, key)]
             )
+            if (name, key) in short:
+                notes += f"<li>{escape(short[(name, key)].describe())}</li>"
+            elif not tested(key):
+                notes += "<li>context: shown beside changes, never tested</li>"
             figures.append(
                 f'<figure><img alt="{escape(title)}" src="data:image/png;base64,{data}">'
                 f"<figcaption>{escape(title)}: nightly median and its 95% CI (n per run in the "
@@ -150,7 +156,8 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
     summary = (
         f"<p>{len(store.runs(board=board))} runs, {len(figures)} series plotted"
         + (f", {left_out} more not drawn" if left_out else "")
-        + f", {len(found)} change points. Method: {escape(METHOD)}</p>"
+        + f", {len(found)} change points, {len(short)} tested series too short. "
+        f"Method: {escape(METHOD)}</p>"
     )
     title = "evbench trends" + (f": {board}" if board else "")
     page = (
@@ -163,8 +170,13 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
 
 
 METHOD = (
-    "change points by binary segmentation of the nightly medians (log scale, wild single "
-    "nights tamed by a 5-night running median), a permutation test on normal scores "
-    "(p < 0.05) and the 95% interval of the ratio wholly beyond 2%; partial runs are drawn "
-    "hollow and left out of the detection."
+    "only tested metrics (codec timings, link RTT, jitter, ...) raise a change; the night is "
+    "the replicate; each codec is also watched relative to the other codecs of the same runs "
+    "(the night's machine cancels). Each night the newest 3 nightly figures are tested "
+    "against the nights "
+    "before them since the last change (exact Mann-Whitney), and older changes are placed by "
+    "binary segmentation with a permutation-tested rank scan; both at p < 0.05 divided by the "
+    "board's number of tested series, with the ratio's 95% interval wholly beyond 2%. A series "
+    "with fewer nights than the scan needs is 'too short'. Partial runs are drawn hollow and "
+    "left out of the detection; context figures are listed beside each change."
 )

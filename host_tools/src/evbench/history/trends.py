@@ -1,77 +1,321 @@
-"""Every series of a store scanned for change points; which of them fail a check.
+"""Every series of a store watched for changes; which of them fail a check.
 
-A series is one metric (suite, profile, codec, metric) of one board over its
-complete runs, oldest first. Partial runs are kept in the store but left out
-here: an interrupted night's figures are not a night's level. A change fails
-`evbench history check` when it is new (on or after --since), worse by more
-than its threshold (the criteria of `evbench compare`: 5 % by default), and
-nobody accepted it.
+A series is one measurement (suite, profile, codec, metric and the record's
+identity, the sample plan aside) of one board over its complete runs, oldest
+first. Partial runs are kept in the store but left out here: an interrupted
+night's figures are not a night's level. Records whose payloads (or any other
+identity param but the plan) differ make separate series, never one.
+
+Only TESTED metrics (evbench_agent.identity) can raise a change: context
+(telemetry, modelled energy, rare counts) and facts (sizes) are shown beside
+each change as what moved with it, never as a change of their own.
+
+The night is the replicate, and every check of a board tests all its tested
+series at once: each is tested at alpha / m (Bonferroni over the board's m
+tested series), so a lab night raises a false alarm on any series with at most
+about alpha (changes.py for the tests themselves).
+
+A change fails `evbench history check` when it is new (first shown by a night
+on or after --since), worse by more than its threshold (the criteria of
+`evbench compare`: 5 % by default), and nobody accepted it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import statistics
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from evbench.history import changes
 from evbench.history.indexing import base_metric
-from evbench.history.store import Store
+from evbench.history.store import SeriesPoint, Store
 from evbench.report.criteria import Criteria
-from evbench_agent import metrics
+from evbench_agent import identity, metrics
+from evbench_agent.verdicts import ALPHA
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str, str]
+
+#: Identity params that say how much was sampled, not what: per-operation time is the
+#: same measurement under any plan, so a plan change stays one series (and is named).
+PLAN_PARAMS = frozenset({"processes", "values", "warmups", "min_time_s", "min_time"})
+#: A context figure that moved by more than this (relative) is named beside a change.
+CONTEXT_MOVE = 0.10
+#: Nights on each side of a change that the context beside it is read from.
+CONTEXT_NIGHTS = 3
 
 
 def series_name(key: Key) -> str:
     return "/".join(key)
 
 
-def find_changes(store: Store, board: str | None = None) -> list[changes.Change]:
-    """Change points of every series of `board` (or of every board), accepted ones marked."""
-    accepted = {(a["board"], a["run_id"], a["series"]): a for a in store.acceptances()}
+def tested(key: Key) -> bool:
+    """Whether a series can raise a change: only TESTED metrics do."""
+    return identity.role(key[0], base_metric(key[3])) == identity.TESTED
+
+
+def _params(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's params; a run's pooled records (workers' loop counts) share identity."""
+    text = str(record.get("record_params") or "{}")
+    if text.startswith("pooled: "):
+        text = text[len("pooled: ") :]
+    try:
+        value, _end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def comparable_identity(params: dict[str, Any]) -> str:
+    """What a night must share with the others of its series: identity params, plan aside."""
+    kept = {k: v for k, v in identity.identity_params(params).items() if k not in PLAN_PARAMS}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Series:
+    board: str
+    key: Key
+    points: list[SeriesPoint]
+    qualifier: str = ""  # what tells it from another series of the same name
+    #: A relative series: this codec's nightly figure over the geometric mean of the
+    #: same night's figures of these other codecs (same operation, same run).
+    relative_to: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The qualifier shown in braces: payload identity and what it is relative to."""
+        parts = [self.qualifier] if self.qualifier else []
+        if self.relative_to:
+            parts.append(f"relative to {', '.join(self.relative_to)} in the same runs")
+        return "; ".join(parts)
+
+    @property
+    def name(self) -> str:
+        return series_name(self.key) + (f" {{{self.label}}}" if self.label else "")
+
+
+@dataclass(frozen=True)
+class Status:
+    """How far a tested series can be watched: its nights against what the method needs."""
+
+    series: Series
+    nights: int
+    needed: int  # nights for the scan to place a change anywhere in the series
+    watch_needed: int  # nights before the newest WINDOW ones, for the nightly watch
+    alpha: float
+
+    @property
+    def too_short(self) -> bool:
+        return self.nights < self.needed
+
+    def describe(self) -> str:
+        if not self.too_short:
+            return f"{self.series.board} {self.series.name}: {self.nights} nights, watched"
+        return (
+            f"{self.series.board} {self.series.name}: too short: {self.nights} of "
+            f"{self.needed} nights to place a change anywhere (the newest "
+            f"{changes.WINDOW} nights are watched once {self.watch_needed} nights precede them)"
+        )
+
+
+def split_series(board: str, key: Key, points: list[SeriesPoint]) -> list[Series]:
+    """The series of one name, one per comparable identity (payloads that differ split)."""
+    groups: dict[str, list[SeriesPoint]] = {}
+    for point in points:
+        groups.setdefault(comparable_identity(_params(point.record)), []).append(point)
+    if len(groups) == 1:
+        return [Series(board, key, points)]
+    dicts = {k: json.loads(k) for k in groups}
+    varying = sorted(
+        {n for d in dicts.values() for n in d if len({str(e.get(n)) for e in dicts.values()}) > 1}
+    )
+    return [
+        Series(board, key, group, ",".join(f"{n}={dicts[k].get(n)}" for n in varying))
+        for k, group in groups.items()
+    ]
+
+
+def board_series(store: Store, board: str) -> tuple[list[Series], list[Series]]:
+    """(tested series, context and fact series) of one board."""
+    watched, beside = [], []
+    for key in store.series_keys(board):
+        for series in split_series(board, key, store.series(board, key)):
+            (watched if tested(key) else beside).append(series)
+    return watched, beside
+
+
+def _context_moves(
+    beside: Sequence[Series], before: Sequence[str], after: Sequence[str]
+) -> tuple[str, ...]:
+    """Context and facts whose median over the nights before differs from the nights
+    after by more than CONTEXT_MOVE: what moved with a change (never tested)."""
+    moved = []
+    for series in beside:
+        by_run = {p.run["run_id"]: p.record["median"] for p in series.points}
+        old = [by_run[r] for r in before if by_run.get(r) is not None]
+        new = [by_run[r] for r in after if by_run.get(r) is not None]
+        if not old or not new:
+            continue
+        a, b = statistics.median(old), statistics.median(new)
+        if a == b or (a and abs(b / a - 1) <= CONTEXT_MOVE):
+            continue
+        unit = str(series.points[0].record.get("unit") or "")
+        label = metrics.METRICS.get(base_metric(series.key[3]))
+        what = label.label if label else base_metric(series.key[3])
+        moved.append(
+            (
+                abs(b / a - 1) if a else math.inf,
+                f"{what} ({series.name}) {a:.4g} -> {b:.4g} {unit}".rstrip(),
+            )
+        )
+    return tuple(text for _size, text in sorted(moved, reverse=True)[:6])
+
+
+@dataclass(frozen=True)
+class Survey:
+    changes: list[changes.Change]
+    statuses: list[Status]
+
+    @property
+    def too_short(self) -> list[Status]:
+        return [s for s in self.statuses if s.too_short]
+
+
+def relative_series(watched: Sequence[Series]) -> list[Series]:
+    """Each codec's nightly figure relative to the other codecs of the same runs.
+
+    The night's machine (load, temperature, clock, other work) moves every codec of
+    a run alike; the codecs of one run are interleaved in the same processes, so the
+    ratio of one codec to the geometric mean of the other codecs of that night (same
+    suite, profile, metric and identity) keeps a change of that codec whole and
+    cancels most of what the night did to all. Built only where two codecs or more share
+    runs. With two codecs the two relative series mirror each other: a step in one shows
+    as that codec worse relative to the other and the other better; only the worse one
+    can fail a check.
+    """
+    groups: dict[tuple, list[Series]] = {}
+    for series in watched:
+        if not series.relative_to:
+            key = (series.board, series.key[0], series.key[1], series.key[3], series.qualifier)
+            groups.setdefault(key, []).append(series)
+    relative = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        by_run = [{p.run["run_id"]: p for p in m.points} for m in members]
+        common = [
+            p.run["run_id"] for p in members[0].points if all(p.run["run_id"] in r for r in by_run)
+        ]
+        if not common:
+            continue
+        logs = {
+            run: [math.log(r[run].record["median"]) if r[run].record["median"] > 0 else math.nan
+                  for r in by_run]
+            for run in common
+        }  # fmt: skip
+        for index, member in enumerate(members):
+            points = []
+            for run in common:
+                values = logs[run]
+                if any(math.isnan(v) for v in values):
+                    continue
+                point = by_run[index][run]
+                others = values[:index] + values[index + 1 :]
+                ratio = math.exp(values[index] - statistics.fmean(others))
+                points.append(
+                    SeriesPoint(point.run, {**point.record, "median": ratio, "unit": "ratio"})
+                )
+            others = tuple(m.key[2] for m in members if m is not member)
+            relative.append(replace(member, points=points, relative_to=others))
+    return relative
+
+
+def board_changes(
+    watched: Sequence[Series], alpha: float = ALPHA
+) -> tuple[list[tuple[Series, changes.Seen]], float]:
+    """The changes of one board's tested series and their relative series, and the
+    per-series level: alpha / m, m counting both (Bonferroni over the board's family)."""
+    relatives = relative_series(watched)
+    family = alpha / max(1, len(watched) + len(relatives))
     found = []
+    for series in [*watched, *relatives]:
+        values = [p.record["median"] for p in series.points]
+        if len(values) < 2 * changes.MIN_SEGMENT:
+            continue
+        if min(values) <= 0:
+            log.info("%s %s: values of 0 or below, not scanned", series.board, series.name)
+            continue
+        found += [(series, seen) for seen in changes.changes_of(values, family)]
+    return found, family
+
+
+def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Survey:
+    """Changes of every tested series (accepted ones marked) and each series' status."""
+    accepted = {(a["board"], a["run_id"], a["series"]): a for a in store.acceptances()}
+    found, statuses = [], []
     for name in [board] if board else store.boards():
-        for key in store.series_keys(name):
-            points = store.series(name, key)
-            values = [p.record["median"] for p in points]
-            if len(values) < 2 * changes.MIN_SEGMENT:
-                continue
-            if min(values) <= 0:  # counts such as lost messages: no ratio, no log scale
-                log.info("%s %s: values of 0 or below, not scanned", name, series_name(key))
-                continue
-            metric = base_metric(key[3])
-            for split in changes.detect(values):
-                before, after = points[split.index - 1].run, points[split.index].run
-                change = changes.Change(
-                    board=name,
-                    series=key,
-                    unit=str(points[0].record["unit"]),
-                    better=metrics.better(metric),
-                    split=split,
-                    run_id=after["run_id"],
-                    previous_run_id=before["run_id"],
-                    date=after["start_time"],
-                    versions=changes.version_changes(before, after),
-                )
-                known = accepted.get((name, after["run_id"], series_name(key))) or accepted.get(
-                    (name, after["run_id"], "*")
-                )
-                found.append(replace(change, accepted=known) if known else change)
-    return found
+        watched, beside = board_series(store, name)
+        detected, family = board_changes(watched, alpha)
+        statuses += [
+            Status(
+                series,
+                len(series.points),
+                changes.nights_needed(family),
+                changes.reference_needed(family),
+                family,
+            )
+            for series in watched
+        ]
+        for series, seen in detected:
+            points = series.points
+            metric = base_metric(series.key[3])
+            index = seen.split.index
+            before, after = points[index - 1].run, points[index].run
+            window = [p.run["run_id"] for p in points[max(0, index - CONTEXT_NIGHTS) : index]]
+            later = [p.run["run_id"] for p in points[index : index + CONTEXT_NIGHTS]]
+            change = changes.Change(
+                board=name,
+                series=series.key,
+                unit=str(points[0].record["unit"]),
+                better=metrics.better(metric),
+                split=seen.split,
+                run_id=after["run_id"],
+                previous_run_id=before["run_id"],
+                date=after["start_time"],
+                versions=changes.version_changes(before, after),
+                first_seen_run=points[seen.seen].run["run_id"],
+                first_seen_date=points[seen.seen].run["start_time"],
+                context=_context_moves(beside, window, later),
+                qualifier=series.label,
+            )
+            known = accepted.get((name, after["run_id"], series_name(series.key))) or accepted.get(
+                (name, after["run_id"], "*")
+            )
+            found.append(replace(change, accepted=known) if known else change)
+    return Survey(found, statuses)
+
+
+def find_changes(store: Store, board: str | None = None) -> list[changes.Change]:
+    """Change points of every tested series of `board` (or of every board)."""
+    return survey(store, board).changes
 
 
 def regressions(
     found: Sequence[changes.Change], criteria: Criteria, since: str | None = None
 ) -> list[changes.Change]:
-    """The changes a check fails on: new, worse beyond the threshold, not accepted."""
+    """The changes a check fails on: new (first shown since `since`), worse beyond the
+    threshold, not accepted."""
     failing = []
     for change in found:
         if change.accepted or not change.worse:
             continue
-        if since and change.date < since:
+        if since and (change.first_seen_date or change.date) < since:
             continue
         suite, profile, codec, metric = change.series
         if abs(change.pct) > criteria.threshold(suite, profile, codec, base_metric(metric)):

@@ -1,10 +1,16 @@
-"""Each lab entry against that board's previous run, from the history store.
+"""Each lab entry against the same board's previous run of the same entry, from the history.
 
-The previous run is the newest complete run in the history of the same board identity
-(a labgrid place: `place:NAME`) that measured the same profiles and codecs with the same
-sample plan, and whose run directory is still on disk. The comparison is `evbench
-compare --baseline PREVIOUS NEW` itself, so its criteria (5 % or a criteria file) and its
-exit code 3 decide what a regression is; its table is kept beside the lab's logs.
+The previous run is the newest complete, earlier run in the history that
+
+- has the same board identity and lab place (a labgrid place: `place:NAME`),
+- was run by a lab as an entry of the same board (its LAB.yaml name and URL: two boards
+  that share one machine's identity are still two boards) with the same suite, profile,
+  codecs and options (the entry identity), as that lab's lab.json records it,
+- measured the same profiles, codecs and plan, and whose run directory is on disk.
+
+Another board's run of the same night is never the baseline, however close in time.
+The comparison is `evbench compare --baseline PREVIOUS NEW` itself, so its criteria and
+its exit code 3 decide what a regression is; its table is kept beside the lab's logs.
 """
 
 from __future__ import annotations
@@ -19,10 +25,38 @@ from evbench_agent import results
 from evbench_agent.errors import EvbenchError, ExitCode
 
 COMPARE_TIMEOUT = 600.0
+#: What makes two lab entries the same measurement of the same board.
+ENTRY_FIELDS = ("board", "url", "suite", "profile", "codecs", "options")
+#: How far above a run directory its lab directory is: LABDIR/runs/BOARD/ENTRY.
+LAB_DEPTH = 2
+
+
+def lab_entry(directory: Path) -> dict[str, Any] | None:
+    """The lab.json entry that ran into `directory`, or None (not a lab's run)."""
+    directory = Path(directory)
+    if len(directory.parents) <= LAB_DEPTH:
+        return None
+    lab = directory.parents[LAB_DEPTH]
+    try:
+        document = json.loads((lab / "lab.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for entry in document.get("entries") or []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("run_dir")
+            and (lab / str(entry["run_dir"])) == directory
+        ):
+            return entry
+    return None
+
+
+def _identity(entry: dict[str, Any] | None) -> tuple | None:
+    return None if entry is None else tuple(json.dumps(entry.get(k)) for k in ENTRY_FIELDS)
 
 
 def previous_run(out: Path) -> dict[str, Any] | None:
-    """The history's row of the board's previous comparable run, or None."""
+    """The history's row of the board's previous run of the same entry, or None."""
     from evbench.history import default_url, open_store
 
     manifest = json.loads((out / results.MANIFEST).read_text(encoding="utf-8"))
@@ -37,10 +71,16 @@ def previous_run(out: Path) -> dict[str, Any] | None:
             if row["run_id"] != run_id
             and not row["partial"]
             and row["start_time"] < this["start_time"]
+            and row.get("place") == this.get("place")
             and (row["profiles"], row["codecs"], row["quick"])
             == (this["profiles"], this["codecs"], this["quick"])
             and row.get("directory")
             and Path(row["directory"]).is_dir()
+        ]
+    entry = _identity(lab_entry(out))
+    if entry is not None:  # a lab's run: only the same board's runs of the same entry
+        candidates = [
+            row for row in candidates if _identity(lab_entry(Path(row["directory"]))) == entry
         ]
     return candidates[-1] if candidates else None
 

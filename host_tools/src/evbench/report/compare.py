@@ -19,15 +19,20 @@ every run has are compared; the rest are listed as left out.
 
 from __future__ import annotations
 
-from collections import Counter
+import dataclasses
+import json
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench_agent import comparison as comparing
-from evbench_agent.comparison import CONTEXT, FACT
+from evbench_agent import identity as identities
+from evbench_agent.comparison import CONTEXT, FACT, TESTED
 from evbench_agent.errors import UserError
 from evbench_agent.identity import Identity
 from evbench_agent.results import SampleSet
@@ -42,6 +47,15 @@ from evbench_agent.verdicts import (
 
 Key = tuple[str, Identity]  # codec, identity
 
+#: Identity params that say how much was sampled, not what: a timed row's per-operation
+#: time is the same measurement under any plan.
+PLAN_PARAMS = frozenset({"processes", "values", "warmups", "min_time_s", "min_time"})
+#: A tested row that changed by more than this (percent, either way) fails even from
+#: two runs: no night-to-night noise makes a codec 1.5x slower.
+MAX_CHANGE = 50.0
+TWO_NIGHTS = "not confirmed: 2 nights"
+BEYOND = "beyond --max-change"
+
 
 @dataclass(frozen=True)
 class Change:
@@ -49,6 +63,7 @@ class Change:
 
     row: comparing.Row  # baseline side: the first run; candidate side: this run
     regression: str | None = None
+    status: str = ""  # "not confirmed: 2 nights" for a tested row whose verdict names a side
 
     @property
     def difference(self) -> float | None:
@@ -87,6 +102,12 @@ class Comparison:
     left_out: list[str]
     #: Each later run against the first, as evbench_agent.comparison decided it.
     pairs: list[comparing.Comparison]
+    #: Per later run: what changed in its environment against the first run.
+    environment: list[list[str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def tested(self) -> list[Row]:
+        return [row for row in self.rows if row.role == TESTED]
 
     @property
     def regressions(self) -> list[str]:
@@ -123,24 +144,67 @@ def _name(codec: str, key: Identity) -> str:
     return "/".join(exports.record_key({**record, "params": key.params_dict}))
 
 
+def _plan_free(sample_set: SampleSet) -> SampleSet:
+    """A timed codec set without its plan params: the same per-operation time under any plan."""
+    if sample_set.suite == "codec" and identities.role("codec", sample_set.metric) == TESTED:
+        params = {k: v for k, v in sample_set.params.items() if k not in PLAN_PARAMS}
+        return dataclasses.replace(sample_set, params=params)
+    return sample_set
+
+
+def record_identity(record: dict[str, Any]) -> Identity:
+    """A summary record's row identity in a comparison (plan aside for timed codec rows)."""
+    params = dict(record.get("params") or {})
+    if record["suite"] == "codec" and identities.role("codec", record["metric"]) == TESTED:
+        params = {k: v for k, v in params.items() if k not in PLAN_PARAMS}
+    return identities.of_record({**record, "params": params})
+
+
 def _keys(samples: Sequence[SampleSet]) -> set[Key]:
     return {(s.codec, comparing.identity_of(s)) for s in samples if s.codec is not None}
 
 
+def _why(codec: str, key: Identity, others: set[Key], codecs: set[str]) -> str:
+    """Why (codec, key) has no match in a run that measured `others`."""
+    if codec not in codecs:
+        return f"codec {codec} not measured there"
+    mine = key.params_dict
+    for other_codec, other in sorted(others, key=str):
+        if (other_codec, other.suite, other.profile, other.metric) != (
+            codec,
+            key.suite,
+            key.profile,
+            key.metric,
+        ):
+            continue
+        theirs = other.params_dict
+        differ = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
+        if "payload_digest" in differ:
+            return "payloads differ"
+        if differ:
+            shown = ", ".join(f"{n} {mine.get(n)} vs {theirs.get(n)}" for n in differ[:4])
+            return f"settings differ ({shown})"
+    return "not measured there"
+
+
 def _left_out(keys: list[set[Key]], common: set[Key], runs: list[str]) -> list[str]:
-    """What not every run measured, and which runs did; a name that two identities
-    share (a plan changed between runs) carries the label that tells them apart."""
+    """What not every run measured, one entry a row: where it is, where not, and why."""
     missing = set.union(*keys) - common
     labelled = comparing.labels(sorted({key for _codec, key in missing}))
-    entries = []
+    codecs = [{codec for codec, _key in measured} for measured in keys]
+    entries = set()
     for codec, key in missing:
         found = [run for run, measured in zip(runs, keys, strict=True) if (codec, key) in measured]
-        entries.append((_name(codec, key), labelled[key], found))
-    repeated = Counter(name for name, _label, _runs in entries)
-    return sorted(
-        name + (f" [{label}]" if repeated[name] > 1 else "") + f" in {', '.join(found)}"
-        for name, label, found in entries
-    )
+        reasons = [
+            f"{run}: {_why(codec, key, measured, have)}"
+            for run, measured, have in zip(runs, keys, codecs, strict=True)
+            if (codec, key) not in measured
+        ]
+        entries.add(
+            f"{_name(codec, key)} [{labelled[key]}] in {', '.join(found)} only; "
+            + "; ".join(reasons)
+        )
+    return sorted(entries)
 
 
 def _samples(context: RunContext) -> list[SampleSet]:
@@ -162,31 +226,122 @@ def _percent(change: Change) -> str:
     return "-" if change.difference is None else f"{change.difference * 100:+.1f}%"
 
 
-def _regression(change: Change, name: str, threshold: float) -> str | None:
-    """Why this change is a regression, or None."""
+def _regression(
+    change: Change, name: str, threshold: float, max_change: float
+) -> tuple[str | None, str]:
+    """(why this change is a regression or None, its status)."""
     row, verdict = change.row, change.row.verdict
-    if not change.worse or _worse_percent(change) <= threshold:
-        return None
     if row.role == FACT:
-        basis = "exact figure, not tested"
-    elif verdict is not None and verdict.winner == BASELINE:
-        basis = (
-            f"p (Holm) {verdict.p_holm:.2g}, ratio CI (Holm step) "
-            f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {row.n} {row.n_counts}"
-        )
-    else:
-        return None
+        if change.worse and _worse_percent(change) > threshold:
+            return (
+                f"{name} regressed {_percent(change)} against the baseline "
+                f"(threshold {threshold:g}%, exact figure, not tested)"
+            ), ""
+        return None, ""
+    if row.role != TESTED or change.difference is None:
+        return None, ""
+    # Symmetric in the ratio: 1.5x slower and 1.5x faster are the same size of change.
+    beyond = _beyond(change, max_change)
+    # A worse change must also pass the row's own threshold (--criteria) to fail.
+    if beyond and (not change.worse or _worse_percent(change) > threshold):
+        return (
+            f"{name} changed {_percent(change)} against the baseline, beyond --max-change "
+            f"{max_change:g}% ({_basis(change)})"
+        ), BEYOND
+    if verdict is not None and verdict.winner in (BASELINE, CANDIDATE):
+        return None, TWO_NIGHTS
+    return None, ""
+
+
+def _beyond(change: Change, max_change: float) -> bool:
+    """Whether the change lies beyond +/- max_change (symmetric in the ratio: 1.5x slower
+    and 1.5x faster are the same size): its whole interval (the verdict's, at Holm's
+    step) where it has one (two noisy quick runs may estimate -35 % with an interval
+    reaching +7 %), else its estimate."""
+    limit = math.log1p(max_change / 100)
+    verdict = change.row.verdict
+    if verdict is not None and verdict.ratio_low is not None and verdict.ratio_high is not None:
+        low, high = math.log(verdict.ratio_low), math.log(verdict.ratio_high)
+        return low > limit or high < -limit
+    ratio = 1 + (change.difference or 0.0)
+    return ratio <= 0 or abs(math.log(ratio)) > limit
+
+
+def _basis(change: Change) -> str:
+    row, verdict = change.row, change.row.verdict
+    if verdict is None or verdict.ratio_low is None:
+        return f"{row.n} {row.n_counts}"
     return (
-        f"{name} regressed {_percent(change)} against the baseline "
-        f"(threshold {threshold:g}%, {basis})"
+        f"p (Holm) {verdict.p_holm:.2g}, ratio CI (Holm step) "
+        f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {row.n} {row.n_counts}"
     )
 
 
+#: Manifest fields whose change explains a moved row: (label, path).
+ENVIRONMENT = (
+    ("protobuf", ("platform", "protobuf")),
+    ("protobuf backend", ("platform", "protobuf_backend")),
+    ("python", ("platform", "python")),
+    ("python implementation", ("platform", "python_implementation")),
+    ("kernel", ("platform", "kernel")),
+    ("os", ("platform", "os")),
+    ("cpu", ("platform", "cpu_model")),
+    ("cpus", ("platform", "cpu_count")),
+    ("affinity", ("platform", "affinity")),
+    ("clock source", ("platform", "clock", "clocksource")),
+    ("agent", ("platform", "agent")),
+    ("codec versions", ("platform", "codecs")),
+    ("quick plan", ("quick",)),
+    ("processes", ("spec", "processes")),
+    ("values", ("spec", "values")),
+    ("governor", ("telemetry", "governor")),
+    ("throttled phases", ("telemetry", "throttled_phases")),
+)
+
+
+def _dig(document: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        document = document.get(name) if isinstance(document, dict) else None
+    return document
+
+
+def _telemetry(context: RunContext) -> dict[str, float]:
+    """Codec-less telemetry medians of a run (machine CPU per phase, ...): context."""
+    pooled: dict[str, list[float]] = {}
+    for sample_set in context.samples():
+        if sample_set.codec is None and sample_set.values:
+            record = {"suite": sample_set.suite, "profile": sample_set.profile, "codec": "-",
+                      "metric": sample_set.metric, "params": sample_set.params}  # fmt: skip
+            name = "/".join(exports.record_key(record)) + f" ({sample_set.unit})"
+            pooled.setdefault(name, []).extend(sample_set.values)
+    return {name: statistics.median(values) for name, values in pooled.items()}
+
+
+def environment_changes(first: RunContext, later: RunContext) -> list[str]:
+    """What differs between two runs' environments, and their machine telemetry."""
+    moved = []
+    for label, path in ENVIRONMENT:
+        a, b = _dig(first.manifest, path), _dig(later.manifest, path)
+        if a != b:
+            text = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+                    for v in (a, b)]  # fmt: skip
+            moved.append(f"{label}: {text[0]} -> {text[1]}")
+    before, after = _telemetry(first), _telemetry(later)
+    for name in sorted(set(before) & set(after)):
+        a, b = before[name], after[name]
+        if a != b and (not a or abs(b / a - 1) > 0.10):
+            moved.append(f"{name}: {a:.4g} -> {b:.4g}")
+    return moved
+
+
 def compare(
-    contexts: Sequence[RunContext], criteria: Criteria, baseline: bool = False
+    contexts: Sequence[RunContext],
+    criteria: Criteria,
+    baseline: bool = False,
+    max_change: float = MAX_CHANGE,
 ) -> Comparison:
     """Compare every run with the first; with `baseline`, flag regressions."""
-    samples = [_samples(context) for context in contexts]
+    samples = [[_plan_free(s) for s in _samples(context)] for context in contexts]
     keys = [_keys(s) for s in samples]
     common = set.intersection(*keys)
     names = labels(contexts)
@@ -209,10 +364,13 @@ def compare(
         changes = []
         for found in by_pair:
             change = Change(found[(codec, key)])
-            regression = _regression(change, name, threshold) if baseline else None
-            changes.append(Change(change.row, regression))
+            regression, status = _regression(change, name, threshold, max_change)
+            # Beyond --max-change fails even without a baseline: a 10x change never passes.
+            kept_regression = regression if baseline or status == BEYOND else None
+            changes.append(Change(change.row, kept_regression, status))
         rows.append(Row(codec, key, name, threshold, changes))
-    return Comparison(names, rows, left_out, pairs)
+    environment = [environment_changes(contexts[0], later) for later in contexts[1:]]
+    return Comparison(names, rows, left_out, pairs, environment)
 
 
 # --- cells ----------------------------------------------------------------------------
@@ -227,7 +385,8 @@ def _change_cell(change: Change) -> str:
     if verdict is None:
         return "-"
     words = {BASELINE: "worse", CANDIDATE: "better", EQUAL: EQUAL, UNDECIDED: UNDECIDED}
-    return {**words, TOO_SMALL: TOO_SMALL}.get(verdict.winner, verdict.winner)
+    word = {**words, TOO_SMALL: TOO_SMALL}.get(verdict.winner, verdict.winner)
+    return f"{word} ({change.status})" if change.status else word
 
 
 def _interval_cell(row: comparing.Row) -> str:

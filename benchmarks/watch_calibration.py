@@ -1,0 +1,362 @@
+"""How often the nightly watch alarms on identical code, and how soon it sees a 10 % step.
+
+    python benchmarks/watch_calibration.py collect --out cal --nights 40 --slowed 20
+    python benchmarks/watch_calibration.py analyse --out cal [--otava .venv-otava/bin/python]
+
+`collect` makes the night pool from real runs on this machine (the local board):
+each night is a quick codec run of the seed profile with `--aa json` (json against
+its identical copy json-aa), some nights under a bounded CPU hog on one core (a
+busy loop pinned to CPU 0 for the night's run only), the others quiet. Every
+`--slowed`-th night of the pool is run with `--aa-slowdown 0.1` instead: json-aa
+10 % slower, under the same mix of load. Nights alternate in collection order so
+the machine's drift hits both pools alike; nights.jsonl records each night's load
+average, hog and slowdown.
+
+`analyse` turns the pool into lab night series and reports, with Clopper-Pearson
+95 % bounds:
+
+- false alarms on identical code: `evbench history check` (as a lab night runs it,
+  `--since` that night) per series-night and per lab night (any series), and
+  `evbench compare --baseline` of consecutive nights (exit 3 per pair), without
+  and with the history store's night-to-night spread;
+- a 10 % step in json-aa: series of normal nights followed by slowed nights
+  (the step at a random night); detection within 3 nights of the step's start
+  and whether the change was placed at that night;
+- agreement with Apache Otava's E-Divisive change points on the same series
+  (Otava runs in its own venv, `--otava PYTHON`).
+
+The machine is shared: the load average of every night is printed beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EVBENCH = [sys.executable, "-m", "evbench"]
+RUN = ["run", "--board", "local", "--suite", "codec", "--profile", "seed", "--aa", "json",
+       "--quick", "--no-history", "--quiet", "--board-name", "watch-calibration"]  # fmt: skip
+NIGHT_TIMEOUT = 600
+HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def _hog(seconds: float) -> subprocess.Popen:
+    """A busy loop on CPU 0 for at most `seconds` (bounded even if we die)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", HOG.format(seconds=seconds)],
+        preexec_fn=lambda: os.sched_setaffinity(0, {0}),
+    )
+
+
+def collect(out: Path, nights: int, slowed: int, hog_share: float, seed: int) -> None:
+    """Run `nights` identical-code nights and `slowed` nights with json-aa 10 % slower."""
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "nights.jsonl"
+    done = sum(1 for _ in log.open()) if log.exists() else 0
+    rng = random.Random(seed)
+    plan = ["normal"] * nights + ["slowed"] * slowed
+    rng.shuffle(plan)  # the pools mixed in time: the machine's drift hits both alike
+    hogs = [rng.random() < hog_share for _ in plan]
+    for number in range(done, len(plan)):
+        kind, hog = plan[number], hogs[number]
+        directory = out / "runs" / f"night-{number:03d}"
+        argv = [*EVBENCH, *RUN, "--out", str(directory)]
+        if kind == "slowed":
+            argv += ["--aa-slowdown", "0.1"]
+        load_before = os.getloadavg()[0]
+        busy = _hog(NIGHT_TIMEOUT) if hog else None
+        started = time.monotonic()
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=NIGHT_TIMEOUT)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        entry = {"night": number, "kind": kind, "hog": hog, "dir": str(directory),
+                 "exit": result.returncode, "seconds": round(time.monotonic() - started, 1),
+                 "load_before": load_before, "load_after": os.getloadavg()[0]}  # fmt: skip
+        with log.open("a") as stream:
+            stream.write(json.dumps(entry) + "\n")
+        print(json.dumps(entry), flush=True)
+
+
+# --- the pool read back ----------------------------------------------------------------
+
+TESTED_OPERATIONS = ("encode", "decode", "decode_access")
+CODECS = ("json", "json-aa")
+SERIES = [(codec, operation) for codec in CODECS for operation in TESTED_OPERATIONS]
+STEPPED = "json-aa"
+
+
+def _night_figures(directory: Path) -> dict[tuple[str, str], float]:
+    """One figure per tested series: the median of the night's pooled values, as the
+    history store pools a run's workers (store.series)."""
+    from evbench_agent import results, stats
+
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for sample_set in results.read_samples(directory):
+        if sample_set.suite == "codec" and sample_set.metric in TESTED_OPERATIONS:
+            pooled.setdefault((sample_set.codec, sample_set.metric), []).extend(sample_set.values)
+    return {key: stats.summarize(values).median for key, values in pooled.items()}
+
+
+def _pool(out: Path) -> list[dict]:
+    nights = [json.loads(line) for line in (out / "nights.jsonl").read_text().splitlines()]
+    kept = []
+    for entry in nights:
+        if entry["exit"] != 0:
+            continue
+        entry["figures"] = _night_figures(Path(entry["dir"]))
+        kept.append(entry)
+    return kept
+
+
+def _bounds(k: int, n: int) -> str:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from verdict_calibration import clopper_pearson
+
+    if n == 0:
+        return "0/0"
+    low, high = clopper_pearson(k, n)
+    return f"{k}/{n} = {k / n:.1%} [95% CI {low:.1%}, {high:.1%}]"
+
+
+# --- history check --------------------------------------------------------------------
+
+
+def _board(sequence: list[dict]) -> list:
+    """The board's tested series as the history store gives them to the check."""
+    from evbench.history.store import SeriesPoint
+    from evbench.history.trends import Series
+
+    watched = []
+    for codec, operation in SERIES:
+        points = [
+            SeriesPoint(
+                {"run_id": f"night-{i:03d}", "start_time": f"{i:04d}"},
+                {"median": night["figures"][(codec, operation)], "unit": "s",
+                 "record_params": "{}"},
+            )
+            for i, night in enumerate(sequence)
+        ]  # fmt: skip
+        watched.append(Series("calibration", ("codec", "seed", codec, operation), points))
+    return watched
+
+
+def _alarms(sequence: list[dict], threshold: float = 5.0) -> dict[int, list[tuple]]:
+    """Per night t: the (series name, change) failing `evbench history check --since NIGHT_t`
+    run that night would show: first shown at t, worse beyond the threshold. The check's
+    own code (trends.board_changes: absolute and relative series, alpha / m)."""
+    from evbench.history import trends
+
+    found: dict[int, list[tuple]] = {}
+    for last in range(5, len(sequence)):
+        detected, _family = trends.board_changes(_board(sequence[: last + 1]))
+        for series, seen in detected:
+            worse = (seen.split.ratio - 1) * 100
+            if seen.seen == last and worse > threshold:
+                found.setdefault(last, []).append((series, seen))
+    return found
+
+
+def history_false_alarms(pool: list[dict], sequences: int, length: int, rng) -> dict:
+    """Identical-code lab nights in random orders: alarms per series-night and per night."""
+    normal = [n for n in pool if n["kind"] == "normal"]
+    night_alarms = series_alarms = nights = series_nights = 0
+    for _ in range(sequences):
+        sequence = rng.sample(normal, min(length, len(normal)))
+        alarms = _alarms(sequence)
+        nights += len(sequence)
+        series_nights += len(sequence) * len(SERIES) * 2  # absolute and relative
+        night_alarms += len(alarms)
+        series_alarms += sum(len({s.name for s, _seen in found}) for found in alarms.values())
+    return {"lab nights": (night_alarms, nights), "series-nights": (series_alarms, series_nights)}
+
+
+def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
+    """A 10 % step in json-aa at a random night: when the check first alarms on it, where."""
+    from evbench.history import changes
+
+    normal = [n for n in pool if n["kind"] == "normal"]
+    slowed = [n for n in pool if n["kind"] == "slowed"]
+    need = changes.reference_needed(0.05 / (2 * len(SERIES)))
+    within3 = placed = detected = false_json = early = 0
+    delays: list[int] = []
+    series_for_otava = []
+    for _ in range(injections):
+        start = rng.randint(need, min(len(normal), 30))
+        sequence = rng.sample(normal, start) + rng.sample(slowed, min(after, len(slowed)))
+        alarms = _alarms(sequence)
+        # Alarms before the step are false alarms; the first on json-aa from it on detects it.
+        hits = sorted(
+            ((last, seen) for last, found in alarms.items() for series, seen in found
+             if series.key[2] == STEPPED and last >= start), key=lambda hit: hit[0],
+        )  # fmt: skip
+        early += any(last < start for last in alarms)
+        false_json += any(
+            s.key[2] != STEPPED and s.relative_to == () for found in alarms.values()
+            for s, _seen in found
+        )  # fmt: skip
+        if hits:
+            last, seen = hits[0]
+            detected += 1
+            delays.append(last - start)
+            within3 += last - start <= 2
+            placed += seen.split.index == start
+        # The series the check saw the step in: json-aa relative to json, decode.
+        relative = [n["figures"][(STEPPED, "decode")] / n["figures"][("json", "decode")]
+                    for n in sequence]  # fmt: skip
+        series_for_otava.append((start, relative))
+    return {
+        "detected (any night)": (detected, injections),
+        "detected within 3 nights": (within3, injections),
+        "placed at the step's first night": (placed, injections),
+        "placed, of those detected": (placed, detected),
+        "delays": delays,
+        "sequences with a false alarm before the step": (early, injections),
+        "sequences with an alarm on json's own (absolute) series": (false_json, injections),
+        "otava_series": series_for_otava,
+    }
+
+
+# --- compare ----------------------------------------------------------------------------
+
+
+def compare_false_alarms(pool: list[dict]) -> dict:
+    """`evbench compare --baseline` of consecutive identical-code nights (collection order)."""
+    from evbench.report import compare, criteria
+    from evbench.report.context import load_context
+
+    normal = [n for n in pool if n["kind"] == "normal"]
+    exits3 = unconfirmed = pairs = 0
+    for first, second in itertools.pairwise(normal):
+        contexts = [load_context(Path(first["dir"])), load_context(Path(second["dir"]))]
+        result = compare.compare(contexts, criteria.Criteria(), baseline=True)
+        pairs += 1
+        exits3 += bool(result.regressions)
+        unconfirmed += any(
+            c.status == compare.TWO_NIGHTS and c.worse and c.difference * 100 > 5
+            for row in result.rows for c in row.changes
+        )  # fmt: skip
+    return {"exit 3": (exits3, pairs), "old rule (worse verdict beyond 5 %)": (unconfirmed, pairs)}
+
+
+# --- Apache Otava ------------------------------------------------------------------------
+
+OTAVA = """
+import json, sys
+from otava.analysis import compute_change_points
+out = []
+for start, values in json.load(sys.stdin):
+    points, _weak = compute_change_points(values, window_len=50, max_pvalue=0.001)
+    out.append([int(p.index) for p in points])
+json.dump(out, sys.stdout)
+"""
+
+
+def otava_agreement(python: str, series: list[tuple[int, list[float]]]) -> dict:
+    """Otava's E-Divisive change points (its defaults: window 50, p 0.001) on the
+    stepped series at the step's third night and at their end, against evbench's."""
+    from evbench.history import changes
+
+    alpha = 0.05 / (2 * len(SERIES))  # the check's level: absolute and relative series
+    cases = []
+    for start, values in series:
+        cases += [(start, values[: start + 3]), (start, values)]
+    done = subprocess.run(
+        [python, "-c", OTAVA], input=json.dumps(cases), capture_output=True, text=True,
+        timeout=600, check=True,
+    )  # fmt: skip
+    points = json.loads(done.stdout)
+    tally = {"both at the step": 0, "evbench only": 0, "otava only": 0, "neither": 0}
+    otava_hits = evbench_hits = 0
+    for (start, values), found in zip(cases, points, strict=True):
+        ours = any(abs(s.split.index - start) <= 1 for s in changes.changes_of(values, alpha))
+        theirs = any(abs(index - start) <= 1 for index in found)
+        otava_hits += theirs
+        evbench_hits += ours
+        key = ("both at the step" if ours and theirs else "evbench only" if ours
+               else "otava only" if theirs else "neither")  # fmt: skip
+        tally[key] += 1
+    return {"cases": len(cases), **tally, "otava found": otava_hits, "evbench found": evbench_hits}
+
+
+def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed: int) -> None:
+    import statistics
+
+    rng = random.Random(seed)
+    pool = _pool(out)
+    kinds = {kind: [n for n in pool if n["kind"] == kind] for kind in ("normal", "slowed")}
+    loads = [n["load_before"] for n in pool]
+    print(f"pool: {len(kinds['normal'])} identical-code nights, {len(kinds['slowed'])} with "
+          f"json-aa 10 % slower; {sum(n['hog'] for n in pool)} under the CPU hog; load average "
+          f"{min(loads):.1f} to {max(loads):.1f} (median {statistics.median(loads):.1f}) on "
+          f"{os.cpu_count()} CPUs")  # fmt: skip
+    for kind, nights in kinds.items():
+        for hog in (False, True):
+            chosen = [n for n in nights if n["hog"] == hog]
+            if chosen:
+                ratio = [n["figures"][("json-aa", "decode")] / n["figures"][("json", "decode")]
+                         for n in chosen]  # fmt: skip
+                level = statistics.median(n["figures"][("json", "decode")] for n in chosen)
+                print(
+                    f"  {kind}, hog {hog}: {len(chosen)} nights, json decode median "
+                    f"{level * 1e6:.2f} us, json-aa/json {statistics.median(ratio):.3f}"
+                )
+    alarms = history_false_alarms(pool, sequences, 40, rng)
+    print(f"history check, identical code, {sequences} random orders of up to 40 nights:")
+    for name, (k, n) in alarms.items():
+        print(f"  false alarms per {name}: {_bounds(k, n)}")
+    compared = compare_false_alarms(pool)
+    print("compare --baseline, consecutive identical-code nights:")
+    for name, (k, n) in compared.items():
+        print(f"  {name}: {_bounds(k, n)}")
+    found = detection(pool, injections, rng)
+    print(f"10 % step in json-aa, {injections} injections (nights resampled from the pool):")
+    for name, value in found.items():
+        if isinstance(value, tuple):
+            print(f"  {name}: {_bounds(*value)}")
+    if found["delays"]:
+        counts = {d: found["delays"].count(d) for d in sorted(set(found["delays"]))}
+        print(f"  delay in nights after the first stepped night (first alarm): {counts}")
+    if otava:
+        agreement = otava_agreement(otava, found["otava_series"])
+        print(
+            "Apache Otava (E-Divisive, window 50, p 0.001) and evbench's detectors on the "
+            f"same series (json-aa / json, decode; at the 3rd stepped night and at the end; "
+            f"a change within 1 night of the step counts): {agreement}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    actions = parser.add_subparsers(dest="action", required=True)
+    gather = actions.add_parser("collect", help="run the night pool")
+    gather.add_argument("--out", type=Path, required=True)
+    gather.add_argument("--nights", type=int, default=40, help="identical-code nights")
+    gather.add_argument("--slowed", type=int, default=20, help="nights with json-aa 10 %% slower")
+    gather.add_argument("--hog-share", type=float, default=0.5, help="nights under the CPU hog")
+    gather.add_argument("--seed", type=int, default=26)
+    study = actions.add_parser("analyse", help="false alarms, detection, Otava agreement")
+    study.add_argument("--out", type=Path, required=True)
+    study.add_argument("--sequences", type=int, default=30, help="random orders of the nights")
+    study.add_argument("--injections", type=int, default=100, help="10 %% steps injected")
+    study.add_argument("--otava", metavar="PYTHON", help="the interpreter of Otava's own venv")
+    study.add_argument("--seed", type=int, default=26)
+    args = parser.parse_args()
+    if args.action == "collect":
+        collect(args.out, args.nights, args.slowed, args.hog_share, args.seed)
+    else:
+        analyse(args.out, args.sequences, args.injections, args.otava, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""The nightly watch on hand-worked series and on stores of copied nights.
+
+Expectations are worked out by hand from the exact rank test: the newest 3
+nights all beyond r reference nights is one of C(r + 3, 3) equally likely
+orders under no change, so its two-sided p is 2 / C(r + 3, 3). The nights are
+copies of the committed sample run (tests/history_runs.py) with every timing
+multiplied by a known factor, each night a hair (0.1 %) apart so no two tie.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from history_runs import night
+from report_helpers import evbench
+
+from evbench.history import changes, open_store, parse_url
+from evbench.history.indexing import index_run
+from evbench.history.trends import regressions, survey
+from evbench.report.criteria import Criteria
+
+#: The committed run has 6 tested series (json and protobuf x 3 operations), and as
+#: many relative ones (each codec against both codecs of the same night): a family of 12.
+TESTED_SERIES = 6
+FAMILY = 12
+#: Ten flat nights 0.1 % apart, in an order that never rises at its end (night 9 lowest).
+FLAT = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 9, 6, 0)]
+#: Fourteen such nights, then three more (all the steps' nights rise 0.1 % each).
+FLAT_14 = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 10, 2, 9, 12, 6, 11, 13, 0)]
+FLAT_14 += [1.0, 1.001, 1.002]
+
+
+def test_reference_nights_needed_are_what_the_exact_test_allows():
+    # 2 / C(r + 3, 3) < 0.05 needs C > 40: C(7, 3) = 35 is not, C(8, 3) = 56 is: r = 5.
+    assert changes.reference_needed(0.05) == 5
+    # alpha 0.05 / 6: C > 240: C(12, 3) = 220 is not, C(13, 3) = 286 is: r = 10.
+    assert changes.reference_needed(0.05 / 6) == 10
+    # alpha 0.05 / 12: C > 480: C(15, 3) = 455 is not, C(16, 3) = 560 is: r = 13.
+    assert changes.reference_needed(0.05 / FAMILY) == 13
+
+
+def test_the_watch_sees_a_step_on_its_third_night_and_places_it():
+    series = [*FLAT, 2.0, 2.001, 2.002]
+    # Nights 10 and 11 share their windows with a flat night below most others: no call.
+    assert changes.watch(series[:12], 0.05) == []
+    (seen,) = changes.watch(series, 0.05)
+    assert (seen.split.index, seen.seen) == (10, 12)
+    assert math.isclose(seen.split.p, 2 / math.comb(13, 3))
+    assert math.isclose(seen.split.ratio, 2.001 / 1.0045)  # medians after / before
+
+
+def test_the_watch_restarts_after_a_change_and_a_lone_wild_night_is_none():
+    series = [*FLAT, *(2 * v for v in FLAT[:8])]
+    (seen,) = changes.watch(series, 0.05)  # the new level is the reference from night 10
+    assert seen.split.index == 10
+    wild = [*FLAT, *FLAT[:2]]
+    wild[8] = 3.0  # in 3 of the windows, never with two other nights beyond the rest
+    assert changes.watch(wild, 0.05) == []
+
+
+def _store(tmp_path, nights):
+    url = parse_url(str(tmp_path / "store.sqlite"))
+    with open_store(url) as store:
+        for directory in nights:
+            store.add(index_run(directory))
+    return url
+
+
+def test_only_tested_metrics_raise_changes_and_context_is_shown_beside(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # Machine CPU doubles at night 7 and nothing else moves: no change.
+    quiet = [night(runs, i, FLAT_14[i], machine_cpu=50.0 if i < 7 else 100.0)
+             for i in range(14)]  # fmt: skip
+    with open_store(_store(tmp_path / "a", quiet)) as store:
+        found = survey(store)
+    assert found.changes == []
+    assert all(s.series.key[0] == "codec" for s in found.statuses)  # telemetry not watched
+    assert len(found.statuses) == TESTED_SERIES
+
+
+@pytest.fixture
+def stepped(tmp_path):
+    """14 nights, then 3 with every timing 1.5x and the machine CPU 50 % -> 100 %."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    nights = [night(runs, i, (1.5 if i >= 14 else 1.0) * FLAT_14[i],
+                    machine_cpu=100.0 if i >= 14 else 50.0) for i in range(17)]  # fmt: skip
+    return nights, _store(tmp_path, nights)
+
+
+def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
+    _nights, url = stepped
+    with open_store(url) as store:
+        found = survey(store)
+    # Every codec 1.5x: the relative series (codec against codecs) do not move.
+    assert len(found.changes) == TESTED_SERIES
+    for change in found.changes:
+        # 14 reference nights, 3 after: p = 2 / C(17, 3) = 2 / 680, below 0.05 / 12.
+        assert math.isclose(change.split.p, 2 / 680)
+        assert change.run_id.startswith("20260014T")  # night 14, the step's first
+        assert change.first_seen_run.startswith("20260016T")
+        assert 49 < change.pct < 51
+        assert any("50 -> 100" in text for text in change.context), change.context
+
+
+def test_check_fails_on_the_night_it_first_shows_the_step_only(stepped):
+    _nights, url = stepped
+    env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
+    new = evbench("history", "check", "--since", "2026-11-17", env=env)  # night 16's day
+    assert new.returncode == 3, new.stdout + new.stderr
+    # After: nights 14-16 at 1.5 x (1.000, 1.001, 1.002), median 1.5015; before: the median
+    # of 1.000 .. 1.013, 1.0065; 1.5015 / 1.0065 = 1.4918.
+    assert "codec/seed/json/decode +49.2%" in new.stderr and "from run 20260014T" in new.stderr
+    assert "cpu_util" not in new.stderr  # context is beside the change, never one itself
+    assert "50 -> 100 percent" in new.stdout
+    later = evbench("history", "check", "--since", "2026-11-18", env=env)
+    assert later.returncode == 0, later.stdout + later.stderr
+
+
+def test_three_nights_before_and_six_after_a_150x_step_say_too_short_or_find_it(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    nights = [night(runs, i, (150.0 if i >= 3 else 1.0) * FLAT_14[i]) for i in range(9)]
+    url = _store(tmp_path, nights)
+    with open_store(url) as store:
+        found = survey(store)
+    placed = {c.series for c in found.changes if c.run_id.startswith("20260003T")}
+    short = {s.series.key for s in found.too_short if s.nights == 9}
+    assert placed | short == {s.series.key for s in found.statuses}
+    check = evbench("history", "check", env=dict(os.environ, EVBENCH_HISTORY=str(url.path)))
+    assert ("too short: 9 of" in check.stdout) or check.returncode == 3, check.stdout
+
+
+def test_nights_whose_payloads_differ_are_never_one_series(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    nights = [
+        night(runs, i, (2.0 if i >= 10 else 1.0) * FLAT_14[i],
+              codec_params={"payload_digest": "b" * 8 if i >= 10 else "a" * 8})
+        for i in range(13)
+    ]  # fmt: skip
+    with open_store(_store(tmp_path, nights)) as store:
+        found = survey(store)
+    assert found.changes == []  # 10 nights of one payload set, 3 of another: no step
+    lengths = sorted(s.nights for s in found.statuses)
+    assert lengths == [3] * TESTED_SERIES + [10] * TESTED_SERIES
+    assert all("payload_digest=" in s.series.name for s in found.statuses)
+
+
+#: What each night's machine does to every codec alike: swings of up to 30 %.
+NIGHT_LOAD = [1.0, 1.3, 0.9, 1.25, 1.05, 0.85, 1.2, 0.95, 1.3, 0.8, 1.1, 1.25, 0.9, 1.15]
+NIGHT_LOAD += [0.85, 1.2, 1.0]
+
+
+def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # json 10 % slower from night 14; protobuf a hair apart each night (no ties).
+    # json's size: 1.1 x 1.001 / 1.0065 (the medians after and before) = +9.4 %.
+    nights = [
+        night(runs, i, NIGHT_LOAD[i], codec_factors={
+            "json": 1.1 if i >= 14 else 1.0, "protobuf": 1 / FLAT_14[i]})
+        for i in range(17)
+    ]  # fmt: skip
+    with open_store(_store(tmp_path, nights)) as store:
+        found = survey(store)
+    # The absolute series swing by 30 % a night: a 10 % step is no change of level there.
+    # Relative to protobuf of the same night the load cancels: json / protobuf is
+    # FLAT_14[i] before (1.000 .. 1.013), 1.1 x FLAT_14[i] after (1.1 .. 1.1022):
+    # all 3 beyond all 14, p = 2 / C(17, 3) = 2 / 680. The two relative series mirror
+    # each other: json worse relative to protobuf, protobuf better relative to json.
+    assert len(found.changes) == 6, [c.describe() for c in found.changes]
+    for change in found.changes:
+        assert math.isclose(change.split.p, 2 / 680)
+        assert change.run_id.startswith("20260014T")
+        codec, other = change.series[2], "protobuf" if change.series[2] == "json" else "json"
+        assert f"relative to {other}" in change.series_name
+        assert change.worse == (codec == "json")
+        # json: +9.4 % (above); protobuf: the inverse ratio, 1 / 1.094 - 1 = -8.6 %.
+        assert round(change.pct, 1) == (9.4 if codec == "json" else -8.6)
+    failing = regressions(found.changes, Criteria())
+    assert sorted(c.series[3] for c in failing) == ["decode", "decode_access", "encode"]
+    assert {c.series[2] for c in failing} == {"json"}

@@ -1,0 +1,62 @@
+"""The lab's nightly comparison picks the same board's previous run of the same entry.
+
+Two boards of one lab share one machine here (their runs carry one board identity, as
+two ssh:// boards on one host do), and run in parallel: board b's run of a night starts
+before board a's ends. The runs are copies of the committed sample run
+(tests/history_runs.py) laid out as `evbench lab run` lays them out, with the lab.json
+the lab writes (evbench.lab.index), indexed into a real SQLite history store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from history_runs import night
+
+from evbench.history import open_store, parse_url
+from evbench.history.indexing import index_run
+from evbench.lab import index, nightly_compare, plan
+
+PLAN = {
+    "boards": [{"board": "ssh://root@localhost", "name": "a"},
+               {"board": "ssh://root@127.0.0.1", "name": "b"}],
+    "matrix": {"suites": ["codec"], "profiles": ["seed"], "codecs": ["json,protobuf"]},
+    "options": ["--quick"],
+}  # fmt: skip
+
+
+def _lab_night(root: Path, name: str, numbers: dict[str, int], runs: Path) -> dict[str, Path]:
+    """A lab directory whose board entries ran the given nights; {board: run directory}."""
+    lab = root / name
+    lab.mkdir()
+    lab_plan = plan.parse(PLAN)
+    lab_index = index.LabIndex(lab, root / "LAB.yaml", lab_plan.entries)
+    placed = {}
+    for entry in lab_plan.entries:
+        run = lab / "runs" / entry.id
+        run.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(night(runs, numbers[entry.board.label]), run)
+        lab_index.update(entry.id, run_dir=str(run.relative_to(lab)), status="complete")
+        placed[entry.board.label] = run
+    return placed
+
+
+def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, monkeypatch):
+    runs = tmp_path / "copies"
+    runs.mkdir()
+    # Night 1: b at 1 (day 1), a at 2; night 2: b at 3, a at 4. Ordered by time alone,
+    # a's baseline on night 2 would be b's run of the same night (3).
+    first = _lab_night(tmp_path, "lab-1", {"a": 2, "b": 1}, runs)
+    second = _lab_night(tmp_path, "lab-2", {"a": 4, "b": 3}, runs)
+    store = tmp_path / "history.sqlite"
+    with open_store(parse_url(str(store))) as history:
+        for run in [*first.values(), *second.values()]:
+            history.add(index_run(run))
+    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+    for board in ("a", "b"):
+        previous = nightly_compare.previous_run(second[board])
+        assert previous is not None and Path(previous["directory"]) == first[board], board
+        assert nightly_compare.previous_run(first[board]) is None  # its first night
+    # A run outside any lab has no entry identity and is nobody's baseline here.
+    assert nightly_compare.lab_entry(runs) is None
