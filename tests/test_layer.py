@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib
 import json
 import re
 import shutil
@@ -52,9 +53,10 @@ THIRD_PARTY = {
     "cbor2": "python3-cbor2",
     "orjson": None,
     "msgspec": None,
-    # issue 19: the dbc codec's library; the image does not carry it (no recipe added to
-    # the layer's layers), so dbc is absent on the board.
-    "cantools": None,
+    # The dbc codec's library: meta-python has carried python3-cantools since 2020
+    # (39.4.4 at the pin), so the image carries it (EVBENCH_CODECS) and the agent
+    # recommends it.
+    "cantools": "python3-cantools",
 }
 #: Third-party modules whose import the agent guards (so a pip-installed agent
 #: without them gives a one-line error) but which the image must carry all the
@@ -235,7 +237,7 @@ def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
 def recipe_values(text: str, variable: str) -> set[str]:
     """The words assigned (= or +=) to `variable` in a recipe's text."""
     joined = re.sub(r"\\\n", " ", text)
-    pattern = rf'^{re.escape(variable)}\s*\+?=\s*"([^"]*)"'
+    pattern = rf'^{re.escape(variable)}\s*[?+]?=\s*"([^"]*)"'
     return {word for value in re.findall(pattern, joined, re.M) for word in value.split()}
 
 
@@ -550,5 +552,176 @@ def test_networkd_names_a_bad_can_key_and_value(tmp_path: Path) -> None:
 
 def test_the_image_installs_the_can_recipe_it_names() -> None:
     image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
-    assert 'EVBENCH_BUSES ?= "evbench-can"' in image and "${EVBENCH_BUSES}" in image
+    # Set in local.conf (kas.yml's), not by the image: the kernel recipes read it too,
+    # and a layer that is no BSP changes nothing until asked (the image's own default
+    # is empty).
+    local_conf = yaml.safe_load((ROOT / "kas.yml").read_text())["local_conf_header"]
+    assert 'EVBENCH_BUSES = "evbench-can"' in local_conf["evbench"].splitlines()
+    assert 'EVBENCH_BUSES ??= ""' in image and "${EVBENCH_BUSES}" in image
     assert (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").exists()
+
+
+def test_the_image_carries_the_dbc_codec_the_agent_recommends() -> None:
+    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
+    codecs = recipe_values(image, "EVBENCH_CODECS")
+    assert "python3-cantools" in codecs
+    # Every optional codec the image installs is one the agent recommends.
+    assert codecs <= recipe_values(agent_recipe().read_text(), "RRECOMMENDS:${PN}")
+
+
+# -- the kernel: the CAN fragment, its appends, the image's module check ------------------
+
+KERNEL_DATA = ROOT / "tests" / "data" / "kernel"
+KERNEL_RECIPES = ROOT / "tests" / "data" / "yocto" / "kernel-recipes.txt"
+FRAGMENT = LAYER / "recipes-kernel" / "linux" / "files" / "can-isotp.cfg"
+#: What the issue asks the fragment to build, by Kconfig symbol (M_CAN is CAN_M_CAN).
+WANTED_SYMBOLS = {
+    "CAN", "CAN_RAW", "CAN_ISOTP", "CAN_VCAN", "CAN_DEV", "CAN_M_CAN", "CAN_M_CAN_PLATFORM",
+}  # fmt: skip
+#: The layer each kas pin's repository provides, by kas repository name.
+KAS_REPOSITORY = {"openembedded-core": "openembedded-core", "meta-ti": "meta-ti"}
+
+
+def _fragment() -> dict[str, str]:
+    settings = {}
+    for line in FRAGMENT.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, equals, value = line.partition("=")
+            assert equals and name.startswith("CONFIG_"), line
+            settings[name.removeprefix("CONFIG_")] = value
+    return settings
+
+
+def _recorded_kconfig(path: Path) -> dict[str, str]:
+    """symbol -> type, from a recorded Kconfig symbol list (tests/data/kernel)."""
+    header = path.read_text().splitlines()[0]
+    assert header.startswith("# CAN Kconfig symbols of Linux ") and "linux-source" in header
+    return {
+        line.split()[0]: line.split()[1]
+        for line in path.read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def test_the_fragment_builds_every_can_module_the_issue_names() -> None:
+    settings = _fragment()
+    assert {name for name, value in settings.items() if value == "m"} == WANTED_SYMBOLS
+
+
+@pytest.mark.parametrize("release", ["6.1", "6.12"])
+def test_the_fragments_symbols_exist_in_the_kernels_kconfig(release: str) -> None:
+    # Linux 6.1 and 6.12 bracket the kernels at the pins (linux-yocto 6.6,
+    # linux-ti-staging and linux-bb.org 6.6 and 6.12): a symbol in both is in 6.6.
+    kconfig = _recorded_kconfig(KERNEL_DATA / f"can-kconfig-{release}.txt")
+    for name, value in _fragment().items():
+        assert name in kconfig, f"CONFIG_{name} is no Kconfig symbol of Linux {release}"
+        allowed = {"m": {"tristate"}, "y": {"bool", "tristate"}}[value]
+        assert kconfig[name] in allowed, f"CONFIG_{name}={value}, but it is a {kconfig[name]}"
+
+
+def test_a_misspelt_symbol_would_be_caught() -> None:
+    kconfig = _recorded_kconfig(KERNEL_DATA / "can-kconfig-6.12.txt")
+    assert "M_CAN" not in kconfig and "CAN_M_CAN" in kconfig  # the issue's short names
+    assert kconfig["CAN_NETLINK"] == "bool"
+
+
+def _kernel_recipes() -> list[tuple[str, str, str, str]]:
+    return [
+        tuple(line.split())
+        for line in KERNEL_RECIPES.read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+
+
+def test_the_recorded_kernel_recipes_are_at_kas_pins() -> None:
+    kas = yaml.safe_load((ROOT / "kas.yml").read_text())["repos"]
+    pins = {repository: commit for repository, commit, _, _ in _kernel_recipes()}
+    assert pins == {name: kas[name]["commit"] for name in pins}
+
+
+def _appends() -> dict[Path, str]:
+    """Each kernel bbappend and the layer collection whose recipe it appends."""
+    found = {}
+    for append in LAYER.rglob("*.bbappend"):
+        relative = append.relative_to(LAYER).parts
+        found[append] = relative[1] if relative[0] == "dynamic-layers" else "meta"
+    return found
+
+
+def test_each_kernel_append_matches_a_recipe_of_its_layer_at_the_pins() -> None:
+    recipes = _kernel_recipes()
+    appends = _appends()
+    assert {a.name for a in appends} == {
+        "linux-yocto_%.bbappend", "linux-ti-staging_%.bbappend", "linux-bb.org_%.bbappend",
+    }  # fmt: skip
+    for append, layer in appends.items():
+        pattern = append.name.removesuffix(".bbappend").replace("%", "*")
+        matched = [
+            recipe for _, _, recipe_layer, recipe in recipes
+            if recipe_layer == layer and fnmatch.fnmatch(recipe.removesuffix(".bb"), pattern)
+        ]  # fmt: skip
+        assert matched, f"{append.name} appends no recipe of {layer} at the pins"
+        # `%` stands for a version: linux-ti-staging_% must not reach the -rt kernel.
+        assert all(m.startswith(pattern.split("_")[0] + "_") for m in matched)
+        text = append.read_text()
+        assert (
+            "can-isotp.cfg" in text and "bb.utils.contains('EVBENCH_BUSES', 'evbench-can'" in text
+        )
+
+
+def test_appends_for_optional_layers_are_dynamic() -> None:
+    # An append whose recipe's layer is not in the build stops bitbake's parse: the BSP
+    # kernels' appends load only with their layer (BBFILES_DYNAMIC).
+    layer_conf = (LAYER / "conf" / "layer.conf").read_text()
+    for append, layer in _appends().items():
+        if layer != "meta":
+            assert f"{layer}:${{LAYERDIR}}/dynamic-layers/{layer}/" in layer_conf, append
+
+
+def _can_modules():
+    sys.path.insert(0, str(LAYER / "lib"))
+    try:
+        return importlib.import_module("evbench_layer.can_modules")
+    finally:
+        sys.path.remove(str(LAYER / "lib"))
+
+
+def test_evbench_can_recommends_exactly_the_modules_the_image_checks() -> None:
+    can_modules = _can_modules()
+    recipe = (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").read_text()
+    wanted = {can_modules.package_of(m) for m in can_modules.NEEDED}
+    assert recipe_values(recipe, "RRECOMMENDS:${PN}") == wanted
+    # Written out by hand: the packages the kernel's module files become.
+    assert "kernel-module-m-can-platform" in wanted and "kernel-module-can-isotp" in wanted
+
+
+def _rootfs(tmp_path: Path, modules: list[str], builtin: list[str], with_can: bool) -> Path:
+    root = tmp_path / "rootfs"
+    base = root / "usr" / "lib" / "modules" / "6.12.17-ti"
+    (base / "kernel" / "net" / "can").mkdir(parents=True)
+    for name in modules:
+        (base / "kernel" / "net" / "can" / f"{name}.ko.xz").write_bytes(b"")
+    (base / "modules.builtin").write_text("".join(f"kernel/net/can/{n}.ko\n" for n in builtin))
+    if with_can:
+        network = root / "usr" / "lib" / "systemd" / "network"
+        network.mkdir(parents=True)
+        (network / "80-evbench-can0.network").write_text("[Match]\nName=can0\n")
+    return root
+
+
+def test_the_image_check_names_a_missing_module(tmp_path: Path) -> None:
+    can_modules = _can_modules()
+    # m_can built in, the rest as modules (with '_' and '-' as the kernel treats them),
+    # but no can-isotp: the check names it and its package.
+    modules = ["can", "can_raw", "can-dev", "vcan", "m_can_platform"]
+    root = _rootfs(tmp_path, modules, ["m_can"], with_can=True)
+    assert can_modules.missing(str(root)) == [
+        "kernel 6.12.17-ti has no can-isotp (neither kernel-module-can-isotp nor built in)"
+    ]
+    (root / "usr/lib/modules/6.12.17-ti/kernel/net/can/can-isotp.ko.xz").write_bytes(b"")
+    assert can_modules.missing(str(root)) == []
+
+
+def test_the_image_check_leaves_an_image_without_evbench_can_alone(tmp_path: Path) -> None:
+    root = _rootfs(tmp_path, [], [], with_can=False)
+    assert _can_modules().missing(str(root)) == []

@@ -32,8 +32,11 @@ FILES:${PN} += "${systemd_unitdir}/network/80-evbench-can0.network"
 # networkd is not used.
 RDEPENDS:${PN} = "iproute2"
 # Recommended, not required: a kernel that builds one of them in (=y) has no
-# package for it, and the image is still right.
-RRECOMMENDS:${PN} = "kernel-module-can-dev \
+# package for it, and the image is still right. A module the kernel lacks
+# altogether stops evbench-image (lib/evbench_layer/can_modules.py checks the
+# root filesystem); the layer's kernel fragment (recipes-kernel/linux) builds them.
+RRECOMMENDS:${PN} = "kernel-module-can \
+                     kernel-module-can-dev \
                      kernel-module-can-raw \
                      kernel-module-can-isotp \
                      kernel-module-vcan \

@@ -13,11 +13,13 @@ REQUIRED_DISTRO_FEATURES = "systemd"
 
 IMAGE_FEATURES += "ssh-server-openssh"
 
-# The optional codecs (the agent also recommends them).
-EVBENCH_CODECS ?= "python3-cbor2 python3-msgpack python3-ujson"
-# The link suite over CAN: kernel modules, iproute2 and can0 for systemd-networkd
-# (empty: a board whose buses are set up elsewhere).
-EVBENCH_BUSES ?= "evbench-can"
+# The optional codecs (the agent also recommends them); cantools is the dbc codec.
+EVBENCH_CODECS ?= "python3-cantools python3-cbor2 python3-msgpack python3-ujson"
+# The link suite's buses, set in local.conf (kas.yml sets "evbench-can"), since the
+# kernel recipes read it too: evbench-can brings the CAN modules, iproute2 and can0
+# for systemd-networkd, and the layer's kernel appends build the modules. Unset:
+# a board whose buses are set up elsewhere.
+EVBENCH_BUSES ??= ""
 IMAGE_INSTALL = "packagegroup-core-boot \
                  systemd-serialgetty \
                  evbench-agent \
@@ -77,4 +79,22 @@ python evbench_root_access() {
     with open(authorized, 'w') as stream:
         stream.write('\n'.join(keys) + '\n')
     os.chmod(authorized, 0o600)
+}
+
+# evbench-can only recommends the CAN kernel modules, and bitbake drops a
+# recommendation whose package the kernel did not build without a word: the
+# finished root filesystem is checked instead (lib/evbench_layer/can_modules.py).
+ROOTFS_POSTPROCESS_COMMAND += "evbench_check_can_modules"
+
+evbench_check_can_modules[doc] = "Fails the image when evbench-can is in it but a CAN module is not"
+python evbench_check_can_modules() {
+    from evbench_layer import can_modules
+    problems = can_modules.missing(d.getVar('IMAGE_ROOTFS'))
+    if problems:
+        bb.fatal('evbench-image: evbench-can is in the image but the kernel lacks what the '
+                 'link suite over CAN needs:\n  ' + '\n  '.join(problems) + '\n'
+                 'Build them (meta-evbench adds recipes-kernel/linux/files/can-isotp.cfg to '
+                 'linux-ti-staging, linux-bb.org and linux-yocto when EVBENCH_BUSES has '
+                 'evbench-can; another kernel needs the same fragment), or set '
+                 'EVBENCH_BUSES = "" for a board without CAN.')
 }

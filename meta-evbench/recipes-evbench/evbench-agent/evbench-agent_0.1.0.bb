@@ -71,8 +71,10 @@ RDEPENDS:${PN} = "python3-core \
                   python3-statistics \
                   python3-stringold \
                   "
-# Codecs the agent detects at run time (orjson and msgspec have no scarthgap recipe).
-RRECOMMENDS:${PN} = "python3-cbor2 \
+# Codecs the agent detects at run time (orjson and msgspec have no scarthgap recipe;
+# python3-cantools, the dbc codec's library, is meta-python's).
+RRECOMMENDS:${PN} = "python3-cantools \
+                     python3-cbor2 \
                      python3-msgpack \
                      python3-ujson \
                      "
