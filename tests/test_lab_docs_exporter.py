@@ -1,0 +1,58 @@
+"""docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader.
+
+labgrid renders an exporter file with Jinja2 (line statements start with `#`)
+before YAML: the example once began with a `#` comment, which labgrid refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import labgrid_rig
+import pytest
+from conftest import ROOT, require
+
+pytestmark = pytest.mark.integration  # labgrid, in its own venv
+
+READER = """
+import json, sys
+from labgrid.remote.config import ResourceConfig
+try:
+    config = ResourceConfig(sys.argv[1])
+except Exception as error:
+    print(json.dumps({"error": f"{type(error).__name__}: {error}"}))
+else:
+    print(json.dumps({"groups": {g: sorted(r) for g, r in config.data.items()}}))
+"""
+
+
+def _exporter_example() -> str:
+    text = (ROOT / "docs" / "lab.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "exporter.yaml" in b]
+    return block
+
+
+def _load(tmp_path: Path, text: str) -> dict:
+    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
+    path = tmp_path / "exporter.yaml"
+    path.write_text(text)
+    done = subprocess.run(
+        [str(labgrid_rig.BIN / "python"), "-c", READER, str(path)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_documented_exporter_file_loads_in_labgrid(tmp_path: Path) -> None:
+    loaded = _load(tmp_path, _exporter_example())
+    assert loaded == {
+        "groups": {"am62x-sk-1": ["NetworkPowerPort", "NetworkService", "USBSerialPort"]}
+    }
+
+
+def test_a_first_line_comment_with_one_hash_is_refused_by_labgrid(tmp_path: Path) -> None:
+    loaded = _load(tmp_path, _exporter_example().replace("## ", "# ", 1))
+    assert "TemplateSyntaxError" in loaded["error"]
