@@ -15,7 +15,7 @@ from report_helpers import evbench
 from evbench.history import open_store, parse_url
 from evbench.history.copying import copy
 from evbench.history.indexing import index_run
-from evbench_agent.errors import UserError
+from evbench_agent.errors import FormatError, UserError
 
 pytestmark = pytest.mark.integration
 
@@ -114,3 +114,25 @@ def test_add_list_show_check_report_on_postgresql(postgres, tmp_path: Path):
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "trends" / "trends.html").read_text()
     assert page.count("data:image/png;base64,") == 10  # one per record of the sample run
+
+
+def test_a_foreign_database_is_refused_and_reading_writes_nothing(postgres, monkeypatch):
+    import psycopg
+
+    monkeypatch.setenv("PGPASSWORD", postgres.password)
+    empty = postgres.new_database()
+    with open_store(parse_url(empty), read_only=True) as store:
+        assert store.runs() == []  # an empty database reads as an empty store
+    foreign = postgres.new_database()
+    with psycopg.connect(foreign, autocommit=True) as connection:
+        connection.execute("CREATE TABLE parts (name TEXT)")
+    for read_only in (True, False):
+        with pytest.raises(FormatError, match="is not an evbench history store"):
+            open_store(parse_url(foreign), read_only=read_only)
+    for url in (empty, foreign):
+        with psycopg.connect(url) as connection:
+            tables = connection.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() ORDER BY table_name"
+            ).fetchall()
+        assert tables == ([] if url == empty else [("parts",)])

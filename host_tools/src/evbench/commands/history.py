@@ -112,10 +112,15 @@ def _since(text: str | None) -> str | None:
     return text
 
 
-def _open(args: argparse.Namespace, url: str | None = None) -> Store:
+#: Actions that only read: they open the store read-only (docs/history.md).
+READ_ONLY = frozenset({"list", "show", "export", "check", "report"})
+
+
+def _open(args: argparse.Namespace, url: str | None = None, read_only: bool = False) -> Store:
     from evbench.history import default_url, open_store, parse_url
 
-    return open_store(parse_url(url) if url else default_url(getattr(args, "history", None)))
+    where = parse_url(url) if url else default_url(getattr(args, "history", None))
+    return open_store(where, read_only or args.action in READ_ONLY)
 
 
 def _board(store: Store, given: str | None) -> str | None:
@@ -261,7 +266,7 @@ def _prune(args: argparse.Namespace) -> int:
 def _copy(args: argparse.Namespace) -> int:
     from evbench.history.copying import copy
 
-    with _open(args, args.source) as source, _open(args, args.target) as target:
+    with _open(args, args.source, read_only=True) as source, _open(args, args.target) as target:
         copied = copy(source, target)
         where = f"{source.url.display} -> {target.url.display}"
         print(f"{copied.added} runs copied, {copied.already} already there, "

@@ -16,15 +16,16 @@ from evbench.history.store import Store
 from evbench.history.url import StoreURL, default_url, parse_url
 
 
-def open_store(url: StoreURL) -> Store:
-    """Connect to the store at `url`, creating or migrating its schema."""
+def open_store(url: StoreURL, read_only: bool = False) -> Store:
+    """Connect to the store at `url`, creating or migrating its schema; `read_only`:
+    write nothing at all (a store that does not exist yet reads as empty)."""
     if url.kind == "postgresql":
         from evbench.history.postgres_store import PostgresStore
 
-        return PostgresStore.open(url)
+        return PostgresStore.open(url, read_only)
     from evbench.history.sqlite_store import SqliteStore
 
-    return SqliteStore.open(url)
+    return SqliteStore.open(url, read_only)
 
 
 __all__ = ["Store", "StoreURL", "default_url", "open_store", "parse_url"]

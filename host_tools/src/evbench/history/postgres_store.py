@@ -23,7 +23,9 @@ class PostgresStore(Store):
     dialect = "postgresql"
 
     @classmethod
-    def open(cls, url: StoreURL) -> PostgresStore:
+    def open(cls, url: StoreURL, read_only: bool = False) -> PostgresStore:
+        """Connect; read-only, every transaction of the session is READ ONLY (the server
+        refuses any write) and no table is created."""
         try:
             import psycopg
         except ImportError:
@@ -33,6 +35,9 @@ class PostgresStore(Store):
             ) from None
         try:
             connection = psycopg.connect(url.dsn, connect_timeout=CONNECT_TIMEOUT_S)
+            if read_only:
+                connection.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                connection.commit()
         except psycopg.Error as error:
             reason = " ".join(str(error).split()) or type(error).__name__
             raise UserError(
@@ -40,16 +45,32 @@ class PostgresStore(Store):
                 hint="check the server, the port, the user and its password (PGPASSWORD or "
                 "~/.pgpass keep it off the command line)",
             ) from None
-        store = cls(url, connection)
+        store = cls(url, connection, read_only=read_only)
+        store.errors = (psycopg.Error,)
         try:
-            store.ensure_schema()
-        except psycopg.Error as error:
-            store.close()
-            raise UserError(f"the history store {url.display} refused: {error}") from None
+            if read_only:
+                if store.refuse_foreign():  # no tables yet: reads as an empty store
+                    store.close()
+                    from evbench.history.sqlite_store import SqliteStore
+
+                    return SqliteStore._empty(url)  # type: ignore[return-value]
+                store.check_readable()
+            else:
+                store.ensure_schema()
         except BaseException:
             store.close()
             raise
         return store
+
+    def _table_names(self) -> list[str]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            )
+            names = [name for (name,) in cursor.fetchall()]
+        self.connection.rollback()
+        return names
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import urllib.parse
 from typing import Any
 
 from evbench.history.store import Store
@@ -41,12 +42,22 @@ def _use_wal(connection: sqlite3.Connection, url: StoreURL) -> None:
             time.sleep(0.05)
 
 
+def _not_a_store(url: StoreURL, error: Exception) -> FormatError:
+    return FormatError(
+        f"{url.path} is not an SQLite history store ({error})",
+        hint="give the path of an evbench history store, or a new file",
+    )
+
+
 class SqliteStore(Store):
     dialect = "sqlite"
+    errors = (sqlite3.Error,)
 
     @classmethod
-    def open(cls, url: StoreURL) -> SqliteStore:
+    def open(cls, url: StoreURL, read_only: bool = False) -> SqliteStore:
         assert url.path is not None
+        if read_only:
+            return cls._open_read_only(url)
         try:
             url.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -58,23 +69,89 @@ class SqliteStore(Store):
             connection = sqlite3.connect(
                 str(url.path), timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
-            _use_wal(connection, url)
-            connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as error:
-            raise FormatError(
-                f"{url.path} is not an SQLite history store ({error})",
-                hint="give the path of an evbench history store, or a new file",
-            ) from error
+            raise _not_a_store(url, error) from error
         store = cls(url, connection)
         try:
+            store.refuse_foreign()  # before WAL: someone else's database is left as it was
+            _use_wal(connection, url)
+            connection.execute("PRAGMA foreign_keys=ON")
             store.ensure_schema()
         except sqlite3.DatabaseError as error:
             store.close()
-            raise FormatError(f"{url.path} is not an SQLite history store ({error})") from error
+            raise _not_a_store(url, error) from error
         except BaseException:
             store.close()
             raise
         return store
+
+    @classmethod
+    def _open_read_only(cls, url: StoreURL) -> SqliteStore:
+        """Open without writing anything: no file, directory, table or journal mode is
+        created or changed. A missing or empty file reads as an empty store."""
+        assert url.path is not None
+        if not url.path.exists():
+            return cls._empty(url)
+        if not url.path.is_file():
+            raise UserError(f"the history store {url.path} is not a file")
+        # mode=ro: SQLite opens the file read-only (a WAL store may still need its -shm
+        # file made beside it); immutable=1 where even that cannot be done (a read-only
+        # directory), since then no other process can be writing to it either.
+        target = urllib.parse.quote(str(url.path.absolute()))
+        store = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                connection = sqlite3.connect(
+                    f"file:{target}?{flags}", uri=True, timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                )  # fmt: skip
+                store = cls(url, connection, read_only=True)
+                store._table_names()  # the first read: where opening really happens
+                break
+            except sqlite3.OperationalError as error:
+                if store is not None:
+                    store.close()
+                    store = None
+                if flags != "mode=ro" or "unable to open" not in str(error):
+                    raise _not_a_store(url, error) from error
+            except sqlite3.DatabaseError as error:
+                if store is not None:
+                    store.close()
+                raise _not_a_store(url, error) from error
+            except BaseException:
+                if store is not None:
+                    store.close()
+                raise
+        assert store is not None
+        try:
+            if store.refuse_foreign():  # no tables at all: an empty file
+                store.close()
+                return cls._empty(url)
+            store.check_readable()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _empty(cls, url: StoreURL) -> SqliteStore:
+        """A store with evbench's tables and no runs, in memory: what reading a store that
+        does not exist yet finds, without creating it."""
+        store = cls(url, sqlite3.connect(":memory:", isolation_level=None))
+        store.ensure_schema()
+        store.read_only = True
+        return store
+
+    def _unreadable(self, error: BaseException) -> FormatError:
+        assert isinstance(error, Exception)
+        return _not_a_store(self.url, error)
+
+    def _table_names(self) -> list[str]:
+        cursor = self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        try:
+            return [name for (name,) in cursor.fetchall() if not name.startswith("sqlite_")]
+        finally:
+            cursor.close()
 
     def _begin_write(self, cursor: Any) -> None:
         cursor.execute("BEGIN IMMEDIATE")

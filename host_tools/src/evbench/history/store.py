@@ -16,15 +16,17 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evbench.history import schema
+from evbench.history import rows, schema
 from evbench.history.indexing import IndexedRun, RunRow
 from evbench.history.url import StoreURL
 from evbench_agent import stats
-from evbench_agent.errors import UserError
+from evbench_agent.errors import FormatError, UserError
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +56,51 @@ def _insert(table: str, columns: Sequence[str], conflict: str) -> str:
 
 
 class Store:
-    """A history store; use as a context manager, or call close()."""
+    """A history store; use as a context manager, or call close().
+
+    Opened read-only (`read_only`), it never writes: no table is created, no
+    journal mode changed, and `write()` is refused. Any error of the database
+    while reading or writing ends as FormatError naming the store."""
 
     dialect = "sqlite"
+    #: The backend's database error types (sqlite3.Error, psycopg.Error).
+    errors: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, url: StoreURL, connection: Any) -> None:
+    def __init__(self, url: StoreURL, connection: Any, read_only: bool = False) -> None:
         self.url = url
         self.connection = connection
+        self.read_only = read_only
+
+    def _failed(self, error: BaseException | str) -> FormatError:
+        said = " ".join(str(error).split())[:200] or type(error).__name__
+        return FormatError(
+            f"the history store {self.url.display} failed: {said}",
+            hint="the store was damaged or edited by hand: it is left as it is",
+        )
+
+    def _unreadable(self, error: BaseException) -> FormatError:
+        """The error for a database that cannot even list its tables."""
+        return self._failed(error)
+
+    def _table_names(self) -> list[str]:
+        """The tables of the database (the backend's catalogue)."""
+        raise NotImplementedError
+
+    def refuse_foreign(self) -> bool:
+        """Refuse a database that holds tables but not evbench's; True when it holds none."""
+        try:
+            names = self._table_names()
+        except self.errors as error:
+            raise self._unreadable(error) from None
+        if names and "evbench_meta" not in names:
+            shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            raise FormatError(
+                f"{self.url.display} is not an evbench history store: it holds other tables "
+                f"({shown}) and not evbench_meta",
+                hint="give evbench a store of its own (--history or EVBENCH_HISTORY); "
+                "this database is left as it is",
+            )
+        return not names
 
     # -- what a backend provides ------------------------------------------------------
 
@@ -88,36 +128,50 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Any]:
         """One write transaction: committed when the block ends, rolled back when it raises."""
-        cursor = self.connection.cursor()
+        if self.read_only:
+            raise UserError(f"the history store {self.url.display} is open read-only")
+        try:
+            cursor = self.connection.cursor()
+        except self.errors as error:
+            raise self._failed(error) from None
         try:
             self._begin_write(cursor)
             yield cursor
             self.connection.commit()
+        except self.errors as error:
+            with contextlib.suppress(*self.errors):
+                self.connection.rollback()
+            raise self._failed(error) from None
         except BaseException:
             self.connection.rollback()
             raise
         finally:
-            cursor.close()
+            with contextlib.suppress(*self.errors):
+                cursor.close()
 
     def _execute(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
         cursor.execute(self._sql(statement), tuple(params))
         return cursor
 
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        cursor = self.connection.cursor()
         try:
-            cursor.execute(self._sql(statement), tuple(params))
-            names = [d[0] for d in cursor.description]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
-        self.connection.rollback()  # end the read transaction: no snapshot held open
-        return rows
+            cursor = self.connection.cursor()
+            try:
+                cursor.execute(self._sql(statement), tuple(params))
+                names = [d[0] for d in cursor.description]
+                found = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            finally:
+                cursor.close()
+            self.connection.rollback()  # end the read transaction: no snapshot held open
+        except self.errors as error:
+            raise self._failed(error) from None
+        return [rows.checked(row, self.url.display) for row in found]
 
     # -- schema -----------------------------------------------------------------------
 
     def ensure_schema(self) -> int:
         """Create the tables or migrate them to this evbench's version; refuse newer ones."""
+        self.refuse_foreign()
         with self.write() as cursor:
             self._execute(cursor, schema.META)
             found = self._version(cursor)
@@ -137,11 +191,33 @@ class Store:
     def _version(self, cursor: Any) -> int:
         self._execute(cursor, "SELECT value FROM evbench_meta WHERE key = 'schema_version'")
         row = cursor.fetchone()
-        return int(row[0]) if row else 0
+        return self._version_number(row[0]) if row else 0
 
     def schema_version(self) -> int:
-        rows = self._query("SELECT value FROM evbench_meta WHERE key = 'schema_version'")
-        return int(rows[0]["value"]) if rows else 0
+        found = self._query("SELECT value FROM evbench_meta WHERE key = 'schema_version'")
+        return self._version_number(found[0]["value"]) if found else 0
+
+    def _version_number(self, value: Any) -> int:
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
+            return int(value)
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise FormatError(
+            f"the history store {self.url.display} has a schema_version of {shown}, "
+            "not a version number",
+            hint="the store was damaged or edited by hand: it is left as it is",
+        )
+
+    def check_readable(self) -> None:
+        """For a store opened read-only: its version is this evbench's (newer is refused;
+        an older one needs a command that writes, which migrates it)."""
+        found = self.schema_version()
+        schema.refuse_newer(found, self.url.display)
+        if found < schema.SCHEMA_VERSION:
+            raise UserError(
+                f"the history store {self.url.display} has schema version {found}; this "
+                f"evbench reads version {schema.SCHEMA_VERSION}",
+                hint="`evbench history add` migrates it (reading never writes to a store)",
+            )
 
     # -- adding -----------------------------------------------------------------------
 
@@ -267,12 +343,15 @@ class Store:
         """The raw values of one metric of one run (every worker pooled)."""
         from evbench.history.indexing import unpack_values
 
-        rows = self._query(
+        found = self._query(
             "SELECT packed FROM samples WHERE run_id = ? AND suite = ? AND profile = ? "
             "AND codec = ? AND metric = ?",
             (run_id, *key),
         )
-        return [v for row in rows for v in unpack_values(self._blob(row["packed"]))]
+        try:
+            return [v for row in found for v in unpack_values(self._blob(row["packed"]))]
+        except (zlib.error, struct.error, ValueError) as error:
+            raise self._failed(f"the raw samples of run {run_id} do not unpack ({error})") from None
 
     def records(self, run_id: str) -> list[dict[str, Any]]:
         return self._query(

@@ -9,6 +9,7 @@ password; `StoreURL.display` never shows it, so it reaches no log or message.
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ ENVIRONMENT = "EVBENCH_HISTORY"
 #: A URL longer than this is a mistake, not a store.
 MAX_URL_LENGTH = 4096
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+#: A path that starts like this (`file:/x`, `sqlite:x`) is ambiguous: refused, never a
+#: directory named `file:` created by accident.
+_SCHEME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,14 @@ def parse_url(text: str) -> StoreURL:
         raise UserError(f"the history store URL is longer than {MAX_URL_LENGTH} characters")
     scheme, sep, rest = text.partition("://")
     if not sep:
+        prefix = _SCHEME_LIKE.match(text)
+        if prefix:  # file:/x, sqlite:x, postgresql:db: a URL written wrong, or a path?
+            raise UserError(
+                f"the history store {text!r} starts like a URL ({prefix.group(0)}) but is "
+                "not one evbench reads",
+                hint="a path (write ./ before one that holds a colon), sqlite:///PATH or "
+                "postgresql://USER@HOST/DATABASE",
+            )
         return StoreURL("sqlite", Path(text).expanduser())
     scheme = scheme.lower()
     if scheme == "sqlite":

@@ -61,7 +61,7 @@ def previous_run(out: Path) -> dict[str, Any] | None:
 
     manifest = json.loads((out / results.MANIFEST).read_text(encoding="utf-8"))
     run_id = manifest.get("run_id")
-    with open_store(default_url(None)) as store:
+    with open_store(default_url(None), read_only=True) as store:
         this = store.run(run_id) if run_id else None
         if this is None:
             return None

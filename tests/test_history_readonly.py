@@ -1,0 +1,172 @@
+"""History that reads without writing (docs/history.md, "Reading never writes"): the
+attacks of an independent review, against real SQLite files and the real command.
+
+- `history list` on someone else's SQLite file once added evbench's tables to it and
+  switched it to WAL: now refused (exit 2), the file byte for byte as it was;
+- a store on a read-only file system could not be read at all: now it is listed;
+- a missing or empty store reads as empty, and nothing is created;
+- damaged pages, a bad schema_version and malformed rows once gave internal errors
+  (exit 1): now exit 2 naming the store;
+- `--history file:/x` once created a directory named `file:`: now refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require_command
+
+COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
+RUN_ID = "20261130T190452Z-e6b3d1"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _history(store: Path | str, *argv: str, cwd: Path | None = None):
+    """`evbench history ARGV --history STORE` in a fresh process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def _store_with_the_committed_run(path: Path) -> Path:
+    added = _history(path, "add", str(COMMITTED))
+    assert added.returncode == 0, added.stderr
+    return path
+
+
+def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "inventory.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE parts (name TEXT, count INTEGER)")
+        db.execute("INSERT INTO parts VALUES ('bolt', 12)")
+        db.commit()
+    before = _digest(path)
+    for action in ("list", "export"):
+        argv = [action, "--csv", "-"] if action == "export" else [action]
+        done = _history(path, *argv)
+        assert done.returncode == 2, done.stderr
+        assert "is not an evbench history store" in done.stderr and "parts" in done.stderr
+    # a command that writes refuses it too
+    added = _history(path, "add", str(COMMITTED))
+    assert added.returncode == 2 and "is not an evbench history store" in added.stderr
+    assert _digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.sqlite"]  # no -wal, -shm
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["parts"]
+
+
+def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path):
+    missing = tmp_path / "not" / "yet" / "history.sqlite"
+    done = _history(missing, "list")
+    assert done.returncode == 0, done.stderr
+    assert "no runs" in done.stdout
+    assert not (tmp_path / "not").exists()
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    done = _history(empty, "list")
+    assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
+    assert empty.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+
+
+@pytest.mark.integration
+def test_a_store_on_a_read_only_file_system_is_read(tmp_path):
+    require_command("mount")
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], check=True)
+    try:
+        shutil.copy(store, mount_point / "history.sqlite")  # WAL checkpointed: one file
+        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
+        done = _history(mount_point / "history.sqlite", "list")
+        assert done.returncode == 0, done.stderr
+        assert RUN_ID in done.stdout
+        shown = _history(mount_point / "history.sqlite", "export", "--csv", "-")
+        assert shown.returncode == 0 and RUN_ID in shown.stdout, shown.stderr
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_reading_a_store_changes_nothing_in_it(tmp_path):
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = _digest(store)
+    for argv in (["list"], ["export", "--csv", "-"], ["check"]):
+        done = _history(store, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+    assert _digest(store) == before
+
+
+def _damage(store: Path, statement: str) -> None:
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.execute(statement)
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@pytest.mark.parametrize(
+    ("statement", "argv", "said"),
+    [
+        (
+            "UPDATE evbench_meta SET value = 'seven' WHERE key = 'schema_version'",
+            ["list"],
+            "schema_version of 'seven'",
+        ),
+        ("UPDATE runs SET manifest = '{'", ["list"], "manifest is '{'"),
+        ("UPDATE runs SET board = x'0001'", ["list"], "board is b'\\x00\\x01'"),
+        ("UPDATE records SET median = 'fast'", ["export", "--csv", "-"], "median is 'fast'"),
+    ],
+    ids=["schema_version", "manifest", "board", "median"],
+)
+def test_a_malformed_store_is_refused_naming_it(tmp_path, statement, argv, said):
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    _damage(store, statement)
+    done = _history(store, *argv)
+    assert done.returncode == 2, done.stderr
+    assert f"the history store sqlite:///{store}" in done.stderr or str(store) in done.stderr
+    assert said in done.stderr, done.stderr
+    assert "internal error" not in done.stderr
+
+
+def test_damaged_pages_are_refused_naming_the_store(tmp_path):
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+    assert pages > 3
+    data = bytearray(store.read_bytes())
+    for page in range(1, pages):  # every page but the header's: garbage
+        start = page * page_size
+        data[start : start + page_size] = bytes([0xA5]) * page_size
+    store.write_bytes(bytes(data))
+    done = _history(store, "list")
+    assert done.returncode == 2, done.stderr
+    assert str(store) in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_history_url_that_only_looks_like_one_is_refused(tmp_path):
+    done = _history("file:/x", "list", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "starts like a URL" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # no directory named "file:"
+    # a path with a colon is still a path when it says so
+    done = _history("./notes:2026.sqlite", "list", cwd=tmp_path)
+    assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
