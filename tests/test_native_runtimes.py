@@ -239,3 +239,16 @@ def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
     for codec in ("c:protobuf-c", "c:nanopb", "cpp:protobuf"):
         assert sizes[("seed", codec)] == sizes[("seed", "protobuf")]
     assert sizes[("seed", "cpp:nlohmann")] == sizes[("seed", "json")]
+    # The answer per runtime pair, as the terminal shows it, names library and version.
+    from evbench.report import runtimes as answers
+    from evbench_agent import results
+
+    said = answers.render(results.read_samples(out), manifest, codecs.split(","))
+    versions = {name: manifest["platform"]["native_codecs"][name]["version"] for name in PACKAGES}
+    assert (
+        f"The answer (Protobuf (protobuf-c {versions['c:protobuf-c']}) against "
+        f"JSON (cJSON {versions['c:cjson']}) in C, on this machine):"
+    ) in said
+    assert f"Protobuf (libprotobuf {versions['cpp:protobuf']}) against JSON" in said
+    assert f"Protobuf (nanopb {versions['c:nanopb']}) against JSON (cJSON" in said
+    assert said.count("\n- seed: ") == 3  # each pair's answer for the profile

@@ -33,21 +33,27 @@ class Runtime:
     name: str
     language: str
     format: str
+    library: str
     description: str
 
     @property
     def executable_name(self) -> str:
         return "evbench-native-" + self.name.replace(":", "-")
 
+    @property
+    def display_name(self) -> str:
+        """What tables and answers call it: the format, then the runtime."""
+        return f"{'Protobuf' if self.format == PROTOBUF else 'JSON'} ({self.library})"
+
 
 RUNTIMES = {
     runtime.name: runtime
     for runtime in (
-        Runtime("c:protobuf-c", "C", PROTOBUF, "protobuf-c, generated descriptors, pack/unpack"),
-        Runtime("c:cjson", "C", JSON, "cJSON, PrintUnformatted/ParseWithLength"),
-        Runtime("c:nanopb", "C", PROTOBUF, "nanopb, static allocation, pb_encode/pb_decode"),
-        Runtime("cpp:protobuf", "C++", PROTOBUF, "libprotobuf, generated classes"),
-        Runtime("cpp:nlohmann", "C++", JSON, "nlohmann::json, dump/parse"),
+        Runtime("c:protobuf-c", "C", PROTOBUF, "protobuf-c", "protobuf-c, pack/unpack"),
+        Runtime("c:cjson", "C", JSON, "cJSON", "cJSON, PrintUnformatted/ParseWithLength"),
+        Runtime("c:nanopb", "C", PROTOBUF, "nanopb", "nanopb, static sizes, pb_encode/pb_decode"),
+        Runtime("cpp:protobuf", "C++", PROTOBUF, "libprotobuf", "libprotobuf, generated classes"),
+        Runtime("cpp:nlohmann", "C++", JSON, "nlohmann::json", "nlohmann::json, dump/parse"),
     )
 }
 
@@ -85,3 +91,9 @@ def about(executable: str) -> dict[str, str]:
         log.warning("%s --about answered %r", executable, done.stdout[:200])
         return {}
     return dict(field.partition("=")[::2] for field in fields[1:])
+
+
+def display_name(codec: str) -> str | None:
+    """A native codec's display name ("Protobuf (protobuf-c)"), or None for any other codec."""
+    runtime = RUNTIMES.get(codec)
+    return runtime.display_name if runtime else None

@@ -13,7 +13,7 @@ from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView
-from evbench.report import table
+from evbench.report import runtimes, table
 from evbench.report.headline import partial_headline
 from evbench_agent import options, results
 from evbench_agent.comparison import Comparison, compare
@@ -69,6 +69,9 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
     if baseline in codec_names and candidate in codec_names:
         comparison = compare(samples, baseline, candidate)
         print(table.render_comparison(comparison))
+    native = runtimes.render(samples, run.manifest, codec_names)  # C and C++ runtime pairs
+    if native:
+        print(native)
     if codec_names:  # each codec's own medians, apart from the test's estimate
         print()
         print("Medians per codec:")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench.report import arms, exports, table
+from evbench.report import arms, exports, runtimes, table
 from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
@@ -230,6 +230,12 @@ def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
         answer_section(comparison) if compared else None,
         comparison_section(comparison) if compared else None,
         context_section(comparison) if compared else None,
+        *(  # the C and C++ runtime pairs' answers, when the run has native codecs
+            Section(*parts)
+            for parts in runtimes.report_sections(
+                context.samples(), context.manifest, context.codecs()
+            )
+        ),
         Section(
             "Run",
             headers=["What", "Value"],

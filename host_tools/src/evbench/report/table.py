@@ -31,6 +31,7 @@ from evbench_agent import comparison as comparing
 from evbench_agent import metrics, stats
 from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
 from evbench_agent.identity import Identity
+from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
 from evbench_agent.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 
@@ -41,7 +42,7 @@ BUS_COUNTER = "bus_counter"
 
 
 def display_name(codec: str) -> str:
-    return DISPLAY_NAMES.get(codec, codec)
+    return DISPLAY_NAMES.get(codec) or runtimes.display_name(codec) or codec
 
 
 def format_median_ci(

@@ -1,0 +1,46 @@
+"""The answer names the runtime: one comparison per (JSON, protobuf) pair of a language."""
+
+from __future__ import annotations
+
+from evbench.report import runtimes, table
+
+MANIFEST = {
+    "platform": {
+        "native_codecs": {
+            "c:protobuf-c": {"library": "protobuf-c", "version": "1.4.1"},
+            "c:cjson": {"library": "cJSON", "version": "1.7.15"},
+        }
+    }
+}
+
+
+def test_each_language_pairs_its_json_runtimes_with_its_protobuf_runtimes():
+    names = ["json", "protobuf", "c:protobuf-c", "c:cjson", "c:nanopb", "cpp:protobuf",
+             "cpp:nlohmann"]  # fmt: skip
+    found = [(p.baseline, p.candidate, p.language) for p in runtimes.pairs(names)]
+    # C: one JSON runtime x two protobuf runtimes; C++: one x one; Python is the main answer.
+    assert found == [
+        ("c:cjson", "c:protobuf-c", "C"),
+        ("c:cjson", "c:nanopb", "C"),
+        ("cpp:nlohmann", "cpp:protobuf", "C++"),
+    ]
+
+
+def test_no_pair_across_languages_or_without_both_sides():
+    assert runtimes.pairs(["json", "c:protobuf-c", "cpp:nlohmann"]) == []
+    assert runtimes.pairs(["json", "protobuf"]) == []
+
+
+def test_the_title_names_library_version_and_language():
+    pair = runtimes.pairs(["c:protobuf-c", "c:cjson"])[0]
+    assert runtimes.title(pair, MANIFEST) == (
+        "Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C"
+    )
+    # A manifest without the harness's word (an older run): the library, no version.
+    assert runtimes.label("c:nanopb", {}) == "Protobuf (nanopb)"
+
+
+def test_tables_name_native_codecs_by_runtime():
+    assert table.display_name("cpp:nlohmann") == "JSON (nlohmann::json)"
+    assert table.display_name("protobuf") == "Protobuf"
+    assert table.display_name("orjson") == "orjson"
