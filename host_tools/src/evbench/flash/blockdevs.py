@@ -154,3 +154,15 @@ def size_bytes(name: str) -> int:
 
 def read_only(name: str) -> bool:
     return (SYS_BLOCK / name / "ro").read_text().strip() == "1"
+
+
+def backing_files(name: str) -> list[str]:
+    """The files loop devices at or below `name` read from (a partition's disk, the
+    slaves of a device-mapper or md device): writing `name` writes into them."""
+    found = []
+    for member in sorted(_with_lower_devices(name)):
+        backing = SYS_BLOCK / member / "loop" / "backing_file"
+        if backing.exists():
+            text = backing.read_text().rstrip("\n")
+            found.append(text.removesuffix(" (deleted)"))
+    return found

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from evbench.flash import blockdevs
 from evbench.flash import target as targets
 from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
@@ -14,7 +15,8 @@ from evbench_agent.errors import UserError
 
 
 def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
-    """A file target is emptied before writing: it must not be the image or its bmap."""
+    """The target must not be the image or its bmap: not the file itself, nor a loop
+    device (or a partition, device-mapper or md device stacked on one) reading it."""
     inputs = [plan.image] + ([plan.bmap.path] if plan.bmap and plan.bmap.path else [])
     for path in inputs:
         status = path.stat()
@@ -22,6 +24,22 @@ def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
             raise UserError(
                 f"the target {target.path} is the file {path} itself; nothing was written",
                 hint="give another --device",
+            )
+    if not target.is_block_device:
+        return
+    name = blockdevs.name_of(int(target.identity[1]))
+    mine = {(p.stat().st_dev, p.stat().st_ino): p for p in inputs}
+    for backing in blockdevs.backing_files(name) if name else ():
+        try:
+            status = Path(backing).stat()
+        except OSError:
+            continue  # a backing file gone from its path cannot be one of ours
+        source = mine.get((status.st_dev, status.st_ino))
+        if source is not None:
+            raise UserError(
+                f"the target {target.path} is a loop device reading {source} itself: "
+                "writing it would destroy the image; nothing was written",
+                hint="give another --device (losetup -l lists what each loop device reads)",
             )
 
 
@@ -36,8 +54,10 @@ def flash_local(
     target = targets.inspect_target(device, allow_fixed)
     _refuse_own_inputs(target, plan)
     image_size = plan.image_size
-    if image_size is not None:
-        targets.check_fits(target, image_size)
+    # without a bmap a compressed image's size is what its format declares, if it does
+    declared = image_size if image_size is not None else plan.source.declared_size()
+    if declared is not None:
+        targets.check_fits(target, declared)
     targets.confirm(target, plan.describe(), assume_yes)
     fd = targets.open_for_writing(target, image_size, allow_fixed)
     try:

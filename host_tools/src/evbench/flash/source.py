@@ -104,6 +104,66 @@ class _DecompressPipe:
         self._process.stderr.close()
 
 
+def _xz_size(path: Path) -> int | None:
+    """The uncompressed size from the xz index, as `xz --robot --list` reads it."""
+    command = shutil.which("xz")
+    if command is None:
+        return None
+    done = subprocess.run(
+        [command, "--robot", "--list", str(path)], capture_output=True, text=True, timeout=60
+    )
+    for line in done.stdout.splitlines() if done.returncode == 0 else ():
+        fields = line.split("\t")
+        if fields[0] == "totals" and len(fields) > 4:
+            return int(fields[4])
+    return None
+
+
+#: zstd frames (RFC 8878): the magic of a frame, and the range of skippable frames.
+_ZSTD_FRAME = 0xFD2FB528
+_ZSTD_SKIPPABLE = range(0x184D2A50, 0x184D2A60)
+
+
+def _zstd_size(path: Path) -> int | None:
+    """The sum of the Frame_Content_Size of every frame (RFC 8878, 3.1.1), walking the
+    blocks to find each next frame; None when a frame does not declare its size."""
+    total = 0
+    with path.open("rb") as stream:
+
+        def take(count: int) -> int:
+            data = stream.read(count)
+            if len(data) != count:
+                raise ValueError("cut short")
+            return int.from_bytes(data, "little")
+
+        while magic := stream.read(4):
+            if len(magic) != 4:
+                return None
+            number = int.from_bytes(magic, "little")
+            if number in _ZSTD_SKIPPABLE:
+                stream.seek(take(4), 1)
+                continue
+            if number != _ZSTD_FRAME:
+                return None
+            descriptor = take(1)
+            single_segment = descriptor >> 5 & 1
+            if not single_segment:
+                take(1)  # window descriptor
+            stream.seek((0, 1, 2, 4)[descriptor & 3], 1)  # dictionary id
+            size_bytes = (single_segment, 2, 4, 8)[descriptor >> 6]
+            if size_bytes == 0:
+                return None
+            total += take(size_bytes) + (256 if size_bytes == 2 else 0)
+            last = 0
+            while not last:
+                header = take(3)
+                last, kind, size = header & 1, header >> 1 & 3, header >> 3
+                stream.seek(1 if kind == 1 else size, 1)  # an RLE block stores one byte
+            if descriptor >> 2 & 1:
+                stream.seek(4, 1)  # content checksum
+    return total
+
+
 def _open_stream(path: Path, compression: str) -> BinaryIO | _DecompressPipe:
     if compression == "plain":
         return path.open("rb")
@@ -140,6 +200,22 @@ class ImageSource:
     def plain_size(self) -> int | None:
         """The image's size when it is not compressed (known before reading)."""
         return self.path.stat().st_size if self.compression == "plain" else None
+
+    def declared_size(self) -> int | None:
+        """The decompressed size the compressed file declares, where its format keeps
+        one (xz's index, zstd's frame headers; bzip2 and gzip keep none that holds):
+        a card too small for it is refused before anything is written. None when the
+        file does not say (or cannot be read: the stream's own checks then speak)."""
+        if self.compression == "plain":
+            return self.plain_size
+        try:
+            if self.compression == "xz":
+                return _xz_size(self.path)
+            if self.compression == "zstd":
+                return _zstd_size(self.path)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        return None
 
     def chunks(self, spans: Sequence[tuple[int, int | None]]) -> Iterator[tuple[int, bytes]]:
         """(offset, data) pieces of every span, at most CHUNK bytes each."""

@@ -49,7 +49,20 @@ def inspect_target(path: Path, allow_fixed: bool = False) -> Target:
 
     The path is resolved here, once: a /dev/disk/by-id/... link names its device,
     and open_for_writing opens the resolved path without following links again.
+    A path that changes while it is inspected (a link swapped mid-resolve, a
+    directory renamed) is refused: "the target changed".
     """
+    try:
+        return _inspect(path, allow_fixed)
+    except OSError as error:
+        raise UserError(
+            f"refusing to write {path}: the target changed while it was inspected "
+            f"({error.strerror or error}); nothing was written",
+            hint="something else is changing the target: check it and try again",
+        ) from error
+
+
+def _inspect(path: Path, allow_fixed: bool) -> Target:
     resolved = path.resolve()
     try:
         status = resolved.lstat()
@@ -58,9 +71,9 @@ def inspect_target(path: Path, allow_fixed: bool = False) -> Target:
             raise UserError(
                 f"{path} does not exist", hint="list the devices with 'lsblk'"
             ) from None
-        return Target(resolved, False, None, "new file", ("new",), path)
-    except OSError as error:
-        raise UserError(f"cannot inspect {path}: {error.strerror}") from error
+        parent = resolved.parent.lstat()
+        identity = ("new", str(parent.st_dev), str(parent.st_ino))
+        return Target(resolved, False, None, "new file", identity, path)
     if stat.S_ISREG(status.st_mode):
         identity = ("file", str(status.st_dev), str(status.st_ino))
         return Target(resolved, False, None, "regular file", identity, path)
@@ -148,14 +161,48 @@ def open_for_writing(target: Target, image_size: int | None, allow_fixed: bool =
         flags |= os.O_EXCL
     elif kind == "new":
         flags |= os.O_CREAT | os.O_EXCL  # something that appeared meanwhile is refused
+    parent = None if kind == "block" else _open_directory(target)
     try:
-        fd = os.open(target.path, flags, 0o644)
+        if parent is None:
+            fd = os.open(target.path, flags, 0o644)
+        else:
+            fd = os.open(target.path.name, flags, 0o644, dir_fd=parent)
     except OSError as error:
-        if error.errno in (errno.ELOOP, errno.EEXIST, errno.ENOENT):
+        if error.errno in (errno.ELOOP, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
             raise _changed(target, f"the path changed ({error.strerror})") from error
         raise UserError(f"cannot open {target.path} for writing: {error.strerror}") from error
+    finally:
+        if parent is not None:
+            os.close(parent)
     try:
         _check_opened(fd, target, image_size, allow_fixed)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_directory(target: Target) -> int:
+    """The target's directory, opened one component at a time from / with O_NOFOLLOW
+    (a link swapped in anywhere on the way fails to open), and for a new file checked
+    to be the directory inspected: the file is then created inside it with openat, so
+    no swap of a parent can send it elsewhere."""
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", flags)
+    try:
+        for part in target.path.parent.parts[1:]:
+            try:
+                inner = os.open(part, flags, dir_fd=fd)
+            except OSError as error:
+                raise _changed(
+                    target, f"its directory changed at {part!r} ({error.strerror})"
+                ) from error
+            os.close(fd)
+            fd = inner
+        if target.identity[0] == "new":
+            status = os.fstat(fd)
+            if (str(status.st_dev), str(status.st_ino)) != target.identity[1:]:
+                raise _changed(target, "its directory is another one")
     except BaseException:
         os.close(fd)
         raise
