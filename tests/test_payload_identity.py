@@ -162,3 +162,40 @@ def test_a_run_puts_the_digest_on_every_codec_and_link_record(tmp_path):
         ("codec", "int"): {expected["int"]},
         ("link", "seed"): {expected["seed"]},
     }
+
+
+@pytest.mark.slow
+def test_generated_and_sampled_runs_of_one_profile_name_share_no_codec_row(
+    descriptor_sets, tmp_path
+):
+    """The issue's case: one profile name, payloads generated in one run and read from a
+    samples file in the other: no codec record of one may pair with one of the other."""
+    from test_user_schema import _document
+
+    base = _document(descriptor_sets["bms"], BMS, profile_name="bms")
+    documents = {
+        "generated": base,
+        "samples": dict(base, samples=samples.source_from_file(DATA / "bms_samples.jsonl")),
+    }
+    identities = {}
+    for name, schema in documents.items():
+        spec_file = tmp_path / f"{name}.json"
+        spec_file.write_text(json.dumps({"schema": schema}))
+        out = tmp_path / name
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "evbench_agent", "run", "--spec", str(spec_file),
+                "--suite", "codec", "--codecs", "json,protobuf", "--quick", "--payloads", "10",
+                "--out", str(out),
+            ],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        with (out / "samples.jsonl").open(encoding="utf-8") as stream:
+            records = [json.loads(line) for line in stream]
+        assert {r["profile"] for r in records if r["suite"] == "codec"} == {"bms"}
+        identities[name] = {
+            (r["codec"], identity.of_record(r)) for r in records if r["suite"] == "codec"
+        }
+    assert identities["generated"] and identities["samples"]
+    assert identities["generated"].isdisjoint(identities["samples"])
