@@ -20,11 +20,17 @@ EVBENCH_CODECS ?= "python3-cantools python3-cbor2 python3-msgpack python3-ujson"
 # for systemd-networkd, and the layer's kernel appends build the modules. Unset:
 # a board whose buses are set up elsewhere.
 EVBENCH_BUSES ??= ""
+# C and C++ codec runtimes (docs/native-codecs.md), in local.conf, for example
+# "c:protobuf-c c:cjson c:nanopb cpp:protobuf cpp:nlohmann": evbench-native builds
+# their harnesses with the image's toolchain. Unset: no native codecs.
+EVBENCH_NATIVE_CODECS ??= ""
+EVBENCH_NATIVE = "${@'evbench-native' if d.getVar('EVBENCH_NATIVE_CODECS').strip() else ''}"
 IMAGE_INSTALL = "packagegroup-core-boot \
                  systemd-serialgetty \
                  evbench-agent \
                  ${EVBENCH_CODECS} \
                  ${EVBENCH_BUSES} \
+                 ${EVBENCH_NATIVE} \
                  ${CORE_IMAGE_EXTRA_INSTALL} \
                  "
 
