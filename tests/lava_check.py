@@ -78,20 +78,28 @@ def render_device(device_type: str, context: dict | None = None, extra: str = ""
     import jinja2
     import yaml
 
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(DEVICE_TYPES)), trim_blocks=True, autoescape=False
-    )
+    loader = jinja2.FileSystemLoader(str(DEVICE_TYPES))
+    try:  # LAVA's own environment (its filters) where the release has one
+        from lava_common.jinja import create_device_templates_env
+
+        environment = create_device_templates_env(loader=loader)
+    except ImportError:  # 2023.01: lava-server renders with a plain environment
+        environment = jinja2.Environment(loader=loader, trim_blocks=True, autoescape=False)
     dictionary = DEVICE_DICTIONARY.replace("DEVICE_TYPE", device_type) + extra
     template = environment.from_string(dictionary)
     return yaml.safe_load(template.render(**(context or {})))
 
 
 def device_type(path: str) -> dict:
-    # Imported for their side effect: they register the strategies select() chooses from.
-    import lava_dispatcher.actions.boot.strategies
-    import lava_dispatcher.actions.deploy.strategies  # noqa: F401
     from lava_common.exceptions import LAVAError
-    from lava_dispatcher.logical import Boot, Deployment
+
+    try:  # LAVA from 2024 on: the strategies are registered where they are defined
+        from lava_dispatcher.actions.boot_strategy import BootStrategy as Boot
+        from lava_dispatcher.actions.deploy_strategy import DeployStrategy as Deployment
+    except ImportError:  # 2023.01: imported for their side effect, registering them
+        import lava_dispatcher.actions.boot.strategies
+        import lava_dispatcher.actions.deploy.strategies  # noqa: F401
+        from lava_dispatcher.logical import Boot, Deployment
 
     job = _load(path)
     device = render_device(job["device_type"])
@@ -181,6 +189,7 @@ def export(path: str) -> dict:
 
 def test_shell(path: str, dut: str) -> dict:
     """lava-dispatcher writes the test shell for the job; DIR then holds it as a board would."""
+    import inspect
     import logging
 
     import lava_dispatcher.job
@@ -199,15 +208,26 @@ def test_shell(path: str, dut: str) -> dict:
             f"{{% set lava_test_results_dir = '{results_dir}' %}}\n",
         )
     )
-    # The dispatcher's download directory (a site setting, /var/lib/lava/dispatcher/tmp).
-    lava_dispatcher.job.DISPATCHER_DOWNLOAD_DIR = str(dut_dir.parent / "dispatcher")
-    logging.setLoggerClass(YAMLLogger)
-    logger = logging.getLogger("dispatcher")
-    logging.setLoggerClass(logging.Logger)
-    logger.addHandler(logging.FileHandler(dut_dir.parent / "dispatcher.log"))
-    logger.setLevel(logging.DEBUG)
+    # The dispatcher's download directory (a site setting, /var/lib/lava/dispatcher/tmp):
+    # dispatcher.yaml's dispatcher_download_dir from 2024 on, a module constant before.
+    download_dir = str(dut_dir.parent / "dispatcher")
+    lava_dispatcher.job.DISPATCHER_DOWNLOAD_DIR = download_dir
+    dispatcher_config = yaml.safe_dump({"dispatcher_download_dir": download_dir})
+    log_file = dut_dir.parent / "dispatcher.log"
     job_id = "4242"
-    job = JobParser().parse(yaml.safe_dump(job_document), device, job_id, logger, None)
+    content = yaml.safe_dump(job_document)
+    order = list(inspect.signature(JobParser.parse).parameters)
+    if order.index("logger") > order.index("dispatcher_config"):  # LAVA 2024+: a keyword
+        logger = YAMLLogger()
+        logger.add_file_handler(str(log_file))
+        job = JobParser().parse(content, device, job_id, dispatcher_config, logger=logger)
+    else:  # 2023.01: a logging.Logger subclass, the logger before the config
+        logging.setLoggerClass(YAMLLogger)
+        logger = logging.getLogger("dispatcher")
+        logging.setLoggerClass(logging.Logger)
+        logger.addHandler(logging.FileHandler(log_file))
+        logger.setLevel(logging.DEBUG)
+        job = JobParser().parse(content, device, job_id, logger, dispatcher_config)
     job.validate()
     actions = [job.pipeline]
     qemu: list[str] = []
@@ -226,10 +246,16 @@ def test_shell(path: str, dut: str) -> dict:
     )
     overlay.run(None, time.monotonic() + 120)
     tarball = overlay.get_namespace_data(action="compress-overlay", label="output", key="file")
-    dut_dir.mkdir(parents=True, exist_ok=True)
+    # The board unpacks the tarball at its root. 2023.01's members start at lava-ID/,
+    # later releases' at the full path of lava_test_results_dir: either way, the test
+    # directory ends up where run.sh looks for it.
+    unpacked = dut_dir.parent / "overlay"
     with tarfile.open(tarball) as tar:
-        tar.extractall(dut_dir, filter="tar")
+        tar.extractall(unpacked, filter="tar")
+    (found,) = [p for p in unpacked.rglob(f"lava-{job_id}") if p.is_dir()][:1]
     lava_dir = dut_dir / f"lava-{job_id}"
+    dut_dir.mkdir(parents=True, exist_ok=True)
+    found.rename(lava_dir)
     return {
         "runner": str(lava_dir / "bin" / "lava-test-runner"),
         "stage": str(lava_dir / "0"),

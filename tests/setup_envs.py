@@ -46,7 +46,9 @@ LAVA_CACHE = ROOT / "tests" / "cache" / "lava"
 
 
 def ensure(name: str, requirements: list[str]) -> None:
-    env = ROOT / name
+    # A worktree may link its environments to another checkout's: build where the link
+    # points (`venv --clear` cannot clear through a link, and leaves nothing behind).
+    env = (ROOT / name).resolve()
     stamp = env / ".evbench-requirements"
     wanted = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
