@@ -180,6 +180,7 @@ def _seen(message, into: set[str]) -> None:
             _seen(item, into)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_the_generator_reaches_every_field_it_can(sets, name):
     profile = _profile(sets, name)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evbench_agent.errors import UserError
-from evbench_agent.payloads import DEFAULT_COUNT, samples, user_schema
+from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, samples, user_schema
 from evbench_agent.payloads.json_style import STYLES
 
 PROTOC_TIMEOUT = 120.0
@@ -179,7 +179,10 @@ def schema_document(args: argparse.Namespace) -> dict[str, Any] | None:
         )
     if args.samples:
         document["samples"] = samples.source_from_file(args.samples)
-    user_schema.build_profile(document)  # every check the agent makes, before anything runs
+    profile = user_schema.build_profile(document)  # every check the agent makes, up front
+    # The run's payloads, made and converted once here too: a generator budget blown or a
+    # value the JSON style cannot carry stops the run before its directory exists.
+    profile.payloads(getattr(args, "payloads", None) or DEFAULT_COUNT, DEFAULT_SEED)
     if args.samples:  # ship only the messages the run takes, byte for byte
         count = getattr(args, "payloads", None) or DEFAULT_COUNT
         document["samples"] = samples.source_from_file(args.samples, limit=count)

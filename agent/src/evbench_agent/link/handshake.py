@@ -142,16 +142,22 @@ def request(reader: framing.FrameReader, hello: Hello, timeout_s: float) -> dict
     answer = _body(_first_frame(reader, timeout_s, "the responder"), "the responder")
     if answer.get("ok") is not True:
         busy = answer.get("reason") == BUSY
-        raise HandshakeError(
-            f"the responder refused the connection: {answer.get('error', 'no reason given')}",
-            hint=(
+        why = str(answer.get("error", "no reason given"))
+        hint = (
+            "check that both sides run the same evbench version with the same codecs "
+            "(and the same EVBENCH_LINK_TOKEN where the responder has one)"
+        )
+        if busy:
+            hint = (
                 "other clients hold every connection slot: try again when one finishes, "
                 "or start the responder with a larger --max-connections"
-                if busy
-                else "check that both sides run the same evbench version with the same codecs "
-                "(and the same EVBENCH_LINK_TOKEN where the responder has one)"
-            ),
-        )
+            )
+        elif "unknown profile" in why and hello.profile.startswith("schema:"):
+            hint = (
+                "a responder you start yourself knows only the built-in profiles, not your "
+                "--schema: measure the link with the loopback responder (the default --peer)"
+            )
+        raise HandshakeError(f"the responder refused the connection: {why}", hint=hint)
     return answer
 
 

@@ -46,6 +46,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
     argv = ["run", "--progress", "json", "--run-id", run_id, "--out", str(out)]
+    if getattr(args, "debug", False):  # the agent's own traceback, for the hint's --debug
+        argv.append("--debug")
     if getattr(args, "agent_spec", None):  # a user's schema travels as a spec file
         argv += ["--spec", args.agent_spec]
     return argv + options.agent_argv(args)
@@ -240,6 +242,12 @@ def _agent_error(status: int, log: str) -> EvbenchError:
     return error
 
 
+def _agent_traceback(log: str) -> str:
+    """The last Python traceback in the agent's output (it prints one under --debug)."""
+    start = log.rfind("Traceback (most recent call last):")
+    return log[start:].rstrip() if start >= 0 else ""
+
+
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
     if log and started and not (out / "agent.log").exists():
@@ -250,6 +258,9 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         if out.is_dir() and not any(out.iterdir()):
             out.rmdir()
+        traceback = _agent_traceback(log)
+        if getattr(args, "debug", False) and traceback:
+            print(f"the agent's traceback:\n{traceback}", file=sys.stderr)
         raise _agent_error(status, log)
     run_data = results.load_run(out)
     if not run_data.complete:  # first, so nobody reads the tables below as a whole run
