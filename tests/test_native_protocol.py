@@ -139,3 +139,19 @@ def test_a_harness_dying_in_the_second_worker_leaves_a_partial_run(tmp_path):
     ]
     # Worker 1 (index 0) measured both codecs before worker 2's harness died.
     assert {(s["codec"], s["worker"]) for s in timed} == {("json", 0), ("c:cjson", 0)}
+
+
+def test_the_link_suite_refuses_native_codecs_before_the_run(tmp_path):
+    directory = tmp_path / "libexec"
+    directory.mkdir()
+    stand_in(directory, "honest", name="evbench-native-c-cjson")
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
+         "--codecs", "json,c:cjson", "--link-all-codecs", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env=dict(os.environ, EVBENCH_NATIVE_DIR=str(directory)),
+    )  # fmt: skip
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert "the link suite cannot carry native codecs (c:cjson)" in done.stderr
+    assert not out.exists()  # refused before the run wrote anything

@@ -162,6 +162,15 @@ def planned_seconds(spec: Any) -> float:
 def preflight(spec: Any) -> list[str]:
     """Before the run writes anything: open the bus once (a missing device or interface
     is a UserError here) and say, one line each, what it cannot carry at the rate."""
+    from evbench_agent.native.codec import CODECS as NATIVE_CODECS
+
+    native = [c for c in link_codecs(spec) if codec_registry.original_name(c) in NATIVE_CODECS]
+    if native:  # their decoding runs only in a harness: no link client or responder has it
+        raise UserError(
+            f"the link suite cannot carry native codecs ({', '.join(native)})",
+            hint="run the link suite with Python codecs (leave out --link-all-codecs), "
+            "and native codecs in the codec suite (docs/native-codecs.md)",
+        )
     if not spec.link_transport:
         return []
     from evbench_agent.link import bus_connection
