@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evbench_agent import regular_file
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, samples, user_schema
 from evbench_agent.payloads.json_style import STYLES
@@ -125,12 +126,11 @@ def _source_files(serialized: bytes, include: list[Path]) -> list[dict[str, str]
 
 
 def _read_document(path: Path, what: str) -> Any:
+    data = regular_file.read_regular(path, MAX_GENERATOR_BYTES, what)
     try:
-        if path.stat().st_size > MAX_GENERATOR_BYTES:
-            raise UserError(f"the {what} {path} is over {MAX_GENERATOR_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UserError(f"cannot read the {what} {path}: {error.strerror}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"the {what} {path} is not UTF-8 text (byte {error.start})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
@@ -138,14 +138,19 @@ def _read_document(path: Path, what: str) -> Any:
             return yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise UserError(f"the {what} {path} is not valid YAML: {error}") from None
+        except RecursionError:
+            raise UserError(f"the {what} {path} nests too deeply to read") from None
     try:
         return json.loads(text)
     except ValueError as error:
         raise UserError(f"the {what} {path} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise UserError(f"the {what} {path} nests too deeply to read") from None
 
 
 def _file_record(path: Path) -> dict[str, str]:
-    return {"name": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    data = regular_file.read_regular(path, MAX_GENERATOR_BYTES, "generator file")
+    return {"name": path.name, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def schema_document(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -21,12 +21,15 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
+from evbench_agent import regular_file
 from evbench_agent.errors import UserError
 
 FORMATS = ("jsonl", "binary")
 #: The samples travel inside the run spec; a benchmark needs hundreds, not gigabytes.
 MAX_BYTES = 32 * 1024 * 1024
 MAX_RECORD = 16 * 1024 * 1024
+#: The longest JSONL line (one message in the proto3 JSON mapping) that is parsed.
+MAX_LINE = 1024 * 1024
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _BINARY_SUFFIXES = (".bin", ".pb", ".binpb", ".ld", ".delimited")
 
@@ -68,16 +71,7 @@ def source_from_file(
     The data is the file's first `limit` messages, byte for byte (line numbers
     stay those of the file); the SHA-256 is the whole file's.
     """
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UserError(
-                f"the samples file {path} is {size} bytes, over {MAX_BYTES}",
-                hint="keep the first few hundred messages: a run takes --payloads of them",
-            )
-        data = path.read_bytes()
-    except OSError as error:
-        raise UserError(f"cannot read the samples file {path}: {error.strerror}") from None
+    data = regular_file.read_regular(path, MAX_BYTES, "samples file")  # a FIFO never blocks
     fmt = fmt or detect_format(path.name, data)
     if fmt not in FORMATS:
         raise UserError(f"unknown samples format {fmt!r}", hint=f"known: {', '.join(FORMATS)}")
@@ -102,6 +96,11 @@ def parse_jsonl(data: bytes, name: str, message_type: type[Message], limit: int)
             break
         if not line.strip():
             continue
+        if len(line) > MAX_LINE:  # parsing 25 MiB of JSON took 136 s and 651 MB
+            raise UserError(
+                f"{name} line {number} is {len(line)} characters, over {MAX_LINE}",
+                hint="one 20 Hz message is far smaller: is this the right file?",
+            )
         try:
             messages.append(json_format.Parse(line, message_type(), descriptor_pool=pool))
         except json_format.ParseError as error:
