@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # a real pty pair and the evbench program
+
 EVBENCH = str(Path(sys.executable).parent / "evbench")
 
 

@@ -11,6 +11,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.integration  # a real paramiko connection on loopback
+
 SCRIPT = textwrap.dedent(
     """
     import socket, sys, threading

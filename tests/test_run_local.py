@@ -140,7 +140,15 @@ def _reaped(process: subprocess.Popen):
         process.communicate()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize(
+    "stop",
+    [
+        signal.SIGINT,
+        # The same path as Ctrl-C (evbench.interrupts): kept out of the fast tier.
+        pytest.param(signal.SIGTERM, marks=pytest.mark.integration),
+        pytest.param(signal.SIGHUP, marks=pytest.mark.integration),
+    ],
+)
 def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, stop):
     # SIGTERM (systemd, CI, `timeout`) and SIGHUP (a closed terminal) go to evbench only,
     # not to its agent: evbench itself must stop the agent and keep the run.
