@@ -23,8 +23,10 @@ API (stable; extended only compatibly)::
                              # when no verdict was reachable
         row.too_small        # True when no verdict was reachable ("n too small")
         row.family        # test family name ("codec seed"), None outside tests
+        row.busy          # replicates of the row measured on a busy machine (contention)
     comparison.families   # family name -> its TESTED rows, Holm-corrected together
     comparison.unmatched  # identities measured for only one of the two codecs
+    comparison.busy       # (busy, measured) replicates: the machine beyond contention's bound
     labels(identities)    # the rows' labels for any identities (e.g. every codec's medians)
 
     # Two runs, each codec against itself (evbench compare): one row per codec and identity
@@ -61,6 +63,7 @@ from typing import Any
 from evbench_agent import identity, metrics, stats, verdicts
 from evbench_agent.identity import CONTEXT, FACT, TESTED, Identity
 from evbench_agent.results import Run, SampleSet
+from evbench_agent.telemetry import contention
 
 #: How each suite's replicates are compared, and what n counts: the codec suite pairs
 #: the codecs within a worker process, the link suite within a pair of adjacent phases
@@ -101,6 +104,9 @@ class Row:
     n: int = 0
     n_counts: str = "values"
     family: str | None = None
+    #: Replicates of this row (either codec's) measured while the machine was busy
+    #: beyond telemetry.contention's bound: the row may be unreliable.
+    busy: int = 0
 
     @property
     def outcome(self) -> str | None:
@@ -126,6 +132,9 @@ class Comparison:
     families: dict[str, tuple[Row, ...]] = field(default_factory=dict)
     #: compare_runs: (codec, identity) measured in only one of the two runs.
     left_out: tuple[tuple[str, Identity], ...] = ()
+    #: (busy, measured): replicates whose machine state was beyond contention's bound,
+    #: of those whose state was measured.
+    busy: tuple[int, int] = (0, 0)
 
     def by_role(self, role: str) -> list[Row]:
         return [row for row in self.rows if row.role == role]
@@ -147,6 +156,40 @@ def _replicate(sample_set: SampleSet) -> Any:
 
 
 Grouped = dict[Identity, dict[str, dict[Any, list[float]]]]
+#: (suite, profile, link phase kind, replicate) -> why it was busy.
+Busy = dict[tuple[Any, ...], list[str]]
+
+
+def _contention_key(suite: str, profile: str | None, params: dict, replicate: Any) -> tuple:
+    """Where a replicate's machine state applies: a link phase (of its kind), or a codec
+    worker process (every profile ran in it: profile None)."""
+    if suite == "link":
+        return (suite, profile, params.get("phase"), replicate)
+    return (suite, None, None, replicate)
+
+
+def busy_replicates(sample_sets: Iterable[SampleSet]) -> tuple[Busy, int]:
+    """The replicates measured on a busy machine, and how many had their state measured.
+    Both phases of a link pair count as one replicate: the busier decides."""
+    found: dict[tuple, dict[str, float]] = {}
+    for sample_set in sample_sets:
+        if sample_set.metric not in contention.METRICS or not sample_set.values:
+            continue
+        key = _contention_key(
+            sample_set.suite, sample_set.profile, sample_set.params, _replicate(sample_set)
+        )
+        figures = found.setdefault(key, {})
+        figures[sample_set.metric] = max(figures.get(sample_set.metric, 0.0), *sample_set.values)
+    busy = {key: why for key, figures in found.items() if (why := contention.reasons(figures))}
+    return busy, len(found)
+
+
+def _busy_count(key: Identity, replicates: Iterable[Any], busy: Busy) -> int:
+    if not busy:
+        return 0
+    return sum(
+        1 for r in replicates if _contention_key(key.suite, key.profile, key.params_dict, r) in busy
+    )
 
 
 def identity_of(sample_set: SampleSet) -> Identity:
@@ -292,7 +335,7 @@ _Match = tuple[Identity, str, dict[Any, list[float]], str, dict[Any, list[float]
 
 
 def _rows(
-    matches: Sequence[_Match], paired: bool, alpha: float, min_effect: float
+    matches: Sequence[_Match], paired: bool, alpha: float, min_effect: float, busy: Busy
 ) -> tuple[list[Row], dict[str, tuple[Row, ...]]]:
     """Rows in the order of `matches`, TESTED ones decided per family (suite, profile)."""
     names = labels(list(dict.fromkeys(match[0] for match in matches)))
@@ -319,6 +362,7 @@ def _rows(
             "better": metrics.better(key.metric),
             "baseline": base,
             "candidate": cand,
+            "busy": _busy_count(key, set(base_values) | set(cand_values), busy) if paired else 0,
         }
         if index in decided:
             verdict, counts, name = decided[index]
@@ -351,7 +395,9 @@ def compare(
     min_effect: float = verdicts.MIN_EFFECT,
 ) -> Comparison:
     """Compare two codecs over every identity both measured."""
+    sample_sets = list(sample_sets)
     grouped = group(sample_sets)
+    busy, measured = busy_replicates(sample_sets)
     both = sorted(
         (k for k, codecs in grouped.items() if baseline in codecs and candidate in codecs),
         key=_order,
@@ -362,7 +408,7 @@ def compare(
     matches = [
         (key, baseline, grouped[key][baseline], candidate, grouped[key][candidate]) for key in both
     ]
-    rows, families = _rows(matches, True, alpha, min_effect)
+    rows, families = _rows(matches, True, alpha, min_effect, busy)
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -371,6 +417,7 @@ def compare(
         alpha=alpha,
         min_effect=min_effect,
         families=families,
+        busy=(len(busy), measured),
     )
 
 
@@ -406,7 +453,7 @@ def compare_runs(
         (key, codec, grouped_base[key][codec], codec, grouped_cand[key][codec])
         for codec, key in both
     ]
-    rows, families = _rows(matches, False, alpha, min_effect)
+    rows, families = _rows(matches, False, alpha, min_effect, {})
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -436,6 +483,7 @@ __all__ = [
     "Comparison",
     "Row",
     "Side",
+    "busy_replicates",
     "compare",
     "compare_run",
     "compare_runs",

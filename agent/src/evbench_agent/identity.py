@@ -105,6 +105,10 @@ METRIC_ROLES: dict[str, str] = {
     # a bus interface's counters over a link phase: events on the bus, not the codec's
     "bus_errors": CONTEXT,
     "bus_counter": CONTEXT,
+    # the machine around each replicate: why a row may be unreliable, not the codec's
+    "contention_others_cpu": CONTEXT,
+    "contention_steal": CONTEXT,
+    "contention_freq_change": CONTEXT,
     # telemetry and modelled energy
     "cpu_util": CONTEXT,
     "agent_cpu": CONTEXT,

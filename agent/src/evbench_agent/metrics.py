@@ -47,6 +47,10 @@ METRICS: dict[str, Metric] = {
         # the bus interface's counters over a phase (telemetry.bus_stats; context)
         Metric("bus_errors", "count", LOWER_IS_BETTER, "Bus error events"),
         Metric("bus_counter", "count", LOWER_IS_BETTER, "Bus interface counter"),
+        # the machine around each replicate (telemetry.contention; context)
+        Metric("contention_others_cpu", "percent", LOWER_IS_BETTER, "Other processes' CPU"),
+        Metric("contention_steal", "percent", LOWER_IS_BETTER, "CPU steal"),
+        Metric("contention_freq_change", "percent", LOWER_IS_BETTER, "Clock change"),
         # telemetry (suite "telemetry", per phase; values are one per telemetry sample)
         Metric("cpu_util", "percent", LOWER_IS_BETTER, "CPU utilisation, all cores"),
         Metric("agent_cpu", "percent", LOWER_IS_BETTER, "Agent CPU, % of one core"),

@@ -48,6 +48,7 @@ from evbench_agent import codecs, payload_identity, payloads
 from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
+from evbench_agent.telemetry import contention
 from evbench_agent.workers import run_worker
 
 SUITE = "codec"
@@ -438,6 +439,7 @@ def run(context: RunContext) -> None:
     params = timed_params(spec)
     for worker in range(plan.processes):
         context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
+        before = contention.take()
         result = run_worker(
             dict(
                 task,
@@ -450,8 +452,14 @@ def run(context: RunContext) -> None:
             ),
             progress.advance,
         )
+        found = contention.figures(before, contention.take())
         context.mark("end", suite=SUITE, worker=worker)
         writer.add(SampleSet.from_dict(item) for item in result["sample_sets"])
+        # The machine around the worker (every profile and codec ran in it: codec none).
+        writer.add(
+            SampleSet(SUITE, None, None, metric, "percent", {"kind": "worker"}, [value], worker)
+            for metric, value in found.items()
+        )
         for phase in result["phases"]:  # codec=None: all codecs of the profile, interleaved
             for event in ("start", "end"):
                 where = {"suite": SUITE, "profile": phase["profile"], "worker": worker}

@@ -51,6 +51,7 @@ from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
+from evbench_agent.telemetry import contention
 
 SUITE = "link"
 #: The seed app's message. Not the run's `profiles`: a link phase takes real
@@ -210,6 +211,7 @@ class _Phases:
         self.context, self.settings = context, settings
         self.responder: ResponderProcess | None = None
         self.phases_done = 0
+        self.said_busy = False
         self.bus: Any = None
         self.counters: Any = None
         if settings.transport:
@@ -443,6 +445,25 @@ class _Phases:
             [SampleSet(SUITE, None, None, "wakeup_latency", "s", params, values)]
         )
 
+    def write_contention(
+        self, profile: str, codec: str, phase: int, kind: str, before: contention.Snapshot
+    ) -> None:
+        """The machine around the phase (context, per codec and phase kind), and a line
+        when it was busy beyond the bound."""
+        found = contention.figures(before, contention.take())
+        params = {"phase": kind}
+        self.context.writer.add(
+            SampleSet(SUITE, profile, codec, metric, "percent", params, [value], phase)
+            for metric, value in found.items()
+        )
+        busy = contention.reasons(found)
+        if busy and not self.said_busy:  # once: the table marks every row it touched
+            self.said_busy = True
+            self.context.progress.message(
+                f"link: the machine is busy ({', '.join(busy)} during {profile} {codec} "
+                f"{kind} phase {phase + 1}): rows measured then are marked * in the table"
+            )
+
     def cut_short(self, error: UserError | PartialRun) -> UserError | PartialRun:
         """`error`, or a PartialRun naming the loopback responder first when it died
         (before the first phase too: then the run is partial with nothing measured)."""
@@ -494,7 +515,9 @@ def run(context: RunContext) -> None:
                     for codec, link in order:
                         where = {"suite": SUITE, "profile": profile, "codec": codec}
                         context.mark("start", **where, kind=kind.__name__, phase=phase)
+                        before = contention.take()
                         messages_done = kind(profile, codec, phase, link, data[codec])
+                        phases.write_contention(profile, codec, phase, kind.__name__, before)
                         context.mark("end", **where, kind=kind.__name__, messages=messages_done)
                         progress.advance(f"{profile} {codec} {kind.__name__} {phase + 1}")
     except (PartialRun, UserError) as error:

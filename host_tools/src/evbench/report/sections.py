@@ -89,9 +89,9 @@ def comparison_section(comparison: Comparison) -> Section | None:
     if not cells:
         return None
     base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
-    return Section(
-        f"Comparison: {base} against {cand}", table.comparison_notes(comparison), headers, cells
-    )
+    busy = table.busy_line(comparison)
+    notes = ([busy] if busy else []) + table.comparison_notes(comparison)
+    return Section(f"Comparison: {base} against {cand}", notes, headers, cells)
 
 
 def context_section(comparison: Comparison) -> Section | None:

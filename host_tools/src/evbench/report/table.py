@@ -33,6 +33,7 @@ from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Compari
 from evbench_agent.identity import Identity
 from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
+from evbench_agent.telemetry import contention
 from evbench_agent.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 
 DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
@@ -170,7 +171,7 @@ def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]
         rows.append(
             [
                 row.identity.profile or "-",
-                row.label,
+                row.label + (BUSY_MARK if row.busy else ""),
                 *estimate_cells(row),
                 "-" if change is None else f"{change * 100:+.1f}%",
                 winner_cell(row, base, cand),
@@ -208,6 +209,22 @@ def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
     headers = ["Profile", "Context (not tested)", base, f"{base} range", cand, f"{cand} range"]
     return [*headers, "n values"], rows
+
+
+#: After the label of a row some of whose replicates ran on a busy machine.
+BUSY_MARK = " *"
+
+
+def busy_line(comparison: Comparison) -> str | None:
+    """'The machine was busy: rows marked * may be unreliable (...)', or None."""
+    busy, measured = comparison.busy
+    if not busy:
+        return None
+    return (
+        "The machine was busy: rows marked * may be unreliable "
+        f"({busy} of {measured} replicates measured beyond the bound: "
+        f"{contention.bound_words()}; the context table gives the figures)."
+    )
 
 
 def comparison_notes(comparison: Comparison) -> list[str]:
@@ -380,7 +397,11 @@ def format_markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> st
 
 def render_comparison(comparison: Comparison) -> str:
     """The terminal's comparison: the answer first, then the table, then the context."""
-    parts = [render_answer(comparison), "", format_rows(*comparison_cells(comparison))]
+    parts = [render_answer(comparison), ""]
+    busy = busy_line(comparison)
+    if busy:
+        parts.append(busy)
+    parts.append(format_rows(*comparison_cells(comparison)))
     parts += comparison_notes(comparison)
     headers, context = context_cells(comparison)
     if context:
