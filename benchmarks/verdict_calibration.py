@@ -12,16 +12,25 @@ back and compared with `evbench_agent.comparison` exactly as the table does:
   its identical copy json-aa). A false winner is any winner in the run's
   (codec, seed) family: the family-wise rate. Target over >= 60 runs: estimate
   <= 5 %, one-sided 95 % upper bound <= 10 %.
-- ``link-aa``: link suite, `--aa json`, full link plan. Target: <= 1 run of 20
-  with a winner in the (link, seed) family.
+- ``link-aa``: link suite, `--aa json`, full link plan (adjacent phase pairs).
+  Target: <= 1 run of 20 with a winner in the (link, seed) family.
 - ``codec-slow``: as codec-aa with `--aa-slowdown 0.1` (every operation of the
   copy 10 % slower). Success: the copy named the loser; per timed row. Target
   over >= 30 runs: estimate >= 90 %.
-- ``link-delay``: as link-aa with `--aa-reply-delay 0.0002` (the responder holds
-  each reply to the copy 200 us). Success: the end-to-end RTT row names the
-  copy the loser. Target: >= 18 of 20.
+- ``link-delay``: as link-aa with `--aa-reply-delay 0.00005` (the responder holds
+  each reply to the copy 50 us: about json's encode and decode time against
+  protobuf's on this machine). Success: the end-to-end RTT row names the copy the
+  loser. Target: >= 18 of 20.
+- ``link-delay-hog``: link-delay while a bounded CPU hog spins on one core (one
+  process pinned to CPU 0, started with the run and killed when it ends). The
+  figures and the contention flags are reported (no target: how much a busy
+  machine costs).
 - ``quick``: `--quick`, codec suite, seed, json against protobuf. Success:
   protobuf wins Serialization (encode). Target: 20 of 20.
+
+Every experiment also reports how many of its runs' replicates were measured on
+a busy machine (telemetry.contention's bound, docs/method.md): the flags a
+reader sees as rows marked *.
 
 Experiments run round-robin (one run of each in turn) so that drift in a
 shared machine's speed hits all alike and a time budget cut short still leaves
@@ -32,6 +41,7 @@ printed at the start and the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -110,6 +120,10 @@ class Experiment:
     target: str
     accept: Callable[[int, int], bool]
     rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Run the bounded CPU hog beside each run.
+    hog: bool = False
+    #: Replicates measured on a busy machine, and all whose state was measured.
+    busy: list[int] = field(default_factory=lambda: [0, 0])
     events: int = 0
     done: int = 0
     seconds: list[float] = field(default_factory=list)
@@ -158,6 +172,11 @@ def _encode_names(outcome: str) -> Callable[[comparison.Comparison], bool]:
     return judge
 
 
+#: What the copy's replies are held in the link experiments: about the json-vs-protobuf
+#: encode and decode time of the seed message on this machine (issue 27).
+REPLY_DELAY_S = 0.00005
+
+
 def experiments(runs: dict[str, int]) -> list[Experiment]:
     codec = ["--suite", "codec", "--profile", "seed"]
     link = ["--suite", "link", "--link-profile", "seed"]
@@ -197,7 +216,7 @@ def experiments(runs: dict[str, int]) -> list[Experiment]:
         ),
         Experiment(
             "link-delay",
-            [*link, "--aa", "json", "--aa-reply-delay", "0.0002"],
+            [*link, "--aa", "json", "--aa-reply-delay", str(REPLY_DELAY_S)],
             "json",
             "json-aa",
             runs["link-delay"],
@@ -205,6 +224,18 @@ def experiments(runs: dict[str, int]) -> list[Experiment]:
             "runs whose RTT row names the delayed copy the loser",
             ">= 18 of 20",
             lambda k, n: k >= math.ceil(0.9 * n),
+        ),
+        Experiment(
+            "link-delay-hog",
+            [*link, "--aa", "json", "--aa-reply-delay", str(REPLY_DELAY_S)],
+            "json",
+            "json-aa",
+            runs["link-delay-hog"],
+            _rtt_names(BASELINE),
+            "runs whose RTT row names the delayed copy the loser, beside a CPU hog",
+            "reported (no target)",
+            lambda k, n: True,
+            hog=True,
         ),
         Experiment(
             "quick",
@@ -221,6 +252,9 @@ def experiments(runs: dict[str, int]) -> list[Experiment]:
 
 
 def _tally(experiment: Experiment, result: comparison.Comparison) -> None:
+    busy, measured = result.busy
+    experiment.busy[0] += busy
+    experiment.busy[1] += measured
     for row in result.rows:
         if row.verdict is None:
             continue
@@ -234,14 +268,32 @@ def _tally(experiment: Experiment, result: comparison.Comparison) -> None:
 # --- running: real runs, or synthetic ones with a known answer ------------------------
 
 
+#: The hog: one process spinning until killed (bounded by the run it sits beside).
+HOG = "while True:\n    pass\n"
+
+
+def start_hog() -> subprocess.Popen:
+    """A CPU hog pinned to CPU 0 (where the kernel lets it be pinned)."""
+    hog = subprocess.Popen([sys.executable, "-c", HOG])
+    with contextlib.suppress(AttributeError, OSError):  # not pinnable: still one core's worth
+        os.sched_setaffinity(hog.pid, {0})
+    return hog
+
+
 def real_run(experiment: Experiment, out: Path) -> None:
-    done = subprocess.run(
-        [*AGENT, *experiment.args, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
+    hog = start_hog() if experiment.hog else None
+    try:
+        done = subprocess.run(
+            [*AGENT, *experiment.args, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            check=False,
+        )
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait(timeout=30)
     if done.returncode != 0:
         raise RuntimeError(f"exit {done.returncode}: {done.stderr.strip()[-500:]}")
 
@@ -266,16 +318,17 @@ def _synthetic_sets(name: str, rng: random.Random) -> list[SampleSet]:
                         SampleSet("codec", "seed", codec, operation, "s", params, values, worker)
                     )
         return sets
-    delay = 200e-6 if name == "link-delay" else 0.0
-    params = {"mode": "ack", "rate_hz": 20.0, "count": 200, "phases": 7}
-    for phase in range(7):
+    delay = REPLY_DELAY_S if name.startswith("link-delay") else 0.0
+    params = {"mode": "ack", "rate_hz": 20.0, "count": 20, "phases": 16}
+    for pair in range(16):
+        # What the machine does at a moment hits both phases of a pair alike.
+        level = math.exp(rng.gauss(0, 0.1))
         for codec, extra in (("json", 0.0), ("json-aa", delay)):
-            level = math.exp(rng.gauss(0, 0.05))
-            rtt = [300e-6 * level * math.exp(rng.gauss(0, 0.1)) + extra for _ in range(200)]
-            sets.append(SampleSet("link", "seed", codec, "rtt", "s", params, rtt, phase))
-            cpu = [50e-6 * math.exp(rng.gauss(0, 0.05))]
+            rtt = [300e-6 * level * math.exp(rng.gauss(0, 0.1)) + extra for _ in range(20)]
+            sets.append(SampleSet("link", "seed", codec, "rtt", "s", params, rtt, pair))
+            cpu = [50e-6 * level * math.exp(rng.gauss(0, 0.02))]
             sets.append(
-                SampleSet("link", "seed", codec, "cpu_per_msg_client", "s", params, cpu, phase)
+                SampleSet("link", "seed", codec, "cpu_per_msg_client", "s", params, cpu, pair)
             )
     return sets
 
@@ -342,6 +395,8 @@ def report(plan: list[Experiment]) -> dict:
             "target": e.target,
             "failed_runs": len(e.failures),
             "rows": e.rows,
+            "busy_replicates": e.busy[0],
+            "measured_replicates": e.busy[1],
             "median_run_s": sorted(e.seconds)[len(e.seconds) // 2] if e.seconds else None,
         }
         if n:
@@ -372,6 +427,10 @@ def _print(summary: dict) -> None:
             f"(Clopper-Pearson); median run {entry['median_run_s']:.0f} s; "
             f"failed runs {entry['failed_runs']}"
         )
+        print(
+            f"   contention: {entry['busy_replicates']} of {entry['measured_replicates']} "
+            "replicates measured on a busy machine (rows marked *)"
+        )
         verdict = "meets" if entry["meets_target"] else "MISSES"
         count_note = "" if entry["enough_runs"] else " (fewer runs than the target asks)"
         print(f"   {verdict} the target{count_note}")
@@ -380,7 +439,14 @@ def _print(summary: dict) -> None:
             print(f"   - {label}: {cells}")
 
 
-DEFAULT_RUNS = {"codec-aa": 60, "link-aa": 20, "codec-slow": 30, "link-delay": 20, "quick": 20}
+DEFAULT_RUNS = {
+    "codec-aa": 60,
+    "link-aa": 20,
+    "codec-slow": 30,
+    "link-delay": 20,
+    "link-delay-hog": 20,
+    "quick": 20,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

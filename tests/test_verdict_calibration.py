@@ -48,7 +48,7 @@ def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
             "--runs",
             "2",
             "--only",
-            "codec-aa,codec-slow,link-delay,quick",
+            "codec-aa,codec-slow,link-delay,link-aa,quick",
             "--json",
             str(out),
         ]
@@ -56,10 +56,30 @@ def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
     summary = json.loads(out.read_text())
     assert summary["codec-aa"]["events"] == 0  # identical arms: no winner
     assert summary["codec-slow"]["events"] == 2  # 10 % slower: loser in every timed row
-    assert summary["link-delay"]["events"] == 2  # 200 us later replies: RTT row loser
+    assert summary["link-delay"]["events"] == 2  # 50 us later replies: RTT row loser
+    assert summary["link-aa"]["events"] == 0  # identical arms, paired phases: no winner
     assert summary["quick"]["events"] == 2  # 20x faster encode: protobuf wins
     rows = summary["codec-aa"]["rows"]["Serialization"]
     assert rows["equal"] + rows["undecided"] == 2 and rows["baseline"] + rows["candidate"] == 0
     # two runs cannot bound a false-winner rate below 10 %: the target is missed, exit 3
     assert summary["codec-aa"]["meets_target"] is False and code == 3
     assert "Clopper-Pearson" in capsys.readouterr().out
+
+
+def test_the_link_experiments_run_at_their_full_counts(tmp_path, capsys):
+    """20 synthetic runs each of link A/A, the 50 us delay, and the delay beside the hog
+    (synthetic: no hog runs): the paired design keeps false winners to <= 1 of 20 and
+    detects the delay in >= 18 of 20, as the targets of issue 27 ask of real runs."""
+    out = tmp_path / "summary.json"
+    calibration.main(
+        ["--synthetic", "--only", "link-aa,link-delay,link-delay-hog", "--json", str(out)]
+    )
+    summary = json.loads(out.read_text())
+    assert {name: entry["runs"] for name, entry in summary.items()} == {
+        "link-aa": 20,
+        "link-delay": 20,
+        "link-delay-hog": 20,
+    }
+    assert summary["link-aa"]["events"] <= 1 and summary["link-aa"]["meets_target"]
+    assert summary["link-delay"]["events"] >= 18 and summary["link-delay"]["meets_target"]
+    assert "contention:" in capsys.readouterr().out
