@@ -33,6 +33,9 @@ from evbench_agent.comparison import compare
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec"]
 
+#: Verdicts that name no arm: in an A/A run every other verdict is a false winner.
+NO_WINNER = ("equal", "undecided", "n too small")
+
 
 def _run(arms: list[tuple[str, Path]], extra: list[str], out: Path) -> dict:
     argv = [*AGENT, *extra, "--out", str(out)]
@@ -112,15 +115,12 @@ def main() -> int:
                 print(_line("pair", index, run) + f" {run['arms']}", flush=True)
     if aa_runs:
         false = sum(
-            any(row["winner"] not in ("tie", "n too small") for row in run["rows"].values())
-            for run in aa_runs
+            any(row["winner"] not in NO_WINNER for row in run["rows"].values()) for run in aa_runs
         )
         low, high = clopper_pearson(false, len(aa_runs))
         rows = sum(len(run["rows"]) for run in aa_runs)
         wrong = sum(
-            row["winner"] not in ("tie", "n too small")
-            for run in aa_runs
-            for row in run["rows"].values()
+            row["winner"] not in NO_WINNER for run in aa_runs for row in run["rows"].values()
         )
         print(
             f"A/A: {false} of {len(aa_runs)} runs named a (false) winner "
