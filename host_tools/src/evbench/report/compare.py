@@ -465,16 +465,20 @@ NOTES = (
 def codec_cells(
     contexts: Sequence[RunContext], names: Sequence[str], pair: tuple[str, str]
 ) -> tuple[list[str], list[list[str]]]:
-    """The seed's table, one column group per run: JSON | Protobuf | % Diff | Winner."""
+    """The seed's table, one column group per run: JSON | Protobuf (est.) | % Diff (est.) |
+    Verdict."""
     per_run = []
     for context in contexts:
         _headers, body = table.comparison_cells(comparing.compare(context.samples(), *pair))
-        per_run.append({(line[0], line[1]): line[2:6] for line in body})
+        # a row measured on a busy machine in one run only is still the same row
+        per_run.append(
+            {(line[0], line[1].removesuffix(table.BUSY_MARK)): line[2:6] for line in body}
+        )
     common = [k for k in per_run[0] if all(k in cells for cells in per_run[1:])]
     base, cand = (table.display_name(c) for c in pair)
     headers = ["Profile", "Metric"]
     for name in names:
-        headers += [f"{name} {base}", f"{name} {cand}", "% Diff", "Winner"]
+        headers += [f"{name} {base}", f"{name} {cand} (est.)", "% Diff (est.)", "Verdict"]
     return headers, [[*key, *(c for cells in per_run for c in cells[key])] for key in common]
 
 
