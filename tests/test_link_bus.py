@@ -210,6 +210,7 @@ def test_a_rate_the_uart_cannot_carry_is_said_up_front_and_measured_as_lost(
     assert by_phase(found, "bus_load")[0]["values"][0] > 100
 
 
+@pytest.mark.integration  # two runs over a paced line: about 10 s on an idle machine
 def test_an_overloaded_uart_offers_the_same_load_in_a_short_and_a_long_phase(
     line_9600: PacedLine, tmp_path: Path
 ) -> None:
