@@ -408,3 +408,30 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(board, tmp_path, capsys):
         assert says in err and "internal error" not in err, err
         assert not (out / results.COMPLETE).exists()
     assert not (tmp_path / "escape").exists()
+
+
+def test_fetch_of_a_run_that_failed_on_the_board_is_not_reported_as_a_bug(
+    board, tmp_path, capsys
+):
+    # Exit 1 is evbench's own bug (README, exit codes); a run that failed on the board is
+    # not one: what it measured is fetched as partial (4), and with nothing sealed its
+    # failure is a failed check of the board's run (3).
+    work, url = board
+    run_dir = finished_run(url, work, "20261130T000000Z-fa11ed")
+    board_results = run_dir / detached.RESULTS
+    manifest = json.loads((board_results / results.MANIFEST).read_text())
+    manifest["status"] = "failed"  # as the runner leaves a run an exception ended
+    results.write_json(board_results / results.MANIFEST, manifest)
+    (board_results / results.COMPLETE).unlink()
+    results.write_checksums(board_results)
+    (run_dir / detached.EXIT).write_text("1\n")
+    (run_dir / detached.LOG).write_text("evbench-agent: internal error: RuntimeError: boom\n")
+    out = tmp_path / "failed"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert f"the run {run_dir.name} failed on" in err and "(exit 1)" in err and "boom" in err
+    assert results.verify_checksums(out) == [] and not (out / results.COMPLETE).exists()
+    shutil.rmtree(board_results)  # failed before anything was sealed
+    nothing = tmp_path / "nothing"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(nothing)]) == 3
+    assert "boom" in capsys.readouterr().err

@@ -180,20 +180,29 @@ class RemoteRun:
     # -- fetch ------------------------------------------------------------
 
     def fetch(self, out: Path) -> None:
-        """Copy the results directory to `out`, each file verified against SHA256SUMS."""
+        """Copy the results directory to `out`, each file verified against SHA256SUMS.
+
+        A run that failed on the board (any exit but 0, 2, 3, 4, 130) is fetched as far
+        as it has sealed results, which are then partial (exit 4); with none, its failure
+        is a failed check of the board's run (exit 3): neither is a bug of this command,
+        which exit 1 would say."""
         final = self.status()
-        if exit_code(final) not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
-            log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
-            tail = log.decode(errors="replace").strip().splitlines()[-2:] or ["no output"]
-            error = EvbenchError(
-                f"the run {self.run_id} failed on {self.board.url} "
-                f"(exit {exit_code(final)}): {' / '.join(tail)}"
+        code = exit_code(final)
+        if code not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
+            said_log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
+            tail = said_log.decode(errors="replace").strip().splitlines()[-2:] or ["no output"]
+            said = f"the run {self.run_id} failed on {self.board.url} (exit {code}): " + (
+                " / ".join(tail)
             )
-            code = exit_code(final)
-            error.exit_code = (
-                code if code in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
+            sealed = code not in (ExitCode.USAGE, ExitCode.CHECK_FAILED) and self.resilient(
+                lambda: self.has_remote(results.CHECKSUMS, out)
             )
-            raise error
+            if not sealed:
+                error: EvbenchError = CheckFailed(said)
+                if code == ExitCode.USAGE:
+                    error = UserError(said)
+                raise error
+            logging.getLogger(__name__).warning("%s; fetching what it measured as partial", said)
         listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
         # The manifest first: a directory cut off later is recognisable as this run's.
         entries = sorted(
@@ -210,6 +219,16 @@ class RemoteRun:
         if final.get("complete") and exit_code(final) == ExitCode.OK:
             marker = self.resilient(lambda: self.read_remote(results.COMPLETE, out))
             _place(out / results.COMPLETE, marker)
+
+    def has_remote(self, name: str, out: Path) -> bool:
+        """Whether the run's results directory holds `name` (a small file)."""
+        try:
+            self.read_remote(name, out)
+        except ConnectionLost:
+            raise
+        except (EvbenchError, OSError):
+            return False
+        return True
 
     def read_remote(self, name: str, out: Path, in_results: bool = True) -> bytes:
         """A small file of the run (listing, log, marker), through a temporary copy in `out`."""
