@@ -410,9 +410,7 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(board, tmp_path, capsys):
     assert not (tmp_path / "escape").exists()
 
 
-def test_fetch_of_a_run_that_failed_on_the_board_is_not_reported_as_a_bug(
-    board, tmp_path, capsys
-):
+def test_fetch_of_a_run_that_failed_on_the_board_is_not_reported_as_a_bug(board, tmp_path, capsys):
     # Exit 1 is evbench's own bug (README, exit codes); a run that failed on the board is
     # not one: what it measured is fetched as partial (4), and with nothing sealed its
     # failure is a failed check of the board's run (3).
