@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 
+# each case runs the real command in a new process: seconds each
+pytestmark = pytest.mark.slow
+
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 RUN_ID = "20261130T190452Z-e6b3d1"
 

@@ -47,6 +47,7 @@ def _sample_set(values: list) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "values", [[], [1e308, -1e308, 1e308]], ids=["no values", "values near the float range"]
 )
@@ -90,6 +91,7 @@ def _edit(manifest: dict, path: str, value) -> None:
     manifest[last] = value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "edits",
     [

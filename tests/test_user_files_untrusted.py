@@ -11,6 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# each case runs the real command in a new process: seconds each
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "bms"
 SCHEMA = ["--schema", str(DATA / "bms.proto"), "--message", "evbench.example.BmsStatus"]
