@@ -33,9 +33,6 @@ from evbench_agent.comparison import compare
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec"]
 
-#: Verdicts that name no arm: in an A/A run every other verdict is a false winner.
-NO_WINNER = ("equal", "undecided", "n too small")
-
 
 def _run(arms: list[tuple[str, Path]], extra: list[str], out: Path) -> dict:
     argv = [*AGENT, *extra, "--out", str(out)]
@@ -55,6 +52,7 @@ def _run(arms: list[tuple[str, Path]], extra: list[str], out: Path) -> dict:
         verdict = row.verdict
         rows[f"{row.identity.profile} {row.identity.metric}"] = {
             "winner": {"baseline": base, "candidate": cand}.get(row.outcome, row.outcome),
+            "significant": verdict.significant,  # a winner named, whatever the words
             "pct": verdict.pct_diff,
             "p_holm": verdict.p_holm,
         }
@@ -114,14 +112,10 @@ def main() -> int:
                 pair_runs.append(run)
                 print(_line("pair", index, run) + f" {run['arms']}", flush=True)
     if aa_runs:
-        false = sum(
-            any(row["winner"] not in NO_WINNER for row in run["rows"].values()) for run in aa_runs
-        )
+        false = sum(any(row["significant"] for row in run["rows"].values()) for run in aa_runs)
         low, high = clopper_pearson(false, len(aa_runs))
         rows = sum(len(run["rows"]) for run in aa_runs)
-        wrong = sum(
-            row["winner"] not in NO_WINNER for run in aa_runs for row in run["rows"].values()
-        )
+        wrong = sum(row["significant"] for run in aa_runs for row in run["rows"].values())
         print(
             f"A/A: {false} of {len(aa_runs)} runs named a (false) winner "
             f"(95 % CI {100 * low:.1f} % to {100 * high:.1f} %); {wrong} of {rows} rows"
