@@ -18,6 +18,7 @@ from typing import Any
 
 from evbench_agent import access, installed_version
 from evbench_agent.errors import UserError
+from evbench_agent.native import codec as native_codec
 from evbench_agent.native.codec import CODECS as NATIVE_CODECS
 from evbench_agent.payloads import Payload, Profile
 
@@ -263,3 +264,7 @@ def protobuf_backend() -> str:
     from google.protobuf.internal import api_implementation
 
     return api_implementation.Type()
+
+
+# A native codec takes its payloads as the Python codecs carry them (protobuf or json).
+native_codec.use_python_codecs(lambda name, profile: get(name).bind(profile))

@@ -195,7 +195,6 @@ class NativeCodec:
         )
 
     def bind(self, profile: Profile) -> NativeBound:
-        from evbench_agent import codecs
         from evbench_agent.errors import UserError
         from evbench_agent.native.protocol import Harness
 
@@ -207,7 +206,9 @@ class NativeCodec:
         executable = self.executable()
         if executable is None:
             raise UserError(f"native codec {self.name}: {self.unavailable_reason()}")
-        python = codecs.get("protobuf" if self.carries == _MESSAGE else "json").bind(profile)
+        if _python_bind is None:
+            raise RuntimeError("evbench_agent.codecs has not registered the Python codecs")
+        python = _python_bind("protobuf" if self.carries == _MESSAGE else "json", profile)
         harness = Harness(self.name, executable)
         about = harness.about
         if about.get("format") != self.runtime.format:
@@ -219,6 +220,16 @@ class NativeCodec:
                 f"not {self.runtime.format}"
             )
         return NativeBound(self, profile, harness, self.carries, python.encode, python.access)
+
+
+#: Binds a Python codec by name (set by evbench_agent.codecs, which imports this module:
+#: the native side hands payloads over as the Python codecs carry them).
+_python_bind: Callable[[str, Profile], Any] | None = None
+
+
+def use_python_codecs(bind: Callable[[str, Profile], Any]) -> None:
+    global _python_bind
+    _python_bind = bind
 
 
 CODECS = {

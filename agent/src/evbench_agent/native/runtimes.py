@@ -1,10 +1,11 @@
 """The native runtimes evbench knows, and where their harness executables are.
 
 A harness is found, in order, in the directories of EVBENCH_NATIVE_DIR (a
-path list), in this Python's prefix (`cmake --install native/build --prefix
-.venv`) and in the system's (the meta-evbench recipe installs to
-/usr/libexec/evbench-native). Its executable is named after the codec:
-`c:protobuf-c` is `evbench-native-c-protobuf-c`.
+path list), beside a deployed agent (`evbench deploy --native DIR` puts them in
+libexec/evbench-native next to the agent's zipapp), in this Python's prefix
+(`cmake --install native/build --prefix .venv`) and in the system's (the
+meta-evbench recipe installs to /usr/libexec/evbench-native). Its executable
+is named after the codec: `c:protobuf-c` is `evbench-native-c-protobuf-c`.
 """
 
 from __future__ import annotations
@@ -58,8 +59,19 @@ RUNTIMES = {
 }
 
 
+def deployed_dir() -> Path | None:
+    """Where `evbench deploy --native` puts harnesses: beside the agent's zipapp, when the
+    agent runs from one (its package then lives inside a file)."""
+    import evbench_agent
+
+    archive = Path(evbench_agent.__file__).parent.parent
+    return archive.parent / LIBEXEC if archive.is_file() else None
+
+
 def search_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get(ENVIRONMENT, "").split(os.pathsep) if p]
+    deployed = deployed_dir()
+    dirs += [deployed] if deployed else []
     dirs += [Path(sys.prefix) / LIBEXEC, Path("/usr") / LIBEXEC]
     return dirs
 

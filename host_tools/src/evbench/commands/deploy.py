@@ -20,6 +20,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="install even over an up-to-date or image agent"
     )
+    parser.add_argument(
+        "--native",
+        type=Path,
+        metavar="DIR",
+        help="also copy the native codec harnesses built in DIR for the board "
+        "(docs/native-codecs.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +40,11 @@ def run(args: argparse.Namespace) -> int:
                 hint="deploy to a board address such as ssh://root@board",
             )
         install = deploy.ensure_agent(board, Path(staging), force=args.force)
+        if args.native is not None:
+            from evbench import deploy_native
+
+            names = deploy_native.deploy_harnesses(board, args.native)
+            print(f"native harnesses: {', '.join(names)}", file=sys.stderr)
     where = "in the image" if install.source == "image" else " ".join(install.command)
     print(
         f"agent {install.version} (results format {install.results_format}) {where}: "
