@@ -47,6 +47,8 @@ SEND_TIMEOUT_S = 10.0
 PENDING_PER_SLOT = 8
 #: Of those, one peer address may hold at most this share (1 / PEER_SHARE).
 PEER_SHARE = 4
+#: Connections accepted in a row before the pending handshakes are read again.
+ACCEPT_BATCH = 8
 #: A peer's drops are logged at most once per this many seconds (with a count of the rest).
 DROP_LOG_INTERVAL_S = 60.0
 TOKEN_ENV = handshake.TOKEN_ENV
@@ -224,7 +226,9 @@ class Responder:
 
     # The handshake stage: only the accepting thread runs these.
     def _accept_all(self) -> None:
-        for _ in range(self.max_pending):  # then look at the pending ones again
+        # A few at a time, then the pending ones are read again: a client whose HELLO
+        # lands just after its accept is read before a flood can make it the oldest.
+        for _ in range(ACCEPT_BATCH):
             try:
                 sock, peer = self.listener.accept()
             except (BlockingIOError, InterruptedError):
