@@ -189,6 +189,7 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
     need = changes.reference_needed(0.05 / (2 * len(SERIES)))
     within3 = placed = detected = false_json = early = 0
     delays: list[int] = []
+    offsets: list[int] = []
     series_for_otava = []
     for _ in range(injections):
         start = rng.randint(need, min(len(normal), 30))
@@ -210,6 +211,7 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
             delays.append(last - start)
             within3 += last - start <= 2
             placed += seen.split.index == start
+            offsets.append(seen.split.index - start)
         # The series the check saw the step in: json-aa relative to json, decode.
         relative = [n["figures"][(STEPPED, "decode")] / n["figures"][("json", "decode")]
                     for n in sequence]  # fmt: skip
@@ -220,6 +222,7 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
         "placed at the step's first night": (placed, injections),
         "placed, of those detected": (placed, detected),
         "delays": delays,
+        "offsets": offsets,
         "sequences with a false alarm before the step": (early, injections),
         "sequences with an alarm on json's own (absolute) series": (false_json, injections),
         "otava_series": series_for_otava,
@@ -326,6 +329,8 @@ def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed:
     if found["delays"]:
         counts = {d: found["delays"].count(d) for d in sorted(set(found["delays"]))}
         print(f"  delay in nights after the first stepped night (first alarm): {counts}")
+        offsets = {d: found["offsets"].count(d) for d in sorted(set(found["offsets"]))}
+        print(f"  placement, nights after the step's first night (detected): {offsets}")
     if otava:
         agreement = otava_agreement(otava, found["otava_series"])
         print(

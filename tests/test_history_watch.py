@@ -39,6 +39,8 @@ def test_reference_nights_needed_are_what_the_exact_test_allows():
     assert changes.reference_needed(0.05 / 6) == 10
     # alpha 0.05 / 12: C > 480: C(15, 3) = 455 is not, C(16, 3) = 560 is: r = 13.
     assert changes.reference_needed(0.05 / FAMILY) == 13
+    # One-sided (the check's watch: worse only), 1 / C(r + 3, 3) < 0.05 / 12: C > 240: r = 10.
+    assert changes.reference_needed(0.05 / FAMILY, one_sided=True) == 10
 
 
 def test_the_watch_sees_a_step_on_its_third_night_and_places_it():
@@ -49,6 +51,10 @@ def test_the_watch_sees_a_step_on_its_third_night_and_places_it():
     assert (seen.split.index, seen.seen) == (10, 12)
     assert math.isclose(seen.split.p, 2 / math.comb(13, 3))
     assert math.isclose(seen.split.ratio, 2.001 / 1.0045)  # medians after / before
+    # One-sided, as the check asks (slower is worse): half the two-sided p; faster: none.
+    (slower,) = changes.watch(series, 0.05, worse="higher")
+    assert math.isclose(slower.split.p, 1 / math.comb(13, 3))
+    assert changes.watch(series, 0.05, worse="lower") == []
 
 
 def test_the_watch_restarts_after_a_change_and_a_lone_wild_night_is_none():
@@ -98,8 +104,8 @@ def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
     # Every codec 1.5x: the relative series (codec against codecs) do not move.
     assert len(found.changes) == TESTED_SERIES
     for change in found.changes:
-        # 14 reference nights, 3 after: p = 2 / C(17, 3) = 2 / 680, below 0.05 / 12.
-        assert math.isclose(change.split.p, 2 / 680)
+        # 14 reference nights, 3 after, one-sided: p = 1 / C(17, 3) = 1 / 680 < 0.05 / 12.
+        assert math.isclose(change.split.p, 1 / 680)
         assert change.run_id.startswith("20260014T")  # night 14, the step's first
         assert change.first_seen_run.startswith("20260016T")
         assert 49 < change.pct < 51
@@ -170,17 +176,14 @@ def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_pat
     # The absolute series swing by 30 % a night: a 10 % step is no change of level there.
     # Relative to protobuf of the same night the load cancels: json / protobuf is
     # FLAT_14[i] before (1.000 .. 1.013), 1.1 x FLAT_14[i] after (1.1 .. 1.1022):
-    # all 3 beyond all 14, p = 2 / C(17, 3) = 2 / 680. The two relative series mirror
-    # each other: json worse relative to protobuf, protobuf better relative to json.
-    assert len(found.changes) == 6, [c.describe() for c in found.changes]
+    # all 3 beyond all 14: one-sided p = 1 / C(17, 3) = 1 / 680. The two relative series
+    # mirror each other: json worse relative to protobuf, protobuf better relative to json;
+    # the watch asks "worse?" only, so it is json's change, +9.4 %.
+    assert len(found.changes) == 3, [c.describe() for c in found.changes]
     for change in found.changes:
-        assert math.isclose(change.split.p, 2 / 680)
+        assert math.isclose(change.split.p, 1 / 680)
         assert change.run_id.startswith("20260014T")
-        codec, other = change.series[2], "protobuf" if change.series[2] == "json" else "json"
-        assert f"relative to {other}" in change.series_name
-        assert change.worse == (codec == "json")
-        # json: +9.4 % (above); protobuf: the inverse ratio, 1 / 1.094 - 1 = -8.6 %.
-        assert round(change.pct, 1) == (9.4 if codec == "json" else -8.6)
+        assert change.series[2] == "json" and "relative to protobuf" in change.series_name
+        assert change.worse and round(change.pct, 1) == 9.4
     failing = regressions(found.changes, Criteria())
     assert sorted(c.series[3] for c in failing) == ["decode", "decode_access", "encode"]
-    assert {c.series[2] for c in failing} == {"json"}

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -233,14 +234,17 @@ WINDOW = MIN_SEGMENT
 MAX_REFERENCE = 57
 
 
-def reference_needed(alpha: float = ALPHA) -> int:
+def reference_needed(alpha: float = ALPHA, one_sided: bool = False) -> int:
     """The fewest reference nights with which WINDOW nights can reach p < alpha.
 
     The exact two-sided Mann-Whitney test of WINDOW against r nights cannot go
-    below 2 / C(r + WINDOW, WINDOW) (every window night beyond every reference night).
+    below 2 / C(r + WINDOW, WINDOW) (every window night beyond every reference night);
+    the one-sided test (worse only) not below half that.
     """
     r = 1
-    while stats.min_p_rank_sum(r, WINDOW) >= alpha and r < MAX_REFERENCE:
+    while stats.min_p_rank_sum(r, WINDOW) / (2 if one_sided else 1) >= alpha:
+        if r >= MAX_REFERENCE:
+            break
         r += 1
     return r
 
@@ -266,6 +270,19 @@ def _placed(logs: Sequence[float], start: int, first: int, last: int) -> int:
     return min(range(first, last + 1), key=lambda t: (cost(t), t))
 
 
+def _first_worse(logs: Sequence[float], level: float, first: int, last: int, worse: str) -> int:
+    """The first night of first..last from which every night is worse than `level` (the
+    reference's median): where a regression began. Night-to-night noise the size of the
+    step makes a least-deviation fit wander to later nights; one night on the worse side
+    of the old median, followed only by such nights, is the step's most likely start."""
+    split = last
+    for night in range(last, first - 1, -1):
+        if (logs[night] > level) != (worse == "higher"):
+            break
+        split = night
+    return split
+
+
 def _split(values: Sequence[float], start: int, split: int, end: int, z: float, p: float) -> Split:
     before, after = values[start:split], values[split:end]
     interval = stats.ratio_ci(before, after)
@@ -275,7 +292,7 @@ def _split(values: Sequence[float], start: int, split: int, end: int, z: float, 
     )
 
 
-def watch(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
+def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = None) -> list[Seen]:
     """The nightly watch, replayed night by night over a series (positive values).
 
     Each night the newest WINDOW nights are tested against the nights before them
@@ -284,11 +301,15 @@ def watch(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
     1 +/- MIN_EFFECT. A change is placed where two levels fit the nights best (L1),
     within the window; the nights from it on are the next reference. Nothing is
     tested while fewer than `reference_needed(alpha)` reference nights exist.
+
+    `worse` ("higher" or "lower": which way the values get worse) makes the test
+    one-sided: the watch raises alarms, and an alarm is a regression; an improvement
+    is left to the segmentation (`detect`), which tests both ways.
     """
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
     logs = [math.log(v) for v in values]
-    need = reference_needed(alpha)
+    need = reference_needed(alpha, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
     for last in range(len(values)):
@@ -296,10 +317,19 @@ def watch(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
         if first - start < need:
             continue
         reference_start = max(start, first - MAX_REFERENCE)
-        _u, p = stats.mann_whitney_exact(logs[reference_start:first], logs[first : last + 1])
+        reference, window = logs[reference_start:first], logs[first : last + 1]
+        _u, p = stats.mann_whitney_exact(reference, window)
+        if worse is not None:
+            higher = statistics.median(window) > statistics.median(reference)
+            if higher != (worse == "higher"):
+                continue  # better, or no move: not the watch's question
+            p /= 2  # the exact (or approximate) test's tail on the worse side
         if p >= alpha:
             continue
-        split = _placed(logs, reference_start, first, last)
+        if worse is None:
+            split = _placed(logs, reference_start, first, last)
+        else:
+            split = _first_worse(logs, statistics.median(reference), first, last, worse)
         if split - reference_start < 1:
             continue
         candidate = _split(values, reference_start, split, last + 1, math.nan, p)
@@ -318,10 +348,12 @@ def first_seen(values: Sequence[float], index: int, alpha: float = ALPHA) -> int
     return len(values) - 1
 
 
-def changes_of(values: Sequence[float], alpha: float = ALPHA) -> list[Seen]:
+def changes_of(
+    values: Sequence[float], alpha: float = ALPHA, worse: str | None = None
+) -> list[Seen]:
     """The watch's changes and the segmentation's (older ones the watch could not see:
     in a too-short stretch, or a drift), each with the night it was first shown."""
-    watched = watch(values, alpha)
+    watched = watch(values, alpha, worse)
     found = list(watched)
     for split in detect(values, alpha):
         if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):

@@ -35,7 +35,7 @@ from evbench.history.indexing import base_metric
 from evbench.history.store import SeriesPoint, Store
 from evbench.report.criteria import Criteria
 from evbench_agent import identity, metrics
-from evbench_agent.verdicts import ALPHA
+from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,9 @@ def board_changes(
         if min(values) <= 0:
             log.info("%s %s: values of 0 or below, not scanned", series.board, series.name)
             continue
-        found += [(series, seen) for seen in changes.changes_of(values, family)]
+        lower_is_better = metrics.better(base_metric(series.key[3])) != HIGHER_IS_BETTER
+        worse = "higher" if lower_is_better else "lower"
+        found += [(series, seen) for seen in changes.changes_of(values, family, worse)]
     return found, family
 
 
@@ -267,7 +269,7 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
                 series,
                 len(series.points),
                 changes.nights_needed(family),
-                changes.reference_needed(family),
+                changes.reference_needed(family, one_sided=True),
                 family,
             )
             for series in watched
