@@ -230,6 +230,9 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
 
 #: The newest nights the nightly watch tests against the nights before them.
 WINDOW = MIN_SEGMENT
+#: Where the watch places a regression: the first night of the window from which every
+#: night is worse than this quantile of the reference nights (the worse side's).
+PLACE_QUANTILE = 0.5
 #: The most reference nights the watch uses (the exact rank test's reach).
 MAX_REFERENCE = 57
 
@@ -268,6 +271,19 @@ def _placed(logs: Sequence[float], start: int, first: int, last: int) -> int:
         )
 
     return min(range(first, last + 1), key=lambda t: (cost(t), t))
+
+
+#: A step this many robust spreads of the reference nights wide is placed by the
+#: least-deviation fit, which finds a gross step exactly; a smaller one by the first
+#: night from which every night is worse than the reference's median.
+GROSS_SPREADS = 3.0
+
+
+def _gross(logs: Sequence[float], reference: Sequence[float], start: int, split: int,
+           last: int) -> bool:  # fmt: skip
+    spread = 1.4826 * float(np.median(np.abs(np.asarray(reference) - np.median(reference))))
+    jump = abs(float(np.median(logs[split : last + 1]) - np.median(logs[start:split])))
+    return jump > GROSS_SPREADS * spread
 
 
 def _first_worse(logs: Sequence[float], level: float, first: int, last: int, worse: str) -> int:
@@ -326,10 +342,11 @@ def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = Non
             p /= 2  # the exact (or approximate) test's tail on the worse side
         if p >= alpha:
             continue
-        if worse is None:
-            split = _placed(logs, reference_start, first, last)
-        else:
-            split = _first_worse(logs, statistics.median(reference), first, last, worse)
+        split = _placed(logs, reference_start, first, last)
+        if worse is not None and not _gross(logs, reference, reference_start, split, last):
+            level = float(np.quantile(reference, PLACE_QUANTILE if worse == "higher"
+                                      else 1 - PLACE_QUANTILE))  # fmt: skip
+            split = _first_worse(logs, level, first, last, worse)
         if split - reference_start < 1:
             continue
         candidate = _split(values, reference_start, split, last + 1, math.nan, p)
