@@ -457,8 +457,10 @@ NOTES = (
     "replicates (column n) could not reach that level whatever the data. detectable: the smallest "
     "change the plans and spread could have named. % Diff: the ratio estimate (Hodges-"
     "Lehmann) minus 1; for facts (sizes, nominal bandwidth) the exact difference of the "
-    "means, not tested. REGRESSION (with --baseline): worse by a verdict (or, for a fact, "
-    "exactly) and by more than the threshold. Context rows are listed apart, not tested."
+    "means, not tested. Two runs are two nights: a verdict naming a run is 'not confirmed: "
+    "2 nights'. REGRESSION: a tested row whose interval lies wholly beyond --max-change "
+    "(either way, and worse than its threshold), or with --baseline a fact worse than its "
+    "threshold, exactly. Context rows are listed apart, not tested."
 )
 
 
