@@ -105,3 +105,33 @@ def test_debug_asks_the_agent_for_its_traceback_and_shows_it():
     traceback = run_command._agent_traceback("agent says\n" + done.stderr)
     assert traceback.startswith("Traceback (most recent call last):")
     assert "evbench_agent" in traceback and "cannot read the spec /nonexistent" in traceback
+
+
+def test_a_responder_without_the_schema_is_refused_before_a_run_directory(tmp_path):
+    out = tmp_path / "run"
+    done = _evbench(
+        "run", "--board", "local", "--quick", "--codecs", "json,protobuf",
+        "--peer", "127.0.0.1:9", "--schema", str(BMS_DIR / "bms.proto"),
+        "--message", "evbench.example.BmsStatus", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert not out.exists()
+    (error,) = _errors(done.stderr)
+    assert "--peer 127.0.0.1:9" in error and "schema:evbench.example.BmsStatus" in error
+    assert "leave --peer out" in done.stderr
+
+
+def test_a_run_that_sends_the_responder_no_user_message_is_not_refused():
+    from evbench import schema
+
+    def args(**given):
+        base = {"peer": "192.0.2.1:7000", "suite": None, "link_profile": None}
+        return run_command.argparse.Namespace(**{**base, **given})
+
+    for fine in (
+        args(suite="codec"),
+        args(link_profile="seed"),
+        args(peer="host"),
+        args(peer=None),
+    ):
+        schema._check_peer_knows_it(fine, "schema:x.Y")  # no UserError

@@ -153,6 +153,27 @@ def _file_record(path: Path) -> dict[str, str]:
     return {"name": path.name, "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def _check_peer_knows_it(args: argparse.Namespace, profile: str) -> None:
+    """A responder evbench does not start here (HOST:PORT, or the board's) knows only the
+    built-in profiles: a link suite that would send it the user's message is refused now,
+    before a run directory exists, not at its handshake."""
+    peer = getattr(args, "peer", None)
+    if peer in (None, "loopback", "host"):
+        return
+    suites = [s.strip() for s in (getattr(args, "suite", None) or "all").split(",")]
+    if "link" not in suites and "all" not in suites:
+        return
+    link_profiles = getattr(args, "link_profile", None)
+    if link_profiles and profile not in [p.strip() for p in link_profiles.split(",")]:
+        return
+    raise UserError(
+        f"--peer {peer}: that responder knows only the built-in profiles, not {profile!r} "
+        "of --schema, so the link suite could not send it your message",
+        hint="leave --peer out (the loopback responder gets the schema), use --peer host, "
+        "or give --link-profile a built-in profile or --suite codec",
+    )
+
+
 def schema_document(args: argparse.Namespace) -> dict[str, Any] | None:
     """The spec's `schema` for the run's options, checked as the agent will; None without."""
     proto = getattr(args, "schema", None)
@@ -185,6 +206,7 @@ def schema_document(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.samples:
         document["samples"] = samples.source_from_file(args.samples)
     profile = user_schema.build_profile(document)  # every check the agent makes, up front
+    _check_peer_knows_it(args, profile.name)
     # The run's payloads, made and converted once here too: a generator budget blown or a
     # value the JSON style cannot carry stops the run before its directory exists.
     profile.payloads(getattr(args, "payloads", None) or DEFAULT_COUNT, DEFAULT_SEED)
