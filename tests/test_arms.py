@@ -223,7 +223,7 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
     assert f"protobuf {new}" in done.stdout
     assert "The answer (protobuf@newest against protobuf@pb425" in done.stdout
     rows = {
-        line.split("|")[1].strip(): line.split("|")[5].strip()
+        line.split("|")[1].strip().removesuffix(" *"): line.split("|")[5].strip()
         for line in done.stdout.splitlines()
         if line.startswith("seed ")
     }
@@ -242,8 +242,12 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
         label: [(worker, 3) for worker in range(8)]
         for label in ("protobuf@pb425", "protobuf@newest")
     }
-    digests = {r["params"]["payload_digest"] for r in records if r["suite"] == "codec"}
+    measured = [r for r in records if r["suite"] == "codec" and r["profile"] is not None]
+    digests = {r["params"]["payload_digest"] for r in measured}
     assert len(digests) == 1  # both arms measured one payload set
+    # the machine around each replicate (the table's * marks), as around a codec worker
+    busy = {r["worker"] for r in records if r["metric"] == "contention_others_cpu"}
+    assert busy == set(range(8))
 
 
 @pytest.mark.integration

@@ -34,6 +34,7 @@ from evbench_agent.errors import EvbenchError, PartialRun
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_order, timed_params
+from evbench_agent.telemetry import contention
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +256,15 @@ def run(context: RunContext) -> None:
             for arm in interpreters
         }
         context.mark("start", suite=SUITE, worker=worker)  # the cool-down guard waits here
+        before = contention.take()
         sample_sets = _replicate(context, interpreters, tasks, worker)
+        found = contention.figures(before, contention.take())
         context.mark("end", suite=SUITE, worker=worker)
         context.writer.add(sample_sets)
+        # The machine around the replicate (all its arms' processes), as the codec suite
+        # records it around a worker: the table marks rows measured on a busy machine.
+        context.writer.add(
+            SampleSet(SUITE, None, None, metric, "percent", {"kind": "worker"}, [value], worker)
+            for metric, value in found.items()
+        )
     progress.finish()

@@ -451,7 +451,7 @@ class _Phases:
         """The machine around the phase (context, per codec and phase kind), and a line
         when it was busy beyond the bound."""
         found = contention.figures(before, contention.take())
-        params = {"phase": kind}
+        params = {"phase": kind, **self.payload_digest(profile)}
         self.context.writer.add(
             SampleSet(SUITE, profile, codec, metric, "percent", params, [value], phase)
             for metric, value in found.items()
