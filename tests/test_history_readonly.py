@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -173,3 +174,21 @@ def test_a_history_url_that_only_looks_like_one_is_refused(tmp_path):
     # a path with a colon is still a path when it says so
     done = _history("./notes:2026.sqlite", "list", cwd=tmp_path)
     assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
+
+
+def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_path):
+    # re-checksummed, as someone who edits a run would: the checksums cannot catch it
+    from evbench_agent import results
+
+    run = tmp_path / "run"
+    shutil.copytree(COMMITTED, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["platform"] = [1]  # once: AttributeError, exit 1
+    manifest["spec"]["codecs"] = ["json", 1]  # once: TypeError, exit 1
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    results.write_checksums(run)
+    store = tmp_path / "history.sqlite"
+    done = _history(store, "add", str(run))
+    assert done.returncode == 2, done.stderr
+    assert "platform is not an object" in done.stderr and "spec.codecs[] is not text" in done.stderr
+    assert "not indexed" in done.stderr and "internal error" not in done.stderr

@@ -20,6 +20,7 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from evbench.report import manifest_shape
 from evbench_agent import results
 from evbench_agent.errors import CheckFailed, FormatError, UserError
 
@@ -122,16 +123,16 @@ def _verify(directory: Path, complete: bool) -> tuple[str, bool]:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{path} is missing: not a run directory") from None
-    except (OSError, ValueError) as error:
-        raise FormatError(f"{path} cannot be read: {error}") from error
-    if not isinstance(document, dict):
-        raise FormatError(f"{path} is not a JSON object")
-    results.check_version(document, path)
-    return document
+    """A manifest or summary through the results reader (size, depth, UTF-8, version)."""
+    return results.read_document(path)
+
+
+def _checked_manifest(manifest: dict[str, Any], path: Path) -> None:
+    """Refuse a manifest whose fields the history keeps have other types (a store's rows
+    must hold their types: history/rows.py)."""
+    wrong = manifest_shape.wrong_fields(manifest)
+    if wrong:
+        raise FormatError(f"{path}: {'; '.join(wrong[:5])}; not indexed")
 
 
 def _now() -> str:
@@ -144,6 +145,7 @@ def index_run(directory: Path) -> IndexedRun:
     if not directory.is_dir():
         raise UserError(f"{directory} is not a run directory")
     manifest = _load(directory / results.MANIFEST)
+    _checked_manifest(manifest, directory / results.MANIFEST)
     complete = (directory / results.COMPLETE).exists()
     digest, unverified = _verify(directory, complete)
     try:
@@ -153,7 +155,7 @@ def index_run(directory: Path) -> IndexedRun:
     partial = unverified or not complete or manifest.get("status") not in (None, "complete")
     if (directory / results.SUMMARY).exists():
         summary = _load(directory / results.SUMMARY)
-        records = list(summary.get("records") or [])
+        records = results.read_records(summary, directory / results.SUMMARY)
         partial = partial or bool(summary.get("partial"))
     else:
         records = results.summarize(sample_sets)

@@ -1,4 +1,5 @@
-"""The manifest fields a report reads, each checked against its type before use.
+"""The manifest fields a report (and the results history) reads, each checked against
+its type before use.
 
 A manifest may come from a board, a file edited by hand, or a damaged disk:
 `"platform": [1]` must not reach code that calls `.get` on it. `checked` keeps
@@ -39,6 +40,7 @@ PLATFORM: Shape = {
     "python_implementation": _TEXT,
     "protobuf": _TEXT,
     "protobuf_backend": _TEXT,
+    "agent": _TEXT,
     "codecs": {"*": _TEXT},
     "clock": {"timer": _TEXT, "clocksource": _TEXT, "resolution_s": _NUMBER},
 }
@@ -68,6 +70,9 @@ MANIFEST: Shape = {
     "spec": SPEC,
     "telemetry": {"sensors": {"*": (list, str)}},
     "aa": {"codec": _TEXT, "copy": _TEXT},
+    # what the results history keeps of a run (history/indexing.py)
+    "place": _TEXT,
+    "board_identity": {"id": _TEXT, "source": _TEXT, "place": _TEXT},
 }
 
 
@@ -79,6 +84,13 @@ def checked(manifest: dict[str, Any], problems: list[str] | None = None) -> dict
     if problems is not None:
         problems += [f"manifest.json: {what} (ignored)" for what in dropped]
     return result
+
+
+def wrong_fields(manifest: dict[str, Any]) -> list[str]:
+    """What `checked` would leave out, each as "FIELD is not TYPE"."""
+    dropped: list[str] = []
+    _object(manifest, MANIFEST, "", dropped)
+    return dropped
 
 
 def _object(value: dict[str, Any], shape: Shape, where: str, dropped: list[str]) -> dict:
