@@ -50,6 +50,7 @@ from typing import Any
 
 from evbench_agent import digests, identity, stats
 from evbench_agent.errors import FormatError, UserError
+from evbench_agent.write_failures import SpaceReserve, writing
 
 FORMAT = "evbench-results"
 VERSION = 1
@@ -286,45 +287,73 @@ def summarize(sample_sets: Iterable[SampleSet]) -> list[dict[str, Any]]:
 
 
 class RunWriter:
-    """Writes one run directory; `finish` seals it, complete or partial."""
+    """Writes one run directory; `finish` seals it, complete or partial.
+
+    A write the directory refuses (full, read-only, forbidden) raises
+    `write_failures.WriteFailed`, a user error; `release_reserve` then gives back
+    the space held since the start, so the manifest can still say what happened.
+    """
 
     def __init__(self, directory: Path, run_id: str) -> None:
         self.directory = Path(directory)
         self.run_id = run_id
         prepare_output(self.directory)
+        self.reserve = SpaceReserve(self.directory)
+        self.reserve.take()
+
+    def release_reserve(self) -> None:
+        self.reserve.release()
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         document = {"format": FORMAT, "version": VERSION, "run_id": self.run_id, **manifest}
-        write_json(self.directory / MANIFEST, document)
+        with writing(self.directory):
+            write_json(self.directory / MANIFEST, document)
 
     def add(self, sample_sets: Iterable[SampleSet]) -> None:
-        """Append raw samples and push them to disk before returning."""
+        """Append raw samples and push them to disk before returning.
+
+        A failed append is cut back to where the file ended, so no torn line stays
+        between the samples before it and any written later."""
         # a set without values measured nothing, and a reader refuses it
         lines = "".join(json.dumps(s.as_dict()) + "\n" for s in sample_sets if s.values)
-        with open(self.directory / SAMPLES, "a", encoding="utf-8") as stream:
-            stream.write(lines)
-            stream.flush()
-            os.fsync(stream.fileno())
+        data = lines.encode()
+        with writing(self.directory):
+            fd = os.open(self.directory / SAMPLES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                end = os.lseek(fd, 0, os.SEEK_END)
+                try:
+                    written = 0
+                    while written < len(data):  # unbuffered: nothing left to flush on failure
+                        written += os.write(fd, data[written:])
+                    os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, end)  # a shorter file needs no space
+                    raise
+            finally:
+                os.close(fd)
 
     def write_file(self, name: str, data: bytes) -> None:
-        write_atomic(self.directory / name, data)
+        with writing(self.directory):
+            write_atomic(self.directory / name, data)
 
     def finish(self, complete: bool) -> list[dict[str, Any]]:
         """Write the summary and the checksums; mark the run complete only if it is."""
+        self.reserve.release()  # its room is for these last files
         records = summarize(read_samples(self.directory))
-        write_json(
-            self.directory / SUMMARY,
-            {
-                "format": FORMAT,
-                "version": VERSION,
-                "run_id": self.run_id,
-                "partial": not complete,
-                "records": records,
-            },
-        )
-        write_checksums(self.directory)
-        if complete:
-            write_atomic(self.directory / COMPLETE, f"{self.run_id}\n".encode())
+        with writing(self.directory):
+            write_json(
+                self.directory / SUMMARY,
+                {
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "run_id": self.run_id,
+                    "partial": not complete,
+                    "records": records,
+                },
+            )
+            write_checksums(self.directory)
+            if complete:
+                write_atomic(self.directory / COMPLETE, f"{self.run_id}\n".encode())
         return records
 
 

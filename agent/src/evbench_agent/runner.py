@@ -27,6 +27,7 @@ from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
+from evbench_agent.write_failures import WriteFailed
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,18 @@ def _stop_telemetry(telemetry: TelemetrySession, writer: RunWriter, manifest: di
     except Exception as error:  # the measured samples matter more than their telemetry
         facts = {"error": f"{type(error).__name__}: {error}"}
     manifest["telemetry"].update(telemetry.manifest(), **facts)
+
+
+def _seal(writer: RunWriter, manifest: dict[str, Any]) -> None:
+    """Write the final manifest, summary and checksums; a run whose summary finds no
+    room is still marked partial, never left "running" or "complete" without them."""
+    writer.write_manifest(manifest)
+    try:
+        writer.finish(complete=manifest["status"] == "complete")
+    except WriteFailed as error:
+        manifest.update(status="partial", reason=str(error))
+        writer.write_manifest(manifest)
+        raise PartialRun(f"{error}; the samples are kept as partial", hint=error.hint) from error
 
 
 def aa_result(spec: Spec, directory: Path) -> dict[str, Any]:
@@ -155,6 +168,13 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         status = "partial"
         manifest["reason"] = str(error)
         raise
+    except WriteFailed as error:  # a full disk: what was written is kept, marked partial
+        status = "partial"
+        manifest["reason"] = str(error)
+        writer.release_reserve()  # room for the manifest and summary that say so
+        raise PartialRun(
+            f"{error}; the samples written before are kept as partial", hint=error.hint
+        ) from error
     except BaseException:
         status = "failed"
         raise
@@ -171,7 +191,6 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
             manifest["aa"]["result"] = aa_result(spec, directory)
         memory.after_run(manifest["memory"], workers.worker_peak_rss())
         manifest.update(end_time=_now(), status=status)
-        writer.write_manifest(manifest)
-        writer.finish(complete=status == "complete")
+        _seal(writer, manifest)
     if status == "partial":
         raise PartialRun(f"{manifest['reason']}; the measured samples are kept as partial")

@@ -5,12 +5,18 @@ lines otherwise) and the host's own notices. Library modules log problems throug
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import TextIO
 
 from evbench_agent.log_output import notice
 
-__all__ = ["ProgressView", "notice"]
+__all__ = ["ProgressView", "notice", "quiet"]
+
+
+def quiet() -> bool:
+    """True under --quiet: the person asked for errors only (no progress, no tables)."""
+    return not logging.getLogger().isEnabledFor(logging.WARNING)
 
 
 class ProgressView:
@@ -21,7 +27,8 @@ class ProgressView:
         self.stream = stream or sys.stderr
         self._bar = None
         self._task = None
-        if self.stream.isatty():
+        self._quiet = quiet()
+        if self.stream.isatty() and not self._quiet:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -58,6 +65,8 @@ class ProgressView:
         if not isinstance(event, dict) or "event" not in event:
             return False
         kind = event["event"]
+        if self._quiet:  # an event, consumed and not shown
+            return True
         if self._bar is not None:
             if kind == "start":
                 self._task = self._bar.add_task(event["suite"], total=event["total"])

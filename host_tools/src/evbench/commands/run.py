@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -12,13 +14,15 @@ from evbench import link_peer, schema
 from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, open_board
 from evbench.history.after_run import add_history_options, record_run
-from evbench.progress import ProgressView
+from evbench.progress import ProgressView, quiet
 from evbench.report import runtimes, table
 from evbench.report.headline import partial_headline
-from evbench_agent import options, results
+from evbench_agent import options, results, write_failures
 from evbench_agent.comparison import Comparison, compare
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
 from evbench_agent.run_ids import new_run_id
+
+logger = logging.getLogger(__name__)
 
 NAME = "run"
 HELP = "run benchmarks on a board and print the comparison table"
@@ -110,12 +114,15 @@ def _write_report(out: Path, comparison: Comparison | None = None) -> None:
 
     try:
         write_report(out, comparison)
-        print(f"report: {out / 'report.html'}", file=sys.stderr)
+        if not quiet():
+            print(f"report: {out / 'report.html'}", file=sys.stderr)
     except Exception as error:  # a report bug must not cost the run or its exit code
-        print(
-            f"evbench: warning: no report ({type(error).__name__}: {error}); "
-            f"the results are kept: try 'evbench report {out}'",
-            file=sys.stderr,
+        said = error.strerror if isinstance(error, OSError) and error.strerror else error
+        logger.warning(  # --quiet hides it: the run itself is whole, as its exit code says
+            "no report (%s: %s); the results are kept: try 'evbench report %s'",
+            type(error).__name__,
+            said,
+            out,
         )
 
 
@@ -175,7 +182,8 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
 
     with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
         install = deploy.ensure_agent(board, Path(staging))
-    print(f"agent {install.version} ({install.source}, {install.action})", file=sys.stderr)
+    if not quiet():
+        print(f"agent {install.version} ({install.source}, {install.action})", file=sys.stderr)
     peer = getattr(args, "peer", None)
     if peer == "board":  # the roles reversed: this machine measures, the board answers
         with (
@@ -248,12 +256,22 @@ def _agent_traceback(log: str) -> str:
     return log[start:].rstrip() if start >= 0 else ""
 
 
+def _save_agent_log(out: Path, log: str) -> None:
+    """Keep the agent's output beside its results; a disk too full for it only warns,
+    so the agent's own error (often that very full disk) is what the user reads."""
+    try:
+        results.write_atomic(out / "agent.log", log.encode())
+    except OSError as error:
+        logger.warning("the agent's log is not saved in %s: %s", out, error.strerror or error)
+
+
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
     if log and started and not (out / "agent.log").exists():
-        (out / "agent.log").write_text(log, encoding="utf-8")
+        _save_agent_log(out, log)
     if status < 0 and started:  # the agent was killed before it could seal the run
-        results.seal_partial(out, f"the agent was killed (signal {-status})")
+        with write_failures.writing(out):
+            results.seal_partial(out, f"the agent was killed (signal {-status})")
         status = ExitCode.PARTIAL
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         if out.is_dir() and not any(out.iterdir()):
@@ -263,16 +281,19 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
             print(f"the agent's traceback:\n{traceback}", file=sys.stderr)
         raise _agent_error(status, log)
     run_data = results.load_run(out)
-    if not run_data.complete:  # first, so nobody reads the tables below as a whole run
+    if not run_data.complete and not quiet():  # first: nobody reads the tables as a whole run
         print(partial_headline(run_data.manifest, [results.COMPLETE]), flush=True)
-    comparison = _print_tables(run_data, args)
+    with contextlib.redirect_stdout(io.StringIO()) if quiet() else contextlib.nullcontext():
+        comparison = _print_tables(run_data, args)  # --quiet: computed for the report only
     _write_report(out, comparison)
     record_run(args, out)  # a partial run too, marked partial
     if not run_data.complete:
         why = run_data.manifest.get("reason") or "interrupted"
-        print(f"\nPARTIAL run ({why}): partial results in {out}", file=sys.stderr)
+        gap = "" if quiet() else "\n"
+        print(f"{gap}PARTIAL run ({why}): partial results in {out}", file=sys.stderr)
         return ExitCode.INTERRUPTED if status == ExitCode.INTERRUPTED else ExitCode.PARTIAL
-    print(f"\nresults: {out}", file=sys.stderr)
+    if not quiet():
+        print(f"\nresults: {out}", file=sys.stderr)
     return ExitCode.OK
 
 
