@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -43,7 +45,7 @@ def test_run_without_summary_and_complete_marker_renders_marked_partial(finished
     assert title.startswith("# evbench run ") and "(PARTIAL)" in title
     assert "Missing files: summary.json, complete." in markdown
     # The summary is rebuilt from the raw samples: the figures are all there.
-    assert "| seed | Deserialization |" in markdown
+    assert re.search(r"\| seed \| Deserialization( \*)? \|", markdown)
     assert (run / "plots" / "codec-times.png").exists()
     assert 'class="partial"' in (run / "report.html").read_text()
 
@@ -78,7 +80,8 @@ def test_an_unreadable_sample_line_is_skipped_and_named(finished_run, tmp_path):
     markdown = (run / "report.md").read_text()
     lines = (run / "samples.jsonl").read_text().count("\n")
     assert f"samples.jsonl line {lines} cannot be read." in markdown
-    assert "| seed | Serialization |" in markdown
+    # A row measured on a busy machine carries the contention mark, " *".
+    assert re.search(r"\| seed \| Serialization( \*)? \|", markdown)
 
 
 def test_newer_format_version_is_refused_naming_it(finished_run, tmp_path):
@@ -99,12 +102,14 @@ def test_not_a_run_directory(tmp_path):
     assert "holds no evbench results" in done.stderr
 
 
-def test_a_failing_report_only_warns_after_a_run(finished_run, tmp_path, capsys):
+def test_a_failing_report_only_warns_after_a_run(finished_run, tmp_path, caplog):
     run = copy_run(finished_run, tmp_path)
     (run / "manifest.json").write_text('{"format": "evbench-results", "version": 99}')
-    run_command._write_report(run)  # must not raise: the run is kept
-    error = capsys.readouterr().err
-    assert "warning: no report" in error and f"evbench report {run}" in error
+    with caplog.at_level(logging.WARNING, logger="evbench"):
+        run_command._write_report(run)  # must not raise: the run is kept
+    # A warning record (the CLI's handler prints it as "evbench: warning: ..."; --quiet hides it).
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("no report" in w and f"evbench report {run}" in w for w in warnings), warnings
 
 
 def test_criteria_most_specific_key_wins(tmp_path):

@@ -59,10 +59,13 @@ def test_an_older_run_renders_complete(tmp_path):
     assert [p.name for p in plots.plans(context)] == ["codec-times", "codec-sizes"]
     markdown = (run / "report.md").read_text()
     assert "| Sensors | no telemetry in this run |" in markdown
-    # Two worker processes are two replicates: the cell is the median of their medians
-    # (samples.jsonl: json 58.34 and 56.05 µs -> 57.2 µs; protobuf 1.1234 and 1.0888 µs
-    # -> 1.11 µs), with no interval across two, and no verdict reachable (the best exact
-    # signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
-    assert "| seed | Serialization | 57.2 µs | 1.11 µs |" in markdown
+    # Two worker processes are two replicates. JSON's cell is the median of their medians
+    # (samples.jsonl: 58.34 and 56.05 µs -> 57.2 µs). Protobuf's cell is the estimate the
+    # test uses, JSON's cell times exp(HL of the processes' log-ratios): each process's
+    # log-ratio is the median of its 5 per-round log(protobuf / json), -3.97402 and
+    # -3.87147; with two, the Hodges-Lehmann centre is their mean, -3.92275, so
+    # 57.19 µs x 0.019787 = 1.13 µs, -98.0 %. No interval across two, and no verdict
+    # reachable (the best exact signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
+    assert "| seed | Serialization | 57.2 µs | 1.13 µs | -98.0% |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
