@@ -25,7 +25,39 @@ class Parser(argparse.ArgumentParser):
     """argparse, with usage errors raised as `UserError` (one message style, exit 2)."""
 
     def error(self, message: str) -> None:  # argparse would print and exit by itself
-        raise UserError(message, hint=f"see '{self.prog} --help'")
+        raise UserError(message, hint=_suggestion(self, message) or f"see '{self.prog} --help'")
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option the parser and the commands it loaded know (a typo's candidates)."""
+    found, pending = [], [parser]
+    while pending:
+        current = pending.pop()
+        for action in current._actions:
+            found.extend(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                pending.extend(action.choices.values())
+    return found
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str | None:
+    """For an unknown option, the nearest one the program knows: "did you mean --quick?"."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return None
+    import difflib  # only on this error path: start-up stays light
+
+    known = sorted(set(_option_strings(parser)))
+    guesses = []
+    for word in message[len(prefix) :].split():
+        if not word.startswith("--"):
+            continue
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+        if close:
+            guesses.append(f"{close[0]} for {word}")
+    if not guesses:
+        return None
+    return f"did you mean {', '.join(guesses)}? (see '{parser.prog} --help')"
 
 
 def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:

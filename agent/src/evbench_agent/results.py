@@ -562,8 +562,20 @@ def check_version(document: dict[str, Any], source: Path) -> None:
         raise FormatError(
             f"{source} has results format version {version!r:.40}; this evbench reads "
             f"{', '.join(map(str, sorted(SUPPORTED_VERSIONS)))}",
-            hint="update evbench to read newer runs",
+            hint=_version_hint(version),
         )
+
+
+def _version_hint(version: object) -> str:
+    """What to do about a results format this evbench does not read: it depends on its age."""
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version < min(SUPPORTED_VERSIONS):
+            return (
+                f"an older evbench wrote this run (format {version}) and this one does not "
+                "convert it: read it with the evbench that wrote it, or measure again"
+            )
+        return f"a newer evbench wrote this run (format {version}): update evbench to read it"
+    return "the file is damaged or not written by evbench: measure again"
 
 
 def _parse_json(data: bytes) -> Any:

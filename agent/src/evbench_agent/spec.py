@@ -154,7 +154,15 @@ def _check_number(document: dict[str, Any], key: str, minimum: float, kind: type
         return
     kinds = (int, float) if kind is float else (int,)
     if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
-        raise UserError(f"spec key {key!r} must be a number of at least {minimum}, not {value!r}")
+        from evbench_agent import options  # stdlib only; spec keys to the flags that set them
+
+        flags = [option.flag for option in options.RUN_OPTIONS if option.spec_key == key]
+        given = f"{flags[0]}: spec key {key!r}" if flags else f"spec key {key!r}"
+        raise UserError(
+            f"{given} must be a number of at least {minimum:g}, not {value!r}",
+            hint=f"give {flags[0] if flags else key} {minimum:g} or more, or leave it out for "
+            "the default (see --help)",
+        )
 
 
 def _check_telemetry(values: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
+from evbench.report.units import counted
 from evbench_agent import comparison as comparing
 from evbench_agent import identity as identities
 from evbench_agent.comparison import CONTEXT, FACT, TESTED
@@ -270,10 +271,10 @@ def _beyond(change: Change, max_change: float) -> bool:
 def _basis(change: Change) -> str:
     row, verdict = change.row, change.row.verdict
     if verdict is None or verdict.ratio_low is None:
-        return f"{row.n} {row.n_counts}"
+        return counted(row.n, row.n_counts)
     return (
         f"p (Holm) {verdict.p_holm:.2g}, ratio CI (Holm step) "
-        f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {row.n} {row.n_counts}"
+        f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}, {counted(row.n, row.n_counts)}"
     )
 
 

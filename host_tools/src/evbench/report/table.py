@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from evbench.report.units import format_value
+from evbench.report.units import counted, format_value
 from evbench_agent import comparison as comparing
 from evbench_agent import metrics, stats
 from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
@@ -128,8 +128,7 @@ def difference(row: Row) -> float | None:
 
 def n_cell(row: Row) -> str:
     if row.role == TESTED:
-        counted = {"phases per codec": "phases/codec"}.get(row.n_counts, row.n_counts)
-        return f"{row.n} {counted}"
+        return counted(row.n, {"phases per codec": "phases/codec"}.get(row.n_counts, row.n_counts))
     return f"{row.baseline.summary.n}/{row.candidate.summary.n} values"
 
 
@@ -295,7 +294,10 @@ def _fact_words(row: Row, candidate: str) -> str:
         word = "more" if change > 0 else "less"
     base = format_value(row.baseline.summary.mean, row.unit, row.identity.metric)
     cand = format_value(row.candidate.summary.mean, row.unit, row.identity.metric)
-    return f"{row.label} {word} by {_percent(change)} ({cand} against {base})"
+    if change == 0:  # a fact is exact: the same size is equal, not "smaller by 0.0 %"
+        return f"{row.label} equal ({cand} for both)"
+    by = "under 0.1 %" if abs(change) < 0.0005 else _percent(change)
+    return f"{row.label} {word} by {by} ({cand} against {base})"
 
 
 def _listing(labels: Sequence[str]) -> str:
@@ -349,9 +351,9 @@ def answer_lines(comparison: Comparison) -> list[str]:
                 + "."
             )
         if small:
-            counted = sorted({f"{r.n} {r.n_counts}" for r in small})
+            counts = sorted({counted(r.n, r.n_counts) for r in small})
             sentences.append(
-                f"Too few replicates to call ({', '.join(counted)}): "
+                f"Too few replicates to call ({', '.join(counts)}): "
                 + _listing([r.label for r in small])
                 + "."
             )

@@ -9,6 +9,7 @@ decimal, since a size's median over an even count can fall between two bytes.
 from __future__ import annotations
 
 import math
+import re
 
 _TIME_STEPS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _SI_STEPS = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
@@ -81,3 +82,16 @@ def format_value(value: float | None, unit: str, metric: str | None = None) -> s
     if unit in ("J", "W") and value != 0:
         return _si(value, unit)
     return f"{significant(value)} {unit}"
+
+
+def counted(n: int, what: str) -> str:
+    """'8 processes', '1 process', '1 phase pair', '1 phase/codec': `what` is plural."""
+    if n != 1:
+        return f"{n} {what}"
+
+    def singular(match: re.Match) -> str:  # processes -> process, pairs -> pair
+        word = match.group(0)
+        return word[:-2] if word.endswith("sses") else word[:-1]
+
+    # The counted noun is the first plural word: 'phases per codec', 'phase pairs'.
+    return f"{n} {re.sub(r'[A-Za-z]+s(?![A-Za-z])', singular, what, count=1)}"
