@@ -86,7 +86,9 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
         for m in markers
         if m["event"] == "end" and m.get("suite") == "link" and m.get("kind") == "periodic"
     ]
-    assert [m["messages"] for m in periodic_ends] == [8] * 4  # 2 codecs x 2 phases
+    # The periodic phases run as duets (both codecs at once): 2 duets of 2 x 8 messages.
+    assert [m["messages"] for m in periodic_ends] == [16] * 2
+    assert {m["codec"] for m in periodic_ends} == {None}
     assert (tmp_path / "run" / COMPLETE).exists()
 
 
@@ -103,11 +105,14 @@ def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path)
 
 
 def test_the_planned_duration_adds_up_the_phases():
-    # 2 codecs x 2 phases x (periodic (2 + 6) / 100 Hz + capacity 0.01 + 0.1, plus 2 x 0.1),
-    # the probe 100 / 100 Hz and the responder's start 0.5: worked by hand
+    # 2 duets (both codecs' periodic phases at once) of (2 + 6) / 100 Hz, plus the second
+    # codec's offset of a period (0.01) and 0.1 of overhead; 2 codecs x 2 capacity phases
+    # of 0.01 + 0.1, plus 0.1 each; the probe 100 / 100 Hz and the responder's start 0.5:
+    # worked by hand
     planned = link_suite.planned_seconds(_spec(link_count=6))
-    per_phase = 0.08 + (0.01 + 0.1) + 0.2
-    assert planned == pytest.approx(0.5 + 1.0 + 4 * per_phase)
+    duets = 2 * (0.08 + 0.01 + 0.1)
+    capacity = 4 * (0.01 + 0.1 + 0.1)
+    assert planned == pytest.approx(0.5 + 1.0 + duets + capacity)
 
 
 def _kill_mid_phase(process: subprocess.Popen) -> None:

@@ -36,6 +36,8 @@ records (`bus_errors`, `bus_counter`), and a phase with errors is said in a line
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,16 +74,16 @@ class LinkPlan:
     capacity_s: float
 
 
-#: Verdicts rest on pairs of adjacent phases (phase i of each codec, one right after
-#: the other): short phases, many pairs, so that what the machine does at a moment
-#: hits both codecs of a pair alike. The link's ~10 tested rows form one Holm family,
-#: so the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at all (2/512);
-#: more pairs narrow the interval at that level (docs/link.md, "The plan").
-#: Full: 16 pairs of 1 s phases (20 messages at 20 Hz each), about 60 s for two codecs.
-FULL_PLAN = LinkPlan(duration_s=1.0, warmup_s=0.2, phases=16, capacity_s=0.25)
+#: Verdicts rest on pairs: over TCP the periodic phases of the codecs run at once as a
+#: duet (their messages interleaved at the rate, each codec on its own connection),
+#: capacity phases back to back (A B, then B A). The link's ~10 tested rows form one
+#: Holm family, so the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at
+#: all (2/512); more pairs narrow the interval at that level (docs/link.md, "The plan").
+#: Full: 20 pairs of 1.2 s periodic phases (24 messages at 20 Hz each), about 60 s.
+FULL_PLAN = LinkPlan(duration_s=1.2, warmup_s=0.2, phases=20, capacity_s=0.25)
 #: A fixed small plan, recorded as quick: true. 12 pairs of 0.3 s phases (6 messages):
 #: the fewest pairs whose 99.5 % Walsh interval leaves out the five most extreme
-#: averages on each side, in about 17 s.
+#: averages on each side, in about 14 s.
 QUICK_PLAN = LinkPlan(duration_s=0.3, warmup_s=0.05, phases=12, capacity_s=0.1)
 #: The wake-up probe: samples at the link period (full, quick).
 WAKEUP_SAMPLES = (100, 20)
@@ -157,7 +159,10 @@ def planned_seconds(spec: Any) -> float:
         return probe + phases * (periodic + PHASE_OVERHEAD_S)
     capacity = settings.capacity_warmup_s + settings.capacity_s
     start = RESPONDER_START_S if settings.peer == "loopback" else 0.0
-    return start + probe + phases * (periodic + capacity + 2 * PHASE_OVERHEAD_S)
+    codecs = len(link_codecs(spec))
+    duets = phases // codecs if codecs > 1 else phases  # the codecs' periodic phases at once
+    periodic_s = duets * (periodic + 1 / settings.rate_hz + PHASE_OVERHEAD_S)
+    return start + probe + periodic_s + phases * (capacity + PHASE_OVERHEAD_S)
 
 
 def preflight(spec: Any) -> list[str]:
@@ -318,6 +323,62 @@ class _Phases:
             )
         return result.total_sent
 
+    def duet(
+        self, profile: str, phase: int, order: list[tuple[str, messages.LinkCodec]], data: dict
+    ) -> int:
+        """One periodic phase of every codec at once, each on its own connection, their
+        messages interleaved at the rate (codec i starts i / n of a period after the
+        first: duet benchmarking). What the machine does at a moment then hits every
+        codec's messages alike, and the codecs' phases of one duet make a pair."""
+        settings = self.settings
+        spacing = 1 / settings.rate_hz / len(order)
+        outcomes: dict[str, Any] = {}
+
+        def measure(index: int, codec: str, link: messages.LinkCodec) -> None:
+            try:
+                time.sleep(index * spacing)
+                with self.connect(link) as connection:
+                    result = client.run_periodic(
+                        connection,
+                        data[codec],
+                        settings.rate_hz,
+                        settings.count,
+                        settings.warmup_count,
+                        settings.deadline_s,
+                    )
+                outcomes[codec] = (result, connection)
+            except (UserError, PartialRun, OSError) as error:
+                outcomes[codec] = error
+
+        self.prepare()  # the responder is up before either thread connects
+        threads = [
+            threading.Thread(target=measure, args=(i, codec, link), name=f"duet-{codec}")
+            for i, (codec, link) in enumerate(order)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        total, failure = 0, None
+        for codec, _link in order:
+            found = outcomes.get(codec)
+            if isinstance(found, BaseException) or found is None:
+                failure = failure or found or PartialRun(f"the {codec} duet thread ended early")
+                continue
+            result, connection = found
+            if result.sent:
+                self._write_periodic(profile, codec, phase, result, connection)
+                self.phases_done += 1
+            total += result.total_sent
+            if result.error and failure is None:
+                failure = PartialRun(
+                    f"{result.error}; the run is saved as partial with the "
+                    f"{len(result.replies)} messages of this phase answered so far"
+                )
+        if failure is not None:
+            raise failure
+        return total
+
     def _write_periodic(
         self, profile: str, codec: str, phase: int, result: client.PhaseResult, connection: Any
     ) -> None:
@@ -446,11 +507,17 @@ class _Phases:
         )
 
     def write_contention(
-        self, profile: str, codec: str, phase: int, kind: str, before: contention.Snapshot
+        self,
+        profile: str,
+        codec: str,
+        phase: int,
+        kind: str,
+        before: contention.Snapshot,
+        after: contention.Snapshot | None = None,
     ) -> None:
         """The machine around the phase (context, per codec and phase kind), and a line
         when it was busy beyond the bound."""
-        found = contention.figures(before, contention.take())
+        found = contention.figures(before, after or contention.take())
         params = {"phase": kind, **self.payload_digest(profile)}
         self.context.writer.add(
             SampleSet(SUITE, profile, codec, metric, "percent", params, [value], phase)
@@ -488,6 +555,28 @@ def bus_overload_words(load: float) -> str:
 _SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
 
 
+def _run_duet(
+    context: RunContext,
+    phases: _Phases,
+    profile: str,
+    phase: int,
+    order: list[tuple[str, messages.LinkCodec]],
+    data: dict,
+) -> None:
+    """A periodic duet: every codec at once (telemetry's phase is every codec's: codec
+    none), the machine's state around it recorded for each."""
+    where = {"suite": SUITE, "profile": profile, "codec": None}
+    context.mark("start", **where, kind="periodic", phase=phase)
+    before = contention.take()
+    sent = phases.duet(profile, phase, order, data)
+    after = contention.take()
+    for codec, _link in order:
+        phases.write_contention(profile, codec, phase, "periodic", before, after)
+    context.mark("end", **where, kind="periodic", messages=sent)
+    for codec, _link in order:
+        context.progress.advance(f"{profile} {codec} periodic {phase + 1} (duet)")
+
+
 def run(context: RunContext) -> None:
     spec, progress = context.spec, context.progress
     settings = Settings.from_spec(spec)
@@ -512,6 +601,9 @@ def run(context: RunContext) -> None:
                     order = list(bound.items())
                     if phase % 2:  # A B, then B A: no codec always goes first
                         order.reverse()
+                    if kind == phases.periodic and phases.bus is None and len(order) > 1:
+                        _run_duet(context, phases, profile, phase, order, data)
+                        continue
                     for codec, link in order:
                         where = {"suite": SUITE, "profile": profile, "codec": codec}
                         context.mark("start", **where, kind=kind.__name__, phase=phase)
