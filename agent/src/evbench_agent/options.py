@@ -175,7 +175,11 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Add every run option to `parser` (each defaults to None: not given)."""
+    """Add every run option to `parser` (each defaults to None: not given); its help
+    ends with the suites, profiles and codecs a run can take (evbench_agent.catalogue)."""
+    from evbench_agent import catalogue
+
+    catalogue.add_to_help(parser)
     for option in RUN_OPTIONS:
         if option.is_switch:
             parser.add_argument(
