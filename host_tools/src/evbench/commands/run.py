@@ -63,6 +63,11 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
     samples = list(run.samples())
     comparison = None
     baseline, candidate = args.baseline_codec, args.candidate_codec
+    from evbench.report import unrepresentative
+
+    warned = unrepresentative.terminal_lines(run.manifest)
+    if warned:  # before the answer it qualifies
+        print("\n".join(warned), end="\n\n")
     if run.manifest.get("arms"):  # --arm: each codec under each environment
         from evbench.report import arms
 

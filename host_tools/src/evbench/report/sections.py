@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench.report import arms, exports, runtimes, table
+from evbench.report import arms, exports, runtimes, table, unrepresentative
 from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
@@ -74,6 +74,14 @@ def compare_context(context: RunContext) -> Comparison | None:
     """The run's comparison, for a report rendered on its own (evbench report)."""
     pair = compared_codecs(context)
     return comparing.compare(context.samples(), *pair) if pair else None
+
+
+def warning_section(context: RunContext) -> Section | None:
+    """What makes the numbers unrepresentative (a pure-Python protobuf), before the answer."""
+    said = unrepresentative.warnings(context.manifest)
+    if not said:
+        return None
+    return Section("Warning: these numbers do not stand for the board", said, warning=True)
 
 
 def answer_section(comparison: Comparison) -> Section | None:
@@ -226,6 +234,7 @@ def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     compared = comparison is not None
     found = [
         partial_section(context),
+        warning_section(context),
         arms_section(context),
         answer_section(comparison) if compared else None,
         comparison_section(comparison) if compared else None,
