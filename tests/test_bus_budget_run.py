@@ -21,7 +21,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
     out = tmp_path_factory.mktemp("budget") / "run"
     argv = ["run", "--board", "local", "--suite", "codec", "--profile", "seed"]
-    argv += ["--codecs", "json,protobuf,dbc", "--quick", "--out", str(out)]
+    argv += ["--codecs", "json,protobuf,dbc", "--quick", "--details", "--out", str(out)]
     done = subprocess.run(
         [*EVBENCH, *argv], capture_output=True, text=True, timeout=900, check=False
     )

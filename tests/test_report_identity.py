@@ -47,7 +47,7 @@ SCALES = {
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("identity") / "run"
-    done = local_run(out, "--suite", "codec,link", "--telemetry-interval", "0.25")
+    done = local_run(out, "--suite", "codec,link", "--telemetry-interval", "0.25", "--details")
     return out, done.stdout
 
 

@@ -50,6 +50,7 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
             "--codecs",
             "json,protobuf",
             "--quick",
+            "--details",
             "--out",
             str(out),
         ]
@@ -89,6 +90,7 @@ def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
             "--codecs",
             "all",
             "--quick",
+            "--details",
             "--out",
             str(out),
         ]

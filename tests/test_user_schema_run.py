@@ -22,7 +22,7 @@ DATA = ROOT / "tests" / "data" / "bms"
 BMS = "evbench.example.BmsStatus"
 EVBENCH = [sys.executable, "-m", "evbench"]
 SCHEMA = ["--schema", str(DATA / "bms.proto"), "--message", BMS]
-QUICK = ["--board", "local", "--quick", "--codecs", "json,protobuf"]
+QUICK = ["--board", "local", "--quick", "--details", "--codecs", "json,protobuf"]
 
 
 def _evbench(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -85,6 +85,17 @@ class ProgressView:
                 file=self.stream,
                 flush=True,
             )
-        elif kind == "message":
-            print(event["text"], file=self.stream, flush=True)
+        elif kind == "message":  # wrapped: no line of the run's output is wider than 120
+            print(_wrapped(str(event["text"])), file=self.stream, flush=True)
         return True
+
+
+#: The widest line the plain progress prints (evbench.report.glance.MAX_LINE).
+MAX_LINE = 120
+
+
+def _wrapped(text: str) -> str:
+    import textwrap
+
+    lines = textwrap.wrap(text, MAX_LINE, subsequent_indent="  ", break_on_hyphens=False)
+    return "\n".join(lines) or text

@@ -15,9 +15,27 @@ HELP = "render a run directory: report.md, self-contained report.html, CSV and J
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory")
+    parser.add_argument(
+        "--terminal",
+        action="store_true",
+        help="print the run's full tables here (answer, comparison, medians per codec, bus "
+        "budget) instead of writing the report files",
+    )
+
+
+def _terminal(run_dir: Path) -> int:
+    """What `evbench run --details` prints, for a run measured earlier."""
+    from evbench.commands.run import print_tables
+    from evbench_agent import results
+
+    run = results.load_run(run_dir)
+    print_tables(run, argparse.Namespace(baseline_codec="json", candidate_codec="protobuf"))
+    return ExitCode.OK if run.complete else ExitCode.PARTIAL
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.terminal:
+        return _terminal(args.run_dir)
     from evbench.report.writer import write_report  # matplotlib: only when a report is drawn
 
     written = write_report(args.run_dir)

@@ -15,7 +15,7 @@ from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
-from evbench.report import runtimes, table
+from evbench.report import glance, runtimes, table
 from evbench.report.headline import partial_headline
 from evbench_agent import options, results, write_failures
 from evbench_agent.comparison import Comparison, compare
@@ -36,6 +36,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     options.add_run_options(parser)  # the agent's run options, passed on as given
     schema.add_schema_options(parser)  # host only: protoc compiles the .proto here
     parser.add_argument("--out", type=Path, help="the run directory (default: results/RUN_ID)")
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help="print the full table, each codec's medians and the bus budget after the run "
+        "(default: the answer and the key rows; later: evbench report --terminal RUN)",
+    )
     parser.add_argument("--baseline-codec", default="json", help="table baseline (default json)")
     parser.add_argument("--candidate-codec", default="protobuf", help="table candidate")
     add_history_options(parser)  # host only: where the run is indexed at its end
@@ -57,7 +63,7 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[s
     return argv + options.agent_argv(args)
 
 
-def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | None:
+def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | None:
     """The answer and the tables; returns the comparison, computed once for the report."""
     codec_names = run.manifest.get("spec", {}).get("codecs", [])
     samples = list(run.samples())
@@ -77,8 +83,12 @@ def _print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | No
     aa = run.manifest.get("aa")
     if aa:  # an A/A control: the codec against its identical copy
         baseline, candidate = aa["codec"], aa["copy"]
+    details = getattr(args, "details", True)  # `evbench report --terminal`: everything
     if baseline in codec_names and candidate in codec_names:
         comparison = compare(samples, baseline, candidate)
+        if not details:  # one screen: the answer, the key rows, where the rest is
+            print(glance.render(comparison, run.directory))
+            return comparison
         print(table.render_comparison(comparison))
     native = runtimes.render(samples, run.manifest, codec_names)  # C and C++ runtime pairs
     if native:
@@ -289,7 +299,7 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     if not run_data.complete and not quiet():  # first: nobody reads the tables as a whole run
         print(partial_headline(run_data.manifest, [results.COMPLETE]), flush=True)
     with contextlib.redirect_stdout(io.StringIO()) if quiet() else contextlib.nullcontext():
-        comparison = _print_tables(run_data, args)  # --quiet: computed for the report only
+        comparison = print_tables(run_data, args)  # --quiet: computed for the report only
     _write_report(out, comparison)
     record_run(args, out)  # a partial run too, marked partial
     if not run_data.complete:

@@ -1,0 +1,89 @@
+"""The answer at a glance: what `evbench run` prints by default, one screen of it.
+
+The answer's sentences wrapped to the terminal's 120 columns, the key rows (size,
+encode, decode, RTT, jitter) in a table that fits 100, and where the rest is: the full
+table, each codec's medians and the bus budget (`--details`, `evbench report
+--terminal RUN`) and the report with its plots.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+from evbench.report import table
+from evbench_agent.comparison import FACT, TESTED, Comparison, Row
+
+#: No line of the default output is wider than this.
+MAX_LINE = 120
+#: The key rows' table fits this, so it reads in a half-screen terminal too.
+MAX_TABLE = 100
+#: The metrics a reader decides on first, in this order (the rest are behind --details).
+KEY_METRICS = ("size", "encode", "decode", "rtt", "jitter_stdev")
+#: A label cell no wider than this (longer ones end in '...').
+LABEL_WIDTH = 36
+_INTERVAL = re.compile(r" \[[^\]]*\]$")
+
+
+def wrap(text: str, width: int = MAX_LINE) -> list[str]:
+    """`text` in lines of at most `width`; a '- ' item's next lines indented under it."""
+    lines = []
+    for line in text.splitlines():
+        indent = "  " if line.startswith("- ") else ""
+        lines += textwrap.wrap(
+            line, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=True
+        ) or [""]
+    return lines
+
+
+def _short(label: str, width: int = LABEL_WIDTH) -> str:
+    return label if len(label) <= width else label[: width - 3] + "..."
+
+
+def _key(row: Row) -> int | None:
+    metric = row.identity.metric
+    if metric not in KEY_METRICS or row.role not in (TESTED, FACT):
+        return None
+    return KEY_METRICS.index(metric)
+
+
+def key_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Profile, metric, the two codecs' figures, the change and the verdict of the key rows."""
+    base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
+    chosen = [row for row in comparison.rows if _key(row) is not None]
+    chosen.sort(key=lambda row: (row.identity.profile or "", _key(row)))
+    cells = []
+    for row in chosen:
+        base_cell, cand_cell = table.estimate_cells(row)
+        change = table.difference(row)
+        cells.append(
+            [
+                row.identity.profile or "-",
+                _short(row.label) + (table.BUSY_MARK if row.busy else ""),
+                _INTERVAL.sub("", base_cell),  # the interval is in the full table
+                _INTERVAL.sub("", cand_cell),
+                "-" if change is None else f"{change * 100:+.1f} %",
+                table.winner_cell(row, comparison.baseline, comparison.candidate),
+            ]
+        )
+    return ["Profile", "Metric", base, cand, "Change", "Verdict"], cells
+
+
+def render(comparison: Comparison, out: Path) -> str:
+    """The answer, the key rows and the pointers to the rest, every line <= MAX_LINE."""
+    lines = wrap(table.render_answer(comparison))
+    busy = table.busy_line(comparison)
+    if busy:
+        lines += ["", *wrap(busy)]
+    headers, cells = key_rows(comparison)
+    if cells:
+        lines += ["", "Key rows (the test's estimate; intervals and the rest in the full table):"]
+        lines += table.format_rows(headers, cells).splitlines()
+    lines += [  # a command or a path stays whole on its line, to copy
+        "",
+        "Full table, medians per codec, context and bus budget (or evbench run --details):",
+        f"  evbench report --terminal {out}",
+        f"Report with plots: {out / 'report.html'}",
+    ]
+    return "\n".join(lines)
