@@ -127,9 +127,14 @@ def _errors(events: list[dict]) -> list[dict]:
 
 
 def open_page(
-    page: Path, profile: Path, expression: str | None = None, screenshot: bool = False
+    page: Path,
+    profile: Path,
+    expression: str | None = None,
+    screenshot: bool = False,
+    viewport: tuple[int, int] | None = None,
 ) -> Page:
-    """Load `page` in a fresh headless Chromium and report what it showed."""
+    """Load `page` in a fresh headless Chromium and report what it showed; `viewport`
+    (width, height in CSS pixels) sets the window the page is laid out in."""
     import base64
 
     browser = DevTools(require_command("chromium"), profile)
@@ -139,6 +144,16 @@ def open_page(
         session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
             browser.send(domain, session)
+        if viewport is not None:
+            width, height_px = viewport
+            browser.send(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=width,
+                height=height_px,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         browser.send("Page.navigate", session, url=page.as_uri())
         browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
         images = browser.send(

@@ -9,6 +9,8 @@ and takes a screenshot.
 from __future__ import annotations
 
 import io
+import json
+import re
 from pathlib import Path
 
 import matplotlib.image
@@ -43,3 +45,27 @@ def test_the_page_check_sees_a_broken_image(report: Path, tmp_path):
     broken.write_text(report.read_text().replace("base64,iVBOR", "base64,AAAAA", 1))
     shown = open_page(broken, tmp_path / "profile")
     assert 0 in [width for _complete, width, _height in shown.images]
+
+
+#: Where the answer's and the contents' boxes end, and where the first plot and the first
+#: table start, in CSS pixels from the top of the page.
+_LAYOUT = (
+    "JSON.stringify({"
+    "answer: document.getElementById('answer').getBoundingClientRect().bottom,"
+    "contents: document.getElementById('contents').getBoundingClientRect().bottom,"
+    "plot: document.querySelector('figure').getBoundingClientRect().top,"
+    "table: document.querySelector('table').getBoundingClientRect().top})"
+)
+
+
+def test_the_answer_and_contents_are_in_the_first_viewport_and_plots_before_tables(
+    report: Path, tmp_path
+):
+    shown = open_page(report, tmp_path / "profile", expression=_LAYOUT, viewport=(1400, 900))
+    layout = json.loads(shown.value)
+    assert layout["answer"] <= 900 and layout["contents"] <= 900, layout
+    assert layout["plot"] < layout["table"], layout  # the key plots before the first table
+    assert shown.errors == []
+    html = report.read_text()
+    for target in re.findall(r'<nav id="contents">.*?</nav>', html)[0].split('href="#')[1:]:
+        assert f'id="{target.split(chr(34))[0]}"' in html  # every link of the contents lands

@@ -28,6 +28,8 @@ figure { margin: 1em 0 2em; }
 figcaption { font-size: 0.9em; color: #555; max-width: 60em; }
 img { max-width: 100%; }
 p.note { font-size: 0.85em; color: #555; }
+nav { margin: 0 0 1em; line-height: 1.6; }
+summary { cursor: pointer; color: #225; margin: 0.5em 0; }
 """
 
 
@@ -39,14 +41,46 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+#: A table with more rows than this starts folded (<details>): the plots stay near the top.
+FOLD_ROWS = 30
+#: The id of the answer's section and of the table of contents (links and tests use them).
+ANSWER_ID = "answer"
+CONTENTS_ID = "contents"
+PLOTS_ID = "plots"
+
+
+def anchor(title: str) -> str:
+    """A section's id, from its title: 'Comparison: JSON against X' -> 'comparison-json-...'."""
+    if title.startswith("The answer"):
+        return ANSWER_ID
+    words = "".join(c.lower() if c.isalnum() else " " for c in title).split()
+    return "-".join(words)[:60] or "section"
+
+
 def _section(section: Section) -> str:
     parts = [f"<h2>{escape(section.title)}</h2>"]
     note = ' class="note"' if section.rows else ""
     parts += [f"<p{note}>{escape(p)}</p>" for p in section.paragraphs]
     if section.rows:
-        parts.append(_table(section.headers, section.rows))
+        shown = _table(section.headers, section.rows)
+        if len(section.rows) > FOLD_ROWS:
+            shown = (
+                f"<details><summary>{len(section.rows)} rows: show the table</summary>"
+                f"{shown}</details>"
+            )
+        parts.append(shown)
     css = ' class="partial"' if section.warning else ""
-    return f"<section{css}>{''.join(parts)}</section>"
+    return f'<section id="{escape(anchor(section.title))}"{css}>{"".join(parts)}</section>'
+
+
+def _contents(sections: Sequence[Section], plots: Sequence[Plot]) -> str:
+    """One line of links to every section and to the plots, under the title."""
+    links = [(anchor(s.title), s.title.split(":")[0]) for s in sections]
+    if plots:  # where the page has them: after the answer
+        at = next((i + 1 for i, (key, _) in enumerate(links) if key == ANSWER_ID), len(links))
+        links.insert(at, (PLOTS_ID, "Plots"))
+    items = " · ".join(f'<a href="#{escape(i)}">{escape(text)}</a>' for i, text in links)
+    return f'<nav id="{CONTENTS_ID}"><strong>Contents:</strong> {items}</nav>'
 
 
 def _headline(headline: str | None) -> str:
@@ -68,13 +102,20 @@ def render(
     title: str, sections: Sequence[Section], plots: Sequence[Plot], headline: str | None = None
 ) -> str:
     """`headline`: a partial run's first line (evbench.report.headline), before the title."""
-    body = "\n".join(_section(s) for s in sections)
     figures = "\n".join(_figure(p) for p in plots)
     if figures:
-        figures = "<section><h2>Plots</h2>\n" + figures + "</section>"
+        figures = f'<section id="{PLOTS_ID}"><h2>Plots</h2>\n' + figures + "</section>"
+    # The plots right after the answer (and the warnings before it), the big tables after.
+    cut = next(
+        (i + 1 for i, s in enumerate(sections) if anchor(s.title) == ANSWER_ID), len(sections)
+    )
+    body = "\n".join(
+        [*(_section(s) for s in sections[:cut]), figures, *(_section(s) for s in sections[cut:])]
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n"
-        f"<body>{_headline(headline)}<h1>{escape(title)}</h1>\n{body}\n{figures}\n</body></html>\n"
+        f"<body>{_headline(headline)}<h1>{escape(title)}</h1>\n{_contents(sections, plots)}\n"
+        f"{body}\n</body></html>\n"
     )
