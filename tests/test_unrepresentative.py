@@ -37,7 +37,7 @@ def test_a_pure_python_protobuf_run_warns_before_the_answer_in_terminal_and_repo
     assert headings[0] == "## **Warning: these numbers do not stand for the board**"
     assert headings[1].startswith("## The answer")
     html = (out / "report.html").read_text()
-    assert html.index("pure-Python backend") < html.index("The answer")
+    assert html.index("pure-Python backend") < html.index('<section id="answer"')
 
 
 def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict:
