@@ -76,3 +76,15 @@ def test_a_disk_too_small_to_start_is_a_usage_error_and_nothing_is_left_running(
         ]
         assert "internal error" not in done.stderr
         assert not (out / "manifest.json").exists()  # refused before the run began
+
+
+def test_vv_shows_evbench_s_own_steps_and_no_third_party_chatter(tmp_path):
+    out = tmp_path / "run"
+    done = _evbench("-vv", *SMALL_RUN, "--quick", "--no-history", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert any(line.startswith("evbench: info: run ") and str(out) in line for line in said)
+    assert "evbench: info: the agent exited with 0" in said
+    assert f"evbench: info: writing the report into {out}" in said
+    # matplotlib's font search (292 lines at -vv before) stays capped at warnings
+    assert not [line for line in said if "findfont" in line or "matplotlib" in line]

@@ -128,6 +128,7 @@ def _write_report(out: Path, comparison: Comparison | None = None) -> None:
     from evbench.report.writer import write_report  # matplotlib: only once results exist
 
     try:
+        logger.info("writing the report into %s", out)
         write_report(out, comparison)
         if not quiet():
             print(f"report: {out / 'report.html'}", file=sys.stderr)
@@ -159,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
         if host_bus:  # open before anything is written or started: its failure stops all here
             responder.enter_context(link_peer.host_bus_responder(host_bus))
         results.prepare_output(out)
+        logger.info("run %s on board %s into %s", run_id, getattr(board, "url", "local"), out)
         place = getattr(board, "place", None)  # a labgrid place: the board's identity
         if place and getattr(args, "board_place", None) is None:
             args = argparse.Namespace(**{**vars(args), "board_place": place})
@@ -176,13 +178,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_local(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
     """The agent on this machine, writing straight into `out`."""
-    command = board.stream(board.agent_command() + _agent_arguments(args, run_id, out))
+    argv = board.agent_command() + _agent_arguments(args, run_id, out)
+    logger.debug("the agent: %s", " ".join(argv))
+    command = board.stream(argv)
     try:
         with ProgressView() as view:
             for line in command.lines():
                 if not view.feed(line):
                     print(line, file=sys.stderr)
         status = command.wait(AGENT_EXIT_TIMEOUT)
+        logger.info("the agent exited with %s", status)
     except KeyboardInterrupt:
         command.interrupt()
         status = command.wait(AGENT_EXIT_TIMEOUT)
@@ -295,6 +300,7 @@ def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
         if getattr(args, "debug", False) and traceback:
             print(f"the agent's traceback:\n{traceback}", file=sys.stderr)
         raise _agent_error(status, log)
+    logger.info("reading the results in %s", out)
     run_data = results.load_run(out)
     if not run_data.complete and not quiet():  # first: nobody reads the tables as a whole run
         print(partial_headline(run_data.manifest, [results.COMPLETE]), flush=True)
