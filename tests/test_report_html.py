@@ -69,3 +69,16 @@ def test_the_answer_and_contents_are_in_the_first_viewport_and_plots_before_tabl
     html = report.read_text()
     for target in re.findall(r'<nav id="contents">.*?</nav>', html)[0].split('href="#')[1:]:
         assert f'id="{target.split(chr(34))[0]}"' in html  # every link of the contents lands
+
+
+def test_report_md_opens_on_contents_answer_then_plots(report: Path):
+    lines = (report.parent / "report.md").read_text().splitlines()
+    contents = next(line for line in lines if line.startswith("Contents: "))
+    # GitHub's anchor of the answer's heading, worked by hand: lower case, punctuation
+    # dropped, spaces to hyphens.
+    assert contents.startswith(
+        "Contents: [The answer](#the-answer-protobuf-against-json-on-this-machine) · [Plots]"
+    )
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings[:2] == ["## The answer: Protobuf against JSON, on this machine", "## Plots"]
+    assert lines.index(contents) < lines.index(headings[0])

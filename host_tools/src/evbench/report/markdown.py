@@ -16,21 +16,15 @@ PLOT_DIRECTORY = "plots"
 _MARKUP = re.compile(r"([\\`*_\[\]<>])")
 
 
-def render(
-    title: str, sections: Sequence[Section], plots: Sequence[Plot], headline: str | None = None
-) -> str:
-    """`headline`: a partial run's first line (evbench.report.headline), shown as it is."""
-    lines = ["**" + _MARKUP.sub(r"\\\1", headline) + "**", ""] if headline else []
-    lines += [f"# {title}", ""]
-    for section in sections:
-        heading = f"## {'**' + section.title + '**' if section.warning else section.title}"
-        lines += [heading, ""]
-        for paragraph in section.paragraphs:
-            lines += [paragraph, ""]
-        if section.rows:
-            lines += [table.format_markdown(section.headers, section.rows), ""]
-    if plots:
-        lines += ["## Plots", ""]
+def _anchor(heading: str) -> str:
+    """The anchor a Markdown viewer (GitHub, GitLab) gives a heading."""
+    text = heading.replace("**", "").strip().lower()
+    kept = "".join(c for c in text if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def _plot_lines(plots: Sequence[Plot]) -> list[str]:
+    lines = ["## Plots", ""] if plots else []
     for plot in plots:
         lines += [
             f"### {plot.title}",
@@ -40,4 +34,35 @@ def render(
             plot.caption,
             "",
         ]
+    return lines
+
+
+def render(
+    title: str, sections: Sequence[Section], plots: Sequence[Plot], headline: str | None = None
+) -> str:
+    """`headline`: a partial run's first line (evbench.report.headline), shown as it is.
+
+    Under the title a line of contents; the plots right after the answer, the big
+    tables after them (as in report.html)."""
+    lines = ["**" + _MARKUP.sub(r"\\\1", headline) + "**", ""] if headline else []
+    lines += [f"# {title}", ""]
+    answer_at = next(
+        (i + 1 for i, s in enumerate(sections) if s.title.startswith("The answer")), len(sections)
+    )
+    titles = [s.title for s in sections[:answer_at]]
+    titles += ["Plots"] if plots else []
+    titles += [s.title for s in sections[answer_at:]]
+    contents = " · ".join(f"[{t.split(':')[0]}](#{_anchor(t)})" for t in titles)
+    lines += [f"Contents: {contents}", ""]
+    for index, section in enumerate(sections):
+        if index == answer_at:
+            lines += _plot_lines(plots)
+        heading = f"## {'**' + section.title + '**' if section.warning else section.title}"
+        lines += [heading, ""]
+        for paragraph in section.paragraphs:
+            lines += [paragraph, ""]
+        if section.rows:
+            lines += [table.format_markdown(section.headers, section.rows), ""]
+    if answer_at >= len(sections):
+        lines += _plot_lines(plots)
     return "\n".join(lines)
