@@ -58,6 +58,7 @@ RDEPENDS:${PN} = "python3-core \
                   python3-crypt \
                   python3-ctypes \
                   python3-datetime \
+                  python3-difflib \
                   python3-fcntl \
                   python3-io \
                   python3-json \
