@@ -67,7 +67,8 @@ def advances(run_dir: Path) -> int:
 def codec_shape(run: results.Run) -> list[tuple]:
     """What the codec records measure and how many samples each has (not their values)."""
     records = (r for r in run.records if r["suite"] == "codec")
-    return sorted((r["profile"], r["codec"], r["metric"], r["n"]) for r in records)
+    # The machine-state records (contention_*) have no profile or codec: None sorts first.
+    return sorted((r["profile"] or "", r["codec"] or "", r["metric"], r["n"]) for r in records)
 
 
 def process_alive(pid: int) -> bool:

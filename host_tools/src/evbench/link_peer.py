@@ -156,17 +156,17 @@ def host_bus_responder(url: str) -> Iterator[int]:
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log
         )
+        opened = False
+        # One try from the start: an interrupt may land anywhere, also while the notice
+        # is being written (a test or a user reacts to it at once), and must stop the child.
         try:
             _await_open(process, url, log)
-        except BaseException:
-            _stop(process)
-            raise
-        notice(f"link responder on this host over {url} (pid {process.pid})")
-        try:
+            opened = True
+            notice(f"link responder on this host over {url} (pid {process.pid})")
             yield process.pid
         finally:
             _stop(process)
-            said = _read(log).strip()
+            said = _read(log).strip() if opened else ""
             if said:  # what it logged while serving (refused HELLOs, dropped transfers)
                 print(said, file=sys.stderr)
 
