@@ -14,6 +14,7 @@ agetty exits after each logout, so it is restarted as systemd would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
@@ -132,7 +133,9 @@ class LineSimulator:
     def stop(self) -> None:
         self._stop.set()
         for connection in self._sockets:
-            connection.shutdown(socket.SHUT_RDWR)
+            # A peer that went away already (a killed exporter's ser2net) leaves it unconnected.
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         for thread in self._threads:
             thread.join(timeout=5)
         for connection in [*self._sockets, *self.listeners]:

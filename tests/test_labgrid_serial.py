@@ -138,7 +138,10 @@ def test_an_exporter_killed_mid_run_leaves_its_entry_partial_and_the_other_compl
     index = json.loads((lab_dir / "lab.json").read_text())
     entries = {entry["board"]: entry for entry in index["entries"]}
     killed, other = entries["am62x-s"], entries["am62x-a"]
-    assert (killed["status"], killed["exit_code"], killed["attempts"]) == ("partial", 4, 1)
+    assert (killed["status"], killed["exit_code"], killed["attempts"]) == ("partial", 4, 1), (
+        killed,
+        err[-3000:],
+    )
     assert "exporter serial-exporter no longer serves" in killed["error"], killed
     assert (other["status"], other["exit_code"]) == ("complete", 0)
     assert results.verify_checksums(lab_dir / other["run_dir"]) == []
