@@ -33,28 +33,13 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from evbench_agent.payloads.convert import is_map, is_repeated
+from evbench_agent.payloads.json_mapping import ONE_VALUE
 
 EVERY_FIELD = "every-field"
 SET_FIELDS = "set-fields"
 MODES = (EVERY_FIELD, SET_FIELDS)
 
 Reader = Callable[[Any], int]
-
-#: Well-known types whose proto3 JSON form is a single value.
-_ONE_VALUE = {
-    "google.protobuf.Timestamp",
-    "google.protobuf.Duration",
-    "google.protobuf.FieldMask",
-    "google.protobuf.DoubleValue",
-    "google.protobuf.FloatValue",
-    "google.protobuf.Int64Value",
-    "google.protobuf.UInt64Value",
-    "google.protobuf.Int32Value",
-    "google.protobuf.UInt32Value",
-    "google.protobuf.BoolValue",
-    "google.protobuf.StringValue",
-    "google.protobuf.BytesValue",
-}
 
 
 def walk_plain(value: Any) -> int:
@@ -141,7 +126,7 @@ class MessageReaders:
 
     def _well_known(self, descriptor: Descriptor) -> Reader | None:
         name = descriptor.full_name
-        if name in _ONE_VALUE:
+        if name in ONE_VALUE:
             names = [f.name for f in descriptor.fields]
 
             def one_value(message: Message) -> int:

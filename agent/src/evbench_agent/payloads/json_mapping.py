@@ -29,24 +29,29 @@ NEW_OPTION = "always_print_fields_with_no_presence"
 OLD_OPTION = "including_default_value_fields"
 ANY = "google.protobuf.Any"
 _F = FieldDescriptor
+#: Well-known types whose proto3 JSON form is a single value.
+ONE_VALUE = frozenset(
+    {
+        "google.protobuf.Timestamp",
+        "google.protobuf.Duration",
+        "google.protobuf.FieldMask",
+        "google.protobuf.DoubleValue",
+        "google.protobuf.FloatValue",
+        "google.protobuf.Int64Value",
+        "google.protobuf.UInt64Value",
+        "google.protobuf.Int32Value",
+        "google.protobuf.UInt32Value",
+        "google.protobuf.BoolValue",
+        "google.protobuf.StringValue",
+        "google.protobuf.BytesValue",
+    }
+)
 #: Types whose JSON is not an object of their fields.
-SPECIAL = {
+SPECIAL = ONE_VALUE | {
     ANY,
-    "google.protobuf.Timestamp",
-    "google.protobuf.Duration",
-    "google.protobuf.FieldMask",
     "google.protobuf.Struct",
     "google.protobuf.Value",
     "google.protobuf.ListValue",
-    "google.protobuf.DoubleValue",
-    "google.protobuf.FloatValue",
-    "google.protobuf.Int64Value",
-    "google.protobuf.UInt64Value",
-    "google.protobuf.Int32Value",
-    "google.protobuf.UInt32Value",
-    "google.protobuf.BoolValue",
-    "google.protobuf.StringValue",
-    "google.protobuf.BytesValue",
 }
 
 
