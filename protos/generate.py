@@ -2,11 +2,15 @@
 
 The generated modules are committed so that the agent installs without protoc.
 They are made with protoc 25.x (grpcio-tools 1.62 ships it): code from a newer
-protoc refuses to load on protobuf 4.25 (Yocto scarthgap) and 4.21 (Debian 12).
-A test regenerates them and fails when they drift from the .proto files.
+protoc refuses to load on protobuf 4.25 (Yocto scarthgap) and 4.21 (Debian 12),
+so the generator refuses any other protoc. tests/setup_envs.py installs
+grpcio-tools 1.62.3 in .venv-pb425 (the development .venv has a newer one):
 
-    python protos/generate.py [--out DIR] [--protoc PROTOC]
-    python protos/generate.py --native-types [--protoc PROTOC]
+    .venv-pb425/bin/python protos/generate.py [--out DIR] [--protoc PROTOC]
+    .venv-pb425/bin/python protos/generate.py --native-types [--protoc PROTOC]
+
+Every protos/*.proto is generated (a new one needs no list); a test regenerates
+them and fails when the committed modules drift from the .proto files.
 
 --native-types writes the native harnesses' type table instead
 (native/generated/evbench_types.h, see protos/native_types.py).
@@ -23,16 +27,47 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 DEFAULT_OUT = PROTO_DIR.parent / "agent" / "src" / "evbench_agent" / "schema"
-PROTOS = ("ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto")
+#: The protoc major version whose Python code loads on protobuf 4.21 and 4.25.
+PROTOC_MAJOR = "25"
+TOOLS_VENV = ".venv-pb425"
+
+
+class GenerateError(Exception):
+    """What stops the generator, in one line."""
+
+
+def protos() -> list[str]:
+    """Every .proto file of protos/, by name: each is generated, none skipped."""
+    return sorted(path.name for path in PROTO_DIR.glob("*.proto"))
+
+
+def protoc_command(protoc: str | None = None) -> list[str]:
+    """The protoc to run, checked to be 25.x: a newer one writes code the board cannot load."""
+    command = [protoc] if protoc else [sys.executable, "-m", "grpc_tools.protoc"]
+    try:
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, check=False, timeout=60
+        )
+    except OSError as error:
+        raise GenerateError(f"cannot run {command[0]}: {error}") from error
+    version = done.stdout.strip().removeprefix("libprotoc ")
+    if done.returncode != 0 or version.split(".")[0] != PROTOC_MAJOR:
+        found = version or done.stderr.strip().splitlines()[-1:] or "no version"
+        raise GenerateError(
+            f"{' '.join(command)} is protoc {found}, not {PROTOC_MAJOR}.x: its code does not "
+            f"import on protobuf 4.21 and 4.25; run {TOOLS_VENV}/bin/python protos/generate.py "
+            "(grpcio-tools 1.62.3, from tests/setup_envs.py)"
+        )
+    return command
 
 
 def generate(out_dir: Path, protoc: str | None = None) -> list[Path]:
     """Run protoc over every .proto file and return the modules written."""
+    names = protos()
+    command = [*protoc_command(protoc), f"-I{PROTO_DIR}", f"--python_out={out_dir}", *names]
     out_dir.mkdir(parents=True, exist_ok=True)
-    command = [protoc] if protoc else [sys.executable, "-m", "grpc_tools.protoc"]
-    command += [f"-I{PROTO_DIR}", f"--python_out={out_dir}", *PROTOS]
     subprocess.run(command, check=True, cwd=PROTO_DIR)
-    return [out_dir / (Path(name).stem + "_pb2.py") for name in PROTOS]
+    return [out_dir / (Path(name).stem + "_pb2.py") for name in names]
 
 
 def main() -> None:
@@ -49,7 +84,11 @@ def main() -> None:
         out = args.out / "evbench_types.h" if args.out != DEFAULT_OUT else native_types.DEFAULT_OUT
         print(native_types.generate(out, protoc=args.protoc))
         return
-    for path in generate(args.out, args.protoc):
+    try:
+        written = generate(args.out, args.protoc)
+    except GenerateError as error:
+        sys.exit(f"generate.py: error: {error}")
+    for path in written:
         print(path)
 
 
