@@ -111,17 +111,30 @@ def test_verbose_and_quiet_set_the_log_level_before_or_after_the_command(capsys)
     levels = []
 
     def handler(_args):
-        levels.append(logging.getLogger().level)
+        levels.append((logging.getLogger("evbench_agent").level, logging.getLogger().level))
         logging.getLogger("evbench_agent.test").info("said at info")
+        logging.getLogger("evbench.test").debug("said at debug")
+        logging.getLogger("somelibrary.module").info("a library's chatter")
         return ExitCode.OK
 
     build = _program(handler)
-    assert command_line.run_program("prog", build, ["go"], "stopped") == ExitCode.OK
-    assert command_line.run_program("prog", build, ["-v", "go"], "stopped") == ExitCode.OK
-    assert command_line.run_program("prog", build, ["go", "-vv"], "stopped") == ExitCode.OK
-    assert command_line.run_program("prog", build, ["go", "--quiet"], "stopped") == ExitCode.OK
-    assert levels == [logging.WARNING, logging.INFO, logging.DEBUG, logging.ERROR]
-    assert capsys.readouterr().err.count("prog: info: said at info") == 2
+    for argv in (["go"], ["-v", "go"], ["go", "-vv"], ["go", "--quiet"], ["-vv", "go", "--debug"]):
+        assert command_line.run_program("prog", build, argv, "stopped") == ExitCode.OK
+    # evbench's own loggers follow the flags; the root logger, whose level every
+    # library inherits, stays at warnings but for --debug.
+    warning, info, debug, error = logging.WARNING, logging.INFO, logging.DEBUG, logging.ERROR
+    assert levels == [
+        (warning, warning),
+        (info, warning),
+        (debug, warning),
+        (error, error),
+        (debug, debug),
+    ]
+    said = capsys.readouterr().err.splitlines()
+    assert said.count("prog: info: said at info") == 3  # -v, -vv, --debug -vv
+    # At -vv a debug line names the module that logged it.
+    assert said.count("prog: debug: [evbench.test] said at debug") == 2
+    assert said.count("prog: info: a library's chatter") == 1  # --debug only
 
 
 def test_a_command_that_returns_no_exit_code_is_an_internal_error(capsys):

@@ -1,5 +1,13 @@
 """Log records on standard error as ``PROG: level: message``, at the level the flags ask for.
 
+The design (docs/running.md, "How much evbench says"): every module logs
+through its own ``logging.getLogger(__name__)``, so evbench's records come from
+loggers under ``evbench.`` (host) and ``evbench_agent.`` (agent), and no module
+sets a level or a handler. Only the programs do, here, once: `setup_logging`
+puts one handler on the root logger, sets evbench's own loggers to the level of
+-v/-vv/--quiet, and keeps every other library (paramiko, urllib3, matplotlib,
+labgrid, asyncio, PIL...) at warnings unless --debug.
+
 Apart from evbench_agent.command_line because `logging` (with traceback,
 linecache and tokenize) is a good part of a program's start-up, and a line that
 only prints help or a usage error never logs: run_program imports this module
@@ -12,9 +20,8 @@ import logging
 import re
 import sys
 
-#: Libraries whose records reach the user only as warnings, unless --debug: their
-#: progress and their own view of a failure evbench reports in its own words.
-THIRD_PARTY = ("paramiko", "urllib3", "matplotlib")
+#: The loggers evbench's own modules log under: everything else is a library's.
+OWN = ("evbench", "evbench_agent")
 #: A line of a traceback a library logs record by record (paramiko's transport thread
 #: does, after every failed connection), and the record that introduces it.
 _TRACEBACK_LINE = re.compile(
@@ -29,7 +36,14 @@ class _Formatter(logging.Formatter):
         self.prog = prog
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"{self.prog}: {record.levelname.lower()}: {record.getMessage()}"
+        level = record.levelname.lower()
+        if record.levelno <= logging.DEBUG:  # -vv: which module says it
+            return f"{self.prog}: {level}: [{record.name}] {record.getMessage()}"
+        return f"{self.prog}: {level}: {record.getMessage()}"
+
+
+def _own(record: logging.LogRecord) -> bool:
+    return record.name.split(".", 1)[0] in OWN
 
 
 class _StandardError(logging.StreamHandler):
@@ -45,14 +59,15 @@ class _StandardError(logging.StreamHandler):
 
 
 class _ThirdPartyCap(logging.Filter):
-    """Without --debug: a library's record is at most a warning, and the exceptions its
-    threads log line by line (a dropped SSH connection: some 20 lines from paramiko) are
-    left out; evbench says once per attempt what failed and what it does next."""
+    """Without --debug: a library's record shows only from a warning up (even when the
+    library set its own logger's level lower), and at most as a warning; the exceptions
+    its threads log line by line (a dropped SSH connection: some 20 lines from paramiko)
+    are left out. evbench says once per attempt what failed and what it does next."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name.split(".", 1)[0] not in THIRD_PARTY:
+        if _own(record):
             return True
-        if _TRACEBACK_LINE.match(record.getMessage()):
+        if record.levelno < logging.WARNING or _TRACEBACK_LINE.match(record.getMessage()):
             return False
         if record.levelno > logging.WARNING:
             record.levelno, record.levelname = logging.WARNING, "WARNING"
@@ -75,11 +90,18 @@ def notice(text: str) -> None:
 
 
 def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool = False) -> None:
-    """Send log records to standard error at the level the flags ask for (once per process).
+    """Send log records to standard error at the level the flags ask for.
 
-    Third-party libraries (THIRD_PARTY) are capped at WARNING unless `debug`."""
-    for name in THIRD_PARTY:
-        logging.getLogger(name).setLevel(logging.NOTSET if debug else logging.WARNING)
+    The one place that configures logging (each program calls it once per command):
+    evbench's own loggers (OWN) at warnings, -v info, -vv debug, --quiet errors; the
+    root logger, which every library's logger inherits its level from, at warnings
+    at most unless `debug`, and a filter that caps what a library sets for itself."""
+    if quiet:
+        level = logging.ERROR
+    else:
+        level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    for name in OWN:
+        logging.getLogger(name).setLevel(level)
     if debug:
         _handler.removeFilter(_third_party_cap)
     else:
@@ -89,8 +111,4 @@ def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool 
         root.addHandler(_handler)
     _handler.setFormatter(_Formatter(prog))
     _program["name"] = prog
-    if quiet:
-        level = logging.ERROR
-    else:
-        level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    root.setLevel(level)
+    root.setLevel(level if debug else max(level, logging.WARNING))

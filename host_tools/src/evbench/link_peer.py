@@ -29,6 +29,8 @@ from evbench.boards.base import Board
 from evbench.progress import notice
 from evbench_agent.errors import EvbenchError, UserError
 
+log = logging.getLogger(__name__)
+
 RESPONDER_START_TIMEOUT = 30.0
 #: How long a stopped bus responder may take to close its port (python-can's threads).
 RESPONDER_STOP_TIMEOUT = 10.0
@@ -173,7 +175,7 @@ def host_bus_responder(url: str) -> Iterator[int]:
 
 def _verbosity() -> list[str]:
     """This program's -v / --quiet, for the child's log lines."""
-    level = logging.getLogger().getEffectiveLevel()
+    level = log.getEffectiveLevel()  # evbench's own level (log_output.setup_logging)
     if level > logging.WARNING:
         return ["--quiet"]
     return ["-v"] * ((level <= logging.INFO) + (level <= logging.DEBUG))
