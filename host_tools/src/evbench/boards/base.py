@@ -62,7 +62,7 @@ class PipedCommand(abc.ABC):
     """A command fed through its standard input while it runs (flashing streams an image)."""
 
     @abc.abstractmethod
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         """Send bytes to its standard input; OSError when the command has gone."""
 
     @abc.abstractmethod

@@ -88,7 +88,7 @@ class LocalPipedCommand(PipedCommand):
         except OSError as error:
             raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         self._process.stdin.write(data)
 
     def finish(self, timeout: float) -> CommandResult:

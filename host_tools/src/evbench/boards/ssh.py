@@ -124,7 +124,7 @@ class SshPipedCommand(PipedCommand):
         self._board = board
         self._argv = tuple(argv)
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         try:
             self._channel.sendall(data)
         except (paramiko.SSHException, EOFError) as error:

@@ -96,13 +96,31 @@ def _number(root: ElementTree.Element, tag: str, path: Path) -> int:
     return _whole_number(_text(root, tag, path), f"<{tag}>", path)
 
 
-def _checksum_names(major: int, minor: int) -> tuple[str | None, str | None, str | None]:
-    """(checksum type, range attribute, file checksum element) for a format version."""
+def _checksum_names(major: int, minor: int) -> tuple[str, str, str] | None:
+    """(checksum type, range attribute, file checksum element) for a format version;
+    None for the versions without checksums."""
     if major >= 2 or (major, minor) == (1, 4):
         return "", "chksum", "BmapFileChecksum"  # the type is in <ChecksumType>
     if minor >= 3:
         return "sha1", "sha1", "BmapFileSHA1"
-    return None, None, None
+    return None
+
+
+def _checked_checksums(
+    root: ElementTree.Element, raw: bytes, major: int, minor: int, path: Path
+) -> tuple[str | None, str | None]:
+    """(checksum type, range attribute) once the file's own checksum is verified;
+    (None, None) for the versions without checksums."""
+    names = _checksum_names(major, minor)
+    if names is None:
+        return None, None
+    kind, attribute, file_checksum_tag = names
+    if kind == "":
+        kind = _text(root, "ChecksumType", path).lower()
+    if kind not in CHECKSUM_TYPES:
+        raise UserError(f"bmap {path}: checksum type {_shown(kind)} is not one of {CHECKSUM_TYPES}")
+    _verify_file_checksum(raw, _text(root, file_checksum_tag, path), kind, path)
+    return kind, attribute
 
 
 def _verify_file_checksum(raw: bytes, stored: str, kind: str, path: Path) -> None:
@@ -187,13 +205,7 @@ def parse_bmap(path: Path) -> Bmap:
             f"bmap {path} has format version {version}; this evbench reads 1.x and 2.x",
             hint="update evbench, or make the bmap with an older bmaptool",
         )
-    kind, attribute, file_checksum_tag = _checksum_names(major, minor)
-    if kind == "":
-        kind = _text(root, "ChecksumType", path).lower()
-    if kind is not None and kind not in CHECKSUM_TYPES:
-        raise UserError(f"bmap {path}: checksum type {_shown(kind)} is not one of {CHECKSUM_TYPES}")
-    if file_checksum_tag is not None:
-        _verify_file_checksum(raw, _text(root, file_checksum_tag, path), kind, path)
+    kind, attribute = _checked_checksums(root, raw, major, minor, path)
     block_map = root.find("BlockMap")
     if block_map is None:
         raise UserError(f"bmap {path}: the <BlockMap> element is missing")

@@ -54,7 +54,7 @@ class BoardSink:
         self.mapped_bytes = mapped_bytes
         self.finished = False
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes | memoryview) -> None:
         try:
             self.command.write(data)
         except OSError as error:

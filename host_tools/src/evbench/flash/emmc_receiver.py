@@ -20,10 +20,14 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import blockdevs
-from readback import read_back_digest
+if TYPE_CHECKING:  # the type checker reads the siblings where the host package keeps them
+    from evbench.flash import blockdevs
+    from evbench.flash.readback import read_back_digest
+else:  # on the board they sit beside this file, on sys.path[0]
+    import blockdevs
+    from readback import read_back_digest
 
 MAX_LINE = 256
 #: One W frame carries at most this much: a larger length read from the wire is a fault.
@@ -61,6 +65,8 @@ def inspect(path: str) -> dict:
     if not stat.S_ISBLK(status.st_mode):
         return {"path": path, "kind": "other"}
     name = blockdevs.name_of(status.st_rdev)
+    if name is None:
+        raise Refused(f"{path}: the kernel does not list this block device in /sys")
     return {
         "path": path,
         "kind": "block",

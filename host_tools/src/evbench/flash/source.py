@@ -14,15 +14,16 @@ import bz2
 import contextlib
 import fcntl
 import gzip
+import io
 import lzma
 import queue
 import shutil
 import subprocess
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Literal, Protocol
 
 from evbench_agent.errors import CheckFailed, UserError
 
@@ -70,8 +71,22 @@ COMMANDS = {
     "bz2": ("bzip2", "-dc"),
     "zstd": ("zstd", "-dc", "--no-progress"),
 }
+
+
 #: Python's own decoders, used when the command is missing (zstd has none before 3.14).
-MODULES = {"xz": lzma.open, "gz": gzip.open, "bz2": bz2.open}
+class _Stream(Protocol):
+    """What the reader takes from an image: the plain file, a decompressor's pipe or module."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+MODULES: dict[str, Callable[[Path, Literal["rb"]], _Stream]] = {
+    "xz": lzma.open,
+    "gz": gzip.open,
+    "bz2": bz2.open,
+}
 #: A larger pipe means fewer wake-ups for both processes (Linux caps it for non-root users).
 PIPE_SIZE = 1024 * 1024
 
@@ -84,15 +99,17 @@ class _DecompressPipe:
         self._process = subprocess.Popen(
             [command, *arguments, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
+        assert self._process.stdout is not None and self._process.stderr is not None  # PIPEs
+        self._stdout, self._stderr = self._process.stdout, self._process.stderr
         with contextlib.suppress(OSError, AttributeError):
-            fcntl.fcntl(self._process.stdout, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+            fcntl.fcntl(self._stdout, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
     def read(self, size: int) -> bytes:
-        data = self._process.stdout.read(size)
+        data = self._stdout.read(size)
         if not data:
             self._process.wait()
             if self._process.returncode != 0:
-                message = self._process.stderr.read(4096).decode(errors="replace").strip()
+                message = self._stderr.read(4096).decode(errors="replace").strip()
                 raise OSError(f"{self.name}: {message.splitlines()[-1] if message else 'failed'}")
         return data
 
@@ -100,8 +117,8 @@ class _DecompressPipe:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
-        self._process.stdout.close()
-        self._process.stderr.close()
+        self._stdout.close()
+        self._stderr.close()
 
 
 def _xz_size(path: Path) -> int | None:
@@ -164,7 +181,7 @@ def _zstd_size(path: Path) -> int | None:
     return total
 
 
-def _open_stream(path: Path, compression: str) -> BinaryIO | _DecompressPipe:
+def _open_stream(path: Path, compression: str) -> _Stream:
     if compression == "plain":
         return path.open("rb")
     program, *arguments = COMMANDS[compression]
@@ -251,9 +268,9 @@ class ImageSource:
                 end = offset + length if length is not None else None
                 while (end is None or position < end) and not self._stop.is_set():
                     data = stream.read(CHUNK if end is None else min(CHUNK, end - position))
-                    if not data and end is None:
-                        break
                     if not data:
+                        if end is None:
+                            break
                         raise self._truncated(position, end)
                     self._put(("data", position, data))
                     position += len(data)
@@ -267,8 +284,8 @@ class ImageSource:
         finally:
             stream.close()
 
-    def _skip(self, stream: BinaryIO | _DecompressPipe, position: int, offset: int) -> int:
-        if self.compression == "plain":
+    def _skip(self, stream: _Stream, position: int, offset: int) -> int:
+        if isinstance(stream, io.BufferedReader):  # the plain image file: it seeks
             stream.seek(offset)
             return offset
         while position < offset and not self._stop.is_set():
@@ -278,7 +295,7 @@ class ImageSource:
             position += len(data)
         return position
 
-    def _check_end(self, stream: BinaryIO | _DecompressPipe, position: int) -> int:
+    def _check_end(self, stream: _Stream, position: int) -> int:
         if self.compression == "plain":
             size = self.path.stat().st_size
         else:

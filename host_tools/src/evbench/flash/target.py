@@ -41,6 +41,8 @@ class Target:
             name = f"{self.given} -> {self.path}"
         if not self.is_block_device:
             return f"{name} (regular file)"
+        if self.size is None:  # a board's device that did not report its size
+            return f"{name} ({self.model})"
         return f"{name} ({self.model}, {self.size / 2**30:.1f} GiB, {self.size} bytes)"
 
 

@@ -189,8 +189,11 @@ def write_image(
             index += 1
             start, length = spans[index]
             range_end = start + length if length is not None else 1 << 62
-            checked = bmap is not None and bmap.ranges[index].checksum is not None
-            algorithm = bmap.checksum_type if checked else "sha256"
+            kind = None
+            if bmap is not None and bmap.ranges[index].checksum is not None:
+                kind = bmap.checksum_type  # ranges carry checksums only with a type
+            checked = kind is not None
+            algorithm = kind if kind is not None else "sha256"
             hasher = hashlib.new(algorithm)
         hasher.update(data)
         try:
@@ -207,7 +210,7 @@ def write_image(
             block_range = bmap.ranges[index]
             if block_range.checksum is not None:
                 _check_range(bmap, block_range, hasher.hexdigest(), report)
-            sink.end_range(start, length, algorithm, hasher.hexdigest(), checked)
+            sink.end_range(start, range_end - start, algorithm, hasher.hexdigest(), checked)
     if bmap is None:  # the stream's own length is the image size
         report.image_size = report.bytes_total = report.bytes_written
         sink.end_range(0, report.bytes_written, "sha256", hasher.hexdigest(), False)
