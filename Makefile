@@ -40,6 +40,7 @@ test-e2e: setup
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict agent/src/evbench_agent
 
 clean:
 	rm -rf $(VENV) .venv-* .pytest_cache

@@ -9,8 +9,9 @@ grpcio-tools 1.62.3 in .venv-pb425 (the development .venv has a newer one):
     .venv-pb425/bin/python protos/generate.py [--out DIR] [--protoc PROTOC]
     .venv-pb425/bin/python protos/generate.py --native-types [--protoc PROTOC]
 
-Every protos/*.proto is generated (a new one needs no list); a test regenerates
-them and fails when the committed modules drift from the .proto files.
+Every protos/*.proto is generated (a new one needs no list), each module with its
+type stub (_pb2.pyi, protoc's --pyi_out), which mypy reads for the messages' fields.
+A test regenerates them and fails when the committed files drift from the .proto files.
 
 --native-types writes the native harnesses' type table instead
 (native/generated/evbench_types.h, see protos/native_types.py).
@@ -30,6 +31,8 @@ DEFAULT_OUT = PROTO_DIR.parent / "agent" / "src" / "evbench_agent" / "schema"
 #: The protoc major version whose Python code loads on protobuf 4.21 and 4.25.
 PROTOC_MAJOR = "25"
 TOOLS_VENV = ".venv-pb425"
+#: What protoc writes for each .proto: the module and its type stub.
+GENERATED = ("_pb2.py", "_pb2.pyi")
 
 
 class GenerateError(Exception):
@@ -62,12 +65,13 @@ def protoc_command(protoc: str | None = None) -> list[str]:
 
 
 def generate(out_dir: Path, protoc: str | None = None) -> list[Path]:
-    """Run protoc over every .proto file and return the modules written."""
+    """Run protoc over every .proto file and return the modules and stubs written."""
     names = protos()
-    command = [*protoc_command(protoc), f"-I{PROTO_DIR}", f"--python_out={out_dir}", *names]
+    outputs = [f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
+    command = [*protoc_command(protoc), f"-I{PROTO_DIR}", *outputs, *names]
     out_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(command, check=True, cwd=PROTO_DIR)
-    return [out_dir / (Path(name).stem + "_pb2.py") for name in names]
+    return [out_dir / (Path(name).stem + suffix) for name in names for suffix in GENERATED]
 
 
 def main() -> None:

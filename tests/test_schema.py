@@ -1,4 +1,4 @@
-"""The committed protobuf modules are what protos/ generates with protoc 25.1."""
+"""The committed protobuf modules and stubs are what protos/ generates with protoc 25.1."""
 
 from __future__ import annotations
 
@@ -27,9 +27,12 @@ def test_generated_modules_match_the_protos(tmp_path):
         check=True,
         capture_output=True,
     )
-    generated = sorted(p.name for p in tmp_path.glob("*_pb2.py"))
-    committed = sorted(p.name for p in SCHEMA.glob("*_pb2.py"))
+    generated = sorted(p.name for p in tmp_path.glob("*_pb2.py*"))
+    committed = sorted(p.name for p in SCHEMA.glob("*_pb2.py*"))
     assert generated == committed
+    assert sum(name.endswith(".pyi") for name in generated) == len(
+        list(ROOT.glob("protos/*.proto"))
+    )
     for name in generated:
         assert _normalized(tmp_path / name) == _normalized(SCHEMA / name), (
             f"{name} drifted from protos/: run `.venv-pb425/bin/python protos/generate.py`"

@@ -13,23 +13,41 @@ ARMv8 instructions: negligible beside a run.
 
 from __future__ import annotations
 
-from typing import Any
-
-try:  # CPython's own implementation, no libcrypto: _sha2 from 3.12, _sha256 before
-    from _sha2 import sha256 as _own_sha256
-except ImportError:
-    try:
-        from _sha256 import sha256 as _own_sha256
-    except ImportError:
-        _own_sha256 = None
-
-try:  # what hmac.compare_digest is where OpenSSL is absent
-    from _operator import _compare_digest
-except ImportError:
-    _compare_digest = None
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
-def sha256(data: bytes = b"") -> Any:
+class Hash(Protocol):
+    """What hashlib.sha256() returns, as far as evbench uses it."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def digest(self) -> bytes: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def _builtin(modules: tuple[str, ...], name: str) -> Any:
+    """`name` of the first of CPython's private C modules that this Python has, or None.
+
+    Imported by name: typeshed describes neither _sha2 nor _sha256.
+    """
+    for module in modules:
+        try:
+            return getattr(importlib.import_module(module), name)
+        except ImportError:
+            continue
+    return None
+
+
+#: CPython's own implementation, no libcrypto: _sha2 from 3.12, _sha256 before.
+_own_sha256: Callable[[bytes], Hash] | None = _builtin(("_sha2", "_sha256"), "sha256")
+#: What hmac.compare_digest is where OpenSSL is absent.
+_compare_digest: Callable[[bytes, bytes], bool] | None = _builtin(("_operator",), "_compare_digest")
+
+
+def sha256(data: bytes = b"") -> Hash:
     """A SHA-256 hash object (update, digest, hexdigest), as hashlib.sha256(data)."""
     if _own_sha256 is not None:
         return _own_sha256(data)
@@ -38,7 +56,7 @@ def sha256(data: bytes = b"") -> Any:
     return hashlib.sha256(data)
 
 
-def compare_digest(a: str | bytes, b: str | bytes) -> bool:
+def compare_digest(a: bytes, b: bytes) -> bool:
     """a == b in time that does not depend on where they differ (hmac.compare_digest)."""
     if _compare_digest is not None:
         return _compare_digest(a, b)

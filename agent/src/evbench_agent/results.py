@@ -112,7 +112,7 @@ class SampleSet:
     values: list[float]
     worker: int = 0
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         """What the set measured: outcomes (calibrated loops, ...) never split a record."""
         return (
             self.suite,
@@ -260,8 +260,8 @@ def write_json(path: Path, document: Any) -> None:
 
 def summarize(sample_sets: Iterable[SampleSet]) -> list[dict[str, Any]]:
     """One record per metric: the values of every worker pooled, then summarized."""
-    pooled: dict[tuple, list[float]] = {}
-    first: dict[tuple, SampleSet] = {}
+    pooled: dict[tuple[Any, ...], list[float]] = {}
+    first: dict[tuple[Any, ...], SampleSet] = {}
     for sample_set in sample_sets:
         key = sample_set.key()
         first.setdefault(key, sample_set)

@@ -41,10 +41,10 @@ log = logging.getLogger(__name__)
 IP_TIMEOUT_S = 2.0
 SYS_NET = Path("/sys/class/net")
 #: The generic netdev counters, by their sysfs names (stats64's rx/tx halves).
-GENERIC = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
+GENERIC: tuple[str, ...] = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 GENERIC += ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
 #: struct can_device_stats, as ip/iplink_can.c names its fields in JSON.
-CAN_XSTATS = ("restarts", "bus_error", "arbitration_lost", "error_warning")
+CAN_XSTATS: tuple[str, ...] = ("restarts", "bus_error", "arbitration_lost", "error_warning")
 CAN_XSTATS += ("error_passive", "bus_off")
 #: enum can_state (linux/can/netlink.h); ip prints the names.
 CAN_STATES = ("ERROR-ACTIVE", "ERROR-WARNING", "ERROR-PASSIVE", "BUS-OFF", "STOPPED", "SLEEPING")

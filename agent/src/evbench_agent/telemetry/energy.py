@@ -66,7 +66,7 @@ def codec_per_operation(
     excess = excess_powers(samples, idle_w)
     if not excess:
         return []
-    pooled: dict[tuple[str, str], list[float]] = {}
+    pooled: dict[tuple[str | None, str], list[float]] = {}
     for timing in timings:
         if timing.profile == profile and timing.unit == "s":
             pooled.setdefault((timing.codec, timing.metric), []).extend(timing.values)

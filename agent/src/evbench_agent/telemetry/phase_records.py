@@ -28,10 +28,13 @@ SUITE = "telemetry"
 IDLE = "idle"
 
 
-def read_telemetry(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict]]:
+def read_telemetry(
+    path: Path,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(header, samples, events) of a telemetry file; a torn last line is skipped."""
     header: dict[str, Any] = {}
-    samples, events = [], []
+    samples: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     if not Path(path).exists():
         return header, samples, events
     with open(path, encoding="utf-8") as stream:
@@ -78,10 +81,16 @@ def _series(samples: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]
     }
 
 
-def _group(markers: list[dict[str, Any]], samples: list[dict[str, Any]]):
+#: A phase's window: its samples, its duration in seconds and its marker (with counts).
+Span = tuple[list[dict[str, Any]], float, dict[str, Any]]
+
+
+def _group(
+    markers: list[dict[str, Any]], samples: list[dict[str, Any]]
+) -> dict[tuple[Any, ...], tuple[list[dict[str, Any]], list[Span]]]:
     """Phase name -> (samples, [(samples, duration s, marker with counts)] per window)."""
     last = samples[-1]["t_ns"] if samples else 0
-    groups: dict[tuple, tuple[dict[int, dict], list]] = {}
+    groups: dict[tuple[Any, ...], tuple[dict[int, dict[str, Any]], list[Span]]] = {}
     for marker, start, end in windows(markers):
         end = last if end is None else end
         name = group_name(marker)

@@ -172,7 +172,7 @@ class SamplerProcess:
             "cpu": cpu,
             "agent_pid": os.getpid(),
         }
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         #: The sampler's own peak RSS (bytes), read as it is stopped; apart from the agent's.
         self.peak_rss_bytes: int | None = None
 
@@ -182,6 +182,7 @@ class SamplerProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,  # the agent's stdout may be the host's progress channel
         )
+        assert self.process.stdin is not None  # stdin=PIPE
         self.process.stdin.write((json.dumps(self.config) + "\n").encode())
         self.process.stdin.flush()
 
@@ -191,6 +192,7 @@ class SamplerProcess:
             return None
         process, self.process = self.process, None
         self.peak_rss_bytes = memory.meminfo_bytes("VmHWM", Path(f"/proc/{process.pid}/status"))
+        assert process.stdin is not None  # stdin=PIPE
         with contextlib.suppress(OSError):  # it died already; wait() below says how
             process.stdin.close()
         try:

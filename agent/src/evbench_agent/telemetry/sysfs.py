@@ -155,7 +155,10 @@ def _zones(root: Path) -> list[ThermalZone]:
     for directory in sorted(root.glob("class/thermal/thermal_zone*"), key=_number):
         trips = []
         for type_file in sorted(directory.glob("trip_point_*_type"), key=_number):
-            index = _TRIP.match(type_file.name).group(1)
+            trip = _TRIP.match(type_file.name)
+            if trip is None:  # the glob above matches more than the pattern allows
+                continue
+            index = trip.group(1)
             try:
                 temp = read_int(directory / f"trip_point_{index}_temp") / 1000
                 trips.append(TripPoint(read_text(type_file), temp))
@@ -219,22 +222,19 @@ def _number(path: Path) -> int:
 def discover(root: Path | str = SYSFS) -> Sensors:
     """Find every sensor once; the kinds found nothing of are listed as absent."""
     root = Path(root)
-    found = {
-        "thermal_zones": _zones(root),
-        "cooling_devices": _cooling(root),
-        "cpufreq": _cpufreq(root),
-        "hwmon": _hwmon(root),
+    zones, cooling, cpufreq, hwmon = _zones(root), _cooling(root), _cpufreq(root), _hwmon(root)
+    found: dict[str, list[Any]] = {
+        "thermal_zones": zones,
+        "cooling_devices": cooling,
+        "cpufreq": cpufreq,
+        "hwmon": hwmon,
     }
     absent = tuple(kind for kind, items in found.items() if not items)
-    return Sensors(
-        str(root),
-        tuple(found["thermal_zones"]),
-        tuple(found["cooling_devices"]),
-        tuple(found["cpufreq"]),
-        tuple(found["hwmon"]),
-        absent,
-    )
+    return Sensors(str(root), tuple(zones), tuple(cooling), tuple(cpufreq), tuple(hwmon), absent)
 
 
 def hwmon_divisor(channel: HwmonChannel) -> int:
-    return HWMON_KINDS[re.match(r"[a-z]+", channel.channel).group(0)][1]
+    prefix = re.match(r"[a-z]+", channel.channel)
+    if prefix is None:
+        raise ValueError(f"hwmon channel {channel.channel!r} has no kind prefix")
+    return HWMON_KINDS[prefix.group(0)][1]

@@ -55,7 +55,7 @@ class Timeline:
 COUNTS = ("messages", "operations")
 
 
-def group_name(marker: dict[str, Any]) -> tuple:
+def group_name(marker: dict[str, Any]) -> tuple[Any, ...]:
     """The phase a marker belongs to, for records: suite, profile, codec and kind."""
     return tuple(marker.get(name) for name in GROUP_FIELDS)
 
