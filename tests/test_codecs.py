@@ -92,7 +92,13 @@ def test_unknown_and_missing_codecs_are_refused_naming_the_alternatives(monkeypa
     with pytest.raises(UserError, match="unknown codec 'nope'"):
         codecs.get("nope")
     missing = codecs.Codec(
-        "ghost", "evbench_no_such_module", "ghost", codecs.PLAIN, "absent", lambda m, p: (m, p)
+        "ghost",
+        "evbench_no_such_module",
+        "ghost",
+        codecs.PLAIN,
+        "absent",
+        lambda m, p: (m, p),
+        yocto=None,
     )
     monkeypatch.setitem(codecs.CODECS, "ghost", missing)
     with pytest.raises(UserError, match="not installed") as caught:

@@ -26,12 +26,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import ROOT, require, require_command
+
+from evbench_agent import codecs
 
 LAYER = ROOT / "meta-evbench"
 AGENT_PACKAGE = ROOT / "agent" / "src" / "evbench_agent"
@@ -41,22 +43,14 @@ MANIFEST = ROOT / "tests" / "data" / "yocto" / "python3-manifest.scarthgap.json"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 KAS_FILES = [ROOT / "kas.yml", *sorted((ROOT / "kas").glob("*.yml"))]
 
-#: Third-party modules (and their submodules) the agent may import, and their
-#: scarthgap package; None: no recipe in scarthgap (orjson arrives in
-#: whinlatter, msgspec has none), so the codec is simply absent on the board.
+#: Third-party modules (and their submodules) the agent's own code imports, and their
+#: scarthgap package. A codec's library is not listed here: each codec declares its
+#: module and package where it is implemented (`@codec(..., yocto=...)` in
+#: evbench_agent/codecs.py), and `third_party_packages` adds them.
 THIRD_PARTY = {
     "google.protobuf": "python3-protobuf",
     "psutil": "python3-psutil",
     "serial": "python3-pyserial",
-    "ujson": "python3-ujson",
-    "msgpack": "python3-msgpack",
-    "cbor2": "python3-cbor2",
-    "orjson": None,
-    "msgspec": None,
-    # The dbc codec's library: meta-python has carried python3-cantools since 2020
-    # (39.4.4 at the pin), so the image carries it (EVBENCH_CODECS) and the agent
-    # recommends it.
-    "cantools": "python3-cantools",
 }
 #: Third-party modules whose import the agent guards (so a pip-installed agent
 #: without them gives a one-line error) but which the image must carry all the
@@ -80,9 +74,6 @@ OLDER_PYTHON_ONLY = {"_sha256"}
 #: Calls whose first string argument is a module imported at run time (a name
 #: computed at run time is invisible here; the suites registry's are the agent's own).
 IMPORT_CALLS = {"import_module", "__import__"}
-#: The codec registry: `Codec(name, module, ...)` imports `module` when asked,
-#: and a codec whose module is missing is only unavailable (codecs.py).
-CODEC_CALL = "Codec"
 
 
 @dataclass
@@ -90,7 +81,7 @@ class Imports:
     """Absolute module names the agent imports, by how much it needs them."""
 
     required: set[str] = field(default_factory=set)
-    #: Imported under `except ImportError`, or by the codec registry.
+    #: Imported under `except ImportError`, or a codec's module (imported when used).
     optional: set[str] = field(default_factory=set)
 
 
@@ -142,8 +133,6 @@ def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
         name = getattr(node.func, "attr", getattr(node.func, "id", None))
         if name in IMPORT_CALLS and (module := _string_arg(node, 0)):
             target.add(module)
-        elif name == CODEC_CALL and (module := _string_arg(node, 1)):
-            found.optional.add(module)
     for child in ast.iter_child_nodes(node):
         _walk(child, optional, found)
 
@@ -205,9 +194,21 @@ class Needs:
     unknown: set[str]
 
 
-def third_party(module: str) -> str | None:
-    """The THIRD_PARTY key `module` belongs to, if any."""
-    return next((key for key in THIRD_PARTY if module == key or module.startswith(f"{key}.")), None)
+def codec_declarations() -> list[codecs.Codec]:
+    """The Python codecs as the registry declares them (the native ones import nothing)."""
+    return list(codecs.CODECS.values())
+
+
+def third_party_packages() -> dict[str, str | None]:
+    """THIRD_PARTY and each third-party codec's module with its declared package."""
+    declared = {c.module: c.yocto for c in codec_declarations() if c.distribution is not None}
+    return {**declared, **THIRD_PARTY}
+
+
+def third_party(module: str, known: dict[str, str | None]) -> str | None:
+    """The key of `known` that `module` belongs to (the longest), if any."""
+    keys = [key for key in known if module == key or module.startswith(f"{key}.")]
+    return max(keys, key=len, default=None)
 
 
 def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
@@ -215,9 +216,10 @@ def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
     codec's standard-library module too: the interpreter always has it); the
     optional third-party ones that exist in scarthgap are RRECOMMENDS."""
     needs = Needs(set(), set(), set())
+    known = third_party_packages()
     for module in sorted(imports.required | imports.optional):
-        if (key := third_party(module)) is not None:
-            package = THIRD_PARTY[key]
+        if (key := third_party(module, known)) is not None:
+            package = known[key]
             if module in imports.required and package is None:
                 needs.unknown.add(f"{module} (required, but no scarthgap package)")
             elif package is not None:
@@ -249,9 +251,15 @@ def agent_recipe() -> Path:
 
 def rdepends_problems(package_dir: Path, recipe: Path, manifest_path: Path) -> list[str]:
     """What the recipe lacks or has too many of, one line each; empty when exact."""
-    needs = packages_needed(scan_imports(package_dir), Manifest(manifest_path))
+    imports = scan_imports(package_dir)
+    imports.optional |= {declared.module for declared in codec_declarations()}
+    needs = packages_needed(imports, Manifest(manifest_path))
     text = recipe.read_text()
-    problems = [f"unknown module {m}: add it to THIRD_PARTY or BUILTIN" for m in needs.unknown]
+    problems = [
+        f"unknown module {m}: a codec's library goes in its @codec(yocto=...), "
+        "any other third-party module in THIRD_PARTY, an interpreter built-in in BUILTIN"
+        for m in needs.unknown
+    ]
     for variable, wanted in (
         ("RDEPENDS:${PN}", needs.rdepends),
         ("RRECOMMENDS:${PN}", needs.rrecommends),
@@ -303,11 +311,10 @@ def test_guarded_and_type_checking_imports_are_not_rdepends(tmp_path: Path) -> N
         "from typing import TYPE_CHECKING\n"
         "try:\n    import ujson\nexcept ImportError:\n    ujson = None\n"
         "if TYPE_CHECKING:\n    import sqlite3\n"
-        "CODECS = [Codec('cbor2', 'cbor2', 'cbor2')]\n"
     )
     found = scan_imports(package)
     assert found.required == {"typing.TYPE_CHECKING"}
-    assert found.optional == {"ujson", "cbor2"}
+    assert found.optional == {"ujson"}
 
 
 def test_manifest_maps_modules_to_their_packages(manifest_path: Path) -> None:
@@ -561,12 +568,37 @@ def test_the_image_installs_the_can_recipe_it_names() -> None:
     assert (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").exists()
 
 
-def test_the_image_carries_the_dbc_codec_the_agent_recommends() -> None:
+def test_the_image_carries_every_optional_codec_that_has_a_package() -> None:
     image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
-    codecs = recipe_values(image, "EVBENCH_CODECS")
-    assert "python3-cantools" in codecs
-    # Every optional codec the image installs is one the agent recommends.
-    assert codecs <= recipe_values(agent_recipe().read_text(), "RRECOMMENDS:${PN}")
+    required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
+    declared = {c.yocto for c in codec_declarations() if c.yocto and c.yocto not in required}
+    # Written out once by hand: the image's list is the recipes of cantools (dbc), cbor2,
+    # msgpack and ujson; orjson and msgspec have none in scarthgap.
+    assert declared == {"python3-cantools", "python3-cbor2", "python3-msgpack", "python3-ujson"}
+    assert recipe_values(image, "EVBENCH_CODECS") == declared
+
+
+def test_a_codec_whose_package_the_recipe_lacks_fails(
+    monkeypatch: pytest.MonkeyPatch, manifest_path: Path
+) -> None:
+    # A YAML codec declared as contributing.md says: its package must reach RRECOMMENDS.
+    added = codecs.Codec(
+        "yaml", "yaml", "PyYAML", codecs.PLAIN, "YAML", lambda m, p: (m, p), yocto="python3-pyyaml"
+    )
+    monkeypatch.setitem(codecs.CODECS, "yaml", added)
+    problems = rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path)
+    assert problems == ["RRECOMMENDS:${PN} lacks python3-pyyaml"]
+    # Declared without a scarthgap recipe, it is simply absent on the board.
+    monkeypatch.setitem(codecs.CODECS, "yaml", replace(added, yocto=None))
+    assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
+
+
+def test_a_standard_library_codec_declares_the_manifests_package(manifest_path: Path) -> None:
+    manifest = Manifest(manifest_path)
+    stdlib = [c for c in codec_declarations() if c.distribution is None]
+    assert [c.name for c in stdlib] == ["json"]
+    for declared in stdlib:
+        assert declared.yocto == manifest.package_of(declared.module), declared.name
 
 
 # -- the kernel: the CAN fragment, its appends, the image's module check ------------------

@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import platform
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +20,7 @@ from evbench_agent import access, installed_version
 from evbench_agent.errors import UserError
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native.codec import CODECS as NATIVE_CODECS
+from evbench_agent.native.codec import NativeCodec
 from evbench_agent.payloads import Payload, Profile
 
 #: What a codec encodes: the profile's plain data, or its protobuf message.
@@ -49,12 +50,17 @@ class Codec:
     name: str
     #: Module whose import decides availability; its distribution gives the version.
     module: str
+    #: The PyPI distribution that installs `module` (None: the standard library).
     distribution: str | None
     carries: str
     description: str
     _bind: Callable[[ModuleType, Profile], _Pair]
     #: Whether the codec can carry a profile (None: every profile; dbc: the DBC's messages).
     _carries: Callable[[Profile], bool] | None = None
+    #: The Yocto (scarthgap) package that carries `module` on the board; None when no
+    #: recipe does, so the codec is absent there (tests/test_layer.py builds the
+    #: layer's package map from these).
+    yocto: str | None = field(kw_only=True)
 
     def can_carry(self, profile: Profile) -> bool:
         return self._carries is None or self._carries(profile)
@@ -99,48 +105,152 @@ def path_reader(path: tuple[str, ...], step: Callable[[Any, str], Any]) -> Calla
     return read
 
 
+#: Every codec by name, in the order runs and listings take them: each is declared
+#: once, by `@codec` on the function that binds it, below. The native (C and C++)
+#: codecs are declared in evbench_agent.native.runtimes; `every()` lists both.
+CODECS: dict[str, Codec] = {}
+
+
+def codec(
+    name: str,
+    *,
+    module: str,
+    distribution: str | None,
+    yocto: str | None,
+    carries: str,
+    description: str,
+    can_carry: Callable[[Profile], bool] | None = None,
+) -> Callable[[Callable[[ModuleType, Profile], _Pair]], Callable[[ModuleType, Profile], _Pair]]:
+    """Declare codec `name`, bound to a profile by the decorated `bind(module, profile)`.
+
+    `module` is imported only when the codec is used, and a codec whose module does not
+    import is unavailable, never an error; `distribution` (PyPI) and `yocto` (the
+    scarthgap package, None if there is none) say what installs it.
+    """
+
+    def declare(
+        bind: Callable[[ModuleType, Profile], _Pair],
+    ) -> Callable[[ModuleType, Profile], _Pair]:
+        if name in CODECS:
+            raise RuntimeError(f"codec {name!r} is declared twice")
+        CODECS[name] = Codec(
+            name, module, distribution, carries, description, bind, can_carry, yocto=yocto
+        )
+        return bind
+
+    return declare
+
+
+@codec(
+    "protobuf",
+    module="google.protobuf",
+    distribution="protobuf",
+    yocto="python3-protobuf",
+    carries=MESSAGE,
+    description="Protocol Buffers binary, google.protobuf (its backend: upb, cpp or python)",
+)
 def _protobuf(_module: ModuleType, profile: Profile) -> _Pair:
     cls = profile.message_type
     return cls.SerializeToString, cls.FromString
 
 
+@codec(
+    "json",
+    module="json",
+    distribution=None,
+    yocto="python3-json",
+    carries=PLAIN,
+    description="JSON, the standard library json module, compact separators",
+)
 def _json(module: ModuleType, _profile: Profile) -> _Pair:
     # Dart's jsonEncode writes compact separators and raw UTF-8, as here.
     dumps = module.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
     return (lambda value: dumps(value).encode()), module.loads
 
 
+@codec(
+    "protobuf-json",
+    module="google.protobuf.json_format",
+    distribution="protobuf",
+    yocto="python3-protobuf",
+    carries=MESSAGE,
+    description="JSON of the protobuf message: json_format.MessageToDict + json, and Parse",
+)
 def _protobuf_json(module: ModuleType, profile: Profile) -> _Pair:
     from evbench_agent import protobuf_json
 
     return protobuf_json.bind(module, profile.message_type)
 
 
+# orjson's recipe arrives in whinlatter: none in scarthgap.
+@codec(
+    "orjson",
+    module="orjson",
+    distribution="orjson",
+    yocto=None,
+    carries=PLAIN,
+    description="JSON, orjson (Rust extension)",
+)
 def _orjson(module: ModuleType, _profile: Profile) -> _Pair:
     return module.dumps, module.loads
 
 
+@codec(
+    "ujson",
+    module="ujson",
+    distribution="ujson",
+    yocto="python3-ujson",
+    carries=PLAIN,
+    description="JSON, ujson (C extension)",
+)
 def _ujson(module: ModuleType, _profile: Profile) -> _Pair:
     dumps = module.dumps
     return (lambda value: dumps(value, ensure_ascii=False).encode()), module.loads
 
 
+# msgspec has no Yocto recipe at all (decorators apply bottom-up: json first).
+@codec(
+    "msgspec-msgpack",
+    module="msgspec.msgpack",
+    distribution="msgspec",
+    yocto=None,
+    carries=PLAIN,
+    description="MessagePack binary, msgspec (C extension)",
+)
+@codec(
+    "msgspec-json",
+    module="msgspec.json",
+    distribution="msgspec",
+    yocto=None,
+    carries=PLAIN,
+    description="JSON, msgspec (C extension)",
+)
 def _msgspec(module: ModuleType, _profile: Profile) -> _Pair:
     return module.Encoder().encode, module.Decoder().decode
 
 
+@codec(
+    "msgpack",
+    module="msgpack",
+    distribution="msgpack",
+    yocto="python3-msgpack",
+    carries=PLAIN,
+    description="MessagePack binary, msgpack",
+)
 def _msgpack(module: ModuleType, _profile: Profile) -> _Pair:
     return module.packb, module.unpackb
 
 
+@codec(
+    "cbor2",
+    module="cbor2",
+    distribution="cbor2",
+    yocto="python3-cbor2",
+    carries=PLAIN,
+    description="CBOR binary (RFC 8949), cbor2",
+)
 def _cbor2(module: ModuleType, _profile: Profile) -> _Pair:
     return module.dumps, module.loads
-
-
-def _dbc(module: ModuleType, profile: Profile) -> _Pair:
-    from evbench_agent import dbc  # only where a run uses it
-
-    return dbc.bind(module, profile)
 
 
 def _dbc_carries(profile: Profile) -> bool:
@@ -149,64 +259,25 @@ def _dbc_carries(profile: Profile) -> bool:
     return dbc.describes(profile)
 
 
-CODECS: dict[str, Codec] = {
-    codec.name: codec
-    for codec in (
-        Codec(
-            "protobuf",
-            "google.protobuf",
-            "protobuf",
-            MESSAGE,
-            "Protocol Buffers binary, google.protobuf (its backend: upb, cpp or python)",
-            _protobuf,
-        ),
-        Codec(
-            "json",
-            "json",
-            None,
-            PLAIN,
-            "JSON, the standard library json module, compact separators",
-            _json,
-        ),
-        Codec(
-            "protobuf-json",
-            "google.protobuf.json_format",
-            "protobuf",
-            MESSAGE,
-            "JSON of the protobuf message: json_format.MessageToDict + json, and Parse",
-            _protobuf_json,
-        ),
-        Codec("orjson", "orjson", "orjson", PLAIN, "JSON, orjson (Rust extension)", _orjson),
-        Codec("ujson", "ujson", "ujson", PLAIN, "JSON, ujson (C extension)", _ujson),
-        Codec(
-            "msgspec-json",
-            "msgspec.json",
-            "msgspec",
-            PLAIN,
-            "JSON, msgspec (C extension)",
-            _msgspec,
-        ),
-        Codec(
-            "msgspec-msgpack",
-            "msgspec.msgpack",
-            "msgspec",
-            PLAIN,
-            "MessagePack binary, msgspec (C extension)",
-            _msgspec,
-        ),
-        Codec("msgpack", "msgpack", "msgpack", PLAIN, "MessagePack binary, msgpack", _msgpack),
-        Codec("cbor2", "cbor2", "cbor2", PLAIN, "CBOR binary (RFC 8949), cbor2", _cbor2),
-        Codec(
-            "dbc",
-            "cantools",
-            "cantools",
-            PLAIN,
-            "CAN FD signals packed by cantools from protos/ev_data.dbc (seed, ev-full)",
-            _dbc,
-            _dbc_carries,
-        ),
-    )
-}
+# meta-python has carried python3-cantools since 2020 (39.4.4 at the pin).
+@codec(
+    "dbc",
+    module="cantools",
+    distribution="cantools",
+    yocto="python3-cantools",
+    carries=PLAIN,
+    description="CAN FD signals packed by cantools from protos/ev_data.dbc (seed, ev-full)",
+    can_carry=_dbc_carries,
+)
+def _dbc(module: ModuleType, profile: Profile) -> _Pair:
+    from evbench_agent import dbc  # only where a run uses it
+
+    return dbc.bind(module, profile)
+
+
+def every() -> dict[str, Codec | NativeCodec]:
+    """Every codec a run can name: the Python codecs, then the native ones."""
+    return {**CODECS, **NATIVE_CODECS}
 
 
 def available(profiles: Iterable[str] | None = None) -> list[str]:
@@ -248,7 +319,7 @@ def copy_name(name: str) -> str:
 
 def original_name(name: str) -> str:
     """The codec an A/A copy stands for (`json-aa` -> `json`); other names unchanged."""
-    if name.endswith(COPY_SUFFIX) and name[: -len(COPY_SUFFIX)] in {**CODECS, **NATIVE_CODECS}:
+    if name.endswith(COPY_SUFFIX) and name[: -len(COPY_SUFFIX)] in every():
         return name[: -len(COPY_SUFFIX)]
     return name
 
@@ -270,7 +341,7 @@ def get(name: str) -> Codec:
         return native  # type: ignore[return-value]  # the same interface as Codec
     codec = CODECS.get(name)
     if codec is None:
-        known = ", ".join([*CODECS, *NATIVE_CODECS])
+        known = ", ".join(every())
         raise UserError(f"unknown codec {name!r}", hint=f"known: {known}")
     if not codec.available():
         raise UserError(

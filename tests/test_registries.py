@@ -1,0 +1,117 @@
+"""Every registry entry is documented, and every row of the docs' tables is an entry.
+
+The registries (codecs: evbench_agent.codecs and evbench_agent.native.runtimes;
+payload profiles: evbench_agent.payloads; suites: evbench_agent.registry) are the
+one place each extension is declared. The tables of docs/running.md and
+docs/native-codecs.md are read here, by their headings, and compared with them in
+both directions; so is the agent's pyproject, which must install each codec's
+PyPI distribution in an extra (tests/test_codecs.py round-trips every codec).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+from conftest import ROOT
+
+from evbench_agent import codecs, payloads, registry
+from evbench_agent.native import runtimes
+
+RUNNING = ROOT / "docs" / "running.md"
+NATIVE = ROOT / "docs" / "native-codecs.md"
+#: A table row's first cell: the `names` it documents.
+NAME = re.compile(r"`([^`]+)`")
+#: Profile rows that are no registry entry: a team's own message (docs/own-messages.md).
+NOT_REGISTERED = {"schema:FULL.NAME"}
+
+
+def table_names(doc: Path, heading: str) -> list[str]:
+    """The backticked names in the first column of the first table under `heading`."""
+    lines = doc.read_text().splitlines()
+    start = lines.index(heading)
+    names: list[str] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|") and not set(line) <= set("|- "):
+            names += NAME.findall(line.split("|")[1])
+        elif names and not line.startswith("|"):
+            break
+    return names
+
+
+def differences(documented: list[str], declared: list[str]) -> list[str]:
+    """One line per entry the table lacks, or per row no entry declares."""
+    return [f"no row for {name}" for name in declared if name not in documented] + [
+        f"a row for {name}, which is not declared" for name in documented if name not in declared
+    ]
+
+
+def test_the_table_reader_finds_the_rows_worked_out_by_hand() -> None:
+    assert table_names(RUNNING, "## Suites") == ["codec", "link"]
+    codecs_rows = table_names(RUNNING, "## Codecs")
+    assert codecs_rows[:4] == ["protobuf", "json", "protobuf-json", "orjson"]
+    assert "msgspec-msgpack" in codecs_rows and codecs_rows[-1] == "dbc"
+
+
+def test_every_suite_has_its_row() -> None:
+    assert differences(table_names(RUNNING, "## Suites"), list(registry.REGISTRY)) == []
+
+
+@pytest.mark.parametrize("name", list(registry.REGISTRY))
+def test_a_suite_module_calls_itself_by_its_registry_name(name: str) -> None:
+    assert name == registry.load(name).SUITE
+
+
+def test_every_profile_has_its_row() -> None:
+    documented = [n for n in table_names(RUNNING, "## Payload profiles") if n not in NOT_REGISTERED]
+    assert differences(documented, list(payloads.PROFILES)) == []
+
+
+def test_every_codec_has_its_row() -> None:
+    assert differences(table_names(RUNNING, "## Codecs"), list(codecs.CODECS)) == []
+
+
+def test_every_native_codec_has_its_row() -> None:
+    documented = table_names(NATIVE, "# Native codecs: C and C++ runtimes")
+    assert differences(documented, list(runtimes.RUNTIMES)) == []
+
+
+def test_a_codec_declared_without_a_row_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    added = codecs.Codec("yaml", "yaml", "PyYAML", codecs.PLAIN, "YAML", None, yocto=None)
+    monkeypatch.setitem(codecs.CODECS, "yaml", added)
+    assert differences(table_names(RUNNING, "## Codecs"), list(codecs.CODECS)) == [
+        "no row for yaml"
+    ]
+
+
+def _agent_distributions() -> set[str]:
+    project = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        wanted += extra
+    return {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in wanted}
+
+
+def test_the_agent_installs_every_codecs_distribution() -> None:
+    distributions = _agent_distributions()
+    assert {"protobuf", "orjson", "cantools"} <= distributions  # read as worked out by hand
+    missing = [
+        f"{c.name}: {c.distribution}"
+        for c in codecs.CODECS.values()
+        if c.distribution is not None and c.distribution.lower() not in distributions
+    ]
+    assert missing == [], "add these to an extra of agent/pyproject.toml"
+
+
+def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
+    # tests/test_native_runtimes.py states each runtime's format and Debian package by
+    # hand (its expectations); a runtime added without them would go untested.
+    import test_native_runtimes as native_tests
+
+    expected = [*native_tests.PROTOBUF_RUNTIMES, *native_tests.JSON_RUNTIMES]
+    assert sorted(expected) == sorted(runtimes.RUNTIMES)
+    assert sorted(native_tests.PACKAGES) == sorted(runtimes.RUNTIMES)
