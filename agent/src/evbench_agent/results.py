@@ -14,9 +14,13 @@ A run directory holds:
 - ``complete``: written last. Without it the run is partial, whatever
   stopped it (Ctrl-C, power loss, reboot).
 
-Format history (readers branch on it and refuse what they do not know):
+Format history (docs/results-format.md has it whole). The version is MAJOR.MINOR: a
+minor only adds what a reader of an older minor may ignore (a key, an optional
+section), so a reader accepts every minor of a major it knows and refuses a newer
+major, naming it:
 
-- 1: first version.
+- 1 (an integer, read as 1.0): first version;
+- "1.1": the version written as "MAJOR.MINOR"; nothing else changed.
 
 Reading (the one reader of the format: report, compare, fetch and the agent
 use these; a file that is not what the format says is a FormatError, exit 2,
@@ -53,8 +57,39 @@ from evbench_agent.errors import FormatError, UserError
 from evbench_agent.write_failures import SpaceReserve, writing
 
 FORMAT = "evbench-results"
-VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+#: The version this writer writes, MAJOR.MINOR (results-format.md, "Version history").
+MAJOR, MINOR = 1, 1
+VERSION = f"{MAJOR}.{MINOR}"
+#: The majors this reader reads, every minor of each (older ones as integers: 1 is 1.0).
+READ_MAJORS = frozenset({1})
+_VERSION_TEXT = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
+
+#: Every top-level key a manifest may hold, each documented in results-format.md (a test
+#: fails when the two differ): the writer refuses any other, so none goes undocumented.
+MANIFEST_KEYS = (
+    "format",
+    "version",
+    "run_id",
+    "spec",
+    "quick",
+    "start_time",
+    "end_time",
+    "status",
+    "reason",
+    "platform",
+    "board_identity",
+    "gc",
+    "affinity",
+    "aa",
+    "pid",
+    "memory",
+    "arms",
+    "lab",
+    "notes",
+    "planned_seconds",
+    "telemetry",
+    "source",
+)
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -306,6 +341,7 @@ class RunWriter:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         document = {"format": FORMAT, "version": VERSION, "run_id": self.run_id, **manifest}
+        check_manifest_keys(document)
         with writing(self.directory):
             write_json(self.directory / MANIFEST, document)
 
@@ -547,29 +583,54 @@ def verify_checksums(directory: Path) -> list[str]:
     return problems
 
 
+def check_manifest_keys(manifest: dict[str, Any]) -> None:
+    """A writer's own check: every key is one of MANIFEST_KEYS (documented)."""
+    undocumented = [key for key in manifest if key not in MANIFEST_KEYS]
+    if undocumented:
+        raise ValueError(
+            f"manifest keys {undocumented} are not in results.MANIFEST_KEYS: add each there "
+            "and to docs/results-format.md"
+        )
+
+
+def parse_version(version: object) -> tuple[int, int] | None:
+    """(major, minor) of a document's `version`: "MAJOR.MINOR", or an integer (a run
+    written before minors existed: N is N.0); None for anything else."""
+    if isinstance(version, int) and not isinstance(version, bool):
+        return (version, 0) if 0 <= version < 10**6 else None
+    if isinstance(version, str):
+        match = _VERSION_TEXT.fullmatch(version)
+        if match:
+            return int(match[1]), int(match[2])
+    return None
+
+
+def readable(version: object) -> bool:
+    """Whether this reader reads a document of `version`: a major it knows, any minor."""
+    parsed = parse_version(version)
+    return parsed is not None and parsed[0] in READ_MAJORS
+
+
 def check_version(document: dict[str, Any], source: Path) -> None:
-    """Refuse a document that is not ours or whose format version we do not know."""
+    """Refuse a document that is not ours or whose format major we do not know."""
     if document.get("format") != FORMAT:
         raise FormatError(
             f"{source} is not an evbench results file (format {document.get('format')!r:.40})"
         )
     version = document.get("version")
-    if (
-        isinstance(version, bool)
-        or not isinstance(version, int)
-        or version not in SUPPORTED_VERSIONS
-    ):
+    if not readable(version):
         raise FormatError(
             f"{source} has results format version {version!r:.40}; this evbench reads "
-            f"{', '.join(map(str, sorted(SUPPORTED_VERSIONS)))}",
+            f"{', '.join(f'{major}.x' for major in sorted(READ_MAJORS))}",
             hint=_version_hint(version),
         )
 
 
 def _version_hint(version: object) -> str:
     """What to do about a results format this evbench does not read: it depends on its age."""
-    if isinstance(version, int) and not isinstance(version, bool):
-        if version < min(SUPPORTED_VERSIONS):
+    parsed = parse_version(version)
+    if parsed is not None:
+        if parsed[0] < min(READ_MAJORS):
             return (
                 f"an older evbench wrote this run (format {version}) and this one does not "
                 "convert it: read it with the evbench that wrote it, or measure again"

@@ -73,7 +73,7 @@ class AgentInstall:
 
     command: tuple[str, ...]
     version: str
-    results_format: int
+    results_format: str  # MAJOR.MINOR (an older agent's integer N as N)
     source: str  # "image" or "deployed"
     action: str  # what ensure_agent did: "installed", "up to date" or "left alone"
 
@@ -133,13 +133,13 @@ def compatible(info: dict) -> bool:
     """Same results format the host reads, and the same agent release (major.minor)."""
     release = evbench_agent.__version__.split(".")[:2]
     return (
-        info.get("results_format") in results.SUPPORTED_VERSIONS
+        results.readable(info.get("results_format"))
         and str(info.get("agent", "")).split(".")[:2] == release
     )
 
 
 def _install(info: dict, command: list[str], source: str, action: str) -> AgentInstall:
-    version, results_format = str(info["agent"]), int(info["results_format"])
+    version, results_format = str(info["agent"]), str(info["results_format"])
     return AgentInstall(tuple(command), version, results_format, source, action)
 
 

@@ -192,6 +192,7 @@ def from_test_cases(results_file: Path, out: Path, job: str) -> Path:
         "spec": {},
         "source": {"lava": {"job": job, "from": "test cases"}},
     }
+    results.check_manifest_keys(manifest)
     results.write_json(out / results.MANIFEST, manifest)
     summary = {
         "format": results.FORMAT,

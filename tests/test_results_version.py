@@ -1,0 +1,163 @@
+"""The results format's MAJOR.MINOR version, and a manifest documented key by key."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evbench_agent import results
+from evbench_agent.errors import FormatError
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "results-format.md"
+GOLDEN = ROOT / "tests" / "data" / "runs"
+
+
+def _write(run: Path, version: object) -> None:
+    """A copy of a golden run (written by an evbench of format 1) with another version."""
+    for name in ("manifest.json", "summary.json"):
+        document = json.loads((GOLDEN / "core-v1" / name).read_text(encoding="utf-8"))
+        document["version"] = version
+        (run / name).write_text(json.dumps(document), encoding="utf-8")
+
+
+def test_runs_written_with_the_integer_version_still_read():
+    manifest = json.loads((GOLDEN / "core-v1" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["version"] == 1  # the golden run predates minors
+    run = results.load_run(GOLDEN / "core-v1")
+    assert run.records and run.manifest["version"] == 1
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.7", "1.123456"])
+def test_every_minor_of_a_known_major_reads(tmp_path, version):
+    _write(tmp_path, version)
+    run = results.load_run(tmp_path)
+    assert run.manifest["version"] == version and run.records
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.3", 2, "10.1"])
+def test_a_newer_major_is_refused_naming_it_and_what_to_do(tmp_path, version):
+    _write(tmp_path, version)
+    with pytest.raises(FormatError) as raised:
+        results.load_run(tmp_path)
+    message = str(raised.value)
+    assert f"results format version {version!r}" in message and "reads 1.x" in message
+    assert raised.value.hint == (
+        f"a newer evbench wrote this run (format {version}): update evbench to read it"
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "version", ["1", "1.", ".1", "1.1.1", "01.1", "1.01", "v1.1", " 1.1", 1.1, True, None, -1]
+)
+def test_a_malformed_version_is_damage_not_an_age(tmp_path, version):
+    _write(tmp_path, version)
+    with pytest.raises(FormatError) as raised:
+        results.load_run(tmp_path)
+    assert raised.value.hint == "the file is damaged or not written by evbench: measure again"
+
+
+def test_an_older_major_is_named_as_older():
+    with pytest.raises(FormatError) as raised:
+        results.check_version({"format": "evbench-results", "version": "0.9"}, Path("m.json"))
+    assert "an older evbench wrote this run (format 0.9)" in raised.value.hint
+
+
+# --- every manifest key documented -------------------------------------------------
+
+
+def _section(title: str) -> str:
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def _tables(section: str) -> list[dict[str, str]]:
+    """Each markdown table of `section` as {first-column name: the row's content}."""
+    tables: list[dict[str, str]] = []
+    rows: dict[str, str] | None = None
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            rows = None
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if rows is None:
+            rows = {}
+            tables.append(rows)  # the header row
+            continue
+        if set(cells[0]) <= {"-", " "}:
+            continue
+        for name in re.findall(r"`([a-z_]+)`", cells[0]):
+            rows[name] = cells[1]
+    return tables
+
+
+def _documented() -> tuple[dict[str, str], dict[str, str]]:
+    top, platform = _tables(_section("The manifest"))[:2]
+    return top, platform
+
+
+@pytest.fixture(scope="module")
+def real_manifest(tmp_path_factory) -> dict:
+    """The manifest of a real, small A/A run of the agent (the A/A section and its result)."""
+    out = tmp_path_factory.mktemp("manifest") / "run"
+    argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile"]
+    argv += ["int", "--aa", "json", "--processes", "2", "--values", "1", "--payloads", "5"]
+    done = subprocess.run(
+        [*argv, "--min-time", "0.0001", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_a_real_run_writes_only_documented_keys(real_manifest):
+    top, platform = _documented()
+    assert set(real_manifest) <= set(top), sorted(set(real_manifest) - set(top))
+    assert set(real_manifest["platform"]) <= set(platform)
+    # the sections documented inline name each of their keys
+    for section in ("board_identity", "memory", "aa"):
+        for key in real_manifest[section]:
+            assert re.search(rf"\b{key}\b", top[section]), (section, key)
+    for key in real_manifest["aa"]["result"]:
+        assert re.search(rf"\b{key}\b", top["aa"]), key
+    for key in real_manifest["platform"]["clock"]:
+        assert re.search(rf"\b{key}\b", platform["clock"]), key
+    assert results.parse_version(real_manifest["version"]) >= (1, 1)
+
+
+def test_the_writers_list_of_keys_is_the_documented_list():
+    """Optional keys (arms, lab, notes, reason, source) appear in few runs: the writer
+    refuses every key outside its list, and the list must be the document's."""
+    top, _ = _documented()
+    assert sorted(results.MANIFEST_KEYS) == sorted(top)
+
+
+def test_the_writer_refuses_an_undocumented_key(tmp_path):
+    writer = results.RunWriter(tmp_path / "run", "r1")
+    writer.release_reserve()
+    with pytest.raises(ValueError, match="'bogus'"):
+        writer.write_manifest({"status": "running", "bogus": 1})
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("results_format", "usable"),
+    [(1, True), ("1.0", True), ("1.9", True), ("2.0", False), (2, False), ("x", False)],
+)
+def test_a_board_agent_is_usable_when_the_host_reads_its_format(results_format, usable):
+    """An image's agent written before minors says 1; a newer minor is still read."""
+    import evbench_agent
+    from evbench import deploy
+
+    info = {"agent": evbench_agent.__version__, "results_format": results_format}
+    assert deploy.compatible(info) is usable
