@@ -7,9 +7,14 @@
 #                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
+# The fast tier runs its tests in parallel (pytest-xdist), one worker per core unless
+# EVBENCH_TEST_WORKERS says how many (1 runs them in this process, one at a time).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
+workers=${EVBENCH_TEST_WORKERS:-auto}
+parallel=(-n "$workers")
+[ "$workers" = 1 ] && parallel=(-p no:xdist)
 failed=()
 
 tier() {
@@ -26,7 +31,7 @@ tier() {
     [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-tier fast 600 "not integration and not compat and not e2e and not slow" "$@"
+tier fast 300 "not integration and not compat and not e2e and not slow" "${parallel[@]}" "$@"
 tier integration 1500 "(integration or compat or slow) and not e2e" "$@"
 echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
 start=$SECONDS
