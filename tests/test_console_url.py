@@ -168,16 +168,6 @@ def test_property_a_board_url_parses_or_is_a_user_error(url):
             parse(url)
 
 
-def test_every_scheme_is_named_in_one_place():
-    assert transport_of("local") == "local"
-    assert transport_of("ssh://root@192.0.2.7") == "ssh"
-    for url in ("serial:///dev/ttyUSB0", "rfc2217://lab:7000", "socket://lab:4001"):
-        assert transport_of(url) == "serial"
-    with pytest.raises(UserError, match="unsupported board") as raised:
-        transport_of("telnet://lab:23")
-    assert "ssh://" in raised.value.hint and "serial://" in raised.value.hint
-
-
 def test_the_local_board_says_what_it_is(tmp_path):
     with open_board("local") as board:
         assert board.is_local and board.transcript_path is None

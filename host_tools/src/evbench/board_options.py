@@ -20,7 +20,7 @@ def add_board_options(
     *,
     default: str | None = None,
     required: bool = False,
-    help: str = "board URL: local, ssh://USER@HOST[:PORT], serial:///dev/ttyUSB0, labgrid://PLACE",
+    help: str | None = None,
     ssh: bool = True,
     lab: bool = True,
 ) -> None:
@@ -29,7 +29,12 @@ def add_board_options(
     `ssh=False` is for a command whose boards are never reached over SSH (the
     serial console): a host-key switch there would do nothing. `lab=False` is for a
     command that never takes a labgrid place (the console, flashing): no place switches.
+    `help` defaults to every scheme the boards register (boards/urls.py).
     """
+    if help is None:
+        from evbench.boards.urls import usage
+
+        help = f"board URL: {usage()}"
     if default is not None:
         help = f"{help} (default: {default})"
     parser.add_argument("--board", default=default, required=required, metavar="URL", help=help)

@@ -1,17 +1,18 @@
-"""Boards by URL: `local`, `ssh://`, the serial console (`serial://`, `rfc2217://`,
-`socket://`) and a labgrid place (`labgrid://`). URLs are parsed in urls.py; each
-transport lives in its own module or package."""
+"""Boards by URL. Each transport lives in its own module or package behind the Board
+protocol (base.py); each scheme is registered by its parser in urls.py, which names the
+transport that opens it (docs/boards.md lists them)."""
 
 from __future__ import annotations
 
 from evbench.boards.base import (
     Board,
+    BoardOptions,
     CommandResult,
     ConnectionLost,
     RemoteBoard,
     StreamedCommand,
 )
-from evbench.boards.urls import transport_of
+from evbench.boards.urls import scheme_of, schemes
 from evbench_agent.errors import UserError
 
 
@@ -22,36 +23,26 @@ def open_board(
     place_timeout: float | None = None,
     power_cycle: bool = False,
 ) -> Board:
-    """The board a `--board` URL names (each transport imported only when used).
+    """The board a `--board` URL names (its transport imported only now).
 
+    An unknown scheme is a UserError naming the known ones (urls.py's registry);
     `place_timeout`: how long a `labgrid://` board waits for its place (None: its default);
-    `power_cycle`: switch a `labgrid://` board off and on before connecting.
+    `power_cycle`: switch the board off and on before connecting (a scheme with a power switch).
     """
-    transport = transport_of(url)
-    if transport == "labgrid":
-        from evbench.boards.labgrid import LabgridBoard
-
-        return LabgridBoard(url, accept_new_host_key, place_timeout, power_cycle)
-    if power_cycle:
+    entry = scheme_of(url)
+    if power_cycle and not entry.power_switch:
+        able = ", ".join(f"{each.name}://" for each in schemes() if each.power_switch)
         raise UserError(
-            f"--power-cycle needs a labgrid:// board (its place's power switch), not {url}",
-            hint="power the board yourself, or run it from a labgrid place",
+            f"--power-cycle needs a board with a power switch ({able}), not {url}",
+            hint="power the board yourself",
         )
-    if transport == "local":
-        from evbench.boards.local import LocalBoard
-
-        return LocalBoard()
-    if transport == "ssh":
-        from evbench.boards.ssh import SshBoard
-
-        return SshBoard(url, accept_new_host_key=accept_new_host_key)
-    from evbench.boards.serial import SerialBoard
-
-    return SerialBoard(url)
+    options = BoardOptions(accept_new_host_key, place_timeout, power_cycle)
+    return entry.board_class().from_url(url, options)
 
 
 __all__ = [
     "Board",
+    "BoardOptions",
     "CommandResult",
     "ConnectionLost",
     "RemoteBoard",

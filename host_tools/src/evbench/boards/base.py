@@ -4,6 +4,11 @@ deploy, run, fetch and diag are written once against this interface, as
 labgrid's drivers sit behind its protocols. A board says what it is
 (`is_local`, `transcript_path`), so no caller tests URL strings or attributes.
 `RemoteBoard` is the base of every transport that runs the deployed zipapp.
+
+The abstract methods are what a transport must write (a class missing one cannot be
+made, and tests/test_board_schemes.py checks every registered transport); the others
+have a default that fits a transport without that ability. docs/boards.md ("The Board
+protocol") is the guide, checked against this file by the same test.
 """
 
 from __future__ import annotations
@@ -70,6 +75,18 @@ class PipedCommand(abc.ABC):
         """Close its standard input and wait at most `timeout` s for it to end."""
 
 
+@dataclass(frozen=True)
+class BoardOptions:
+    """The `--board` switches besides the URL (board_options.py); a transport uses its own."""
+
+    #: SSH: trust an unknown host key and save it (trust on first use).
+    accept_new_host_key: bool = False
+    #: labgrid: how long to wait for the place (None: the transport's default).
+    place_timeout: float | None = None
+    #: Switch the board off and on before connecting (only a transport with a power switch).
+    power_cycle: bool = False
+
+
 class Board(abc.ABC):
     """A place where the agent runs: this machine, or a board over a transport."""
 
@@ -83,6 +100,11 @@ class Board(abc.ABC):
     work_dir: str = ".evbench"
     #: Where this session's console transcript is written, for transports that keep one.
     transcript_path: Path | None = None
+
+    @classmethod
+    @abc.abstractmethod
+    def from_url(cls, url: str, options: BoardOptions) -> Board:
+        """The board `url` names, connected: what `open_board` calls for its scheme."""
 
     @abc.abstractmethod
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:

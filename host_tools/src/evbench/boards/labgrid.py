@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from evbench.boards.base import Board, CommandResult, PipedCommand, RemoteBoard, StreamedCommand
+from evbench.boards.base import (
+    Board,
+    BoardOptions,
+    CommandResult,
+    PipedCommand,
+    RemoteBoard,
+    StreamedCommand,
+)
 from evbench.boards.labgrid_client import (
     LabgridClient,
     Place,
@@ -117,6 +124,10 @@ class LabgridBoard(RemoteBoard):
             raise
         self.python = self.inner.python
         self.work_dir = self.inner.work_dir
+
+    @classmethod
+    def from_url(cls, url: str, options: BoardOptions) -> LabgridBoard:
+        return cls(url, options.accept_new_host_key, options.place_timeout, options.power_cycle)
 
     # -- the place ------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from evbench.boards.base import (
     PASSWORD_VARIABLE,
     Board,
+    BoardOptions,
     CommandResult,
     PipedCommand,
     StreamedCommand,
@@ -111,6 +112,10 @@ class LocalPipedCommand(PipedCommand):
 class LocalBoard(Board):
     url = "local"
     is_local = True
+
+    @classmethod
+    def from_url(cls, url: str, options: BoardOptions) -> LocalBoard:
+        return cls()
 
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         completed = subprocess.run(

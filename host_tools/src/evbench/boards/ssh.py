@@ -19,6 +19,7 @@ import paramiko
 
 from evbench.boards.base import (
     PASSWORD_VARIABLE,
+    BoardOptions,
     CommandResult,
     ConnectionLost,
     PipedCommand,
@@ -178,6 +179,10 @@ class SshBoard(RemoteBoard):
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self.connect()
+
+    @classmethod
+    def from_url(cls, url: str, options: BoardOptions) -> SshBoard:
+        return cls(url, accept_new_host_key=options.accept_new_host_key)
 
     # -- connection -------------------------------------------------------
 

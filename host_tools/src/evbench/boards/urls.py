@@ -11,29 +11,32 @@
 A console URL's own options (user, baud, and as for ssh:// boards, python and dir:
 the board's interpreter and evbench's directory there) are taken out before pyserial sees
 the URL: pyserial refuses query options it does not know.
+
+The parsers are the registry of schemes: `@scheme` on a parser declares its scheme,
+how the help, the errors and docs/boards.md's table write it, and the Board class that
+opens it (named, imported only when a board is opened: `--help` loads no transport).
+`schemes()` lists them; tests/test_board_schemes.py checks the docs and the
+transports against it.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evbench_agent.errors import UserError
 
+if TYPE_CHECKING:
+    from evbench.boards.base import Board
+
 LOCAL = "local"
-#: Every way to name a board, as the help and the errors show them.
-USAGE = (
-    "local",
-    "ssh://[USER@]HOST[:PORT]",
-    "serial:///dev/TTY[?baud=N&user=NAME]",
-    "rfc2217://HOST:PORT",
-    "socket://HOST:PORT",
-    "labgrid://PLACE",
-    "labgrid://?tags=KEY=VALUE,...",
-)
 SSH_SCHEME = "ssh"
-SCHEMES = ("serial", "rfc2217", "socket")
+#: The transport of the console schemes (serial://, rfc2217://, socket://).
+CONSOLE = "serial"
 LABGRID_SCHEME = "labgrid"
 DEFAULT_BAUD = 115200
 DEFAULT_USER = "root"
@@ -43,6 +46,159 @@ DEFAULT_WORK_DIR = ".evbench"
 #: The options evbench reads itself; anything else is pyserial's.
 OWN_OPTIONS = ("baud", "user", "python", "dir")
 STANDARD_BAUDS = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1500000, 3000000)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One way to name a board in `--board`, declared by `@scheme` on its parser."""
+
+    #: The URL scheme ("ssh"), or for a bare word (`local`) the whole word.
+    name: str
+    #: How the help, the errors and docs/boards.md's table write it (options in [...]).
+    forms: tuple[str, ...]
+    #: The kind of board it opens: "local", "ssh", "serial", "labgrid".
+    transport: str
+    #: "module:Class" of the Board that opens it (a `from_url` classmethod).
+    board: str
+    parse: Callable[[str], object]
+    #: It can switch the board off and on (`--power-cycle`).
+    power_switch: bool = False
+
+    @property
+    def bare(self) -> bool:
+        """A whole word (`local`), not a `scheme://` URL."""
+        return all("://" not in form for form in self.forms)
+
+    def board_class(self) -> type[Board]:
+        """The transport's Board class (its module imported now)."""
+        module, _, name = self.board.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+_SCHEMES: dict[str, Scheme] = {}
+_Parser = TypeVar("_Parser", bound=Callable[[str], object])
+
+
+def scheme(
+    name: str,
+    *forms: str,
+    transport: str,
+    board: str,
+    power_switch: bool = False,
+) -> Callable[[_Parser], _Parser]:
+    """Register the decorated parser as the one for `name` (a scheme given twice is a bug)."""
+
+    def register(parse: _Parser) -> _Parser:
+        if name in _SCHEMES:
+            raise ValueError(f"board URL scheme {name!r} is registered twice")
+        _SCHEMES[name] = Scheme(name, forms, transport, board, parse, power_switch)
+        return parse
+
+    return register
+
+
+def schemes() -> tuple[Scheme, ...]:
+    """Every registered scheme, in the order the help and the docs list them."""
+    return tuple(_SCHEMES.values())
+
+
+def _short(form: str) -> str:
+    """A form without its options: what a one-line help or hint shows."""
+    return re.split(r"\[[?&]", form, maxsplit=1)[0]
+
+
+def usage(transport: str | None = None) -> str:
+    """Every way to name a board (of one transport), for the errors and `--board`'s help."""
+    return ", ".join(
+        _short(form)
+        for entry in schemes()
+        if transport in (None, entry.transport)
+        for form in entry.forms
+    )
+
+
+def _scheme_name(url: str) -> str:
+    try:
+        return urlsplit(url).scheme
+    except ValueError:  # e.g. an unclosed [ in the host: no scheme we know either
+        return ""
+
+
+def scheme_of(url: str) -> Scheme:
+    """The registered scheme of a `--board` URL; a UserError naming the known ones if none."""
+    entry = _SCHEMES.get(url)
+    if entry is None or not entry.bare:
+        entry = _SCHEMES.get(_scheme_name(url))
+        if entry is not None and entry.bare:
+            entry = None
+    if entry is None:
+        raise UserError(f"unsupported board {url!r}", hint=f"use one of: {usage()}")
+    return entry
+
+
+def transport_of(url: str) -> str:
+    """Which transport a `--board` URL names: "local", "ssh", "serial" or "labgrid"."""
+    return scheme_of(url).transport
+
+
+@scheme(
+    LOCAL,
+    "local",
+    transport="local",
+    board="evbench.boards.local:LocalBoard",
+)
+def parse_local(url: str) -> str:
+    """The built-in board has no options: its URL is the word itself."""
+    if url != LOCAL:
+        raise UserError(f"not the local board: {url!r}", hint="write local")
+    return url
+
+
+@dataclass(frozen=True)
+class SshUrl:
+    """What an `ssh://` URL itself says (~/.ssh/config fills in the rest: ssh_address.py)."""
+
+    url: str
+    host: str
+    port: int | None
+    user: str | None
+    python: str
+    work_dir: str
+
+
+@scheme(
+    SSH_SCHEME,
+    "ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]",
+    transport="ssh",
+    board="evbench.boards.ssh:SshBoard",
+)
+def parse_ssh_url(url: str) -> SshUrl:
+    """Split an `ssh://` URL into host, port, user and evbench's options."""
+    parts = urlsplit(url)
+    if parts.scheme != SSH_SCHEME or not parts.hostname:
+        raise UserError(
+            f"not an SSH board address: {url!r}",
+            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    unknown = sorted(set(query) - {"python", "dir"})
+    if unknown:
+        raise UserError(
+            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
+            hint="the options are python=PATH and dir=PATH",
+        )
+    return SshUrl(
+        url=url,
+        host=parts.hostname,
+        port=port,
+        user=parts.username or None,
+        python=query.get("python", DEFAULT_PYTHON),
+        work_dir=query.get("dir", DEFAULT_WORK_DIR),
+    )
 
 
 @dataclass(frozen=True)
@@ -85,14 +241,34 @@ def _baud(text: str | None, url: str) -> int:
     return int(text)
 
 
+_SERIAL_BOARD = "evbench.boards.serial:SerialBoard"
+
+
+# Registered bottom up: serial, then rfc2217, then socket.
+@scheme(
+    "socket",
+    "socket://HOST:PORT[?user=...]",
+    transport=CONSOLE,
+    board=_SERIAL_BOARD,
+)
+@scheme(
+    "rfc2217",
+    "rfc2217://HOST:PORT[?user=...]",
+    transport=CONSOLE,
+    board=_SERIAL_BOARD,
+)
+@scheme(
+    "serial",
+    "serial:///dev/TTY[?baud=N&user=NAME&python=PATH&dir=PATH]",
+    transport=CONSOLE,
+    board=_SERIAL_BOARD,
+)
 def parse_console_url(url: str) -> ConsoleAddress:
     """Split a console URL into pyserial's part and evbench's options."""
     parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise UserError(
-            f"not a console URL: {url!r}",
-            hint="use serial:///dev/ttyUSB0?baud=115200, rfc2217://HOST:PORT or socket://HOST:PORT",
-        )
+    known = _SCHEMES.get(parts.scheme)
+    if known is None or known.transport != CONSOLE:
+        raise UserError(f"not a console URL: {url!r}", hint=f"use {usage(CONSOLE)}")
     own, rest = _own_options(parse_qsl(parts.query, keep_blank_values=True), url)
     user = own.get("user", DEFAULT_USER)
     python = own.get("python", DEFAULT_PYTHON)
@@ -125,61 +301,6 @@ def parse_console_url(url: str) -> ConsoleAddress:
             rest.append(("ign_set_control", ""))
         port = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
     return ConsoleAddress(url, port, baud, user, python, work_dir)
-
-
-def transport_of(url: str) -> str:
-    """Which transport a `--board` URL names: "local", "ssh" or "serial"."""
-    if url == LOCAL:
-        return LOCAL
-    scheme = urlsplit(url).scheme
-    if scheme == SSH_SCHEME:
-        return "ssh"
-    if scheme in SCHEMES:
-        return "serial"
-    if scheme == LABGRID_SCHEME:
-        return "labgrid"
-    raise UserError(f"unsupported board {url!r}", hint=f"use one of: {', '.join(USAGE)}")
-
-
-@dataclass(frozen=True)
-class SshUrl:
-    """What an `ssh://` URL itself says (~/.ssh/config fills in the rest: ssh_address.py)."""
-
-    url: str
-    host: str
-    port: int | None
-    user: str | None
-    python: str
-    work_dir: str
-
-
-def parse_ssh_url(url: str) -> SshUrl:
-    """Split an `ssh://` URL into host, port, user and evbench's options."""
-    parts = urlsplit(url)
-    if parts.scheme != SSH_SCHEME or not parts.hostname:
-        raise UserError(
-            f"not an SSH board address: {url!r}",
-            hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
-        )
-    try:
-        port = parts.port
-    except ValueError:
-        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
-    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    unknown = sorted(set(query) - {"python", "dir"})
-    if unknown:
-        raise UserError(
-            f"unknown board option(s) in {url!r}: {', '.join(unknown)}",
-            hint="the options are python=PATH and dir=PATH",
-        )
-    return SshUrl(
-        url=url,
-        host=parts.hostname,
-        port=port,
-        user=parts.username or None,
-        python=query.get("python", DEFAULT_PYTHON),
-        work_dir=query.get("dir", DEFAULT_WORK_DIR),
-    )
 
 
 #: A labgrid place or tag name, and a tag value: what labgrid itself accepts.
@@ -227,6 +348,14 @@ def _labgrid_tags(text: str, url: str) -> tuple[tuple[str, str], ...]:
     return tuple(tags)
 
 
+@scheme(
+    LABGRID_SCHEME,
+    "labgrid://PLACE[?coordinator=HOST:PORT&via=VIA&recover_after=S]",
+    "labgrid://?tags=KEY=VALUE,...[&prio=N]",
+    transport="labgrid",
+    board="evbench.boards.labgrid:LabgridBoard",
+    power_switch=True,
+)
 def parse_labgrid_url(url: str) -> LabgridUrl:
     """Split a `labgrid://` URL into the place (or tag filter) and the coordinator."""
     parts = urlsplit(url)

@@ -18,7 +18,7 @@ from evbench.board_options import add_board_options
 from evbench.boards.base import PASSWORD_VARIABLE
 from evbench.boards.serial import transcript
 from evbench.boards.serial.link import ConsoleLink, Deadline
-from evbench.boards.urls import parse_console_url
+from evbench.boards.urls import CONSOLE, parse_console_url, usage
 from evbench_agent.errors import ExitCode
 
 NAME = "console"
@@ -31,7 +31,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     add_board_options(
         parser,
         required=True,
-        help="console URL: serial:///dev/ttyUSB0, rfc2217://HOST:PORT",
+        help=f"console URL: {usage(CONSOLE)}",
         ssh=False,
         lab=False,
     )

@@ -14,7 +14,13 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from evbench.boards.base import CommandResult, ConnectionLost, RemoteBoard, StreamedCommand
+from evbench.boards.base import (
+    BoardOptions,
+    CommandResult,
+    ConnectionLost,
+    RemoteBoard,
+    StreamedCommand,
+)
 from evbench.boards.serial import frames, transcript
 from evbench.boards.serial.frames import Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
@@ -139,6 +145,10 @@ class SerialBoard(RemoteBoard):
         self.show_progress = show_progress
         self.session: ShellSession
         self._open()
+
+    @classmethod
+    def from_url(cls, url: str, options: BoardOptions) -> SerialBoard:
+        return cls(url)
 
     def _open(self) -> None:
         record = transcript.Transcript(transcript.default_path(self.address.port), self.url)
