@@ -404,9 +404,7 @@ def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
     """The link suite's client code (BusConnection, run_periodic) on a pycan:// port with
     the ids swapped: 20 seed messages at 20 Hz over CAN FD, every one answered in ack mode."""
     client_url = f"pycan://virtual/{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1"
-    transport = bus_connection.parse_transport(
-        f"isotp://{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1&bitrate=500000"
-    )
+    transport_url = f"isotp://{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1&bitrate=500000"
     link = messages.bind("protobuf", "seed")
     data = link.sample_data(20, 1)
 
@@ -416,7 +414,7 @@ def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
             while True:  # the responder's bus may not be open yet: HELLO again
                 try:
                     connection = bus_connection.BusConnection(
-                        port, transport, link, "ack", timeout_s=1.0
+                        port, transport_url, link, "ack", timeout_s=1.0
                     )
                     break
                 except handshake.HandshakeError:

@@ -134,6 +134,119 @@ def crossings(graph: Graph, importer: str, forbidden: str, allowed: str = "") ->
     )
 
 
+def package_circles(graph: Graph) -> list[list[str]]:
+    """Each group of sibling packages (or modules) that import one another, at every level:
+    inside each package, its direct children with all they hold, as one node each.
+    `a.x.m -> a.y.n` and `a.y.k -> a.x.j` is a circle of `a.x` and `a.y` even though
+    no module imports itself round the loop."""
+    packages = {module.rsplit(".", 1)[0] for module in graph if "." in module}
+    found: list[list[str]] = []
+    for package in sorted(packages):
+        prefix = package + "."
+
+        def child(module: str, prefix: str = prefix) -> str | None:
+            if not module.startswith(prefix):
+                return None
+            return prefix + module[len(prefix) :].split(".")[0]
+
+        children: Graph = {}
+        for module, targets in graph.items():
+            if (source := child(module)) is None:
+                continue
+            children.setdefault(source, set()).update(
+                target for target in map(child, targets) if target and target != source
+            )
+        found += circles(children)
+    return found
+
+
+def _declared_all(path: Path) -> list[str] | None:
+    """A module's `__all__`, which must be a literal list or tuple of strings; None without."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, (list, tuple)), f"{path}: __all__ is not a list"
+            return list(value)
+    return None
+
+
+def public_api(source: Path, package: str) -> dict[str, set[str]]:
+    """The public modules of `package`, each with the names it exports (its `__all__`).
+
+    The package's `__init__` lists its public submodules and subpackages in `__all__`,
+    each public subpackage lists its own, and so on down: a module is public when every
+    step from the top is. Each public module's `__all__` names what it exports.
+    """
+    paths = _modules(source, package)
+    exports = {module: set(_declared_all(path) or ()) for module, path in paths.items()}
+    public: dict[str, set[str]] = {}
+    todo = [package]
+    while todo:
+        module = todo.pop()
+        public[module] = exports[module]
+        todo += [f"{module}.{name}" for name in exports[module] if f"{module}.{name}" in paths]
+    return public
+
+
+def uses_of(path: Path, module: str, agent: dict[str, Path]) -> set[tuple[str, str | None]]:
+    """What `module` uses of the agent: (agent module, None) for a module it imports,
+    (agent module, name) for a name it imports from one or reads off one
+    (`from a import m` then `m.name`, `import a.m` then `a.m.name`), anywhere in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    bound: dict[str, str] = {}  # local name -> the agent module it is
+    used: set[tuple[str, str | None]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in agent:
+                    used.add((alias.name, None))
+                    local = alias.asname or alias.name.split(".")[0]
+                    bound[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom):
+            origin = _absolute(node, module, is_package)
+            if origin not in agent:
+                continue
+            for alias in node.names:
+                name = f"{origin}.{alias.name}"
+                if name in agent:
+                    used.add((name, None))
+                    bound[alias.asname or alias.name] = name
+                else:
+                    used.add((origin, alias.name))
+
+    def resolve(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute) and (outer := resolve(node.value)):
+            inner = f"{outer}.{node.attr}"
+            return inner if inner in agent else None
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (owner := resolve(node.value)):
+            inner = f"{owner}.{node.attr}"
+            used.add((inner, None) if inner in agent else (owner, node.attr))
+    return used
+
+
+def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -> list[str]:
+    """`host module -> agent.module[.name]` for each use of the agent outside its public API."""
+    agent_paths = _modules(agent_source, agent)
+    public = public_api(agent_source, agent)
+    found = set()
+    for module, path in _modules(host_source, host).items():
+        for target, name in uses_of(path, module, agent_paths):
+            if target not in public:
+                found.add(f"{module} -> {target}")
+            elif name is not None and name not in public[target] and not name.startswith("__"):
+                found.add(f"{module} -> {target}.{name}")
+    return sorted(found)
+
+
 def _project_graph() -> Graph:
     return import_graph([(SOURCES[0], AGENT), (SOURCES[1], HOST)])
 
@@ -151,6 +264,11 @@ def test_the_checker_sees_both_packages_and_their_lazy_imports():
 def test_no_import_circles_in_either_package():
     found = circles(_project_graph())
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_no_package_circles_in_either_package():
+    found = package_circles(_project_graph())
+    assert found == [], "package circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
 def test_the_agent_never_imports_the_host():
@@ -238,3 +356,27 @@ def test_an_upward_import_and_a_transport_importing_a_command_are_found(tmp_path
         "hostpkg.boards.link -> hostpkg.commands.run"
     ]
     assert circles(graph) == [["hostpkg.boards.link", "hostpkg.commands.run"]]
+
+
+def test_a_circle_between_packages_without_a_module_circle_is_found(tmp_path):
+    # buses.budget -> link.framing and link.connection -> buses.cost: no module imports
+    # itself round a loop, but the packages buses and link need each other.
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/errors.py": "",
+            "pkg/buses/__init__.py": "",
+            "pkg/buses/budget.py": "from pkg.link import framing\nfrom pkg import errors\n",
+            "pkg/buses/cost.py": "from pkg.errors import E\n",
+            "pkg/link/__init__.py": "",
+            "pkg/link/framing.py": "import pkg.errors\n",
+            "pkg/link/connection.py": "from pkg.buses.cost import seconds\n",
+        },
+    )
+    graph = import_graph([(tmp_path, "pkg")])
+    assert circles(graph) == []
+    assert package_circles(graph) == [["pkg.buses", "pkg.link"]]
+    # With the shared piece moved (the connection no longer needs buses), none is left.
+    (tmp_path / "pkg/link/connection.py").write_text("from pkg.link import framing\n")
+    assert package_circles(import_graph([(tmp_path, "pkg")])) == []

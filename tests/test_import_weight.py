@@ -94,6 +94,7 @@ RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib"
 #: What only a --link-transport run, or a schema with a map field, needs (about 0.75 MiB each).
 RUN_PATH_DEFERRED += (
     "evbench_agent.link.bus_connection",
+    "evbench_agent.buses.transport",
     "evbench_agent.telemetry.bus_stats",
     "google.protobuf.descriptor_pb2",
 )

@@ -286,7 +286,7 @@ def test_a_bus_and_a_tcp_peer_together_are_refused() -> None:
 
 
 def test_a_transport_says_its_bus_and_rates_in_the_params() -> None:
-    from evbench_agent.link.bus_connection import parse_transport
+    from evbench_agent.buses.transport import parse_transport
 
     uart = parse_transport("uart:///dev/ttyS1?baud=921600")
     assert uart.params() == {"transport": "uart", "bit_rate": 921600}

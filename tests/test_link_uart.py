@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 
+from evbench_agent.buses import transport as bus_transport
 from evbench_agent.errors import UserError
-from evbench_agent.link import bus_connection, handshake, messages, uart_framing, uart_port
+from evbench_agent.link import handshake, messages, uart_framing, uart_port
 from evbench_agent.link.framing import MESSAGE, REPLY, Frame
 
 
@@ -158,11 +159,11 @@ def test_a_missing_device_is_a_user_error(tmp_path: Path) -> None:
 
 def test_a_message_longer_than_its_period_is_said_up_front() -> None:
     # 995 B + 13 header + 8 UART framing = 1016 B x 10 bits / 115200 = 88.2 ms > 50 ms.
-    line = bus_connection.parse_transport("uart:///dev/ttyS1?baud=115200")
-    said = bus_connection.sustainable(line, bytes(995), 20)
+    line = bus_transport.parse_transport("uart:///dev/ttyS1?baud=115200")
+    said = bus_transport.sustainable(line, bytes(995), 20)
     assert said is not None and "88.2 ms" in said and "50 ms" in said
     # 277 B: (277 + 21) x 10 / 115200 = 25.9 ms: fits in 50 ms.
-    assert bus_connection.sustainable(line, bytes(277), 20) is None
+    assert bus_transport.sustainable(line, bytes(277), 20) is None
 
 
 def test_the_responder_answers_over_a_uart_through_noise(pty_pair: tuple[str, str]) -> None:

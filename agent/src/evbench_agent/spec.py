@@ -208,9 +208,9 @@ def _check_link(values: dict[str, Any]) -> None:
         raise UserError("--aa-reply-delay delays the copy of an A/A run: it needs --aa CODEC")
     peer = values.get("link_peer", "loopback")
     if values.get("link_transport") is not None:
-        from evbench_agent.link import bus_connection
+        from evbench_agent.buses import transport
 
-        bus_connection.parse_transport(values["link_transport"])  # a UserError if malformed
+        transport.parse_transport(values["link_transport"])  # a UserError if malformed
         if peer != "loopback":
             raise UserError(
                 "--peer names a TCP responder; a --link-transport bus has its responder "

@@ -129,7 +129,7 @@ def host_transport(args: Any) -> str | None:
 def _bus_end(url: str, flag: str) -> tuple[str, tuple[int, int] | None]:
     """The kind of bus a transport URL is on, and its (tx, rx) ids on CAN."""
     from evbench import can_peer
-    from evbench_agent.link import bus_connection
+    from evbench_agent.buses import transport as bus_transport
 
     if url.startswith(f"{can_peer.SCHEME}://"):
         address = can_peer.parse(url).isotp
@@ -140,7 +140,7 @@ def _bus_end(url: str, flag: str) -> tuple[str, tuple[int, int] | None]:
             hint=f"{HOST_TRANSPORT_EXAMPLE}, isotp://can0?tx=0x7E8&rx=0x7E0 "
             "or uart:///dev/ttyUSB0?baud=115200",
         )
-    transport = bus_connection.parse_transport(url)
+    transport = bus_transport.parse_transport(url)
     if transport.kind == "uart":
         return "a UART", None
     return "CAN", (transport.tx_id, transport.rx_id)

@@ -1,7 +1,7 @@
 """The link over a UART: `uart:///dev/ttyS1?baud=115200` (pyserial, 8N1, raw).
 
 Frames go in uart_framing's form; a frame that arrives damaged is dropped and
-the next one found. Before a run, bus_connection.sustainable() says whether a
+the next one found. Before a run, buses.transport.sustainable() says whether a
 message can leave once per period at the line's rate at all: the link never
 queues messages silently behind a line that cannot carry them, it reports the
 ones that do not fit as late or lost.

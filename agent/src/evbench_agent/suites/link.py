@@ -45,8 +45,8 @@ from evbench_agent import child_exit, payload_identity
 from evbench_agent import codecs as codec_registry
 from evbench_agent.errors import PartialRun, UserError
 
-# The bus modules (link.bus_connection, telemetry.bus_stats) are imported where a
-# --link-transport run uses them: a TCP run, the default, leaves them out of the
+# The bus modules (link.bus_connection, buses.transport, telemetry.bus_stats) are imported
+# where a --link-transport run uses them: a TCP run, the default, leaves them out of the
 # agent's memory (about 1.5 MiB; issue 21 gives the agent 30 MiB).
 from evbench_agent.link import client, figures, messages, saturation, timing, wakeup
 from evbench_agent.link.address import parse_peer
@@ -179,11 +179,12 @@ def preflight(spec: Any) -> list[str]:
         )
     if not spec.link_transport:
         return []
-    from evbench_agent.link import bus_connection
+    from evbench_agent.buses import transport as bus_transport
+    from evbench_agent.link import bus_responder
     from evbench_agent.telemetry import bus_stats
 
-    transport = bus_connection.parse_transport(spec.link_transport)
-    transport.open().close()
+    transport = bus_transport.parse_transport(spec.link_transport)
+    bus_responder.open_port(transport.port_url).close()
     notes = []
     if transport.bit_rate_source == "assumed":
         bus = transport.bus
@@ -203,7 +204,7 @@ def preflight(spec: Any) -> list[str]:
             link = messages.bind(codec, profile)
             items = link.sample_data(spec.payloads, spec.seed)
             largest = max((link.encode(item) for item in items), key=len)
-            problem = bus_connection.sustainable(transport, largest, settings.rate_hz)
+            problem = bus_transport.sustainable(transport, largest, settings.rate_hz)
             if problem:
                 notes.append(f"link: {profile} {codec}: {problem}")
     return notes
@@ -220,10 +221,10 @@ class _Phases:
         self.bus: Any = None
         self.counters: Any = None
         if settings.transport:
-            from evbench_agent.link import bus_connection
+            from evbench_agent.buses import transport as bus_transport
             from evbench_agent.telemetry import bus_stats
 
-            self.bus = bus_connection.parse_transport(settings.transport)
+            self.bus = bus_transport.parse_transport(settings.transport)
             self.counters = bus_stats.counters_of(self.bus)
         self.port: Any = None
         spec = context.spec
@@ -262,7 +263,9 @@ class _Phases:
         """Open the bus, or start the loopback responder, before any phase is timed."""
         if self.bus is not None:
             if self.port is None:
-                self.port = self.bus.open()
+                from evbench_agent.link import bus_responder
+
+                self.port = bus_responder.open_port(self.bus.port_url)
         else:
             self.address()
 
@@ -283,7 +286,9 @@ class _Phases:
                 from evbench_agent.link import bus_connection
 
                 self.prepare()
-                return bus_connection.BusConnection(self.port, self.bus, link, self.settings.mode)
+                return bus_connection.BusConnection(
+                    self.port, self.bus.url, link, self.settings.mode
+                )
             return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
         except UserError as error:
             if self.phases_done:  # the peer went away between phases: the run is cut short
@@ -445,9 +450,9 @@ class _Phases:
         if not order:
             return None
         seconds = len(order) / self.settings.rate_hz
-        from evbench_agent.link import bus_connection
+        from evbench_agent.buses import transport as bus_transport
 
-        return bus_connection.bus_load(
+        return bus_transport.bus_load(
             self.bus, order, connection.message_bodies, connection.reply_bodies, seconds
         )
 

@@ -287,7 +287,7 @@ def rate_mismatch(bit_rate: int, data_rate: int, snapshot: Snapshot | None) -> s
 
 
 def counters_of(transport: Any) -> BusCounters:
-    """The counters of a link transport's interface (link.bus_connection.BusTransport):
+    """The counters of a link transport's interface (buses.transport.BusTransport):
     an ISO-TP URL names a network interface, a UART URL a device."""
     parts = urlsplit(transport.port_url)
     return BusCounters(transport.kind, parts.netloc if transport.kind == "isotp" else parts.path)
