@@ -10,7 +10,7 @@ import pytest
 
 from evbench_agent import codecs, payloads
 from evbench_agent.errors import UserError
-from evbench_agent.payloads import seed
+from evbench_agent.payloads.profiles import seed
 
 GOLDEN_KEYS = Path(__file__).parent / "data" / "seed_json_keys.txt"
 #: The seed app's averages on the AM62x and Windows (README of the seed).

@@ -10,7 +10,11 @@ PyPI distribution in an extra (tests/test_codecs.py round-trips every codec).
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,7 @@ from evbench_agent.native import runtimes
 
 RUNNING = ROOT / "docs" / "running.md"
 NATIVE = ROOT / "docs" / "native-codecs.md"
+AGENT = ROOT / "agent" / "src" / "evbench_agent"
 #: A table row's first cell: the `names` it documents.
 NAME = re.compile(r"`([^`]+)`")
 #: Profile rows that are no registry entry: a team's own message (docs/own-messages.md).
@@ -115,3 +120,41 @@ def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
     expected = [*native_tests.PROTOBUF_RUNTIMES, *native_tests.JSON_RUNTIMES]
     assert sorted(expected) == sorted(runtimes.RUNTIMES)
     assert sorted(native_tests.PACKAGES) == sorted(runtimes.RUNTIMES)
+
+
+_LIST_PROFILES = "from evbench_agent import payloads\nprint(' '.join(payloads.PROFILES))\n"
+
+
+def _profiles_of_copy(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """The profiles a copy of the agent lists, with `module` added to payloads/profiles/."""
+    copy = tmp_path / "evbench_agent"
+    shutil.copytree(AGENT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "payloads" / "profiles" / "scratch.py").write_text(module)
+    return subprocess.run(
+        [sys.executable, "-c", _LIST_PROFILES],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_a_profile_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
+    done = _profiles_of_copy(
+        tmp_path,
+        "from evbench_agent.payloads.profile import Profile\n"
+        "from evbench_agent.schema import shapes_pb2\n"
+        "PROFILE = Profile('scratch', 'a throwaway', shapes_pb2.OneInt, "
+        "lambda rng, _: {'value': rng.randrange(9)})\n",
+    )
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split()
+    assert listed[:2] == ["seed", "ev-full"] and "scratch" in listed and "skip-nested" in listed
+    assert len(listed) == len(payloads.PROFILES) + 1
+
+
+def test_a_profile_module_that_declares_nothing_is_refused(tmp_path: Path) -> None:
+    done = _profiles_of_copy(tmp_path, "HELPER = 1\n")
+    assert done.returncode == 1
+    assert "payloads.profiles.scratch declares no PROFILE or PROFILES" in done.stderr

@@ -21,10 +21,15 @@ from evbench_agent.payloads.profile import (
 
 
 def _registry() -> dict[str, Profile]:
-    from evbench_agent.payloads import ev_full, seed, shapes
+    """The built-in profiles (each module of payloads/profiles/ declares its own), and a
+    run's own message when this process is a worker or responder of a `--schema` run."""
+    from evbench_agent.payloads import profiles
 
-    profiles = [seed.PROFILE, ev_full.PROFILE, *shapes.PROFILES]
-    registry = {profile.name: profile for profile in profiles}
+    registry: dict[str, Profile] = {}
+    for profile in profiles.declared():
+        if profile.name in registry:
+            raise RuntimeError(f"profile {profile.name!r} is declared twice")
+        registry[profile.name] = profile
     if os.environ.get("EVBENCH_AGENT_SCHEMA"):  # a worker or responder of a run with --schema
         from evbench_agent.payloads import user_schema
 

@@ -1,6 +1,6 @@
 """What a payload profile is (Payload, Profile) and the registry of profiles by name.
 
-Apart from the package so the profile modules (seed, ev_full, shapes, user_schema)
+Apart from the package so the profile modules (profiles/*, user_schema)
 import this, never the package that lists them: no import circle.
 """
 
