@@ -1,6 +1,12 @@
 """Machine-readable exports for CI dashboards: CSV of the records, the comparison's
 CSV, JUnit XML.
 
+Each file `evbench report` writes beside the results besides report.md and
+report.html is registered here, once, by `@export(FILE)` on the function that makes
+it from the run and its comparison; report/writer.py writes what `registered()`
+lists, and tests/test_report_exports.py checks docs/reports.md's table against the
+files a real render writes.
+
 comparison.csv: one row per row of the comparison table (tested rows and facts),
 the columns of COMPARISON_FIELDS (docs/results-format.md): the ratio estimate
 and the verdict's own interval (at Holm's step for the row), p (Holm), the
@@ -30,12 +36,48 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from evbench_agent.comparison import CONTEXT, FACT, Comparison
 from evbench_agent.results import RECORD_FIELDS
 from evbench_agent.verdicts import BASELINE, CANDIDATE
+
+if TYPE_CHECKING:
+    from evbench.report.context import RunContext
+
+#: What an export is made from: the run, and its comparison (None when it has none).
+Maker = Callable[["RunContext", "Comparison | None"], bytes]
+
+
+@dataclass(frozen=True)
+class Export:
+    """A file written beside a run's results, declared by `@export` on its maker."""
+
+    file: str
+    make: Maker
+
+
+_EXPORTS: dict[str, Export] = {}
+
+
+def export(file: str) -> Callable[[Maker], Maker]:
+    """Register the decorated function as the maker of `file` (a file given twice is a bug)."""
+
+    def register(make: Maker) -> Maker:
+        if file in _EXPORTS:
+            raise ValueError(f"export {file!r} is registered twice")
+        _EXPORTS[file] = Export(file, make)
+        return make
+
+    return register
+
+
+def registered() -> tuple[Export, ...]:
+    """Every export, in the order they were declared."""
+    return tuple(_EXPORTS.values())
+
 
 COMPARISON_FIELDS = (
     "suite",
@@ -97,6 +139,11 @@ def csv_text(records: Sequence[Mapping[str, Any]]) -> str:
     for record in records:
         writer.writerow([_csv_value(record.get(name)) for name in RECORD_FIELDS])
     return buffer.getvalue()
+
+
+@export("summary.csv")
+def summary_file(context: RunContext, comparison: Comparison | None) -> bytes:
+    return csv_text(context.records).encode()
 
 
 def junit_case_id(key: tuple[str, str, str, str]) -> tuple[str, str]:
@@ -178,6 +225,12 @@ def junit_xml(
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
+@export("junit.xml")
+def junit_file(context: RunContext, comparison: Comparison | None) -> bytes:
+    timestamp = context.manifest.get("start_time")
+    return junit_xml(context.run_id, context.records, None, timestamp, verdict_words(comparison))
+
+
 def table_csv(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Any rendered table as CSV (the cells as displayed)."""
     buffer = io.StringIO()
@@ -233,3 +286,8 @@ def comparison_csv(comparison: Comparison | None) -> str:
     for entry in comparison_rows(comparison):
         writer.writerow([_csv_value(entry.get(name)) for name in COMPARISON_FIELDS])
     return buffer.getvalue()
+
+
+@export("comparison.csv")
+def comparison_file(context: RunContext, comparison: Comparison | None) -> bytes:
+    return comparison_csv(comparison).encode()

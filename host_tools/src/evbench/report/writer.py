@@ -1,5 +1,6 @@
-"""Every file of a report: report.md, a self-contained report.html, CSV (the records,
-and comparison.csv: the comparison table's rows) and JUnit.
+"""Every file of a report: report.md, a self-contained report.html, the plots, and
+the exports that report/exports.py registers (CSV of the records, comparison.csv: the
+comparison table's rows, and JUnit).
 
 Everything is read from the run directory through the results format, so a
 run fetched from a board, a local run and an older run all render.
@@ -18,9 +19,6 @@ from evbench_agent.results import write_atomic
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
-SUMMARY_CSV = "summary.csv"
-JUNIT_XML = "junit.xml"
-COMPARISON_CSV = "comparison.csv"
 
 
 @dataclass(frozen=True)
@@ -65,14 +63,7 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
     outputs = {
         REPORT_MD: markdown.render(title, content, drawn, first).encode(),
         REPORT_HTML: html.render(title, content, drawn, first).encode(),
-        SUMMARY_CSV: exports.csv_text(context.records).encode(),
-        COMPARISON_CSV: exports.comparison_csv(comparison).encode(),
-        JUNIT_XML: exports.junit_xml(
-            context.run_id,
-            context.records,
-            timestamp=context.manifest.get("start_time"),
-            verdicts=exports.verdict_words(comparison),
-        ),
+        **{entry.file: entry.make(context, comparison) for entry in exports.registered()},
     }
     for name, data in outputs.items():
         write_atomic(directory / name, data)

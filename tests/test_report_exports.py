@@ -1,0 +1,49 @@
+"""The report's exports (report/exports.py's registry) against docs/reports.md.
+
+A real render of the committed sample run writes the files; the table of
+docs/reports.md must name exactly those (plots aside), so an export registered
+without its row, or a row for a file nothing writes, fails.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from conftest import ROOT
+
+from evbench.report import exports
+from evbench.report.writer import write_report
+
+CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
+REPORTS = ROOT / "docs" / "reports.md"
+
+
+def table_files() -> list[str]:
+    """The backticked file names in the first column of reports.md's `| file |` table."""
+    text = REPORTS.read_text()
+    table = text.split("| file | content |", 1)[1].split("\n\n", 1)[0]
+    return [re.findall(r"`([^`]+)`", line.split("|")[1])[0] for line in table.splitlines()[2:]]
+
+
+def test_the_table_reader_finds_the_rows_worked_out_by_hand():
+    files = table_files()
+    assert files[:2] == ["report.md", "report.html"] and "junit.xml" in files
+
+
+def test_the_docs_table_names_every_file_a_render_writes(tmp_path):
+    run = tmp_path / "core-v1"
+    shutil.copytree(CORE_V1, run)
+    written = write_report(run)
+    names = sorted(path.name for path in written.files if path.parent == run)
+    # The files worked out from the sample run: the two renderings and three exports.
+    assert names == ["comparison.csv", "junit.xml", "report.html", "report.md", "summary.csv"]
+    assert sorted(table_files()) == names
+    assert {entry.file for entry in exports.registered()} <= set(names)
+
+
+def test_an_export_registered_twice_is_a_bug():
+    with pytest.raises(ValueError, match=r"'junit\.xml' is registered twice"):
+        exports.export("junit.xml")(exports.junit_file)
+    assert [entry.file for entry in exports.registered()].count("junit.xml") == 1
