@@ -67,7 +67,7 @@ class PipedCommand(abc.ABC):
     """A command fed through its standard input while it runs (flashing streams an image)."""
 
     @abc.abstractmethod
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes) -> None:
         """Send bytes to its standard input; OSError when the command has gone."""
 
     @abc.abstractmethod
@@ -98,8 +98,11 @@ class Board(abc.ABC):
     #: directory (relative to the login directory, or absolute) for the agent and runs.
     python: str = "python3"
     work_dir: str = ".evbench"
-    #: Where this session's console transcript is written, for transports that keep one.
-    transcript_path: Path | None = None
+
+    @property
+    def transcript_path(self) -> Path | None:
+        """Where this session's console transcript is written, for transports that keep one."""
+        return None
 
     @classmethod
     @abc.abstractmethod

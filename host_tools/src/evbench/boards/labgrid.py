@@ -326,14 +326,14 @@ class LabgridBoard(RemoteBoard):
             "exporters": sorted({r.exporter for r in self.place_info.resources}),
             "resources": [r.public() for r in self.place_info.resources],
             "transport": self.inner.url,
-            "jump": str(self.inner.jump) if getattr(self.inner, "jump", None) else None,
+            "jump": str(jump) if (jump := getattr(self.inner, "jump", None)) else None,
             "owner": self.place_info.acquired or self._client.owner,
             "held_by_user": self.held_by_user,
         }
 
     # -- the Board protocol, by the transport's board -----------------------------
     @property
-    def transcript_path(self) -> Path | None:  # type: ignore[override]
+    def transcript_path(self) -> Path | None:
         return self.inner.transcript_path
 
     def run(self, argv: Sequence[str], timeout: float, stdin: bytes | None = None) -> CommandResult:

@@ -98,7 +98,7 @@ def parse_place(text: str) -> Place:
         raise UserError(f"labgrid-client show printed no place: {text[:200]!r}")
     tags: dict[str, str] = {}
     acquired: str | None = None
-    resources = []
+    resources: list[Resource] = []
     index = 1
     while index < len(lines):
         line = lines[index]

@@ -49,9 +49,11 @@ class LocalStreamedCommand(StreamedCommand):
         except OSError as error:
             self._errors.close()
             raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
+        assert self._process.stdout is not None  # a PIPE
+        self._stdout = self._process.stdout
 
     def lines(self) -> Iterator[str]:
-        for line in self._process.stdout:
+        for line in self._stdout:
             yield line.rstrip("\n")
 
     def wait(self, timeout: float) -> int:
@@ -88,14 +90,16 @@ class LocalPipedCommand(PipedCommand):
             )
         except OSError as error:
             raise UserError(f"cannot start {argv[0]}: {error.strerror}") from error
+        assert self._process.stdin is not None  # a PIPE
+        self._stdin = self._process.stdin
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._process.stdin.write(data)
+    def write(self, data: bytes) -> None:
+        self._stdin.write(data)
 
     def finish(self, timeout: float) -> CommandResult:
         # A BrokenPipeError means it ended early; its status and output say why.
         with contextlib.suppress(BrokenPipeError):
-            self._process.stdin.close()
+            self._stdin.close()
         try:
             returncode = self._process.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -125,7 +125,7 @@ class SshPipedCommand(PipedCommand):
         self._board = board
         self._argv = tuple(argv)
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes) -> None:
         try:
             self._channel.sendall(data)
         except (paramiko.SSHException, EOFError) as error:
@@ -206,7 +206,7 @@ class SshBoard(RemoteBoard):
                     port=address.port,
                     username=address.user,
                     password=password,
-                    key_filename=list(address.identity_files) or None,
+                    key_filename=list(address.identity_files) or None,  # type: ignore[arg-type]  # paramiko takes a list; its stub says str
                     sock=sock,
                     timeout=CONNECT_TIMEOUT,
                     banner_timeout=CONNECT_TIMEOUT,
@@ -227,14 +227,14 @@ class SshBoard(RemoteBoard):
         address = self.address
         try:
             try:
-                self._client = self._connect_once(self._password)
+                client = self._connect_once(self._password)
             except (paramiko.AuthenticationException, _NoAuthentication):
                 if self._password is not None:
                     raise
                 self._password = password_for(address)
                 if self._password is None:
                     raise
-                self._client = self._connect_once(self._password)
+                client = self._connect_once(self._password)
         except paramiko.BadHostKeyException as error:
             raise UserError(
                 f"the host key of {address.known_hosts_name} has CHANGED "
@@ -254,13 +254,15 @@ class SshBoard(RemoteBoard):
                 f"cannot reach {address}: {reason}",
                 hint="check the address, that the board is on the network and runs sshd",
             ) from None
-        transport = self._client.get_transport()
+        self._client = client
+        transport = client.get_transport()
+        assert transport is not None  # a connected client has its transport
         # A pulled cable sends no FIN: keepalives every 5 s that stay unacknowledged
         # for 30 s make the kernel close the socket, and the drop shows as ConnectionLost.
         transport.set_keepalive(KEEPALIVE_SECONDS)
         # Through a jump host the TCP connection is the jump host's, not a channel.
         tcp = self.jump.socket() if self.jump else transport.sock
-        if hasattr(socket, "TCP_USER_TIMEOUT") and tcp is not None:
+        if hasattr(socket, "TCP_USER_TIMEOUT") and isinstance(tcp, socket.socket):
             tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_MS)
         self._sftp = None
 
@@ -269,21 +271,28 @@ class SshBoard(RemoteBoard):
         self.connect()
 
     def network_addresses(self) -> tuple[str, str]:
-        self.check_alive()
+        _, transport = self._live()
         if self.jump is not None:
             raise UserError(
                 f"{self.address} is reached through the jump host {self.jump}: this host "
                 "and the board share no network for the link suite's own connection",
                 hint="run the link suite on a board the host reaches directly",
             )
-        sock = self._client.get_transport().sock
+        sock = transport.sock
+        assert isinstance(sock, socket.socket)  # a direct connection's own TCP socket
         return sock.getsockname()[0], sock.getpeername()[0]
+
+    def _live(self) -> tuple[paramiko.SSHClient, paramiko.Transport]:
+        """The client and its transport; ConnectionLost when the connection has dropped."""
+        client = self._client
+        transport = client.get_transport() if client is not None else None
+        if client is None or transport is None or not transport.is_active():
+            raise ConnectionLost(f"the connection to {self.address} dropped")
+        return client, transport
 
     def check_alive(self) -> None:
         """Raise ConnectionLost when the connection has dropped."""
-        transport = self._client.get_transport() if self._client else None
-        if transport is None or not transport.is_active():
-            raise ConnectionLost(f"the connection to {self.address} dropped")
+        self._live()
 
     def close(self) -> None:
         # Closing a dead connection may fail the same ways it died: it is closed either way.
@@ -300,9 +309,9 @@ class SshBoard(RemoteBoard):
     # -- commands and files ----------------------------------------------
 
     def _channel(self, argv: Sequence[str]) -> paramiko.Channel:
-        self.check_alive()
+        _, transport = self._live()
         try:
-            channel = self._client.get_transport().open_session(timeout=CONNECT_TIMEOUT)
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT)
             channel.exec_command(shlex.join(argv))
         except (paramiko.SSHException, OSError, EOFError) as error:
             self.check_alive()
@@ -360,10 +369,10 @@ class SshBoard(RemoteBoard):
         return SshPipedCommand(self._channel(argv), self, argv)
 
     def _sftp_client(self) -> paramiko.SFTPClient:
-        self.check_alive()
+        client, _ = self._live()
         if self._sftp is None:
             with lost_when_dropped(self.address):
-                self._sftp = self._client.open_sftp()
+                self._sftp = client.open_sftp()
         return self._sftp
 
     def put(self, local: Path, remote: str) -> None:

@@ -66,7 +66,7 @@ class SshJump:
                 address.hostname,
                 port=address.port,
                 username=address.user,
-                key_filename=list(address.identity_files) or None,
+                key_filename=list(address.identity_files) or None,  # type: ignore[arg-type]  # paramiko takes a list; its stub says str
                 timeout=CONNECT_TIMEOUT,
                 banner_timeout=CONNECT_TIMEOUT,
                 auth_timeout=CONNECT_TIMEOUT,
@@ -110,6 +110,7 @@ class SshJump:
             self.close()
             self._client = self._connect()
             transport = self._client.get_transport()
+            assert transport is not None  # a connected client has its transport
         try:
             return transport.open_channel(
                 "direct-tcpip", (hostname, port), ("127.0.0.1", 0), timeout=CONNECT_TIMEOUT
@@ -132,7 +133,8 @@ class SshJump:
     def socket(self) -> socket.socket | None:
         """The TCP socket to the jump host (where keepalive timeouts must be set)."""
         transport = self._client.get_transport() if self._client else None
-        return transport.sock if transport is not None else None
+        sock = transport.sock if transport is not None else None
+        return sock if isinstance(sock, socket.socket) else None  # never a proxy's channel
 
     def close(self) -> None:
         with contextlib.suppress(paramiko.SSHException, EOFError, OSError):

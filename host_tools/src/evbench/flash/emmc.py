@@ -54,7 +54,7 @@ class BoardSink:
         self.mapped_bytes = mapped_bytes
         self.finished = False
 
-    def _send(self, data: bytes | memoryview) -> None:
+    def _send(self, data: bytes) -> None:
         try:
             self.command.write(data)
         except OSError as error:
@@ -66,9 +66,8 @@ class BoardSink:
             ) from error
 
     def write(self, offset: int, data: bytes) -> None:
-        view = memoryview(data)
-        for start in range(0, len(view), FRAME):
-            piece = view[start : start + FRAME]
+        for start in range(0, len(data), FRAME):
+            piece = data[start : start + FRAME]  # a chunk within one frame: itself, no copy
             self._send(b"W %d %d\n" % (offset + start, len(piece)))
             self._send(piece)
 

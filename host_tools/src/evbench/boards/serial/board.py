@@ -39,19 +39,20 @@ STREAM_SILENCE = 600.0
 def _show_progress(verb: str, name: str) -> TransferProgress:
     """Progress on standard error: one updating line on a terminal, else every few seconds."""
     terminal = sys.stderr.isatty()
-    shown = {"at": 0.0, "width": 0}
+    shown_at, width = 0.0, 0
 
     def show(done: int, total: int, left: float) -> None:
+        nonlocal shown_at, width
         now = time.monotonic()
         quiet = not logging.getLogger().isEnabledFor(logging.WARNING)  # --quiet: errors only
-        if quiet or (done < total and now - shown["at"] < (0.2 if terminal else 5.0)):
+        if quiet or (done < total and now - shown_at < (0.2 if terminal else 5.0)):
             return
-        shown["at"] = now
+        shown_at = now
         end = "\n" if done >= total or not terminal else "\r"
         text = f"evbench: {verb} {name}: {done}/{total} bytes, about {left:.0f} s left"
         # A line drawn over a longer one is padded: "10 s left" after "9 s left" left "leftt".
-        padded = text.ljust(shown["width"]) if terminal else text
-        shown["width"] = len(text)
+        padded = text.ljust(width) if terminal else text
+        width = len(text)
         print(padded, end=end, file=sys.stderr, flush=True)
 
     return show

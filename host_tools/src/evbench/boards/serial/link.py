@@ -49,11 +49,11 @@ class ConsoleLink:
         #: Bytes received since the line opened: a request that adds none met a dead line.
         self.received = 0
         # A local UART must not block a write forever (flow control stuck);
-        # pyserial's network ports refuse the option and time out on their own.
-        limits = {} if address.is_network else {"write_timeout": 10}
+        # pyserial's network ports keep the default (None) and time out on their own.
+        write_timeout = None if address.is_network else 10
         try:
             self._port = serial.serial_for_url(
-                address.port, baudrate=address.baud, timeout=0.05, **limits
+                address.port, baudrate=address.baud, timeout=0.05, write_timeout=write_timeout
             )
         except (serial.SerialException, ValueError, OSError) as error:
             transcript.note(f"cannot open {address.port}: {error}")
