@@ -27,13 +27,17 @@ parse limit (100 nested messages) bounds how deep a decoded message can be.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from evbench_agent.payloads.convert import is_map, is_repeated
+from evbench_agent.payloads.convert import is_map, is_repeated, map_entry, message_type
 from evbench_agent.payloads.json_mapping import ONE_VALUE
+
+if TYPE_CHECKING:
+    from google.protobuf import any_pb2, struct_pb2
+
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
 
 EVERY_FIELD = "every-field"
 SET_FIELDS = "set-fields"
@@ -110,7 +114,7 @@ class MessageReaders:
     def _value(self, field: FieldDescriptor) -> Reader:
         """How to read a set field's value (the field's own reader, built on first use)."""
         if is_map(field):
-            value_type = field.message_type.fields_by_name["value"].message_type
+            value_type = map_entry(field)[1].message_type
             if value_type is None:
                 return lambda mapping: _count_values(mapping.values())
             inner = self.reader(value_type)
@@ -138,11 +142,10 @@ class MessageReaders:
         if name == "google.protobuf.Value":
             return self._struct_value(descriptor)
         if name == "google.protobuf.Struct":
-            entry = descriptor.fields_by_name["fields"].message_type
-            value = self.reader(entry.fields_by_name["value"].message_type)
+            value = self.reader(message_type(map_entry(descriptor.fields_by_name["fields"])[1]))
             return lambda message: sum(value(item) for item in message.fields.values())
         if name == "google.protobuf.ListValue":
-            value = self.reader(descriptor.fields_by_name["values"].message_type)
+            value = self.reader(message_type(descriptor.fields_by_name["values"]))
             return lambda message: sum(value(item) for item in message.values)
         if name == "google.protobuf.Any":
             return self._any
@@ -150,10 +153,10 @@ class MessageReaders:
 
     def _struct_value(self, descriptor: Descriptor) -> Reader:
         fields = descriptor.fields_by_name
-        struct = self.reader(fields["struct_value"].message_type)
-        listing = self.reader(fields["list_value"].message_type)
+        struct = self.reader(message_type(fields["struct_value"]))
+        listing = self.reader(message_type(fields["list_value"]))
 
-        def read(message: Message) -> int:
+        def read(message: struct_pb2.Value) -> int:
             kind = message.WhichOneof("kind")
             if kind == "struct_value":
                 return struct(message.struct_value)
@@ -165,7 +168,7 @@ class MessageReaders:
 
         return read
 
-    def _any(self, message: Message) -> int:
+    def _any(self, message: any_pb2.Any) -> int:
         type_url = message.type_url
         if not type_url and not message.value:
             return 0  # an empty Any is {}

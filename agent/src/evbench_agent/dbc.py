@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor as _F
 
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import Profile
 from evbench_agent.payloads.convert import is_repeated
+
+if TYPE_CHECKING:
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
 
 DBC_FILE = "ev_data.dbc"
 #: One frame's header in an encoded payload: CAN id, data length.
@@ -123,9 +126,9 @@ def _converter(field: FieldDescriptor, choices: dict[int, Any] | None) -> Callab
     if field.enum_type is not None:
         names = {int(number): str(name) for number, name in (choices or {}).items()}
         return lambda value: names[int(value)]
-    if field.type == FieldDescriptor.TYPE_BOOL:
+    if field.type == _F.TYPE_BOOL:
         return bool
-    if field.cpp_type in (FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE):
+    if field.cpp_type in (_F.CPPTYPE_FLOAT, _F.CPPTYPE_DOUBLE):
         return float
     return int
 

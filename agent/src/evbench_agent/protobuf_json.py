@@ -19,13 +19,15 @@ import inspect
 import json
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import json_mapping
+
+if TYPE_CHECKING:
+    from evbench_agent.protobuf_types import Descriptor
 
 
 def printing_options(

@@ -7,10 +7,12 @@ descriptor API changed between them (`label` gave way to `is_repeated`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+if TYPE_CHECKING:
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
 
 _LABEL_REQUIRED = 2
 _LABEL_REPEATED = 3
@@ -20,7 +22,7 @@ def is_repeated(field: FieldDescriptor) -> bool:
     flag = getattr(field, "is_repeated", None)
     if flag is not None:
         return bool(flag)
-    return field.label == _LABEL_REPEATED
+    return getattr(field, "label", None) == _LABEL_REPEATED  # before protobuf 7
 
 
 def is_required(field: FieldDescriptor) -> bool:
@@ -28,14 +30,51 @@ def is_required(field: FieldDescriptor) -> bool:
     flag = getattr(field, "is_required", None)
     if flag is not None:
         return bool(flag)
-    return field.label == _LABEL_REQUIRED
+    return getattr(field, "label", None) == _LABEL_REQUIRED  # before protobuf 7
 
 
 def is_map(field: FieldDescriptor) -> bool:
     # has_options first: GetOptions() imports descriptor_pb2 (0.75 MiB of the agent's
     # memory), and only a map's entry type (map_entry = true) has options at all.
     entry = field.message_type
-    return entry is not None and entry.has_options and entry.GetOptions().map_entry
+    return entry is not None and entry.has_options and bool(entry.GetOptions().map_entry)
+
+
+def message_type(field: FieldDescriptor) -> Descriptor:
+    """The type of a message field (a map field's is its entry type)."""
+    found = field.message_type
+    if found is None:
+        raise ValueError(f"{field.full_name} is not a message field")
+    return found
+
+
+def map_entry(field: FieldDescriptor) -> tuple[FieldDescriptor, FieldDescriptor]:
+    """The key and value fields of a map field's entry type."""
+    fields = message_type(field).fields_by_name
+    return fields["key"], fields["value"]
+
+
+def json_pool(descriptor: Descriptor) -> Any:
+    """The pool json_format resolves an Any's types in: the message type's own.
+
+    protobuf's pure-Python pool or upb's; json_format's stubs name only the former.
+    """
+    return descriptor.file.pool
+
+
+def all_extensions(descriptor: Descriptor) -> list[FieldDescriptor]:
+    """The extensions of a message type that its pool knows."""
+    # protobuf's pool or upb's: the stubs of each take only their own descriptors.
+    pool: Any = descriptor.file.pool
+    return list(pool.FindAllExtensions(descriptor))
+
+
+def extensions(message: Message) -> Any:
+    """message.Extensions, to index with an extension's descriptor found at run time.
+
+    typeshed's stubs take only the generated modules' extension handles as its keys.
+    """
+    return message.Extensions
 
 
 def message_class(descriptor: Descriptor) -> type[Message]:
@@ -44,8 +83,13 @@ def message_class(descriptor: Descriptor) -> type[Message]:
 
     get_class = getattr(message_factory, "GetMessageClass", None)
     if get_class is not None:  # protobuf >= 4.22
-        return get_class(descriptor)
-    return message_factory.MessageFactory(descriptor.file.pool).GetPrototype(descriptor)
+        found: type[Message] = get_class(descriptor)
+        return found
+    # protobuf 4.21: MessageFactory.GetPrototype, which typeshed's stubs (protobuf 7) no
+    # longer describe.
+    factory: Any = message_factory.MessageFactory
+    prototype: type[Message] = factory(descriptor.file.pool).GetPrototype(descriptor)
+    return prototype
 
 
 def fill(message: Message, plain: Mapping[str, Any], rename: Mapping[str, str]) -> Message:

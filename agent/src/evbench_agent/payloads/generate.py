@@ -28,13 +28,20 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.message import Message
 
 from evbench_agent.errors import UserError
-from evbench_agent.payloads.convert import is_map, is_repeated, is_required
+from evbench_agent.payloads.convert import (
+    all_extensions,
+    extensions,
+    is_map,
+    is_repeated,
+    is_required,
+    map_entry,
+)
 from evbench_agent.payloads.rules import (
     FLOATS,
     INT_BOUNDS,
@@ -45,9 +52,13 @@ from evbench_agent.payloads.rules import (
     real_oneofs,
 )
 
+if TYPE_CHECKING:
+    from google.protobuf import any_pb2, duration_pb2
+
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+
 __all__ = ["MAX_COUNT", "OPTIONS", "Generator", "load_rules", "real_oneofs", "rules_are_valid"]
 
-F = FieldDescriptor
 DEFAULT_FLOAT_RANGE = (-1000.0, 1000.0)
 DEFAULT_STEP = 0.001
 DEFAULT_LENGTH = (4, 16)
@@ -195,7 +206,9 @@ class Generator:
                 hint="a required field of a recursive type never ends: make it optional",
             )
         if name == ANY:
-            self._fill_any(message, prefix, rng, index, ancestors, budget)
+            # a google.protobuf.Any, by its full name, from any pool (the schema's own too)
+            packed = cast("any_pb2.Any", message)
+            self._fill_any(packed, prefix, rng, index, ancestors, budget)
             return
         oneofs, fields, singular_messages = self._plan(descriptor)
         for oneof in oneofs:
@@ -205,8 +218,10 @@ class Generator:
         recursive = sum(1 for type_name in singular_messages if type_name in ancestors)
         for field in fields:
             self._set(message, field, prefix, rng, index, ancestors, budget, False, recursive)
-        if name == "google.protobuf.Duration" and message.seconds * message.nanos < 0:
-            message.nanos = -message.nanos  # the JSON mapping wants one sign for both
+        if name == "google.protobuf.Duration":
+            duration = cast("duration_pb2.Duration", message)  # by its full name
+            if duration.seconds * duration.nanos < 0:
+                duration.nanos = -duration.nanos  # the JSON mapping wants one sign for both
 
     def _plan(self, descriptor: Descriptor) -> tuple[list[Any], list[_Field], list[str]]:
         """A message type's oneofs, its other fields (extensions too) and the types of its
@@ -217,7 +232,7 @@ class Generator:
             in_oneof = {f.name for o in oneofs for f in o.fields}
             members = [f for f in descriptor.fields if f.name not in in_oneof]
             if descriptor.extension_ranges:
-                members += sorted(self.pool.FindAllExtensions(descriptor), key=lambda f: f.number)
+                members += sorted(all_extensions(descriptor), key=lambda f: f.number)
             fields = [_field(f) for f in members]
             singular = [f.message for f in fields if f.message and not f.repeated]
             found = (oneofs, fields, singular)
@@ -239,9 +254,9 @@ class Generator:
             rng.random()
             return None
         explicit = {
-            f.name: self.rules[prefix + f.name].presence
+            f.name: chosen
             for f in fields
-            if prefix + f.name in self.rules and self.rules[prefix + f.name].presence is not None
+            if (chosen := self.rules.get(prefix + f.name, _NO_RULE).presence) is not None
         }
         draw = rng.random()
         if not explicit:
@@ -257,7 +272,7 @@ class Generator:
 
     def _fill_any(
         self,
-        message: Message,
+        message: any_pb2.Any,
         prefix: str,
         rng: random.Random,
         index: int,
@@ -306,12 +321,12 @@ class Generator:
             # Elements that are messages stop at the depth bound; scalars do not recurse.
             value_type = info.field.message_type
             if info.map:
-                value_type = value_type.fields_by_name["value"].message_type
+                value_type = map_entry(info.field)[1].message_type
             count = self._count(rule, rng, deep and value_type is not None)
             if count == 0 and info.extension:
                 return  # touching a repeated extension lists it, empty, on some runtimes
             budget.spend(count, path)
-            target = message.Extensions[field] if info.extension else getattr(message, field.name)
+            target = extensions(message)[field] if info.extension else getattr(message, field.name)
             if info.map:
                 self._fill_map(target, field, path + ".", rng, index, ancestors, budget, count)
             elif field.full_name == MASK_PATHS and path not in self.rules:
@@ -339,7 +354,7 @@ class Generator:
                 presence = 1.0
             if rng.random() < presence:
                 if info.extension:
-                    target = message.Extensions[field]
+                    target = extensions(message)[field]
                 else:
                     target = getattr(message, field.name)
                 target.SetInParent()
@@ -351,7 +366,7 @@ class Generator:
                 return
         value = self._scalar(field, rule, rng, index)
         if info.extension:
-            message.Extensions[field] = value
+            extensions(message)[field] = value
         else:
             setattr(message, field.name, value)
 
@@ -375,8 +390,7 @@ class Generator:
         budget: _Budget,
         count: int,
     ) -> None:
-        key_field = field.message_type.fields_by_name["key"]
-        value_field = field.message_type.fields_by_name["value"]
+        key_field, value_field = map_entry(field)
         key_rule = self.rules.get(prefix + "key", _NO_RULE)
         value_rule = self.rules.get(prefix + "value", _NO_RULE)
         for _ in range(count * 4):  # keys may repeat; a few more tries, then fewer entries
@@ -403,7 +417,7 @@ class Generator:
                 return _WELL_KNOWN_DEFAULTS[field.full_name](rng, index)
             low, high = rule.range or INT_BOUNDS[kind][1]
             step = int(rule.step) if rule.step and rule.step >= 1 else 1
-            return low + rng.randrange(0, (high - low) // step + 1) * step
+            return low + rng.randrange(0, int((high - low) // step) + 1) * step
         if kind in FLOATS:
             low, high = rule.range or DEFAULT_FLOAT_RANGE
             return _stepped(_uniform(rng, low, high), rule.step or DEFAULT_STEP, low, high)

@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor as _F
 from google.protobuf.message import Message
 
-from evbench_agent.payloads.convert import is_map, is_repeated, message_class
+from evbench_agent.payloads.convert import all_extensions, is_map, is_repeated, message_class
+
+if TYPE_CHECKING:
+    from google.protobuf import any_pb2
+
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
 
 NEW_OPTION = "always_print_fields_with_no_presence"
 OLD_OPTION = "including_default_value_fields"
 ANY = "google.protobuf.Any"
-_F = FieldDescriptor
 #: Well-known types whose proto3 JSON form is a single value.
 ONE_VALUE = frozenset(
     {
@@ -62,13 +66,13 @@ def new_runtime(to_dict: Callable[..., Any]) -> bool:
 def reachable(root: Descriptor) -> list[Descriptor]:
     """Every message type a message of `root` can hold (not through an Any)."""
     seen: dict[str, Descriptor] = {}
-    pending = [root]
+    pending: list[Descriptor] = [root]
     while pending:
         descriptor = pending.pop()
         if descriptor.full_name in seen:
             continue
         seen[descriptor.full_name] = descriptor
-        fields = list(descriptor.fields) + _extensions(descriptor)
+        fields: list[FieldDescriptor] = [*descriptor.fields, *_extensions(descriptor)]
         pending.extend(f.message_type for f in fields if f.message_type is not None)
     return list(seen.values())
 
@@ -76,7 +80,7 @@ def reachable(root: Descriptor) -> list[Descriptor]:
 def _extensions(descriptor: Descriptor) -> list[FieldDescriptor]:
     if not descriptor.extension_ranges:
         return []
-    return list(descriptor.file.pool.FindAllExtensions(descriptor))
+    return all_extensions(descriptor)
 
 
 def repeated_extension(root: Descriptor) -> str | None:
@@ -125,17 +129,17 @@ def conform(message: Message, printed: dict[str, Any], add_defaults: bool) -> No
     """Make an old runtime's MessageToDict output (`printed`) the newest's, in place."""
     descriptor = message.DESCRIPTOR
     if descriptor.full_name in SPECIAL:
-        if descriptor.full_name == ANY and message.type_url:
+        if descriptor.full_name == ANY and _as_any(message).type_url:
             inner = _unpack(message)
             if inner.DESCRIPTOR.full_name not in SPECIAL:
                 conform(inner, printed, add_defaults)
         return
     if descriptor.extension_ranges:
         _rename_repeated_extensions(message, printed)
-        for field, value in message.ListFields():
-            key = f"[{field.full_name}]"
-            if field.is_extension and field.message_type is not None and key in printed:
-                _into(field, value, printed[key], add_defaults)
+        for extension, value in message.ListFields():
+            key = f"[{extension.full_name}]"
+            if extension.is_extension and extension.message_type is not None and key in printed:
+                _into(extension, value, printed[key], add_defaults)
     for field in descriptor.fields:
         name = field.json_name
         if name in printed:
@@ -185,7 +189,13 @@ def _map_key(key: Any) -> str:
     return str(key)
 
 
+def _as_any(message: Message) -> any_pb2.Any:
+    # A google.protobuf.Any, by its full name, from any pool (the schema's own too).
+    return cast("any_pb2.Any", message)
+
+
 def _unpack(message: Message) -> Message:
+    packed = _as_any(message)
     pool = message.DESCRIPTOR.file.pool
-    descriptor = pool.FindMessageTypeByName(message.type_url.rpartition("/")[2])
-    return message_class(descriptor).FromString(message.value)
+    descriptor = pool.FindMessageTypeByName(packed.type_url.rpartition("/")[2])
+    return message_class(descriptor).FromString(packed.value)

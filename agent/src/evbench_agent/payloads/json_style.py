@@ -21,15 +21,19 @@ import base64
 import math
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from evbench_agent.errors import UserError
 from evbench_agent.payloads import json_mapping
-from evbench_agent.payloads.convert import is_map, is_repeated
+from evbench_agent.payloads.convert import extensions, is_map, is_repeated, json_pool, map_entry
+
+if TYPE_CHECKING:
+    from evbench_agent.protobuf_types import Descriptor
+    from evbench_agent.protobuf_types import FieldDescriptor as AnyFieldDescriptor
 
 STYLES = ("proto3", "fields")
 _FLOAT = FieldDescriptor.TYPE_FLOAT
@@ -69,15 +73,17 @@ class Proto3Style(JsonStyle):
     leaves = "set-fields"
 
     def to_plain(self, message: Message) -> Any:
-        # The message's own pool: an Any names the schema's types, not the agent's.
-        printed = json_format.MessageToDict(message, descriptor_pool=message.DESCRIPTOR.file.pool)
+        printed = json_format.MessageToDict(message, descriptor_pool=json_pool(message.DESCRIPTOR))
         if not json_mapping.new_runtime(json_format.MessageToDict):
             json_mapping.conform(message, printed, add_defaults=False)
         return _plain(printed)
 
     def to_message(self, plain: Mapping[str, Any], message_type: type[Message]) -> Message:
-        pool = message_type.DESCRIPTOR.file.pool
-        return json_format.ParseDict(plain, message_type(), descriptor_pool=pool)
+        pool = json_pool(message_type.DESCRIPTOR)
+        # ParseDict reads any mapping; its stub asks for a dict (no copy on the timed path).
+        return json_format.ParseDict(
+            cast("dict[str, Any]", plain), message_type(), descriptor_pool=pool
+        )
 
 
 class FieldsStyle(JsonStyle):
@@ -96,7 +102,7 @@ class FieldsStyle(JsonStyle):
             value = getattr(message, field.name)
             key = self.keys.get(field.name, field.name)
             if is_map(field):
-                value_field = field.message_type.fields_by_name["value"]
+                _key_field, value_field = map_entry(field)
                 plain[key] = {_map_key(k): self._value(value_field, v) for k, v in value.items()}
             elif is_repeated(field):
                 plain[key] = [self._value(field, item) for item in value]
@@ -110,12 +116,12 @@ class FieldsStyle(JsonStyle):
                     plain[f"[{field.full_name}]"] = self._extension(field, value)
         return plain
 
-    def _extension(self, field: FieldDescriptor, value: Any) -> Any:
+    def _extension(self, field: AnyFieldDescriptor, value: Any) -> Any:
         if is_repeated(field):
             return [self._value(field, item) for item in value]
         return self._value(field, value)
 
-    def _value(self, field: FieldDescriptor, value: Any) -> Any:
+    def _value(self, field: AnyFieldDescriptor, value: Any) -> Any:
         if field.message_type is not None:
             return self.to_plain(value)
         if field.type == _BYTES:
@@ -133,20 +139,22 @@ class FieldsStyle(JsonStyle):
         return self._fill(message_type(), plain)
 
     def _fill(self, message: Message, plain: Mapping[str, Any]) -> Message:
-        by_key = {self.keys.get(f.name, f.name): f for f in message.DESCRIPTOR.fields}
+        by_key: dict[str, AnyFieldDescriptor] = {
+            self.keys.get(f.name, f.name): f for f in message.DESCRIPTOR.fields
+        }
         for key, value in plain.items():
             field = by_key.get(key)
             if field is None and key.startswith("[") and key.endswith("]"):
                 field = _extension_named(message, key[1:-1])
             if field is None:
                 raise UserError(f"no field for key {key!r} in {message.DESCRIPTOR.full_name}")
+            target: Any
             if field.is_extension:
-                target = message.Extensions[field]
+                target = extensions(message)[field]
             else:
                 target = getattr(message, field.name)
             if is_map(field):
-                key_field = field.message_type.fields_by_name["key"]
-                value_field = field.message_type.fields_by_name["value"]
+                key_field, value_field = map_entry(field)
                 for map_key, item in value.items():
                     parsed = _parse_map_key(key_field, map_key)
                     if value_field.message_type is not None:
@@ -163,13 +171,13 @@ class FieldsStyle(JsonStyle):
                 target.SetInParent()  # an all-default sub-message is still present
                 self._fill(target, value)
             elif field.is_extension:
-                message.Extensions[field] = self._scalar(field, value)
+                extensions(message)[field] = self._scalar(field, value)
             else:
                 setattr(message, field.name, self._scalar(field, value))
         return message
 
     @staticmethod
-    def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    def _scalar(field: AnyFieldDescriptor, value: Any) -> Any:
         if field.type == _BYTES:
             return base64.b64decode(value)
         return value
@@ -185,7 +193,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _extension_named(message: Message, name: str) -> FieldDescriptor | None:
+def _extension_named(message: Message, name: str) -> AnyFieldDescriptor | None:
     try:
         found = message.DESCRIPTOR.file.pool.FindExtensionByName(name)
     except KeyError:
@@ -199,7 +207,7 @@ def _map_key(key: Any) -> str:
     return str(key)
 
 
-def _parse_map_key(field: FieldDescriptor, key: str) -> Any:
+def _parse_map_key(field: AnyFieldDescriptor, key: str) -> Any:
     if field.type == _STRING:
         return key
     if field.type == _BOOL:

@@ -11,14 +11,19 @@ file and the field path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, OneofDescriptor
+from google.protobuf.descriptor import FieldDescriptor as F
+from google.protobuf.descriptor import OneofDescriptor as PyOneofDescriptor
 
 from evbench_agent.errors import UserError
-from evbench_agent.payloads.convert import is_repeated, is_required
+from evbench_agent.payloads.convert import is_repeated, is_required, message_type
 
-F = FieldDescriptor
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor, OneofDescriptor
+
 _SIGNED32 = (F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32)
 _UNSIGNED32 = (F.TYPE_UINT32, F.TYPE_FIXED32)
 _SIGNED64 = (F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64)
@@ -73,7 +78,7 @@ class _RuleError(UserError):
     pass
 
 
-def _fail(where: str, path: str, problem: str, hint: str | None = None) -> None:
+def _fail(where: str, path: str, problem: str, hint: str | None = None) -> NoReturn:
     raise _RuleError(f"{where}: field {path!r}: {problem}", hint=hint)
 
 
@@ -97,7 +102,8 @@ def _resolve(root: Descriptor, path: str, where: str) -> FieldDescriptor | Oneof
     target: FieldDescriptor | OneofDescriptor | None = None
     for part in path.split("."):
         if current is None:
-            _fail(where, path, f"{target.name} is not a message, so it has no {part!r}")
+            name = target.name if target is not None else ""
+            _fail(where, path, f"{name} is not a message, so it has no {part!r}")
         field = current.fields_by_name.get(part)
         oneof = next((o for o in real_oneofs(current) if o.name == part), None)
         if field is None and oneof is None:
@@ -110,7 +116,14 @@ def _resolve(root: Descriptor, path: str, where: str) -> FieldDescriptor | Oneof
             )
         target = field or oneof
         current = field.message_type if field is not None else None
+    if target is None:  # an empty path has no part
+        _fail(where, path, "the path names no field")
     return target
+
+
+def _is_oneof(target: FieldDescriptor | OneofDescriptor) -> TypeIs[OneofDescriptor]:
+    # protobuf's class also matches upb's descriptors: its metaclass says so.
+    return isinstance(target, PyOneofDescriptor)
 
 
 def _check_number_range(
@@ -124,6 +137,7 @@ def _check_number_range(
     if any(isinstance(v, bool) or not isinstance(v, kinds) for v in value):
         kind = "whole numbers" if integer else "numbers"
         _fail(where, path, f"range must be two {kind}, not {value!r}")
+    bounds: tuple[float, float]
     if field.full_name in WELL_KNOWN_BOUNDS:
         bounds = WELL_KNOWN_BOUNDS[field.full_name]
     elif integer:
@@ -196,7 +210,7 @@ def _field_rule(field: FieldDescriptor, options: dict[str, Any], where: str, pat
         choices = options["choices"]
         if not isinstance(choices, list) or not choices:
             _fail(where, path, "choices must be a non-empty list")
-        if not scalar and field.message_type.full_name == ANY:
+        if not scalar and message_type(field).full_name == ANY:
             values["choices"] = tuple(_check_any_type(field, c, where, path) for c in choices)
         elif not scalar:
             _fail(
@@ -239,7 +253,7 @@ def _probability(value: Any, where: str, path: str, option: str = "presence") ->
 
 def _check_any_type(field: FieldDescriptor, name: Any, where: str, path: str) -> str:
     """A choice of an Any field is a message type of the schema, by full name."""
-    pool = field.message_type.file.pool
+    pool = message_type(field).file.pool
     try:
         found = pool.FindMessageTypeByName(name) if isinstance(name, str) else None
     except KeyError:
@@ -250,7 +264,7 @@ def _check_any_type(field: FieldDescriptor, name: Any, where: str, path: str) ->
             path,
             f"{name!r} is not a message type of the schema (an Any packs one by full name)",
         )
-    return name
+    return str(name)  # found by it: a str
 
 
 def _oneof_rule(oneof: OneofDescriptor, options: dict[str, Any], where: str, path: str) -> Rule:
@@ -297,14 +311,15 @@ def load_rules(document: Any, root: Descriptor, where: str) -> dict[str, Rule]:
         if unknown:
             _fail(where, path, f"unknown option {', '.join(unknown)}", hint=f"known: {OPTIONS}")
         target = _resolve(root, path, where)
-        if isinstance(target, OneofDescriptor):
+        if _is_oneof(target):
             rules[path] = _oneof_rule(target, options, where, path)
         else:
             rules[path] = _field_rule(target, options, where, path)
             oneof = target.containing_oneof
-            if oneof is not None and not _synthetic(oneof) and rules[path].presence is not None:
+            presence = rules[path].presence
+            if oneof is not None and not _synthetic(oneof) and presence is not None:
                 key = (path.rpartition(".")[0], oneof.name)
-                members[key] = members.get(key, 0.0) + rules[path].presence
+                members[key] = members.get(key, 0.0) + presence
                 if members[key] > 1 + 1e-9:
                     _fail(
                         where,

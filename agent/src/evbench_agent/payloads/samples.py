@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError, Message
 
 from evbench_agent import regular_file
 from evbench_agent.errors import UserError
+from evbench_agent.payloads.convert import json_pool
 
 FORMATS = ("jsonl", "binary")
 #: The samples travel inside the run spec; a benchmark needs hundreds, not gigabytes.
@@ -85,12 +86,12 @@ def source_from_file(
 
 
 def parse_jsonl(data: bytes, name: str, message_type: type[Message], limit: int) -> list[Message]:
-    messages = []
+    messages: list[Message] = []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise UserError(f"{name}: not UTF-8 text at byte {error.start}") from None
-    pool = message_type.DESCRIPTOR.file.pool  # an Any names the schema's own types
+    pool = json_pool(message_type.DESCRIPTOR)  # an Any names the schema's own types
     for number, line in enumerate(text.splitlines(), start=1):
         if len(messages) >= limit:
             break
@@ -127,7 +128,8 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
 def parse_delimited(
     data: bytes, name: str, message_type: type[Message], limit: int
 ) -> list[Message]:
-    messages, offset = [], 0
+    messages: list[Message] = []
+    offset = 0
     full_name = message_type.DESCRIPTOR.full_name
     while offset < len(data) and len(messages) < limit:
         record = len(messages) + 1

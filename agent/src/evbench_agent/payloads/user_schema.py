@@ -33,7 +33,7 @@ import os
 import random
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +123,9 @@ def find_message(serialized: bytes, full_name: str) -> type[Message]:
 class SchemaProfile(Profile):
     """A profile whose payloads are the user's messages, generated or from samples."""
 
-    style: JsonStyle | None = None
+    style: JsonStyle = field(kw_only=True)
     #: (count, seed) -> the messages, in order.
-    make: Callable[[int, int], list[Message]] | None = None
+    make: Callable[[int, int], list[Message]] = field(kw_only=True)
 
     def to_message(self, plain: Mapping[str, Any]) -> Message:
         return self.style.to_message(plain, self.message_type)
