@@ -1,5 +1,6 @@
-"""The import graph of both packages: no circles, the agent never imports the host, and a
-transport (evbench.boards) imports nothing of the host outside evbench.boards.
+"""The import graph of both packages: no circles (of modules, or of packages), the agent
+never imports the host, the host uses only the agent's public API, and a transport
+(evbench.boards) imports nothing of the host outside evbench.boards.
 
 Every `import` counts, at module level or inside a function or an `if TYPE_CHECKING:`
 block: a lazy import between our own modules that dodges a circle is still a circle.
@@ -11,6 +12,7 @@ small hand-built packages below run against, so it is shown to fail when it shou
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,6 +277,31 @@ def test_the_agent_never_imports_the_host():
     assert crossings(_project_graph(), AGENT, HOST) == []
 
 
+def test_the_host_uses_only_the_agent_s_public_api():
+    found = private_uses(SOURCES[0], AGENT, SOURCES[1], HOST)
+    assert found == [], (
+        "the host uses the agent outside its public API (add the name to the module's "
+        "__all__ and the module to agent/README.md's table, or keep it in the agent): "
+        + "; ".join(found)
+    )
+
+
+def test_the_public_api_is_the_one_agent_readme_lists():
+    readme = (ROOT / "agent" / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Public API", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {path for row in rows for path in re.findall(r"`([\w/]+(?:\.py|/))`", row)}
+    public = public_api(SOURCES[0], AGENT)
+    paths = {
+        module.removeprefix(AGENT + ".").replace(".", "/")
+        + ("/" if (SOURCES[0] / module.replace(".", "/")).is_dir() else ".py")
+        for module in public
+        if module != AGENT
+    }
+    assert "errors.py" in paths and "link/framing.py" in paths
+    assert listed == paths, f"README only: {listed - paths}; __all__ only: {paths - listed}"
+
+
 def test_transports_import_nothing_of_the_host_but_transports():
     # Not a command, not the CLI, not a use case such as deploy: commands -> domain -> transports.
     assert crossings(_project_graph(), TRANSPORTS, HOST, allowed=TRANSPORTS) == []
@@ -380,3 +407,51 @@ def test_a_circle_between_packages_without_a_module_circle_is_found(tmp_path):
     # With the shared piece moved (the connection no longer needs buses), none is left.
     (tmp_path / "pkg/link/connection.py").write_text("from pkg.link import framing\n")
     assert package_circles(import_graph([(tmp_path, "pkg")])) == []
+
+
+def test_a_use_outside_the_public_api_is_found(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "agentpkg/__init__.py": '__all__ = ["pub", "sub"]\n',
+            "agentpkg/pub.py": 'A = B = C = 1\n__all__ = ["A"]\n',
+            "agentpkg/priv.py": "",
+            "agentpkg/sub/__init__.py": '__all__ = ["shown"]\n',
+            "agentpkg/sub/shown.py": 'X = Y = Z = 1\n__all__ = ["X"]\n',
+            "agentpkg/sub/hidden.py": "",
+            "hostpkg/__init__.py": "",
+            "hostpkg/fine.py": (
+                "import agentpkg\n"
+                "from agentpkg import pub\n"
+                "from agentpkg.pub import A\n"
+                "from agentpkg.sub.shown import X\n"
+                "print(agentpkg.__file__, pub.A, agentpkg.sub.shown.X)\n"
+            ),
+            "hostpkg/bad.py": (
+                "from agentpkg import priv, pub\n"
+                "from agentpkg.pub import A, B\n"
+                "import agentpkg.sub.shown as shown\n"
+                "def later():\n"
+                "    import agentpkg\n"
+                "    from agentpkg.sub import hidden\n"
+                "    return pub.C, shown.X, shown.Y, agentpkg.sub.shown.Z\n"
+            ),
+        },
+    )
+    assert public_api(tmp_path, "agentpkg") == {
+        "agentpkg": {"pub", "sub"},
+        "agentpkg.pub": {"A"},
+        "agentpkg.sub": {"shown"},
+        "agentpkg.sub.shown": {"X"},
+    }
+    # Worked by hand: a private module (priv, sub.hidden: imported directly, or from
+    # inside a function), and a name the module's __all__ leaves out (B imported,
+    # C, Y and Z read as attributes); pub.A, shown.X and agentpkg.__file__ are fine.
+    assert private_uses(tmp_path, "agentpkg", tmp_path, "hostpkg") == [
+        "hostpkg.bad -> agentpkg.priv",
+        "hostpkg.bad -> agentpkg.pub.B",
+        "hostpkg.bad -> agentpkg.pub.C",
+        "hostpkg.bad -> agentpkg.sub.hidden",
+        "hostpkg.bad -> agentpkg.sub.shown.Y",
+        "hostpkg.bad -> agentpkg.sub.shown.Z",
+    ]

@@ -1,3 +1,35 @@
-"""evbench agent: serialization and link benchmarks that run on the board."""
+"""evbench agent: serialization and link benchmarks that run on the board.
+
+`__all__` is the public API's top level: the modules and subpackages the host
+may import, each with its own `__all__` (agent/README.md, "Public API").
+"""
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "arms",
+    "bus_interfaces",
+    "buses",
+    "command_line",
+    "comparison",
+    "detached",
+    "errors",
+    "identity",
+    "lava_units",
+    "link",
+    "log_output",
+    "metrics",
+    "native",
+    "options",
+    "payloads",
+    "registry",
+    "regular_file",
+    "results",
+    "run_ids",
+    "spec",
+    "stats",
+    "telemetry",
+    "verdicts",
+    "write_failures",
+]

@@ -215,3 +215,6 @@ def describe(name: str, arm: dict[str, Any]) -> str:
         f"{name}: Python {arm.get('python', '?')}, protobuf {arm.get('protobuf', '?')} "
         f"({arm.get('protobuf_backend', '?')} backend)"
     )
+
+
+__all__ = ["describe", "label"]

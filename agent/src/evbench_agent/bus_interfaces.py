@@ -143,3 +143,6 @@ def describe(found: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
         for u in found["uart"]
     ]
     return {"CAN interfaces": ", ".join(can) or "none", "UARTs": ", ".join(uart) or "none"}
+
+
+__all__ = ["CANFD_MTU", "UART_TYPES"]

@@ -133,3 +133,6 @@ def run_program(
         return ExitCode(code)  # every command ends in these terms; another number is a bug
 
     return guarded(prog, dispatch, "--debug" in arguments, interrupted)
+
+
+__all__ = ["Parser", "add_command", "new_parser", "run_program"]

@@ -479,6 +479,7 @@ def compare_run(
 __all__ = [
     "CONTEXT",
     "FACT",
+    "SUITE_ORDER",
     "TESTED",
     "Comparison",
     "Row",

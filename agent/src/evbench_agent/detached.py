@@ -212,3 +212,6 @@ def follow(run_dir: Path, offset: int) -> dict[str, Any]:
         if current["state"] != "running":
             return {**current, "offset": offset}
         time.sleep(POLL_SECONDS)
+
+
+__all__ = ["LOG", "RESULTS"]

@@ -76,3 +76,6 @@ def guarded(prog: str, command: Callable[[], int], debug: bool, interrupted: str
         print(f"{prog}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         print(f"{prog}: hint: run again with --debug for a traceback", file=sys.stderr)
         return ExitCode.INTERNAL
+
+
+__all__ = ["CheckFailed", "EvbenchError", "ExitCode", "FormatError", "PartialRun", "UserError"]

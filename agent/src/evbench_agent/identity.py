@@ -198,3 +198,6 @@ def of_record(record: dict[str, Any]) -> Identity:
         record["unit"],
         record.get("params") or {},
     )
+
+
+__all__ = ["TESTED", "Identity", "identity_params", "of_record", "role"]

@@ -53,3 +53,6 @@ def from_lava(spelling: str) -> str:
     except KeyError:
         known = ", ".join(sorted(FROM_LAVA))
         raise UnknownUnit(f"unknown LAVA unit {spelling!r} (known: {known})") from None
+
+
+__all__ = ["UnknownUnit", "from_lava"]

@@ -112,3 +112,6 @@ def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool 
     _handler.setFormatter(_Formatter(prog))
     _program["name"] = prog
     root.setLevel(level if debug else max(level, logging.WARNING))
+
+
+__all__ = ["notice"]

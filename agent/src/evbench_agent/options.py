@@ -228,3 +228,6 @@ def agent_argv(args: argparse.Namespace) -> list[str]:
         elif value is not None:
             argv += [option.flag, str(value)]
     return argv
+
+
+__all__ = ["add_run_options", "agent_argv"]

@@ -43,3 +43,6 @@ def preflight(spec: Any) -> list[str]:
         if check is not None:
             notes += check(spec)
     return notes
+
+
+__all__ = ["planned_seconds"]

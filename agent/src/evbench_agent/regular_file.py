@@ -34,3 +34,6 @@ def read_regular(path: Path, cap: int, what: str) -> bytes:
     if len(data) > cap:
         raise UserError(f"the {what} {path} is over {cap} bytes")
     return data
+
+
+__all__ = ["read_regular"]

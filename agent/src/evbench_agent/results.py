@@ -734,3 +734,35 @@ def load_run(directory: Path) -> Run:
     else:
         records = summarize(read_samples(directory))
     return Run(directory, manifest, records, (directory / COMPLETE).exists())
+
+
+__all__ = [
+    "CHECKSUMS",
+    "COMPLETE",
+    "FORMAT",
+    "MANIFEST",
+    "RECORD_FIELDS",
+    "SAMPLES",
+    "SUMMARY",
+    "UNITS",
+    "VERSION",
+    "Run",
+    "SampleSet",
+    "check_manifest_keys",
+    "is_value",
+    "load_run",
+    "parse_checksums",
+    "partial_reason",
+    "prepare_output",
+    "read_document",
+    "read_records",
+    "read_samples",
+    "readable",
+    "seal_partial",
+    "sha256_file",
+    "summarize",
+    "verify_checksums",
+    "write_atomic",
+    "write_checksums",
+    "write_json",
+]

@@ -13,3 +13,6 @@ def new_run_id() -> str:
     """A new run id such as 20260101T120000Z-a1b2c3."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{os.urandom(3).hex()}"
+
+
+__all__ = ["new_run_id"]

@@ -398,3 +398,6 @@ def load(path: Path | str) -> dict[str, Any]:
         raise UserError(f"cannot read the spec {path}: {error.strerror}") from error
     except ValueError as error:
         raise UserError(f"the spec {path} is not valid JSON: {error}") from error
+
+
+__all__ = ["from_dict", "load"]

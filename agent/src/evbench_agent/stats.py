@@ -467,3 +467,6 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - position) * pvalues[index]))
         adjusted[index] = running
     return adjusted
+
+
+__all__ = ["mann_whitney_exact", "min_p_rank_sum", "ratio_ci", "summarize"]

@@ -274,3 +274,15 @@ def decide_family(
             )
         )
     return verdicts
+
+
+__all__ = [
+    "ALPHA",
+    "BASELINE",
+    "CANDIDATE",
+    "EQUAL",
+    "HIGHER_IS_BETTER",
+    "MIN_EFFECT",
+    "TOO_SMALL",
+    "UNDECIDED",
+]

@@ -76,3 +76,6 @@ class SpaceReserve:
             self.path.unlink(missing_ok=True)
         except OSError as error:  # a directory gone read-only: nothing more to give
             log.debug("the space reserve %s stays: %s", self.path, error)
+
+
+__all__ = ["writing"]

@@ -296,3 +296,6 @@ def codec_rows(
 
     native = codecs.original_name(codec) in NATIVE_CAN_CODECS
     return [rows(bus, codec, profile, encoded, replies, rate_hz, ceiling, native) for bus in buses]
+
+
+__all__ = ["DEFAULT_CEILING", "Row"]

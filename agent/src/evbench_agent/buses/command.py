@@ -82,3 +82,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(rows, args.rate, args.mode, args.seed))
     return ExitCode.OK
+
+
+__all__ = ["HELP", "add_options", "run"]

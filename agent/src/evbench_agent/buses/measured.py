@@ -154,3 +154,6 @@ def size_records(sample_sets: Iterable[Any]) -> list[dict[str, Any]]:
         for (profile, codec), values in sizes.items()
         if values
     ]
+
+
+__all__ = ["Skipped", "from_records", "size_records"]

@@ -114,3 +114,6 @@ def render_measured(rows: Sequence[Row], rate_hz: float) -> str:
         lines += ["", f"profile {profile}:"]
         lines += table([row for row in rows if row.profile == profile])
     return "\n".join(lines)
+
+
+__all__ = ["HEADERS", "cells", "notes", "render_measured"]

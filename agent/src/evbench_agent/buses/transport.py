@@ -130,3 +130,6 @@ def bus_load(
     )
     busy = request + reply if transport.bus.shared else max(request, reply)
     return 100.0 * busy / seconds
+
+
+__all__ = ["parse_transport"]

@@ -6,3 +6,5 @@ starts and stops one from another process; `client` is the periodic sender
 and `saturation` the saturating one. The suite that records their figures is
 `evbench_agent.suites.link`.
 """
+
+__all__ = ["bus_responder", "framing", "isotp_options", "isotp_port", "service"]

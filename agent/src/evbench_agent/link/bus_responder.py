@@ -155,3 +155,6 @@ def serve_transport(
         signal.signal(signal.SIGTERM, previous)
         port.close()
         log.info("answered %d, dropped %d", responder.answered, responder.dropped)
+
+
+__all__ = ["BusPort", "open_port", "serve_transport"]

@@ -207,3 +207,6 @@ class FrameReader:
             frames.append(new(Frame, (kind, sequence, data[offset + body_at : end])))
             offset = end
         return frames, offset
+
+
+__all__ = ["DEFAULT_MAX_FRAME", "Frame", "FrameError", "pack"]

@@ -120,3 +120,6 @@ def can_id(value: int, extended: bool = False) -> int:
     if value < 0:
         raise ValueError(f"a CAN id is not negative: {value}")
     return value
+
+
+__all__ = ["DEFAULT_PAD"]

@@ -264,3 +264,6 @@ def unpack(data: bytes) -> Frame:
     if kind not in KINDS:
         raise FrameError(f"unknown frame kind {kind}")
     return Frame(kind, sequence, data[LENGTH.size + HEADER.size :])
+
+
+__all__ = ["MAX_PDU", "IsotpAddress", "parse", "unpack"]

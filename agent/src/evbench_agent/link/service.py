@@ -95,3 +95,6 @@ def start_responder(
         f"the responder did not start listening on {bind}:{port} within {START_TIMEOUT_S:g} s "
         f"(exit {process.returncode}; its error is above)"
     )
+
+
+__all__ = ["start_responder"]

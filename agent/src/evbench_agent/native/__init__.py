@@ -7,3 +7,5 @@ the worker process drives over the protocol of docs/native-codecs.md
 (`protocol`). `runtimes` names the runtimes and finds their executables;
 `codec` binds one to a payload profile.
 """
+
+__all__ = ["runtimes"]

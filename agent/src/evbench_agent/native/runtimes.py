@@ -109,3 +109,6 @@ def display_name(codec: str) -> str | None:
     """A native codec's display name ("Protobuf (protobuf-c)"), or None for any other codec."""
     runtime = RUNTIMES.get(codec)
     return runtime.display_name if runtime else None
+
+
+__all__ = ["JSON", "LIBEXEC", "PROTOBUF", "RUNTIMES", "display_name"]

@@ -51,4 +51,14 @@ def get(name: str) -> Profile:
         ) from None
 
 
-__all__ = ["DEFAULT_COUNT", "DEFAULT_SEED", "PROFILES", "Payload", "Profile", "get"]
+__all__ = [
+    "DEFAULT_COUNT",
+    "DEFAULT_SEED",
+    "PROFILES",
+    "Payload",
+    "Profile",
+    "get",
+    "json_style",
+    "samples",
+    "user_schema",
+]

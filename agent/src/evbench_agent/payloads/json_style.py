@@ -262,3 +262,6 @@ def make_style(name: str | None, keys: Any, descriptor: Descriptor) -> JsonStyle
     if name == "fields":
         return FieldsStyle()
     return Proto3Style()
+
+
+__all__ = ["STYLES"]

@@ -182,3 +182,6 @@ def _copy(message: Message) -> Message:
     fresh = type(message)()
     fresh.CopyFrom(message)
     return fresh
+
+
+__all__ = ["source_from_file"]

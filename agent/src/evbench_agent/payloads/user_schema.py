@@ -245,3 +245,6 @@ def from_environment() -> SchemaProfile | None:
             return build_profile(json.load(stream))
     except (OSError, ValueError):
         return None  # a stale variable from an ended run: nothing to add
+
+
+__all__ = ["activate", "build_profile"]

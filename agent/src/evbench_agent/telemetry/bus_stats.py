@@ -326,3 +326,6 @@ def phase_sample_sets(
             )
         )
     return sets
+
+
+__all__ = ["CAN_STATES", "ERRORS_METRIC", "ERROR_COUNTERS", "METRIC"]

@@ -128,3 +128,6 @@ def busy_share(values: Iterable[Mapping[str, float]]) -> tuple[int, int]:
     """(busy, all) replicates among these figures."""
     listed = list(values)
     return sum(1 for found in listed if reasons(found)), len(listed)
+
+
+__all__ = ["bound_words"]

@@ -94,3 +94,6 @@ def windows(markers: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int
                 break
     for marker in opened:
         yield marker, marker["t_ns"], None
+
+
+__all__ = ["MARKERS", "read_markers", "windows"]
