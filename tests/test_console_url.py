@@ -6,14 +6,14 @@ import ast
 import contextlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evbench.boards import open_board
 from evbench.boards.serial import frames
 from evbench.boards.serial.shell import estimate_seconds
 from evbench.boards.serial.transcript import Transcript
-from evbench.boards.urls import parse_console_url, parse_ssh_url, transport_of
+from evbench.boards.urls import parse_console_url, scheme_of, schemes, transport_of
 from evbench_agent.errors import UserError
 
 
@@ -162,10 +162,29 @@ def test_property_a_checked_frame_with_any_fields_is_added_or_refused(kind, fiel
 
 @settings(max_examples=100, deadline=None)
 @given(url=st.text(max_size=60))
+@example(url="ssh://[")  # urlsplit's ValueError for an unclosed IPv6 bracket
+@example(url="rfc2217://lab:99999")  # and for a port out of range, raised when read
+@example(url="labgrid://[::1")
 def test_property_a_board_url_parses_or_is_a_user_error(url):
-    for parse in (transport_of, parse_console_url, parse_ssh_url):
+    # Every registered parser (the registry's, so a new scheme is fuzzed too).
+    for parse in (transport_of, *(entry.parse for entry in schemes())):
         with contextlib.suppress(UserError):  # anything else fails the test
             parse(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("rfc2217://lab:99999", "bad port in 'rfc2217://lab:99999'"),
+        ("socket://lab:0x10", "bad port in 'socket://lab:0x10'"),
+        ("ssh://root@[2001:db8::7", "malformed board URL 'ssh://root@[2001:db8::7'"),
+        ("labgrid://[am62x", "malformed board URL 'labgrid://[am62x'"),
+    ],
+)
+def test_a_malformed_host_or_port_is_a_user_error_naming_the_url(url, says):
+    with pytest.raises(UserError) as raised:
+        scheme_of(url).parse(url)
+    assert says in str(raised.value)
 
 
 def test_the_local_board_says_what_it_is(tmp_path):

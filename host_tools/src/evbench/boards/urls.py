@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from evbench_agent.errors import UserError
 
@@ -117,11 +117,26 @@ def usage(transport: str | None = None) -> str:
     )
 
 
+#: A URL's scheme as RFC 3986 spells it (read before the rest, which may be malformed).
+_SCHEME_NAME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
 def _scheme_name(url: str) -> str:
+    match = _SCHEME_NAME.match(url)
+    return match.group(1).lower() if match else ""
+
+
+def _split(url: str) -> SplitResult:
+    """urlsplit, with a malformed host or port a UserError rather than a ValueError."""
     try:
-        return urlsplit(url).scheme
-    except ValueError:  # e.g. an unclosed [ in the host: no scheme we know either
-        return ""
+        parts = urlsplit(url)
+    except ValueError as error:  # an unclosed [ around an IPv6 address
+        raise UserError(f"malformed board URL {url!r}: {error}") from None
+    try:
+        parts.port  # noqa: B018 - urlsplit reads the port only when asked
+    except ValueError:
+        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
+    return parts
 
 
 def scheme_of(url: str) -> Scheme:
@@ -174,16 +189,13 @@ class SshUrl:
 )
 def parse_ssh_url(url: str) -> SshUrl:
     """Split an `ssh://` URL into host, port, user and evbench's options."""
-    parts = urlsplit(url)
+    parts = _split(url)
     if parts.scheme != SSH_SCHEME or not parts.hostname:
         raise UserError(
             f"not an SSH board address: {url!r}",
             hint="write ssh://[USER@]HOST[:PORT], with an IPv6 address in brackets",
         )
-    try:
-        port = parts.port
-    except ValueError:
-        raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
+    port = parts.port
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     unknown = sorted(set(query) - {"python", "dir"})
     if unknown:
@@ -265,7 +277,7 @@ _SERIAL_BOARD = "evbench.boards.serial:SerialBoard"
 )
 def parse_console_url(url: str) -> ConsoleAddress:
     """Split a console URL into pyserial's part and evbench's options."""
-    parts = urlsplit(url)
+    parts = _split(url)
     known = _SCHEMES.get(parts.scheme)
     if known is None or known.transport != CONSOLE:
         raise UserError(f"not a console URL: {url!r}", hint=f"use {usage(CONSOLE)}")
@@ -358,7 +370,7 @@ def _labgrid_tags(text: str, url: str) -> tuple[tuple[str, str], ...]:
 )
 def parse_labgrid_url(url: str) -> LabgridUrl:
     """Split a `labgrid://` URL into the place (or tag filter) and the coordinator."""
-    parts = urlsplit(url)
+    parts = _split(url)
     if parts.scheme != LABGRID_SCHEME:
         raise UserError(f"not a labgrid URL: {url!r}", hint="write labgrid://PLACE")
     query = parse_qsl(parts.query, keep_blank_values=True)
