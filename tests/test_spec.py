@@ -102,3 +102,16 @@ def test_the_committed_core_run_spec_still_loads():
     document["codecs"] = [c for c in document["codecs"] if c in codecs.available()]
     loaded = spec.from_dict(document)
     assert loaded.aa is None and loaded.aa_slowdown == 0.0
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"quick"', "3"])
+def test_a_spec_file_that_is_not_a_json_object_is_a_user_error(tmp_path, text, capsys):
+    path = tmp_path / "spec.json"
+    path.write_text(text)
+    with pytest.raises(UserError, match="is not a JSON object"):
+        spec.load(path)
+    # The agent merges its run options into the spec's keys: one line and exit 2, no traceback.
+    from evbench_agent import cli
+
+    assert cli.agent(["run", "--spec", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "is not a JSON object" in capsys.readouterr().err

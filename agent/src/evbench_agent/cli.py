@@ -29,7 +29,9 @@ from evbench_agent.errors import ExitCode, UserError
 TYPE_CHECKING = False  # False at run time; what it guards is for readers and type checkers
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
+    from evbench_agent.command_line import Commands
     from evbench_agent.spec import Spec
 
 PROG = "evbench-agent"
@@ -149,7 +151,7 @@ def _serve(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def _print_json(document: dict) -> None:
+def _print_json(document: dict[str, Any]) -> None:
     import json
 
     print(json.dumps({"event": "status", **document}), flush=True)
@@ -157,7 +159,8 @@ def _print_json(document: dict) -> None:
 
 def _run_argv(args: argparse.Namespace) -> list[str]:
     # argparse keeps the "--" that separates the run's own arguments on some versions.
-    return args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
+    argv: list[str] = args.run_argv
+    return argv[1:] if argv[:1] == ["--"] else argv
 
 
 def _launch(args: argparse.Namespace) -> ExitCode:
@@ -200,7 +203,7 @@ def _seal(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def _add_detached_commands(commands: argparse._SubParsersAction) -> None:
+def _add_detached_commands(commands: Commands) -> None:
     """The subcommands a host uses to drive a detached run (not meant for people)."""
     for name, handler, what in (
         ("launch", _launch, "start a run detached from this session"),

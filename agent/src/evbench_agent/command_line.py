@@ -19,18 +19,27 @@ from collections.abc import Callable, Sequence
 from evbench_agent.errors import ExitCode, UserError, guarded
 
 Handler = Callable[[argparse.Namespace], ExitCode]
+TYPE_CHECKING = False  # start-up does without typing; what it guards is for type checkers
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, with usage errors raised as `UserError` (one message style, exit 2)."""
 
-    def error(self, message: str) -> None:  # argparse would print and exit by itself
+    def error(self, message: str) -> NoReturn:  # argparse would print and exit by itself
         raise UserError(message, hint=_suggestion(self, message) or f"see '{self.prog} --help'")
+
+
+if TYPE_CHECKING:
+    #: Where a program's subcommands go (argparse's own class, generic in its stub only).
+    Commands = argparse._SubParsersAction[Parser]
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     """Every option the parser and the commands it loaded know (a typo's candidates)."""
-    found, pending = [], [parser]
+    found: list[str] = []
+    pending = [parser]
     while pending:
         current = pending.pop()
         for action in current._actions:
@@ -76,7 +85,7 @@ def _add_output_options(parser: argparse.ArgumentParser, default: object) -> Non
 
 def new_parser(
     prog: str, description: str, version: str
-) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+) -> tuple[argparse.ArgumentParser, Commands]:
     """A program's parser and the subparsers its commands go into."""
     parser = Parser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
@@ -86,7 +95,7 @@ def new_parser(
 
 
 def add_command(
-    commands: argparse._SubParsersAction,
+    commands: Commands,
     name: str,
     handler: Handler,
     help: str | None,

@@ -28,16 +28,31 @@ from __future__ import annotations
 import argparse
 from collections import namedtuple
 
-TYPE_CHECKING = False  # typing itself is what start-up avoids; the guarded import is for checkers
+TYPE_CHECKING = False  # typing itself is what start-up avoids; the guarded code is for checkers
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, NamedTuple
 
-# A plain namedtuple: a dataclass (dataclasses) or typing.NamedTuple (typing) would add
-# 5 to 10 ms to every `evbench-agent --help`, which loads this table.
-_FIELDS = ("flag", "spec_key", "help", "type", "metavar", "choices", "switch_value", "repeat")
+    class _RunOptionFields(NamedTuple):
+        """What type checkers see of the namedtuple below: the same fields and defaults."""
+
+        flag: str
+        spec_key: str
+        help: str
+        type: Callable[[str], Any] | None = str
+        metavar: str | None = None
+        choices: tuple[str, ...] | None = None
+        switch_value: Any = True
+        repeat: bool = False
+
+else:
+    # A plain namedtuple: a dataclass (dataclasses) or typing.NamedTuple (typing) would add
+    # 5 to 10 ms to every `evbench-agent --help`, which loads this table.
+    _FIELDS = ("flag", "spec_key", "help", "type", "metavar", "choices", "switch_value", "repeat")
+    _RunOptionFields = namedtuple("RunOption", _FIELDS, defaults=(str, None, None, True, False))
 
 
-class RunOption(namedtuple("RunOption", _FIELDS, defaults=(str, None, None, True, False))):
+class RunOption(_RunOptionFields):
     """One option of a run: how it is spelled, parsed, explained and stored in the spec.
 
     flag (str), spec_key (str), help (str); type, the parser of its value
@@ -181,7 +196,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
     catalogue.add_to_help(parser)
     for option in RUN_OPTIONS:
-        if option.is_switch:
+        if option.type is None:  # a switch
             parser.add_argument(
                 option.flag, dest=option.dest, action="store_true", help=option.help
             )
@@ -206,7 +221,7 @@ def _given(args: argparse.Namespace, option: RunOption) -> Any:
 
 def spec_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The spec keys the given options set, for `evbench_agent.spec.from_dict`."""
-    overrides = {}
+    overrides: dict[str, Any] = {}
     for option in RUN_OPTIONS:
         value = _given(args, option)
         if value is not None:

@@ -185,14 +185,14 @@ def _check_telemetry(values: dict[str, Any]) -> None:
 def _check_link(values: dict[str, Any]) -> None:
     for key, minimum in (("link_count", 1), ("link_phases", 1), ("link_window", 1)):
         _check_number(values, key, minimum, int)
-    for key, minimum in (
+    for key, low in (
         ("link_rate_hz", 0.01),
         ("link_duration_s", 0.001),
         ("link_warmup_s", 0),
         ("link_deadline_s", 1e-6),
         ("link_capacity_s", 0.001),
     ):
-        _check_number(values, key, minimum, float)
+        _check_number(values, key, low, float)
     if values.get("link_mode", "ack") not in ("echo", "ack"):
         raise UserError(
             f"spec key 'link_mode' must be 'echo' or 'ack', not {values['link_mode']!r}"
@@ -393,11 +393,14 @@ def load(path: Path | str) -> dict[str, Any]:
     """Read a spec file ('-' for standard input) as a JSON object."""
     try:
         text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
-        return json.loads(text)
+        document = json.loads(text)
     except OSError as error:
         raise UserError(f"cannot read the spec {path}: {error.strerror}") from error
     except ValueError as error:
         raise UserError(f"the spec {path} is not valid JSON: {error}") from error
+    if not isinstance(document, dict):  # the run options are merged into it as keys
+        raise UserError(f"the spec {path} is not a JSON object")
+    return document
 
 
 __all__ = ["from_dict", "load"]

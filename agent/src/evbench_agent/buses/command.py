@@ -55,7 +55,7 @@ def _codec_names(option: str | None, profile: str) -> list[str]:
     return names
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     if not 1 <= args.count <= 10_000:
         raise UserError(f"--count {args.count} is outside 1..10000")
     if not 0 < args.ceiling <= 100:
