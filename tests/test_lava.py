@@ -63,6 +63,12 @@ JOB_ARGS = {
 }  # fmt: skip
 
 
+def test_every_device_type_has_its_job_arguments() -> None:
+    from evbench.lava.job import device_types
+
+    assert set(JOB_ARGS) == set(device_types())
+
+
 def lava(command: str, *paths: Path) -> dict:
     require(LAVA_PYTHON.exists(), ".venv-lava (tests/setup_envs.py)")
     if not LAVA_SOURCE:

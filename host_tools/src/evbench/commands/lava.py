@@ -18,15 +18,16 @@ from evbench_agent.errors import ExitCode, UserError
 
 NAME = "lava"
 HELP = "LAVA: write a job definition for a device type; turn a job's results into a run"
-DEVICE_TYPES = ("k3-am625-sk", "qemu", "qemu-aarch64")
 CRITERIA = ("report", "candidate-not-worse", "candidate-wins")
 LAVACLI_TIMEOUT_S = 120
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
+    from evbench.lava.job import device_types  # light: the job writer, no LAVA library
+
     actions = parser.add_subparsers(dest="lava_action", metavar="{job,results}", required=True)
     job = actions.add_parser("job", help="write a LAVA job definition that runs evbench")
-    job.add_argument("--device-type", required=True, choices=DEVICE_TYPES)
+    job.add_argument("--device-type", required=True, choices=device_types())
     job.add_argument("--repository", required=True, help="git URL of this evbench repository")
     job.add_argument("--revision", help="the commit or branch of the test definition")
     job.add_argument("--kernel", required=True, metavar="URL", help="kernel image")

@@ -8,22 +8,25 @@ aarch64 examples give (console on the virt machine's UART, root on the first
 virtio disk), for trying a job without a board. Every job
 runs `lava/evbench.yaml` from the evbench repository with the run's options as
 its parameters. Timeouts come from the run's plan: what the plan says on this
-machine, times `BOARD_SLOWDOWN` (a Cortex-A53 is several times slower than a
+machine, times the device type's slowdown (a Cortex-A53 is several times slower than a
 lab PC; QEMU's software emulation is slower still), plus the boot.
+
+Each device type is declared once, by `@device_type` on the class that writes its
+deploy and boot actions; `evbench lava job --device-type` offers what
+`device_types()` lists, and tests/test_lava.py checks its job arguments and
+docs/lava.md's table against it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evbench_agent.errors import UserError
 
-DEVICE_TYPES = ("k3-am625-sk", "qemu", "qemu-aarch64")
 TEST_DEFINITION = "lava/evbench.yaml"
-#: How much slower than this machine the plan may run on the device type.
-BOARD_SLOWDOWN = {"k3-am625-sk": 6.0, "qemu": 40.0, "qemu-aarch64": 40.0}
 #: Minutes for deployment and boot (downloads, U-Boot, kernel, login).
 DEPLOY_MINUTES = 15
 BOOT_MINUTES = 10
@@ -42,8 +45,8 @@ NFS_ROOT_COMPRESSION = {
 QEMU_CONSOLE = "ttyAMA0,115200"
 QEMU_ROOT_DEVICE = "/dev/vda"
 QEMU_ROOT_TYPES = {".ext4": "ext4", ".ext3": "ext3", ".ext2": "ext2"}
-#: The shell prompt of evbench-image (Yocto's default root prompt) on each machine.
-PROMPTS = {"k3-am625-sk": ["root@am62xx-evm:~#"], "qemu": ["root@qemuarm64:~#"]}
+#: How evbench-image's console login looks on every machine.
+LOGIN = {"login_prompt": "login:", "username": "root"}
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,61 @@ def _minutes(seconds: float) -> int:
     return max(1, math.ceil(seconds / 60))
 
 
+class Actions(Protocol):
+    """What a device type writes: the job's deploy and boot actions."""
+
+    def deploy(self, options: JobOptions) -> dict[str, Any]: ...
+
+    def boot(self, options: JobOptions) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class DeviceType:
+    """A LAVA device type evbench writes jobs for, declared by `@device_type`."""
+
+    name: str
+    #: How much slower than this machine the plan may run there.
+    slowdown: float
+    actions: Actions
+    #: The job's `context` (what a QEMU device type needs of the guest), if any.
+    context: Mapping[str, str] | None = None
+
+
+_DEVICE_TYPES: dict[str, DeviceType] = {}
+
+
+def device_type(
+    name: str, *, slowdown: float, context: Mapping[str, str] | None = None
+) -> Callable[[type], type]:
+    """Register the decorated class (its `deploy` and `boot`) as device type `name`."""
+
+    def register(cls: type) -> type:
+        if name in _DEVICE_TYPES:
+            raise ValueError(f"LAVA device type {name!r} is registered twice")
+        _DEVICE_TYPES[name] = DeviceType(name, slowdown, cls(), context)
+        return cls
+
+    return register
+
+
+def device_types() -> tuple[str, ...]:
+    """The device types evbench writes jobs for, in the order they are declared."""
+    return tuple(_DEVICE_TYPES)
+
+
+def _device(options: JobOptions) -> DeviceType:
+    known = _DEVICE_TYPES.get(options.device_type)
+    if known is None:
+        raise UserError(
+            f"unknown LAVA device type {options.device_type!r}",
+            hint=f"evbench writes jobs for {', '.join(device_types())}",
+        )
+    return known
+
+
 def test_minutes(options: JobOptions) -> int:
     """The test action's timeout: the plan on this device type, with room for set-up."""
-    slowdown = BOARD_SLOWDOWN[options.device_type]
-    return _minutes(options.planned_seconds * slowdown + 300)
+    return _minutes(options.planned_seconds * _device(options).slowdown + 300)
 
 
 def _name_of(url: str) -> str:
@@ -102,8 +156,19 @@ def qemu_kernel_command_line(url: str) -> str:
     )
 
 
-def _deploy(options: JobOptions) -> dict[str, Any]:
-    if options.device_type == "k3-am625-sk":
+def _nfs_root(url: str) -> dict[str, str]:
+    root = {"url": url}
+    compression = nfs_root_compression(url)
+    if compression:
+        root["compression"] = compression
+    return root
+
+
+@device_type("k3-am625-sk", slowdown=6.0)
+class UBootNfs:
+    """TI's SK-AM62: kernel and device tree over TFTP, an NFS root, U-Boot's `nfs` boot."""
+
+    def deploy(self, options: JobOptions) -> dict[str, Any]:
         if not options.dtb:
             raise UserError(
                 "a k3-am625-sk job needs the device tree",
@@ -116,48 +181,52 @@ def _deploy(options: JobOptions) -> dict[str, Any]:
             "dtb": {"url": options.dtb},
             "nfsrootfs": _nfs_root(options.rootfs),
         }
-    command_line = qemu_kernel_command_line(options.rootfs)
-    return {
-        "timeout": {"minutes": DEPLOY_MINUTES},
-        "to": "tmpfs",
-        "images": {
-            "kernel": {
-                "url": options.kernel,
-                "image_arg": f'-kernel {{kernel}} -append "{command_line}"',
-            },
-            "rootfs": {
-                "url": options.rootfs,
-                "image_arg": "-drive format=raw,file={rootfs},if=virtio",
-            },
-        },
-    }
 
-
-def _nfs_root(url: str) -> dict[str, str]:
-    root = {"url": url}
-    compression = nfs_root_compression(url)
-    if compression:
-        root["compression"] = compression
-    return root
-
-
-def _boot(options: JobOptions) -> dict[str, Any]:
-    login = {"login_prompt": "login:", "username": "root"}
-    if options.device_type == "k3-am625-sk":
+    def boot(self, options: JobOptions) -> dict[str, Any]:
         return {
             "timeout": {"minutes": BOOT_MINUTES},
             "method": "u-boot",
             "commands": "nfs",
-            "prompts": PROMPTS["k3-am625-sk"],
-            "auto_login": login,
+            "prompts": ["root@am62xx-evm:~#"],  # Yocto's root prompt on am62xx-evm
+            "auto_login": dict(LOGIN),
         }
-    return {
-        "timeout": {"minutes": BOOT_MINUTES},
-        "method": "qemu",
-        "media": "tmpfs",
-        "prompts": PROMPTS["qemu"],
-        "auto_login": login,
-    }
+
+
+#: The QEMU device types need the guest's architecture from the job.
+QEMU_CONTEXT = {"arch": "arm64", "cpu": "cortex-a53", "machine": "virt"}
+
+
+# Registered bottom up: qemu, then qemu-aarch64.
+@device_type("qemu-aarch64", slowdown=40.0, context=QEMU_CONTEXT)
+@device_type("qemu", slowdown=40.0, context=QEMU_CONTEXT)
+class QemuVirt:
+    """QEMU `virt`: a kernel and an ext4 root to tmpfs, the root as the first virtio disk."""
+
+    def deploy(self, options: JobOptions) -> dict[str, Any]:
+        command_line = qemu_kernel_command_line(options.rootfs)
+        return {
+            "timeout": {"minutes": DEPLOY_MINUTES},
+            "to": "tmpfs",
+            "images": {
+                "kernel": {
+                    "url": options.kernel,
+                    "image_arg": f'-kernel {{kernel}} -append "{command_line}"',
+                },
+                "rootfs": {
+                    "url": options.rootfs,
+                    "image_arg": "-drive format=raw,file={rootfs},if=virtio",
+                },
+            },
+        }
+
+    def boot(self, options: JobOptions) -> dict[str, Any]:
+        return {
+            "timeout": {"minutes": BOOT_MINUTES},
+            "method": "qemu",
+            "media": "tmpfs",
+            "prompts": ["root@qemuarm64:~#"],  # Yocto's root prompt on qemuarm64
+            "auto_login": dict(LOGIN),
+        }
 
 
 def _definition(options: JobOptions) -> dict[str, Any]:
@@ -176,11 +245,7 @@ def _definition(options: JobOptions) -> dict[str, Any]:
 
 def build(options: JobOptions) -> dict[str, Any]:
     """The job definition, as LAVA's schema wants it."""
-    if options.device_type not in DEVICE_TYPES:
-        raise UserError(
-            f"unknown LAVA device type {options.device_type!r}",
-            hint=f"evbench writes jobs for {', '.join(DEVICE_TYPES)}",
-        )
+    device = _device(options)
     minutes = test_minutes(options)
     job: dict[str, Any] = {
         "device_type": options.device_type,
@@ -193,12 +258,11 @@ def build(options: JobOptions) -> dict[str, Any]:
         "priority": options.priority,
         "visibility": options.visibility,
     }
-    if options.device_type != "k3-am625-sk":
-        # The QEMU device types need the guest's architecture from the job.
-        job["context"] = {"arch": "arm64", "cpu": "cortex-a53", "machine": "virt"}
+    if device.context is not None:
+        job["context"] = dict(device.context)
     job["actions"] = [
-        {"deploy": _deploy(options)},
-        {"boot": _boot(options)},
+        {"deploy": device.actions.deploy(options)},
+        {"boot": device.actions.boot(options)},
         {"test": {"timeout": {"minutes": minutes}, "definitions": [_definition(options)]}},
     ]
     return job

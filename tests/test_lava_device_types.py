@@ -1,0 +1,74 @@
+"""The LAVA device types (lava/job.py's registry) against docs/lava.md and the CLI.
+
+What each device type's job must hold is written here by hand, from LAVA's own
+device-type templates (a U-Boot board boots over TFTP and NFS, QEMU from tmpfs with
+the guest's architecture in the job's context; tests/test_lava.py checks the jobs
+with LAVA's code), so a device type registered without its expectations, its docs
+row or its job arguments in tests/test_lava.py fails.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from evbench.lava import job
+from evbench_agent.errors import UserError
+
+LAVA_DOC = ROOT / "docs" / "lava.md"
+SK_ROOTFS = "http://lab.example/am62x/evbench-image-am62xx-evm.rootfs.tar.xz"
+QEMU_ROOTFS = "http://lab.example/qemuarm64/evbench-image-qemuarm64.rootfs.ext4"
+#: Per device type: the job's files, then (deploy to, boot method, has a context).
+EXPECTED = {
+    "k3-am625-sk": ({"rootfs": SK_ROOTFS, "dtb": "http://lab/k3.dtb"}, ("tftp", "u-boot", False)),
+    "qemu": ({"rootfs": QEMU_ROOTFS}, ("tmpfs", "qemu", True)),
+    "qemu-aarch64": ({"rootfs": QEMU_ROOTFS}, ("tmpfs", "qemu", True)),
+}  # fmt: skip
+
+
+def test_every_registered_device_type_is_expected_here():
+    assert set(job.device_types()) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_device_types_job_deploys_and_boots_as_its_template_does(name):
+    files, (deploy_to, boot_method, has_context) = EXPECTED[name]
+    options = job.JobOptions(name, "https://git.example/e.git", "http://lab.example/Image", **files)
+    built = job.build(options)
+    assert built["device_type"] == name
+    assert built["actions"][0]["deploy"]["to"] == deploy_to
+    assert built["actions"][1]["boot"]["method"] == boot_method
+    assert ("context" in built) == has_context
+
+
+def test_an_unknown_device_type_is_refused_naming_the_known_ones():
+    options = job.JobOptions("beaglebone-black", "r", "k", QEMU_ROOTFS)
+    with pytest.raises(UserError, match="unknown LAVA device type 'beaglebone-black'") as raised:
+        job.build(options)
+    assert all(name in raised.value.hint for name in EXPECTED)
+
+
+def test_the_docs_table_has_a_row_for_every_device_type():
+    text = LAVA_DOC.read_text()
+    table = text.split("| device type | the device dictionary must set |", 1)[1].split("\n\n")[0]
+    documented = [
+        name
+        for line in table.splitlines()[2:]
+        for name in re.findall(r"`([^`]+)`", line.split("|")[1])
+    ]
+    assert sorted(documented) == sorted(job.device_types())
+
+
+def test_the_cli_offers_every_device_type():
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "lava", "job", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "{k3-am625-sk,qemu,qemu-aarch64}" in done.stdout
