@@ -50,9 +50,9 @@ def test_run_help_says_what_each_suite_profile_and_codec_is(program):
 
 def test_a_codec_added_to_the_registry_is_listed_without_a_hand_edit(monkeypatch):
     added = codecs.Codec(
-        "yaml", "yaml", "pyyaml", codecs.PLAIN, "YAML text, PyYAML", None, yocto=None
+        "scratch", "evbench_scratch", "scratch", codecs.PLAIN, "Scratch text", None, yocto=None
     )
-    monkeypatch.setitem(codecs.CODECS, "yaml", added)
+    monkeypatch.setitem(codecs.CODECS, "scratch", added)
     listing = catalogue.text(width=80)
-    assert "YAML text, PyYAML" in _entry(listing, "yaml")
+    assert "Scratch text" in _entry(listing, "scratch")
     assert all(len(line) <= 80 for line in listing.splitlines())
