@@ -23,6 +23,7 @@ import pytest
 from conftest import ROOT, require, require_command
 
 from evbench_agent import payloads
+from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
 from evbench_agent.native.protocol import Harness
 
@@ -30,7 +31,13 @@ pytestmark = pytest.mark.integration
 
 PROTOBUF_RUNTIMES = ("c:protobuf-c", "c:nanopb", "cpp:protobuf")
 JSON_RUNTIMES = ("c:cjson", "cpp:nlohmann")
-BUILT_IN = list(payloads.PROFILES)
+#: The built-in profiles whose protos the harnesses are built with (a profile on a new
+#: .proto is measured by the Python codecs only until native/ carries it too).
+BUILT_IN = [
+    name
+    for name, profile in payloads.PROFILES.items()
+    if native_codec.CODECS["cpp:protobuf"].can_carry(profile)
+]
 #: The Debian package each runtime is built from (its version is the harness's).
 PACKAGES = {
     "c:protobuf-c": "libprotobuf-c-dev",

@@ -22,6 +22,7 @@ import tomllib
 from conftest import ROOT
 
 from evbench_agent import codecs, payloads, registry
+from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
 
 RUNNING = ROOT / "docs" / "running.md"
@@ -129,7 +130,7 @@ def _profiles_of_copy(tmp_path: Path, module: str) -> subprocess.CompletedProces
     """The profiles a copy of the agent lists, with `module` added to payloads/profiles/."""
     copy = tmp_path / "evbench_agent"
     shutil.copytree(AGENT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "payloads" / "profiles" / "scratch.py").write_text(module)
+    (copy / "payloads" / "profiles" / "added_by_test.py").write_text(module)
     return subprocess.run(
         [sys.executable, "-c", _LIST_PROFILES],
         capture_output=True,
@@ -145,16 +146,36 @@ def test_a_profile_module_is_collected_without_a_list_to_extend(tmp_path: Path) 
         tmp_path,
         "from evbench_agent.payloads.profile import Profile\n"
         "from evbench_agent.schema import shapes_pb2\n"
-        "PROFILE = Profile('scratch', 'a throwaway', shapes_pb2.OneInt, "
+        "PROFILE = Profile('added-by-test', 'a throwaway', shapes_pb2.OneInt, "
         "lambda rng, _: {'value': rng.randrange(9)})\n",
     )
     assert done.returncode == 0, done.stderr
     listed = done.stdout.split()
-    assert listed[:2] == ["seed", "ev-full"] and "scratch" in listed and "skip-nested" in listed
+    assert (
+        listed[:2] == ["seed", "ev-full"] and "added-by-test" in listed and "skip-nested" in listed
+    )
     assert len(listed) == len(payloads.PROFILES) + 1
 
 
 def test_a_profile_module_that_declares_nothing_is_refused(tmp_path: Path) -> None:
     done = _profiles_of_copy(tmp_path, "HELPER = 1\n")
     assert done.returncode == 1
-    assert "payloads.profiles.scratch declares no PROFILE or PROFILES" in done.stderr
+    assert "payloads.profiles.added_by_test declares no PROFILE or PROFILES" in done.stderr
+
+
+def test_the_native_harnesses_carry_one_list_of_protos() -> None:
+    # Three readers of one fact: the agent (which profiles a native codec can carry),
+    # protos/native_types.py (the harnesses' type table) and native/CMakeLists.txt
+    # (the generated code compiled in). A .proto added to one alone fails here.
+    sys.path.insert(0, str(ROOT / "protos"))
+    try:
+        import native_types  # protos/ is no package
+    finally:
+        sys.path.remove(str(ROOT / "protos"))
+    cmake = (ROOT / "native" / "CMakeLists.txt").read_text()
+    found = re.search(r"^set\(EVBENCH_PROTO_FILES ([^)]*)\)", cmake, re.M)
+    assert found is not None
+    listed = found.group(1).split()
+    assert listed == ["ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto"]
+    assert list(native_codec.NATIVE_FILES) == listed
+    assert list(native_types.NATIVE_PROTOS) == listed
