@@ -3,15 +3,19 @@
 One row per codec and record identity; each later run is tested against the
 first on the suites' replicates (evbench.report.compare, docs/method.md). Two
 runs cannot tell a change from night-to-night noise: a tested row whose verdict
-names a side is "not confirmed: 2 nights" (history check confirms it over
-nights). With --baseline RUN the exit code is 3 when a tested row changed beyond
---max-change (50 % by default, either way) or a fact (size) grew beyond its
-threshold, naming it; 2 when no tested row can be compared at all, with why.
+names a side is "not confirmed: 2 nights", unless the board's history (--history,
+else EVBENCH_HISTORY, else the default store, when it holds that board) confirms
+it against the spread of that row's nights (evbench.history.night_spread).
+With --baseline RUN the exit code is 3 when a tested row changed beyond
+--max-change (50 % by default, either way), or the history confirms a change
+worse than its threshold, or a fact (size) grew beyond its threshold, naming
+it; 2 when no tested row can be compared at all, with why.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +26,7 @@ from evbench_agent.results import write_atomic
 
 if TYPE_CHECKING:
     from evbench.report import compare
+    from evbench.report.context import RunContext
 
 NAME = "compare"
 HELP = "compare runs (boards, platforms, nights); --baseline fails on regressions"
@@ -43,6 +48,16 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         help="fail (exit 3) on a tested row that changed more than this, either way "
         "(default 50%%): two runs alone confirm nothing smaller",
     )
+    parser.add_argument(
+        "--history",
+        metavar="URL",
+        help="confirm changes against this board's nights in this results history "
+        "(default: EVBENCH_HISTORY, else $XDG_DATA_HOME/evbench/history.sqlite, when it "
+        "holds the board); read only",
+    )
+    parser.add_argument(
+        "--no-history", action="store_true", help="compare the runs alone, without history"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,9 +72,15 @@ def run(args: argparse.Namespace) -> int:
     contexts = [load_context(directory) for directory in directories]
     if not args.max_change > 0:
         raise UserError("--max-change must be a positive percentage", hint="--max-change 50")
-    result = compare.compare(
-        contexts, limits, baseline=args.baseline is not None, max_change=args.max_change
-    )
+    with contextlib.ExitStack() as stack:
+        nights, said = _history(args, contexts, stack)
+        result = compare.compare(
+            contexts,
+            limits,
+            baseline=args.baseline is not None,
+            max_change=args.max_change,
+            nights=nights,
+        )
     names = result.labels
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
@@ -89,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if result.left_out:
         print(f"\nnot comparable ({len(result.left_out)} rows, each not in every run):")
         print("\n".join(f"  {line}" for line in result.left_out))
+    print(f"\n{said}")
     if any(c.status == compare.TWO_NIGHTS for row in result.rows for c in row.changes):
         print(
             f"\n{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
@@ -124,6 +146,32 @@ def run(args: argparse.Namespace) -> int:
     if any(c.partial for c in contexts):
         print("some runs are partial: their figures may be incomplete", file=sys.stderr)
     return ExitCode.OK
+
+
+def _history(
+    args: argparse.Namespace, contexts: list[RunContext], stack: contextlib.ExitStack
+) -> tuple[compare.NightTest | None, str]:
+    """The board's history to confirm changes against, and a line saying what was used."""
+    from evbench.history import default_url, open_store
+    from evbench.history.indexing import board_identity
+    from evbench.history.night_spread import MIN_NIGHTS, BoardHistory
+
+    if args.no_history:
+        return None, "history: not used (--no-history)"
+    boards = {board_identity(context.manifest)[0] for context in contexts}
+    if len(boards) > 1:
+        return None, "history: not used: the runs are of different boards"
+    board = boards.pop()
+    url = default_url(args.history)
+    store = stack.enter_context(open_store(url, read_only=True))
+    if board not in store.boards():
+        return None, f"history: {url.display} holds no nights of board {board}"
+    history = BoardHistory(store, board, [context.run_id for context in contexts])
+    return history.test, (
+        f"history: {url.display}, board {board}: each change is tested against the spread "
+        "of that row's consecutive nights there (the compared runs aside; Student's t on "
+        f"log ratios, Holm over the rows; {MIN_NIGHTS} nights or more needed to confirm)"
+    )
 
 
 def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> bytes:

@@ -59,7 +59,7 @@ def tested(key: Key) -> bool:
     return identity.role(key[0], base_metric(key[3])) == identity.TESTED
 
 
-def _params(record: dict[str, Any]) -> dict[str, Any]:
+def record_params(record: dict[str, Any]) -> dict[str, Any]:
     """The record's params; a run's pooled records (workers' loop counts) share identity."""
     text = str(record.get("record_params") or "{}")
     if text.startswith("pooled: "):
@@ -128,7 +128,7 @@ def split_series(board: str, key: Key, points: list[SeriesPoint]) -> list[Series
     """The series of one name, one per comparable identity (payloads that differ split)."""
     groups: dict[str, list[SeriesPoint]] = {}
     for point in points:
-        groups.setdefault(comparable_identity(_params(point.record)), []).append(point)
+        groups.setdefault(comparable_identity(record_params(point.record)), []).append(point)
     if len(groups) == 1:
         return [Series(board, key, points)]
     dicts = {k: json.loads(k) for k in groups}

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,11 +37,14 @@ from evbench_agent.comparison import CONTEXT, FACT, TESTED
 from evbench_agent.errors import UserError
 from evbench_agent.identity import Identity
 from evbench_agent.results import SampleSet
+from evbench_agent.stats import holm
 from evbench_agent.verdicts import (
+    ALPHA,
     BASELINE,
     CANDIDATE,
     EQUAL,
     HIGHER_IS_BETTER,
+    MIN_EFFECT,
     TOO_SMALL,
     UNDECIDED,
 )
@@ -56,6 +59,10 @@ PLAN_PARAMS = frozenset({"processes", "values", "warmups", "min_time_s", "min_ti
 MAX_CHANGE = 50.0
 TWO_NIGHTS = "not confirmed: 2 nights"
 BEYOND = "beyond --max-change"
+#: A board's history of nights (evbench.history.night_spread.BoardHistory.test):
+#: (codec, row identity, later / baseline ratio) -> (nights, two-sided p or None when
+#: the history is too short to tell).
+NightTest = Callable[[str, Identity, float], tuple[int, "float | None"]]
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ class Change:
     row: comparing.Row  # baseline side: the first run; candidate side: this run
     regression: str | None = None
     status: str = ""  # "not confirmed: 2 nights" for a tested row whose verdict names a side
+    #: Against the board's history: its nights, and the change's p after Holm over the
+    #: rows tested against history (None: no history or too short to tell).
+    nights: int = 0
+    p_nights: float | None = None
 
     @property
     def difference(self) -> float | None:
@@ -121,7 +132,7 @@ class Comparison:
         for row in self.rows:
             for label, change in zip(self.labels[1:], row.changes, strict=True):
                 verdict = change.row.verdict
-                if verdict is None or verdict.winner != TOO_SMALL:
+                if verdict is None or verdict.winner != TOO_SMALL or change.regression:
                     continue
                 if change.worse and _worse_percent(change) > row.threshold:
                     found.append(f"{row.name} in {label} ({_percent(change)})")
@@ -340,8 +351,11 @@ def compare(
     criteria: Criteria,
     baseline: bool = False,
     max_change: float = MAX_CHANGE,
+    nights: NightTest | None = None,
 ) -> Comparison:
-    """Compare every run with the first; with `baseline`, flag regressions."""
+    """Compare every run with the first; with `baseline`, flag regressions. With
+    `nights` (the board's history), a tested change is confirmed or not against the
+    spread of that board's nights (evbench.history.night_spread)."""
     samples = [[_plan_free(s) for s in _samples(context)] for context in contexts]
     keys = [_keys(s) for s in samples]
     common = set.intersection(*keys)
@@ -370,8 +384,54 @@ def compare(
             kept_regression = regression if baseline or status == BEYOND else None
             changes.append(Change(change.row, kept_regression, status))
         rows.append(Row(codec, key, name, threshold, changes))
+    if nights is not None:
+        rows = _against_history(rows, nights, baseline, len(pairs))
     environment = [environment_changes(contexts[0], later) for later in contexts[1:]]
     return Comparison(names, rows, left_out, pairs, environment)
+
+
+def _confirmed(change: Change) -> bool:
+    return (
+        change.p_nights is not None
+        and change.p_nights < ALPHA
+        and abs(math.log1p(change.difference or 0.0)) > math.log1p(MIN_EFFECT)
+    )
+
+
+def _against_history(rows: list[Row], nights: NightTest, baseline: bool, runs: int) -> list[Row]:
+    """Each later run's tested changes against the board's history of nights: Holm over
+    the rows of one run pair that have enough history; a confirmed change worse than the
+    row's threshold is a regression with a baseline."""
+    tested: list[list[Change]] = [list(row.changes) for row in rows]
+    for column in range(runs):
+        found: dict[int, tuple[int, float | None]] = {}
+        for index, row in enumerate(rows):
+            change = row.changes[column]
+            if row.role != TESTED or change.difference is None or change.status == BEYOND:
+                continue
+            ratio = 1 + change.difference
+            found[index] = nights(row.codec, row.identity, ratio) if ratio > 0 else (0, None)
+        with_p = [index for index, (_n, p) in found.items() if p is not None]
+        adjusted = dict(zip(with_p, holm([found[i][1] or 0.0 for i in with_p]), strict=True))
+        for index, (count, _p) in found.items():
+            row, change = rows[index], rows[index].changes[column]
+            change = dataclasses.replace(change, nights=count, p_nights=adjusted.get(index))
+            moved = abs(math.log1p(change.difference or 0.0)) > math.log1p(MIN_EFFECT)
+            if _confirmed(change):
+                change = dataclasses.replace(change, status=f"confirmed: {count} nights")
+                if baseline and change.worse and _worse_percent(change) > row.threshold:
+                    change = dataclasses.replace(
+                        change,
+                        regression=f"{row.name} changed {_percent(change)} against the "
+                        f"baseline, confirmed against {count} nights of this board's history "
+                        f"(p (Holm) {change.p_nights:.2g})",
+                    )
+            elif moved and count >= 2:
+                change = dataclasses.replace(change, status=f"not confirmed: {count} nights")
+            tested[index][column] = change
+    return [
+        dataclasses.replace(row, changes=changes) for row, changes in zip(rows, tested, strict=True)
+    ]
 
 
 # --- cells ----------------------------------------------------------------------------
@@ -387,6 +447,8 @@ def _change_cell(change: Change) -> str:
         return "-"
     words = {BASELINE: "worse", CANDIDATE: "better", EQUAL: EQUAL, UNDECIDED: UNDECIDED}
     word = {**words, TOO_SMALL: TOO_SMALL}.get(verdict.winner, verdict.winner)
+    if _confirmed(change):  # across nights: the direction the history confirms
+        return f"{'worse' if change.worse else 'better'} ({change.status}, p {change.p_nights:.2g})"
     return f"{word} ({change.status})" if change.status else word
 
 
@@ -459,9 +521,12 @@ NOTES = (
     "change the plans and spread could have named. % Diff: the ratio estimate (Hodges-"
     "Lehmann) minus 1; for facts (sizes, nominal bandwidth) the exact difference of the "
     "means, not tested. Two runs are two nights: a verdict naming a run is 'not confirmed: "
-    "2 nights'. REGRESSION: a tested row whose interval lies wholly beyond --max-change "
-    "(either way, and worse than its threshold), or with --baseline a fact worse than its "
-    "threshold, exactly. Context rows are listed apart, not tested."
+    "2 nights'. With a history of the board's nights, each change moving beyond +/- 2 % is "
+    "tested against how far that row moves from night to night: 'confirmed: n nights' or "
+    "'not confirmed: n nights'. REGRESSION: a tested row whose interval lies wholly beyond "
+    "--max-change (either way, and worse than its threshold), or with --baseline a change "
+    "the history confirms worse than its threshold, or a fact worse than its threshold, "
+    "exactly. Context rows are listed apart, not tested."
 )
 
 
