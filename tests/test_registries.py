@@ -179,3 +179,22 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
     assert listed == ["ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto"]
     assert list(native_codec.NATIVE_FILES) == listed
     assert list(native_types.NATIVE_PROTOS) == listed
+
+
+def test_every_suite_module_is_registered() -> None:
+    # A module of suites/ that declares SUITE is a suite: registry.py must name it, or no
+    # run can ask for it. (Read with ast: the registry's point is not importing suites.)
+    import ast
+
+    declared = {}
+    for path in sorted((AGENT / "suites").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == ["SUITE"]
+                and isinstance(node.value, ast.Constant)
+            ):
+                declared[node.value.value] = f"evbench_agent.suites.{path.stem}"
+    assert declared["codec"] == "evbench_agent.suites.codec"  # the scan finds the known ones
+    assert declared["link"] == "evbench_agent.suites.link"
+    assert declared == registry.REGISTRY
