@@ -37,8 +37,8 @@ def test_the_docs_table_names_every_file_a_render_writes(tmp_path):
     shutil.copytree(CORE_V1, run)
     written = write_report(run)
     names = sorted(path.name for path in written.files if path.parent == run)
-    # The files worked out from the sample run: the two renderings and three exports.
-    assert names == ["comparison.csv", "junit.xml", "report.html", "report.md", "summary.csv"]
+    # The two renderings and the exports a CI dashboard reads are among them.
+    assert {"report.md", "report.html", "summary.csv", "junit.xml"} <= set(names)
     assert sorted(table_files()) == names
     assert {entry.file for entry in exports.registered()} <= set(names)
 
