@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from evbench_agent import stats
+from evbench_agent import results, stats
+from evbench_agent.errors import FormatError
 from evbench_agent.verdicts import ALPHA, HIGHER_IS_BETTER, MIN_EFFECT
 
 #: The fewest nights on either side of a change: fewer cannot tell a step from an outlier.
@@ -471,11 +472,59 @@ class Change:
 PLAN_KEYS = ("quick", "processes", "values", "warmups", "min_time", "payloads", "seed")
 
 
+def _malformed(run: dict[str, Any], what: str) -> FormatError:
+    run_id = run.get("run_id")
+    named = f" (run {run_id})" if isinstance(run_id, str) else ""
+    return FormatError(
+        f"a history row{named} is malformed: {what}",
+        hint="the store was damaged or edited by hand: it is left as it is",
+    )
+
+
+def _json_object(run: dict[str, Any], column: str) -> dict[str, Any]:
+    """A row's JSON column (manifest, codec_versions) as an object, or FormatError."""
+    text = run.get(column)
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise _malformed(run, f"{column} is not a JSON object")
+    return value
+
+
+def _spec(run: dict[str, Any]) -> dict[str, Any]:
+    """The plan keys of the run's manifest spec, each of its type (FormatError if not)."""
+    spec = _json_object(run, "manifest").get("spec")
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise _malformed(run, "manifest.spec is not an object")
+    for key in PLAN_KEYS:
+        value = spec.get(key)
+        fits = isinstance(value, bool) if key == "quick" else results.is_value(value)
+        if value is not None and not fits:
+            kind = "true or false" if key == "quick" else "a number"
+            raise _malformed(run, f"manifest.spec.{key} is not {kind}: {value!r:.40}")
+    return spec
+
+
 def plan(run: dict[str, Any]) -> str:
     """The run's sample plan in a few words, from its manifest's spec."""
-    spec = json.loads(run.get("manifest") or "{}").get("spec") or {}
+    spec = _spec(run)
     given = [f"{key}={spec[key]}" for key in PLAN_KEYS if spec.get(key) not in (None, False)]
     return " ".join(given) or "full"
+
+
+def codec_versions(run: dict[str, Any]) -> dict[str, str | None]:
+    """Each codec's library version the run recorded (text or null, FormatError if not)."""
+    versions = _json_object(run, "codec_versions")
+    for codec, version in versions.items():
+        if version is not None and not isinstance(version, str):
+            raise _malformed(run, f"codec_versions.{codec} is not text: {version!r:.40}")
+    return versions
 
 
 #: The machine's state a run records (manifest platform, telemetry): not versions, but
@@ -521,16 +570,15 @@ def version_changes(
     for name in VERSION_FIELDS:
         if before.get(name) != after.get(name):
             moved[name] = (before.get(name), after.get(name))
-    codecs_before = json.loads(before.get("codec_versions") or "{}")
-    codecs_after = json.loads(after.get("codec_versions") or "{}")
+    codecs_before, codecs_after = codec_versions(before), codec_versions(after)
     for codec in sorted(set(codecs_before) | set(codecs_after)):
         if codec != "protobuf" and codecs_before.get(codec) != codecs_after.get(codec):
             moved[f"codec {codec}"] = (codecs_before.get(codec), codecs_after.get(codec))
     if "manifest" in before and "manifest" in after:
         if plan(before) != plan(after):
             moved["plan"] = (plan(before), plan(after))
-        env_before = environment(json.loads(before.get("manifest") or "{}"))
-        env_after = environment(json.loads(after.get("manifest") or "{}"))
+        env_before = environment(_json_object(before, "manifest"))
+        env_after = environment(_json_object(after, "manifest"))
         for name, value in env_before.items():
             if value != env_after[name]:
                 moved[name] = (value, env_after[name])

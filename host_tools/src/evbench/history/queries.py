@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from evbench.history.indexing import base_metric
@@ -111,7 +110,3 @@ def export_csv(store: Store, board: str | None = None, since: str | None = None)
             merged = {**run, **record}
             writer.writerow(["" if merged[c] is None else merged[c] for c in EXPORT_COLUMNS])
     return out.getvalue()
-
-
-def codec_versions(run: dict[str, Any]) -> dict[str, str]:
-    return json.loads(run.get("codec_versions") or "{}")

@@ -13,14 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from evbench.lab.plan import Entry
-from evbench_agent import results
-from evbench_agent.errors import UserError
+from evbench_agent import json_schema, results
+from evbench_agent.errors import FormatError, UserError
 
 INDEX = "lab.json"
-FORMAT = 1
+#: Every key and type of lab.json; a reader checks a file against it (docs/lab.md's table
+#: is generated from it).
+SCHEMA = json_schema.load("evbench.lab", "lab-index.schema.json")
+FORMAT = SCHEMA["properties"]["format"]["const"]
 #: An entry's states, in order; all but the first two are final. "interrupted": the lab
 #: was stopped during the entry (its partial run kept); "not run": stopped before it.
-STATES = ("pending", "running", "complete", "partial", "failed", "interrupted", "not run")
+STATES = tuple(SCHEMA["$defs"]["entry"]["properties"]["status"]["enum"])
 FINAL_STATES = STATES[2:]
 
 
@@ -78,14 +81,22 @@ class LabIndex:
         results.write_json(self.path, self.document)
 
 
+def parse(document: Any, path: Path | str) -> dict[str, Any]:
+    """lab.json's content when it has the schema's keys and types; FormatError naming the
+    first field that does not (a damaged or hand-edited file), never a crash later."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise FormatError(f"{path} is not a lab index evbench {FORMAT} knows")
+    json_schema.validate(document, SCHEMA, str(path), FormatError)
+    return document
+
+
 def read(directory: Path) -> dict[str, Any]:
     path = directory / INDEX
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{directory} is not a lab directory (no {INDEX})") from None
-    except (OSError, ValueError) as error:
-        raise UserError(f"cannot read {path}: {error}") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise UserError(f"{path} is not a lab index evbench {FORMAT} knows")
-    return document
+    except (OSError, ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        why = str(error)[:200] or "nested too deeply"
+        raise FormatError(f"cannot read {path}: {why}") from None
+    return parse(document, path)

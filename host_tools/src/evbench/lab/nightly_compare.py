@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evbench.lab import index
 from evbench_agent import results
-from evbench_agent.errors import EvbenchError, ExitCode
+from evbench_agent.errors import EvbenchError, ExitCode, UserError
 
 COMPARE_TIMEOUT = 600.0
 #: What makes two lab entries the same measurement of the same board.
@@ -38,15 +39,11 @@ def lab_entry(directory: Path) -> dict[str, Any] | None:
         return None
     lab = directory.parents[LAB_DEPTH]
     try:
-        document = json.loads((lab / "lab.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = index.read(lab)
+    except UserError:  # none, or damaged: this run is not known as a lab's
         return None
-    for entry in document.get("entries") or []:
-        if (
-            isinstance(entry, dict)
-            and entry.get("run_dir")
-            and (lab / str(entry["run_dir"])) == directory
-        ):
+    for entry in document["entries"]:
+        if entry.get("run_dir") and (lab / entry["run_dir"]) == directory:
             return entry
     return None
 

@@ -13,7 +13,10 @@
     retries: 1                   # transient failures (connection lost, place taken) retried
     place_timeout: 600           # seconds a labgrid board waits for its place
 
-Unknown keys are refused, naming the key.
+Its schema, schemas/lab.schema.json, checks every key and type first (an unknown key
+is refused naming it and where, a wrong-typed field naming it); the code below checks
+what a schema cannot (board URLs, options evbench sets itself, labels given twice).
+docs/lab.md's table of keys is generated from the schema (docs/generate.py).
 """
 
 from __future__ import annotations
@@ -24,16 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from evbench_agent import json_schema
 from evbench_agent.errors import UserError
 
-TOP_KEYS = ("boards", "matrix", "options", "retries", "place_timeout")
-BOARD_KEYS = ("board", "name", "options")
-MATRIX_KEYS = ("suites", "profiles", "codecs")
-MAX_RETRIES = 5
+SCHEMA = json_schema.load("evbench.lab", "lab.schema.json")
 MAX_ENTRIES = 1000
 #: evbench lab sets these per entry itself.
 RESERVED_OPTIONS = ("--board", "--out", "--suite", "--profile", "--codecs", "--place-timeout")
-_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -82,29 +82,12 @@ class Plan:
     place_timeout: float
 
 
-def _unknown(mapping: dict, allowed: tuple[str, ...], where: str) -> None:
-    for key in mapping:
-        if key not in allowed:
-            raise UserError(
-                f"LAB.yaml: unknown key {key!r} in {where}",
-                hint=f"the keys there are {', '.join(allowed)}",
-            )
-
-
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
-        raise UserError(f"LAB.yaml: {where} must be a list of strings")
+def _strings(value: list[str | int | float], where: str) -> tuple[str, ...]:
     items = tuple(str(v) for v in value)
     for item in items:
         if item.split("=", 1)[0] in RESERVED_OPTIONS:
             raise UserError(f"LAB.yaml: {where} may not give {item}: evbench lab sets it")
     return items
-
-
-def _names(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise UserError(f"LAB.yaml: matrix.{where} must be a non-empty list of names")
-    return value
 
 
 def _label_of(url: str) -> str:
@@ -114,56 +97,40 @@ def _label_of(url: str) -> str:
     return label or "board"
 
 
-def _board(item: Any, index: int) -> Board:
+def _board(item: str | dict[str, Any], index: int) -> Board:
     if isinstance(item, str):
         item = {"board": item}
-    if not isinstance(item, dict) or "board" not in item:
-        raise UserError(f"LAB.yaml: boards[{index}] must be a URL or a mapping with 'board'")
-    _unknown(item, BOARD_KEYS, f"boards[{index}]")
     url = item["board"]
-    if not isinstance(url, str) or not url:
-        raise UserError(f"LAB.yaml: boards[{index}].board must be a board URL")
     from evbench.boards.urls import transport_of
 
     transport_of(url)  # an unknown scheme stops here, before anything runs
-    label = str(item.get("name") or _label_of(url))
-    if not _LABEL.fullmatch(label):
-        raise UserError(f"LAB.yaml: boards[{index}].name {label!r}: letters, digits, . _ -")
+    label = item.get("name") or _label_of(url)
     options = _strings(item.get("options", []), f"boards[{index}].options")
     return Board(url, label, options)
 
 
+def _default(*path: str) -> Any:
+    schema = SCHEMA
+    for key in path:
+        schema = schema["properties"][key]
+    return schema["default"]
+
+
 def parse(document: Any) -> Plan:
     """A plan from LAB.yaml's content; every mistake is a UserError naming where it is."""
-    if not isinstance(document, dict):
-        raise UserError("LAB.yaml must be a mapping with boards and matrix")
-    _unknown(document, TOP_KEYS, "the top level")
-    for key in ("boards", "matrix"):
-        if key not in document:
-            raise UserError(f"LAB.yaml: {key!r} is missing")
-    if not isinstance(document["boards"], list) or not document["boards"]:
-        raise UserError("LAB.yaml: boards must be a non-empty list")
+    json_schema.validate(document, SCHEMA, "LAB.yaml")
     boards = [_board(item, index) for index, item in enumerate(document["boards"])]
     labels = [b.label for b in boards]
     twice = sorted({label for label in labels if labels.count(label) > 1})
     if twice:
         raise UserError(f"LAB.yaml: two boards are named {twice[0]!r}", hint="give each a name")
     matrix = document["matrix"]
-    if not isinstance(matrix, dict):
-        raise UserError("LAB.yaml: matrix must be a mapping of suites, profiles, codecs")
-    _unknown(matrix, MATRIX_KEYS, "matrix")
-    suites = _names(matrix.get("suites", ["codec"]), "suites")
-    profiles = _names(matrix.get("profiles", ["seed"]), "profiles")
-    codecs = _names(matrix.get("codecs", ["json,protobuf"]), "codecs")
+    suites, profiles, codecs = (
+        matrix.get(key, _default("matrix", key)) for key in ("suites", "profiles", "codecs")
+    )
     common = _strings(document.get("options", []), "options")
-    retries = document.get("retries", 1)
-    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= MAX_RETRIES:
-        raise UserError(f"LAB.yaml: retries must be a whole number 0-{MAX_RETRIES}")
-    place_timeout = document.get("place_timeout", 600)
-    if not isinstance(place_timeout, int | float) or isinstance(place_timeout, bool):
-        raise UserError("LAB.yaml: place_timeout must be a number of seconds")
-    if place_timeout < 0:
-        raise UserError("LAB.yaml: place_timeout must be 0 or more")
+    retries = document.get("retries", _default("retries"))
+    place_timeout = document.get("place_timeout", _default("place_timeout"))
     entries = [
         Entry(board, suite, profile, codec_list, common + board.options)
         for board in boards
@@ -183,8 +150,12 @@ def load(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise UserError(f"{path} is not UTF-8 text (byte {error.start})") from None
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise UserError(f"{path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise UserError(f"{path} nests too deeply to be a LAB.yaml") from None
     return parse(document)

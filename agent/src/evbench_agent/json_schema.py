@@ -1,0 +1,332 @@
+"""A small JSON Schema validator: the subset evbench's file schemas use.
+
+The agent runs on stdlib, protobuf and psutil only, so it cannot use the
+`jsonschema` package; its file formats (the run spec, generator files) and the
+host's (LAB.yaml, lab.json) are checked here instead, each against a schema
+shipped beside its reader (`schemas/*.schema.json`, draft 2020-12). The subset:
+
+- annotations: ``$schema``, ``$id``, ``$comment``, ``title``, ``description``,
+  ``default``, ``examples``; ``$defs`` and ``$ref`` to ``#/$defs/NAME``;
+- ``type`` (a name or a list), ``enum``, ``const``, ``anyOf``;
+- objects: ``properties``, ``additionalProperties`` (false or a schema), ``required``;
+- arrays: ``items``, ``minItems``, ``maxItems``;
+- numbers: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``;
+- text: ``minLength``, ``maxLength``, ``pattern`` (searched, as JSON Schema says).
+
+Two deliberate differences from JSON Schema, both stricter: an ``integer`` is a
+whole number written without a fraction (``1.0`` is not one), and a ``number`` is
+finite (YAML's ``.nan`` and ``.inf`` are not numbers). A schema with any other
+keyword is refused when it is loaded (SchemaError: a bug, not the user's), so a
+schema can never say more than is checked. `tests/test_json_schema.py` holds
+this validator to the `jsonschema` package's verdicts over generated documents.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from evbench_agent.errors import UserError
+
+ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "$defs"}
+)
+KEYWORDS = ANNOTATIONS | {
+    "$ref",
+    "type",
+    "enum",
+    "const",
+    "anyOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+}
+TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+_KIND = {
+    "object": "an object",
+    "array": "a list",
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+class SchemaError(ValueError):
+    """A schema outside the subset: evbench's own mistake, found when it is loaded."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Where a document breaks its schema and how, said for a user."""
+
+    path: tuple[str | int, ...]
+    keyword: str  # the schema keyword that failed ("additionalProperties", "type", ...)
+    message: str  # "unknown key 'x'", "must be a whole number, not 'a'"
+    value: Any
+    schema: dict[str, Any]  # the part of the schema that failed
+
+    @property
+    def where(self) -> str:
+        return where(self.path)
+
+
+def where(path: tuple[str | int, ...]) -> str:
+    """A path as a reader writes it: `boards[0].name`; the top level when empty."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "the top level"
+
+
+def load(package: str, name: str) -> dict[str, Any]:
+    """The schema `schemas/NAME` shipped in `package`, checked to be within the subset."""
+    text = resources.files(package).joinpath("schemas", name).read_text(encoding="utf-8")
+    schema = json.loads(text)
+    check_schema(schema)
+    return schema
+
+
+def check_schema(schema: Any, root: Any = None) -> None:
+    """Refuse a schema that uses anything outside the subset (SchemaError)."""
+    root = schema if root is None else root
+    if not isinstance(schema, dict):
+        raise SchemaError(f"a schema is an object, not {schema!r:.60}")
+    unknown = sorted(set(schema) - KEYWORDS)
+    if unknown:
+        raise SchemaError(f"keywords outside the subset: {', '.join(unknown)}")
+    kinds = schema.get("type", [])
+    for kind in [kinds] if isinstance(kinds, str) else kinds:
+        if kind not in TYPES:
+            raise SchemaError(f"unknown type {kind!r}")
+    if "$ref" in schema:
+        _resolve(root, schema["$ref"])
+        beside = sorted(set(schema) - ANNOTATIONS - {"$ref"})
+        if beside:  # checked would be the target alone: say so rather than ignore them
+            raise SchemaError(f"$ref takes annotations beside it, not {', '.join(beside)}")
+    if "pattern" in schema:
+        re.compile(schema["pattern"])
+    children = [*schema.get("properties", {}).values(), *schema.get("anyOf", [])]
+    children += [*schema.get("$defs", {}).values()]
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            children.append(schema[key])
+    for child in children:
+        check_schema(child, root)
+
+
+def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    prefix = "#/$defs/"
+    if not ref.startswith(prefix) or ref[len(prefix) :] not in root.get("$defs", {}):
+        raise SchemaError(f"$ref {ref!r} is not one of this schema's #/$defs")
+    return root["$defs"][ref[len(prefix) :]]
+
+
+def is_type(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and (isinstance(value, int) or math.isfinite(value))
+        )
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool}
+    if kind == "null":
+        return value is None
+    return isinstance(value, kinds[kind])
+
+
+def describe(schema: dict[str, Any], root: dict[str, Any] | None = None) -> str:
+    """What a schema accepts, in a few words: 'a whole number of at least 1'."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        return describe(_resolve(root, schema["$ref"]), root)
+    if "title" in schema:  # a schema's own name for what it accepts
+        return str(schema["title"])
+    if "enum" in schema:
+        return " or ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        return " or ".join(describe(option, root) for option in schema["anyOf"])
+    kinds = schema.get("type", [])
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    text = " or ".join(_KIND[kind] for kind in kinds) or "anything"
+    if kinds == ["array"] and isinstance(schema.get("items"), dict):
+        items = describe(schema["items"], root)
+        text = f"a {'non-empty ' if schema.get('minItems') else ''}list of {items}"
+    bounds = [
+        f"{word} {schema[key]:g}"
+        for key, word in (
+            ("minimum", "of at least"),
+            ("exclusiveMinimum", "above"),
+            ("maximum", "at most"),
+            ("exclusiveMaximum", "below"),
+        )
+        if key in schema
+    ]
+    if bounds:
+        text += f" {' and '.join(bounds)}"
+    return text
+
+
+def validate(
+    document: Any, schema: dict[str, Any], what: str, error: type[UserError] = UserError
+) -> None:
+    """Raise a one-line `error` at the first problem: '{what}: {where} {how}', an
+    unknown key named with the keys there, a missing one by name."""
+    found = first_problem(document, schema)
+    if found is None:
+        return
+    if found.keyword == "additionalProperties":
+        known = ", ".join(found.schema.get("properties", {}))
+        raise error(f"{what}: {found.message} in {found.where}", hint=f"the keys there are {known}")
+    if found.keyword == "required":
+        place = f"{found.where}: " if found.path else ""
+        raise error(f"{what}: {place}{found.message}")
+    raise error(f"{what}: {found.where} {found.message}")
+
+
+def first_problem(document: Any, schema: dict[str, Any]) -> Problem | None:
+    """The first place (document order) where `document` breaks `schema`; None if none."""
+    return _check(document, schema, schema, ())
+
+
+def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: tuple) -> Problem | None:
+    if "$ref" in schema:
+        return _check(value, _resolve(root, schema["$ref"]), root, path)
+
+    def problem(keyword: str, message: str) -> Problem:
+        return Problem(path, keyword, message, value, schema)
+
+    if "anyOf" in schema:
+        found = [_check(value, option, root, path) for option in schema["anyOf"]]
+        if all(found):
+            # One alternative of the value's own type: its problem says the most.
+            pairs = zip(found, schema["anyOf"], strict=True)
+            typed = [f for f, option in pairs if _of_type(value, option, root)]
+            if len(typed) == 1:
+                return typed[0]
+            return problem("anyOf", f"must be {describe(schema, root)}, not {_shown(value)}")
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(is_type(value, kind) for kind in kinds):
+            return problem("type", f"must be {describe(schema, root)}, not {_shown(value)}")
+    if "enum" in schema and not any(_equal(value, option) for option in schema["enum"]):
+        return problem("enum", f"must be {describe(schema, root)}, not {_shown(value)}")
+    if "const" in schema and not _equal(value, schema["const"]):
+        return problem("const", f"must be {describe(schema, root)}, not {_shown(value)}")
+    if isinstance(value, dict):
+        return _check_object(value, schema, root, path)
+    if isinstance(value, list):
+        return _check_array(value, schema, root, path)
+    if isinstance(value, str):
+        return _check_text(value, schema, path)
+    if is_type(value, "number"):
+        return _check_number(value, schema, root, path)
+    return None
+
+
+def _of_type(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
+    if "$ref" in schema:
+        schema = _resolve(root, schema["$ref"])
+    kinds = schema.get("type", TYPES)
+    return any(is_type(value, kind) for kind in ([kinds] if isinstance(kinds, str) else kinds))
+
+
+def _check_object(value: dict, schema: dict[str, Any], root: dict[str, Any], path: tuple):
+    def problem(keyword: str, message: str) -> Problem:
+        return Problem(path, keyword, message, value, schema)
+
+    strange = [key for key in value if not isinstance(key, str)]
+    if strange:
+        return problem("type", f"has a key that is not text: {_shown(strange[0])}")
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    if extra is False:
+        unknown = [key for key in value if key not in properties]
+        if unknown:
+            keys = ", ".join(repr(key) for key in unknown)
+            return problem("additionalProperties", f"unknown key{'s'[: len(unknown) - 1]} {keys}")
+    missing = [key for key in schema.get("required", []) if key not in value]
+    if missing:
+        return problem("required", f"{missing[0]!r} is missing")
+    for key, item in value.items():
+        child = properties.get(key, extra if isinstance(extra, dict) else None)
+        if child is not None:
+            found = _check(item, child, root, (*path, key))
+            if found is not None:
+                return found
+    return None
+
+
+def _check_array(value: list, schema: dict[str, Any], root: dict[str, Any], path: tuple):
+    if len(value) < schema.get("minItems", 0):
+        least = schema["minItems"]
+        message = f"must hold at least {least} items"
+        if least == 1:
+            message = f"must be {describe(schema, root)}, not []"
+        return Problem(path, "minItems", message, value, schema)
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        message = f"must hold at most {schema['maxItems']} items, not {len(value)}"
+        return Problem(path, "maxItems", message, value, schema)
+    if isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            found = _check(item, schema["items"], root, (*path, index))
+            if found is not None:
+                return found
+    return None
+
+
+def _check_text(value: str, schema: dict[str, Any], path: tuple) -> Problem | None:
+    if len(value) < schema.get("minLength", 0):
+        return Problem(path, "minLength", "must not be empty", value, schema)
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        message = f"must be at most {schema['maxLength']} characters"
+        return Problem(path, "maxLength", message, value, schema)
+    if "pattern" in schema and not re.search(schema["pattern"], value):
+        what = schema.get("title", f"matching {schema['pattern']}")
+        return Problem(path, "pattern", f"{_shown(value)} is not {what}", value, schema)
+    return None
+
+
+def _check_number(value: float, schema: dict[str, Any], root: dict[str, Any], path: tuple):
+    for keyword, fails in (
+        ("minimum", lambda limit: value < limit),
+        ("exclusiveMinimum", lambda limit: value <= limit),
+        ("maximum", lambda limit: value > limit),
+        ("exclusiveMaximum", lambda limit: value >= limit),
+    ):
+        if keyword in schema and fails(schema[keyword]):
+            message = f"must be {describe(schema, root)}, not {_shown(value)}"
+            return Problem(path, keyword, message, value, schema)
+    return None
+
+
+def _equal(value: Any, option: Any) -> bool:
+    """JSON equality: 1 == 1.0, but true is not 1."""
+    if isinstance(value, bool) or isinstance(option, bool):
+        return type(value) is type(option) and value == option
+    return value == option
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
