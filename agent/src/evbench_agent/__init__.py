@@ -16,6 +16,7 @@ __all__ = [
     "detached",
     "errors",
     "identity",
+    "json_schema",
     "lava_units",
     "link",
     "log_output",

@@ -32,6 +32,16 @@ from typing import Any
 
 from evbench_agent.errors import UserError
 
+__all__ = [
+    "Problem",
+    "SchemaError",
+    "check_schema",
+    "describe",
+    "first_problem",
+    "load",
+    "validate",
+]
+
 ANNOTATIONS = frozenset(
     {"$schema", "$id", "$comment", "title", "description", "default", "examples", "$defs"}
 )
