@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evbench_agent import identity, metrics, stats, verdicts
@@ -160,7 +160,9 @@ Grouped = dict[Identity, dict[str, dict[Any, list[float]]]]
 Busy = dict[tuple[Any, ...], list[str]]
 
 
-def _contention_key(suite: str, profile: str | None, params: dict, replicate: Any) -> tuple:
+def _contention_key(
+    suite: str, profile: str | None, params: dict[str, Any], replicate: Any
+) -> tuple[Any, ...]:
     """Where a replicate's machine state applies: a link phase (of its kind), or a codec
     worker process (every profile ran in it: profile None)."""
     if suite == "link":
@@ -171,7 +173,7 @@ def _contention_key(suite: str, profile: str | None, params: dict, replicate: An
 def busy_replicates(sample_sets: Iterable[SampleSet]) -> tuple[Busy, int]:
     """The replicates measured on a busy machine, and how many had their state measured.
     Both phases of a link pair count as one replicate: the busier decides."""
-    found: dict[tuple, dict[str, float]] = {}
+    found: dict[tuple[Any, ...], dict[str, float]] = {}
     for sample_set in sample_sets:
         if sample_set.metric not in contention.METRICS or not sample_set.values:
             continue
@@ -299,7 +301,7 @@ def labels(keys: Sequence[Identity]) -> dict[Identity, str]:
     for key in keys:
         p = key.params_dict
         first[key] = (_metric_label(key.metric), [str(p[n]) for n in LABEL_PARAMS if n in p])
-    collisions: dict[tuple, list[Identity]] = {}
+    collisions: dict[tuple[Any, ...], list[Identity]] = {}
     for key, (base, shown) in first.items():
         collisions.setdefault((key.suite, key.profile, base, *shown), []).append(key)
     named = {}
@@ -316,7 +318,7 @@ def labels(keys: Sequence[Identity]) -> dict[Identity, str]:
     return named
 
 
-def _order(key: Identity) -> tuple:
+def _order(key: Identity) -> tuple[Any, ...]:
     names = list(metrics.METRICS)
     suite = SUITE_ORDER.index(key.suite) if key.suite in SUITE_ORDER else len(SUITE_ORDER)
     metric = names.index(key.metric) if key.metric in names else len(names)
@@ -340,10 +342,10 @@ def _rows(
     """Rows in the order of `matches`, TESTED ones decided per family (suite, profile)."""
     names = labels(list(dict.fromkeys(match[0] for match in matches)))
     evidence: dict[str, list[tuple[int, Any, str]]] = {}
-    for index, (key, _b, base, _c, cand) in enumerate(matches):
+    for index, (key, _b, base_values, _c, cand_values) in enumerate(matches):
         if key.role == TESTED:
             better = metrics.better(key.metric)
-            item, counts = _evidence(key, names[key], better, base, cand, paired)
+            item, counts = _evidence(key, names[key], better, base_values, cand_values, paired)
             evidence.setdefault(family_name(key), []).append((index, item, counts))
     decided: dict[int, tuple[verdicts.Verdict, str, str]] = {}
     for name, items in evidence.items():
@@ -354,20 +356,20 @@ def _rows(
     for index, (key, base_codec, base_values, cand_codec, cand_values) in enumerate(matches):
         base = _side(base_codec, base_values)
         cand = _side(cand_codec, cand_values)
-        common = {
-            "identity": key,
-            "label": names[key],
-            "role": key.role,
-            "unit": key.unit,
-            "better": metrics.better(key.metric),
-            "baseline": base,
-            "candidate": cand,
-            "busy": _busy_count(key, set(base_values) | set(cand_values), busy) if paired else 0,
-        }
+        common = Row(
+            identity=key,
+            label=names[key],
+            role=key.role,
+            unit=key.unit,
+            better=metrics.better(key.metric),
+            baseline=base,
+            candidate=cand,
+            busy=_busy_count(key, set(base_values) | set(cand_values), busy) if paired else 0,
+        )
         if index in decided:
             verdict, counts, name = decided[index]
             rows.append(
-                Row(**common, verdict=verdict, n=verdict.n or 0, n_counts=counts, family=name)
+                replace(common, verdict=verdict, n=verdict.n or 0, n_counts=counts, family=name)
             )
         elif key.role == FACT:
             difference = (
@@ -376,10 +378,10 @@ def _rows(
                 else None
             )
             rows.append(
-                Row(**common, fact_difference=difference, n=min(base.summary.n, cand.summary.n))
+                replace(common, fact_difference=difference, n=min(base.summary.n, cand.summary.n))
             )
         else:
-            rows.append(Row(**common, n=min(base.summary.n, cand.summary.n)))
+            rows.append(replace(common, n=min(base.summary.n, cand.summary.n)))
     families: dict[str, tuple[Row, ...]] = {}
     for row in rows:
         if row.family is not None:
@@ -439,7 +441,7 @@ def compare_runs(
             for codec in codecs:
                 codec_order.setdefault(codec, len(codec_order))
 
-    def order(pair: tuple[str, Identity]) -> tuple:
+    def order(pair: tuple[str, Identity]) -> tuple[Any, ...]:
         codec, key = pair
         suite, suite_name, profile, *rest = _order(key)
         return (suite, suite_name, profile, codec_order[codec], *rest, key)

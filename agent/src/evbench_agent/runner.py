@@ -40,7 +40,9 @@ def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _stop_telemetry(telemetry: TelemetrySession, writer: RunWriter, manifest: dict) -> None:
+def _stop_telemetry(
+    telemetry: TelemetrySession, writer: RunWriter, manifest: dict[str, Any]
+) -> None:
     """Stop the sampler and add the per-phase records; a failure here loses no samples."""
     try:
         sample_sets, facts = telemetry.stop()
@@ -62,16 +64,14 @@ def _seal(writer: RunWriter, manifest: dict[str, Any]) -> None:
         raise PartialRun(f"{error}; the samples are kept as partial", hint=error.hint) from error
 
 
-def aa_result(spec: Spec, directory: Path) -> dict[str, Any]:
-    """What an A/A run found: its tested rows, and those that named a winner.
+def aa_result(aa: str, directory: Path) -> dict[str, Any]:
+    """What an A/A run of codec `aa` found: its tested rows, and those that named a winner.
 
     Without a testing slowdown both arms are the same code, so every winner is
     a false one; the lab's false-winner rate is the share of runs with any.
     """
     try:
-        found = comparison.compare(
-            results.read_samples(directory), spec.aa, codecs.copy_name(spec.aa)
-        )
+        found = comparison.compare(results.read_samples(directory), aa, codecs.copy_name(aa))
     except Exception as error:  # the measured samples matter more than this summary
         return {"error": f"{type(error).__name__}: {error}"}
     tested = found.by_role(identity.TESTED)
@@ -87,6 +87,7 @@ def aa_result(spec: Spec, directory: Path) -> dict[str, Any]:
                 "p_holm": row.verdict.p_holm,
             }
             for row in found.winners()
+            if row.verdict is not None  # a winner has one
         ],
     }
 
@@ -116,7 +117,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     for note in notes:
         log.warning("%s", note)
     writer = RunWriter(directory, run_id)
-    manifest = {
+    manifest: dict[str, Any] = {
         "spec": spec.as_dict(),
         "quick": spec.quick,
         "start_time": _now(),
@@ -188,7 +189,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
             how = child_exit.describe(sampler_exit)
             manifest["reason"] = f"the telemetry sampler died ({how})"
         if spec.aa and status == "complete":
-            manifest["aa"]["result"] = aa_result(spec, directory)
+            manifest["aa"]["result"] = aa_result(spec.aa, directory)
         memory.after_run(manifest["memory"], workers.worker_peak_rss())
         manifest.update(end_time=_now(), status=status)
         _seal(writer, manifest)
