@@ -3,6 +3,7 @@ the test fails (never skips): `make test` installs them all."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -44,6 +45,18 @@ def history_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "history.sqlite"
     monkeypatch.setenv("EVBENCH_HISTORY", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _own_log_levels():
+    """A command run in this process sets the levels of evbench's loggers to its -v or
+    --quiet (log_output.setup_logging); the next test starts from none, so caplog sees
+    what the module logs."""
+    yield
+    from evbench_agent.log_output import OWN
+
+    for name in OWN:
+        logging.getLogger(name).setLevel(logging.NOTSET)
 
 
 @pytest.fixture(scope="session")

@@ -80,11 +80,25 @@ def test_a_disk_too_small_to_start_is_a_usage_error_and_nothing_is_left_running(
 
 def test_vv_shows_evbench_s_own_steps_and_no_third_party_chatter(tmp_path):
     out = tmp_path / "run"
-    done = _evbench("-vv", *SMALL_RUN, "--quick", "--no-history", "--out", str(out))
+    done = _evbench("-vv", *SMALL_RUN, "--quick", "--out", str(out))
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert any(line.startswith("evbench: info: run ") and str(out) in line for line in said)
+    assert "evbench: info: suite codec: started (9 steps)" in said  # 1 calibration + 8 workers
+    assert "evbench: info: suite codec: finished" in said
     assert "evbench: info: the agent exited with 0" in said
     assert f"evbench: info: writing the report into {out}" in said
-    # matplotlib's font search (292 lines at -vv before) stays capped at warnings
+    assert any(line.startswith("evbench: info: history: adding run ") for line in said)
+    # -vv's detail names the module it comes from: evbench's own, never a library's.
+    detail = [line for line in said if line.startswith("evbench: debug: ")]
+    assert any(
+        line.startswith("evbench: debug: [evbench.commands.run] the agent: ") for line in detail
+    )
+    assert [
+        line
+        for line in detail
+        if not line.startswith(("evbench: debug: [evbench.", "evbench: debug: [evbench_agent."))
+    ] == []
+    # matplotlib's font search (292 lines at -vv before; still there with --debug)
+    # stays capped at warnings
     assert not [line for line in said if "findfont" in line or "matplotlib" in line]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ import evbench_agent
 from evbench.boards.base import RemoteBoard
 from evbench_agent import results
 from evbench_agent.errors import UserError
+
+log = logging.getLogger(__name__)
 
 IMAGE_AGENT = "evbench-agent"
 COMMAND_TIMEOUT = 60.0
@@ -151,6 +154,7 @@ def upload_zipapp(board: RemoteBoard, archive: bytes, staging: Path) -> None:
     board.run([board.python, "-c", make_directory, final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)
     local = staging / "evbench-agent.pyz"
     local.write_bytes(archive)
+    log.info("deploying the agent (%d bytes) to %s on %s", len(archive), final, board.url)
     board.put(local, new)
     digest = hashlib.sha256(archive).hexdigest()
     result = board.run([board.python, "-c", INSTALL, new, final, digest], COMMAND_TIMEOUT)
@@ -165,8 +169,10 @@ def upload_zipapp(board: RemoteBoard, archive: bytes, staging: Path) -> None:
 def ensure_agent(board: RemoteBoard, staging: Path, force: bool = False) -> AgentInstall:
     """The agent to use on `board`, deploying the zipapp when it is missing or stale."""
     found = probe(board)
+    log.debug("the board has: %s", found)
     archive = build_zipapp()
     digest = hashlib.sha256(archive).hexdigest()
+    log.info("checking the agent on %s (this host's is %s)", board.url, digest[:12])
     zipapp_command = board.agent_command()
     if found["zipapp_sha256"] == digest and not force:
         info = _agent_info(board, zipapp_command)
@@ -186,4 +192,5 @@ def ensure_agent(board: RemoteBoard, staging: Path, force: bool = False) -> Agen
     info = _agent_info(board, zipapp_command)
     if info is None or not compatible(info):
         raise UserError(f"the agent deployed to {board.url} does not start with {board.python}")
+    log.info("deployed agent %s to %s, checked by SHA-256", info["agent"], board.url)
     return _install(info, zipapp_command, "deployed", "installed")

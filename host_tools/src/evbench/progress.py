@@ -13,6 +13,8 @@ from evbench_agent.log_output import notice
 
 __all__ = ["ProgressView", "notice", "quiet"]
 
+log = logging.getLogger(__name__)
+
 
 def quiet() -> bool:
     """True under --quiet: the person asked for errors only (no progress, no tables)."""
@@ -65,6 +67,10 @@ class ProgressView:
         if not isinstance(event, dict) or "event" not in event:
             return False
         kind = event["event"]
+        if kind == "start":  # -v: each suite as it begins and ends
+            log.info("suite %s: started (%s steps)", event.get("suite"), event.get("total"))
+        elif kind == "finish":
+            log.info("suite %s: finished", event.get("suite"))
         if self._quiet:  # an event, consumed and not shown
             return True
         if self._bar is not None:

@@ -118,6 +118,7 @@ class RemoteRun:
 
     def start(self, run_argv: Sequence[str]) -> None:
         """Launch the run detached; a launch cut off by a drop is not repeated."""
+        log.info("launching run %s on %s in %s", self.run_id, self.board.url, self.run_dir)
         try:
             self._agent_status("launch", "--", *run_argv)
         except ConnectionLost as error:
@@ -132,6 +133,7 @@ class RemoteRun:
 
     def _follow_once(self, show: Callable[[str], None]) -> dict[str, Any]:
         argv = [*self.agent, "follow", "--run-dir", self.run_dir, "--offset", str(self.offset)]
+        log.debug("following run %s from byte %d of its progress", self.run_id, self.offset)
         command = self.board.stream(argv)
         final = None
         for line in command.lines():
@@ -202,7 +204,8 @@ class RemoteRun:
                 if code == ExitCode.USAGE:
                     error = UserError(said)
                 raise error
-            logging.getLogger(__name__).warning("%s; fetching what it measured as partial", said)
+            log.warning("%s; fetching what it measured as partial", said)
+        log.info("fetching run %s from %s into %s", self.run_id, self.board.url, out)
         listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
         # The manifest first: a directory cut off later is recognisable as this run's.
         entries = sorted(
@@ -211,9 +214,10 @@ class RemoteRun:
         for digest, name in entries:
             self.resilient(lambda d=digest, n=name: self._fetch_file(n, d, out))
         _place(out / results.CHECKSUMS, listing)
-        log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
-        if log and not (out / detached.LOG).exists():
-            results.write_atomic(out / detached.LOG, log)
+        log.info("fetched %d files from %s, each checked by SHA-256", len(entries), self.board.url)
+        agent_log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
+        if agent_log and not (out / detached.LOG).exists():
+            results.write_atomic(out / detached.LOG, agent_log)
         # The marker says "complete" only when the board says so: never because a listing
         # names it (parse_checksums refuses that), never for a run that ended partial.
         if final.get("complete") and exit_code(final) == ExitCode.OK:
@@ -245,6 +249,7 @@ class RemoteRun:
         target = out / name
         if target.exists():
             if results.sha256_file(target) == digest:
+                log.debug("%s: fetched before the drop, its SHA-256 matches", name)
                 return  # fetched before the drop
             raise CheckFailed(
                 f"{target} exists and differs from the board's copy",
@@ -265,6 +270,7 @@ class RemoteRun:
             with open(part, "rb") as stream:
                 os.fsync(stream.fileno())
             part.replace(target)
+            log.debug("fetched %s (%d bytes, SHA-256 checked)", name, target.stat().st_size)
         finally:
             part.unlink(missing_ok=True)
 
@@ -367,9 +373,10 @@ def run_and_fetch(
         log_path = out / detached.LOG
         return status, log_path.read_text(errors="replace") if log_path.exists() else ""
     status = exit_code(final)
+    log.info("run %s on %s ended with exit %d", run_id, board.url, status)
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
-        log = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))
-        return status, log.decode(errors="replace")
+        said = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))
+        return status, said.decode(errors="replace")
     session.fetch(out)
     log_path = out / detached.LOG
     return status, log_path.read_text(errors="replace") if log_path.exists() else ""

@@ -27,6 +27,12 @@ PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
 ZIPAPP = "agent/evbench-agent.pyz"
 
 
+def shown(command: str, limit: int = 160) -> str:
+    """A command as a -vv log line shows it: one line, at most `limit` characters."""
+    flat = command.replace("\n", "\\n")
+    return flat if len(flat) <= limit else f"{flat[: limit - 3]}..."
+
+
 class ConnectionLost(UserError):
     """The transport to the board dropped or cannot be opened; `reconnect` may bring it back."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import getpass
+import logging
 import os
 import re
 import shutil
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evbench_agent.errors import UserError
+
+log = logging.getLogger(__name__)
 
 CLIENT_VARIABLE = "EVBENCH_LABGRID_CLIENT"
 COORDINATOR_VARIABLE = "LG_COORDINATOR"
@@ -251,6 +254,13 @@ class LabgridClient:
                 hint=f"is the coordinator at {self.coordinator} overloaded?",
             ) from None
         stdout = done.stdout[:MAX_OUTPUT].decode(errors="replace")
+        log.debug(
+            "labgrid-client %s%s -> exit %d, %d bytes out",
+            next((a for a in arguments if not a.startswith("-")), "?"),  # never a token
+            f" on place {place}" if place and not place.startswith("+") else "",
+            done.returncode,
+            len(done.stdout),
+        )
         if done.returncode != 0:
             self.raise_failure(arguments, done.stderr[-MAX_OUTPUT:].decode(errors="replace"))
         return stdout

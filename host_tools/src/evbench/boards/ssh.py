@@ -9,6 +9,7 @@ dropped connection surfaces as ConnectionLost, and `reconnect` opens it again.
 from __future__ import annotations
 
 import contextlib
+import logging
 import shlex
 import socket
 import time
@@ -25,6 +26,7 @@ from evbench.boards.base import (
     PipedCommand,
     RemoteBoard,
     StreamedCommand,
+    shown,
 )
 from evbench.boards.ssh_address import (
     HostKeyPolicy,
@@ -41,6 +43,8 @@ KEEPALIVE_SECONDS = 5
 UNACKNOWLEDGED_MS = 30_000
 #: Output of one command beyond this is a fault, not data (a length read from the wire).
 MAX_OUTPUT = 64 << 20
+
+log = logging.getLogger(__name__)
 
 
 class _NoAuthentication(Exception):
@@ -106,7 +110,9 @@ class SshStreamedCommand(StreamedCommand):
         while self._channel.recv_stderr_ready():
             self._errors += self._channel.recv_stderr(1 << 16)
         self._board.check_alive()
-        return self._channel.recv_exit_status()
+        status = self._channel.recv_exit_status()
+        log.debug("channel %d: exit status %d (streamed)", self._channel.get_id(), status)
+        return status
 
     def stderr(self) -> str:
         return self._errors.decode("utf-8", errors="replace")
@@ -114,6 +120,7 @@ class SshStreamedCommand(StreamedCommand):
     def interrupt(self) -> None:
         # Without a pty there is no Ctrl-C to send: closing the channel
         # hangs the command up, which the agent treats like an interrupt.
+        log.debug("channel %d: closed to interrupt the command", self._channel.get_id())
         self._channel.close()
 
 
@@ -159,6 +166,13 @@ class SshPipedCommand(PipedCommand):
         self._board.check_alive()
         status = self._channel.recv_exit_status()
         self._channel.close()
+        log.debug(
+            "channel %d: exit status %d (piped), %d bytes out, %d bytes err",
+            self._channel.get_id(),
+            status,
+            len(out),
+            len(err),
+        )
         return CommandResult(self._argv, status, bytes(out), bytes(err))
 
 
@@ -225,12 +239,15 @@ class SshBoard(RemoteBoard):
     def connect(self) -> None:
         """Open the connection; every failure is one line that says what to do."""
         address = self.address
+        via = f" through {self.jump}" if self.jump else ""
+        log.info("connecting to %s as %s%s", address, address.user, via)
         try:
             try:
                 client = self._connect_once(self._password)
             except (paramiko.AuthenticationException, _NoAuthentication):
                 if self._password is not None:
                     raise
+                log.debug("%s: no key was accepted; trying a password", address)
                 self._password = password_for(address)
                 if self._password is None:
                     raise
@@ -265,8 +282,15 @@ class SshBoard(RemoteBoard):
         if hasattr(socket, "TCP_USER_TIMEOUT") and isinstance(tcp, socket.socket):
             tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_MS)
         self._sftp = None
+        log.info(
+            "connected to %s (%s, logged in with %s)",
+            address,
+            transport.remote_version,
+            "a password" if self._password is not None else "a key",
+        )
 
     def reconnect(self) -> None:
+        log.debug("%s: reconnecting", self.address)
         self.close()
         self.connect()
 
@@ -303,6 +327,8 @@ class SshBoard(RemoteBoard):
                 self._client.close()
         if self.jump is not None:
             self.jump.close()
+        if self._client is not None:
+            log.debug("%s: connection closed", self.address)
         self._sftp = None
         self._client = None
 
@@ -312,6 +338,7 @@ class SshBoard(RemoteBoard):
         _, transport = self._live()
         try:
             channel = transport.open_session(timeout=CONNECT_TIMEOUT)
+            log.debug("channel %d: exec %s", channel.get_id(), shown(shlex.join(argv)))
             channel.exec_command(shlex.join(argv))
         except (paramiko.SSHException, OSError, EOFError) as error:
             self.check_alive()
@@ -356,6 +383,14 @@ class SshBoard(RemoteBoard):
         self.check_alive()
         status = channel.recv_exit_status()
         channel.close()
+        log.debug(
+            "channel %d: exit status %d, %d bytes in, %d bytes out, %d bytes err",
+            channel.get_id(),
+            status,
+            len(stdin or b""),
+            len(out),
+            len(err),
+        )
         return CommandResult(tuple(argv), status, bytes(out), bytes(err))
 
     def stream(self, argv: Sequence[str]) -> StreamedCommand:
@@ -373,12 +408,14 @@ class SshBoard(RemoteBoard):
         if self._sftp is None:
             with lost_when_dropped(self.address):
                 self._sftp = client.open_sftp()
+            log.debug("%s: SFTP session open", self.address)
         return self._sftp
 
     def put(self, local: Path, remote: str) -> None:
         try:
             with lost_when_dropped(self.address):
-                self._sftp_client().put(str(local), remote)
+                attributes = self._sftp_client().put(str(local), remote)
+            log.debug("sftp put %s -> %s: %d bytes", local, remote, attributes.st_size)
         except OSError as error:
             self.check_alive()
             raise UserError(
@@ -390,6 +427,7 @@ class SshBoard(RemoteBoard):
         try:
             with lost_when_dropped(self.address):
                 self._sftp_client().get(remote, str(local))
+            log.debug("sftp get %s -> %s: %d bytes", remote, local, local.stat().st_size)
         except OSError as error:
             self.check_alive()
             if isinstance(error, FileNotFoundError):

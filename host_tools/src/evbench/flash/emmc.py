@@ -88,6 +88,7 @@ class BoardSink:
         timeout = FINISH_TIMEOUT_BASE + FINISH_SECONDS_PER_MIB * self.mapped_bytes / 2**20
         result = self.command.finish(timeout)
         answer = _answer(result)
+        log.debug("the receiver on %s answered: %s", self.board.url, answer)
         if result.returncode != 0 or not answer.get("ok"):
             raise CheckFailed(f"flashing on {self.board.url} failed: {_receiver_error(result)}")
         return [f"{answer['ranges']} range(s) read back on the board after sync, cache dropped"]
@@ -121,6 +122,7 @@ class Receiver:
         self.directory = made.stdout.decode().strip()
         for name in RECEIVER_FILES:
             board.put(HERE / name, f"{self.directory}/{name}")
+        log.info("the flash receiver is on %s in %s", board.url, self.directory)
         self.argv = [board.python, f"{self.directory}/emmc_receiver.py"]
 
     def inspect(self, device: str) -> dict:
@@ -129,11 +131,14 @@ class Receiver:
             raise UserError(
                 f"cannot inspect {device} on {self.board.url}: {_receiver_error(result)}"
             )
-        return _answer(result)
+        answer = _answer(result)
+        log.debug("%s on %s: %s", device, self.board.url, answer)
+        return answer
 
     def start(self, device: str, image_size: int | None, unlock_boot: bool = False) -> PipedCommand:
         argv = [*self.argv, "write", device]
         argv += ["--size", str(image_size)] if image_size is not None else []
+        log.info("streaming the image to %s on %s", device, self.board.url)
         return self.board.pipe([*argv, "--unlock-boot"] if unlock_boot else argv)
 
     def remove(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,8 @@ from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.writer import FileSink, FlashReport, write_image
 from evbench_agent.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
@@ -52,6 +55,7 @@ def flash_local(
 ) -> FlashReport:
     """Check the target, ask, write and verify; `announce` hears the line said before writing."""
     target = targets.inspect_target(device, allow_fixed)
+    log.debug("target: %s", target)
     _refuse_own_inputs(target, plan)
     image_size = plan.image_size
     # without a bmap a compressed image's size is what its format declares, if it does

@@ -13,6 +13,7 @@ emmc.BoardSink sends them to a receiver on a board, which reads back every range
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -24,6 +25,8 @@ from evbench.flash.progress import FlashProgress
 from evbench.flash.readback import read_back_digest
 from evbench.flash.source import ImageSource
 from evbench_agent.errors import CheckFailed
+
+log = logging.getLogger(__name__)
 
 MiB = 1024 * 1024
 
@@ -210,12 +213,21 @@ def write_image(
             block_range = bmap.ranges[index]
             if block_range.checksum is not None:
                 _check_range(bmap, block_range, hasher.hexdigest(), report)
+            log.debug(
+                "range %d: %d bytes at byte %d, %s %s",
+                index,
+                range_end - start,
+                start,
+                algorithm,
+                "checked against the bmap" if checked else "sent to be read back",
+            )
             sink.end_range(start, range_end - start, algorithm, hasher.hexdigest(), checked)
     if bmap is None:  # the stream's own length is the image size
         report.image_size = report.bytes_total = report.bytes_written
         sink.end_range(0, report.bytes_written, "sha256", hasher.hexdigest(), False)
     if report.ranges_checked:
         report.method.append(f"{report.ranges_checked} range checksums from the bmap")
+    log.info("wrote %d bytes; syncing and reading them back", report.bytes_written)
     try:
         report.method += sink.finish()
     except OSError as error:  # a failing card often reports it only when the cache is flushed

@@ -177,8 +177,13 @@ class Store:
             found = self._version(cursor)
             schema.refuse_newer(found, self.url.display)
             if found < schema.SCHEMA_VERSION:
+                said = found
                 for version, statement in schema.statements(self.dialect, found):
-                    log.info("history store %s: migrating to version %d", self.url.display, version)
+                    if version != said:  # once per version, not per statement
+                        log.info(
+                            "history store %s: migrating to version %d", self.url.display, version
+                        )
+                        said = version
                     self._execute(cursor, statement)
                 self._execute(cursor, "DELETE FROM evbench_meta WHERE key = 'schema_version'")
                 self._execute(
@@ -223,6 +228,14 @@ class Store:
 
     def add(self, run: IndexedRun) -> bool:
         """Index `run`; False when it was there already (same content)."""
+        log.info(
+            "history: adding run %s (board %s, %d records, %d samples) to %s",
+            run.row.run_id,
+            run.row.board,
+            len(run.records),
+            len(run.samples),
+            self.url.display,
+        )
         row = run.row.as_tuple()
         with self.write() as cursor:
             self._execute(cursor, _insert("runs", RUN_COLUMNS, "(run_id)"), row)

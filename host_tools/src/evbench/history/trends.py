@@ -264,6 +264,12 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
     for name in [board] if board else store.boards():
         watched, beside = board_series(store, name)
         detected, family = board_changes(watched, alpha)
+        log.info(
+            "history: board %s: %d series tested, %d change points",
+            name,
+            len(watched),
+            len(detected),
+        )
         statuses += [
             Status(
                 series,

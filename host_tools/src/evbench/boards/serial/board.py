@@ -20,6 +20,7 @@ from evbench.boards.base import (
     ConnectionLost,
     RemoteBoard,
     StreamedCommand,
+    shown,
 )
 from evbench.boards.serial import frames, transcript
 from evbench.boards.serial.frames import Reply
@@ -28,6 +29,8 @@ from evbench.boards.serial.login import LoginStrategy, password_from_user
 from evbench.boards.serial.shell import ShellSession
 from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
 from evbench.boards.urls import parse_console_url
+
+log = logging.getLogger(__name__)
 
 #: Login, from waking the console to an open shell.
 LOGIN_TIMEOUT = 40.0
@@ -67,6 +70,7 @@ class SerialStreamedCommand(StreamedCommand):
         self._reply = Reply()
         self._ended = False
         encoded = self._session.encode_command(shlex.join(argv))
+        log.debug("streaming command %s: %s", self._tag, shown(shlex.join(argv)))
         self._session.link.write(f"__evb_t {self._tag} {encoded}\r".encode())
 
     def lines(self) -> Iterator[str]:
@@ -100,6 +104,7 @@ class SerialStreamedCommand(StreamedCommand):
                 shown += 1
                 shown_bytes += len(line) + 1
         self._ended = True
+        log.debug("streamed command %s: %d lines came as frames", self._tag, shown)
         copy = self._reply.files.get("o")
         if copy is None or copy.size is None or shown_bytes < copy.size:
             yield from self._recover(shown)
@@ -125,6 +130,7 @@ class SerialStreamedCommand(StreamedCommand):
             )
         if self._reply.status is None:
             raise self._session.link.error("the command's exit status never came back")
+        log.debug("streamed command %s: exit status %d", self._tag, self._reply.status)
         return self._reply.status
 
     def stderr(self) -> str:
@@ -132,6 +138,7 @@ class SerialStreamedCommand(StreamedCommand):
         return self._session.verified(reply, "f").decode("utf-8", "replace")
 
     def interrupt(self) -> None:
+        log.debug("streamed command %s: interrupted with Ctrl-C", self._tag)
         self._session.link.write(b"\x03")
 
 
@@ -152,6 +159,7 @@ class SerialBoard(RemoteBoard):
         return cls(url)
 
     def _open(self) -> None:
+        log.info("connecting to the console %s as %s", self.url, self.address.user)
         record = transcript.Transcript(transcript.default_path(self.address.port), self.url)
         link = ConsoleLink(self.address, record)
         login = LoginStrategy(
@@ -219,6 +227,7 @@ class SerialBoard(RemoteBoard):
         get_file(self.session, remote, local, show)
 
     def reconnect(self) -> None:
+        log.debug("%s: reconnecting", self.url)
         self.session.close()
         self._open()
 

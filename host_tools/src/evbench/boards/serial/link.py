@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from pathlib import Path
@@ -17,6 +18,8 @@ from evbench_agent.errors import UserError
 #: (they stay in the transcript), so a chatty board cannot exhaust memory.
 MAX_BUFFER = 1 << 20
 READ_SIZE = 4096
+
+log = logging.getLogger(__name__)
 
 
 class ConsoleError(UserError):
@@ -51,6 +54,7 @@ class ConsoleLink:
         # A local UART must not block a write forever (flow control stuck);
         # pyserial's network ports keep the default (None) and time out on their own.
         write_timeout = None if address.is_network else 10
+        log.debug("opening console %s at %d baud", address.port, address.baud)
         try:
             self._port = serial.serial_for_url(
                 address.port, baudrate=address.baud, timeout=0.05, write_timeout=write_timeout
@@ -133,6 +137,7 @@ class ConsoleLink:
         return False
 
     def close(self) -> None:
+        log.debug("closing console %s (%d bytes received)", self.address.port, self.received)
         try:
             self._port.close()
         finally:

@@ -9,6 +9,7 @@ recognised password prompt; it never appears on a command line or in a log.
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import re
 import sys
@@ -30,6 +31,8 @@ SETTLE = 0.6
 WAKE_TRIES = 5
 #: After the password, how long to wait for a prompt before asking for a fresh one.
 PROBE_AFTER = 3.0
+
+log = logging.getLogger(__name__)
 
 
 def _tail(data: bytes) -> bytes:
@@ -118,6 +121,7 @@ class LoginStrategy:
                 f"the console asks for {self.user}'s password: {error}"
             ) from error
         self.link.transcript.add_secret(secret)
+        log.debug("password prompt seen; sending the password (never shown)")
         self.link.write(secret + b"\r", secret=True)
         return self._after_credentials(deadline, probe=True)
 
@@ -152,11 +156,13 @@ class LoginStrategy:
         deadline = Deadline(self.timeout)
         tail = self._wake(deadline)
         if PASSWORD_PROMPT.search(tail):
+            log.debug("a half-finished login on the console: starting over")
             # Someone else's half-finished login: give it up and start over.
             self.link.write(b"\x03\r")
             tail = self._wake(deadline)
         if LOGIN_PROMPT.search(tail):
             self.link.transcript.note(f"login prompt seen; logging in as {self.user}")
+            log.debug("login prompt seen; logging in as %s", self.user)
             self.link.write(self.user.encode() + b"\r")
             asked = self._after_credentials(deadline, probe=False)
             if asked == "password" and self._send_password(deadline) == "password":
@@ -166,3 +172,4 @@ class LoginStrategy:
                 )
             self.logged_in = True
         self.link.transcript.note("shell prompt seen")
+        log.debug("shell prompt seen (%s)", "logged in" if self.logged_in else "already open")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import math
 import re
 import shlex
 from collections.abc import Callable
 
+from evbench.boards.base import shown
 from evbench.boards.serial import frames
 from evbench.boards.serial.frames import FileState, Frame, Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
@@ -41,6 +43,8 @@ NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
 TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
 
 Progress = Callable[[int, int], None]
+
+log = logging.getLogger(__name__)
 
 
 class ShellSession:
@@ -79,6 +83,7 @@ class ShellSession:
         for definition in frames.BOARD_FUNCTIONS:
             self._set_up(definition.encode("ascii") + b"\r")
         self.sync(timeout=15.0, first=True)
+        log.info("shell ready on %s (prompt marker evb-%s)", self.link.address.url, self.prompt_tag)
 
     def _set_up(self, line: bytes) -> None:
         """Send one set-up line and wait for the prompt that follows it.
@@ -248,6 +253,7 @@ class ShellSession:
                 return
             self.retried += len(wanted)
             self.link.transcript.note(f"asking again for {len(wanted)} spoiled chunk(s)")
+            log.debug("asking again for %d spoiled chunk(s)", len(wanted))
             tag = frames.new_tag()
             parts = [
                 f"__evb_x {tag} {name} {paths[name]} {index} {index + 1};"
@@ -310,6 +316,7 @@ class ShellSession:
 
     def interrupt_and_resync(self) -> None:
         self.link.transcript.note("interrupting the command with Ctrl-C")
+        log.debug("interrupting the command with Ctrl-C")
         self.link.write(b"\x03")
         self.link.quiet_for(0.3, Deadline(2.0))
         self.link.write(b"\r")
@@ -336,6 +343,15 @@ class ShellSession:
         if not finished or reply.status is None or _incomplete(reply):
             self.repair(reply, paths, transfer, lambda tag: self._command_line("__evb_m", tag, "0"))
         stdout, stderr = self.verified(reply, "o"), self.verified(reply, "e")
+        log.debug(
+            "command %s: %s -> exit status %s, %d bytes out, %d bytes err in %d chunks",
+            tag,
+            shown(command),
+            reply.status,
+            len(stdout),
+            len(stderr),
+            sum(state.count for state in reply.files.values()),
+        )
         return reply.status if reply.status is not None else -1, stdout, stderr
 
     def transfer_seconds(self, reply: Reply) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import shlex
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ LONGEST_TRANSFER = 3600.0
 #: of about 1 KiB of base64 fit one terminal input line (at most 4095 bytes).
 WINDOW = 3
 MAX_LINE = 3900
+
+log = logging.getLogger(__name__)
 
 
 def _quoted(session: ShellSession, path: str) -> str:
@@ -70,6 +73,13 @@ def get_file(
         raise session.link.error(f"no readable file {remote!r} on the board")
     data = session.verified(reply, "f")
     write_atomic(local, data)
+    log.debug(
+        "got %s -> %s: %d bytes in %d chunks, verified",
+        remote,
+        local,
+        len(data),
+        reply.files["f"].count,
+    )
     return len(data)
 
 
@@ -113,6 +123,15 @@ def put_file(
     state = session.describe(path, Deadline(60.0))
     if state is None or state.size != len(data) or state.sha256 != hashlib.sha256(data).hexdigest():
         raise session.link.error(f"{remote!r} on the board does not match {local} after the upload")
+    resent = sum(failures.values())
+    log.debug(
+        "put %s -> %s: %d bytes in %d chunks (%d sent again), verified",
+        local,
+        remote,
+        len(data),
+        len(chunks),
+        resent,
+    )
     return len(data)
 
 
@@ -143,4 +162,5 @@ def _put_batch(
     missed = [index for index in batch if index not in good]
     if missed:
         session.link.transcript.note(f"upload chunks {missed} not acknowledged; sending again")
+        log.debug("upload chunks %s not acknowledged; sending again", missed)
     return missed

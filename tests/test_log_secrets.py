@@ -1,0 +1,108 @@
+"""`-vv` tells the protocol's detail and no secret: real `evbench -vv run` processes over
+the loopback sshd (a password login) and the console rig (agetty, login, bash), with the
+board password and a link token in the environment. Everything they leave is read:
+standard output and error, the run's files and logs, the transcripts, the board's copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+EVBENCH = [sys.executable, "-m", "evbench"]
+QUICK = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+BOARD_PYTHON = "/usr/bin/python3"
+
+
+def _run_vv(board: str, out: Path, env: dict[str, str]) -> list[str]:
+    done = subprocess.run(
+        [*EVBENCH, "-vv", "run", "--board", board, *QUICK, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    for secret in (env["EVBENCH_PASSWORD"], env["EVBENCH_LINK_TOKEN"]):
+        assert secret not in said
+    return done.stderr.splitlines()
+
+
+def _assert_no_secret_in_files(directories: list[Path], env: dict[str, str]) -> int:
+    """Every file below `directories` is free of both secrets; how many were read."""
+    needles = [env["EVBENCH_PASSWORD"].encode(), env["EVBENCH_LINK_TOKEN"].encode()]
+    read = 0
+    for directory in directories:
+        for path in directory.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                read += 1
+                assert not [n for n in needles if n in data], path
+    return read
+
+
+def _token(tag: str) -> dict[str, str]:
+    """A link token in the environment, as a lab's job would set it for the link suite."""
+    return {"EVBENCH_LINK_TOKEN": f"token-sentinel-{tag}-" + os.urandom(6).hex()}
+
+
+def _has(said: list[str], *starts: str) -> None:
+    for start in starts:
+        assert any(line.startswith(start) for line in said), (start, said)
+
+
+def test_vv_over_ssh_with_a_password_shows_the_channels_and_no_secret(
+    sshd, ssh_home, console_user, tmp_path
+):
+    (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: the password is the way in
+    shutil.rmtree(console_user.home / ".evbench", ignore_errors=True)  # so it deploys
+    env = {**os.environ, "EVBENCH_PASSWORD": console_user.password, **_token("ssh")}
+    board = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
+    out = tmp_path / "run"
+    said = _run_vv(board, out, env)
+    address = f"{console_user.name}@127.0.0.1:{sshd.port}"
+    _has(
+        said,
+        f"evbench: info: connecting to {address} as {console_user.name}",
+        f"evbench: info: connected to {address} (SSH-2.0-OpenSSH",
+        "evbench: info: deploying the agent (",
+        "evbench: info: launching run ",
+        "evbench: info: suite codec: started",
+        "evbench: info: fetching run ",
+        "evbench: info: history: adding run ",
+        "evbench: debug: [evbench.boards.ssh] channel ",
+        "evbench: debug: [evbench.boards.ssh] sftp put ",
+        "evbench: debug: [evbench.boards.ssh] sftp get ",
+    )
+    assert any(line.endswith("logged in with a password)") for line in said)
+    assert any(" exit status 0, " in line and " bytes out" in line for line in said)
+    files = [tmp_path, console_user.home / ".evbench", sshd.log.parent]
+    assert _assert_no_secret_in_files(files, env) > 10  # it did read the run
+
+
+def test_vv_over_the_console_shows_the_framing_and_no_secret(console_line, console_user, tmp_path):
+    console_user.install_agent()  # the agent is there: no 227 KB over the slow line
+    env = {**os.environ, "EVBENCH_PASSWORD": console_user.password, **_token("console")}
+    out = tmp_path / "run"
+    said = _run_vv(f"{console_line.url}?user={console_user.name}", out, env)
+    _has(
+        said,
+        f"evbench: info: connecting to the console {console_line.url}",
+        "evbench: info: shell ready on ",
+        "evbench: debug: [evbench.boards.serial.login] login prompt seen; logging in as ",
+        "evbench: debug: [evbench.boards.serial.login] password prompt seen; sending the password",
+        "evbench: debug: [evbench.boards.serial.shell] command ",
+        "evbench: debug: [evbench.boards.serial.transfer] got ",
+        "evbench: info: suite codec: started",
+        "evbench: info: fetching run ",
+    )
+    transcripts = list(tmp_path.rglob("*.transcript"))
+    assert transcripts  # the console's whole conversation, read with the rest
+    assert _assert_no_secret_in_files([tmp_path, console_user.home / ".evbench"], env) > 10
