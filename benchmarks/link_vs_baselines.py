@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 from evbench_agent.link import client, figures, framing, messages, saturation, timing
 from evbench_agent.link.service import start_responder
 

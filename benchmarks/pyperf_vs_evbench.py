@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 
 PYPERF_MODE = "--as-pyperf-runner"
 

@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evbench_agent import comparison, results
+from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE
 from evbench_agent.results import SampleSet
-from evbench_agent.verdicts import BASELINE, CANDIDATE
 
 AGENT = [sys.executable, "-m", "evbench_agent", "run", "--progress", "none"]
 

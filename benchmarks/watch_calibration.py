@@ -98,7 +98,8 @@ STEPPED = "json-aa"
 def _night_figures(directory: Path) -> dict[tuple[str, str], float]:
     """One figure per tested series: the median of the night's pooled values, as the
     history store pools a run's workers (store.series)."""
-    from evbench_agent import results, stats
+    from evbench_agent import results
+    from evbench_agent.analysis import stats
 
     pooled: dict[tuple[str, str], list[float]] = {}
     for sample_set in results.read_samples(directory):

@@ -34,8 +34,9 @@ from conftest import require, require_command
 
 from evbench.report import bus_counters, markdown, sections, table
 from evbench.report.context import load_context
-from evbench_agent import comparison, identity, results
+from evbench_agent import comparison, results
 from evbench_agent import spec as specs
+from evbench_agent.analysis import identity
 from evbench_agent.errors import UserError
 from evbench_agent.link import messages, timing
 from evbench_agent.progress import Progress

@@ -24,8 +24,8 @@ from evbench.cli import evbench
 from evbench.report import compare, criteria
 from evbench.report.context import load_context
 from evbench_agent import comparison, results
+from evbench_agent.analysis.verdicts import BASELINE, EQUAL, TOO_SMALL, UNDECIDED
 from evbench_agent.results import SampleSet
-from evbench_agent.verdicts import BASELINE, EQUAL, TOO_SMALL, UNDECIDED
 
 PLAN = {"processes": 10, "values": 5, "warmups": 1, "payloads": 20, "seed": 1}
 #: Process centres: log-offsets -0.05 .. 0.05 without 0, symmetric (their spread, 0.1,

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import comparison, identity, results
-from evbench_agent.identity import CONTEXT, FACT, TESTED
+from evbench_agent import comparison, results
+from evbench_agent.analysis import identity
+from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED
+from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 from evbench_agent.results import SampleSet
-from evbench_agent.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 
 CORE_V1 = Path(__file__).parent / "data" / "runs" / "core-v1"
 PLAN = {"processes": 10, "values": 10, "warmups": 1, "payloads": 20, "seed": 1}

@@ -18,7 +18,8 @@ from conftest import ROOT, require
 from google.protobuf import descriptor_pb2
 from test_user_schema import BMS, DATA, _profile, _protoc
 
-from evbench_agent import identity, payload_identity, payloads
+from evbench_agent import payload_identity, payloads
+from evbench_agent.analysis import identity
 from evbench_agent.payloads import samples
 
 PB425 = ROOT / ".venv-pb425" / "bin" / "python"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from report_helpers import evbench
 
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 import pytest
 from scipy import stats as scipy_stats
 
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 
 
 def test_summarize_fields_of_a_known_sample():

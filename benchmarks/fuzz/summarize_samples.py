@@ -27,7 +27,8 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from evbench_agent import results, stats
+    from evbench_agent import results
+    from evbench_agent.analysis import stats
     from evbench_agent.errors import EvbenchError
 
 _SHM = Path("/dev/shm")

@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "analysis",
     "arms",
     "bus_interfaces",
     "buses",
@@ -15,12 +16,10 @@ __all__ = [
     "comparison",
     "detached",
     "errors",
-    "identity",
     "json_schema",
     "lava_units",
     "link",
     "log_output",
-    "metrics",
     "native",
     "options",
     "payloads",
@@ -29,8 +28,6 @@ __all__ = [
     "results",
     "run_ids",
     "spec",
-    "stats",
     "telemetry",
-    "verdicts",
     "write_failures",
 ]

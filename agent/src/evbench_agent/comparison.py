@@ -34,7 +34,7 @@ API (stable; extended only compatibly)::
     row.baseline.codec == row.candidate.codec  # the codec; baseline: run A, candidate: run B
     runs.left_out         # (codec, identity) measured in only one of the two runs
 
-Rules (docs/method.md): a row is one identity (identity.py); records that
+Rules (docs/method.md): a row is one identity (analysis/identity.py); records that
 differ in an identity param are never pooled, outcome params never split a
 row. TESTED rows are decided on replicates: the codec suite pairs the codecs
 within each worker process (one log-ratio per process: the median over rounds
@@ -60,8 +60,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evbench_agent import identity, metrics, stats, verdicts
-from evbench_agent.identity import CONTEXT, FACT, TESTED, Identity
+from evbench_agent.analysis import identity, metrics, stats, verdicts
+from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED, Identity
 from evbench_agent.results import Run, SampleSet
 from evbench_agent.telemetry import contention
 

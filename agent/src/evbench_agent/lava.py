@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from evbench_agent import comparison, digests, identity, lava_units, verdicts
+from evbench_agent import comparison, digests, lava_units
+from evbench_agent.analysis import identity, verdicts
 from evbench_agent.results import Run, load_run
 
 #: What decides a verdict test case's result.

@@ -52,7 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import digests, identity, stats
+from evbench_agent import digests
+from evbench_agent.analysis import identity, stats
 from evbench_agent.errors import FormatError, UserError
 from evbench_agent.write_failures import SpaceReserve, writing
 

@@ -14,13 +14,13 @@ from evbench_agent import (
     child_exit,
     codecs,
     comparison,
-    identity,
     memory,
     platform_info,
     registry,
     results,
     workers,
 )
+from evbench_agent.analysis import identity
 from evbench_agent.errors import PartialRun
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter

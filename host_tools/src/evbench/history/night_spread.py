@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from evbench.history.indexing import series_metric
 from evbench.history.store import Store
 from evbench.history.trends import comparable_identity, record_params
-from evbench_agent.identity import Identity
+from evbench_agent.analysis.identity import Identity
 
 #: The fewest nights of history that confirm or refute a change (7 differences,
 #: 4 degrees of freedom: t at p 0.05 two-sided is 2.78 spreads).

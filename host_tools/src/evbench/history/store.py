@@ -25,7 +25,7 @@ from typing import Any
 from evbench.history import rows, schema
 from evbench.history.indexing import IndexedRun, RunRow
 from evbench.history.url import StoreURL
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 from evbench_agent.errors import FormatError, UserError
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from evbench.history import changes
 from evbench.history.store import SeriesPoint, Store
 from evbench.history.trends import series_name, survey, tested
 from evbench.report.html import POLICY, STYLE
-from evbench_agent import metrics
+from evbench_agent.analysis import metrics
 
 DPI = 96
 #: A store with more series than this draws the first ones and says how many it left out.

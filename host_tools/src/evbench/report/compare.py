@@ -1,6 +1,6 @@
 """Runs side by side: each codec's measurements in every later run against the first.
 
-One row per codec and record identity (evbench_agent.identity): records whose
+One row per codec and record identity (evbench_agent.analysis.identity): records whose
 identity params differ are never pooled, outcome params (calibrated loops, ...)
 never split a row. Each later run is compared with the first (the baseline) by
 evbench_agent.comparison.compare_runs, on the unit of replication of each suite:
@@ -32,13 +32,10 @@ from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench.report.units import counted
 from evbench_agent import comparison as comparing
-from evbench_agent import identity as identities
-from evbench_agent.comparison import CONTEXT, FACT, TESTED
-from evbench_agent.errors import UserError
-from evbench_agent.identity import Identity
-from evbench_agent.results import SampleSet
-from evbench_agent.stats import holm
-from evbench_agent.verdicts import (
+from evbench_agent.analysis import identity as identities
+from evbench_agent.analysis.identity import Identity
+from evbench_agent.analysis.stats import holm
+from evbench_agent.analysis.verdicts import (
     ALPHA,
     BASELINE,
     CANDIDATE,
@@ -48,6 +45,9 @@ from evbench_agent.verdicts import (
     TOO_SMALL,
     UNDECIDED,
 )
+from evbench_agent.comparison import CONTEXT, FACT, TESTED
+from evbench_agent.errors import UserError
+from evbench_agent.results import SampleSet
 
 Key = tuple[str, Identity]  # codec, identity
 

@@ -40,9 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE
 from evbench_agent.comparison import CONTEXT, FACT, Comparison
 from evbench_agent.results import RECORD_FIELDS
-from evbench_agent.verdicts import BASELINE, CANDIDATE
 
 if TYPE_CHECKING:
     from evbench.report.context import RunContext

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 from evbench.report import telemetry
 from evbench.report.context import RunContext
 from evbench.report.units import significant
-from evbench_agent import metrics
+from evbench_agent.analysis import metrics
 from evbench_agent.results import SampleSet
 
 TIME_METRICS = ("encode", "decode", "decode_access")

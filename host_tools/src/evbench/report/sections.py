@@ -11,7 +11,7 @@ from evbench.report import arms, exports, runtimes, table, unrepresentative
 from evbench.report.context import RunContext, context_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
-from evbench_agent import metrics
+from evbench_agent.analysis import metrics
 from evbench_agent.buses import render
 from evbench_agent.comparison import Comparison
 

@@ -3,7 +3,7 @@
     Profile | Metric | JSON | Protobuf (est.) | % Diff (est.) | Verdict | p (Holm) |
     ratio CI (Holm step) | n | detectable
 
-One row is one record identity (evbench_agent.identity): nothing is pooled
+One row is one record identity (evbench_agent.analysis.identity): nothing is pooled
 across identities. The numbers and verdicts come from
 evbench_agent.comparison, computed once per run; this module only lays them
 out. Rows by role:
@@ -28,13 +28,13 @@ from collections.abc import Sequence
 
 from evbench.report.units import counted, format_value
 from evbench_agent import comparison as comparing
-from evbench_agent import metrics, stats
+from evbench_agent.analysis import metrics, stats
+from evbench_agent.analysis.identity import Identity
+from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
-from evbench_agent.identity import Identity
 from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import contention
-from evbench_agent.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
 
 DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
 FACT_WINNER = "fact"

@@ -469,4 +469,4 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-__all__ = ["mann_whitney_exact", "min_p_rank_sum", "ratio_ci", "summarize"]
+__all__ = ["holm", "mann_whitney_exact", "min_p_rank_sum", "ratio_ci", "summarize"]

@@ -39,7 +39,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evbench_agent import stats
+from evbench_agent.analysis import stats
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02

@@ -1,0 +1,11 @@
+"""Pure analysis: what a record measured, the metrics, the statistics and the verdicts.
+
+`identity` says what a row is (the params that name it, and each metric's role
+in a comparison), `metrics` every metric's unit and better direction, `stats`
+the exact tests and intervals, `verdicts` the decisions they lead to. None of
+them imports anything else of the agent or does I/O: the comparison
+(`evbench_agent.comparison`) and the results reader use them, on the host and
+on the board.
+"""
+
+__all__ = ["identity", "metrics", "stats", "verdicts"]
