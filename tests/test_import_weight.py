@@ -17,9 +17,24 @@ from pathlib import Path
 
 import pytest
 
+from evbench_agent import codecs
+
 ROOT = Path(__file__).resolve().parent.parent
-#: Heavy or optional third-party libraries (top-level package names).
-HEAVY = ("matplotlib", "paramiko", "serial", "orjson", "ujson", "msgspec", "msgpack", "cbor2")
+#: Heavy or optional third-party libraries (top-level package names): the host's, and
+#: every optional codec's library as the codec registry declares it (protobuf is the
+#: agent's one dependency; json is the standard library's).
+HEAVY = (
+    "matplotlib",
+    "paramiko",
+    "serial",
+    *sorted(
+        {
+            codec.module.partition(".")[0]
+            for codec in codecs.CODECS.values()
+            if codec.distribution not in (None, "protobuf")
+        }
+    ),
+)
 #: Listed from the folder, not from the CLI's own table, so a new command is checked too.
 COMMAND_MODULES = sorted(
     f"evbench.commands.{path.stem}"
