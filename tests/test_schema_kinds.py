@@ -207,7 +207,7 @@ def test_ranges_at_the_types_limits_do_not_crash(sets):
         ({"stamp.nanos": {"range": [-5, 10]}}, r"impossible range \[-5, 10\]"),
         ({"stamp.seconds": {"range": [0, 2**40]}}, "impossible range"),
         ({"detail": {"choices": ["evbench.kinds.Nope"]}}, "not a message type of the schema"),
-        ({"readings": {"empty": 2}}, "impossible empty 2"),
+        ({"readings": {"empty": 2}}, "empty must be a probability, 0 to 1, not 2"),
         ({"wide": {"empty": 0.5}}, "empty applies to repeated"),
     ],
 )

@@ -222,7 +222,7 @@ def test_generator_rules_shape_the_values(descriptor_sets):
         ({"fields": {"state": {"choices": ["BMS_STATE_FLYING"]}}}, "not a value of"),
         ({"fields": {"state": {"range": [0, 3]}}}, "range applies to numbers"),
         ({"fields": {"soc_percent": {"presence": 0.5}}}, "presence applies to fields with"),
-        ({"fields": {"soc_percent": {"step": 0}}}, "impossible step 0"),
+        ({"fields": {"soc_percent": {"step": 0}}}, "step must be a number above 0, not 0"),
         ({"rules": {}}, "one key, 'fields'"),
     ],
 )

@@ -28,7 +28,7 @@ import math
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from evbench_agent.errors import UserError
 
@@ -77,6 +77,10 @@ _KIND = {
 }
 
 
+#: A place in a document: object keys and list indexes from the top.
+Where = tuple[str | int, ...]
+
+
 class SchemaError(ValueError):
     """A schema outside the subset: evbench's own mistake, found when it is loaded."""
 
@@ -85,7 +89,7 @@ class SchemaError(ValueError):
 class Problem:
     """Where a document breaks its schema and how, said for a user."""
 
-    path: tuple[str | int, ...]
+    path: Where
     keyword: str  # the schema keyword that failed ("additionalProperties", "type", ...)
     message: str  # "unknown key 'x'", "must be a whole number, not 'a'"
     value: Any
@@ -96,7 +100,7 @@ class Problem:
         return where(self.path)
 
 
-def where(path: tuple[str | int, ...]) -> str:
+def where(path: Where) -> str:
     """A path as a reader writes it: `boards[0].name`; the top level when empty."""
     text = ""
     for part in path:
@@ -106,10 +110,10 @@ def where(path: tuple[str | int, ...]) -> str:
 
 def load(package: str, name: str) -> dict[str, Any]:
     """The schema `schemas/NAME` shipped in `package`, checked to be within the subset."""
-    text = resources.files(package).joinpath("schemas", name).read_text(encoding="utf-8")
+    text = resources.files(package).joinpath("schemas").joinpath(name).read_text(encoding="utf-8")
     schema = json.loads(text)
     check_schema(schema)
-    return schema
+    return cast("dict[str, Any]", schema)
 
 
 def check_schema(schema: Any, root: Any = None) -> None:
@@ -144,7 +148,7 @@ def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
     prefix = "#/$defs/"
     if not ref.startswith(prefix) or ref[len(prefix) :] not in root.get("$defs", {}):
         raise SchemaError(f"$ref {ref!r} is not one of this schema's #/$defs")
-    return root["$defs"][ref[len(prefix) :]]
+    return cast("dict[str, Any]", root["$defs"][ref[len(prefix) :]])
 
 
 def is_type(value: Any, kind: str) -> bool:
@@ -218,7 +222,7 @@ def first_problem(document: Any, schema: dict[str, Any]) -> Problem | None:
     return _check(document, schema, schema, ())
 
 
-def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: tuple) -> Problem | None:
+def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: Where) -> Problem | None:
     if "$ref" in schema:
         return _check(value, _resolve(root, schema["$ref"]), root, path)
 
@@ -261,7 +265,9 @@ def _of_type(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
     return any(is_type(value, kind) for kind in ([kinds] if isinstance(kinds, str) else kinds))
 
 
-def _check_object(value: dict, schema: dict[str, Any], root: dict[str, Any], path: tuple):
+def _check_object(
+    value: dict[Any, Any], schema: dict[str, Any], root: dict[str, Any], path: Where
+) -> Problem | None:
     def problem(keyword: str, message: str) -> Problem:
         return Problem(path, keyword, message, value, schema)
 
@@ -287,7 +293,9 @@ def _check_object(value: dict, schema: dict[str, Any], root: dict[str, Any], pat
     return None
 
 
-def _check_array(value: list, schema: dict[str, Any], root: dict[str, Any], path: tuple):
+def _check_array(
+    value: list[Any], schema: dict[str, Any], root: dict[str, Any], path: Where
+) -> Problem | None:
     if len(value) < schema.get("minItems", 0):
         least = schema["minItems"]
         message = f"must hold at least {least} items"
@@ -305,7 +313,7 @@ def _check_array(value: list, schema: dict[str, Any], root: dict[str, Any], path
     return None
 
 
-def _check_text(value: str, schema: dict[str, Any], path: tuple) -> Problem | None:
+def _check_text(value: str, schema: dict[str, Any], path: Where) -> Problem | None:
     if len(value) < schema.get("minLength", 0):
         return Problem(path, "minLength", "must not be empty", value, schema)
     if "maxLength" in schema and len(value) > schema["maxLength"]:
@@ -317,14 +325,20 @@ def _check_text(value: str, schema: dict[str, Any], path: tuple) -> Problem | No
     return None
 
 
-def _check_number(value: float, schema: dict[str, Any], root: dict[str, Any], path: tuple):
-    for keyword, fails in (
-        ("minimum", lambda limit: value < limit),
-        ("exclusiveMinimum", lambda limit: value <= limit),
-        ("maximum", lambda limit: value > limit),
-        ("exclusiveMaximum", lambda limit: value >= limit),
-    ):
-        if keyword in schema and fails(schema[keyword]):
+def _check_number(
+    value: float, schema: dict[str, Any], root: dict[str, Any], path: Where
+) -> Problem | None:
+    for keyword in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        if keyword not in schema:
+            continue
+        limit = schema[keyword]
+        fails = {
+            "minimum": value < limit,
+            "exclusiveMinimum": value <= limit,
+            "maximum": value > limit,
+            "exclusiveMaximum": value >= limit,
+        }[keyword]
+        if fails:
             message = f"must be {describe(schema, root)}, not {_shown(value)}"
             return Problem(path, keyword, message, value, schema)
     return None
@@ -333,8 +347,8 @@ def _check_number(value: float, schema: dict[str, Any], root: dict[str, Any], pa
 def _equal(value: Any, option: Any) -> bool:
     """JSON equality: 1 == 1.0, but true is not 1."""
     if isinstance(value, bool) or isinstance(option, bool):
-        return type(value) is type(option) and value == option
-    return value == option
+        return type(value) is type(option) and bool(value == option)
+    return bool(value == option)
 
 
 def _shown(value: Any) -> str:

@@ -1,8 +1,10 @@
 """The generator file's rules: checked against the message before anything runs.
 
 A generator file tunes fields by dotted path from the measured message (see
-generate.py and docs/own-messages.md). Every rule is checked here: an unknown
-path or option, a range outside the field's type (or outside what a
+generate.py and docs/own-messages.md). Every rule is checked here: first the
+file's shape against its schema (schemas/generator.schema.json: an unknown option,
+a value of the wrong type, a probability outside [0, 1]), then against the message:
+an unknown path, a range outside the field's type (or outside what a
 Timestamp's or Duration's field may hold), lo > hi, a probability outside
 [0, 1], a rule that cannot apply to the field, each is a UserError naming the
 file and the field path.
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.descriptor import OneofDescriptor as PyOneofDescriptor
 
+from evbench_agent import json_schema
 from evbench_agent.errors import UserError
 from evbench_agent.payloads.convert import is_repeated, is_required, message_type
 
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
     from evbench_agent.protobuf_types import Descriptor, FieldDescriptor, OneofDescriptor
+
+#: The generator file's keys and types; docs/own-messages.md's table is made from it.
+SCHEMA = json_schema.load("evbench_agent.payloads", "generator.schema.json")
 
 _SIGNED32 = (F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32)
 _UNSIGNED32 = (F.TYPE_UINT32, F.TYPE_FIXED32)
@@ -45,9 +51,9 @@ WELL_KNOWN_BOUNDS = {
     "google.protobuf.Duration.seconds": (-315_576_000_000, 315_576_000_000),
     "google.protobuf.Duration.nanos": (-999_999_999, 999_999_999),
 }
-MAX_COUNT = 100_000
+MAX_COUNT: int = SCHEMA["$defs"]["count"]["anyOf"][0]["maximum"]
 ANY = "google.protobuf.Any"
-OPTIONS = ("range", "step", "choices", "length", "count", "empty", "presence")
+OPTIONS = tuple(SCHEMA["$defs"]["options"]["properties"])
 
 
 @dataclass(frozen=True)
@@ -83,16 +89,11 @@ def _fail(where: str, path: str, problem: str, hint: str | None = None) -> NoRet
 
 
 def _pair(value: Any, where: str, path: str, option: str) -> tuple[int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
+    """A count or [lo, hi] (of whole numbers within MAX_COUNT: the schema) as (lo, hi)."""
+    if isinstance(value, int):
         value = [value, value]
-    if (
-        not isinstance(value, list)
-        or len(value) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    ):
-        _fail(where, path, f"{option} must be a count or [lo, hi] of whole numbers")
     low, high = value
-    if low < 0 or low > high or high > MAX_COUNT:
+    if low > high:
         _fail(where, path, f"impossible {option} [{low}, {high}] (0 <= lo <= hi <= {MAX_COUNT})")
     return low, high
 
@@ -129,9 +130,7 @@ def _is_oneof(target: FieldDescriptor | OneofDescriptor) -> TypeIs[OneofDescript
 def _check_number_range(
     field: FieldDescriptor, value: Any, where: str, path: str
 ) -> tuple[float, float]:
-    if not isinstance(value, list) or len(value) != 2:
-        _fail(where, path, "range must be [lo, hi]")
-    low, high = value
+    low, high = value  # two numbers (the schema)
     integer = field.type in INT_BOUNDS
     kinds = (int,) if integer else (int, float)
     if any(isinstance(v, bool) or not isinstance(v, kinds) for v in value):
@@ -200,16 +199,11 @@ def _field_rule(field: FieldDescriptor, options: dict[str, Any], where: str, pat
             _fail(where, path, f"range applies to numbers, not a {_type_name(field)} field")
         values["range"] = _check_number_range(field, options["range"], where, path)
     if "step" in options:
-        step = options["step"]
-        if not is_number or isinstance(step, bool) or not isinstance(step, (int, float)):
-            _fail(where, path, "step applies to numbers and must be a number")
-        if step <= 0:
-            _fail(where, path, f"impossible step {step} (must be > 0)")
-        values["step"] = step
+        if not is_number:
+            _fail(where, path, f"step applies to numbers, not a {_type_name(field)} field")
+        values["step"] = options["step"]  # a number above 0 (the schema)
     if "choices" in options:
-        choices = options["choices"]
-        if not isinstance(choices, list) or not choices:
-            _fail(where, path, "choices must be a non-empty list")
+        choices = options["choices"]  # a non-empty list (the schema)
         if not scalar and message_type(field).full_name == ANY:
             values["choices"] = tuple(_check_any_type(field, c, where, path) for c in choices)
         elif not scalar:
@@ -231,7 +225,7 @@ def _field_rule(field: FieldDescriptor, options: dict[str, Any], where: str, pat
     if "empty" in options:
         if not is_repeated(field):
             _fail(where, path, "empty applies to repeated fields and maps")
-        values["empty"] = _probability(options["empty"], where, path, "empty")
+        values["empty"] = float(options["empty"])  # 0 to 1 (the schema)
     if "presence" in options:
         if is_required(field):
             _fail(where, path, "a required field is always set: presence does not apply")
@@ -241,14 +235,8 @@ def _field_rule(field: FieldDescriptor, options: dict[str, Any], where: str, pat
                 path,
                 "presence applies to fields with presence (optional, messages, oneof members)",
             )
-        values["presence"] = _probability(options["presence"], where, path)
+        values["presence"] = float(options["presence"])
     return Rule(**values)
-
-
-def _probability(value: Any, where: str, path: str, option: str = "presence") -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        _fail(where, path, f"impossible {option} {value!r} (a probability, 0 to 1)")
-    return float(value)
 
 
 def _check_any_type(field: FieldDescriptor, name: Any, where: str, path: str) -> str:
@@ -275,7 +263,7 @@ def _oneof_rule(oneof: OneofDescriptor, options: dict[str, Any], where: str, pat
     if "choices" in options:
         members = [f.name for f in oneof.fields]
         choices = options["choices"]
-        if not isinstance(choices, list) or not choices or not set(choices) <= set(members):
+        if not all(isinstance(c, str) for c in choices) or not set(choices) <= set(members):
             _fail(
                 where,
                 path,
@@ -284,32 +272,41 @@ def _oneof_rule(oneof: OneofDescriptor, options: dict[str, Any], where: str, pat
             )
         values["choices"] = tuple(choices)
     if "presence" in options:
-        values["presence"] = _probability(options["presence"], where, path)
+        values["presence"] = float(options["presence"])
     return Rule(**values)
+
+
+def _check_shape(document: Any, where: str) -> None:
+    """The file against its schema; a UserError naming the field path and the option."""
+    found = json_schema.first_problem(document, SCHEMA)
+    if found is None:
+        return
+    if not found.path:
+        raise UserError(
+            f"{where}: a generator file is an object with one key, 'fields'",
+            hint='e.g. {"fields": {"soc": {"range": [0, 100]}}}',
+        )
+    if len(found.path) == 1:
+        raise UserError(f"{where}: 'fields' maps field paths to options: it {found.message}")
+    path = str(found.path[1])
+    if found.keyword == "additionalProperties" and len(found.path) == 2:
+        unknown = [key for key in found.value if key not in OPTIONS]
+        _fail(where, path, f"unknown option {', '.join(unknown)}", hint=f"known: {OPTIONS}")
+    option = json_schema.where(found.path[2:]) if len(found.path) > 2 else "its options"
+    _fail(where, path, f"{option} {found.message}")
 
 
 def load_rules(document: Any, root: Descriptor, where: str) -> dict[str, Rule]:
     """Check a generator document against the message; path -> Rule."""
     if document is None:
         return {}
-    if not isinstance(document, dict) or set(document) - {"fields"}:
-        raise UserError(
-            f"{where}: a generator file is an object with one key, 'fields'",
-            hint='e.g. {"fields": {"soc": {"range": [0, 100]}}}',
-        )
+    _check_shape(document, where)
     fields = document.get("fields") or {}
-    if not isinstance(fields, dict):
-        raise UserError(f"{where}: 'fields' maps field paths to options")
     rules = {}
     members: dict[tuple[str, str], float] = {}
     for path, options in fields.items():
-        if not isinstance(path, str) or not path:
+        if not path:
             raise UserError(f"{where}: a field path is a dotted string, not {path!r}")
-        if not isinstance(options, dict):
-            _fail(where, path, "options must be an object")
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            _fail(where, path, f"unknown option {', '.join(unknown)}", hint=f"known: {OPTIONS}")
         target = _resolve(root, path, where)
         if _is_oneof(target):
             rules[path] = _oneof_rule(target, options, where, path)
