@@ -58,6 +58,8 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
         ({"boards": [{"board": "local", "label": "x"}], "matrix": {}}, "unknown key 'label'"),
         ({"matrix": {}}, "'boards' is missing"),
         ({"boards": ["ftp://x"], "matrix": {}}, "unsupported board"),
+        ({"boards": ["ssh://board?pyhton=3"], "matrix": {}}, "unknown board option"),
+        ({"boards": ["rfc2217://lab:99999"], "matrix": {}}, "bad port in 'rfc2217://lab:99999'"),
         ({"boards": ["local", "local"], "matrix": {}}, "two boards are named 'local'"),
         ({"boards": ["local"], "matrix": {}, "options": ["--out", "x"]}, "may not give --out"),
         ({"boards": ["local"], "matrix": {}, "retries": 9}, "retries must be"),

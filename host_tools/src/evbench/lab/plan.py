@@ -101,9 +101,9 @@ def _board(item: str | dict[str, Any], index: int) -> Board:
     if isinstance(item, str):
         item = {"board": item}
     url = item["board"]
-    from evbench.boards.urls import transport_of
+    from evbench.boards.urls import scheme_of
 
-    transport_of(url)  # an unknown scheme stops here, before anything runs
+    scheme_of(url).parse(url)  # an unknown scheme or a bad URL stops here, before anything runs
     label = item.get("name") or _label_of(url)
     options = _strings(item.get("options", []), f"boards[{index}].options")
     return Board(url, label, options)
