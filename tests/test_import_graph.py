@@ -235,6 +235,33 @@ def uses_of(path: Path, module: str, agent: dict[str, Path]) -> set[tuple[str, s
     return used
 
 
+def _defined(path: Path) -> set[str]:
+    """The names a module binds at its top level (definitions, assignments, imports)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def missing_exports(source: Path, package: str) -> list[str]:
+    """`module.name` for each name a public module's `__all__` lists that it does not
+    define, import or hold as a submodule (ruff checks modules, not packages' `__init__`)."""
+    paths = _modules(source, package)
+    return sorted(
+        f"{module}.{name}"
+        for module, names in public_api(source, package).items()
+        for name in names
+        if name not in _defined(paths[module]) and f"{module}.{name}" not in paths
+    )
+
+
 def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -> list[str]:
     """`host module -> agent.module[.name]` for each use of the agent outside its public API."""
     agent_paths = _modules(agent_source, agent)
@@ -284,6 +311,10 @@ def test_the_host_uses_only_the_agent_s_public_api():
         "__all__ and the module to agent/README.md's table, or keep it in the agent): "
         + "; ".join(found)
     )
+
+
+def test_every_name_the_public_api_lists_exists():
+    assert missing_exports(SOURCES[0], AGENT) == []
 
 
 def test_the_public_api_is_the_one_agent_readme_lists():
@@ -455,3 +486,7 @@ def test_a_use_outside_the_public_api_is_found(tmp_path):
         "hostpkg.bad -> agentpkg.sub.shown.Y",
         "hostpkg.bad -> agentpkg.sub.shown.Z",
     ]
+    assert missing_exports(tmp_path, "agentpkg") == []
+    (tmp_path / "agentpkg/__init__.py").write_text('__all__ = ["pub", "sub", "gone"]\n')
+    (tmp_path / "agentpkg/pub.py").write_text('A = 1\n__all__ = ["A", "B"]\n')
+    assert missing_exports(tmp_path, "agentpkg") == ["agentpkg.gone", "agentpkg.pub.B"]
