@@ -21,19 +21,12 @@ from evbench_agent import codecs
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Heavy or optional third-party libraries (top-level package names): the host's, and
-#: every optional codec's library as the codec registry declares it (protobuf is the
-#: agent's one dependency; json is the standard library's).
+#: every optional codec's library as the codec registry declares it.
 HEAVY = (
     "matplotlib",
     "paramiko",
     "serial",
-    *sorted(
-        {
-            codec.module.partition(".")[0]
-            for codec in codecs.CODECS.values()
-            if codec.distribution not in (None, "protobuf")
-        }
-    ),
+    *sorted({codec.module.partition(".")[0] for codec in codecs.CODECS.values() if codec.optional}),
 )
 #: Listed from the folder, not from the CLI's own table, so a new command is checked too.
 COMMAND_MODULES = sorted(

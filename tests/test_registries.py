@@ -102,6 +102,18 @@ def _agent_distributions() -> set[str]:
     return {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in wanted}
 
 
+def test_the_codecs_always_present_are_the_agents_dependencies() -> None:
+    project = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
+    required = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
+    used = {c.distribution for c in codecs.CODECS.values() if c.distribution is not None}
+    assert codecs.AGENT_DEPENDENCIES == used & required == {"protobuf"}
+    assert [c.name for c in codecs.CODECS.values() if not c.optional] == [
+        "protobuf",
+        "json",
+        "protobuf-json",
+    ]
+
+
 def test_the_agent_installs_every_codecs_distribution() -> None:
     distributions = _agent_distributions()
     assert {"protobuf", "orjson", "cantools"} <= distributions  # read as worked out by hand

@@ -27,6 +27,9 @@ from evbench_agent.payloads import Payload, Profile
 PLAIN = "plain"
 MESSAGE = "message"
 
+#: The agent's own dependencies (agent/pyproject.toml) that codecs use: always present.
+AGENT_DEPENDENCIES = frozenset({"protobuf"})
+
 #: What binding a codec to a profile gives: (encode, decode).
 _Pair = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 
@@ -61,6 +64,12 @@ class Codec:
     #: recipe does, so the codec is absent there (tests/test_layer.py builds the
     #: layer's package map from these).
     yocto: str | None = field(kw_only=True)
+
+    @property
+    def optional(self) -> bool:
+        """Whether the codec's library may be missing: neither the standard library nor a
+        dependency of the agent."""
+        return self.distribution is not None and self.distribution not in AGENT_DEPENDENCIES
 
     def can_carry(self, profile: Profile) -> bool:
         return self._carries is None or self._carries(profile)
