@@ -60,3 +60,17 @@ def test_an_interval_shares_the_medians_unit():
     # A bound in another decade keeps its own unit (999 µs against 1.2 ms).
     assert format_median_ci(1.1e-3, 0.999e-3, 1.2e-3, "s") == "1.1 ms [999 µs, 1.2]"
     assert format_median_ci(1.1e-3, None, None, "s") == "1.1 ms"
+
+
+def test_a_series_is_drawn_in_the_unit_its_typical_value_reads_best_in():
+    from evbench.report.units import display_scale
+
+    # The median of 5.7e-05, 6.1e-05 and 2.0e-03 s is 6.1e-05 s: microseconds.
+    assert display_scale([5.7e-05, 6.1e-05, 2.0e-03], "s") == (1e-06, "µs")
+    assert display_scale([0.25, 1.5, 2.0], "s") == (1.0, "s")
+    assert display_scale([3.0e-10], "s") == (1e-09, "ns")
+    # Sizes stay in bytes below 10 000 B, as the tables show them; above, KiB and up.
+    assert display_scale([277.0, 995.0], "bytes") == (1.0, "B")
+    assert display_scale([2.5 * 1024**2], "bytes") == (1024.0**2, "MiB")
+    assert display_scale([40.0], "percent") == (1.0, "%")
+    assert display_scale([3.0], "msg") == (1.0, "msg")

@@ -1,9 +1,10 @@
 """lab.html: one self-contained page, a row per board and entry.
 
 Status, exit code, duration, the failure's one line, the key figures (each record's
-median with its unit and sample count, as the run's summary gives them), the comparison
-with the board's previous run, and links to each run's own report. No script, no
-external resource: the page opens from a file anywhere.
+median in a readable unit, 57.4 µs or 995.5 B as the run's report shows it, with its
+sample count), the comparison with the board's previous run (a regressed entry's row
+is coloured), and links to each run's own report. No script, no external resource:
+the page opens from a file anywhere.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from evbench.report.units import format_value
 from evbench_agent import results
 
 REPORT = "lab.html"
@@ -20,7 +22,8 @@ STYLE = (
     "td,th{border:1px solid #bbb;padding:.3em .6em;vertical-align:top;text-align:left}"
     ".complete{background:#e6f4e6}.partial,.interrupted{background:#fff4d6}"
     ".failed{background:#fbe0e0}"
-    ".regressed{color:#a00;font-weight:bold}small{color:#555}"
+    ".regressed{color:#a00;font-weight:bold}tr.regressed-entry{background:#f6c6c6}"
+    "small{color:#555}"
 )
 
 
@@ -37,8 +40,8 @@ def _figures(run_dir: Path) -> str:
         # Telemetry and link records name no codec or profile: the suite says what they are.
         what = [record.get(k) or "" for k in ("suite", "profile", "codec", "metric")]
         label = html.escape(" ".join(part for part in what if part))
-        unit = html.escape(str(record.get("unit") or ""))
-        items.append(f"{label}: median {median:.4g} {unit} (n={record.get('n')})")
+        shown = html.escape(format_value(median, str(record.get("unit") or ""), what[3]))
+        items.append(f"{label}: median {shown} (n={record.get('n')})")
     return "<br>".join(items) or "<small>no records</small>"
 
 
@@ -63,8 +66,11 @@ def render(directory: Path, index: dict[str, Any]) -> str:
             link = f'<a href="{target}">run report</a>'
         figures = _figures(run_dir) if run_dir is not None and run_dir.is_dir() else ""
         duration = "" if entry["duration_s"] is None else f"{entry['duration_s']:.0f} s"
+        classes = [entry["status"].replace(" ", "-")]
+        if (entry.get("comparison") or {}).get("regressed"):
+            classes.append("regressed-entry")
         rows.append(
-            f'<tr class="{html.escape(entry["status"].replace(" ", "-"))}">'
+            f'<tr class="{html.escape(" ".join(classes))}">'
             f"<td>{html.escape(entry['board'])}</td>"
             f"<td>{html.escape(entry['suite'])} / {html.escape(entry['profile'])} / "
             f"{html.escape(entry['codecs'])}</td>"

@@ -84,6 +84,21 @@ def format_value(value: float | None, unit: str, metric: str | None = None) -> s
     return f"{significant(value)} {unit}"
 
 
+def display_scale(values: list[float], unit: str) -> tuple[float, str]:
+    """(divisor, unit label) that puts a series' typical value in a readable unit, as
+    format_value would show it: seconds around 5.7e-05 -> (1e-06, "µs")."""
+    typical = sorted(abs(v) for v in values)[len(values) // 2] if values else 0.0
+    if unit == "s":
+        return next(((s, n) for s, n in _TIME_STEPS if typical >= s), _TIME_STEPS[-1])
+    if unit == "bytes" and typical >= BYTES_UP_TO:
+        return next((s, n) for s, n in _BINARY_STEPS if typical >= s)
+    if unit == "bytes":
+        return 1.0, "B"
+    if unit == "percent":
+        return 1.0, "%"
+    return 1.0, unit
+
+
 def counted(n: int, what: str) -> str:
     """'8 processes', '1 process', '1 phase pair', '1 phase/codec': `what` is plural."""
     if n != 1:
