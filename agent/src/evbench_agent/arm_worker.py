@@ -23,11 +23,19 @@ import gc
 import json
 import os
 import sys
-from types import SimpleNamespace
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from evbench_agent import memory
 from evbench_agent.suites import codec
+
+
+class _SizePlan(NamedTuple):
+    """The task's part that codec.sizes reads (codec.SizePlan)."""
+
+    profiles: list[str]
+    codecs: list[str]
+    payloads: int
+    seed: int
 
 
 def _write(stdout: TextIO, message: dict[str, Any]) -> None:
@@ -37,7 +45,7 @@ def _write(stdout: TextIO, message: dict[str, Any]) -> None:
 
 def _calibrate(task: dict[str, Any], stdout: TextIO) -> None:
     loops = codec.worker_main(dict(task, mode="calibrate"), lambda what: None)
-    plan = SimpleNamespace(
+    plan = _SizePlan(
         profiles=task["profiles"],
         codecs=task["codecs"],
         payloads=task["payloads"],
@@ -53,8 +61,8 @@ def _measure(task: dict[str, Any], stdin: TextIO, stdout: TextIO) -> None:
         os.sched_setaffinity(0, {task["cpu"]})
     warmups, min_ns = task["warmups"], task["min_time"] * 1e9
     cells: dict[tuple[str, str], Any] = {}
-    profile = None
-    sample_sets: list[dict] = []
+    profile = ""  # set by the first "begin"
+    sample_sets: list[dict[str, Any]] = []
     for line in stdin:
         command = json.loads(line)
         if "begin" in command:

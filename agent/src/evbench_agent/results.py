@@ -47,7 +47,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,8 @@ class SampleSet:
     metric: str
     unit: str
     params: dict[str, Any]
-    values: list[float]
+    #: Counts (sizes in bytes) are ints, and are kept ints in the results.
+    values: Sequence[float]
     worker: int = 0
 
     def key(self) -> tuple[Any, ...]:

@@ -134,7 +134,8 @@ class FrameReader:
         """The length prefix at the head of the buffer, once its 4 bytes are in."""
         if len(self._buffer) < LENGTH.size:
             return None
-        return LENGTH.unpack_from(self._buffer)[0]
+        length: int = LENGTH.unpack_from(self._buffer)[0]
+        return length
 
     def fill(self) -> None:
         """One recv() into the buffer, cutting nothing (the handshake checks the

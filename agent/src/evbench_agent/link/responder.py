@@ -83,7 +83,9 @@ class _Pending:
 
     __slots__ = ("deadline", "peer", "reader", "sock")
 
-    def __init__(self, sock: socket.socket, peer: tuple, max_frame: int, deadline: float) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: tuple[Any, ...], max_frame: int, deadline: float
+    ) -> None:
         self.sock = sock
         self.peer = peer
         self.reader = framing.FrameReader(sock, max_frame)
@@ -188,7 +190,10 @@ class Responder:
                         if key.fileobj is self.listener:
                             self._accept_all()
                         elif key.fileobj is not self._wake_r:
-                            pending = self._pending.get(key.fileobj)  # type: ignore[arg-type]
+                            # Every other object registered is a pending connection's socket.
+                            sock = key.fileobj
+                            assert isinstance(sock, socket.socket)
+                            pending = self._pending.get(sock)
                             if pending is not None:
                                 self._advance(pending)
             finally:
@@ -318,11 +323,11 @@ class Responder:
             return
         state = _Client(pending.sock, _name(pending.peer))
         if not self._claim_slot(state):
-            error = (
+            refusal = (
                 f"the connection limit ({self.max_connections}) is reached: other clients "
                 "hold every slot"
             )
-            self._drop_pending(pending, error, answer=error, reason=handshake.BUSY)
+            self._drop_pending(pending, refusal, answer=refusal, reason=handshake.BUSY)
             return
         self._forget(pending)
         thread = threading.Thread(target=self._connection, args=(state, reader, hello), daemon=True)
@@ -449,7 +454,7 @@ class Responder:
                     raise framing.FrameError(f"unexpected frame kind {frame.kind} from a client")
 
 
-def _name(peer: tuple) -> str:
+def _name(peer: tuple[Any, ...]) -> str:
     return f"{peer[0]}:{peer[1]}"
 
 

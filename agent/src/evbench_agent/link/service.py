@@ -29,7 +29,7 @@ STOP_TIMEOUT_S = 10.0
 class ResponderProcess:
     """A running `evbench-agent serve`; a context manager that stops it on exit."""
 
-    def __init__(self, process: subprocess.Popen, address: tuple[str, int]) -> None:
+    def __init__(self, process: subprocess.Popen[str], address: tuple[str, int]) -> None:
         self.process = process
         self.address = address
 
@@ -78,6 +78,7 @@ def start_responder(
     if realtime:
         argv.append("--realtime")
     process = subprocess.Popen([*argv, *extra_args], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None  # stdout=PIPE
     deadline = time.monotonic() + START_TIMEOUT_S
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)

@@ -13,6 +13,7 @@ import ctypes
 import ctypes.util
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ def thread_cpu_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_THREAD_CPUTIME_ID)
 
 
-def _prctl():
+def _prctl() -> Callable[..., int]:
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     prctl = libc.prctl
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]

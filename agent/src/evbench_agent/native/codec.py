@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from evbench_agent.native import runtimes
 from evbench_agent.native.runtimes import Runtime
@@ -22,6 +22,7 @@ from evbench_agent.native.runtimes import Runtime
 if TYPE_CHECKING:
     from evbench_agent.native.protocol import Harness, Loaded
     from evbench_agent.payloads import Payload, Profile
+    from evbench_agent.protobuf_types import Descriptor
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class NativeBound:
         """The harness's encoding of one payload (for the sizes: measured once, exact)."""
         return self.harness.encoded(self._load(value))
 
-    def decode(self, blob: bytes) -> Any:
+    def decode(self, blob: bytes) -> NoReturn:
         """No Python decode: a native codec's decoding is timed in its harness only (the
         link suite's Python client and responder cannot use it)."""
         from evbench_agent.errors import UserError
@@ -119,7 +120,9 @@ class NativeBound:
     def access(self, value: Any) -> int:
         return self.decode(value)
 
-    def native_operations(self, items: list[Payload]) -> dict[str, tuple[NativeOperation, list]]:
+    def native_operations(
+        self, items: list[Payload]
+    ) -> dict[str, tuple[NativeOperation, list[Expected]]]:
         """The suite's timed operations: each takes a payload the harness holds."""
         expected = [
             Expected(self._load(self.data(item)), self.leaves(self.data(item))) for item in items
@@ -139,8 +142,11 @@ def access_path(profile: Profile, carries: str) -> str | None:
         return None
     if carries == _PLAIN:
         return ".".join(profile.access)
-    numbers, descriptor = [], profile.message_type.DESCRIPTOR
+    numbers: list[str] = []
+    descriptor: Descriptor | None = profile.message_type.DESCRIPTOR
     for name in profile.access:
+        if descriptor is None:
+            raise ValueError(f"profile {profile.name}'s access path {profile.access} is too deep")
         found = descriptor.fields_by_name[name]
         numbers.append(str(found.number))
         descriptor = found.message_type

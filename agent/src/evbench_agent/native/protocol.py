@@ -17,7 +17,7 @@ import tempfile
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from evbench_agent import child_exit
 from evbench_agent.errors import PartialRun
@@ -128,7 +128,7 @@ class Harness:
                 raise HarnessError(f"native codec {self.name}: cannot send {text!r}")
         header = f"load\t{message_type}\t{access or '-'}\t{len(data)}"
         fields = self._request(header, self.short_wait_s, data)
-        index, length, digest = self._numbers(fields, 3, "load")
+        (index, length), digest = self._numbers(fields, 3, "load")
         if length > MAX_PAYLOAD:
             self._fail(f"says its encoding is {length} bytes, over the {MAX_PAYLOAD} cap")
         return Loaded(int(index), int(length), digest)
@@ -136,7 +136,7 @@ class Harness:
     def encoded(self, loaded: Loaded) -> bytes:
         """The harness's encoding of a loaded payload, checked against what it announced."""
         fields = self._request(f"encoded\t{loaded.index}", self.short_wait_s)
-        length, digest = self._numbers(fields, 2, "encoded")
+        (length,), digest = self._numbers(fields, 2, "encoded")
         if int(length) != loaded.length or digest != loaded.digest:
             self._fail(
                 f"sent payload {loaded.index} as {length} bytes ({digest}), "
@@ -154,7 +154,7 @@ class Harness:
         fields = self._request(
             f"time\t{operation}\t{loaded.index}\t{loops}", self.time_wait_s + self.short_wait_s
         )
-        elapsed, size, digest = self._numbers(fields, 3, "time")
+        (elapsed, size), digest = self._numbers(fields, 3, "time")
         return Timing(int(elapsed), int(size), digest)
 
     def close(self) -> None:
@@ -164,9 +164,11 @@ class Harness:
     # -- framing -----------------------------------------------------------------
 
     def _request(self, line: str, wait_s: float, data: bytes = b"") -> list[str]:
+        stdin = self._process.stdin
+        assert stdin is not None  # stdin=PIPE
         try:
-            self._process.stdin.write(line.encode("ascii") + b"\n" + data)
-            self._process.stdin.flush()
+            stdin.write(line.encode("ascii") + b"\n" + data)
+            stdin.flush()
         except OSError:  # a closed pipe: the harness has gone
             self._fail("stopped taking requests", exited=True)
         self._waiting = (line.split("\t")[0], wait_s)
@@ -181,13 +183,13 @@ class Harness:
             self._fail(f"answered {answer[:80]!r}, not ok or error")
         return fields
 
-    def _numbers(self, fields: list[str], count: int, request: str) -> list:
-        """`count` fields: decimal numbers, the last a 16-digit hex digest."""
+    def _numbers(self, fields: list[str], count: int, request: str) -> tuple[list[int], str]:
+        """`count` fields: decimal numbers, then a 16-digit hex digest."""
         good = len(fields) == count and all(f.isdigit() and len(f) <= 20 for f in fields[:-1])
         digest = fields[-1] if fields else ""
         if not good or len(digest) != 16 or any(c not in "0123456789abcdef" for c in digest):
             self._fail(f"answered {request} with {fields!r}")
-        return [int(f) for f in fields[:-1]] + [digest]
+        return [int(f) for f in fields[:-1]], digest
 
     def _read_line(self, deadline: float) -> str:
         while b"\n" not in self._buffer:
@@ -197,6 +199,7 @@ class Harness:
         raw, _, self._buffer = self._buffer.partition(b"\n")
         if len(raw) >= MAX_LINE:
             self._fail(f"printed a line over {MAX_LINE} bytes")
+        text: str | None
         try:
             text = raw.decode("ascii")
         except UnicodeDecodeError:
@@ -214,6 +217,7 @@ class Harness:
     def _fill(self, deadline: float) -> None:
         request, wait_s = self._waiting
         stdout = self._process.stdout
+        assert stdout is not None  # stdout=PIPE
         left = deadline - time.monotonic()
         ready = select.select([stdout], [], [], max(left, 0))[0] if left > 0 else []
         if not ready:
@@ -230,7 +234,7 @@ class Harness:
             self._fail(f"closed its output during {request!r}", exited=True)
         self._buffer += chunk
 
-    def _fail(self, what: str, exited: bool = False) -> None:
+    def _fail(self, what: str, exited: bool = False) -> NoReturn:
         process = self._process
         if process.poll() is None and not exited:
             process.kill()
@@ -246,9 +250,10 @@ class Harness:
         raise HarnessError(message, hint="rebuild the harness (docs/native-codecs.md)")
 
 
-def _shutdown(process: subprocess.Popen, errors: Any, wait_s: float) -> None:
+def _shutdown(process: subprocess.Popen[bytes], errors: Any, wait_s: float) -> None:
     if process.poll() is None:
         try:
+            assert process.stdin is not None  # stdin=PIPE
             process.stdin.write(b"quit\n")
             process.stdin.close()
             process.wait(timeout=wait_s)

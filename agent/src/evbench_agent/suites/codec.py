@@ -41,8 +41,8 @@ import math
 import os
 import time
 import zlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from evbench_agent import codecs, payload_identity, payloads
 from evbench_agent.results import SampleSet
@@ -64,9 +64,17 @@ CALIBRATION_MARGIN = 1.2
 SHORTEST_SHARE = 0.9
 
 
-def _time_loops(
-    operation: Callable[[Any], Any], argument: Any, loops: int, slowdown: float = 0.0
-) -> int:
+class HarnessOperation(Protocol):
+    """An operation a native codec's harness times itself (evbench_agent.native.codec)."""
+
+    def time_loops(self, argument: Any, loops: int) -> int: ...
+
+
+#: A timed operation: a Python callable, or a native harness's.
+Operation = Callable[[Any], Any] | HarnessOperation
+
+
+def _time_loops(operation: Operation, argument: Any, loops: int, slowdown: float = 0.0) -> int:
     """Nanoseconds for `loops` calls, with the loop pyperf's bench_func uses.
 
     `slowdown` (A/A testing only): spin until the sample spans (1 + slowdown)
@@ -74,10 +82,9 @@ def _time_loops(
     A native codec's operation times its loops in its harness (`time_loops`).
     """
     clock = time.perf_counter_ns
-    native = getattr(operation, "time_loops", None)
-    if native is not None:
+    if not callable(operation):  # a harness's: it has time_loops
         start = clock()
-        elapsed = native(argument, loops)
+        elapsed = operation.time_loops(argument, loops)
         start = clock() - elapsed  # the spin below extends what the harness timed
     else:
         repeat = itertools.repeat(None, loops)
@@ -93,13 +100,14 @@ def _time_loops(
     return elapsed
 
 
-Operations = dict[str, tuple[Callable[[Any], Any], list[Any]]]
+Operations = dict[str, tuple[Operation, list[Any]]]
 
 
 def operations(bound: codecs.BoundCodec, items: list[payloads.Payload]) -> Operations:
     """The timed callables of one codec and their arguments, one per payload."""
     if hasattr(bound, "native_operations"):  # timed in a native harness
-        return bound.native_operations(items)
+        native: Operations = bound.native_operations(items)  # evbench_agent.native.codec
+        return native
     data = [bound.data(item) for item in items]
     blobs = [bound.encode(value) for value in data]
     decode, access = bound.decode, bound.access
@@ -137,14 +145,14 @@ def _cell(profile: str, codec: str, operation: str) -> str:
     return f"{profile}|{codec}|{operation}"
 
 
-def _fastest(function: Callable[[Any], Any], arguments: list[Any], slowdown: float) -> Any:
+def _fastest(function: Operation, arguments: list[Any], slowdown: float) -> Any:
     """The argument the operation handles fastest (calibrating on it keeps every sample long)."""
     _time_loops(function, arguments[0], 1, slowdown)  # first call: imports, caches
     return min(arguments, key=lambda argument: _time_loops(function, argument, 1, slowdown))
 
 
 def calibrate_loops(
-    function: Callable[[Any], Any], argument: Any, min_ns: float, slowdown: float = 0.0
+    function: Operation, argument: Any, min_ns: float, slowdown: float = 0.0
 ) -> int:
     """Loops that make one sample of `function(argument)` span `min_ns` with the margin.
 
@@ -200,7 +208,7 @@ def round_order(cells: list[tuple[str, str]], round_number: int) -> list[tuple[s
 class _Cell:
     """One codec's operation in one worker: its loops, samples and what they spanned."""
 
-    def __init__(self, function: Callable[[Any], Any], arguments: list[Any], loops: int):
+    def __init__(self, function: Operation, arguments: list[Any], loops: int):
         self.function, self.arguments, self.loops = function, arguments, loops
         self.calibration_loops = loops
         self.recalibrated = False
@@ -260,7 +268,7 @@ def take_round_sample(
 
 def cell_sample_sets(
     task: dict[str, Any], profile: str, cells: dict[tuple[str, str], _Cell]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The sample sets of a worker's cells of one profile, as dicts."""
     sample_sets = []
     for (codec, operation), cell in cells.items():
@@ -280,7 +288,7 @@ def cell_sample_sets(
     return sample_sets
 
 
-def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, list[dict]]:
+def _measure(task: dict[str, Any], emit: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
     """The worker's sample sets, and when each profile ran on the monotonic clock.
 
     Codecs alternate within each round (milliseconds each), too fast for
@@ -321,7 +329,23 @@ def worker_main(task: dict[str, Any], emit: Callable[[str], None]) -> Any:
     return _measure(task, emit)
 
 
-def sizes(spec: Spec) -> list[SampleSet]:
+class SizePlan(Protocol):
+    """What sizes() reads of a run: a Spec, or the task an arm's worker gets."""
+
+    @property
+    def profiles(self) -> Sequence[str]: ...
+
+    @property
+    def codecs(self) -> Sequence[str]: ...
+
+    @property
+    def payloads(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+def sizes(spec: SizePlan) -> list[SampleSet]:
     """Encoded and deflated sizes of every payload: exact, so measured once."""
     sample_sets = []
     for profile_name in spec.profiles:

@@ -26,7 +26,7 @@ import select
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evbench_agent import arms, child_exit, payload_identity, workers
@@ -62,21 +62,24 @@ class ArmProcess:
         self._buffer = b""
 
     def send(self, message: dict[str, Any]) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None  # stdin=PIPE
         try:
-            self.process.stdin.write(json.dumps(message).encode() + b"\n")
-            self.process.stdin.flush()
+            stdin.write(json.dumps(message).encode() + b"\n")
+            stdin.flush()
         except BrokenPipeError:
             raise self._failure("stopped taking commands") from None
 
     def receive(self) -> dict[str, Any]:
         """The next answer; progress lines are skipped. Capped in time and length."""
         deadline = time.monotonic() + REPLY_TIMEOUT_S
+        assert self.process.stdout is not None  # stdout=PIPE
         stream = self.process.stdout.fileno()
         while True:
             line, sep, rest = self._buffer.partition(b"\n")
             if sep:
                 self._buffer = rest
-                message = json.loads(line)
+                message: dict[str, Any] = json.loads(line)  # the worker's answers are objects
                 if "progress" not in message:
                     return message
                 continue
@@ -109,7 +112,8 @@ class ArmProcess:
         if returncode != 0:
             raise self._failure(f"exited {returncode} after its result")
         workers.note_peak_rss(reply.get("peak_rss_bytes"))  # the manifest's worker peak
-        return reply["result"]
+        result: dict[str, Any] = reply["result"]
+        return result
 
     def _failure(self, what: str) -> Exception:
         """A cut-short run when the process was killed; its error otherwise."""
@@ -133,8 +137,9 @@ class ArmProcess:
             self.process.kill()
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
-            with contextlib.suppress(OSError):
-                stream.close()
+            if stream is not None:  # both are pipes
+                with contextlib.suppress(OSError):
+                    stream.close()
         self.errors.close()
 
 
@@ -152,6 +157,7 @@ def _calibrate(
         worker = ArmProcess(arm, python)
         try:
             worker.send(dict(task, mode="calibrate"))
+            assert worker.process.stdin is not None  # stdin=PIPE
             worker.process.stdin.close()
             result = worker.result()
         finally:
@@ -171,7 +177,7 @@ def _calibrate(
 
 
 def round_turns(
-    arm_names: list[str], codec_names: list[str], round_number: int
+    arm_names: Sequence[str], codec_names: Sequence[str], round_number: int
 ) -> list[tuple[str, list[list[str]]]]:
     """One round's turns: (arm, its [codec, operation] cells in order), as the managing
     process hands them out; consecutive cells of one arm are one turn."""
@@ -236,6 +242,7 @@ def run(context: RunContext) -> None:
     """
     spec, plan, progress = context.spec, context.spec.plan, context.progress
     task, params = make_task(spec), timed_params(spec)
+    assert spec.arms is not None  # the codec suite runs this only for a spec with arms
     interpreters = {arm: arms.interpreter(where) for arm, where in spec.arms.items()}
     progress.start(SUITE, len(interpreters) + plan.processes * len(spec.profiles))
     used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))

@@ -329,7 +329,11 @@ class _Phases:
         return result.total_sent
 
     def duet(
-        self, profile: str, phase: int, order: list[tuple[str, messages.LinkCodec]], data: dict
+        self,
+        profile: str,
+        phase: int,
+        order: list[tuple[str, messages.LinkCodec]],
+        data: dict[str, Any],
     ) -> int:
         """One periodic phase of every codec at once, each on its own connection, their
         messages interleaved at the rate (codec i starts i / n of a period after the
@@ -566,7 +570,7 @@ def _run_duet(
     profile: str,
     phase: int,
     order: list[tuple[str, messages.LinkCodec]],
-    data: dict,
+    data: dict[str, Any],
 ) -> None:
     """A periodic duet: every codec at once (telemetry's phase is every codec's: codec
     none), the machine's state around it recorded for each."""
