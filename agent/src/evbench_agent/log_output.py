@@ -80,12 +80,17 @@ _third_party_cap = _ThirdPartyCap()
 _program = {"name": "evbench"}
 
 
+def quiet() -> bool:
+    """True under --quiet: the person asked for errors only (no progress, no tables)."""
+    return not logging.getLogger().isEnabledFor(logging.WARNING)
+
+
 def notice(text: str) -> None:
     """One line of progress on standard error (`PROG: ...`); none under --quiet.
 
     Progress is not a problem, so it is no log record; it follows the same flags.
     """
-    if logging.getLogger().isEnabledFor(logging.WARNING):
+    if not quiet():
         print(f"{_program['name']}: {text}", file=sys.stderr, flush=True)
 
 
@@ -114,4 +119,4 @@ def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool 
     root.setLevel(level if debug else max(level, logging.WARNING))
 
 
-__all__ = ["notice"]
+__all__ = ["notice", "quiet"]

@@ -9,16 +9,11 @@ import logging
 import sys
 from typing import TextIO
 
-from evbench_agent.log_output import notice
+from evbench_agent.log_output import notice, quiet
 
 __all__ = ["ProgressView", "notice", "quiet"]
 
 log = logging.getLogger(__name__)
-
-
-def quiet() -> bool:
-    """True under --quiet: the person asked for errors only (no progress, no tables)."""
-    return not logging.getLogger().isEnabledFor(logging.WARNING)
 
 
 class ProgressView:

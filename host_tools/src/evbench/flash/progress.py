@@ -1,15 +1,16 @@
 """Flashing progress with rate and time left: a rich bar on a terminal, plain lines otherwise.
 
-Silent under --quiet (the root logger above WARNING, as for every progress notice),
+Silent under --quiet (log_output.quiet, as for every progress notice),
 except for an interruption: that says how far the write got, which the user needs.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from typing import TextIO
+
+from evbench_agent.log_output import quiet
 
 MiB = 1024 * 1024
 #: Plain-line mode prints at most this often, so logs stay readable.
@@ -25,7 +26,7 @@ class FlashProgress:
         self._start = time.monotonic()
         self._last_print = self._start
         self._bar = None
-        self.quiet = not logging.getLogger().isEnabledFor(logging.WARNING)
+        self.quiet = quiet()
         if stream.isatty() and not self.quiet:
             from rich.console import Console
             from rich.progress import (

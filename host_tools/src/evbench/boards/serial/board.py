@@ -29,6 +29,7 @@ from evbench.boards.serial.login import LoginStrategy, password_from_user
 from evbench.boards.serial.shell import ShellSession
 from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
 from evbench.boards.urls import parse_console_url
+from evbench_agent.log_output import quiet
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,7 @@ def _show_progress(verb: str, name: str) -> TransferProgress:
     def show(done: int, total: int, left: float) -> None:
         nonlocal shown_at, width
         now = time.monotonic()
-        quiet = not logging.getLogger().isEnabledFor(logging.WARNING)  # --quiet: errors only
-        if quiet or (done < total and now - shown_at < (0.2 if terminal else 5.0)):
+        if quiet() or (done < total and now - shown_at < (0.2 if terminal else 5.0)):
             return
         shown_at = now
         end = "\n" if done >= total or not terminal else "\r"
