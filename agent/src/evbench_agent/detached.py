@@ -17,6 +17,7 @@ start of the same id is refused even when two hosts race.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from typing import Any, TextIO
 import evbench_agent
 from evbench_agent import private_environment, results
 from evbench_agent.errors import ExitCode, UserError
+
+log = logging.getLogger(__name__)
 
 LAUNCH = "launch.json"
 PROGRESS = "progress.jsonl"
@@ -83,12 +86,12 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
     token = private_environment.link_token()
     if token:  # over a pipe: a child's environment is readable in /proc/PID/environ
         argv.append("--token-on-stdin")
-    with open(run_dir / PROGRESS, "wb") as progress, open(run_dir / LOG, "wb") as log:
+    with open(run_dir / PROGRESS, "wb") as progress, open(run_dir / LOG, "wb") as said:
         process = subprocess.Popen(
             [*argv, "--", *run_argv],
             stdin=subprocess.PIPE if token else subprocess.DEVNULL,
             stdout=progress,
-            stderr=log,
+            stderr=said,
             env=_agent_environment(),
             # Its own session: no hang-up reaches it when the connection drops.
             start_new_session=True,
@@ -98,6 +101,7 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
                 process.stdin.write(token.encode("utf-8", "surrogateescape"))
     document = {"pid": process.pid, "boot_id": boot_id(), "started": time.time()}
     results.write_json(run_dir / LAUNCH, document)
+    log.info("launched run %s detached (pid %d)", run_dir.name, process.pid)
     return document
 
 
@@ -183,6 +187,7 @@ def seal(run_dir: Path, reason: str) -> None:
         results.write_checksums(directory)
     results.write_atomic(run_dir / REASON, f"{reason}\n".encode())
     results.write_atomic(run_dir / EXIT, f"{int(ExitCode.PARTIAL)}\n".encode())
+    log.info("sealed run %s as partial: %s", run_dir.name, reason)
 
 
 def follow(run_dir: Path, offset: int) -> dict[str, Any]:

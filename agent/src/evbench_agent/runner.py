@@ -155,12 +155,14 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         telemetry.start()
         context = RunContext(spec, writer, progress, telemetry.mark)
         for suite in spec.suites:
+            log.info("suite %s: started", suite)
             context.mark("start", suite=suite)
             suite_module = registry.load(suite)
             if suite == "codec" and spec.arms:  # --arm: the codec suite under each environment
                 from evbench_agent.suites import codec_arms as suite_module
             suite_module.run(context)
             context.mark("end", suite=suite)
+            log.info("suite %s: finished", suite)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -193,5 +195,6 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         memory.after_run(manifest["memory"], workers.worker_peak_rss())
         manifest.update(end_time=_now(), status=status)
         _seal(writer, manifest)
+        log.info("run %s %s: sealed in %s", run_id, status, directory)
     if status == "partial":
         raise PartialRun(f"{manifest['reason']}; the measured samples are kept as partial")
