@@ -182,7 +182,7 @@ def probe(name: str, python: str, codec_names: list[str]) -> dict[str, Any]:
             hint="an arm needs Python 3.10 or newer with protobuf (and the codecs' libraries)",
         )
     try:
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise UserError(f"the arm {name!r} ({python}) answered no versions") from None
     if tuple(found.pop("python_version_info")) < OLDEST_PYTHON:

@@ -112,13 +112,17 @@ def _tokens(path: str, back: dict[str, str]) -> tuple[str | int, ...]:
 
 def _field(descriptor: Descriptor, path: str) -> FieldDescriptor:
     """The proto field a signal path ends on (indices dropped)."""
-    field = None
+    field: FieldDescriptor | None = None
+    current: Descriptor | None = descriptor
     for part in path.split("."):
-        name = _TOKEN.match(part)[1]
-        field = descriptor.fields_by_name.get(name)
-        if field is None:
+        match = _TOKEN.match(part)
+        if match is None or current is None:  # not a field path, or past a scalar field
             raise UserError(f"{DBC_FILE}: {path!r} names no field of {descriptor.full_name}")
-        descriptor = field.message_type
+        field = current.fields_by_name.get(match[1])
+        if field is None:
+            raise UserError(f"{DBC_FILE}: {path!r} names no field of {current.full_name}")
+        current = field.message_type
+    assert field is not None  # a path has at least one part
     return field
 
 
@@ -188,12 +192,16 @@ class PackedSignals:
             for message in self.messages
         }
 
-    def _add(self, message: Any, signal: Any, descriptor: Descriptor, back: dict[str, str]):
+    def _add(
+        self, message: Any, signal: Any, descriptor: Descriptor, back: dict[str, str]
+    ) -> Callable[[Any], Any]:
         path = signal.comment or ""
         count = _COUNT.match(path)
         tokens = _tokens(count[1] if count else path, back)
         node = self.root
         for token in tokens:
+            if node.children is None:
+                raise UserError(f"{DBC_FILE}: {path!r} goes inside another signal's field")
             node = node.children.setdefault(token, _Node(children={}))
         if count:
             node.count = (message.frame_id, signal.name)
@@ -246,7 +254,8 @@ class PackedSignals:
             values[message.frame_id] = message.decode(data, decode_choices=False)
         if len(values) != len(self.messages):
             raise UserError(f"dbc: {len(values)} of {len(self.messages)} messages arrived")
-        return _build(self.root, values)
+        plain: dict[str, Any] = _build(self.root, values)  # the root is a message: a dict
+        return plain
 
 
 def _build(node: _Node, values: dict[int, dict[str, Any]]) -> Any:
@@ -254,6 +263,7 @@ def _build(node: _Node, values: dict[int, dict[str, Any]]) -> Any:
         frame_id, name, convert = node.leaf
         return convert(values[frame_id][name])
     children = node.children
+    assert children is not None  # a node is a leaf or has children
     if children and type(next(iter(children))) is int:
         used = len(children) if node.count is None else int(values[node.count[0]][node.count[1]])
         if used > len(children):
@@ -262,7 +272,9 @@ def _build(node: _Node, values: dict[int, dict[str, Any]]) -> Any:
     return {key: _build(child, values) for key, child in children.items()}
 
 
-def bind(cantools: ModuleType, profile: Profile) -> tuple[Callable[[Any], bytes], Callable]:
+def bind(
+    cantools: ModuleType, profile: Profile
+) -> tuple[Callable[[Any], bytes], Callable[[bytes], dict[str, Any]]]:
     """The codec registry's binding: (encode, decode) of plain data."""
     packed = PackedSignals(cantools, profile)
     return packed.encode, packed.decode

@@ -97,6 +97,7 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
             start_new_session=True,
         )
         if token:
+            assert process.stdin is not None  # stdin=PIPE with a token
             with process.stdin:
                 process.stdin.write(token.encode("utf-8", "surrogateescape"))
     document = {"pid": process.pid, "boot_id": boot_id(), "started": time.time()}

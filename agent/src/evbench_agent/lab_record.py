@@ -97,9 +97,12 @@ def check(record: Any) -> dict[str, Any] | None:
         raise UserError(f"spec key 'lab' is {size} bytes, more than {MAX_BYTES}")
     from evbench_agent import board_identity
 
+    place = record.get("place")
+    if not isinstance(place, str):
+        raise UserError(f"spec key 'lab': place: a board name, not {place!r}")
     try:
-        board_identity.check_name(record.get("place"))
-    except (ValueError, TypeError) as error:
+        board_identity.check_name(place)
+    except ValueError as error:
         raise UserError(f"spec key 'lab': place: {error}") from None
     for key in ("coordinator", "owner", "transport"):
         _text(record.get(key), key, optional=True)

@@ -37,7 +37,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from evbench_agent import comparison, digests, lava_units
 from evbench_agent.analysis import identity, verdicts
@@ -131,7 +131,7 @@ def verdict_word(row: comparison.Row, baseline: str, candidate: str) -> str:
 
 def record_signals(run: Run) -> Iterator[tuple[str, str]]:
     """(suite, signal line) for every record, and a failing case for every one missing."""
-    by_suite: dict[str, dict[identity.Identity, dict[str | None, dict]]] = {}
+    by_suite: dict[str, dict[identity.Identity, dict[str | None, dict[str, Any]]]] = {}
     for record in run.records:
         key = identity.of_record(record)
         by_suite.setdefault(key.suite, {}).setdefault(key, {})[record.get("codec")] = record
@@ -143,12 +143,12 @@ def record_signals(run: Run) -> Iterator[tuple[str, str]]:
             measured = keys[key]
             expected = [None] if None in measured else codecs_of_suite
             for codec in expected:
-                record = measured.get(codec)
+                found = measured.get(codec)
                 case_id = record_case_id(key, codec)
-                if record is None:
+                if found is None:
                     yield suite, _case(case_id, "fail", None, None)
                     continue
-                median = record.get("median")
+                median = found.get("median")
                 finite = isinstance(median, (int, float)) and math.isfinite(median)
                 result = "pass" if finite else "unknown"
                 yield suite, _case(case_id, result, median if finite else None, key.unit)

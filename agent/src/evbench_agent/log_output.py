@@ -20,6 +20,10 @@ import logging
 import re
 import sys
 
+TYPE_CHECKING = False  # typing costs start-up time; what it guards is for type checkers
+if TYPE_CHECKING:
+    from typing import TextIO
+
 #: The loggers evbench's own modules log under: everything else is a library's.
 OWN = ("evbench", "evbench_agent")
 #: A line of a traceback a library logs record by record (paramiko's transport thread
@@ -46,15 +50,21 @@ def _own(record: logging.LogRecord) -> bool:
     return record.name.split(".", 1)[0] in OWN
 
 
-class _StandardError(logging.StreamHandler):
+if TYPE_CHECKING:
+    _TextHandler = logging.StreamHandler[TextIO]
+else:  # StreamHandler takes a type argument at run time only from Python 3.11
+    _TextHandler = logging.StreamHandler
+
+
+class _StandardError(_TextHandler):
     """Writes to whatever `sys.stderr` is at each record (tests and pipes replace it)."""
 
     @property
-    def stream(self) -> object:  # the attribute logging.StreamHandler reads
+    def stream(self) -> TextIO:  # the attribute logging.StreamHandler reads
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: object) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass  # never hold on to a stream that may be closed by the time a record comes
 
 

@@ -64,9 +64,13 @@ def _version() -> str:
     return google.protobuf.__version__
 
 
-def bind(module: ModuleType, message_type: type[Message]) -> tuple[Callable, Callable]:
+def bind(
+    module: ModuleType, message_type: type[Message]
+) -> tuple[Callable[[Message], bytes], Callable[[bytes], Message]]:
     """(encode, decode) of protobuf-json for `message_type` on this runtime."""
-    to_dict, parse = module.MessageToDict, module.Parse
+    # json_format, of whichever protobuf runtime is measured (a module given, not imported)
+    to_dict: Callable[..., dict[str, Any]] = module.MessageToDict
+    parse: Callable[..., Message] = module.Parse
     options, conform, add_defaults = printing_options(to_dict, message_type.DESCRIPTOR)
     pool = message_type.DESCRIPTOR.file.pool
     dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

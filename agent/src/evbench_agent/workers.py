@@ -46,6 +46,7 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
             text=True,
         )
         result = None
+        assert process.stdin is not None and process.stdout is not None  # both PIPE
         try:
             process.stdin.write(json.dumps(task))
             process.stdin.close()

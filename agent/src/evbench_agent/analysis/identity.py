@@ -165,7 +165,8 @@ class Identity:
 
     @property
     def params_dict(self) -> dict[str, Any]:
-        return json.loads(self.params)
+        params: dict[str, Any] = json.loads(self.params)  # a JSON object's text
+        return params
 
     @property
     def role(self) -> str:

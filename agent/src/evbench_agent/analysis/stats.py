@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
 
 #: Below this many samples p90 and p99 are not reported: they would be the
 #: maximum or an interpolation towards it, not a tail estimate.
@@ -44,7 +45,7 @@ class Summary:
     ci95_low: float | None
     ci95_high: float | None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -1,0 +1,83 @@
+"""The code type-checks: every mypy line of `make lint` passes (issue 32, checked types).
+
+The Makefile's lint recipe is the one list of what is checked and how strictly
+(the agent with --strict; mypy.ini holds the rest): each of its mypy lines runs
+here as it does there, and a failure shows mypy's own report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require
+
+MYPY = "$(BIN)/mypy"
+
+
+def _lint_mypy_lines() -> list[str]:
+    """The arguments of every mypy command in the Makefile's `lint` recipe."""
+    recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe, "the Makefile has no lint recipe"
+    lines = [line.strip() for line in recipe[1].splitlines()]
+    return [line.removeprefix(MYPY).strip() for line in lines if line.startswith(MYPY)]
+
+
+LINES = _lint_mypy_lines()
+
+
+def _mypy(arguments: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    require(importlib.util.find_spec("mypy") is not None, "mypy (requirements-dev.txt)")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+
+
+def _modules(folder: Path) -> int:
+    """The modules mypy reads in `folder`: a stub (.pyi) stands for its module (.py)."""
+    return len(
+        {path.with_suffix("") for path in folder.rglob("*.py*") if path.suffix in (".py", ".pyi")}
+    )
+
+
+def test_make_lint_checks_the_agent_strictly():
+    assert "--strict agent/src/evbench_agent" in LINES
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_make_lint_mypy_line_passes(line, tmp_path):
+    arguments = shlex.split(line)
+    done = _mypy(arguments, tmp_path / "cache")
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, f"`mypy {line}` found errors:\n{report}"
+    # Every module of the folders named was read: a wrong path or exclusion cannot pass.
+    folders = [ROOT / a for a in arguments if not a.startswith("-") and (ROOT / a).is_dir()]
+    assert folders, line
+    expected = sum(_modules(folder) for folder in folders)
+    assert f"Success: no issues found in {expected} source files" in done.stdout, report
+
+
+def test_the_strict_line_catches_what_strict_mypy_refuses(tmp_path):
+    # The same invocation on a module with one untyped function and one Any leaking out:
+    # both are errors under --strict only, so the check above cannot pass by being lax.
+    module = tmp_path / "loose.py"
+    module.write_text(
+        "import json\n\n\n"
+        "def untyped(x):\n    return x\n\n\n"
+        "def parsed(text: str) -> dict[str, int]:\n    return json.loads(text)\n"
+    )
+    done = _mypy(["--strict", str(module)], tmp_path / "cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "loose.py:4: error: Function is missing a type annotation  [no-untyped-def]" in (
+        done.stdout
+    )
+    assert "loose.py:9: error: Returning Any from function declared to return" in done.stdout
