@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import AGENT_SRC, ROOT
 
 from evbench import cli as host_cli
 from evbench_agent import cli as agent_cli
@@ -135,6 +138,44 @@ def test_verbose_and_quiet_set_the_log_level_before_or_after_the_command(capsys)
     # At -vv a debug line names the module that logged it.
     assert said.count("prog: debug: [evbench.test] said at debug") == 2
     assert said.count("prog: info: a library's chatter") == 1  # --debug only
+
+
+#: What configures logging: only evbench_agent.log_output may call these.
+CONFIGURING = {"basicConfig", "dictConfig", "fileConfig", "setLevel", "addHandler"}
+
+
+def _logging_problems(path: Path, root: Path) -> list[str]:
+    """Calls in `path` that configure logging, or take a logger not named after the module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name, args = node.func.attr, node.args
+        own = len(args) == 1 and isinstance(args[0], ast.Name) and args[0].id == "__name__"
+        if name in CONFIGURING or (name == "getLogger" and not own):
+            found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    return found
+
+
+def test_only_log_output_configures_logging_and_each_module_has_its_own_logger():
+    sources = [*AGENT_SRC.rglob("*.py"), *(ROOT / "host_tools" / "src").rglob("*.py")]
+    allowed = AGENT_SRC / "evbench_agent" / "log_output.py"
+    problems = [p for path in sources if path != allowed for p in _logging_problems(path, ROOT)]
+    assert len(sources) > 100 and problems == []
+
+
+def test_the_logging_check_finds_a_basic_config_and_a_shared_logger(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text(
+        "import logging\nlogging.basicConfig()\nlog = logging.getLogger('evbench')\n"
+        "logging.getLogger().setLevel(logging.DEBUG)\nmine = logging.getLogger(__name__)\n"
+    )
+    assert _logging_problems(module, tmp_path) == [
+        "module.py:2 basicConfig",
+        "module.py:3 getLogger",
+        "module.py:4 setLevel",
+        "module.py:4 getLogger",
+    ]
 
 
 def test_a_command_that_returns_no_exit_code_is_an_internal_error(capsys):
