@@ -70,7 +70,7 @@ def test_vv_over_ssh_with_a_password_shows_the_channels_and_no_secret(
     address = f"{console_user.name}@127.0.0.1:{sshd.port}"
     _has(
         said,
-        f"evbench: info: connecting to {address} as {console_user.name}",
+        f"evbench: info: connecting to {address}",
         f"evbench: info: connected to {address} (SSH-2.0-OpenSSH",
         "evbench: info: deploying the agent (",
         "evbench: info: launching run ",

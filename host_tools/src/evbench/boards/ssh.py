@@ -240,7 +240,7 @@ class SshBoard(RemoteBoard):
         """Open the connection; every failure is one line that says what to do."""
         address = self.address
         via = f" through {self.jump}" if self.jump else ""
-        log.info("connecting to %s as %s%s", address, address.user, via)
+        log.info("connecting to %s%s", address, via)  # USER@HOST:PORT
         try:
             try:
                 client = self._connect_once(self._password)
