@@ -199,10 +199,10 @@ SMALL = {
         ({"n": 1, "x": math.nan}, "x must be a number above 0, not nan"),
         ({"n": 1, "names": []}, "names must be a non-empty list of text, not []"),
         ({"n": 1, "names": ["a", ""]}, "names[1] must not be empty"),
-        ({"n": 1, "mode": "loud"}, 'mode must be "echo" or "ack", not \'loud\''),
+        ({"n": 1, "mode": "loud"}, "mode must be 'echo' or 'ack', not 'loud'"),
         ({"n": 1, "either": [1]}, "either[0] must be text, not 1"),
         ({"n": 1, "either": 1}, "either must be text or a list of text, not 1"),
-        ({"n": 1, "label": "Ab"}, "label 'Ab' is not a lower-case word"),
+        ({"n": 1, "label": "Ab"}, "label must be a lower-case word, not 'Ab'"),
     ],
 )
 def test_a_problem_is_one_line_naming_the_field(document, said):

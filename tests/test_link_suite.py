@@ -163,7 +163,7 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
         ("link_peer", "nohost", "not a peer address"),
         ("link_peer", "host", "cannot resolve --peer host"),
         ("link_rate_hz", 0, "'link_rate_hz' must be a number"),
-        ("link_window", 0, "'link_window' must be a number"),
+        ("link_window", 0, "'link_window' must be a whole number"),
         ("link_profiles", "seed,nope", "unknown profile 'nope'"),
     ],
 )

@@ -61,7 +61,7 @@ GOOD_ENTRY = {
         ([1], "entries[0] must be an object, not 1"),
         ([{**GOOD_ENTRY, "board": ["a"]}], "entries[0].board must be text, not ['a']"),
         ([{**GOOD_ENTRY, "duration_s": "long"}], "entries[0].duration_s must be a number"),
-        ([{**GOOD_ENTRY, "status": "fine"}], 'entries[0].status must be "pending" or'),
+        ([{**GOOD_ENTRY, "status": "fine"}], "entries[0].status must be 'pending' or"),
         ([{**GOOD_ENTRY, "exit_code": 1.5}], "entries[0].exit_code must be a whole number"),
         ([{k: v for k, v in GOOD_ENTRY.items() if k != "suite"}], "entries[0]: 'suite' is missing"),
     ],

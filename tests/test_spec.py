@@ -34,11 +34,11 @@ def test_quick_is_a_fixed_small_plan_not_a_time_limit():
         ({"codecs": "json,nope"}, "unknown codec 'nope'"),
         ({"profiles": ["seed", "huge"]}, "unknown profile 'huge'"),
         ({"suites": "codec,warp"}, "unknown suite 'warp'"),
-        ({"processes": 0}, "'processes' must be a number of at least 1"),
-        ({"values": "ten"}, "'values' must be a number"),
+        ({"processes": 0}, "'processes' must be a whole number of at least 1"),
+        ({"values": "ten"}, "'values' must be a whole number"),
         ({"quick": "yes"}, "'quick' must be true or false"),
         ({"codecs": []}, "'codecs' must be a non-empty list"),
-        ({"cpu": -1}, "'cpu' must be a number of at least 0"),
+        ({"cpu": -1}, "'cpu' must be a whole number of at least 0"),
     ],
 )
 def test_bad_specs_are_refused_naming_what_is_wrong(document, message):
@@ -87,7 +87,7 @@ def test_an_aa_run_measures_the_codec_against_its_copy_instead_of_the_codec_list
         ({"aa": "json", "aa_slowdown": 11}, "'aa_slowdown' must be a fraction"),
         ({"aa": "json", "aa_slowdown": True}, "'aa_slowdown' must be a fraction"),
         ({"aa": "json-aa"}, "'aa' must name one installed codec"),
-        ({"aa": ["json"]}, "'aa' must name one installed codec"),
+        ({"aa": ["json"]}, "'aa' must be the name of one installed codec"),
         ({"aa": "yaml"}, "unknown codec 'yaml'"),
     ],
 )

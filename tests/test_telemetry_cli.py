@@ -30,7 +30,7 @@ def _agent(sysfs_root, *arguments: str) -> subprocess.CompletedProcess:
         ({"telemetry_interval_s": 0.05}, "'telemetry_interval_s' must be a number of seconds"),
         ({"telemetry_interval_s": True}, "'telemetry_interval_s' must be a number of seconds"),
         ({"cool_timeout_s": -1}, "'cool_timeout_s' must be a number"),
-        ({"telemetry_cpu": 1.5}, "'telemetry_cpu' must be a number"),
+        ({"telemetry_cpu": 1.5}, "'telemetry_cpu' must be a whole number"),
         ({"governor": "performance; reboot"}, "'governor' must be a cpufreq governor name"),
     ],
 )

@@ -174,13 +174,16 @@ def describe(schema: dict[str, Any], root: dict[str, Any] | None = None) -> str:
     if "title" in schema:  # a schema's own name for what it accepts
         return str(schema["title"])
     if "enum" in schema:
-        return " or ".join(json.dumps(v) for v in schema["enum"])
+        return " or ".join(_literal(v) for v in schema["enum"])
     if "const" in schema:
-        return json.dumps(schema["const"])
+        return _literal(schema["const"])
     if "anyOf" in schema:
         return " or ".join(describe(option, root) for option in schema["anyOf"])
     kinds = schema.get("type", [])
     kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    nullable = "null" in kinds and len(kinds) > 1  # said last: "a number of at least 1, or null"
+    if nullable:
+        kinds.remove("null")
     text = " or ".join(_KIND[kind] for kind in kinds) or "anything"
     if kinds == ["array"] and isinstance(schema.get("items"), dict):
         items = describe(schema["items"], root)
@@ -197,7 +200,12 @@ def describe(schema: dict[str, Any], root: dict[str, Any] | None = None) -> str:
     ]
     if bounds:
         text += f" {' and '.join(bounds)}"
-    return text
+    return f"{text}, or null" if nullable else text
+
+
+def _literal(value: Any) -> str:
+    """A value as a reader writes it: text quoted ('ack'), the rest as JSON."""
+    return repr(value) if isinstance(value, str) else json.dumps(value)
 
 
 def validate(
@@ -320,8 +328,8 @@ def _check_text(value: str, schema: dict[str, Any], path: Where) -> Problem | No
         message = f"must be at most {schema['maxLength']} characters"
         return Problem(path, "maxLength", message, value, schema)
     if "pattern" in schema and not re.search(schema["pattern"], value):
-        what = schema.get("title", f"matching {schema['pattern']}")
-        return Problem(path, "pattern", f"{_shown(value)} is not {what}", value, schema)
+        what = schema.get("title", f"text matching {schema['pattern']}")
+        return Problem(path, "pattern", f"must be {what}, not {_shown(value)}", value, schema)
     return None
 
 

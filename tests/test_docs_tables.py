@@ -1,0 +1,63 @@
+"""The file formats' reference tables in docs/ are made from their JSON Schemas
+(docs/generate.py), and the schemas agree with the code that reads the files."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evbench_agent import options, spec
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATE = ROOT / "docs" / "generate.py"
+
+
+def _generator():
+    loaded = importlib.util.spec_from_file_location("docs_generate", GENERATE)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_tables_are_the_schemas():
+    done = subprocess.run(
+        [sys.executable, str(GENERATE), "--check"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["spec", "generator", "lab", "lab-index"])
+def test_a_table_edited_by_hand_is_found_and_put_back(name):
+    generate = _generator()
+    document = ROOT / "docs" / generate.TABLES[name][2]
+    text = document.read_text(encoding="utf-8")
+    begin = generate.BEGIN.format(name=name)
+    start = text.index(begin)
+    row = text.index("\n| `", start) + 1
+    edited = text[:row] + "| `made_up` | text | | a key no schema has |\n" + text[row:]
+    assert generate.rewritten(edited, name) == text
+
+
+def test_every_spec_key_is_in_the_schema_and_no_other():
+    keys = set(spec.schema()["properties"])
+    assert keys == {field.name for field in dataclasses.fields(spec.Spec)}
+    assert {option.spec_key for option in options.RUN_OPTIONS} <= keys
+
+
+def test_every_spec_key_is_explained_by_its_option_or_the_schema():
+    flagged = {option.spec_key for option in options.RUN_OPTIONS}
+    for key, schema in spec.schema()["properties"].items():
+        assert key in flagged or schema.get("description"), key
+
+
+def test_the_schemas_defaults_are_the_specs():
+    """Giving a key its documented default changes nothing in the spec."""
+    default = spec.from_dict({})
+    for key, schema in spec.schema()["properties"].items():
+        given = spec.from_dict({key: schema["default"]})
+        assert getattr(given, key) == getattr(default, key), key
