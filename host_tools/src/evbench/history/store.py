@@ -228,14 +228,7 @@ class Store:
 
     def add(self, run: IndexedRun) -> bool:
         """Index `run`; False when it was there already (same content)."""
-        log.info(
-            "history: adding run %s (board %s, %d records, %d samples) to %s",
-            run.row.run_id,
-            run.row.board,
-            len(run.records),
-            len(run.samples),
-            self.url.display,
-        )
+        log.info("history: adding run %s to %s", run.row.run_id, self.url.display)
         row = run.row.as_tuple()
         with self.write() as cursor:
             self._execute(cursor, _insert("runs", RUN_COLUMNS, "(run_id)"), row)
@@ -248,10 +241,18 @@ class Store:
                         f"{run.row.run_id} (different content)",
                         hint="a run directory is never indexed over another one",
                     )
+                log.info("history: run %s was there already, the same", run.row.run_id)
                 return False
             key = "(run_id, suite, profile, codec, metric, params)"
             cursor.executemany(self._sql(_insert("records", RECORD_COLUMNS, key)), run.records)
             cursor.executemany(self._sql(_insert("samples", SAMPLE_COLUMNS, key)), run.samples)
+        log.debug(
+            "history: run %s (board %s): %d records, %d samples",
+            run.row.run_id,
+            run.row.board,
+            len(run.records),
+            len(run.samples),
+        )
         return True
 
     # -- reading ----------------------------------------------------------------------
