@@ -140,6 +140,57 @@ def test_a_bad_range_checksum_fails_on_the_board_path(images, tmp_path, capsys):
     assert "read back" not in out
 
 
+@pytest.mark.parametrize(
+    "kind, bmap", [("xz", False), ("zst", False), ("xz", True), ("plain", False)]
+)
+def test_an_image_too_large_for_the_boards_device_is_refused_before_writing(
+    images, tmp_path, capsys, kind, bmap
+):
+    # the image is 4 MiB + 1000 bytes plain (xz index, zstd frame header, bmap or the
+    # file itself say so); the board's device 2 MiB, as sysfs reports it on the board
+    card = fill(tmp_path / "emmc.img", 2 * MiB)
+    before = card.read_bytes()
+    with loop_device(card) as device:
+        extra = ("--bmap", images["bmap"]) if bmap else ("--no-bmap",)
+        code, out, err = flash(
+            capsys, images[kind], *extra, "--board", "local", "--device", device, "--yes"
+        )
+        with open(device, "rb") as written:
+            assert written.read() == before, "the board's device was written"
+    assert code == 2, err
+    assert f"the image ({4 * MiB + 1000} bytes) is larger than {device}" in err
+    assert f"{2 * MiB} bytes) on local; nothing was written" in err
+    assert len(err.strip().splitlines()) <= 2  # the error and its hint
+    assert "flashing" not in out
+
+
+def test_a_gzip_image_says_its_size_is_unknown_before_writing(images, tmp_path, capsys):
+    card = fill(tmp_path / "emmc.img", 2 * MiB)
+    with loop_device(card) as device:
+        code, out, err = flash(
+            capsys, images["gz"], "--no-bmap", "--board", "local", "--device", device, "--yes"
+        )
+    assert f"{images['gz']} (gz) declares no plain size ahead: whether it fits {device}" in out
+    assert "known only as it is written" in out
+    assert code == 3, err  # the device filled up: the board's receiver failed
+
+
+def test_over_ssh_an_image_too_large_for_the_device_is_refused(
+    images, sshd, ssh_home, tmp_path, capsys
+):
+    card = fill(tmp_path / "emmc.img", 2 * MiB)
+    before = card.read_bytes()
+    url = ssh_url(sshd, tmp_path)
+    with loop_device(card) as device:
+        code, _, err = flash(
+            capsys, images["xz"], "--no-bmap", "--board", url, "--device", device, "--yes"
+        )
+    assert code == 2, err
+    assert f"the image ({4 * MiB + 1000} bytes) is larger than" in err
+    assert f"{2 * MiB} bytes) on ssh://" in err
+    assert card.read_bytes() == before
+
+
 def receiver(device: Path, frames: bytes) -> tuple[int, dict]:
     result = subprocess.run(
         [BOARD_PYTHON, str(RECEIVER), "write", str(device)], input=frames, capture_output=True

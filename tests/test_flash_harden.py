@@ -74,6 +74,16 @@ def test_a_compressed_image_too_large_for_the_card_is_refused_before_writing(
     assert "wrote" not in out
 
 
+def test_a_gzip_image_says_before_writing_that_its_fit_is_unknown(images, tmp_path, capsys):
+    card = fill(tmp_path / "card.img", 2 * MiB)
+    with loop_device(card) as device:
+        code, out, err = flash(capsys, images["gz"], "--no-bmap", "--device", device,
+                               "--allow-fixed", "--yes")  # fmt: skip
+    note = f"{images['gz']} (gz) declares no plain size ahead: whether it fits {device}"
+    assert note in out and out.index(note) < out.index("flashing")
+    assert code == 3, err  # found as the card filled up
+
+
 def test_a_new_file_is_not_created_through_a_parent_swapped_for_a_link(
     images, tmp_path, capsys, monkeypatch
 ):

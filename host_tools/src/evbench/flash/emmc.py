@@ -145,8 +145,9 @@ class Receiver:
         self.board.run(["rm", "-rf", self.directory], timeout=30)
 
 
-def check_device(info: dict, device: str, url: str, image_size: int | None) -> Target:
-    """Refuse what the receiver would refuse, before any data is sent."""
+def check_device(info: dict, device: str, url: str) -> Target:
+    """Refuse what the receiver would refuse, before any data is sent (its size is
+    checked against the image by FlashPlan.check_fits)."""
     if info.get("kind") not in ("block", "file"):
         raise UserError(
             f"{device} on {url} is {info.get('kind', 'unknown')}, not a block device or file",
@@ -160,10 +161,7 @@ def check_device(info: dict, device: str, url: str, image_size: int | None) -> T
         )
     if info.get("read_only"):
         raise UserError(f"{device} on {url} is read-only")
-    target = Target(Path(device), info["kind"] == "block", info.get("size"), info.get("model", ""))
-    if target.size is not None and image_size is not None and image_size > target.size:
-        raise UserError(f"the image ({image_size} bytes) is larger than {device} on {url}")
-    return target
+    return Target(Path(device), info["kind"] == "block", info.get("size"), info.get("model", ""))
 
 
 def load_bootloader(directory: Path) -> list[tuple[str, int, bytes]]:
@@ -188,7 +186,7 @@ def write_bootloader(
 ) -> None:
     """The blobs at TI's offsets in the eMMC boot partition, read back on the board."""
     info = receiver.inspect(partition)
-    check_device(info, partition, receiver.board.url, None)
+    check_device(info, partition, receiver.board.url)
     command = receiver.start(partition, None, unlock_boot=True)
     sink = BoardSink(receiver.board, command, sum(len(d) for _, _, d in blobs))
     for _name, offset, data in blobs:
@@ -244,16 +242,18 @@ def flash_board(
     announce: Callable[[str], None],
 ) -> FlashReport:
     """Write `plan` to `device` on the board at `board_url`, verified on the board."""
-    image_size = plan.image_size
     # Everything that can be refused is checked before the first byte is written.
     blobs = load_bootloader(bootloader) if bootloader else None
     partition = boot_partition or f"{device}boot0"
     with open_board(board_url, accept_new_host_key=accept_new_host_key) as board:
         receiver = Receiver(board)
         try:
-            target = check_device(receiver.inspect(device), device, board.url, image_size)
+            target = check_device(receiver.inspect(device), device, board.url)
+            # the size the board reported (sysfs), against the bmap's, the plain file's,
+            # or the xz index's or zstd frames' size of the image
+            image_size = plan.check_fits(target, announce, f" on {board.url}")
             if blobs is not None:
-                check_device(receiver.inspect(partition), partition, board.url, None)
+                check_device(receiver.inspect(partition), partition, board.url)
             confirm(target, f"{plan.describe()} (on {board.url})", assume_yes)
             announce(f"flashing {plan.describe()} to {device} on {board.url}")
             command = receiver.start(device, image_size)

@@ -53,17 +53,13 @@ def flash_local(
     assume_yes: bool,
     announce: Callable[[str], None],
 ) -> FlashReport:
-    """Check the target, ask, write and verify; `announce` hears the line said before writing."""
+    """Check the target, ask, write and verify; `announce` hears the lines said before writing."""
     target = targets.inspect_target(device, allow_fixed)
     log.debug("target: %s", target)
     _refuse_own_inputs(target, plan)
-    image_size = plan.image_size
-    # without a bmap a compressed image's size is what its format declares, if it does
-    declared = image_size if image_size is not None else plan.source.declared_size()
-    if declared is not None:
-        targets.check_fits(target, declared)
+    plan.check_fits(target, announce)
     targets.confirm(target, plan.describe(), assume_yes)
-    fd = targets.open_for_writing(target, image_size, allow_fixed)
+    fd = targets.open_for_writing(target, plan.image_size, allow_fixed)
     try:
         announce(f"flashing {plan.describe()} to {target.describe()}")
         sink = FileSink(fd)

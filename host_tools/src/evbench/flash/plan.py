@@ -6,11 +6,13 @@ same way, and everything here is refused before a byte is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from evbench.flash.bmap import Bmap, parse_bmap
 from evbench.flash.source import COMPRESSED_SUFFIXES, ImageSource
+from evbench.flash.target import Target, check_fits
 from evbench_agent.errors import UserError
 
 
@@ -74,6 +76,27 @@ class FlashPlan:
     def image_size(self) -> int | None:
         """The plain image's size, when the bmap or the stream knows it ahead."""
         return self.bmap.image_size if self.bmap else self.source.plain_size
+
+    def declared_size(self) -> int | None:
+        """The plain image's size as known before writing: the bmap's, the plain file's,
+        or what the compressed format declares (xz's index, zstd's frame headers); None
+        for gzip and bzip2, which declare none."""
+        return self.image_size if self.image_size is not None else self.source.declared_size()
+
+    def check_fits(
+        self, target: Target, announce: Callable[[str], None], where: str = ""
+    ) -> int | None:
+        """Refuse a target smaller than the image before anything is written, and return
+        the size checked; when the format declares none, say so and return None."""
+        size = self.declared_size()
+        if size is not None:
+            check_fits(target, size, where)
+        elif target.size is not None:
+            announce(
+                f"{self.image} ({self.source.compression}) declares no plain size ahead: "
+                f"whether it fits {target.describe()}{where} is known only as it is written"
+            )
+        return size
 
     @property
     def bytes_to_write(self) -> int | None:

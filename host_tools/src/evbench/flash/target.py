@@ -109,10 +109,12 @@ def _check_block_device(path: Path, rdev: int, allow_fixed: bool, given: Path) -
     return Target(path, True, size, model, ("block", str(rdev)), given)
 
 
-def check_fits(target: Target, image_size: int) -> None:
+def check_fits(target: Target, image_size: int, where: str = "") -> None:
+    """Refuse a target smaller than the image; `where` names the board it is on."""
     if target.size is not None and image_size > target.size:
         raise UserError(
-            f"the image ({image_size} bytes) is larger than {target.describe()}; nothing written",
+            f"the image ({image_size} bytes) is larger than {target.describe()}{where}; "
+            "nothing was written",
             hint="use a larger card",
         )
 
