@@ -76,4 +76,5 @@ def add_to_help(parser: argparse.ArgumentParser) -> None:
         parser.epilog = text()
         return show_help()
 
+    # The listing is built only when help is printed: the one method of argparse to wrap.
     parser.format_help = format_help  # type: ignore[method-assign]

@@ -333,7 +333,7 @@ def original_name(name: str) -> str:
     return name
 
 
-def get(name: str) -> Codec:
+def get(name: str) -> Codec | NativeCodec:
     """The codec called `name`; an A/A copy (`json-aa`) is its original under that name."""
     original = original_name(name)
     if original != name:
@@ -347,7 +347,7 @@ def get(name: str) -> Codec:
                 f"codec {name!r} is not installed here ({native.unavailable_reason()})",
                 hint="build and install the harnesses (docs/native-codecs.md)",
             )
-        return native  # type: ignore[return-value]  # the same interface as Codec
+        return native
     codec = CODECS.get(name)
     if codec is None:
         known = ", ".join(every())

@@ -248,6 +248,10 @@ class PythonCanPort:
                 _adapter_hint(self.address),
             )
 
+    def send_packed(self, data: bytes) -> None:
+        """BusPort's: a frame packed by framing.pack."""
+        self.send(data)
+
     def send(self, frame: bytes) -> None:
         """Queue one packed link frame (framing.pack) as one ISO-TP PDU."""
         self._check()

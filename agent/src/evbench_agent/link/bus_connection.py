@@ -82,10 +82,7 @@ class BusConnection:
         return framing.pack(kind, sequence, body)
 
     def send(self, data: bytes) -> None:
-        if self._uart:
-            self.port.write(data)  # type: ignore[attr-defined]
-        else:
-            self.port.send(data)  # type: ignore[attr-defined]
+        self.port.send_packed(data)
 
     def _receive(self, timeout_s: float) -> list[framing.Frame] | None:
         if timeout_s <= 0:  # a socket timeout of 0 would mean non-blocking, not "expired"

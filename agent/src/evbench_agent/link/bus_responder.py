@@ -30,6 +30,9 @@ POLL_S = 0.5
 class BusPort(Protocol):
     def send_frame(self, kind: int, sequence: int, body: bytes = b"") -> None: ...
 
+    def send_packed(self, data: bytes) -> None:
+        """Send a frame the link's connection packed already (BusConnection.pack)."""
+
     def receive_frames(self, timeout_s: float) -> list[framing.Frame]: ...
 
     def close(self) -> None: ...

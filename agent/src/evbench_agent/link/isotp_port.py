@@ -189,6 +189,10 @@ class IsotpPort:
         self.address = address
         self.sock = sock
 
+    def send_packed(self, data: bytes) -> None:
+        """BusPort's: a frame packed by framing.pack."""
+        self.send(data)
+
     def send(self, frame: bytes) -> None:
         """Send one packed link frame (framing.pack), a whole ISO-TP PDU."""
         if len(frame) > MAX_PDU:

@@ -90,6 +90,10 @@ class UartPort:
     def send(self, kind: int, sequence: int, body: bytes = b"") -> None:
         self.write(uart_framing.encode(kind, sequence, body))
 
+    def send_packed(self, data: bytes) -> None:
+        """BusPort's: bytes framed by uart_framing.encode."""
+        self.write(data)
+
     def write(self, data: bytes) -> None:
         """Write bytes already framed (uart_framing.encode); a line that does not take
         them within the write timeout, or a device that went away, is PeerClosed."""

@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from evbench_agent import codecs, payload_identity, payloads
+from evbench_agent.native.codec import NativeBound
 from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
@@ -103,10 +104,10 @@ def _time_loops(operation: Operation, argument: Any, loops: int, slowdown: float
 Operations = dict[str, tuple[Operation, list[Any]]]
 
 
-def operations(bound: codecs.BoundCodec, items: list[payloads.Payload]) -> Operations:
+def operations(bound: codecs.BoundCodec | NativeBound, items: list[payloads.Payload]) -> Operations:
     """The timed callables of one codec and their arguments, one per payload."""
-    if hasattr(bound, "native_operations"):  # timed in a native harness
-        native: Operations = bound.native_operations(items)  # evbench_agent.native.codec
+    if isinstance(bound, NativeBound):  # timed in a native harness
+        native: Operations = dict(bound.native_operations(items))
         return native
     data = [bound.data(item) for item in items]
     blobs = [bound.encode(value) for value in data]
