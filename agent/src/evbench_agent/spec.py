@@ -270,6 +270,8 @@ def _check_cpu(cpu: int | None) -> None:
 def _check_board_name(name: object, key: str = "board_name") -> None:
     if name is None:
         return
+    if not isinstance(name, str):  # the schema refuses it first; said the same way here
+        raise UserError(f"spec key {key!r}: a board name, not {name!r}")
     from evbench_agent import board_identity
 
     try:
