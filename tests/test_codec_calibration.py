@@ -83,6 +83,27 @@ def test_a_slowdown_makes_every_sample_that_fraction_longer():
     assert codec._time_loops(spin, 100, 10, slowdown=0.5) >= 1_500_000
 
 
+class _HarnessTimed:
+    """A native harness's operation (native.codec.NativeOperation's shape): it times its
+    own loops, and calling it runs one loop there."""
+
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+
+    def time_loops(self, argument: object, loops: int) -> int:
+        return 7_000 * loops  # what the harness says its loops took
+
+    def __call__(self, argument: object) -> int:
+        self.calls.append(argument)
+        return self.time_loops(argument, 1)
+
+
+def test_a_harness_operation_times_its_loops_in_the_harness_not_call_by_call():
+    operation = _HarnessTimed()
+    assert codec._time_loops(operation, "payload", 1_000) == 7_000_000
+    assert operation.calls == []  # never timed through Python calls, one round trip each
+
+
 def _task(**changes):
     task = {
         "suite": "codec",

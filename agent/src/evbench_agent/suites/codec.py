@@ -66,9 +66,12 @@ SHORTEST_SHARE = 0.9
 
 
 class HarnessOperation(Protocol):
-    """An operation a native codec's harness times itself (evbench_agent.native.codec)."""
+    """An operation a native codec's harness times itself (evbench_agent.native.codec);
+    called, it runs once."""
 
     def time_loops(self, argument: Any, loops: int) -> int: ...
+
+    def __call__(self, argument: Any) -> Any: ...
 
 
 #: A timed operation: a Python callable, or a native harness's.
@@ -83,9 +86,10 @@ def _time_loops(operation: Operation, argument: Any, loops: int, slowdown: float
     A native codec's operation times its loops in its harness (`time_loops`).
     """
     clock = time.perf_counter_ns
-    if not callable(operation):  # a harness's: it has time_loops
+    native = getattr(operation, "time_loops", None)  # a harness's operation
+    if native is not None:
         start = clock()
-        elapsed = operation.time_loops(argument, loops)
+        elapsed: int = native(argument, loops)
         start = clock() - elapsed  # the spin below extends what the harness timed
     else:
         repeat = itertools.repeat(None, loops)
