@@ -11,7 +11,9 @@ To add a run option, append a `RunOption` to `RUN_OPTIONS`:
 - ``flag``: the long flag, e.g. ``"--json-style"``; its argparse dest is the
   flag without dashes, ``-`` turned into ``_`` (``json_style``);
 - ``spec_key``: the `evbench_agent.spec.Spec` field it sets (add the field
-  there, with its default and its check in `spec.from_dict`);
+  there with its default, and the key to `schemas/spec.schema.json` with its
+  type, bounds and the same default; then run `docs/generate.py` for the docs'
+  table; a check no schema can make goes into `spec.from_dict`);
 - ``type``: ``str``, ``int`` or ``float``, or ``None`` for a switch (no value);
   a switch sets its spec key to ``switch_value`` when given;
 - ``help``, and optionally ``metavar`` and ``choices``;

@@ -291,7 +291,9 @@ def _check_shape(document: Any, where: str) -> None:
     path = str(found.path[1])
     if found.keyword == "additionalProperties" and len(found.path) == 2:
         unknown = [key for key in found.value if key not in OPTIONS]
-        _fail(where, path, f"unknown option {', '.join(unknown)}", hint=f"known: {OPTIONS}")
+        _fail(
+            where, path, f"unknown option {', '.join(unknown)}", hint=f"known: {', '.join(OPTIONS)}"
+        )
     option = json_schema.where(found.path[2:]) if len(found.path) > 2 else "its options"
     _fail(where, path, f"{option} {found.message}")
 
