@@ -1,0 +1,654 @@
+/* evbench-link-responder: the link suite's responder (docs/link.md, wire format version 2)
+ * in C, so RTT and CPU per message can be measured without Python on the responder side.
+ *
+ * It answers `echo` mode: each MESSAGE's body comes back unchanged after the 8 bytes of
+ * processing time, as `evbench-agent serve` answers it. It never decodes, so it checks no
+ * codec or profile name; a HELLO asking for `ack` mode (which decodes with the codec) is
+ * refused with a message that says so. One thread per connection, so each connection's
+ * CPU time (STATS) is its thread's CPU clock, as in the Python responder.
+ *
+ *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
+ *
+ * Once listening it prints {"event": "listening", "host": ..., "port": ...} on standard
+ * output; its log lines go to standard error. SIGTERM or SIGINT stops it.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROTOCOL "evbench-link"
+#define VERSION 2
+#define HEADER 9                 /* kind (1) + sequence (8) */
+#define PREFIX 13                /* length (4) + HEADER */
+#define MAX_HELLO 4096           /* a HELLO body's cap */
+#define MAX_NAME 200             /* characters of a codec, profile, message or mode name */
+#define MAX_REPLY_DELAY_NS 1000000000LL
+#define HANDSHAKE_DEADLINE_MS 5000
+#define IDLE_TIMEOUT_S 120
+#define SEND_TIMEOUT_S 10
+#define PENDING_PER_SLOT 8       /* connections in their handshake, per slot */
+#define RECV_SIZE 65536
+#define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
+#define TOKEN_ENV "EVBENCH_LINK_TOKEN"
+
+enum { HELLO = 0, MESSAGE = 1, REPLY = 2, STATS = 3, STATS_REPLY = 4 };
+
+static uint32_t max_frame = 1u << 20;
+static int max_connections = 16;
+static const char *token;
+static volatile sig_atomic_t stopping;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gone = PTHREAD_COND_INITIALIZER;
+static int served, threads;       /* slots held; connection threads alive */
+static int *open_fds;             /* every connection's socket, for a clean stop */
+
+static void say(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  flockfile(stderr);
+  fputs("evbench-link-responder: ", stderr);
+  vfprintf(stderr, format, args);
+  fputc('\n', stderr);
+  funlockfile(stderr);
+  va_end(args);
+}
+
+static int64_t now_ns(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void put_le(unsigned char *out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; i++) out[i] = (unsigned char)(value >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *in, int bytes) {
+  uint64_t value = 0;
+  for (int i = bytes - 1; i >= 0; i--) value = value << 8 | in[i];
+  return value;
+}
+
+/* One write of a whole frame (MSG_NOSIGNAL: a vanished peer is an error, not SIGPIPE). */
+static int send_all(int fd, const unsigned char *data, size_t size) {
+  while (size) {
+    ssize_t sent = send(fd, data, size, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    data += sent;
+    size -= (size_t)sent;
+  }
+  return 0;
+}
+
+static int send_frame(int fd, int kind, uint64_t sequence, const void *body, size_t size) {
+  unsigned char stack[PREFIX + 512], *frame = stack;
+  if (size > sizeof stack - PREFIX && !(frame = malloc(PREFIX + size))) return -1;
+  put_le(frame, HEADER + size, 4);
+  frame[4] = (unsigned char)kind;
+  put_le(frame + 5, sequence, 8);
+  memcpy(frame + PREFIX, body, size);
+  int status = send_all(fd, frame, PREFIX + size);
+  if (frame != stack) free(frame);
+  return status;
+}
+
+/* --- The HELLO: a JSON object read by a small strict parser ---------------------------- */
+
+typedef struct {
+  const char *at, *end;
+  const char *error;
+} Json;
+
+typedef struct {
+  char protocol[64], codec[MAX_NAME * 4 + 1], profile[MAX_NAME * 4 + 1];
+  char message[MAX_NAME * 4 + 1], mode[MAX_NAME * 4 + 1], token[MAX_HELLO + 1];
+  int has_protocol, has_codec, has_profile, has_message, has_mode, has_token;
+  int version_ok, delay_ok, too_long;
+  long long reply_delay_ns;
+} Hello;
+
+static void skip_space(Json *j) {
+  while (j->at < j->end && (*j->at == ' ' || *j->at == '\t' || *j->at == '\n' || *j->at == '\r'))
+    j->at++;
+}
+
+static void put_utf8(char **out, const char *limit, unsigned code) {
+  char bytes[4];
+  int n;
+  if (code < 0x80) bytes[0] = (char)code, n = 1;
+  else if (code < 0x800) bytes[0] = (char)(0xC0 | code >> 6), bytes[1] = (char)(0x80 | (code & 0x3F)), n = 2;
+  else if (code < 0x10000)
+    bytes[0] = (char)(0xE0 | code >> 12), bytes[1] = (char)(0x80 | (code >> 6 & 0x3F)),
+    bytes[2] = (char)(0x80 | (code & 0x3F)), n = 3;
+  else
+    bytes[0] = (char)(0xF0 | code >> 18), bytes[1] = (char)(0x80 | (code >> 12 & 0x3F)),
+    bytes[2] = (char)(0x80 | (code >> 6 & 0x3F)), bytes[3] = (char)(0x80 | (code & 0x3F)), n = 4;
+  for (int i = 0; i < n && *out < limit; i++) *(*out)++ = bytes[i];
+}
+
+static int hex4(Json *j, unsigned *code) {
+  if (j->end - j->at < 4) return 0;
+  *code = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = *j->at++;
+    *code <<= 4;
+    if (c >= '0' && c <= '9') *code |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') *code |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') *code |= (unsigned)(c - 'A' + 10);
+    else return 0;
+  }
+  return 1;
+}
+
+/* A string into out (size bytes with its NUL; longer text is cut, *characters counts it all). */
+static int parse_string(Json *j, char *out, size_t size, size_t *characters) {
+  char *write = out, *limit = out + (size ? size - 1 : 0);
+  *characters = 0;
+  if (j->at >= j->end || *j->at != '"') return j->error = "a string was expected", 0;
+  j->at++;
+  while (j->at < j->end && *j->at != '"') {
+    unsigned char c = (unsigned char)*j->at++;
+    if (c < 0x20) return j->error = "a control character in a string", 0;
+    if (c != '\\') {
+      if ((c & 0xC0) != 0x80) (*characters)++;
+      if (write < limit) *write++ = (char)c;
+      continue;
+    }
+    if (j->at >= j->end) break;
+    char escape = *j->at++;
+    const char *simple = strchr("\"\\/bfnrt", escape);
+    if (escape && simple) {
+      (*characters)++;
+      if (write < limit) *write++ = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+    } else if (escape == 'u') {
+      unsigned code, low;
+      if (!hex4(j, &code)) return j->error = "a bad \\u escape", 0;
+      if (code >= 0xD800 && code < 0xDC00 && j->end - j->at >= 6 && j->at[0] == '\\' &&
+          j->at[1] == 'u') {
+        const char *back = j->at;
+        j->at += 2;
+        if (hex4(j, &low) && low >= 0xDC00 && low < 0xE000)
+          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+        else
+          j->at = back;
+      }
+      (*characters)++;
+      put_utf8(&write, limit, code);
+    } else {
+      return j->error = "a bad escape in a string", 0;
+    }
+  }
+  if (j->at >= j->end) return j->error = "a string is not closed", 0;
+  j->at++;
+  if (size) *write = 0;
+  return 1;
+}
+
+static int skip_value(Json *j, int depth);
+
+static int parse_number(Json *j, long long *value, int *integral) {
+  const char *start = j->at;
+  if (j->at < j->end && *j->at == '-') j->at++;
+  if (j->at >= j->end || *j->at < '0' || *j->at > '9') return j->error = "a value was expected", 0;
+  if (*j->at == '0') j->at++;
+  else while (j->at < j->end && *j->at >= '0' && *j->at <= '9') j->at++;
+  *integral = 1;
+  if (j->at < j->end && *j->at == '.') {
+    *integral = 0, j->at++;
+    if (j->at >= j->end || *j->at < '0' || *j->at > '9') return j->error = "a bad number", 0;
+    while (j->at < j->end && *j->at >= '0' && *j->at <= '9') j->at++;
+  }
+  if (j->at < j->end && (*j->at == 'e' || *j->at == 'E')) {
+    *integral = 0, j->at++;
+    if (j->at < j->end && (*j->at == '+' || *j->at == '-')) j->at++;
+    if (j->at >= j->end || *j->at < '0' || *j->at > '9') return j->error = "a bad number", 0;
+    while (j->at < j->end && *j->at >= '0' && *j->at <= '9') j->at++;
+  }
+  if (*integral) {
+    /* digits beyond 18 overflow: such a number is out of every range this reads */
+    if (j->at - start > 18) *value = -1, *integral = 2;
+    else *value = strtoll(start, NULL, 10);
+  }
+  return 1;
+}
+
+static int skip_value(Json *j, int depth) {
+  skip_space(j);
+  if (depth > MAX_DEPTH) return j->error = "a HELLO nested too deeply to read", 0;
+  if (j->at >= j->end) return j->error = "a value was expected", 0;
+  char c = *j->at;
+  size_t characters;
+  long long number;
+  int integral;
+  if (c == '"') return parse_string(j, NULL, 0, &characters);
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    j->at++;
+    skip_space(j);
+    if (j->at < j->end && *j->at == close) return j->at++, 1;
+    for (;;) {
+      if (c == '{') {
+        skip_space(j);
+        if (!parse_string(j, NULL, 0, &characters)) return 0;
+        skip_space(j);
+        if (j->at >= j->end || *j->at++ != ':') return j->error = "':' was expected", 0;
+      }
+      if (!skip_value(j, depth + 1)) return 0;
+      skip_space(j);
+      if (j->at < j->end && *j->at == ',') { j->at++; continue; }
+      if (j->at < j->end && *j->at == close) return j->at++, 1;
+      return j->error = "',' or a closing bracket was expected", 0;
+    }
+  }
+  static const char *const words[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(words[i]);
+    if ((size_t)(j->end - j->at) >= n && !memcmp(j->at, words[i], n)) return j->at += n, 1;
+  }
+  return parse_number(j, &number, &integral);
+}
+
+/* A string member into `out`; a value of another type leaves *has 0. */
+static int string_member(Json *j, char *out, size_t size, int *has, int *too_long) {
+  skip_space(j);
+  if (j->at < j->end && *j->at == '"') {
+    size_t characters;
+    if (!parse_string(j, out, size, &characters)) return 0;
+    *has = 1;
+    if (too_long && characters > MAX_NAME) *too_long = 1;
+    return 1;
+  }
+  *has = 0;
+  return skip_value(j, 1);
+}
+
+static const char *parse_hello(const unsigned char *body, size_t size, Hello *h) {
+  Json j = {(const char *)body, (const char *)body + size, NULL};
+  memset(h, 0, sizeof *h);
+  h->delay_ok = 1;
+  skip_space(&j);
+  if (j.at >= j.end || *j.at != '{') {
+    if (!skip_value(&j, 0)) return "the client sent a HELLO that is not JSON";
+    return "the client sent a HELLO that is not a JSON object";
+  }
+  j.at++;
+  skip_space(&j);
+  int empty = j.at < j.end && *j.at == '}';
+  if (empty) j.at++;
+  while (!empty) {
+    char key[32];
+    size_t characters;
+    skip_space(&j);
+    if (!parse_string(&j, key, sizeof key, &characters)) goto bad;
+    if (characters >= sizeof key) key[0] = 0; /* a long key is none of ours */
+    skip_space(&j);
+    if (j.at >= j.end || *j.at++ != ':') { j.error = "':' was expected"; goto bad; }
+    int ok;
+    if (!strcmp(key, "protocol")) ok = string_member(&j, h->protocol, sizeof h->protocol, &h->has_protocol, NULL);
+    else if (!strcmp(key, "codec")) ok = string_member(&j, h->codec, sizeof h->codec, &h->has_codec, &h->too_long);
+    else if (!strcmp(key, "profile")) ok = string_member(&j, h->profile, sizeof h->profile, &h->has_profile, &h->too_long);
+    else if (!strcmp(key, "message")) ok = string_member(&j, h->message, sizeof h->message, &h->has_message, &h->too_long);
+    else if (!strcmp(key, "mode")) ok = string_member(&j, h->mode, sizeof h->mode, &h->has_mode, &h->too_long);
+    else if (!strcmp(key, "token")) ok = string_member(&j, h->token, sizeof h->token, &h->has_token, NULL);
+    else if (!strcmp(key, "version") || !strcmp(key, "reply_delay_ns")) {
+      long long value = 0;
+      int integral = 0;
+      skip_space(&j);
+      const char *start = j.at;
+      if (j.at < j.end && (*j.at == '-' || (*j.at >= '0' && *j.at <= '9')))
+        ok = parse_number(&j, &value, &integral);
+      else
+        ok = skip_value(&j, 1), integral = 0, (void)start;
+      if (key[0] == 'v') h->version_ok = integral == 1 && value == VERSION;
+      else { h->delay_ok = integral == 1 && value >= 0 && value <= MAX_REPLY_DELAY_NS; h->reply_delay_ns = value; }
+    } else ok = skip_value(&j, 1);
+    if (!ok) goto bad;
+    skip_space(&j);
+    if (j.at < j.end && *j.at == ',') { j.at++; continue; }
+    if (j.at < j.end && *j.at == '}') { j.at++; break; }
+    j.error = "',' or '}' was expected";
+    goto bad;
+  }
+  skip_space(&j);
+  if (j.at != j.end) { j.error = "extra data after the object"; goto bad; }
+  return NULL;
+bad:
+  if (j.error && !strcmp(j.error, "a HELLO nested too deeply to read"))
+    return "the client sent a HELLO nested too deeply to read";
+  return "the client sent a HELLO that is not JSON";
+}
+
+static int same_token(const char *offered, const char *wanted) {
+  size_t a = strlen(offered), b = strlen(wanted);
+  unsigned char diff = (unsigned char)(a != b);
+  for (size_t i = 0; i < b; i++) diff |= (unsigned char)(wanted[i] ^ (i < a ? offered[i] : 0));
+  return diff == 0;
+}
+
+/* NULL for a HELLO this responder serves, else why not. */
+static const char *check_hello(const Hello *h) {
+  if (!h->has_protocol || strcmp(h->protocol, PROTOCOL) || !h->version_ok)
+    return "another protocol or version; this responder speaks 'evbench-link' version 2";
+  if (!h->has_codec || !h->has_profile || !h->has_message || !h->has_mode)
+    return "a HELLO needs the strings codec, profile, message, mode";
+  if (h->too_long) return "a name in the HELLO is over 200 characters";
+  if (strcmp(h->mode, "echo") && strcmp(h->mode, "ack"))
+    return "unknown mode (known: echo, ack)";
+  if (token && !(h->has_token && same_token(h->token, token)))
+    return "the HELLO does not carry this responder's token";
+  if (!h->delay_ok) return "reply_delay_ns must be an integer 0..1000000000";
+  if (strcmp(h->mode, "echo"))
+    return "this responder (evbench-link-responder, C) answers echo mode only; "
+           "ack mode decodes with the codec: use evbench-agent serve";
+  return NULL;
+}
+
+/* The answer to a HELLO: JSON as Python's json.dumps writes it (the error text is ours,
+ * ASCII without quotes or backslashes). */
+static int answer(int fd, const char *error, int busy) {
+  char body[512];
+  int n;
+  if (error)
+    n = snprintf(body, sizeof body, "{\"ok\": false, \"error\": \"%s\"%s}", error,
+                 busy ? ", \"reason\": \"busy\"" : "");
+  else
+    n = snprintf(body, sizeof body, "{\"ok\": true, \"max_frame\": %u, \"responder\": "
+                 "\"evbench-link-responder 1 (C)\"}", max_frame);
+  return send_frame(fd, HELLO, 0, body, (size_t)n);
+}
+
+/* --- A connection ----------------------------------------------------------------------- */
+
+typedef struct {
+  int fd;
+  char name[64];
+  unsigned char *buffer;
+  size_t used, capacity;
+  int64_t received_ns;
+} Connection;
+
+/* One recv() into the buffer; 0 when the peer closed, -1 on an error or timeout. */
+static int fill(Connection *c) {
+  if (c->capacity - c->used < RECV_SIZE) {
+    size_t want = c->used + RECV_SIZE;
+    unsigned char *grown = realloc(c->buffer, want);
+    if (!grown) return -1;
+    c->buffer = grown, c->capacity = want;
+  }
+  ssize_t got;
+  do got = recv(c->fd, c->buffer + c->used, RECV_SIZE, 0);
+  while (got < 0 && errno == EINTR);
+  c->received_ns = now_ns(CLOCK_MONOTONIC);
+  if (got <= 0) return (int)got;
+  c->used += (size_t)got;
+  return 1;
+}
+
+/* The first frame, within the handshake deadline; NULL and *why when there is none. */
+static int read_hello(Connection *c, const char **why) {
+  int64_t deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)HANDSHAKE_DEADLINE_MS * 1000000;
+  for (;;) {
+    if (c->used >= 4) {
+      uint32_t length = (uint32_t)get_le(c->buffer, 4);
+      if (length < HEADER) return *why = "the client sent a first frame of fewer than 9 bytes", -1;
+      if (length > HEADER + MAX_HELLO) return *why = "the client sent a first frame longer than a HELLO", -1;
+      if (c->used >= 4 + length) {
+        if (c->buffer[4] != HELLO) return *why = "the client sent another frame where HELLO was expected", -1;
+        return (int)length;
+      }
+    }
+    int64_t left = (deadline - now_ns(CLOCK_MONOTONIC)) / 1000000;
+    struct pollfd wait = {c->fd, POLLIN, 0};
+    if (left <= 0 || poll(&wait, 1, (int)left) == 0)
+      return *why = "did not complete the handshake within 5 s", -2;
+    int got = fill(c);
+    if (got <= 0) return *why = NULL, -2;
+  }
+}
+
+static void hold_until(int64_t until) {
+  int64_t left = until - now_ns(CLOCK_MONOTONIC);
+  if (left > 200000) {
+    struct timespec nap = {0, 0};
+    int64_t sleep_ns = left - 150000;
+    nap.tv_sec = sleep_ns / 1000000000, nap.tv_nsec = sleep_ns % 1000000000;
+    nanosleep(&nap, NULL);
+  }
+  while (now_ns(CLOCK_MONOTONIC) < until) {}
+}
+
+/* Answer MESSAGE and STATS frames until the client closes or breaks a rule. */
+static const char *converse(Connection *c, size_t start, int64_t delay_ns) {
+  int64_t cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  unsigned long long answered = 0;
+  unsigned char *reply = malloc(PREFIX + 8 + max_frame);
+  if (!reply) return "out of memory";
+  size_t at = start;
+  const char *why = NULL;
+  for (;;) {
+    while (c->used - at >= PREFIX) {
+      unsigned char *frame = c->buffer + at;
+      uint32_t length = (uint32_t)get_le(frame, 4);
+      if (length < HEADER || length > max_frame) { why = "a frame length outside 9..max frame"; goto done; }
+      if (c->used - at < 4 + (size_t)length) break;
+      int kind = frame[4];
+      uint64_t sequence = get_le(frame + 5, 8);
+      size_t body = length - HEADER;
+      if (kind == MESSAGE) {
+        put_le(reply, HEADER + 8 + body, 4);
+        reply[4] = REPLY;
+        memcpy(reply + 5, frame + 5, 8);
+        memcpy(reply + PREFIX + 8, frame + PREFIX, body);
+        int64_t processing = now_ns(CLOCK_MONOTONIC) - c->received_ns;
+        if (delay_ns) hold_until(c->received_ns + processing + delay_ns);
+        put_le(reply + PREFIX, (uint64_t)processing, 8);
+        if (send_all(c->fd, reply, PREFIX + 8 + body)) { why = "the client stopped reading"; goto done; }
+        answered++;
+      } else if (kind == STATS) {
+        char counts[96];
+        int n = snprintf(counts, sizeof counts, "{\"messages\": %llu, \"cpu_ns\": %lld}", answered,
+                         (long long)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start));
+        if (send_frame(c->fd, STATS_REPLY, sequence, counts, (size_t)n)) { why = "the client stopped reading"; goto done; }
+      } else {
+        why = "an unexpected frame kind from a client";
+        goto done;
+      }
+      at += 4 + length;
+    }
+    memmove(c->buffer, c->buffer + at, c->used - at);
+    c->used -= at, at = 0;
+    int got = fill(c);
+    if (got == 0) {
+      if (c->used) why = "the client closed the connection in the middle of a frame";
+      goto done;
+    }
+    if (got < 0) {
+      why = errno == EAGAIN || errno == EWOULDBLOCK ? "idle for 120 s" : "the connection failed";
+      goto done;
+    }
+  }
+done:
+  free(reply);
+  return why;
+}
+
+static void forget(int fd, int slot) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < max_connections * (PENDING_PER_SLOT + 1); i++)
+    if (open_fds[i] == fd) { open_fds[i] = -1; break; }
+  if (slot) served--;
+  threads--;
+  pthread_cond_broadcast(&gone);
+  pthread_mutex_unlock(&lock);
+}
+
+static void *connection(void *arg) {
+  Connection *c = arg;
+  int one = 1, slot = 0;
+  struct timeval send_timeout = {SEND_TIMEOUT_S, 0}, idle = {IDLE_TIMEOUT_S, 0};
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+  const char *why = NULL;
+  int length = read_hello(c, &why);
+  if (length == -1) answer(c->fd, why, 0);
+  if (length >= 0) {
+    Hello hello;
+    why = parse_hello(c->buffer + PREFIX, (size_t)length - HEADER, &hello);
+    if (!why) why = check_hello(&hello);
+    if (why) {
+      answer(c->fd, why, 0);
+    } else {
+      pthread_mutex_lock(&lock);
+      slot = served < max_connections;
+      served += slot;
+      pthread_mutex_unlock(&lock);
+      if (!slot) {
+        why = "the connection limit is reached: other clients hold every slot";
+        answer(c->fd, why, 1);
+      } else if (answer(c->fd, NULL, 0) == 0) {
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+        why = converse(c, 4 + (size_t)length, hello.reply_delay_ns);
+      }
+    }
+  }
+  if (why && !stopping) say("%s: dropped: %s", c->name, why);
+  forget(c->fd, slot); /* before close(): a new connection may be given the same number */
+  close(c->fd);
+  free(c->buffer);
+  free(c);
+  return NULL;
+}
+
+static void stop(int signum) {
+  (void)signum;
+  stopping = 1;
+}
+
+static int number_option(const char *text, long low, long high, long *value) {
+  char *end;
+  errno = 0;
+  *value = strtol(text, &end, 10);
+  return !errno && end != text && !*end && *value >= low && *value <= high;
+}
+
+int main(int argc, char **argv) {
+  const char *bind_to = "127.0.0.1";
+  long port = 50505, value;
+  for (int i = 1; i < argc; i++) {
+    const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!arg) { say("%s needs a value", option); return 2; }
+    if (!strcmp(option, "--bind")) bind_to = arg;
+    else if (!strcmp(option, "--port") && number_option(arg, 0, 65535, &value)) port = value;
+    else if (!strcmp(option, "--max-frame") && number_option(arg, 64, 1L << 26, &value)) max_frame = (uint32_t)value;
+    else if (!strcmp(option, "--max-connections") && number_option(arg, 1, 4096, &value)) max_connections = (int)value;
+    else {
+      say("usage: evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]");
+      return 2;
+    }
+    i++;
+  }
+  token = getenv(TOKEN_ENV);
+  if (token && !*token) token = NULL;
+  int limit = max_connections * (PENDING_PER_SLOT + 1);
+  open_fds = malloc(sizeof *open_fds * (size_t)limit);
+  for (int i = 0; i < limit; i++) open_fds[i] = -1;
+
+  struct addrinfo hints = {0}, *found;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
+  char port_text[8];
+  snprintf(port_text, sizeof port_text, "%ld", port);
+  int status = getaddrinfo(bind_to, port_text, &hints, &found);
+  if (status) { say("cannot listen on %s:%ld: %s", bind_to, port, gai_strerror(status)); return 2; }
+  int listener = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (listener < 0 || bind(listener, found->ai_addr, found->ai_addrlen) || listen(listener, limit)) {
+    say("cannot listen on %s:%ld: %s", bind_to, port, strerror(errno));
+    return 2;
+  }
+  freeaddrinfo(found);
+  struct sockaddr_storage address;
+  socklen_t size = sizeof address;
+  getsockname(listener, (struct sockaddr *)&address, &size);
+  char host[INET6_ADDRSTRLEN], service[8];
+  getnameinfo((struct sockaddr *)&address, size, host, sizeof host, service, sizeof service,
+              NI_NUMERICHOST | NI_NUMERICSERV);
+  int loopback = !strncmp(host, "127.", 4) || !strcmp(host, "::1");
+  say("listening on %s:%s (%s); max frame %u B, %d connections, echo mode only, %s", host, service,
+      loopback ? "loopback only; --bind ADDRESS to accept other machines"
+               : "reachable from other machines on this address",
+      max_frame, max_connections, token ? "a shared token required" : "no token");
+  if (!loopback && !token)
+    say("WARNING: anyone who can reach %s:%s can use this responder; set %s on both sides to "
+        "require a shared token", host, service, TOKEN_ENV);
+  printf("{\"event\": \"listening\", \"host\": \"%s\", \"port\": %s}\n", host, service);
+  fflush(stdout);
+
+  struct sigaction on_stop = {0};
+  on_stop.sa_handler = stop;
+  sigaction(SIGTERM, &on_stop, NULL);
+  sigaction(SIGINT, &on_stop, NULL);
+  pthread_attr_t detached;
+  pthread_attr_init(&detached);
+  pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+  while (!stopping) {
+    struct pollfd wait = {listener, POLLIN, 0};
+    if (poll(&wait, 1, 500) <= 0) continue;
+    struct sockaddr_storage peer;
+    socklen_t peer_size = sizeof peer;
+    int fd = accept4(listener, (struct sockaddr *)&peer, &peer_size, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    Connection *c = calloc(1, sizeof *c);
+    char peer_host[INET6_ADDRSTRLEN] = "?", peer_port[8] = "?";
+    getnameinfo((struct sockaddr *)&peer, peer_size, peer_host, sizeof peer_host, peer_port,
+                sizeof peer_port, NI_NUMERICHOST | NI_NUMERICSERV);
+    pthread_mutex_lock(&lock);
+    int slot = -1;
+    for (int i = 0; i < limit && slot < 0; i++)
+      if (open_fds[i] < 0) slot = i;
+    if (slot >= 0 && c) open_fds[slot] = fd, threads++;
+    pthread_mutex_unlock(&lock);
+    if (slot < 0 || !c) {
+      say("%s:%s: dropped: %d connections open (the cap)", peer_host, peer_port, limit);
+      close(fd);
+      free(c);
+      continue;
+    }
+    c->fd = fd;
+    snprintf(c->name, sizeof c->name, "%s:%s", peer_host, peer_port);
+    pthread_t thread;
+    if (pthread_create(&thread, &detached, connection, c)) {
+      close(fd);
+      forget(fd, 0);
+      free(c);
+    }
+  }
+  close(listener);
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < limit; i++)
+    if (open_fds[i] >= 0) shutdown(open_fds[i], SHUT_RDWR);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  while (threads > 0 && pthread_cond_timedwait(&gone, &lock, &until) == 0) {}
+  pthread_mutex_unlock(&lock);
+  say("stopped");
+  return 0;
+}
