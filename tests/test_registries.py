@@ -10,6 +10,7 @@ PyPI distribution in an extra (tests/test_codecs.py round-trips every codec).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -210,3 +211,12 @@ def test_every_suite_module_is_registered() -> None:
     assert declared["codec"] == "evbench_agent.suites.codec"  # the scan finds the known ones
     assert declared["link"] == "evbench_agent.suites.link"
     assert declared == registry.REGISTRY
+
+
+def test_the_suites_a_record_may_name_are_those_a_real_run_records() -> None:
+    # A stored codec and link run with telemetry (tests/data/runs/codec-link-v1) has
+    # records of every kind: the LAVA importer and the report's order take this tuple.
+    summary = ROOT / "tests" / "data" / "runs" / "codec-link-v1" / "summary.json"
+    named = {record["suite"] for record in json.loads(summary.read_text())["records"]}
+    assert named == {"codec", "link", "telemetry"}
+    assert set(registry.RECORD_SUITES) == named

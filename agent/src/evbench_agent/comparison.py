@@ -60,6 +60,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evbench_agent import registry
 from evbench_agent.analysis import identity, metrics, stats, verdicts
 from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED, Identity
 from evbench_agent.results import Run, SampleSet
@@ -73,7 +74,7 @@ INDEPENDENT_SUITES: dict[str, str] = {}
 #: What n counts when two runs are compared (nothing is paired across runs).
 RUN_COUNTS = {"codec": "processes per run", "link": "phases per run"}
 #: Suites in display order; others follow alphabetically.
-SUITE_ORDER = ("codec", "link", "telemetry")
+SUITE_ORDER = registry.RECORD_SUITES
 #: Params shown in a row's label whenever present (they name what was measured).
 LABEL_PARAMS = ("phase", "kind", "operation")
 

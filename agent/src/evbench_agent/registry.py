@@ -21,6 +21,11 @@ REGISTRY = {
     "codec": "evbench_agent.suites.codec",
     "link": "evbench_agent.suites.link",
 }
+#: The suite of the records telemetry derives from its samples (per phase, energy):
+#: not a suite a run is asked for, but a suite a record may name.
+TELEMETRY = "telemetry"
+#: Every suite a record may name, in display order: the registry's, then telemetry.
+RECORD_SUITES = (*REGISTRY, TELEMETRY)
 
 
 def load(name: str) -> ModuleType:
@@ -45,4 +50,4 @@ def preflight(spec: Any) -> list[str]:
     return notes
 
 
-__all__ = ["planned_seconds"]
+__all__ = ["RECORD_SUITES", "TELEMETRY", "planned_seconds"]

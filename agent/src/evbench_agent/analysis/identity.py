@@ -35,6 +35,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from evbench_agent import registry
+
 TESTED = "tested"
 FACT = "fact"
 CONTEXT = "context"
@@ -121,7 +123,7 @@ METRIC_ROLES: dict[str, str] = {
 }
 
 #: Suites whose every record is context, whatever the metric (telemetry of a phase).
-CONTEXT_SUITES = frozenset({"telemetry"})
+CONTEXT_SUITES = frozenset({registry.TELEMETRY})
 
 
 def role(suite: str, metric: str) -> str:

@@ -27,9 +27,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from evbench_agent import registry
 from evbench_agent.results import SampleSet
 
-SUITE = "telemetry"
+SUITE = registry.TELEMETRY
 METHOD_PER_OP_CODEC = "excess power of the interleaved phase x median time per operation"
 METHOD_PER_COUNT = "excess power per sample x phase duration / count"
 

@@ -20,11 +20,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evbench_agent import registry
 from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import energy
 from evbench_agent.telemetry.timeline import group_name, windows
 
-SUITE = "telemetry"
+SUITE = registry.TELEMETRY
 IDLE = "idle"
 
 

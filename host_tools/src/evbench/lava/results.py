@@ -25,14 +25,13 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import lava_units, results
+from evbench_agent import lava_units, registry, results
 from evbench_agent.errors import CheckFailed, FormatError, UserError
 
 NOTE = "lava.json"
 #: Bounds on what a results file may hold (it comes from a server).
 MAX_CASES = 100_000
 MAX_ARCHIVE_BYTES = 1 << 30
-SUITES = ("codec", "link", "telemetry")
 
 
 def _inside(name: str) -> bool:
@@ -123,7 +122,7 @@ def _measurement(case: dict[str, Any]) -> float | None:
 def _record(case: dict[str, Any], value: float) -> dict[str, Any] | None:
     """A summary record from a record case id `suite.profile.codec.metric[.phase].hash`."""
     parts = case["name"].split(".")
-    if len(parts) < 5 or parts[0] not in SUITES:
+    if len(parts) < 5 or parts[0] not in registry.RECORD_SUITES:
         return None
     suite, profile, codec, metric, *rest = parts
     # lavacli and the REST API v0.2 say "unit"; the older REST API said "units".
