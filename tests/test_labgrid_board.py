@@ -184,9 +184,22 @@ def test_a_coordinator_that_is_not_running_is_named(lab_env, tmp_path):
 def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab_env, tmp_path):
     lab = lab_env
     lab.switch.seen.clear()
-    done = evbench("deploy", "--board", board_url("am62x-p", tmp_path / "board"), "--power-cycle")
+    board = board_url("am62x-p", tmp_path / "board")
+    done = evbench("-vv", "deploy", "--board", board, "--power-cycle")
     assert done.returncode == 0, done.stderr
     assert "power-cycling place am62x-p (NetworkPowerPort)" in done.stderr
+    # -vv: each labgrid-client call, by its command and place alone (never the
+    # reservation's token, which `acquire +TOKEN` and `cancel-reservation` carry).
+    calls = [line for line in done.stderr.splitlines() if "[evbench.boards.labgrid_client]" in line]
+    shape = re.compile(
+        r"evbench: debug: \[evbench\.boards\.labgrid_client\] labgrid-client ([a-z-]+)"
+        r"( on place am62x-p)? -> exit 0, \d+ bytes out"
+    )
+    assert calls and all(shape.fullmatch(line) for line in calls), calls
+    said = [shape.fullmatch(line).group(1) for line in calls]
+    for step in ("reserve", "acquire", "cancel-reservation", "power", "release"):
+        assert step in said, said
+    assert said.index("acquire") < said.index("power") < said.index("release")
     # labgrid's own simplerest driver, run by labgrid-client: off, then on, outlet 1.
     assert lab.switch.seen == ["/outlet/1/0", "/outlet/1/1"]
     assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()  # it answered again
