@@ -23,6 +23,7 @@ import tomllib
 from conftest import ROOT
 
 from evbench_agent import codecs, payloads, registry
+from evbench_agent.analysis import metrics
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
 
@@ -220,3 +221,15 @@ def test_the_suites_a_record_may_name_are_those_a_real_run_records() -> None:
     named = {record["suite"] for record in json.loads(summary.read_text())["records"]}
     assert named == {"codec", "link", "telemetry"}
     assert set(registry.RECORD_SUITES) == named
+
+
+def test_the_codec_suites_metrics_are_those_a_real_run_records() -> None:
+    # The codec suite times encode, decode and decode_access, and measures the encoding's
+    # size plain and deflated (docs/method.md); a stored run's codec records say the same.
+    summary = ROOT / "tests" / "data" / "runs" / "core-v1" / "summary.json"
+    records = json.loads(summary.read_text())["records"]
+    recorded = {record["metric"] for record in records if record["suite"] == "codec"}
+    assert recorded == {"encode", "decode", "decode_access", "size", "size_deflate"}
+    assert set(metrics.CODEC_TIMED) | set(metrics.CODEC_SIZES) == recorded
+    assert all(metrics.METRICS[name].unit == "s" for name in metrics.CODEC_TIMED)
+    assert all(metrics.METRICS[name].unit == "bytes" for name in metrics.CODEC_SIZES)

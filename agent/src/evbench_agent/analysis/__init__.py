@@ -3,7 +3,8 @@
 `identity` says what a row is (the params that name it, and each metric's role
 in a comparison), `metrics` every metric's unit and better direction, `stats`
 the exact tests and intervals, `verdicts` the decisions they lead to. None of
-them imports anything else of the agent or does I/O: the comparison
+them does I/O or imports anything else of the agent but the suite registry
+(`evbench_agent.registry`, which imports none of ours): the comparison
 (`evbench_agent.comparison`) and the results reader use them, on the host and
 on the board.
 """

@@ -64,10 +64,24 @@ METRICS: dict[str, Metric] = {
 }
 
 
+#: The codec suite's timed operations, in the order it runs them: a metric each, in seconds.
+CODEC_TIMED = ("encode", "decode", "decode_access")
+#: The codec suite's sizes: the encoding, and the encoding deflated.
+CODEC_SIZES = ("size", "size_deflate")
+
+
 def better(name: str) -> str:
     """The better direction of a metric; unknown metrics are lower-is-better."""
     metric = METRICS.get(name)
     return metric.better if metric else LOWER_IS_BETTER
 
 
-__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "METRICS", "Metric", "better"]
+__all__ = [
+    "CODEC_SIZES",
+    "CODEC_TIMED",
+    "HIGHER_IS_BETTER",
+    "LOWER_IS_BETTER",
+    "METRICS",
+    "Metric",
+    "better",
+]

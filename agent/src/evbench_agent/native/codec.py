@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from evbench_agent.analysis import metrics
 from evbench_agent.native import runtimes
 from evbench_agent.native.runtimes import Runtime
 
@@ -129,7 +130,7 @@ class NativeBound:
         ]
         return {
             operation: (NativeOperation(self.harness, operation), expected)
-            for operation in ("encode", "decode", "decode_access")
+            for operation in metrics.CODEC_TIMED
         }
 
     def close(self) -> None:

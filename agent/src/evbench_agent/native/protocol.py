@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from evbench_agent import child_exit
+from evbench_agent.analysis import metrics
 from evbench_agent.errors import PartialRun
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ SHORT_WAIT_S = 10.0
 TIME_WAIT_S = 120.0
 #: Bytes of the harness's standard error quoted in an error.
 STDERR_TAIL = 2000
-OPERATIONS = ("encode", "decode", "decode_access")
+OPERATIONS = metrics.CODEC_TIMED
 
 
 class HarnessError(PartialRun):

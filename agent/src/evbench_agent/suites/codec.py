@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from evbench_agent import codecs, payload_identity, payloads
+from evbench_agent.analysis import metrics
 from evbench_agent.native.codec import NativeBound
 from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
@@ -53,7 +54,7 @@ from evbench_agent.telemetry import contention
 from evbench_agent.workers import run_worker
 
 SUITE = "codec"
-OPERATIONS = ("encode", "decode", "decode_access")
+OPERATIONS = metrics.CODEC_TIMED
 DEFLATE_LEVEL = 6
 #: Calibration stops doubling here, whatever the time; no real operation needs more.
 MAX_LOOPS = 1 << 24

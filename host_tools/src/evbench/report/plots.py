@@ -30,8 +30,6 @@ from evbench.report.units import significant
 from evbench_agent.analysis import metrics
 from evbench_agent.results import SampleSet
 
-TIME_METRICS = ("encode", "decode", "decode_access")
-SIZE_METRICS = ("size", "size_deflate")
 LINK_SUITE = "link"
 DPI = 96
 #: Up to this many bars per panel the panels sit side by side; beyond, stacked and wide.
@@ -237,25 +235,26 @@ def _sample_counts(context: RunContext, names: tuple[str, ...]) -> str:
 def plans(context: RunContext) -> list[_Plan]:
     """The plots this run's data call for, in report order."""
     found: list[_Plan] = []
-    if _records(context, "codec", TIME_METRICS):
+    if _records(context, "codec", metrics.CODEC_TIMED):
         found.append(
             _Plan(
                 "codec-times",
                 "Encode, decode and decode + access time per codec and profile",
                 "Bars: median time of one operation (µs, log scale); whiskers: 95 % CI of "
                 "the median (none when n < 6). A sample is the mean over a calibrated loop. "
-                + _sample_counts(context, TIME_METRICS),
-                lambda c: _bars(c, TIME_METRICS, 1e6, "µs per operation"),
+                + _sample_counts(context, metrics.CODEC_TIMED),
+                lambda c: _bars(c, metrics.CODEC_TIMED, 1e6, "µs per operation"),
             )
         )
-    if _records(context, "codec", SIZE_METRICS):
+    if _records(context, "codec", metrics.CODEC_SIZES):
         found.append(
             _Plan(
                 "codec-sizes",
                 "Encoded size and deflated size per codec and profile",
                 "Bars: median bytes over every payload of the profile; whiskers: 95 % CI "
-                "of the median. Deflated: zlib level 6. " + _sample_counts(context, SIZE_METRICS),
-                lambda c: _bars(c, SIZE_METRICS, 1.0, "bytes"),
+                "of the median. Deflated: zlib level 6. "
+                + _sample_counts(context, metrics.CODEC_SIZES),
+                lambda c: _bars(c, metrics.CODEC_SIZES, 1.0, "bytes"),
             )
         )
     if _link_phases(context, "rtt"):
