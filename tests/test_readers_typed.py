@@ -183,3 +183,32 @@ def test_change_points_still_name_what_moved():
     after = _row("r2", {"spec": {"processes": 4}, "gc": "enabled"}, {"json": "2.1"})
     moved = changes.version_changes(before, after)
     assert moved == {"codec json": ("2.0", "2.1"), "plan": ("quick=True", "processes=4")}
+
+
+@pytest.mark.slow  # real `evbench history` processes: seconds
+def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_path):
+    """A store edited by hand: the second night's manifest.spec is a list. The trend page
+    compares consecutive nights' plans (changes.plan): FormatError, exit 2, never the
+    AttributeError (exit 1) it once was."""
+    import contextlib
+    import sqlite3
+
+    from history_runs import night
+
+    runs = [night(tmp_path / "runs", number) for number in (1, 2)]
+    store = tmp_path / "history.sqlite"
+    added = _evbench("history", "add", *map(str, runs), "--history", str(store))
+    assert added.returncode == 0, added.stderr
+    run_id = json.loads((runs[1] / "manifest.json").read_text(encoding="utf-8"))["run_id"]
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.execute(
+            "UPDATE runs SET manifest = json_set(manifest, '$.spec', json('[1]')) WHERE run_id = ?",
+            (run_id,),
+        )
+        db.commit()
+    done = _evbench("history", "report", "--out", str(tmp_path / "page"), "--history", str(store))
+    assert done.returncode == 2, done.stderr
+    assert f"a history row (run {run_id}) is malformed: manifest.spec is not an object" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
