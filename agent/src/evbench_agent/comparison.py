@@ -73,6 +73,9 @@ PAIRED_SUITES = {"codec": "processes", "link": "phase pairs"}
 INDEPENDENT_SUITES: dict[str, str] = {}
 #: What n counts when two runs are compared (nothing is paired across runs).
 RUN_COUNTS = {"codec": "processes per run", "link": "phases per run"}
+#: The codecs a run's table compares when both ran and nothing else is asked (the seed's
+#: table): JSON, the baseline, against Protobuf.
+SEED_PAIR = ("json", "protobuf")
 #: Suites in display order; others follow alphabetically.
 SUITE_ORDER = registry.RECORD_SUITES
 #: Params shown in a row's label whenever present (they name what was measured).
@@ -482,6 +485,7 @@ def compare_run(
 __all__ = [
     "CONTEXT",
     "FACT",
+    "SEED_PAIR",
     "SUITE_ORDER",
     "TESTED",
     "Comparison",

@@ -204,7 +204,7 @@ def default_pair(run: Run) -> tuple[str | None, str | None]:
     aa = run.manifest.get("aa") if isinstance(run.manifest, dict) else None
     if isinstance(aa, dict) and aa.get("codec") and aa.get("copy"):
         return str(aa["codec"]), str(aa["copy"])
-    return "json", "protobuf"
+    return comparison.SEED_PAIR
 
 
 def signal_run(directory: Path, stream: TextIO, criteria: Criteria | None = None) -> int:

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: the report package loads matplotlib, which `evbench --help` needs not.
     from evbench.report import compare, criteria, exports
     from evbench.report.context import load_context
+    from evbench_agent.comparison import SEED_PAIR
 
     directories = ([args.baseline] if args.baseline else []) + list(args.runs)
     if len(directories) < 2:
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
         print(f"{name}: {context.directory} run {context.run_id}{flag}")
-    pair = ("json", "protobuf")
+    pair = SEED_PAIR
     if all(set(pair) <= set(c.codecs()) for c in contexts):
         print()
         print(table.format_rows(*compare.codec_cells(contexts, names, pair)))

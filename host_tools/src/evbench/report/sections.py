@@ -65,8 +65,8 @@ def compared_codecs(context: RunContext) -> tuple[str, str] | None:
     if arm_pairs:
         return arm_pairs[0]
     codecs = context.codecs()
-    if "json" in codecs and "protobuf" in codecs:
-        return "json", "protobuf"
+    if set(comparing.SEED_PAIR) <= set(codecs):
+        return comparing.SEED_PAIR
     return (codecs[0], codecs[1]) if len(codecs) >= 2 else None
 
 
