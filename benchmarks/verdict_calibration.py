@@ -335,7 +335,7 @@ def _synthetic_sets(name: str, rng: random.Random) -> list[SampleSet]:
 
 def synthetic_run(experiment: Experiment, out: Path, rng: random.Random) -> None:
     writer = results.RunWriter(out, f"synthetic-{experiment.name}")
-    writer.write_manifest({"synthetic": True})
+    writer.write_manifest({"source": {"synthetic": "benchmarks/verdict_calibration.py"}})
     writer.add(_synthetic_sets(experiment.name, rng))
     writer.finish(complete=True)
 
