@@ -212,3 +212,22 @@ def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+def test_what_the_lab_writes_its_reader_reads(tmp_path):
+    """lab.json as LabIndex writes it through a lab's life validates against its schema."""
+    lab = plan.parse(
+        {"boards": ["local", {"board": "local", "name": "b"}], "matrix": {"codecs": ["json"]}}
+    )
+    written = index.LabIndex(tmp_path, tmp_path / "LAB.yaml", lab.entries)
+    first, second = (entry.id for entry in lab.entries)
+    written.update(first, status="running", attempts=1, run_dir=f"runs/{first}")
+    comparison = {"baseline": None, "regressed": False, "note": "no previous run of this board"}
+    written.update(
+        first, status="complete", exit_code=0, duration_s=3.2, error=None, comparison=comparison
+    )
+    written.update(second, status="failed", exit_code=2, duration_s=0.4, error="bad")
+    written.finish(interrupted=None)
+    document = index.read(tmp_path)
+    assert [entry["status"] for entry in document["entries"]] == ["complete", "failed"]
+    assert document["finished"] is not None
