@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from evbench import __version__, commands, interrupts
 from evbench.command_summaries import SUMMARIES
@@ -33,7 +34,7 @@ def _wanted(argv: Sequence[str] | None) -> tuple[str, ...]:
     return commands.COMMANDS
 
 
-def _not_loaded(args: argparse.Namespace) -> int:
+def _not_loaded(args: argparse.Namespace) -> NoReturn:
     raise RuntimeError(f"command {args.command!r} was listed, not loaded")  # a bug if reached
 
 

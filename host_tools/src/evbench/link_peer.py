@@ -205,7 +205,7 @@ def _await_open(process: subprocess.Popen, url: str, log: IO[bytes]) -> None:
 
 def _start_error(status: int, url: str, log: str) -> EvbenchError:
     """`evbench serve`'s own error and hint, relayed as one error; its last lines otherwise."""
-    said = {"error": None, "hint": None}
+    said: dict[str, str | None] = {"error": None, "hint": None}
     for line in log.splitlines():
         for kind in said:
             if line.startswith(f"evbench: {kind}: "):

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evbench_agent.log_output import notice, quiet
+
+if TYPE_CHECKING:  # rich is imported only where a bar is drawn
+    from rich.progress import Progress, TaskID
 
 __all__ = ["ProgressView", "notice", "quiet"]
 
@@ -22,8 +25,8 @@ class ProgressView:
     def __init__(self, stream: TextIO | None = None) -> None:
         # Looked up now, not at import: tests and wrappers replace sys.stderr.
         self.stream = stream or sys.stderr
-        self._bar = None
-        self._task = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         self._quiet = quiet()
         if self.stream.isatty() and not self._quiet:
             from rich.console import Console

@@ -10,6 +10,7 @@ already fetched and matching SHA256SUMS is kept, never overwritten.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -212,7 +213,7 @@ class RemoteRun:
             results.parse_checksums(listing, self.board.url), key=lambda e: e[1] != results.MANIFEST
         )
         for digest, name in entries:
-            self.resilient(lambda d=digest, n=name: self._fetch_file(n, d, out))
+            self.resilient(functools.partial(self._fetch_file, name, digest, out))
         _place(out / results.CHECKSUMS, listing)
         log.info("fetched %d files from %s, each checked by SHA-256", len(entries), self.board.url)
         agent_log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))

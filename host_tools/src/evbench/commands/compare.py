@@ -186,7 +186,10 @@ def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> byte
     }
     failures = {}
     for record in records:
-        reason = regressed.get((record.get("codec"), compare.record_identity(record)))
+        codec = record.get("codec")  # None: machine-state records belong to no codec
+        reason = (
+            regressed.get((codec, compare.record_identity(record))) if codec is not None else None
+        )
         if reason:
             failures[exports.record_key(record)] = reason
     return exports.junit_xml(run_id, records, failures)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evbench import deploy
 from evbench.board_options import add_board_options, open_board_from
+from evbench.boards import RemoteBoard
 from evbench_agent.errors import ExitCode, UserError
 
 NAME = "deploy"
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         open_board_from(args) as board,
         tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging,
     ):
-        if board.is_local:
+        if not isinstance(board, RemoteBoard):  # the local board
             raise UserError(
                 "the local board runs the agent installed beside evbench: nothing to deploy",
                 hint="deploy to a board address such as ssh://root@board",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evbench import deploy, remote_run
 from evbench.board_options import add_board_options, open_board_from
+from evbench.boards import RemoteBoard
 from evbench_agent import results
 from evbench_agent.errors import ExitCode, UserError
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
     out = (args.out or Path("results") / args.run_id).resolve()
     with open_board_from(args) as board:
-        if board.is_local:
+        if not isinstance(board, RemoteBoard):  # the local board
             raise UserError("local runs are written straight to their --out: nothing to fetch")
         with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
             install = deploy.ensure_agent(board, Path(staging))

@@ -22,7 +22,7 @@ import getpass
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from evbench_agent.command_line import Parser
 from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
@@ -123,6 +123,10 @@ def _open(args: argparse.Namespace, url: str | None = None, read_only: bool = Fa
     return open_store(where, read_only or args.action in READ_ONLY)
 
 
+@overload
+def _board(store: Store, given: str) -> str: ...
+@overload
+def _board(store: Store, given: None) -> None: ...
 def _board(store: Store, given: str | None) -> str | None:
     """A board as the store names it; `bench-3` finds `name:bench-3` when that is the only one."""
     if given is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evbench import link_peer, schema
 from evbench.board_options import add_board_options, open_board_from
-from evbench.boards import Board, open_board
+from evbench.boards import Board, RemoteBoard, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
 from evbench.report import glance, runtimes, table
@@ -54,7 +54,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path) -> list[str]:
+def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path | str) -> list[str]:
+    """`out`: the run directory here, or the results directory on the board."""
     argv = ["run", "--progress", "json", "--run-id", run_id, "--out", str(out)]
     if getattr(args, "debug", False):  # the agent's own traceback, for the hint's --debug
         argv.append("--debug")
@@ -164,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
         place = getattr(board, "place", None)  # a labgrid place: the board's identity
         if place and getattr(args, "board_place", None) is None:
             args = argparse.Namespace(**{**vars(args), "board_place": place})
-        if board.is_local:
+        if not isinstance(board, RemoteBoard):  # the local board
             status, log = _run_local(board, args, run_id, out)
         else:
             try:
@@ -194,7 +195,9 @@ def _run_local(board: Board, args: argparse.Namespace, run_id: str, out: Path) -
     return status, command.stderr()
 
 
-def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
+def _run_remote(
+    board: RemoteBoard, args: argparse.Namespace, run_id: str, out: Path
+) -> tuple[int, str]:
     """Deploy when needed, run detached on the board, follow, fetch and verify."""
     import tempfile
 
@@ -212,6 +215,7 @@ def _run_remote(board: Board, args: argparse.Namespace, run_id: str, out: Path) 
         ):
             return _run_local(here, _with_peer(args, address), run_id, out)
     args = _spec_on_board(board, args, run_id)
+    responder: contextlib.AbstractContextManager[str | None]
     if getattr(args, "host_transport", None):  # _run's responder answers on the bus's far end
         responder = contextlib.nullcontext(None)
     elif peer == "host":
@@ -232,19 +236,21 @@ def _spec_on_board(board: Board, args: argparse.Namespace, run_id: str) -> argpa
     """Copy the run's spec file (a user's schema, the lab place) to the board; the agent
     there reads it and writes the lab place into the manifest it checksums."""
     lab = board.lab_record()
-    if not getattr(args, "agent_spec", None) and lab is None:
-        return args
+    given = Path(args.agent_spec) if getattr(args, "agent_spec", None) else None
     remote = f"{board.work_dir}/{run_id}.spec.json"
-    with tempfile.TemporaryDirectory(prefix="evbench-spec-") as scratch:
-        local = Path(args.agent_spec) if getattr(args, "agent_spec", None) else None
-        if lab is not None:
-            from evbench_agent import spec
+    if lab is not None:
+        from evbench_agent import spec
 
-            document = spec.load(local) if local else {}
-            document["lab"] = lab
+        document = spec.load(given) if given else {}
+        document["lab"] = lab
+        with tempfile.TemporaryDirectory(prefix="evbench-spec-") as scratch:
             local = Path(scratch) / "spec.json"
             results.write_json(local, document)
-        board.put(local, remote)
+            board.put(local, remote)
+    elif given is not None:
+        board.put(given, remote)
+    else:
+        return args
     return argparse.Namespace(**{**vars(args), "agent_spec": remote})
 
 
@@ -254,18 +260,19 @@ def _with_peer(args: argparse.Namespace, peer: str | None) -> argparse.Namespace
 
 def _agent_error(status: int, log: str) -> EvbenchError:
     """The agent's own one-line error and hint, relayed; its last lines otherwise."""
-    said = {"error": None, "hint": None}
+    said: dict[str, str | None] = {"error": None, "hint": None}
     for line in log.splitlines():
         for kind in said:
             prefix = f"evbench-agent: {kind}: "
             if line.startswith(prefix):
                 said[kind] = line[len(prefix) :]
-    if said["error"] is None:
+    message = said["error"]
+    if message is None:
         tail = log.strip().splitlines()[-2:] or ["no output"]
-        said["error"] = f"the agent failed (exit {status}): {' / '.join(tail)}"
-    error = EvbenchError(said["error"], hint=said["hint"])
+        message = f"the agent failed (exit {status}): {' / '.join(tail)}"
+    error = EvbenchError(message, hint=said["hint"])
     error.exit_code = (
-        status if status in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
+        ExitCode(status) if status in (ExitCode.USAGE, ExitCode.CHECK_FAILED) else ExitCode.INTERNAL
     )
     return error
 

@@ -98,7 +98,7 @@ class LabRun:
 
     def _entry(self, entry: Entry) -> int:
         started = time.monotonic()
-        code, error, out = ExitCode.INTERNAL, "", None
+        code, error, out = int(ExitCode.INTERNAL), "", None
         run_dir = None
         for attempt in range(1, self.plan.retries + 2):
             suffix = "" if attempt == 1 else f".attempt{attempt}"
@@ -129,11 +129,12 @@ class LabRun:
             ):
                 break
             notice(f"lab: {entry.id}: attempt {attempt} failed ({error}); retrying")
-        status = {
+        statuses: dict[int, str] = {  # the exit code of `evbench run`
             ExitCode.OK: "complete",
             ExitCode.PARTIAL: "partial",
             ExitCode.INTERRUPTED: "interrupted",
-        }.get(code, "failed")
+        }
+        status = statuses.get(code, "failed")
         comparison = None
         if code == ExitCode.OK and out is not None:
             comparison = nightly_compare.against_previous(
