@@ -146,11 +146,11 @@ def _schema_rows(schema: Any) -> list[tuple[str, str]]:
         f"{f.get('name')} (SHA-256 {str(f.get('sha256'))[:16]}...)"
         for f in schema.get("files") or []
     )
-    source = schema.get("samples") or schema.get("generator")
-    if schema.get("samples"):
-        payloads = f"samples {source.get('name')} ({source.get('format')})"
-    elif source:
-        payloads = f"generated, rules {source.get('name')}"
+    samples, generator = schema.get("samples"), schema.get("generator")
+    if samples:
+        payloads = f"samples {samples.get('name')} ({samples.get('format')})"
+    elif generator:
+        payloads = f"generated, rules {generator.get('name')}"
     else:
         payloads = "generated, default rules"
     style = "json-map" if schema.get("json_map") else schema.get("json_style") or "proto3"

@@ -196,14 +196,15 @@ def junit_xml(
     failures = failures or {}
     verdicts = verdicts or {}
     root = ET.Element("testsuites", name="evbench")
-    suite = ET.SubElement(root, "testsuite", name=f"evbench {run_id}", tests=str(len(records)))
-    suite.set("failures", str(sum(1 for r in records if record_key(r) in failures)))
+    tests, failed = str(len(records)), str(sum(1 for r in records if record_key(r) in failures))
+    suite = ET.SubElement(root, "testsuite", name=f"evbench {run_id}", tests=tests)
+    suite.set("failures", failed)
     suite.set("errors", "0")
     suite.set("time", "0")
     if timestamp:
         suite.set("timestamp", timestamp)
-    root.set("tests", suite.get("tests"))
-    root.set("failures", suite.get("failures"))
+    root.set("tests", tests)
+    root.set("failures", failed)
     root.set("errors", "0")
     # The schema allows <properties> only in the suite: one property per case and field.
     properties = ET.SubElement(suite, "properties")

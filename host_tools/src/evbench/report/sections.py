@@ -231,14 +231,13 @@ def arms_section(context: RunContext) -> Section | None:
 
 def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     """Every section of the report, in order (the answer first); the plots follow them."""
-    compared = comparison is not None
     found = [
         partial_section(context),
         warning_section(context),
         arms_section(context),
-        answer_section(comparison) if compared else None,
-        comparison_section(comparison) if compared else None,
-        context_section(comparison) if compared else None,
+        answer_section(comparison) if comparison is not None else None,
+        comparison_section(comparison) if comparison is not None else None,
+        context_section(comparison) if comparison is not None else None,
         *(  # the C and C++ runtime pairs' answers, when the run has native codecs
             Section(*parts)
             for parts in runtimes.report_sections(

@@ -47,9 +47,14 @@ def display_name(codec: str) -> str:
 
 
 def format_median_ci(
-    median: float, low: float | None, high: float | None, unit: str, metric: str | None = None
+    median: float | None,
+    low: float | None,
+    high: float | None,
+    unit: str,
+    metric: str | None = None,
 ) -> str:
-    """`median [low, high]`; a bound keeps its own unit when it scales differently."""
+    """`median [low, high]`; a bound keeps its own unit when it scales differently; a
+    missing median shows as "-"."""
     text = format_value(median, unit, metric)
     if low is None or high is None or low == high:
         return text
@@ -315,12 +320,15 @@ def answer_lines(comparison: Comparison) -> list[str]:
         profiles.setdefault(row.identity.profile or "-", []).append(row)
     lines = []
     for profile, rows in profiles.items():
-        tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
-        gains = [r for r in tested if r.verdict.winner == CANDIDATE]
-        losses = [r for r in tested if r.verdict.winner == BASELINE]
-        equal = [r for r in tested if r.verdict.winner == EQUAL]
-        undecided = [r for r in tested if r.verdict.winner == UNDECIDED]
-        small = [r for r in tested if r.verdict.winner == TOO_SMALL]
+        winners = [
+            (r, r.verdict.winner) for r in rows if r.role == TESTED and r.verdict is not None
+        ]
+        tested = [r for r, _ in winners]
+        gains = [r for r, winner in winners if winner == CANDIDATE]
+        losses = [r for r, winner in winners if winner == BASELINE]
+        equal = [r for r, winner in winners if winner == EQUAL]
+        undecided = [r for r, winner in winners if winner == UNDECIDED]
+        small = [r for r, winner in winners if winner == TOO_SMALL]
         facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
         sentences = []
         if gains:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -160,7 +161,9 @@ def draw(series: Series) -> Figure:
             va="bottom",
         )
     if codecs:
-        handles = [Patch(color=colour[c], alpha=0.4, label=f"{c} phase") for c in codecs]
+        handles: list[Artist] = [
+            Patch(color=colour[c], alpha=0.4, label=f"{c} phase") for c in codecs
+        ]
         if series.throttles:
             handles.append(Line2D([], [], color="red", label="throttle starts"))
         figure.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=4)
