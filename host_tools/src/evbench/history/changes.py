@@ -544,11 +544,12 @@ ENVIRONMENT_FIELDS = (
 
 
 def _dig(document: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = document  # any JSON value, once a step down
     for name in path:
-        if not isinstance(document, dict):
+        if not isinstance(value, dict):
             return None
-        document = document.get(name)
-    return document
+        value = value.get(name)
+    return value
 
 
 def environment(manifest: dict[str, Any]) -> dict[str, str | None]:

@@ -203,7 +203,7 @@ def _identity(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def _record_rows(run_id: str, records: list[dict[str, Any]]) -> list[tuple]:
-    rows = {}
+    rows: dict[tuple[str, ...], tuple] = {}
     for record in records:
         key = _identity(record)
         figures = tuple(

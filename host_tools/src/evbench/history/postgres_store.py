@@ -33,6 +33,7 @@ class PostgresStore(Store):
                 "a PostgreSQL history store needs psycopg 3",
                 hint="pip install 'evbench[postgres]'",
             ) from None
+        assert url.dsn is not None  # a postgresql URL keeps its DSN
         try:
             connection = psycopg.connect(url.dsn, connect_timeout=CONNECT_TIMEOUT_S)
             if read_only:

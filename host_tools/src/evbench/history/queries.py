@@ -79,7 +79,8 @@ def series_cells(
     from evbench.history.changes import version_changes
 
     points = store.series(board, key, include_partial=True)
-    rows, previous = [], None
+    rows: list[list[str]] = []
+    previous: dict[str, Any] | None = None
     for point in points:
         record, run = point.record, point.run
         moved = version_changes(previous, run) if previous else {}

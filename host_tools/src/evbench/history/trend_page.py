@@ -22,6 +22,7 @@ import math
 from collections import defaultdict
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -177,7 +178,8 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
     keys = [(name, key) for name in ([board] if board else store.boards())
             for key in store.series_keys(name)]  # fmt: skip
     keys.sort(key=lambda named: order.get(named, len(order)))
-    figures, left_out = [], 0
+    figures: list[str] = []
+    left_out = 0
     for name, key in keys:
         points = store.series(name, key, include_partial=True)
         if len(points) < 2:
@@ -185,7 +187,8 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
         if len(figures) >= MAX_PLOTS:
             left_out += 1
             continue
-        moved, previous = [], None
+        moved: list[tuple[int, str]] = []
+        previous: dict[str, Any] | None = None
         for index, point in enumerate(points):
             if previous is not None:
                 diff = changes.version_changes(previous, point.run)

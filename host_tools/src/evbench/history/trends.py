@@ -143,7 +143,8 @@ def split_series(board: str, key: Key, points: list[SeriesPoint]) -> list[Series
 
 def board_series(store: Store, board: str) -> tuple[list[Series], list[Series]]:
     """(tested series, context and fact series) of one board."""
-    watched, beside = [], []
+    watched: list[Series] = []
+    beside: list[Series] = []
     for key in store.series_keys(board):
         for series in split_series(board, key, store.series(board, key)):
             (watched if tested(key) else beside).append(series)
@@ -231,8 +232,8 @@ def relative_series(watched: Sequence[Series]) -> list[Series]:
                 points.append(
                     SeriesPoint(point.run, {**point.record, "median": ratio, "unit": "ratio"})
                 )
-            others = tuple(m.key[2] for m in members if m is not member)
-            relative.append(replace(member, points=points, relative_to=others))
+            partners = tuple(m.key[2] for m in members if m is not member)
+            relative.append(replace(member, points=points, relative_to=partners))
     return relative
 
 
