@@ -81,7 +81,7 @@ def _plot(
     for indices, face in ((complete, "C0"), (partial, "none")):
         if indices:
             axes.errorbar(
-                [times[i] for i in indices],
+                [times[i] for i in indices],  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
                 [medians[i] / scale for i in indices],
                 yerr=[[errors[0][i] for i in indices], [errors[1][i] for i in indices]],
                 fmt="o",
@@ -105,11 +105,11 @@ def _plot(
     for change in found:
         where = between(by_run[change.run_id])
         colour = "C3" if change.worse else "C2"
-        axes.axvline(where, color=colour, linestyle="--", linewidth=2)
+        axes.axvline(where, color=colour, linestyle="--", linewidth=2)  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
         axes.annotate(f"{change.pct:+.1f}%", (where, 1.0), xycoords=("data", "axes fraction"),
                       color=colour, ha="left", va="top", fontsize=8)  # fmt: skip
     for index, label in moved:
-        axes.axvline(between(index), color="0.5", linestyle=":")
+        axes.axvline(between(index), color="0.5", linestyle=":")  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
         axes.annotate(label, (between(index), 0.0), xycoords=("data", "axes fraction"),
                       color="0.35", rotation=90, ha="right", va="bottom", fontsize=7)  # fmt: skip
     axes.tick_params(axis="x", labelsize=7, labelrotation=30)

@@ -14,7 +14,7 @@ PNG bytes. Every axis names its unit, every caption its method and n.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import matplotlib
@@ -152,10 +152,10 @@ def _series_name(sample_set: SampleSet) -> str:
     return f"{sample_set.codec or '-'} {phase}" if phase else sample_set.codec or "-"
 
 
-def _link_phases(context: RunContext, metric: str) -> dict[str, list[list[float]]]:
+def _link_phases(context: RunContext, metric: str) -> dict[str, list[Sequence[float]]]:
     """Per codec and phase kind, each phase's per-message values (a sample set is one
     phase), in the order they were measured: periodic and capacity are never joined."""
-    phases: dict[str, list[list[float]]] = {}
+    phases: dict[str, list[Sequence[float]]] = {}
     for sample_set in context.samples():
         if sample_set.suite == LINK_SUITE and sample_set.metric == metric:
             phases.setdefault(_series_name(sample_set), []).append(sample_set.values)
