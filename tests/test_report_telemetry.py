@@ -69,3 +69,13 @@ def test_an_older_run_renders_complete(tmp_path):
     assert "| seed | Serialization | 57.2 µs | 1.13 µs | -98.0% |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
+
+
+def test_the_size_plot_names_the_zlib_level_the_run_recorded() -> None:
+    # tests/data/runs/core-v1: both size_deflate records carry params.zlib_level 6.
+    context = load_context(ROOT / "tests" / "data" / "runs" / "core-v1")
+    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "Deflated: zlib level 6. " in sizes.caption
+    context.records[:] = [dict(r, params={}) for r in context.records]  # a run without it
+    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "zlib level" not in sizes.caption

@@ -232,6 +232,18 @@ def _sample_counts(context: RunContext, names: tuple[str, ...]) -> str:
     return f"n per bar: {counts[0]}" + (f" to {counts[-1]}." if len(counts) > 1 else ".")
 
 
+def _deflate_levels(context: RunContext) -> str:
+    """The zlib level the run's deflated sizes name in their params (the suite's choice)."""
+    levels = sorted(
+        {
+            str(r["params"]["zlib_level"])
+            for r in _records(context, "codec", ("size_deflate",))
+            if isinstance(r.get("params"), dict) and "zlib_level" in r["params"]
+        }
+    )
+    return f"Deflated: zlib level {' and '.join(levels)}. " if levels else ""
+
+
 def plans(context: RunContext) -> list[_Plan]:
     """The plots this run's data call for, in report order."""
     found: list[_Plan] = []
@@ -252,7 +264,8 @@ def plans(context: RunContext) -> list[_Plan]:
                 "codec-sizes",
                 "Encoded size and deflated size per codec and profile",
                 "Bars: median bytes over every payload of the profile; whiskers: 95 % CI "
-                "of the median. Deflated: zlib level 6. "
+                "of the median. "
+                + _deflate_levels(context)
                 + _sample_counts(context, metrics.CODEC_SIZES),
                 lambda c: _bars(c, metrics.CODEC_SIZES, 1.0, "bytes"),
             )
