@@ -7,13 +7,16 @@
 #                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
-# The fast tier runs its tests in parallel (pytest-xdist), one worker per core unless
-# EVBENCH_TEST_WORKERS says how many (1 runs them in this process, one at a time).
+# The fast and integration tiers run their tests in parallel (pytest-xdist), one worker
+# per core unless EVBENCH_TEST_WORKERS says how many (1 runs them in this process, one at
+# a time). A test file's tests all run on one worker, one after another: its module
+# fixtures (a native build, a lab, runs to report on) are made once, and tests that
+# share a place (test_docs.py's documents write results/) never run side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
 workers=${EVBENCH_TEST_WORKERS:-auto}
-parallel=(-n "$workers")
+parallel=(-n "$workers" --dist loadfile)
 [ "$workers" = 1 ] && parallel=(-p no:xdist)
 failed=()
 
@@ -32,7 +35,7 @@ tier() {
 }
 
 tier fast 300 "not integration and not compat and not e2e and not slow" "${parallel[@]}" "$@"
-tier integration 1500 "(integration or compat or slow) and not e2e" "$@"
+tier integration 900 "(integration or compat or slow) and not e2e" "${parallel[@]}" "$@"
 echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
 start=$SECONDS
 tests/board/run-e2e.sh "$@" || failed+=(e2e)

@@ -129,6 +129,8 @@ def _with_commands() -> list[Path]:
 
 
 @pytest.mark.slow
+# One at a time (tests/run-tiers.sh runs a file's tests on one pytest-xdist worker): each
+# removes what appeared in results/ while it ran, so two at once would remove each other's.
 @pytest.mark.parametrize("document", _with_commands(), ids=_label)
 def test_every_command_a_document_shows_runs(document: Path, tmp_path: Path) -> None:
     runnable = [b for b in blocks(document) if b.skip_reason is None]
