@@ -216,7 +216,15 @@ class VirtualBoard:
         """Start QEMU, log in on the console, check the network, log out again."""
         self.start()
         self.open_console()
-        self.expect(r"login: ?$|login: ", boot_timeout, "login prompt")
+        # The initramfs says when it cannot mount the root disk (evboard_init.sh): that
+        # boot fails then, instead of at the deadline.
+        found = self.expect(
+            r"login: ?$|login: |evboard-initramfs: cannot mount [^\s;]+",
+            boot_timeout,
+            "login prompt",
+        )
+        if found.group(0).startswith("evboard-initramfs"):
+            self.fail(f"no root file system ({found.group(0)})")
         self.send("root\r")
         self.expect(r"Password: ?", 60, "password prompt")
         self.send(f"{ROOT_PASSWORD}\r")
