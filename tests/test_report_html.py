@@ -53,6 +53,7 @@ _LAYOUT = (
     "JSON.stringify({"
     "answer: document.getElementById('answer').getBoundingClientRect().bottom,"
     "contents: document.getElementById('contents').getBoundingClientRect().bottom,"
+    "environment: document.getElementById('environment').getBoundingClientRect().bottom,"
     "plot: document.querySelector('figure').getBoundingClientRect().top,"
     "table: document.querySelector('table').getBoundingClientRect().top})"
 )
@@ -64,6 +65,7 @@ def test_the_answer_and_contents_are_in_the_first_viewport_and_plots_before_tabl
     shown = open_page(report, tmp_path / "profile", expression=_LAYOUT, viewport=(1400, 900))
     layout = json.loads(shown.value)
     assert layout["answer"] <= 900 and layout["contents"] <= 900, layout
+    assert 0 < layout["environment"] <= 900, layout  # the whole environment box
     assert layout["plot"] < layout["table"], layout  # the key plots before the first table
     assert shown.errors == []
     html = report.read_text()
@@ -71,14 +73,95 @@ def test_the_answer_and_contents_are_in_the_first_viewport_and_plots_before_tabl
         assert f'id="{target.split(chr(34))[0]}"' in html  # every link of the contents lands
 
 
-def test_report_md_opens_on_contents_answer_then_plots(report: Path):
+def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path):
     lines = (report.parent / "report.md").read_text().splitlines()
     contents = next(line for line in lines if line.startswith("Contents: "))
     # GitHub's anchor of the answer's heading, worked by hand: lower case, punctuation
     # dropped, spaces to hyphens.
-    assert contents.startswith(
-        "Contents: [The answer](#the-answer-protobuf-against-json-on-this-machine) · [Plots]"
+    assert contents.startswith("Contents: [Environment](#environment")
+    assert (
+        " · [The answer](#the-answer-protobuf-against-json-on-this-machine) · [Plots]" in contents
     )
     headings = [line for line in lines if line.startswith("## ")]
-    assert headings[:2] == ["## The answer: Protobuf against JSON, on this machine", "## Plots"]
+    assert "Environment" in headings[0]
+    assert headings[1:3] == ["## The answer: Protobuf against JSON, on this machine", "## Plots"]
     assert lines.index(contents) < lines.index(headings[0])
+
+
+def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
+    """Each value read here from manifest.json (and the interpreter itself), not from the
+    report code: the box's lines in report.md, the same values inside report.html's box."""
+    import sys
+    import sysconfig
+
+    manifest = json.loads((report.parent / "manifest.json").read_text())
+    platform = manifest["platform"]
+    # The run's agent is this interpreter: its build is what the manifest says.
+    assert platform["python_debug"] is bool(sysconfig.get_config_var("Py_DEBUG"))
+    assert platform["python_dev_mode"] is bool(sys.flags.dev_mode)
+    build = "debug build" if platform["python_debug"] else "release build"
+    one, five, fifteen = platform["load_avg"]
+    expected = [
+        f"- protobuf: {platform['protobuf']}, {platform['protobuf_backend']} backend",
+        f"- Python: {platform['python_implementation']} {platform['python']} ({build})",
+        f"- Agent: {platform['agent']}",
+        f"- Codecs: json {platform['codecs']['json']}; protobuf {platform['codecs']['protobuf']}",
+        f"- Clock source: {platform['clock']['timer']} ({platform['clock']['clocksource']}, "
+        f"resolution {platform['clock']['resolution_s']} s)",
+    ]
+    markdown = (report.parent / "report.md").read_text()
+    box = markdown.split("## ", 2)[1]  # the first section: the environment
+    assert box.startswith(("Environment", "**Environment")), box
+    lines = box.splitlines()
+    for line in expected:
+        assert line in lines, (line, lines)
+    load = next(line for line in lines if line.startswith("- Load: "))
+    assert load.startswith(f"- Load: load average {one:g} / {five:g} / {fifteen:g} at the start")
+    policies = manifest["telemetry"]["sensors_detail"]["cpufreq"]
+    governors = sorted({p["governor"] for p in policies})
+    governor = next(line for line in lines if line.startswith("- CPU governor: "))
+    assert (
+        governor.startswith(f"- CPU governor: {', '.join(governors)}")
+        if governors
+        else ("no cpufreq policy" in governor)
+    )
+    html = report.read_text()
+    shown = html[html.index('<section id="environment"') :].split("</section>", 1)[0]
+    assert f"<dd>{platform['protobuf']}, {platform['protobuf_backend']} backend</dd>" in shown
+    assert f"<dd>{platform['agent']}</dd>" in shown
+
+
+def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report: Path, tmp_path):
+    """A copy of the real run, its manifest edited as a throttled board writes it (and its
+    checksum renewed, so the run stays whole): the box warns, naming the phase."""
+    import hashlib
+    import shutil
+
+    from report_helpers import evbench
+
+    run = tmp_path / "run"
+    shutil.copytree(report.parent, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["telemetry"]["throttled_phases"] = [
+        {"phase": "codec", "kind": None, "profile": "seed", "codec": None,
+         "reasons": ["thermal_zone0 above its passive trip point"]},
+    ]  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    digest = hashlib.sha256((run / "manifest.json").read_bytes()).hexdigest()
+    sums = [
+        f"{digest}  manifest.json" if line.endswith(" manifest.json") else line
+        for line in (run / "SHA256SUMS").read_text().splitlines()
+    ]
+    (run / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    done = evbench("report", str(run))
+    assert done.returncode == 0, done.stderr
+    markdown = (run / "report.md").read_text()
+    heading = next(line for line in markdown.splitlines() if line.startswith("## "))
+    assert heading == "## **Environment: WARNING, these numbers do not stand for the board**"
+    assert "- **the kernel throttled the CPU during 1 phase(s): codec seed (thermal_zone0" in (
+        markdown
+    )
+    assert "- Throttling: 1 phase(s) throttled" in markdown
+    html = (run / "report.html").read_text()
+    box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
+    assert '<div class="partial">' in box and "the kernel throttled the CPU" in box

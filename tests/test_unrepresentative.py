@@ -3,6 +3,7 @@ terminal and at the top of the report: a real run with the real runtime switched
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,10 +35,14 @@ def test_a_pure_python_protobuf_run_warns_before_the_answer_in_terminal_and_repo
     assert max(len(line) for line in printed[: printed.index("")]) <= 100
     markdown = (out / "report.md").read_text().splitlines()
     headings = [line for line in markdown if line.startswith("## ")]
-    assert headings[0] == "## **Warning: these numbers do not stand for the board**"
+    assert headings[0] == "## **Environment: WARNING, these numbers do not stand for the board**"
     assert headings[1].startswith("## The answer")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["platform"]["protobuf_backend"] == "python"  # what protobuf said it ran
+    assert f"- protobuf: {manifest['platform']['protobuf']}, python backend" in markdown
     html = (out / "report.html").read_text()
-    assert html.index("pure-Python backend") < html.index('<section id="answer"')
+    box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
+    assert '<div class="partial">' in box and "pure-Python backend" in box
 
 
 def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict:
@@ -59,3 +64,39 @@ def test_with_arms_the_arms_backends_count_not_the_managers():
     assert "(arm old)" in said
     fast_arms = {"a": {"protobuf_backend": "upb"}, "b": {"protobuf_backend": "upb"}}
     assert unrepresentative.warnings(_manifest("python", ["protobuf"], fast_arms)) == []
+
+
+def test_a_debug_python_and_an_unoptimised_native_harness_are_named():
+    manifest = _manifest("upb", ["json", "c:cjson", "c:nanopb"])
+    manifest["platform"]["python_debug"] = True
+    manifest["platform"]["native_codecs"] = {
+        "c:cjson": {"flags": "-g"},  # CMake's Debug: no -O at all, so -O0
+        "c:nanopb": {"flags": "-O3 -DNDEBUG"},  # Release
+        "cpp:protobuf": {"flags": "-O0"},  # installed, not measured: not named
+    }
+    python, native = unrepresentative.warnings(manifest)
+    assert python.startswith("Python ran as a debug build (Py_DEBUG)")
+    assert "c:cjson (-g)" in native and "nanopb" not in native and "cpp:" not in native
+
+
+def test_the_last_optimisation_flag_counts_as_the_compiler_reads_it():
+    # gcc(1): "If you use multiple -O options, ... the last such option is the one that
+    # is effective"; -O alone is -O1; -Og optimises for debugging only.
+    assert unrepresentative.optimised("-O2 -g")
+    assert unrepresentative.optimised("-O")
+    assert not unrepresentative.optimised("-O2 -O0")
+    assert not unrepresentative.optimised("-Og")
+    assert not unrepresentative.optimised("")
+
+
+def test_a_throttled_phase_is_named_with_its_reasons():
+    manifest = _manifest("upb", ["json", "protobuf"])
+    manifest["telemetry"] = {
+        "throttled_phases": [
+            {"phase": "codec", "kind": None, "profile": "seed", "codec": None,
+             "reasons": ["cooling_device0 at state 2 of 3"]},
+        ]
+    }  # fmt: skip
+    (said,) = unrepresentative.warnings(manifest)
+    assert said.startswith("the kernel throttled the CPU during 1 phase(s): codec seed (")
+    assert "cooling_device0 at state 2 of 3" in said

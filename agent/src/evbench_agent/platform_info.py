@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import sys
+import sysconfig
 import time
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,12 @@ def collect() -> dict[str, Any]:
         "os": os_release(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
+        # A debug build (--with-pydebug) or -X dev runs far slower than a board's Python.
+        "python_debug": bool(sysconfig.get_config_var("Py_DEBUG"))
+        or hasattr(sys, "gettotalrefcount"),
+        "python_dev_mode": bool(sys.flags.dev_mode),
+        # The load when the run began (1, 5, 15 min): the machine's state before measuring.
+        "load_avg": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "protobuf": google.protobuf.__version__,
         "protobuf_backend": codecs.protobuf_backend(),
         # Found, not imported (RSS): a run's own codecs are imported and checked by its spec.

@@ -197,3 +197,74 @@ def _clock(clock: dict[str, Any]) -> str:
         return "?"
     source, resolution = clock.get("clocksource", "?"), clock.get("resolution_s", "?")
     return f"{clock.get('timer', '?')} ({source}, resolution {resolution} s)"
+
+
+def environment_rows(context: RunContext) -> list[tuple[str, str]]:
+    """What decides whether the figures stand for a board, for the box near the top:
+    protobuf and its backend, Python, the agent, the codecs, CPU governor, load and
+    contention, throttling and the clock source."""
+    manifest = context.manifest
+    platform = manifest.get("platform") or {}
+    telemetry = manifest.get("telemetry") or {}
+    versions = platform.get("codecs") or {}
+    build = "debug build" if platform.get("python_debug") else "release build"
+    build += ", -X dev" if platform.get("python_dev_mode") else ""
+    return [
+        (
+            "protobuf",
+            f"{platform.get('protobuf', '?')}, {platform.get('protobuf_backend', '?')} backend",
+        ),
+        (
+            "Python",
+            f"{platform.get('python_implementation', '')} {platform.get('python', '?')}"
+            + (f" ({build})" if "python_debug" in platform else ""),
+        ),
+        ("Agent", str(platform.get("agent", "?"))),
+        ("Codecs", "; ".join(f"{c} {versions.get(c, '?')}" for c in context.codecs()) or "-"),
+        ("CPU governor", _governors(telemetry)),
+        ("Load", _load(platform.get("load_avg"), context.samples())),
+        ("Throttling", _throttling(telemetry)),
+        ("Clock source", _clock(platform.get("clock") or {})),
+    ]
+
+
+def _governors(telemetry: dict[str, Any]) -> str:
+    policies = (telemetry.get("sensors_detail") or {}).get("cpufreq")
+    if not isinstance(policies, list):
+        return "not recorded"
+    found = sorted({str(p.get("governor")) for p in policies if isinstance(p, dict)})
+    if not found:
+        return "no cpufreq policy (fixed clock, or a VM)"
+    changed = telemetry.get("governor")
+    return ", ".join(found) + ("" if changed in (None, "not changed") else " (set for the run)")
+
+
+def _load(load_avg: Any, sample_sets: list[results.SampleSet]) -> str:
+    from evbench_agent.comparison import busy_replicates
+    from evbench_agent.telemetry import contention
+
+    said = []
+    if isinstance(load_avg, list) and len(load_avg) == 3:
+        said.append("load average {:g} / {:g} / {:g} at the start".format(*load_avg))
+    others = [v for s in sample_sets if s.metric == contention.OTHERS_CPU for v in s.values]
+    if others:
+        busy, measured = busy_replicates(sample_sets)
+        said.append(
+            f"other processes up to {max(others):.0f} % of a core while measuring "
+            f"({len(busy)} of {measured} replicates beyond the bound)"
+        )
+    return "; ".join(said) or "not recorded"
+
+
+def _throttling(telemetry: dict[str, Any]) -> str:
+    if not telemetry:
+        return "no telemetry in this run"
+    phases = telemetry.get("throttled_phases") or []
+    if phases:
+        return f"{len(phases)} phase(s) throttled"
+    sensors = telemetry.get("sensors") or {}
+    if "thermal_zones" in (sensors.get("absent") or []) and "cpufreq" in (
+        sensors.get("absent") or []
+    ):
+        return "none seen (no thermal or cpufreq sensor to see it)"
+    return "none"

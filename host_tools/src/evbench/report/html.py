@@ -30,6 +30,15 @@ img { max-width: 100%; }
 p.note { font-size: 0.85em; color: #555; }
 nav { margin: 0 0 1em; line-height: 1.6; }
 summary { cursor: pointer; color: #225; margin: 0.5em 0; }
+.environment { border: 1px solid #bbb; background: #f7f7f7; padding: 0.3em 1em 0.6em; }
+.environment h2 { font-size: 1.1em; margin: 0.3em 0; }
+.environment .partial { margin: 0.4em 0; }
+.environment .partial ul { margin: 0.2em 0; padding-left: 1.2em; }
+dl.facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(26em, 1fr));
+  gap: 0.15em 1.5em; margin: 0.3em 0 0; font-size: 0.9em; }
+dl.facts div { display: flex; gap: 0.5em; }
+dl.facts dt { font-weight: bold; white-space: nowrap; }
+dl.facts dd { margin: 0; }
 """
 
 
@@ -47,17 +56,36 @@ FOLD_ROWS = 30
 ANSWER_ID = "answer"
 CONTENTS_ID = "contents"
 PLOTS_ID = "plots"
+ENVIRONMENT_ID = "environment"
 
 
 def anchor(title: str) -> str:
     """A section's id, from its title: 'Comparison: JSON against X' -> 'comparison-json-...'."""
     if title.startswith("The answer"):
         return ANSWER_ID
+    if title.startswith("Environment"):
+        return ENVIRONMENT_ID
     words = "".join(c.lower() if c.isalnum() else " " for c in title).split()
     return "-".join(words)[:60] or "section"
 
 
+def _environment(section: Section) -> str:
+    """The environment box: its warnings in a red box first, then its facts in a grid."""
+    parts = [f"<h2>{escape(section.title)}</h2>"]
+    if section.paragraphs:
+        items = "".join(f"<li>{escape(p)}</li>" for p in section.paragraphs)
+        parts.append(f'<div class="partial"><ul>{items}</ul></div>')
+    facts = "".join(
+        f"<div><dt>{escape(what)}</dt><dd>{escape(value)}</dd></div>"
+        for what, value in section.facts
+    )
+    parts.append(f'<dl class="facts">{facts}</dl>')
+    return f'<section id="{ENVIRONMENT_ID}" class="environment">{"".join(parts)}</section>'
+
+
 def _section(section: Section) -> str:
+    if section.facts:
+        return _environment(section)
     parts = [f"<h2>{escape(section.title)}</h2>"]
     note = ' class="note"' if section.rows else ""
     parts += [f"<p{note}>{escape(p)}</p>" for p in section.paragraphs]

@@ -38,11 +38,20 @@ PLATFORM: Shape = {
     "kernel": _TEXT,
     "python": _TEXT,
     "python_implementation": _TEXT,
+    "python_debug": bool,
+    "python_dev_mode": bool,
+    "load_avg": [_NUMBER],
     "protobuf": _TEXT,
     "protobuf_backend": _TEXT,
     "agent": _TEXT,
     "codecs": {"*": _TEXT},
-    "clock": {"timer": _TEXT, "clocksource": _TEXT, "resolution_s": _NUMBER},
+    "native_codecs": {"*": {"flags": _TEXT}},
+    "clock": {
+        "timer": _TEXT,
+        "implementation": _TEXT,
+        "clocksource": _TEXT,
+        "resolution_s": _NUMBER,
+    },
 }
 SCHEMA: Shape = {
     "message": _TEXT,
@@ -68,7 +77,13 @@ MANIFEST: Shape = {
     "gc": _TEXT,
     "platform": PLATFORM,
     "spec": SPEC,
-    "telemetry": {"sensors": {"*": (list, str)}},
+    "telemetry": {
+        "sensors": {"*": (list, str)},
+        "sensors_detail": {"cpufreq": [{"governor": _TEXT, "cpus": [int]}]},
+        "throttled_phases": [
+            {"phase": _TEXT, "kind": _TEXT, "profile": _TEXT, "codec": _TEXT, "reasons": _TEXTS}
+        ],
+    },
     "aa": {"codec": _TEXT, "copy": _TEXT},
     # what the results history keeps of a run (history/indexing.py)
     "place": _TEXT,

@@ -60,7 +60,9 @@ def render(
         heading = f"## {'**' + section.title + '**' if section.warning else section.title}"
         lines += [heading, ""]
         for paragraph in section.paragraphs:
-            lines += [paragraph, ""]
+            lines += [f"- **{paragraph}**" if section.facts else paragraph, ""]
+        if section.facts:
+            lines += [f"- {what}: {value}" for what, value in section.facts] + [""]
         if section.rows:
             lines += [table.format_markdown(section.headers, section.rows), ""]
     if answer_at >= len(sections):

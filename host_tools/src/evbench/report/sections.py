@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evbench.report import arms, exports, runtimes, table, unrepresentative
-from evbench.report.context import RunContext, context_rows
+from evbench.report.context import RunContext, context_rows, environment_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
 from evbench_agent.analysis import metrics
@@ -38,6 +38,8 @@ class Section:
     headers: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     warning: bool = False
+    #: Short labelled values (the environment): a compact box in HTML, a list in Markdown.
+    facts: list[tuple[str, str]] = field(default_factory=list)
 
 
 def partial_section(context: RunContext) -> Section | None:
@@ -76,12 +78,17 @@ def compare_context(context: RunContext) -> Comparison | None:
     return comparing.compare(context.samples(), *pair) if pair else None
 
 
-def warning_section(context: RunContext) -> Section | None:
-    """What makes the numbers unrepresentative (a pure-Python protobuf), before the answer."""
-    said = unrepresentative.warnings(context.manifest)
-    if not said:
-        return None
-    return Section("Warning: these numbers do not stand for the board", said, warning=True)
+#: The environment box's title; with warnings, WARNING_TITLE follows it.
+ENVIRONMENT_TITLE = "Environment"
+WARNING_TITLE = "WARNING, these numbers do not stand for the board"
+
+
+def environment_section(context: RunContext) -> Section:
+    """The environment near the top, with what makes the numbers unrepresentative (a
+    pure-Python protobuf, a debug build, throttling, contention) said first in it."""
+    said = unrepresentative.warnings(context.manifest, context.samples())
+    title = f"{ENVIRONMENT_TITLE}: {WARNING_TITLE}" if said else ENVIRONMENT_TITLE
+    return Section(title, said, warning=bool(said), facts=environment_rows(context))
 
 
 def answer_section(comparison: Comparison) -> Section | None:
@@ -233,7 +240,7 @@ def build(context: RunContext, comparison: Comparison | None) -> list[Section]:
     """Every section of the report, in order (the answer first); the plots follow them."""
     found = [
         partial_section(context),
-        warning_section(context),
+        environment_section(context),
         arms_section(context),
         answer_section(comparison) if comparison is not None else None,
         comparison_section(comparison) if comparison is not None else None,

@@ -1,14 +1,28 @@
 """What makes a run's numbers unrepresentative of a board in the field, said first.
 
-Read from the run's manifest, so the terminal answer and the report say the same.
-Today: protobuf timed on its pure-Python backend, which a board with the upb or
-cpp backend never runs (issue 31 found "JSON is better" on every timed row of such
-a run, with the backend shown in one table cell only).
+The one place that decides it, so the terminal answer and the report's environment
+box say the same. Read from the run's manifest (and, for contention, its samples):
+
+- protobuf timed on its pure-Python backend, which a board with the upb or cpp
+  backend never runs (issue 31 found "JSON is better" on every timed row of such a
+  run, with the backend shown in one table cell only);
+- a debug build: Python built with --with-pydebug or run with -X dev, or a native
+  harness the run measured compiled without optimisation;
+- throttling: telemetry saw the kernel throttle during a phase;
+- contention: replicates measured beyond contention's bound (the rows marked *),
+  decided per replicate by evbench_agent.telemetry.contention. The terminal says
+  this one under its answer (the busy line), so `terminal_lines` leaves it out.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
+
+from evbench_agent.comparison import busy_replicates
+from evbench_agent.results import SampleSet
+from evbench_agent.telemetry import contention
 
 #: The protobuf runtime implementation that is not compiled: far slower than upb or cpp.
 PURE_PYTHON = "python"
@@ -29,8 +43,7 @@ def _protobuf_backends(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def warnings(manifest: dict[str, Any]) -> list[str]:
-    """One sentence per reason the figures do not stand for the board as deployed."""
+def _backend(manifest: dict[str, Any]) -> list[str]:
     codecs = (manifest.get("spec") or {}).get("codecs") or []
     if not any(isinstance(name, str) and name.startswith("protobuf") for name in codecs):
         return []
@@ -45,8 +58,82 @@ def warnings(manifest: dict[str, Any]) -> list[str]:
     ]
 
 
+#: gcc and clang take the last -O: none, -O0 and -Og leave the code unoptimised.
+_OPTIMISED = re.compile(r"-O(?:[1-3sz]|fast)?$")
+
+
+def optimised(flags: str) -> bool:
+    """Whether a compiler's flags (as a native harness states them) optimise the code."""
+    levels = [flag for flag in flags.split() if flag.startswith("-O")]
+    return bool(levels) and bool(_OPTIMISED.match(levels[-1]))
+
+
+def _debug_builds(manifest: dict[str, Any]) -> list[str]:
+    platform = manifest.get("platform") or {}
+    said = []
+    if platform.get("python_debug") or platform.get("python_dev_mode"):
+        kind = "a debug build (Py_DEBUG)" if platform.get("python_debug") else "-X dev mode"
+        said.append(
+            f"Python ran as {kind}: its checks make every Python codec several times "
+            "slower than a board's release Python. Measure with a release build, "
+            "without -X dev or PYTHONDEVMODE."
+        )
+    used = set((manifest.get("spec") or {}).get("codecs") or [])
+    native = platform.get("native_codecs") or {}
+    slow = sorted(
+        f"{name} ({about.get('flags') or 'no flags'})"
+        for name, about in native.items()
+        if name in used and isinstance(about, dict) and not optimised(about.get("flags") or "")
+    )
+    if slow:
+        said.append(
+            f"native harness built without optimisation: {', '.join(slow)}: its timings "
+            "stand for a debug build. Build with -DCMAKE_BUILD_TYPE=Release "
+            "(docs/native-codecs.md) and measure again."
+        )
+    return said
+
+
+def _throttled(manifest: dict[str, Any]) -> list[str]:
+    phases = (manifest.get("telemetry") or {}).get("throttled_phases") or []
+    if not phases:
+        return []
+    named = sorted(
+        {
+            " ".join(str(p[k]) for k in ("phase", "profile", "codec", "kind") if p.get(k))
+            + f" ({', '.join(p.get('reasons') or [])})"
+            for p in phases
+            if isinstance(p, dict)
+        }
+    )
+    return [
+        f"the kernel throttled the CPU during {len(phases)} phase(s): {'; '.join(named)}. "
+        "A throttled clock slows whatever runs then; let the board cool (--cool-to) or "
+        "cool it better, and measure again."
+    ]
+
+
+def _contention(sample_sets: Iterable[SampleSet]) -> list[str]:
+    busy, measured = busy_replicates(sample_sets)
+    if not busy:
+        return []
+    return [
+        f"the machine was busy: {len(busy)} of {measured} replicates were measured beyond "
+        f"the bound ({contention.bound_words()}); other work shifts the timings, so rows "
+        "marked * may be unreliable. Measure on an otherwise idle board."
+    ]
+
+
+def warnings(manifest: dict[str, Any], sample_sets: Iterable[SampleSet] | None = None) -> list[str]:
+    """One sentence per reason the figures do not stand for the board as deployed; with
+    the run's `sample_sets`, contention too."""
+    said = _backend(manifest) + _debug_builds(manifest) + _throttled(manifest)
+    return said + (_contention(sample_sets) if sample_sets is not None else [])
+
+
 def terminal_lines(manifest: dict[str, Any], width: int = 100) -> list[str]:
-    """The warnings for the terminal, wrapped to `width`: 'WARNING: ...' and its lines."""
+    """The warnings for the terminal, wrapped to `width`: 'WARNING: ...' and its lines
+    (contention aside: the answer's busy line says it)."""
     import textwrap
 
     lines = []
