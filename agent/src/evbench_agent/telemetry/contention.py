@@ -130,4 +130,4 @@ def busy_share(values: Iterable[Mapping[str, float]]) -> tuple[int, int]:
     return sum(1 for found in listed if reasons(found)), len(listed)
 
 
-__all__ = ["bound_words"]
+__all__ = ["OTHERS_CPU", "bound_words"]

@@ -10,6 +10,8 @@ from evbench.report.plots import Plot
 from evbench.report.sections import Section
 
 PLOT_DIRECTORY = "plots"
+#: Leading columns that name a row: a table split to fit 120 columns repeats them.
+KEY_HEADERS = {"suite", "profile", "codec", "metric", "context (not tested)", "bus", "what"}
 
 
 #: Characters that would turn a reason into emphasis, a link or HTML in Markdown.
@@ -64,7 +66,11 @@ def render(
         if section.facts:
             lines += [f"- {what}: {value}" for what, value in section.facts] + [""]
         if section.rows:
-            lines += [table.format_markdown(section.headers, section.rows), ""]
+            keys = next(
+                (i for i, h in enumerate(section.headers) if h.lower() not in KEY_HEADERS),
+                len(section.headers),
+            )
+            lines += [table.format_markdown(section.headers, section.rows, keys), ""]
     if answer_at >= len(sections):
         lines += _plot_lines(plots)
     return "\n".join(lines)

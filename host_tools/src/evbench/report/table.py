@@ -396,13 +396,76 @@ def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
 
 
-def format_markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """The same cells as a Markdown (GitHub) table; pipes inside cells are escaped."""
+#: No line of a Markdown table is wider than this (issue 31): what a terminal shows.
+MARKDOWN_WIDTH = 120
 
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
-    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
+def _markdown_line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _column_groups(cells: list[list[str]], keys: int, width: int) -> list[list[int]]:
+    """The columns after the `keys` leading ones, in groups that fit `width` beside them
+    (a column too wide even alone gets a group of its own)."""
+    groups: list[list[int]] = []
+    for column in range(keys, len(cells[0])):
+        trial = [*groups[-1], column] if groups else [column]
+        wide = max(len(_markdown_line([row[i] for i in [*range(keys), *trial]])) for row in cells)
+        if groups and wide <= width:
+            groups[-1] = trial
+        else:
+            groups.append([column])
+    return groups
+
+
+def _fit_row(row: list[str], width: int, legend: dict[str, int]) -> list[str]:
+    """A line still too wide: its widest cells cut to '…[N]', N their legend entry."""
+    row = list(row)
+    while len(_markdown_line(row)) > width:
+        widest = max(range(len(row)), key=lambda i: len(row[i]))
+        cell = legend_text = row[widest]
+        if "…[" in cell:  # cut already: take the whole text back from the legend
+            legend_text = next(text for text, n in legend.items() if cell.endswith(f"…[{n}]"))
+        number = legend.setdefault(legend_text, len(legend) + 1)
+        mark = f"…[{number}]"
+        keep = len(cell) - (len(_markdown_line(row)) - width) - len(mark)
+        if keep < 8:  # cannot get shorter and stay readable
+            keep = 8
+        shortened = legend_text[:keep].rstrip().rstrip("\\") + mark
+        if len(shortened) >= len(cell):
+            break
+        row[widest] = shortened
+    return row
+
+
+def format_markdown(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    keys: int = 1,
+    width: int = MARKDOWN_WIDTH,
+) -> str:
+    """The same cells as a Markdown (GitHub) table; pipes inside cells are escaped.
+
+    Every line fits `width`: a table that would not is split into tables that
+    each repeat its `keys` leading columns (what names a row) beside a group of the
+    others; a line still too wide has its widest cells shortened to '…[N]', listed
+    whole under the tables (as the terminal's key rows shorten labels)."""
+    cells = [[str(c).replace("|", "\\|") for c in line] for line in (headers, *rows)]
+    keys = max(1, min(keys, len(cells[0]) - 1)) if len(cells[0]) > 1 else len(cells[0])
+    groups = _column_groups(cells, keys, width) or [[]]
+    legend: dict[str, int] = {}
+    text: list[str] = []
+    for index, group in enumerate(groups):
+        columns = [*range(keys), *group]
+        picked = [_fit_row([line[i] for i in columns], width, legend) for line in cells]
+        if index:
+            text += ["", f"The same rows, continued: {', '.join(picked[0][keys:])}.", ""]
+        text += [_markdown_line(picked[0]), "|" + "---|" * len(columns)]
+        text += [_markdown_line(line) for line in picked[1:]]
+    if legend:
+        text += ["", "Shortened cells:", ""]
+        text += [f"- [{number}] {cell}" for cell, number in legend.items()]
+    return "\n".join(text)
 
 
 def render_comparison(comparison: Comparison) -> str:
