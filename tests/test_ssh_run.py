@@ -322,13 +322,15 @@ def test_a_run_the_agent_refuses_is_reported_by_run_and_fetch(board, tmp_path, c
 
 
 @pytest.fixture
-def full_disk(tmp_path):
-    """A small tmpfs that fills up: a full disk for real, not a simulated error."""
+def full_disk(tmp_path, request):
+    """A small tmpfs that fills up: a full disk for real, not a simulated error (96 KiB,
+    or the size a test gives it through indirect parametrization)."""
     require(os.geteuid() == 0, "root (to mount a small tmpfs)")
     mount, umount = require_command("mount"), require_command("umount")
     point = tmp_path / "small-disk"
     point.mkdir()
-    subprocess.run([mount, "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(point)], check=True)
+    size = getattr(request, "param", "96k")
+    subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)], check=True)
     yield point
     subprocess.run([umount, str(point)], check=True)
 
@@ -434,3 +436,28 @@ def test_fetch_of_a_run_that_failed_on_the_board_is_not_reported_as_a_bug(board,
     nothing = tmp_path / "nothing"
     assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(nothing)]) == 3
     assert "boom" in capsys.readouterr().err
+
+
+# 24 KiB: room for the manifest (some 5 KB), not for samples.jsonl (some 30 KB).
+@pytest.mark.parametrize("full_disk", ["24k"], indirect=True)
+def test_a_remote_run_whose_fetch_fills_the_host_disk_ends_in_one_line(board, full_disk):
+    """`evbench run` over SSH into a small tmpfs: the fetch meets a full disk. A user's
+    error in one line, exit 4 (what was fetched kept, marked partial) or 2, never an
+    internal error; the manifest never says "running"."""
+    _work, url = board
+    out = full_disk / "run"
+    done = subprocess.run(
+        [EVBENCH, "run", "--board", url, *QUICK, "--profile", "seed", "--quiet",
+         "--no-history", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode in (2, 4), done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "No space left on device" in lines[0], done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    if (out / results.MANIFEST).exists():
+        manifest = json.loads((out / results.MANIFEST).read_text())
+        assert manifest["status"] != "running", manifest
+        if done.returncode == 4:
+            assert manifest["status"] == "partial" and "No space" in manifest["reason"]

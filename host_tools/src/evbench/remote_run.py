@@ -10,6 +10,7 @@ already fetched and matching SHA256SUMS is kept, never overwritten.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evbench.boards.base import Board, ConnectionLost
-from evbench_agent import detached, results
+from evbench_agent import detached, results, write_failures
 from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
 
 T = TypeVar("T")
@@ -340,6 +341,55 @@ def exit_code(final: dict[str, Any]) -> int:
     return int(final.get("exit", ExitCode.INTERNAL))
 
 
+#: A local write failing with these is the host's disk (full, over quota, read-only),
+#: never the board's copy being unreadable.
+LOCAL_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+class FetchCutShort(UserError):
+    """The host's disk refused the fetch: what came is kept, marked partial (exit 4)."""
+
+    def __init__(self, out: Path, reason: str) -> None:
+        super().__init__(f"PARTIAL run ({reason}): partial results in {out}")
+        self.reason = reason
+        self.exit_code = ExitCode.PARTIAL
+
+
+def _disk_error(error: BaseException) -> OSError | None:
+    """The host-disk OSError behind a failed fetch (raised, or the cause of a UserError)."""
+    for found in (error, error.__cause__):
+        if isinstance(found, OSError) and found.errno in LOCAL_DISK_ERRORS:
+            return found
+    return None
+
+
+def fetch_or_keep(session: RemoteRun, out: Path) -> None:
+    """`session.fetch(out)`; when the host's disk refuses it, the files already fetched
+    stay and the manifest says partial and why (FetchCutShort, exit 4); with no manifest
+    fetched, or no room even to say so, it is WriteFailed (exit 2). Never an internal
+    error, never a manifest left saying what the board said of its own complete copy."""
+    try:
+        session.fetch(out)
+    except (OSError, UserError) as error:
+        cause = _disk_error(error)
+        if cause is None:
+            raise
+        failed = write_failures.failure(out, cause)
+        manifest = out / results.MANIFEST
+        if not manifest.exists():
+            raise failed from error
+        reason = failed.args[0]  # "cannot write the results in OUT: No space left on device"
+        try:
+            document = results.read_document(manifest)
+            document["status"] = "partial"
+            document["reason"] = reason
+            results.write_json(manifest, document)
+        except OSError as again:  # not even room for the manifest: say so, exit 2
+            raise write_failures.failure(out, again) from error
+        log.info("the fetch stopped: %s", reason)
+        raise FetchCutShort(out, reason) from error
+
+
 def run_and_fetch(
     board: Board,
     agent: Sequence[str],
@@ -369,7 +419,7 @@ def run_and_fetch(
         final = _stop_interrupted(session, board, run_id)
         status = exit_code(final)
         if status in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
-            session.fetch(out)
+            fetch_or_keep(session, out)
         status = ExitCode.INTERRUPTED  # whatever the board said: the user stopped it
         log_path = out / detached.LOG
         return status, log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -378,6 +428,6 @@ def run_and_fetch(
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         said = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))
         return status, said.decode(errors="replace")
-    session.fetch(out)
+    fetch_or_keep(session, out)
     log_path = out / detached.LOG
     return status, log_path.read_text(errors="replace") if log_path.exists() else ""

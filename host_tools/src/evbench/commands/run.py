@@ -168,8 +168,13 @@ def _run(args: argparse.Namespace) -> int:
         if not isinstance(board, RemoteBoard):  # the local board
             status, log = _run_local(board, args, run_id, out)
         else:
+            from evbench.remote_run import FetchCutShort
+
             try:
                 status, log = _run_remote(board, args, run_id, out)
+            except FetchCutShort as cut:  # the host's disk filled: one line, the run kept
+                print(cut.args[0], file=sys.stderr)
+                return ExitCode.PARTIAL
             finally:
                 # A console session's transcript goes beside the results it brought back.
                 if out.is_dir():
