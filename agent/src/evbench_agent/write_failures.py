@@ -78,4 +78,4 @@ class SpaceReserve:
             log.debug("the space reserve %s stays: %s", self.path, error)
 
 
-__all__ = ["writing"]
+__all__ = ["failure", "writing"]
