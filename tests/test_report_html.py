@@ -164,4 +164,4 @@ def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report
     assert "- Throttling: 1 phase(s) throttled" in markdown
     html = (run / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
-    assert '<div class="partial">' in box and "the kernel throttled the CPU" in box
+    assert '<div class="warning">' in box and "the kernel throttled the CPU" in box

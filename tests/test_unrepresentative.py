@@ -42,7 +42,7 @@ def test_a_pure_python_protobuf_run_warns_before_the_answer_in_terminal_and_repo
     assert f"- protobuf: {manifest['platform']['protobuf']}, python backend" in markdown
     html = (out / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
-    assert '<div class="partial">' in box and "pure-Python backend" in box
+    assert '<div class="warning">' in box and "pure-Python backend" in box
 
 
 def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict:

@@ -22,7 +22,7 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f0f0f0; }
 td { font-variant-numeric: tabular-nums; }
-.partial { border: 2px solid #b00; background: #fee; padding: 0.5em 1em; }
+.partial, .warning { border: 2px solid #b00; background: #fee; padding: 0.5em 1em; }
 .partial h2 { color: #b00; }
 figure { margin: 1em 0 2em; }
 figcaption { font-size: 0.9em; color: #555; max-width: 60em; }
@@ -32,8 +32,8 @@ nav { margin: 0 0 1em; line-height: 1.6; }
 summary { cursor: pointer; color: #225; margin: 0.5em 0; }
 .environment { border: 1px solid #bbb; background: #f7f7f7; padding: 0.3em 1em 0.6em; }
 .environment h2 { font-size: 1.1em; margin: 0.3em 0; }
-.environment .partial { margin: 0.4em 0; }
-.environment .partial ul { margin: 0.2em 0; padding-left: 1.2em; }
+.environment .warning { margin: 0.4em 0; }
+.environment .warning ul { margin: 0.2em 0; padding-left: 1.2em; }
 dl.facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(26em, 1fr));
   gap: 0.15em 1.5em; margin: 0.3em 0 0; font-size: 0.9em; }
 dl.facts div { display: flex; gap: 0.5em; }
@@ -74,7 +74,7 @@ def _environment(section: Section) -> str:
     parts = [f"<h2>{escape(section.title)}</h2>"]
     if section.paragraphs:
         items = "".join(f"<li>{escape(p)}</li>" for p in section.paragraphs)
-        parts.append(f'<div class="partial"><ul>{items}</ul></div>')
+        parts.append(f'<div class="warning"><ul>{items}</ul></div>')
     facts = "".join(
         f"<div><dt>{escape(what)}</dt><dd>{escape(value)}</dd></div>"
         for what, value in section.facts
