@@ -41,6 +41,16 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
     assert {"Size", "Serialization", "Deserialization"} <= metrics
     assert any(metric.startswith("RTT") for metric in metrics)
     assert "Medians per codec:" not in done.stdout and "Does it fit" not in done.stdout
+    # Bus fit, from first principles: the seed's JSON is >= 995 B (the size row), which at
+    # 10 bits a byte (8N1) holds a 115200 baud line 995 * 10 / 115200 = 86 ms, more than
+    # the 50 ms period: it cannot fit there. Protobuf's 281 B at most take 281 * 8 / 2 Mbit/s
+    # = 1.1 ms of CAN FD data phase, plus 5 frames' arbitration at 500 kbit/s (< 0.5 ms),
+    # and as much for the reply: far below 40 % of 50 ms. It fits there.
+    assert any(line.startswith("seed") and "Bus fit at 20 Hz" in line for line in key_table)
+    fit = " ".join(printed[printed.index(next(p for p in printed if p.startswith("Bus fit:"))) :])
+    json_fits, protobuf_fits = fit.split("seed: JSON fits ")[1].split("; Protobuf fits ")
+    assert "uart-115200" not in json_fits
+    assert "canfd-500k-2M" in protobuf_fits.split(" (of ")[0]
     assert f"evbench report --terminal {out}" in done.stdout
     assert f"Report with plots: {out / 'report.html'}" in done.stdout
 

@@ -88,7 +88,12 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
     if baseline in codec_names and candidate in codec_names:
         comparison = compare(samples, baseline, candidate)
         if not details:  # one screen: the answer, the key rows, where the rest is
-            print(glance.render(comparison, run.directory))
+            from evbench.report import bus_budget
+            from evbench_agent.buses import measured
+
+            sized = measured.size_records(samples)
+            rows, _skipped, rate = bus_budget.budget_of(run.manifest, sized)
+            print(glance.render(comparison, run.directory, rows, rate))
             return comparison
         print(table.render_comparison(comparison))
     native = runtimes.render(samples, run.manifest, codec_names)  # C and C++ runtime pairs

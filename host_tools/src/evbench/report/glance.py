@@ -1,18 +1,21 @@
 """The answer at a glance: what `evbench run` prints by default, one screen of it.
 
 The answer's sentences wrapped to the terminal's 120 columns, the key rows (size,
-encode, decode, RTT, jitter) in a table that fits 100, and where the rest is: the full
-table, each codec's medians and the bus budget (`--details`, `evbench report
---terminal RUN`) and the report with its plots.
+encode, decode, RTT, jitter, and per profile how many of the budgeted buses each codec
+fits at the run's rate, the buses named under the table) in a table that fits 100, and
+where the rest is: the full table, each codec's medians and the bus budget
+(`--details`, `evbench report --terminal RUN`) and the report with its plots.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from evbench.report import table
+from evbench_agent.buses import budget
 from evbench_agent.comparison import FACT, TESTED, Comparison, Row
 
 #: No line of the default output is wider than this.
@@ -70,16 +73,53 @@ def key_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     return ["Profile", "Metric", base, cand, "Change", "Verdict"], cells
 
 
-def render(comparison: Comparison, out: Path) -> str:
-    """The answer, the key rows and the pointers to the rest, every line <= MAX_LINE."""
+def bus_fit(
+    comparison: Comparison, rows: Sequence[budget.Row], rate_hz: float
+) -> tuple[list[list[str]], list[str]]:
+    """Per profile, a key row of how many budgeted buses each codec fits (the budget's
+    'fits': worst case within the ceiling), and a line naming them."""
+    pair = (comparison.baseline, comparison.candidate)
+    cells, named = [], []
+    for profile in sorted({row.profile for row in rows if row.codec in pair}):
+        mine = [row for row in rows if row.profile == profile and row.codec in pair]
+        buses = sorted({row.bus for row in mine})
+        fits = {
+            codec: [r.bus for r in mine if r.codec == codec and r.verdict == "fits"]
+            for codec in pair
+        }
+        cells.append(
+            [profile, f"Bus fit at {rate_hz:g} Hz"]
+            + [f"{len(fits[codec])} of {len(buses)} buses" for codec in pair]
+            + ["-", table.FACT_WINNER]
+        )
+        said = "; ".join(
+            f"{table.display_name(codec)} fits {', '.join(fits[codec]) or 'none'}" for codec in pair
+        )
+        named.append(f"{profile}: {said} (of {', '.join(buses)})")
+    return cells, named
+
+
+def render(
+    comparison: Comparison,
+    out: Path,
+    buses: Sequence[budget.Row] = (),
+    rate_hz: float = 20.0,
+) -> str:
+    """The answer, the key rows and the pointers to the rest, every line <= MAX_LINE;
+    `buses`: the run's bus budget rows (at `rate_hz`), summed up as a key row."""
     lines = wrap(table.render_answer(comparison))
     busy = table.busy_line(comparison)
     if busy:
         lines += ["", *wrap(busy)]
     headers, cells = key_rows(comparison)
-    if cells:
+    fit_cells, fit_named = bus_fit(comparison, buses, rate_hz)
+    if cells or fit_cells:
         lines += ["", "Key rows (the test's estimate; intervals and the rest in the full table):"]
-        lines += table.format_rows(headers, cells).splitlines()
+        lines += table.format_rows(headers, cells + fit_cells).splitlines()
+    if fit_named:
+        ceiling = f"{budget.DEFAULT_CEILING * 100:g} %"
+        said = f"Bus fit: the worst case within the {ceiling} bus-load ceiling; "
+        lines += ["", *wrap(said + "; ".join(fit_named))]
     lines += [  # a command or a path stays whole on its line, to copy
         "",
         "Full table, medians per codec, context and bus budget (or evbench run --details):",
