@@ -1,45 +1,29 @@
-"""A cross-built aarch64 harness, deployed with `evbench deploy --native`, measures in a codec
-run over SSH: a real sshd on loopback stands for the board, and the aarch64 executable runs
-through qemu-user (binfmt_misc, qemu-user-static) as it would run natively on the AM62x.
-
-The harness is nlohmann::json's: header-only, so the cross-build needs no arm64 library
-packages; it is linked statically (EVBENCH_STATIC), so the board needs nothing but the file.
+"""A cross-built aarch64 harness (tests/native_cross.py), deployed with `evbench deploy
+--native`, measures in a codec run over SSH: a real sshd on loopback stands for the board, and
+the aarch64 executable runs through qemu-user (binfmt_misc, qemu-user-static) as it would run
+natively on the AM62x. tests/board/test_e2e_native.py runs it on the QEMU board.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require, require_command
+from conftest import require
+from native_cross import build_aarch64_harness
 
 from evbench.cli import evbench
-from evbench_agent.native import runtimes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BOARD_PYTHON = "/usr/bin/python3"
-TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 
 
 @pytest.fixture(scope="module")
 def aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cmake = require_command("cmake")
-    require_command("aarch64-linux-gnu-g++")
     require(Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists(), "qemu-aarch64 in binfmt_misc")
-    build = tmp_path_factory.mktemp("native-aarch64")
-    subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
-         "-DEVBENCH_NATIVE_CODECS=cpp:nlohmann", "-DEVBENCH_STATIC=ON"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
-    harness = build / runtimes.RUNTIMES["cpp:nlohmann"].executable_name
-    described = subprocess.run(["file", str(harness)], capture_output=True, text=True).stdout
-    assert "ARM aarch64" in described and "statically linked" in described, described
-    return build
+    return build_aarch64_harness(tmp_path_factory.mktemp("native-aarch64"))
 
 
 def test_a_deployed_aarch64_harness_measures_in_a_codec_run(

@@ -1,0 +1,94 @@
+"""End-to-end: a cross-built aarch64 native harness measures in a codec run on the QEMU board.
+
+The harness is built here as docs/native-codecs.md says for the AM62x (tests/native_cross.py:
+Debian's aarch64 cross-compiler, statically linked), shipped with `evbench deploy --native`
+over SSH and run natively by the board's aarch64 kernel, not by qemu-user on the host. The
+read-backs (the file's SHA-256 on the board, the Python codec's sizes) do not trust evbench.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
+from native_cross import CODEC, build_aarch64_harness, build_host_harness
+
+from evbench_agent import codecs, payloads
+from evbench_agent.native import runtimes
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+PROFILE = "seed"
+#: A JSON number (the seed profile's strings hold no digits).
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _texts(codec: str, params: dict) -> list[bytes]:
+    """What `codec` writes on this host for the run's payloads."""
+    profile = payloads.get(PROFILE)
+    bound = codecs.get(codec).bind(profile)
+    items = profile.payloads(params["payloads"], params["seed"])
+    texts = [bound.encode(bound.data(item)) for item in items]
+    if hasattr(bound, "close"):  # a native harness
+        bound.close()
+    return texts
+
+
+def _expected_sizes(python: list[bytes], nlohmann: list[bytes]) -> list[int]:
+    """Python's sizes, plus the digits nlohmann::json writes beyond the shortest form.
+
+    nlohmann::json's Grisu2 writes most doubles in their shortest round-trip form, as
+    Python's repr does, but not all (3.0303974248042582 where repr writes 3.030397424804258):
+    each such number is as many bytes longer as it has digits more than repr's."""
+    sizes = []
+    for ours, theirs in zip(python, nlohmann, strict=True):
+        assert json.loads(ours) == json.loads(theirs)  # the same values
+        longer = sum(
+            len(token) - len(repr(float(token)))
+            for token in NUMBER.findall(theirs.decode())
+            if "." in token or "e" in token
+        )
+        sizes.append(len(ours) + longer)
+    return sizes
+
+
+def test_a_cross_built_harness_measures_on_the_board(
+    evboard: BoardSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    build = build_aarch64_harness(tmp_path / "native-aarch64")
+    harness = next(build.glob("evbench-native-*"))
+    deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
+    assert deployed.returncode == 0, deployed.stderr
+    assert f"native harnesses: {harness.name}" in deployed.stderr
+    out = tmp_path / "run"
+    done = evboard.evbench(
+        "run", "--board", evboard.ssh_url, "--suite", "codec", "--profile", PROFILE,
+        "--codecs", f"json,{CODEC}", "--quick", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "complete").is_file(), f"the run in {out} is partial"
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["platform"]["machine"] == "aarch64"
+    stated = manifest["platform"]["native_codecs"][CODEC]
+    assert stated["library"] == "nlohmann::json" and stated["version"].count(".") == 2, stated
+    assert "GNU" in stated["compiler"], stated
+    on_board = evboard.ssh(f"sha256sum {stated['executable']}").split()[0]
+    assert on_board == hashlib.sha256(harness.read_bytes()).hexdigest()
+
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    sizes = {s["codec"]: s for s in sets if s["metric"] == "size" and s["profile"] == PROFILE}
+    native, python = sizes[CODEC], sizes["json"]
+    assert native["params"] == python["params"]  # the same payloads (their digest included)
+    python_texts = _texts("json", native["params"])
+    assert python["values"] == [len(text) for text in python_texts]
+    monkeypatch.setenv(runtimes.ENVIRONMENT, str(build_host_harness(tmp_path / "native-host")))
+    expected = _expected_sizes(python_texts, _texts(CODEC, native["params"]))
+    assert native["values"] == expected
+    for metric in ("encode", "decode", "decode_access"):
+        timed = [s for s in sets if s["codec"] == CODEC and s["metric"] == metric]
+        assert timed and all(v > 0 for s in timed for v in s["values"]), metric
