@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ def _check_report(out, capsys, board_url):
 
 
 def test_diag_over_serial_without_agent(console_line, console_user, tmp_path, capsys):
+    # The user is the session's: a console test run before this one in the same worker
+    # (in any order, under xdist) may have deployed the agent; this test needs none.
+    shutil.rmtree(console_user.home / ".evbench" / "agent", ignore_errors=True)
     url = f"{console_line.url}?user={console_user.name}"
     out = tmp_path / "diag"
     assert evbench(["diag", "--board", url, "--out", str(out)]) == 0

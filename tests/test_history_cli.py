@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,14 +102,23 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
         for line in check.stdout.splitlines()
         if "codec/seed/json/decode:" in line and "too short" not in line
     ]
-    assert len(decode) == 1 and f"(run {nights['first_slowed']}," in decode[0], check.stdout
-    assert "worse" in decode[0] and "no version or environment changed" in decode[0]
+    # The 20x step is found at the first slowed run, and it is the largest change listed.
+    # The nights are made back to back while the other test worker loads the machine, so
+    # a step of the machine itself (tens of %) may be found too: it is not the 20x.
+    slowed = [line for line in decode if f"(run {nights['first_slowed']}," in line]
+    assert len(slowed) == 1, check.stdout
+    assert "worse" in slowed[0] and "no version or environment changed" in slowed[0]
+    sizes = {line: float(re.search(r": ([+-][\d.]+)% ", line)[1]) for line in decode}
+    assert max(sizes, key=sizes.__getitem__) == slowed[0], check.stdout
+    assert sizes[slowed[0]] > 1000, slowed[0]
     board = _board(dict(nights, env=env))
     for series in ("codec/seed/json/decode", "codec/seed/json/decode_access"):
-        accept = evbench("history", "accept", "--board", board, "--run", nights["first_slowed"],
-                         "--series", series, "--reason", "json slowed on purpose",
-                         "--by", "the test", env=env)  # fmt: skip
-        assert accept.returncode == 0, accept.stderr
+        listed = [line for line in check.stdout.splitlines() if f"{series}:" in line]
+        for run_id in {m[1] for line in listed if (m := re.search(r"\(run (\S+), after", line))}:
+            accept = evbench("history", "accept", "--board", board, "--run", run_id,
+                             "--series", series, "--reason", "json slowed on purpose",
+                             "--by", "the test", env=env)  # fmt: skip
+            assert accept.returncode == 0, accept.stderr
     again = evbench("history", "check", env=env)
     # Other metrics may move on a loaded machine; the accepted ones no longer fail.
     assert "codec/seed/json/decode " not in again.stderr, again.stderr
