@@ -1,4 +1,5 @@
-"""A cross-built aarch64 native harness, as docs/native-codecs.md says to build one for the
+"""Native builds for the tests: native/ built with the documented command, and a
+cross-built aarch64 native harness, as docs/native-codecs.md says to build one for the
 AM62x: Debian's g++-aarch64-linux-gnu, the toolchain file native/cmake/aarch64-linux-gnu.cmake
 and EVBENCH_STATIC=ON, so the board needs nothing but the file.
 
@@ -11,12 +12,28 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, require_command
+from conftest import ROOT, require, require_command
 
 from evbench_agent.native import runtimes
 
 CODEC = "cpp:nlohmann"
 TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
+
+
+def build_documented(build: Path, *targets: str) -> None:
+    """native/ configured and built into `build` with the documented command (Release),
+    only `targets` when given; a runtime's missing package fails the test by name."""
+    cmake = require_command("cmake")
+    configure = subprocess.run(
+        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
+    chosen = [arg for target in targets for arg in ("--target", target)]
+    made = subprocess.run(
+        [cmake, "--build", str(build), "-j2", *chosen], capture_output=True, text=True, check=False
+    )
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
 
 
 def _build(build: Path, *options: str) -> None:

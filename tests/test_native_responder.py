@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require, require_command
+from native_cross import build_documented
 
 from evbench_agent.link import framing, messages, service
 
@@ -27,17 +27,8 @@ COUNT = 40
 @pytest.fixture(scope="module")
 def responder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """native/ configured with the documented command; only the responder built."""
-    cmake = require_command("cmake")
     build = tmp_path_factory.mktemp("native-responder")
-    configure = subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
-    made = subprocess.run(
-        [cmake, "--build", str(build), "--target", NAME], capture_output=True, text=True
-    )
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    build_documented(build, NAME)
     return build / NAME
 
 

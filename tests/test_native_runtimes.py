@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require, require_command
+from conftest import ROOT, require_command
+from native_cross import build_documented
 
 from evbench_agent import payloads
 from evbench_agent.native import codec as native_codec
@@ -52,17 +53,8 @@ COUNT = 12
 @pytest.fixture(scope="module")
 def harness_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """native/ built with the one documented command, into a scratch directory."""
-    cmake = require_command("cmake")
     build = tmp_path_factory.mktemp("native-build")
-    configure = subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
-    made = subprocess.run(
-        [cmake, "--build", str(build), "-j2"], capture_output=True, text=True, check=False
-    )
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    build_documented(build)
     return build
 
 
