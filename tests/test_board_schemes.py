@@ -86,6 +86,23 @@ def test_an_unknown_scheme_is_refused_naming_the_known_ones(url):
         assert known in raised.value.hint
 
 
+@pytest.mark.parametrize(
+    "url", ["ssh://root:Hunter2-pw@192.0.2.7", "rfc2217://lab:Hunter2-pw@192.0.2.7:4001"]
+)
+def test_a_password_in_a_board_url_is_refused_without_repeating_it(url):
+    with pytest.raises(UserError, match="must not hold a password") as raised:
+        open_board(url)
+    said = f"{raised.value} {raised.value.hint}"
+    assert "Hunter2-pw" not in said and "EVBENCH_PASSWORD" in said
+    # As a user meets it: one line, exit 2, the password in no output.
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "diag", "--board", url],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Hunter2-pw" not in done.stdout + done.stderr
+
+
 def test_power_cycle_is_refused_before_a_transport_without_a_power_switch_is_opened():
     # The URL names no reachable board: the refusal must come before any connection.
     with pytest.raises(UserError, match="--power-cycle needs") as raised:

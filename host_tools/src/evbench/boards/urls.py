@@ -132,6 +132,14 @@ def _split(url: str) -> SplitResult:
         parts = urlsplit(url)
     except ValueError as error:  # an unclosed [ around an IPv6 address
         raise UserError(f"malformed board URL {url!r}: {error}") from None
+    if parts.password is not None:
+        # Named without the URL: the message must not carry the password to a log.
+        raise UserError(
+            f"a {parts.scheme}:// board URL must not hold a password (USER:PASSWORD@): "
+            "it would reach the command line, logs and transcripts",
+            hint="give the password in EVBENCH_PASSWORD, or log in with a key "
+            "(docs/boards.md, Logins)",
+        )
     try:
         parts.port  # noqa: B018 - urlsplit reads the port only when asked
     except ValueError:
