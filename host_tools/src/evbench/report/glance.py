@@ -115,7 +115,9 @@ def render(
     fit_cells, fit_named = bus_fit(comparison, buses, rate_hz)
     if cells or fit_cells:
         lines += ["", "Key rows (the test's estimate; intervals and the rest in the full table):"]
-        lines += table.format_rows(headers, cells + fit_cells).splitlines()
+        # Each profile's bus fit last among its rows (a stable sort keeps the rest's order).
+        ordered = sorted(cells + fit_cells, key=lambda line: line[0])
+        lines += table.format_rows(headers, ordered).splitlines()
     if fit_named:
         ceiling = f"{budget.DEFAULT_CEILING * 100:g} %"
         said = f"Bus fit: the worst case within the {ceiling} bus-load ceiling; "
