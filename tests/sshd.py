@@ -117,7 +117,7 @@ class Sshd:
         if self.process is None:
             return []
         children = psutil.Process(self.process.pid).children(recursive=True)
-        return [child for child in children if child.name() == "sshd"]
+        return [child for child in children if _name(child) == "sshd"]
 
     def drop_connections(self) -> int:
         """Kill every connection's sshd process, as a pulled cable would end it."""
@@ -141,3 +141,12 @@ class Sshd:
             self.process.kill()
             self.process.wait(timeout=10)
         self.process = None
+
+
+def _name(process: psutil.Process) -> str | None:
+    """The process's name, or None when it ended after it was listed (a connection
+    closing while the rig looks: seen in a fresh-clone run at teardown)."""
+    try:
+        return process.name()
+    except psutil.NoSuchProcess:
+        return None
