@@ -4,7 +4,8 @@
     python benchmarks/watch_calibration.py analyse --out cal [--otava .venv-otava/bin/python]
 
 `collect` makes the night pool from real runs on this machine (the local board):
-each night is a quick codec run of the seed profile with `--aa json` (json against
+each night is a codec run of the seed profile (`--plan quick`, the default, or
+`--plan default`: the plan a lab runs unattended) with `--aa json` (json against
 its identical copy json-aa), some nights under a bounded CPU hog on one core (a
 busy loop pinned to CPU 0 for the night's run only), the others quiet. Every
 `--slowed`-th night of the pool is run with `--aa-slowdown 0.1` instead: json-aa
@@ -42,7 +43,10 @@ from pathlib import Path
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 RUN = ["run", "--board", "local", "--suite", "codec", "--profile", "seed", "--aa", "json",
-       "--quick", "--no-history", "--quiet", "--board-name", "watch-calibration"]  # fmt: skip
+       "--no-history", "--quiet", "--board-name", "watch-calibration"]  # fmt: skip
+#: The nightly plan: `quick` (about 4 s a night here) or the default plan a lab runs
+#: unattended (about 10 s): more values a night, so less night-to-night spread.
+PLANS = {"quick": ["--quick"], "default": []}
 NIGHT_TIMEOUT = 600
 HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
@@ -55,7 +59,8 @@ def _hog(seconds: float) -> subprocess.Popen:
     )
 
 
-def collect(out: Path, nights: int, slowed: int, hog_share: float, seed: int) -> None:
+def collect(out: Path, nights: int, slowed: int, hog_share: float, seed: int,
+            plan_name: str = "quick") -> None:  # fmt: skip
     """Run `nights` identical-code nights and `slowed` nights with json-aa 10 % slower."""
     out.mkdir(parents=True, exist_ok=True)
     log = out / "nights.jsonl"
@@ -67,7 +72,7 @@ def collect(out: Path, nights: int, slowed: int, hog_share: float, seed: int) ->
     for number in range(done, len(plan)):
         kind, hog = plan[number], hogs[number]
         directory = out / "runs" / f"night-{number:03d}"
-        argv = [*EVBENCH, *RUN, "--out", str(directory)]
+        argv = [*EVBENCH, *RUN, *PLANS[plan_name], "--out", str(directory)]
         if kind == "slowed":
             argv += ["--aa-slowdown", "0.1"]
         load_before = os.getloadavg()[0]
@@ -79,7 +84,8 @@ def collect(out: Path, nights: int, slowed: int, hog_share: float, seed: int) ->
             if busy is not None:
                 busy.kill()
                 busy.wait()
-        entry = {"night": number, "kind": kind, "hog": hog, "dir": str(directory),
+        entry = {"night": number, "kind": kind, "hog": hog, "plan": plan_name,
+                 "dir": str(directory),
                  "exit": result.returncode, "seconds": round(time.monotonic() - started, 1),
                  "load_before": load_before, "load_after": os.getloadavg()[0]}  # fmt: skip
         with log.open("a") as stream:
@@ -350,6 +356,8 @@ def main() -> int:
     gather.add_argument("--slowed", type=int, default=20, help="nights with json-aa 10 %% slower")
     gather.add_argument("--hog-share", type=float, default=0.5, help="nights under the CPU hog")
     gather.add_argument("--seed", type=int, default=26)
+    gather.add_argument("--plan", choices=sorted(PLANS), default="quick",
+                        help="each night's plan (default: quick)")  # fmt: skip
     study = actions.add_parser("analyse", help="false alarms, detection, Otava agreement")
     study.add_argument("--out", type=Path, required=True)
     study.add_argument("--sequences", type=int, default=30, help="random orders of the nights")
@@ -358,7 +366,7 @@ def main() -> int:
     study.add_argument("--seed", type=int, default=26)
     args = parser.parse_args()
     if args.action == "collect":
-        collect(args.out, args.nights, args.slowed, args.hog_share, args.seed)
+        collect(args.out, args.nights, args.slowed, args.hog_share, args.seed, args.plan)
     else:
         analyse(args.out, args.sequences, args.injections, args.otava, args.seed)
     return 0
