@@ -66,6 +66,29 @@ def test_the_watch_restarts_after_a_change_and_a_lone_wild_night_is_none():
     assert changes.watch(wild, 0.05) == []
 
 
+#: Eleven nights scattered +-5 % around 1.00 (median 1.00; robust spread 1.4826 x
+#: median |log v| = 1.4826 x log(1.03) = 0.044, so a 12 % step, log 1.12 = 0.113, is
+#: within 3 spreads: not gross), one more night a little high, then the step.
+SCATTERED = [1.00, 1.05, 0.96, 1.04, 0.97, 1.03, 0.95, 1.02, 0.98, 1.01, 0.99]
+
+
+def test_a_step_within_the_scatter_is_placed_where_a_shift_is_likeliest():
+    series = [*SCATTERED, 1.045, 1.12, 1.125]
+    (seen,) = changes.watch(series, 0.05, worse="higher")
+    # Night 12's window (0.99, 1.045, 1.12) against nights 0-9: rank sum 4 + 9 + 10 + 6
+    # (U 23 of 30); 31 of the C(13, 3) = 286 orders reach it: p 0.108, no alarm.
+    # Night 13's window (1.045, 1.12, 1.125) against nights 0-10: only 1.05 beats one of
+    # them (U 32 of 33): 2 of C(14, 3) = 364 orders are as extreme, one-sided p = 2/364.
+    assert seen.seen == 13
+    assert math.isclose(seen.split.p, 2 / 364)
+    # Placement: before = log 1.00 = 0, after = the window's median log 1.12 = 0.1133,
+    # midpoint 0.0567. Summing each night's log less the midpoint from the newest back:
+    # night 13: 0.1178 - 0.0567 = 0.0611; night 12: + 0.0566 = 0.1177; night 11:
+    # log 1.045 = 0.0440, - 0.0127 = 0.1050. The largest sum starts at night 12. (Night 11
+    # lies above the old median 1.00: "the first night worse than the median" took it.)
+    assert seen.split.index == 12
+
+
 def _store(tmp_path, nights):
     url = parse_url(str(tmp_path / "store.sqlite"))
     with open_store(url) as store:

@@ -232,9 +232,6 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
 
 #: The newest nights the nightly watch tests against the nights before them.
 WINDOW = MIN_SEGMENT
-#: Where the watch places a regression: the first night of the window from which every
-#: night is worse than this quantile of the reference nights (the worse side's).
-PLACE_QUANTILE = 0.5
 #: The most reference nights the watch uses (the exact rank test's reach).
 MAX_REFERENCE = 57
 
@@ -276,8 +273,8 @@ def _placed(logs: Sequence[float], start: int, first: int, last: int) -> int:
 
 
 #: A step this many robust spreads of the reference nights wide is placed by the
-#: least-deviation fit, which finds a gross step exactly; a smaller one by the first
-#: night from which every night is worse than the reference's median.
+#: least-deviation fit, which finds a gross step exactly; a smaller one by the likelihood
+#: of a shift between the two levels (`_likeliest_start`).
 GROSS_SPREADS = 3.0
 
 
@@ -288,17 +285,24 @@ def _gross(logs: Sequence[float], reference: Sequence[float], start: int, split:
     return jump > GROSS_SPREADS * spread
 
 
-def _first_worse(logs: Sequence[float], level: float, first: int, last: int, worse: str) -> int:
-    """The first night of first..last from which every night is worse than `level` (the
-    reference's median): where a regression began. Night-to-night noise the size of the
-    step makes a least-deviation fit wander to later nights; one night on the worse side
-    of the old median, followed only by such nights, is the step's most likely start."""
-    split = last
+def _likeliest_start(logs: Sequence[float], before: float, after: float, first: int,
+                     last: int) -> int:  # fmt: skip
+    """The night of first..last from which a shift from level `before` to level `after`
+    is likeliest. For a shift of that size in symmetric noise, each night from the
+    start on adds its distance past the midpoint of the two levels to the log
+    likelihood ratio (with Gaussian noise exactly, up to a constant factor), so the
+    start is the t maximising the sum over nights t..last of that signed distance.
+    Night-to-night noise the size of the step makes a least-deviation fit wander to
+    later nights, and a test of "worse than the old median" takes a pre-step night
+    that happens to lie above it for the start; the midpoint does neither."""
+    midpoint = (before + after) / 2
+    direction = 1.0 if after > before else -1.0
+    best, best_score, score = last, -math.inf, 0.0
     for night in range(last, first - 1, -1):
-        if (logs[night] > level) != (worse == "higher"):
-            break
-        split = night
-    return split
+        score += direction * (logs[night] - midpoint)
+        if score > best_score:
+            best, best_score = night, score
+    return best
 
 
 def _split(values: Sequence[float], start: int, split: int, end: int, z: float, p: float) -> Split:
@@ -316,8 +320,10 @@ def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = Non
     Each night the newest WINDOW nights are tested against the nights before them
     since the last change (at most MAX_REFERENCE): exact two-sided Mann-Whitney on
     the nightly medians, p < alpha, and the ratio's 95 % interval wholly beyond
-    1 +/- MIN_EFFECT. A change is placed where two levels fit the nights best (L1),
-    within the window; the nights from it on are the next reference. Nothing is
+    1 +/- MIN_EFFECT. A change is placed within the window: a gross step where two
+    levels fit the nights best (L1), a smaller one where a shift between the
+    reference's median and the window's is likeliest (`_likeliest_start`); the
+    nights from it on are the next reference. Nothing is
     tested while fewer than `reference_needed(alpha)` reference nights exist.
 
     `worse` ("higher" or "lower": which way the values get worse) makes the test
@@ -346,9 +352,9 @@ def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = Non
             continue
         split = _placed(logs, reference_start, first, last)
         if worse is not None and not _gross(logs, reference, reference_start, split, last):
-            level = float(np.quantile(reference, PLACE_QUANTILE if worse == "higher"
-                                      else 1 - PLACE_QUANTILE))  # fmt: skip
-            split = _first_worse(logs, level, first, last, worse)
+            split = _likeliest_start(
+                logs, float(np.median(reference)), float(np.median(window)), first, last
+            )
         if split - reference_start < 1:
             continue
         candidate = _split(values, reference_start, split, last + 1, math.nan, p)
