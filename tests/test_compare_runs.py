@@ -140,8 +140,8 @@ def test_a_codec_twenty_percent_slower_beyond_max_change_regresses_and_is_named(
     # Every timed json row, none of protobuf's (identical in both runs).
     for operation in OPERATIONS:
         assert (
-            f"codec/seed/json/{operation} changed +20.0% against the baseline, "
-            "beyond --max-change 10%"
+            f"codec/seed/json/{operation} changed +20.0% (x1.2) against the baseline, "
+            "beyond --max-change 10% (x1.1 or x0.909)"  # 1 / 1.1 = 0.90909...
         ) in err
     assert "codec/seed/protobuf" not in err
     # Family (codec, seed): 6 timed rows; the smallest raw p is 2 / C(20, 10) for each
@@ -327,7 +327,7 @@ def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path,
     code, out, err = run_compare(capsys, "--baseline", base, quick)
     assert code == 3, out + err  # a 10x change never passes
     for operation in OPERATIONS:
-        assert f"codec/seed/json/{operation} changed +900.0% against the baseline" in err
+        assert f"codec/seed/json/{operation} changed +900.0% (x10) against the baseline" in err
     rows = table_rows(out)
     # Protobuf's rows were compared across the plans: a verdict, not "not comparable".
     assert rows[("codec", "Protobuf", "Serialization")][7] in (EQUAL, UNDECIDED)

@@ -256,9 +256,12 @@ def _regression(
     beyond = _beyond(change, max_change)
     # A worse change must also pass the row's own threshold (--criteria) to fail.
     if beyond and (not change.worse or _worse_percent(change) > threshold):
+        # The factors too: "-42.6 %, beyond 50 %" reads as a contradiction otherwise.
+        factor = 1 + (change.difference or 0.0)
+        bound = 1 + max_change / 100
         return (
-            f"{name} changed {_percent(change)} against the baseline, beyond --max-change "
-            f"{max_change:g}% ({_basis(change)})"
+            f"{name} changed {_percent(change)} (x{factor:.3g}) against the baseline, beyond "
+            f"--max-change {max_change:g}% (x{bound:.3g} or x{1 / bound:.3g}) ({_basis(change)})"
         ), BEYOND
     if verdict is not None and verdict.winner in (BASELINE, CANDIDATE):
         return None, TWO_NIGHTS
