@@ -1,7 +1,7 @@
 """The C link responder (native/responder/, docs/link.md "A responder in C"): built by the
-native CMake, it answers the link suite's echo mode on loopback TCP as `evbench-agent serve`
-does, byte for byte but the processing time (each responder's own clock), and the link
-suite measures against it.
+native CMake, it answers the link suite's echo and ack modes on loopback TCP as
+`evbench-agent serve` does, byte for byte but the processing time and the ack's receipt time
+(each responder's own clock readings), and the link suite measures against it.
 """
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from native_cross import build_documented
 
-from evbench_agent.link import framing, messages, service
+from evbench_agent import payloads
+from evbench_agent.link import client, framing, handshake, messages, service
 
 pytestmark = pytest.mark.integration
 
@@ -87,18 +89,63 @@ def first_answer(address: tuple[str, int], body: bytes) -> dict:
         return json.loads(framing.FrameReader(sock).receive()[0].body)
 
 
-def echo_hello(codec: str, profile: str = "seed") -> dict:
+def echo_hello(codec: str, profile: str = "seed", mode: str = "echo") -> dict:
     link = messages.bind(codec, profile)
     return {
         "protocol": "evbench-link", "version": 2, "codec": codec, "profile": profile,
-        "message": messages.message_name(link.profile), "mode": "echo",
+        "message": messages.message_name(link.profile), "mode": mode,
     }  # fmt: skip
 
 
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint, worked from the encoding's definition."""
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def expected_ack(codec: str, sequence: int, receive_ns: int) -> bytes:
+    """docs/link.md's ack, by hand: evbench.link.Ack (sequence = 1, receive_ns = 2, uint64,
+    proto3: a zero is not written) for protobuf, a compact JSON map for json."""
+    if codec == "json":
+        return f'{{"sequence":{sequence},"receive_ns":{receive_ns}}}'.encode()
+    fields = [(1, sequence), (2, receive_ns)]
+    return b"".join(bytes([number << 3]) + varint(value) for number, value in fields if value)
+
+
+def read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        value |= (data[at] & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if data[at - 1] < 0x80:
+            return value, at
+
+
+def receipt_time(codec: str, ack: bytes) -> int:
+    """The ack's receive_ns, read without the module's decoder."""
+    if codec == "json":
+        return int(json.loads(ack)["receive_ns"])
+    fields, at = {}, 0
+    while at < len(ack):
+        tag, at = read_varint(ack, at)
+        assert tag & 7 == 0, ack  # varints only
+        fields[tag >> 3], at = read_varint(ack, at)
+    return fields.get(2, 0)
+
+
+def timed_conversation(address: tuple[str, int], hello: dict, bodies: list[bytes]) -> tuple:
+    """conversation(), and CLOCK_MONOTONIC (both responders' clock) before and after it."""
+    before = time.monotonic_ns()
+    answer, frames = conversation(address, hello, bodies)
+    return answer, frames, before, time.monotonic_ns()
+
+
 @pytest.mark.parametrize("codec", ["json", "protobuf"])
-def test_every_message_is_answered_as_the_python_responder_answers_it(
-    codec, native, python_responder
-):
+def test_every_message_is_echoed_as_the_python_responder_echoes_it(codec, native, python_responder):
     link = messages.bind(codec, "seed")
     bodies = [link.encode(data) for data in link.sample_data(COUNT, seed=11)]
     bodies.append(b"\x00\xffnot a message at all")  # echo mode never decodes
@@ -114,12 +161,78 @@ def test_every_message_is_answered_as_the_python_responder_answers_it(
         # 8 bytes of processing time (each responder's clock), then the message's own bytes
         assert c.body[8:] == py.body[8:] == sent
         assert 0 < int.from_bytes(c.body[:8], "little") < 10**9
-    stats_c, stats_py = frames_c[-1], frames_py[-1]
+    check_stats(frames_c[-1], frames_py[-1], len(bodies))
+
+
+def check_stats(stats_c: framing.Frame, stats_py: framing.Frame, messages_sent: int) -> None:
     assert (stats_c.kind, stats_c.sequence) == (stats_py.kind, stats_py.sequence) == (4, 7)
     counts_c, counts_py = json.loads(stats_c.body), json.loads(stats_py.body)
     assert counts_c.keys() == counts_py.keys() == {"messages", "cpu_ns"}
-    assert counts_c["messages"] == counts_py["messages"] == len(bodies)
+    assert counts_c["messages"] == counts_py["messages"] == messages_sent
     assert type(counts_c["cpu_ns"]) is int and counts_c["cpu_ns"] > 0
+
+
+@pytest.mark.parametrize("profile", ["seed", "ev-full"])
+@pytest.mark.parametrize("codec", ["json", "protobuf"])
+def test_every_message_is_acked_as_the_python_responder_acks_it(
+    codec, profile, native, python_responder
+):
+    """Ack mode: each message decoded and read, answered with the ack the Python responder
+    sends, byte for byte for the same receipt time (a CLOCK_MONOTONIC reading taken
+    between the send and the reply)."""
+    link = messages.bind(codec, profile)
+    bodies = [link.encode(data) for data in link.sample_data(COUNT, seed=12)]
+    hello = echo_hello(codec, profile, mode="ack")
+    answer_c, frames_c, before_c, after_c = timed_conversation(native.address, hello, bodies)
+    answer_py, frames_py, before_py, after_py = timed_conversation(
+        python_responder.address, hello, bodies
+    )
+    assert answer_c["ok"] is True and answer_py["ok"] is True, (answer_c, answer_py)
+    assert answer_c.keys() == answer_py.keys() == {"ok", "max_frame", "responder"}
+    runtime = {"json": "cJSON 1.", "protobuf": "protobuf-c 1."}[codec]
+    named = answer_c["responder"]
+    assert named.startswith("evbench-link-responder") and runtime in named, answer_c
+    for frames, before, after in [(frames_c, before_c, after_c), (frames_py, before_py, after_py)]:
+        for sequence in range(len(bodies)):
+            reply = frames[sequence]
+            assert (reply.kind, reply.sequence) == (framing.REPLY, sequence)
+            processing, ack = int.from_bytes(reply.body[:8], "little"), reply.body[8:]
+            receipt = receipt_time(codec, ack)
+            assert before <= receipt <= after
+            assert 0 < processing < after - before
+            assert ack == expected_ack(codec, sequence, receipt)
+            assert link.decode_ack(ack) == (sequence, receipt)  # what the client reads
+    check_stats(frames_c[-1], frames_py[-1], len(bodies))
+
+
+@pytest.mark.parametrize("codec", ["json", "protobuf"])
+def test_a_message_that_does_not_decode_ends_the_conversation(
+    codec, responder_path, python_responder
+):
+    """As `evbench-agent serve` does: the messages before it answered, none after, the
+    connection closed, one log line naming the codec and message type."""
+    link = messages.bind(codec, "seed")
+    good = link.encode(link.sample_data(1, seed=3)[0])
+    bad = b"\xff\xff\xff not json, and a truncated protobuf varint"
+    native = Listening([str(responder_path), "--port", "0"])
+    replies = {}
+    try:
+        for name, address in [("c", native.address), ("py", python_responder.address)]:
+            with socket.create_connection(address, timeout=30) as sock:
+                hello = json.dumps(echo_hello(codec, mode="ack")).encode()
+                stream = framing.pack(framing.HELLO, 0, hello)
+                for sequence, body in enumerate([good, bad, good]):
+                    stream += framing.pack(framing.MESSAGE, sequence, body)
+                sock.sendall(stream)
+                reader, frames = framing.FrameReader(sock), []
+                with pytest.raises(framing.PeerClosed):
+                    while True:
+                        frames += reader.receive()
+            replies[name] = [(frame.kind, frame.sequence) for frame in frames]
+    finally:
+        err = native.stop()
+    assert replies["c"] == replies["py"] == [(framing.HELLO, 0), (framing.REPLY, 0)]
+    assert f"message 1 does not decode as {codec} evbench.seed.BackendDataPacket" in err, err
 
 
 def test_a_worked_reply(native):
@@ -138,7 +251,6 @@ def test_a_worked_reply(native):
 @pytest.mark.parametrize(
     ("change", "refusal"),
     [
-        ({"mode": "ack"}, "answers echo mode only"),
         ({"version": 1}, "version 2"),
         ({"mode": "shout"}, "unknown mode"),
         ({"codec": 5}, "needs the strings"),
@@ -147,7 +259,7 @@ def test_a_worked_reply(native):
     ],
 )
 def test_a_hello_it_does_not_serve_is_refused_with_why(native, python_responder, change, refusal):
-    """Refused, and closed, where the Python responder refuses too (ack mode aside: it decodes)."""
+    """Refused, and closed, where the Python responder refuses too."""
     hello = json.dumps(echo_hello("json") | change).encode()
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello))
@@ -156,7 +268,59 @@ def test_a_hello_it_does_not_serve_is_refused_with_why(native, python_responder,
         with pytest.raises(framing.PeerClosed):
             reader.receive()  # and it closes
     assert answer["ok"] is False and refusal in answer["error"], answer
-    assert first_answer(python_responder.address, hello)["ok"] is (change == {"mode": "ack"})
+    assert first_answer(python_responder.address, hello)["ok"] is False
+
+
+#: The profiles whose messages the C responder decodes in ack mode (docs/link.md).
+ACK_PROFILES = {"seed", "ev-full"}
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal", "python_serves"),
+    [
+        ({"codec": "protobuf-json"}, "decodes json and protobuf in ack mode, not codec "
+         "'protobuf-json'", True),
+        ({"profile": "int", "message": "evbench.shapes.OneInt"}, "unknown profile 'int'", True),
+        # a value is quoted back as repr() quotes it, cut to 40 characters
+        ({"profile": "schema:x" * 10}, "unknown profile '" + ("schema:x" * 10)[:36] + "...",
+         False),
+        ({"message": "evbench.frame.EvFrame"}, "profile 'seed' carries "
+         "evbench.seed.BackendDataPacket, not 'evbench.frame.EvFrame'", False),
+    ],
+)  # fmt: skip
+def test_an_ack_hello_it_cannot_decode_is_refused_with_why(
+    native, python_responder, change, refusal, python_serves
+):
+    """Refused, and closed; the Python responder decodes every codec and built-in profile."""
+    hello = json.dumps(echo_hello("json", mode="ack") | change).encode()
+    with socket.create_connection(native.address, timeout=30) as sock:
+        sock.sendall(framing.pack(framing.HELLO, 0, hello))
+        reader = framing.FrameReader(sock)
+        answer = json.loads(reader.receive()[0].body)
+        with pytest.raises(framing.PeerClosed):
+            reader.receive()
+    assert answer["ok"] is False and refusal in answer["error"], answer
+    assert first_answer(python_responder.address, hello)["ok"] is python_serves
+
+
+def test_the_client_shows_why_ack_mode_is_refused(native):
+    """What `evbench run --peer` prints: the responder's reason."""
+    with pytest.raises(handshake.HandshakeError) as refused:
+        client.Connection(native.address, messages.bind("protobuf-json", "seed"), "ack")
+    assert "decodes json and protobuf in ack mode, not codec 'protobuf-json'" in str(refused.value)
+
+
+def test_ack_mode_serves_the_built_in_profiles_it_names_with_their_python_message_types(native):
+    """Each Python profile asked for in ack mode (its message type from the Python profile):
+    served for seed and ev-full, refused for the others, never a type mismatch."""
+    served = set()
+    for name in payloads.PROFILES:
+        answer = first_answer(native.address, json.dumps(echo_hello("json", name, "ack")).encode())
+        if answer["ok"]:
+            served.add(name)
+        else:
+            assert f"unknown profile '{name}'" in answer["error"], answer
+    assert served == ACK_PROFILES
 
 
 def test_a_hello_that_is_not_an_object_or_nests_too_deeply(native):
@@ -179,13 +343,14 @@ def test_the_token_is_required_when_set(responder_path):
     assert "s3cret" not in err and "a shared token required" in err
 
 
-def test_the_link_suite_measures_against_it(native, tmp_path):
-    """`--peer HOST:PORT --mode echo`: every phase answered, the responder's CPU measured."""
+@pytest.mark.parametrize("mode", ["ack", "echo"])
+def test_the_link_suite_measures_against_it(mode, native, tmp_path):
+    """`--peer HOST:PORT --mode MODE`: every phase answered, the responder's CPU measured."""
     host, port = native.address
     out = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
-         "--codecs", "json,protobuf", "--mode", "echo", "--peer", f"{host}:{port}",
+         "--codecs", "json,protobuf", "--mode", mode, "--peer", f"{host}:{port}",
          "--out", str(out)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -195,7 +360,7 @@ def test_the_link_suite_measures_against_it(native, tmp_path):
     for s in sets:
         by_metric.setdefault(s["metric"], []).append(s)
     assert {s["codec"] for s in by_metric["rtt"]} == {"json", "protobuf"}
-    assert all(s["params"]["mode"] == "echo" for s in by_metric["rtt"])
+    assert all(s["params"]["mode"] == mode for s in by_metric["rtt"])
     assert all(v == 0 for s in by_metric["lost"] for v in s["values"])
     responder_cpu = [v for s in by_metric["cpu_per_msg_responder"] for v in s["values"]]
     assert responder_cpu and all(v > 0 for v in responder_cpu)

@@ -1,11 +1,17 @@
 /* evbench-link-responder: the link suite's responder (docs/link.md, wire format version 2)
  * in C, so RTT and CPU per message can be measured without Python on the responder side.
  *
- * It answers `echo` mode: each MESSAGE's body comes back unchanged after the 8 bytes of
- * processing time, as `evbench-agent serve` answers it. It never decodes, so it checks no
- * codec or profile name; a HELLO asking for `ack` mode (which decodes with the codec) is
- * refused with a message that says so. One thread per connection, so each connection's
- * CPU time (STATS) is its thread's CPU clock, as in the Python responder.
+ * `echo` mode: each MESSAGE's body comes back unchanged after the 8 bytes of processing
+ * time, as `evbench-agent serve` answers it; it never decodes, so it checks no codec or
+ * profile name. `ack` mode (the link suite's default): each MESSAGE is decoded with the
+ * HELLO's codec and message type and every leaf of it read (the walk of the native
+ * harnesses' decode_access, runtimes/leaves_*.h), then answered with the ack encoded by the
+ * same codec, byte for byte what `evbench-agent serve` sends for the same clock reading.
+ * It decodes `protobuf` with protobuf-c and `json` with cJSON (each where the build has it:
+ * EVBENCH_ACK_PROTOBUF, EVBENCH_ACK_JSON), for the built-in profiles seed and ev-full; a
+ * HELLO asking for ack mode with another codec or profile is refused, saying so. One thread
+ * per connection, so each connection's CPU time (STATS) is its thread's CPU clock, as in
+ * the Python responder.
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
  *
@@ -30,6 +36,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef EVBENCH_ACK_PROTOBUF
+#include <protobuf-c/protobuf-c.h>
+
+#include "ev_data.pb-c.h"
+#include "ev_frame.pb-c.h"
+#include "link.pb-c.h"
+#include "shapes.pb-c.h"
+
+#include "leaves_protobuf_c.h"
+#endif
+#ifdef EVBENCH_ACK_JSON
+#include <cjson/cJSON.h>
+
+#include "leaves_cjson.h"
+#endif
+
 #define PROTOCOL "evbench-link"
 #define VERSION 2
 #define HEADER 9                 /* kind (1) + sequence (8) */
@@ -44,6 +66,44 @@
 #define RECV_SIZE 65536
 #define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
 #define TOKEN_ENV "EVBENCH_LINK_TOKEN"
+#define MAX_QUOTED 40            /* characters of a client's value quoted in a refusal */
+#define STRINGIFY(x) #x
+#define VERSION_TEXT(a, b, c) STRINGIFY(a) "." STRINGIFY(b) "." STRINGIFY(c)
+
+/* What ack mode decodes with: the codec's C runtime. */
+enum { CODEC_ECHO, CODEC_JSON, CODEC_PROTOBUF };
+
+#if defined(EVBENCH_ACK_PROTOBUF) && defined(EVBENCH_ACK_JSON)
+#define ACK_CODECS "json and protobuf"
+#elif defined(EVBENCH_ACK_PROTOBUF)
+#define ACK_CODECS "protobuf (this build has no cJSON)"
+#elif defined(EVBENCH_ACK_JSON)
+#define ACK_CODECS "json (this build has no protobuf-c)"
+#endif
+
+/* The HELLO answer's `responder`: this program and the runtimes ack mode decodes with. */
+#define RUNTIMES_PROTOBUF ""
+#define RUNTIMES_JSON ""
+#ifdef EVBENCH_ACK_PROTOBUF
+#undef RUNTIMES_PROTOBUF
+#define RUNTIMES_PROTOBUF "; protobuf: protobuf-c " PROTOBUF_C_VERSION
+#endif
+#ifdef EVBENCH_ACK_JSON
+#undef RUNTIMES_JSON
+#define RUNTIMES_JSON "; json: cJSON " \
+  VERSION_TEXT(CJSON_VERSION_MAJOR, CJSON_VERSION_MINOR, CJSON_VERSION_PATCH)
+#endif
+#define RESPONDER_NAME "evbench-link-responder 2 (C" RUNTIMES_PROTOBUF RUNTIMES_JSON ")"
+
+/* The profiles ack mode decodes and the message type each carries: the built-in ones of
+ * agent/src/evbench_agent/payloads/profiles (tests/test_native_responder.py holds this
+ * table to the Python profiles). */
+static const struct {
+  const char *profile, *message;
+} ack_profiles[] = {
+    {"seed", "evbench.seed.BackendDataPacket"},
+    {"ev-full", "evbench.frame.EvFrame"},
+};
 
 enum { HELLO = 0, MESSAGE = 1, REPLY = 2, STATS = 3, STATS_REPLY = 4 };
 
@@ -342,8 +402,29 @@ static int same_token(const char *offered, const char *wanted) {
   return diff == 0;
 }
 
-/* NULL for a HELLO this responder serves, else why not. */
-static const char *check_hello(const Hello *h) {
+/* A client's value as Python's repr() quotes a string, in ASCII, cut to MAX_QUOTED
+ * characters (evbench_agent.link.handshake.quoted): what a refusal may say back. */
+static void quote(char *out, size_t size, const char *value) {
+  char text[MAX_QUOTED * 4 + 8];
+  size_t n = 0;
+  text[n++] = '\'';
+  for (const unsigned char *at = (const unsigned char *)value; *at && n < MAX_QUOTED + 1; at++) {
+    if (*at == '\\' || *at == '\'') text[n++] = '\\', text[n++] = (char)*at;
+    else if (*at < 0x20 || *at >= 0x7f) n += (size_t)snprintf(text + n, 5, "\\x%02x", *at);
+    else text[n++] = (char)*at;
+  }
+  text[n++] = '\'';
+  if (n > MAX_QUOTED) memcpy(text + MAX_QUOTED - 3, "...", 3), n = MAX_QUOTED;
+  text[n] = 0;
+  snprintf(out, size, "%s", text);
+}
+
+/* NULL for a HELLO this responder serves, else why not (a constant, or written to `why`).
+ * *codec is what ack mode decodes with (CODEC_ECHO in echo mode), *type its message type
+ * (protobuf-c's descriptor). */
+static const char *check_hello(const Hello *h, int *codec, const void **type, char *why,
+                               size_t size) {
+  *codec = CODEC_ECHO, *type = NULL;
   if (!h->has_protocol || strcmp(h->protocol, PROTOCOL) || !h->version_ok)
     return "another protocol or version; this responder speaks 'evbench-link' version 2";
   if (!h->has_codec || !h->has_profile || !h->has_message || !h->has_mode)
@@ -354,23 +435,81 @@ static const char *check_hello(const Hello *h) {
   if (token && !(h->has_token && same_token(h->token, token)))
     return "the HELLO does not carry this responder's token";
   if (!h->delay_ok) return "reply_delay_ns must be an integer 0..1000000000";
-  if (strcmp(h->mode, "echo"))
-    return "this responder (evbench-link-responder, C) answers echo mode only; "
-           "ack mode decodes with the codec: use evbench-agent serve";
+  if (!strcmp(h->mode, "echo")) return NULL;
+#ifdef ACK_CODECS
+  char asked[MAX_QUOTED + 1], carried[MAX_QUOTED + 1];
+#ifdef EVBENCH_ACK_JSON
+  if (!strcmp(h->codec, "json")) *codec = CODEC_JSON;
+#endif
+#ifdef EVBENCH_ACK_PROTOBUF
+  if (!strcmp(h->codec, "protobuf")) *codec = CODEC_PROTOBUF;
+#endif
+  if (*codec == CODEC_ECHO) {
+    quote(asked, sizeof asked, h->codec);
+    snprintf(why, size, "this responder (evbench-link-responder, C) decodes " ACK_CODECS
+             " in ack mode, not codec %s: use evbench-agent serve, or echo mode", asked);
+    return why;
+  }
+  const char *message = NULL;
+  char known[128] = "";
+  for (size_t i = 0; i < sizeof ack_profiles / sizeof ack_profiles[0]; i++) {
+    if (!strcmp(h->profile, ack_profiles[i].profile)) message = ack_profiles[i].message;
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+             ack_profiles[i].profile);
+  }
+  if (!message) {
+    *codec = CODEC_ECHO;
+    quote(asked, sizeof asked, h->profile);
+    snprintf(why, size, "unknown profile %s: in ack mode this responder (evbench-link-responder, "
+             "C) decodes the profiles %s; use evbench-agent serve for the others", asked, known);
+    return why;
+  }
+  if (strcmp(h->message, message)) {
+    *codec = CODEC_ECHO;
+    quote(asked, sizeof asked, h->message);
+    quote(carried, sizeof carried, h->profile);
+    snprintf(why, size, "profile %s carries %s, not %s", carried, message, asked);
+    return why;
+  }
+#ifdef EVBENCH_ACK_PROTOBUF
+  if (*codec == CODEC_PROTOBUF && !(*type = pbc_descriptor_named(message))) {
+    *codec = CODEC_ECHO;
+    snprintf(why, size, "this build of evbench-link-responder has no protobuf-c type %s", message);
+    return why;
+  }
+#endif
   return NULL;
+#else
+  (void)why, (void)size;
+  return "this responder (evbench-link-responder, C) was built without its codec runtimes "
+         "(c:protobuf-c, c:cjson), so it answers echo mode only: use evbench-agent serve";
+#endif
 }
 
-/* The answer to a HELLO: JSON as Python's json.dumps writes it (the error text is ours,
- * ASCII without quotes or backslashes). */
+/* `text` as the inside of a JSON string. */
+static size_t json_text(char *out, size_t size, const char *text) {
+  size_t n = 0;
+  for (const unsigned char *at = (const unsigned char *)text; *at && n + 7 < size; at++) {
+    if (*at == '"' || *at == '\\') out[n++] = '\\', out[n++] = (char)*at;
+    else if (*at < 0x20) n += (size_t)snprintf(out + n, 7, "\\u%04x", *at);
+    else out[n++] = (char)*at;
+  }
+  out[n] = 0;
+  return n;
+}
+
+/* The answer to a HELLO: JSON as Python's json.dumps writes it. */
 static int answer(int fd, const char *error, int busy) {
-  char body[512];
+  char body[1024], text[768];
   int n;
-  if (error)
-    n = snprintf(body, sizeof body, "{\"ok\": false, \"error\": \"%s\"%s}", error,
+  if (error) {
+    json_text(text, sizeof text, error);
+    n = snprintf(body, sizeof body, "{\"ok\": false, \"error\": \"%s\"%s}", text,
                  busy ? ", \"reason\": \"busy\"" : "");
-  else
-    n = snprintf(body, sizeof body, "{\"ok\": true, \"max_frame\": %u, \"responder\": "
-                 "\"evbench-link-responder 1 (C)\"}", max_frame);
+  } else {
+    n = snprintf(body, sizeof body, "{\"ok\": true, \"max_frame\": %u, \"responder\": \"%s\"}",
+                 max_frame, RESPONDER_NAME);
+  }
   return send_frame(fd, HELLO, 0, body, (size_t)n);
 }
 
@@ -382,6 +521,7 @@ typedef struct {
   unsigned char *buffer;
   size_t used, capacity;
   int64_t received_ns;
+  char failure[256];               /* why converse() ended, when it says more than a constant */
 } Connection;
 
 /* One recv() into the buffer; 0 when the peer closed, -1 on an error or timeout. */
@@ -434,10 +574,65 @@ static void hold_until(int64_t until) {
   while (now_ns(CLOCK_MONOTONIC) < until) {}
 }
 
+/* Ack mode: decode `data` with the codec and read every leaf of it (into *sum), then write
+ * the ack of `sequence` and `receive_ns` encoded with the same codec to `out` (`room`
+ * bytes), as evbench_agent.link.messages encodes it: for protobuf an evbench.link.Ack, for
+ * json {"sequence":S,"receive_ns":T} with compact separators. The ack's size, or -1 when
+ * the message does not decode. */
+static long decode_and_ack(int codec, const void *type, const unsigned char *data, size_t size,
+                           uint64_t sequence, int64_t receive_ns, unsigned char *out, size_t room,
+                           uint64_t *sum) {
+  (void)type, (void)data, (void)size, (void)sequence, (void)receive_ns, (void)out, (void)room;
+  (void)sum;
+#ifdef EVBENCH_ACK_PROTOBUF
+  if (codec == CODEC_PROTOBUF) {
+    ProtobufCMessage *message = protobuf_c_message_unpack(type, NULL, size, data);
+    if (!message) return -1;
+    pbc_walk(message, sum);
+    protobuf_c_message_free_unpacked(message, NULL);
+    Evbench__Link__Ack ack = EVBENCH__LINK__ACK__INIT;
+    ack.sequence = sequence, ack.receive_ns = (uint64_t)receive_ns;
+    return (long)evbench__link__ack__pack(&ack, out);
+  }
+#endif
+#ifdef EVBENCH_ACK_JSON
+  if (codec == CODEC_JSON) {
+    const char *text = (const char *)data, *end = NULL;
+    cJSON *tree = cJSON_ParseWithLengthOpts(text, size, &end, 0);
+    if (!tree) return -1;
+    while (end < text + size && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    if (end != text + size) { /* extra data after the value: Python's json.loads refuses it */
+      cJSON_Delete(tree);
+      return -1;
+    }
+    cjson_walk(tree, sum);
+    cJSON_Delete(tree);
+    /* The numbers as raw text: cJSON keeps a number as a double, exact only below 2^53. */
+    char number[24];
+    cJSON *ack = cJSON_CreateObject();
+    snprintf(number, sizeof number, "%llu", (unsigned long long)sequence);
+    cJSON_AddRawToObject(ack, "sequence", number);
+    snprintf(number, sizeof number, "%lld", (long long)receive_ns);
+    cJSON_AddRawToObject(ack, "receive_ns", number);
+    int printed = cJSON_PrintPreallocated(ack, (char *)out, (int)room, 0);
+    cJSON_Delete(ack);
+    return printed ? (long)strlen((char *)out) : -1;
+  }
+#endif
+  (void)codec;
+  return -1;
+}
+
+static const char *codec_name(int codec) {
+  return codec == CODEC_JSON ? "json" : codec == CODEC_PROTOBUF ? "protobuf" : "echo";
+}
+
 /* Answer MESSAGE and STATS frames until the client closes or breaks a rule. */
-static const char *converse(Connection *c, size_t start, int64_t delay_ns) {
-  int64_t cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID);
+static const char *converse(Connection *c, size_t start, int64_t delay_ns, int codec,
+                            const void *type, const char *message) {
+  int64_t cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), last_frame = now_ns(CLOCK_MONOTONIC);
   unsigned long long answered = 0;
+  volatile uint64_t sink = 0; /* what ack mode read of each message ends here */
   unsigned char *reply = malloc(PREFIX + 8 + max_frame);
   if (!reply) return "out of memory";
   size_t at = start;
@@ -452,14 +647,29 @@ static const char *converse(Connection *c, size_t start, int64_t delay_ns) {
       uint64_t sequence = get_le(frame + 5, 8);
       size_t body = length - HEADER;
       if (kind == MESSAGE) {
-        put_le(reply, HEADER + 8 + body, 4);
+        size_t size = body;
+        if (codec == CODEC_ECHO) {
+          memcpy(reply + PREFIX + 8, frame + PREFIX, body);
+        } else {
+          uint64_t sum = 0;
+          long acked = decode_and_ack(codec, type, frame + PREFIX, body, sequence, c->received_ns,
+                                      reply + PREFIX + 8, max_frame, &sum);
+          if (acked < 0) {
+            snprintf(c->failure, sizeof c->failure, "message %llu does not decode as %s %s",
+                     (unsigned long long)sequence, codec_name(codec), message);
+            why = c->failure;
+            goto done;
+          }
+          sink += sum;
+          size = (size_t)acked;
+        }
+        put_le(reply, HEADER + 8 + size, 4);
         reply[4] = REPLY;
         memcpy(reply + 5, frame + 5, 8);
-        memcpy(reply + PREFIX + 8, frame + PREFIX, body);
         int64_t processing = now_ns(CLOCK_MONOTONIC) - c->received_ns;
         if (delay_ns) hold_until(c->received_ns + processing + delay_ns);
         put_le(reply + PREFIX, (uint64_t)processing, 8);
-        if (send_all(c->fd, reply, PREFIX + 8 + body)) { why = "the client stopped reading"; goto done; }
+        if (send_all(c->fd, reply, PREFIX + 8 + size)) { why = "the client stopped reading"; goto done; }
         answered++;
       } else if (kind == STATS) {
         char counts[96];
@@ -471,6 +681,7 @@ static const char *converse(Connection *c, size_t start, int64_t delay_ns) {
         goto done;
       }
       at += 4 + length;
+      last_frame = c->received_ns;
     }
     memmove(c->buffer, c->buffer + at, c->used - at);
     c->used -= at, at = 0;
@@ -481,6 +692,11 @@ static const char *converse(Connection *c, size_t start, int64_t delay_ns) {
     }
     if (got < 0) {
       why = errno == EAGAIN || errno == EWOULDBLOCK ? "idle for 120 s" : "the connection failed";
+      goto done;
+    }
+    /* bytes, but no whole frame: a client that dribbles a frame is idle too */
+    if (c->received_ns - last_frame > (int64_t)IDLE_TIMEOUT_S * 1000000000) {
+      why = "no whole frame for 120 s";
       goto done;
     }
   }
@@ -510,8 +726,10 @@ static void *connection(void *arg) {
   if (length == -1) answer(c->fd, why, 0);
   if (length >= 0) {
     Hello hello;
+    int codec = CODEC_ECHO;
+    const void *type = NULL;
     why = parse_hello(c->buffer + PREFIX, (size_t)length - HEADER, &hello);
-    if (!why) why = check_hello(&hello);
+    if (!why) why = check_hello(&hello, &codec, &type, c->failure, sizeof c->failure);
     if (why) {
       answer(c->fd, why, 0);
     } else {
@@ -524,7 +742,7 @@ static void *connection(void *arg) {
         answer(c->fd, why, 1);
       } else if (answer(c->fd, NULL, 0) == 0) {
         setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
-        why = converse(c, 4 + (size_t)length, hello.reply_delay_ns);
+        why = converse(c, 4 + (size_t)length, hello.reply_delay_ns, codec, type, hello.message);
       }
     }
   }
@@ -591,10 +809,16 @@ int main(int argc, char **argv) {
   getnameinfo((struct sockaddr *)&address, size, host, sizeof host, service, sizeof service,
               NI_NUMERICHOST | NI_NUMERICSERV);
   int loopback = !strncmp(host, "127.", 4) || !strcmp(host, "::1");
-  say("listening on %s:%s (%s); max frame %u B, %d connections, echo mode only, %s", host, service,
+  say("listening on %s:%s (%s); max frame %u B, %d connections, %s, %s", host, service,
       loopback ? "loopback only; --bind ADDRESS to accept other machines"
                : "reachable from other machines on this address",
-      max_frame, max_connections, token ? "a shared token required" : "no token");
+      max_frame, max_connections,
+#ifdef ACK_CODECS
+      "echo and ack mode (ack: " ACK_CODECS ")",
+#else
+      "echo mode only",
+#endif
+      token ? "a shared token required" : "no token");
   if (!loopback && !token)
     say("WARNING: anyone who can reach %s:%s can use this responder; set %s on both sides to "
         "require a shared token", host, service, TOKEN_ENV);

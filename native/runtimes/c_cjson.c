@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "leaves_cjson.h"
 
 #define STRINGIFY(x) #x
 #define VERSION_TEXT(a, b, c) STRINGIFY(a) "." STRINGIFY(b) "." STRINGIFY(c)
@@ -27,34 +28,13 @@ struct evbench_payload {
     int path_length;
 };
 
-static uint64_t read_leaf(const cJSON *item)
-{
-    if (cJSON_IsNumber(item))
-        return (uint64_t)item->valueint + (uint64_t)(item->valuedouble != 0);
-    if (cJSON_IsString(item))
-        return (uintptr_t)item->valuestring;
-    return (uint64_t)item->type;
-}
-
-static uint64_t walk(const cJSON *item, uint64_t *sum)
-{
-    if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
-        uint64_t leaves = 0;
-        for (const cJSON *child = item->child; child != NULL; child = child->next)
-            leaves += walk(child, sum);
-        return leaves;
-    }
-    *sum += read_leaf(item);
-    return 1;
-}
-
 static uint64_t read_path(const struct evbench_payload *payload, const cJSON *item, uint64_t *sum)
 {
     for (int i = 0; i < payload->path_length && item != NULL; i++)
         item = cJSON_GetObjectItemCaseSensitive(item, payload->path[i]);
     if (item == NULL)
         return 0;
-    *sum += read_leaf(item);
+    *sum += cjson_leaf(item);
     return 1;
 }
 
@@ -142,7 +122,8 @@ static int timed(evbench_payload *payload, enum evbench_operation operation, uin
                 failed = 1;
                 break;
             }
-            leaves = payload->path_length ? read_path(payload, tree, &sum) : walk(tree, &sum);
+            leaves = payload->path_length ? read_path(payload, tree, &sum)
+                                          : cjson_walk(tree, &sum);
             cJSON_Delete(tree);
         }
         end = evbench_now_ns();

@@ -4,7 +4,7 @@
  * encode: get_packed_size, then pack into a buffer the payload owns (sized at
  * load), as an application sending on a socket does. decode: unpack with the
  * default allocator and free_unpacked, as Python's decode makes and drops an
- * object. decode_access: unpack, read the leaves, free (see walk).
+ * object. decode_access: unpack, read the leaves, free (see pbc_walk).
  */
 #include <protobuf-c/protobuf-c.h>
 #include <stdio.h>
@@ -17,21 +17,7 @@
 #include "link.pb-c.h"
 #include "shapes.pb-c.h"
 
-struct named_type {
-    const char *name;
-    const ProtobufCMessageDescriptor *descriptor;
-};
-
-static const struct named_type types[] = {
-#define EVBENCH_TYPE(full, protobuf_c, nanopb) {full, &protobuf_c##__descriptor},
-#include "evbench_types.h"
-};
-
-static const ProtobufCMessageDescriptor *map_entries[] = {
-#define EVBENCH_MAP_ENTRY(full, protobuf_c, nanopb) &protobuf_c##__descriptor,
-#include "evbench_types.h"
-    NULL,
-};
+#include "leaves_protobuf_c.h"
 
 #define MAX_PATH 16
 
@@ -46,136 +32,6 @@ struct evbench_payload {
     int path_length;
 };
 
-static int is_map_entry(const ProtobufCMessageDescriptor *descriptor)
-{
-    for (int i = 0; map_entries[i] != NULL; i++)
-        if (map_entries[i] == descriptor)
-            return 1;
-    return 0;
-}
-
-static uint64_t read_scalar(const ProtobufCFieldDescriptor *field, const void *member)
-{
-    switch (field->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_ENUM:
-    case PROTOBUF_C_TYPE_FLOAT:
-        return *(const uint32_t *)member;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return *(const uint64_t *)member;
-    case PROTOBUF_C_TYPE_BOOL:
-        return *(const protobuf_c_boolean *)member;
-    case PROTOBUF_C_TYPE_STRING:
-        return (uintptr_t) * (char *const *)member;
-    case PROTOBUF_C_TYPE_BYTES:
-        return ((const ProtobufCBinaryData *)member)->len;
-    default:
-        return 0;
-    }
-}
-
-static size_t element_size(const ProtobufCFieldDescriptor *field)
-{
-    switch (field->type) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 8;
-    case PROTOBUF_C_TYPE_BOOL:
-        return sizeof(protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES:
-        return sizeof(ProtobufCBinaryData);
-    default:
-        return 4;
-    }
-}
-
-static uint64_t walk(const ProtobufCMessage *message, uint64_t *sum);
-
-/* A map entry's leaf is its value (a JSON object's value), or the value message's leaves. */
-static uint64_t walk_entry(const ProtobufCMessage *entry, uint64_t *sum)
-{
-    const ProtobufCFieldDescriptor *value = &entry->descriptor->fields[1];
-    const char *member = (const char *)entry + value->offset;
-    if (value->type == PROTOBUF_C_TYPE_MESSAGE) {
-        const ProtobufCMessage *inner = *(ProtobufCMessage *const *)member;
-        return inner ? walk(inner, sum) : 0;
-    }
-    *sum += read_scalar(value, member);
-    return 1;
-}
-
-/* Every leaf the JSON form holds: each field without presence, each set field with
- * presence, every element of repeated fields and maps (docs/native-codecs.md). */
-static uint64_t walk(const ProtobufCMessage *message, uint64_t *sum)
-{
-    const ProtobufCMessageDescriptor *descriptor = message->descriptor;
-    uint64_t leaves = 0;
-    for (unsigned i = 0; i < descriptor->n_fields; i++) {
-        const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
-        const char *base = (const char *)message;
-        const char *member = base + field->offset;
-        if (field->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t count = *(const size_t *)(base + field->quantifier_offset);
-            const char *items = *(char *const *)member;
-            if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
-                int entry = count && is_map_entry(field->descriptor);
-                for (size_t j = 0; j < count; j++) {
-                    const ProtobufCMessage *item = ((ProtobufCMessage *const *)items)[j];
-                    leaves += entry ? walk_entry(item, sum) : walk(item, sum);
-                }
-            } else {
-                size_t size = element_size(field);
-                for (size_t j = 0; j < count; j++)
-                    *sum += read_scalar(field, items + j * size);
-                leaves += count;
-            }
-            continue;
-        }
-        if (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            if (*(const uint32_t *)(base + field->quantifier_offset) != field->id)
-                continue;
-        } else if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
-            const ProtobufCMessage *inner = *(ProtobufCMessage *const *)member;
-            if (inner != NULL)
-                leaves += walk(inner, sum);
-            continue;
-        } else if (field->label == PROTOBUF_C_LABEL_OPTIONAL && field->quantifier_offset &&
-                   field->type != PROTOBUF_C_TYPE_STRING) {
-            if (!*(const protobuf_c_boolean *)(base + field->quantifier_offset))
-                continue;
-        } else if (field->label == PROTOBUF_C_LABEL_OPTIONAL &&
-                   field->type == PROTOBUF_C_TYPE_STRING) {
-            if (*(char *const *)member == NULL)
-                continue;
-        }
-        if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
-            const ProtobufCMessage *inner = *(ProtobufCMessage *const *)member;
-            if (inner != NULL)
-                leaves += walk(inner, sum);
-            continue;
-        }
-        *sum += read_scalar(field, member);
-        leaves++;
-    }
-    return leaves;
-}
-
 /* A skipping profile reads one value: the fields of the path, in turn. */
 static uint64_t read_path(const struct evbench_payload *payload, const ProtobufCMessage *message,
                           uint64_t *sum)
@@ -184,7 +40,7 @@ static uint64_t read_path(const struct evbench_payload *payload, const ProtobufC
         const ProtobufCFieldDescriptor *field = payload->path[i];
         const char *member = (const char *)message + field->offset;
         if (i == payload->path_length - 1) {
-            *sum += read_scalar(field, member);
+            *sum += pbc_scalar(field, member);
             return 1;
         }
         message = *(ProtobufCMessage *const *)member;
@@ -221,10 +77,7 @@ static int resolve_path(struct evbench_payload *payload, const char *access, cha
 static evbench_payload *load(const char *type, const char *access, const uint8_t *data,
                              size_t length, char *error, size_t error_size)
 {
-    const ProtobufCMessageDescriptor *descriptor = NULL;
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strcmp(types[i].name, type) == 0)
-            descriptor = types[i].descriptor;
+    const ProtobufCMessageDescriptor *descriptor = pbc_descriptor_named(type);
     if (descriptor == NULL) {
         snprintf(error, error_size, "unknown message type %s", type);
         return NULL;
@@ -301,7 +154,7 @@ static int timed(evbench_payload *payload, enum evbench_operation operation, uin
                 break;
             }
             leaves = payload->path_length ? read_path(payload, message, &sum)
-                                          : walk(message, &sum);
+                                          : pbc_walk(message, &sum);
             protobuf_c_message_free_unpacked(message, NULL);
         }
         end = evbench_now_ns();
