@@ -1,7 +1,8 @@
-"""Native builds for the tests: native/ built with the documented command, and a
-cross-built aarch64 native harness, as docs/native-codecs.md says to build one for the
-AM62x: Debian's g++-aarch64-linux-gnu, the toolchain file native/cmake/aarch64-linux-gnu.cmake
-and EVBENCH_STATIC=ON, so the board needs nothing but the file.
+"""Native builds for the tests: native/ built with the documented command, the C link
+responder run from it, and a cross-built aarch64 native harness, as docs/native-codecs.md
+says to build one for the AM62x: Debian's g++-aarch64-linux-gnu, the toolchain file
+native/cmake/aarch64-linux-gnu.cmake and EVBENCH_STATIC=ON, so the board needs nothing but
+the file.
 
 The runtime is nlohmann::json's: header-only, so the cross-build needs no arm64 library
 packages. tests/test_native_deploy.py runs it through qemu-user; the e2e tier on the QEMU board.
@@ -9,14 +10,20 @@ packages. tests/test_native_deploy.py runs it through qemu-user; the e2e tier on
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from conftest import ROOT, require, require_command
 
+from evbench_agent.link import service
 from evbench_agent.native import runtimes
 
 CODEC = "cpp:nlohmann"
+RESPONDER = "evbench-link-responder"
 TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 
 
@@ -34,6 +41,71 @@ def build_documented(build: Path, *targets: str) -> None:
         [cmake, "--build", str(build), "-j2", *chosen], capture_output=True, text=True, check=False
     )
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+
+
+def build_responder(build: Path) -> Path:
+    """native/ configured with the documented command into `build`, only the C link
+    responder built; its path."""
+    build_documented(build, RESPONDER)
+    return build / RESPONDER
+
+
+class NativeResponder:
+    """An evbench-link-responder process and the address its `listening` line gave; its
+    standard error goes to a file (a crowd's drop lines would fill a pipe nobody reads)."""
+
+    def __init__(self, path: Path, *options: str, env: dict[str, str] | None = None) -> None:
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop())
+        argv = [str(path), "--port", "0", *options]
+        self.process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
+        )
+        assert self.process.stdout is not None  # stdout=PIPE
+        event = json.loads(self.process.stdout.readline())
+        assert event["event"] == "listening", event
+        self.address = (event["host"], int(event["port"]))
+
+    def __enter__(self) -> NativeResponder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stderr(self) -> str:
+        """What it has logged so far."""
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> str:
+        """SIGTERM; it exits 0 within 10 s; its standard error."""
+        if self.process.returncode is None:
+            self.process.terminate()
+            self.process.communicate(timeout=10)
+        err = self.stderr()
+        self.log.close()
+        assert self.process.returncode == 0, err
+        return err
+
+
+#: The link responders the limit tests run against: `evbench-agent serve` and the C one.
+RESPONDER_KINDS = ("python", "c")
+
+
+@contextlib.contextmanager
+def link_responder(
+    kind: str, native_path: Callable[[], Path], max_connections: int = 16
+) -> Iterator[service.ResponderProcess | NativeResponder]:
+    """A responder of `kind` (RESPONDER_KINDS) listening on loopback with its defaults but
+    `max_connections`; `native_path()` builds the C one (called only for it)."""
+    if kind == "python":
+        with service.start_responder(max_connections=max_connections) as python:
+            yield python
+    else:
+        with NativeResponder(native_path(), "--max-connections", str(max_connections)) as native:
+            yield native
 
 
 def _build(build: Path, *options: str) -> None:

@@ -1,5 +1,6 @@
 """The responder against crowds, live on loopback against the real `evbench-agent serve`
-process with its command's defaults (16 slots, a 5 s handshake deadline, docs/link.md):
+process and the C responder (evbench-link-responder, docs/link.md "A responder in C"), each
+with its command's defaults (16 slots, a 5 s handshake deadline, docs/link.md):
 
 - a slow-loris crowd of 100 connections (one byte every 8 s, each reconnecting when
   dropped) while real clients keep coming: at least 95 % of them must be served;
@@ -18,16 +19,32 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from native_cross import RESPONDER_KINDS, build_responder, link_responder
 
 from evbench_agent.link import client, framing, handshake, messages
-from evbench_agent.link.service import start_responder
 
 #: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
 DOCUMENTED_IDLE_BUDGET_S = 5.0
 #: docs/link.md: the default --max-connections.
 DOCUMENTED_SLOTS = 16
+
+
+@pytest.fixture(scope="module")
+def native_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_responder(tmp_path_factory.mktemp("native-responder"))
+
+
+@pytest.fixture(params=RESPONDER_KINDS)
+def responder(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Each responder with its defaults; the C one built only when it is asked for."""
+    build = lambda: request.getfixturevalue("native_path")  # noqa: E731
+    with link_responder(request.param, build, DOCUMENTED_SLOTS) as started:
+        yield started
 
 
 class LorisCrowd:
@@ -107,10 +124,10 @@ def _probe(address: tuple[str, int], link: messages.LinkCodec, data: list) -> st
 
 
 @pytest.mark.integration
-def test_real_clients_are_served_through_a_slow_loris_crowd_of_100():
+def test_real_clients_are_served_through_a_slow_loris_crowd_of_100(responder):
     link = messages.bind("json", "seed")
     data = link.sample_data(3, 1)
-    with start_responder() as responder, LorisCrowd(responder.address, 100, 8.0) as crowd:
+    with LorisCrowd(responder.address, 100, 8.0) as crowd:
         time.sleep(2.0)  # the crowd is in: 100 connections, each in its handshake
         failures = []
         started = time.monotonic()
@@ -150,35 +167,36 @@ def _hog(address: tuple[str, int], link: messages.LinkCodec, stop: threading.Eve
 
 
 @pytest.mark.integration
-def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_idle_budget():
+def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_idle_budget(
+    responder,
+):
     link = messages.bind("json", "seed")
     data = link.sample_data(3, 1)
     stop = threading.Event()
-    with start_responder() as responder:
-        hogs = [
-            threading.Thread(target=_hog, args=(responder.address, link, stop), daemon=True)
-            for _ in range(DOCUMENTED_SLOTS)
-        ]
+    hogs = [
+        threading.Thread(target=_hog, args=(responder.address, link, stop), daemon=True)
+        for _ in range(DOCUMENTED_SLOTS)
+    ]
+    for hog in hogs:
+        hog.start()
+    time.sleep(0.5)  # every hog has its slot
+    try:
+        # while the hogs are fresh, the slots are theirs: the refusal says busy
+        with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
+            client.Connection(responder.address, link, "ack")
+        started = time.monotonic()
+        attempts = []
+        while time.monotonic() - started < DOCUMENTED_IDLE_BUDGET_S + 5.0:
+            why = _probe(responder.address, link, data)
+            attempts.append(why)
+            if why is None:
+                break
+            time.sleep(0.25)
+        waited = time.monotonic() - started
+    finally:
+        stop.set()
         for hog in hogs:
-            hog.start()
-        time.sleep(0.5)  # every hog has its slot
-        try:
-            # while the hogs are fresh, the slots are theirs: the refusal says busy
-            with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
-                client.Connection(responder.address, link, "ack")
-            started = time.monotonic()
-            attempts = []
-            while time.monotonic() - started < DOCUMENTED_IDLE_BUDGET_S + 5.0:
-                why = _probe(responder.address, link, data)
-                attempts.append(why)
-                if why is None:
-                    break
-                time.sleep(0.25)
-            waited = time.monotonic() - started
-        finally:
-            stop.set()
-            for hog in hogs:
-                hog.join(10)
+            hog.join(10)
     assert attempts[-1] is None, attempts[-3:]
     # served once the hogs had gone a budget without a MESSAGE (+ 2 s for a loaded machine)
     assert waited <= DOCUMENTED_IDLE_BUDGET_S + 2.0, waited

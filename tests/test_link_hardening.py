@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+from link_sockets import closed, connect_from
 
 from evbench_agent.link import client, framing, handshake, messages
 from evbench_agent.link.responder import Responder
@@ -66,19 +67,6 @@ def _answer(sock: socket.socket, timeout_s: float = 5.0) -> dict:
     ((kind, _sequence, body),) = _frames(sock, 1, timeout_s)
     assert kind == 0  # HELLO
     return json.loads(body)
-
-
-def _closed(sock: socket.socket, timeout_s: float) -> bool:
-    """True once the peer closes (EOF or reset) within `timeout_s`."""
-    sock.settimeout(timeout_s)
-    try:
-        while sock.recv(4096):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -132,7 +120,7 @@ def test_slow_clients_are_dropped_at_the_handshake_deadline_not_held(live):
         # a HELLO of ~150 bytes at 5 bytes/s would take 30 s: the deadline ends it at 1 s
         # (the margin is for a loaded machine)
         for sock in slow:
-            assert _closed(sock, 6 * DEADLINE_S)
+            assert closed(sock, 6 * DEADLINE_S)
         assert time.monotonic() - started < 6 * DEADLINE_S
     finally:
         stop.set()
@@ -202,7 +190,7 @@ def test_a_client_that_dribbles_a_frame_after_its_handshake_is_dropped_at_the_id
     dribbler.start()
     try:
         # idle deadline 1.5 s: dropped at the first recv after it, at most 1.5 s later
-        assert _closed(connection.sock, 8.0)
+        assert closed(connection.sock, 8.0)
         assert time.monotonic() - started < 6.0  # not held while the bytes keep coming
     finally:
         stop.set()
@@ -300,7 +288,7 @@ def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(live):
         for sock in slow:
             sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
         for sock in slow:
-            assert _closed(sock, 6 * DEADLINE_S)
+            assert closed(sock, 6 * DEADLINE_S)
     finally:
         for sock in slow:
             sock.close()
@@ -309,23 +297,19 @@ def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(live):
     assert lines[0].startswith("127.0.0.1:") and f"within {DEADLINE_S:g} s" in lines[0]
 
 
-def _from(source: str, address: tuple[str, int]) -> socket.socket:
-    return socket.create_connection(address, timeout=5, source_address=(source, 0))
-
-
 def test_one_peer_cannot_take_the_pending_places_of_another():
     # 2 slots: 16 pending places, 4 per peer address; loopback has 127.0.0.0/8 to share out
     responder = Responder(port=0, max_connections=2, log=lambda _line: None)
     thread = threading.Thread(target=responder.serve_forever, daemon=True)
     thread.start()
-    quiet = [_from("127.0.0.3", responder.address) for _ in range(3)]
-    crowd = [_from("127.0.0.2", responder.address) for _ in range(10)]
+    quiet = [connect_from("127.0.0.3", responder.address) for _ in range(3)]
+    crowd = [connect_from("127.0.0.2", responder.address) for _ in range(10)]
     try:
         time.sleep(0.3)  # the accepting thread has taken them all in
-        closed = [_closed(sock, 0.1) for sock in crowd]
+        gone = [closed(sock, 0.1) for sock in crowd]
         # each new connection over its share closed that peer's oldest: the first 6 went
-        assert closed == [True] * 6 + [False] * 4
-        assert not any(_closed(sock, 0.1) for sock in quiet)
+        assert gone == [True] * 6 + [False] * 4
+        assert not any(closed(sock, 0.1) for sock in quiet)
         # and a real client from the crowded address is still served at once
         link = messages.bind("json", "seed")
         with client.Connection(responder.address, link, "ack") as fresh:

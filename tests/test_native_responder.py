@@ -15,48 +15,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from native_cross import build_documented
+from link_sockets import closed, connect_from
+from native_cross import RESPONDER_KINDS, NativeResponder, build_responder, link_responder
 
 from evbench_agent import payloads
 from evbench_agent.link import client, framing, handshake, messages, service
 
 pytestmark = pytest.mark.integration
 
-NAME = "evbench-link-responder"
 COUNT = 40
 
 
 @pytest.fixture(scope="module")
 def responder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """native/ configured with the documented command; only the responder built."""
-    build = tmp_path_factory.mktemp("native-responder")
-    build_documented(build, NAME)
-    return build / NAME
-
-
-class Listening:
-    """A responder process and the address its `listening` line gave."""
-
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        self.process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        assert self.process.stdout is not None  # stdout=PIPE
-        event = json.loads(self.process.stdout.readline())
-        assert event["event"] == "listening", event
-        self.address = (event["host"], int(event["port"]))
-
-    def stop(self) -> str:
-        """SIGTERM; it exits 0 within 10 s; its standard error."""
-        self.process.terminate()
-        _out, err = self.process.communicate(timeout=10)
-        assert self.process.returncode == 0, err
-        return err
+    return build_responder(tmp_path_factory.mktemp("native-responder"))
 
 
 @pytest.fixture
-def native(responder_path: Path) -> Iterator[Listening]:
-    responder = Listening([str(responder_path), "--port", "0"])
+def native(responder_path: Path) -> Iterator[NativeResponder]:
+    responder = NativeResponder(responder_path)
     yield responder
     responder.stop()
 
@@ -214,7 +192,7 @@ def test_a_message_that_does_not_decode_ends_the_conversation(
     link = messages.bind(codec, "seed")
     good = link.encode(link.sample_data(1, seed=3)[0])
     bad = b"\xff\xff\xff not json, and a truncated protobuf varint"
-    native = Listening([str(responder_path), "--port", "0"])
+    native = NativeResponder(responder_path)
     replies = {}
     try:
         for name, address in [("c", native.address), ("py", python_responder.address)]:
@@ -332,7 +310,7 @@ def test_a_hello_that_is_not_an_object_or_nests_too_deeply(native):
 
 def test_the_token_is_required_when_set(responder_path):
     env = {"EVBENCH_LINK_TOKEN": "s3cret"}
-    responder = Listening([str(responder_path), "--port", "0"], env=env)
+    responder = NativeResponder(responder_path, env=env)
     try:
         for token, ok in [(None, False), ("wrong", False), ("s3cre", False), ("s3cret", True)]:
             hello = echo_hello("json") | ({"token": token} if token else {})
@@ -341,6 +319,87 @@ def test_the_token_is_required_when_set(responder_path):
     finally:
         err = responder.stop()
     assert "s3cret" not in err and "a shared token required" in err
+
+
+#: docs/link.md "Responder limits": pending places per slot, and one peer's share of them.
+PENDING_PER_SLOT, PEER_SHARE = 8, 4
+#: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
+IDLE_BUDGET_S = 5.0
+
+
+@pytest.mark.parametrize("kind", RESPONDER_KINDS)
+def test_one_peer_cannot_take_the_pending_places_of_another(kind, request):
+    """2 slots: 16 pending places, 4 per peer address (127.0.0.0/8 gives many peers)."""
+    assert 2 * PENDING_PER_SLOT // PEER_SHARE == 4
+    build = lambda: request.getfixturevalue("responder_path")  # noqa: E731
+    with link_responder(kind, build, max_connections=2) as responder:
+        quiet = [connect_from("127.0.0.3", responder.address) for _ in range(3)]
+        crowd = [connect_from("127.0.0.2", responder.address) for _ in range(10)]
+        try:
+            time.sleep(0.3)  # every connection accepted
+            gone = [closed(sock, 0.1) for sock in crowd]
+            # each new connection over its share closed that peer's oldest: the first 6 went
+            assert gone == [True] * 6 + [False] * 4
+            assert not any(closed(sock, 0.1) for sock in quiet)
+            # and a real client from another address is served at once
+            with client.Connection(responder.address, messages.bind("json", "seed"), "ack") as c:
+                assert c.accepted["ok"] is True
+        finally:
+            for sock in quiet + crowd:
+                sock.close()
+
+
+@pytest.mark.parametrize("kind", RESPONDER_KINDS)
+def test_when_every_pending_place_is_taken_the_crowdedest_peers_oldest_goes(kind, request):
+    """1 slot: 8 pending places, 2 per peer. Peers .2, .3, .4 hold 2 each, .5 and .6 one:
+    full. A newcomer from .7 closes the oldest pending connection of a peer holding the
+    most (2): of those, .2's first, the one waiting longest."""
+    build = lambda: request.getfixturevalue("responder_path")  # noqa: E731
+    with link_responder(kind, build, max_connections=1) as responder:
+        sources = ["127.0.0.2"] * 2 + ["127.0.0.3"] * 2 + ["127.0.0.4"] * 2
+        sources += ["127.0.0.5", "127.0.0.6", "127.0.0.7"]
+        socks = []
+        try:
+            for source in sources:
+                socks.append(connect_from(source, responder.address))
+                time.sleep(0.05)  # accepted in this order
+            time.sleep(0.3)
+            gone = [closed(sock, 0.1) for sock in socks]
+            assert gone == [True] + [False] * 8
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(responder_path):
+    """2 slots held by clients that send nothing after their HELLO (one asks for STATS every
+    second: not measuring traffic). Within the idle budget a newcomer is refused, busy; past
+    it, newcomers take their slots, longest idle first, and the log says why."""
+    link = messages.bind("json", "seed")
+    with NativeResponder(responder_path, "--max-connections", "2") as native:
+        silent = client.Connection(native.address, link, "ack")
+        asking = client.Connection(native.address, link, "ack")
+        newcomers: list[client.Connection] = []
+        try:
+            with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
+                client.Connection(native.address, link, "ack")
+            stats = client.Exchange(asking, [])
+            started = time.monotonic()
+            while time.monotonic() - started < IDLE_BUDGET_S + 0.5:
+                stats.request_stats()
+                assert stats.wait(1_000_000_000)
+                time.sleep(0.5)
+            for held in (silent, asking):  # each newcomer takes the longest idle slot
+                fresh = client.Connection(native.address, link, "ack")
+                newcomers.append(fresh)
+                result = client.run_periodic(fresh, link.sample_data(2, 1), 100.0, 5, 0, 0.5)
+                assert result.error is None and result.lost == 0
+                assert closed(held.sock, 2.0)
+        finally:
+            for connection in [silent, asking, *newcomers]:
+                connection.close()
+        log = native.stderr()
+    assert log.count("gave up its slot to a new client: no message for 5 s (the idle budget)") == 2
 
 
 @pytest.mark.parametrize("mode", ["ack", "echo"])

@@ -13,6 +13,12 @@
  * per connection, so each connection's CPU time (STATS) is its thread's CPU clock, as in
  * the Python responder.
  *
+ * The Python responder's limits (docs/link.md "Responder limits"): 8 pending places per
+ * slot for connections in their handshake, a quarter of them at most for one peer address
+ * (a newcomer past its peer's share closes that peer's oldest pending connection; past all
+ * places, the oldest of the peer holding the most); `--max-connections` slots, and a client
+ * that has sent no MESSAGE for 5 s (the idle budget) gives its slot up to a newcomer.
+ *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
  *
  * Once listening it prints {"event": "listening", "host": ..., "port": ...} on standard
@@ -63,11 +69,15 @@
 #define IDLE_TIMEOUT_S 120
 #define SEND_TIMEOUT_S 10
 #define PENDING_PER_SLOT 8       /* connections in their handshake, per slot */
+#define PEER_SHARE 4             /* one peer address holds at most 1 / PEER_SHARE of them */
+#define CLOSING_PER_SLOT 1       /* places, per slot, for connections being closed */
+#define IDLE_BUDGET_S 5          /* a slot without a MESSAGE for this long goes to a newcomer */
 #define RECV_SIZE 65536
 #define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
 #define TOKEN_ENV "EVBENCH_LINK_TOKEN"
 #define MAX_QUOTED 40            /* characters of a client's value quoted in a refusal */
 #define STRINGIFY(x) #x
+#define TEXT(x) STRINGIFY(x)     /* a macro's value as text */
 #define VERSION_TEXT(a, b, c) STRINGIFY(a) "." STRINGIFY(b) "." STRINGIFY(c)
 
 /* What ack mode decodes with: the codec's C runtime. */
@@ -98,12 +108,14 @@ enum { CODEC_ECHO, CODEC_JSON, CODEC_PROTOBUF };
 /* The profiles ack mode decodes and the message type each carries: the built-in ones of
  * agent/src/evbench_agent/payloads/profiles (tests/test_native_responder.py holds this
  * table to the Python profiles). */
+#ifdef ACK_CODECS
 static const struct {
   const char *profile, *message;
 } ack_profiles[] = {
     {"seed", "evbench.seed.BackendDataPacket"},
     {"ev-full", "evbench.frame.EvFrame"},
 };
+#endif
 
 enum { HELLO = 0, MESSAGE = 1, REPLY = 2, STATS = 3, STATS_REPLY = 4 };
 
@@ -114,7 +126,22 @@ static volatile sig_atomic_t stopping;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gone = PTHREAD_COND_INITIALIZER;
 static int served, threads;       /* slots held; connection threads alive */
-static int *open_fds;             /* every connection's socket, for a clean stop */
+
+/* Every open connection has a place, from its accept to its close: the accepting thread
+ * and the connection threads decide pending places and slots on this table, under `lock`.
+ * PENDING: in its handshake (counted against max_pending, and per peer address); SERVED:
+ * holds a slot; CLOSING: its place or slot was taken (`taken` says why), its thread ends. */
+enum { FREE, PENDING, SERVED, CLOSING };
+enum { KEPT, TAKEN_FOR_ROOM, TAKEN_IDLE };
+typedef struct {
+  int fd, state, taken;
+  unsigned long long order;        /* accepted as the order-th connection: oldest first */
+  int64_t last_message;            /* CLOCK_MONOTONIC of its last MESSAGE (atomic access) */
+  char host[INET6_ADDRSTRLEN];
+} Place;
+static Place *places, **scratch;
+static int place_count, pending, max_pending, max_pending_per_peer;
+static unsigned long long accepted;
 
 static void say(const char *format, ...) {
   va_list args;
@@ -522,6 +549,7 @@ typedef struct {
   size_t used, capacity;
   int64_t received_ns;
   char failure[256];               /* why converse() ended, when it says more than a constant */
+  Place *place;
 } Connection;
 
 /* One recv() into the buffer; 0 when the peer closed, -1 on an error or timeout. */
@@ -630,6 +658,7 @@ static const char *codec_name(int codec) {
 /* Answer MESSAGE and STATS frames until the client closes or breaks a rule. */
 static const char *converse(Connection *c, size_t start, int64_t delay_ns, int codec,
                             const void *type, const char *message) {
+  int64_t *last_message = &c->place->last_message;
   int64_t cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), last_frame = now_ns(CLOCK_MONOTONIC);
   unsigned long long answered = 0;
   volatile uint64_t sink = 0; /* what ack mode read of each message ends here */
@@ -647,6 +676,7 @@ static const char *converse(Connection *c, size_t start, int64_t delay_ns, int c
       uint64_t sequence = get_le(frame + 5, 8);
       size_t body = length - HEADER;
       if (kind == MESSAGE) {
+        __atomic_store_n(last_message, c->received_ns, __ATOMIC_RELAXED); /* keeps the slot */
         size_t size = body;
         if (codec == CODEC_ECHO) {
           memcpy(reply + PREFIX + 8, frame + PREFIX, body);
@@ -705,19 +735,103 @@ done:
   return why;
 }
 
-static void forget(int fd, int slot) {
+/* --- Pending places and slots ------------------------------------------------------------ */
+
+static char room_text[160], busy_text[160];
+static const char idle_text[] =
+    "gave up its slot to a new client: no message for " TEXT(IDLE_BUDGET_S) " s (the idle budget)";
+
+/* Close a connection whose place or slot is taken from it (lock held): its thread ends. */
+static void take(Place *place, int why) {
+  if (place->state == PENDING) pending--;
+  else if (place->state == SERVED) served--;
+  place->state = CLOSING, place->taken = why;
+  shutdown(place->fd, SHUT_RDWR);
+}
+
+static int by_host_then_age(const void *a, const void *b) {
+  const Place *x = *(Place *const *)a, *y = *(Place *const *)b;
+  int order = strcmp(x->host, y->host);
+  return order ? order : (x->order > y->order) - (x->order < y->order);
+}
+
+/* Before a new connection from `host` takes a pending place (lock held): close the oldest
+ * pending connection of `host` when it holds its share, or of the peer holding the most
+ * (of those, the one waiting longest) when every pending place is taken. */
+static void make_room(const char *host) {
+  int mine = 0, n = 0;
+  Place *oldest_mine = NULL;
+  for (int i = 0; i < place_count; i++) {
+    Place *place = &places[i];
+    if (place->state != PENDING) continue;
+    scratch[n++] = place;
+    if (!strcmp(place->host, host)) {
+      mine++;
+      if (!oldest_mine || place->order < oldest_mine->order) oldest_mine = place;
+    }
+  }
+  if (mine >= max_pending_per_peer) {
+    take(oldest_mine, TAKEN_FOR_ROOM);
+    return;
+  }
+  if (pending < max_pending) return;
+  qsort(scratch, (size_t)n, sizeof *scratch, by_host_then_age);
+  Place *crowded = NULL;
+  int most = 0;
+  for (int first = 0, end; first < n; first = end) {
+    for (end = first + 1; end < n && !strcmp(scratch[end]->host, scratch[first]->host); end++) {}
+    if (end - first > most || (end - first == most && scratch[first]->order < crowded->order))
+      most = end - first, crowded = scratch[first];
+  }
+  if (crowded) take(crowded, TAKEN_FOR_ROOM);
+}
+
+/* A slot for the connection of `place`, whose HELLO passed: a free one, or the slot of the
+ * client that has sent no MESSAGE for longest, beyond the idle budget. NULL once it holds
+ * one, else why not (*busy when other clients hold every slot). */
+static const char *claim_slot(Place *place, int *busy) {
+  const char *why = NULL;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < max_connections * (PENDING_PER_SLOT + 1); i++)
-    if (open_fds[i] == fd) { open_fds[i] = -1; break; }
-  if (slot) served--;
+  int64_t now = now_ns(CLOCK_MONOTONIC), idle_before = now - (int64_t)IDLE_BUDGET_S * 1000000000;
+  if (place->taken) {
+    why = room_text; /* its pending place went to a newer connection meanwhile */
+  } else if (served >= max_connections) {
+    Place *idle = NULL;
+    for (int i = 0; i < place_count; i++) {
+      Place *other = &places[i];
+      int64_t last = __atomic_load_n(&other->last_message, __ATOMIC_RELAXED);
+      if (other->state == SERVED && last < idle_before &&
+          (!idle || last < __atomic_load_n(&idle->last_message, __ATOMIC_RELAXED)))
+        idle = other;
+    }
+    if (idle) take(idle, TAKEN_IDLE);
+    else why = busy_text, *busy = 1;
+  }
+  if (!why) {
+    pending--, served++;
+    place->state = SERVED;
+    __atomic_store_n(&place->last_message, now, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&lock);
+  return why;
+}
+
+/* The connection's place is free again; why it was taken, if it was (KEPT otherwise). */
+static int forget(Place *place) {
+  pthread_mutex_lock(&lock);
+  int taken = place->taken;
+  if (place->state == PENDING) pending--;
+  else if (place->state == SERVED) served--;
+  place->state = FREE, place->taken = KEPT, place->fd = -1;
   threads--;
   pthread_cond_broadcast(&gone);
   pthread_mutex_unlock(&lock);
+  return taken;
 }
 
 static void *connection(void *arg) {
   Connection *c = arg;
-  int one = 1, slot = 0;
+  int one = 1;
   struct timeval send_timeout = {SEND_TIMEOUT_S, 0}, idle = {IDLE_TIMEOUT_S, 0};
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
@@ -726,29 +840,23 @@ static void *connection(void *arg) {
   if (length == -1) answer(c->fd, why, 0);
   if (length >= 0) {
     Hello hello;
-    int codec = CODEC_ECHO;
+    int codec = CODEC_ECHO, busy = 0;
     const void *type = NULL;
     why = parse_hello(c->buffer + PREFIX, (size_t)length - HEADER, &hello);
     if (!why) why = check_hello(&hello, &codec, &type, c->failure, sizeof c->failure);
     if (why) {
       answer(c->fd, why, 0);
-    } else {
-      pthread_mutex_lock(&lock);
-      slot = served < max_connections;
-      served += slot;
-      pthread_mutex_unlock(&lock);
-      if (!slot) {
-        why = "the connection limit is reached: other clients hold every slot";
-        answer(c->fd, why, 1);
-      } else if (answer(c->fd, NULL, 0) == 0) {
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
-        why = converse(c, 4 + (size_t)length, hello.reply_delay_ns, codec, type, hello.message);
-      }
+    } else if ((why = claim_slot(c->place, &busy))) {
+      if (busy) answer(c->fd, why, 1);
+    } else if (answer(c->fd, NULL, 0) == 0) {
+      setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+      why = converse(c, 4 + (size_t)length, hello.reply_delay_ns, codec, type, hello.message);
     }
   }
+  int fd = c->fd, taken = forget(c->place); /* before close(): a new connection may get fd */
+  if (taken) why = taken == TAKEN_IDLE ? idle_text : room_text;
   if (why && !stopping) say("%s: dropped: %s", c->name, why);
-  forget(c->fd, slot); /* before close(): a new connection may be given the same number */
-  close(c->fd);
+  close(fd);
   free(c->buffer);
   free(c);
   return NULL;
@@ -784,9 +892,17 @@ int main(int argc, char **argv) {
   }
   token = getenv(TOKEN_ENV);
   if (token && !*token) token = NULL;
-  int limit = max_connections * (PENDING_PER_SLOT + 1);
-  open_fds = malloc(sizeof *open_fds * (size_t)limit);
-  for (int i = 0; i < limit; i++) open_fds[i] = -1;
+  max_pending = PENDING_PER_SLOT * max_connections;
+  max_pending_per_peer = max_pending / PEER_SHARE > 1 ? max_pending / PEER_SHARE : 1;
+  place_count = max_connections * (PENDING_PER_SLOT + 1 + CLOSING_PER_SLOT);
+  places = calloc((size_t)place_count, sizeof *places);
+  scratch = calloc((size_t)place_count, sizeof *scratch);
+  if (!places || !scratch) { say("out of memory"); return 2; }
+  for (int i = 0; i < place_count; i++) places[i].fd = -1;
+  snprintf(room_text, sizeof room_text, "still in its handshake when the pending connections "
+           "were full (%d, %d per peer)", max_pending, max_pending_per_peer);
+  snprintf(busy_text, sizeof busy_text, "the connection limit (%d) is reached: other clients "
+           "hold every slot", max_connections);
 
   struct addrinfo hints = {0}, *found;
   hints.ai_socktype = SOCK_STREAM;
@@ -797,7 +913,7 @@ int main(int argc, char **argv) {
   if (status) { say("cannot listen on %s:%ld: %s", bind_to, port, gai_strerror(status)); return 2; }
   int listener = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (listener < 0 || bind(listener, found->ai_addr, found->ai_addrlen) || listen(listener, limit)) {
+  if (listener < 0 || bind(listener, found->ai_addr, found->ai_addrlen) || listen(listener, max_pending)) {
     say("cannot listen on %s:%ld: %s", bind_to, port, strerror(errno));
     return 2;
   }
@@ -843,31 +959,36 @@ int main(int argc, char **argv) {
     char peer_host[INET6_ADDRSTRLEN] = "?", peer_port[8] = "?";
     getnameinfo((struct sockaddr *)&peer, peer_size, peer_host, sizeof peer_host, peer_port,
                 sizeof peer_port, NI_NUMERICHOST | NI_NUMERICSERV);
+    Place *place = NULL;
     pthread_mutex_lock(&lock);
-    int slot = -1;
-    for (int i = 0; i < limit && slot < 0; i++)
-      if (open_fds[i] < 0) slot = i;
-    if (slot >= 0 && c) open_fds[slot] = fd, threads++;
+    if (c) make_room(peer_host);
+    for (int i = 0; i < place_count && c && !place; i++)
+      if (places[i].state == FREE) place = &places[i];
+    if (place) {
+      place->fd = fd, place->state = PENDING, place->taken = KEPT, place->order = accepted++;
+      snprintf(place->host, sizeof place->host, "%s", peer_host);
+      pending++, threads++;
+    }
     pthread_mutex_unlock(&lock);
-    if (slot < 0 || !c) {
-      say("%s:%s: dropped: %d connections open (the cap)", peer_host, peer_port, limit);
+    if (!place) {
+      say("%s:%s: dropped: %d connections open (the cap)", peer_host, peer_port, place_count);
       close(fd);
       free(c);
       continue;
     }
-    c->fd = fd;
+    c->fd = fd, c->place = place;
     snprintf(c->name, sizeof c->name, "%s:%s", peer_host, peer_port);
     pthread_t thread;
     if (pthread_create(&thread, &detached, connection, c)) {
+      forget(place);
       close(fd);
-      forget(fd, 0);
       free(c);
     }
   }
   close(listener);
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < limit; i++)
-    if (open_fds[i] >= 0) shutdown(open_fds[i], SHUT_RDWR);
+  for (int i = 0; i < place_count; i++)
+    if (places[i].state != FREE) shutdown(places[i].fd, SHUT_RDWR);
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += 5;
