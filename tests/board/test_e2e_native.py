@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import pytest
 from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
 from native_cross import CODEC, build_aarch64_harness, build_host_harness
+from native_sizes import nlohmann_sizes
 
 from evbench_agent import codecs, payloads
 from evbench_agent.native import runtimes
@@ -23,8 +23,6 @@ from evbench_agent.native import runtimes
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 PROFILE = "seed"
-#: A JSON number (the seed profile's strings hold no digits).
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def _texts(codec: str, params: dict) -> list[bytes]:
@@ -36,24 +34,6 @@ def _texts(codec: str, params: dict) -> list[bytes]:
     if hasattr(bound, "close"):  # a native harness
         bound.close()
     return texts
-
-
-def _expected_sizes(python: list[bytes], nlohmann: list[bytes]) -> list[int]:
-    """Python's sizes, plus the digits nlohmann::json writes beyond the shortest form.
-
-    nlohmann::json's Grisu2 writes most doubles in their shortest round-trip form, as
-    Python's repr does, but not all (3.0303974248042582 where repr writes 3.030397424804258):
-    each such number is as many bytes longer as it has digits more than repr's."""
-    sizes = []
-    for ours, theirs in zip(python, nlohmann, strict=True):
-        assert json.loads(ours) == json.loads(theirs)  # the same values
-        longer = sum(
-            len(token) - len(repr(float(token)))
-            for token in NUMBER.findall(theirs.decode())
-            if "." in token or "e" in token
-        )
-        sizes.append(len(ours) + longer)
-    return sizes
 
 
 def test_a_cross_built_harness_measures_on_the_board(
@@ -87,7 +67,7 @@ def test_a_cross_built_harness_measures_on_the_board(
     python_texts = _texts("json", native["params"])
     assert python["values"] == [len(text) for text in python_texts]
     monkeypatch.setenv(runtimes.ENVIRONMENT, str(build_host_harness(tmp_path / "native-host")))
-    expected = _expected_sizes(python_texts, _texts(CODEC, native["params"]))
+    expected = nlohmann_sizes(python_texts, _texts(CODEC, native["params"]))
     assert native["values"] == expected
     for metric in ("encode", "decode", "decode_access"):
         timed = [s for s in sets if s["codec"] == CODEC and s["metric"] == metric]
