@@ -67,7 +67,7 @@ def first_answer(address: tuple[str, int], body: bytes) -> dict:
         return json.loads(framing.FrameReader(sock).receive()[0].body)
 
 
-def echo_hello(codec: str, profile: str = "seed", mode: str = "echo") -> dict:
+def hello_document(codec: str, profile: str = "seed", mode: str = "echo") -> dict:
     link = messages.bind(codec, profile)
     return {
         "protocol": "evbench-link", "version": 2, "codec": codec, "profile": profile,
@@ -127,7 +127,7 @@ def test_every_message_is_echoed_as_the_python_responder_echoes_it(codec, native
     link = messages.bind(codec, "seed")
     bodies = [link.encode(data) for data in link.sample_data(COUNT, seed=11)]
     bodies.append(b"\x00\xffnot a message at all")  # echo mode never decodes
-    hello = echo_hello(codec)
+    hello = hello_document(codec)
     answer_c, frames_c = conversation(native.address, hello, bodies)
     answer_py, frames_py = conversation(python_responder.address, hello, bodies)
     assert answer_c["ok"] is True and answer_py["ok"] is True
@@ -160,7 +160,7 @@ def test_every_message_is_acked_as_the_python_responder_acks_it(
     between the send and the reply)."""
     link = messages.bind(codec, profile)
     bodies = [link.encode(data) for data in link.sample_data(COUNT, seed=12)]
-    hello = echo_hello(codec, profile, mode="ack")
+    hello = hello_document(codec, profile, mode="ack")
     answer_c, frames_c, before_c, after_c = timed_conversation(native.address, hello, bodies)
     answer_py, frames_py, before_py, after_py = timed_conversation(
         python_responder.address, hello, bodies
@@ -197,7 +197,7 @@ def test_a_message_that_does_not_decode_ends_the_conversation(
     try:
         for name, address in [("c", native.address), ("py", python_responder.address)]:
             with socket.create_connection(address, timeout=30) as sock:
-                hello = json.dumps(echo_hello(codec, mode="ack")).encode()
+                hello = json.dumps(hello_document(codec, mode="ack")).encode()
                 stream = framing.pack(framing.HELLO, 0, hello)
                 for sequence, body in enumerate([good, bad, good]):
                     stream += framing.pack(framing.MESSAGE, sequence, body)
@@ -216,7 +216,7 @@ def test_a_message_that_does_not_decode_ends_the_conversation(
 def test_a_worked_reply(native):
     """docs/link.md's worked REPLY: a body `ok` to sequence 5, framed by hand."""
     with socket.create_connection(native.address, timeout=30) as sock:
-        sock.sendall(framing.pack(framing.HELLO, 0, json.dumps(echo_hello("json")).encode()))
+        sock.sendall(framing.pack(framing.HELLO, 0, json.dumps(hello_document("json")).encode()))
         sock.sendall(bytes.fromhex("0b000000 01 0500000000000000") + b"ok")
         reader = framing.FrameReader(sock)
         frames: list[framing.Frame] = []
@@ -238,7 +238,7 @@ def test_a_worked_reply(native):
 )
 def test_a_hello_it_does_not_serve_is_refused_with_why(native, python_responder, change, refusal):
     """Refused, and closed, where the Python responder refuses too."""
-    hello = json.dumps(echo_hello("json") | change).encode()
+    hello = json.dumps(hello_document("json") | change).encode()
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello))
         reader = framing.FrameReader(sock)
@@ -270,7 +270,7 @@ def test_an_ack_hello_it_cannot_decode_is_refused_with_why(
     native, python_responder, change, refusal, python_serves
 ):
     """Refused, and closed; the Python responder decodes every codec and built-in profile."""
-    hello = json.dumps(echo_hello("json", mode="ack") | change).encode()
+    hello = json.dumps(hello_document("json", mode="ack") | change).encode()
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello))
         reader = framing.FrameReader(sock)
@@ -293,7 +293,9 @@ def test_ack_mode_serves_the_built_in_profiles_it_names_with_their_python_messag
     served for seed and ev-full, refused for the others, never a type mismatch."""
     served = set()
     for name in payloads.PROFILES:
-        answer = first_answer(native.address, json.dumps(echo_hello("json", name, "ack")).encode())
+        answer = first_answer(
+            native.address, json.dumps(hello_document("json", name, "ack")).encode()
+        )
         if answer["ok"]:
             served.add(name)
         else:
@@ -313,7 +315,7 @@ def test_the_token_is_required_when_set(responder_path):
     responder = NativeResponder(responder_path, env=env)
     try:
         for token, ok in [(None, False), ("wrong", False), ("s3cre", False), ("s3cret", True)]:
-            hello = echo_hello("json") | ({"token": token} if token else {})
+            hello = hello_document("json") | ({"token": token} if token else {})
             answer = first_answer(responder.address, json.dumps(hello).encode())
             assert answer["ok"] is ok, (token, answer)
     finally:
