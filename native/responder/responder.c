@@ -685,7 +685,7 @@ static const char *converse(Connection *c, size_t start, int64_t delay_ns, int c
           long acked = decode_and_ack(codec, type, frame + PREFIX, body, sequence, c->received_ns,
                                       reply + PREFIX + 8, max_frame, &sum);
           if (acked < 0) {
-            snprintf(c->failure, sizeof c->failure, "message %llu does not decode as %s %s",
+            snprintf(c->failure, sizeof c->failure, "message %llu does not decode as %s %.200s",
                      (unsigned long long)sequence, codec_name(codec), message);
             why = c->failure;
             goto done;
