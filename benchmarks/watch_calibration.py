@@ -19,7 +19,9 @@ average, hog and slowdown.
 - false alarms on identical code: `evbench history check` (as a lab night runs it,
   `--since` that night) per series-night and per lab night (any series), and
   `evbench compare --baseline` of consecutive nights (exit 3 per pair), without
-  and with the history store's night-to-night spread;
+  and with the history store's night-to-night spread (the identical nights
+  before the pair, 8 at least); with the history also how often an identical
+  night followed by a slowed one is confirmed worse;
 - a 10 % step in json-aa: series of normal nights followed by slowed nights
   (the step at a random night); detection within 3 nights of the step's start
   and whether the change was placed at that night;
@@ -239,23 +241,78 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
 # --- compare ----------------------------------------------------------------------------
 
 
+def _history_of(nights: list[dict]):
+    """The compare's night test (evbench.report.compare.NightTest) over these nights'
+    figures, as BoardHistory draws it from a store: one median per night and series."""
+    from evbench.history import night_spread
+
+    def test(codec: str, identity, ratio: float) -> tuple[int, float | None]:
+        values = [n["figures"][(codec, identity.metric)] for n in nights
+                  if (codec, identity.metric) in n["figures"]]  # fmt: skip
+        found = night_spread.of_values(values)
+        return found.nights, found.p_value(ratio)
+
+    return test
+
+
 def compare_false_alarms(pool: list[dict]) -> dict:
-    """`evbench compare --baseline` of consecutive identical-code nights (collection order)."""
+    """`evbench compare --baseline` of consecutive identical-code nights, and of an
+    identical night followed by a slowed one, without and with the history of the
+    identical nights before the pair (the board's store as a lab's would hold it, 8
+    nights at least)."""
     from evbench.report import compare, criteria
     from evbench.report.context import load_context
 
+    need = 8
+    tally = {name: [0, 0] for name in (
+        "identical pairs: exit 3, two runs alone",
+        "identical pairs: exit 3, with the history",
+        "identical pairs: a row confirmed worse (history)",
+        "old rule (worse verdict beyond 5 %)",
+        "identical then slowed: exit 3, with the history",
+        "identical then slowed: a json-aa row confirmed worse (history)",
+    )}  # fmt: skip
     normal = [n for n in pool if n["kind"] == "normal"]
-    exits3 = unconfirmed = pairs = 0
-    for first, second in itertools.pairwise(normal):
+    # Identical pairs: consecutive identical nights; a step: an identical night and the
+    # slowed night right after it in collection order.
+    pairs = [*itertools.pairwise(normal),
+             *((a, b) for a, b in itertools.pairwise(pool) if (a["kind"], b["kind"])
+               == ("normal", "slowed"))]  # fmt: skip
+    for first, second in pairs:
         contexts = [load_context(Path(first["dir"])), load_context(Path(second["dir"]))]
-        result = compare.compare(contexts, criteria.Criteria(), baseline=True)
-        pairs += 1
-        exits3 += bool(result.regressions)
-        unconfirmed += any(
-            c.status == compare.TWO_NIGHTS and c.worse and c.difference * 100 > 5
-            for row in result.rows for c in row.changes
-        )  # fmt: skip
-    return {"exit 3": (exits3, pairs), "old rule (worse verdict beyond 5 %)": (unconfirmed, pairs)}
+        earlier = normal[: normal.index(first)]
+        history = _history_of(earlier) if len(earlier) >= need else None
+        with_history = (
+            compare.compare(contexts, criteria.Criteria(), baseline=True, nights=history)
+            if history
+            else None
+        )
+        confirmed = [] if with_history is None else [
+            (row.codec, c) for row in with_history.rows for c in row.changes
+            if c.status.startswith("confirmed") and c.worse
+        ]  # fmt: skip
+        if second["kind"] == "normal":
+            alone = compare.compare(contexts, criteria.Criteria(), baseline=True)
+            _count(tally["identical pairs: exit 3, two runs alone"], bool(alone.regressions))
+            _count(tally["old rule (worse verdict beyond 5 %)"], any(
+                c.status == compare.TWO_NIGHTS and c.worse and c.difference * 100 > 5
+                for row in alone.rows for c in row.changes
+            ))  # fmt: skip
+            if with_history is not None:
+                _count(tally["identical pairs: exit 3, with the history"],
+                       bool(with_history.regressions))  # fmt: skip
+                _count(tally["identical pairs: a row confirmed worse (history)"], bool(confirmed))
+        elif with_history is not None:
+            _count(tally["identical then slowed: exit 3, with the history"],
+                   bool(with_history.regressions))  # fmt: skip
+            _count(tally["identical then slowed: a json-aa row confirmed worse (history)"],
+                   any(codec == STEPPED for codec, _c in confirmed))  # fmt: skip
+    return {name: (k, n) for name, (k, n) in tally.items()}
+
+
+def _count(cell: list[int], event: bool) -> None:
+    cell[0] += event
+    cell[1] += 1
 
 
 # --- Apache Otava ------------------------------------------------------------------------
@@ -325,7 +382,7 @@ def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed:
     for name, (k, n) in alarms.items():
         print(f"  false alarms per {name}: {_bounds(k, n)}")
     compared = compare_false_alarms(pool)
-    print("compare --baseline, consecutive identical-code nights:")
+    print("compare --baseline, consecutive nights:")
     for name, (k, n) in compared.items():
         print(f"  {name}: {_bounds(k, n)}")
     found = detection(pool, injections, rng)
