@@ -3,6 +3,7 @@ here), and against what a live phase on 127.0.0.1 really sent and timed."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -116,3 +117,37 @@ def test_a_ping_pong_cannot_exceed_one_message_per_round_trip(responder):
     # with one message in flight, each takes at least its transport RTT
     assert result.messages / result.seconds <= 1 / min(result.rtt_transport)
     assert result.total_sent >= result.messages
+
+
+def test_interleaved_capacity_blocks_alternate_a_b_b_a_and_never_overlap(responder):
+    # Two codecs, 4 blocks each over 0.2 s: A B, B A, A B, B A (the counterbalanced
+    # order), each block 0.05 s measured after its warm-up, its replies all taken in
+    # before the other codec's block opens.
+    json_link, proto_link = messages.bind("json", "seed"), messages.bind("protobuf", "seed")
+    with (
+        client.Connection(responder.address, json_link, "ack") as first,
+        client.Connection(responder.address, proto_link, "ack") as second,
+    ):
+        results = saturation.run_interleaved(
+            [(first, json_link.sample_data(4, 1)), (second, proto_link.sample_data(4, 1))],
+            window=4,
+            duration_s=0.2,
+            warmup_s=0.01,
+            blocks=4,
+            deadline_s=0.5,
+        )
+    a, b = results
+    assert [r.error for r in results] == [None, None]
+    assert len(a.spans) == len(b.spans) == 4
+    timeline = sorted(
+        [(start, end, "A") for start, end in a.spans]
+        + [(start, end, "B") for start, end in b.spans]
+    )
+    assert "".join(name for _start, _end, name in timeline) == "ABBAABBA"
+    for (_s1, end, _n1), (start, _e2, _n2) in itertools.pairwise(timeline):
+        assert end <= start  # one codec saturating at a time
+    for result in results:
+        # each codec's measured time is its 4 blocks' 0.05 s (less the last reply's gap)
+        assert 0.15 < result.seconds <= 0.2
+        assert result.messages == len(result.rtt_transport) > 20
+        assert result.total_sent >= result.messages + 4 * 4  # each block's window, at least

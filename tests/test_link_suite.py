@@ -72,6 +72,11 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     assert rtt["params"]["mode"] == "ack" and rtt["params"]["transport"] == "tcp"
     capacity_msgs = [r for r in capacity if r["metric"] == "capacity_msgs"]
     assert capacity_msgs[0]["params"]["window"] == 8
+    # each codec's 0.1 s of capacity in a pair is measured in the full plan's 4 blocks,
+    # each after half the warm-up (0.01 s)
+    assert capacity_msgs[0]["params"]["blocks"] == 4
+    assert capacity_msgs[0]["params"]["warmup_s"] == 0.01
+    assert capacity_msgs[0]["n"] == 2  # one value per pair
     # end to end includes encoding and decoding, so it is never below transport
     assert rtt["min"] >= 0 and rtt["median"] >= by_metric["protobuf", "rtt_transport"]["min"]
     # the board's own wake-up latency at the link period (10 ms here), a context record
@@ -89,6 +94,13 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     # The periodic phases run as duets (both codecs at once): 2 duets of 2 x 8 messages.
     assert [m["messages"] for m in periodic_ends] == [16] * 2
     assert {m["codec"] for m in periodic_ends} == {None}
+    # The capacity phases run as interleaved pairs (every codec's blocks: codec none).
+    capacity_ends = [
+        m
+        for m in markers
+        if m["event"] == "end" and m.get("suite") == "link" and m.get("kind") == "capacity"
+    ]
+    assert len(capacity_ends) == 2 and {m["codec"] for m in capacity_ends} == {None}
     assert (tmp_path / "run" / COMPLETE).exists()
 
 
@@ -106,12 +118,13 @@ def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path)
 
 def test_the_planned_duration_adds_up_the_phases():
     # 2 duets (both codecs' periodic phases at once) of (2 + 6) / 100 Hz, plus the second
-    # codec's offset of a period (0.01) and 0.1 of overhead; 2 codecs x 2 capacity phases
-    # of 0.01 + 0.1, plus 0.1 each; the probe 100 / 100 Hz and the responder's start 0.5:
-    # worked by hand
+    # codec's offset of a period (0.01) and 0.1 of overhead; 2 capacity pairs, in each of
+    # which each of the 2 codecs has 4 blocks (the full plan's) after a warm-up of
+    # 0.02 / 2 each, 0.1 s measured, and 0.1 of overhead; the probe 100 / 100 Hz and the
+    # responder's start 0.5: worked by hand
     planned = link_suite.planned_seconds(_spec(link_count=6))
     duets = 2 * (0.08 + 0.01 + 0.1)
-    capacity = 4 * (0.01 + 0.1 + 0.1)
+    capacity = 2 * 2 * (4 * 0.01 + 0.1 + 0.1)
     assert planned == pytest.approx(0.5 + 1.0 + duets + capacity)
 
 

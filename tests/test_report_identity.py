@@ -224,7 +224,6 @@ def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> Non
     for row, key in tested.items():
         assert key.suite != "telemetry" and key.metric not in CONTEXT_METRICS, row
         assert row[5].strip() in VERDICTS | {"fact"}, row
-    assert any(key.suite == "telemetry" for key in shown.values())
 
 
 def test_the_run_measured_what_this_test_needs(run):
@@ -235,8 +234,9 @@ def test_the_run_measured_what_this_test_needs(run):
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     kinds = {r["params"].get("kind") for r in records if r["suite"] == "telemetry"}
     assert {"periodic", "capacity"} <= kinds  # telemetry per link phase kind
-    # capacity phases run one codec at a time: telemetry per codec; periodic duets both
-    assert "capacity" in {k.params_dict.get("kind") for k in found if k.suite == "telemetry"}
+    # Duets run the codecs at once and capacity pairs interleave their blocks (tens of
+    # ms, far below a telemetry sample): no telemetry record is one codec's.
+    assert not [r for r in records if r["suite"] == "telemetry" and r["codec"] is not None]
     # The same metric in two phases is two identities: what pooling used to merge.
     rtt_transport = [k for k in found if k.metric == "rtt_transport"]
     assert len(rtt_transport) >= 2

@@ -39,9 +39,9 @@ differ in an identity param are never pooled, outcome params never split a
 row. TESTED rows are decided on replicates: the codec suite pairs the codecs
 within each worker process (one log-ratio per process: the median over rounds
 of log(candidate / baseline) of the same round); the link suite pairs the
-codecs within each pair of adjacent phases (phase i of each codec, one right
-after the other: one log-ratio per pair, of the two phases' values, a
-per-message figure reduced to the phase's median). Test families are (suite,
+codecs within each pair (phase i of each codec: a periodic duet, run at once, or
+a capacity pair, its blocks interleaved: one log-ratio per pair, of the two
+phases' values, a per-message figure reduced to the phase's median). Test families are (suite,
 profile).
 FACT rows carry the exact difference; CONTEXT rows only per-codec summaries.
 
@@ -67,8 +67,8 @@ from evbench_agent.results import Run, SampleSet
 from evbench_agent.telemetry import contention
 
 #: How each suite's replicates are compared, and what n counts: the codec suite pairs
-#: the codecs within a worker process, the link suite within a pair of adjacent phases
-#: (phase i of each codec, run one after the other).
+#: the codecs within a worker process, the link suite within a pair (phase i of each
+#: codec: a duet, or a capacity pair of interleaved blocks).
 PAIRED_SUITES = {"codec": "processes", "link": "phase pairs"}
 INDEPENDENT_SUITES: dict[str, str] = {}
 #: What n counts when two runs are compared (nothing is paired across runs).

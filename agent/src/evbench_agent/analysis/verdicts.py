@@ -24,7 +24,8 @@ replicate (docs/method.md):
 - `Paired`: one log-ratio log(candidate / baseline) per replicate, the two
   codecs measured side by side within it (the codec suite: per worker process,
   the median over rounds of the per-round log-ratio; the link suite: per pair
-  of adjacent phases, the log of the ratio of the two phases' figures). Exact
+  of phases, a duet or interleaved capacity blocks, the log of the ratio of the
+  two phases' figures). Exact
   Wilcoxon signed-rank test; Tukey's Walsh-average interval for the ratio.
 - `Independent`: one value per replicate and codec, the replicates of the two
   codecs separate (two runs compared with each other: their replicates share

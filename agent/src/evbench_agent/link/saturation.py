@@ -7,10 +7,19 @@ time from the window's opening to the last counted reply. Each counted
 message's transport RTT (send to reply, less the responder's processing time)
 is kept: with a window of 1 a back-to-back ping-pong, with more the time a
 message waits behind the others in flight as well.
+
+`run_interleaved` measures several codecs' capacity in one pair of short
+alternating blocks (RMIT: randomised multiple interleaved trials, Abedi and
+Brecht, ICPE 2017), each codec on its own connection, one codec saturating
+at a time: every block opens its codec's window after a warm-up, measures,
+and takes in every reply before the next codec's block starts. A codec's
+figures are its blocks' together: replies over measured seconds, every
+counted RTT.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,38 +27,37 @@ from evbench_agent.link import client, framing
 from evbench_agent.link.timing import clock_ns
 
 
-@dataclass(frozen=True)
+@dataclass
 class CapacityResult:
-    messages: int
-    payload_bytes: int
-    #: Measured: from the window's opening to the arrival of the last counted reply.
-    seconds: float
+    messages: int = 0
+    payload_bytes: int = 0
+    #: Measured: from the window's opening to the arrival of the last counted reply
+    #: (summed over a codec's blocks).
+    seconds: float = 0.0
     error: str | None = None
     #: Send to reply arrival less the responder's processing time, s, per counted message.
     rtt_transport: list[float] = field(default_factory=list)
     #: Every message sent on the connection, warm-up included (energy's count).
     total_sent: int = 0
+    #: Each block's start and end (its last reply taken in), monotonic ns.
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
 
-def run_saturation(
-    connection: client.LinkConnection,
-    data: list[Any],
+def _block(
+    exchange: client.Exchange,
+    result: CapacityResult,
     window: int,
     duration_s: float,
     warmup_s: float,
-    deadline_s: float,
-) -> CapacityResult:
-    """Keep `window` messages in flight for `warmup_s` + `duration_s`; count the
-    replies that arrive in the last `duration_s`: the real throughput."""
-    exchange = client.Exchange(connection, data)
-    wait_lost = round(client.lost_after(deadline_s) * 1e9)
+    wait_lost: int,
+) -> None:
+    """Keep `window` messages in flight for `warmup_s` + `duration_s`; add the replies
+    that arrive in the last `duration_s` to `result`; take in every reply before
+    returning, so that nothing of this block is in flight in the next."""
     start = clock_ns()
     measure_from = start + round(warmup_s * 1e9)
     end = measure_from + round(duration_s * 1e9)
-    counted = payload = 0
     last_counted = measure_from
-    rtt_transport = []
-    error = None
     exchange.set_receive_timeout(wait_lost / 1e9)  # a window is always in flight: block
     try:
         for _ in range(window):
@@ -63,16 +71,60 @@ def run_saturation(
                 if arrival > end:
                     continue  # the window has closed: no new message
                 if arrival >= measure_from:
-                    counted += 1
+                    result.messages += 1
                     last_counted = arrival
-                    payload += exchange.sent_at[sequence][2]
+                    result.payload_bytes += exchange.sent_at[sequence][2]
                     processing = exchange.replies[sequence][2]
                     sent = exchange.sent_at[sequence][1]
-                    rtt_transport.append((arrival - sent - processing) / 1e9)
+                    result.rtt_transport.append((arrival - sent - processing) / 1e9)
                 exchange.send_next()
         exchange.set_receive_timeout(0)
         client.drain(exchange, clock_ns() + wait_lost)
     except framing.PeerClosed as problem:
-        error = f"the responder at {connection.address} went away: {problem}"
-    seconds = (last_counted - measure_from) / 1e9
-    return CapacityResult(counted, payload, seconds, error, rtt_transport, exchange.next_sequence)
+        result.error = f"the responder at {exchange.connection.address} went away: {problem}"
+    result.seconds += (last_counted - measure_from) / 1e9
+    result.total_sent = exchange.next_sequence
+    result.spans.append((start, clock_ns()))
+
+
+def run_saturation(
+    connection: client.LinkConnection,
+    data: list[Any],
+    window: int,
+    duration_s: float,
+    warmup_s: float,
+    deadline_s: float,
+) -> CapacityResult:
+    """Keep `window` messages in flight for `warmup_s` + `duration_s`; count the
+    replies that arrive in the last `duration_s`: the real throughput."""
+    result = CapacityResult()
+    wait_lost = round(client.lost_after(deadline_s) * 1e9)
+    _block(client.Exchange(connection, data), result, window, duration_s, warmup_s, wait_lost)
+    return result
+
+
+def run_interleaved(
+    links: Sequence[tuple[client.LinkConnection, list[Any]]],
+    window: int,
+    duration_s: float,
+    warmup_s: float,
+    blocks: int,
+    deadline_s: float,
+) -> list[CapacityResult]:
+    """Each link's capacity in `blocks` blocks of `warmup_s` + `duration_s / blocks`,
+    the links' blocks alternating in a counterbalanced order (A B, B A, A B, ...: no
+    link always first or always after the same one). One result per link, in order;
+    a link whose responder went away ends the pair, its result carrying the error."""
+    wait_lost = round(client.lost_after(deadline_s) * 1e9)
+    exchanges = [client.Exchange(connection, data) for connection, data in links]
+    results = [CapacityResult() for _ in links]
+    for block in range(blocks):
+        order = list(range(len(links)))
+        if block % 2:
+            order.reverse()
+        for index in order:
+            result = results[index]
+            _block(exchanges[index], result, window, duration_s / blocks, warmup_s, wait_lost)
+            if result.error:
+                return results
+    return results

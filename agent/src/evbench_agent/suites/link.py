@@ -2,15 +2,18 @@
 
 By default it measures the table's two codecs (json and protobuf, those of
 them the run has); `link_all_codecs` measures every codec of the run. For
-every profile, codec phases alternate (A B, then B A). A periodic phase
-opens a connection, sends a warm-up that is not recorded, then `count`
-messages at the rate, and records every message's RTT (end to end and
-transport) and send lateness, and per phase the jitter, bandwidth, CPU per
-message, lost and late counts (params `phase: periodic`). A capacity phase
-then keeps a window of messages in flight to find the real capacity, and
-records its back-to-back transport RTTs as their own records (`phase:
-capacity`). Phases are the unit of replication of the link's verdicts, so the
-plan sets their number by what a verdict needs (docs/link.md). Before the
+every profile the codecs' phases come in pairs, the order alternating (A B,
+then B A). A periodic phase opens a connection, sends a warm-up that is not
+recorded, then `count` messages at the rate, and records every message's RTT
+(end to end and transport) and send lateness, and per phase the jitter,
+bandwidth, CPU per message, lost and late counts (params `phase: periodic`);
+over TCP the codecs' periodic phases of a pair run at once (a duet). A
+capacity phase then keeps a window of messages in flight to find the real
+capacity, and records its transport RTTs as their own records (`phase:
+capacity`); the codecs' capacity phases of a pair take turns in short
+interleaved blocks (saturation.run_interleaved). Pairs are the unit of
+replication of the link's verdicts, so the plan sets their number by what a
+verdict needs (docs/link.md). Before the
 phases, the board's own wake-up latency at the link period is probed
 (`wakeup_latency`, context). Samples are written as each phase ends, so a run
 cut short keeps every phase measured before it.
@@ -36,6 +39,7 @@ records (`bus_errors`, `bus_counter`), and a phase with errors is said in a line
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -66,12 +70,15 @@ TRANSPORT = "tcp"
 
 @dataclass(frozen=True)
 class LinkPlan:
-    """Seconds per periodic phase, warm-up, repetitions per codec, saturation time."""
+    """Seconds per periodic phase and its warm-up, pairs, and each codec's capacity
+    per pair: measured seconds, in how many blocks, each after what warm-up."""
 
     duration_s: float
     warmup_s: float
     phases: int
     capacity_s: float
+    capacity_blocks: int
+    capacity_warmup_s: float
 
 
 #: Verdicts rest on pairs: over TCP the periodic phases of the codecs run at once as a
@@ -80,11 +87,25 @@ class LinkPlan:
 #: Holm family, so the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at
 #: all (2/512); more pairs narrow the interval at that level (docs/link.md, "The plan").
 #: Full: 20 pairs of 1.2 s periodic phases (24 messages at 20 Hz each), about 60 s.
-FULL_PLAN = LinkPlan(duration_s=1.2, warmup_s=0.2, phases=20, capacity_s=0.25)
+FULL_PLAN = LinkPlan(
+    duration_s=1.2,
+    warmup_s=0.2,
+    phases=30,
+    capacity_s=0.2,
+    capacity_blocks=4,
+    capacity_warmup_s=0.01,
+)
 #: A fixed small plan, recorded as quick: true. 12 pairs of 0.3 s phases (6 messages):
 #: the fewest pairs whose 99.5 % Walsh interval leaves out the five most extreme
 #: averages on each side, in about 14 s.
-QUICK_PLAN = LinkPlan(duration_s=0.3, warmup_s=0.05, phases=12, capacity_s=0.1)
+QUICK_PLAN = LinkPlan(
+    duration_s=0.3,
+    warmup_s=0.05,
+    phases=16,
+    capacity_s=0.05,
+    capacity_blocks=2,
+    capacity_warmup_s=0.005,
+)
 #: The wake-up probe: samples at the link period (full, quick).
 WAKEUP_SAMPLES = (100, 20)
 #: Connecting, handshaking and draining a phase, as measured on a 2-core VM (s).
@@ -104,6 +125,7 @@ class Settings:
     phases: int
     window: int
     capacity_s: float
+    capacity_blocks: int
     capacity_warmup_s: float
     realtime: bool
     wakeup_samples: int
@@ -128,7 +150,10 @@ class Settings:
             phases=spec.link_phases or base.phases,
             window=spec.link_window,
             capacity_s=spec.link_capacity_s or base.capacity_s,
-            capacity_warmup_s=warmup / 2,
+            capacity_blocks=base.capacity_blocks,
+            capacity_warmup_s=(
+                base.capacity_warmup_s if spec.link_warmup_s is None else spec.link_warmup_s / 2
+            ),
             realtime=spec.link_realtime,
             wakeup_samples=WAKEUP_SAMPLES[1] if spec.quick else WAKEUP_SAMPLES[0],
             transport=spec.link_transport,
@@ -157,7 +182,7 @@ def planned_seconds(spec: Any) -> float:
     probe = settings.wakeup_samples / settings.rate_hz
     if settings.transport:  # no responder to start, no capacity phase
         return probe + phases * (periodic + PHASE_OVERHEAD_S)
-    capacity = settings.capacity_warmup_s + settings.capacity_s
+    capacity = settings.capacity_blocks * settings.capacity_warmup_s + settings.capacity_s
     start = RESPONDER_START_S if settings.peer == "loopback" else 0.0
     codecs = len(link_codecs(spec))
     duets = phases // codecs if codecs > 1 else phases  # the codecs' periodic phases at once
@@ -251,6 +276,7 @@ class _Phases:
             "phase": "capacity",
             "window": settings.window,
             "duration_s": settings.capacity_s,
+            "blocks": settings.capacity_blocks,
             "warmup_s": settings.capacity_warmup_s,
         }
 
@@ -461,21 +487,38 @@ class _Phases:
         )
 
     def capacity(
-        self, profile: str, codec: str, phase: int, link: messages.LinkCodec, data: list[Any]
+        self,
+        profile: str,
+        phase: int,
+        order: list[tuple[str, messages.LinkCodec]],
+        data: dict[str, Any],
     ) -> int:
+        """One capacity pair: the codecs' blocks interleaved on their own connections
+        (saturation.run_interleaved), one codec saturating at a time."""
         settings = self.settings
-        with self.connect(link) as connection:
-            result = saturation.run_saturation(
-                connection,
-                data,
+        with contextlib.ExitStack() as stack:
+            links = [
+                (stack.enter_context(self.connect(link)), data[codec]) for codec, link in order
+            ]
+            results = saturation.run_interleaved(
+                links,
                 settings.window,
                 settings.capacity_s,
                 settings.capacity_warmup_s,
+                settings.capacity_blocks,
                 settings.deadline_s,
             )
-        if result.error:
-            raise PartialRun(f"{result.error}; the saturation phase is not recorded")
-        self.phases_done += 1
+        failed = next((r.error for r in results if r.error), None)
+        if failed:
+            raise PartialRun(f"{failed}; the saturation phase is not recorded")
+        self.phases_done += len(order)
+        for (codec, _link), result in zip(order, results, strict=True):
+            self._write_capacity(profile, codec, phase, result)
+        return sum(result.total_sent for result in results)
+
+    def _write_capacity(
+        self, profile: str, codec: str, phase: int, result: saturation.CapacityResult
+    ) -> None:
         params = dict(
             self.capacity_params,
             **self.payload_digest(profile),
@@ -498,7 +541,6 @@ class _Phases:
                 )
             )
         self.context.writer.add(sample_sets)
-        return result.total_sent
 
     def wakeup(self) -> None:
         """The board's own wake-up latency at the link period: a context record."""
@@ -564,26 +606,33 @@ def bus_overload_words(load: float) -> str:
 _SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
 
 
-def _run_duet(
+def _run_pair(
     context: RunContext,
     phases: _Phases,
     profile: str,
     phase: int,
     order: list[tuple[str, messages.LinkCodec]],
     data: dict[str, Any],
+    kind: str,
 ) -> None:
-    """A periodic duet: every codec at once (telemetry's phase is every codec's: codec
-    none), the machine's state around it recorded for each."""
-    where = {"suite": SUITE, "profile": profile, "codec": None}
-    context.mark("start", **where, kind="periodic", phase=phase)
+    """One pair of every codec's phases run together: a periodic duet (every codec at
+    once) or a capacity pair (the codecs' blocks interleaved). Telemetry's phase is
+    every codec's (codec none; a lone codec's own); the machine's state around it is
+    recorded for each."""
+    where = {"suite": SUITE, "profile": profile, "codec": order[0][0] if len(order) == 1 else None}
+    context.mark("start", **where, kind=kind, phase=phase)
     before = contention.take()
-    sent = phases.duet(profile, phase, order, data)
+    if kind == "periodic":
+        sent = phases.duet(profile, phase, order, data)
+    else:
+        sent = phases.capacity(profile, phase, order, data)
     after = contention.take()
     for codec, _link in order:
-        phases.write_contention(profile, codec, phase, "periodic", before, after)
-    context.mark("end", **where, kind="periodic", messages=sent)
+        phases.write_contention(profile, codec, phase, kind, before, after)
+    context.mark("end", **where, kind=kind, messages=sent)
+    how = "duet" if kind == "periodic" else "interleaved"
     for codec, _link in order:
-        context.progress.advance(f"{profile} {codec} periodic {phase + 1} (duet)")
+        context.progress.advance(f"{profile} {codec} {kind} {phase + 1} ({how})")
 
 
 def run(context: RunContext) -> None:
@@ -594,7 +643,7 @@ def run(context: RunContext) -> None:
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
     phases = _Phases(context, settings, scheduling)
-    kinds = [phases.periodic] if phases.bus else [phases.periodic, phases.capacity]
+    kinds = ["periodic"] if phases.bus else ["periodic", "capacity"]
     progress.start(SUITE, len(profiles) * settings.phases * len(codecs) * len(kinds))
     try:
         phases.prepare()
@@ -610,17 +659,17 @@ def run(context: RunContext) -> None:
                     order = list(bound.items())
                     if phase % 2:  # A B, then B A: no codec always goes first
                         order.reverse()
-                    if kind == phases.periodic and phases.bus is None and len(order) > 1:
-                        _run_duet(context, phases, profile, phase, order, data)
+                    if phases.bus is None and (kind == "capacity" or len(order) > 1):
+                        _run_pair(context, phases, profile, phase, order, data, kind)
                         continue
-                    for codec, link in order:
+                    for codec, link in order:  # a bus (one port) or one codec: in turn
                         where = {"suite": SUITE, "profile": profile, "codec": codec}
-                        context.mark("start", **where, kind=kind.__name__, phase=phase)
+                        context.mark("start", **where, kind=kind, phase=phase)
                         before = contention.take()
-                        messages_done = kind(profile, codec, phase, link, data[codec])
-                        phases.write_contention(profile, codec, phase, kind.__name__, before)
-                        context.mark("end", **where, kind=kind.__name__, messages=messages_done)
-                        progress.advance(f"{profile} {codec} {kind.__name__} {phase + 1}")
+                        messages_done = phases.periodic(profile, codec, phase, link, data[codec])
+                        phases.write_contention(profile, codec, phase, kind, before)
+                        context.mark("end", **where, kind=kind, messages=messages_done)
+                        progress.advance(f"{profile} {codec} {kind} {phase + 1}")
     except (PartialRun, UserError) as error:
         raise phases.cut_short(error) from error
     finally:

@@ -245,7 +245,8 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         "times it and as a change; each codec's own medians are listed apart.",
         "Verdict: from the replicates, paired (codec suite: exact Wilcoxon signed-rank on "
         "each worker process's median log-ratio, the codecs paired within a process; link "
-        "suite: the same test on the log-ratio of each pair of adjacent phases). The "
+        "suite: the same test on the log-ratio of each pair of phases, a duet or "
+        "interleaved capacity blocks). The "
         "ratio CI is the one the verdict uses: it inverts the test at Holm's step for the "
         f"row within its suite and profile (level 1 - {comparison.alpha:g}/(m - j)), so it "
         f"holds 1 whenever p (Holm) >= {comparison.alpha:g}. A codec wins when p (Holm) < "
