@@ -70,12 +70,14 @@ TRANSPORT = "tcp"
 
 @dataclass(frozen=True)
 class LinkPlan:
-    """Seconds per periodic phase and its warm-up, pairs, and each codec's capacity
-    per pair: measured seconds, in how many blocks, each after what warm-up."""
+    """Seconds per periodic phase and its warm-up, periodic pairs (duets), capacity
+    pairs, and each codec's capacity per pair: measured seconds, in how many blocks,
+    each after what warm-up."""
 
     duration_s: float
     warmup_s: float
     phases: int
+    capacity_pairs: int
     capacity_s: float
     capacity_blocks: int
     capacity_warmup_s: float
@@ -91,6 +93,7 @@ FULL_PLAN = LinkPlan(
     duration_s=1.2,
     warmup_s=0.2,
     phases=30,
+    capacity_pairs=30,
     capacity_s=0.2,
     capacity_blocks=4,
     capacity_warmup_s=0.01,
@@ -102,6 +105,7 @@ QUICK_PLAN = LinkPlan(
     duration_s=0.3,
     warmup_s=0.05,
     phases=16,
+    capacity_pairs=16,
     capacity_s=0.05,
     capacity_blocks=2,
     capacity_warmup_s=0.005,
@@ -124,6 +128,7 @@ class Settings:
     deadline_s: float
     phases: int
     window: int
+    capacity_pairs: int
     capacity_s: float
     capacity_blocks: int
     capacity_warmup_s: float
@@ -149,6 +154,7 @@ class Settings:
             deadline_s=spec.link_deadline_s or 1 / rate,
             phases=spec.link_phases or base.phases,
             window=spec.link_window,
+            capacity_pairs=spec.link_phases or base.capacity_pairs,
             capacity_s=spec.link_capacity_s or base.capacity_s,
             capacity_blocks=base.capacity_blocks,
             capacity_warmup_s=(
@@ -176,18 +182,18 @@ def link_codecs(spec: Any) -> tuple[str, ...]:
 def planned_seconds(spec: Any) -> float:
     """How long the suite's plan should take: phases, their overheads, the probe."""
     settings = Settings.from_spec(spec)
-    phases = len(spec.link_profiles or DEFAULT_PROFILES) * len(link_codecs(spec))
-    phases *= settings.phases
+    profiles, codecs = len(spec.link_profiles or DEFAULT_PROFILES), len(link_codecs(spec))
     periodic = (settings.warmup_count + settings.count) / settings.rate_hz
     probe = settings.wakeup_samples / settings.rate_hz
     if settings.transport:  # no responder to start, no capacity phase
-        return probe + phases * (periodic + PHASE_OVERHEAD_S)
-    capacity = settings.capacity_blocks * settings.capacity_warmup_s + settings.capacity_s
+        return probe + profiles * codecs * settings.phases * (periodic + PHASE_OVERHEAD_S)
     start = RESPONDER_START_S if settings.peer == "loopback" else 0.0
-    codecs = len(link_codecs(spec))
-    duets = phases // codecs if codecs > 1 else phases  # the codecs' periodic phases at once
+    # the codecs' periodic phases of a pair at once (a duet), the second an offset later
+    duets = profiles * settings.phases
     periodic_s = duets * (periodic + 1 / settings.rate_hz + PHASE_OVERHEAD_S)
-    return start + probe + periodic_s + phases * (capacity + PHASE_OVERHEAD_S)
+    capacity = settings.capacity_blocks * settings.capacity_warmup_s + settings.capacity_s
+    capacity_s = profiles * settings.capacity_pairs * codecs * (capacity + PHASE_OVERHEAD_S)
+    return start + probe + periodic_s + capacity_s
 
 
 def preflight(spec: Any) -> list[str]:
@@ -273,6 +279,7 @@ class _Phases:
         }
         self.capacity_params = {
             **common,
+            "phases": settings.capacity_pairs,
             "phase": "capacity",
             "window": settings.window,
             "duration_s": settings.capacity_s,
@@ -643,8 +650,10 @@ def run(context: RunContext) -> None:
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
     phases = _Phases(context, settings, scheduling)
-    kinds = ["periodic"] if phases.bus else ["periodic", "capacity"]
-    progress.start(SUITE, len(profiles) * settings.phases * len(codecs) * len(kinds))
+    kinds = {"periodic": settings.phases}
+    if phases.bus is None:
+        kinds["capacity"] = settings.capacity_pairs
+    progress.start(SUITE, len(profiles) * len(codecs) * sum(kinds.values()))
     try:
         phases.prepare()
         phases.wakeup()
@@ -654,8 +663,8 @@ def run(context: RunContext) -> None:
                 codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()
             }
             phases.payload_digest(profile)  # now, not between timed phases
-            for kind in kinds:
-                for phase in range(settings.phases):
+            for kind, pairs in kinds.items():
+                for phase in range(pairs):
                     order = list(bound.items())
                     if phase % 2:  # A B, then B A: no codec always goes first
                         order.reverse()
