@@ -5,7 +5,7 @@ UART, a real pty pair made by socat, since there is no SocketCAN here (the
 pycan:// port itself is tested on python-can's virtual bus in test_can_peer.py).
 The board's agent runs under this venv's Python: a UART link needs pyserial,
 which Debian's python3 here does not have. Expected counts come from the
-options the test gives (`--count`, `--codecs`) and the quick plan's twelve
+options the test gives (`--count`, `--codecs`) and the quick plan's sixteen
 phases per codec (docs/link.md).
 """
 
@@ -34,7 +34,7 @@ from evbench_agent.errors import UserError
 EVBENCH = str(Path(sys.executable).parent / "evbench")
 COUNT = 8  # messages per periodic phase: a short plan
 LINK = ["--suite", "link", "--codecs", "json,protobuf", "--quick", "--count", str(COUNT)]
-PHASES_PER_CODEC = 12  # the quick link plan: 12 pairs (docs/link.md)
+PHASES_PER_CODEC = 16  # the quick link plan: 16 pairs (docs/link.md)
 STARTED = re.compile(r"link responder on this host over (\S+) \(pid (\d+)\)")
 
 

@@ -110,10 +110,10 @@ def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, t
     samples = [s for s in results.read_samples(out) if s.suite == "link"]
     rtt = {(s.codec, s.worker): s for s in samples if s.metric == "rtt"}
     lost = {(s.codec, s.worker): s.values[0] for s in samples if s.metric == "lost"}
-    # 2 codecs x the quick link plan's phases (12 pairs, docs/link.md), as recorded
+    # 2 codecs x the quick link plan's phases (16 pairs, docs/link.md), as recorded
     phases = {s.params["phases"] for s in samples if s.metric == "rtt"}
-    assert phases == {12}
-    assert len(rtt) == len([s for s in samples if s.metric == "rtt"]) == 2 * 12
+    assert phases == {16}
+    assert len(rtt) == len([s for s in samples if s.metric == "rtt"]) == 2 * 16
     for phase, sample_set in rtt.items():
         # Each message of the phase is measured once (or counted lost), none twice.
         assert len(sample_set.values) + lost[phase] == count

@@ -84,11 +84,13 @@ class LinkPlan:
 
 
 #: Verdicts rest on pairs: over TCP the periodic phases of the codecs run at once as a
-#: duet (their messages interleaved at the rate, each codec on its own connection),
-#: capacity phases back to back (A B, then B A). The link's ~10 tested rows form one
-#: Holm family, so the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at
-#: all (2/512); more pairs narrow the interval at that level (docs/link.md, "The plan").
-#: Full: 20 pairs of 1.2 s periodic phases (24 messages at 20 Hz each), about 60 s.
+#: duet (their messages interleaved at the rate, each codec on its own connection), and
+#: in a capacity pair the codecs take turns saturating in short interleaved blocks
+#: (A B B A ..., then B A A B ...). The link's ~10 tested rows form one Holm family, so
+#: the exact signed-rank test needs n >= 9 pairs to reach 0.05 / 10 at all (2/512); more
+#: pairs narrow the interval at that level (docs/link.md, "The plan").
+#: Full: 30 duets of 1.2 s periodic phases (24 messages at 20 Hz each), 30 capacity
+#: pairs of 4 blocks of 50 ms per codec; about 65 s with the probe.
 FULL_PLAN = LinkPlan(
     duration_s=1.2,
     warmup_s=0.2,
@@ -98,9 +100,8 @@ FULL_PLAN = LinkPlan(
     capacity_blocks=4,
     capacity_warmup_s=0.01,
 )
-#: A fixed small plan, recorded as quick: true. 12 pairs of 0.3 s phases (6 messages):
-#: the fewest pairs whose 99.5 % Walsh interval leaves out the five most extreme
-#: averages on each side, in about 14 s.
+#: A fixed small plan, recorded as quick: true. 16 duets of 0.3 s phases (6 messages)
+#: and 16 capacity pairs of 2 blocks of 25 ms per codec, in about 12 s.
 QUICK_PLAN = LinkPlan(
     duration_s=0.3,
     warmup_s=0.05,
