@@ -7,12 +7,45 @@ import logging
 import os
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_SRC = ROOT / "agent" / "src"
+
+#: The test files that take longest, longest first (each file's tests summed: pytest
+#: --durations of the integration tier). tests/run-tiers.sh hands whole files to its
+#: pytest-xdist workers in collection order (--dist loadfile --no-loadscope-reorder), so
+#: these start first and the short files fill in behind them: a long file handed out last
+#: would run on alone while the other workers sat idle.
+LONGEST_FILES = (
+    "test_docs.py",
+    "test_ssh_run.py",
+    "test_schema_acceptance.py",
+    "test_native_runtimes.py",
+    "test_console_run.py",
+    "test_history_cli.py",
+    "test_payload_identity.py",
+    "test_link_soak.py",
+    "test_user_schema_ssh.py",
+    "test_ssh_link.py",
+    "test_console_shell.py",
+    "test_user_schema_run.py",
+    "test_native_deploy.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FILES first, in its order; then the others, those with more
+    tests first (what pytest-xdist's own --loadscope-reorder does)."""
+    gone = [name for name in LONGEST_FILES if not (ROOT / "tests" / name).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FILES names no such file: {gone}")
+    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
+    tests_in = Counter(item.path for item in items)
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -tests_in[item.path]))
 
 
 def require(condition: bool, what: str) -> None:

@@ -11,12 +11,15 @@
 # per core unless EVBENCH_TEST_WORKERS says how many (1 runs them in this process, one at
 # a time). A test file's tests all run on one worker, one after another: its module
 # fixtures (a native build, a lab, runs to report on) are made once, and tests that
-# share a place (test_docs.py's documents write results/) never run side by side.
+# share a place (test_docs.py's documents write results/) never run side by side. Files
+# start longest first (tests/conftest.py, LONGEST_FILES), in that order
+# (--no-loadscope-reorder), so no long file starts last. Each tier lists its 25 slowest
+# steps (--durations).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
 workers=${EVBENCH_TEST_WORKERS:-auto}
-parallel=(-n "$workers" --dist loadfile)
+parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 [ "$workers" = 1 ] && parallel=(-p no:xdist)
 failed=()
 
@@ -25,7 +28,7 @@ tier() {
     shift 3
     echo "=== tier $name: budget $((budget / 60)) min"
     local start=$SECONDS
-    "$python" -m pytest -m "$marker" "$@"
+    "$python" -m pytest -m "$marker" --durations=25 "$@"
     local status=$? elapsed=$((SECONDS - start))
     # pytest's 5 means the tier has no tests: nothing failed.
     [ "$status" -eq 5 ] && status=0

@@ -26,8 +26,8 @@ step() {  # step NAME BUDGET COMMAND...
 # The build prints the board's directory; the tests boot that one (EVBOARD_IMAGE) instead
 # of looking up today's inputs again (apt-get update and apt-cache: minutes under load).
 image_file=$(mktemp)
-trap 'rm -f "$image_file"' EXIT
+trap 'rm -f "$image_file"; echo "e2e: $SECONDS s in all"' EXIT
 step "board build" "$build_budget" nice -n 10 "$python" "$here/evboard_image.py" | tee "$image_file"
 EVBOARD_IMAGE=$(grep '^/' "$image_file" | tail -n 1 || true)
 export EVBOARD_IMAGE
-step "end-to-end tests" "$test_budget" "$python" -m pytest -m e2e "$here" "$@"
+step "end-to-end tests" "$test_budget" "$python" -m pytest -m e2e --durations=25 "$here" "$@"
