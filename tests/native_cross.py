@@ -27,12 +27,13 @@ RESPONDER = "evbench-link-responder"
 TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 
 
-def build_documented(build: Path, *targets: str) -> None:
-    """native/ configured and built into `build` with the documented command (Release),
-    only `targets` when given; a runtime's missing package fails the test by name."""
+def build_documented(build: Path, *targets: str, options: tuple[str, ...] = ()) -> None:
+    """native/ configured and built into `build` with the documented command (Release) and
+    `options`, only `targets` when given; a runtime's missing package fails the test by name."""
     cmake = require_command("cmake")
     configure = subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+         *options],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
@@ -43,10 +44,11 @@ def build_documented(build: Path, *targets: str) -> None:
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
 
 
-def build_responder(build: Path) -> Path:
-    """native/ configured with the documented command into `build`, only the C link
-    responder built; its path."""
-    build_documented(build, RESPONDER)
+def build_responder(build: Path, codecs: str | None = None) -> Path:
+    """native/ configured with the documented command into `build` (with only the runtimes
+    `codecs` when given), only the C link responder built; its path."""
+    options = () if codecs is None else (f"-DEVBENCH_NATIVE_CODECS={codecs}",)
+    build_documented(build, RESPONDER, options=options)
     return build / RESPONDER
 
 

@@ -288,6 +288,30 @@ def test_the_client_shows_why_ack_mode_is_refused(native):
     assert "decodes json and protobuf in ack mode, not codec 'protobuf-json'" in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    ("codecs", "served", "refusal"),
+    [
+        ("c:cjson", "json", "decodes json (this build has no protobuf-c) in ack mode"),
+        ("c:protobuf-c", "protobuf", "decodes protobuf (this build has no cJSON) in ack mode"),
+        ("cpp:nlohmann", None, "built without its codec runtimes"),
+    ],
+)
+def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
+    codecs, served, refusal, tmp_path
+):
+    """EVBENCH_NATIVE_CODECS without c:cjson or c:protobuf-c: that codec's ack HELLO is
+    refused, saying why; echo mode needs neither."""
+    path = build_responder(tmp_path / "build", codecs)
+    with NativeResponder(path) as native:
+        for codec in ("json", "protobuf"):
+            for mode in ("echo", "ack"):
+                hello = json.dumps(hello_document(codec, mode=mode)).encode()
+                answer = first_answer(native.address, hello)
+                assert answer["ok"] is (mode == "echo" or codec == served), (codec, mode, answer)
+                if not answer["ok"]:
+                    assert refusal in answer["error"], answer
+
+
 def test_ack_mode_serves_the_built_in_profiles_it_names_with_their_python_message_types(native):
     """Each Python profile asked for in ack mode (its message type from the Python profile):
     served for seed and ev-full, refused for the others, never a type mismatch."""

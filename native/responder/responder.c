@@ -429,6 +429,7 @@ static int same_token(const char *offered, const char *wanted) {
   return diff == 0;
 }
 
+#ifdef ACK_CODECS
 /* A client's value as Python's repr() quotes a string, in ASCII, cut to MAX_QUOTED
  * characters (evbench_agent.link.handshake.quoted): what a refusal may say back. */
 static void quote(char *out, size_t size, const char *value) {
@@ -445,6 +446,7 @@ static void quote(char *out, size_t size, const char *value) {
   text[n] = 0;
   snprintf(out, size, "%s", text);
 }
+#endif
 
 /* NULL for a HELLO this responder serves, else why not (a constant, or written to `why`).
  * *codec is what ack mode decodes with (CODEC_ECHO in echo mode), *type its message type
