@@ -399,16 +399,21 @@ def test_when_every_pending_place_is_taken_the_crowdedest_peers_oldest_goes(kind
 
 def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(responder_path):
     """2 slots held by clients that send nothing after their HELLO (one asks for STATS every
-    second: not measuring traffic). Within the idle budget a newcomer is refused, busy; past
-    it, newcomers take their slots, longest idle first, and the log says why."""
+    half second: not measuring traffic). Within the idle budget a newcomer is refused, busy;
+    past it, newcomers take their slots, longest idle first, and the log says why, once for
+    the two (once per peer address per minute)."""
     link = messages.bind("json", "seed")
     with NativeResponder(responder_path, "--max-connections", "2") as native:
         silent = client.Connection(native.address, link, "ack")
         asking = client.Connection(native.address, link, "ack")
         newcomers: list[client.Connection] = []
         try:
-            with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
-                client.Connection(native.address, link, "ack")
+            with connect_from("127.0.0.9", native.address) as sock:
+                hello = json.dumps(hello_document("json", mode="ack")).encode()
+                sock.sendall(framing.pack(framing.HELLO, 0, hello))
+                busy = json.loads(framing.FrameReader(sock).receive()[0].body)
+            assert busy["ok"] is False and busy["reason"] == "busy", busy
+            assert "connection limit (2) is reached: other clients hold every slot" in busy["error"]
             stats = client.Exchange(asking, [])
             started = time.monotonic()
             while time.monotonic() - started < IDLE_BUDGET_S + 0.5:
@@ -425,7 +430,26 @@ def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(res
             for connection in [silent, asking, *newcomers]:
                 connection.close()
         log = native.stderr()
-    assert log.count("gave up its slot to a new client: no message for 5 s (the idle budget)") == 2
+    lines = [line for line in log.splitlines() if "dropped" in line]
+    assert len(lines) == 2, log  # 127.0.0.9's refusal; 127.0.0.1's first eviction
+    assert "127.0.0.9:" in lines[0] and "connection limit (2)" in lines[0], lines
+    idle = "gave up its slot to a new client: no message for 5 s (the idle budget)"
+    assert "127.0.0.1:" in lines[1] and idle in lines[1], lines
+
+
+def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(native):
+    slow = [connect_from("127.0.0.4", native.address) for _ in range(4)]
+    try:
+        for sock in slow:
+            sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
+        for sock in slow:
+            assert closed(sock, 10.0)  # the 5 s handshake deadline
+    finally:
+        for sock in slow:
+            sock.close()
+    lines = [line for line in native.stop().splitlines() if "handshake" in line]
+    assert len(lines) == 1, lines  # once per peer per minute, not once per connection
+    assert "127.0.0.4:" in lines[0] and "did not complete the handshake within 5 s" in lines[0]
 
 
 @pytest.mark.parametrize("mode", ["ack", "echo"])

@@ -18,6 +18,7 @@
  * (a newcomer past its peer's share closes that peer's oldest pending connection; past all
  * places, the oldest of the peer holding the most); `--max-connections` slots, and a client
  * that has sent no MESSAGE for 5 s (the idle budget) gives its slot up to a newcomer.
+ * Each drop is logged with who and why, at most once per peer address per minute.
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
  *
@@ -72,6 +73,8 @@
 #define PEER_SHARE 4             /* one peer address holds at most 1 / PEER_SHARE of them */
 #define CLOSING_PER_SLOT 1       /* places, per slot, for connections being closed */
 #define IDLE_BUDGET_S 5          /* a slot without a MESSAGE for this long goes to a newcomer */
+#define DROP_LOG_INTERVAL_S 60   /* a peer's drops are logged at most once per this long */
+#define DROP_LOG_PEERS 1024      /* peers whose last drop line is remembered */
 #define RECV_SIZE 65536
 #define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
 #define TOKEN_ENV "EVBENCH_LINK_TOKEN"
@@ -546,7 +549,7 @@ static int answer(int fd, const char *error, int busy) {
 
 typedef struct {
   int fd;
-  char name[64];
+  char name[64], host[INET6_ADDRSTRLEN];
   unsigned char *buffer;
   size_t used, capacity;
   int64_t received_ns;
@@ -831,6 +834,44 @@ static int forget(Place *place) {
   return taken;
 }
 
+/* Say who was dropped and why, at most once per peer address per DROP_LOG_INTERVAL_S; the
+ * drops held back are counted in the peer's next line (the Python responder's DropLog). */
+typedef struct {
+  char host[INET6_ADDRSTRLEN];
+  int64_t logged_at;
+  unsigned long held;
+} DropLine;
+static DropLine drop_lines[DROP_LOG_PEERS];
+static int drop_line_count;
+static pthread_mutex_t drop_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void dropped(const char *host, const char *name, const char *why) {
+  int64_t now = now_ns(CLOCK_MONOTONIC), interval = (int64_t)DROP_LOG_INTERVAL_S * 1000000000;
+  unsigned long held = 0;
+  DropLine *line = NULL, *stalest = NULL;
+  pthread_mutex_lock(&drop_lock);
+  for (int i = 0; i < drop_line_count && !line; i++) {
+    if (!strcmp(drop_lines[i].host, host)) line = &drop_lines[i];
+    else if (!stalest || drop_lines[i].logged_at < stalest->logged_at) stalest = &drop_lines[i];
+  }
+  if (line && now - line->logged_at < interval) {
+    line->held++;
+    pthread_mutex_unlock(&drop_lock);
+    return;
+  }
+  if (line) held = line->held;
+  else if (drop_line_count < DROP_LOG_PEERS) line = &drop_lines[drop_line_count++];
+  else line = stalest; /* the peer logged longest ago is forgotten */
+  snprintf(line->host, sizeof line->host, "%s", host);
+  line->logged_at = now, line->held = 0;
+  pthread_mutex_unlock(&drop_lock);
+  if (held)
+    say("%s: dropped: %s (and %lu more from %s in the last %d s)", name, why, held, host,
+        DROP_LOG_INTERVAL_S);
+  else
+    say("%s: dropped: %s", name, why);
+}
+
 static void *connection(void *arg) {
   Connection *c = arg;
   int one = 1;
@@ -857,7 +898,7 @@ static void *connection(void *arg) {
   }
   int fd = c->fd, taken = forget(c->place); /* before close(): a new connection may get fd */
   if (taken) why = taken == TAKEN_IDLE ? idle_text : room_text;
-  if (why && !stopping) say("%s: dropped: %s", c->name, why);
+  if (why && !stopping) dropped(c->host, c->name, why);
   close(fd);
   free(c->buffer);
   free(c);
@@ -973,13 +1014,17 @@ int main(int argc, char **argv) {
     }
     pthread_mutex_unlock(&lock);
     if (!place) {
-      say("%s:%s: dropped: %d connections open (the cap)", peer_host, peer_port, place_count);
+      char name[64], cap[64];
+      snprintf(name, sizeof name, "%s:%s", peer_host, peer_port);
+      snprintf(cap, sizeof cap, "%d connections open (the cap)", place_count);
+      dropped(peer_host, name, cap);
       close(fd);
       free(c);
       continue;
     }
     c->fd = fd, c->place = place;
     snprintf(c->name, sizeof c->name, "%s:%s", peer_host, peer_port);
+    snprintf(c->host, sizeof c->host, "%s", peer_host);
     pthread_t thread;
     if (pthread_create(&thread, &detached, connection, c)) {
       forget(place);
