@@ -16,24 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT_SRC = ROOT / "agent" / "src"
 
 #: The test files that take longest, longest first (each file's tests summed: pytest
-#: --durations of the integration tier). tests/run-tiers.sh hands whole files to its
-#: pytest-xdist workers in collection order (--dist loadfile --no-loadscope-reorder), so
-#: these start first and the short files fill in behind them: a long file handed out last
-#: would run on alone while the other workers sat idle.
+#: --durations of the integration tier, 4 workers, load 7-12). tests/run-tiers.sh hands
+#: whole files to its pytest-xdist workers in collection order (--dist loadfile
+#: --no-loadscope-reorder), so these start first and the short files fill in behind them:
+#: a long file handed out last would run on alone while the other workers sat idle.
 LONGEST_FILES = (
     "test_docs.py",
+    "test_labgrid_board.py",
     "test_ssh_run.py",
+    "test_lab_run.py",
     "test_schema_acceptance.py",
-    "test_native_runtimes.py",
     "test_console_run.py",
     "test_history_cli.py",
-    "test_payload_identity.py",
-    "test_link_soak.py",
-    "test_user_schema_ssh.py",
-    "test_ssh_link.py",
+    "test_lava.py",
+    "test_compat.py",
+    "test_labgrid_serial.py",
+    "test_labgrid_isolated.py",
     "test_console_shell.py",
-    "test_user_schema_run.py",
-    "test_native_deploy.py",
+    "test_link_soak.py",
+    "test_ssh_link.py",
+    "test_native_runtimes.py",
 )
 
 

@@ -7,21 +7,30 @@
 #                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
-# The fast and integration tiers run their tests in parallel (pytest-xdist), one worker
-# per core unless EVBENCH_TEST_WORKERS says how many (1 runs them in this process, one at
-# a time). A test file's tests all run on one worker, one after another: its module
-# fixtures (a native build, a lab, runs to report on) are made once, and tests that
-# share a place (test_docs.py's documents write results/) never run side by side. Files
-# start longest first (tests/conftest.py, LONGEST_FILES), in that order
-# (--no-loadscope-reorder), so no long file starts last. Each tier lists its 25 slowest
-# steps (--durations).
+# The fast and integration tiers run their tests in parallel (pytest-xdist): the fast tier
+# one worker per core, the integration tier two per core, as its tests mostly wait (links
+# paced at 20 Hz, consoles at 115200 baud, labgrid places held, servers starting): with
+# two workers it kept about one core of two busy. EVBENCH_TEST_WORKERS says how many for
+# both (1 runs them in this process, one at a time). A test file's tests all run on one
+# worker, one after another: its module fixtures (a native build, a lab, runs to report
+# on) are made once, and tests that share a place (test_docs.py's documents write
+# results/) never run side by side. Files start longest first (tests/conftest.py,
+# LONGEST_FILES), in that order (--no-loadscope-reorder), so no long file starts last.
+# Each tier lists its 25 slowest steps (--durations).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
-workers=${EVBENCH_TEST_WORKERS:-auto}
-parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
-[ "$workers" = 1 ] && parallel=(-p no:xdist)
+workers=${EVBENCH_TEST_WORKERS:-}
+cores=$(nproc)
 failed=()
+
+xdist() {  # xdist WORKERS: sets xdist_args, the pytest arguments for that many workers
+    if [ "$1" = 1 ]; then
+        xdist_args=(-p no:xdist)
+    else
+        xdist_args=(-n "$1" --dist loadfile --no-loadscope-reorder)
+    fi
+}
 
 tier() {
     local name=$1 budget=$2 marker=$3
@@ -37,8 +46,10 @@ tier() {
     [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-tier fast 300 "not integration and not compat and not e2e and not slow" "${parallel[@]}" "$@"
-tier integration 900 "(integration or compat or slow) and not e2e" "${parallel[@]}" "$@"
+xdist "${workers:-$cores}"
+tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
+xdist "${workers:-$((cores * 2))}"
+tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
 echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
 start=$SECONDS
 tests/board/run-e2e.sh "$@" || failed+=(e2e)
