@@ -87,6 +87,19 @@ def test_every_copy_is_private(tmp_path):
     assert streams(copy)["<"] == b"hello\r\n"
 
 
+def test_a_transcript_removed_during_the_session_loses_only_its_copy(tmp_path, caplog):
+    # Another process cleaned ./results/console under a running session (seen when a docs
+    # test tidied results/ beside a labgrid run): the run must not end in an internal error.
+    record = Transcript(tmp_path / "console" / "t.transcript", "socket://board:1")
+    record.received(b"hello\r\n")
+    (tmp_path / "console" / "t.transcript").unlink()
+    (tmp_path / "results").mkdir()
+    assert record.copy_to(tmp_path / "results") is None
+    record.close()
+    assert list((tmp_path / "results").iterdir()) == []
+    assert "was removed during the session" in caplog.text
+
+
 class EchoingConsole:
     """A fake login on a TCP socket that echoes the password one byte per segment, then
     refuses it (a real UART may split the echo anywhere; a socket:// console server

@@ -17,6 +17,7 @@ is readable by the user alone (0600).
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ from pathlib import Path
 FORMAT_LINE = "# evbench console transcript, version 1"
 REDACTED = b"<password redacted>"
 #: Where transcripts go when the command has no output directory of its own.
+log = logging.getLogger(__name__)
+
 DEFAULT_DIRECTORY = Path("results") / "console"
 LINE_BREAKS = b"\r\n"
 PRIVATE = 0o600
@@ -153,12 +156,20 @@ class Transcript:
         for direction, stream in self._streams.items():
             self._write(direction, stream.drain())
 
-    def copy_to(self, directory: Path, name: str = "console.transcript") -> Path:
-        """A copy beside a command's other results, as private as the original."""
+    def copy_to(self, directory: Path, name: str = "console.transcript") -> Path | None:
+        """A copy beside a command's other results, as private as the original; None
+        when the transcript was removed while the session ran (the run is kept)."""
         if not self._file.closed:
             self._file.flush()
         target = directory / name
-        data = self.path.read_bytes()
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            # Something cleaned ./results/console under a running session: the results
+            # are whole, only the copy is lost; say so instead of failing the run.
+            log.warning("the console transcript %s was removed during the session: "
+                        "no copy in %s", self.path, directory)  # fmt: skip
+            return None
         with os.fdopen(_open_private(target), "wb") as stream:
             stream.write(data)
         return target
