@@ -67,7 +67,10 @@ def lab(sshd, serial_line, console_user, tmp_path_factory):
 
 
 @pytest.fixture
-def lab_env(lab, ssh_home, console_user, monkeypatch):
+def lab_env(lab, ssh_home, console_user, monkeypatch, tmp_path):
+    # Console transcripts go to ./results/console: here, not the checkout's results/,
+    # which test_docs tidies on another worker.
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
     monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
     monkeypatch.setenv("LG_USERNAME", "nightly")
