@@ -27,7 +27,7 @@ from conftest import require_command
 from evbench_agent.buses import transport as bus_transport
 from evbench_agent.errors import UserError
 from evbench_agent.link import handshake, messages, uart_framing, uart_port
-from evbench_agent.link.framing import MESSAGE, REPLY, Frame
+from evbench_agent.link.framing import MESSAGE, REPLY, Frame, PeerClosed
 
 
 def by_hand(kind: int, sequence: int, body: bytes) -> bytes:
@@ -155,6 +155,17 @@ def test_bad_uart_addresses_are_user_errors(url: str) -> None:
 def test_a_missing_device_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot open"):
         uart_port.UartPort(uart_port.parse(f"uart://{tmp_path}/ttyNONE?baud=115200"))
+
+
+def test_a_line_that_goes_away_mid_run_is_peer_closed() -> None:
+    # A USB adapter pulled out: the pseudo-terminal's other end closes, reads fail (EIO).
+    board_end, host_end = os.openpty()
+    with uart_port.UartPort(uart_port.parse(f"uart://{os.ttyname(host_end)}?baud=115200")) as port:
+        os.close(board_end)
+        with pytest.raises(PeerClosed):
+            for _ in range(5):  # a closed line reads as EOF or EIO, depending on the kernel
+                port.receive(0.2)
+    os.close(host_end)
 
 
 def test_a_message_longer_than_its_period_is_said_up_front() -> None:

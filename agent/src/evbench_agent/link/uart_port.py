@@ -113,15 +113,18 @@ class UartPort:
 
     def receive(self, timeout_s: float) -> list[Frame]:
         """Whole intact frames, waiting up to `timeout_s` for the first (an empty list
-        when none came: damaged frames are dropped, never handed out)."""
+        when none came: damaged frames are dropped, never handed out); a line that
+        went away is PeerClosed."""
         deadline = time.monotonic() + timeout_s
         while not self._ready:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            self._serial.timeout = min(READ_SLICE_S, left)
-            waiting = self._serial.in_waiting
-            data = self._serial.read(waiting or 1)
+            try:
+                self._serial.timeout = min(READ_SLICE_S, left)
+                data = self._serial.read(self._serial.in_waiting or 1)
+            except (self._errors[1], OSError) as error:  # the adapter went away
+                raise PeerClosed(f"{self.address.device} failed: {error}") from error
             if data:
                 self._ready.extend(self.deframer.feed(data))
         frames, self._ready = self._ready, []

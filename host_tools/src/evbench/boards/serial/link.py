@@ -100,8 +100,12 @@ class ConsoleLink:
 
     def read_some(self, deadline: Deadline) -> bytes:
         """What arrives before the deadline or within one short poll, appended to the buffer."""
-        self._port.timeout = min(0.05, max(deadline.remaining, 0.001))
+        timeout = min(0.05, max(deadline.remaining, 0.001))
         try:
+            # Set only when it changes: on an rfc2217:// port each change is a parameter
+            # negotiation on the wire, which fails like a read once ser2net is gone.
+            if self._port.timeout != timeout:
+                self._port.timeout = timeout
             # What is waiting, or else the first byte to come: pyserial's read(n)
             # would otherwise sit out the whole timeout for n bytes.
             data = self._port.read(min(max(self._port.in_waiting, 1), READ_SIZE))
