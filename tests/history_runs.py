@@ -32,10 +32,12 @@ def night(
     machine_cpu: float | None = None,
     codec_params: dict[str, Any] | None = None,
     codec_factors: dict[str, float] | None = None,
+    operation_factors: dict[tuple[str, str], float] | None = None,
 ) -> Path:
     """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`.
 
     `codec_factors`: a further factor on one codec's timings.
+    `operation_factors`: a further factor on one (codec, metric)'s timings.
     `codec_params`: params added to every codec record (a payload digest, say).
     `machine_cpu`: add the codec phase's machine CPU telemetry (a context metric), in %.
     """
@@ -53,6 +55,7 @@ def night(
         sample_set = json.loads(line)
         if sample_set["metric"] in TIMING_METRICS:
             scale = factor * (codec_factors or {}).get(sample_set["codec"], 1.0)
+            scale *= (operation_factors or {}).get((sample_set["codec"], sample_set["metric"]), 1.0)
             sample_set["values"] = [v * scale for v in sample_set["values"]]
         if codec_params and sample_set["suite"] == "codec":
             sample_set["params"] = {**sample_set["params"], **codec_params}

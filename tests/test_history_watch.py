@@ -30,6 +30,7 @@ FLAT = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 9, 6, 0)]
 #: Fourteen such nights, then three more (all the steps' nights rise 0.1 % each).
 FLAT_14 = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 10, 2, 9, 12, 6, 11, 13, 0)]
 FLAT_14 += [1.0, 1.001, 1.002]
+OPERATIONS = ("encode", "decode", "decode_access")
 
 
 def test_reference_nights_needed_are_what_the_exact_test_allows():
@@ -82,11 +83,44 @@ def test_a_step_within_the_scatter_is_placed_where_a_shift_is_likeliest():
     assert seen.seen == 13
     assert math.isclose(seen.split.p, 2 / 364)
     # Placement: before = log 1.00 = 0, after = the window's median log 1.12 = 0.1133,
-    # midpoint 0.0567. Summing each night's log less the midpoint from the newest back:
-    # night 13: 0.1178 - 0.0567 = 0.0611; night 12: + 0.0566 = 0.1177; night 11:
-    # log 1.045 = 0.0440, - 0.0127 = 0.1050. The largest sum starts at night 12. (Night 11
-    # lies above the old median 1.00: "the first night worse than the median" took it.)
+    # midpoint and half-shift 0.0567. Summing each night's log less the midpoint (clipped
+    # at the half-shift) from the newest back: night 13: 0.1178 - 0.0567 = 0.0611, clipped
+    # 0.0567; night 12: + 0.0566 = 0.1133; night 11: log 1.045 = 0.0440, - 0.0127 = 0.1006.
+    # The largest sum starts at night 12. (Night 11 lies above the old median 1.00: "the
+    # first night worse than the median" took it.)
     assert seen.split.index == 12
+
+
+#: Eleven nights around 1.00 (sorted: 0.96 .. 1.03, median 1.00; robust spread
+#: 1.4826 x median |log v| = 1.4826 x log(1 / 0.98) = 0.0300), the last the lowest.
+REFERENCE = [1.02, 0.98, 1.00, 1.03, 0.97, 1.01, 1.025, 0.975, 0.995, 1.015, 0.96]
+
+
+def test_a_high_night_before_a_step_is_placed_by_the_codecs_other_series():
+    # A 10 % step at night 12; night 11, before it, lay high (1.07) in this series only.
+    series = [*REFERENCE, 1.07, 1.10, 1.11]
+    # The same step in another operation of the codec, whose night 11 was ordinary.
+    other = [*reversed(REFERENCE), 1.00, 1.10, 1.10]
+    # Night 13's window (1.07, 1.10, 1.11) lies beyond all 11 nights before it: one of
+    # C(14, 3) = 364 orders, one-sided p = 1/364. (Night 12's holds 0.96, the lowest.)
+    # Each series: before = log 1.00 = 0, after = its window's median, log 1.10 = 0.0953:
+    # midpoint and half-shift h = 0.0477; the same spread (one multiset), so one weight.
+    # Distances past the midpoint, clipped at h: this series log 1.07 - h = 0.0200
+    # (night 11), h, h (log 1.11 - h = 0.057, clipped); the other -h, h, h. Summed from
+    # the newest back, this series alone: night 13: h, 12: 2h, 11: 2h + 0.0200: night 11,
+    # a night early. Both: 13: 2h = 0.095, 12: 4h = 0.191, 11: 3h + 0.0200 = 0.163: 12.
+    (alone,) = changes.watch(series, 0.05, worse="higher")
+    assert (alone.split.index, alone.seen) == (11, 13)
+    assert math.isclose(alone.split.p, 1 / 364)
+    (joint,) = changes.watch(series, 0.05, worse="higher", companions=[other])
+    assert (joint.split.index, joint.seen) == (12, 13)
+    # Medians: nights 12-13, 1.105; nights 0-11 (1.07 among them), (1.00 + 1.01) / 2.
+    assert math.isclose(joint.split.ratio, 1.105 / 1.005)
+    # A companion scattering 10 times as much (every log x 10) weighs 1/100 as much:
+    # 12: 2h + 2h / 100 = 0.0963, 11: 2h + 0.0200 + h / 100 = 0.116: night 11 again.
+    noisy = [math.exp(10 * math.log(v)) for v in REFERENCE] + [1.00, 1.10, 1.10]
+    (outvoted,) = changes.watch(series, 0.05, worse="higher", companions=[noisy])
+    assert outvoted.split.index == 11
 
 
 def _store(tmp_path, nights):
@@ -210,3 +244,35 @@ def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_pat
         assert change.worse and round(change.pct, 1) == 9.4
     failing = regressions(found.changes, Criteria())
     assert sorted(c.series[3] for c in failing) == ["decode", "decode_access", "encode"]
+
+
+def test_the_check_places_one_operations_change_with_the_codecs_other_operations(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # json 1.5x slower from night 15 in all three operations; night 14, before the step,
+    # lay high (1.45x) in json decode only. Every json operation wiggles as FLAT_14;
+    # protobuf stays put, so json relative to protobuf has json's own shape.
+    factors = [{("json", op): FLAT_14[i] * (1.5 if i >= 15 else 1.0) for op in OPERATIONS}
+               for i in range(17)]  # fmt: skip
+    factors[14][("json", "decode")] = 1.45
+    nights = [night(runs, i, operation_factors=factors[i]) for i in range(17)]
+    with open_store(_store(tmp_path, nights)) as store:
+        found = survey(store)
+    # json decode, absolute and relative: night 16's window (1.45, 1.5015, 1.503) beyond
+    # all 14 nights before: p = 1 / C(17, 3) = 1 / 680. The other operations' windows hold
+    # night 14 at the old level (1.000, the lowest with night 13): no alarm there.
+    assert sorted(c.series_name for c in found.changes) == [
+        "codec/seed/json/decode",
+        "codec/seed/json/decode {relative to protobuf in the same runs}",
+    ]
+    # Placement (logs): before = median of nights 0-13, log 1.0065 = 0.0065; after = the
+    # window's median, log 1.5015 = 0.4065 in every json series (the others' window:
+    # 1.000, 1.5015, 1.503); midpoint 0.2065, h = 0.2, one weight (one shape). Distances:
+    # decode's night 14, log 1.45 - 0.2065 = 0.165; every other series' night 14 -h;
+    # nights 15 and 16 h (clipped). Decode alone: night 14: 2h + 0.165 > night 15: 2h.
+    # With its 4 companions and its twin (the other decode series): night 15: 6 x 2h =
+    # 2.4; night 14: 2 x (2h + 0.165) + 4 x h = 1.93: night 15, where the step is.
+    for change in found.changes:
+        assert math.isclose(change.split.p, 1 / 680)
+        assert change.run_id.startswith("20260015T"), change.describe()
+        assert change.first_seen_run.startswith("20260016T")

@@ -259,50 +259,48 @@ class Seen:
     seen: int  # index of the newest night of the first series that showed it
 
 
-def _placed(logs: Sequence[float], start: int, first: int, last: int) -> int:
-    """The split in first..last that fits two levels to logs[start:last + 1] best (L1)."""
-    array = np.asarray(logs[start : last + 1], dtype=float)
-
-    def cost(t: int) -> float:
-        before, after = array[: t - start], array[t - start :]
-        return float(
-            np.abs(before - np.median(before)).sum() + np.abs(after - np.median(after)).sum()
-        )
-
-    return min(range(first, last + 1), key=lambda t: (cost(t), t))
+#: The smallest robust spread (log scale) a series' reference nights are given: a
+#: reference of identical nights would otherwise weigh infinitely.
+MIN_SPREAD = 1e-9
 
 
-#: A step this many robust spreads of the reference nights wide is placed by the
-#: least-deviation fit, which finds a gross step exactly; a smaller one by the likelihood
-#: of a shift between the two levels (`_likeliest_start`).
-GROSS_SPREADS = 3.0
-
-
-def _gross(logs: Sequence[float], reference: Sequence[float], start: int, split: int,
-           last: int) -> bool:  # fmt: skip
-    spread = 1.4826 * float(np.median(np.abs(np.asarray(reference) - np.median(reference))))
-    jump = abs(float(np.median(logs[split : last + 1]) - np.median(logs[start:split])))
-    return jump > GROSS_SPREADS * spread
-
-
-def _likeliest_start(logs: Sequence[float], before: float, after: float, first: int,
+def _likeliest_start(series: Sequence[Sequence[float]], reference_start: int, first: int,
                      last: int) -> int:  # fmt: skip
-    """The night of first..last from which a shift from level `before` to level `after`
-    is likeliest. For a shift of that size in symmetric noise, each night from the
-    start on adds its distance past the midpoint of the two levels to the log
-    likelihood ratio (with Gaussian noise exactly, up to a constant factor), so the
-    start is the t maximising the sum over nights t..last of that signed distance.
-    Night-to-night noise the size of the step makes a least-deviation fit wander to
-    later nights, and a test of "worse than the old median" takes a pre-step night
-    that happens to lie above it for the start; the midpoint does neither."""
-    midpoint = (before + after) / 2
-    direction = 1.0 if after > before else -1.0
-    best, best_score, score = last, -math.inf, 0.0
-    for night in range(last, first - 1, -1):
-        score += direction * (logs[night] - midpoint)
-        if score > best_score:
-            best, best_score = night, score
-    return best
+    """The night of first..last from which a shift is likeliest, over `series` together
+    (logs of the same nights: the watched series, then its companions; NaN where a
+    series lacks a night).
+
+    Each series shifts from its reference's median (nights reference_start..first-1)
+    to its window's (first..last). For a shift of that size in noise of spread s, a
+    night from the start on adds shift / s^2 times its distance past the midpoint of
+    the two levels to the log likelihood ratio (Gaussian noise: exactly), so the
+    start is the t maximising that sum over nights t..last, summed over the series
+    (independent noise: their log likelihoods add). s is the reference's robust spread
+    (1.4826 MAD), so a quiet series weighs more than a noisy one and a series that did
+    not move (shift near 0) next to nothing. A distance is clipped at half the shift: a
+    night beyond a level counts as that level and no more, so one wild night in one
+    series cannot outvote the others. One series alone at a time is fooled by a night
+    before the step that lay high; the codec's other operations, measured on the same
+    nights with noise of their own, are not (benchmarks/README.md).
+    """
+    score = np.zeros(last - first + 1)
+    for logs in series:
+        array = np.asarray(logs, dtype=float)
+        reference, window = array[reference_start:first], array[first : last + 1]
+        reference = reference[np.isfinite(reference)]
+        if len(reference) < MIN_SEGMENT or not np.isfinite(window).any():
+            continue
+        before, after = float(np.median(reference)), float(np.nanmedian(window))
+        shift = after - before
+        if shift == 0:
+            continue
+        spread = max(1.4826 * float(np.median(np.abs(reference - before))), MIN_SPREAD)
+        distance = np.clip(math.copysign(1.0, shift) * (window - (before + after) / 2),
+                           -abs(shift) / 2, abs(shift) / 2)  # fmt: skip
+        distance = np.where(np.isfinite(distance), distance, 0.0)
+        score += abs(shift) / spread**2 * np.cumsum(distance[::-1])[::-1]
+    best = int(np.argmax(score[::-1]))  # ties: the later night
+    return last - best
 
 
 def _split(values: Sequence[float], start: int, split: int, end: int, z: float, p: float) -> Split:
@@ -314,17 +312,25 @@ def _split(values: Sequence[float], start: int, split: int, end: int, z: float, 
     )
 
 
-def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = None) -> list[Seen]:
+def watch(
+    values: Sequence[float],
+    alpha: float = ALPHA,
+    worse: str | None = None,
+    companions: Sequence[Sequence[float]] = (),
+) -> list[Seen]:
     """The nightly watch, replayed night by night over a series (positive values).
 
     Each night the newest WINDOW nights are tested against the nights before them
     since the last change (at most MAX_REFERENCE): exact two-sided Mann-Whitney on
     the nightly medians, p < alpha, and the ratio's 95 % interval wholly beyond
-    1 +/- MIN_EFFECT. A change is placed within the window: a gross step where two
-    levels fit the nights best (L1), a smaller one where a shift between the
-    reference's median and the window's is likeliest (`_likeliest_start`); the
-    nights from it on are the next reference. Nothing is
-    tested while fewer than `reference_needed(alpha)` reference nights exist.
+    1 +/- MIN_EFFECT. A change is placed within the window where a shift is
+    likeliest over the series and its `companions` together (`_likeliest_start`);
+    the nights from it on are the next reference. Nothing is tested while fewer
+    than `reference_needed(alpha)` reference nights exist.
+
+    `companions` are other series of the same nights (same length; NaN where one
+    lacks a night): the same codec's other operations, absolute and relative. They
+    only place a change; they never raise one.
 
     `worse` ("higher" or "lower": which way the values get worse) makes the test
     one-sided: the watch raises alarms, and an alarm is a regression; an improvement
@@ -332,7 +338,10 @@ def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = Non
     """
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
+    if any(len(c) != len(values) for c in companions):
+        raise ValueError("companion series need one value per night of the series")
     logs = [math.log(v) for v in values]
+    placing = [logs, *([math.log(v) if v > 0 else math.nan for v in c] for c in companions)]
     need = reference_needed(alpha, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
@@ -350,13 +359,7 @@ def watch(values: Sequence[float], alpha: float = ALPHA, worse: str | None = Non
             p /= 2  # the exact (or approximate) test's tail on the worse side
         if p >= alpha:
             continue
-        split = _placed(logs, reference_start, first, last)
-        if worse is not None and not _gross(logs, reference, reference_start, split, last):
-            split = _likeliest_start(
-                logs, float(np.median(reference)), float(np.median(window)), first, last
-            )
-        if split - reference_start < 1:
-            continue
+        split = _likeliest_start(placing, reference_start, first, last)
         candidate = _split(values, reference_start, split, last + 1, math.nan, p)
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
             continue
@@ -374,11 +377,15 @@ def first_seen(values: Sequence[float], index: int, alpha: float = ALPHA) -> int
 
 
 def changes_of(
-    values: Sequence[float], alpha: float = ALPHA, worse: str | None = None
+    values: Sequence[float],
+    alpha: float = ALPHA,
+    worse: str | None = None,
+    companions: Sequence[Sequence[float]] = (),
 ) -> list[Seen]:
     """The watch's changes and the segmentation's (older ones the watch could not see:
-    in a too-short stretch, or a drift), each with the night it was first shown."""
-    watched = watch(values, alpha, worse)
+    in a too-short stretch, or a drift), each with the night it was first shown.
+    `companions` place the watch's changes (`watch`)."""
+    watched = watch(values, alpha, worse, companions)
     found = list(watched)
     for split in detect(values, alpha):
         if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):

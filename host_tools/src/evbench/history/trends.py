@@ -245,7 +245,8 @@ def board_changes(
     relatives = relative_series(watched)
     family = alpha / max(1, len(watched) + len(relatives))
     found = []
-    for series in [*watched, *relatives]:
+    every = [*watched, *relatives]
+    for series in every:
         values = [p.record["median"] for p in series.points]
         if len(values) < 2 * changes.MIN_SEGMENT:
             continue
@@ -254,8 +255,31 @@ def board_changes(
             continue
         lower_is_better = metrics.better(base_metric(series.key[3])) != HIGHER_IS_BETTER
         worse = "higher" if lower_is_better else "lower"
-        found += [(series, seen) for seen in changes.changes_of(values, family, worse)]
+        others = companions(series, every)
+        found += [(series, seen) for seen in changes.changes_of(values, family, worse, others)]
     return found, family
+
+
+def companions(series: Series, every: Sequence[Series]) -> list[list[float]]:
+    """The series that place a change of `series` with it: the same board's other tested
+    series of the same codec (suite, profile, codec and payloads; its other operations,
+    absolute and relative), each night of `series` in order, NaN where one lacks it.
+
+    A codec's change reaches its operations on the same night, while each operation's
+    night-to-night noise is its own: together they place a step where one series alone
+    takes a night before it that lay high for the start (changes._likeliest_start).
+    """
+    runs = [p.run["run_id"] for p in series.points]
+    found = []
+    for other in every:
+        same = (other.board, other.key[:3], other.qualifier) == (
+            series.board, series.key[:3], series.qualifier)  # fmt: skip
+        if other is series or not same:
+            continue
+        by_run = {p.run["run_id"]: p.record["median"] for p in other.points}
+        values = [by_run.get(run) for run in runs]
+        found.append([float(v) if isinstance(v, int | float) else math.nan for v in values])
+    return found
 
 
 def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Survey:
