@@ -159,15 +159,23 @@ def _board(sequence: list[dict]) -> list:
     return watched
 
 
-def _alarms(sequence: list[dict], threshold: float = 5.0) -> dict[int, list[tuple]]:
-    """Per night t: the (series name, change) failing `evbench history check --since NIGHT_t`
-    run that night would show: first shown at t, worse beyond the threshold. The check's
-    own code (trends.board_changes: absolute and relative series, alpha / m)."""
+def _held(sequence: list[dict]) -> dict[int, list[tuple]]:
+    """Per night t: every (series, change) the check run that night holds, placed as it
+    places them that night. The check's own code (trends.board_changes: absolute and
+    relative series, alpha / m)."""
     from evbench.history import trends
 
+    return {
+        last: trends.board_changes(_board(sequence[: last + 1]))[0]
+        for last in range(5, len(sequence))
+    }
+
+
+def _alarms(held: dict[int, list[tuple]], threshold: float = 5.0) -> dict[int, list[tuple]]:
+    """Per night t: the (series, change) failing `evbench history check --since NIGHT_t`
+    run that night would show: first shown at t, worse beyond the threshold."""
     found: dict[int, list[tuple]] = {}
-    for last in range(5, len(sequence)):
-        detected, _family = trends.board_changes(_board(sequence[: last + 1]))
+    for last, detected in held.items():
         for series, seen in detected:
             worse = (seen.split.ratio - 1) * 100
             if seen.seen == last and worse > threshold:
@@ -181,7 +189,7 @@ def history_false_alarms(pool: list[dict], sequences: int, length: int, rng) -> 
     night_alarms = series_alarms = nights = series_nights = 0
     for _ in range(sequences):
         sequence = rng.sample(normal, min(length, len(normal)))
-        alarms = _alarms(sequence)
+        alarms = _alarms(_held(sequence))
         nights += len(sequence)
         series_nights += len(sequence) * len(SERIES) * 2  # absolute and relative
         night_alarms += len(alarms)
@@ -190,23 +198,28 @@ def history_false_alarms(pool: list[dict], sequences: int, length: int, rng) -> 
 
 
 def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
-    """A 10 % step in json-aa at a random night: when the check first alarms on it, where."""
+    """A 10 % step in json-aa at a random night: when the check first alarms on it, where
+    it places it then, and where the check run on the step's third night (or on the
+    alarm's, if later) holds it: the watch places a change again as nights arrive, and
+    `history check --since` that night shows a change placed again."""
     from evbench.history import changes
 
     normal = [n for n in pool if n["kind"] == "normal"]
     slowed = [n for n in pool if n["kind"] == "slowed"]
     need = changes.reference_needed(0.05 / (2 * len(SERIES)))
-    within3 = placed = detected = false_json = early = 0
+    within3 = placed = placed_then = detected = false_json = early = 0
     delays: list[int] = []
     offsets: list[int] = []
+    offsets_then: list[int | None] = []
     series_for_otava = []
     for _ in range(injections):
         start = rng.randint(need, min(len(normal), 30))
         sequence = rng.sample(normal, start) + rng.sample(slowed, min(after, len(slowed)))
-        alarms = _alarms(sequence)
+        held = _held(sequence)
+        alarms = _alarms(held)
         # Alarms before the step are false alarms; the first on json-aa from it on detects it.
         hits = sorted(
-            ((last, seen) for last, found in alarms.items() for series, seen in found
+            ((last, seen, series) for last, found in alarms.items() for series, seen in found
              if series.key[2] == STEPPED and last >= start), key=lambda hit: hit[0],
         )  # fmt: skip
         early += any(last < start for last in alarms)
@@ -215,12 +228,19 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
             for s, _seen in found
         )  # fmt: skip
         if hits:
-            last, seen = hits[0]
+            last, seen, series = hits[0]
             detected += 1
             delays.append(last - start)
             within3 += last - start <= 2
             placed += seen.split.index == start
             offsets.append(seen.split.index - start)
+            # The same change (series and alarm night) as the check holds it on the step's
+            # third night, or on the alarm's night if later.
+            then = max(last, start + 2)
+            same = [c.split.index for s, c in held.get(then, [])
+                    if s.name == series.name and c.seen == last]  # fmt: skip
+            placed_then += bool(same) and same[0] == start
+            offsets_then.append(same[0] - start if same else None)
         # The series the check saw the step in: json-aa relative to json, decode.
         relative = [n["figures"][(STEPPED, "decode")] / n["figures"][("json", "decode")]
                     for n in sequence]  # fmt: skip
@@ -228,10 +248,15 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
     return {
         "detected (any night)": (detected, injections),
         "detected within 3 nights": (within3, injections),
-        "placed at the step's first night": (placed, injections),
+        "placed at the step's first night, at the first alarm": (placed, injections),
         "placed, of those detected": (placed, detected),
+        "placed at the step's first night, as held on its third night (or the alarm's)": (
+            placed_then,
+            injections,
+        ),
         "delays": delays,
         "offsets": offsets,
+        "offsets_then": offsets_then,
         "sequences with a false alarm before the step": (early, injections),
         "sequences with an alarm on json's own (absolute) series": (false_json, injections),
         "otava_series": series_for_otava,
@@ -394,7 +419,10 @@ def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed:
         counts = {d: found["delays"].count(d) for d in sorted(set(found["delays"]))}
         print(f"  delay in nights after the first stepped night (first alarm): {counts}")
         offsets = {d: found["offsets"].count(d) for d in sorted(set(found["offsets"]))}
-        print(f"  placement, nights after the step's first night (detected): {offsets}")
+        print(f"  placement at the first alarm, nights after the step's first night: {offsets}")
+        then = found["offsets_then"]
+        offsets = {d: then.count(d) for d in sorted(set(then), key=lambda d: (d is None, d))}
+        print(f"  placement held on the step's third night (or the alarm's): {offsets}")
     if otava:
         agreement = otava_agreement(otava, found["otava_series"])
         print(

@@ -276,3 +276,74 @@ def test_the_check_places_one_operations_change_with_the_codecs_other_operations
         assert math.isclose(change.split.p, 1 / 680)
         assert change.run_id.startswith("20260015T"), change.describe()
         assert change.first_seen_run.startswith("20260016T")
+
+
+#: A 10 % step at night 12 whose first night lay low (1.07), after a night that lay
+#: high (1.05), then the new level (1.14 to 1.15).
+SLOW_START = [*REFERENCE, 1.05, 1.07, 1.14, 1.145, 1.15]
+
+
+def test_a_change_is_placed_again_as_nights_arrive_until_three_follow_its_alarm():
+    # Night 13's window (1.05, 1.07, 1.14) lies beyond all 11 nights before it: p 1/364.
+    # Its level: the window's median, log 1.07 = 0.0677; midpoint and h 0.0338. Distances:
+    # night 11 log 1.05 - 0.0338 = 0.0150, night 12 h, night 13 h (clipped). From the
+    # newest back: 13: h, 12: 2h = 0.0677, 11: 0.0826: night 11, a night early.
+    (alarm,) = changes.watch(SLOW_START[:14], 0.05, worse="higher")
+    assert (alarm.split.index, alarm.seen, alarm.first_index, alarm.through) == (11, 13, 11, 13)
+    assert alarm.provisional
+    # Night 14: the level from nights 11-14, median (1.07 + 1.14) / 2 = 1.105, log 0.0999;
+    # midpoint and h 0.0499. Night 11: 0.0488 - 0.0499 = -0.0011; night 12: 0.0677 -
+    # 0.0499 = 0.0177; 13, 14: h. Candidates 11-13 (the alarm's window): 13: 2h = 0.0999,
+    # 12: 0.1176, 11: 0.1164: night 12, the step's first night.
+    (later,) = changes.watch(SLOW_START[:15], 0.05, worse="higher")
+    assert (later.split.index, later.seen, later.first_index, later.through) == (12, 13, 11, 14)
+    assert later.provisional
+    # Night 15, the third from the alarm night: median of 1.05 .. 1.15 is 1.14 (log 0.1310,
+    # h 0.0655): night 11 -0.0167, night 12 +0.0021: night 12 again, and final. Its size:
+    # nights 12-15's median (1.14 + 1.145) / 2 over nights 0-11's (1.00 + 1.01) / 2.
+    (final,) = changes.watch(SLOW_START, 0.05, worse="higher")
+    assert (final.split.index, final.first_index, final.through) == (12, 11, 15)
+    assert not final.provisional
+    assert math.isclose(final.split.ratio, 1.1425 / 1.005)
+    # Nights after the third are left alone: the placement is settled.
+    (settled,) = changes.watch([*SLOW_START, 1.05], 0.05, worse="higher")
+    assert (settled.split.index, settled.through) == (12, 15)
+
+
+def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # Every json operation follows SLOW_START; protobuf stays put (its relative series
+    # improve, which the watch does not ask). Six json series alarm on night 13, each at
+    # p 1/364 < 0.05 / 12, all placed alike (one shape): at night 11, then at night 12.
+    nights = [
+        night(runs, i, operation_factors={("json", op): SLOW_START[i] for op in OPERATIONS})
+        for i in range(16)
+    ]
+    url = _store(tmp_path, nights[:14])
+    env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
+    alarm = evbench("history", "check", "--since", "2026-11-14", env=env)  # night 13's day
+    assert alarm.returncode == 3, alarm.stdout + alarm.stderr
+    assert "codec/seed/json/decode" in alarm.stderr and "from run 20260011T" in alarm.stderr
+    assert alarm.stdout.count("placement provisional: 3 nights from it so far") == 6
+    # The lab accepts it where the alarm placed it; the acceptance follows it when it moves.
+    accepted = evbench("history", "accept", "--board", "bench-1", "--run",
+                       "20260011T020000Z-00000b", "--reason", "known", env=env)  # fmt: skip
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    for number in (14, 15):
+        with open_store(url) as store:
+            store.add(index_run(nights[number]))
+        day = f"2026-11-{number + 1:02d}"
+        later = evbench("history", "check", "--since", day, env=env)
+        # Shown again, placed at night 12 now, never failed again.
+        assert later.returncode == 0, later.stdout + later.stderr
+        lines = [line for line in later.stdout.splitlines() if "first placed at run" in line]
+        assert len(lines) == 6, later.stdout
+        assert all("(run 20260012T" in line and "first placed at run 20260011T" in line
+                   and "first seen at run 20260013T" in line for line in lines)  # fmt: skip
+        # Night 14: nights 12-14 from it, one more to come; night 15 settles it.
+        provisional = ["placement provisional: 3 nights from it so far" in x for x in lines]
+        assert provisional == [number == 14] * 6
+        assert all("[accepted: known]" in line for line in lines)
+        everything = evbench("history", "check", env=env)
+        assert everything.returncode == 0, everything.stdout + everything.stderr

@@ -215,7 +215,13 @@ def _check(args: argparse.Namespace) -> int:
     since = _since(args.since)
     with _open(args) as store:
         found = survey(store, _board(store, args.board))
-    shown = [c for c in found.changes if not since or (c.first_seen_date or c.date) >= since]
+    # New changes, and older ones the nights since have placed again (shown, never failed).
+    shown = [
+        c
+        for c in found.changes
+        if not since or (c.first_seen_date or c.date) >= since
+        or (c.replaced and c.placed_date >= since)
+    ]  # fmt: skip
     for change in shown:
         print(change.describe() + (f" [accepted: {change.accepted['reason']}]"
                                    if change.accepted else ""))  # fmt: skip

@@ -38,7 +38,7 @@ import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -253,10 +253,22 @@ def reference_needed(alpha: float = ALPHA, one_sided: bool = False) -> int:
 
 @dataclass(frozen=True)
 class Seen:
-    """A change point with the night the series first showed it."""
+    """A change point with the night the series first showed it.
+
+    The watch re-places a change each night as nights arrive, until `WINDOW` nights
+    from its alarm night are in (`watch`); `first_index` is where the alarm placed it,
+    `through` the newest night its placement used.
+    """
 
     split: Split
     seen: int  # index of the newest night of the first series that showed it
+    first_index: int | None = None
+    through: int | None = None
+
+    @property
+    def provisional(self) -> bool:
+        """Whether later nights may still move the placement (the watch's changes only)."""
+        return self.through is not None and self.through < self.seen + WINDOW - 1
 
 
 #: The smallest robust spread (log scale) a series' reference nights are given: a
@@ -265,16 +277,16 @@ MIN_SPREAD = 1e-9
 
 
 def _likeliest_start(series: Sequence[Sequence[float]], reference_start: int, first: int,
-                     last: int) -> int:  # fmt: skip
+                     last: int, newest: int | None = None) -> int:  # fmt: skip
     """The night of first..last from which a shift is likeliest, over `series` together
     (logs of the same nights: the watched series, then its companions; NaN where a
-    series lacks a night).
+    series lacks a night), with the nights up to `newest` (default `last`).
 
     Each series shifts from its reference's median (nights reference_start..first-1)
-    to its window's (first..last). For a shift of that size in noise of spread s, a
+    to its window's (first..newest). For a shift of that size in noise of spread s, a
     night from the start on adds shift / s^2 times its distance past the midpoint of
     the two levels to the log likelihood ratio (Gaussian noise: exactly), so the
-    start is the t maximising that sum over nights t..last, summed over the series
+    start is the t maximising that sum over nights t..newest, summed over the series
     (independent noise: their log likelihoods add). s is the reference's robust spread
     (1.4826 MAD), so a quiet series weighs more than a noisy one and a series that did
     not move (shift near 0) next to nothing. A distance is clipped at half the shift: a
@@ -283,10 +295,11 @@ def _likeliest_start(series: Sequence[Sequence[float]], reference_start: int, fi
     before the step that lay high; the codec's other operations, measured on the same
     nights with noise of their own, are not (benchmarks/README.md).
     """
+    newest = last if newest is None else newest
     score = np.zeros(last - first + 1)
     for logs in series:
         array = np.asarray(logs, dtype=float)
-        reference, window = array[reference_start:first], array[first : last + 1]
+        reference, window = array[reference_start:first], array[first : newest + 1]
         reference = reference[np.isfinite(reference)]
         if len(reference) < MIN_SEGMENT or not np.isfinite(window).any():
             continue
@@ -298,7 +311,8 @@ def _likeliest_start(series: Sequence[Sequence[float]], reference_start: int, fi
         distance = np.clip(math.copysign(1.0, shift) * (window - (before + after) / 2),
                            -abs(shift) / 2, abs(shift) / 2)  # fmt: skip
         distance = np.where(np.isfinite(distance), distance, 0.0)
-        score += abs(shift) / spread**2 * np.cumsum(distance[::-1])[::-1]
+        sums = np.cumsum(distance[::-1])[::-1]  # nights t..newest, for each t from first
+        score += abs(shift) / spread**2 * sums[: last - first + 1]
     best = int(np.argmax(score[::-1]))  # ties: the later night
     return last - best
 
@@ -328,6 +342,12 @@ def watch(
     the nights from it on are the next reference. Nothing is tested while fewer
     than `reference_needed(alpha)` reference nights exist.
 
+    On its alarm night a change rests on as few as one night after its start. Each
+    later night, until WINDOW nights from the alarm night are in, it is placed again
+    among the same candidate nights with every night since (the new level is then
+    estimated from more nights), and its size and interval are recomputed with them;
+    the alarm's night (`seen`) and the first placement (`first_index`) are kept.
+
     `companions` are other series of the same nights (same length; NaN where one
     lacks a night): the same codec's other operations, absolute and relative. They
     only place a change; they never raise one.
@@ -345,7 +365,15 @@ def watch(
     need = reference_needed(alpha, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
+    moving: tuple[int, int] | None = None  # (reference start, first candidate) of found[-1]
     for last in range(len(values)):
+        if moving is not None and last <= found[-1].seen + WINDOW - 1:
+            reference_start, first = moving
+            seen = found[-1]
+            split = _likeliest_start(placing, reference_start, first, seen.seen, last)
+            candidate = _split(values, reference_start, split, last + 1, math.nan, seen.split.p)
+            found[-1] = replace(seen, split=candidate, through=last)
+            start = split
         first = last - WINDOW + 1
         if first - start < need:
             continue
@@ -363,8 +391,9 @@ def watch(
         candidate = _split(values, reference_start, split, last + 1, math.nan, p)
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
             continue
-        found.append(Seen(candidate, last))
+        found.append(Seen(candidate, last, split, last))
         start = split
+        moving = (reference_start, first)
     return found
 
 
@@ -442,6 +471,14 @@ class Change:
     context: tuple[str, ...] = ()
     #: What tells this series apart from others of the same name (payloads differ).
     qualifier: str = ""
+    #: The watch's placement: the first run after the change where the alarm placed it
+    #: (it is placed again on the nights after the alarm), the date of the newest night
+    #: the placement used, how many nights from the change on it used, and whether
+    #: later nights may still move it.
+    first_placed_run: str = ""
+    placed_date: str = ""
+    nights_after: int = 0
+    provisional: bool = False
 
     @property
     def pct(self) -> float:
@@ -450,6 +487,11 @@ class Change:
     @property
     def worse(self) -> bool:
         return (self.split.ratio < 1) == (self.better == HIGHER_IS_BETTER)
+
+    @property
+    def replaced(self) -> bool:
+        """Whether nights after the alarm moved the change from where the alarm placed it."""
+        return self.first_placed_run not in ("", self.run_id)
 
     @property
     def series_name(self) -> str:
@@ -473,6 +515,11 @@ class Change:
             if self.first_seen_run and self.first_seen_run != self.run_id
             else ""
         )
+        if self.replaced:
+            seen += f", first placed at run {self.first_placed_run}"
+        if self.provisional:
+            nights = f"{self.nights_after} night{'s' if self.nights_after != 1 else ''}"
+            seen += f"; placement provisional: {nights} from it so far"
         return (
             f"{self.board} {self.series_name}: {self.pct:+.1f}% "
             f"{'worse' if self.worse else 'better'} from {self.date} (run {self.run_id}, "

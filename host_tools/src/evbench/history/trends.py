@@ -309,6 +309,8 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
             points = series.points
             metric = base_metric(series.key[3])
             index = seen.split.index
+            first_index = index if seen.first_index is None else seen.first_index
+            through = len(points) - 1 if seen.through is None else seen.through
             before, after = points[index - 1].run, points[index].run
             window = [p.run["run_id"] for p in points[max(0, index - CONTEXT_NIGHTS) : index]]
             later = [p.run["run_id"] for p in points[index : index + CONTEXT_NIGHTS]]
@@ -326,10 +328,17 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
                 first_seen_date=points[seen.seen].run["start_time"],
                 context=_context_moves(beside, window, later),
                 qualifier=series.label,
+                first_placed_run=points[first_index].run["run_id"],
+                placed_date=points[through].run["start_time"],
+                nights_after=through - index + 1,
+                provisional=seen.provisional,
             )
-            known = accepted.get((name, after["run_id"], series_name(series.key))) or accepted.get(
-                (name, after["run_id"], "*")
-            )
+            # An acceptance names the run where the change was placed when accepted.
+            known = next(
+                (accepted[(name, run, which)] for run in (after["run_id"], change.first_placed_run)
+                 for which in (series_name(series.key), "*") if (name, run, which) in accepted),
+                None,
+            )  # fmt: skip
             found.append(replace(change, accepted=known) if known else change)
     return Survey(found, statuses)
 
