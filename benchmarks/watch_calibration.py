@@ -24,7 +24,10 @@ average, hog and slowdown.
   night followed by a slowed one is confirmed worse;
 - a 10 % step in json-aa: series of normal nights followed by slowed nights
   (the step at a random night); detection within 3 nights of the step's start
-  and whether the change was placed at that night;
+  and whether the change was placed at that night: where the first alarm placed
+  it, where the check run on the step's third night (or on the alarm's night,
+  if later) holds it, and where it settles (the watch places a change again
+  until 3 nights from its alarm night are in);
 - agreement with Apache Otava's E-Divisive change points on the same series
   (Otava runs in its own venv, `--otava PYTHON`).
 
@@ -207,7 +210,7 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
     normal = [n for n in pool if n["kind"] == "normal"]
     slowed = [n for n in pool if n["kind"] == "slowed"]
     need = changes.reference_needed(0.05 / (2 * len(SERIES)))
-    within3 = placed = placed_then = detected = false_json = early = 0
+    within3 = placed = placed_then = placed_settled = detected = false_json = early = 0
     delays: list[int] = []
     offsets: list[int] = []
     offsets_then: list[int | None] = []
@@ -241,6 +244,11 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
                     if s.name == series.name and c.seen == last]  # fmt: skip
             placed_then += bool(same) and same[0] == start
             offsets_then.append(same[0] - start if same else None)
+            # And once settled: 3 nights from the alarm night (changes.watch).
+            final = min(last + changes.WINDOW - 1, len(sequence) - 1)
+            same = [c.split.index for s, c in held.get(final, [])
+                    if s.name == series.name and c.seen == last]  # fmt: skip
+            placed_settled += bool(same) and same[0] == start
         # The series the check saw the step in: json-aa relative to json, decode.
         relative = [n["figures"][(STEPPED, "decode")] / n["figures"][("json", "decode")]
                     for n in sequence]  # fmt: skip
@@ -249,9 +257,13 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
         "detected (any night)": (detected, injections),
         "detected within 3 nights": (within3, injections),
         "placed at the step's first night, at the first alarm": (placed, injections),
-        "placed, of those detected": (placed, detected),
+        "placed at the first alarm, of those detected": (placed, detected),
         "placed at the step's first night, as held on its third night (or the alarm's)": (
             placed_then,
+            injections,
+        ),
+        "placed at the step's first night, settled (3 nights from the alarm night)": (
+            placed_settled,
             injections,
         ),
         "delays": delays,
