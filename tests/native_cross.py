@@ -6,17 +6,26 @@ the file.
 
 The runtime is nlohmann::json's: header-only, so the cross-build needs no arm64 library
 packages. tests/test_native_deploy.py runs it through qemu-user; the e2e tier on the QEMU board.
+
+Each configuration is built once for the whole session, whichever test file asks first
+(shared_build): test_native_runtimes, test_native_responder and test_link_crowd all use
+the documented build, on different pytest-xdist workers. The docs' own builds
+(tests/test_docs.py) stay the documented commands, in native/build.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, require, require_command
 
 from evbench_agent.link import service
@@ -27,29 +36,65 @@ RESPONDER = "evbench-link-responder"
 TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 
 
-def build_documented(build: Path, *targets: str, options: tuple[str, ...] = ()) -> None:
-    """native/ configured and built into `build` with the documented command (Release) and
-    `options`, only `targets` when given; a runtime's missing package fails the test by name."""
+#: A directory kept for a whole `tests/run-tiers.sh` run (it sets it), so the e2e tier
+#: reuses the integration tier's builds; without it, the pytest session's own.
+BUILDS_ENVIRONMENT = "EVBENCH_TEST_BUILDS"
+
+
+def _builds_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    named = os.environ.get(BUILDS_ENVIRONMENT)
+    if named:
+        return Path(named) / "native"
+    base = tmp_path_factory.getbasetemp()
+    # pytest-xdist gives each worker a directory of its own in the session's
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "native-builds"
+
+
+def shared_build(
+    tmp_path_factory: pytest.TempPathFactory, options: tuple[str, ...], targets: tuple[str, ...]
+) -> Path:
+    """native/ configured with `options` and `targets` built (all when none) in the one
+    build directory of that configuration, under a file lock: a test on another worker
+    wanting the same configuration waits for this build, then reuses it (CMake makes only
+    what is missing or out of date). A runtime's missing package fails the test by name."""
     cmake = require_command("cmake")
-    configure = subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-         *options],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    require(configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})")
-    chosen = [arg for target in targets for arg in ("--target", target)]
-    made = subprocess.run(
-        [cmake, "--build", str(build), "-j2", *chosen], capture_output=True, text=True, check=False
-    )
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    root = _builds_root(tmp_path_factory)
+    root.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256("\0".join((str(ROOT), *options)).encode()).hexdigest()[:16]
+    build = root / key
+    with open(root / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        configure = subprocess.run(
+            [cmake, "-S", str(ROOT / "native"), "-B", str(build), *options],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        require(
+            configure.returncode == 0, f"a native runtime's package ({configure.stderr[-800:]})"
+        )
+        chosen = [arg for target in targets for arg in ("--target", target)]
+        made = subprocess.run(
+            [cmake, "--build", str(build), "-j2", *chosen],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    return build
 
 
-def build_responder(build: Path, codecs: str | None = None) -> Path:
-    """native/ configured with the documented command into `build` (with only the runtimes
-    `codecs` when given), only the C link responder built; its path."""
+def build_documented(
+    tmp_path_factory: pytest.TempPathFactory, *targets: str, options: tuple[str, ...] = ()
+) -> Path:
+    """native/ configured with the documented command (Release) and `options`, only
+    `targets` built when given (shared_build); its build directory."""
+    return shared_build(tmp_path_factory, ("-DCMAKE_BUILD_TYPE=Release", *options), targets)
+
+
+def build_responder(tmp_path_factory: pytest.TempPathFactory, codecs: str | None = None) -> Path:
+    """native/ configured with the documented command (with only the runtimes `codecs`
+    when given), the C link responder built; its path."""
     options = () if codecs is None else (f"-DEVBENCH_NATIVE_CODECS={codecs}",)
-    build_documented(build, RESPONDER, options=options)
-    return build / RESPONDER
+    return build_documented(tmp_path_factory, RESPONDER, options=options) / RESPONDER
 
 
 class NativeResponder:
@@ -111,27 +156,18 @@ def link_responder(
             yield native
 
 
-def _build(build: Path, *options: str) -> None:
-    cmake = require_command("cmake")
-    subprocess.run(
-        [cmake, "-S", str(ROOT / "native"), "-B", str(build), f"-DEVBENCH_NATIVE_CODECS={CODEC}",
-         "-DEVBENCH_LINK_RESPONDER=OFF", *options],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
+def build_host_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CODEC harness of the documented build for this machine (for EVBENCH_NATIVE_DIR)."""
+    return build_documented(tmp_path_factory, runtimes.RUNTIMES[CODEC].executable_name)
 
 
-def build_host_harness(build: Path) -> Path:
-    """The CODEC harness built for this machine into `build` (for EVBENCH_NATIVE_DIR)."""
-    _build(build)
-    return build
-
-
-def build_aarch64_harness(build: Path) -> Path:
-    """Cross-build the CODEC harness into `build` (a directory for `evbench deploy --native`);
+def build_aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CODEC harness cross-built (a directory for `evbench deploy --native`);
     `file` confirms an aarch64, statically linked executable."""
     require_command("aarch64-linux-gnu-g++")
-    _build(build, f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}", "-DEVBENCH_STATIC=ON")
+    options = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", "-DEVBENCH_LINK_RESPONDER=OFF",
+               f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}", "-DEVBENCH_STATIC=ON")  # fmt: skip
+    build = shared_build(tmp_path_factory, options, ())
     harness = build / runtimes.RUNTIMES[CODEC].executable_name
     described = subprocess.run(["file", str(harness)], capture_output=True, text=True).stdout
     assert "ARM aarch64" in described and "statically linked" in described, described

@@ -25,6 +25,11 @@ python=${PYTHON:-.venv/bin/python}
 workers=${EVBENCH_TEST_WORKERS:-}
 cores=$(nproc)
 failed=()
+# The native builds the tiers' tests make (tests/native_cross.py), one per configuration
+# for the whole run: the e2e tier's aarch64 and host harnesses are the integration tier's.
+EVBENCH_TEST_BUILDS=$(mktemp -d -t evbench-test-builds.XXXXXX)
+export EVBENCH_TEST_BUILDS
+trap 'rm -rf "$EVBENCH_TEST_BUILDS"' EXIT
 
 xdist() {  # xdist WORKERS: sets xdist_args, the pytest arguments for that many workers
     if [ "$1" = 1 ]; then

@@ -38,7 +38,7 @@ DOCUMENTED_SLOTS = 16
 
 @pytest.fixture(scope="module")
 def native_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_responder(tmp_path_factory.mktemp("native-responder"))
+    return build_responder(tmp_path_factory)
 
 
 @pytest.fixture(params=RESPONDER_KINDS)

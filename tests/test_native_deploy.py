@@ -23,7 +23,7 @@ BOARD_PYTHON = "/usr/bin/python3"
 @pytest.fixture(scope="module")
 def aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require(Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists(), "qemu-aarch64 in binfmt_misc")
-    return build_aarch64_harness(tmp_path_factory.mktemp("native-aarch64"))
+    return build_aarch64_harness(tmp_path_factory)
 
 
 def test_a_deployed_aarch64_harness_measures_in_a_codec_run(

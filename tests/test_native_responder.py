@@ -28,8 +28,9 @@ COUNT = 40
 
 @pytest.fixture(scope="module")
 def responder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """native/ configured with the documented command; only the responder built."""
-    return build_responder(tmp_path_factory.mktemp("native-responder"))
+    """native/ configured with the documented command (the session's build of it); the
+    responder built."""
+    return build_responder(tmp_path_factory)
 
 
 @pytest.fixture
@@ -297,11 +298,11 @@ def test_the_client_shows_why_ack_mode_is_refused(native):
     ],
 )
 def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
-    codecs, served, refusal, tmp_path
+    codecs, served, refusal, tmp_path_factory
 ):
     """EVBENCH_NATIVE_CODECS without c:cjson or c:protobuf-c: that codec's ack HELLO is
     refused, saying why; echo mode needs neither."""
-    path = build_responder(tmp_path / "build", codecs)
+    path = build_responder(tmp_path_factory, codecs)
     with NativeResponder(path) as native:
         for codec in ("json", "protobuf"):
             for mode in ("echo", "ack"):

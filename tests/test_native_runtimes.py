@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, require_command
-from native_cross import build_documented
+from native_cross import build_documented, build_responder
 from native_sizes import nlohmann_sizes
 
 from evbench_agent import payloads
@@ -54,10 +54,11 @@ COUNT = 12
 
 @pytest.fixture(scope="module")
 def harness_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """native/ built with the one documented command, into a scratch directory."""
-    build = tmp_path_factory.mktemp("native-build")
-    build_documented(build)
-    return build
+    """native/ built with the one documented command (the session's build of it). The
+    responder first, alone: test_native_responder and test_link_crowd, on another worker,
+    wait for no more than that."""
+    build_responder(tmp_path_factory)
+    return build_documented(tmp_path_factory)
 
 
 def start(harness_dir: Path, name: str) -> Harness:

@@ -1,7 +1,8 @@
 """End-to-end: a cross-built aarch64 native harness measures in a codec run on the QEMU board.
 
 The harness is built here as docs/native-codecs.md says for the AM62x (tests/native_cross.py:
-Debian's aarch64 cross-compiler, statically linked), shipped with `evbench deploy --native`
+Debian's aarch64 cross-compiler, statically linked; under tests/run-tiers.sh the integration
+tier's build of it), shipped with `evbench deploy --native`
 over SSH and run natively by the board's aarch64 kernel, not by qemu-user on the host. The
 read-backs (the file's SHA-256 on the board, the Python codec's sizes) do not trust evbench.
 """
@@ -37,9 +38,12 @@ def _texts(codec: str, params: dict) -> list[bytes]:
 
 
 def test_a_cross_built_harness_measures_on_the_board(
-    evboard: BoardSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    evboard: BoardSession,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ):
-    build = build_aarch64_harness(tmp_path / "native-aarch64")
+    build = build_aarch64_harness(tmp_path_factory)
     harness = next(build.glob("evbench-native-*"))
     deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
     assert deployed.returncode == 0, deployed.stderr
@@ -66,7 +70,7 @@ def test_a_cross_built_harness_measures_on_the_board(
     assert native["params"] == python["params"]  # the same payloads (their digest included)
     python_texts = _texts("json", native["params"])
     assert python["values"] == [len(text) for text in python_texts]
-    monkeypatch.setenv(runtimes.ENVIRONMENT, str(build_host_harness(tmp_path / "native-host")))
+    monkeypatch.setenv(runtimes.ENVIRONMENT, str(build_host_harness(tmp_path_factory)))
     expected = nlohmann_sizes(python_texts, _texts(CODEC, native["params"]))
     assert native["values"] == expected
     for metric in ("encode", "decode", "decode_access"):
