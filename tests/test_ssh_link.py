@@ -21,7 +21,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BOARD_PYTHON = "/usr/bin/python3"
 EVBENCH = str(Path(sys.executable).parent / "evbench")
-LINK = ["--suite", "link", "--codecs", "json,protobuf", "--profile", "seed", "--quick"]
+#: The quick link plan at 100 Hz (20 Hz by default): these tests check the wiring and the
+#: resuming, not the figures. With the plan's 6 messages a phase, a phase takes 0.06 s.
+LINK = ["--suite", "link", "--codecs", "json,protobuf", "--profile", "seed", "--quick",
+        "--rate", "100"]  # fmt: skip
+QUICK_COUNT = ["--count", "6"]
 
 
 @pytest.fixture
@@ -52,7 +56,9 @@ def responders_running(zipapp: Path) -> list[psutil.Process]:
 def test_peer_host_puts_the_responder_on_this_host(board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    result = run_cli("run", "--board", url, *LINK, "--peer", "host", "--out", str(out))
+    result = run_cli(
+        "run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "host", "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     assert "link responder on this host at 127.0.0.1:" in result.stderr
     [peer] = link_peers(out)
@@ -67,7 +73,9 @@ def test_peer_host_puts_the_responder_on_this_host(board, tmp_path):
 def test_peer_board_puts_the_responder_on_the_board(board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    result = run_cli("run", "--board", url, *LINK, "--peer", "board", "--out", str(out))
+    result = run_cli(
+        "run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "board", "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     assert "link responder on the board at 127.0.0.1:" in result.stderr
     [peer] = link_peers(out)
@@ -88,7 +96,9 @@ def test_peer_host_needs_a_network_board(tmp_path):
 def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    count = 40  # messages per periodic phase
+    # 40 messages per periodic phase: 32 phases of 0.4 s, so the drop (once the run has
+    # advanced) comes mid-run, with most of the run still to follow
+    count = 40
     process = subprocess.Popen(
         [EVBENCH, "run", "--board", url, *LINK, "--count", str(count), "--out", str(out)],
         stdout=subprocess.PIPE,
