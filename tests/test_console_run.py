@@ -18,7 +18,7 @@ def test_quick_run_over_serial_brings_back_a_verified_run(console_line, console_
     url = f"{console_line.url}?user={console_user.name}"
     out = tmp_path / "run"
     # The whole path a field engineer takes: the agent goes over the line too
-    # (227 KB, under a minute at 115200 baud), kernel noise included; so no
+    # (280 KB deflated, under a minute at 115200 baud), kernel noise included; so no
     # agent left on the board by another test.
     shutil.rmtree(console_user.home / ".evbench", ignore_errors=True)
     argv = ["run", "--board", url, "--quick", "--suite", "codec", "--profile", "seed"]

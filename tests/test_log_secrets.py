@@ -88,7 +88,7 @@ def test_vv_over_ssh_with_a_password_shows_the_channels_and_no_secret(
 
 
 def test_vv_over_the_console_shows_the_framing_and_no_secret(console_line, console_user, tmp_path):
-    console_user.install_agent()  # the agent is there: no 227 KB over the slow line
+    console_user.install_agent()  # the agent is there: no 280 KB over the slow line
     env = {**os.environ, "EVBENCH_PASSWORD": console_user.password, **_token("console")}
     out = tmp_path / "run"
     said = _run_vv(f"{console_line.url}?user={console_user.name}", out, env)
