@@ -47,6 +47,7 @@ import math
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,8 @@ class Experiment:
     target: str
     accept: Callable[[int, int], bool]
     rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Per row label, each run's `detectable` (the row's min_detectable, a fraction).
+    detectable: dict[str, list[float]] = field(default_factory=dict)
     #: Run the bounded CPU hog beside each run.
     hog: bool = False
     #: Replicates measured on a busy machine, and all whose state was measured.
@@ -263,6 +266,22 @@ def _tally(experiment: Experiment, result: comparison.Comparison) -> None:
             {"baseline": 0, "candidate": 0, "equal": 0, "undecided": 0, "n too small": 0},
         )
         tally[row.outcome] += 1
+        if row.min_detectable is not None:
+            experiment.detectable.setdefault(row.label, []).append(row.min_detectable)
+
+
+def detectable_summary(values: list[float]) -> dict[str, float | int]:
+    """A row's `detectable` over the runs: median, range, and how many runs reached the
+    aims issue 27 sets (10 % on RTT rows, 20 % on jitter, |dRTT| and send lateness)."""
+    ordered = sorted(values)
+    return {
+        "runs": len(ordered),
+        "median": statistics.median(ordered),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "at_most_10pct": sum(value <= 0.10 for value in ordered),
+        "at_most_20pct": sum(value <= 0.20 for value in ordered),
+    }
 
 
 # --- running: real runs, or synthetic ones with a known answer ------------------------
@@ -395,6 +414,7 @@ def report(plan: list[Experiment]) -> dict:
             "target": e.target,
             "failed_runs": len(e.failures),
             "rows": e.rows,
+            "detectable": {label: detectable_summary(v) for label, v in e.detectable.items()},
             "busy_replicates": e.busy[0],
             "measured_replicates": e.busy[1],
             "median_run_s": sorted(e.seconds)[len(e.seconds) // 2] if e.seconds else None,
@@ -437,6 +457,13 @@ def _print(summary: dict) -> None:
         for label, tally in entry["rows"].items():
             cells = ", ".join(f"{key} {value}" for key, value in tally.items() if value)
             print(f"   - {label}: {cells}")
+        for label, seen in entry["detectable"].items():
+            print(
+                f"   - detectable, {label}: median {100 * seen['median']:.1f} % "
+                f"({100 * seen['min']:.1f} to {100 * seen['max']:.1f} %), "
+                f"<= 10 % in {seen['at_most_10pct']} and <= 20 % in {seen['at_most_20pct']} "
+                f"of {seen['runs']} runs"
+            )
 
 
 DEFAULT_RUNS = {

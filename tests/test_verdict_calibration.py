@@ -83,3 +83,24 @@ def test_the_link_experiments_run_at_their_full_counts(tmp_path, capsys):
     assert summary["link-aa"]["events"] <= 1 and summary["link-aa"]["meets_target"]
     assert summary["link-delay"]["events"] >= 18 and summary["link-delay"]["meets_target"]
     assert "contention:" in capsys.readouterr().out
+
+
+def test_detectable_per_row_is_what_the_synthetic_noise_allows(tmp_path):
+    """Each row's `detectable` over 20 synthetic link A/A runs, worked by hand.
+
+    A pair's RTT log ratio is the difference of two phases' medians of 20 log-normal
+    values of sigma 0.1: sd sqrt(2) x 1.2533 x 0.1 / sqrt(20) = 0.0396 (the machine's level
+    cancels in the pair). The family is RTT and client CPU (m = 2), so the interval is
+    at 1 - 0.05 / 2: its half width is about z(0.9875) x sd / sqrt(16 pairs) x 1.023 (the
+    signed-rank interval's efficiency against the mean's) = 2.241 x 0.0396 / 4 x 1.023
+    = 0.0227, and detectable = 1.02 x exp(0.0227) - 1 = 4.3 %. The CPU row's pair ratio
+    has sd sqrt(2) x 0.02 = 0.0283: 1.02 x exp(0.0162) - 1 = 3.7 %."""
+    out = tmp_path / "summary.json"
+    calibration.main(["--synthetic", "--only", "link-aa", "--json", str(out)])
+    seen = json.loads(out.read_text())["link-aa"]["detectable"]
+    rtt, cpu = seen["RTT, encode to decoded reply"], seen["CPU per message, client"]
+    assert rtt["runs"] == cpu["runs"] == 20
+    assert rtt["median"] == pytest.approx(0.043, abs=0.008)
+    assert cpu["median"] == pytest.approx(0.037, abs=0.006)
+    assert rtt["min"] <= rtt["median"] <= rtt["max"] < 0.10
+    assert rtt["at_most_10pct"] == rtt["at_most_20pct"] == 20
