@@ -6,6 +6,7 @@ kernel-style lines break into its output at random moments.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import time
@@ -59,24 +60,46 @@ def test_256_commands_return_exact_output_and_status(console_line, console_user)
     assert "<password redacted>" in transcript
 
 
-def test_files_both_ways_and_a_spoiled_chunk_is_asked_for_again(
-    console_line, console_user, tmp_path
-):
-    payload = os.urandom(5000) + b"\n@@00000000 E 000000000000\n"
+def test_files_both_ways_with_spoiled_frames_asked_for_again(console_line, console_user, tmp_path):
+    # Ten chunks of 768 bytes and a short one: four upload lines of up to three chunks,
+    # each line sent while the board runs the one before.
+    payload = os.urandom(9 * 768 + 100) + b"\n@@00000000 E 000000000000\n"
     local = tmp_path / "payload.bin"
     local.write_bytes(payload)
     back = tmp_path / "back.bin"
+    remotes = ["/tmp/evbench-test-acks.bin", "/tmp/evbench-test-ends.bin"]
     url = f"{console_line.url}?user={console_user.name}"
     with SerialBoard(url, show_progress=False) as board:
-        board.put(local, "/tmp/evbench-test-payload.bin")
+        console_line.line.spoil_marker = b" A "
+        console_line.line.spoil_frames = 2
+        board.put(local, remotes[0])
+        acks_spoiled, resent = console_line.line.spoiled, board.session.retried
+        console_line.line.spoil_marker = b" E "
+        console_line.line.spoil_frames = 2
+        started = time.monotonic()
+        board.put(local, remotes[1])
+        took = time.monotonic() - started
+        ends_spoiled = console_line.line.spoiled - acks_spoiled
+        console_line.line.spoil_marker = b" D "
         console_line.line.spoil_frames = 1
-        board.get("/tmp/evbench-test-payload.bin", back)
-        retried = board.session.retried
-        result = board.run(["rm", "-f", "/tmp/evbench-test-payload.bin"], timeout=15)
+        before = board.session.retried
+        board.get(remotes[0], back)
+        asked_again = board.session.retried - before
+        sums = board.run(["sha256sum", *remotes], timeout=15)
+        removed = board.run(["rm", "-f", *remotes], timeout=15)
+    assert (acks_spoiled, ends_spoiled, console_line.line.spoiled) == (2, 2, 5)
+    # Each chunk whose acknowledgement was spoiled is sent again.
+    assert resent >= 2
+    # A spoiled end frame is ended by the next line's frames or the shell's prompt:
+    # no waiting out the silence limit.
+    assert took < SILENCE, took
+    # The board's own sha256sum of both uploads is the payload's.
+    digest = hashlib.sha256(payload).hexdigest()
+    assert [line.split()[0] for line in sums.stdout.decode().splitlines()] == [digest, digest]
+    # The spoiled download chunk was asked for again.
     assert back.read_bytes() == payload
-    assert console_line.line.spoiled == 1
-    assert retried >= 1
-    assert result.returncode == 0
+    assert asked_again >= 1
+    assert removed.returncode == 0
 
 
 def test_stream_and_stdin(console_line, console_user):

@@ -86,8 +86,8 @@ def check(text: str) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:CHECK_DIGITS]
 
 
-def parse_line(line: bytes, tag: str) -> Frame | None:
-    """The frame this line ends with, if its check holds and it answers `tag`."""
+def parse_line(line: bytes, *tags: str) -> Frame | None:
+    """The frame this line ends with, if its check holds and it answers one of `tags`."""
     start = line.rfind(b"@@")
     if start < 0:
         return None
@@ -99,20 +99,22 @@ def parse_line(line: bytes, tag: str) -> Frame | None:
         text = body.decode("ascii")
     except UnicodeDecodeError:
         return None
-    if check(text) != match.group(3).decode("ascii") or match.group(1).decode() != tag:
+    tag = match.group(1).decode()
+    if check(text) != match.group(3).decode("ascii") or tag not in tags:
         return None
     kind, *fields = match.group(2).decode("ascii").split(" ")
     return Frame(tag, kind, tuple(fields))
 
 
-def take_frames(buffer: bytearray, tag: str) -> list[Frame]:
-    """The verified frames among the complete lines of `buffer`, which loses those lines."""
+def take_frames(buffer: bytearray, *tags: str) -> list[Frame]:
+    """The verified frames of `tags` among the complete lines of `buffer`, which loses
+    those lines."""
     end = buffer.rfind(b"\n")
     if end < 0:
         return []
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
-    return [frame for line in lines if (frame := parse_line(line, tag)) is not None]
+    return [frame for line in lines if (frame := parse_line(line, *tags)) is not None]
 
 
 @dataclass

@@ -13,22 +13,30 @@ import logging
 import shlex
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evbench.boards.serial import frames
-from evbench.boards.serial.frames import Frame, Reply
+from evbench.boards.serial.frames import Frame
 from evbench.boards.serial.link import Deadline
-from evbench.boards.serial.shell import MAX_RETRIES, ShellSession, estimate_seconds
+from evbench.boards.serial.shell import MAX_RETRIES, SILENCE, ShellSession, estimate_seconds
 from evbench_agent.results import write_atomic
 
 #: (bytes so far, total bytes, seconds left by the estimate)
 TransferProgress = Callable[[int, int, float], None]
 #: No file over a console line should take longer than this (about 28 MB at 115200 baud).
 LONGEST_TRANSFER = 3600.0
-#: Upload chunks sent before waiting for their acknowledgements: three chunks
-#: of about 1 KiB of base64 fit one terminal input line (at most 4095 bytes).
+#: Upload chunks sent as one shell line: three chunks of about 1 KiB of base64 fit
+#: one terminal input line (at most 4095 bytes).
 WINDOW = 3
 MAX_LINE = 3900
+#: Upload lines sent before the oldest one's acknowledgements are in. The second
+#: line crosses the wire while the shell runs the first, so the line does not idle
+#: between them; never more, because the board's terminal holds whole lines waiting
+#: for the shell only while one complete line is in it (a second would be cut).
+LINES_IN_FLIGHT = 2
+#: How long the acknowledgements of one upload line may take.
+LINE_WAIT = 30.0
 
 log = logging.getLogger(__name__)
 
@@ -98,21 +106,33 @@ def put_file(
     chunks = [data[i : i + frames.CHUNK] for i in range(0, len(data), frames.CHUNK)]
     pending = list(range(len(chunks)))
     failures = dict.fromkeys(pending, 0)
+    acknowledged: set[int] = set()
     started = time.monotonic()
     # As many chunks as fit one line with this path (three, unless the path is long).
     window = max(1, min(WINDOW, MAX_LINE // (len(part) + 4 * frames.CHUNK // 3 + 40)))
-    while pending:
-        batch, pending = pending[:window], pending[window:]
-        for index in _put_batch(session, part, batch, chunks):
-            failures[index] += 1
-            if failures[index] >= MAX_RETRIES:
-                raise session.link.error(
-                    f"upload chunk {index} failed {MAX_RETRIES} times: the line is too noisy"
+    in_flight: list[_UploadLine] = []
+    while pending or in_flight:
+        while pending and len(in_flight) < LINES_IN_FLIGHT:
+            batch, pending = pending[:window], pending[window:]
+            in_flight.append(_send_batch(session, part, batch, chunks))
+        for line in _gather(session, in_flight, chunks):
+            acknowledged |= line.acknowledged
+            missed = [index for index in line.batch if index not in line.acknowledged]
+            if missed:
+                session.link.transcript.note(
+                    f"upload chunks {missed} not acknowledged; sending again"
                 )
-            session.retried += 1
-            pending.insert(0, index)
+                log.debug("upload chunks %s not acknowledged; sending again", missed)
+            for index in missed:
+                failures[index] += 1
+                if failures[index] >= MAX_RETRIES:
+                    raise session.link.error(
+                        f"upload chunk {index} failed {MAX_RETRIES} times: the line is too noisy"
+                    )
+                session.retried += 1
+                pending.insert(0, index)
         if progress:
-            done = sum(len(chunks[i]) for i in failures if i not in pending)
+            done = sum(len(chunks[i]) for i in acknowledged)
             rate = done / max(time.monotonic() - started, 1e-3)
             progress(done, len(data), (len(data) - done) / rate if rate else 0.0)
     status, _out, err = session.run(f"mv -f {part} {path}", timeout=15.0)
@@ -135,32 +155,73 @@ def put_file(
     return len(data)
 
 
-def _put_batch(
+@dataclass
+class _UploadLine:
+    """One shell line of upload chunks, sent and waiting for its acknowledgements."""
+
+    tag: str
+    batch: list[int]
+    deadline: Deadline
+    acknowledged: set[int] = field(default_factory=set)
+    ended: bool = False
+
+
+def _send_batch(
     session: ShellSession, part: str, batch: list[int], chunks: list[bytes]
-) -> list[int]:
+) -> _UploadLine:
     """Send a few chunks as one shell line (it must fit the terminal's 4095-byte input
-    line, and one line gets one prompt back), then gather their acknowledgements;
-    the indexes that were not acknowledged."""
+    line, and one line gets one prompt back), each answered with its SHA-256 on the
+    board, then an end frame."""
     tag = frames.new_tag()
-    acknowledged: list[Frame] = []
     commands = []
     for index in batch:
         encoded = base64.b64encode(chunks[index]).decode("ascii")
         commands.append(f"__evb_p {tag} {part} {index} {encoded}")
     line = "; ".join([*commands, f"__evb_f {tag} E"])
     session.link.write(line.encode("ascii") + b"\r")
-    session.collect(tag, Reply(), Deadline(30.0), on_frame=acknowledged.append)
-    good = {
-        int(frame.fields[0])
-        for frame in acknowledged
-        if frame.kind == "A"
-        and len(frame.fields) == 2
+    return _UploadLine(tag, batch, Deadline(LINE_WAIT))
+
+
+def _gather(
+    session: ShellSession, lines: list[_UploadLine], chunks: list[bytes]
+) -> list[_UploadLine]:
+    """Read acknowledgements until the oldest line in flight has ended; the lines that
+    ended, taken out of `lines` (the oldest always: silent for SILENCE seconds, or out
+    of time, it has failed).
+
+    The shell runs the lines in turn, so a frame of a later line ends every line
+    before it. A kernel line can spoil a line's end frame; then the shell's unique
+    prompt after the oldest line's frames ends it (as in ShellSession.collect).
+    """
+    oldest = lines[0]
+    quiet = Deadline(SILENCE)
+    heard = False
+    while not oldest.deadline.expired and not quiet.expired:
+        session.link.read_some(oldest.deadline)
+        for frame in frames.take_frames(session.link.buffer, *(line.tag for line in lines)):
+            quiet = Deadline(SILENCE)
+            position = next(i for i, line in enumerate(lines) if line.tag == frame.tag)
+            for earlier in lines[:position]:
+                earlier.ended = True
+            heard = heard or position == 0
+            line = lines[position]
+            if frame.kind == "E":
+                line.ended = True
+            elif frame.kind == "A" and _acknowledges(frame, line.batch, chunks):
+                line.acknowledged.add(int(frame.fields[0]))
+        if oldest.ended or (heard and session.prompt in session.link.buffer):
+            break
+    oldest.ended = True
+    ended = [line for line in lines if line.ended]
+    lines[:] = [line for line in lines if not line.ended]
+    return ended
+
+
+def _acknowledges(frame: Frame, batch: list[int], chunks: list[bytes]) -> bool:
+    """Whether an A frame names a chunk of `batch` with that chunk's SHA-256."""
+    return (
+        len(frame.fields) == 2
         and frame.fields[0].isdigit()
         and int(frame.fields[0]) in batch
         and frame.fields[1] == hashlib.sha256(chunks[int(frame.fields[0])]).hexdigest()
-    }
-    missed = [index for index in batch if index not in good]
-    if missed:
-        session.link.transcript.note(f"upload chunks {missed} not acknowledged; sending again")
-        log.debug("upload chunks %s not acknowledged; sending again", missed)
-    return missed
+    )
