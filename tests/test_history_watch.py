@@ -347,3 +347,49 @@ def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp
         assert all("[accepted: known]" in line for line in lines)
         everything = evbench("history", "check", env=env)
         assert everything.returncode == 0, everything.stdout + everything.stderr
+
+
+#: Sixteen nights of noise around 1.0 (no change among them), the last two of them lying
+#: high (1.042, 1.046), then a step to 1.3 at night 16 (its nights 0.1 % apart: no ties).
+HIGH_BEFORE = [0.991, 0.993, 1.038, 1.006, 1.011, 0.981, 1.002, 0.974,
+               1.058, 1.061, 0.967, 0.986, 0.984, 0.982, 1.042, 1.046]  # fmt: skip
+STEP_AFTER_HIGH = [*HIGH_BEFORE, 1.3, 1.301, 1.302]
+
+
+def test_a_step_in_the_newest_nights_never_lends_its_nights_to_an_earlier_split():
+    # The only change is at night 16, by construction. On night 16 one night of the new
+    # level is in: the segmentation cannot place a change with fewer than 3 nights after
+    # it, and the watch's window (14, 15, 16) holds two nights of the old level. Scanning
+    # every night, the segmentation made the two high nights 14 and 15 plus the step's
+    # first night an "after" side and showed a change at night 14, 6 % worse: wrong. A
+    # change of the scan must now also be found over the nights before the newest 3
+    # (nights 0-13), which hold no change: nothing yet.
+    assert changes.changes_of(STEP_AFTER_HIGH[:17], 0.05, worse="higher") == []
+    # Night 17: the window (1.046, 1.3, 1.301) against nights 0-14. Ranks among the 18:
+    # 1.3 and 1.301 are 17 and 18, 1.046 is 14 (only 1.058 and 1.061 lie above it):
+    # rank sum 49. Of the C(18, 3) = 816 equally likely windows, 4 reach 49 ({16,17,18},
+    # {15,17,18}, {15,16,18}, {14,17,18}): one-sided p 4/816. The reference's median is
+    # 0.993 (8th of 15), so the midpoint of the levels is sqrt(0.993 * 1.3) = 1.136:
+    # night 15 lies below it, nights 16 and 17 above: the change starts at night 16.
+    (step,) = changes.changes_of(STEP_AFTER_HIGH[:18], 0.05, worse="higher")
+    assert (step.split.index, step.seen) == (16, 17)
+    assert math.isclose(step.split.p, 4 / 816)
+    # Its size: nights 16-17's median over nights 0-15's, (0.993 + 1.002) / 2.
+    assert math.isclose(step.split.ratio, 1.3005 / 0.9975)
+    # Night 18 places it again at night 16; the segmentation, still short of 3 nights
+    # after the step in what it scans, shows nothing else.
+    assert [
+        (s.split.index, s.seen) for s in changes.changes_of(STEP_AFTER_HIGH, 0.05, "higher")
+    ] == [(16, 17)]
+
+
+def test_a_change_the_segmentation_places_is_shown_three_nights_after_the_nights_it_needs():
+    # Only improvements here: the watch asks "worse?" (one-sided), so the segmentation
+    # alone sees them. Ten flat nights, then 0.7: the scan can place the step at night
+    # 10 once 3 nights of 0.7 follow it (night 12), and it must find it over the nights
+    # before the newest 3 as well: the check shows it on night 15, not 12.
+    series = [*FLAT, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]
+    assert changes.changes_of(series[:15], 0.05, worse="higher") == []
+    (step,) = changes.changes_of(series, 0.05, worse="higher")
+    assert (step.split.index, step.seen) == (10, 15)
+    assert math.isclose(step.split.ratio, 0.7 / 1.0045)  # nights 10-15 over 0-9's median

@@ -397,10 +397,30 @@ def watch(
     return found
 
 
+def segmentation(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
+    """The segmentation's changes the check shows: found by `detect` over every night
+    and, near the same night, over the nights before the newest WINDOW alike.
+
+    The scan cannot place a change with fewer than MIN_SEGMENT nights after it, so a
+    step in the newest nights lends them to an earlier split (nights that lay high
+    before the step then look like its start); those nights are the watch's, which
+    places a step among them. A change must therefore stand on the nights before
+    them, and still hold with them.
+    """
+    settled = detect(values[: max(0, len(values) - WINDOW)], alpha)
+    return [
+        split
+        for split in detect(values, alpha)
+        if any(abs(other.index - split.index) <= REFINE_NIGHTS for other in settled)
+    ]
+
+
 def first_seen(values: Sequence[float], index: int, alpha: float = ALPHA) -> int:
-    """The newest night of the shortest prefix whose segmentation shows a change near `index`."""
+    """The newest night of the shortest prefix whose `segmentation` shows a change near
+    `index`."""
     for last in range(index + MIN_SEGMENT - 1, len(values)):
-        if any(abs(s.index - index) <= REFINE_NIGHTS for s in detect(values[: last + 1], alpha)):
+        shown = segmentation(values[: last + 1], alpha)
+        if any(abs(s.index - index) <= REFINE_NIGHTS for s in shown):
             return last
     return len(values) - 1
 
@@ -413,14 +433,22 @@ def changes_of(
 ) -> list[Seen]:
     """The watch's changes and the segmentation's (older ones the watch could not see:
     in a too-short stretch, or a drift), each with the night it was first shown.
-    `companions` place the watch's changes (`watch`)."""
+    `companions` place the watch's changes (`watch`). The segmentation's changes stand
+    on the nights before the newest WINDOW (`segmentation`).
+    """
     watched = watch(values, alpha, worse, companions)
     found = list(watched)
-    for split in detect(values, alpha):
+    for split in segmentation(values, alpha):
         if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):
             continue
         found.append(Seen(split, first_seen(values, split.index, alpha)))
     return sorted(found, key=lambda seen: seen.split.index)
+
+
+def series_needed(alpha: float = ALPHA) -> int:
+    """The fewest nights of a series in which a change can be placed anywhere: the
+    scan's `nights_needed` before the newest WINDOW nights (`segmentation`)."""
+    return nights_needed(alpha) + WINDOW
 
 
 @functools.lru_cache(maxsize=32)

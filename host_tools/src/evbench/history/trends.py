@@ -299,7 +299,7 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
             Status(
                 series,
                 len(series.points),
-                changes.nights_needed(family),
+                changes.series_needed(family),
                 changes.reference_needed(family, one_sided=True),
                 family,
             )
