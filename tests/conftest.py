@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,6 +15,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_SRC = ROOT / "agent" / "src"
+
+# A CI runner, nohup or a script's background job may start the suite with SIGINT or
+# SIGHUP ignored, and every process a test starts would inherit that (a rehearsal run
+# from `nohup ... &` failed every signal test so). The tests signal evbench as a
+# terminal and a service manager would, from the defaults; tests/test_run_local.py
+# starts evbench with them ignored on purpose.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 #: The test files that take longest, longest first (each file's tier tests summed).
 #: tests/run-tiers.sh hands whole files to its pytest-xdist workers in collection order

@@ -186,6 +186,49 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     assert "PARTIAL" in stderr
 
 
+QUICK_CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+
+
+def test_a_run_started_with_sigint_ignored_still_stops_on_sigterm(tmp_path):
+    """A lab's script starts `evbench run ... &` (a background job: SIGINT ignored, so is
+    SIGHUP under nohup), and its service manager sends SIGTERM: evbench stops its agent
+    with SIGINT, which the agent inherited ignored, so the old agent ran on to the end."""
+    out = tmp_path / "run"
+    shell = "trap '' INT HUP; exec \"$@\""
+    process = subprocess.Popen(
+        ["sh", "-c", shell, "sh", *EVBENCH, *QUICK_CODEC_RUN, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with _reaped(process):
+        _wait_for(out / "samples.jsonl")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert not (out / "complete").exists()
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_a_run_under_nohup_survives_the_hangup(tmp_path):
+    """`nohup evbench run &` asked to outlive its terminal: SIGHUP leaves it running
+    (the old code turned every SIGHUP into Ctrl-C), and the run completes."""
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        ["nohup", *EVBENCH, *QUICK_CODEC_RUN, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with _reaped(process):
+        _wait_for(out / "samples.jsonl")
+        assert process.poll() is None, "the run ended before the hangup"
+        process.send_signal(signal.SIGHUP)
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert (out / "complete").is_file()
+
+
 def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(

@@ -149,7 +149,12 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
     manifest["telemetry"] = telemetry.manifest()
     writer.write_manifest(manifest)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # The host stops a run with SIGINT (or SIGTERM). A run started by a background job
+    # of a script or under nohup inherits SIGINT ignored and would run on to the end.
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_interrupt),
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+    }
     status = "interrupted"
     try:
         telemetry.start()
@@ -182,7 +187,8 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         status = "failed"
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         _stop_telemetry(telemetry, writer, manifest)
         sampler_exit = manifest["telemetry"].get("sampler_exit")
         if status == "complete" and sampler_exit not in (0, None):

@@ -7,6 +7,10 @@ a run is left marked "running". Here they raise KeyboardInterrupt in the main
 thread instead, so every command's Ctrl-C path (release the place, stop the
 children, keep the partial run, exit 130) serves them too.
 
+A signal the command was started with ignored stays ignored: `nohup evbench lab
+run &` survives the hangup it asked to survive, and a background job of a script
+keeps ignoring Ctrl-C as the shell arranged.
+
 Once one interrupt is on its way, further SIGTERMs and SIGHUPs are noted and
 ignored: the clean-up they would cut short is what frees the lab (each of its
 steps has its own deadline). A second Ctrl-C still interrupts, as a user at a
@@ -70,7 +74,9 @@ def handled() -> Iterator[None]:
     previous = {number: signal.getsignal(number) for number in (*SIGNALS, signal.SIGINT)}
     _stopping = False
     for number in SIGNALS:
-        signal.signal(number, _on_signal)
+        # Ignored on entry (nohup ignores SIGHUP): the caller asked to be left running.
+        if previous[number] is not signal.SIG_IGN:
+            signal.signal(number, _on_signal)
     if previous[signal.SIGINT] is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_ctrl_c)
     try:
