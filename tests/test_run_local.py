@@ -142,6 +142,22 @@ def _reaped(process: subprocess.Popen):
         process.communicate()
 
 
+#: The full plan (about 8 s here): a signal sent on the first samples lands mid-run.
+CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+
+
+def _signalled_mid_run(argv: list[str], out: Path, stop: int) -> tuple[int, str]:
+    """Start `argv` (an evbench run into `out`), send `stop` once its first samples are
+    written (sizes come first, before the timed workers); its exit code and stderr."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with _reaped(process):
+        _wait_for(out / "samples.jsonl")
+        assert process.poll() is None, "the run ended before the signal"
+        process.send_signal(stop)
+        _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
 @pytest.mark.parametrize(
     "stop",
     [
@@ -155,28 +171,8 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     # SIGTERM (systemd, CI, `timeout`) and SIGHUP (a closed terminal) go to evbench only,
     # not to its agent: evbench itself must stop the agent and keep the run.
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [
-            *EVBENCH,
-            "run",
-            "--suite",
-            "codec",
-            "--profile",
-            "seed",
-            "--codecs",
-            "json,protobuf",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    with _reaped(process):
-        _wait_for(out / "samples.jsonl")  # sizes are written first, before the timed workers
-        process.send_signal(stop)
-        _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    returncode, stderr = _signalled_mid_run([*EVBENCH, *CODEC_RUN, "--out", str(out)], out, stop)
+    assert returncode == 130, stderr
     assert not (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is True and summary["records"]
@@ -186,26 +182,15 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     assert "PARTIAL" in stderr
 
 
-QUICK_CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
-
-
 def test_a_run_started_with_sigint_ignored_still_stops_on_sigterm(tmp_path):
     """A lab's script starts `evbench run ... &` (a background job: SIGINT ignored, so is
     SIGHUP under nohup), and its service manager sends SIGTERM: evbench stops its agent
     with SIGINT, which the agent inherited ignored, so the old agent ran on to the end."""
     out = tmp_path / "run"
-    shell = "trap '' INT HUP; exec \"$@\""
-    process = subprocess.Popen(
-        ["sh", "-c", shell, "sh", *EVBENCH, *QUICK_CODEC_RUN, "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    with _reaped(process):
-        _wait_for(out / "samples.jsonl")
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    shell = ["sh", "-c", "trap '' INT HUP; exec \"$@\"", "sh"]
+    argv = [*shell, *EVBENCH, *CODEC_RUN, "--out", str(out)]
+    returncode, stderr = _signalled_mid_run(argv, out, signal.SIGTERM)
+    assert returncode == 130, stderr
     assert not (out / "complete").exists()
     assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
 
@@ -214,18 +199,9 @@ def test_a_run_under_nohup_survives_the_hangup(tmp_path):
     """`nohup evbench run &` asked to outlive its terminal: SIGHUP leaves it running
     (the old code turned every SIGHUP into Ctrl-C), and the run completes."""
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        ["nohup", *EVBENCH, *QUICK_CODEC_RUN, "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    with _reaped(process):
-        _wait_for(out / "samples.jsonl")
-        assert process.poll() is None, "the run ended before the hangup"
-        process.send_signal(signal.SIGHUP)
-        _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 0, stderr
+    argv = ["nohup", *EVBENCH, *CODEC_RUN, "--out", str(out)]
+    returncode, stderr = _signalled_mid_run(argv, out, signal.SIGHUP)
+    assert returncode == 0, stderr
     assert (out / "complete").is_file()
 
 
