@@ -37,7 +37,7 @@ import functools
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
@@ -397,7 +397,24 @@ def watch(
     return found
 
 
-def segmentation(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
+#: `detect` over the first N nights of one series, each prefix scanned once.
+PrefixScans = Callable[[int], list[Split]]
+
+
+def prefix_scans(values: Sequence[float], alpha: float = ALPHA) -> PrefixScans:
+    """The scan of each prefix of `values`, remembered: `first_seen` and `segmentation`
+    ask for the same prefixes (a prefix and the one WINDOW nights shorter)."""
+
+    @functools.cache
+    def scan(nights: int) -> list[Split]:
+        return detect(values[:nights], alpha)
+
+    return scan
+
+
+def segmentation(
+    values: Sequence[float], alpha: float = ALPHA, scans: PrefixScans | None = None
+) -> list[Split]:
     """The segmentation's changes the check shows: found by `detect` over every night
     and, near the same night, over the nights before the newest WINDOW alike.
 
@@ -405,21 +422,26 @@ def segmentation(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
     step in the newest nights lends them to an earlier split (nights that lay high
     before the step then look like its start); those nights are the watch's, which
     places a step among them. A change must therefore stand on the nights before
-    them, and still hold with them.
+    them, and still hold with them. `scans` (of a longer series `values` begins) saves
+    scanning again.
     """
-    settled = detect(values[: max(0, len(values) - WINDOW)], alpha)
+    scan = scans or prefix_scans(values, alpha)
+    settled = scan(max(0, len(values) - WINDOW))
     return [
         split
-        for split in detect(values, alpha)
+        for split in scan(len(values))
         if any(abs(other.index - split.index) <= REFINE_NIGHTS for other in settled)
     ]
 
 
-def first_seen(values: Sequence[float], index: int, alpha: float = ALPHA) -> int:
+def first_seen(
+    values: Sequence[float], index: int, alpha: float = ALPHA, scans: PrefixScans | None = None
+) -> int:
     """The newest night of the shortest prefix whose `segmentation` shows a change near
     `index`."""
+    scan = scans or prefix_scans(values, alpha)
     for last in range(index + MIN_SEGMENT - 1, len(values)):
-        shown = segmentation(values[: last + 1], alpha)
+        shown = segmentation(values[: last + 1], alpha, scan)
         if any(abs(s.index - index) <= REFINE_NIGHTS for s in shown):
             return last
     return len(values) - 1
@@ -438,10 +460,11 @@ def changes_of(
     """
     watched = watch(values, alpha, worse, companions)
     found = list(watched)
-    for split in segmentation(values, alpha):
+    scans = prefix_scans(values, alpha)
+    for split in segmentation(values, alpha, scans):
         if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):
             continue
-        found.append(Seen(split, first_seen(values, split.index, alpha)))
+        found.append(Seen(split, first_seen(values, split.index, alpha, scans)))
     return sorted(found, key=lambda seen: seen.split.index)
 
 
