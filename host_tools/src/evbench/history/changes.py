@@ -326,6 +326,60 @@ def _split(values: Sequence[float], start: int, split: int, end: int, z: float, 
     )
 
 
+def _levelled(
+    series: Sequence[Sequence[float]], before: int, start: int, first: int
+) -> list[list[float]]:
+    """`series` (logs) with the nights before..start-1 moved by the shift of the
+    change at `start`: each series' median of nights start..first-1 less its median
+    of nights before..start-1. The watch's reference after a change too recent to
+    test against alone: the nights before it, at the new level, with the nights since.
+    """
+    out = []
+    for logs in series:
+        array = np.asarray(logs, dtype=float)
+        old, new = array[before:start], array[start:first]
+        old, new = old[np.isfinite(old)], new[np.isfinite(new)]
+        moved = array.copy()
+        if len(old) and len(new):
+            moved[before:start] += float(np.median(new)) - float(np.median(old))
+        out.append(moved.tolist())
+    return out
+
+
+def _nightly(tested: list[list[float]], placing: list[list[float]],
+             values: Sequence[float]) -> Sequence[float]:  # fmt: skip
+    """The watched series' nightly values as tested: `values`, or levelled ones."""
+    return values if tested is placing else [math.exp(v) for v in tested[0]]
+
+
+def _beyond_new_level(logs: Sequence[float], before: int, start: int, first: int,
+                      last: int, worse: str | None) -> float:  # fmt: skip
+    """p of the window first..last against the level of the nights since the change at
+    `start` (start..first-1), one-sided on the `worse` side (two-sided if None).
+
+    The level a levelled reference was moved to rests on those few nights: a
+    two-sample t test of the window against them, with the noise's spread pooled
+    over the three stretches (before..start-1, start..first-1 and the window, each
+    about its own mean), counts that level's own uncertainty, which the rank test
+    against the levelled reference does not.
+    """
+    stretches = [np.asarray(logs[a:b], dtype=float) for a, b in
+                 ((before, start), (start, first), (first, last + 1))]  # fmt: skip
+    df = sum(len(x) for x in stretches) - len(stretches)
+    if df < 1 or any(len(x) == 0 for x in stretches):
+        return 1.0
+    spread = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in stretches) / df)
+    since, window = stretches[1], stretches[2]
+    shift = float(window.mean() - since.mean())
+    if spread == 0:
+        return 0.0 if shift else 1.0
+    t = shift / (spread * math.sqrt(1 / len(since) + 1 / len(window)))
+    if worse is None:
+        return min(1.0, 2 * stats.student_t_sf(abs(t), df))
+    toward = t if worse == "higher" else -t  # the worse side's t
+    return stats.student_t_sf(toward, df) if toward >= 0 else 1 - stats.student_t_sf(-toward, df)
+
+
 def watch(
     values: Sequence[float],
     alpha: float = ALPHA,
@@ -339,8 +393,11 @@ def watch(
     the nightly medians, p < alpha, and the ratio's 95 % interval wholly beyond
     1 +/- MIN_EFFECT. A change is placed within the window where a shift is
     likeliest over the series and its `companions` together (`_likeliest_start`);
-    the nights from it on are the next reference. Nothing is tested while fewer
-    than `reference_needed(alpha)` reference nights exist.
+    the nights from it on are the next reference. While fewer than
+    `reference_needed(alpha)` nights follow the last change, the nights before it,
+    moved to its new level (`_levelled`), stand in, and the window must also pass a
+    t test against the nights since the change (`_beyond_new_level`); nothing is
+    tested before the first change while fewer than that many nights exist.
 
     On its alarm night a change rests on as few as one night after its start. Each
     later night, until WINDOW nights from the alarm night are in, it is placed again
@@ -365,20 +422,31 @@ def watch(
     need = reference_needed(alpha, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
-    moving: tuple[int, int] | None = None  # (reference start, first candidate) of found[-1]
+    before = 0  # where the segment before the last change began
+    # found[-1]'s reference start, first candidate and the series it was tested on
+    moving: tuple[int, int, list[list[float]]] | None = None
     for last in range(len(values)):
         if moving is not None and last <= found[-1].seen + WINDOW - 1:
-            reference_start, first = moving
+            reference_start, first, tested = moving
             seen = found[-1]
-            split = _likeliest_start(placing, reference_start, first, seen.seen, last)
-            candidate = _split(values, reference_start, split, last + 1, math.nan, seen.split.p)
+            split = _likeliest_start(tested, reference_start, first, seen.seen, last)
+            candidate = _split(_nightly(tested, placing, values), reference_start, split,
+                               last + 1, math.nan, seen.split.p)  # fmt: skip
             found[-1] = replace(seen, split=candidate, through=last)
             start = split
         first = last - WINDOW + 1
+        tested, reference_start = placing, max(start, first - MAX_REFERENCE)
         if first - start < need:
-            continue
-        reference_start = max(start, first - MAX_REFERENCE)
-        reference, window = logs[reference_start:first], logs[first : last + 1]
+            # Too few nights since the last change to test against: the nights
+            # before it, moved to the new level, stand in (`_levelled`), so a
+            # second step soon after a first one is not left unseen. The window
+            # must lie after the nights the last change may still be placed at
+            # (a step that takes nights to settle is one change, not two).
+            if not found or first <= found[-1].seen or first - before < need:
+                continue
+            tested = _levelled(placing, before, start, first)
+            reference_start = max(before, first - MAX_REFERENCE)
+        reference, window = tested[0][reference_start:first], tested[0][first : last + 1]
         _u, p = stats.mann_whitney_exact(reference, window)
         if worse is not None:
             higher = statistics.median(window) > statistics.median(reference)
@@ -387,13 +455,17 @@ def watch(
             p /= 2  # the exact (or approximate) test's tail on the worse side
         if p >= alpha:
             continue
-        split = _likeliest_start(placing, reference_start, first, last)
-        candidate = _split(values, reference_start, split, last + 1, math.nan, p)
+        if tested is not placing and _beyond_new_level(logs, before, start, first, last,
+                                                       worse) >= alpha:  # fmt: skip
+            continue
+        split = _likeliest_start(tested, reference_start, first, last)
+        candidate = _split(_nightly(tested, placing, values), reference_start, split,
+                           last + 1, math.nan, p)  # fmt: skip
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
             continue
         found.append(Seen(candidate, last, split, last))
-        start = split
-        moving = (reference_start, first)
+        before, start = start, split
+        moving = (reference_start, first, tested)
     return found
 
 
