@@ -24,7 +24,9 @@ SIZE_METRICS = {"size", "size_deflate"}
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "run"
     done = local_run(out)
-    assert f"report: {out / 'report.html'}" in done.stderr
+    # Named once, on the screen's last lines, once the report exists.
+    assert done.stdout.count(str(out / "report.html")) == 1, done.stdout
+    assert f"Report with plots: {out / 'report.html'}" in done.stdout.splitlines()[-3:]
     return out
 
 

@@ -136,8 +136,8 @@ def _write_report(out: Path, comparison: Comparison | None = None) -> None:
     try:
         logger.info("writing the report into %s", out)
         write_report(out, comparison)
-        if not quiet():
-            print(f"report: {out / 'report.html'}", file=sys.stderr)
+        if not quiet():  # named once it exists: the screen's last pointer, a path to copy
+            print(f"Report with plots: {out / 'report.html'}")
     except Exception as error:  # a report bug must not cost the run or its exit code
         said = error.strerror if isinstance(error, OSError) and error.strerror else error
         logger.warning(  # --quiet hides it: the run itself is whole, as its exit code says

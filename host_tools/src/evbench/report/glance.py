@@ -122,10 +122,9 @@ def render(
         ceiling = f"{budget.DEFAULT_CEILING * 100:g} %"
         said = f"Bus fit: the worst case within the {ceiling} bus-load ceiling; "
         lines += ["", *wrap(said + "; ".join(fit_named))]
-    lines += [  # a command or a path stays whole on its line, to copy
+    lines += [  # a command stays whole on its line, to copy
         "",
         "Full table, medians per codec, context and bus budget (or evbench run --details):",
         f"  evbench report --terminal {out}",
-        f"Report with plots: {out / 'report.html'}",
     ]
     return "\n".join(lines)
