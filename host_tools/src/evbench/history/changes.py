@@ -371,9 +371,8 @@ def _beyond_new_level(logs: Sequence[float], before: int, start: int, first: int
     spread = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in stretches) / df)
     since, window = stretches[1], stretches[2]
     shift = float(window.mean() - since.mean())
-    if spread == 0:
-        return 0.0 if shift else 1.0
-    t = shift / (spread * math.sqrt(1 / len(since) + 1 / len(window)))
+    error = spread * math.sqrt(1 / len(since) + 1 / len(window))
+    t = shift / error if error else math.copysign(math.inf, shift) if shift else 0.0
     if worse is None:
         return min(1.0, 2 * stats.student_t_sf(abs(t), df))
     toward = t if worse == "higher" else -t  # the worse side's t
