@@ -5,7 +5,7 @@
 Both ends are pseudo-terminals made by socat. Between them LineSimulator
 carries the bytes at 115200 baud (a pty alone moves them at memory speed)
 and can break the line on purpose: mute it, garble it, go silent after a
-number of bytes, or spoil one data frame; with noise on, it also puts
+number of bytes, or spoil frames of chosen kinds; with noise on, it also puts
 kernel-style lines at random bytes of the board's output, as printk on a
 UART console does. KernelNoise writes such lines into the board end at
 random moments too.
@@ -45,7 +45,8 @@ class LineSimulator:
         self.garble = False
         self.silent_after: int | None = None  # bytes still let through before silence
         self.spoil_frames = 0  # frames still to spoil
-        self.spoil_marker = b" D "  # which kind: data frames unless told
+        #: Which kinds: data frames unless told; a tuple spoils frames of several kinds.
+        self.spoil_marker: bytes | tuple[bytes, ...] = b" D "
         self._spoil_next = False
         self.spoiled = 0
         # A kernel console writes at any byte, also in the middle of a line
@@ -93,14 +94,26 @@ class LineSimulator:
         if self._spoil_next and data:
             data = b"#" + data[1:]  # the marker ended the last piece: spoil what follows it
             self._spoil_next = False
-        elif self.spoil_frames and self.spoil_marker in data:
-            at = data.index(self.spoil_marker) + len(self.spoil_marker)
+        return self._spoiled(data)
+
+    def _spoiled(self, data: bytes) -> bytes:
+        """`data` with the byte after each marker made '#', while frames are left to spoil."""
+        marker = self.spoil_marker
+        markers = (marker,) if isinstance(marker, bytes) else marker
+        start = 0
+        while self.spoil_frames:
+            found = [(data.find(m, start), m) for m in markers if data.find(m, start) >= 0]
+            if not found:
+                break
+            where, hit = min(found)
+            at = where + len(hit)
             self.spoil_frames -= 1
             self.spoiled += 1
-            if at < len(data):
-                data = data[:at] + b"#" + data[at + 1 :]
-            else:
+            if at >= len(data):
                 self._spoil_next = True
+                break
+            data = data[:at] + b"#" + data[at + 1 :]
+            start = at + 1
         return data
 
     def _pump(self, source: socket.socket, target: socket.socket, faults: bool) -> None:

@@ -131,6 +131,25 @@ def test_stream_and_stdin(console_line, console_user):
     assert piped.stdout == b"THROUGH STDIN\n"
 
 
+def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(
+    console_line, console_user
+):
+    # The output's one data frame and the end frame spoiled, then both again in the
+    # answer to the first asking: that round brings back no frame at all, so it ends
+    # only by waiting out the silence limit (6 s). A CI run gave up after it, as the
+    # repair's whole time was one silence limit; a second round must follow.
+    url = f"{console_line.url}?user={console_user.name}"
+    with SerialBoard(url, show_progress=False) as board:
+        console_line.line.spoil_marker = (b" D ", b" E ")
+        console_line.line.spoil_frames = 4
+        result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
+        retried = board.session.retried
+    assert console_line.line.spoiled == 4
+    expected = "".join(f"{n}\n" for n in range(1, 201)).encode()
+    assert (result.returncode, result.stdout, result.stderr) == (3, expected, b"")
+    assert retried >= 2  # the chunk asked for twice
+
+
 def test_a_spoiled_end_frame_does_not_stall(console_line, console_user, long_silence):
     url = f"{console_line.url}?user={console_user.name}"
     with SerialBoard(url, show_progress=False) as board:

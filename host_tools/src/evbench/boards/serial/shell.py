@@ -339,7 +339,10 @@ class ShellSession:
                 hint="give it more time, or check that it does not wait for input",
             )
         paths = {"o": '"$__evb_d/o"', "e": '"$__evb_d/e"'}
-        transfer = Deadline(self.transfer_seconds(reply) + SILENCE)
+        # Each round of asking again may have to wait out the silence limit once (the
+        # line can spoil every frame of its answer, the end frame too), so the budget
+        # holds every round's; a line that stays silent still ends the first round.
+        transfer = Deadline(MAX_RETRIES * (self.transfer_seconds(reply) + SILENCE))
         if not finished or reply.status is None or _incomplete(reply):
             self.repair(reply, paths, transfer, lambda tag: self._command_line("__evb_m", tag, "0"))
         stdout, stderr = self.verified(reply, "o"), self.verified(reply, "e")
