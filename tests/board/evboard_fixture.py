@@ -28,6 +28,10 @@ from evboard_ssh import write_ssh_home
 EVBENCH = Path(sys.executable).with_name("evbench")
 BOOT_TIMEOUT = float(os.environ.get("EVBOARD_BOOT_TIMEOUT", "480"))
 COMMAND_TIMEOUT = 900  # one evbench command on the emulated board (runs are 10-20x slower)
+#: Codec runs here take three worker processes, not the quick plan's eight: a worker
+#: starts in about 7 s on the emulated board, so the eight took some 55 s of each run,
+#: and nothing the tests check depends on how many there are.
+FEWER_WORKERS = ("--processes", "3")
 
 
 def board_image() -> BoardImage:

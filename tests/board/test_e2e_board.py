@@ -17,11 +17,18 @@ from pathlib import Path
 
 import pytest
 from conftest import require_command
-from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
+from evboard_fixture import (  # noqa: F401 (fixture `evboard`)
+    FEWER_WORKERS,
+    BoardSession,
+    evboard_session,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
 
-QUICK_RUN = ("--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick")
+QUICK_RUN = (
+    "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick",
+    *FEWER_WORKERS,
+)  # fmt: skip
 
 
 def _guest_protobuf(session: BoardSession) -> str:
@@ -151,7 +158,7 @@ def test_a_user_schema_over_ssh(evboard: BoardSession, tmp_path: Path) -> None:
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--codecs", "json,protobuf",
-        "--quick", "--schema", str(data / "bms.proto"), "--message", message,
+        "--quick", *FEWER_WORKERS, "--schema", str(data / "bms.proto"), "--message", message,
         "--samples", str(data / "bms_samples.jsonl"), "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -14,7 +14,11 @@ import json
 from pathlib import Path
 
 import pytest
-from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
+from evboard_fixture import (  # noqa: F401 (fixture `evboard`)
+    FEWER_WORKERS,
+    BoardSession,
+    evboard_session,
+)
 from native_cross import CODEC, build_aarch64_harness, build_host_harness
 from native_sizes import nlohmann_sizes
 
@@ -51,7 +55,7 @@ def test_a_cross_built_harness_measures_on_the_board(
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--profile", PROFILE,
-        "--codecs", f"json,{CODEC}", "--quick", "--out", str(out),
+        "--codecs", f"json,{CODEC}", "--quick", *FEWER_WORKERS, "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (out / "complete").is_file(), f"the run in {out} is partial"
