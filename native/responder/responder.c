@@ -16,7 +16,9 @@
  * The Python responder's limits (docs/link.md "Responder limits"): 8 pending places per
  * slot for connections in their handshake, a quarter of them at most for one peer address
  * (a newcomer past its peer's share closes that peer's oldest pending connection; past all
- * places, the oldest of the peer holding the most); `--max-connections` slots, and a client
+ * places, the oldest of the peer holding the most; a connection whose whole HELLO has come
+ * is passed over while another can go, as the Python responder reads every HELLO that has
+ * come before it makes room); `--max-connections` slots, and a client
  * that has sent no MESSAGE for 5 s (the idle budget) gives its slot up to a newcomer.
  * Each drop is logged with who and why, at most once per peer address per minute.
  *
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +141,7 @@ enum { FREE, PENDING, SERVED, CLOSING };
 enum { KEPT, TAKEN_FOR_ROOM, TAKEN_IDLE };
 typedef struct {
   int fd, state, taken;
+  int hello_read;                  /* its thread holds its whole HELLO (atomic access) */
   unsigned long long order;        /* accepted as the order-th connection: oldest first */
   int64_t last_message;            /* CLOCK_MONOTONIC of its last MESSAGE (atomic access) */
   char host[INET6_ADDRSTRLEN];
@@ -584,6 +588,7 @@ static int read_hello(Connection *c, const char **why) {
       if (length > HEADER + MAX_HELLO) return *why = "the client sent a first frame longer than a HELLO", -1;
       if (c->used >= 4 + length) {
         if (c->buffer[4] != HELLO) return *why = "the client sent another frame where HELLO was expected", -1;
+        __atomic_store_n(&c->place->hello_read, 1, __ATOMIC_RELAXED);
         return (int)length;
       }
     }
@@ -760,26 +765,44 @@ static int by_host_then_age(const void *a, const void *b) {
   return order ? order : (x->order > y->order) - (x->order < y->order);
 }
 
+/* Whether the whole HELLO of a pending connection has come: read by its thread, or
+ * waiting in the socket (a thread not yet scheduled, on a loaded machine). A slow-loris
+ * client's never has; a real client's comes in one write, so it is the one spared. */
+static int hello_came(const Place *place) {
+  if (__atomic_load_n(&place->hello_read, __ATOMIC_RELAXED)) return 1;
+  unsigned char head[4];
+  int waiting = 0;
+  if (recv(place->fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT) != (ssize_t)sizeof head ||
+      ioctl(place->fd, FIONREAD, &waiting) != 0)
+    return 0;
+  return (uint64_t)waiting >= 4 + (uint64_t)get_le(head, 4);
+}
+
 /* Before a new connection from `host` takes a pending place (lock held): close the oldest
  * pending connection of `host` when it holds its share, or of the peer holding the most
- * (of those, the one waiting longest) when every pending place is taken. */
+ * (of those, the one waiting longest) when every pending place is taken. A connection
+ * whose whole HELLO has come is passed over while another can go: it leaves its pending
+ * place at once, served or refused (so a peer may hold past its share for that moment). */
 static void make_room(const char *host) {
   int mine = 0, n = 0;
   Place *oldest_mine = NULL;
   for (int i = 0; i < place_count; i++) {
     Place *place = &places[i];
     if (place->state != PENDING) continue;
+    int own = !strcmp(place->host, host);
+    mine += own;
+    if (hello_came(place)) continue;
     scratch[n++] = place;
-    if (!strcmp(place->host, host)) {
-      mine++;
-      if (!oldest_mine || place->order < oldest_mine->order) oldest_mine = place;
-    }
+    if (own && (!oldest_mine || place->order < oldest_mine->order)) oldest_mine = place;
   }
-  if (mine >= max_pending_per_peer) {
+  if (mine >= max_pending_per_peer && oldest_mine) {
     take(oldest_mine, TAKEN_FOR_ROOM);
     return;
   }
   if (pending < max_pending) return;
+  if (!n) /* every pending connection has its HELLO: the places' cap still holds */
+    for (int i = 0; i < place_count; i++)
+      if (places[i].state == PENDING) scratch[n++] = &places[i];
   qsort(scratch, (size_t)n, sizeof *scratch, by_host_then_age);
   Place *crowded = NULL;
   int most = 0;
@@ -1009,6 +1032,7 @@ int main(int argc, char **argv) {
       if (places[i].state == FREE) place = &places[i];
     if (place) {
       place->fd = fd, place->state = PENDING, place->taken = KEPT, place->order = accepted++;
+      __atomic_store_n(&place->hello_read, 0, __ATOMIC_RELAXED);
       snprintf(place->host, sizeof place->host, "%s", peer_host);
       pending++, threads++;
     }

@@ -255,7 +255,12 @@ class Responder:
 
     def _make_room(self, host: str) -> None:
         """Close the oldest pending connection of `host` when it holds its share, or of
-        the peer holding the most when all pending places are taken."""
+        the peer holding the most when all pending places are taken.
+
+        What has come on that connection is read first: a HELLO that is whole is
+        served (or refused) there and then, which frees the place instead. Under load
+        a burst of reconnecting slow clients is accepted before the selector reads a
+        real client's HELLO, and the burst would otherwise close it."""
         if self._pending_by_peer.get(host, 0) >= self.max_pending_per_peer:
             crowded = host
         elif len(self._pending) >= self.max_pending:
@@ -263,6 +268,9 @@ class Responder:
         else:
             return
         oldest = next(p for p in self._pending.values() if p.peer[0] == crowded)
+        self._advance(oldest)
+        if oldest.sock not in self._pending:
+            return  # served, refused or gone: its place is free
         self._drop_pending(
             oldest,
             f"still in its handshake when the pending connections were full "
