@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import selectors
 import socket
 import struct
 import subprocess
@@ -319,3 +321,43 @@ def test_one_peer_cannot_take_the_pending_places_of_another():
             sock.close()
         responder.close()
         thread.join(5)
+
+
+def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made():
+    # The accepting thread is driven by hand here, so the HELLO can arrive between its
+    # connection's accept and the read of it, where a loaded machine puts it at random;
+    # then slow clients from the same address need room. 1 slot: 8 pending places, 2 per
+    # peer address (a quarter).
+    responder = Responder(port=0, max_connections=1, log=lambda _line: None)
+    opened: list[socket.socket] = []
+    try:
+        with selectors.DefaultSelector() as selector:
+            responder._selector = selector  # what serve_forever sets up
+            real = _accepted_one(responder, opened)  # pending: nothing has come yet
+            real.sendall(_hello_bytes())  # comes, and is not read
+            _accepted_one(responder, opened)  # a slow client: 2 pending, the share
+            _accepted_one(responder, opened)  # past the share: room is made for it
+            answer = _answer(real)
+            counts = responder.counts()
+    finally:
+        for sock in opened:
+            sock.close()
+        responder.close()
+        # what serve_forever closes as it ends: the pending connections, its wake-up pair
+        for pending in responder._pending.values():
+            pending.sock.close()
+        responder._wake_r.close()
+        responder._wake_w.close()
+    # served, not closed for the newcomer: the first slow client went instead
+    assert answer["ok"] is True, answer
+    assert counts["served"] == 1 and counts["pending"] == 2
+
+
+def _accepted_one(responder: Responder, opened: list[socket.socket]) -> socket.socket:
+    """A new connection, accepted by the responder's accepting code."""
+    sock = socket.create_connection(responder.address, timeout=5)
+    opened.append(sock)
+    ready, _, _ = select.select([responder.listener], [], [], 5.0)
+    assert ready, "the connection never reached the listener"
+    responder._accept_all()
+    return sock
