@@ -127,10 +127,11 @@ def _probe(address: tuple[str, int], link: messages.LinkCodec, data: list) -> st
 #: The share of real clients each responder must serve through the crowd. A probe is lost
 #: when its HELLO has not come by the time a burst of reconnecting loris clients takes the
 #: pending places (its send delayed on a loaded machine). Both responders now pass over a
-#: pending connection whose HELLO has come: with a busy loop on one of the two cores, the
+#: pending connection whose HELLO has come: with four busy loops on the two cores, the
 #: C one served 201 of 207 probes in 4 runs (worst 48 of 52), the Python one 216 of 218
-#: (worst 53 of 55). Before, the C one served 67 to 86 % on an idle machine (a CI run:
-#: 46 of 61), and the Python one failed its 95 % bar once in 3 loaded runs (55 of 58).
+#: (worst 53 of 55). Before, the C one served 67 to 86 % on an idle machine (a fresh-clone
+#: run: 46 of 61), and the Python one failed its 95 % bar once in 3 runs beside three busy
+#: loops (55 of 58).
 SERVED_AT_LEAST = {"python": 0.9, "c": 0.9}
 
 
