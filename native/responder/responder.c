@@ -17,8 +17,8 @@
  * slot for connections in their handshake, a quarter of them at most for one peer address
  * (a newcomer past its peer's share closes that peer's oldest pending connection; past all
  * places, the oldest of the peer holding the most; a connection whose whole HELLO has come
- * is passed over while another can go, as the Python responder reads every HELLO that has
- * come before it makes room); `--max-connections` slots, and a client
+ * is passed over while another can go, as the Python responder reads what has come on a
+ * connection before it closes it); `--max-connections` slots, and a client
  * that has sent no MESSAGE for 5 s (the idle budget) gives its slot up to a newcomer.
  * Each drop is logged with who and why, at most once per peer address per minute.
  *
