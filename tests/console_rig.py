@@ -102,7 +102,7 @@ class LineSimulator:
         markers = (marker,) if isinstance(marker, bytes) else marker
         start = 0
         while self.spoil_frames:
-            found = [(data.find(m, start), m) for m in markers if data.find(m, start) >= 0]
+            found = [(index, m) for m in markers if (index := data.find(m, start)) >= 0]
             if not found:
                 break
             where, hit = min(found)
