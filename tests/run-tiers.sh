@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs the test tiers one after another, each with its time budget printed,
-# and fails when any tier fails. Extra arguments go to every pytest call.
+# Runs the test tiers, each with its time budget printed, and fails when any tier
+# fails. Extra arguments go to every pytest call. The fast tier runs first, alone; then
+# the integration and e2e tiers run side by side (the integration tier's tests mostly
+# wait, and the emulated board's boots and runs are long), the e2e tier's output kept
+# apart and printed when both are done. EVBENCH_E2E_APART=1 runs the e2e tier after the
+# integration tier instead, as a loaded machine may need.
 #   fast         unit tests and local runs (no real external component)
 #   integration  real components: sshd, login shells on ptys, ser2net, loop devices,
 #                other protobuf runtimes, a labgrid coordinator and exporter (marked
@@ -55,12 +59,27 @@ tier() {
 
 xdist "${workers:-$cores}"
 tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
+e2e_tier() {
+    echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
+    local start=$SECONDS status=0
+    tests/board/run-e2e.sh "$@" || status=$?
+    echo "=== tier e2e: $((SECONDS - start))s, exit $status"
+    return "$status"
+}
+
 xdist "${workers:-$cores}"
-tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
-echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
-start=$SECONDS
-tests/board/run-e2e.sh "$@" || failed+=(e2e)
-echo "=== tier e2e: $((SECONDS - start))s"
+if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
+    tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
+    e2e_tier "$@" || failed+=(e2e)
+else
+    e2e_log="$EVBENCH_TEST_BUILDS/e2e.log"
+    echo "=== tier e2e: started beside the integration tier (its output follows that tier's)"
+    e2e_tier "$@" >"$e2e_log" 2>&1 &
+    e2e_pid=$!
+    tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
+    wait "$e2e_pid" || failed+=(e2e)
+    cat "$e2e_log"
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "=== failed tiers: ${failed[*]}"
