@@ -162,13 +162,15 @@ def build_host_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def build_aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CODEC harness cross-built (a directory for `evbench deploy --native`);
-    `file` confirms an aarch64, statically linked executable."""
+    """The CODEC harness and the C link responder (echo mode only: the build has no C
+    runtime) cross-built, a directory for `evbench deploy --native`; `file` confirms
+    aarch64, statically linked executables."""
     require_command("aarch64-linux-gnu-g++")
-    options = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", "-DEVBENCH_LINK_RESPONDER=OFF",
-               f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}", "-DEVBENCH_STATIC=ON")  # fmt: skip
+    options = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+               "-DEVBENCH_STATIC=ON")  # fmt: skip
     build = shared_build(tmp_path_factory, options, ())
-    harness = build / runtimes.RUNTIMES[CODEC].executable_name
-    described = subprocess.run(["file", str(harness)], capture_output=True, text=True).stdout
-    assert "ARM aarch64" in described and "statically linked" in described, described
+    for name in (runtimes.RUNTIMES[CODEC].executable_name, RESPONDER):
+        described = subprocess.run(["file", str(build / name)], capture_output=True, text=True)
+        assert "ARM aarch64" in described.stdout, described.stdout + described.stderr
+        assert "statically linked" in described.stdout, described.stdout
     return build

@@ -178,11 +178,28 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
         ("link_rate_hz", 0, "'link_rate_hz' must be a number"),
         ("link_window", 0, "'link_window' must be a whole number"),
         ("link_profiles", "seed,nope", "unknown profile 'nope'"),
+        ("link_responder", "rust", "'link_responder' must be 'python' or 'c'"),
     ],
 )
 def test_bad_link_settings_are_refused_before_anything_runs(key, value, message):
     with pytest.raises(UserError, match=message):
         _spec(**{key: value})
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"link_peer": "127.0.0.1:9"},
+        {"link_transport": "uart:///dev/ttyS1?baud=115200"},
+        {"link_realtime": True},
+    ],
+)
+def test_the_c_responder_is_refused_where_the_suite_does_not_start_it_or_cannot(other):
+    # a --peer or a bus has its responder at the other end; SCHED_FIFO is the Python one's
+    message = "has no --realtime" if "link_realtime" in other else "the one at the other end"
+    with pytest.raises(UserError, match=message):
+        _spec(link_responder="c", **other)
+    _spec(**other)  # each is a valid setting with the Python responder
 
 
 def test_the_aa_reply_delay_holds_only_the_copys_replies(tmp_path):

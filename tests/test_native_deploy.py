@@ -32,9 +32,11 @@ def test_a_deployed_aarch64_harness_measures_in_a_codec_run(
     work = tmp_path / "board"
     url = f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
     assert evbench(["deploy", "--board", url, "--native", str(aarch64_harness)]) == 0
-    assert "native harnesses: evbench-native-cpp-nlohmann" in capsys.readouterr().err
+    assert "native executables: evbench-native-cpp-nlohmann" in capsys.readouterr().err
     deployed = work / "agent" / "libexec" / "evbench-native" / "evbench-native-cpp-nlohmann"
     assert deployed.read_bytes() == (aarch64_harness / deployed.name).read_bytes()
+    responder = deployed.with_name("evbench-link-responder")  # the build's, shipped with it
+    assert responder.read_bytes() == (aarch64_harness / responder.name).read_bytes()
     out = tmp_path / "out"
     code = evbench(
         ["run", "--board", url, "--quick", "--suite", "codec", "--profile", "seed",

@@ -7,6 +7,8 @@ native CMake, it answers the link suite's echo and ack modes on loopback TCP as
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -475,3 +477,37 @@ def test_the_link_suite_measures_against_it(mode, native, tmp_path):
     assert all(v == 0 for s in by_metric["lost"] for v in s["values"])
     responder_cpu = [v for s in by_metric["cpu_per_msg_responder"] for v in s["values"]]
     assert responder_cpu and all(v > 0 for v in responder_cpu)
+
+
+def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path, tmp_path):
+    """`--responder c`: the suite starts the C responder it finds where the native harnesses
+    are (EVBENCH_NATIVE_DIR here), its rows say so, and it stops with the run. With none
+    installed the run stops before writing anything, naming where it looked."""
+    installed = tmp_path / "libexec"
+    installed.mkdir()
+    argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
+            "--rate", "100", "--count", "6", "--codecs", "json,protobuf",
+            "--responder", "c"]  # fmt: skip
+    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(installed))
+    missing = subprocess.run(
+        [*argv, "--out", str(tmp_path / "none")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert missing.returncode == 2, missing.stderr[-2000:]
+    assert f"--responder c: no evbench-link-responder in {installed}," in missing.stderr
+    assert not (tmp_path / "none").exists()
+
+    shutil.copy2(responder_path, installed / responder_path.name)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [*argv, "--out", str(out)], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # the C responder answered: its own log lines, on the run's standard error
+    assert "evbench-link-responder: listening on 127.0.0.1:" in done.stderr
+    assert "evbench-link-responder: stopped" in done.stderr
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    rtt = [s for s in sets if s["metric"] == "rtt"]
+    assert {s["codec"] for s in rtt} == {"json", "protobuf"}
+    assert all(s["params"]["responder"] == "c" and s["params"]["peer"] == "loopback" for s in rtt)
+    assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])

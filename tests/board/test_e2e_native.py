@@ -1,4 +1,5 @@
-"""End-to-end: a cross-built aarch64 native harness measures in a codec run on the QEMU board.
+"""End-to-end: a cross-built aarch64 native harness measures in a codec run on the QEMU board,
+and the C link responder shipped with it answers a link run there (`--responder c`).
 
 The harness is built here as docs/native-codecs.md says for the AM62x (tests/native_cross.py:
 Debian's aarch64 cross-compiler, statically linked; under tests/run-tiers.sh the integration
@@ -19,7 +20,7 @@ from evboard_fixture import (  # noqa: F401 (fixture `evboard`)
     BoardSession,
     evboard_session,
 )
-from native_cross import CODEC, build_aarch64_harness, build_host_harness
+from native_cross import CODEC, RESPONDER, build_aarch64_harness, build_host_harness
 from native_sizes import nlohmann_sizes
 
 from evbench_agent import codecs, payloads
@@ -51,7 +52,7 @@ def test_a_cross_built_harness_measures_on_the_board(
     harness = next(build.glob("evbench-native-*"))
     deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
     assert deployed.returncode == 0, deployed.stderr
-    assert f"native harnesses: {harness.name}" in deployed.stderr
+    assert f"native executables: {harness.name}" in deployed.stderr
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--profile", PROFILE,
@@ -80,3 +81,28 @@ def test_a_cross_built_harness_measures_on_the_board(
     for metric in ("encode", "decode", "decode_access"):
         timed = [s for s in sets if s["codec"] == CODEC and s["metric"] == metric]
         assert timed and all(v > 0 for s in timed for v in s["values"]), metric
+
+
+def test_the_shipped_c_responder_answers_a_link_run_on_the_board(
+    evboard: BoardSession, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+):
+    """The cross-build's echo-only responder, deployed with the harness, is the one the link
+    suite starts on the board: its own log lines are in the agent's log the run brings back."""
+    build = build_aarch64_harness(tmp_path_factory)
+    deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
+    assert deployed.returncode == 0, deployed.stderr
+    assert RESPONDER in deployed.stderr
+    out = tmp_path / "run"
+    done = evboard.evbench(
+        "run", "--board", evboard.ssh_url, "--suite", "link", "--quick", "--mode", "echo",
+        "--responder", "c", "--rate", "100", "--count", "6", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "complete").is_file(), f"the run in {out} is partial"
+    agent_log = (out / "agent.log").read_text()
+    assert f"{RESPONDER}: listening on 127.0.0.1:" in agent_log, agent_log[-3000:]
+    assert "echo mode only" in agent_log  # the cross-build's, which has no C runtime
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    rtt = [s for s in sets if s["metric"] == "rtt"]
+    assert rtt and all(s["params"]["responder"] == "c" for s in rtt)
+    assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])

@@ -169,6 +169,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "URL",
     ),
     RunOption("--mode", "link_mode", "link: responder mode (default ack)", choices=("ack", "echo")),
+    RunOption(
+        "--responder",
+        "link_responder",
+        "link: the loopback responder, python (default) or c (evbench-link-responder)",
+        choices=("python", "c"),
+    ),
     RunOption("--rate", "link_rate_hz", "link: messages per second (20)", float, "HZ"),
     RunOption("--duration", "link_duration_s", "link: seconds per phase", float, "S"),
     RunOption("--count", "link_count", "link: messages per phase, instead of --duration", int),

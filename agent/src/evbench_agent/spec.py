@@ -81,6 +81,8 @@ class Spec:
     #: A bus instead of TCP (evbench_agent.link.bus_connection): uart://... or isotp://...
     link_transport: str | None = None
     link_mode: str = "ack"
+    #: The loopback responder: "python" (`evbench-agent serve`) or "c" (evbench-link-responder).
+    link_responder: str = "python"
     link_rate_hz: float = 20.0
     link_duration_s: float | None = None
     link_count: int | None = None
@@ -216,6 +218,18 @@ def _check_link(values: dict[str, Any]) -> None:
         )
     if peer != "loopback":
         parse_peer(peer)  # raises a UserError naming the expected form
+    if values.get("link_responder", "python") != "python":
+        if peer != "loopback" or values.get("link_transport") is not None:
+            raise UserError(
+                "--responder chooses the responder the link suite starts here; with --peer "
+                "or --link-transport the responder is the one at the other end",
+                hint="give one of them",
+            )
+        if values.get("link_realtime"):
+            raise UserError(
+                "the C responder has no --realtime (SCHED_FIFO is asked of the Python one)",
+                hint="leave out --realtime, or use the Python responder",
+            )
 
 
 def _check_aa(values: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """Put native codec harnesses on a board: `evbench deploy --native DIR`.
 
 Each `evbench-native-*` executable of DIR (a build for the board's
-architecture: docs/native-codecs.md shows the aarch64 cross-build) is copied
-to libexec/evbench-native beside the deployed agent's zipapp, where the agent
+architecture: docs/native-codecs.md shows the aarch64 cross-build), and the C
+link responder `evbench-link-responder` when DIR has it, is copied to
+libexec/evbench-native beside the deployed agent's zipapp, where the agent
 looks (evbench_agent.native.runtimes), checked there by SHA-256 and moved in
 place atomically, as the agent itself is deployed.
 """
@@ -28,10 +29,13 @@ MAX_HARNESS_BYTES = 64 << 20
 
 
 def harnesses(directory: Path) -> list[Path]:
-    """The harness executables of a build directory; a clear error when it has none."""
+    """The harness executables of a build directory, and its C link responder if it has
+    one; a clear error when it has neither."""
     names = {runtime.executable_name for runtime in runtimes.RUNTIMES.values()}
     found = sorted(p for p in directory.glob("evbench-native-*") if p.is_file())
     unknown = [p.name for p in found if p.name not in names]
+    responder = directory / runtimes.RESPONDER
+    found += [responder] if responder.is_file() else []
     if unknown or not found:
         raise UserError(
             f"{directory} holds no harness" if not found else f"unknown harness {unknown[0]}",
@@ -44,7 +48,8 @@ def harnesses(directory: Path) -> list[Path]:
 
 
 def deploy_harnesses(board: RemoteBoard, directory: Path) -> list[str]:
-    """Copy every harness of `directory` to the board; the names installed."""
+    """Copy every harness of `directory` (and its responder) to the board; the names
+    installed."""
     found = harnesses(directory)
     target = f"{board.zipapp_path.rsplit('/', 1)[0]}/{runtimes.LIBEXEC.as_posix()}"
     board.run([board.python, "-c", MAKE_DIRECTORY, target], COMMAND_TIMEOUT)

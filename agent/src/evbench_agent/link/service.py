@@ -5,8 +5,10 @@
         ...
 
 The responder is `python -m evbench_agent serve`, a separate process as the
-seed app's isolate was. It reports the address it bound on its standard
-output; `stop()` sends SIGTERM and waits for a clean exit.
+seed app's isolate was, or, given `native`, the C responder
+(evbench-link-responder, native/responder), which takes the same options but
+--realtime. Either reports the address it bound on its standard output;
+`stop()` sends SIGTERM and waits for a clean exit.
 """
 
 from __future__ import annotations
@@ -68,12 +70,17 @@ def start_responder(
     realtime: bool = False,
     python: str = sys.executable,
     extra_args: Sequence[str] = (),
+    native: str | None = None,
 ) -> ResponderProcess:
     """Start a responder bound to `bind`:`port` (0: a free port); return once it listens.
 
+    `native`: the C responder's executable, instead of `python -m evbench_agent serve`.
     Its log lines go to this process's standard error.
     """
-    argv = [python, "-m", "evbench_agent", "serve", "--bind", bind, "--port", str(port)]
+    if native is not None and realtime:
+        raise EvbenchError("the C responder has no --realtime")
+    program = [native] if native is not None else [python, "-m", "evbench_agent", "serve"]
+    argv = [*program, "--bind", bind, "--port", str(port)]
     argv += ["--max-frame", str(max_frame), "--max-connections", str(max_connections)]
     if realtime:
         argv.append("--realtime")

@@ -5,7 +5,9 @@ path list), beside a deployed agent (`evbench deploy --native DIR` puts them in
 libexec/evbench-native next to the agent's zipapp), in this Python's prefix
 (`cmake --install native/build --prefix .venv`) and in the system's (the
 meta-evbench recipe installs to /usr/libexec/evbench-native). Its executable
-is named after the codec: `c:protobuf-c` is `evbench-native-c-protobuf-c`.
+is named after the codec: `c:protobuf-c` is `evbench-native-c-protobuf-c`. The
+link suite's C responder (`--responder c`), `evbench-link-responder`, is found
+the same way: the native build makes it and installs it beside the harnesses.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ PROTOBUF, JSON = "protobuf", "json"
 #: Where installs put the harnesses, under a prefix.
 LIBEXEC = Path("libexec") / "evbench-native"
 ENVIRONMENT = "EVBENCH_NATIVE_DIR"
+#: The link suite's responder in C (native/responder), installed beside the harnesses.
+RESPONDER = "evbench-link-responder"
 #: Seconds `--about` may take (it prints one line).
 ABOUT_WAIT_S = 5.0
 
@@ -76,13 +80,18 @@ def search_dirs() -> list[Path]:
     return dirs
 
 
-def find(runtime: Runtime) -> str | None:
-    """The harness executable of `runtime`, or None when none is installed."""
+def find_executable(name: str) -> str | None:
+    """The first executable file `name` of the search directories, or None."""
     for directory in search_dirs():
-        candidate = directory / runtime.executable_name
+        candidate = directory / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+def find(runtime: Runtime) -> str | None:
+    """The harness executable of `runtime`, or None when none is installed."""
+    return find_executable(runtime.executable_name)
 
 
 @functools.cache
@@ -111,4 +120,4 @@ def display_name(codec: str) -> str | None:
     return runtime.display_name if runtime else None
 
 
-__all__ = ["JSON", "LIBEXEC", "PROTOBUF", "RUNTIMES", "display_name"]
+__all__ = ["JSON", "LIBEXEC", "PROTOBUF", "RESPONDER", "RUNTIMES", "display_name"]

@@ -19,7 +19,9 @@ phases, the board's own wake-up latency at the link period is probed
 cut short keeps every phase measured before it.
 
 With `--peer loopback` (the default) the suite starts its own responder, a
-separate `evbench-agent serve` process on this machine, as the seed app did.
+separate `evbench-agent serve` process on this machine, as the seed app did;
+with `--responder c`, the C responder (evbench-link-responder) instead, found
+where the native harnesses are (its records carry `responder: c`).
 
 With `--link-transport` (a UART or ISO-TP, docs/buses.md) the same periodic
 phases run over that bus against `evbench-agent serve --transport` at its
@@ -123,6 +125,8 @@ RESPONDER_START_S = 0.5
 class Settings:
     peer: str
     mode: str
+    #: The loopback responder: "python" or "c".
+    responder: str
     rate_hz: float
     count: int
     warmup_count: int
@@ -149,6 +153,7 @@ class Settings:
         return cls(
             peer=spec.link_peer,
             mode=spec.link_mode,
+            responder=spec.link_responder,
             rate_hz=rate,
             count=spec.link_count or max(1, round(duration * rate)),
             warmup_count=round(warmup * rate),
@@ -209,6 +214,8 @@ def preflight(spec: Any) -> list[str]:
             hint="run the link suite with Python codecs (leave out --link-all-codecs), "
             "and native codecs in the codec suite (docs/native-codecs.md)",
         )
+    if spec.link_responder == "c":
+        native_responder()  # a UserError here when it is not installed
     if not spec.link_transport:
         return []
     from evbench_agent.buses import transport as bus_transport
@@ -242,6 +249,21 @@ def preflight(spec: Any) -> list[str]:
     return notes
 
 
+def native_responder() -> str:
+    """The C responder's executable (`--responder c`); a UserError when none is installed."""
+    from evbench_agent.native import runtimes
+
+    found = runtimes.find_executable(runtimes.RESPONDER)
+    if found is None:
+        where = ", ".join(str(directory) for directory in runtimes.search_dirs())
+        raise UserError(
+            f"--responder c: no {runtimes.RESPONDER} in {where}",
+            hint=f"build native/ (docs/link.md) and set {runtimes.ENVIRONMENT} to its build "
+            "directory, or copy a build for the board with 'evbench deploy --native DIR'",
+        )
+    return found
+
+
 class _Phases:
     """Runs the phases of one run against one responder; writes their samples."""
 
@@ -263,6 +285,8 @@ class _Phases:
         common = {
             "peer": "bus" if self.bus else settings.peer,
             "mode": settings.mode,
+            # only when not the default, so earlier runs' rows keep their identity
+            **({"responder": settings.responder} if settings.responder != "python" else {}),
             "phases": settings.phases,
             "payloads": spec.payloads,
             "seed": spec.seed,
@@ -307,7 +331,8 @@ class _Phases:
         if self.settings.peer != "loopback":
             return parse_peer(self.settings.peer)
         if self.responder is None:
-            self.responder = start_responder(realtime=self.settings.realtime)
+            native = native_responder() if self.settings.responder == "c" else None
+            self.responder = start_responder(realtime=self.settings.realtime, native=native)
         return self.responder.address
 
     def connect(self, link: messages.LinkCodec) -> Any:

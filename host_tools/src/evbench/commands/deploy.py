@@ -25,8 +25,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         "--native",
         type=Path,
         metavar="DIR",
-        help="also copy the native codec harnesses built in DIR for the board "
-        "(docs/native-codecs.md)",
+        help="also copy the native codec harnesses built in DIR for the board, and its "
+        "C link responder (docs/native-codecs.md)",
     )
 
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             from evbench import deploy_native
 
             names = deploy_native.deploy_harnesses(board, args.native)
-            print(f"native harnesses: {', '.join(names)}", file=sys.stderr)
+            print(f"native executables: {', '.join(names)}", file=sys.stderr)
     where = "in the image" if install.source == "image" else " ".join(install.command)
     print(
         f"agent {install.version} (results format {install.results_format}) {where}: "
