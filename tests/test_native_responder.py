@@ -440,6 +440,38 @@ def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(res
     assert "127.0.0.1:" in lines[1] and idle in lines[1], lines
 
 
+def scheduling_of_threads(pid: int) -> dict[int, tuple[int, int]]:
+    """Each thread of `pid`: (policy, rt_priority), fields 41 and 40 of its /proc stat."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rpartition(")")[2].split()  # from field 3 on
+        threads[int(task.name)] = (int(fields[41 - 3]), int(fields[40 - 3]))
+    return threads
+
+
+@pytest.mark.parametrize("realtime", [True, False])
+def test_realtime_is_asked_for_before_the_connection_threads_start(realtime, responder_path):
+    """`--realtime`: SCHED_FIFO 80 for the responder and each connection's thread, read in
+    /proc (1 is SCHED_FIFO, 0 SCHED_OTHER: sched.h), and the policy said in its log."""
+    options = ("--realtime",) if realtime else ()
+    with NativeResponder(responder_path, *options) as native:
+        with socket.create_connection(native.address, timeout=30) as sock:
+            hello = json.dumps(hello_document("json")).encode()
+            sock.sendall(framing.pack(framing.HELLO, 0, hello))
+            answer = framing.FrameReader(sock).receive()[0]  # its thread has served it
+            assert json.loads(answer.body)["ok"] is True
+            threads = scheduling_of_threads(native.process.pid)
+        logged = native.stderr()
+    assert len(threads) >= 2, threads  # the accepting thread and the connection's
+    policies = set(threads.values())
+    said = "SCHED_FIFO" if policies == {(1, 80)} else "SCHED_OTHER"
+    assert f"16 connections, {said}, " in logged
+    if realtime and os.geteuid() == 0:  # root may always have SCHED_FIFO; CI runs as root
+        assert policies == {(1, 80)}, threads
+    if not realtime:
+        assert policies == {(0, 0)}, threads
+
+
 def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(native):
     slow = [connect_from("127.0.0.4", native.address) for _ in range(4)]
     try:

@@ -23,7 +23,11 @@
  * Each drop is logged with who and why, at most once per peer address per minute.
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
+ *                          [--realtime]
  *
+ * `--realtime` asks, as `evbench-agent serve --realtime` does, for SCHED_FIFO 80 and a 1 ns
+ * timer slack before any thread starts (each connection's thread inherits both); what the
+ * kernel granted is said in the `listening on` line, and a refusal is no error.
  * Once listening it prints {"event": "listening", "host": ..., "port": ...} on standard
  * output; its log lines go to standard error. SIGTERM or SIGINT stops it.
  */
@@ -35,6 +39,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -940,22 +946,48 @@ static int number_option(const char *text, long low, long high, long *value) {
   return !errno && end != text && !*end && *value >= low && *value <= high;
 }
 
+/* SCHED_FIFO priority asked for with --realtime: the Python responder's (link/timing.py). */
+#define FIFO_PRIORITY 80
+
+/* Ask for SCHED_FIFO and a 1 ns timer slack; a refusal (no CAP_SYS_NICE) shows in what
+ * policy_name() reads back, as the Python responder records what was granted. */
+static void enter_realtime(void) {
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  struct sched_param param = {.sched_priority = FIFO_PRIORITY};
+  sched_setscheduler(0, SCHED_FIFO, &param);
+}
+
+static const char *policy_name(void) {
+  switch (sched_getscheduler(0)) {
+    case SCHED_OTHER: return "SCHED_OTHER";
+    case SCHED_FIFO: return "SCHED_FIFO";
+    case SCHED_RR: return "SCHED_RR";
+    default: return "another policy";
+  }
+}
+
+#define USAGE "usage: evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] " \
+              "[--max-connections N] [--realtime]"
+
 int main(int argc, char **argv) {
   const char *bind_to = "127.0.0.1";
   long port = 50505, value;
+  int realtime = 0;
   for (int i = 1; i < argc; i++) {
     const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(option, "--realtime")) { realtime = 1; continue; }
     if (!arg) { say("%s needs a value", option); return 2; }
     if (!strcmp(option, "--bind")) bind_to = arg;
     else if (!strcmp(option, "--port") && number_option(arg, 0, 65535, &value)) port = value;
     else if (!strcmp(option, "--max-frame") && number_option(arg, 64, 1L << 26, &value)) max_frame = (uint32_t)value;
     else if (!strcmp(option, "--max-connections") && number_option(arg, 1, 4096, &value)) max_connections = (int)value;
     else {
-      say("usage: evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]");
+      say(USAGE);
       return 2;
     }
     i++;
   }
+  if (realtime) enter_realtime();  /* before any thread: each one inherits it */
   token = getenv(TOKEN_ENV);
   if (token && !*token) token = NULL;
   max_pending = PENDING_PER_SLOT * max_connections;
@@ -991,10 +1023,10 @@ int main(int argc, char **argv) {
   getnameinfo((struct sockaddr *)&address, size, host, sizeof host, service, sizeof service,
               NI_NUMERICHOST | NI_NUMERICSERV);
   int loopback = !strncmp(host, "127.", 4) || !strcmp(host, "::1");
-  say("listening on %s:%s (%s); max frame %u B, %d connections, %s, %s", host, service,
+  say("listening on %s:%s (%s); max frame %u B, %d connections, %s, %s, %s", host, service,
       loopback ? "loopback only; --bind ADDRESS to accept other machines"
                : "reachable from other machines on this address",
-      max_frame, max_connections,
+      max_frame, max_connections, policy_name(),
 #ifdef ACK_CODECS
       "echo and ack mode (ack: " ACK_CODECS ")",
 #else

@@ -218,18 +218,14 @@ def _check_link(values: dict[str, Any]) -> None:
         )
     if peer != "loopback":
         parse_peer(peer)  # raises a UserError naming the expected form
-    if values.get("link_responder", "python") != "python":
-        if peer != "loopback" or values.get("link_transport") is not None:
-            raise UserError(
-                "--responder chooses the responder the link suite starts here; with --peer "
-                "or --link-transport the responder is the one at the other end",
-                hint="give one of them",
-            )
-        if values.get("link_realtime"):
-            raise UserError(
-                "the C responder has no --realtime (SCHED_FIFO is asked of the Python one)",
-                hint="leave out --realtime, or use the Python responder",
-            )
+    if values.get("link_responder", "python") != "python" and (
+        peer != "loopback" or values.get("link_transport") is not None
+    ):
+        raise UserError(
+            "--responder chooses the responder the link suite starts here; with --peer "
+            "or --link-transport the responder is the one at the other end",
+            hint="give one of them",
+        )
 
 
 def _check_aa(values: dict[str, Any]) -> None:

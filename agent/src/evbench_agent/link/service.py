@@ -6,8 +6,8 @@
 
 The responder is `python -m evbench_agent serve`, a separate process as the
 seed app's isolate was, or, given `native`, the C responder
-(evbench-link-responder, native/responder), which takes the same options but
---realtime. Either reports the address it bound on its standard output;
+(evbench-link-responder, native/responder), which takes the same options.
+Either reports the address it bound on its standard output;
 `stop()` sends SIGTERM and waits for a clean exit.
 """
 
@@ -77,8 +77,6 @@ def start_responder(
     `native`: the C responder's executable, instead of `python -m evbench_agent serve`.
     Its log lines go to this process's standard error.
     """
-    if native is not None and realtime:
-        raise EvbenchError("the C responder has no --realtime")
     program = [native] if native is not None else [python, "-m", "evbench_agent", "serve"]
     argv = [*program, "--bind", bind, "--port", str(port)]
     argv += ["--max-frame", str(max_frame), "--max-connections", str(max_connections)]
