@@ -305,6 +305,7 @@ def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
     """EVBENCH_NATIVE_CODECS without c:cjson or c:protobuf-c: that codec's ack HELLO is
     refused, saying why; echo mode needs neither."""
     path = build_responder(tmp_path_factory, codecs)
+    assert about_fields(path)["ack_codecs"] == (served or "")
     with NativeResponder(path) as native:
         for codec in ("json", "protobuf"):
             for mode in ("echo", "ack"):
@@ -313,6 +314,24 @@ def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
                 assert answer["ok"] is (mode == "echo" or codec == served), (codec, mode, answer)
                 if not answer["ok"]:
                     assert refusal in answer["error"], answer
+
+
+def about_fields(path: Path) -> dict[str, str]:
+    """`--about`'s one line: ok, then tab-separated key=value fields."""
+    done = subprocess.run([path, "--about"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    first, *fields = done.stdout.rstrip("\n").split("\t")
+    assert first == "ok" and done.stdout.count("\n") == 1, done.stdout
+    return dict(field.split("=", 1) for field in fields)
+
+
+def test_about_says_what_its_hello_answers_say(native, responder_path):
+    """`--about` names the responder as its HELLO answers do, and what ack mode decodes."""
+    about = about_fields(responder_path)
+    answer = first_answer(native.address, json.dumps(hello_document("json")).encode())
+    assert about["responder"] == answer["responder"]
+    assert about["ack_codecs"] == "json,protobuf"
+    assert set(about["ack_profiles"].split(",")) == ACK_PROFILES
 
 
 def test_ack_mode_serves_the_built_in_profiles_it_names_with_their_python_message_types(native):
@@ -530,6 +549,14 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
     assert not (tmp_path / "none").exists()
 
     shutil.copy2(responder_path, installed / responder_path.name)
+    # a codec its ack mode does not decode (an A/A copy) is refused before the run starts
+    copy = subprocess.run(
+        [*argv, "--aa", "json", "--out", str(tmp_path / "none")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert copy.returncode == 2, copy.stderr[-2000:]
+    assert "decodes the codecs json, protobuf in ack mode, not json-aa" in copy.stderr
+    assert not (tmp_path / "none").exists()
     out = tmp_path / "run"
     done = subprocess.run(
         [*argv, "--out", str(out)], capture_output=True, text=True, timeout=600, env=env

@@ -24,7 +24,12 @@
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
  *                          [--realtime]
+ *   evbench-link-responder --about
  *
+ * `--about` prints one line, tab-separated as the harnesses' (ok, then key=value): the
+ * `responder` its HELLO answers name, and the `ack_codecs` and `ack_profiles` it decodes in
+ * ack mode (comma lists, empty in a build without C runtimes), so the link suite can refuse
+ * a run it cannot serve before the run starts.
  * `--realtime` asks, as `evbench-agent serve --realtime` does, for SCHED_FIFO 80 and a 1 ns
  * timer slack before any thread starts (each connection's thread inherits both); what the
  * kernel granted is said in the `listening on` line, and a refusal is no error.
@@ -95,12 +100,18 @@
 /* What ack mode decodes with: the codec's C runtime. */
 enum { CODEC_ECHO, CODEC_JSON, CODEC_PROTOBUF };
 
+/* ACK_CODECS says it in log lines and refusals; ACK_CODEC_NAMES in `--about`. */
 #if defined(EVBENCH_ACK_PROTOBUF) && defined(EVBENCH_ACK_JSON)
 #define ACK_CODECS "json and protobuf"
+#define ACK_CODEC_NAMES "json,protobuf"
 #elif defined(EVBENCH_ACK_PROTOBUF)
 #define ACK_CODECS "protobuf (this build has no cJSON)"
+#define ACK_CODEC_NAMES "protobuf"
 #elif defined(EVBENCH_ACK_JSON)
 #define ACK_CODECS "json (this build has no protobuf-c)"
+#define ACK_CODEC_NAMES "json"
+#else
+#define ACK_CODEC_NAMES ""
 #endif
 
 /* The HELLO answer's `responder`: this program and the runtimes ack mode decodes with. */
@@ -967,7 +978,17 @@ static const char *policy_name(void) {
 }
 
 #define USAGE "usage: evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] " \
-              "[--max-connections N] [--realtime]"
+              "[--max-connections N] [--realtime] | --about"
+
+/* `--about`: what this build is and what its ack mode decodes, one line. */
+static void print_about(void) {
+  printf("ok\tresponder=%s\tack_codecs=%s\tack_profiles=", RESPONDER_NAME, ACK_CODEC_NAMES);
+#ifdef ACK_CODECS
+  for (size_t i = 0; i < sizeof ack_profiles / sizeof ack_profiles[0]; i++)
+    printf("%s%s", i ? "," : "", ack_profiles[i].profile);
+#endif
+  putchar('\n');
+}
 
 int main(int argc, char **argv) {
   const char *bind_to = "127.0.0.1";
@@ -976,6 +997,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(option, "--realtime")) { realtime = 1; continue; }
+    if (!strcmp(option, "--about") && argc == 2) { print_about(); return 0; }
     if (!arg) { say("%s needs a value", option); return 2; }
     if (!strcmp(option, "--bind")) bind_to = arg;
     else if (!strcmp(option, "--port") && number_option(arg, 0, 65535, &value)) port = value;

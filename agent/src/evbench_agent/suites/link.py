@@ -215,7 +215,7 @@ def preflight(spec: Any) -> list[str]:
             "and native codecs in the codec suite (docs/native-codecs.md)",
         )
     if spec.link_responder == "c":
-        native_responder()  # a UserError here when it is not installed
+        _check_native_responder(spec, native_responder())
     if not spec.link_transport:
         return []
     from evbench_agent.buses import transport as bus_transport
@@ -262,6 +262,37 @@ def native_responder() -> str:
             "directory, or copy a build for the board with 'evbench deploy --native DIR'",
         )
     return found
+
+
+def _check_native_responder(spec: Any, executable: str) -> None:
+    """Refuse, before the run starts, an ack-mode run the C responder would refuse at its
+    first HELLO: a codec or profile its build does not decode (its `--about` says which;
+    one that cannot say leaves the refusal to the HELLO)."""
+    if spec.link_mode != "ack":
+        return
+    from evbench_agent.native import runtimes
+
+    about = runtimes.about(executable)
+    if "ack_codecs" not in about or "ack_profiles" not in about:
+        return
+    decodes = {
+        key: [n for n in about[key].split(",") if n] for key in ("ack_codecs", "ack_profiles")
+    }
+    asked = {
+        "ack_codecs": link_codecs(spec),
+        "ack_profiles": tuple(spec.link_profiles or DEFAULT_PROFILES),
+    }
+    hint = "use --mode echo, or the Python responder (leave out --responder c)"
+    if not decodes["ack_codecs"]:
+        raise UserError(f"--responder c: {executable} has no C runtime: echo mode only", hint=hint)
+    for key, what in (("ack_codecs", "codecs"), ("ack_profiles", "profiles")):
+        missing = [name for name in asked[key] if name not in decodes[key]]
+        if missing:
+            raise UserError(
+                f"--responder c: {executable} decodes the {what} {', '.join(decodes[key])} "
+                f"in ack mode, not {', '.join(missing)}",
+                hint=hint,
+            )
 
 
 class _Phases:
