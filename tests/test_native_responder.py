@@ -569,4 +569,9 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
     rtt = [s for s in sets if s["metric"] == "rtt"]
     assert {s["codec"] for s in rtt} == {"json", "protobuf"}
     assert all(s["params"]["responder"] == "c" and s["params"]["peer"] == "loopback" for s in rtt)
+    stated = json.loads((out / "manifest.json").read_text())["platform"]["link_responder"]
+    assert stated == {
+        "executable": str(installed / responder_path.name),
+        **about_fields(responder_path),
+    }
     assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])

@@ -102,6 +102,10 @@ def test_the_shipped_c_responder_answers_a_link_run_on_the_board(
     agent_log = (out / "agent.log").read_text()
     assert f"{RESPONDER}: listening on 127.0.0.1:" in agent_log, agent_log[-3000:]
     assert "echo mode only" in agent_log  # the cross-build's, which has no C runtime
+    stated = json.loads((out / "manifest.json").read_text())["platform"]["link_responder"]
+    assert stated["responder"] == "evbench-link-responder 2 (C)" and stated["ack_codecs"] == ""
+    on_board = evboard.ssh(f"sha256sum {stated['executable']}").split()[0]
+    assert on_board == hashlib.sha256((build / RESPONDER).read_bytes()).hexdigest()
     sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     rtt = [s for s in sets if s["metric"] == "rtt"]
     assert rtt and all(s["params"]["responder"] == "c" for s in rtt)

@@ -13,6 +13,7 @@ from typing import Any
 
 from evbench_agent import __version__, codecs, results
 from evbench_agent.native import codec as native_codec
+from evbench_agent.native import runtimes
 
 #: ARM's part numbers (MIDR) for the cores evbench meets on its boards.
 ARM_PARTS = {
@@ -112,6 +113,8 @@ def collect() -> dict[str, Any]:
         "codecs_missing": [name for name in codecs.CODECS if name not in codecs.installed()],
         # C and C++ runtimes whose harness is installed (docs/native-codecs.md).
         "native_codecs": native_codec.describe_installed(),
+        # The C link responder `--responder c` would start (docs/link.md), or None.
+        "link_responder": runtimes.describe_responder(),
         "agent": __version__,
         "results_format": results.VERSION,
         "clock": clock(),

@@ -59,7 +59,7 @@ from evbench_agent.write_failures import SpaceReserve, writing
 
 FORMAT = "evbench-results"
 #: The version this writer writes, MAJOR.MINOR (results-format.md, "Version history").
-MAJOR, MINOR = 1, 1
+MAJOR, MINOR = 1, 2
 VERSION = f"{MAJOR}.{MINOR}"
 #: The majors this reader reads, every minor of each (older ones as integers: 1 is 1.0).
 READ_MAJORS = frozenset({1})

@@ -114,6 +114,13 @@ def about(executable: str) -> dict[str, str]:
     return dict(field.partition("=")[::2] for field in fields[1:])
 
 
+def describe_responder() -> dict[str, str] | None:
+    """The installed C link responder as the manifest states it: its executable and what
+    its `--about` says (responder, ack_codecs, ack_profiles); None when none is installed."""
+    executable = find_executable(RESPONDER)
+    return None if executable is None else {"executable": executable, **about(executable)}
+
+
 def display_name(codec: str) -> str | None:
     """A native codec's display name ("Protobuf (protobuf-c)"), or None for any other codec."""
     runtime = RUNTIMES.get(codec)
