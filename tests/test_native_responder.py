@@ -570,8 +570,14 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
     assert {s["codec"] for s in rtt} == {"json", "protobuf"}
     assert all(s["params"]["responder"] == "c" and s["params"]["peer"] == "loopback" for s in rtt)
     stated = json.loads((out / "manifest.json").read_text())["platform"]["link_responder"]
-    assert stated == {
-        "executable": str(installed / responder_path.name),
-        **about_fields(responder_path),
-    }
+    about = about_fields(responder_path)
+    assert stated == {"executable": str(installed / responder_path.name), **about}
+    # the report's environment box says which responder answered
+    report = subprocess.run(
+        [Path(sys.executable).with_name("evbench"), "report", out],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    expected = f"- Link responder: C, {about['responder']}, started by the run"
+    assert expected in (out / "report.md").read_text().splitlines()
     assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])

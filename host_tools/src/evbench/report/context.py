@@ -209,6 +209,7 @@ def environment_rows(context: RunContext) -> list[tuple[str, str]]:
     versions = platform.get("codecs") or {}
     build = "debug build" if platform.get("python_debug") else "release build"
     build += ", -X dev" if platform.get("python_dev_mode") else ""
+    responder = _link_responder(manifest, context.samples())
     return [
         (
             "protobuf",
@@ -225,7 +226,23 @@ def environment_rows(context: RunContext) -> list[tuple[str, str]]:
         ("Load", _load(platform.get("load_avg"), context.samples())),
         ("Throttling", _throttling(telemetry)),
         ("Clock source", _clock(platform.get("clock") or {})),
+        *([("Link responder", responder)] if responder else []),
     ]
+
+
+def _link_responder(manifest: dict[str, Any], sample_sets: list[results.SampleSet]) -> str:
+    """What answered the link suite's messages; empty for a run without link records."""
+    if not any(s.suite == "link" for s in sample_sets):
+        return ""
+    spec = manifest.get("spec") or {}
+    if spec.get("link_transport"):
+        return "at the bus's other end"
+    if spec.get("link_peer", "loopback") != "loopback":
+        return f"at {spec['link_peer']}, not started by the run"
+    if spec.get("link_responder") == "c":
+        stated = (manifest.get("platform") or {}).get("link_responder") or {}
+        return f"C, {stated.get('responder', 'evbench-link-responder')}, started by the run"
+    return "Python, evbench-agent serve, started by the run"
 
 
 def _governors(telemetry: dict[str, Any]) -> str:
