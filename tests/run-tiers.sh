@@ -57,8 +57,6 @@ tier() {
     [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-xdist "${workers:-$cores}"
-tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
 e2e_tier() {
     echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
     local start=$SECONDS status=0
@@ -67,6 +65,8 @@ e2e_tier() {
     return "$status"
 }
 
+xdist "${workers:-$cores}"
+tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
 xdist "${workers:-$cores}"
 if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
     tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
