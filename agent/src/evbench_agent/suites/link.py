@@ -275,21 +275,18 @@ def _check_native_responder(spec: Any, executable: str) -> None:
     about = runtimes.about(executable)
     if "ack_codecs" not in about or "ack_profiles" not in about:
         return
-    decodes = {
-        key: [n for n in about[key].split(",") if n] for key in ("ack_codecs", "ack_profiles")
-    }
-    asked = {
-        "ack_codecs": link_codecs(spec),
-        "ack_profiles": tuple(spec.link_profiles or DEFAULT_PROFILES),
-    }
     hint = "use --mode echo, or the Python responder (leave out --responder c)"
-    if not decodes["ack_codecs"]:
+    if not about["ack_codecs"]:
         raise UserError(f"--responder c: {executable} has no C runtime: echo mode only", hint=hint)
-    for key, what in (("ack_codecs", "codecs"), ("ack_profiles", "profiles")):
-        missing = [name for name in asked[key] if name not in decodes[key]]
+    profiles = spec.link_profiles or DEFAULT_PROFILES
+    for what, asked, decoded in (
+        ("codecs", link_codecs(spec), about["ack_codecs"].split(",")),
+        ("profiles", profiles, about["ack_profiles"].split(",")),
+    ):
+        missing = [name for name in asked if name not in decoded]
         if missing:
             raise UserError(
-                f"--responder c: {executable} decodes the {what} {', '.join(decodes[key])} "
+                f"--responder c: {executable} decodes the {what} {', '.join(decoded)} "
                 f"in ack mode, not {', '.join(missing)}",
                 hint=hint,
             )
