@@ -21,6 +21,7 @@ import evbench_agent
 from evbench.boards.base import RemoteBoard
 from evbench_agent import results
 from evbench_agent.errors import UserError
+from evbench_agent.native import runtimes
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,52 @@ MIN_PYTHON = (3, 10)
 #: Zip entries get this date, so the same sources give the same bytes.
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
-#: The zipapp's entry point: workers (`python -m evbench_agent`) must find the
-#: package inside the archive, so the archive goes on PYTHONPATH first.
+#: The zipapp's entry point. Python compiles what it imports from a zip at every start
+#: (zipimport writes no bytecode), and on a board each worker of a run paid that again.
+#: So the first start unpacks the archive once, beside it, into `evbench-agent-TAG/`
+#: (TAG: the digest of the archive's files), where Python keeps the bytecode it
+#: compiles; later starts, and the workers (`python -m evbench_agent`, the package found
+#: through PYTHONPATH), import from there. Each file is flushed to disk in a staging
+#: directory, which gets the marker file (runtimes.UNPACKED_MARKER) last and is then
+#: renamed in place: no start uses half a copy, even after a power cut. That first start
+#: removes the copies of other archives (the agents deploy replaced). Where nothing can
+#: be written beside the archive, the agent runs from the archive itself.
 ZIPAPP_MAIN = """\
 import os, sys
+UNPACKED = "evbench-agent-@TAG@"
+def unpacked(archive):
+    home = os.path.dirname(os.path.abspath(archive))
+    target = os.path.join(home, UNPACKED)
+    if os.path.isfile(os.path.join(target, "@MARKER@")):
+        return target
+    import shutil, zipfile
+    staging = f"{target}.{os.getpid()}.tmp"
+    try:
+        with zipfile.ZipFile(archive) as source:
+            for name in source.namelist():
+                parts = name.split("/")
+                if not all(parts) or "." in parts or ".." in parts:
+                    raise ValueError(name)  # never write outside the copy
+                path = os.path.join(staging, *parts)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as out:
+                    out.write(source.read(name))
+                    out.flush()
+                    os.fsync(out.fileno())
+        with open(os.path.join(staging, "@MARKER@"), "w") as out:
+            out.write(UNPACKED + "\\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.rename(staging, target)
+    except (OSError, ValueError, zipfile.BadZipFile):
+        shutil.rmtree(staging, ignore_errors=True)
+        # Another start may have renamed its copy in place first.
+        return target if os.path.isfile(os.path.join(target, "@MARKER@")) else archive
+    for name in os.listdir(home):
+        if name.startswith("evbench-agent-") and name != UNPACKED:
+            shutil.rmtree(os.path.join(home, name), ignore_errors=True)
+    return target
+sys.path[0] = unpacked(sys.path[0])
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [sys.path[0]] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 from evbench_agent.cli import main
@@ -92,14 +135,20 @@ def _entry(name: str) -> zipfile.ZipInfo:
 def build_zipapp() -> bytes:
     """The agent package as one executable zip archive (reproducible bytes)."""
     package = Path(evbench_agent.__file__).resolve().parent
+    files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    # Data files too, should the agent ever carry some.
+    entries = [(p.relative_to(package.parent).as_posix(), p.read_bytes()) for p in sorted(files)]
+    digest = hashlib.sha256()
+    for name, data in entries:
+        digest.update(b"%s\0%d\0" % (name.encode(), len(data)) + data)
     buffer = io.BytesIO()
     buffer.write(b"#!/usr/bin/env python3\n")
     with zipfile.ZipFile(buffer, "a", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(_entry("__main__.py"), ZIPAPP_MAIN)
-        files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        for path in sorted(files):  # data files too, should the agent ever carry some
-            name = path.relative_to(package.parent).as_posix()
-            archive.writestr(_entry(name), path.read_bytes())
+        main = ZIPAPP_MAIN.replace("@TAG@", digest.hexdigest()[:16])
+        main = main.replace("@MARKER@", runtimes.UNPACKED_MARKER)
+        archive.writestr(_entry("__main__.py"), main)
+        for name, data in entries:
+            archive.writestr(_entry(name), data)
     return buffer.getvalue()
 
 

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 PROTOBUF, JSON = "protobuf", "json"
 #: Where installs put the harnesses, under a prefix.
 LIBEXEC = Path("libexec") / "evbench-native"
+#: The file the zipapp's first start writes last into the copy of the archive it unpacks
+#: beside it (evbench.deploy.ZIPAPP_MAIN): a directory holding it is a whole copy.
+UNPACKED_MARKER = "UNPACKED"
 ENVIRONMENT = "EVBENCH_NATIVE_DIR"
 #: The link suite's responder in C (native/responder), installed beside the harnesses.
 RESPONDER = "evbench-link-responder"
@@ -65,11 +68,13 @@ RUNTIMES = {
 
 def deployed_dir() -> Path | None:
     """Where `evbench deploy --native` puts harnesses: beside the agent's zipapp, when the
-    agent runs from one (its package then lives inside a file)."""
+    agent runs from one (its package then lives inside that file, or in the copy of it
+    unpacked beside it)."""
     import evbench_agent
 
-    archive = Path(evbench_agent.__file__).parent.parent
-    return archive.parent / LIBEXEC if archive.is_file() else None
+    root = Path(evbench_agent.__file__).parent.parent
+    deployed = root.is_file() or (root / UNPACKED_MARKER).is_file()
+    return root.parent / LIBEXEC if deployed else None
 
 
 def search_dirs() -> list[Path]:
@@ -127,4 +132,12 @@ def display_name(codec: str) -> str | None:
     return runtime.display_name if runtime else None
 
 
-__all__ = ["JSON", "LIBEXEC", "PROTOBUF", "RESPONDER", "RUNTIMES", "display_name"]
+__all__ = [
+    "JSON",
+    "LIBEXEC",
+    "PROTOBUF",
+    "RESPONDER",
+    "RUNTIMES",
+    "UNPACKED_MARKER",
+    "display_name",
+]
