@@ -72,8 +72,8 @@ def unpacked(archive):
         shutil.rmtree(staging, ignore_errors=True)
         # Another start may have renamed its copy in place first.
         return target if os.path.isfile(os.path.join(target, "@MARKER@")) else archive
-    for name in os.listdir(home):
-        if name.startswith("evbench-agent-") and name != UNPACKED:
+    for name in os.listdir(home):  # not this copy, nor a start's staging of it
+        if name.startswith("evbench-agent-") and not name.startswith(UNPACKED):
             shutil.rmtree(os.path.join(home, name), ignore_errors=True)
     return target
 sys.path[0] = unpacked(sys.path[0])
