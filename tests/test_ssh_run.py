@@ -87,6 +87,19 @@ def assert_each_sample_once(out: Path, board_results: Path) -> None:
     assert (out / results.SAMPLES).read_bytes() == (board_results / results.SAMPLES).read_bytes()
 
 
+def test_a_deploy_that_finds_its_own_archive_starts_no_agent(board, capsys):
+    """The board's zipapp is this host's byte for byte: nothing to ask it (a start of the
+    agent takes seconds on a slow board)."""
+    work, url = board
+    assert evbench(["deploy", "--board", url]) == 0
+    assert "installed" in capsys.readouterr().err
+    (copy,) = (work / "agent").glob("evbench-agent-*/")  # what its first start unpacked
+    # An agent that cannot start: had the deploy started it, the deploy would fail.
+    (copy / "evbench_agent" / "cli.py").write_text("raise SystemExit(9)\n")
+    assert evbench(["deploy", "--board", url]) == 0
+    assert "up to date" in capsys.readouterr().err
+
+
 def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_path):
     work, url = board
     assert evbench(["deploy", "--board", url]) == 0
