@@ -100,6 +100,27 @@ def test_a_deploy_that_finds_its_own_archive_starts_no_agent(board, capsys):
     assert "up to date" in capsys.readouterr().err
 
 
+def test_a_run_starts_the_deployed_agent_only_to_launch_and_follow_it(sshd, ssh_home, tmp_path):
+    """Each start of the agent costs seconds on a slow board: a run of an agent already
+    deployed starts it twice, to launch the run and to follow it to its end (its last
+    line is the run's status), and nothing else asks it."""
+    work = tmp_path / "board"
+    calls = tmp_path / "python-calls"
+    python = tmp_path / "python3"  # the board's interpreter, noting each call's arguments
+    python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1 $2" >> {calls}\nexec {BOARD_PYTHON} "$@"\n')
+    python.chmod(0o755)
+    url = f"ssh://{sshd.address}?dir={work}&python={python}"
+    assert evbench(["deploy", "--board", url]) == 0
+    calls.unlink()
+    out = tmp_path / "out"
+    argv = ["run", "--board", url, *QUICK, "--profile", "seed", "--processes", "1"]
+    assert evbench([*argv, "--out", str(out)]) == 0
+    assert (out / results.COMPLETE).is_file()
+    agent = str(work / "agent" / "evbench-agent.pyz")
+    started = [line.split()[1] for line in calls.read_text().splitlines() if line.startswith(agent)]
+    assert started == ["launch", "follow"], calls.read_text()
+
+
 def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_path):
     work, url = board
     assert evbench(["deploy", "--board", url]) == 0

@@ -183,14 +183,14 @@ class RemoteRun:
 
     # -- fetch ------------------------------------------------------------
 
-    def fetch(self, out: Path) -> None:
-        """Copy the results directory to `out`, each file verified against SHA256SUMS.
+    def fetch(self, out: Path, final: dict[str, Any]) -> None:
+        """Copy the results directory of the run that ended with status `final` (as follow,
+        stop or settle gave it) to `out`, each file verified against SHA256SUMS.
 
         A run that failed on the board (any exit but 0, 2, 3, 4, 130) is fetched as far
         as it has sealed results, which are then partial (exit 4); with none, its failure
         is a failed check of the board's run (exit 3): neither is a bug of this command,
         which exit 1 would say."""
-        final = self.status()
         code = exit_code(final)
         if code not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
             said_log = self.resilient(lambda: self.read_remote(detached.LOG, out, in_results=False))
@@ -363,13 +363,13 @@ def _disk_error(error: BaseException) -> OSError | None:
     return None
 
 
-def fetch_or_keep(session: RemoteRun, out: Path) -> None:
-    """`session.fetch(out)`; when the host's disk refuses it, the files already fetched
+def fetch_or_keep(session: RemoteRun, out: Path, final: dict[str, Any]) -> None:
+    """`session.fetch(out, final)`; when the host's disk refuses it, the files already fetched
     stay and the manifest says partial and why (FetchCutShort, exit 4); with no manifest
     fetched, or no room even to say so, it is WriteFailed (exit 2). Never an internal
     error, never a manifest left saying what the board said of its own complete copy."""
     try:
-        session.fetch(out)
+        session.fetch(out, final)
     except (OSError, UserError) as error:
         cause = _disk_error(error)
         if cause is None:
@@ -419,7 +419,7 @@ def run_and_fetch(
         final = _stop_interrupted(session, board, run_id)
         status = exit_code(final)
         if status in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
-            fetch_or_keep(session, out)
+            fetch_or_keep(session, out, final)
         status = ExitCode.INTERRUPTED  # whatever the board said: the user stopped it
         log_path = out / detached.LOG
         return status, log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -428,6 +428,6 @@ def run_and_fetch(
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         said = session.resilient(lambda: session.read_remote(detached.LOG, out, in_results=False))
         return status, said.decode(errors="replace")
-    fetch_or_keep(session, out)
+    fetch_or_keep(session, out, final)
     log_path = out / detached.LOG
     return status, log_path.read_text(errors="replace") if log_path.exists() else ""

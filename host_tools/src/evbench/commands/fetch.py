@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"evbench: run {args.run_id} is still running; waiting", file=sys.stderr)
             current = session.follow(lambda line: None)
         current = session.settle(current)
-        session.fetch(out)
+        session.fetch(out, current)
     if (out / results.COMPLETE).exists():
         print(f"results: {out}", file=sys.stderr)
         return ExitCode.OK
