@@ -14,6 +14,7 @@ agetty exits after each logout, so it is restarted as systemd would.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import random
@@ -359,3 +360,16 @@ class Ser2net:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=5)
+
+
+def transcript_streams(path: Path) -> dict[str, bytes]:
+    """Each direction's bytes in a console transcript, reassembled from its records (one
+    read of the line each: where the reads split the bytes depends on timing)."""
+    joined = {"<": b"", ">": b""}
+    for line in path.read_text(encoding="ascii").splitlines():
+        if line.startswith("#"):
+            continue
+        _elapsed, direction, payload = line.split(" ", 2)
+        if direction in joined:
+            joined[direction] += ast.literal_eval(payload)
+    return joined

@@ -7,32 +7,19 @@ no real UART here echoes a password byte by byte: it says so.
 
 from __future__ import annotations
 
-import ast
 import socket
 import stat
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from console_rig import transcript_streams
 
 from evbench.boards import open_board
 from evbench.boards.serial.link import ConsoleError
 from evbench.boards.serial.transcript import Transcript
 
 PASSWORD = b"Pa55-w0rd!x"
-
-
-def streams(path: Path) -> dict[str, bytes]:
-    """Each direction's bytes, reassembled from the transcript's records."""
-    joined = {"<": b"", ">": b""}
-    for line in path.read_text(encoding="ascii").splitlines():
-        if line.startswith("#"):
-            continue
-        _elapsed, direction, payload = line.split(" ", 2)
-        if direction in joined:
-            joined[direction] += ast.literal_eval(payload)
-    return joined
 
 
 def test_a_password_split_anywhere_in_the_stream_is_redacted(tmp_path):
@@ -44,7 +31,7 @@ def test_a_password_split_anywhere_in_the_stream_is_redacted(tmp_path):
         for start in range(0, len(stream), size):
             record.received(stream[start : start + size])
         record.close()
-        received = streams(path)["<"]
+        received = transcript_streams(path)["<"]
         assert PASSWORD not in received
         assert received == stream.replace(PASSWORD, b"<password redacted>")
 
@@ -55,7 +42,7 @@ def test_a_password_cut_off_by_the_end_of_the_session_leaves_no_piece(tmp_path):
     record.add_secret(PASSWORD)
     record.received(b"it is " + PASSWORD[:6])  # the line died mid-password
     record.close()
-    received = streams(path)["<"]
+    received = transcript_streams(path)["<"]
     assert PASSWORD[:6] not in received and received.startswith(b"it is ")
 
 
@@ -70,7 +57,7 @@ def test_the_echo_after_the_password_is_counted_not_kept(tmp_path):
         record.received(bytes([byte]))
     record.received(b"\r\nLogin incorrect\r\nlogin: ")
     record.close()
-    assert streams(path)["<"] == (
+    assert transcript_streams(path)["<"] == (
         b"Password: <11 bytes after the password withheld>\r\nLogin incorrect\r\nlogin: "
     )
     assert b"Pa55" not in path.read_bytes()
@@ -84,7 +71,7 @@ def test_every_copy_is_private(tmp_path):
     record.close()
     for path in (tmp_path / "t.transcript", copy):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-    assert streams(copy)["<"] == b"hello\r\n"
+    assert transcript_streams(copy)["<"] == b"hello\r\n"
 
 
 def test_a_transcript_removed_during_the_session_loses_only_its_copy(tmp_path, caplog):
@@ -164,11 +151,11 @@ def test_a_board_echoing_the_password_byte_by_byte_leaves_it_in_no_file(tmp_path
     assert board.echoed == PASSWORD  # the board did echo it, split over many reads
     [transcript] = (tmp_path / "results" / "console").glob("*.transcript")
     assert stat.S_IMODE(transcript.stat().st_mode) == 0o600
-    received = streams(transcript)["<"]
+    received = transcript_streams(transcript)["<"]
     assert b"<11 bytes after the password withheld>" in received
     assert b"Login incorrect" in received  # the evidence stays
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert PASSWORD not in path.read_bytes(), path
             if path.suffix == ".transcript":
-                assert all(PASSWORD not in data for data in streams(path).values()), path
+                assert all(PASSWORD not in data for data in transcript_streams(path).values()), path
