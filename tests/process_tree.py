@@ -3,6 +3,7 @@ so what it sees is what the kernel says (parent links, environ, command line).""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -36,3 +37,16 @@ def read_proc(pid: int, name: str) -> bytes:
         return Path(f"/proc/{pid}/{name}").read_bytes()
     except OSError:
         return b""
+
+
+def ended(pid: int, timeout_s: float = 15.0) -> bool:
+    """Whether process `pid` ends within `timeout_s`: gone, or a zombie (it has ended;
+    only its parent, often init after a detached start, has not reaped it yet)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = read_proc(pid, "stat").rpartition(b")")[2].split()[:1]
+        if state in ([], [b"Z"], [b"X"]):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)

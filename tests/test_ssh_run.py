@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import process_tree
 import pytest
 from conftest import require, require_command
 
@@ -69,13 +70,6 @@ def codec_shape(run: results.Run) -> list[tuple]:
     records = (r for r in run.records if r["suite"] == "codec")
     # The machine-state records (contention_*) have no profile or codec: None sorts first.
     return sorted((r["profile"] or "", r["codec"] or "", r["metric"], r["n"]) for r in records)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""  # a zombie has none
-    except OSError:
-        return False
 
 
 def assert_each_sample_once(out: Path, board_results: Path) -> None:
@@ -324,7 +318,7 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     # would) and its launch record given another boot id, as after a reboot.
     launched = json.loads((run_dir / detached.LAUNCH).read_text())
     os.killpg(launched["pid"], signal.SIGKILL)
-    wait_for(lambda: not process_alive(launched["pid"]), "the run to die", 30)
+    assert process_tree.ended(launched["pid"], 30), "the killed run did not end"
     launched["boot_id"] = "00000000-0000-0000-0000-000000000000"
     (run_dir / detached.LAUNCH).write_text(json.dumps(launched))
     capsys.readouterr()

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import process_tree
 import psutil
 import pytest
 from telemetry_am62x import Am62xTree
@@ -109,18 +110,6 @@ def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
     raise AssertionError("no sampler process started")
 
 
-def _gone(pid: int, timeout_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True  # ended; only its new parent has not reaped it yet
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_run_leaves_no_sampler_behind(tmp_path, stop):
@@ -135,7 +124,7 @@ def test_a_stopped_run_leaves_no_sampler_behind(tmp_path, stop):
     finally:
         agent.kill()
         agent.wait()
-    assert _gone(sampler), f"the sampler (pid {sampler}) outlived the agent"
+    assert process_tree.ended(sampler), f"the sampler (pid {sampler}) outlived the agent"
     assert agent.returncode == (130 if stop == signal.SIGTERM else -signal.SIGKILL)
     assert not (out / "complete").exists()
     assert phase_records.read_telemetry(out / "telemetry.jsonl")[1]  # samples kept
