@@ -64,6 +64,13 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
+#: What ends a boot on the console: the login prompt, or the initramfs saying it cannot
+#: mount the root disk (evboard_init.sh), so that boot fails then instead of at the
+#: deadline. The device's name counts once the character after it has come: a read can
+#: end inside it ("cannot mount /"), and the failure would name the wrong device.
+BOOT_OUTCOME = r"login: ?$|login: |evboard-initramfs: cannot mount [^\s;]+(?=[\s;])"
+
+
 class VirtualBoard:
     """One QEMU process running the board, and the console to drive it."""
 
@@ -216,13 +223,7 @@ class VirtualBoard:
         """Start QEMU, log in on the console, check the network, log out again."""
         self.start()
         self.open_console()
-        # The initramfs says when it cannot mount the root disk (evboard_init.sh): that
-        # boot fails then, instead of at the deadline.
-        found = self.expect(
-            r"login: ?$|login: |evboard-initramfs: cannot mount [^\s;]+",
-            boot_timeout,
-            "login prompt",
-        )
+        found = self.expect(BOOT_OUTCOME, boot_timeout, "login prompt")
         if found.group(0).startswith("evboard-initramfs"):
             self.fail(f"no root file system ({found.group(0)})")
         self.send("root\r")
