@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import process_tree
 import psutil
 import pytest
 
@@ -24,21 +25,10 @@ import pytest
 STOP_WITHIN_S = 15.0
 
 
-def _ended(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def _wait_ended(pids: list[int], within_s: float) -> list[int]:
     """The pids still running after `within_s`."""
     deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if all(_ended(pid) for pid in pids):
-            return []
-        time.sleep(0.1)
-    return [pid for pid in pids if not _ended(pid)]
+    return [p for p in pids if not process_tree.ended(p, max(0.0, deadline - time.monotonic()))]
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -104,7 +94,7 @@ def test_a_responder_stops_when_the_program_that_started_it_is_killed():
     pid = None
     try:
         pid = int(starter.stdout.readline())
-        assert not _ended(pid)
+        assert not process_tree.ended(pid, 0)
         starter.send_signal(signal.SIGKILL)
         starter.wait(10)
         # the watch looks every 0.5 s; the responder then closes its port and exits
@@ -114,5 +104,5 @@ def test_a_responder_stops_when_the_program_that_started_it_is_killed():
             starter.kill()
             starter.wait()
         starter.stdout.close()
-        if pid is not None and not _ended(pid):
+        if pid is not None and not process_tree.ended(pid, 0):
             os.kill(pid, signal.SIGKILL)
