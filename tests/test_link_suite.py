@@ -4,6 +4,7 @@ responder is killed mid-phase (saved as partial, with its messages)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -69,6 +70,13 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     assert by_metric["json", "lost"]["max"] == 0
     rtt = by_metric["protobuf", "rtt"]
     assert rtt["params"]["rate_hz"] == 100.0 and rtt["params"]["peer"] == "loopback"
+    # the sender on the second-last CPU of this process's, the responder on the last
+    cpus = sorted(os.sched_getaffinity(0))
+    pinned = {"cpus": f"{cpus[-2]},{cpus[-1]}"} if len(cpus) > 1 else {}
+    measured = [
+        r for r in periodic + capacity if r["metric"] in PERIODIC_METRICS | CAPACITY_METRICS
+    ]
+    assert {r["params"].get("cpus") for r in measured} == {pinned.get("cpus")}
     assert rtt["params"]["mode"] == "ack" and rtt["params"]["transport"] == "tcp"
     capacity_msgs = [r for r in capacity if r["metric"] == "capacity_msgs"]
     assert capacity_msgs[0]["params"]["window"] == 8
@@ -179,6 +187,7 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
         ("link_window", 0, "'link_window' must be a whole number"),
         ("link_profiles", "seed,nope", "unknown profile 'nope'"),
         ("link_responder", "rust", "'link_responder' must be 'python' or 'c'"),
+        ("link_cpus", "0,1,2", "'link_cpus' must be text matching"),
     ],
 )
 def test_bad_link_settings_are_refused_before_anything_runs(key, value, message):

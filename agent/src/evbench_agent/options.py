@@ -182,6 +182,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("--link-profile", "link_profiles", "link: comma list of profiles (default: seed)"),
     RunOption("--realtime", "link_realtime", "link: ask for SCHED_FIFO and 1 ns timer slack", None),
     RunOption(
+        "--link-cpus",
+        "link_cpus",
+        "link: CPUs of the sender and the loopback responder: auto (default: two of the "
+        "agent's), none, CLIENT or CLIENT,RESPONDER",
+        str,
+        "CPUS",
+    ),
+    RunOption(
         "--link-all-codecs",
         "link_all_codecs",
         "link: every codec of the run (default: the table's json and protobuf)",

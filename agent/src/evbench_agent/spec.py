@@ -92,6 +92,9 @@ class Spec:
     link_window: int = 8
     link_capacity_s: float | None = None
     link_realtime: bool = False
+    #: Where the link's sender and loopback responder run (link.placement): auto, none,
+    #: CLIENT or CLIENT,RESPONDER.
+    link_cpus: str = "auto"
     #: Every codec of the run in the link suite, not only the table's json and protobuf.
     link_all_codecs: bool = False
     #: Testing only, with `aa`: the responder holds each reply to the copy this long (s).

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 
 from evbench_agent.errors import EvbenchError
-from evbench_agent.link import framing
+from evbench_agent.link import framing, placement
 from evbench_agent.link.responder import DEFAULT_MAX_CONNECTIONS, LOOPBACK
 
 START_TIMEOUT_S = 30.0
@@ -71,10 +71,12 @@ def start_responder(
     python: str = sys.executable,
     extra_args: Sequence[str] = (),
     native: str | None = None,
+    cpu: int | None = None,
 ) -> ResponderProcess:
     """Start a responder bound to `bind`:`port` (0: a free port); return once it listens.
 
     `native`: the C responder's executable, instead of `python -m evbench_agent serve`.
+    `cpu`: pin the responder, every thread of it, to this CPU (link.placement).
     Its log lines go to this process's standard error.
     """
     program = [native] if native is not None else [python, "-m", "evbench_agent", "serve"]
@@ -95,6 +97,15 @@ def start_responder(
                 break
             event = json.loads(line)
             if event.get("event") == "listening":
+                # Pinned once listening: the threads it has by then and, through them,
+                # every connection's thread it starts later.
+                try:
+                    placement.pin_process(process.pid, cpu)
+                except OSError as error:
+                    ResponderProcess(process, (bind, port)).stop()
+                    raise EvbenchError(
+                        f"could not pin the responder to CPU {cpu}: {error.strerror}"
+                    ) from error
                 return ResponderProcess(process, (event["host"], int(event["port"])))
     ResponderProcess(process, (bind, port)).stop()
     raise EvbenchError(

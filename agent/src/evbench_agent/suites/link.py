@@ -21,7 +21,9 @@ cut short keeps every phase measured before it.
 With `--peer loopback` (the default) the suite starts its own responder, a
 separate `evbench-agent serve` process on this machine, as the seed app did;
 with `--responder c`, the C responder (evbench-link-responder) instead, found
-where the native harnesses are (its records carry `responder: c`).
+where the native harnesses are (its records carry `responder: c`). By default
+the sender's threads and the loopback responder each run pinned to a CPU of
+their own (link.placement, `--link-cpus`; the records carry `cpus`).
 
 With `--link-transport` (a UART or ISO-TP, docs/buses.md) the same periodic
 phases run over that bus against `evbench-agent serve --transport` at its
@@ -42,8 +44,10 @@ records (`bus_errors`, `bus_counter`), and a phase with errors is said in a line
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +58,7 @@ from evbench_agent.errors import PartialRun, UserError
 # The bus modules (link.bus_connection, buses.transport, telemetry.bus_stats) are imported
 # where a --link-transport run uses them: a TCP run, the default, leaves them out of the
 # agent's memory (about 1.5 MiB; issue 21 gives the agent 30 MiB).
-from evbench_agent.link import client, figures, messages, saturation, timing, wakeup
+from evbench_agent.link import client, figures, messages, placement, saturation, timing, wakeup
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
@@ -202,6 +206,16 @@ def planned_seconds(spec: Any) -> float:
     return start + probe + periodic_s + capacity_s
 
 
+def placement_of(spec: Any) -> placement.Placement:
+    """Where this run's sender and loopback responder run, among this agent's CPUs."""
+    return placement.choose(
+        spec.link_cpus,
+        os.sched_getaffinity(0),
+        loopback=spec.link_peer == "loopback" and spec.link_transport is None,
+        avoid=spec.telemetry_cpu,
+    )
+
+
 def preflight(spec: Any) -> list[str]:
     """Before the run writes anything: open the bus once (a missing device or interface
     is a UserError here) and say, one line each, what it cannot carry at the rate."""
@@ -216,6 +230,7 @@ def preflight(spec: Any) -> list[str]:
         )
     if spec.link_responder == "c":
         _check_native_responder(spec, native_responder())
+    placement_of(spec)  # CPUs it cannot have are a UserError before anything is written
     if not spec.link_transport:
         return []
     from evbench_agent.buses import transport as bus_transport
@@ -295,8 +310,14 @@ def _check_native_responder(spec: Any, executable: str) -> None:
 class _Phases:
     """Runs the phases of one run against one responder; writes their samples."""
 
-    def __init__(self, context: RunContext, settings: Settings, scheduling: timing.Scheduling):
-        self.context, self.settings = context, settings
+    def __init__(
+        self,
+        context: RunContext,
+        settings: Settings,
+        scheduling: timing.Scheduling,
+        where: placement.Placement = placement.UNPINNED,
+    ):
+        self.context, self.settings, self.placement = context, settings, where
         self.responder: ResponderProcess | None = None
         self.phases_done = 0
         self.said_busy = False
@@ -320,6 +341,7 @@ class _Phases:
             "seed": spec.seed,
             "transport": TRANSPORT,
             **scheduling.as_params(),
+            **where.as_params(),
             **(self.bus.params() if self.bus else {}),
         }
         self.periodic_params = {
@@ -360,7 +382,11 @@ class _Phases:
             return parse_peer(self.settings.peer)
         if self.responder is None:
             native = native_responder() if self.settings.responder == "c" else None
-            self.responder = start_responder(realtime=self.settings.realtime, native=native)
+            self.responder = start_responder(
+                realtime=self.settings.realtime,
+                native=native,
+                cpu=self.placement.responder_cpu,
+            )
         return self.responder.address
 
     def connect(self, link: messages.LinkCodec) -> Any:
@@ -703,36 +729,15 @@ def run(context: RunContext) -> None:
     codecs = link_codecs(spec)
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
-    phases = _Phases(context, settings, scheduling)
+    where = placement_of(spec)
+    phases = _Phases(context, settings, scheduling, where)
     kinds = {"periodic": settings.phases}
     if phases.bus is None:
         kinds["capacity"] = settings.capacity_pairs
     progress.start(SUITE, len(profiles) * len(codecs) * sum(kinds.values()))
     try:
-        phases.prepare()
-        phases.wakeup()
-        for profile in profiles:
-            bound = {codec: messages.bind(codec, profile) for codec in codecs}
-            data = {
-                codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()
-            }
-            phases.payload_digest(profile)  # now, not between timed phases
-            for kind, pairs in kinds.items():
-                for phase in range(pairs):
-                    order = list(bound.items())
-                    if phase % 2:  # A B, then B A: no codec always goes first
-                        order.reverse()
-                    if phases.bus is None and (kind == "capacity" or len(order) > 1):
-                        _run_pair(context, phases, profile, phase, order, data, kind)
-                        continue
-                    for codec, link in order:  # a bus (one port) or one codec: in turn
-                        where = {"suite": SUITE, "profile": profile, "codec": codec}
-                        context.mark("start", **where, kind=kind, phase=phase)
-                        before = contention.take()
-                        messages_done = phases.periodic(profile, codec, phase, link, data[codec])
-                        phases.write_contention(profile, codec, phase, kind, before)
-                        context.mark("end", **where, kind=kind, messages=messages_done)
-                        progress.advance(f"{profile} {codec} {kind} {phase + 1}")
+        with placement.sender_on(where.client_cpu):
+            _run_profiles(context, phases, profiles, codecs, kinds)
     except (PartialRun, UserError) as error:
         raise phases.cut_short(error) from error
     finally:
@@ -740,3 +745,36 @@ def run(context: RunContext) -> None:
         if settings.realtime:
             timing.leave_realtime(previous)
     progress.finish()
+
+
+def _run_profiles(
+    context: RunContext,
+    phases: _Phases,
+    profiles: Sequence[str],
+    codecs: Sequence[str],
+    kinds: dict[str, int],
+) -> None:
+    """The probe, then every profile's pairs of every kind, in order."""
+    spec, progress = context.spec, context.progress
+    phases.prepare()
+    phases.wakeup()
+    for profile in profiles:
+        bound = {codec: messages.bind(codec, profile) for codec in codecs}
+        data = {codec: link.sample_data(spec.payloads, spec.seed) for codec, link in bound.items()}
+        phases.payload_digest(profile)  # now, not between timed phases
+        for kind, pairs in kinds.items():
+            for phase in range(pairs):
+                order = list(bound.items())
+                if phase % 2:  # A B, then B A: no codec always goes first
+                    order.reverse()
+                if phases.bus is None and (kind == "capacity" or len(order) > 1):
+                    _run_pair(context, phases, profile, phase, order, data, kind)
+                    continue
+                for codec, link in order:  # a bus (one port) or one codec: in turn
+                    where = {"suite": SUITE, "profile": profile, "codec": codec}
+                    context.mark("start", **where, kind=kind, phase=phase)
+                    before = contention.take()
+                    messages_done = phases.periodic(profile, codec, phase, link, data[codec])
+                    phases.write_contention(profile, codec, phase, kind, before)
+                    context.mark("end", **where, kind=kind, messages=messages_done)
+                    progress.advance(f"{profile} {codec} {kind} {phase + 1}")

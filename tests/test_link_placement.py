@@ -1,0 +1,139 @@
+"""Where the link's sender and loopback responder run (link.placement): the choice,
+worked by hand from the documented rule, and the pinning as the kernel reports it
+(/proc/PID/task/TID/status, Cpus_allowed_list)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from evbench_agent.errors import UserError
+from evbench_agent.link import placement
+from evbench_agent.link.placement import Placement
+from evbench_agent.link.service import start_responder
+
+CPUS = sorted(os.sched_getaffinity(0))
+needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="pinning apart needs two CPUs")
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed", "loopback", "avoid", "expected"),
+    [
+        # auto: the second-last and the last of the agent's CPUs
+        ("auto", [0, 1, 2, 3], True, None, Placement(2, 3)),
+        ("auto", [3, 0, 2, 1], True, None, Placement(2, 3)),  # in any order
+        ("auto", [0, 1], True, None, Placement(0, 1)),
+        # the telemetry sampler's CPU is skipped while two others remain
+        ("auto", [0, 1, 2, 3], True, 3, Placement(1, 2)),
+        ("auto", [0, 1], True, 1, Placement(0, 1)),  # not two others: used anyway
+        # one CPU: pinning would change nothing
+        ("auto", [0], True, None, Placement()),
+        # a responder at --peer or a bus is not placed
+        ("auto", [0, 1, 2, 3], False, None, Placement(2, None)),
+        ("none", [0, 1, 2, 3], True, None, Placement()),
+        ("1,0", [0, 1], True, None, Placement(1, 0)),
+        ("2", [0, 1, 2, 3], True, None, Placement(2, None)),
+        ("2", [0, 1, 2, 3], False, None, Placement(2, None)),
+    ],
+)
+def test_the_placement_follows_the_documented_rule(value, allowed, loopback, avoid, expected):
+    assert placement.choose(value, allowed, loopback, avoid) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed", "loopback", "message"),
+    [
+        ("5", [0, 1], True, "CPU 5 is not one this agent may run on"),
+        ("0,7", [0, 1], True, "CPU 7 is not one"),
+        ("0,1", [0, 1], False, "the responder is at the other end"),
+        ("0;1", [0, 1], True, "takes auto, none, CLIENT or CLIENT,RESPONDER"),
+    ],
+)
+def test_a_placement_it_cannot_have_is_a_clear_error(value, allowed, loopback, message):
+    with pytest.raises(UserError, match=message):
+        placement.choose(value, allowed, loopback)
+
+
+def test_the_records_name_the_placement_only_when_something_is_pinned():
+    assert Placement(0, 1).as_params() == {"cpus": "0,1"}
+    assert Placement(2, None).as_params() == {"cpus": "2,-"}
+    assert Placement().as_params() == {}  # an unpinned run keeps its earlier identity
+
+
+def _allowed(pid: int, tid: int | str) -> str:
+    status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+    return next(
+        line.split(":", 1)[1].strip()
+        for line in status.splitlines()
+        if line.startswith("Cpus_allowed_list:")
+    )
+
+
+def _threads(pid: int) -> list[str]:
+    return sorted(entry.name for entry in Path(f"/proc/{pid}/task").iterdir())
+
+
+@needs_two
+def test_the_sender_and_the_threads_it_starts_run_on_its_cpu_then_get_theirs_back():
+    before = os.sched_getaffinity(0)
+    cpu = CPUS[-2]
+    seen: dict[str, set[int]] = {}
+
+    def started() -> None:
+        seen["thread"] = os.sched_getaffinity(0)
+
+    with placement.sender_on(cpu):
+        seen["sender"] = os.sched_getaffinity(0)
+        thread = threading.Thread(target=started)
+        thread.start()
+        thread.join()
+    assert seen == {"sender": {cpu}, "thread": {cpu}}
+    assert os.sched_getaffinity(0) == before
+
+
+CHILD = """
+import sys, threading, time
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+print("ready", flush=True)
+sys.stdin.readline()
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+print("later", flush=True)
+time.sleep(60)
+"""
+
+
+@needs_two
+def test_every_thread_of_a_pinned_process_runs_on_its_cpu_and_so_do_later_ones():
+    cpu = CPUS[-1]
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout.readline() == "ready\n"
+            assert len(_threads(child.pid)) == 2
+            placement.pin_process(child.pid, cpu)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "later\n"
+            threads = _threads(child.pid)
+            assert len(threads) == 3
+            allowed = {tid: _allowed(child.pid, tid) for tid in threads}
+            assert allowed == dict.fromkeys(threads, str(cpu))
+        finally:
+            child.kill()
+
+
+@needs_two
+def test_a_responder_started_on_a_cpu_answers_from_it():
+    cpu = CPUS[-1]
+    with start_responder(cpu=cpu) as responder:
+        threads = _threads(responder.pid)
+        assert {_allowed(responder.pid, tid) for tid in threads} == {str(cpu)}
+    with start_responder() as responder:  # left to the scheduler: every CPU
+        allowed = {_allowed(responder.pid, tid) for tid in _threads(responder.pid)}
+        assert allowed == {_allowed(os.getpid(), os.getpid())}
