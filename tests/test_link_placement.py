@@ -4,18 +4,23 @@ worked by hand from the documented rule, and the pinning as the kernel reports i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
+import process_tree
 import pytest
 
+from evbench_agent import runner, spec
 from evbench_agent.errors import UserError
 from evbench_agent.link import placement
 from evbench_agent.link.placement import Placement
 from evbench_agent.link.service import start_responder
+from evbench_agent.progress import Progress
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="pinning apart needs two CPUs")
@@ -137,3 +142,37 @@ def test_a_responder_started_on_a_cpu_answers_from_it():
     with start_responder() as responder:  # left to the scheduler: every CPU
         allowed = {_allowed(responder.pid, tid) for tid in _threads(responder.pid)}
         assert allowed == {_allowed(os.getpid(), os.getpid())}
+
+
+@needs_two
+@pytest.mark.parametrize(
+    ("cpus", "responder_on"),
+    [(f"{CPUS[0]}", None), (f"{CPUS[0]},{CPUS[-1]}", str(CPUS[-1]))],
+)
+def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
+    """With the sender alone pinned, the loopback responder keeps every CPU of the agent's
+    (it is started before the sender is pinned, or it would inherit the sender's CPU)."""
+    document = {"suites": ["link"], "codecs": ["json", "protobuf"], "link_cpus": cpus}
+    document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=3, link_count=10)
+    document.update(link_capacity_s=0.05)
+    found: dict[str, set[str]] = {}
+    done = threading.Event()
+
+    def watch() -> None:  # runner.run takes signals: it runs on the main thread
+        # the last look counts: before it listens, the responder is not yet placed
+        while not done.is_set():
+            for pid in process_tree.descendants(os.getpid()):
+                if b"serve" in process_tree.read_proc(pid, "cmdline"):
+                    with contextlib.suppress(OSError):
+                        found["responder"] = {_allowed(pid, tid) for tid in _threads(pid)}
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        runner.run(spec.from_dict(document), tmp_path / "run", "placement-run", Progress())
+    finally:
+        done.set()
+        watcher.join()
+    everything = _allowed(os.getpid(), os.getpid())
+    assert found == {"responder": {responder_on or everything}}

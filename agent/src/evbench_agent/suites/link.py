@@ -315,9 +315,9 @@ class _Phases:
         context: RunContext,
         settings: Settings,
         scheduling: timing.Scheduling,
-        where: placement.Placement = placement.UNPINNED,
+        cpus: placement.Placement = placement.UNPINNED,
     ):
-        self.context, self.settings, self.placement = context, settings, where
+        self.context, self.settings, self.cpus = context, settings, cpus
         self.responder: ResponderProcess | None = None
         self.phases_done = 0
         self.said_busy = False
@@ -341,7 +341,7 @@ class _Phases:
             "seed": spec.seed,
             "transport": TRANSPORT,
             **scheduling.as_params(),
-            **where.as_params(),
+            **cpus.as_params(),
             **(self.bus.params() if self.bus else {}),
         }
         self.periodic_params = {
@@ -385,7 +385,7 @@ class _Phases:
             self.responder = start_responder(
                 realtime=self.settings.realtime,
                 native=native,
-                cpu=self.placement.responder_cpu,
+                cpu=self.cpus.responder_cpu,
             )
         return self.responder.address
 
@@ -729,14 +729,16 @@ def run(context: RunContext) -> None:
     codecs = link_codecs(spec)
     previous = timing.current()
     scheduling = timing.enter_realtime() if settings.realtime else previous
-    where = placement_of(spec)
-    phases = _Phases(context, settings, scheduling, where)
+    cpus = placement_of(spec)
+    phases = _Phases(context, settings, scheduling, cpus)
     kinds = {"periodic": settings.phases}
     if phases.bus is None:
         kinds["capacity"] = settings.capacity_pairs
     progress.start(SUITE, len(profiles) * len(codecs) * sum(kinds.values()))
     try:
-        with placement.sender_on(where.client_cpu):
+        # The responder first: started from a pinned thread it would inherit its CPU.
+        phases.prepare()
+        with placement.sender_on(cpus.client_cpu):
             _run_profiles(context, phases, profiles, codecs, kinds)
     except (PartialRun, UserError) as error:
         raise phases.cut_short(error) from error
@@ -756,7 +758,6 @@ def _run_profiles(
 ) -> None:
     """The probe, then every profile's pairs of every kind, in order."""
     spec, progress = context.spec, context.progress
-    phases.prepare()
     phases.wakeup()
     for profile in profiles:
         bound = {codec: messages.bind(codec, profile) for codec in codecs}
