@@ -12,8 +12,10 @@ back and compared with `evbench_agent.comparison` exactly as the table does:
   its identical copy json-aa). A false winner is any winner in the run's
   (codec, seed) family: the family-wise rate. Target over >= 60 runs: estimate
   <= 5 %, one-sided 95 % upper bound <= 10 %.
-- ``link-aa``: link suite, `--aa json`, full link plan (adjacent phase pairs).
-  Target: <= 1 run of 20 with a winner in the (link, seed) family.
+- ``link-aa``: link suite, `--aa json`, full link plan (duets and interleaved
+  capacity pairs). Target: <= 1 run of 20 with a winner in the (link, seed) family.
+- ``link-aa-quick``: the same with `--quick` (16 duets of 6 messages). Target: as
+  link-aa.
 - ``codec-slow``: as codec-aa with `--aa-slowdown 0.1` (every operation of the
   copy 10 % slower). Success: the copy named the loser; per timed row. Target
   over >= 30 runs: estimate >= 90 %.
@@ -180,9 +182,11 @@ def _encode_names(outcome: str) -> Callable[[comparison.Comparison], bool]:
 REPLY_DELAY_S = 0.00005
 
 
-def experiments(runs: dict[str, int]) -> list[Experiment]:
+def experiments(runs: dict[str, int], link_cpus: str | None = None) -> list[Experiment]:
     codec = ["--suite", "codec", "--profile", "seed"]
     link = ["--suite", "link", "--link-profile", "seed"]
+    if link_cpus is not None:  # the link's placement (docs/link.md); None: the default
+        link += ["--link-cpus", link_cpus]
     return [
         Experiment(
             "codec-aa",
@@ -201,6 +205,17 @@ def experiments(runs: dict[str, int]) -> list[Experiment]:
             "json",
             "json-aa",
             runs["link-aa"],
+            _family_has_winner("link seed"),
+            "runs with a false winner",
+            "<= 1 in 20",
+            lambda k, n: k <= max(1, n // 20),
+        ),
+        Experiment(
+            "link-aa-quick",
+            [*link, "--aa", "json", "--quick"],
+            "json",
+            "json-aa",
+            runs["link-aa-quick"],
             _family_has_winner("link seed"),
             "runs with a false winner",
             "<= 1 in 20",
@@ -469,6 +484,7 @@ def _print(summary: dict) -> None:
 DEFAULT_RUNS = {
     "codec-aa": 60,
     "link-aa": 20,
+    "link-aa-quick": 20,
     "codec-slow": 30,
     "link-delay": 20,
     "link-delay-hog": 20,
@@ -494,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
         help="synthetic runs with known answers (tests this script's logic)",
     )
     parser.add_argument("--seed", type=int, default=1, help="synthetic runs' random seed")
+    parser.add_argument(
+        "--link-cpus", help="the link experiments' --link-cpus (default: the agent's, auto)"
+    )
     parser.add_argument("--keep", type=Path, help="copy every run directory here")
     parser.add_argument("--json", type=Path, help="write the summary as JSON here")
     args = parser.parse_args(argv)
@@ -505,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         name: getattr(args, f"runs_{name}") or args.runs or default
         for name, default in DEFAULT_RUNS.items()
     }
-    plan = [e for e in experiments(runs) if e.name in chosen]
+    plan = [e for e in experiments(runs, args.link_cpus) if e.name in chosen]
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
