@@ -14,6 +14,7 @@ from pathlib import Path
 
 import process_tree
 import pytest
+from conftest import require
 
 from evbench_agent import runner, spec
 from evbench_agent.errors import UserError
@@ -23,7 +24,15 @@ from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
 
 CPUS = sorted(os.sched_getaffinity(0))
-needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="pinning apart needs two CPUs")
+
+
+@pytest.fixture
+def two_cpus() -> None:
+    """Pinning apart needs a second CPU: its absence fails the test, as any missing part."""
+    require(len(CPUS) >= 2, "a second CPU for this process (pinning apart)")
+
+
+needs_two = pytest.mark.usefixtures("two_cpus")
 
 
 @pytest.mark.parametrize(
