@@ -24,8 +24,10 @@ MAX_LINE = 120
 MAX_TABLE = 100
 #: The metrics a reader decides on first, in this order (the rest are behind --details).
 KEY_METRICS = ("size", "encode", "decode", "rtt", "jitter_stdev")
-#: A label cell no wider than this (longer ones end in '...').
+#: A label cell no wider than this (longer ones end in '...'), nor, to fit MAX_TABLE,
+#: narrower than MIN_LABEL.
 LABEL_WIDTH = 36
+MIN_LABEL = 12
 _INTERVAL = re.compile(r" \[[^\]]*\]$")
 
 
@@ -42,6 +44,23 @@ def wrap(text: str, width: int = MAX_LINE) -> list[str]:
 
 def _short(label: str, width: int = LABEL_WIDTH) -> str:
     return label if len(label) <= width else label[: width - 3] + "..."
+
+
+def fit_labels(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The rows with their label cells (column 1) shortened further where the table
+    would be wider than MAX_TABLE: the other cells (figures, a change of +185.8 %, a
+    verdict) and a row's busy mark vary from run to run, so the label takes what is left."""
+    columns = list(zip(headers, *rows, strict=True))
+    others = sum(max(len(cell) for cell in column) for i, column in enumerate(columns) if i != 1)
+    # at least a short label, even when the other cells alone would fill the width
+    room = max(MAX_TABLE - others - len(" | ") * (len(headers) - 1), MIN_LABEL)
+    fitted = []
+    for row in rows:
+        label = row[1]
+        mark = table.BUSY_MARK if label.endswith(table.BUSY_MARK) else ""
+        body = label.removesuffix(mark) if mark else label
+        fitted.append([row[0], _short(body, room - len(mark)) + mark, *row[2:]])
+    return fitted
 
 
 def _key(row: Row) -> int | None:
@@ -117,7 +136,7 @@ def render(
         lines += ["", "Key rows (the test's estimate; intervals and the rest in the full table):"]
         # Each profile's bus fit last among its rows (a stable sort keeps the rest's order).
         ordered = sorted(cells + fit_cells, key=lambda line: line[0])
-        lines += table.format_rows(headers, ordered).splitlines()
+        lines += table.format_rows(headers, fit_labels(headers, ordered)).splitlines()
     if fit_named:
         ceiling = f"{budget.DEFAULT_CEILING * 100:g} %"
         said = f"Bus fit: the worst case within the {ceiling} bus-load ceiling; "
