@@ -53,7 +53,7 @@ def fit_labels(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[li
     columns = list(zip(headers, *rows, strict=True))
     others = sum(max(len(cell) for cell in column) for i, column in enumerate(columns) if i != 1)
     # at least a short label, even when the other cells alone would fill the width
-    room = max(MAX_TABLE - others - len(" | ") * (len(headers) - 1), MIN_LABEL)
+    room = max(MAX_TABLE - others - len(table.SEPARATOR) * (len(headers) - 1), MIN_LABEL)
     fitted = []
     for row in rows:
         label = row[1]

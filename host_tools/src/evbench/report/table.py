@@ -385,13 +385,17 @@ def render_answer(comparison: Comparison) -> str:
 # --- text and Markdown tables ---------------------------------------------------------------
 
 
+#: Between two columns of a plain table (format_rows).
+SEPARATOR = " | "
+
+
 def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [
         max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)
     ]
 
     def line(cells: Sequence[str]) -> str:
-        return " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+        return SEPARATOR.join(str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
 
     rule = "-+-".join("-" * w for w in widths)
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
