@@ -14,6 +14,17 @@ OUT_DIR=${OUT_DIR:-/tmp/evbench-lava}
 UPLOAD_URL=${UPLOAD_URL:-}
 AGENT_ZIPAPP_URL=${AGENT_ZIPAPP_URL:-}
 
+# QUICK: the usual spellings of yes and no, any case; anything else stops the job
+# before it measures, instead of silently running the full plan.
+case "$(printf '%s' "$QUICK" | tr '[:upper:]' '[:lower:]')" in
+    true | 1 | yes | y | on) quick="--quick" ;;
+    false | 0 | no | n | off) quick="" ;;
+    *)
+        echo "evbench: QUICK='$QUICK' is neither yes nor no; give true, 1, yes or on for the quick plan, false, 0, no or off for the full one" >&2
+        exit 2
+        ;;
+esac
+
 if command -v evbench-agent >/dev/null 2>&1; then
     agent="evbench-agent"
 elif [ -n "$AGENT_ZIPAPP_URL" ]; then
@@ -28,8 +39,6 @@ else
     exit 2
 fi
 
-quick=""
-[ "$QUICK" = "true" ] && quick="--quick"
 run_dir="$OUT_DIR/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT_DIR"
 status=0

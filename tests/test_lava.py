@@ -474,3 +474,80 @@ def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job
     codec_cases = [c for c in cases.values() if c["set"] == "codec"]
     assert len(codec_cases) == len([r for r in records if r["suite"] == "codec"])
     assert [c for c in cases.values() if c["set"] == "verdicts"]
+
+
+def _lava_shell_run(tmp_path: Path, parameters: dict[str, str]) -> tuple[str, Path]:
+    """lava-dispatcher writes the test shell of a QEMU job whose test definition takes
+    `parameters`; LAVA's lava-test-runner runs it with this venv's agent. (its output,
+    the run directory)"""
+    kernel, rootfs = tmp_path / "Image", tmp_path / "rootfs.ext4"
+    for artifact in (kernel, rootfs):
+        artifact.write_bytes(b"not booted: only the test shell runs here")
+    repository = _definition_repository(tmp_path)
+    job_file = tmp_path / "job.yaml"
+    evbench(
+        "lava", "job", "--device-type", "qemu", "--repository", f"file://{repository}",
+        "--kernel", f"file://{kernel}", "--rootfs", f"file://{rootfs}",
+        "--suite", "codec", "--profile", "seed", "--codecs", "json", "--out", str(job_file),
+    )  # fmt: skip
+    job = yaml.safe_load(job_file.read_text())
+    runs = tmp_path / "runs"
+    job["actions"][2]["test"]["definitions"][0]["parameters"].update(
+        {**parameters, "OUT_DIR": str(runs)}
+    )
+    job_file.write_text(yaml.safe_dump(job))
+    shell = lava("test-shell", job_file, tmp_path / "dut")
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        ["/bin/sh", shell["runner"], shell["stage"]],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (return_code,) = (Path(shell["stage"]) / "results").glob("*/return_code")
+    assert return_code.read_text().strip() == "0", done.stdout[-2000:]
+    (run_dir,) = [path for path in runs.iterdir() if path.is_dir()]
+    return done.stdout, run_dir
+
+
+def test_a_job_saying_quick_1_runs_the_quick_plan(tmp_path: Path) -> None:
+    # Issue 44, item 5: QUICK=1 ran the full plan without a word (only "true" counted).
+    _out, run_dir = _lava_shell_run(tmp_path, {"QUICK": "1"})
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spec"]["quick"] is True
+
+
+def _script(tmp_path: Path, quick: str) -> subprocess.CompletedProcess:
+    """lava/run-evbench.sh as the test definition's step runs it (its variables
+    exported), the agent this venv's, a one-codec run."""
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+        "SUITES": "codec", "PROFILES": "seed", "CODECS": "json", "QUICK": quick,
+        "OUT_DIR": str(tmp_path / "runs"),
+    }  # fmt: skip
+    return subprocess.run(
+        ["/bin/sh", str(ROOT / "lava" / "run-evbench.sh")],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spelling", "quick"),
+    [("yes", True), ("On", True), ("TRUE", True), ("0", False), ("no", False), ("False", False)],
+)
+def test_quick_takes_the_usual_spellings_of_yes_and_no(
+    tmp_path: Path, spelling: str, quick: bool
+) -> None:
+    done = _script(tmp_path, spelling)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = [path for path in (tmp_path / "runs").iterdir() if path.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spec"]["quick"] is quick
+
+
+@pytest.mark.parametrize("spelling", ["maybe", "ture", "2", "quick"])
+def test_an_unknown_quick_is_refused_before_anything_runs(tmp_path: Path, spelling: str) -> None:
+    done = _script(tmp_path, spelling)
+    assert done.returncode == 2
+    assert f"QUICK='{spelling}'" in done.stderr and "true, 1, yes or on" in done.stderr
+    assert "run --suite" not in done.stdout  # the agent never started
+    assert not (tmp_path / "runs").exists()
