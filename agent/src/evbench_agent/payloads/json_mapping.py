@@ -111,18 +111,30 @@ def old_option_prints_more(root: Descriptor) -> bool:
 
 
 def _default_json(field: FieldDescriptor) -> Any:
-    """A field without presence at its zero value, as json_format prints it."""
+    """A field without presence at its zero value, as json_format prints it.
+
+    By the field's C++ type, as json_format chooses a value's JSON form (not by its
+    wire type: int32, sint32, sfixed32 and the unsigned ones are all 32-bit integers,
+    printed as numbers; only the 64-bit ones are quoted). Every scalar C++ type is
+    listed, with no catch-all: message fields have presence and never come here.
+    """
     if field.enum_type is not None:
         zero = field.enum_type.values_by_number.get(0)
         return zero.name if zero is not None else 0
-    kind = field.type
-    if kind in (_F.TYPE_INT64, _F.TYPE_UINT64, _F.TYPE_SINT64, _F.TYPE_FIXED64, _F.TYPE_SFIXED64):
-        return "0"
-    if kind in (_F.TYPE_FLOAT, _F.TYPE_DOUBLE):
-        return 0.0
-    if kind == _F.TYPE_BOOL:
-        return False
-    return ""  # string, bytes (base64 of nothing)
+    return _ZERO_JSON[field.cpp_type]
+
+
+#: json_format's JSON form of each scalar C++ type at its zero value.
+_ZERO_JSON: dict[int, Any] = {
+    _F.CPPTYPE_INT32: 0,
+    _F.CPPTYPE_UINT32: 0,
+    _F.CPPTYPE_INT64: "0",
+    _F.CPPTYPE_UINT64: "0",
+    _F.CPPTYPE_FLOAT: 0.0,
+    _F.CPPTYPE_DOUBLE: 0.0,
+    _F.CPPTYPE_BOOL: False,
+    _F.CPPTYPE_STRING: "",  # string, and bytes (base64 of nothing)
+}
 
 
 def conform(message: Message, printed: dict[str, Any], add_defaults: bool) -> None:

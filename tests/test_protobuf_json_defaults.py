@@ -1,0 +1,157 @@
+"""protobuf-json prints every scalar type at its zero value as the JSON mapping says,
+on protobuf 4.21 (Debian 12), 4.25 (Yocto scarthgap) and the newest (issue 44, item 1).
+
+Before 5.26, json_format's option that prints fields without presence also prints
+unset proto2 `optional` scalars, so for a message that can hold one (here: through an
+Any, and through a proto2 sub-message) the agent prints without it and adds the
+defaults itself. It wrote "" for the 32-bit integers, and the runtime's own Parse
+refused that ("invalid literal for int() with base 10: ''").
+
+Expected values are the proto3 JSON mapping's (protobuf.dev, "JSON Mapping"): int32,
+sint32, sfixed32, uint32 and fixed32 are JSON numbers; the 64-bit integers are
+strings; float and double numbers; bool true/false; string a string; bytes base64
+(of nothing: ""); an enum its value's name. Each runtime's interpreter measures
+through the agent's codec (codecs.get("protobuf-json")) on a user schema compiled
+here by protoc, and its own Parse must read back what it printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+
+import pytest
+from conftest import AGENT_SRC, require
+from test_compat import _interpreters
+from test_schema_kinds import compile_set
+
+pytestmark = pytest.mark.compat
+
+#: Every scalar type of protobuf, with the JSON form of its zero value by the mapping.
+SCALARS = {
+    "double": 0.0,
+    "float": 0.0,
+    "int32": 0,
+    "int64": "0",
+    "uint32": 0,
+    "uint64": "0",
+    "sint32": 0,
+    "sint64": "0",
+    "fixed32": 0,
+    "fixed64": "0",
+    "sfixed32": 0,
+    "sfixed64": "0",
+    "bool": False,
+    "string": "",
+    "bytes": "",
+}
+#: A value other than zero for each, as a Python attribute value.
+SET = {
+    "double": 1.5, "float": 2.5, "int32": -3, "int64": -4, "uint32": 5, "uint64": 6,
+    "sint32": -7, "sint64": -8, "fixed32": 9, "fixed64": 10, "sfixed32": -11,
+    "sfixed64": -12, "bool": True, "string": "s", "bytes": b"b",
+}  # fmt: skip
+
+FIELDS = "\n".join(f"  {kind} f_{kind} = {number};" for number, kind in enumerate(SCALARS, start=1))
+PROTO3 = f"""syntax = "proto3";
+package evbench.zero;
+import "google/protobuf/any.proto";
+import "legacy2.proto";
+enum Mode {{ MODE_IDLE = 0; MODE_DRIVE = 1; }}
+message WithAny {{
+{FIELDS}
+  Mode f_enum = 16;
+  google.protobuf.Any any = 17;
+}}
+message WithProto2 {{
+{FIELDS}
+  Mode f_enum = 16;
+  evbench.zero2.Old old = 17;
+}}
+"""
+PROTO2 = """syntax = "proto2";
+package evbench.zero2;
+message Old { optional int32 level = 1; }
+"""
+
+SCRIPT = r"""
+import base64, json, sys
+from google.protobuf import json_format
+from evbench_agent import codecs
+from evbench_agent.payloads import user_schema
+serialized, roots, set_values = json.load(sys.stdin)
+out = {}
+for root in roots:
+    profile = user_schema.build_profile({"descriptor_set": serialized, "message": root})
+    bound = codecs.get("protobuf-json").bind(profile)
+    cls = profile.message_type
+    messages = {"all-zero": cls()}
+    for kind, value in set_values.items():  # one field set, the others at zero
+        message = cls()
+        setattr(message, "f_" + kind, value.encode() if kind == "bytes" else value)
+        messages[kind] = message
+    for name, message in messages.items():
+        blob = bound.encode(message)
+        try:
+            back = bound.decode(blob)
+            read = back == message
+        except json_format.ParseError as error:
+            read = "ParseError: " + str(error)
+        out[root + "/" + name] = {"printed": blob.decode(), "read back": read}
+print(json.dumps(out))
+"""
+
+
+def test_every_scalar_at_zero_is_printed_as_the_mapping_says_and_read_back(tmp_path):
+    (tmp_path / "legacy2.proto").write_text(PROTO2)
+    (tmp_path / "zero.proto").write_text(PROTO3)
+    serialized = base64.b64encode(compile_set(tmp_path, "zero.proto", tmp_path)).decode()
+    roots = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
+    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
+    zero["fEnum"] = "MODE_IDLE"
+    results = {}
+    for runtime, python in _interpreters().items():
+        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
+        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+        done = subprocess.run(
+            [python, "-c", SCRIPT], input=json.dumps([serialized, roots, {}]),
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{runtime}: {done.stderr}"
+        found = json.loads(done.stdout)
+        for root in roots:
+            printed = found[f"{root}/all-zero"]
+            assert printed["read back"] is True, (runtime, root, printed)
+            as_json = json.loads(printed["printed"])
+            # the mapping's values, and their JSON types (0 is not 0.0 nor False)
+            assert as_json == zero, (runtime, root, as_json)
+            assert {k: type(v) for k, v in as_json.items()} == {
+                k: type(v) for k, v in zero.items()
+            }, (runtime, root)
+        results[runtime] = found
+    assert results["debian"] == results["protobuf-4.25"] == results["newest"]
+
+
+def test_one_scalar_set_and_the_others_at_zero_print_alike_on_every_runtime(tmp_path):
+    (tmp_path / "legacy2.proto").write_text(PROTO2)
+    (tmp_path / "zero.proto").write_text(PROTO3)
+    serialized = base64.b64encode(compile_set(tmp_path, "zero.proto", tmp_path)).decode()
+    roots = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
+    plain = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
+    results = {}
+    for runtime, python in _interpreters().items():
+        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
+        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+        done = subprocess.run(
+            [python, "-c", SCRIPT], input=json.dumps([serialized, roots, plain]),
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{runtime}: {done.stderr}"
+        results[runtime] = json.loads(done.stdout)
+        unread = {k: v for k, v in results[runtime].items() if v["read back"] is not True}
+        assert not unread, (runtime, unread)
+    # byte for byte what the newest runtime prints with its own option
+    assert results["debian"] == results["newest"]
+    assert results["protobuf-4.25"] == results["newest"]
