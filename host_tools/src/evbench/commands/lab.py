@@ -81,8 +81,22 @@ def _status(directory: Path) -> int:
     from evbench.lab import index
 
     document = index.read(directory)
-    _print(document)
+    gone = index.runner_gone(document)
+    if gone:  # killed outright: lab.json still says what was running when it died
+        killed = {"running": "killed", "pending": "not run"}
+        entries = [
+            {**e, "status": killed.get(e["status"], e["status"])} for e in document["entries"]
+        ]
+        _print({**document, "entries": entries})
+    else:
+        _print(document)
     done = sum(e["status"] in index.FINAL_STATES for e in document["entries"])
     state = "finished" if document.get("finished") else "running"
+    if gone:
+        state = (
+            f"not running: {gone}; it was killed (SIGKILL, the OOM killer, a power cut) "
+            "before it could finish lab.json, so its entries shown killed or not run never "
+            "finished (a labgrid place may still be held: the next run on it names the holder)"
+        )
     print(f"\n{done} of {len(document['entries'])} entries done; the lab is {state}")
     return 0

@@ -7,6 +7,8 @@ new index, never half), from the runner's threads under one lock.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -37,6 +39,7 @@ class LabIndex:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "finished": None,
             "interrupted": None,
+            "runner": runner_record(os.getpid()),
             "entries": [
                 {
                     "id": entry.id,
@@ -79,6 +82,46 @@ class LabIndex:
 
     def _write(self) -> None:
         results.write_json(self.path, self.document)
+
+
+def _start_time(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch, as psutil reads it from the
+    kernel), or None when no such process runs here."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def runner_record(pid: int) -> dict[str, Any]:
+    """lab.json's `runner`: the process writing the index, so a reader can tell a lab
+    still running from one whose runner was killed (SIGKILL leaves `finished` null)."""
+    return {"pid": pid, "start_time": _start_time(pid), "host": socket.gethostname()}
+
+
+#: Two readings of one process's start time differ by the kernel's clock tick at most.
+START_TIME_TOLERANCE_S = 0.05
+
+
+def runner_gone(document: dict[str, Any]) -> str | None:
+    """Why an unfinished lab's runner no longer runs (killed before it could finish
+    lab.json), or None while it runs, on another host (not checked from here), when the
+    lab has finished, or when an older lab.json does not name its runner."""
+    runner = document.get("runner")
+    if document.get("finished") or not runner or runner["host"] != socket.gethostname():
+        return None
+    pid, started = runner["pid"], runner.get("start_time")
+    now = _start_time(pid)
+    if now is None:
+        return f"its runner, PID {pid} on {runner['host']}, no longer runs"
+    if started is not None and abs(now - started) > START_TIME_TOLERANCE_S:
+        return (
+            f"its runner, PID {pid} on {runner['host']}, no longer runs "
+            "(another process has that PID now)"
+        )
+    return None
 
 
 def parse(document: Any, path: Path | str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import TextIO
 from evbench.lab import nightly_compare
 from evbench.lab.index import LabIndex
 from evbench.lab.plan import Entry, Plan
+from evbench_agent import results
 from evbench_agent.errors import ExitCode
 from evbench_agent.log_output import notice
 
@@ -135,6 +136,10 @@ class LabRun:
             ExitCode.INTERRUPTED: "interrupted",
         }
         status = statuses.get(code, "failed")
+        if code != ExitCode.OK and out is not None and (out / results.COMPLETE).is_file():
+            # Stopped after its measurement (rendering the report, say): the run holds
+            # everything its plan asked for, which its `complete` marker says.
+            status = "complete"
         comparison = None
         if code == ExitCode.OK and out is not None:
             comparison = nightly_compare.against_previous(

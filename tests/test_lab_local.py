@@ -1,0 +1,151 @@
+"""`evbench lab run` on the local board (no labgrid): what lab.json and `lab status` say
+when the lab is stopped after an entry's measurement, or killed outright (issue 44,
+item 5). The lab, its entries and the agent are the real ones; the signals are sent as
+systemd stopping the lab (SIGTERM) and the OOM killer (SIGKILL) would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from process_tree import descendants, read_proc
+
+from evbench_agent import results
+
+EVBENCH = str(Path(sys.executable).parent / "evbench")
+ENTRY = "local/codec-seed-json"
+
+
+def _plan(tmp_path: Path, options: str, profiles: str = "[seed]") -> Path:
+    path = tmp_path / "LAB.yaml"
+    path.write_text(
+        "boards: [local]\n"
+        f"matrix:\n  suites: [codec]\n  profiles: {profiles}\n  codecs: [json]\n"
+        f"options: {options}\nretries: 0\n"
+    )
+    return path
+
+
+def _start(tmp_path: Path, plan: Path, lab_dir: Path) -> subprocess.Popen:
+    # A session of its own: the test can signal the lab and its entries as a group.
+    return subprocess.Popen(
+        [EVBENCH, "lab", "run", str(plan), "--out", str(lab_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _children(pid: int) -> list[int]:
+    """The lab's entries: its child processes (`python -m evbench run ...`)."""
+    return [child for child in descendants(pid) if _parent(child) == pid]
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(read_proc(pid, "stat").rpartition(b")")[2].split()[1])
+    except (OSError, IndexError):
+        return 0
+
+
+def _end_group(job: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGKILL)
+    job.wait(timeout=60)
+    if job.stdout is not None:
+        job.stdout.close()
+
+
+def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> None:
+    # The lab stopped once the entry's run holds its `complete` marker and it is
+    # rendering its report: the entry's run is whole, so the entry is complete.
+    for _attempt in range(3):  # the entry may end before the signal lands: try again
+        lab_dir = tmp_path / f"lab{_attempt}"
+        job = _start(tmp_path, _plan(tmp_path, "[--quick]"), lab_dir)
+        marker = lab_dir / "runs" / ENTRY / results.COMPLETE
+        try:
+            deadline = time.monotonic() + 300
+            # Its run holds the marker and its report is being drawn: the agent is done.
+            while not (marker.exists() and (marker.parent / "plots").is_dir()):
+                assert job.poll() is None, job.communicate()[0]
+                assert time.monotonic() < deadline, "the entry never completed"
+                time.sleep(0.005)
+            # SIGTERM as systemd stopping the lab sends it; the lab passes it on to the
+            # entry's `evbench run` (every 0.5 s): here it reaches the entry at once too.
+            job.send_signal(signal.SIGTERM)
+            for pid in _children(job.pid):
+                os.kill(pid, signal.SIGTERM)
+            out, _ = job.communicate(timeout=300)
+        finally:
+            _end_group(job)
+        (entry,) = json.loads((lab_dir / "lab.json").read_text())["entries"]
+        if entry["exit_code"] == 0:
+            continue  # it had finished already
+        assert job.returncode == 130, out
+        # the signal landed: exit 130, or killed by it (-15) once its handler is gone
+        assert entry["exit_code"] in (130, -signal.SIGTERM), entry
+        assert entry["status"] == "complete", (entry, out)
+        assert results.verify_checksums(lab_dir / entry["run_dir"]) == []
+        return
+    pytest.fail("the entry ended before the signal every time")
+
+
+def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
+    lab_dir = tmp_path / "lab"
+    # The full plan: long enough to be running when the lab is killed.
+    job = _start(tmp_path, _plan(tmp_path, "[]", "['seed,ev-full,int,double']"), lab_dir)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert job.poll() is None, job.communicate()[0]
+            assert time.monotonic() < deadline, "the entry never started"
+            index = lab_dir / "lab.json"
+            if index.exists() and '"running"' in index.read_text():
+                break
+            time.sleep(0.05)
+        running = subprocess.run(
+            [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
+        )
+        assert running.returncode == 0, running.stderr
+        assert running.stdout.rstrip().endswith("the lab is running"), running.stdout
+        job.send_signal(signal.SIGKILL)  # the runner alone, as the OOM killer would
+        job.wait(timeout=60)
+        done = subprocess.run(
+            [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        _end_group(job)
+    assert done.returncode == 0, done.stderr
+    assert "the lab is running" not in done.stdout
+    assert f"the lab is not running: its runner, PID {job.pid} on" in done.stdout, done.stdout
+    assert "killed" in done.stdout.splitlines()[2], done.stdout  # the entry's row
+
+
+def test_lab_status_tells_a_new_process_on_the_runners_pid_from_the_runner(
+    tmp_path: Path,
+) -> None:
+    # PIDs are reused: a lab.json whose runner PID now belongs to another process (here
+    # this test's own, started after the time recorded) names the runner as gone.
+    lab_dir = tmp_path / "lab"
+    job = subprocess.run(
+        [EVBENCH, "lab", "run", str(_plan(tmp_path, "[--quick]")), "--out", str(lab_dir)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert job.returncode == 0, job.stdout + job.stderr
+    document = json.loads((lab_dir / "lab.json").read_text())
+    assert document["runner"]["pid"] > 0
+    document["finished"] = None  # as a killed runner leaves it
+    document["runner"] = {**document["runner"], "pid": os.getpid()}
+    (lab_dir / "lab.json").write_text(json.dumps(document))
+    done = subprocess.run(
+        [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"PID {os.getpid()} on" in done.stdout, done.stdout
+    assert "another process has that PID now" in done.stdout
