@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import process_tree
 import pytest
 from link_sockets import closed, connect_from
 from native_cross import RESPONDER_KINDS, NativeResponder, build_responder, link_responder
@@ -581,3 +583,61 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
     expected = f"- Link responder: C, {about['responder']}, started by the run"
     assert expected in (out / "report.md").read_text().splitlines()
     assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])
+
+
+#: docs/link.md "A responder in C": it looks at the program that started it every 0.5 s;
+#: then it closes its port and its connections (a few seconds on a loaded machine).
+HOST_GONE_WITHIN_S = 5.0
+
+
+def _agent_child(agent: int, name: str, within_s: float) -> int | None:
+    """The pid of `agent`'s child whose command names `name`, once it has one."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        for pid in process_tree.descendants(agent):
+            if name.encode() in process_tree.read_proc(pid, "cmdline"):
+                return pid
+        time.sleep(0.1)
+    return None
+
+
+@pytest.mark.parametrize("how", ["host and agent", "agent"])
+def test_it_stops_when_the_agent_that_started_it_is_killed(how, responder_path, tmp_path):
+    """Issue 44 item 10: `--responder c` under an agent driven through a pipe (as `evbench`
+    drives it), killed outright (SIGKILL: the agent cannot stop its responder) with the
+    program that reads it, or alone: the C responder, reparented, must not stay listening.
+    Before, it ran on with parent 1 in 3 of 3 rounds."""
+    host_code = (
+        "import subprocess, sys, time\n"
+        "agent = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)\n"
+        "print(agent.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    # a link run of 60 s phases: it would run for many minutes by itself
+    argv = [sys.executable, "-c", host_code, sys.executable, "-m", "evbench_agent", "run",
+            "--suite", "link", "--quick", "--duration", "60", "--responder", "c",
+            "--out", str(tmp_path / "run")]  # fmt: skip
+    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(responder_path.parent))
+    host = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    assert host.stdout is not None
+    responder = None
+    try:
+        agent = int(host.stdout.readline())
+        responder = _agent_child(agent, "evbench-link-responder", 60.0)
+        assert responder is not None, "the run never started the C responder"
+        killed = [host.pid, agent] if how == "host and agent" else [agent]
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        assert process_tree.ended(responder, HOST_GONE_WITHIN_S), (
+            f"still running {HOST_GONE_WITHIN_S:g} s after its agent was killed, parent "
+            f"{process_tree.read_proc(responder, 'stat').rpartition(b')')[2].split()[1:2]}"
+        )
+    finally:
+        if host.poll() is None:
+            host.kill()
+        host.wait(10)
+        host.stdout.close()
+        if responder is not None and not process_tree.ended(responder, 0):
+            os.kill(responder, signal.SIGKILL)

@@ -34,7 +34,8 @@
  * timer slack before any thread starts (each connection's thread inherits both); what the
  * kernel granted is said in the `listening on` line, and a refusal is no error.
  * Once listening it prints {"event": "listening", "host": ..., "port": ...} on standard
- * output; its log lines go to standard error. SIGTERM or SIGINT stops it.
+ * output; its log lines go to standard error. SIGTERM or SIGINT stops it, and so does the
+ * program that started it going away (its reader of standard output, or its parent).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -54,6 +55,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +92,7 @@
 #define DROP_LOG_INTERVAL_S 60   /* a peer's drops are logged at most once per this long */
 #define DROP_LOG_PEERS 1024      /* peers whose last drop line is remembered */
 #define RECV_SIZE 65536
+#define WATCH_INTERVAL_MS 500    /* how often the program that started it is looked at */
 #define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
 #define TOKEN_ENV "EVBENCH_LINK_TOKEN"
 #define MAX_QUOTED 40            /* characters of a client's value quoted in a refusal */
@@ -950,6 +953,36 @@ static void stop(int signum) {
   stopping = 1;
 }
 
+/* The program that started it, watched as `evbench-agent serve` watches its host
+ * (evbench_agent.host_watch): when its standard output is a pipe or a socket (a program
+ * reads it: the agent, `evbench`), it stops as on SIGTERM once that reader has closed it
+ * or its parent process has exited (a new parent: reparented to init), looked at every
+ * WATCH_INTERVAL_MS. A responder the agent started must not outlive an agent that was
+ * killed outright (SIGKILL cannot be caught, so the agent cannot stop it). Not
+ * PR_SET_PDEATHSIG: it fires when the *thread* that started the process ends, which
+ * need not be when its process does. Started by hand (a terminal, a file), it is not
+ * watched: it is meant to run on its own. */
+static int watching;
+static pid_t watched_parent;
+
+static void watch_start(void) {
+  struct stat out;
+  if (fstat(STDOUT_FILENO, &out) || !(S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode))) return;
+  watching = 1;
+  watched_parent = getppid();
+}
+
+/* Why the program that started it is gone (poll's events on standard output), or NULL. */
+static const char *host_gone(short events, char *why, size_t size) {
+  if (!watching) return NULL;
+  if (events & (POLLERR | POLLHUP)) return "its reader closed standard output";
+  if (getppid() != watched_parent) {
+    snprintf(why, size, "its parent process %ld exited", (long)watched_parent);
+    return why;
+  }
+  return NULL;
+}
+
 static int number_option(const char *text, long low, long high, long *value) {
   char *end;
   errno = 0;
@@ -1068,9 +1101,19 @@ int main(int argc, char **argv) {
   pthread_attr_t detached;
   pthread_attr_init(&detached);
   pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+  signal(SIGPIPE, SIG_IGN); /* a log line to a reader that is gone must not kill it */
+  watch_start();
   while (!stopping) {
-    struct pollfd wait = {listener, POLLIN, 0};
-    if (poll(&wait, 1, 500) <= 0) continue;
+    /* no events asked of standard output: poll reports only its errors and hang-up */
+    struct pollfd wait[2] = {{listener, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+    int ready = poll(wait, watching ? 2 : 1, WATCH_INTERVAL_MS);
+    char parent_text[64];
+    const char *gone = host_gone(ready > 0 ? wait[1].revents : 0, parent_text, sizeof parent_text);
+    if (gone) {
+      say("the host went away (%s): the responder stops as on SIGTERM", gone);
+      break;
+    }
+    if (ready <= 0 || !(wait[0].revents & POLLIN)) continue;
     struct sockaddr_storage peer;
     socklen_t peer_size = sizeof peer;
     int fd = accept4(listener, (struct sockaddr *)&peer, &peer_size, SOCK_CLOEXEC);
