@@ -16,6 +16,7 @@ Version 2 added the processing time at the start of every REPLY body.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass
@@ -159,6 +160,27 @@ def request(reader: framing.FrameReader, hello: Hello, timeout_s: float) -> dict
             )
         raise HandshakeError(f"the responder refused the connection: {why}", hint=hint)
     return answer
+
+
+#: The program a responder names first in its answer's `responder`, and the implementation
+#: the link suite records for it (the rows' `responder` param).
+IMPLEMENTATIONS = {"evbench-agent": "python", "evbench-link-responder": "c"}
+#: What a responder's program name may be to be recorded as it is (anything else: "other").
+_PROGRAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,39}")
+
+
+def implementation(accepted: dict[str, Any]) -> str | None:
+    """Which responder answered, by what its accepted answer names itself: "python"
+    (`evbench-agent serve`), "c" (evbench-link-responder), another program's name, or
+    None when the answer names none."""
+    named = accepted.get("responder")
+    if not isinstance(named, str) or not named.split():
+        return None
+    program = named.split()[0]
+    if program in IMPLEMENTATIONS:
+        return IMPLEMENTATIONS[program]
+    known = _PROGRAM.fullmatch(program) and program not in IMPLEMENTATIONS.values()
+    return program if known else "other"
 
 
 def receive(reader: framing.FrameReader, timeout_s: float, token: str | None = None) -> Hello:

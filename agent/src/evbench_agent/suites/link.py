@@ -58,7 +58,16 @@ from evbench_agent.errors import PartialRun, UserError
 # The bus modules (link.bus_connection, buses.transport, telemetry.bus_stats) are imported
 # where a --link-transport run uses them: a TCP run, the default, leaves them out of the
 # agent's memory (about 1.5 MiB; issue 21 gives the agent 30 MiB).
-from evbench_agent.link import client, figures, messages, placement, saturation, timing, wakeup
+from evbench_agent.link import (
+    client,
+    figures,
+    handshake,
+    messages,
+    placement,
+    saturation,
+    timing,
+    wakeup,
+)
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
 from evbench_agent.results import SampleSet
@@ -399,10 +408,13 @@ class _Phases:
                 from evbench_agent.link import bus_connection
 
                 self.prepare()
-                return bus_connection.BusConnection(
+                connection: Any = bus_connection.BusConnection(
                     self.port, self.bus.url, link, self.settings.mode
                 )
-            return client.Connection(self.address(), link, self.settings.mode, reply_delay_ns=delay)
+            else:
+                connection = client.Connection(
+                    self.address(), link, self.settings.mode, reply_delay_ns=delay
+                )
         except UserError as error:
             if self.phases_done:  # the peer went away between phases: the run is cut short
                 raise PartialRun(
@@ -410,6 +422,20 @@ class _Phases:
                     f"{self.phases_done} phases measured so far"
                 ) from error
             raise
+        self._record_responder(connection.accepted)
+        return connection
+
+    def _record_responder(self, accepted: dict[str, Any]) -> None:
+        """The rows' `responder` is what answered, as its HELLO answer names itself (one
+        started by hand at --peer too), not what the run would have started."""
+        said = handshake.implementation(accepted)
+        if said is None:
+            return
+        for params in (self.periodic_params, self.capacity_params):
+            if said == "python":  # the default, left out as before
+                params.pop("responder", None)
+            else:
+                params["responder"] = said
 
     def periodic(
         self, profile: str, codec: str, phase: int, link: messages.LinkCodec, data: list[Any]

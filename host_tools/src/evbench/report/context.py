@@ -230,6 +230,10 @@ def environment_rows(context: RunContext) -> list[tuple[str, str]]:
     ]
 
 
+#: How a report names the responders the rows' `responder` param records.
+_RESPONDER_WORDS = {"c": "C (evbench-link-responder)", "python": "Python (evbench-agent serve)"}
+
+
 def _link_responder(manifest: dict[str, Any], sample_sets: list[results.SampleSet]) -> str:
     """What answered the link suite's messages; empty for a run without link records."""
     if not any(s.suite == "link" for s in sample_sets):
@@ -238,7 +242,11 @@ def _link_responder(manifest: dict[str, Any], sample_sets: list[results.SampleSe
     if spec.get("link_transport"):
         return "at the bus's other end"
     if spec.get("link_peer", "loopback") != "loopback":
-        return f"at {spec['link_peer']}, not started by the run"
+        # the rows' `responder`: what each phase's responder named itself in its handshake
+        said = (s.params.get("responder") for s in sample_sets if s.suite == "link")
+        named = {n for n in said if isinstance(n, str)}
+        which = " and ".join(_RESPONDER_WORDS.get(n, n) for n in sorted(named))
+        return f"{which + ', ' if which else ''}at {spec['link_peer']}, not started by the run"
     if spec.get("link_responder") == "c":
         stated = (manifest.get("platform") or {}).get("link_responder") or {}
         return f"C, {stated.get('responder', 'evbench-link-responder')}, started by the run"

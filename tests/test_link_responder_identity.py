@@ -1,0 +1,96 @@
+"""The link suite records which responder answered as its HELLO answer names itself
+(issue 44, item 2): a C responder started by hand and reached with --peer was recorded
+as the Python one (spec.link_responder "python", no row with responder "c").
+
+Real parts: the C responder built from native/ with the documented command
+(native_cross), `evbench-agent serve` started as a separate process, the agent's link
+suite run as a command against each over loopback TCP, and the host's report context.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from native_cross import NativeResponder, build_responder
+
+from evbench.report import context
+from evbench_agent.link import handshake, service
+
+
+@pytest.fixture(scope="module")
+def responder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_responder(tmp_path_factory)
+
+
+def _link_run(address: tuple[str, int], out: Path) -> list[dict]:
+    """A short link run against the responder at `address` (the quick plan, 6 messages
+    a phase at 100 Hz); its sample sets that measured the link (they carry `peer`)."""
+    host, port = address
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
+         "--rate", "100", "--count", "6", "--codecs", "json,protobuf",
+         "--peer", f"{host}:{port}", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    return [s for s in sets if s.get("suite") == "link" and "peer" in s["params"]]
+
+
+def _report_says(out: Path) -> str:
+    """What the report's environment box says answered the link suite."""
+    rows = dict(context.environment_rows(context.load_context(out)))
+    return rows["Link responder"]
+
+
+@pytest.mark.integration
+def test_a_c_responder_started_by_hand_is_recorded_as_c(responder_path, tmp_path):
+    out = tmp_path / "run"
+    with NativeResponder(responder_path) as native:
+        measured = _link_run(native.address, out)
+    phases = {s["params"]["phase"] for s in measured}
+    assert phases == {"periodic", "capacity"}, phases
+    assert {s["codec"] for s in measured} == {"json", "protobuf"}
+    # every periodic and capacity row: the C responder answered, whatever the spec said
+    assert {s["params"].get("responder") for s in measured} == {"c"}
+    host, port = native.address
+    assert _report_says(out) == (
+        f"C (evbench-link-responder), at {host}:{port}, not started by the run"
+    )
+
+
+@pytest.mark.integration
+def test_a_python_responder_started_by_hand_keeps_the_rows_of_before(tmp_path):
+    """The control: `evbench-agent serve` names itself evbench-agent; its rows carry no
+    `responder` param, as every run's rows against it always have."""
+    out = tmp_path / "run"
+    with service.start_responder() as python:
+        measured = _link_run(python.address, out)
+    assert measured
+    assert all("responder" not in s["params"] for s in measured)
+    host, port = python.address
+    assert _report_says(out) == f"at {host}:{port}, not started by the run"
+
+
+@pytest.mark.parametrize(
+    ("named", "expected"),
+    [
+        ("evbench-link-responder 2 (C, protobuf-c, cJSON)", "c"),
+        ("evbench-agent 0.9.1", "python"),
+        ("my-gateway 1.4", "my-gateway"),  # another program: its name, without the version
+        ("c 1.0", "other"),  # a foreign program cannot pass for one of evbench's own
+        ("bad\u202ename 1", "other"),  # nothing but a plain program name reaches a row
+        ("x" * 41, "other"),
+    ],
+)
+def test_the_implementation_is_what_the_answer_names(named, expected):
+    assert handshake.implementation({"ok": True, "responder": named}) == expected
+
+
+@pytest.mark.parametrize("answer", [{"ok": True}, {"ok": True, "responder": 7}, {"responder": " "}])
+def test_an_answer_that_names_no_responder_says_nothing(answer):
+    assert handshake.implementation(answer) is None
