@@ -173,7 +173,8 @@ def test_link_rows_are_one_identity_each_and_telemetry_is_context():
     rtt = next(row for row in result.rows if row.identity.metric == "rtt")
     assert rtt.role == TESTED and rtt.outcome == CANDIDATE
     assert rtt.n == 7 and rtt.n_counts == "phase pairs"  # phase i of json with phase i
-    assert rtt.verdict.ratio_low < 0.8 < rtt.verdict.ratio_high
+    # RTT at 20 Hz is judged on the difference against 50 µs (0.1 % of the period)
+    assert rtt.verdict.scale == "difference" and rtt.verdict.diff_high < -50e-6
     capacity = next(row for row in result.rows if row.identity.metric == "capacity_msgs")
     assert capacity.outcome in (EQUAL, UNDECIDED) and capacity.family == rtt.family == "link seed"
     cpu_rows = [row for row in result.rows if row.identity.metric == "agent_cpu"]

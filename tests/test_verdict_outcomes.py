@@ -23,6 +23,7 @@ from evbench_agent.analysis.verdicts import (
     BASELINE,
     EQUAL,
     LOWER_IS_BETTER,
+    NEGLIGIBLE,
     TOO_SMALL,
     UNDECIDED,
     Independent,
@@ -48,14 +49,15 @@ def test_a_winner_ten_percent_slower_with_its_hand_worked_interval():
     assert verdict.pct_diff == pytest.approx(10.0)
 
 
-def test_equal_when_the_interval_lies_inside_the_band():
+def test_negligible_when_significant_but_inside_the_band():
     # 1 % slower in every pair: significant (p = 2/1024), but the interval
-    # 1.01 x exp(-/+0.003) = 1.00698 to 1.01303 lies inside 0.98 to 1.02.
+    # 1.01 x exp(-/+0.003) = 1.00698 to 1.01303 lies inside 0.98 to 1.02: different,
+    # by less than the margin.
     (verdict,) = decide_family([pairs(math.log(1.01), 0.001)])
     assert verdict.p_holm == pytest.approx(2 / 1024)
     assert verdict.ratio_low == pytest.approx(1.00698, abs=1e-5)
     assert verdict.ratio_high == pytest.approx(1.01303, abs=1e-5)
-    assert verdict.winner == EQUAL
+    assert verdict.winner == NEGLIGIBLE
 
 
 def test_undecided_when_the_interval_straddles_the_band():

@@ -15,6 +15,7 @@ from evbench_agent.analysis.verdicts import (
     EQUAL,
     HIGHER_IS_BETTER,
     LOWER_IS_BETTER,
+    NEGLIGIBLE,
     TOO_SMALL,
     UNDECIDED,
     Independent,
@@ -49,13 +50,13 @@ def test_higher_is_better_flips_the_winner():
     assert verdict.winner == "candidate"
 
 
-def test_a_significant_but_tiny_difference_is_equal():
+def test_a_significant_but_tiny_difference_is_negligible():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
     (verdict,) = decide_family([Independent("tiny", LOWER_IS_BETTER, base, cand)])
     assert verdict.p_holm < 1e-6
-    assert verdict.winner == EQUAL
+    assert verdict.winner == NEGLIGIBLE
     assert 0.98 <= verdict.ratio_low < verdict.ratio_high <= 1.02
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "regular_file",
     "results",
     "run_ids",
+    "sequential",
     "spec",
     "telemetry",
     "write_failures",

@@ -60,8 +60,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evbench_agent import codecs as registry_codecs
 from evbench_agent import registry
-from evbench_agent.analysis import identity, metrics, stats, verdicts
+from evbench_agent.analysis import identity, margins, metrics, stats, verdicts
 from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED, Identity
 from evbench_agent.results import Run, SampleSet
 from evbench_agent.telemetry import contention
@@ -76,6 +77,18 @@ RUN_COUNTS = {"codec": "processes per run", "link": "phases per run"}
 #: The codecs a run's table compares when both ran and nothing else is asked (the seed's
 #: table): JSON, the baseline, against Protobuf.
 SEED_PAIR = ("json", "protobuf")
+
+
+def answer_pair(codecs: Sequence[str], aa: str | None = None) -> tuple[str, str] | None:
+    """The two codecs a run's answer is about: an A/A run's codec and its copy, JSON
+    against Protobuf when both ran (the seed's table), else the first two codecs."""
+    if aa:
+        return aa, registry_codecs.copy_name(aa)
+    if set(SEED_PAIR) <= set(codecs):
+        return SEED_PAIR
+    return (codecs[0], codecs[1]) if len(codecs) >= 2 else None
+
+
 #: Suites in display order; others follow alphabetically.
 SUITE_ORDER = registry.RECORD_SUITES
 #: Params shown in a row's label whenever present (they name what was measured).
@@ -126,6 +139,22 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Margins:
+    """The margins a comparison decides on: the run's choices (metric -> margin text, as
+    `--margin` gives them) and its stream count; `relative_only` keeps 1 +/- min_effect
+    for every row (two runs compared with each other)."""
+
+    chosen: dict[str, str] = field(default_factory=dict)
+    streams: int = 1
+    relative_only: bool = False
+
+    def band(self, key: Identity) -> margins.Band | None:
+        if self.relative_only:
+            return None
+        return margins.resolve(key.metric, key.params_dict, self.chosen, self.streams)
+
+
+@dataclass(frozen=True)
 class Comparison:
     baseline: str
     candidate: str
@@ -139,6 +168,12 @@ class Comparison:
     #: (busy, measured): replicates whose machine state was beyond contention's bound,
     #: of those whose state was measured.
     busy: tuple[int, int] = (0, 0)
+    margins: Margins = field(default_factory=lambda: Margins())
+    #: Looks of a sequential run replayed (compare_looks); 1 for a single look.
+    looks: int = 1
+    #: Seconds one stage of the run's plan takes (its planned duration, or a sequential
+    #: run's mean stage): what "about N min more" of an undecided row counts in.
+    stage_s: float | None = None
 
     def by_role(self, role: str) -> list[Row]:
         return [row for row in self.rows if row.role == role]
@@ -152,11 +187,15 @@ class Comparison:
 
 
 def _replicate(sample_set: SampleSet) -> Any:
+    """Which replicate a set belongs to: its process or phase, within its stage when a
+    sequential run measured it in stages (each stage's replicates are new ones)."""
     params = sample_set.params
+    found = sample_set.worker
     for name in ("process", "process_index", "phase_index"):
         if name in params:
-            return params[name]
-    return sample_set.worker
+            found = params[name]
+            break
+    return (params["stage"], found) if "stage" in params else found
 
 
 Grouped = dict[Identity, dict[str, dict[Any, list[float]]]]
@@ -254,6 +293,27 @@ def phase_log_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> fl
 PAIR_RATIO = {"codec": process_log_ratio, "link": phase_log_ratio}
 
 
+def process_difference(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """One process's candidate - baseline: the median of the per-round differences when
+    both codecs have one value per round, else the difference of the medians."""
+    if not baseline or not candidate:
+        return math.nan
+    if len(baseline) == len(candidate):
+        return statistics.median(c - b for b, c in zip(baseline, candidate, strict=True))
+    return statistics.median(candidate) - statistics.median(baseline)
+
+
+def phase_difference(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """One phase pair's candidate - baseline: of the two phases' medians."""
+    if not baseline or not candidate:
+        return math.nan
+    return statistics.median(candidate) - statistics.median(baseline)
+
+
+#: Each paired suite's difference of one replicate (for a margin in seconds).
+PAIR_DIFFERENCE = {"codec": process_difference, "link": phase_difference}
+
+
 def _evidence(
     key: Identity,
     label: str,
@@ -265,15 +325,17 @@ def _evidence(
     """The test's input for one row, and what its n counts. `paired`: both sides are
     from one run, so a suite in PAIRED_SUITES pairs them by replicate."""
     if paired and key.suite in PAIRED_SUITES:
-        shared = [r for r in base if r in cand]
-        pair_ratio = PAIR_RATIO[key.suite]
-        ratios = [pair_ratio(base[r], cand[r]) for r in sorted(shared, key=str)]
+        shared = sorted((r for r in base if r in cand), key=str)
+        pair_ratio, pair_difference = PAIR_RATIO[key.suite], PAIR_DIFFERENCE[key.suite]
+        ratios = [pair_ratio(base[r], cand[r]) for r in shared]
+        differences = [pair_difference(base[r], cand[r]) for r in shared]
         evidence = verdicts.Paired(
             label,
             better,
             [d for d in ratios if math.isfinite(d)],
             statistics.median(v for r in shared for v in base[r]) if shared else math.nan,
             statistics.median(v for r in shared for v in cand[r]) if shared else math.nan,
+            [d for d in differences if math.isfinite(d)],
         )
         return evidence, PAIRED_SUITES[key.suite]
     per_base = [statistics.median(vs) for vs in base.values() if vs]
@@ -341,20 +403,28 @@ _Match = tuple[Identity, str, dict[Any, list[float]], str, dict[Any, list[float]
 
 
 def _rows(
-    matches: Sequence[_Match], paired: bool, alpha: float, min_effect: float, busy: Busy
+    matches: Sequence[_Match],
+    paired: bool,
+    alpha: float,
+    min_effect: float,
+    busy: Busy,
+    margins_used: Margins,
 ) -> tuple[list[Row], dict[str, tuple[Row, ...]]]:
     """Rows in the order of `matches`, TESTED ones decided per family (suite, profile)."""
     names = labels(list(dict.fromkeys(match[0] for match in matches)))
-    evidence: dict[str, list[tuple[int, Any, str]]] = {}
+    evidence: dict[str, list[tuple[int, Any, str, margins.Band | None]]] = {}
     for index, (key, _b, base_values, _c, cand_values) in enumerate(matches):
         if key.role == TESTED:
             better = metrics.better(key.metric)
             item, counts = _evidence(key, names[key], better, base_values, cand_values, paired)
-            evidence.setdefault(family_name(key), []).append((index, item, counts))
+            band = margins_used.band(key)
+            evidence.setdefault(family_name(key), []).append((index, item, counts, band))
     decided: dict[int, tuple[verdicts.Verdict, str, str]] = {}
     for name, items in evidence.items():
-        results = verdicts.decide_family([item for _i, item, _c in items], alpha, min_effect)
-        for (index, _item, counts), verdict in zip(items, results, strict=True):
+        results = verdicts.decide_family(
+            [item for _i, item, _c, _b in items], alpha, min_effect, [b for *_x, b in items]
+        )
+        for (index, _item, counts, _band), verdict in zip(items, results, strict=True):
             decided[index] = (verdict, counts, name)
     rows = []
     for index, (key, base_codec, base_values, cand_codec, cand_values) in enumerate(matches):
@@ -399,9 +469,12 @@ def compare(
     candidate: str,
     alpha: float = verdicts.ALPHA,
     min_effect: float = verdicts.MIN_EFFECT,
+    margins_used: Margins | None = None,
 ) -> Comparison:
-    """Compare two codecs over every identity both measured."""
+    """Compare two codecs over every identity both measured, each tested row against
+    its margin (`margins_used`; default: analysis/margins.py's defaults, one stream)."""
     sample_sets = list(sample_sets)
+    margins_used = margins_used or Margins()
     grouped = group(sample_sets)
     busy, measured = busy_replicates(sample_sets)
     both = sorted(
@@ -414,7 +487,7 @@ def compare(
     matches = [
         (key, baseline, grouped[key][baseline], candidate, grouped[key][candidate]) for key in both
     ]
-    rows, families = _rows(matches, True, alpha, min_effect, busy)
+    rows, families = _rows(matches, True, alpha, min_effect, busy, margins_used)
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -424,7 +497,49 @@ def compare(
         min_effect=min_effect,
         families=families,
         busy=(len(busy), measured),
+        margins=margins_used,
     )
+
+
+def _stage(sample_set: SampleSet) -> int:
+    stage = sample_set.params.get("stage", 1)
+    return stage if isinstance(stage, int) else 1
+
+
+def compare_looks(
+    sample_sets: Iterable[SampleSet],
+    baseline: str,
+    candidate: str,
+    alphas: Sequence[float],
+    margins_used: Margins | None = None,
+) -> Comparison:
+    """A sequential run's comparison (`--until-decided`): look k decides on the stages
+    1..k at the alpha it spent, `alphas[k - 1]`; a row keeps the verdict of the first
+    look that decided it (verdicts.DECIDED), and a row no look decided shows the last
+    look's. The looks' intervals hold together with probability 1 - sum(alphas)."""
+    sample_sets = list(sample_sets)
+    found: dict[Identity, verdicts.Verdict] = {}
+    latest: Comparison | None = None
+    for look, alpha in enumerate(alphas, start=1):
+        seen = [s for s in sample_sets if _stage(s) <= look]
+        latest = compare(seen, baseline, candidate, alpha, margins_used=margins_used)
+        for row in latest.rows:
+            if row.verdict is not None and row.identity not in found and row.verdict.decided:
+                found[row.identity] = replace(row.verdict, look=look)
+    if latest is None:
+        return compare(sample_sets, baseline, candidate, margins_used=margins_used)
+    last = len(alphas)
+    rows = tuple(
+        replace(row, verdict=found[row.identity])
+        if row.identity in found
+        else replace(row, verdict=replace(row.verdict, look=last) if row.verdict else None)
+        for row in latest.rows
+    )
+    families: dict[str, tuple[Row, ...]] = {}
+    for row in rows:
+        if row.family is not None:
+            families[row.family] = (*families.get(row.family, ()), row)
+    return replace(latest, rows=rows, families=families, alpha=sum(alphas), looks=len(alphas))
 
 
 def compare_runs(
@@ -437,7 +552,8 @@ def compare_runs(
 ) -> Comparison:
     """Each codec of one run against the same codec of another, per identity both
     measured: nothing paired across runs (module docstring), families (suite, profile)
-    over every codec. `baseline` and `candidate` name the runs."""
+    over every codec. `baseline` and `candidate` name the runs. Every row is judged
+    against 1 +/- `min_effect` (a change between runs, not a product margin)."""
     grouped_base, grouped_cand = group(baseline_sets), group(candidate_sets)
     codec_order: dict[str, int] = {}
     for grouped in (grouped_base, grouped_cand):
@@ -459,7 +575,8 @@ def compare_runs(
         (key, codec, grouped_base[key][codec], codec, grouped_cand[key][codec])
         for codec, key in both
     ]
-    rows, families = _rows(matches, False, alpha, min_effect, {})
+    relative = Margins(relative_only=True)
+    rows, families = _rows(matches, False, alpha, min_effect, {}, relative)
     return Comparison(
         baseline=baseline,
         candidate=candidate,
@@ -468,7 +585,36 @@ def compare_runs(
         min_effect=min_effect,
         families=families,
         left_out=tuple(sorted(measured[0] ^ measured[1], key=order)),
+        margins=relative,
     )
+
+
+def margins_of(manifest: dict[str, Any]) -> Margins:
+    """The margins a run asked for (its spec's `margins` and `streams`); a manifest that
+    does not say (an older run, a hostile one) gets the defaults."""
+    spec = manifest.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    chosen = spec.get("margins")
+    streams = spec.get("streams")
+    try:
+        parsed = margins.parse(chosen) if isinstance(chosen, dict) else {}
+    except Exception:  # a manifest's margins that no longer parse: the defaults
+        parsed = {}
+    return Margins(parsed, streams if isinstance(streams, int) and streams > 0 else 1)
+
+
+def looks_of(manifest: dict[str, Any]) -> list[float] | None:
+    """A sequential run's alpha per look, as its manifest records them; None otherwise."""
+    sequential = manifest.get("sequential")
+    if not isinstance(sequential, dict):
+        return None
+    looks = sequential.get("looks")
+    if not isinstance(looks, list) or not looks:
+        return None
+    alphas = [look.get("alpha") for look in looks if isinstance(look, dict)]
+    if len(alphas) != len(looks) or not all(isinstance(a, float) and 0 < a < 1 for a in alphas):
+        return None
+    return alphas  # type: ignore[return-value]
 
 
 def compare_run(
@@ -478,8 +624,46 @@ def compare_run(
     alpha: float = verdicts.ALPHA,
     min_effect: float = verdicts.MIN_EFFECT,
 ) -> Comparison:
-    """`compare` on a run directory's raw samples."""
-    return compare(run.samples(), baseline, candidate, alpha, min_effect)
+    """`compare` on a run directory's raw samples, with the margins it asked for; a
+    sequential run's looks are replayed (`compare_looks`)."""
+    return compare_recorded(run.samples(), run.manifest, baseline, candidate, alpha, min_effect)
+
+
+def stage_seconds(manifest: dict[str, Any]) -> float | None:
+    """One stage of the run's plan, in seconds: a sequential run's longest stage, else
+    the planned duration of its tested suites (None when the manifest does not say)."""
+    sequential = manifest.get("sequential")
+    if isinstance(sequential, dict) and isinstance(sequential.get("looks"), list):
+        took = [look.get("seconds") for look in sequential["looks"] if isinstance(look, dict)]
+        numbers = [t for t in took if isinstance(t, (int, float)) and t > 0]
+        if numbers:
+            return float(max(numbers))
+    planned = manifest.get("planned_seconds")
+    if isinstance(planned, dict):
+        numbers = [
+            v for k, v in planned.items() if k in PAIRED_SUITES and isinstance(v, (int, float))
+        ]
+        return float(sum(numbers)) if numbers else None
+    return None
+
+
+def compare_recorded(
+    sample_sets: Iterable[SampleSet],
+    manifest: dict[str, Any],
+    baseline: str,
+    candidate: str,
+    alpha: float = verdicts.ALPHA,
+    min_effect: float = verdicts.MIN_EFFECT,
+) -> Comparison:
+    """A run's comparison as its manifest asked for it: its margins and streams, a
+    sequential run's looks replayed (`compare_looks`), and its stage's seconds."""
+    chosen = margins_of(manifest)
+    alphas = looks_of(manifest)
+    if alphas:
+        found = compare_looks(sample_sets, baseline, candidate, alphas, chosen)
+    else:
+        found = compare(sample_sets, baseline, candidate, alpha, min_effect, chosen)
+    return replace(found, stage_s=stage_seconds(manifest))
 
 
 __all__ = [
@@ -489,10 +673,13 @@ __all__ = [
     "SUITE_ORDER",
     "TESTED",
     "Comparison",
+    "Margins",
     "Row",
     "Side",
     "busy_replicates",
     "compare",
+    "compare_looks",
+    "compare_recorded",
     "compare_run",
     "compare_runs",
     "group",

@@ -74,6 +74,16 @@ class RunOption(_RunOptionFields):
         return self.type is None
 
 
+def duration(text: str) -> float:
+    """'10m', '90s', '1h' or plain seconds, as seconds (argparse reports a ValueError)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "s")
+    seconds = float(number) * units[unit]
+    if not 0 < seconds < float("inf"):
+        raise ValueError(text)
+    return seconds
+
+
 RUN_OPTIONS: tuple[RunOption, ...] = (
     # what to measure
     RunOption("--suite", "suites", "comma list of suites, or 'all' (default: all)"),
@@ -100,6 +110,37 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "S",
     ),
     RunOption("--no-gc", "gc", "disable the GC while timing", None, switch_value=False),
+    # how the answer decides (docs/method.md: margins, run until decided)
+    RunOption(
+        "--margin",
+        "margins",
+        "equivalence margin of a metric or group (codec, jitter, cpu, capacity): N%%, Nus, "
+        "Nms, N%%period or N%%core, e.g. jitter=50us or encode=2%% (default: docs/method.md)",
+        str,
+        "NAME=VALUE",
+        repeat=True,
+    ),
+    RunOption(
+        "--streams",
+        "streams",
+        "streams of the message the product sends at the rate (system view, CPU margins; "
+        "default 1)",
+        int,
+        "N",
+    ),
+    RunOption(
+        "--until-decided",
+        "until_decided",
+        "measure the plan again in stages until every tested row is decided or the budget is spent",
+        None,
+    ),
+    RunOption(
+        "--budget",
+        "budget_s",
+        "with --until-decided: the most time the stages may take, e.g. 10m, 90s (default 10m)",
+        duration,
+        "TIME",
+    ),
     RunOption("--cpu", "cpu", "pin the measuring processes to this CPU", int),
     # two builds in one run (docs/running.md): the same codecs under other environments
     RunOption(

@@ -90,6 +90,7 @@ MANIFEST_KEYS = (
     "planned_seconds",
     "telemetry",
     "source",
+    "sequential",
 )
 
 MANIFEST = "manifest.json"
@@ -337,6 +338,8 @@ class RunWriter:
         prepare_output(self.directory)
         self.reserve = SpaceReserve(self.directory)
         self.reserve.take()
+        #: A sequential run's stage (1, 2, ...): written into every record's params.
+        self.stage: int | None = None
 
     def release_reserve(self) -> None:
         self.reserve.release()
@@ -353,7 +356,9 @@ class RunWriter:
         A failed append is cut back to where the file ended, so no torn line stays
         between the samples before it and any written later."""
         # a set without values measured nothing, and a reader refuses it
-        lines = "".join(json.dumps(s.as_dict()) + "\n" for s in sample_sets if s.values)
+        lines = "".join(
+            json.dumps(self._staged(s.as_dict())) + "\n" for s in sample_sets if s.values
+        )
         data = lines.encode()
         with writing(self.directory):
             fd = os.open(self.directory / SAMPLES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -369,6 +374,13 @@ class RunWriter:
                     raise
             finally:
                 os.close(fd)
+
+    def _staged(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A sequential run's record carries its stage (a replicate param): the stage's
+        worker processes and phases are replicates of their own."""
+        if self.stage is None:
+            return record
+        return {**record, "params": {**record["params"], "stage": self.stage}}
 
     def write_file(self, name: str, data: bytes) -> None:
         with writing(self.directory):

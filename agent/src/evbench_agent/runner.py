@@ -6,6 +6,8 @@ import datetime
 import logging
 import os
 import signal
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from evbench_agent import (
     platform_info,
     registry,
     results,
+    sequential,
     workers,
 )
 from evbench_agent.analysis import identity
@@ -101,6 +104,77 @@ def describe_plan(planned: dict[str, float], spec: Spec) -> str:
     return text
 
 
+def run_suites(context: RunContext, suites: Sequence[str]) -> None:
+    """Measure each of `suites`, in the spec's order."""
+    spec = context.spec
+    for suite in suites:
+        log.info("suite %s: started", suite)
+        context.mark("start", suite=suite)
+        suite_module = registry.load(suite)
+        if suite == "codec" and spec.arms:  # --arm: the codec suite under each environment
+            from evbench_agent.suites import codec_arms as suite_module
+        suite_module.run(context)
+        context.mark("end", suite=suite)
+        log.info("suite %s: finished", suite)
+
+
+def run_until_decided(context: RunContext, manifest: dict[str, Any], stage_s: float) -> None:
+    """`--until-decided`: stages of the plan until every tested row of the answer's pair
+    is decided or the next stage would pass the budget (evbench_agent.sequential). The
+    manifest's `sequential` records each look and the alpha it spent, from which any
+    reader replays the verdicts (comparison.compare_run)."""
+    spec, writer, progress = context.spec, context.writer, context.progress
+    pair = comparison.answer_pair(spec.codecs, spec.aa)
+    assert pair is not None  # spec.from_dict refuses --until-decided without two codecs
+    record: dict[str, Any] = {
+        "pair": list(pair),
+        "budget_s": spec.budget_s,
+        "planned_stage_s": round(stage_s, 1),
+        "spending": sequential.SPENDING,
+        "looks": [],
+        "decided": False,
+    }
+    manifest["sequential"] = record
+    chosen = comparison.margins_of({"spec": spec.as_dict()})
+    suites = list(spec.suites)
+    alphas: list[float] = []
+    started = time.monotonic()
+    for look in range(1, sequential.MAX_LOOKS + 1):
+        writer.stage = look
+        progress.message(f"stage {look}: {', '.join(suites)}")
+        stage_started = time.monotonic()
+        run_suites(context, suites)
+        took = time.monotonic() - stage_started
+        elapsed = time.monotonic() - started
+        # the next stage measures at most these suites: it takes about this one's time
+        final = look == sequential.MAX_LOOKS or elapsed + took > spec.budget_s
+        alphas.append(sequential.next_alpha(alphas, elapsed, spec.budget_s, final))
+        found = comparison.compare_looks(
+            results.read_samples(writer.directory), *pair, alphas, chosen
+        )
+        opened = sequential.open_rows(found)
+        record["looks"].append(
+            {
+                "look": look,
+                "alpha": alphas[-1],
+                "suites": suites,
+                "seconds": round(took, 1),
+                "elapsed_s": round(elapsed, 1),
+                "open": len(opened),
+            }
+        )
+        writer.write_manifest(manifest)
+        if not opened:
+            record["decided"] = True
+            progress.message(f"look {look}: every tested row decided ({elapsed:.0f} s)")
+            break
+        if final:
+            progress.message(f"look {look}: {len(opened)} rows still open; the budget is spent")
+            break
+        progress.message(f"look {look}: {len(opened)} rows still open ({elapsed:.0f} s)")
+        suites = [s for s in spec.suites if s in sequential.suites_to_grow(found)]
+
+
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     """Measure every suite of `spec` into `directory`.
 
@@ -159,15 +233,10 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     try:
         telemetry.start()
         context = RunContext(spec, writer, progress, telemetry.mark)
-        for suite in spec.suites:
-            log.info("suite %s: started", suite)
-            context.mark("start", suite=suite)
-            suite_module = registry.load(suite)
-            if suite == "codec" and spec.arms:  # --arm: the codec suite under each environment
-                from evbench_agent.suites import codec_arms as suite_module
-            suite_module.run(context)
-            context.mark("end", suite=suite)
-            log.info("suite %s: finished", suite)
+        if spec.until_decided:
+            run_until_decided(context, manifest, sum(planned.values()))
+        else:
+            run_suites(context, spec.suites)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -110,6 +110,13 @@ class Spec:
     board_place: str | None = None
     #: The labgrid place the run ran in (evbench_agent.lab_record): the manifest's `lab`.
     lab: dict[str, Any] | None = None
+    #: Equivalence margins that override analysis/margins.py's defaults: metric -> margin.
+    margins: dict[str, str] | None = None
+    #: Streams of the message the product sends at the rate (CPU margins, system view).
+    streams: int = 1
+    #: Stages of the plan until every tested row is decided, within `budget_s` seconds.
+    until_decided: bool = False
+    budget_s: float = 600.0
 
     @property
     def plan(self) -> SamplePlan:
@@ -293,6 +300,25 @@ def _check_board_name(name: object, key: str = "board_name") -> None:
         raise UserError(f"spec key {key!r}: {error}") from None
 
 
+def _check_margins(values: dict[str, Any]) -> None:
+    """--margin items parsed (a UserError names a bad one); --until-decided needs a pair
+    of codecs to decide, and measures one environment."""
+    if values.get("margins") is not None:
+        from evbench_agent.analysis import margins
+
+        values["margins"] = margins.parse(values["margins"]) or None
+    if values.get("budget_s") is not None:
+        values["budget_s"] = float(values["budget_s"])
+    if not values.get("until_decided"):
+        return
+    if values.get("arms") is not None:
+        raise UserError("--until-decided grows one environment's plan: give it without --arm")
+    from evbench_agent import comparison
+
+    if comparison.answer_pair(values.get("codecs", ()), values.get("aa")) is None:
+        raise UserError("--until-decided decides a pair of codecs: give at least two")
+
+
 def from_dict(document: dict[str, Any]) -> Spec:
     """Validate a spec: unknown keys, suites, profiles and codecs are refused."""
     if not isinstance(document, dict):
@@ -331,6 +357,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
 
         values["lab"] = lab_record.check(values["lab"])
     _check_link(values)
+    _check_margins(values)
     if values.get("link_profiles") is not None:
         values["link_profiles"] = _expand(
             _names(values["link_profiles"], "link_profiles"), list(PROFILES), "profile"

@@ -44,7 +44,17 @@ ROLES = (TESTED, FACT, CONTEXT)
 
 #: Params that say which repetition a set is, not what it measured.
 REPLICATE_PARAMS = frozenset(
-    {"worker", "process", "process_index", "round", "rounds", "rounds_order", "phase_index"}
+    {
+        "worker",
+        "process",
+        "process_index",
+        "round",
+        "rounds",
+        "rounds_order",
+        "phase_index",
+        # a sequential run's stage (--until-decided): its replicates are new ones
+        "stage",
+    }
 )
 
 #: Params that record what happened while measuring. Codecs may differ in them.

@@ -381,6 +381,24 @@ def ratio_estimate(baseline: Sequence[float], candidate: Sequence[float]) -> flo
     return math.exp(statistics.median(math.log(c) - lb for c in candidate for lb in log_b))
 
 
+def shift_ci(
+    baseline: Sequence[float], candidate: Sequence[float], level: float = 0.95
+) -> tuple[float, float] | None:
+    """Distribution-free CI of the shift candidate - baseline (Moses' interval): the pair
+    of order statistics of all differences c_j - b_i that inverts the Mann-Whitney
+    test. None when the samples are too small for any interval at `level`."""
+    ranks = moses_ranks(len(baseline), len(candidate), level)
+    if ranks is None:
+        return None
+    diffs = sorted(c - b for c in candidate for b in baseline)
+    return diffs[ranks[0]], diffs[ranks[1]]
+
+
+def shift_estimate(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """Hodges-Lehmann two-sample shift: the median of every c_j - b_i."""
+    return statistics.median(c - b for c in candidate for b in baseline)
+
+
 # --- paired samples: Wilcoxon signed-rank and the Walsh-average interval ------------
 
 

@@ -9,14 +9,29 @@ agree by construction: a row whose adjusted p is >= alpha has an interval that
 holds 1 (where the exact test and its inverted interval disagree at the edge,
 the interval is widened to 1), and a rejected row's interval leaves 1 out.
 
-On that interval, with the minimum effect `min_effect` (2 %):
+On that interval, with the row's equivalence margin (analysis/margins.py: a band
+1 +/- m around the ratio, or +/- d seconds around a zero difference; `min_effect`,
+2 %, for rows given none):
 
-- a winner when the adjusted p < alpha and the whole interval lies outside
-  1 +/- `min_effect` (the side it favours, given the metric's direction);
-- "equal" when the whole interval lies inside 1 +/- `min_effect`;
-- "undecided" when it straddles an edge of that band;
+- a winner when the adjusted p < alpha and the whole interval lies beyond the
+  margin (the side it favours, given the metric's direction);
+- "equal" when the whole interval lies inside the margin and holds no difference
+  (p (Holm) >= alpha): both one-sided tests against the margin's edges reject at
+  the interval's level (TOST, Lakens 2017, each side at alpha / 2 of Holm's step);
+- "negligible" when the whole interval lies inside the margin but leaves out no
+  difference: different, shown smaller than the margin, so equal for the product;
+- "undecided" when it straddles an edge of the margin;
 - "n too small" when the plan could not have reached a verdict whatever the
   data (the exact test cannot reach alpha / m at this n: no interval exists).
+
+A margin in seconds (a share of the period or of a core, resolved per row) is
+decided on the replicates' differences candidate - baseline instead of their
+log-ratios: the same tests, the interval in seconds.
+
+Looks (sequential runs, `--until-decided`): each look decides its rows at the alpha
+it spends (docs/method.md); the intervals of every look then hold together with
+probability 1 - the total spent, so a verdict reached at any look keeps its error
+rate whichever look stopped the run.
 
 Two designs, both decided on replicates, never on values that share a
 replicate (docs/method.md):
@@ -40,7 +55,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evbench_agent.analysis import stats
+from evbench_agent.analysis import margins, stats
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02
@@ -48,9 +63,12 @@ MIN_EFFECT = 0.02
 #: Direction in which each metric improves.
 LOWER_IS_BETTER = "lower"
 HIGHER_IS_BETTER = "higher"
-#: The interval lies inside 1 +/- the minimum effect: shown equal.
+#: The interval lies inside the margin and holds no difference: shown equal.
 EQUAL = "equal"
-#: The interval straddles an edge of that band: neither shown equal nor different.
+#: The interval lies inside the margin and leaves out no difference: different, but by
+#: less than the margin (equal for the product).
+NEGLIGIBLE = "negligible"
+#: The interval straddles an edge of the margin: not yet shown beyond it nor within it.
 UNDECIDED = "undecided"
 BASELINE = "baseline"
 CANDIDATE = "candidate"
@@ -59,7 +77,9 @@ CANDIDATE = "candidate"
 TOO_SMALL = "n too small"
 
 #: Every outcome a tested row can have, besides the two codecs.
-NO_WINNER = (EQUAL, UNDECIDED)
+NO_WINNER = (EQUAL, NEGLIGIBLE, UNDECIDED)
+#: Outcomes that settle a row: a winner, or shown within the margin.
+DECIDED = (BASELINE, CANDIDATE, EQUAL, NEGLIGIBLE)
 
 PAIRED_METHOD = "paired: exact Wilcoxon signed-rank on per-replicate log-ratios, Walsh interval"
 INDEPENDENT_METHOD = "independent: exact Mann-Whitney on per-replicate values, Moses interval"
@@ -74,6 +94,9 @@ class Paired:
     log_ratios: Sequence[float]
     baseline_median: float
     candidate_median: float
+    #: candidate - baseline per replicate (the same replicates as `log_ratios`), for a
+    #: margin in seconds.
+    differences: Sequence[float] = ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +120,7 @@ class Verdict:
     p_holm: float
     ratio_low: float | None
     ratio_high: float | None
-    winner: str  # BASELINE, CANDIDATE, EQUAL, UNDECIDED or TOO_SMALL
+    winner: str  # BASELINE, CANDIDATE, EQUAL, NEGLIGIBLE, UNDECIDED or TOO_SMALL
     ratio: float | None = None  # point estimate of candidate / baseline
     n: int | None = None  # replicates the test counted (pairs, or per side)
     method: str = ""  # PAIRED_METHOD or INDEPENDENT_METHOD (decide_family names it)
@@ -107,9 +130,37 @@ class Verdict:
     #: Smallest p the exact test can give at this n, and the family's size.
     min_p: float | None = None
     family_size: int = 1
-    #: The confidence level of ratio_low..ratio_high: Holm's step for this row
+    #: The confidence level of the verdict's interval: Holm's step for this row
     #: (module docstring); None when there is no interval.
     interval_level: float | None = None
+    #: The scale the verdict was decided on (margins.RATIO or margins.DIFFERENCE), the
+    #: margin in words ("5 %", "50 µs, 0.1 % of the 50 ms period") and its half width
+    #: (a fraction of the ratio, or seconds).
+    scale: str = margins.RATIO
+    margin: str = ""
+    margin_width: float = MIN_EFFECT
+    #: DIFFERENCE rows: the estimate and the verdict's interval of candidate - baseline,
+    #: in the metric's unit (ratio_low and ratio_high are then None).
+    difference: float | None = None
+    diff_low: float | None = None
+    diff_high: float | None = None
+    #: The look of a sequential run that decided this row (1 for a single look).
+    look: int = 1
+
+    @property
+    def decided(self) -> bool:
+        return self.winner in DECIDED
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The verdict's interval on its own scale (ratio, or difference)."""
+        if self.scale == margins.DIFFERENCE:
+            if self.diff_low is None or self.diff_high is None:
+                return None
+            return self.diff_low, self.diff_high
+        if self.ratio_low is None or self.ratio_high is None:
+            return None
+        return self.ratio_low, self.ratio_high
 
     @property
     def significant(self) -> bool:
@@ -126,16 +177,17 @@ def _check_direction(better: str) -> None:
 
 
 def _outcome(
-    better: str, ratio_low: float, ratio_high: float, rejected: bool, min_effect: float
+    better: str, low: float, high: float, rejected: bool, limits: tuple[float, float], centre: float
 ) -> str:
-    """The verdict an interval gives: a winner only beyond the band and with Holm's
-    rejection, equal inside it, undecided across an edge."""
-    if rejected and (ratio_high < 1 - min_effect or ratio_low > 1 + min_effect):
-        candidate_smaller = ratio_high < 1
+    """The verdict an interval gives against the margin's `limits` around `centre` (1 for
+    a ratio, 0 for a difference): a winner only beyond them and with Holm's rejection,
+    equal or negligible inside them, undecided across an edge."""
+    if rejected and (high < limits[0] or low > limits[1]):
+        candidate_smaller = high < centre
         candidate_wins = candidate_smaller == (better == LOWER_IS_BETTER)
         return CANDIDATE if candidate_wins else BASELINE
-    if ratio_low >= 1 - min_effect and ratio_high <= 1 + min_effect:
-        return EQUAL
+    if low >= limits[0] and high <= limits[1]:
+        return NEGLIGIBLE if rejected else EQUAL
     return UNDECIDED
 
 
@@ -155,29 +207,40 @@ def holm_levels(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
     return levels
 
 
-def _min_detectable(log_interval: tuple[float, float] | None, min_effect: float) -> float | None:
-    """The smallest ratio change (as a fraction) that would clear the minimum effect with
-    an interval as wide as this one: exp(log(1 + min_effect) + half width) - 1."""
-    if log_interval is None:
+def _min_detectable(interval: tuple[float, float] | None, band: margins.Band) -> float | None:
+    """The smallest change that would clear the margin with an interval as wide as this
+    one: on a ratio (a fraction, `interval` of logs) exp(log(1 + m) + half width) - 1; on
+    a difference (seconds) the margin plus the half width."""
+    if interval is None:
         return None
-    half_width = (log_interval[1] - log_interval[0]) / 2
-    return math.exp(math.log1p(min_effect) + half_width) - 1
+    half_width = (interval[1] - interval[0]) / 2
+    if band.scale == margins.DIFFERENCE:
+        return band.half_width + half_width
+    return math.exp(math.log1p(band.half_width) + half_width) - 1
 
 
 def _positive(values: Sequence[float]) -> bool:
     return bool(values) and min(values) > 0
 
 
-def _log_interval(row: Paired | Independent, level: float) -> tuple[float, float] | None:
-    """The row's interval of log(candidate / baseline) at `level`, inverting its test."""
+def _interval(row: Paired | Independent, level: float, scale: str) -> tuple[float, float] | None:
+    """The row's interval at `level`, inverting its test: of log(candidate / baseline) on
+    the RATIO scale, of candidate - baseline on the DIFFERENCE scale."""
     if isinstance(row, Paired):
-        diffs = [d for d in row.log_ratios if math.isfinite(d)]
-        return stats.center_ci(diffs, level) if diffs else None
+        values = _paired_values(row, scale)
+        return stats.center_ci(values, level) if values else None
     base, cand = list(row.baseline), list(row.candidate)
+    if scale == margins.DIFFERENCE:
+        return stats.shift_ci(base, cand, level) if base and cand else None
     if not (_positive(base) and _positive(cand)):
         return None
     bounds = stats.ratio_ci(base, cand, level)
     return (math.log(bounds[0]), math.log(bounds[1])) if bounds else None
+
+
+def _paired_values(row: Paired, scale: str) -> list[float]:
+    chosen = row.differences if scale == margins.DIFFERENCE else row.log_ratios
+    return [d for d in chosen if math.isfinite(d)]
 
 
 @dataclass(frozen=True)
@@ -185,30 +248,37 @@ class _Evidence:
     n: int
     p: float
     estimate: float | None  # log ratio
+    difference: float | None  # DIFFERENCE scale: the estimate of candidate - baseline
     min_p: float
     method: str
     baseline_median: float
     candidate_median: float
 
 
-def _evidence(row: Paired | Independent) -> _Evidence:
+def _evidence(row: Paired | Independent, scale: str) -> _Evidence:
     if isinstance(row, Paired):
-        diffs = [d for d in row.log_ratios if math.isfinite(d)]
+        tested = _paired_values(row, scale)
+        logs = _paired_values(row, margins.RATIO)
         return _Evidence(
-            n=len(diffs),
-            p=stats.signed_rank(diffs)[1] if diffs else 1.0,
-            estimate=stats.center_estimate(diffs) if diffs else None,
-            min_p=stats.min_p_signed_rank(len(diffs)),
+            n=len(tested),
+            p=stats.signed_rank(tested)[1] if tested else 1.0,
+            estimate=stats.center_estimate(logs) if logs else None,
+            difference=(
+                stats.center_estimate(tested) if tested and scale == margins.DIFFERENCE else None
+            ),
+            min_p=stats.min_p_signed_rank(len(tested)),
             method=PAIRED_METHOD,
             baseline_median=row.baseline_median,
             candidate_median=row.candidate_median,
         )
     base, cand = list(row.baseline), list(row.candidate)
     usable = _positive(base) and _positive(cand)
+    shift = scale == margins.DIFFERENCE and base and cand
     return _Evidence(
         n=min(len(base), len(cand)),
         p=stats.mann_whitney_exact(base, cand)[1] if base and cand else 1.0,
         estimate=math.log(stats.ratio_estimate(base, cand)) if usable else None,
+        difference=stats.shift_estimate(base, cand) if shift else None,
         min_p=stats.min_p_rank_sum(len(base), len(cand)),
         method=INDEPENDENT_METHOD,
         baseline_median=statistics.median(base) if base else math.nan,
@@ -216,15 +286,22 @@ def _evidence(row: Paired | Independent) -> _Evidence:
     )
 
 
+def relative_band(min_effect: float) -> margins.Band:
+    """The band of a row given no margin of its own: 1 +/- `min_effect`."""
+    return margins.Band(margins.RATIO, min_effect, f"{min_effect * 100:g} %")
+
+
 def decide_family(
     rows: Sequence[Paired | Independent],
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
+    bands: Sequence[margins.Band | None] | None = None,
 ) -> list[Verdict]:
     """Decide every row of one test family, Holm-correcting across the family.
 
+    `bands`: each row's margin (margins.resolve), or None for 1 +/- `min_effect`.
     A row is TOO_SMALL when its exact test cannot reach alpha / m (Holm's first
-    step, m rows) at its n, or when no ratio interval exists at that level; its
+    step, m rows) at its n, or when no interval exists at that level; its
     minimum detectable effect is then None, and it has no interval. Otherwise its
     interval is the one at Holm's step for the row (`holm_levels`), and the minimum
     detectable effect comes from the row's own interval at level 1 - alpha / m.
@@ -232,26 +309,36 @@ def decide_family(
     m = len(rows)
     for row in rows:
         _check_direction(row.better)
-    evidence = [_evidence(row) for row in rows]
+    chosen = [
+        band or relative_band(min_effect) for band in (bands if bands is not None else [None] * m)
+    ]
+    evidence = [_evidence(row, band.scale) for row, band in zip(rows, chosen, strict=True)]
     raw = [e.p for e in evidence]
     adjusted = stats.holm(raw)
     levels = holm_levels(raw, alpha)
     verdicts = []
-    for row, found, p_holm, level in zip(rows, evidence, adjusted, levels, strict=True):
-        strict = _log_interval(row, 1 - alpha / m)
+    for row, found, p_holm, level, band in zip(
+        rows, evidence, adjusted, levels, chosen, strict=True
+    ):
+        strict = _interval(row, 1 - alpha / m, band.scale)
         reachable = strict is not None and found.min_p * m < alpha
-        interval = _log_interval(row, level) if reachable else None
+        interval = _interval(row, level, band.scale) if reachable else None
         rejected = p_holm < alpha
         if interval is not None and not rejected and not interval[0] <= 0 <= interval[1]:
             # The exact test and its inverted interval can disagree at the edge (ties,
             # the normal approximation): the verdict's interval keeps 1 when Holm does.
             interval = (min(interval[0], 0.0), max(interval[1], 0.0))
-        ratio_low = math.exp(interval[0]) if interval else None
-        ratio_high = math.exp(interval[1]) if interval else None
-        if ratio_low is None or ratio_high is None:
+        on_ratio = band.scale == margins.RATIO
+        if interval is None:
             winner = TOO_SMALL
+            shown: tuple[float, float] | None = None
+        elif on_ratio:
+            shown = (math.exp(interval[0]), math.exp(interval[1]))
+            winner = _outcome(row.better, *shown, rejected, band.ratio_limits, 1.0)
         else:
-            winner = _outcome(row.better, ratio_low, ratio_high, rejected, min_effect)
+            shown = interval
+            limits = (-band.half_width, band.half_width)
+            winner = _outcome(row.better, *shown, rejected, limits, 0.0)
         ratio = math.exp(found.estimate) if found.estimate is not None else None
         verdicts.append(
             Verdict(
@@ -262,16 +349,22 @@ def decide_family(
                 pct_diff=(ratio - 1) * 100 if ratio is not None else math.nan,
                 p_value=found.p,
                 p_holm=p_holm,
-                ratio_low=ratio_low,
-                ratio_high=ratio_high,
+                ratio_low=shown[0] if shown and on_ratio else None,
+                ratio_high=shown[1] if shown and on_ratio else None,
                 winner=winner,
                 ratio=ratio,
                 n=found.n,
                 method=found.method,
-                min_detectable=_min_detectable(strict, min_effect) if reachable else None,
+                min_detectable=_min_detectable(strict, band) if reachable else None,
                 min_p=found.min_p,
                 family_size=m,
                 interval_level=level if interval else None,
+                scale=band.scale,
+                margin=band.words,
+                margin_width=band.half_width,
+                difference=found.difference,
+                diff_low=shown[0] if shown and not on_ratio else None,
+                diff_high=shown[1] if shown and not on_ratio else None,
             )
         )
     return verdicts
@@ -281,9 +374,11 @@ __all__ = [
     "ALPHA",
     "BASELINE",
     "CANDIDATE",
+    "DECIDED",
     "EQUAL",
     "HIGHER_IS_BETTER",
     "MIN_EFFECT",
+    "NEGLIGIBLE",
     "TOO_SMALL",
     "UNDECIDED",
 ]

@@ -18,7 +18,7 @@ from evbench.progress import ProgressView, quiet
 from evbench.report import glance, runtimes, table
 from evbench.report.headline import partial_headline
 from evbench_agent import options, results, write_failures
-from evbench_agent.comparison import Comparison, compare
+from evbench_agent.comparison import Comparison, compare_recorded
 from evbench_agent.errors import EvbenchError, ExitCode, UserError
 from evbench_agent.run_ids import new_run_id
 
@@ -86,7 +86,7 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
         baseline, candidate = aa["codec"], aa["copy"]
     details = getattr(args, "details", True)  # `evbench report --terminal`: everything
     if baseline in codec_names and candidate in codec_names:
-        comparison = compare(samples, baseline, candidate)
+        comparison = compare_recorded(samples, run.manifest, baseline, candidate)
         if not details:  # one screen: the answer, the key rows, where the rest is
             from evbench.report import bus_budget
             from evbench_agent.buses import measured

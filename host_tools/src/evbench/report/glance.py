@@ -118,6 +118,18 @@ def bus_fit(
     return cells, named
 
 
+def fits_of(comparison: Comparison, rows: Sequence[budget.Row]) -> dict[str, dict[str, list[str]]]:
+    """profile -> codec -> the budgeted buses it fits (worst case within the ceiling)."""
+    pair = (comparison.baseline, comparison.candidate)
+    fits: dict[str, dict[str, list[str]]] = {}
+    for row in rows:
+        if row.codec in pair:
+            buses = fits.setdefault(row.profile, {}).setdefault(row.codec, [])
+            if row.verdict == "fits":
+                buses.append(row.bus)
+    return fits
+
+
 def render(
     comparison: Comparison,
     out: Path,
@@ -126,7 +138,7 @@ def render(
 ) -> str:
     """The answer, the key rows and the pointers to the rest, every line <= MAX_LINE;
     `buses`: the run's bus budget rows (at `rate_hz`), summed up as a key row."""
-    lines = wrap(table.render_answer(comparison))
+    lines = wrap(table.render_answer(comparison, fits_of(comparison, buses)))
     busy = table.busy_line(comparison)
     if busy:
         lines += ["", *wrap(busy)]

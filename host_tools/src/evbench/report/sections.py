@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench.report import arms, exports, runtimes, table, unrepresentative
+from evbench.report import arms, exports, runtimes, table, unrepresentative, verdict_line
 from evbench.report.context import RunContext, context_rows, environment_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
@@ -75,7 +75,9 @@ def compared_codecs(context: RunContext) -> tuple[str, str] | None:
 def compare_context(context: RunContext) -> Comparison | None:
     """The run's comparison, for a report rendered on its own (evbench report)."""
     pair = compared_codecs(context)
-    return comparing.compare(context.samples(), *pair) if pair else None
+    if pair is None:
+        return None
+    return comparing.compare_recorded(context.samples(), context.manifest, *pair)
 
 
 #: The environment box's title; with warnings, WARNING_TITLE follows it.
@@ -95,6 +97,7 @@ def answer_section(comparison: Comparison) -> Section | None:
     lines = table.answer_lines(comparison)
     if not lines:
         return None
+    lines = [*verdict_line.lines(comparison), *lines]  # the verdict in one line, first
     base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
     return Section(f"The answer: {cand} against {base}, on this machine", lines)
 

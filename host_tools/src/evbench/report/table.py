@@ -26,24 +26,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from evbench.report import ratios, verdict_line
+from evbench.report.names import display_name
 from evbench.report.units import counted, format_value
 from evbench_agent import comparison as comparing
+from evbench_agent.analysis import margins as margin_scales
 from evbench_agent.analysis import metrics, stats
 from evbench_agent.analysis.identity import Identity
-from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
+from evbench_agent.analysis.verdicts import (
+    BASELINE,
+    CANDIDATE,
+    EQUAL,
+    NEGLIGIBLE,
+    TOO_SMALL,
+    UNDECIDED,
+)
 from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
-from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import contention
 
-DISPLAY_NAMES = {"json": "JSON", "protobuf": "Protobuf"}
 FACT_WINNER = "fact"
 #: The bus interface's counters (telemetry.bus_stats.METRIC), left out of the context table.
 BUS_COUNTER = "bus_counter"
-
-
-def display_name(codec: str) -> str:
-    return DISPLAY_NAMES.get(codec) or runtimes.display_name(codec) or codec
 
 
 def format_median_ci(
@@ -117,6 +121,7 @@ def winner_cell(row: Row, baseline: str, candidate: str) -> str:
         BASELINE: display_name(baseline),
         CANDIDATE: display_name(candidate),
         EQUAL: EQUAL,
+        NEGLIGIBLE: NEGLIGIBLE,
         UNDECIDED: UNDECIDED,
         TOO_SMALL: TOO_SMALL,
     }.get(row.verdict.winner, row.verdict.winner)
@@ -142,25 +147,55 @@ def detectable_cell(row: Row) -> str:
         return "-"
     if row.min_detectable is None:
         return "none reachable" if row.too_small else "-"
+    if row.verdict is not None and row.verdict.scale == margin_scales.DIFFERENCE:
+        return format_value(row.min_detectable, row.unit, row.identity.metric)
     return f"{row.min_detectable * 100:.1f}%"
 
 
 COMPARISON_HEADERS = (
-    "% Diff (est.)",
+    "Change (est.)",
     "Verdict",
+    "margin",
     "p (Holm)",
-    "ratio CI (Holm step)",
+    "CI (Holm step)",
     "n",
     "detectable",
 )
 
 
+def _signed(value: float, unit: str, metric: str) -> str:
+    shown = format_value(abs(value), unit, metric)
+    return ("-" if value < 0 else "+") + shown
+
+
 def interval_cell(row: Row) -> str:
-    """The verdict's own interval of the ratio, at Holm's step for the row."""
+    """The verdict's own interval, at Holm's step for the row: of the ratio, or of the
+    difference in the metric's unit where the margin is absolute."""
     verdict = row.verdict
-    if verdict is None or verdict.ratio_low is None or verdict.ratio_high is None:
+    if verdict is None or verdict.interval is None:
         return "-"
-    return f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
+    low, high = verdict.interval
+    if verdict.scale == margin_scales.DIFFERENCE:
+        unit, metric = _metric_unit(row)
+        return f"{_signed(low, unit, metric)} to {_signed(high, unit, metric)}"
+    return f"{low:.3f}-{high:.3f}"
+
+
+def margin_cell(row: Row) -> str:
+    """The row's margin, short: '5 %', '50 µs'."""
+    if row.verdict is None or row.role != TESTED:
+        return "-"
+    return row.verdict.margin.split(",")[0] or "-"
+
+
+def change_cell(row: Row) -> str:
+    """The change as a factor from 2x on ('45x faster'), else in percent ('-21.8%')."""
+    change = difference(row)
+    if change is None:
+        return "-"
+    if ratios.factor(1 + change) >= ratios.FACTOR_FROM and change > -1:
+        return ratios.change_text(1 + change, row.identity.metric)
+    return f"{change * 100:+.1f}%"
 
 
 def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -171,14 +206,14 @@ def comparison_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]
         if row.role == CONTEXT:
             continue
         verdict = row.verdict
-        change = difference(row)
         rows.append(
             [
                 row.identity.profile or "-",
                 row.label + (BUSY_MARK if row.busy else ""),
                 *estimate_cells(row),
-                "-" if change is None else f"{change * 100:+.1f}%",
+                change_cell(row),
                 winner_cell(row, base, cand),
+                margin_cell(row),
                 p_value_cell(verdict.p_holm) if verdict is not None else "-",
                 interval_cell(row),
                 n_cell(row),
@@ -233,7 +268,6 @@ def busy_line(comparison: Comparison) -> str | None:
 
 def comparison_notes(comparison: Comparison) -> list[str]:
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
-    band = f"1 +/- {comparison.min_effect:g}"
     return [
         "One row per measurement: rows whose settings differ (phase, mode, rate, operation, "
         "...) are never pooled. "
@@ -245,16 +279,27 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         "times it and as a change; each codec's own medians are listed apart.",
         "Verdict: from the replicates, paired (codec suite: exact Wilcoxon signed-rank on "
         "each worker process's median log-ratio, the codecs paired within a process; link "
-        "suite: the same test on the log-ratio of each pair of phases, a duet or "
-        "interleaved capacity blocks). The "
-        "ratio CI is the one the verdict uses: it inverts the test at Holm's step for the "
-        f"row within its suite and profile (level 1 - {comparison.alpha:g}/(m - j)), so it "
-        f"holds 1 whenever p (Holm) >= {comparison.alpha:g}. A codec wins when p (Holm) < "
-        f"{comparison.alpha:g} and the whole CI lies outside {band}; 'equal': the whole CI "
-        f"lies inside {band}; 'undecided': the CI straddles an edge of that band. "
-        "'n too small': the plan's replicates (column n) could not reach the family's "
-        "level whatever the data (no CI). detectable: the smallest change this row's plan "
-        "and spread could have named.",
+        "suite: the same test on each pair of phases, a duet or interleaved capacity "
+        "blocks), against each row's margin, fixed before the data (docs/method.md, "
+        "'Margins'): a relative one on the ratio, an absolute one (a share of the period or "
+        "of a core at the rate) on the difference in the row's unit. The CI is the one the "
+        "verdict uses: it inverts the test at Holm's step for the row within its suite and "
+        f"profile (level 1 - {comparison.alpha:g}/(m - j)), so it holds no difference "
+        f"whenever p (Holm) >= {comparison.alpha:g}. A codec wins when p (Holm) < "
+        f"{comparison.alpha:g} and the whole CI lies beyond the margin; 'equal': the whole "
+        "CI lies inside the margin (two one-sided tests); 'negligible': inside the margin "
+        "but different (p (Holm) < "
+        f"{comparison.alpha:g}): equal for the product; 'undecided': the CI straddles an "
+        "edge of the margin. 'n too small': the plan's replicates (column n) could not reach "
+        "the family's level whatever the data (no CI). detectable: the smallest change this "
+        "row's plan and spread could have named."
+        + (
+            f" Run until decided: {comparison.looks} looks, each at the alpha it spent "
+            f"({comparison.alpha:.3g} in all); a row keeps the first look's verdict that "
+            "decided it."
+            if comparison.looks > 1
+            else ""
+        ),
         "fact: exact or nominal figures (sizes; bandwidth from sizes and the rate): the "
         "means and the difference of the means, not tested. Context rows (telemetry, "
         "modelled energy, counts) are listed apart, per codec with their spread, with no "
@@ -270,27 +315,61 @@ def _percent(value: float) -> str:
 
 
 def _change_words(row: Row) -> str:
-    """'97.1 % lower (95 % CI: 93.1 to 99.0 % lower)' from the verdict's ratio."""
+    """'45x faster (CI 43x to 47x)', '21.8 % lower (CI 19.7 to 23.9 %)', or on an
+    absolute margin '21.8 % lower, 111 µs (CI 100 to 122 µs)': from the verdict."""
     verdict = row.verdict
     assert verdict is not None and verdict.ratio is not None
-    ratio = verdict.ratio
-    word = "higher" if ratio > 1 else "lower"
-    text = f"{_percent(ratio - 1)} {word}"
-    if verdict.ratio_low is not None and verdict.ratio_high is not None:
-        low, high = sorted((abs(verdict.ratio_low - 1), abs(verdict.ratio_high - 1)))
-        text += f" (CI {_percent(low)} to {_percent(high)})"
-    return text
+    metric = row.identity.metric
+    text = ratios.change_text(verdict.ratio, metric)
+    interval = verdict.interval
+    if interval is None:
+        return text
+    if verdict.scale == margin_scales.DIFFERENCE:
+        unit = row.unit
+        low, high = sorted(abs(bound) for bound in interval)
+        shown = format_value(abs(verdict.difference or 0.0), unit, metric)
+        bounds = f"{format_value(low, unit, metric)} to {format_value(high, unit, metric)}"
+        return f"{text}, by {shown} (CI {bounds})"
+    near, far = (ratios.change_text(r, metric) for r in sorted(interval, key=_size_of_change))
+    if near.split(" ", 1)[-1] == far.split(" ", 1)[-1]:  # '76x to 83x faster'
+        return f"{text} (CI {near.split(' ', 1)[0]} to {far})"
+    return f"{text} (CI {near} to {far})"
+
+
+def _size_of_change(ratio: float) -> float:
+    return abs(math.log(ratio)) if ratio > 0 else math.inf
 
 
 def _interval_words(row: Row) -> str:
-    """'estimate +3.9 %, CI -1.2 to +9.0 %': the test's estimate and the verdict's interval."""
+    """'estimate +3.9 %, CI -1.2 to +9.0 %' (or in the unit, on an absolute margin): the
+    test's estimate and the verdict's interval, beside the row's margin."""
     verdict = row.verdict
     assert verdict is not None
-    text = f"estimate {verdict.pct_diff:+.1f} %"
-    if verdict.ratio_low is not None and verdict.ratio_high is not None:
-        low, high = (verdict.ratio_low - 1) * 100, (verdict.ratio_high - 1) * 100
-        text += f", CI {low:+.1f} to {high:+.1f} %"
-    return text
+    interval = verdict.interval
+    if verdict.scale == margin_scales.DIFFERENCE and verdict.difference is not None:
+        unit, metric = _metric_unit(row)
+        text = f"estimate {_signed(verdict.difference, unit, metric)}"
+        if interval is not None:
+            text += (
+                f", CI {_signed(interval[0], unit, metric)} to {_signed(interval[1], unit, metric)}"
+            )
+    else:
+        text = f"estimate {verdict.pct_diff:+.1f} %"
+        if interval is not None:
+            low, high = (interval[0] - 1) * 100, (interval[1] - 1) * 100
+            text += f", CI {low:+.1f} to {high:+.1f} %"
+    return f"{text}; margin {verdict.margin}" if verdict.margin else text
+
+
+def _more_time(row: Row, stage_s: float | None) -> str:
+    """', about 4 min more': the time a plan of this size expects would decide it."""
+    from evbench_agent import sequential
+
+    stages = sequential.more_stages(row)
+    if stages is None or not stage_s:
+        return ", on the margin's edge" if stages is None and row.verdict else ""
+    minutes = stages * stage_s / 60
+    return f", about {max(minutes, 1):.0f} min more would decide it"
 
 
 def _fact_words(row: Row, candidate: str) -> str:
@@ -327,7 +406,6 @@ def answer_lines(comparison: Comparison) -> list[str]:
         tested = [r for r, _ in winners]
         gains = [r for r, winner in winners if winner == CANDIDATE]
         losses = [r for r, winner in winners if winner == BASELINE]
-        equal = [r for r, winner in winners if winner == EQUAL]
         undecided = [r for r, winner in winners if winner == UNDECIDED]
         small = [r for r, winner in winners if winner == TOO_SMALL]
         facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
@@ -346,17 +424,28 @@ def answer_lines(comparison: Comparison) -> list[str]:
                 + _listing([f"{r.label} {_change_words(r)} with {cand}" for r in losses])
                 + "."
             )
-        band = f"+/- {comparison.min_effect * 100:g} %"
-        if equal:
+        shown_equal = [r for r, winner in winners if winner in (EQUAL, NEGLIGIBLE)]
+        if shown_equal:
             sentences.append(
-                f"Equal (shown within {band}): "
-                + _listing([f"{r.label} ({_interval_words(r)})" for r in equal])
+                "Equal within the margin: "
+                + _listing(
+                    [
+                        f"{r.label} ({'negligible: ' if r.outcome == NEGLIGIBLE else ''}"
+                        f"{_interval_words(r)})"
+                        for r in shown_equal
+                    ]
+                )
                 + "."
             )
         if undecided:
             sentences.append(
-                f"Undecided (neither shown equal within {band} nor different): "
-                + _listing([f"{r.label} ({_interval_words(r)})" for r in undecided])
+                "Undecided (not yet shown beyond the margin nor within it): "
+                + _listing(
+                    [
+                        f"{r.label} ({_interval_words(r)}{_more_time(r, comparison.stage_s)})"
+                        for r in undecided
+                    ]
+                )
                 + "."
             )
         if small:
@@ -375,9 +464,11 @@ def answer_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def render_answer(comparison: Comparison) -> str:
+def render_answer(comparison: Comparison, fits: verdict_line.Fits | None = None) -> str:
+    """The verdict lines first (one per profile), then the answer's sentences."""
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
-    lines = [f"The answer ({cand} against {base}, on this machine):"]
+    lines = [*verdict_line.lines(comparison, fits), ""]
+    lines += [f"The answer ({cand} against {base}, on this machine):"]
     lines += [f"- {line}" for line in answer_lines(comparison)] or ["- no row both codecs ran."]
     return "\n".join(lines)
 

@@ -1,0 +1,185 @@
+"""The verdict in one line per profile, first in every output:
+
+    seed: Protobuf - 3.6x smaller, 45x faster to encode, RTT 22 % lower; jitter equal
+    (within 50 µs); fits can-500k, JSON does not
+
+At most WIDTH columns: the leading codec (the one that wins more tested rows), then
+what it wins, what the other wins, what was shown equal (with its margin), what is
+still open, and the bus fit, in that order of importance; what does not fit the line
+is in the answer and the table below it. Every figure is the comparison's own
+(the test's ratio estimate for a tested row, the exact ratio for a fact), said as
+ratios.change_text says it everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evbench.report import ratios
+from evbench.report.names import display_name
+from evbench_agent.analysis.verdicts import (
+    BASELINE,
+    CANDIDATE,
+    EQUAL,
+    NEGLIGIBLE,
+    TOO_SMALL,
+    UNDECIDED,
+)
+from evbench_agent.comparison import FACT, TESTED, Comparison, Row
+
+WIDTH = 100
+#: The rows the line speaks of, in order of importance: (metric, link phase or None).
+KEY_ROWS = (
+    ("size", None),
+    ("encode", None),
+    ("decode", None),
+    ("rtt", "periodic"),
+    ("jitter_stdev", "periodic"),
+    ("cpu_per_msg_client", "periodic"),
+    ("capacity_msgs", "capacity"),
+)
+#: How the line names each key row's metric; operations follow their change words.
+NAMES = {
+    "size": "",
+    "encode": "to encode",
+    "decode": "to decode",
+    "rtt": "RTT",
+    "jitter_stdev": "jitter",
+    "cpu_per_msg_client": "client CPU",
+    "capacity_msgs": "capacity",
+}
+#: Which buses each codec fits, per profile: profile -> codec -> bus names.
+Fits = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+def _key(row: Row) -> int | None:
+    phase = row.identity.params_dict.get("phase")
+    for index, (metric, wanted) in enumerate(KEY_ROWS):
+        if row.identity.metric == metric and (wanted is None or phase == wanted):
+            return index
+    return None
+
+
+def _phrase(metric: str, ratio: float) -> str:
+    """'45x faster to encode', 'RTT 22 % lower', '3.6x smaller'."""
+    change = ratios.change_text(ratio, metric)
+    name = NAMES.get(metric, metric)
+    if metric in ratios.FASTER:
+        return f"{change} {name}"
+    return f"{name} {change}".strip()
+
+
+def _ratio(row: Row) -> float | None:
+    if row.role == FACT:
+        return None if row.fact_difference is None else 1 + row.fact_difference
+    return row.verdict.ratio if row.verdict is not None else None
+
+
+def _within(row: Row) -> str:
+    assert row.verdict is not None
+    margin = row.verdict.margin.split(",")[0] or f"{row.verdict.margin_width * 100:g} %"
+    return f"within {margin}"
+
+
+#: Which key rows the line keeps first when it cannot hold them all (KEY_ROWS indices):
+#: size, encode, RTT, jitter, then the bus fit and what is undecided, then the rest.
+PRIORITY = (0, 1, 3, 4, "fits", "open", 2, 5, 6)
+#: The groups of the line, in order, and what stands before a group's first item.
+GAINS, LOSSES, EQUAL_ROWS, OPEN, FIT = range(5)
+
+
+def _parts(
+    comparison: Comparison, rows: Sequence[Row], fits: Mapping[str, Sequence[str]]
+) -> tuple[str, str, list[tuple[object, int, int, str]]]:
+    """The leading codec's name, the other's, and the line's items as (priority key,
+    group, order in the group, text)."""
+    base, cand = comparison.baseline, comparison.candidate
+    tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
+    won = {
+        codec: sum(1 for r in tested if r.verdict and r.verdict.winner == word)
+        for codec, word in ((cand, CANDIDATE), (base, BASELINE))
+    }
+    lead = cand if won[cand] >= won[base] else base
+    other = base if lead == cand else cand
+    items: list[tuple[object, int, int, str]] = []
+    open_count = 0
+    for row in rows:
+        index = _key(row)
+        ratio = _ratio(row)
+        if row.role == TESTED and row.verdict and row.verdict.winner in (UNDECIDED, TOO_SMALL):
+            open_count += 1
+        if index is None or ratio is None or ratio <= 0:
+            continue
+        metric = row.identity.metric
+        lead_ratio = ratio if lead == cand else 1 / ratio
+        if row.role == FACT:
+            if ratio != 1:
+                items.append((index, GAINS, index, _phrase(metric, lead_ratio)))
+            continue
+        assert row.verdict is not None
+        winner = row.verdict.winner
+        said = NAMES.get(metric, metric).removeprefix("to ") or metric
+        if winner in (CANDIDATE, BASELINE):
+            mine = (cand if winner == CANDIDATE else base) == lead
+            text = _phrase(metric, lead_ratio if mine else 1 / lead_ratio)
+            items.append((index, GAINS if mine else LOSSES, index, text))
+        elif winner in (EQUAL, NEGLIGIBLE):
+            items.append((index, EQUAL_ROWS, index, f"{said} equal ({_within(row)})"))
+    if open_count:
+        items.append(("open", OPEN, 0, f"{open_count} undecided"))
+    if fits:
+        lead_fits = list(fits.get(lead, ()))
+        other_fits = set(fits.get(other, ()))
+        only = [bus for bus in lead_fits if bus not in other_fits]
+        if only:
+            text = f"fits {', '.join(only)}, {display_name(other)} does not"
+            items.append(("fits", FIT, 0, text))
+        elif lead_fits:
+            items.append(("fits", FIT, 0, f"both fit {', '.join(lead_fits)}"))
+    lead_text = display_name(lead) if won[lead] else "no winner"
+    return lead_text, display_name(other), items
+
+
+def _render(
+    profile: str, lead: str, other: str, items: Sequence[tuple[object, int, int, str]]
+) -> str:
+    line = f"{profile}: {lead}"
+    group = None
+    for _rank, kind, _order, text in sorted(items, key=lambda item: (item[1], item[2])):
+        if kind == group:
+            line += ", " + text
+        elif kind == GAINS and lead != "no winner":
+            line += " - " + text
+        elif kind == LOSSES:
+            line += f"; {other} " + text
+        else:
+            line += "; " + text
+        group = kind
+    return line
+
+
+def profile_line(
+    comparison: Comparison,
+    profile: str,
+    fits: Mapping[str, Sequence[str]] | None = None,
+    width: int = WIDTH,
+) -> str:
+    """The one-line verdict of `profile`, at most `width` columns: the items in order of
+    PRIORITY while the line holds them (the rest is in the answer below it)."""
+    rows = [r for r in comparison.rows if (r.identity.profile or "-") == profile]
+    lead, other, items = _parts(comparison, rows, fits or {})
+    rank = {key: place for place, key in enumerate(PRIORITY)}
+    chosen: list[tuple[object, int, int, str]] = []
+    for item in sorted(items, key=lambda item: rank.get(item[0], len(rank))):
+        if len(_render(profile, lead, other, [*chosen, item])) <= width:
+            chosen.append(item)
+    return _render(profile, lead, other, chosen)
+
+
+def lines(comparison: Comparison, fits: Fits | None = None, width: int = WIDTH) -> list[str]:
+    """One verdict line per profile of the comparison, in its order."""
+    profiles = list(dict.fromkeys(r.identity.profile or "-" for r in comparison.rows))
+    return [profile_line(comparison, p, (fits or {}).get(p), width) for p in profiles]
+
+
+__all__ = ["KEY_ROWS", "PRIORITY", "WIDTH", "lines", "profile_line"]
