@@ -11,7 +11,9 @@ value's re-encoding, the number of leaves the Python codecs read).
 
 from __future__ import annotations
 
+import functools
 import logging
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -216,6 +218,7 @@ class NativeCodec:
         if _python_bind is None:
             raise RuntimeError("evbench_agent.codecs has not registered the Python codecs")
         python = _python_bind("protobuf" if self.carries == _MESSAGE else "json", profile)
+        warn_if_emulated(self.name, executable)
         harness = Harness(self.name, executable)
         about = harness.about
         if about.get("format") != self.runtime.format:
@@ -227,6 +230,25 @@ class NativeCodec:
                 f"not {self.runtime.format}"
             )
         return NativeBound(self, profile, harness, self.carries, python.encode, python.access)
+
+
+@functools.cache
+def warn_if_emulated(name: str, executable: str) -> bool:
+    """Say (a warning, once per harness) when `executable` is built for another
+    architecture than this machine's: binfmt_misc then runs it under emulation
+    (qemu-user), and its timings are the emulator's, many times slower than the board's.
+    Whether it is; the manifest records each harness's architecture, and the report
+    says the same (evbench.report.unrepresentative)."""
+    built_for, machine = runtimes.architecture(executable), platform.machine()
+    if built_for is None or runtimes.runs_natively(built_for, machine):
+        return False
+    log.warning(
+        "native codec %s: %s is built for %s, and this machine is %s: it runs under "
+        "emulation (qemu-user), so its timings are not this machine's. Build native/ for "
+        "this machine (docs/native-codecs.md), or measure it on a %s board",
+        name, executable, built_for, machine, built_for,
+    )  # fmt: skip
+    return True
 
 
 #: Binds a Python codec by name (set by evbench_agent.codecs, which imports this module:
@@ -252,9 +274,12 @@ def describe_installed() -> dict[str, dict[str, str]]:
     for name, codec in CODECS.items():
         executable = codec.executable()
         if executable is not None:
+            built_for = runtimes.architecture(executable)
             described[name] = {
                 "language": codec.runtime.language,
                 "executable": executable,
                 **codec.about(),
+                # what its ELF header says (none for a file that is not ELF)
+                **({"architecture": built_for} if built_for else {}),
             }
     return described

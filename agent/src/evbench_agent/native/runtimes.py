@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -119,6 +120,64 @@ def about(executable: str) -> dict[str, str]:
     return dict(field.partition("=")[::2] for field in fields[1:])
 
 
+#: ELF's e_machine values for the architectures a harness may be built for, named as
+#: `uname -m` (platform.machine()) names them (riscv gets its width from the ELF class).
+_ELF_MACHINES = {
+    3: "i386",
+    8: "mips",
+    20: "ppc",
+    21: "ppc64",
+    22: "s390",
+    40: "arm",
+    62: "x86_64",
+    183: "aarch64",
+    243: "riscv",
+}
+
+
+def architecture(executable: str) -> str | None:
+    """The architecture `executable` is built for, read from its ELF header (e_machine),
+    without running it; None when it is not an ELF file (a script) or cannot be read."""
+    try:
+        with open(executable, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] not in (1, 2):
+        return None
+    machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+    name = _ELF_MACHINES.get(machine, f"ELF machine {machine}")
+    return name + ("64" if header[4] == 2 else "32") if name == "riscv" else name
+
+
+def _family(machine: str) -> str:
+    """An architecture's family, whatever spelling names it: uname's (armv7l, i686,
+    ppc64le, s390x), Debian's (arm64, amd64) or the ELF header's (architecture())."""
+    name = machine.lower()
+    for family, spellings in _FAMILIES:
+        if re.fullmatch(spellings, name):
+            return family
+    return name
+
+
+_FAMILIES = (
+    ("aarch64", r"aarch64(_be)?|arm64"),
+    ("arm", r"arm.*"),
+    ("x86_64", r"x86_64|amd64|x64"),
+    ("i386", r"i[3-6]86|x86"),
+    ("ppc64", r"ppc64(le)?|powerpc64(le)?"),
+    ("ppc", r"ppc|powerpc"),
+    ("s390", r"s390x?"),
+    ("mips", r"mips.*"),
+)
+
+
+def runs_natively(built_for: str, machine: str) -> bool:
+    """Whether an executable built for `built_for` runs on a `machine` (platform.machine())
+    without emulation (qemu-user through binfmt_misc runs it, many times slower)."""
+    return _family(built_for) == _family(machine)
+
+
 def describe_responder() -> dict[str, str] | None:
     """The installed C link responder as the manifest states it: its executable and what
     its `--about` says (responder, ack_codecs, ack_profiles); None when none is installed."""
@@ -139,5 +198,7 @@ __all__ = [
     "RESPONDER",
     "RUNTIMES",
     "UNPACKED_MARKER",
+    "architecture",
     "display_name",
+    "runs_natively",
 ]

@@ -45,7 +45,10 @@ PLATFORM: Shape = {
     "protobuf_backend": _TEXT,
     "agent": _TEXT,
     "codecs": {"*": _TEXT},
-    "native_codecs": {"*": {"flags": _TEXT}},
+    "machine": _TEXT,
+    "native_codecs": {
+        "*": {"flags": _TEXT, "version": _TEXT, "library": _TEXT, "architecture": _TEXT}
+    },
     "clock": {
         "timer": _TEXT,
         "implementation": _TEXT,

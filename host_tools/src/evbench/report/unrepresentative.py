@@ -8,6 +8,9 @@ box say the same. Read from the run's manifest (and, for contention, its samples
   run, with the backend shown in one table cell only);
 - a debug build: Python built with --with-pydebug or run with -X dev, or a native
   harness the run measured compiled without optimisation;
+- emulation: a native harness built for another architecture than the board's
+  (binfmt_misc ran it under qemu-user: issue 44 measured nlohmann's decode at
+  130 µs instead of 10.7);
 - throttling: telemetry saw the kernel throttle during a phase;
 - contention: replicates measured beyond contention's bound (the rows marked *),
   decided per replicate by evbench_agent.telemetry.contention. The terminal says
@@ -21,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evbench_agent.comparison import busy_replicates
+from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import contention
 
@@ -94,6 +98,33 @@ def _debug_builds(manifest: dict[str, Any]) -> list[str]:
     return said
 
 
+def _emulated(manifest: dict[str, Any]) -> list[str]:
+    """Native harnesses the run measured that are built for another architecture than the
+    board's (the manifest's platform.machine): binfmt_misc ran them under emulation."""
+    platform = manifest.get("platform") or {}
+    machine = platform.get("machine")
+    if not isinstance(machine, str):
+        return []
+    used = set((manifest.get("spec") or {}).get("codecs") or [])
+    native = platform.get("native_codecs") or {}
+    foreign = sorted(
+        f"{name} ({about['architecture']})"
+        for name, about in native.items()
+        if name in used
+        and isinstance(about, dict)
+        and isinstance(about.get("architecture"), str)
+        and not runtimes.runs_natively(about["architecture"], machine)
+    )
+    if not foreign:
+        return []
+    return [
+        f"native harness built for another architecture than this {machine} board: "
+        f"{', '.join(foreign)}: it ran under emulation (qemu-user), so its timings are the "
+        "emulator's, many times slower than on its own architecture. Build native/ for the "
+        "board (docs/native-codecs.md) and measure again."
+    ]
+
+
 def _throttled(manifest: dict[str, Any]) -> list[str]:
     phases = (manifest.get("telemetry") or {}).get("throttled_phases") or []
     if not phases:
@@ -127,7 +158,8 @@ def _contention(sample_sets: Iterable[SampleSet]) -> list[str]:
 def warnings(manifest: dict[str, Any], sample_sets: Iterable[SampleSet] | None = None) -> list[str]:
     """One sentence per reason the figures do not stand for the board as deployed; with
     the run's `sample_sets`, contention too."""
-    said = _backend(manifest) + _debug_builds(manifest) + _throttled(manifest)
+    said = _backend(manifest) + _debug_builds(manifest) + _emulated(manifest)
+    said += _throttled(manifest)
     return said + (_contention(sample_sets) if sample_sets is not None else [])
 
 
