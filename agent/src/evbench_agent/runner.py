@@ -217,9 +217,12 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         manifest["lab"] = spec.lab
     if notes:  # what the suites said before the run (e.g. a bus that cannot carry the rate)
         manifest["notes"] = notes
-    planned = registry.planned_seconds(spec)
+    from evbench_agent import plan_probe  # the plan from a measured probe, then an ETA
+
+    planned = plan_probe.planned_seconds(spec)
     manifest["planned_seconds"] = {suite: round(seconds, 1) for suite, seconds in planned.items()}
     progress.message(describe_plan(planned, spec))
+    progress.plan(planned)
     telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
     manifest["telemetry"] = telemetry.manifest()
     writer.write_manifest(manifest)

@@ -78,20 +78,33 @@ class ProgressView:
                 self._bar.update(
                     self._task,
                     completed=event["done"],
-                    description=f"{event['suite']}: {event['what']}",
+                    description=f"{event['suite']}: {event['what']}{_eta(event)}",
                 )
             elif kind == "message":
                 self._bar.console.print(event["text"])
             return True
         if kind == "advance":
             print(
-                f"{event['suite']} [{event['done']}/{event['total']}] {event['what']}",
+                f"{event['suite']} [{event['done']}/{event['total']}] {event['what']}{_eta(event)}",
                 file=self.stream,
                 flush=True,
             )
         elif kind == "message":  # wrapped: no line of the run's output is wider than 120
             print(_wrapped(str(event["text"])), file=self.stream, flush=True)
         return True
+
+
+def _eta(event: dict) -> str:
+    """`, about 3 min 05 s left` from the agent's ETA (an older agent sends none)."""
+    eta = event.get("eta_s")
+    if not isinstance(eta, (int, float)) or isinstance(eta, bool) or not 0 <= eta < 1e7:
+        return ""
+    seconds = round(eta)
+    if seconds < 60:
+        return f", about {seconds} s left"
+    if seconds < 3600:
+        return f", about {seconds // 60} min {seconds % 60:02d} s left"
+    return f", about {seconds // 3600} h {seconds % 3600 // 60:02d} min left"
 
 
 #: The widest line the plain progress prints (evbench.report.glance.MAX_LINE).

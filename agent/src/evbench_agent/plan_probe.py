@@ -1,0 +1,149 @@
+"""The planned duration from a short measured probe, not from constants alone.
+
+The suites' `planned_seconds` model a plan with fixed costs (a worker's start-up, a
+sample's span) measured once on a quiet machine with the built-in payloads. A large
+payload breaks them: every worker builds all the profile's payloads and encodes the
+ones its rounds use, and an operation on a 5 MB message takes far longer than a
+sample's `min_time` (a plan said 6 s and took 9 min 52 s). A loaded machine breaks
+them too (91 s planned, 156 s taken).
+
+So, before the run, the agent measures here what the codec suite's plan is made of, on
+this machine as loaded as it is now: a fresh interpreter importing the run's codecs
+(what each worker process pays first), building a few payloads of each profile (scaled
+to the plan's count), and one call of each timed operation on a payload of each
+profile and codec. The codec suite's plan is worked out from those, step by step as
+suites/codec.py runs it, and the planned duration is the larger of that and the
+suite's model. Other suites keep their model (their phases are paced by the clock).
+
+The probe takes about a second for the built-in payloads; it never fails a run: a
+codec it cannot time here (a native harness) keeps the model's figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+import zlib
+from typing import Any
+
+from evbench_agent import codecs, payloads, registry
+from evbench_agent.native.codec import NativeBound
+from evbench_agent.suites import codec as codec_suite
+
+log = logging.getLogger(__name__)
+
+#: Payloads of each profile built to time the building (scaled to the plan's count).
+PROBE_PAYLOADS = 3
+#: Calls of each operation timed; the shortest counts (a preemption only lengthens one).
+PROBE_CALLS = 2
+
+
+def _interpreter_start(codec_names: list[str]) -> float:
+    """Seconds a fresh interpreter takes to start and import the codecs, as a worker does."""
+    program = (
+        "from evbench_agent import codecs, workers\n"
+        "import sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    codecs.get(name)\n"
+    )
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", program, *codec_names],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+        timeout=120,
+    )
+    return time.perf_counter() - started
+
+
+def _shortest(function: Any, argument: Any) -> float:
+    """Seconds of the fastest of PROBE_CALLS calls (the first one warmed up apart)."""
+    function(argument)
+    best = float("inf")
+    for _ in range(PROBE_CALLS):
+        started = time.perf_counter()
+        function(argument)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+class _Cost:
+    """What one profile costs the codec suite's processes, measured."""
+
+    def __init__(self, spec: Any, profile_name: str) -> None:
+        profile = payloads.get(profile_name)
+        count = min(spec.payloads, PROBE_PAYLOADS)
+        started = time.perf_counter()
+        items = profile.payloads(count, spec.seed)
+        #: Seconds to build the plan's payloads of the profile (every process does).
+        self.build = (time.perf_counter() - started) / max(1, len(items)) * spec.payloads
+        #: Per codec: seconds to make one payload's data and encode it (a process does it
+        #: for each payload it uses), and to deflate its encoding (the sizes).
+        self.prepare: dict[str, float] = {}
+        self.deflate: dict[str, float] = {}
+        #: Per (codec, operation): seconds of one call.
+        self.calls: dict[tuple[str, str], float] = {}
+        item = items[0]
+        for name in spec.codecs:
+            bound = codecs.get(name).bind(profile)
+            if isinstance(bound, NativeBound):  # timed in a harness: the model's figures
+                bound.close()
+                continue
+            started = time.perf_counter()
+            data = bound.data(item)
+            blob = bound.encode(data)
+            self.prepare[name] = time.perf_counter() - started
+            self.deflate[name] = _shortest(
+                lambda value: zlib.compress(value, codec_suite.DEFLATE_LEVEL), blob
+            )
+            for operation, (function, arguments) in codec_suite.operations(bound, [item]).items():
+                self.calls[(name, operation)] = _shortest(function, arguments[0])
+
+
+def codec_seconds(spec: Any) -> float:
+    """The codec suite's plan worked out from a probe of this machine (seconds)."""
+    plan = spec.plan
+    start = _interpreter_start(list(spec.codecs))
+    rounds = plan.warmups + plan.values
+    used = min(spec.payloads, plan.processes * rounds)
+    # A sample spans min_time (more for slower payloads) or, when one call takes longer,
+    # one call per payload.
+    margin, factor = codec_suite.CALIBRATION_MARGIN, codec_suite.MEAN_SPAN_FACTOR
+    repeats = codec_suite.CALIBRATION_REPEATS
+    sizes, calibration, worker = 0.0, start, start
+    for profile_name in spec.profiles:
+        cost = _Cost(spec, profile_name)
+        model_call = plan.min_time / 2  # a codec the probe could not time
+        sizes += cost.build + spec.payloads * sum(
+            cost.prepare.get(name, model_call) + cost.deflate.get(name, 0.0) for name in spec.codecs
+        )
+        calibration += cost.build + used * sum(cost.prepare.values())
+        worker += cost.build + rounds * sum(cost.prepare.values())
+        for name in spec.codecs:
+            for operation in codec_suite.OPERATIONS:
+                call = cost.calls.get((name, operation), model_call)
+                span = max(margin * plan.min_time, call) * factor
+                # every used payload once, then doubling to min_time, REPEATS at each count
+                calibration += (1 + used) * call + repeats * 2 * max(plan.min_time, call)
+                worker += rounds * span
+    arms = len(spec.arms or ()) or 1
+    return arms * (sizes + calibration + plan.processes * worker)
+
+
+def planned_seconds(spec: Any) -> dict[str, float]:
+    """Each suite of `spec` with the seconds its plan should take here, now: the suites'
+    models, the codec suite's raised to what a probe of this machine works out."""
+    planned = registry.planned_seconds(spec)
+    if "codec" in planned and not spec.arms:  # --arm: other interpreters, the model's
+        try:
+            planned["codec"] = max(planned["codec"], codec_seconds(spec))
+        except Exception as error:  # the probe never fails a run: the run says what failed
+            log.info("plan probe: %s; the planned duration is the model's", error)
+    return planned
+
+
+__all__ = ["PROBE_CALLS", "PROBE_PAYLOADS", "codec_seconds", "planned_seconds"]
