@@ -107,7 +107,6 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
     manifest = context.manifest
     platform = manifest.get("platform") or {}
     spec = manifest.get("spec") or {}
-    codec_versions = platform.get("codecs") or {}
     used = context.codecs()
     rows = [
         ("Run", context.run_id),
@@ -125,7 +124,7 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
             "protobuf",
             f"{platform.get('protobuf', '?')} (backend {platform.get('protobuf_backend', '?')})",
         ),
-        ("Codecs", ", ".join(f"{c} {codec_versions.get(c, '?')}" for c in used) or "-"),
+        ("Codecs", ", ".join(f"{c} {codec_version(platform, c)}" for c in used) or "-"),
         ("Suites / profiles", f"{_join(spec.get('suites'))} / {_join(spec.get('profiles'))}"),
         *_schema_rows(spec.get("schema")),
         ("Sample plan", "quick" if manifest.get("quick") else "full"),
@@ -136,6 +135,20 @@ def context_rows(context: RunContext) -> list[tuple[str, str]]:
         ("Clock", _clock(platform.get("clock") or {})),
     ]
     return rows
+
+
+def codec_version(platform: dict[str, Any], codec: str) -> str:
+    """A codec's version as the run's manifest states it: a Python codec's under
+    `platform.codecs`, a C or C++ runtime's as its harness reported it under
+    `platform.native_codecs` (library and version); '?' when neither says."""
+    python = (platform.get("codecs") or {}).get(codec)
+    if isinstance(python, str):
+        return python
+    native = (platform.get("native_codecs") or {}).get(codec)
+    if isinstance(native, dict) and isinstance(native.get("version"), str):
+        library = native.get("library")
+        return f"{library} {native['version']}" if isinstance(library, str) else native["version"]
+    return "?"
 
 
 def _schema_rows(schema: Any) -> list[tuple[str, str]]:
@@ -206,7 +219,6 @@ def environment_rows(context: RunContext) -> list[tuple[str, str]]:
     manifest = context.manifest
     platform = manifest.get("platform") or {}
     telemetry = manifest.get("telemetry") or {}
-    versions = platform.get("codecs") or {}
     build = "debug build" if platform.get("python_debug") else "release build"
     build += ", -X dev" if platform.get("python_dev_mode") else ""
     responder = _link_responder(manifest, context.samples())
@@ -221,7 +233,10 @@ def environment_rows(context: RunContext) -> list[tuple[str, str]]:
             + (f" ({build})" if "python_debug" in platform else ""),
         ),
         ("Agent", str(platform.get("agent", "?"))),
-        ("Codecs", "; ".join(f"{c} {versions.get(c, '?')}" for c in context.codecs()) or "-"),
+        (
+            "Codecs",
+            "; ".join(f"{c} {codec_version(platform, c)}" for c in context.codecs()) or "-",
+        ),
         ("CPU governor", _governors(telemetry)),
         ("Load", _load(platform.get("load_avg"), context.samples())),
         ("Throttling", _throttling(telemetry)),
