@@ -8,7 +8,11 @@ filesystem; a whole disk is busy when any of its partitions is.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import struct
+import tempfile
 from pathlib import Path
 
 SYS_BLOCK = Path("/sys/class/block")
@@ -156,13 +160,73 @@ def read_only(name: str) -> bool:
     return (SYS_BLOCK / name / "ro").read_text().strip() == "1"
 
 
-def backing_files(name: str) -> list[str]:
-    """The files loop devices at or below `name` read from (a partition's disk, the
-    slaves of a device-mapper or md device): writing `name` writes into them."""
-    found = []
-    for member in sorted(_with_lower_devices(name)):
-        backing = SYS_BLOCK / member / "loop" / "backing_file"
-        if backing.exists():
-            text = backing.read_text().rstrip("\n")
-            found.append(text.removesuffix(" (deleted)"))
+#: linux/loop.h: LOOP_GET_STATUS64 and struct loop_info64 (lo_device, lo_inode, lo_rdevice,
+#: lo_offset, lo_sizelimit, lo_number, lo_encrypt_type, lo_encrypt_key_size, lo_flags,
+#: lo_file_name[64], lo_crypt_name[64], lo_encrypt_key[32], lo_init[2]).
+LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64 = struct.Struct("=5Q4I64s64s32s2Q")
+
+
+def _open_block(name: str) -> int:
+    """A read-only descriptor of block device `name`: /dev/NAME when it is that device,
+    else a node made for the call in a private directory."""
+    major, minor = (int(part) for part in (SYS_BLOCK / name / "dev").read_text().split(":"))
+    devno = os.makedev(major, minor)
+    if _block_devno(f"/dev/{name}") == devno:
+        return os.open(f"/dev/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    with tempfile.TemporaryDirectory() as folder:
+        node = Path(folder) / name
+        os.mknod(node, 0o600 | 0o060000, devno)
+        return os.open(node, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def loop_backing(name: str) -> tuple[int, int, int] | None:
+    """(st_dev, st_ino, st_rdev) of the file loop device `name` reads, as the kernel holds
+    it (LOOP_GET_STATUS64); None when `name` is not a loop device or reads nothing.
+
+    Unlike loop/backing_file this stays true when the file's name was removed ("(deleted)")
+    or another file took it. OSError when the device cannot be asked."""
+    if not (SYS_BLOCK / name / "loop").is_dir():
+        return None
+    fd = _open_block(name)
+    try:
+        info = fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(_LOOP_INFO64.size))
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a loop device with no file
+            return None
+        raise
+    finally:
+        os.close(fd)
+    device, inode, rdevice = _LOOP_INFO64.unpack(info)[:3]
+    return device, inode, rdevice
+
+
+def backing_chain(name: str) -> list[tuple[list[str], int, int]]:
+    """Every file that writing `name` writes into, as (the devices it goes through, st_dev,
+    st_ino): the files of the loop devices at or below `name` (a partition's disk, the
+    slaves of a device-mapper or md device), and below a loop device that reads another
+    block device, that device's own, recursively. OSError when a loop cannot be asked."""
+    found: list[tuple[list[str], int, int]] = []
+    seen: set[str] = set()
+    pending = [[name]]
+    while pending:
+        path = pending.pop()
+        for member in sorted(_with_lower_devices(path[-1])):
+            if member in seen:
+                continue
+            seen.add(member)
+            backing = loop_backing(member)
+            if backing is None:
+                continue
+            device, inode, rdevice = backing
+            through = path if member == path[-1] else [*path, member]
+            found.append((through, device, inode))
+            if rdevice:  # a loop over a block device: it writes what that device writes
+                lower = name_of(rdevice)
+                if lower is None:
+                    raise OSError(
+                        f"{member} reads block device {os.major(rdevice)}:"
+                        f"{os.minor(rdevice)}, which this system does not list"
+                    )
+                pending.append([*through, lower])
     return found

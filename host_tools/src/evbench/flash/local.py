@@ -18,9 +18,13 @@ log = logging.getLogger(__name__)
 
 
 def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
-    """The target must not be the image or its bmap: not the file itself, nor a loop
-    device (or a partition, device-mapper or md device stacked on one) reading it."""
+    """The target must not be the image or its bmap: not the file itself, nor a device
+    that writes into it: a loop device reading it (or a partition, device-mapper or md
+    device stacked on one), through any number of loop devices reading loop devices.
+    Files are compared by device and inode as the kernel holds them, not by name (a loop's
+    file may have lost its name: a removed hard link)."""
     inputs = [plan.image] + ([plan.bmap.path] if plan.bmap and plan.bmap.path else [])
+    mine = {}
     for path in inputs:
         status = path.stat()
         if target.identity == ("file", str(status.st_dev), str(status.st_ino)):
@@ -28,19 +32,24 @@ def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
                 f"the target {target.path} is the file {path} itself; nothing was written",
                 hint="give another --device",
             )
+        mine[(status.st_dev, status.st_ino)] = path
     if not target.is_block_device:
         return
     name = blockdevs.name_of(int(target.identity[1]))
-    mine = {(p.stat().st_dev, p.stat().st_ino): p for p in inputs}
-    for backing in blockdevs.backing_files(name) if name else ():
-        try:
-            status = Path(backing).stat()
-        except OSError:
-            continue  # a backing file gone from its path cannot be one of ours
-        source = mine.get((status.st_dev, status.st_ino))
+    try:
+        chain = blockdevs.backing_chain(name) if name else []
+    except OSError as error:
+        raise UserError(
+            f"cannot tell which files the target {target.path} writes into "
+            f"({error.strerror or error}); nothing was written",
+            hint="losetup -l lists what each loop device reads",
+        ) from None
+    for through, device, inode in chain:
+        source = mine.get((device, inode))
         if source is not None:
+            via = f" (through {' > '.join(through)})" if len(through) > 1 else ""
             raise UserError(
-                f"the target {target.path} is a loop device reading {source} itself: "
+                f"the target {target.path} is a loop device reading {source} itself{via}: "
                 "writing it would destroy the image; nothing was written",
                 hint="give another --device (losetup -l lists what each loop device reads)",
             )
