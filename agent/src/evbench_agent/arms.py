@@ -111,6 +111,15 @@ def parse(value: Any) -> dict[str, str]:
     return arms
 
 
+#: What to do about an arm whose environment is not there (docs/running.md's example
+#: names .venv-pb425, which `make setup` makes and `make run` does not).
+MISSING_HINT = (
+    "make it first (python3 -m venv DIR, then DIR/bin/pip install protobuf==VERSION psutil); "
+    "in an evbench checkout, `make setup` makes the docs' .venv-pb425 (protobuf 4.25.8), "
+    "which `make run` does not"
+)
+
+
 def interpreter(where: str) -> str:
     """The interpreter an arm names: a venv's bin/python, a path, or a command on PATH.
 
@@ -127,10 +136,13 @@ def interpreter(where: str) -> str:
         found = shutil.which(where)
         if found:
             return found
-        raise UserError(f"no interpreter {where!r} on PATH")
+        raise UserError(
+            f"no interpreter or virtual environment {where!r} (here or on PATH)",
+            hint=MISSING_HINT,
+        )
     if path.is_file() and os.access(path, os.X_OK):
         return str(path.absolute())
-    raise UserError(f"no interpreter or virtual environment at {where}")
+    raise UserError(f"no interpreter or virtual environment at {where}", hint=MISSING_HINT)
 
 
 _agent_path: list[str] = []

@@ -150,10 +150,24 @@ def run(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     from evbench.history.indexing import index_run
+    from evbench_agent import results
 
+    # `history add results/*` also meets what the documented workflow puts beside the
+    # runs (criteria.json, junit.xml, the store itself, screenshots): not runs, skipped
+    # with a note. A directory with a manifest is a run, and its errors count.
+    # A path that does not exist is an error, as before (a mistyped run).
+    runs = [p for p in args.runs if not p.exists() or (p / results.MANIFEST).is_file()]
+    for path in args.runs:
+        if path not in runs:
+            why = "a file" if path.is_file() else f"no {results.MANIFEST}"
+            print(f"evbench: skipped {path}: not a run directory ({why})", file=sys.stderr)
+    if not runs:
+        raise UserError(
+            "none of the paths given is a run directory", hint="give directories of evbench runs"
+        )
     status = ExitCode.OK
     with _open(args) as store:
-        for directory in args.runs:
+        for directory in runs:
             try:
                 indexed = index_run(directory)
                 added = store.add(indexed)

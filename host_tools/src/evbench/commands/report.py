@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from evbench_agent.errors import ExitCode
+from evbench_agent.errors import ExitCode, UserError
 
 NAME = "report"
 HELP = "render a run directory: report.md, self-contained report.html, CSV and JUnit"
@@ -33,7 +33,29 @@ def _terminal(run_dir: Path) -> int:
     return ExitCode.OK if run.complete else ExitCode.PARTIAL
 
 
+def _refuse_what_is_not_a_run(run_dir: Path) -> None:
+    """Before anything is written: a run directory has its manifest.json (every run
+    writes it before it measures) or, a run that lost it, at least one sample set evbench
+    can read. A folder with neither is not a run, whatever else it holds (an empty or
+    foreign samples.jsonl got five report files written beside it)."""
+    from evbench_agent import results
+
+    if not run_dir.is_dir():
+        return  # the report's own reading says what is wrong, as before
+    if (run_dir / results.MANIFEST).is_file():
+        return
+    if not (run_dir / results.SAMPLES).is_file():
+        return  # "holds no evbench results", from the report's own reading, writing nothing
+    if next(iter(results.read_samples(run_dir, errors="skip")), None) is None:
+        raise UserError(
+            f"{run_dir} is not a run directory: no {results.MANIFEST}, and its "
+            f"{results.SAMPLES} holds no sample set evbench wrote; nothing was written there",
+            hint="give a directory written by evbench run or evbench-agent run",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    _refuse_what_is_not_a_run(args.run_dir)
     if args.terminal:
         return _terminal(args.run_dir)
     from evbench.report.writer import write_report  # matplotlib: only when a report is drawn
