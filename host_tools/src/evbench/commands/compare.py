@@ -141,16 +141,16 @@ def run(args: argparse.Namespace) -> int:
         }
         worse = [why for why in result.regressions if why not in gains]
         better = [why for why in result.regressions if why in gains]
-        said = []
+        parts: list[str] = []
         if worse:
-            said.append(f"{len(worse)} metric(s) regressed: " + "; ".join(worse))
+            parts.append(f"{len(worse)} metric(s) regressed: " + "; ".join(worse))
         if better:
-            said.append(
+            parts.append(
                 f"{len(better)} metric(s) improved beyond --max-change (a change this large "
                 "fails either way: check the runs measured the same thing): " + "; ".join(better)
             )
         raise CheckFailed(
-            "; ".join(said)
+            "; ".join(parts)
             + "".join(
                 f"; environment changed in {label}: " + ", ".join(moved)
                 for label, moved in zip(names[1:], result.environment, strict=True)
