@@ -114,3 +114,75 @@ def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, 
     for path in edits:
         assert f"manifest.json: {path}" in markdown, path
     assert "(ignored)" in markdown
+
+
+def _with_manifest_field(tmp_path: Path, name: str, value) -> Path:
+    run = tmp_path / name
+    shutil.copytree(COMMITTED, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["platform"]["hostname"] = value
+    (run / "manifest.json").write_text(json.dumps(manifest))  # "\ud800" as JSON escapes it
+    return run
+
+
+@pytest.mark.slow
+def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
+    """JSON can escape a lone surrogate ("\\ud800"), which no UTF-8 report can hold: the
+    manifest is refused as not UTF-8 text, as a file with an invalid byte is (issue 44,
+    item 12; it was an internal error, UnicodeEncodeError, from report and compare)."""
+    run = _with_manifest_field(tmp_path, "surrogate", "board-\ud800-1")
+    before = {path.name: path.read_bytes() for path in run.iterdir()}
+    expected = f"{run / 'manifest.json'} cannot be read: not UTF-8 text: a lone surrogate"
+    done = evbench("report", str(run))
+    assert done.returncode == 2, done.stderr
+    assert expected in done.stderr and '"board-\\ud800-1"' in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert {path.name: path.read_bytes() for path in run.iterdir()} == before  # nothing lost
+    compared = evbench("compare", str(run), str(COMMITTED), "--no-history")
+    assert compared.returncode == 2, compared.stderr
+    assert expected in compared.stderr and "internal error" not in compared.stderr
+    # a pair of surrogates is one character (U+1F600): text like any other
+    paired = _with_manifest_field(tmp_path, "paired", "board-\U0001f600")
+    assert "\\ud83d\\ude00" in (paired / "manifest.json").read_text()
+    done = evbench("report", str(paired))
+    assert done.returncode == 4, done.stderr  # only the checksum no longer matches
+    assert "board-\U0001f600" in (paired / "report.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"process": {"x": 1}},
+        {"process": [1, 2]},
+        {"payloads": {"x": 1}},
+        {"payloads": [200, {"x": 1}]},
+        {"\ud800": 1},
+    ],
+    ids=["object replicate", "list replicate", "object", "object in a list", "surrogate key"],
+)
+def test_samples_whose_params_hold_an_object_are_named_not_a_crash(tmp_path, params):
+    """params are plain values (text, numbers, true/false, null; flat lists of them beside
+    the replicate params): a set whose replicate param held an object crashed report and
+    compare (TypeError: unhashable type: 'dict'; issue 44, item 12)."""
+    extra = _sample_set([1e-6, 2e-6, 3e-6])
+    extra["params"] = {**extra["params"], **params}
+    first = _interrupted_copy(tmp_path, "a", extra)
+    second = _interrupted_copy(tmp_path, "b", extra)
+    done = evbench("report", str(first))
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    markdown = (first / "report.md").read_text()
+    assert "samples.jsonl line 17 cannot be read" in markdown
+    assert "| seed | Deserialization |" in markdown
+    compared = evbench("compare", str(first), str(second), "--no-history")
+    assert compared.returncode not in (1, 2), compared.stderr
+    assert "Traceback" not in compared.stderr and "internal error" not in compared.stderr
+
+
+def test_plain_params_and_flat_lists_are_read():
+    from evbench_agent.results import SampleSet
+
+    data = _sample_set([1.0])
+    data["params"] = {**data["params"], "window": [1, 2.5, "x", None, True], "process": 3}
+    assert SampleSet.from_dict(data).params == data["params"]

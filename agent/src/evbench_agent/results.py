@@ -253,11 +253,27 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float))
+
+
 def _params(value: Any) -> dict[str, Any]:
+    """A record's params: a JSON object whose values are text, numbers, true/false or null,
+    or flat lists of them; a replicate param (process, round, ...) a single one, as the
+    analysis keys replicates by them."""
     if value is None:
         return {}
-    if not isinstance(value, dict) or _depth(value) > MAX_DEPTH // 2:
+    if not isinstance(value, dict):
         raise FormatError("params are a JSON object of plain values")
+    for name, item in value.items():
+        if _scalar(item):
+            continue
+        flat = isinstance(item, list) and all(map(_scalar, item))
+        if flat and identity.param_kind(name) != "replicate":
+            continue
+        raise FormatError(
+            f"params are a JSON object of plain values: {name!r:.40} holds {item!r:.40}"
+        )
     return value
 
 
@@ -653,8 +669,30 @@ def _version_hint(version: object) -> str:
     return "the file is damaged or not written by evbench: measure again"
 
 
+def _lone_surrogate(value: Any) -> str | None:
+    """The first text (object key or string) of `value` holding a lone surrogate, which
+    JSON can escape (\\ud800) but no UTF-8 file, report or terminal can hold."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending += item.keys()
+            pending += item.values()
+        elif isinstance(item, list):
+            pending += item
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            return item
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: How a JSON text spells a surrogate (the only way one gets into a decoded string).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
 def _parse_json(data: bytes) -> Any:
-    """JSON from bytes, as FormatError when it is not UTF-8, not JSON or nested too deep."""
+    """JSON from bytes, as FormatError when it is not UTF-8 text (invalid bytes, or a lone
+    surrogate escaped), not JSON or nested too deep."""
     try:
         value = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:
@@ -665,6 +703,11 @@ def _parse_json(data: bytes) -> Any:
         raise FormatError(f"not JSON ({str(error)[:80]})") from None
     if _depth(value) > MAX_DEPTH:
         raise FormatError("nested too deeply")
+    if _SURROGATE_ESCAPE.search(data):
+        text = _lone_surrogate(value)
+        if text is not None:
+            shown = text.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise FormatError(f"not UTF-8 text: a lone surrogate in \"{shown:.60}\"")
     return value
 
 
