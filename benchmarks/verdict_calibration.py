@@ -57,8 +57,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evbench_agent import comparison, results
+from evbench_agent.analysis import margins
 from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE
 from evbench_agent.results import SampleSet
 
@@ -182,11 +184,16 @@ def _encode_names(outcome: str) -> Callable[[comparison.Comparison], bool]:
 REPLY_DELAY_S = 0.00005
 
 
-def experiments(runs: dict[str, int], link_cpus: str | None = None) -> list[Experiment]:
+def experiments(
+    runs: dict[str, int], link_cpus: str | None = None, chosen: list[str] | None = None
+) -> list[Experiment]:
     codec = ["--suite", "codec", "--profile", "seed"]
     link = ["--suite", "link", "--link-profile", "seed"]
     if link_cpus is not None:  # the link's placement (docs/link.md); None: the default
         link += ["--link-cpus", link_cpus]
+    for item in chosen or ():  # margins (docs/method.md): every real run is judged by them
+        codec += ["--margin", item]
+        link += ["--margin", item]
     return [
         Experiment(
             "codec-aa",
@@ -278,7 +285,14 @@ def _tally(experiment: Experiment, result: comparison.Comparison) -> None:
             continue
         tally = experiment.rows.setdefault(
             row.label,
-            {"baseline": 0, "candidate": 0, "equal": 0, "undecided": 0, "n too small": 0},
+            {
+                "baseline": 0,
+                "candidate": 0,
+                "equal": 0,
+                "negligible": 0,
+                "undecided": 0,
+                "n too small": 0,
+            },
         )
         tally[row.outcome] += 1
         if row.min_detectable is not None:
@@ -367,9 +381,15 @@ def _synthetic_sets(name: str, rng: random.Random) -> list[SampleSet]:
     return sets
 
 
-def synthetic_run(experiment: Experiment, out: Path, rng: random.Random) -> None:
+def synthetic_run(
+    experiment: Experiment, out: Path, rng: random.Random, chosen: list[str] | None = None
+) -> None:
+    """A made-up run of `experiment`; `chosen`: --margin items its spec records."""
     writer = results.RunWriter(out, f"synthetic-{experiment.name}")
-    writer.write_manifest({"source": {"synthetic": "benchmarks/verdict_calibration.py"}})
+    manifest: dict[str, Any] = {"source": {"synthetic": "benchmarks/verdict_calibration.py"}}
+    if chosen:
+        manifest["spec"] = {"margins": margins.parse(chosen)}
+    writer.write_manifest(manifest)
     writer.add(_synthetic_sets(experiment.name, rng))
     writer.finish(complete=True)
 
@@ -513,6 +533,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--link-cpus", help="the link experiments' --link-cpus (default: the agent's, auto)"
     )
+    parser.add_argument(
+        "--margin",
+        action="append",
+        metavar="NAME=VALUE",
+        help="an equivalence margin every run uses (evbench run --margin); repeatable",
+    )
     parser.add_argument("--keep", type=Path, help="copy every run directory here")
     parser.add_argument("--json", type=Path, help="write the summary as JSON here")
     args = parser.parse_args(argv)
@@ -524,11 +550,13 @@ def main(argv: list[str] | None = None) -> int:
         name: getattr(args, f"runs_{name}") or args.runs or default
         for name, default in DEFAULT_RUNS.items()
     }
-    plan = [e for e in experiments(runs, args.link_cpus) if e.name in chosen]
+    plan = [e for e in experiments(runs, args.link_cpus, args.margin) if e.name in chosen]
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
-    runner = (lambda e, out: synthetic_run(e, out, rng)) if args.synthetic else real_run
+    runner = (
+        (lambda e, out: synthetic_run(e, out, rng, args.margin)) if args.synthetic else real_run
+    )
     print(f"load average at start: {os.getloadavg()}, cpus: {os.cpu_count()}", flush=True)
     started = time.monotonic()
     run_all(

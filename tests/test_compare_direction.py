@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pytest
-
 from evbench.cli import evbench
 from evbench_agent import results
 from evbench_agent.results import SampleSet
@@ -40,11 +38,6 @@ def _run(directory: Path, factor: float) -> Path:
     return directory
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the fix is in host_tools/src/evbench/report/compare.py (_change_cell), owned by "
-    "another developer: see issue 44, item 5",
-)
 def test_a_185_percent_capacity_gain_is_not_printed_as_a_regression(tmp_path, capsys):
     base, gain = _run(tmp_path / "a", 1.0), _run(tmp_path / "b", 2.85)
     evbench(["compare", "--baseline", str(base), str(gain)])

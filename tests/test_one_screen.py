@@ -32,7 +32,10 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
     for line in printed + done.stderr.splitlines():  # progress included
         assert len(line) <= 120, line
     assert len(printed) <= 50, done.stdout  # the answer and the pointers: one screen
-    assert printed[0] == "The answer (Protobuf against JSON, on this machine):"
+    # the verdict in one line per profile (ev-full, seed), then the answer's sentences
+    assert [line.split(":")[0] for line in printed[:2]] == ["ev-full", "seed"]
+    assert all(len(line) <= 100 for line in printed[:2])
+    assert printed[3] == "The answer (Protobuf against JSON, on this machine):"
     start = printed.index(next(line for line in printed if line.startswith("Profile ")))
     end = printed.index("", start)
     key_table = printed[start:end]
@@ -61,4 +64,4 @@ def test_report_terminal_prints_what_the_default_leaves_out(quick_run):
     assert shown.returncode == 0, shown.stderr
     assert "Medians per codec:" in shown.stdout
     assert "Does it fit at 20 Hz?" in shown.stdout  # the bus budget
-    assert "% Diff (est.)" in shown.stdout  # the full comparison table's header
+    assert "Change (est.)" in shown.stdout  # the full comparison table's header

@@ -61,7 +61,7 @@ def test_compare_two_local_runs_prints_the_table(runs):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "A (" in out and "B (" in out  # same host twice: the runs get letters
-    assert "JSON" in out and "Protobuf (est.)" in out and "% Diff (est.)" in out
+    assert "JSON" in out and "Protobuf (est.)" in out and "Change (est.)" in out
     assert "Verdict" in out
     for label in ("Serialization", "Deserialization", "Size, deflated"):
         assert label in out

@@ -35,7 +35,7 @@ CONTEXT_METRICS = {
     "cpu_util", "agent_cpu", "temp_max", "freq_min", "power_mean", "rss_max",
     "energy_per_op", "energy_per_msg",
 }  # fmt: skip
-VERDICTS = {"JSON", "Protobuf", "equal", "undecided", "n too small"}
+VERDICTS = {"JSON", "Protobuf", "equal", "negligible", "undecided", "n too small"}
 #: The display units of report.units.format_value, to read a cell back as a number.
 SCALES = {
     "ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "B": 1.0, "KiB": 1024.0,
@@ -206,17 +206,26 @@ def _joined(first: list[list[str]], rest: list[list[str]]) -> list[list[str]]:
     return [a + b[keys:] for a, b in zip(first, rest, strict=True)]
 
 
+def signed_change(cell: str) -> float:
+    """A Change cell as a signed number: '+1.1%' as 1.1; '45x faster' as -45 (lower),
+    '2.5x higher' as +2.5: only its sign is compared."""
+    if cell.endswith("%"):
+        return float(cell.rstrip("%"))
+    times, word = cell.split("x ", 1)
+    return -float(times) if word in ("faster", "smaller", "lower") else float(times)
+
+
 def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> None:
     """The comparison table (with Verdict) and the context table (without) together show
     every identity exactly once; context metrics only in the table without a verdict."""
     comparison = next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])
     header = [c.strip() for c in comparison[0]]
     assert header[:6] == [
-        "Profile", "Metric", "JSON", "Protobuf (est.)", "% Diff (est.)", "Verdict",
+        "Profile", "Metric", "JSON", "Protobuf (est.)", "Change (est.)", "Verdict",
     ]  # fmt: skip
     context = next(t for t in tables if t[0][1].strip().startswith("Context"))
     context_header = [c.strip() for c in context[0]]
-    assert "Verdict" not in context_header and "% Diff (est.)" not in context_header
+    assert "Verdict" not in context_header and "Change (est.)" not in context_header
     tested = match_rows(comparison[1:], found, (2,), facts)
     shown = match_rows(context[1:], found, (2, 4))
     assert not set(tested.values()) & set(shown.values())
@@ -244,7 +253,9 @@ def test_the_run_measured_what_this_test_needs(run):
 
 def test_every_terminal_row_is_one_identity_and_telemetry_has_no_winner(run):
     run_dir, stdout = run
-    assert stdout.startswith("The answer (Protobuf against JSON, on this machine):")
+    assert stdout.split("\n\n", 1)[1].startswith(
+        "The answer (Protobuf against JSON, on this machine):"
+    )
     check_tables(text_tables(stdout), identities(run_dir), means(run_dir))
 
 
@@ -293,9 +304,9 @@ def test_percent_diff_cells_and_verdict_agree_in_sign(run):
     for row in comparison[1:]:
         cells = [c.strip() for c in row]
         verdict = cells[column["Verdict"]]
-        if verdict == "fact" or cells[column["% Diff (est.)"]] == "-":
+        if verdict == "fact" or cells[column["Change (est.)"]] == "-":
             continue
-        change = float(cells[column["% Diff (est.)"]].rstrip("%"))
+        change = signed_change(cells[column["Change (est.)"]])
         base, cand = number(cells[2]), number(cells[3])
         # The cells are rounded to three digits: a change below half a unit of the last
         # digit may show as equal cells, never as cells of the other sign.
@@ -315,10 +326,12 @@ def test_percent_diff_cells_and_verdict_agree_in_sign(run):
     assert checked >= 5  # the codec suite's timed rows and the link's tested rows
 
 
-#: comparison.csv's columns, as issue 27 lists them.
+#: comparison.csv's columns, as issue 27 lists them, and issue 42's (the change in words,
+#: the margin, the scale and the difference's interval, the look that decided the row).
 CSV_COLUMNS = [
     "suite", "profile", "metric", "phase", "label", "baseline", "candidate", "estimate",
-    "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable",
+    "change", "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable", "margin", "scale",
+    "difference", "diff_low", "diff_high", "look",
 ]  # fmt: skip
 #: The table's verdict cell for each verdict word of the file (the codecs by display name).
 TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}
@@ -346,10 +359,24 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
         assert word in VERDICTS | {"fact"}
         if line["verdict"] == "fact":
             continue
-        change = row[header.index("% Diff (est.)")]
-        assert f"{(float(line['estimate']) - 1) * 100:+.1f}%" == change
-        interval = row[header.index("ratio CI (Holm step)")]
-        if line["ci_low"]:
+        change = row[header.index("Change (est.)")]
+        assert change == line["change"] or change == f"{(float(line['estimate']) - 1) * 100:+.1f}%"
+        ratio = float(line["estimate"])
+        if change.endswith("%"):  # below 2x: the change in percent
+            assert 0.5 < ratio < 2
+        else:  # '45x faster': the factor, rounded, is the ratio's or its inverse's
+            times = float(change.split("x")[0])
+            assert times == pytest.approx(max(ratio, 1 / ratio), rel=0.06, abs=0.05)
+        interval = row[header.index("CI (Holm step)")]
+        if line["scale"] == "difference":  # an absolute margin: the interval in the unit
+            if line["diff_low"]:
+                low, high = float(line["diff_low"]), float(line["diff_high"])
+                assert low <= high and " to " in interval
+                if float(line["p_holm"]) >= 0.05:  # no interval excludes 0 without Holm
+                    assert low <= 0 <= high, line
+            else:
+                assert interval == "-" and line["verdict"] == "n too small"
+        elif line["ci_low"]:
             assert interval == f"{float(line['ci_low']):.3f}-{float(line['ci_high']):.3f}"
             low, high = float(line["ci_low"]), float(line["ci_high"])
             if float(line["p_holm"]) >= 0.05:  # no interval excludes 1 without Holm

@@ -99,7 +99,7 @@ def test_report_has_context_comparison_and_spread(run_dir: Path):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["platform"]["kernel"] in markdown
     assert f"{manifest['platform']['protobuf']} (backend " in markdown
-    assert "| Profile | Metric | JSON | Protobuf (est.) | % Diff (est.) | Verdict |" in markdown
+    assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
     assert "PARTIAL" not in markdown
     assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
     if any(

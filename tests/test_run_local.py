@@ -62,9 +62,11 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
     assert (out / "complete").exists()
     assert results.verify_checksums(out) == []
     # The answer opens the output, in sentences, before the table.
-    assert done.stdout.startswith("The answer (Protobuf against JSON, on this machine):")
+    assert done.stdout.split("\n\n", 1)[1].startswith(
+        "The answer (Protobuf against JSON, on this machine):"
+    )
     header = next(line for line in done.stdout.splitlines() if line.startswith("Profile "))
-    for column in ("Metric", "JSON", "Protobuf (est.)", "% Diff (est.)", "Verdict"):
+    for column in ("Metric", "JSON", "Protobuf (est.)", "Change (est.)", "Verdict"):
         assert column in header
     assert "Serialization" in done.stdout and "Protobuf" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())

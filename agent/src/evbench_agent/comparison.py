@@ -530,7 +530,7 @@ def compare_looks(
         return compare(sample_sets, baseline, candidate, margins_used=margins_used)
     last = len(alphas)
     rows = tuple(
-        replace(row, verdict=found[row.identity])
+        replace(row, verdict=found[row.identity], n=found[row.identity].n or 0)
         if row.identity in found
         else replace(row, verdict=replace(row.verdict, look=last) if row.verdict else None)
         for row in latest.rows

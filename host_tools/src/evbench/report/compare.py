@@ -442,8 +442,8 @@ def _against_history(rows: list[Row], nights: NightTest, baseline: bool, runs: i
 
 def _change_cell(change: Change) -> str:
     row, verdict = change.row, change.row.verdict
-    if change.regression:
-        return "REGRESSION"
+    if change.regression:  # beyond --max-change: named by its direction
+        return "REGRESSION" if change.worse else "better, beyond --max-change"
     if row.role == FACT:
         return table.FACT_WINNER
     if verdict is None:
@@ -536,11 +536,12 @@ NOTES = (
 def codec_cells(
     contexts: Sequence[RunContext], names: Sequence[str], pair: tuple[str, str]
 ) -> tuple[list[str], list[list[str]]]:
-    """The seed's table, one column group per run: JSON | Protobuf (est.) | % Diff (est.) |
+    """The seed's table, one column group per run: JSON | Protobuf (est.) | Change (est.) |
     Verdict."""
     per_run = []
     for context in contexts:
-        _headers, body = table.comparison_cells(comparing.compare(context.samples(), *pair))
+        found = comparing.compare_recorded(context.samples(), context.manifest, *pair)
+        _headers, body = table.comparison_cells(found)
         # a row measured on a busy machine in one run only is still the same row
         per_run.append(
             {(line[0], line[1].removesuffix(table.BUSY_MARK)): line[2:6] for line in body}
@@ -549,7 +550,7 @@ def codec_cells(
     base, cand = (table.display_name(c) for c in pair)
     headers = ["Profile", "Metric"]
     for name in names:
-        headers += [f"{name} {base}", f"{name} {cand} (est.)", "% Diff (est.)", "Verdict"]
+        headers += [f"{name} {base}", f"{name} {cand} (est.)", "Change (est.)", "Verdict"]
     return headers, [[*key, *(c for cells in per_run for c in cells[key])] for key in common]
 
 

@@ -40,6 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evbench.report import ratios
+from evbench_agent.analysis import margins
 from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE
 from evbench_agent.comparison import CONTEXT, FACT, Comparison
 from evbench_agent.results import RECORD_FIELDS
@@ -88,12 +90,19 @@ COMPARISON_FIELDS = (
     "baseline",
     "candidate",
     "estimate",
+    "change",
     "ci_low",
     "ci_high",
     "p_holm",
     "verdict",
     "n",
     "detectable",
+    "margin",
+    "scale",
+    "difference",
+    "diff_low",
+    "diff_high",
+    "look",
 )
 
 PROPERTY_FIELDS = ("median", "mean", "stdev", "min", "max", "ci95_low", "ci95_high", "n")
@@ -264,6 +273,8 @@ def comparison_rows(comparison: Comparison | None) -> list[dict[str, Any]]:
             difference = row.fact_difference
             entry["estimate"] = None if difference is None else 1 + difference
             entry["verdict"] = "fact"
+            if difference is not None and difference > -1:
+                entry["change"] = ratios.change_text(1 + difference, row.identity.metric)
         elif verdict is not None:
             named = {BASELINE: comparison.baseline, CANDIDATE: comparison.candidate}
             detectable = verdict.min_detectable
@@ -273,8 +284,21 @@ def comparison_rows(comparison: Comparison | None) -> list[dict[str, Any]]:
                 "ci_high": verdict.ratio_high,
                 "p_holm": verdict.p_holm,
                 "verdict": named.get(verdict.winner, verdict.winner),
-                "detectable": None if detectable is None else detectable * 100,
+                "margin": verdict.margin,
+                "scale": verdict.scale,
+                "look": verdict.look,
             }
+            if verdict.ratio is not None and verdict.ratio > 0:
+                entry["change"] = ratios.change_text(verdict.ratio, row.identity.metric)
+            if verdict.scale == margins.DIFFERENCE:  # in the row's unit, not a percent
+                entry |= {
+                    "difference": verdict.difference,
+                    "diff_low": verdict.diff_low,
+                    "diff_high": verdict.diff_high,
+                    "detectable": detectable,
+                }
+            else:
+                entry["detectable"] = None if detectable is None else detectable * 100
         rows.append(entry)
     return rows
 

@@ -1,7 +1,7 @@
 """The comparison of two codecs as tables and plain sentences, in the seed's shape.
 
-    Profile | Metric | JSON | Protobuf (est.) | % Diff (est.) | Verdict | p (Holm) |
-    ratio CI (Holm step) | n | detectable
+    Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict | margin |
+    p (Holm) | CI (Holm step) | n | detectable
 
 One row is one record identity (evbench_agent.analysis.identity): nothing is pooled
 across identities. The numbers and verdicts come from
@@ -274,7 +274,7 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         f"{base}: with several replicates (worker processes in the codec suite, phases in "
         "the link suite) the median of their medians [its 95% CI; none below 6 "
         "replicates]; with one, the median of every value. "
-        f"{cand} (est.) and % Diff (est.): the test's estimate of the ratio "
+        f"{cand} (est.) and Change (est.): the test's estimate of the ratio "
         f"{cand}/{base} (Hodges-Lehmann, from the paired replicates), as {base}'s value "
         "times it and as a change; each codec's own medians are listed apart.",
         "Verdict: from the replicates, paired (codec suite: exact Wilcoxon signed-rank on "
