@@ -32,6 +32,16 @@ from evbench_agent.link.timing import clock_ns, thread_cpu_ns, timer_slack_ns
 
 CONNECT_TIMEOUT_S = 10.0
 HANDSHAKE_TIMEOUT_S = 10.0
+#: A handshake lost on the way is tried again, on a new connection, after each of these
+#: waits: the responder closed or reset the connection before its answer (a crowd of slow
+#: clients on the client's own address made it close the oldest pending ones), its answer
+#: did not come in time, the connection timed out or was reset, or the responder was busy.
+#: A busy responder gives the slot of a client silent for its idle budget (2 s) to a
+#: newcomer: the attempts span 3.1 s, no two more than 0.8 s apart, so one falls in the
+#: silence of a client that sends a message every 2.8 s or less often. The whole
+#: handshake, attempts and waits, stays within RETRY_BUDGET times the connection's timeout.
+RETRY_WAITS_S = (0.1, 0.2, 0.4, 0.8, 0.8, 0.8)
+RETRY_BUDGET = 2.0
 #: A peer silent this long after a message is not going to answer it.
 MIN_LOST_AFTER_S = 1.0
 #: Shortest period for which the periodic sender awaits replies in a blocking recv().
@@ -40,6 +50,15 @@ BLOCKING_MIN_PERIOD_S = 0.02
 #: a tenth of the period) before each tick; a second, short sleep reaches the tick.
 #: Measured on a loaded 2-CPU VM: 50 µs wakes as late as cyclictest, 300 µs later.
 PRE_WAKE_S = 50e-6
+
+
+class _Lost(Exception):
+    """A handshake lost on the way: worth another attempt; `error` is what to raise when
+    none is left."""
+
+    def __init__(self, error: UserError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def lost_after(deadline_s: float) -> float:
@@ -82,16 +101,6 @@ class Connection:
         host, port = address
         if token is None:
             token = private_environment.link_token()
-        try:
-            self.sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-        except OSError as error:
-            raise UserError(
-                f"cannot connect to the responder at {host}:{port}: {error.strerror or error}",
-                hint="start one with 'evbench-agent serve', or check --peer",
-            ) from error
-        self.sock.settimeout(None)
-        framing.configure(self.sock, send_timeout_s=timeout_s)
-        self.reader = framing.FrameReader(self.sock, max_frame)
         self.link, self.mode, self.address = link, mode, f"{host}:{port}"
         hello = handshake.Hello(
             link.codec,
@@ -101,14 +110,65 @@ class Connection:
             token=token,
             reply_delay_ns=reply_delay_ns,
         )
+        deadline = time.monotonic() + RETRY_BUDGET * timeout_s
+        #: How many handshakes it took (1 unless one was lost on the way).
+        self.attempts = 0
+        for wait_s in (*RETRY_WAITS_S, None):
+            self.attempts += 1
+            try:
+                self._attempt(host, port, hello, max_frame, timeout_s, deadline)
+                return
+            except _Lost as lost:
+                left = deadline - time.monotonic()
+                if wait_s is None or left <= wait_s:
+                    raise lost.error from lost.error.__cause__
+            time.sleep(wait_s)
+
+    def _attempt(
+        self,
+        host: str,
+        port: int,
+        hello: handshake.Hello,
+        max_frame: int,
+        timeout_s: float,
+        deadline: float,
+    ) -> None:
+        """One connection and handshake, each within its timeout and the deadline; a lost
+        one (worth another attempt) raises _Lost with the error to give if none is left."""
         try:
-            self.accepted = handshake.request(self.reader, hello, timeout_s)
-        except framing.PeerClosed as error:
+            self.sock = socket.create_connection(
+                (host, port),
+                timeout=max(0.001, min(CONNECT_TIMEOUT_S, deadline - time.monotonic())),
+            )
+        except OSError as error:
+            failure = UserError(
+                f"cannot connect to the responder at {host}:{port}: {error.strerror or error}",
+                hint="start one with 'evbench-agent serve', or check --peer",
+            )
+            failure.__cause__ = error
+            # refused, unreachable: no responder there, and trying again will not make one
+            if isinstance(error, (TimeoutError, ConnectionResetError, ConnectionAbortedError)):
+                raise _Lost(failure) from error
+            raise failure from error
+        self.sock.settimeout(None)
+        wait_s = max(0.001, min(timeout_s, deadline - time.monotonic()))
+        try:
+            framing.configure(self.sock, send_timeout_s=timeout_s)
+            self.reader = framing.FrameReader(self.sock, max_frame)
+            self.accepted = handshake.request(self.reader, hello, wait_s)
+        except (framing.PeerClosed, ConnectionError) as error:
             self.sock.close()
-            raise UserError(
+            failure = UserError(
                 f"the responder at {self.address} closed the connection during the handshake: "
                 f"{error}"
-            ) from error
+            )
+            failure.__cause__ = error
+            raise _Lost(failure) from error
+        except handshake.HandshakeError as error:
+            self.sock.close()
+            if isinstance(error, handshake.BusyError) or isinstance(error.__cause__, TimeoutError):
+                raise _Lost(error) from error
+            raise
         except BaseException:
             self.sock.close()
             raise

@@ -48,6 +48,11 @@ class HandshakeError(UserError):
     """The peers disagree (codec, message type, mode, version) or one is not evbench."""
 
 
+class BusyError(HandshakeError):
+    """The responder refused the HELLO because other clients hold every slot (BUSY):
+    one may free within its idle budget, so a client may try again."""
+
+
 @dataclass(frozen=True)
 class Hello:
     codec: str
@@ -158,7 +163,8 @@ def request(reader: framing.FrameReader, hello: Hello, timeout_s: float) -> dict
                 "a responder you start yourself knows only the built-in profiles, not your "
                 "--schema: measure the link with the loopback responder (the default --peer)"
             )
-        raise HandshakeError(f"the responder refused the connection: {why}", hint=hint)
+        kind = BusyError if busy else HandshakeError
+        raise kind(f"the responder refused the connection: {why}", hint=hint)
     return answer
 
 
