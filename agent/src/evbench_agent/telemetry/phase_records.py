@@ -169,5 +169,7 @@ def build(
         "throttle_events": [e for e in events if e["type"].startswith("throttle")],
         "throttled_phases": flagged,
         "sensors_lost": [e for e in events if e["type"] == "sensor_lost"],
+        # the error (and its traceback) the sampler died of, when it did
+        "sampler_died": [e for e in events if e["type"] == "sampler_died"],
     }
     return sample_sets, facts

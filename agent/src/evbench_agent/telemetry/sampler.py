@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -129,7 +130,11 @@ def _stop_requested(stdin_fd: int, timeout_s: float) -> bool:
 
 
 def serve(stdin_fd: int = 0) -> None:
-    """The sampler process: read the config line, then sample on a fixed schedule."""
+    """The sampler process: read the config line, then sample on a fixed schedule.
+
+    If it dies of an error, the traceback goes into the telemetry file as a
+    `sampler_died` line (the run keeps it, and its manifest's telemetry facts
+    carry it), then to standard error, which nobody may be reading."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     config_line = b""
     while not config_line.endswith(b"\n"):
@@ -138,6 +143,35 @@ def serve(stdin_fd: int = 0) -> None:
             return
         config_line += chunk
     config = json.loads(config_line)
+    try:
+        _sample_until_stopped(config, stdin_fd)
+    except Exception as error:
+        _record_death(config["output"], error)
+        raise
+
+
+def _record_death(output: str, error: Exception) -> None:
+    """Append the traceback of the error that ends the sampler to its telemetry file."""
+    line = {
+        "type": "sampler_died",
+        "t_ns": time.monotonic_ns(),
+        "error": f"{type(error).__name__}: {error}",
+        "traceback": traceback.format_exc(),
+    }
+    text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+    # no file to write to (OSError): standard error only
+    with contextlib.suppress(OSError), open(output, "a+b") as stream:
+        stream.seek(0, os.SEEK_END)
+        if stream.tell() > 0:
+            stream.seek(-1, os.SEEK_END)
+            if stream.read(1) != b"\n":  # a line torn by the error ends here
+                text = "\n" + text
+        stream.write(text.encode("utf-8", "backslashreplace"))
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def _sample_until_stopped(config: dict[str, Any], stdin_fd: int) -> None:
     if config.get("cpu") is not None:
         os.sched_setaffinity(0, {config["cpu"]})
     interval_ns = int(config["interval_s"] * 1e9)
