@@ -6,15 +6,20 @@ with its command's defaults (16 slots, a 5 s handshake deadline, docs/link.md):
   dropped) while real clients keep coming: at least 90 % of them must be served by each
   (SERVED_AT_LEAST; without the defence the issue saw 27 of 72);
 - 16 slot hogs that complete the handshake and then send only a STATS frame every 4 s:
-  a new real client must be served within the documented idle budget (5 s without a
-  MESSAGE), since STATS frames are not measuring traffic.
+  a new real client must be served within the documented idle budget (2 s without a
+  MESSAGE), since STATS frames are not measuring traffic;
+- 16 slot hogs that send one small MESSAGE every 3 s (inside the old 5 s budget), from
+  one peer address or from 16, reconnecting when dropped (issue 44 item 7: both
+  responders served none of the real clients).
 
-Both attacks come from the issue that found them (27 of 72 and 0 of 55 probes served).
+The first two attacks come from the issue that found them (27 of 72 and 0 of 55 probes
+served).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import selectors
 import socket
 import struct
@@ -25,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from link_sockets import connect_from
 from native_cross import RESPONDER_KINDS, build_responder, link_responder
 
 from evbench_agent.link import client, framing, handshake, messages
 
 #: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
-DOCUMENTED_IDLE_BUDGET_S = 5.0
+DOCUMENTED_IDLE_BUDGET_S = 2.0
 #: docs/link.md: the default --max-connections.
 DOCUMENTED_SLOTS = 16
 
@@ -160,42 +166,19 @@ def test_real_clients_are_served_through_a_slow_loris_crowd_of_100(responder):
     assert served >= SERVED_AT_LEAST * probes, (served, probes, failures[:5])
 
 
-def _hog(address: tuple[str, int], link: messages.LinkCodec, stop: threading.Event) -> None:
-    """Hold a slot with a STATS frame every 4 s (no MESSAGE ever), until dropped or stopped."""
-    try:
-        connection = client.Connection(address, link, "ack")
-    except Exception:  # a slot it never got: the others hold them
-        return
-    with connection:
-        exchange = client.Exchange(connection, [])
-        try:
-            while True:
-                exchange.request_stats()
-                exchange.wait(1_000_000_000)
-                if stop.wait(4.0):
-                    return
-        except (framing.FrameError, OSError):
-            return  # dropped by the responder
-
-
 @pytest.mark.integration
 def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_idle_budget(
     responder,
 ):
     link = messages.bind("json", "seed")
     data = link.sample_data(3, 1)
-    stop = threading.Event()
-    hogs = [
-        threading.Thread(target=_hog, args=(responder.address, link, stop), daemon=True)
-        for _ in range(DOCUMENTED_SLOTS)
-    ]
-    for hog in hogs:
-        hog.start()
-    time.sleep(0.5)  # every hog has its slot
-    try:
-        # while the hogs are fresh, the slots are theirs: the refusal says busy
-        with pytest.raises(handshake.HandshakeError, match="other clients hold every slot"):
-            client.Connection(responder.address, link, "ack")
+    sources = [f"127.0.0.{2 + i}" for i in range(DOCUMENTED_SLOTS)]  # one slot each
+    with MessageHogs(responder.address, DOCUMENTED_SLOTS, sources, 4.0, framing.STATS) as hogs:
+        assert hogs.held == DOCUMENTED_SLOTS
+        # while the hogs are fresh, the slots are theirs: the refusal says busy (a raw
+        # HELLO: the module's client would try again until one is silent long enough)
+        answer = _raw_hello(responder.address, "127.0.0.1")
+        assert answer.get("reason") == handshake.BUSY, answer
         started = time.monotonic()
         attempts = []
         while time.monotonic() - started < DOCUMENTED_IDLE_BUDGET_S + 5.0:
@@ -205,10 +188,128 @@ def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_i
                 break
             time.sleep(0.25)
         waited = time.monotonic() - started
-    finally:
-        stop.set()
-        for hog in hogs:
-            hog.join(10)
     assert attempts[-1] is None, attempts[-3:]
     # served once the hogs had gone a budget without a MESSAGE (+ 2 s for a loaded machine)
     assert waited <= DOCUMENTED_IDLE_BUDGET_S + 2.0, waited
+
+
+def _raw_hello(address: tuple[str, int], source: str) -> dict:
+    """The answer to one HELLO sent from `source` by hand (json, seed, ack)."""
+    hello = framing.pack(framing.HELLO, 0, json.dumps(_HELLO).encode())
+    with connect_from(source, address) as sock:
+        sock.sendall(hello)
+        return json.loads(_next_frame(framing.FrameReader(sock)).body)
+
+
+_HELLO = {"protocol": "evbench-link", "version": 2, "codec": "json", "profile": "seed",
+          "message": "evbench.seed.BackendDataPacket", "mode": "ack"}  # fmt: skip
+
+
+class MessageHogs:
+    """`count` slot hogs from `sources` (round robin): each completes a handshake (echo
+    mode) and then sends one frame of `kind` (a 16-byte MESSAGE, or STATS) every `every_s`,
+    taking in its reply; dropped or refused, it connects again after 0.2 s. Raw sockets,
+    not the module's client."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        count: int,
+        sources: list[str],
+        every_s: float,
+        kind: int = framing.MESSAGE,
+    ) -> None:
+        self.address, self.every_s, self.kind = address, every_s, kind
+        self.halt = threading.Event()
+        self.answered = threading.Semaphore(0)  # one release per hog's first answer
+        self.lock = threading.Lock()
+        self.held = 0  # slots held now
+        self.threads = [
+            threading.Thread(target=self._hog, args=(sources[i % len(sources)],), daemon=True)
+            for i in range(count)
+        ]
+
+    def __enter__(self) -> MessageHogs:
+        for thread in self.threads:
+            thread.start()
+        # each hog has had its first answer: the slots are taken
+        for _ in self.threads:
+            assert self.answered.acquire(timeout=30), "a hog never had its HELLO answered"
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.halt.set()
+        for thread in self.threads:
+            thread.join(10)
+
+    def _hog(self, source: str) -> None:
+        hello = framing.pack(framing.HELLO, 0, json.dumps({**_HELLO, "mode": "echo"}).encode())
+        first = True
+        while not self.halt.is_set():
+            holding = False
+            try:
+                with connect_from(source, self.address) as sock:
+                    reader = framing.FrameReader(sock)
+                    sock.sendall(hello)
+                    answer = json.loads(_next_frame(reader).body)
+                    if answer.get("ok") is True:
+                        holding = True
+                        with self.lock:
+                            self.held += 1
+                    if first:
+                        first = False
+                        self.answered.release()
+                    sequence = 0
+                    while holding and not self.halt.is_set():
+                        body = b"x" * 16 if self.kind == framing.MESSAGE else b""
+                        sock.sendall(framing.pack(self.kind, sequence, body))
+                        _next_frame(reader)
+                        sequence += 1
+                        if self.halt.wait(self.every_s):
+                            break
+            except (OSError, framing.FrameError, ValueError):
+                pass
+            if holding:
+                with self.lock:
+                    self.held -= 1
+            if first:
+                first = False
+                self.answered.release()
+            self.halt.wait(0.2)
+
+
+def _next_frame(reader: framing.FrameReader) -> framing.Frame:
+    """The next frame, within the socket's timeout (5 s: connect_from's)."""
+    frames: list[framing.Frame] = []
+    while not frames:
+        frames = reader.receive()
+    reader.unread(frames[1:])
+    return frames[0]
+
+
+#: Real clients that must be served beside the hogs (issue 44's bar is 95 % over many;
+#: here 10 in a row, each a handshake and 3 messages).
+HOG_PROBES = 10
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sources", ["one address", "16 addresses"])
+def test_real_clients_are_served_beside_16_hogs_that_send_a_message_every_3_s(responder, sources):
+    """Issue 44 item 7: 16 hogs, each with one small MESSAGE every 3 s (inside the old 5 s
+    idle budget), held every slot of both responders: no real client was served. Now one
+    address holds at most 14 of the 16 slots, a client silent for 2 s gives its slot to a
+    newcomer, an address whose client lost its slot so cannot take a silent one for 30 s,
+    and the client tries a busy handshake again over 3.1 s. Every real client (from
+    127.0.0.1; the hogs from 127.0.0.2, or from 127.0.0.2 to .17) must be served."""
+    hog_sources = ["127.0.0.2"]
+    if sources != "one address":
+        hog_sources = [f"127.0.0.{2 + i}" for i in range(DOCUMENTED_SLOTS)]
+    link = messages.bind("json", "seed")
+    data = link.sample_data(3, 1)
+    with MessageHogs(responder.address, DOCUMENTED_SLOTS, hog_sources, 3.0) as hogs:
+        held = hogs.held
+        answers = [_probe(responder.address, link, data) for _ in range(HOG_PROBES)]
+        assert responder.alive()
+    assert held >= DOCUMENTED_SLOTS - 2, held  # the hogs did take the slots
+    failures = [why for why in answers if why is not None]
+    assert failures == [], failures[:3]

@@ -361,3 +361,48 @@ def _accepted_one(responder: Responder, opened: list[socket.socket]) -> socket.s
     assert ready, "the connection never reached the listener"
     responder._accept_all()
     return sock
+
+
+def _raw_answer(source: str, address: tuple[str, int], opened: list[socket.socket]) -> dict:
+    """A HELLO from `source`, by hand; the answer (the connection stays open, in `opened`)."""
+    sock = connect_from(source, address)
+    opened.append(sock)
+    sock.sendall(_hello_bytes())
+    return _answer(sock)
+
+
+def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for_a_while():
+    """Issue 44 item 7. 8 slots: one peer address holds at most 7 (all but an eighth).
+    Past the idle budget, a newcomer from another address takes the slot of the peer
+    holding the most; that peer, having lost a silent client so, takes no silent client's
+    slot (its own neither) for the quiet penalty, while a free slot it still may."""
+    logged: list[str] = []
+    responder = Responder(port=0, max_connections=8, log=logged.append, idle_budget_s=DEADLINE_S)
+    thread = threading.Thread(target=responder.serve_forever, daemon=True)
+    thread.start()
+    opened: list[socket.socket] = []
+    try:
+        answers = [_raw_answer("127.0.0.2", responder.address, opened) for _ in range(8)]
+        assert [a["ok"] for a in answers] == [True] * 7 + [False]
+        assert answers[7]["reason"] == handshake.BUSY  # its share is 7; none silent yet
+        assert _raw_answer("127.0.0.3", responder.address, opened)["ok"] is True  # the 8th
+        assert responder.counts()["served"] == 8
+        time.sleep(DEADLINE_S + 0.3)  # every client silent past the idle budget
+        # a third address takes the slot of the peer holding the most (127.0.0.2's)
+        assert _raw_answer("127.0.0.4", responder.address, opened)["ok"] is True
+        assert sum(closed(sock, 0.5) for sock in opened[:7]) == 1
+        # 127.0.0.2 lost a silent client to another address: it may not take one now
+        refused = _raw_answer("127.0.0.2", responder.address, opened)
+        assert refused["reason"] == handshake.BUSY, refused
+        # a newcomer from 127.0.0.3 still may (127.0.0.2's, the peer holding the most)
+        assert _raw_answer("127.0.0.3", responder.address, opened)["ok"] is True
+        assert sum(closed(sock, 0.5) for sock in opened[:7]) == 2
+    finally:
+        for sock in opened:
+            sock.close()
+        responder.close()
+        thread.join(5)
+    # one line per address per minute: 127.0.0.2's refusal; its evictions counted after
+    assert [line for line in logged if line.startswith("127.0.0.2:")] == [
+        next(line for line in logged if "127.0.0.2:" in line and "connection limit (8)" in line)
+    ]

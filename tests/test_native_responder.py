@@ -374,7 +374,7 @@ def test_the_token_is_required_when_set(responder_path):
 #: docs/link.md "Responder limits": pending places per slot, and one peer's share of them.
 PENDING_PER_SLOT, PEER_SHARE = 8, 4
 #: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
-IDLE_BUDGET_S = 5.0
+IDLE_BUDGET_S = 2.0
 
 
 @pytest.mark.parametrize("kind", RESPONDER_KINDS)
@@ -457,7 +457,7 @@ def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(res
     lines = [line for line in log.splitlines() if "dropped" in line]
     assert len(lines) == 2, log  # 127.0.0.9's refusal; 127.0.0.1's first eviction
     assert "127.0.0.9:" in lines[0] and "connection limit (2)" in lines[0], lines
-    idle = "gave up its slot to a new client: no message for 5 s (the idle budget)"
+    idle = "gave up its slot to a new client: no message for 2 s (the idle budget)"
     assert "127.0.0.1:" in lines[1] and idle in lines[1], lines
 
 

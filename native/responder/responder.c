@@ -18,8 +18,12 @@
  * (a newcomer past its peer's share closes that peer's oldest pending connection; past all
  * places, the oldest of the peer holding the most; a connection whose whole HELLO has come
  * is passed over while another can go, as the Python responder reads what has come on a
- * connection before it closes it); `--max-connections` slots, and a client
- * that has sent no MESSAGE for 5 s (the idle budget) gives its slot up to a newcomer.
+ * connection before it closes it); `--max-connections` slots, all but an eighth of them at
+ * most for one peer address (14 of 16); a client that has sent no MESSAGE for 2 s (the idle
+ * budget) gives its slot up to a newcomer that has none free to it (of the newcomer's own
+ * address when that holds its share, else of the peer holding the most slots; the longest
+ * silent), and a peer address whose client gave its slot up so to another address's
+ * newcomer takes no silent client's slot for 30 s.
  * Each drop is logged with who and why, at most once per peer address per minute.
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
@@ -88,7 +92,11 @@
 #define PENDING_PER_SLOT 8       /* connections in their handshake, per slot */
 #define PEER_SHARE 4             /* one peer address holds at most 1 / PEER_SHARE of them */
 #define CLOSING_PER_SLOT 1       /* places, per slot, for connections being closed */
-#define IDLE_BUDGET_S 5          /* a slot without a MESSAGE for this long goes to a newcomer */
+#define IDLE_BUDGET_S 2          /* a slot without a MESSAGE for this long goes to a newcomer */
+#define RESERVED_SHARE 8         /* this share of the slots is kept from any one peer address */
+#define QUIET_PENALTY_S 30       /* a peer whose silent client lost its slot to another
+                                    peer's newcomer takes no silent client's slot this long */
+#define PENALIZED_PEERS 1024     /* peers under that penalty remembered at most */
 #define DROP_LOG_INTERVAL_S 60   /* a peer's drops are logged at most once per this long */
 #define DROP_LOG_PEERS 1024      /* peers whose last drop line is remembered */
 #define RECV_SIZE 65536
@@ -167,7 +175,7 @@ typedef struct {
   char host[INET6_ADDRSTRLEN];
 } Place;
 static Place *places, **scratch;
-static int place_count, pending, max_pending, max_pending_per_peer;
+static int place_count, pending, max_pending, max_pending_per_peer, max_per_peer;
 static unsigned long long accepted;
 
 static void say(const char *format, ...) {
@@ -834,32 +842,79 @@ static void make_room(const char *host) {
   if (crowded) take(crowded, TAKEN_FOR_ROOM);
 }
 
-/* A slot for the connection of `place`, whose HELLO passed: a free one, or the slot of the
- * client that has sent no MESSAGE for longest, beyond the idle budget. NULL once it holds
- * one, else why not (*busy when other clients hold every slot). */
+/* Peer addresses under the quiet penalty (lock held to read or write). */
+static struct {
+  char host[INET6_ADDRSTRLEN];
+  int64_t until;
+} penalties[PENALIZED_PEERS];
+
+static int penalized(const char *host, int64_t now) {
+  for (int i = 0; i < PENALIZED_PEERS; i++)
+    if (penalties[i].until > now && !strcmp(penalties[i].host, host)) return 1;
+  return 0;
+}
+
+/* `host` takes no silent client's slot for QUIET_PENALTY_S: its entry, a lapsed one, or the
+ * one that lapses soonest is written. */
+static void penalize(const char *host, int64_t now) {
+  int chosen = 0;
+  for (int i = 0; i < PENALIZED_PEERS; i++) {
+    if (!strcmp(penalties[i].host, host)) { chosen = i; break; }
+    if (penalties[i].until < penalties[chosen].until) chosen = i;
+  }
+  snprintf(penalties[chosen].host, sizeof penalties[chosen].host, "%s", host);
+  penalties[chosen].until = now + (int64_t)QUIET_PENALTY_S * 1000000000;
+}
+
+/* A slot for the connection of `place`, whose HELLO passed (the Python responder's rule):
+ * a free one while its peer holds fewer than its share; else the slot of a client silent for
+ * the idle budget (of its own peer when that holds its share, else of the peer holding the
+ * most slots; the longest silent of those), unless its own peer is under the quiet penalty.
+ * NULL once it holds one, else why not (*busy when other clients hold every slot). */
 static const char *claim_slot(Place *place, int *busy) {
   const char *why = NULL;
   pthread_mutex_lock(&lock);
   int64_t now = now_ns(CLOCK_MONOTONIC), idle_before = now - (int64_t)IDLE_BUDGET_S * 1000000000;
+  Place *idle = NULL;
   if (place->taken) {
     why = room_text; /* its pending place went to a newer connection meanwhile */
-  } else if (served >= max_connections) {
-    Place *idle = NULL;
-    for (int i = 0; i < place_count; i++) {
-      Place *other = &places[i];
-      int64_t last = __atomic_load_n(&other->last_message, __ATOMIC_RELAXED);
-      if (other->state == SERVED && last < idle_before &&
-          (!idle || last < __atomic_load_n(&idle->last_message, __ATOMIC_RELAXED)))
-        idle = other;
+    goto done;
+  }
+  int n = 0, held = 0;
+  for (int i = 0; i < place_count; i++)
+    if (places[i].state == SERVED) {
+      scratch[n++] = &places[i];
+      held += !strcmp(places[i].host, place->host);
     }
-    if (idle) take(idle, TAKEN_IDLE);
-    else why = busy_text, *busy = 1;
+  int at_share = held >= max_per_peer;
+  if (served < max_connections && !at_share) goto take;
+  if (!penalized(place->host, now)) {
+    qsort(scratch, (size_t)n, sizeof *scratch, by_host_then_age);
+    int64_t idle_last = 0;
+    int idle_group = 0;
+    for (int first = 0, end; first < n; first = end) {
+      for (end = first + 1; end < n && !strcmp(scratch[end]->host, scratch[first]->host); end++) {}
+      int group = end - first;
+      if (at_share && strcmp(scratch[first]->host, place->host)) continue;
+      for (int i = first; i < end; i++) {
+        int64_t last = __atomic_load_n(&scratch[i]->last_message, __ATOMIC_RELAXED);
+        if (last < idle_before &&
+            (!idle || group > idle_group || (group == idle_group && last < idle_last)))
+          idle = scratch[i], idle_last = last, idle_group = group;
+      }
+    }
   }
-  if (!why) {
-    pending--, served++;
-    place->state = SERVED;
-    __atomic_store_n(&place->last_message, now, __ATOMIC_RELAXED);
+  if (!idle) {
+    why = busy_text, *busy = 1;
+    goto done;
   }
+  if (strcmp(idle->host, place->host)) penalize(idle->host, now);
+  take(idle, TAKEN_IDLE);
+take:
+  pending--, served++;
+  place->state = SERVED;
+  __atomic_store_n(&place->last_message, now, __ATOMIC_RELAXED);
+done:
   pthread_mutex_unlock(&lock);
   return why;
 }
@@ -1047,6 +1102,7 @@ int main(int argc, char **argv) {
   if (token && !*token) token = NULL;
   max_pending = PENDING_PER_SLOT * max_connections;
   max_pending_per_peer = max_pending / PEER_SHARE > 1 ? max_pending / PEER_SHARE : 1;
+  max_per_peer = max_connections - max_connections / RESERVED_SHARE;
   place_count = max_connections * (PENDING_PER_SLOT + 1 + CLOSING_PER_SLOT);
   places = calloc((size_t)place_count, sizeof *places);
   scratch = calloc((size_t)place_count, sizeof *scratch);

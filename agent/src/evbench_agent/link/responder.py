@@ -8,8 +8,14 @@ is its thread's CPU clock, which the client reads with a STATS frame at the end
 of a phase. Pending handshakes are capped apart from the slots, in all and per
 peer address; when the cap is reached the oldest pending connection (of the
 peer holding the most) is closed for the new one: slow clients crowd out each
-other, never a client that sends its HELLO at once. It binds to loopback unless
-told otherwise. SIGTERM (or Ctrl-C) stops it cleanly: the listening socket
+other, never a client that sends its HELLO at once. Slots are shared out too: one
+peer address holds at most all but an eighth of them (14 of 16), the rest kept for
+other addresses; a client that has sent no MESSAGE
+for the idle budget (2 s) gives its slot up to a newcomer that needs one; and a
+peer address whose client lost its slot so to another address's newcomer takes
+no silent client's slot for a while (a free one it may), so hogs that reconnect
+cannot pass the silent clients' slots among themselves. It binds to loopback
+unless told otherwise. SIGTERM (or Ctrl-C) stops it cleanly: the listening socket
 closes, every connection is shut down, the threads are joined.
 """
 
@@ -39,8 +45,18 @@ HANDSHAKE_DEADLINE_S = 5.0
 #: A client whose last whole frame is older than this is gone; its thread is freed.
 IDLE_TIMEOUT_S = 120.0
 #: A client that has sent no MESSAGE for this long (STATS frames do not count) gives up
-#: its slot to a new client that needs one: a slot is for measuring traffic.
-IDLE_BUDGET_S = 5.0
+#: its slot to a new client that needs one: a slot is for measuring traffic. Below the
+#: 3 s of a slot hog that sends one small message at a time (issue 44), far above the
+#: gaps of a link phase (50 ms at 20 Hz; a capacity block's turn).
+IDLE_BUDGET_S = 2.0
+#: Of the slots, this share (1 / RESERVED_SHARE, rounded down) is kept from any one peer
+#: address: it holds at most the others (14 of 16; all of fewer than 8).
+RESERVED_SHARE = 8
+#: A peer address whose client gave up its slot to another address's newcomer (it was
+#: quiet) may take no quiet client's slot for this long; a free slot it still may.
+QUIET_PENALTY_S = 30.0
+#: Peer addresses under that penalty remembered at most (the oldest forgotten first).
+MAX_PENALIZED = 4096
 #: A client that stops reading replies for this long is dropped.
 SEND_TIMEOUT_S = 10.0
 #: Connections in their handshake, per connection slot (counted apart from the slots).
@@ -67,11 +83,12 @@ class _Stop(Exception):
 class _Client:
     """One served connection's state, shared with the accepting thread for slot decisions."""
 
-    __slots__ = ("evicted", "last_message", "name", "served", "sock")
+    __slots__ = ("evicted", "host", "last_message", "name", "served", "sock")
 
-    def __init__(self, sock: socket.socket, name: str) -> None:
+    def __init__(self, sock: socket.socket, name: str, host: str) -> None:
         self.sock = sock
         self.name = name
+        self.host = host  # the peer address: slots are shared out per address
         self.served = False  # holds one of the max_connections slots
         self.evicted = False  # its slot went to a newer client
         #: time.monotonic() of the last MESSAGE frame (or of taking the slot)
@@ -124,10 +141,13 @@ class DropLog:
 class Responder:
     """A listening socket, its pending handshakes and its connection threads.
 
-    Slots: at most `max_connections` clients past their handshake. When all are
-    taken, a new client that completes its handshake takes the slot of one that
-    has sent no MESSAGE for `idle_budget_s`; otherwise it is refused with a
-    message that says other clients hold the slots.
+    Slots: at most `max_connections` clients past their handshake, at most
+    `max_per_peer` of them from one peer address. When no slot is free to a new
+    client that completes its handshake, it takes the slot of one that has sent no
+    MESSAGE for `idle_budget_s` (of its own address when that holds its share;
+    else of the peer holding the most, then the longest silent), unless its own
+    address is under the quiet penalty; otherwise it is refused with a message that
+    says other clients hold the slots.
     """
 
     def __init__(
@@ -164,7 +184,12 @@ class Responder:
         self.handshake_deadline_s = handshake_deadline_s
         self.idle_timeout_s = idle_timeout_s
         self.idle_budget_s = idle_budget_s
+        self.max_per_peer = max_connections - max_connections // RESERVED_SHARE
         self._lock = threading.Lock()
+        #: Under _lock: slots held per peer address; addresses under the quiet penalty
+        #: (until when, time.monotonic(); oldest first).
+        self._slots_by_peer: dict[str, int] = {}
+        self._penalized: dict[str, float] = {}
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._clients: dict[socket.socket, _Client] = {}
         #: Handshakes in progress, oldest first (dicts keep insertion order); only the
@@ -329,7 +354,7 @@ class Responder:
         except (EvbenchError, OSError) as error:
             self._drop_pending(pending, str(error), answer=str(error))
             return
-        state = _Client(pending.sock, _name(pending.peer))
+        state = _Client(pending.sock, _name(pending.peer), pending.peer[0])
         if not self._claim_slot(state):
             refusal = (
                 f"the connection limit ({self.max_connections}) is reached: other clients "
@@ -345,31 +370,76 @@ class Responder:
         thread.start()
 
     def _claim_slot(self, state: _Client) -> bool:
-        """A slot for a client whose handshake passed: free, or an idle client's."""
+        """A slot for a client whose handshake passed: a free one within its peer's share,
+        or a silent client's."""
+        host = state.host
         with self._lock:
-            if self._served < self.max_connections:
-                self._served += 1
-                state.served = True
+            at_share = self._slots_by_peer.get(host, 0) >= self.max_per_peer
+            if self._served < self.max_connections and not at_share:
+                self._take_slot(state)
                 return True
-            idle_before = time.monotonic() - self.idle_budget_s
-            idle = [
-                other
-                for other in self._clients.values()
-                if other.served and not other.evicted and other.last_message < idle_before
-            ]
-            if not idle:
+            victim = self._silent_victim(host, at_share)
+            if victim is None:
                 return False
-            victim = min(idle, key=lambda other: other.last_message)
             victim.evicted = True  # its slot passes to `state`; its thread must not free it
-            state.served = True
+            self._give_up_slot(victim.host)
+            self._take_slot(state)
+            if victim.host != host:
+                self._penalize(victim.host)
         self.drops.dropped(
-            victim.name.rsplit(":", 1)[0],
+            victim.host,
             f"{victim.name}: gave up its slot to a new client: no message for "
             f"{self.idle_budget_s:g} s (the idle budget)",
         )
         with contextlib.suppress(OSError):
             victim.sock.shutdown(socket.SHUT_RDWR)
         return True
+
+    def _silent_victim(self, host: str, at_share: bool) -> _Client | None:
+        """The client whose slot a newcomer from `host` takes (lock held): silent for the
+        idle budget; of `host` itself when it holds its share, else of the peer holding
+        the most slots; the longest silent of those. None when there is none, or `host`
+        is under the quiet penalty."""
+        now = time.monotonic()
+        until = self._penalized.get(host)
+        if until is not None:
+            if until > now:
+                return None
+            del self._penalized[host]
+        silent_before = now - self.idle_budget_s
+        candidates = [
+            other
+            for other in self._clients.values()
+            if other.served
+            and not other.evicted
+            and other.last_message < silent_before
+            and (not at_share or other.host == host)
+        ]
+        if not candidates:
+            return None
+        return max(
+            candidates,
+            key=lambda other: (self._slots_by_peer.get(other.host, 0), -other.last_message),
+        )
+
+    def _take_slot(self, state: _Client) -> None:
+        self._served += 1
+        self._slots_by_peer[state.host] = self._slots_by_peer.get(state.host, 0) + 1
+        state.served = True
+
+    def _give_up_slot(self, host: str) -> None:
+        self._served -= 1
+        left = self._slots_by_peer[host] - 1
+        if left:
+            self._slots_by_peer[host] = left
+        else:
+            del self._slots_by_peer[host]
+
+    def _penalize(self, host: str) -> None:
+        self._penalized.pop(host, None)
+        self._penalized[host] = time.monotonic() + QUIET_PENALTY_S
+        while len(self._penalized) > MAX_PENALIZED:
+            del self._penalized[next(iter(self._penalized))]
 
     # A served connection: its own thread runs these.
     def _connection(self, state: _Client, reader: framing.FrameReader, hello: Any) -> None:
@@ -391,7 +461,7 @@ class Responder:
                 self._connections.pop(sock, None)
                 self._clients.pop(sock, None)
                 if state.served and not state.evicted:
-                    self._served -= 1
+                    self._give_up_slot(state.host)
 
     def _dropped(self, state: _Client, why: str) -> None:
         self.drops.dropped(state.name.rsplit(":", 1)[0], f"{state.name}: {why}")
