@@ -52,7 +52,9 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
     took = _codec_seconds(out)
     assert took / 2 <= planned <= took * 2, (planned, took)
     said = re.search(r"planned duration: about (\d+) s", done.stderr)
-    assert said and int(said.group(1)) == round(planned), done.stderr[:2000]
+    # the manifest keeps the plan to 0.1 s, the line says it to the second: they differ by
+    # at most the two roundings, 0.05 + 0.5 s
+    assert said and abs(int(said.group(1)) - planned) <= 0.55, done.stderr[:2000]
     steps = [line for line in done.stderr.splitlines() if re.match(r"codec \[\d+/\d+\] ", line)]
     assert len(steps) == 9, done.stderr  # the calibration and 8 quick workers
     assert all(re.search(r", about (\d+ s|\d+ min \d\d s) left$", line) for line in steps), steps

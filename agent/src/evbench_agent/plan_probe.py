@@ -131,7 +131,7 @@ def codec_seconds(spec: Any) -> float:
                 calibration += (1 + used) * call + repeats * 2 * max(plan.min_time, call)
                 worker += rounds * span
     arms = len(spec.arms or ()) or 1
-    return arms * (sizes + calibration + plan.processes * worker)
+    return float(arms * (sizes + calibration + plan.processes * worker))
 
 
 def planned_seconds(spec: Any) -> dict[str, float]:
