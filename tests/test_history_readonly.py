@@ -136,8 +136,26 @@ def _damage(store: Path, statement: str) -> None:
         ("UPDATE runs SET manifest = '{'", ["list"], "manifest is '{'"),
         ("UPDATE runs SET board = x'0001'", ["list"], "board is b'\\x00\\x01'"),
         ("UPDATE records SET median = 'fast'", ["export", "--csv", "-"], "median is 'fast'"),
+        # a trend read these params with json: RecursionError, exit 1 (issue 44, item 12)
+        ("UPDATE records SET params = '" + "[" * 3000 + "'", ["check"], "params is '[[[["),
+        ("UPDATE records SET params = '" + "[" * 3000 + "'", ["export", "--csv", "-"], "[[[["),
+        ("UPDATE records SET params = '[1]'", ["check"], "params is '[1]'"),
+        (
+            "UPDATE records SET params = '" + '{"a":' * 40 + "1" + "}" * 40 + "'",
+            ["check"],
+            'params is \'{"a":{',
+        ),
     ],
-    ids=["schema_version", "manifest", "board", "median"],
+    ids=[
+        "schema_version",
+        "manifest",
+        "board",
+        "median",
+        "3000 [",
+        "3000 [ exported",
+        "a list",
+        "40 deep",
+    ],
 )
 def test_a_malformed_store_is_refused_naming_it(tmp_path, statement, argv, said):
     store = _store_with_the_committed_run(tmp_path / "history.sqlite")
@@ -192,3 +210,70 @@ def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_pa
     assert done.returncode == 2, done.stderr
     assert "platform is not an object" in done.stderr and "spec.codecs[] is not text" in done.stderr
     assert "not indexed" in done.stderr and "internal error" not in done.stderr
+
+
+def _without_write_override(argv: list[str]) -> list[str]:
+    """`argv` as a user without the power to write where the modes forbid it: root keeps
+    its uid but loses CAP_DAC_OVERRIDE (and its kin) for the command."""
+    import os
+
+    if os.geteuid() != 0:
+        return argv
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return [require_command("setpriv"), f"--inh-caps={caps}", f"--bounding-set={caps}", *argv]
+
+
+def test_a_store_in_a_read_only_directory_is_read(tmp_path):
+    """A WAL store beside which no -shm can be made (issue 44, item 12): SQLite said
+    "attempt to write a readonly database" (SQLITE_READONLY_DIRECTORY), which was not
+    taken for a reason to open it immutable: exit 2, "not an SQLite history store"."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    store = _store_with_the_committed_run(folder / "history.sqlite")
+    assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"]
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    before = _digest(store)
+    folder.chmod(0o555)
+    try:
+        for argv in (["list"], ["export", "--csv", "-"], ["check"]):
+            done = subprocess.run(
+                _without_write_override(
+                    [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)]
+                ),
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, (argv, done.stderr)
+            if argv != ["check"]:
+                assert RUN_ID in done.stdout, argv
+    finally:
+        folder.chmod(0o755)
+    assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"]
+    assert _digest(store) == before
+
+
+def test_reading_a_wal_store_leaves_no_wal_or_shm_files(tmp_path):
+    """Reading with mode=ro made the WAL store's -wal and -shm and, read-only, could not
+    remove them (issue 44, item 12); a store no one has open is read through a connection
+    that may remove them, and never writes (query_only)."""
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"]
+    before = _digest(store)
+    for argv in (["list"], ["export", "--csv", "-"], ["check"]):
+        done = _history(store, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"], argv
+    assert _digest(store) == before
+
+
+def test_a_wal_store_open_elsewhere_is_read_and_its_files_left_to_their_owner(tmp_path):
+    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+    with contextlib.closing(sqlite3.connect(store)) as writer:
+        writer.execute("UPDATE runs SET directory = 'elsewhere'")  # committed, in the -wal
+        writer.commit()
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == ["history.sqlite", "history.sqlite-shm", "history.sqlite-wal"]
+        done = _history(store, "export", "--csv", "-")
+        assert done.returncode == 0 and RUN_ID in done.stdout, done.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == names  # the writer's, kept
+        assert writer.execute("SELECT directory FROM runs").fetchone()[0] == "elsewhere"

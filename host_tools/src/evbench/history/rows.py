@@ -53,6 +53,34 @@ def _json(kind: type) -> Check:
     return check
 
 
+#: How deeply a record's params may nest (the results format's bound for them).
+MAX_PARAMS_DEPTH = 32
+
+
+def _shallow(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest at most `limit` deep in `value` (iteratively)."""
+    pending = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if level > limit:
+            return False
+        pending += [(child, level + 1) for child in children if isinstance(child, (dict, list))]
+    return True
+
+
+def _params(value: Any) -> bool:
+    """A record's or sample set's params as the store keeps them: a JSON object, shallow
+    (a trend reads every one: "[" 3000 times once ended in a RecursionError)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        params = json.loads(value)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(params, dict) and _shallow(params, MAX_PARAMS_DEPTH)
+
+
 def _blob(value: Any) -> bool:
     return isinstance(value, (bytes, bytearray, memoryview))
 
@@ -84,8 +112,8 @@ COLUMNS: dict[str, Check] = {
     "profile": _text,
     "codec": _text,
     "metric": _text,
-    "params": _text,
-    "record_params": _text,
+    "params": _params,
+    "record_params": _params,
     "unit": _text,
     "n": _optional_whole,
     "median": _optional_number,

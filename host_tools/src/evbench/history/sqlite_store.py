@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from evbench.history.store import Store
@@ -40,6 +41,25 @@ def _use_wal(connection: sqlite3.Connection, url: StoreURL) -> None:
                     hint="another evbench may be stuck writing to it",
                 ) from error
             time.sleep(0.05)
+
+
+def _quiet_wal(path: Path) -> bool:
+    """A WAL store (its header says so) that no connection has open: no -wal, no -shm."""
+    try:
+        with open(path, "rb") as stream:
+            header = stream.read(20)
+    except OSError:
+        return False
+    in_wal = header[:16] == b"SQLite format 3\0" and header[18:20] == b"\x02\x02"
+    sidecars = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    return in_wal and not any(side.exists() for side in sidecars)
+
+
+def _cannot_open(error: sqlite3.OperationalError) -> bool:
+    """Opening failed where another way may succeed: the file or its -wal/-shm cannot be
+    opened or made (a read-only file or directory)."""
+    said = str(error)
+    return "unable to open" in said or "readonly database" in said
 
 
 def _not_a_store(url: StoreURL, error: Exception) -> FormatError:
@@ -94,25 +114,33 @@ class SqliteStore(Store):
             return cls._empty(url)
         if not url.path.is_file():
             raise UserError(f"the history store {url.path} is not a file")
-        # mode=ro: SQLite opens the file read-only (a WAL store may still need its -shm
-        # file made beside it); immutable=1 where even that cannot be done (a read-only
-        # directory), since then no other process can be writing to it either.
+        # A WAL store nobody has open (no -wal or -shm beside it) is opened read-write,
+        # only to read (query_only): SQLite makes its -wal and -shm, and removes them
+        # when the last connection closes, where a read-only connection has to leave
+        # them behind. Otherwise mode=ro: SQLite opens the file read-only (the files a
+        # WAL store needs are already there, or made); immutable=1 where even that
+        # cannot be done (a read-only directory, SQLITE_READONLY_DIRECTORY), since then
+        # no other process can be writing to it either.
         target = urllib.parse.quote(str(url.path.absolute()))
+        attempts = ["mode=ro", "mode=ro&immutable=1"]
+        if _quiet_wal(url.path):
+            attempts.insert(0, "mode=rw")
         store = None
-        for flags in ("mode=ro", "mode=ro&immutable=1"):
+        for flags in attempts:
             try:
                 connection = sqlite3.connect(
                     f"file:{target}?{flags}", uri=True, timeout=BUSY_TIMEOUT_S,
                     isolation_level=None,
                 )  # fmt: skip
                 store = cls(url, connection, read_only=True)
+                connection.execute("PRAGMA query_only=ON")
                 store._table_names()  # the first read: where opening really happens
                 break
             except sqlite3.OperationalError as error:
                 if store is not None:
                     store.close()
                     store = None
-                if flags != "mode=ro" or "unable to open" not in str(error):
+                if flags == attempts[-1] or not _cannot_open(error):
                     raise _not_a_store(url, error) from error
             except sqlite3.DatabaseError as error:
                 if store is not None:
