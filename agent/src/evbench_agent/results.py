@@ -707,7 +707,7 @@ def _parse_json(data: bytes) -> Any:
         text = _lone_surrogate(value)
         if text is not None:
             shown = text.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-            raise FormatError(f"not UTF-8 text: a lone surrogate in \"{shown:.60}\"")
+            raise FormatError(f'not UTF-8 text: a lone surrogate in "{shown:.60}"')
     return value
 
 
