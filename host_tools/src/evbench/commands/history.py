@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from evbench_agent.command_line import Parser
+from evbench_agent.command_line import Parser, _add_output_options
 from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
+from evbench_agent.log_output import quiet
 from evbench_agent.results import write_atomic
 
 if TYPE_CHECKING:  # the store loads only when a history command runs
     from evbench.history.store import Store
+    from evbench.history.trends import Status
 
 NAME = "history"
 HELP = "index runs in a results store; trends, change points, checks and a trend page"
@@ -95,6 +97,9 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
     for action in (add, listing, show, export, check, accept, prune, report):
         _store_option(action)
+    # -v, --quiet and --debug after the action too (`history check --quiet` under cron).
+    for action in (add, listing, show, export, check, accept, prune, copy, report):
+        _add_output_options(action, argparse.SUPPRESS)
 
 
 def _since(text: str | None) -> str | None:
@@ -239,18 +244,21 @@ def _check(args: argparse.Namespace) -> int:
     for change in shown:
         print(change.describe() + (f" [accepted: {change.accepted['reason']}]"
                                    if change.accepted else ""))  # fmt: skip
-    changed = {(c.board, c.series, c.qualifier) for c in shown}
-    for status in found.too_short:
-        if (status.series.board, status.series.key, status.series.qualifier) not in changed:
-            print(status.describe())
-    watched = len(found.statuses) - len(found.too_short)
-    print(
-        f"{len(shown)} change points"
-        + (f" first shown since {since}" if since else "")
-        + f"; {len(found.statuses)} tested series, {watched} long enough, "
-        f"{len(found.too_short)} too short (context metrics are never tested)",
-        file=sys.stderr,
-    )
+    # Under --quiet a night where nothing moved prints nothing (cron mails only output).
+    if not quiet():
+        changed = {(c.board, c.series, c.qualifier) for c in shown}
+        short = [s for s in found.statuses if (s.too_short or s.scan_short)
+                 and (s.series.board, s.series.key, s.series.qualifier) not in changed]  # fmt: skip
+        if short:
+            print(_too_short_line(short))
+        watched = len(found.statuses) - len(found.too_short)
+        print(
+            f"{len(shown)} change points"
+            + (f" first shown since {since}" if since else "")
+            + f"; {len(found.statuses)} tested series, {watched} watched, "
+            f"{len(found.too_short)} too short (context metrics are never tested)",
+            file=sys.stderr,
+        )
     failing = regressions(found.changes, limits, since)
     if failing:
         raise CheckFailed(
@@ -263,6 +271,24 @@ def _check(args: argparse.Namespace) -> int:
             hint="a known change: evbench history accept --board B --run RUN_ID --reason WHY",
         )
     return ExitCode.OK
+
+
+def _too_short_line(short: list[Status]) -> str:
+    """The series too short to judge, in one line: how many, the nights they have, what
+    the watch and the segmentation need, and the first few names."""
+    from evbench.history.changes import WINDOW
+
+    have = sorted({s.nights for s in short})
+    watch = max(s.watch_needed for s in short) + WINDOW
+    scan = max(s.needed for s in short)
+    names = ", ".join(f"{s.series.board} {s.series.name}" for s in short[:3])
+    more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+    nights = f"{have[0]}" if len(have) == 1 else f"{have[0]} to {have[-1]}"
+    return (
+        f"too short: {len(short)} tested series have {nights} nights: the watch tests a "
+        f"series from its night {watch} on, the segmentation places an older change "
+        f"anywhere from night {scan}: {names}{more}"
+    )
 
 
 def _accept(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ import functools
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
@@ -215,6 +215,14 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
         low, high = interval if interval else (None, None)
         if not _beyond_min_effect(low, high):
             continue
+        # Drift is not a change: the step must also stand beside a linear trend
+        # through the segment (`step_test`); p is the larger of the two tests'.
+        # The nights within TREND_NIGHTS of the split on either side: a local line.
+        near = logs[max(start, split - TREND_NIGHTS) : min(end, split + TREND_NIGHTS)]
+        first = split - max(start, split - TREND_NIGHTS)
+        p = max(p, step_test(near, 0, first, len(near) - 1, min_reference=MIN_SEGMENT)[0])
+        if p >= alpha:
+            continue
         found.append(
             Split(
                 split,
@@ -379,46 +387,97 @@ def _beyond_new_level(logs: Sequence[float], before: int, start: int, first: int
     return stats.student_t_sf(toward, df) if toward >= 0 else 1 - stats.student_t_sf(-toward, df)
 
 
-def watch(
-    values: Sequence[float],
-    alpha: float = ALPHA,
+#: The newest reference nights the step test fits its trend on: a local line follows a
+#: level that wanders (a lab's load over weeks) where one line over months would not.
+TREND_NIGHTS = 12
+#: The fewest reference nights the step test needs: level, trend and step leave
+#: MIN_REFERENCE + WINDOW - 3 = 4 degrees of freedom for the noise.
+MIN_REFERENCE = 4
+
+
+def step_test(
+    logs: Sequence[float],
+    reference_start: int,
+    first: int,
+    last: int,
     worse: str | None = None,
-    companions: Sequence[Sequence[float]] = (),
-) -> list[Seen]:
-    """The nightly watch, replayed night by night over a series (positive values).
+    min_reference: int = MIN_REFERENCE,
+) -> tuple[float, float, float, int]:
+    """(p, step, its standard error, degrees of freedom) of a step at night `first`
+    beside a linear trend: least squares of y_t = a + b t + d [t >= first] over the
+    newest TREND_NIGHTS reference nights (reference_start..first-1) and first..last.
+    Not robust by itself: a wild reference night only widens the scatter (fewer calls),
+    and the watch asks the rank test (or every window night beyond the reference) too,
+    so one wild window night cannot make a change. (Taming wild nights first, over so
+    few nights, took a night 1 % off a 1 %-zigzag for wild.)
 
-    Each night the newest WINDOW nights are tested against the nights before them
-    since the last change (at most MAX_REFERENCE): exact two-sided Mann-Whitney on
-    the nightly medians, p < alpha, and the ratio's 95 % interval wholly beyond
-    1 +/- MIN_EFFECT. A change is placed within the window where a shift is
-    likeliest over the series and its `companions` together (`_likeliest_start`);
-    the nights from it on are the next reference. While fewer than
-    `reference_needed(alpha)` nights follow the last change, the nights before it,
-    moved to its new level (`_levelled`), stand in, and the window must also pass a
-    t test against the nights since the change (`_beyond_new_level`); nothing is
-    tested before the first change while fewer than that many nights exist.
-
-    On its alarm night a change rests on as few as one night after its start. Each
-    later night, until WINDOW nights from the alarm night are in, it is placed again
-    among the same candidate nights with every night since (the new level is then
-    estimated from more nights), and its size and interval are recomputed with them;
-    the alarm's night (`seen`) and the first placement (`first_index`) are kept.
-
-    `companions` are other series of the same nights (same length; NaN where one
-    lacks a night): the same codec's other operations, absolute and relative. They
-    only place a change; they never raise one.
-
-    `worse` ("higher" or "lower": which way the values get worse) makes the test
-    one-sided: the watch raises alarms, and an alarm is a regression; an improvement
-    is left to the segmentation (`detect`), which tests both ways.
+    A drift (the lab's load growing night by night) moves every night a little: the
+    trend takes it, and d is the window's departure from where the trend puts it,
+    tested by Student's t against the nights' scatter about the line (exact for
+    Gaussian noise about any straight line). One-sided on the `worse` side ("higher",
+    "lower"), two-sided if None. Fewer than `min_reference` reference nights, or fewer
+    than 6 nights in all (3 degrees of freedom): p 1.
     """
+    start = max(reference_start, first - TREND_NIGHTS)
+    if first - start < min_reference or last - start + 1 < 6 or last < first:
+        return 1.0, math.nan, math.nan, 0
+    y = np.asarray(logs[start : last + 1], dtype=float)
+    t = np.arange(len(y), dtype=float)
+    design = np.column_stack([np.ones_like(t), t - t.mean(), (t >= first - start).astype(float)])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    df = len(y) - 3
+    residual = y - design @ coef
+    variance = float(residual @ residual) / df
+    error = math.sqrt(variance * float(np.linalg.inv(design.T @ design)[2, 2]))
+    step = float(coef[2])
+    if error <= 1e-12 * max(1.0, abs(step)):  # no scatter at all: the sign decides
+        tstat = math.copysign(math.inf, step) if step else 0.0
+    else:
+        tstat = step / error
+    if worse is None:
+        p = 1.0 if tstat == 0 else min(1.0, 2 * stats.student_t_sf(abs(tstat), df))
+    else:
+        toward = tstat if worse == "higher" else -tstat
+        tail = stats.student_t_sf(abs(toward), df) if math.isfinite(toward) else 0.0
+        p = tail if toward >= 0 else 1 - tail
+    return p, step, error, df
+
+
+def t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile (probability above 0.5), by bisection of `stats.student_t_sf`."""
+    low, high = 0.0, 1e3
+    for _ in range(200):
+        middle = (low + high) / 2
+        if stats.student_t_sf(middle, df) > 1 - probability:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def _beyond_reference(reference: Sequence[float], window: Sequence[float],
+                      worse: str | None) -> bool:  # fmt: skip
+    """Whether every window night lies beyond every reference night on the worse side
+    (either side if None): the rank test's most extreme outcome."""
+    if worse in (None, "higher") and min(window) > max(reference):
+        return True
+    return worse in (None, "lower") and max(window) < min(reference)
+
+
+def _watching(
+    values: Sequence[float], level: float, worse: str | None, companions: Sequence[Sequence[float]]
+) -> Generator[float | None, bool, list[Seen]]:
+    """The watch of one series as a generator: one yield per night, the night's p (None
+    when nothing is tested), answered with whether the family's procedure (`watch_family`)
+    calls it. Returns the changes. `level` is the strictest level the series is held to
+    (alpha / m): where the exact rank test can reach it, it must agree."""
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
     if any(len(c) != len(values) for c in companions):
         raise ValueError("companion series need one value per night of the series")
     logs = [math.log(v) for v in values]
     placing = [logs, *([math.log(v) if v > 0 else math.nan for v in c] for c in companions)]
-    need = reference_needed(alpha, one_sided=worse is not None)
+    need = reference_needed(level, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
     before = 0  # where the segment before the last change began
@@ -435,37 +494,169 @@ def watch(
             start = split
         first = last - WINDOW + 1
         tested, reference_start = placing, max(start, first - MAX_REFERENCE)
-        if first - start < need:
+        p: float | None = None
+        if first - start >= need:
+            # The exact rank test can reach the level: it and the step test must agree.
+            reference, window = logs[reference_start:first], logs[first : last + 1]
+            p = max(_rank_p(reference, window, worse),
+                    step_test(logs, reference_start, first, last, worse)[0])  # fmt: skip
+        elif found and first > found[-1].seen and first - before >= need:
             # Too few nights since the last change to test against: the nights
             # before it, moved to the new level, stand in (`_levelled`), so a
             # second step soon after a first one is not left unseen. The window
             # must lie after the nights the last change may still be placed at
             # (a step that takes nights to settle is one change, not two).
-            if not found or first <= found[-1].seen or first - before < need:
-                continue
             tested = _levelled(placing, before, start, first)
             reference_start = max(before, first - MAX_REFERENCE)
-        reference, window = tested[0][reference_start:first], tested[0][first : last + 1]
-        _u, p = stats.mann_whitney_exact(reference, window)
-        if worse is not None:
-            higher = statistics.median(window) > statistics.median(reference)
-            if higher != (worse == "higher"):
-                continue  # better, or no move: not the watch's question
-            p /= 2  # the exact (or approximate) test's tail on the worse side
-        if p >= alpha:
-            continue
-        if tested is not placing and _beyond_new_level(logs, before, start, first, last,
-                                                       worse) >= alpha:  # fmt: skip
+            reference, window = tested[0][reference_start:first], tested[0][first : last + 1]
+            p = max(_rank_p(reference, window, worse),
+                    _beyond_new_level(logs, before, start, first, last, worse))  # fmt: skip
+        elif first - start >= MIN_REFERENCE and (not found or first > found[-1].seen):
+            # The first nights (of the series, or since a change): the rank test cannot
+            # reach the level yet; the step test decides, and the window must still lie
+            # wholly beyond the reference (the rank test's most extreme outcome), so one
+            # wild night cannot make a change.
+            reference, window = logs[reference_start:first], logs[first : last + 1]
+            if _beyond_reference(reference, window, worse):
+                p = step_test(logs, reference_start, first, last, worse)[0]
+            else:
+                p = 1.0
+        called = yield p
+        if p is None or not called:
             continue
         split = _likeliest_start(tested, reference_start, first, last)
         candidate = _split(_nightly(tested, placing, values), reference_start, split,
                            last + 1, math.nan, p)  # fmt: skip
+        if candidate.ratio_low is None:
+            # Too few nights for the rank interval at 95 % (4 against 3): the step
+            # test's own interval, exp(d +- t(0.975, df) x its standard error).
+            _p, step, error, df = step_test(logs, reference_start, split, last, worse)
+            if df > 0 and math.isfinite(error):
+                spread = t_quantile(0.975, df) * error
+                candidate = replace(candidate, ratio_low=math.exp(step - spread),
+                                    ratio_high=math.exp(step + spread))  # fmt: skip
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
             continue
         found.append(Seen(candidate, last, split, last))
         before, start = start, split
         moving = (reference_start, first, tested)
     return found
+
+
+def _rank_p(reference: Sequence[float], window: Sequence[float], worse: str | None) -> float:
+    """The exact Mann-Whitney p of the window against the reference, one-sided on the
+    worse side (1 when the window moved the other way), two-sided if `worse` is None."""
+    _u, p = stats.mann_whitney_exact(reference, window)
+    if worse is None:
+        return p
+    higher = statistics.median(window) > statistics.median(reference)
+    if higher != (worse == "higher"):
+        return 1.0  # better, or no move: not the watch's question
+    return p / 2  # the exact (or approximate) test's tail on the worse side
+
+
+def benjamini_hochberg(p_values: Sequence[float | None], q: float = ALPHA) -> list[bool]:
+    """Which of the p values (None: not tested) the Benjamini-Hochberg procedure calls
+    at false discovery rate q over the tested ones: the k smallest, k the largest with
+    p_(k) < k q / m."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(tested)
+    called = [False] * len(p_values)
+    k = max((rank for rank, (p, _i) in enumerate(tested, 1) if p < rank * q / m), default=0)
+    for _p, i in tested[:k]:
+        called[i] = True
+    return called
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One series of a family watched together: its nightly values, which way is worse,
+    the series that help place its changes, and each night's key (its run's start)."""
+
+    values: Sequence[float]
+    worse: str | None = None
+    companions: Sequence[Sequence[float]] = ()
+    nights: Sequence[str] | None = None
+
+
+def watch_family(members: Sequence[Watched], q: float = ALPHA) -> list[list[Seen]]:
+    """The nightly watch of many series of one board, night by night together.
+
+    Each night every series that can be tested gives its p (`_watching`); the
+    Benjamini-Hochberg procedure over that night's p values, at false discovery rate
+    q, says which alarm. Unlike Bonferroni (each at q / m), a change that moves several
+    series at once (a codec's operations, absolute and relative) is called at up to
+    k q / m for k series, so a board of many series is tested from its 7th night on
+    (`MIN_REFERENCE` + `WINDOW`). Nights are matched by their keys (`Watched.nights`;
+    by index when absent).
+    """
+    if not members:
+        return []
+    level = q / len(members)
+    runs = [_watching(m.values, level, m.worse, m.companions) for m in members]
+    keys = [list(m.nights) if m.nights is not None else [f"{i:09d}" for i in range(len(m.values))]
+            for m in members]  # fmt: skip
+    position = [0] * len(members)
+    pending: list[float | None] = [None] * len(members)
+    found: list[list[Seen]] = [[] for _ in members]
+    alive = [len(k) > 0 for k in keys]
+    for i, run in enumerate(runs):
+        if alive[i]:
+            pending[i] = next(run)
+    for key in sorted({k for night in keys for k in night}):
+        due = [i for i in range(len(members)) if alive[i] and keys[i][position[i]] == key]
+        calls = benjamini_hochberg([pending[i] for i in due], q)
+        for i, called in zip(due, calls, strict=True):
+            position[i] += 1
+            try:
+                pending[i] = runs[i].send(called)
+            except StopIteration as done:
+                found[i] = done.value
+                alive[i] = False
+    return found
+
+
+def watch(
+    values: Sequence[float],
+    alpha: float = ALPHA,
+    worse: str | None = None,
+    companions: Sequence[Sequence[float]] = (),
+) -> list[Seen]:
+    """The nightly watch, replayed night by night over one series (positive values).
+
+    Each night the newest WINDOW nights are tested against the nights before them
+    since the last change (at most MAX_REFERENCE), on the nightly medians:
+
+    - where the exact rank test can reach alpha (`reference_needed`), exact
+      Mann-Whitney, one-sided on the `worse` side, and the drift-aware step test
+      (`step_test`: the window against a linear trend through the newest
+      TREND_NIGHTS reference nights) must both call it; p is the larger of the two;
+    - before that (a series' first nights, or the nights since a change), from
+      MIN_REFERENCE reference nights on, the step test alone, with every window night
+      beyond every reference night;
+    - while fewer than `reference_needed(alpha)` nights follow the last change, the
+      nights before it, moved to its new level (`_levelled`), stand in, and the window
+      must also pass a t test against the nights since the change (`_beyond_new_level`).
+
+    A call needs p < alpha and the ratio's 95 % interval wholly beyond 1 +/- MIN_EFFECT.
+    A change is placed within the window where a shift is likeliest over the series and
+    its `companions` together (`_likeliest_start`); the nights from it on are the next
+    reference. On its alarm night a change rests on as few as one night after its
+    start. Each later night, until WINDOW nights from the alarm night are in, it is
+    placed again among the same candidate nights with every night since, and its size
+    and interval are recomputed with them; the alarm's night (`seen`) and the first
+    placement (`first_index`) are kept.
+
+    `companions` are other series of the same nights (same length; NaN where one
+    lacks a night): the same codec's other operations, absolute and relative. They
+    only place a change; they never raise one.
+
+    `worse` ("higher" or "lower": which way the values get worse) makes the test
+    one-sided: the watch raises alarms, and an alarm is a regression; an improvement
+    is left to the segmentation (`detect`), which tests both ways. Many series of a
+    board are watched together by `watch_family`.
+    """
+    return watch_family([Watched(values, worse, companions)], alpha)[0]
 
 
 #: `detect` over the first N nights of one series, each prefix scanned once.
@@ -523,13 +714,15 @@ def changes_of(
     alpha: float = ALPHA,
     worse: str | None = None,
     companions: Sequence[Sequence[float]] = (),
+    watched: Sequence[Seen] | None = None,
 ) -> list[Seen]:
     """The watch's changes and the segmentation's (older ones the watch could not see:
     in a too-short stretch, or a drift), each with the night it was first shown.
     `companions` place the watch's changes (`watch`). The segmentation's changes stand
     on the nights before the newest WINDOW (`segmentation`).
     """
-    watched = watch(values, alpha, worse, companions)
+    if watched is None:  # alone; a board's series are watched together (watch_family)
+        watched = watch(values, alpha, worse, companions)
     found = list(watched)
     scans = prefix_scans(values, alpha)
     for split in segmentation(values, alpha, scans):

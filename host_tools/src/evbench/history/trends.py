@@ -11,9 +11,10 @@ Only TESTED metrics (evbench_agent.analysis.identity) can raise a change: contex
 each change as what moved with it, never as a change of their own.
 
 The night is the replicate, and every check of a board tests all its tested
-series at once: each is tested at alpha / m (Bonferroni over the board's m
-tested series), so a lab night raises a false alarm on any series with at most
-about alpha (changes.py for the tests themselves).
+series at once: the nightly watch at false discovery rate alpha over the series
+tested that night (Benjamini-Hochberg), the segmentation of older changes at
+alpha / m (Bonferroni over the board's m tested series); changes.py for the tests
+themselves.
 
 A change fails `evbench history check` when it is new (first shown by a night
 on or after --since), worse by more than its threshold (the criteria of
@@ -112,15 +113,21 @@ class Status:
 
     @property
     def too_short(self) -> bool:
-        return self.nights < self.needed
+        """Fewer nights than the watch tests: it tests from its 7th night on."""
+        return self.nights < self.watch_needed + changes.WINDOW
+
+    @property
+    def scan_short(self) -> bool:
+        """Watched, but too short for the segmentation to place an older change anywhere."""
+        return not self.too_short and self.nights < self.needed
 
     def describe(self) -> str:
         if not self.too_short:
             return f"{self.series.board} {self.series.name}: {self.nights} nights, watched"
         return (
             f"{self.series.board} {self.series.name}: too short: {self.nights} of "
-            f"{self.needed} nights to place a change anywhere (the newest "
-            f"{changes.WINDOW} nights are watched once {self.watch_needed} nights precede them)"
+            f"{self.watch_needed + changes.WINDOW} nights (the newest {changes.WINDOW} "
+            f"nights are watched once {self.watch_needed} nights precede them)"
         )
 
 
@@ -241,11 +248,13 @@ def board_changes(
     watched: Sequence[Series], alpha: float = ALPHA
 ) -> tuple[list[tuple[Series, changes.Seen]], float]:
     """The changes of one board's tested series and their relative series, and the
-    per-series level: alpha / m, m counting both (Bonferroni over the board's family)."""
+    segmentation's per-series level: alpha / m, m counting both (Bonferroni over the
+    board's family). The watch tests the family night by night together at false
+    discovery rate alpha (Benjamini-Hochberg, `changes.watch_family`)."""
     relatives = relative_series(watched)
     family = alpha / max(1, len(watched) + len(relatives))
-    found = []
     every = [*watched, *relatives]
+    scanned: list[tuple[Series, list[float], str, list[list[float]]]] = []
     for series in every:
         values = [p.record["median"] for p in series.points]
         if len(values) < 2 * changes.MIN_SEGMENT:
@@ -255,9 +264,21 @@ def board_changes(
             continue
         lower_is_better = metrics.better(base_metric(series.key[3])) != HIGHER_IS_BETTER
         worse = "higher" if lower_is_better else "lower"
-        others = companions(series, every)
-        found += [(series, seen) for seen in changes.changes_of(values, family, worse, others)]
+        scanned.append((series, values, worse, companions(series, every)))
+    members = [
+        changes.Watched(values, worse, others, [_night_key(p.run) for p in series.points])
+        for series, values, worse, others in scanned
+    ]
+    watches = changes.watch_family(members, alpha)
+    found = []
+    for (series, values, worse, others), seen in zip(scanned, watches, strict=True):
+        found += [(series, s) for s in changes.changes_of(values, family, worse, others, seen)]
     return found, family
+
+
+def _night_key(run: dict[str, Any]) -> str:
+    """What orders a board's nights across its series: the run's start, then its id."""
+    return f"{run.get('start_time', '')}\x00{run.get('run_id', '')}"
 
 
 def companions(series: Series, every: Sequence[Series]) -> list[list[float]]:
@@ -300,7 +321,7 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
                 series,
                 len(series.points),
                 changes.series_needed(family),
-                changes.reference_needed(family, one_sided=True),
+                changes.MIN_REFERENCE,
                 family,
             )
             for series in watched
