@@ -4,7 +4,7 @@
 may import, each with its own `__all__` (agent/README.md, "Public API").
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "__version__",

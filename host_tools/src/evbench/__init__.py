@@ -1,3 +1,3 @@
 """evbench host tools: drive boards, gather results, render and compare them."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
