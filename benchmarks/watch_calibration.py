@@ -2,6 +2,15 @@
 
     python benchmarks/watch_calibration.py collect --out cal --nights 40 --slowed 20
     python benchmarks/watch_calibration.py analyse --out cal [--otava .venv-otava/bin/python]
+    python benchmarks/watch_calibration.py simulate --sequences 8 [--otava PYTHON]
+
+`simulate` needs no runs: lab nights in time order (never shuffled) of three codecs
+(json, protobuf and json-aa, json's copy) x three operations under four load shapes
+(quiet; a load growing from 5 to 17 as measured in issue 43; a drift of 1-3 % a night;
+a random walk of 2 % a night), each codec with its own sensitivity to the load (0.8 to
+1.2, so the relative series cancel most of it, not all), 1.5 % noise per figure and
+3 % of nights wild on one codec: the check's false alarms per lab night, and a 10 %
+step in json-aa detected within 3 nights and placed at its first night.
 
 `collect` makes the night pool from real runs on this machine (the local board):
 each night is a codec run of the seed profile (`--plan quick`, the default, or
@@ -392,6 +401,151 @@ def otava_agreement(python: str, series: list[tuple[int, list[float]]]) -> dict:
     return {"cases": len(cases), **tally, "otava found": otava_hits, "evbench found": evbench_hits}
 
 
+# --- simulated lab nights in time order, under a drifting load -------------------------
+
+#: The shapes of a lab's load over the nights (issue 43): quiet (load 2-3), drifting
+#: upward night by night (load 5 to 17, as measured), a drift of 1-3 % a night, and a
+#: level that wanders (a random walk of 2 % a night).
+SHAPES = ("quiet", "load 5 to 17", "drift 1-3 %/night", "random walk 2 %/night")
+SIM_CODECS = ("json", "protobuf", "json-aa")
+
+
+def _simulated(rng: random.Random, shape: str, nights: int, step_at: int | None) -> list[dict]:
+    """Nights of three codecs (json, protobuf, json-aa: json's identical copy) x three
+    operations. Each night's load multiplies every codec, each with its own sensitivity
+    (0.8 to 1.2: the relative series cancel most, not all, of it); each figure has its
+    own 1.5 % noise and 3 % of nights are disturbed (1.3 to 2x on one codec). json-aa
+    10 % slower from night `step_at`."""
+    import math as m
+
+    sensitivity = {codec: rng.uniform(0.8, 1.2) for codec in SIM_CODECS}
+    base = {"json": 10e-6, "protobuf": 3e-6, "json-aa": 10e-6}
+    log_load, out = 0.0, []
+    per_night = rng.uniform(0.01, 0.03)
+    for night in range(nights):
+        if shape == "quiet":
+            log_load = m.log(1 + 0.02 * rng.uniform(2, 3))
+        elif shape == "load 5 to 17":
+            load = 5 + 12 * night / max(1, nights - 1) + rng.gauss(0, 1)
+            log_load = m.log(1 + 0.04 * load)
+        elif shape == "drift 1-3 %/night":
+            log_load += per_night + rng.gauss(0, 0.01)
+        else:
+            log_load += rng.gauss(0, 0.02)
+        figures = {}
+        for codec in SIM_CODECS:
+            wild = rng.uniform(1.3, 2.0) if rng.random() < 0.03 else 1.0
+            slowed = 1.1 if step_at is not None and night >= step_at and codec == STEPPED else 1
+            for operation in TESTED_OPERATIONS:
+                noise = m.exp(rng.gauss(0, 0.015) + sensitivity[codec] * log_load)
+                figures[(codec, operation)] = base[codec] * noise * wild * slowed
+        out.append({"figures": figures})
+    return out
+
+
+def _sim_board(sequence: list[dict]) -> list:
+    from evbench.history.store import SeriesPoint
+    from evbench.history.trends import Series
+
+    return [
+        Series("simulated", ("codec", "seed", codec, operation), [
+            SeriesPoint({"run_id": f"n{i:03d}", "start_time": f"{i:04d}"},
+                        {"median": night["figures"][(codec, operation)], "unit": "s",
+                         "record_params": "{}"})
+            for i, night in enumerate(sequence)])
+        for codec in SIM_CODECS for operation in TESTED_OPERATIONS
+    ]  # fmt: skip
+
+
+def _sim_alarms(sequence: list[dict], first: int = 6) -> dict[int, list[tuple]]:
+    """Per night t (time order): what `history check --since NIGHT_t` fails on that night."""
+    from evbench.history import trends
+
+    held = {last: trends.board_changes(_sim_board(sequence[: last + 1]))[0]
+            for last in range(first, len(sequence))}  # fmt: skip
+    return _alarms(held)
+
+
+def simulate(sequences: int, nights: int, seed: int, otava: str | None) -> None:
+    """False alarms per lab night in time order (identical code), and a 10 % step's
+    detection, for each load shape; Otava's E-Divisive on the same series if given."""
+    rng = random.Random(seed)
+    for shape in SHAPES:
+        alarmed = tested = 0
+        for _ in range(sequences):
+            alarms = _sim_alarms(_simulated(rng, shape, nights, None))
+            alarmed += len(alarms)
+            tested += nights - 6
+        detected = within3 = placed = early = 0
+        otava_cases = []
+        for _ in range(sequences):
+            step_at = rng.randint(8, nights - 6)
+            sequence = _simulated(rng, shape, step_at + 6, step_at)
+            alarms = _sim_alarms(sequence)
+            hits = sorted(((last, seen) for last, found in alarms.items() for s, seen in found
+                           if s.key[2] == STEPPED and last >= step_at),
+                          key=lambda hit: hit[0])  # fmt: skip
+            early += any(last < step_at for last in alarms)
+            if hits:
+                last, seen = hits[0]
+                detected += 1
+                within3 += last - step_at <= 2
+                placed += last - step_at <= 2 and seen.split.index == step_at
+            relative = [n["figures"][(STEPPED, "decode")] / n["figures"][("json", "decode")]
+                        for n in sequence]  # fmt: skip
+            otava_cases.append((step_at, relative))
+        print(f"{shape}: {sequences} sequences of {nights} nights in time order")
+        print(f"  identical code, lab nights alarming: {_bounds(alarmed, tested)}")
+        print(f"  10 % step in json-aa: detected within 3 nights {_bounds(within3, sequences)}; "
+              f"and placed at its first night {_bounds(placed, sequences)}; at all "
+              f"{_bounds(detected, sequences)}; a false alarm before it in "
+              f"{_bounds(early, sequences)}")  # fmt: skip
+        if otava:
+            flat = [
+                [
+                    n["figures"][("json-aa", "decode")] / n["figures"][("json", "decode")]
+                    for n in _simulated(rng, shape, nights, None)
+                ]
+                for _ in range(sequences)
+            ]
+            absolute = [
+                [n["figures"][("json", "decode")] for n in _simulated(rng, shape, nights, None)]
+                for _ in range(sequences)
+            ]
+            print("  Otava:", _otava_sim(otava, flat, absolute, otava_cases))
+
+
+OTAVA_SIM = """
+import json, sys
+from otava.analysis import compute_change_points
+out = []
+for values in json.load(sys.stdin):
+    points, _weak = compute_change_points(values, window_len=50, max_pvalue=0.001)
+    out.append([int(p.index) for p in points])
+json.dump(out, sys.stdout)
+"""
+
+
+def _otava_sim(python: str, flat: list[list[float]], absolute: list[list[float]],
+               stepped: list[tuple[int, list[float]]]) -> str:  # fmt: skip
+    """Otava (E-Divisive, window 50, p 0.001) on identical-code series (relative and
+    absolute, whole), and on the stepped relative series cut 3 nights after the step."""
+    cases = [*flat, *absolute, *(values[: start + 3] for start, values in stepped)]
+    done = subprocess.run([python, "-c", OTAVA_SIM], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+    points = json.loads(done.stdout)
+    n = len(flat)
+    flat_any = sum(bool(p) for p in points[:n])
+    absolute_any = sum(bool(p) for p in points[n : 2 * n])
+    found = sum(any(abs(i - start) <= 1 for i in p)
+                for (start, _v), p in zip(stepped, points[2 * n :], strict=True))  # fmt: skip
+    exact = sum(start in p for (start, _v), p in zip(stepped, points[2 * n :], strict=True))
+    return (f"identical-code relative series with any change point {_bounds(flat_any, n)}, "
+            f"absolute {_bounds(absolute_any, n)}; step found on its 3rd night within 1 night "
+            f"{_bounds(found, len(stepped))}, at its first night "
+            f"{_bounds(exact, len(stepped))}")  # fmt: skip
+
+
 def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed: int) -> None:
     import statistics
 
@@ -461,8 +615,15 @@ def main() -> int:
     study.add_argument("--injections", type=int, default=100, help="10 %% steps injected")
     study.add_argument("--otava", metavar="PYTHON", help="the interpreter of Otava's own venv")
     study.add_argument("--seed", type=int, default=26)
+    sim = actions.add_parser("simulate", help="simulated nights in time order, drifting load")
+    sim.add_argument("--sequences", type=int, default=20, help="sequences per load shape")
+    sim.add_argument("--nights", type=int, default=35)
+    sim.add_argument("--otava", metavar="PYTHON", help="the interpreter of Otava's own venv")
+    sim.add_argument("--seed", type=int, default=43)
     args = parser.parse_args()
-    if args.action == "collect":
+    if args.action == "simulate":
+        simulate(args.sequences, args.nights, args.seed, args.otava)
+    elif args.action == "collect":
         collect(args.out, args.nights, args.slowed, args.hog_share, args.seed, args.plan)
     else:
         analyse(args.out, args.sequences, args.injections, args.otava, args.seed)

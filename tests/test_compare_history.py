@@ -121,3 +121,24 @@ def test_another_boards_history_is_not_used(tmp_path):
     other = night(tmp_path / "runs", 20, board="name:bench-2")
     done = evbench("compare", "--baseline", str(baseline), str(other), "--history", store)
     assert "history: not used: the runs are of different boards" in done.stdout
+
+
+@pytest.mark.parametrize(("p", "p_holm"), [(0.004, 0.012), (0.02, 0.06), (0.01, 0.01)])
+def test_the_night_tests_interval_holds_1_exactly_when_its_p_does(p, p_holm):
+    from unittest import mock
+
+    from evbench.report.compare import Change, _night_interval, _p_cell
+
+    ratio = 1.08
+    # 13 nights: 12 differences, floor(2 x 12 / 3) = 8 degrees of freedom. The spread s
+    # makes |log r| / s the test's t; the interval is at the row's Holm step, level
+    # 1 - 0.05 / k with k = p (Holm) / p.
+    s = math.log(ratio) / scipy_stats.t.ppf(1 - p / 2, 8)
+    reach = scipy_stats.t.ppf(1 - 0.05 / (2 * (p_holm / p)), 8) * s
+    with mock.patch.object(Change, "difference", property(lambda _self: ratio - 1)):
+        change = Change(None, p_nights=p_holm)  # type: ignore[arg-type]
+        low, high = _night_interval(change, 13, p, p_holm)  # type: ignore[misc]
+        assert low == pytest.approx(ratio * math.exp(-reach), rel=1e-6)
+        assert high == pytest.approx(ratio * math.exp(reach), rel=1e-6)
+        assert (low > 1) == (p_holm < 0.05)
+        assert _p_cell(change).endswith(" (nights)")

@@ -76,6 +76,15 @@ class Change:
     #: rows tested against history (None: no history or too short to tell).
     nights: int = 0
     p_nights: float | None = None
+    #: The night test's interval of the ratio, at Holm's step for the row: it excludes 1
+    #: exactly when p_nights < 0.05 (None: not tested against the history).
+    interval_nights: tuple[float, float] | None = None
+
+    @property
+    def basis(self) -> str:
+        """Which test the verdict word, p and interval rest on: the history's night test
+        where the row was tested against it, else the two runs' rank test."""
+        return "nights" if self.p_nights is not None else "runs"
 
     @property
     def difference(self) -> float | None:
@@ -418,7 +427,14 @@ def _against_history(rows: list[Row], nights: NightTest, baseline: bool, runs: i
         adjusted = dict(zip(with_p, holm([found[i][1] or 0.0 for i in with_p]), strict=True))
         for index, (count, _p) in found.items():
             row, change = rows[index], rows[index].changes[column]
-            change = dataclasses.replace(change, nights=count, p_nights=adjusted.get(index))
+            change = dataclasses.replace(
+                change,
+                nights=count,
+                p_nights=adjusted.get(index),
+                interval_nights=_night_interval(
+                    change, count, found[index][1], adjusted.get(index)
+                ),
+            )
             moved = abs(math.log1p(change.difference or 0.0)) > math.log1p(MIN_EFFECT)
             if _confirmed(change):
                 change = dataclasses.replace(change, status=f"confirmed: {count} nights")
@@ -437,6 +453,27 @@ def _against_history(rows: list[Row], nights: NightTest, baseline: bool, runs: i
     ]
 
 
+def _night_interval(
+    change: Change, nights: int, p: float | None, p_holm: float | None
+) -> tuple[float, float] | None:
+    """The night test's interval of the ratio, at Holm's step for the row: the ratio
+    times exp(+-t x s), s the night-to-night spread (recovered from the raw p: |log r| /
+    s is the test's t), t Student's quantile at 1 - 0.05 / (2 k), k = p (Holm) / p the
+    row's Holm factor. It excludes 1 exactly when p (Holm) < 0.05."""
+    from evbench.history.changes import t_quantile
+    from evbench.history.night_spread import NightSpread
+
+    if p is None or p_holm is None or change.difference is None or not 0 < p < 1:
+        return None
+    ratio = 1 + change.difference
+    df = NightSpread(nights, 1.0).df
+    observed = t_quantile(1 - p / 2, df)
+    spread = abs(math.log(ratio)) / observed if observed > 0 else math.nan
+    factor = max(1.0, p_holm / p)
+    reach = t_quantile(1 - ALPHA / (2 * factor), df) * spread
+    return ratio * math.exp(-reach), ratio * math.exp(reach)
+
+
 # --- cells ----------------------------------------------------------------------------
 
 
@@ -451,15 +488,37 @@ def _change_cell(change: Change) -> str:
     words = {BASELINE: "worse", CANDIDATE: "better", EQUAL: EQUAL, UNDECIDED: UNDECIDED}
     word = {**words, TOO_SMALL: TOO_SMALL}.get(verdict.winner, verdict.winner)
     if _confirmed(change):  # across nights: the direction the history confirms
-        return f"{'worse' if change.worse else 'better'} ({change.status}, p {change.p_nights:.2g})"
+        return f"{'worse' if change.worse else 'better'} ({change.status})"
+    if change.basis == "nights":  # tested against the history, not confirmed there
+        return (
+            f"{UNDECIDED} ({change.status})"
+            if change.status
+            else f"within 2% ({change.nights} nights)"
+        )
     return f"{word} ({change.status})" if change.status else word
 
 
-def _interval_cell(row: comparing.Row) -> str:
-    verdict = row.verdict
+def _interval_cell(change: Change) -> str:
+    """The interval the row's word rests on: the night test's (marked "nights") where
+    the row was tested against the history, else the two runs' verdict's."""
+    if change.basis == "nights":
+        if change.interval_nights is None:
+            return "-"
+        low, high = change.interval_nights
+        return f"{low:.3f}-{high:.3f} (nights)"
+    verdict = change.row.verdict
     if verdict is None or verdict.ratio_low is None:
         return "-"
     return f"{verdict.ratio_low:.3f}-{verdict.ratio_high:.3f}"
+
+
+def _p_cell(change: Change) -> str:
+    """The p the row's word rests on: the night test's (Holm over the rows tested against
+    the history, marked "nights"), else the two runs' verdict's (Holm)."""
+    if change.basis == "nights" and change.p_nights is not None:
+        return f"{table.p_value_cell(change.p_nights)} (nights)"
+    verdict = change.row.verdict
+    return table.p_value_cell(verdict.p_holm) if verdict is not None else "-"
 
 
 CHANGE_HEADERS = ("% Diff", "Change", "p (Holm)", "ratio CI (Holm step)", "n", "detectable")
@@ -480,13 +539,12 @@ def cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         line = [row.identity.suite, row.identity.profile or "-", table.display_name(row.codec)]
         line += [first.label, table.value_cell(first.baseline, first)]
         for change in row.changes:
-            verdict = change.row.verdict
             line += [
                 table.value_cell(change.row.candidate, change.row),
                 _percent(change),
                 _change_cell(change),
-                table.p_value_cell(verdict.p_holm) if verdict is not None else "-",
-                _interval_cell(change.row),
+                _p_cell(change),
+                _interval_cell(change),
                 table.n_cell(change.row),
                 table.detectable_cell(change.row),
             ]
@@ -526,7 +584,10 @@ NOTES = (
     "means, not tested. Two runs are two nights: a verdict naming a run is 'not confirmed: "
     "2 nights'. With a history of the board's nights, each change moving beyond +/- 2 % is "
     "tested against how far that row moves from night to night: 'confirmed: n nights' or "
-    "'not confirmed: n nights'. REGRESSION: a tested row whose interval lies wholly beyond "
+    "'not confirmed: n nights'; such a row's word, p and CI all rest on that night test "
+    "(marked 'nights': p after Holm over the rows tested against the history, the CI at "
+    "the row's Holm step, holding 1 whenever that p >= 0.05), every other row's on the two "
+    "runs' rank test. REGRESSION: a tested row whose interval lies wholly beyond "
     "--max-change (either way, and worse than its threshold), or with --baseline a change "
     "the history confirms worse than its threshold, or a fact worse than its threshold, "
     "exactly. Context rows are listed apart, not tested."
