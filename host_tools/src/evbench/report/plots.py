@@ -7,17 +7,26 @@ every figure once more just to measure its labels.
 
 Each plot appears only when the run holds its data, so a codec-only run has
 two plots and a run with the link suite and telemetry has more. `plans`
-says which plots the data call for without drawing; `draw` renders them to
-PNG bytes. Every axis names its unit, every caption its method and n.
+says which plots the data call for without drawing; `figure` lays one out,
+measured once so that no label is cut; `draw` renders them to PNG bytes.
+Every axis names its unit, every caption its method and n.
+
+A codec has the same colour in every plot of every report: its own entry of
+`CODEC_COLOURS`, an A/A copy (`json-aa`) a paler shade of its original, any
+other name a colour of `FALLBACK_COLOURS` picked by a stable hash of the name.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+import math
+import re
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import matplotlib
+from matplotlib import colors as mcolors
 from matplotlib import ticker
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -26,7 +35,7 @@ from matplotlib.patches import Patch
 
 from evbench.report import telemetry
 from evbench.report.context import RunContext
-from evbench.report.units import significant
+from evbench.report.units import format_value, significant
 from evbench_agent.analysis import metrics
 from evbench_agent.results import SampleSet
 
@@ -36,6 +45,42 @@ DPI = 96
 SIDE_BY_SIDE_BARS = 24
 #: Up to this many bars per panel each bar carries its value (more would overlap).
 LABELLED_BARS = 8
+#: A profile name (a user schema's `schema:package.Message`) is wrapped at its dots,
+#: colons, dashes and underscores into lines of at most this many characters.
+PROFILE_LABEL_WIDTH = 18
+#: The space left between a label that stuck out and the figure's grown edge, in inches.
+EDGE_PAD = 0.06
+
+#: Each known codec's colour, by name: the same in every plot of every report, whatever
+#: else the run measured and in whatever order (matplotlib's tab10, then five darker
+#: tones of tab20b for the native runtimes).
+CODEC_COLOURS = {
+    "json": "#1f77b4",
+    "protobuf": "#ff7f0e",
+    "protobuf-json": "#2ca02c",
+    "orjson": "#d62728",
+    "ujson": "#9467bd",
+    "msgspec-json": "#8c564b",
+    "msgspec-msgpack": "#e377c2",
+    "msgpack": "#7f7f7f",
+    "cbor2": "#bcbd22",
+    "dbc": "#17becf",
+    "c:protobuf-c": "#393b79",
+    "c:cjson": "#637939",
+    "c:nanopb": "#8c6d31",
+    "cpp:protobuf": "#843c39",
+    "cpp:nlohmann": "#7b4173",
+}
+#: Any other codec's colour: this palette's entry at the CRC-32 of its name (Python's
+#: own hash() changes from one process to the next). None of them is in CODEC_COLOURS.
+FALLBACK_COLOURS = (
+    "#5254a3", "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#3182bd", "#e6550d",
+    "#31a354", "#756bb1", "#636363", "#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b",
+    "#ce6dbd", "#9ecae1",
+)  # fmt: skip
+#: An A/A copy's name ends so (evbench_agent.codecs.COPY_SUFFIX, not imported: that
+#: module loads every codec's registry).
+COPY_SUFFIX = "-aa"
 
 
 @dataclass(frozen=True)
@@ -84,18 +129,105 @@ def _legend_above(figure: Figure, handles: list, labels: list[str], top: float) 
     figure.subplots_adjust(top=top - 0.06 * max(rows - 1, 0))
 
 
+def _pale(colour: str) -> str:
+    """`colour` halfway to white."""
+    red, green, blue = mcolors.to_rgb(colour)
+    return mcolors.to_hex(((1 + red) / 2, (1 + green) / 2, (1 + blue) / 2))
+
+
+def codec_colours(codecs: Iterable[str]) -> dict[str, str]:
+    """Each codec's colour, decided by its name alone (module docstring). Two unknown
+    names whose hashes meet in one plot: the later in name order takes the palette's next
+    free colour, so each plot's codecs stay apart."""
+    colours: dict[str, str] = {}
+    unknown = []
+    for codec in dict.fromkeys(codecs):
+        original = codec[: -len(COPY_SUFFIX)] if codec.endswith(COPY_SUFFIX) else None
+        if codec in CODEC_COLOURS:
+            colours[codec] = CODEC_COLOURS[codec]
+        elif original in CODEC_COLOURS:
+            colours[codec] = _pale(CODEC_COLOURS[original])
+        else:
+            unknown.append(codec)
+    taken = set(colours.values())
+    for codec in sorted(unknown):
+        start = zlib.crc32(codec.encode("utf-8", "surrogatepass"))
+        for step in range(len(FALLBACK_COLOURS)):
+            colour = FALLBACK_COLOURS[(start + step) % len(FALLBACK_COLOURS)]
+            if colour not in taken:
+                break
+        else:  # more unknown codecs than colours: the name's own colour, shared
+            colour = FALLBACK_COLOURS[start % len(FALLBACK_COLOURS)]
+        colours[codec] = colour
+        taken.add(colour)
+    return colours
+
+
+class _PlainLogLocator(ticker.LogLocator):
+    """Ticks at 1, 2 and 5 of each decade when they fit the axis; at decades (every
+    decade, or every second, third ...) when the view spans too many for that; at
+    plain steps (60, 70, 80) when the view holds fewer than two of 1, 2, 5 x 10^k.
+    So a log axis always carries at least two labelled ticks: matplotlib's LogLocator
+    with subs gives none at all once it must skip decades."""
+
+    def __init__(self) -> None:
+        super().__init__(subs=(1.0, 2.0, 5.0))
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        low, high = sorted((vmin, vmax))
+        if not (math.isfinite(low) and math.isfinite(high)) or high <= 0:
+            return super().tick_values(vmin, vmax)
+        low = max(low, high * 1e-300)
+        room = max(2, min(9, self.axis.get_tick_space())) if self.axis is not None else 9
+        first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+        inside = lambda ticks: [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]  # noqa: E731
+        decades = inside(10.0**k for k in range(first, last + 1))
+        steps = inside(s * 10.0**k for k in range(first, last + 1) for s in (1.0, 2.0, 5.0))
+        if 2 <= len(steps) <= room:
+            return steps
+        if len(steps) > room and len(decades) >= 2:
+            stride = -(-len(decades) // room)
+            return decades[::stride]
+        linear = ticker.MaxNLocator(nbins=max(room - 1, 1), steps=[1, 2, 2.5, 5, 10])
+        return [t for t in linear.tick_values(low, high) if t > 0 and inside([t])]
+
+
 def _plain_log_axis(axis: Axis) -> None:
     """A log axis labelled 1, 2, 5, 10, 20 ... in plain numbers: no 6 x 10^2 (and no
     mathtext, whose parser costs more than the rest of the plot)."""
-    axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_major_locator(_PlainLogLocator())
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: significant(v, 4)))
     # No minor ticks: each tick is a few artists, and eight per decade cost more to draw
     # than the rest of the panel.
     axis.set_minor_locator(ticker.NullLocator())
 
 
-def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) -> Figure:
-    """One panel per metric; profiles on x, a bar per codec; whiskers: 95 % CI of the median."""
+def _profile_label(profile: str) -> str:
+    """`profile` in lines of at most PROFILE_LABEL_WIDTH characters, broken after a dot,
+    colon, dash or underscore where it can be (a user schema's `schema:pkg.Message`),
+    else between the words of a CamelCase name, else anywhere."""
+    pieces = []
+    for piece in re.findall(r"[^.:_\-]+[.:_\-]?|[.:_\-]", profile):
+        if len(piece) > PROFILE_LABEL_WIDTH:
+            piece = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "\0", piece)
+        for word in piece.split("\0"):
+            pieces += [
+                word[i : i + PROFILE_LABEL_WIDTH] for i in range(0, len(word), PROFILE_LABEL_WIDTH)
+            ]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > PROFILE_LABEL_WIDTH:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _bars(
+    context: RunContext, names: tuple[str, ...], scale: float, unit: str, statistic: str
+) -> Figure:
+    """One panel per metric; profiles on x, a bar per codec. `statistic` "median": bars
+    the median, whiskers its 95 % CI; "mean" (sizes, which the tables and the answer give
+    as means): bars the mean, whiskers the smallest to the largest value."""
     records = _records(context, "codec", names)
     present = [m for m in names if any(r["metric"] == m for r in records)]
     profiles = sorted({r["profile"] for r in records})
@@ -110,7 +242,7 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
         figure = _new_figure(min(18.0, 3.0 + 0.1 * bars_per_panel), 3.4 * len(present) + 0.6)
         panels = figure.subplots(len(present), 1, squeeze=False)[:, 0]
     width = 0.8 / max(len(codecs), 1)
-    colours = {codec: f"C{index % 10}" for index, codec in enumerate(codecs)}
+    colours = codec_colours(codecs)
     for axis, metric in zip(panels, present, strict=True):
         # One bar call and one errorbar call per panel: each call builds its own
         # container of artists, and per-codec calls cost several times the drawing.
@@ -120,20 +252,32 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
                 record = by_key.get((metric, codec, profile))
                 if record is None:
                     continue
-                median = record["median"] * scale
+                if statistic == "mean" and record.get("mean") is not None:
+                    value = record["mean"] * scale
+                    bounds = record.get("min"), record.get("max")
+                else:
+                    value = record["median"] * scale
+                    bounds = record.get("ci95_low"), record.get("ci95_high")
                 xs.append(position + (index - (len(codecs) - 1) / 2) * width)
-                heights.append(median)
-                ci_low, ci_high = record.get("ci95_low"), record.get("ci95_high")
-                low.append(median - ci_low * scale if ci_low is not None else 0.0)
-                high.append(ci_high * scale - median if ci_high is not None else 0.0)
+                heights.append(value)
+                low.append(max(value - bounds[0] * scale, 0.0) if bounds[0] is not None else 0.0)
+                high.append(max(bounds[1] * scale - value, 0.0) if bounds[1] is not None else 0.0)
                 colour.append(colours[codec])
         bars = axis.bar(xs, heights, width, color=colour)
         axis.errorbar(xs, heights, yerr=[low, high], fmt="none", ecolor="black", capsize=3)
         if bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
-            axis.bar_label(bars, labels=[significant(h) for h in heights], fontsize="x-small")
-        axis.set_xticks(range(len(profiles)), profiles, rotation=30, ha="right")
+            # As the tables write the figure: a size as "995.5 B", a time to 3 digits.
+            labels = [
+                format_value(h, unit, metric) if unit == "bytes" else significant(h)
+                for h in heights
+            ]
+            axis.bar_label(bars, labels=labels, fontsize="x-small")
+        axis.set_xticks(
+            range(len(profiles)), [_profile_label(p) for p in profiles], rotation=30,
+            ha="right", rotation_mode="anchor",
+        )  # fmt: skip
         axis.set_title(_label(metric))
-        axis.set_ylabel(unit)
+        axis.set_ylabel(f"{unit} ({statistic})")
         if scale != 1.0:
             # Codecs differ by 50x: a log axis keeps the small bar and its interval visible.
             axis.set_yscale("log")
@@ -144,6 +288,11 @@ def _bars(context: RunContext, names: tuple[str, ...], scale: float, unit: str) 
     handles = [Patch(color=colours[codec]) for codec in codecs]
     _legend_above(figure, handles, codecs, 0.82 if side_by_side else 0.9)
     return figure
+
+
+def _series_codec(name: str) -> str:
+    """The codec of a series `_series_name` named."""
+    return name.split(" ", 1)[0]
 
 
 def _series_name(sample_set: SampleSet) -> str:
@@ -167,10 +316,15 @@ def _rtt_distribution(context: RunContext) -> Figure:
     figure = _new_figure(7.2, 4.4)
     axis = figure.subplots()
     handles = []
-    for index, phases in enumerate(series.values()):
+    colours = codec_colours(_series_codec(name) for name in series)
+    styles: dict[str, str] = {}  # one codec's phase kinds: one colour, a line style each
+    for name, phases in series.items():
         ordered = sorted(v * 1e6 for phase in phases for v in phase)
         fractions = [(i + 1) / len(ordered) for i in range(len(ordered))]
-        (line,) = axis.step(ordered, fractions, where="post", color=f"C{index % 10}")
+        codec = _series_codec(name)
+        style = ("-", "--", ":", "-.")[sum(_series_codec(n) == codec for n in styles) % 4]
+        styles[name] = style
+        (line,) = axis.step(ordered, fractions, where="post", color=colours[codec], linestyle=style)
         handles.append(line)
     labels = [f"{name} (n={sum(map(len, p))})" for name, p in series.items()]
     axis.set_xscale("log")  # the tail (scheduling hiccups) is 10-100x the median
@@ -196,11 +350,12 @@ def _over_time(metric: str, ylabel: str) -> Callable[[RunContext], Figure]:
         figure = _new_figure(7.2 if columns == 1 else 9.6, 0.9 + 1.5 * rows)
         axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey=True)
         panels = zip(axes.flat, series.items(), strict=False)  # a spare panel stays empty
-        for index, (axis, (name, phases)) in enumerate(panels):
+        colours = codec_colours(_series_codec(name) for name in series)
+        for axis, (name, phases) in panels:
             # One line of dots and one collection of phase boundaries per panel (an artist
             # per phase cost more to build and draw than the dots themselves).
             joined = [v * 1e6 for phase_values in phases for v in phase_values]
-            axis.plot(range(len(joined)), joined, ".", ms=2, color=f"C{index % 10}")
+            axis.plot(range(len(joined)), joined, ".", ms=2, color=colours[_series_codec(name)])
             ends, start = [], 0
             for phase_values in phases:
                 start += len(phase_values)
@@ -255,7 +410,7 @@ def plans(context: RunContext) -> list[_Plan]:
                 "Bars: median time of one operation (µs, log scale); whiskers: 95 % CI of "
                 "the median (none when n < 6). A sample is the mean over a calibrated loop. "
                 + _sample_counts(context, metrics.CODEC_TIMED),
-                lambda c: _bars(c, metrics.CODEC_TIMED, 1e6, "µs per operation"),
+                lambda c: _bars(c, metrics.CODEC_TIMED, 1e6, "µs per operation", "median"),
             )
         )
     if _records(context, "codec", metrics.CODEC_SIZES):
@@ -263,11 +418,11 @@ def plans(context: RunContext) -> list[_Plan]:
             _Plan(
                 "codec-sizes",
                 "Encoded size and deflated size per codec and profile",
-                "Bars: median bytes over every payload of the profile; whiskers: 95 % CI "
-                "of the median. "
+                "Bars: mean bytes over every payload of the profile, the figure the tables "
+                "and the answer give; whiskers: the smallest to the largest payload. "
                 + _deflate_levels(context)
                 + _sample_counts(context, metrics.CODEC_SIZES),
-                lambda c: _bars(c, metrics.CODEC_SIZES, 1.0, "bytes"),
+                lambda c: _bars(c, metrics.CODEC_SIZES, 1.0, "bytes", "mean"),
             )
         )
     if _link_phases(context, "rtt"):
@@ -316,15 +471,67 @@ def plans(context: RunContext) -> list[_Plan]:
     return found
 
 
+def _fit(figure: Figure) -> None:
+    """Grow the figure by whatever its labels stick out of it (a long profile name under
+    a bar, a wide legend), keeping every panel's size and place relative to its labels:
+    one measurement of the laid-out figure, no second draw."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    tight = figure.get_tightbbox(renderer)  # inches
+    if tight is None:
+        return
+    width, height = figure.get_size_inches()
+    # Only a side something sticks out of grows, by that much and a margin.
+    left = EDGE_PAD - tight.x0 if tight.x0 < 0 else 0.0
+    bottom = EDGE_PAD - tight.y0 if tight.y0 < 0 else 0.0
+    right = tight.x1 + EDGE_PAD - width if tight.x1 > width else 0.0
+    top = tight.y1 + EDGE_PAD - height if tight.y1 > height else 0.0
+    if not (left or bottom or right or top):
+        return
+    new_width, new_height = width + left + right, height + bottom + top
+    for axis in figure.axes:
+        box = axis.get_position()
+        axis.set_position(
+            (
+                (box.x0 * width + left) / new_width,
+                (box.y0 * height + bottom) / new_height,
+                box.width * width / new_width,
+                box.height * height / new_height,
+            )
+        )
+    for text in figure.texts:  # supxlabel, supylabel: in figure fractions
+        x, y = text.get_position()
+        text.set_position(((x * width + left) / new_width, (y * height + bottom) / new_height))
+    for legend in figure.legends:  # anchored to a point or a box of the old figure
+        anchor = legend.get_bbox_to_anchor().transformed(figure.dpi_scale_trans.inverted())
+        legend.set_bbox_to_anchor(
+            (
+                (anchor.x0 + left) / new_width,
+                (anchor.y0 + bottom) / new_height,
+                anchor.width / new_width,
+                anchor.height / new_height,
+            ),
+            transform=figure.transFigure,
+        )
+    figure.set_size_inches(new_width, new_height)
+
+
+def figure(plan: _Plan, context: RunContext) -> Figure:
+    """`plan`'s figure, laid out so that no label is cut by the figure's edge."""
+    # Titles at a fixed height: placing them "automatically" measures every tick
+    # label of the axes once more at each draw.
+    with matplotlib.rc_context({"axes.titley": 1.0}):
+        drawn = plan.draw(context)
+        _fit(drawn)
+    return drawn
+
+
 def draw(context: RunContext) -> list[Plot]:
     """Render every plot the data call for as PNG."""
     rendered = []
     for plan in plans(context):
-        # Titles at a fixed height: placing them "automatically" measures every tick
-        # label of the axes once more at each draw.
         with matplotlib.rc_context({"axes.titley": 1.0}):
-            figure = plan.draw(context)
+            drawn = figure(plan, context)
             buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=DPI)
+            drawn.savefig(buffer, format="png", dpi=DPI)
         rendered.append(Plot(plan.name, plan.title, plan.caption, buffer.getvalue()))
     return rendered

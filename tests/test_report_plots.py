@@ -1,0 +1,326 @@
+"""The report's plots as a reader sees them (issue 44, item 14).
+
+Every check reads the figure `plots.draw` saved as PNG: the test catches each figure
+as it is saved (Figure.savefig, wrapped), then reads what matplotlib (Agg) drew: the
+tick labels on the axes, the bars' heights and face colours, the whiskers' ends, the
+text's window extents against the figure's box. Expected values come from the run's
+files (samples.jsonl, read here with json) or from arithmetic, never from plots.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+from report_helpers import evbench
+
+from evbench.report import plots
+from evbench.report.context import RunContext, load_context
+
+RUNS = ROOT / "tests" / "data" / "runs"
+#: A real quick run of the codec and link suites, json and protobuf (tests/README.md).
+CODEC_LINK = RUNS / "codec-link-v1"
+#: A codec-only run of the first agent: json and protobuf, profile seed.
+CORE = RUNS / "core-v1"
+#: A user schema's profile as `evbench run --schema` names it: schema:FULL.NAME.
+LONG_PROFILE = "schema:com.example.vehicle.battery.v1.BatteryManagementSystemStatus"
+
+
+@pytest.fixture
+def render(monkeypatch) -> Iterator:
+    """`render(context)`: {plot name: the Figure plots.draw saved for it}."""
+    original = Figure.savefig
+
+    def render(context: RunContext) -> dict[str, Figure]:
+        saved: list[Figure] = []
+
+        def spy(self: Figure, *args, **kwargs):
+            saved.append(self)
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Figure, "savefig", spy)
+        try:
+            drawn = plots.draw(context)
+        finally:
+            monkeypatch.setattr(Figure, "savefig", original)
+        assert len(saved) == len(drawn)
+        return {plot.name: figure for plot, figure in zip(drawn, saved, strict=True)}
+
+    yield render
+
+
+def shown_axes(figure: Figure) -> list[Axes]:
+    return [axis for axis in figure.axes if axis.get_visible()]
+
+
+def y_tick_labels(axis: Axes) -> list[tuple[float, str]]:
+    """(position, text) of each labelled y tick inside the axis' view, as drawn."""
+    low, high = sorted(axis.get_ylim())
+    return [
+        (tick.get_loc(), tick.label1.get_text())
+        for tick in axis.yaxis.get_major_ticks()
+        if tick.label1.get_visible() and tick.label1.get_text() and low <= tick.get_loc() <= high
+    ]
+
+
+def plain_number(text: str) -> float:
+    return float(text.replace("\N{MINUS SIGN}", "-").replace(",", ""))
+
+
+def assert_labelled_y_axis(axis: Axes) -> None:
+    ticks = y_tick_labels(axis)
+    assert len(ticks) >= 2, (axis.get_title(loc="left"), axis.get_ylim(), ticks)
+    for position, text in ticks:  # each label says where its tick is (4 digits)
+        assert math.isclose(plain_number(text), position, rel_tol=5e-4), (text, position)
+
+
+def samples(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+
+
+def legend_colours(figure: Figure) -> dict[str, str]:
+    """{label: colour} of the figure's legend, as drawn."""
+    (legend,) = figure.legends
+    colours = {}
+    for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
+        colour = handle.get_facecolor() if isinstance(handle, Rectangle) else handle.get_color()
+        colours[text.get_text()] = to_hex(colour)
+    return colours
+
+
+def bars(axis: Axes) -> list[Rectangle]:
+    return [patch for patch in axis.patches if isinstance(patch, Rectangle)]
+
+
+# --- the send-lateness panel has y tick values ---------------------------------------
+
+
+def test_every_send_lateness_panel_labels_its_y_axis(render) -> None:
+    # codec-link-v1's lateness runs from 0.16 µs to 76 ms: over five decades on a panel
+    # 1.5 inches high. matplotlib's LogLocator, given 1-2-5 subs, draws no tick at all
+    # once it must skip decades.
+    figures = render(load_context(CODEC_LINK))
+    panels = shown_axes(figures["lateness-time"])
+    assert [axis.get_title(loc="left") for axis in panels] == [
+        "json periodic (6 phases)",
+        "protobuf periodic (6 phases)",
+    ]
+    for axis in panels:
+        assert axis.get_yscale() == "log"
+        assert_labelled_y_axis(axis)
+    for axis in shown_axes(figures["rtt-time"]) + shown_axes(figures["codec-times"]):
+        assert_labelled_y_axis(axis)  # the other log axes too
+
+
+def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled(render) -> None:
+    # Every lateness between 55 and 95 µs: no 1, 2 or 5 x 10^k inside the view.
+    context = load_context(CODEC_LINK)
+    narrowed = [
+        dataclasses.replace(s, values=[55e-6 + 40e-6 * (i % 11) / 10 for i in range(len(s.values))])
+        if s.metric == "send_lateness"
+        else s
+        for s in context.samples()
+    ]
+    context = dataclasses.replace(context, _samples=narrowed)
+    for axis in shown_axes(render(context)["lateness-time"]):
+        low, high = sorted(axis.get_ylim())
+        assert low > 50 and high < 100  # the view holds no 1-2-5 tick
+        assert_labelled_y_axis(axis)
+
+
+# --- a codec's colour depends on its name alone ---------------------------------------
+
+
+def reordered(run: Path, tmp_path: Path, codecs: list[str]) -> RunContext:
+    """The run with its spec naming `codecs` in that order, its samples reversed."""
+    copy = tmp_path / f"{run.name}-{'-'.join(codecs)}"
+    shutil.copytree(run, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["spec"]["codecs"] = codecs
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    lines = (copy / "samples.jsonl").read_text().splitlines()
+    (copy / "samples.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+    return load_context(copy)
+
+
+def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]:
+    """Per plot, {codec: colour} as drawn: legends for bars and CDF, the size bars' faces,
+    the dots of each over-time panel (titled by its codec)."""
+    drawn = {}
+    for name in ("codec-times", "codec-sizes"):
+        drawn[name] = legend_colours(figures[name])
+    drawn["rtt-cdf"] = {
+        label.split(" ", 1)[0]: colour
+        for label, colour in legend_colours(figures["rtt-cdf"]).items()
+    }
+    # The bars themselves: every JSON payload of codec-link-v1 is longer than every
+    # Protobuf one (samples.jsonl), so the bars above Protobuf's largest size are JSON's.
+    sizes = {s["codec"]: s["values"] for s in samples(CODEC_LINK) if s["metric"] == "size"}
+    assert min(sizes["json"]) > max(sizes["protobuf"])
+    (panel,) = [axis for axis in shown_axes(figures["codec-sizes"]) if axis.get_title() == "Size"]
+    drawn["size bars"] = {
+        ("json" if bar.get_height() > max(sizes["protobuf"]) else "protobuf"): to_hex(
+            bar.get_facecolor()
+        )
+        for bar in bars(panel)
+    }
+    assert len(bars(panel)) == 2
+    for name in ("rtt-time", "lateness-time"):
+        drawn[name] = {
+            axis.get_title(loc="left").split(" ", 1)[0]: to_hex(axis.lines[0].get_color())
+            for axis in shown_axes(figures[name])
+        }
+    return drawn
+
+
+def test_each_codec_keeps_its_colour_whatever_the_run_order(render, tmp_path) -> None:
+    first = codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, ["json", "protobuf"])))
+    second = codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, ["protobuf", "json"])))
+    # A run that named a codec more, first, which measured nothing here.
+    third = codec_colours_drawn(
+        render(reordered(CODEC_LINK, tmp_path, ["orjson", "protobuf", "json"]))
+    )
+    assert first == second == third
+    for colours in first.values():
+        assert set(colours) == {"json", "protobuf"}
+        assert colours["json"] != colours["protobuf"]
+    # One colour per codec across every plot of the report.
+    assert len({colours["json"] for colours in first.values()}) == 1
+    assert len({colours["protobuf"] for colours in first.values()}) == 1
+
+
+def test_unknown_codecs_colours_are_stable_and_apart() -> None:
+    # A codec added later, an A/A copy, a user's own: a colour each, apart from each
+    # other in one plot, in whatever order named, and the same in another process
+    # (Python's str hash changes with PYTHONHASHSEED: it must not decide).
+    names = ["json", "json-aa", "zserio", "flatbuffers", "capnp", "my codec", "protobuf"]
+    colours = plots.codec_colours(names)
+    assert colours == plots.codec_colours(list(reversed(names)))
+    assert len(set(colours.values())) == len(names)
+    for known in ("json", "protobuf"):
+        assert plots.codec_colours([known]) == {known: colours[known]}
+    script = (
+        "import json, sys; from evbench.report import plots; "
+        "print(json.dumps(plots.codec_colours(json.loads(sys.argv[1]))))"
+    )
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(names)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+        )
+        assert json.loads(done.stdout) == colours
+
+
+# --- nothing is cut at the figure's edge ----------------------------------------------
+
+
+def undrawn_tick_labels(figure: Figure) -> set[int]:
+    """The ids of tick labels whose tick lies outside its axis' view: matplotlib keeps
+    them but does not draw them."""
+    undrawn = set()
+    for axes in figure.axes:
+        for axis, limits in ((axes.xaxis, axes.get_xlim()), (axes.yaxis, axes.get_ylim())):
+            low, high = sorted(limits)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not low <= tick.get_loc() <= high:
+                    undrawn |= {id(tick.label1), id(tick.label2)}
+    return undrawn
+
+
+def assert_nothing_cut(figure: Figure) -> None:
+    """Every visible, non-empty text (tick labels, titles, axis labels, bar labels,
+    legends, the figure's own labels) lies inside the figure's box once drawn."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    undrawn = undrawn_tick_labels(figure)
+    outside = []
+    for text in figure.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or id(text) in undrawn:
+            continue
+        extent = text.get_window_extent(renderer)
+        inside = (
+            extent.x0 >= box.x0 - 0.5
+            and extent.y0 >= box.y0 - 0.5
+            and extent.x1 <= box.x1 + 0.5
+            and extent.y1 <= box.y1 + 0.5
+        )
+        if not inside:
+            outside.append((text.get_text(), extent.bounds, box.bounds))
+    assert not outside, outside
+
+
+@pytest.mark.parametrize("plot", ["codec-times", "codec-sizes"])
+def test_a_user_schemas_profile_name_is_not_cut(render, plot: str) -> None:
+    context = load_context(CORE)
+    context.records[:] = [dict(r, profile=LONG_PROFILE) for r in context.records]
+    figure = render(context)[plot]
+    assert_nothing_cut(figure)
+    # The name is all there, in order, across the label's lines.
+    labels = [t.get_text() for t in shown_axes(figure)[0].get_xticklabels()]
+    assert [label.replace("\n", "") for label in labels] == [LONG_PROFILE]
+
+
+@pytest.mark.parametrize("run", [CORE, CODEC_LINK], ids=lambda p: p.name)
+def test_no_plot_of_a_real_run_is_cut(render, run: Path) -> None:
+    for figure in render(load_context(run)).values():
+        assert_nothing_cut(figure)
+
+
+# --- the size bars give the figure the text gives --------------------------------------
+
+
+def test_size_bars_are_the_mean_the_report_text_gives(render, tmp_path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(CODEC_LINK, run)
+    figure = render(load_context(run))["codec-sizes"]
+    colours = legend_colours(figure)
+    done = evbench("report", str(run))
+    assert done.returncode == 0, done.stderr
+    markdown = (run / "report.md").read_text()
+    panels = {axis.get_title(): axis for axis in shown_axes(figure)}
+    for metric, title in (("size", "Size"), ("size_deflate", "Size, deflated")):
+        axis = panels[title]
+        assert "mean" in axis.get_ylabel()
+        values = {s["codec"]: s["values"] for s in samples(run) if s["metric"] == metric}
+        texts = {t.get_text() for t in axis.texts}
+        whiskers = [
+            segment
+            for collection in axis.collections
+            if isinstance(collection, LineCollection)
+            for segment in collection.get_segments()
+        ]
+        for bar in bars(axis):
+            codec = next(
+                c for c, colour in colours.items() if to_hex(bar.get_facecolor()) == colour
+            )
+            mean = statistics.fmean(values[codec])
+            assert math.isclose(bar.get_height(), mean, rel_tol=1e-12), (codec, metric)
+            written = f"{mean:.1f} B"  # how the answer and the tables write a size
+            assert written in texts, (written, texts)
+            assert written in markdown, written  # the same figure in the report's text
+            centre = bar.get_x() + bar.get_width() / 2
+            (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
+            assert sorted((whisker[0][1], whisker[1][1])) == [
+                min(values[codec]),
+                max(values[codec]),
+            ]
