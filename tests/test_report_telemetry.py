@@ -70,8 +70,9 @@ def test_an_older_run_renders_complete(tmp_path):
     # test uses, JSON's cell times exp(HL of the processes' log-ratios): each process's
     # log-ratio is the median of its 5 per-round log(protobuf / json), -3.97402 and
     # -3.87147; with two, the Hodges-Lehmann centre is their mean, -3.92275, so
-    # 57.19 µs x 0.019787 = 1.13 µs; 1 / 0.019787 = 50.5, "51x faster". No interval across two, and no verdict
-    # reachable (the best exact signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
+    # 57.19 µs x 0.019787 = 1.13 µs; 1 / 0.019787 = 50.5, "51x faster". No interval
+    # across two, and no verdict reachable (the best exact signed-rank p with 2 pairs is
+    # 2 / 2**2 = 0.5).
     assert "| seed | Serialization | 57.2 µs | 1.13 µs | 51x faster |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row

@@ -77,8 +77,14 @@ def test_the_link_experiments_run_at_their_full_counts(tmp_path, capsys):
     detects the delay in >= 18 of 20, as the targets of issue 27 ask of real runs."""
     out = tmp_path / "summary.json"
     calibration.main(
-        ["--synthetic", "--only", "link-aa,link-delay,link-delay-hog", *RELATIVE]
-        + ["--json", str(out)]
+        [
+            "--synthetic",
+            "--only",
+            "link-aa,link-delay,link-delay-hog",
+            *RELATIVE,
+            "--json",
+            str(out),
+        ]
     )
     summary = json.loads(out.read_text())
     assert {name: entry["runs"] for name, entry in summary.items()} == {

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from evbench.report import table
+from evbench.report import system_view, table
 from evbench_agent.buses import budget
 from evbench_agent.comparison import FACT, TESTED, Comparison, Row
 
@@ -78,14 +78,13 @@ def key_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     cells = []
     for row in chosen:
         base_cell, cand_cell = table.estimate_cells(row)
-        change = table.difference(row)
         cells.append(
             [
                 row.identity.profile or "-",
                 _short(row.label) + (table.BUSY_MARK if row.busy else ""),
                 _INTERVAL.sub("", base_cell),  # the interval is in the full table
                 _INTERVAL.sub("", cand_cell),
-                "-" if change is None else f"{change * 100:+.1f} %",
+                table.change_cell(row),
                 table.winner_cell(row, comparison.baseline, comparison.candidate),
             ]
         )
@@ -138,7 +137,8 @@ def render(
 ) -> str:
     """The answer, the key rows and the pointers to the rest, every line <= MAX_LINE;
     `buses`: the run's bus budget rows (at `rate_hz`), summed up as a key row."""
-    lines = wrap(table.render_answer(comparison, fits_of(comparison, buses)))
+    # the exact facts (sizes, bandwidth) are the key rows' and the full table's
+    lines = wrap(table.render_answer(comparison, fits_of(comparison, buses), with_facts=False))
     busy = table.busy_line(comparison)
     if busy:
         lines += ["", *wrap(busy)]
@@ -149,6 +149,10 @@ def render(
         # Each profile's bus fit last among its rows (a stable sort keeps the rest's order).
         ordered = sorted(cells + fit_cells, key=lambda line: line[0])
         lines += table.format_rows(headers, fit_labels(headers, ordered)).splitlines()
+    system = system_view.lines(comparison)
+    if system:
+        lines += ["", "What it costs the product (context, no winner):"]
+        lines += [wrapped for line in system for wrapped in wrap(f"  {line}")]
     if fit_named:
         ceiling = f"{budget.DEFAULT_CEILING * 100:g} %"
         said = f"Bus fit: the worst case within the {ceiling} bus-load ceiling; "

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evbench.report import arms, exports, runtimes, table, unrepresentative, verdict_line
+from evbench.report import (
+    arms,
+    exports,
+    runtimes,
+    system_view,
+    table,
+    unrepresentative,
+    verdict_line,
+)
 from evbench.report.context import RunContext, context_rows, environment_rows
 from evbench.report.units import format_value
 from evbench_agent import comparison as comparing
@@ -98,6 +106,9 @@ def answer_section(comparison: Comparison) -> Section | None:
     if not lines:
         return None
     lines = [*verdict_line.lines(comparison), *lines]  # the verdict in one line, first
+    system = system_view.lines(comparison)
+    if system:
+        lines.append("What it costs the product (context, no winner): " + "; ".join(system) + ".")
     base, cand = (table.display_name(c) for c in (comparison.baseline, comparison.candidate))
     return Section(f"The answer: {cand} against {base}, on this machine", lines)
 

@@ -358,7 +358,9 @@ def _interval_words(row: Row) -> str:
         if interval is not None:
             low, high = (interval[0] - 1) * 100, (interval[1] - 1) * 100
             text += f", CI {low:+.1f} to {high:+.1f} %"
-    return f"{text}; margin {verdict.margin}" if verdict.margin else text
+    if verdict.margin:
+        return f"{text}; margin {verdict.margin.split(',')[0]}"
+    return text
 
 
 def _more_time(row: Row, stage_s: float | None) -> str:
@@ -367,9 +369,9 @@ def _more_time(row: Row, stage_s: float | None) -> str:
 
     stages = sequential.more_stages(row)
     if stages is None or not stage_s:
-        return ", on the margin's edge" if stages is None and row.verdict else ""
+        return "; on the margin's edge" if stages is None and row.verdict else ""
     minutes = stages * stage_s / 60
-    return f", about {max(minutes, 1):.0f} min more would decide it"
+    return f"; about {max(minutes, 1):.0f} min more to decide"
 
 
 def _fact_words(row: Row, candidate: str) -> str:
@@ -389,7 +391,7 @@ def _listing(labels: Sequence[str]) -> str:
     return "; ".join(labels)
 
 
-def answer_lines(comparison: Comparison) -> list[str]:
+def answer_lines(comparison: Comparison, with_facts: bool = True) -> list[str]:
     """The answer, per profile, in plain sentences: what the candidate buys over the
     baseline (only rows with a verdict, with the interval), what it costs, which rows
     were shown equal, which stay undecided, which were too small to call, and the exact
@@ -425,15 +427,15 @@ def answer_lines(comparison: Comparison) -> list[str]:
                 + "."
             )
         shown_equal = [r for r, winner in winners if winner in (EQUAL, NEGLIGIBLE)]
-        if shown_equal:
+        by_margin: dict[str, list[Row]] = {}
+        for r in shown_equal:  # one sentence per margin; the intervals are in the table
+            assert r.verdict is not None
+            by_margin.setdefault(r.verdict.margin, []).append(r)
+        for margin, same in by_margin.items():
             sentences.append(
-                "Equal within the margin: "
+                f"Equal within {margin}: "
                 + _listing(
-                    [
-                        f"{r.label} ({'negligible: ' if r.outcome == NEGLIGIBLE else ''}"
-                        f"{_interval_words(r)})"
-                        for r in shown_equal
-                    ]
+                    [f"{r.label}{' (negligible)' if r.outcome == NEGLIGIBLE else ''}" for r in same]
                 )
                 + "."
             )
@@ -455,7 +457,7 @@ def answer_lines(comparison: Comparison) -> list[str]:
                 + _listing([r.label for r in small])
                 + "."
             )
-        if facts:
+        if facts and with_facts:
             sentences.append(
                 f"Facts, exact: {cand}'s " + _listing([_fact_words(r, cand) for r in facts]) + "."
             )
@@ -464,12 +466,16 @@ def answer_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def render_answer(comparison: Comparison, fits: verdict_line.Fits | None = None) -> str:
-    """The verdict lines first (one per profile), then the answer's sentences."""
+def render_answer(
+    comparison: Comparison, fits: verdict_line.Fits | None = None, with_facts: bool = True
+) -> str:
+    """The verdict lines first (one per profile), then the answer's sentences (without the
+    exact facts when `with_facts` is false: the one screen shows sizes in its key rows)."""
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
     lines = [*verdict_line.lines(comparison, fits), ""]
     lines += [f"The answer ({cand} against {base}, on this machine):"]
-    lines += [f"- {line}" for line in answer_lines(comparison)] or ["- no row both codecs ran."]
+    said = answer_lines(comparison, with_facts)
+    lines += [f"- {line}" for line in said] or ["- no row both codecs ran."]
     return "\n".join(lines)
 
 

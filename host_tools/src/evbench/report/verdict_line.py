@@ -82,8 +82,9 @@ def _within(row: Row) -> str:
 
 
 #: Which key rows the line keeps first when it cannot hold them all (KEY_ROWS indices):
-#: size, encode, RTT, jitter, then the bus fit and what is undecided, then the rest.
-PRIORITY = (0, 1, 3, 4, "fits", "open", 2, 5, 6)
+#: size, encode, RTT, the bus fit (a hard limit of the product), jitter, what is
+#: undecided, then the rest.
+PRIORITY = (0, 1, 3, "fits", 4, "open", 2, 5, 6)
 #: The groups of the line, in order, and what stands before a group's first item.
 GAINS, LOSSES, EQUAL_ROWS, OPEN, FIT = range(5)
 
