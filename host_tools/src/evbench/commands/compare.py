@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evbench.report import table
 from evbench_agent.errors import CheckFailed, ExitCode, UserError
@@ -60,6 +60,20 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _verdict_lines(contexts: list[Any], names: list[str]) -> list[str]:
+    """Each run's one-line verdicts (report.verdict_line), named by the run, within the
+    line's width: the answer of each run before how the runs differ."""
+    from evbench.report import sections, verdict_line
+
+    lines = []
+    for name, context in zip(names, contexts, strict=True):
+        found = sections.compare_context(context)
+        if found is not None:
+            width = verdict_line.WIDTH - len(name) - 2
+            lines += [f"{name}: {line}" for line in verdict_line.lines(found, width=width)]
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here: the report package loads matplotlib, which `evbench --help` needs not.
     from evbench.report import compare, criteria, exports
@@ -83,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
             nights=nights,
         )
     names = result.labels
+    verdicts = _verdict_lines(contexts, names)
+    if verdicts:  # each run's verdict in one line per profile, first
+        print("\n".join(verdicts), end="\n\n")
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
         print(f"{name}: {context.directory} run {context.run_id}{flag}")
