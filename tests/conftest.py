@@ -39,6 +39,7 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
 LONGEST_FILES = (
     "test_docs.py",  # at least 190 s
     "test_ssh_run.py",  # 173 s
+    "test_release_wheels.py",  # 150 s: four wheels built, two releases installed from PyPI
     "test_link_soak.py",  # 121 s
     "test_schema_acceptance.py",  # 93 s
     "test_console_shell.py",  # 91 s

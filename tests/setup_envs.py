@@ -2,6 +2,7 @@
 
 - .venv-pb425: protobuf 4.25.8 (Yocto scarthgap's runtime) and grpcio-tools
   1.62 (protoc 25.1), which also regenerates the schema for the drift test;
+- .venv-build: hatchling 1.21.1, which builds the release's wheels;
 - .venv-labgrid: labgrid 26 (coordinator, exporter, client) for the lab tests;
 - the main .venv has the newest protobuf;
 - Debian's own python3 with python3-protobuf comes from tests/setup-system.sh.
@@ -20,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ENVIRONMENTS = {
     ".venv-pb425": ["protobuf==4.25.8", "psutil", "grpcio-tools==1.62.3"],
+    # The release's wheels are built here (tests/test_release_wheels.py, pip wheel
+    # --no-build-isolation): hatchling at Yocto scarthgap's version, the oldest the
+    # pyproject files must build with.
+    ".venv-build": ["hatchling==1.21.1"],
     # labgrid's coordinator, exporter and client for the lab tests: its own venv
     # because labgrid's pyserial-labgrid installs the same `serial` package as pyserial.
     ".venv-labgrid": ["labgrid==26.0.1"],

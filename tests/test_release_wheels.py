@@ -1,0 +1,276 @@
+"""The release as a lab installs it, and the host/agent rule against the real previous
+release (docs/releases.md).
+
+The wheels of this checkout and of the previous release (built from the commit
+CHANGELOG.md names for it, taken out of git history) are built by hatchling 1.21.1
+(.venv-build, Yocto scarthgap's hatchling), offline. Each release is installed from its
+two wheel files into a clean virtual environment, its dependencies from PyPI, no
+editable install. Then:
+
+- this release's installed `evbench run --board local --quick` completes (the issue's
+  acceptance);
+- pip refuses this release's host beside the previous release's agent;
+- each release's `evbench report` reads the other release's run;
+- over a real sshd, each release's host refuses the other release's agent in a board's
+  image (exit 2, naming both versions and `--force`), then deploys its own with `--force`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require, require_command
+from packaging.requirements import Requirement
+from test_release import previous_release
+
+import evbench
+from evbench_agent import results
+
+pytestmark = pytest.mark.integration
+
+BUILD_PYTHON = ROOT / ".venv-build" / "bin" / "python"
+BOARD_PYTHON = "/usr/bin/python3"
+INSTALL_TIMEOUT = 900
+RUN_TIMEOUT = 600
+#: The codec suite alone on the seed, one process: a run of the previous release's agent
+#: for this release to read (options the previous release knew).
+SHORT_RUN = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    wheels: dict[str, Path]  # distribution name -> wheel file
+    env: Path  # the clean virtual environment it is installed in
+
+    def bin(self, name: str) -> str:
+        return str(self.env / "bin" / name)
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without what would put the checkout's packages, or
+    the user's, on an installed release's path."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def run(argv: list, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(part) for part in argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=clean_environment(),
+    )
+
+
+def build_wheels(source: Path, out: Path) -> dict[str, Path]:
+    """The agent's and the host's wheels of the tree at `source`, built offline."""
+    require(BUILD_PYTHON.is_file(), f"hatchling's environment {BUILD_PYTHON.parent.parent}")
+    out.mkdir(parents=True)
+    offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet", "--wheel-dir", out]
+    trees = [source / "agent", source / "host_tools"]
+    built = run([BUILD_PYTHON, "-m", "pip", "wheel", *offline, *trees], timeout=300)
+    assert built.returncode == 0, built.stderr
+    wheels = {}
+    for wheel in out.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            name = re.search(r"^Name: (.+)$", archive.read(metadata).decode(), re.M)
+        assert name is not None, wheel
+        wheels[name[1].strip()] = wheel
+    assert sorted(wheels) == ["evbench", "evbench-agent"], sorted(wheels)
+    return wheels
+
+
+def install(wheels: dict[str, Path], env: Path) -> None:
+    """A new virtual environment with the two wheel files and their dependencies."""
+    made = run([sys.executable, "-m", "venv", env], timeout=120)
+    assert made.returncode == 0, made.stderr
+    pip = [env / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    done = run([*pip, wheels["evbench-agent"], wheels["evbench"]], timeout=INSTALL_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+
+
+def installed(release: Release) -> dict:
+    """Where the installed release's packages come from, and their versions."""
+    probe = (
+        "import json, evbench, evbench_agent; print(json.dumps({"
+        "'host': [evbench.__version__, evbench.__file__], "
+        "'agent': [evbench_agent.__version__, evbench_agent.__file__]}))"
+    )
+    done = run([release.bin("python"), "-c", probe], timeout=60, cwd=release.env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def current(tmp_path_factory: pytest.TempPathFactory) -> Release:
+    """This checkout's release, from its wheels."""
+    top = tmp_path_factory.mktemp("current")
+    start = time.monotonic()
+    wheels = build_wheels(ROOT, top / "wheels")
+    install(wheels, top / "env")
+    print(f"current release built and installed in {time.monotonic() - start:.1f} s")
+    return Release(evbench.__version__, wheels, top / "env")
+
+
+@pytest.fixture(scope="module")
+def previous(tmp_path_factory: pytest.TempPathFactory) -> Release:
+    """The previous release, its tree taken from git at the commit the changelog names."""
+    version, commit = previous_release()
+    git = require_command("git")
+    known = run([git, "-C", ROOT, "cat-file", "-e", f"{commit}^{{commit}}"], timeout=60)
+    require(known.returncode == 0, f"release {version}'s commit {commit} (a clone with history)")
+    top = tmp_path_factory.mktemp("previous")
+    archive = top / "source.tar"
+    taken = run(
+        [git, "-C", ROOT, "archive", "--output", archive, commit, "agent", "host_tools", "LICENSE"],
+        timeout=120,
+    )
+    assert taken.returncode == 0, taken.stderr
+    (top / "source").mkdir()
+    unpacked = run([require_command("tar"), "-xf", archive, "-C", top / "source"], timeout=120)
+    assert unpacked.returncode == 0, unpacked.stderr
+    start = time.monotonic()
+    wheels = build_wheels(top / "source", top / "wheels")
+    install(wheels, top / "env")
+    print(f"release {version} built and installed in {time.monotonic() - start:.1f} s")
+    return Release(version, wheels, top / "env")
+
+
+@pytest.fixture(scope="module")
+def current_run(current: Release, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The acceptance: the installed release's quick run on the local board."""
+    out = tmp_path_factory.mktemp("current-run") / "run"
+    start = time.monotonic()
+    done = run(
+        [current.bin("evbench"), "run", "--board", "local", "--quick", "--out", out],
+        timeout=RUN_TIMEOUT,
+        cwd=out.parent,
+    )
+    print(f"evbench run --board local --quick from the wheels: {time.monotonic() - start:.1f} s")
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+def test_the_wheels_carry_the_release_and_the_host_pins_its_agent(current):
+    assert current.version == evbench.__version__
+    major, minor, _ = current.version.split(".")
+    for name, wheel in current.wheels.items():
+        assert wheel.name == f"{name.replace('-', '_')}-{current.version}-py3-none-any.whl"
+    with zipfile.ZipFile(current.wheels["evbench"]) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = re.findall(r"^Requires-Dist: (.+)$", archive.read(metadata).decode(), re.M)
+    agent = [Requirement(line) for line in requires if line.startswith("evbench-agent")]
+    assert [str(requirement.specifier) for requirement in agent] == [
+        f"<{major}.{int(minor) + 1},>={major}.{minor}"
+    ]
+
+
+def test_the_installed_wheels_run_a_quick_local_run(current, current_run):
+    """Installed from the wheel files, not the checkout: the packages live in the venv,
+    and pip knows no editable project."""
+    found = installed(current)
+    site = current.env / "lib"
+    for part in ("host", "agent"):
+        version, path = found[part]
+        assert version == current.version
+        assert Path(path).is_relative_to(site), (part, path)
+    editable = run([current.bin("python"), "-m", "pip", "list", "--editable"], timeout=60)
+    assert editable.returncode == 0 and editable.stdout.strip() == "", editable.stdout
+    assert (current_run / results.COMPLETE).is_file()
+    manifest = json.loads((current_run / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["platform"]["agent"] == current.version
+    assert (current_run / "report.md").is_file()
+
+
+def test_pip_refuses_this_host_with_the_previous_releases_agent(current, previous):
+    """The rule in one Python environment: the host takes its own MAJOR.MINOR only."""
+    assert previous.version.split(".")[:2] != current.version.split(".")[:2]
+    pip = [current.bin("python"), "-m", "pip", "install", "--dry-run", "--no-index"]
+    mixed = run([*pip, current.wheels["evbench"], previous.wheels["evbench-agent"]], timeout=300)
+    assert mixed.returncode != 0
+    assert "ResolutionImpossible" in mixed.stderr, mixed.stderr
+    assert f"evbench-agent {previous.version}" in mixed.stderr, mixed.stderr
+    # The same request with the release's own agent resolves: the agent's version alone
+    # made the refusal (everything else the host needs is in the environment already).
+    matched = run([*pip, current.wheels["evbench"], current.wheels["evbench-agent"]], timeout=300)
+    assert matched.returncode == 0, matched.stderr
+
+
+def test_each_release_reads_the_other_releases_run(current, previous, current_run, tmp_path):
+    """Results travel across releases while the format's major is the same."""
+    old_run = tmp_path / "previous-run"
+    made = run(
+        [previous.bin("evbench-agent"), "run", *SHORT_RUN, "--processes", "1", "--out", old_run],
+        timeout=RUN_TIMEOUT,
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr[-4000:]
+    assert (old_run / results.COMPLETE).is_file()
+    old_manifest = json.loads((old_run / "manifest.json").read_text())
+    assert old_manifest["platform"]["agent"] == previous.version
+    new_manifest = json.loads((current_run / "manifest.json").read_text())
+    # The rule's premise: both releases write a format of one major.
+    old_format = results.parse_version(old_manifest["version"])
+    new_format = results.parse_version(new_manifest["version"])
+    assert old_format and new_format and old_format[0] == new_format[0], (old_format, new_format)
+    for reader, written in ((current, old_run), (previous, current_run)):
+        copy = tmp_path / f"read-by-{reader.version}"
+        shutil.copytree(written, copy)
+        for name in ("report.md", "report.html"):
+            (copy / name).unlink(missing_ok=True)
+        shown = run([reader.bin("evbench"), "report", "--terminal", copy], RUN_TIMEOUT, tmp_path)
+        assert shown.returncode == 0, (reader.version, shown.stderr[-4000:])
+        assert "Protobuf" in shown.stdout and "JSON" in shown.stdout, shown.stdout[-2000:]
+        rendered = run([reader.bin("evbench"), "report", copy], RUN_TIMEOUT, tmp_path)
+        assert rendered.returncode == 0, (reader.version, rendered.stderr[-4000:])
+        assert "Protobuf" in (copy / "report.md").read_text()
+
+
+def image_agent(sshd, release: Release) -> None:
+    """`evbench-agent` on the board's PATH: the release's installed agent."""
+    wrapper = sshd.image_bin / "evbench-agent"
+    wrapper.write_text(f'#!/bin/sh\nexec {release.bin("evbench-agent")} "$@"\n')
+    wrapper.chmod(0o755)
+
+
+@pytest.mark.parametrize("host_is", ["current", "previous"])
+def test_each_releases_host_refuses_the_others_agent_in_an_image_then_deploys_its_own(
+    host_is, current, previous, sshd, ssh_home, tmp_path
+):
+    require(os.access(BOARD_PYTHON, os.X_OK), f"the board's interpreter {BOARD_PYTHON}")
+    host, agent = (current, previous) if host_is == "current" else (previous, current)
+    image_agent(sshd, agent)
+    work = tmp_path / "board"
+    url = f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
+    try:
+        refused = run([host.bin("evbench"), "deploy", "--board", url], 300, tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        said = " ".join(refused.stderr.split())
+        assert f"image is {agent.version}" in said and f"needs {host.version}" in said, said
+        assert "--force" in said, said
+        assert not (work / "agent").exists()
+        forced = run([host.bin("evbench"), "deploy", "--board", url, "--force"], 300, tmp_path)
+        assert forced.returncode == 0, forced.stderr
+        zipapp = work / "agent" / "evbench-agent.pyz"
+        assert zipapp.is_file()
+        info = run([BOARD_PYTHON, zipapp, "info", "--json"], 120, tmp_path)
+        assert info.returncode == 0, info.stderr
+        assert json.loads(info.stdout)["agent"] == host.version
+    finally:
+        (sshd.image_bin / "evbench-agent").unlink()
