@@ -116,3 +116,19 @@ def test_detectable_per_row_is_what_the_synthetic_noise_allows(tmp_path):
     assert cpu["median"] == pytest.approx(0.037, abs=0.006)
     assert rtt["min"] <= rtt["median"] <= rtt["max"] < 0.10
     assert rtt["at_most_10pct"] == rtt["at_most_20pct"] == 20
+
+
+def test_holds_beyond_and_inside_the_default_margin_are_named_and_shown_equal(tmp_path):
+    """The default RTT margin at 20 Hz is 50 µs (0.1 % of the period). A synthetic pair's
+    RTT difference is the difference of two phases' medians of 20 values of 300 µs with
+    10 % log-normal noise: sd sqrt(2) x 1.2533 x 30 µs / sqrt(20) = 11.9 µs; over 16 pairs
+    at level 1 - 0.05 / 2 the interval's half width is about 2.24 x 11.9 / 4 x 1.023 = 6.8
+    µs. A 75 µs hold gives about [68, 82] µs, beyond 50: named in every run; a 10 µs hold
+    about [3, 17] µs, inside: equal or negligible in every run."""
+    out = tmp_path / "summary.json"
+    calibration.main(
+        ["--synthetic", "--only", "link-hold-beyond,link-hold-inside", "--json", str(out)]
+    )
+    summary = json.loads(out.read_text())
+    assert summary["link-hold-beyond"]["events"] == 20
+    assert summary["link-hold-inside"]["events"] == 20

@@ -69,7 +69,7 @@ def _suggestion(parser: argparse.ArgumentParser, message: str) -> str | None:
     return f"did you mean {', '.join(guesses)}? (see '{parser.prog} --help')"
 
 
-def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
+def add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument(
         "-v",
         "--verbose",
@@ -89,7 +89,7 @@ def new_parser(
     """A program's parser and the subparsers its commands go into."""
     parser = Parser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {version}")
-    _add_output_options(parser, None)
+    add_output_options(parser, None)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     return parser, commands
 
@@ -107,7 +107,7 @@ def add_command(
     else:
         command = commands.add_parser(name, help=help, description=description or help)
     # SUPPRESS: given only after the command, they do not reset what came before it.
-    _add_output_options(command, argparse.SUPPRESS)
+    add_output_options(command, argparse.SUPPRESS)
     command.set_defaults(handler=handler)
     return command
 
@@ -144,4 +144,4 @@ def run_program(
     return guarded(prog, dispatch, "--debug" in arguments, interrupted)
 
 
-__all__ = ["Parser", "add_command", "new_parser", "run_program"]
+__all__ = ["Parser", "add_command", "add_output_options", "new_parser", "run_program"]

@@ -528,4 +528,32 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     return fraction
 
 
-__all__ = ["holm", "mann_whitney_exact", "min_p_rank_sum", "ratio_ci", "student_t_sf", "summarize"]
+def student_t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile (probability above 0.5), by bisection of `student_t_sf`."""
+    low, high = 0.0, 1e3
+    for _ in range(200):
+        middle = (low + high) / 2
+        if student_t_sf(middle, df) > 1 - probability:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def successive_differences_df(n: int) -> int:
+    """The degrees of freedom a spread from the n - 1 successive differences of n values
+    carries: about 2 (n - 1) / 3 (von Neumann's mean square successive difference),
+    at least 1."""
+    return max(1, (2 * (n - 1)) // 3)
+
+
+__all__ = [
+    "holm",
+    "mann_whitney_exact",
+    "min_p_rank_sum",
+    "ratio_ci",
+    "student_t_quantile",
+    "student_t_sf",
+    "successive_differences_df",
+    "summarize",
+]

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from evbench_agent.command_line import Parser, _add_output_options
+from evbench_agent.command_line import Parser, add_output_options
 from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
 from evbench_agent.log_output import quiet
 from evbench_agent.results import write_atomic
@@ -99,7 +99,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
         _store_option(action)
     # -v, --quiet and --debug after the action too (`history check --quiet` under cron).
     for action in (add, listing, show, export, check, accept, prune, copy, report):
-        _add_output_options(action, argparse.SUPPRESS)
+        add_output_options(action, argparse.SUPPRESS)
 
 
 def _since(text: str | None) -> str | None:

@@ -448,18 +448,6 @@ def step_test(
     return p, step, error, df
 
 
-def t_quantile(probability: float, df: int) -> float:
-    """Student's t quantile (probability above 0.5), by bisection of `stats.student_t_sf`."""
-    low, high = 0.0, 1e3
-    for _ in range(200):
-        middle = (low + high) / 2
-        if stats.student_t_sf(middle, df) > 1 - probability:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
-
-
 def _beyond_reference(reference: Sequence[float], window: Sequence[float],
                       worse: str | None) -> bool:  # fmt: skip
     """Whether every window night lies beyond every reference night on the worse side
@@ -537,7 +525,7 @@ def _watching(
             # test's own interval, exp(d +- t(0.975, df) x its standard error).
             _p, step, error, df = step_test(logs, reference_start, split, last, worse)
             if df > 0 and math.isfinite(error):
-                spread = t_quantile(0.975, df) * error
+                spread = stats.student_t_quantile(0.975, df) * error
                 candidate = replace(candidate, ratio_low=math.exp(step - spread),
                                     ratio_high=math.exp(step + spread))  # fmt: skip
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):

@@ -31,7 +31,7 @@ from evbench.history.indexing import series_metric
 from evbench.history.store import Store
 from evbench.history.trends import comparable_identity, record_params
 from evbench_agent.analysis.identity import Identity
-from evbench_agent.analysis.stats import student_t_sf
+from evbench_agent.analysis.stats import student_t_sf, successive_differences_df
 
 #: The fewest nights of history that confirm or refute a change (7 differences,
 #: 4 degrees of freedom: t at p 0.05 two-sided is 2.78 spreads).
@@ -52,7 +52,7 @@ class NightSpread:
 
     @property
     def df(self) -> int:
-        return max(1, (2 * (self.nights - 1)) // 3)
+        return successive_differences_df(self.nights)
 
     def p_value(self, ratio: float) -> float | None:
         """Two-sided p of a change `ratio` (later / baseline) against this history."""

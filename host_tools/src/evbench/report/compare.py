@@ -33,6 +33,7 @@ from evbench.report.criteria import Criteria
 from evbench.report.units import counted
 from evbench_agent import comparison as comparing
 from evbench_agent.analysis import identity as identities
+from evbench_agent.analysis import stats
 from evbench_agent.analysis.identity import Identity
 from evbench_agent.analysis.stats import holm
 from evbench_agent.analysis.verdicts import (
@@ -460,17 +461,14 @@ def _night_interval(
     times exp(+-t x s), s the night-to-night spread (recovered from the raw p: |log r| /
     s is the test's t), t Student's quantile at 1 - 0.05 / (2 k), k = p (Holm) / p the
     row's Holm factor. It excludes 1 exactly when p (Holm) < 0.05."""
-    from evbench.history.changes import t_quantile
-    from evbench.history.night_spread import NightSpread
-
     if p is None or p_holm is None or change.difference is None or not 0 < p < 1:
         return None
     ratio = 1 + change.difference
-    df = NightSpread(nights, 1.0).df
-    observed = t_quantile(1 - p / 2, df)
+    df = stats.successive_differences_df(nights)  # the night test's (history.night_spread)
+    observed = stats.student_t_quantile(1 - p / 2, df)
     spread = abs(math.log(ratio)) / observed if observed > 0 else math.nan
     factor = max(1.0, p_holm / p)
-    reach = t_quantile(1 - ALPHA / (2 * factor), df) * spread
+    reach = stats.student_t_quantile(1 - ALPHA / (2 * factor), df) * spread
     return ratio * math.exp(-reach), ratio * math.exp(reach)
 
 

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from evbench.report.colours import codec_colours
 from evbench_agent.telemetry.timeline import MARKERS, read_markers, windows
 
 TELEMETRY = "telemetry.jsonl"
@@ -131,7 +132,7 @@ def draw(series: Series) -> Figure:
     start = series.samples[0]["t_ns"]
     present = panels(series)
     codecs = sorted({codec for codec, _begin, _end in series.phases})
-    colour = {codec: f"C{(index + 4) % 10}" for index, codec in enumerate(codecs)}
+    colour = codec_colours(codecs)  # by name: the same colour as in the other plots
     figure = Figure(figsize=(8.4, 1.0 + 2.0 * len(present)), dpi=96)
     FigureCanvasAgg(figure)  # Agg: no display, no GUI toolkit
     axes = figure.subplots(len(present), 1, sharex=True, squeeze=False)
