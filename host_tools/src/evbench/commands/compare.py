@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evbench.report import table
+from evbench.report import table, terminal
 from evbench_agent.errors import CheckFailed, ExitCode, UserError
 from evbench_agent.results import write_atomic
 
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from evbench.report.context import RunContext
 
 NAME = "compare"
+#: The columns that name a row of compare's tables (suite, profile, codec, metric): each
+#: column group of a table too wide for the terminal repeats them (table.format_rows).
+KEYS = 4
 HELP = "compare runs (boards, platforms, nights); --baseline fails on regressions"
 
 
@@ -60,16 +63,16 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _verdict_lines(contexts: list[Any], names: list[str]) -> list[str]:
+def _verdict_lines(contexts: list[Any], names: list[str], columns: int = 120) -> list[str]:
     """Each run's one-line verdicts (report.verdict_line), named by the run, within the
-    line's width: the answer of each run before how the runs differ."""
+    line's width and `columns`: the answer of each run before how the runs differ."""
     from evbench.report import sections, verdict_line
 
     lines = []
     for name, context in zip(names, contexts, strict=True):
         found = sections.compare_context(context)
         if found is not None:
-            width = verdict_line.WIDTH - len(name) - 2
+            width = min(verdict_line.WIDTH, columns) - len(name) - 2
             lines += [f"{name}: {line}" for line in verdict_line.lines(found, width=width)]
     return lines
 
@@ -97,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
             nights=nights,
         )
     names = result.labels
-    verdicts = _verdict_lines(contexts, names)
+    width = terminal.width()  # 120 when not a terminal; tables split into column groups
+    verdicts = _verdict_lines(contexts, names, width)
     if verdicts:  # each run's verdict in one line per profile, first
         print("\n".join(verdicts), end="\n\n")
     for name, context in zip(names, contexts, strict=True):
@@ -106,36 +110,42 @@ def run(args: argparse.Namespace) -> int:
     pair = SEED_PAIR
     if all(set(pair) <= set(c.codecs()) for c in contexts):
         print()
-        print(table.format_rows(*compare.codec_cells(contexts, names, pair)))
+        print(table.format_rows(*compare.codec_cells(contexts, names, pair), width=width))
     print()
     headers, body = compare.cells(result)
-    print(table.format_rows(headers, body))
-    print(compare.NOTES)
+    print(table.format_rows(headers, body, width=width, keys=KEYS))
+    print("\n".join(terminal.wrap(compare.NOTES, terminal.prose(width))))
     context_headers, context_body = compare.context_cells(result)
     if context_body:
         print()
-        print(table.format_rows(context_headers, context_body))
+        print(table.format_rows(context_headers, context_body, width=width, keys=KEYS))
     uncalled = result.uncalled()
     if uncalled:
-        print(
-            "\nworse than the threshold but not called (n too small, so no regression): "
-            + "; ".join(uncalled)
-        )
+        said = "worse than the threshold but not called (n too small, so no regression): "
+        print("\n" + "\n".join(terminal.wrap(said + "; ".join(uncalled), width, "  ")))
     for label, moved in zip(names[1:], result.environment, strict=True):
         if moved:
-            print(f"\nenvironment changed, {names[0]} -> {label} (not tested, may explain a row):")
-            print("\n".join(f"  {line}" for line in moved))
+            said = f"environment changed, {names[0]} -> {label} (not tested, may explain a row):"
+            print("\n" + "\n".join(terminal.wrap(said, width, "  ")))
+            print(
+                "\n".join(out for line in moved for out in terminal.wrap(f"  {line}", width, "  "))
+            )
     if result.left_out:
         print(f"\nnot comparable ({len(result.left_out)} rows, each not in every run):")
-        print("\n".join(f"  {line}" for line in result.left_out))
-    print(f"\n{said}")
-    if any(c.status == compare.TWO_NIGHTS for row in result.rows for c in row.changes):
         print(
-            f"\n{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
+            "\n".join(
+                out for line in result.left_out for out in terminal.wrap(f"  {line}", width, "  ")
+            )
+        )
+    print("\n" + "\n".join(terminal.wrap(said, terminal.prose(width), "  ")))
+    if any(c.status == compare.TWO_NIGHTS for row in result.rows for c in row.changes):
+        two = (
+            f"{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
             "noise (processes of one run share its night); evbench history check confirms "
             f"changes over nights; only a change beyond --max-change {args.max_change:g}% "
             "fails here"
         )
+        print("\n" + "\n".join(terminal.wrap(two, terminal.prose(width))))
     if not result.tested:
         raise UserError(
             "no tested row can be compared between these runs"

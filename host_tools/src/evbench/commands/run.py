@@ -65,16 +65,21 @@ def _agent_arguments(args: argparse.Namespace, run_id: str, out: Path | str) -> 
 
 
 def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | None:
-    """The answer and the tables; returns the comparison, computed once for the report."""
+    """The answer and the tables, fitted to the terminal's width (report/terminal.py: 120
+    columns when the output is not a terminal); returns the comparison, computed once for
+    the report."""
     codec_names = run.manifest.get("spec", {}).get("codecs", [])
     samples = list(run.samples())
     comparison = None
     baseline, candidate = args.baseline_codec, args.candidate_codec
-    from evbench.report import unrepresentative
+    from evbench.report import terminal, unrepresentative
 
-    warned = unrepresentative.terminal_lines(run.manifest)
+    width = terminal.width()
+    warned = unrepresentative.warnings(run.manifest)  # as terminal_lines, to the width
     if warned:  # before the answer it qualifies
-        print("\n".join(warned), end="\n\n")
+        prose = min(terminal.prose(width), 100)
+        said = [line for text in warned for line in terminal.wrap(f"WARNING: {text}", prose, "  ")]
+        print("\n".join(said), end="\n\n")
     if run.manifest.get("arms"):  # --arm: each codec under each environment
         from evbench.report import arms
 
@@ -85,6 +90,7 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
     if aa:  # an A/A control: the codec against its identical copy
         baseline, candidate = aa["codec"], aa["copy"]
     details = getattr(args, "details", True)  # `evbench report --terminal`: everything
+    pairs = runtimes.comparisons(samples, run.manifest, codec_names)  # C and C++ runtimes
     if baseline in codec_names and candidate in codec_names:
         comparison = compare_recorded(samples, run.manifest, baseline, candidate)
         if not details:  # one screen: the answer, the key rows, where the rest is
@@ -93,40 +99,69 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
 
             sized = measured.size_records(samples)
             rows, _skipped, rate = bus_budget.budget_of(run.manifest, sized)
-            print(glance.render(comparison, run.directory, rows, rate))
+            print(glance.render(comparison, run.directory, rows, rate, pairs, width))
             return comparison
-        print(table.render_comparison(comparison))
-    native = runtimes.render(samples, run.manifest, codec_names)  # C and C++ runtime pairs
-    if native:
-        print(native)
+        print(table.render_comparison(comparison, width))
+    for heading, pair in pairs:  # each pair's answer and table (runtimes.render's, fitted)
+        said = table.answer_lines(pair) or ["no row both codecs ran."]
+        print()
+        print("\n".join(terminal.wrap(f"The answer ({heading}, on this machine):", width)))
+        print("\n".join(line for text in said for line in terminal.wrap(f"- {text}", width)))
+        print()
+        print(table.format_rows(*table.comparison_cells(pair), width=width))
     if codec_names:  # each codec's own medians, apart from the test's estimate
         print()
         print("Medians per codec:")
-        print(table.render_codec_medians(samples, codec_names))
-    _print_bus_budget(run, samples)
-    _print_bus_counters(samples)
+        print(table.render_codec_medians(samples, codec_names, width))
+    _print_bus_budget(run, samples, width)
+    _print_bus_counters(samples, width)
     return comparison
 
 
-def _print_bus_budget(run: results.Run, samples: list) -> None:
-    """Does it fit at N Hz? The bus budget of the run's measured sizes, after the table."""
-    from evbench.report import bus_budget
-    from evbench_agent.buses import measured
+def _print_bus_budget(run: results.Run, samples: list, width: int = 120) -> None:
+    """Does it fit at N Hz? The bus budget of the run's measured sizes, after the table;
+    its sentences wrapped to `width`, a profile's table too wide for it laid out by
+    table.format_rows (names shortened, then column groups repeating bus and codec)."""
+    from evbench.report import bus_budget, terminal
+    from evbench_agent.buses import measured, render
 
-    said = bus_budget.text(run.manifest, measured.size_records(samples))
-    if said:
-        print()
+    sized = measured.size_records(samples)
+    said = bus_budget.text(run.manifest, sized)
+    if not said:
+        return
+    print()
+    if max(len(line) for line in said.splitlines()) <= width:
         print(said)
+        return
+    rows, skipped, rate = bus_budget.budget_of(run.manifest, sized)
+    lines = [render.heading(rows, rate), *render.notes(rows)] if rows else []
+    lines = [wrapped for line in lines for wrapped in terminal.wrap(line, width, "  ")]
+    for profile in dict.fromkeys(row.profile for row in rows):
+        mine = [row for row in rows if row.profile == profile]
+        shown = render.table(mine)
+        if max(len(line) for line in shown) > width:
+            cells = [render.cells(row) for row in mine]
+            shown = table.format_rows(render.HEADERS, cells, width=width).splitlines()
+        lines += ["", f"profile {profile}:", *shown]
+    for item in skipped:
+        lines += terminal.wrap(
+            f"not budgeted: {item.codec} on {item.profile} ({item.reason})", width, "  "
+        )
+    print("\n".join(lines))
 
 
-def _print_bus_counters(samples: list) -> None:
-    """Bus errors per phase of a link run over a bus (none: one line)."""
-    from evbench.report import bus_counters
+def _print_bus_counters(samples: list, width: int = 120) -> None:
+    """Bus errors per phase of a link run over a bus (none: one line), within `width`."""
+    from evbench.report import bus_counters, terminal
 
     said = bus_counters.text(samples)
     if said:
         print()
-        print(said)
+        print(
+            "\n".join(
+                line for text in said.splitlines() for line in terminal.wrap(text, width, "  ")
+            )
+        )
 
 
 def _write_report(out: Path, comparison: Comparison | None = None) -> None:

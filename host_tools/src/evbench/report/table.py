@@ -24,7 +24,7 @@ out. Rows by role:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from evbench.report import ratios, verdict_line
 from evbench.report.names import display_name
@@ -467,12 +467,16 @@ def answer_lines(comparison: Comparison, with_facts: bool = True) -> list[str]:
 
 
 def render_answer(
-    comparison: Comparison, fits: verdict_line.Fits | None = None, with_facts: bool = True
+    comparison: Comparison,
+    fits: verdict_line.Fits | None = None,
+    with_facts: bool = True,
+    width: int = verdict_line.WIDTH,
 ) -> str:
-    """The verdict lines first (one per profile), then the answer's sentences (without the
-    exact facts when `with_facts` is false: the one screen shows sizes in its key rows)."""
+    """The verdict lines first (one per profile, each within `width` and
+    verdict_line.WIDTH), then the answer's sentences (without the exact facts when
+    `with_facts` is false: the one screen shows sizes in its key rows)."""
     base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
-    lines = [*verdict_line.lines(comparison, fits), ""]
+    lines = [*verdict_line.lines(comparison, fits, min(width, verdict_line.WIDTH)), ""]
     lines += [f"The answer ({cand} against {base}, on this machine):"]
     said = answer_lines(comparison, with_facts)
     lines += [f"- {line}" for line in said] or ["- no row both codecs ran."]
@@ -486,7 +490,7 @@ def render_answer(
 SEPARATOR = " | "
 
 
-def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _plain(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [
         max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)
     ]
@@ -495,7 +499,111 @@ def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return SEPARATOR.join(str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
 
     rule = "-+-".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+    return [line(headers), rule, *(line(r) for r in rows)]
+
+
+#: A cell of a plain table shortened to fit the width keeps at least this many characters.
+MIN_CELL = 12
+#: A profile's name shortened to fit keeps at least this many (before a label is cut).
+MIN_PROFILE = 20
+
+
+def _widths(cells: Sequence[Sequence[str]]) -> list[int]:
+    return [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+
+
+def _text_width(widths: Sequence[int], columns: Sequence[int]) -> int:
+    return sum(widths[i] for i in columns) + len(SEPARATOR) * (len(columns) - 1)
+
+
+def _shorten_cell(cell: str, profile: bool, room: int) -> str:
+    """A profile's name keeping its end, a label its trailing phase and busy mark
+    (names.py)."""
+    from evbench.report.names import shorten_label, shorten_profile
+
+    if profile:
+        return shorten_profile(cell, room)
+    mark = BUSY_MARK if cell.endswith(BUSY_MARK) else ""
+    return shorten_label(cell.removesuffix(mark) if mark else cell, room - len(mark)) + mark
+
+
+def fit_keys(cells: list[list[str]], keys: int, budget: int) -> list[list[str]]:
+    """The rows (headers first) with the `keys` leading columns shortened until they take
+    at most `budget` columns, in this order: the profile's name (the column headed
+    'Profile', else column 0) down to MIN_PROFILE, keeping its end; then the other key
+    columns (labels: metric, codec, suite), widest first, down to MIN_CELL, keeping a
+    label's trailing phase; then the profile's name down to MIN_CELL. A header is never
+    cut."""
+    named = [i for i in range(keys) if cells[0][i] == "Profile"]
+    profile = named[0] if named else 0
+    labels = sorted((i for i in range(keys) if i != profile), key=lambda i: -_widths(cells)[i])
+    steps = [(profile, MIN_PROFILE), *((column, MIN_CELL) for column in labels)]
+    for column, least in [*steps, (profile, MIN_CELL)]:
+        widths = _widths(cells)
+        excess = _text_width(widths, range(keys)) - budget
+        floor = max(least, len(cells[0][column]))
+        if excess <= 0:
+            break
+        if widths[column] <= floor:
+            continue
+        room = max(floor, widths[column] - excess)
+        for row in cells[1:]:
+            row[column] = _shorten_cell(row[column], column == profile, room)
+    return cells
+
+
+def _cut_wide(
+    cells: list[list[str]], keys: int, width: int, legend: dict[str, int]
+) -> list[list[str]]:
+    """A group still wider than `width` (one column too wide beside the keys): its widest
+    other column's long cells cut to '…[N]', N their entry in `legend`."""
+    widths = _widths(cells)
+    excess = _text_width(widths, range(len(widths))) - width
+    if excess <= 0 or len(widths) <= keys:
+        return cells
+    column = max(range(keys, len(widths)), key=lambda i: widths[i])
+    room = max(widths[column] - excess, MIN_CELL)
+    for row in cells[1:]:
+        cell = row[column]
+        if len(cell) > room:
+            mark = f"…[{legend.setdefault(cell, len(legend) + 1)}]"
+            row[column] = cell[: room - len(mark)].rstrip() + mark
+    return cells
+
+
+def format_rows(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int | None = None,
+    keys: int = 2,
+) -> str:
+    """A plain table. With `width`, every line fits it where it can: the `keys` leading
+    columns (what names a row: profile, metric) are shortened first (fit_keys), then a
+    table still too wide is split into tables that each repeat those columns beside a group
+    of the others (as format_markdown splits Markdown), and a cell still too wide ends in
+    '…[N]', listed whole under the tables."""
+    plain = _plain(headers, rows)
+    if width is None or not rows or max(len(line) for line in plain) <= width:
+        return "\n".join(plain)
+    cells = [[str(c) for c in line] for line in (headers, *rows)]
+    keys = max(1, min(keys, len(cells[0]) - 1))
+    # the columns naming a row take at most 3/5 of the width, and leave room for any other
+    budget = min(width - max(_widths(cells)[keys:]) - len(SEPARATOR), width * 3 // 5)
+    cells = fit_keys(cells, keys, budget)
+    widths = _widths(cells)
+    groups = _column_groups(cells, keys, width, lambda cols: _text_width(widths, cols)) or [[]]
+    legend: dict[str, int] = {}
+    text: list[str] = []
+    for index, group in enumerate(groups):
+        columns = [*range(keys), *group]
+        picked = _cut_wide([[line[i] for i in columns] for line in cells], keys, width, legend)
+        if index:
+            text += ["", f"The same rows, continued: {', '.join(picked[0][keys:])}."]
+        text += _plain(picked[0], picked[1:])
+    if legend:
+        text += ["", "Shortened cells:"]
+        text += [f"[{number}] {cell}" for cell, number in legend.items()]
+    return "\n".join(text)
 
 
 #: No line of a Markdown table is wider than this (issue 31): what a terminal shows.
@@ -506,14 +614,24 @@ def _markdown_line(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _column_groups(cells: list[list[str]], keys: int, width: int) -> list[list[int]]:
+def _column_groups(
+    cells: list[list[str]],
+    keys: int,
+    width: int,
+    wide: Callable[[list[int]], int] | None = None,
+) -> list[list[int]]:
     """The columns after the `keys` leading ones, in groups that fit `width` beside them
-    (a column too wide even alone gets a group of its own)."""
+    (a column too wide even alone gets a group of its own); `wide(columns)`: how wide those
+    columns lay out (by default as Markdown lines)."""
+
+    def markdown(columns: list[int]) -> int:
+        return max(len(_markdown_line([row[i] for i in columns])) for row in cells)
+
+    measure = wide or markdown
     groups: list[list[int]] = []
     for column in range(keys, len(cells[0])):
         trial = [*groups[-1], column] if groups else [column]
-        wide = max(len(_markdown_line([row[i] for i in [*range(keys), *trial]])) for row in cells)
-        if groups and wide <= width:
+        if groups and measure([*range(keys), *trial]) <= width:
             groups[-1] = trial
         else:
             groups.append([column])
@@ -570,17 +688,26 @@ def format_markdown(
     return "\n".join(text)
 
 
-def render_comparison(comparison: Comparison) -> str:
-    """The terminal's comparison: the answer first, then the table, then the context."""
-    parts = [render_answer(comparison), ""]
+def render_comparison(comparison: Comparison, width: int | None = None) -> str:
+    """The terminal's comparison: the answer first, then the table, then the context.
+    With `width` (the terminal's, report/terminal.py), sentences are wrapped to it (at most
+    terminal.MAX_PROSE; no word broken, no number split from its unit) and the tables fit
+    it (format_rows: names shortened, then column groups repeating Profile and Metric)."""
+    from evbench.report import terminal
+
+    def said(text: str) -> list[str]:
+        return terminal.wrap(text, terminal.prose(width)) if width else [text]
+
+    answer = render_answer(comparison, width=width or verdict_line.WIDTH)
+    parts = [*said(answer), ""]
     busy = busy_line(comparison)
     if busy:
-        parts.append(busy)
-    parts.append(format_rows(*comparison_cells(comparison)))
-    parts += comparison_notes(comparison)
+        parts += said(busy)
+    parts.append(format_rows(*comparison_cells(comparison), width=width))
+    parts += [line for note in comparison_notes(comparison) for line in said(note)]
     headers, context = context_cells(comparison)
     if context:
-        parts += ["", format_rows(headers, context)]
+        parts += ["", format_rows(headers, context, width=width)]
     return "\n".join(parts)
 
 
@@ -592,7 +719,9 @@ def _identity_order(key: Identity) -> tuple:
     return (suite, key.suite, key.profile, metric, key.metric, key.params)
 
 
-def render_codec_medians(sample_sets: Sequence[SampleSet], codec_names: Sequence[str]) -> str:
+def render_codec_medians(
+    sample_sets: Sequence[SampleSet], codec_names: Sequence[str], width: int | None = None
+) -> str:
     """Every codec's median per measurement (record identity), beside each other."""
     grouped = comparing.group(sample_sets)
     keys = sorted(grouped, key=_identity_order)
@@ -605,7 +734,7 @@ def render_codec_medians(sample_sets: Sequence[SampleSet], codec_names: Sequence
             shown = stats.summarize(values).median if values else None
             cells.append(format_value(shown, key.unit, key.metric))
         rows.append([key.profile or "-", labels[key], *cells])
-    return format_rows(["Profile", "Metric", *codec_names], rows)
+    return format_rows(["Profile", "Metric", *codec_names], rows, width=width)
 
 
 __all__ = [
