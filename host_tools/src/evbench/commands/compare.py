@@ -63,6 +63,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _fitted(text: str, columns: int | None, indent: str = "") -> str:
+    """`text` wrapped to a terminal of `columns` (at most terminal.MAX_PROSE); as it is
+    when the output is not a terminal (None), as before."""
+    if columns is None:
+        return text
+    return "\n".join(terminal.wrap(text, terminal.prose(columns), indent))
+
+
 def _verdict_lines(contexts: list[Any], names: list[str], columns: int = 120) -> list[str]:
     """Each run's one-line verdicts (report.verdict_line), named by the run, within the
     line's width and `columns`: the answer of each run before how the runs differ."""
@@ -91,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.max_change > 0:
         raise UserError("--max-change must be a positive percentage", hint="--max-change 50")
     with contextlib.ExitStack() as stack:
-        nights, said = _history(args, contexts, stack)
+        nights, said_history = _history(args, contexts, stack)
         result = compare.compare(
             contexts,
             limits,
@@ -100,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
             nights=nights,
         )
     names = result.labels
-    width = terminal.width()  # 120 when not a terminal; tables split into column groups
+    width = terminal.width()  # 120 when not a terminal
+    tables = terminal.table_width()  # split into column groups on a terminal; whole if piped
     verdicts = _verdict_lines(contexts, names, width)
     if verdicts:  # each run's verdict in one line per profile, first
         print("\n".join(verdicts), end="\n\n")
@@ -110,34 +119,28 @@ def run(args: argparse.Namespace) -> int:
     pair = SEED_PAIR
     if all(set(pair) <= set(c.codecs()) for c in contexts):
         print()
-        print(table.format_rows(*compare.codec_cells(contexts, names, pair), width=width))
+        print(table.format_rows(*compare.codec_cells(contexts, names, pair), width=tables))
     print()
     headers, body = compare.cells(result)
-    print(table.format_rows(headers, body, width=width, keys=KEYS))
-    print("\n".join(terminal.wrap(compare.NOTES, terminal.prose(width))))
+    print(table.format_rows(headers, body, width=tables, keys=KEYS))
+    print(_fitted(compare.NOTES, tables))
     context_headers, context_body = compare.context_cells(result)
     if context_body:
         print()
-        print(table.format_rows(context_headers, context_body, width=width, keys=KEYS))
+        print(table.format_rows(context_headers, context_body, width=tables, keys=KEYS))
     uncalled = result.uncalled()
     if uncalled:
         said = "worse than the threshold but not called (n too small, so no regression): "
-        print("\n" + "\n".join(terminal.wrap(said + "; ".join(uncalled), width, "  ")))
+        print("\n" + _fitted(said + "; ".join(uncalled), tables, "  "))
     for label, moved in zip(names[1:], result.environment, strict=True):
         if moved:
             said = f"environment changed, {names[0]} -> {label} (not tested, may explain a row):"
-            print("\n" + "\n".join(terminal.wrap(said, width, "  ")))
-            print(
-                "\n".join(out for line in moved for out in terminal.wrap(f"  {line}", width, "  "))
-            )
+            print("\n" + _fitted(said, tables, "  "))
+            print("\n".join(_fitted(f"  {line}", tables, "  ") for line in moved))
     if result.left_out:
         print(f"\nnot comparable ({len(result.left_out)} rows, each not in every run):")
-        print(
-            "\n".join(
-                out for line in result.left_out for out in terminal.wrap(f"  {line}", width, "  ")
-            )
-        )
-    print("\n" + "\n".join(terminal.wrap(said, terminal.prose(width), "  ")))
+        print("\n".join(_fitted(f"  {line}", tables, "  ") for line in result.left_out))
+    print("\n" + _fitted(said_history, tables, "  "))
     if any(c.status == compare.TWO_NIGHTS for row in result.rows for c in row.changes):
         two = (
             f"{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             f"changes over nights; only a change beyond --max-change {args.max_change:g}% "
             "fails here"
         )
-        print("\n" + "\n".join(terminal.wrap(two, terminal.prose(width))))
+        print("\n" + _fitted(two, tables))
     if not result.tested:
         raise UserError(
             "no tested row can be compared between these runs"

@@ -75,6 +75,7 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
     from evbench.report import terminal, unrepresentative
 
     width = terminal.width()
+    tables = terminal.table_width()  # None when piped: the tables keep their shape
     warned = unrepresentative.warnings(run.manifest)  # as terminal_lines, to the width
     if warned:  # before the answer it qualifies
         prose = min(terminal.prose(width), 100)
@@ -101,27 +102,27 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
             rows, _skipped, rate = bus_budget.budget_of(run.manifest, sized)
             print(glance.render(comparison, run.directory, rows, rate, pairs, width))
             return comparison
-        print(table.render_comparison(comparison, width))
+        print(table.render_comparison(comparison, tables))
     for heading, pair in pairs:  # each pair's answer and table (runtimes.render's, fitted)
         said = table.answer_lines(pair) or ["no row both codecs ran."]
         print()
         print("\n".join(terminal.wrap(f"The answer ({heading}, on this machine):", width)))
         print("\n".join(line for text in said for line in terminal.wrap(f"- {text}", width)))
         print()
-        print(table.format_rows(*table.comparison_cells(pair), width=width))
+        print(table.format_rows(*table.comparison_cells(pair), width=tables))
     if codec_names:  # each codec's own medians, apart from the test's estimate
         print()
         print("Medians per codec:")
-        print(table.render_codec_medians(samples, codec_names, width))
-    _print_bus_budget(run, samples, width)
+        print(table.render_codec_medians(samples, codec_names, tables))
+    _print_bus_budget(run, samples, tables)
     _print_bus_counters(samples, width)
     return comparison
 
 
-def _print_bus_budget(run: results.Run, samples: list, width: int = 120) -> None:
+def _print_bus_budget(run: results.Run, samples: list, width: int | None = None) -> None:
     """Does it fit at N Hz? The bus budget of the run's measured sizes, after the table;
-    its sentences wrapped to `width`, a profile's table too wide for it laid out by
-    table.format_rows (names shortened, then column groups repeating bus and codec)."""
+    with `width`, its sentences wrapped to it and a profile's table too wide for it laid
+    out by table.format_rows (names shortened, then column groups repeating bus, codec)."""
     from evbench.report import bus_budget, terminal
     from evbench_agent.buses import measured, render
 
@@ -130,24 +131,28 @@ def _print_bus_budget(run: results.Run, samples: list, width: int = 120) -> None
     if not said:
         return
     print()
-    if max(len(line) for line in said.splitlines()) <= width:
+    if width is None or max(len(line) for line in said.splitlines()) <= width:
         print(said)
         return
-    rows, skipped, rate = bus_budget.budget_of(run.manifest, sized)
-    lines = [render.heading(rows, rate), *render.notes(rows)] if rows else []
-    lines = [wrapped for line in lines for wrapped in terminal.wrap(line, width, "  ")]
-    for profile in dict.fromkeys(row.profile for row in rows):
-        mine = [row for row in rows if row.profile == profile]
-        shown = render.table(mine)
-        if max(len(line) for line in shown) > width:
-            cells = [render.cells(row) for row in mine]
-            shown = table.format_rows(render.HEADERS, cells, width=width).splitlines()
-        lines += ["", f"profile {profile}:", *shown]
-    for item in skipped:
-        lines += terminal.wrap(
-            f"not budgeted: {item.codec} on {item.profile} ({item.reason})", width, "  "
-        )
-    print("\n".join(lines))
+    rows, _skipped, _rate = bus_budget.budget_of(run.manifest, sized)
+    lines: list[str] = []
+    profile = None  # the profile whose table the lines are in, after its 'profile X:'
+    block: list[str] = []
+    for line in [*said.splitlines(), ""]:
+        if profile is not None and line:
+            block.append(line)
+            continue
+        if profile is not None:  # the table's end: kept, or laid out again to fit
+            if max(len(row) for row in block) > width:
+                cells = [render.cells(row) for row in rows if row.profile == profile]
+                block = table.format_rows(render.HEADERS, cells, width=width).splitlines()
+            lines += [*block, ""]
+            profile, block = None, []
+            continue
+        if line.startswith("profile ") and line.endswith(":"):
+            profile = line.removeprefix("profile ").removesuffix(":")
+        lines += terminal.wrap(line, width, "  ")
+    print("\n".join(lines).rstrip("\n"))
 
 
 def _print_bus_counters(samples: list, width: int = 120) -> None:

@@ -1,10 +1,12 @@
 """The terminal's width, and text wrapped to it without breaking a word or a number from
 its unit.
 
-`width()`: COLUMNS when set (a positive integer), else the terminal's width when standard
-output is a terminal (shutil.get_terminal_size), else DEFAULT (120: piped output and files
-keep one shape). Prose is wrapped to at most MAX_PROSE columns even in a wider terminal
-(a line longer than that reads badly); tables may use the whole width.
+`width()`: the terminal's width when standard output is a terminal
+(shutil.get_terminal_size: COLUMNS when set, else the terminal's own), else DEFAULT (120:
+piped output and files keep one shape, whatever COLUMNS an environment carries); a table
+wider than the terminal is split (`table_width()`), a piped one stays whole. Prose is
+wrapped to at most MAX_PROSE columns even in a wider terminal (a line longer than that
+reads badly); tables may use the whole width.
 
 Wrapping never breaks a word (a word longer than the line, a path, gets a line of its own)
 and never puts a number and its unit on different lines: "113 µs", "22 %", "20 Hz" and
@@ -14,7 +16,6 @@ after.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -38,10 +39,9 @@ _NUMBER_UNIT = re.compile(rf"(?:(?<=\d)|(?<=\dk)) (?={_UNIT}(?![\w/]))")
 
 
 def width(stream: TextIO | None = None) -> int:
-    """The columns output to `stream` (standard output by default) may take."""
-    named = os.environ.get("COLUMNS", "").strip()
-    if named.isdigit() and int(named) > 0:
-        return max(int(named), MIN_WIDTH)
+    """The columns output to `stream` (standard output by default) may take: the
+    terminal's (shutil.get_terminal_size, which honours COLUMNS) when it is one, else
+    DEFAULT."""
     out = sys.stdout if stream is None else stream
     try:
         is_terminal = out.isatty()
@@ -51,6 +51,18 @@ def width(stream: TextIO | None = None) -> int:
         return DEFAULT
     columns = shutil.get_terminal_size((DEFAULT, 24)).columns
     return max(columns, MIN_WIDTH) if columns > 0 else DEFAULT
+
+
+def table_width(stream: TextIO | None = None) -> int | None:
+    """The width a wide table must fit (split into column groups beyond it): the
+    terminal's; None when the output is not a terminal (a file or a pipe keeps each
+    table whole, one line per row, for the tools that read it)."""
+    out = sys.stdout if stream is None else stream
+    try:
+        is_terminal = out.isatty()
+    except (AttributeError, ValueError):
+        is_terminal = False
+    return width(out) if is_terminal else None
 
 
 def prose(columns: int) -> int:
@@ -84,4 +96,4 @@ def wrap(text: str, columns: int = DEFAULT, indent: str = "") -> list[str]:
     return lines
 
 
-__all__ = ["DEFAULT", "MAX_PROSE", "MIN_WIDTH", "glue", "prose", "width", "wrap"]
+__all__ = ["DEFAULT", "MAX_PROSE", "MIN_WIDTH", "glue", "prose", "table_width", "width", "wrap"]
