@@ -42,7 +42,8 @@ from evbench_agent.link import messages, timing
 from evbench_agent.progress import Progress
 from evbench_agent.results import RunWriter
 from evbench_agent.suites import RunContext
-from evbench_agent.suites import link as link_suite
+from evbench_agent.suites.link import plan as link_suite
+from evbench_agent.suites.link.bus_phases import BusPhases
 from evbench_agent.telemetry import bus_stats
 
 #: A frame of this many bytes: broadcast destination, a local source, the IEEE
@@ -138,7 +139,7 @@ def test_the_link_suite_records_each_phases_counters_and_says_the_errors(
     writer = RunWriter(tmp_path / "run", "r1")
     context = RunContext(run_spec, writer, said)
     settings = link_suite.Settings.from_spec(run_spec)
-    phases = link_suite._Phases(context, settings, timing.current())
+    phases = BusPhases(context, settings, timing.current())
     assert phases.counters is not None
     _settle(phases.counters)
     before = phases.counters.snapshot()
@@ -336,7 +337,7 @@ def test_the_report_lists_the_flagged_phase_and_keeps_counters_out_of_the_contex
     url = f"isotp://{a}?tx=0x7E0&rx=0x7E8"
     run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
     context = RunContext(run_spec, RunWriter(tmp_path / "run", "r2"), _Said())
-    phases = link_suite._Phases(context, link_suite.Settings.from_spec(run_spec), timing.current())
+    phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
     assert phases.counters is not None
     for index, codec in enumerate(("json", "protobuf", "protobuf", "json")):
         if index == 2:
@@ -371,7 +372,7 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
     run_spec = specs.from_dict({"link_transport": f"isotp://{a}?tx=0x7E0&rx=0x7E8"})
     said = _Said()
     context = RunContext(run_spec, RunWriter(tmp_path / "run", "r3"), said)
-    phases = link_suite._Phases(context, link_suite.Settings.from_spec(run_spec), timing.current())
+    phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
     link = messages.bind("json", "seed")
     sending, done, sent = threading.Event(), threading.Event(), [0]
 

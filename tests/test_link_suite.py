@@ -18,7 +18,7 @@ from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
 from evbench_agent.results import COMPLETE, SUMMARY, read_samples
-from evbench_agent.suites import link as link_suite
+from evbench_agent.suites.link import plan as link_suite
 from evbench_agent.telemetry.timeline import MARKERS
 
 PERIODIC_METRICS = {

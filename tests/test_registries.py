@@ -196,19 +196,21 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
 
 
 def test_every_suite_module_is_registered() -> None:
-    # A module of suites/ that declares SUITE is a suite: registry.py must name it, or no
-    # run can ask for it. (Read with ast: the registry's point is not importing suites.)
+    # A module of suites/ (or of a suite's package there) that declares SUITE is a suite:
+    # registry.py must name it (its package), or no run can ask for it. (Read with ast:
+    # the registry's point is not importing suites.)
     import ast
 
     declared = {}
-    for path in sorted((AGENT / "suites").glob("*.py")):
+    for path in sorted((AGENT / "suites").rglob("*.py")):
+        top = path.relative_to(AGENT / "suites").parts[0].removesuffix(".py")
         for node in ast.parse(path.read_text()).body:
             if (
                 isinstance(node, ast.Assign)
                 and [getattr(t, "id", None) for t in node.targets] == ["SUITE"]
                 and isinstance(node.value, ast.Constant)
             ):
-                declared[node.value.value] = f"evbench_agent.suites.{path.stem}"
+                declared[node.value.value] = f"evbench_agent.suites.{top}"
     assert declared["codec"] == "evbench_agent.suites.codec"  # the scan finds the known ones
     assert declared["link"] == "evbench_agent.suites.link"
     assert declared == registry.REGISTRY

@@ -1,0 +1,224 @@
+"""The phases of one link run against one responder, whatever carries them: the rows'
+params, a connection that names its responder, a periodic phase of one codec and its
+records, the wake-up probe and the machine's state around each phase. TcpPhases and
+BusPhases reach the responder; duet and capacity run the pairs over TCP."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from evbench_agent import codecs as codec_registry
+from evbench_agent import payload_identity
+from evbench_agent.errors import PartialRun, UserError
+from evbench_agent.link import client, figures, messages, placement, timing, wakeup
+from evbench_agent.results import SampleSet
+from evbench_agent.suites import RunContext
+from evbench_agent.suites.link.plan import SUITE, TRANSPORT, Settings
+from evbench_agent.suites.link.responder import name_the_responder
+from evbench_agent.telemetry import contention
+
+#: Params of the scheduling the sender ran under (copied onto the wake-up record).
+_SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
+
+
+class Phases(abc.ABC):
+    """Runs the phases of one run against one responder; writes their samples."""
+
+    def __init__(
+        self,
+        context: RunContext,
+        settings: Settings,
+        scheduling: timing.Scheduling,
+        cpus: placement.Placement = placement.UNPINNED,
+        bus: Any = None,
+    ):
+        self.context, self.settings, self.cpus = context, settings, cpus
+        #: The bus (buses.transport) of a --link-transport run; None over TCP.
+        self.bus = bus
+        self.phases_done = 0
+        self.said_busy = False
+        spec = context.spec
+        common = {
+            "peer": "bus" if self.bus else settings.peer,
+            "mode": settings.mode,
+            # only when not the default, so earlier runs' rows keep their identity
+            **({"responder": settings.responder} if settings.responder != "python" else {}),
+            "phases": settings.phases,
+            "payloads": spec.payloads,
+            "seed": spec.seed,
+            "transport": TRANSPORT,
+            **scheduling.as_params(),
+            **cpus.as_params(),
+            **(self.bus.params() if self.bus else {}),
+        }
+        self.periodic_params = {
+            **common,
+            "phase": "periodic",
+            "rate_hz": settings.rate_hz,
+            "count": settings.count,
+            "warmup_count": settings.warmup_count,
+            "deadline_s": settings.deadline_s,
+        }
+        self.capacity_params = {
+            **common,
+            "phases": settings.capacity_pairs,
+            "phase": "capacity",
+            "window": settings.window,
+            "duration_s": settings.capacity_s,
+            "blocks": settings.capacity_blocks,
+            "warmup_s": settings.capacity_warmup_s,
+        }
+
+    @abc.abstractmethod
+    def prepare(self) -> None:
+        """Open the bus, or start the loopback responder, before any phase is timed."""
+
+    @abc.abstractmethod
+    def open_connection(self, link: messages.LinkCodec, reply_delay_ns: int) -> Any:
+        """A connection to the responder for `link` (a UserError when none answers)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop what `prepare` started."""
+
+    def cut_short(self, error: UserError | PartialRun) -> UserError | PartialRun:
+        """The error a run cut short by `error` ends with."""
+        return error
+
+    def payload_digest(self, profile: str) -> dict[str, str]:
+        """The profile's payload-set digest param (computed once, before its first phase)."""
+        spec = self.context.spec
+        return payload_identity.params(profile, spec.payloads, spec.seed)
+
+    def connect(self, link: messages.LinkCodec) -> Any:
+        spec = self.context.spec
+        delay = 0
+        if spec.aa and link.codec == codec_registry.copy_name(spec.aa):
+            delay = self.settings.aa_reply_delay_ns
+        try:
+            connection = self.open_connection(link, delay)
+        except UserError as error:
+            if self.phases_done:  # the peer went away between phases: the run is cut short
+                raise PartialRun(
+                    f"{error}; the run is saved as partial with the "
+                    f"{self.phases_done} phases measured so far"
+                ) from error
+            raise
+        name_the_responder(connection.accepted, self.periodic_params, self.capacity_params)
+        return connection
+
+    def periodic(
+        self, profile: str, codec: str, phase: int, link: messages.LinkCodec, data: list[Any]
+    ) -> int:
+        """One periodic phase of one codec on its own (a bus's, or a lone codec's)."""
+        settings = self.settings
+        before = self._counters_before()
+        try:
+            with self.connect(link) as connection:
+                result = client.run_periodic(
+                    connection,
+                    data,
+                    settings.rate_hz,
+                    settings.count,
+                    settings.warmup_count,
+                    settings.deadline_s,
+                )
+        except (UserError, PartialRun):
+            # No answer to HELLO: a controller gone bus-off may be why; say so first.
+            self._write_bus_counters(profile, codec, phase, before, write=False)
+            raise
+        if result.sent:
+            self.write_periodic(profile, codec, phase, result, connection)
+            self._write_bus_counters(profile, codec, phase, before)
+            self.phases_done += 1
+        if result.error:
+            raise PartialRun(
+                f"{result.error}; the run is saved as partial with the "
+                f"{len(result.replies)} messages of this phase answered so far"
+            )
+        return result.total_sent
+
+    def _counters_before(self) -> Any:
+        """The bus interface's counters before a phase; None: none to read (TCP)."""
+        return None
+
+    def _write_bus_counters(
+        self, profile: str, codec: str, phase: int, before: Any, write: bool = True
+    ) -> None:
+        """The bus interface's counters over the phase (BusPhases); nothing over TCP."""
+        return
+
+    def write_periodic(
+        self, profile: str, codec: str, phase: int, result: client.PhaseResult, connection: Any
+    ) -> None:
+        measured = figures.PhaseFigures(result, self.settings.rate_hz, self.settings.deadline_s)
+        params = dict(self.periodic_params, **self.payload_digest(profile))
+        sample_sets = [
+            SampleSet(SUITE, profile, codec, metric, "s", params, values, phase)
+            for metric, values in measured.per_message().items()
+            if values
+        ]
+        figures_of_phase = self._per_phase(measured, profile, codec, phase, result, connection)
+        for metric, (value, unit) in figures_of_phase.items():
+            metric_params = (
+                dict(params, wire=figures.WIRE_ASSUMPTIONS)
+                if metric == "bandwidth_wire"
+                else params
+            )
+            sample_sets.append(
+                SampleSet(SUITE, profile, codec, metric, unit, metric_params, [value], phase)
+            )
+        self.context.writer.add(sample_sets)
+
+    def _per_phase(
+        self,
+        measured: figures.PhaseFigures,
+        profile: str,
+        codec: str,
+        phase: int,
+        result: client.PhaseResult,
+        connection: Any,
+    ) -> dict[str, tuple[float, str]]:
+        """The phase's own figures (metric -> (value, unit)); BusPhases adds its load."""
+        return measured.per_phase()
+
+    def wakeup(self) -> None:
+        """The board's own wake-up latency at the link period: a context record."""
+        settings = self.settings
+        values = wakeup.probe(1 / settings.rate_hz, settings.wakeup_samples)
+        params = {
+            "phase": "wakeup",
+            "period_s": 1 / settings.rate_hz,
+            "count": settings.wakeup_samples,
+            "method": wakeup.METHOD,
+            **{k: v for k, v in self.periodic_params.items() if k in _SCHEDULING_KEYS},
+        }
+        self.context.writer.add(
+            [SampleSet(SUITE, None, None, "wakeup_latency", "s", params, values)]
+        )
+
+    def write_contention(
+        self,
+        profile: str,
+        codec: str,
+        phase: int,
+        kind: str,
+        before: contention.Snapshot,
+        after: contention.Snapshot | None = None,
+    ) -> None:
+        """The machine around the phase (context, per codec and phase kind), and a line
+        when it was busy beyond the bound."""
+        found = contention.figures(before, after or contention.take())
+        params = {"phase": kind, **self.payload_digest(profile)}
+        self.context.writer.add(
+            SampleSet(SUITE, profile, codec, metric, "percent", params, [value], phase)
+            for metric, value in found.items()
+        )
+        busy = contention.reasons(found)
+        if busy and not self.said_busy:  # once: the table marks every row it touched
+            self.said_busy = True
+            self.context.progress.message(
+                f"link: the machine is busy ({', '.join(busy)} during {profile} {codec} "
+                f"{kind} phase {phase + 1}): rows measured then are marked * in the table"
+            )
