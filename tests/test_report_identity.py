@@ -390,7 +390,7 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
         assert row[header.index("n")].startswith(line["n"] + " ")
     junit = junit_numbers(run_dir / "junit.xml")
     said = {f["system-out"].get("verdict") for f in junit.values()} - {None}
-    assert said and said <= {"json", "protobuf", "equal", "undecided", "n too small"}
+    assert said and said <= {"json", "protobuf", "equal", "negligible", "undecided", "n too small"}
     before = path.read_bytes()
     path.unlink()
     done = evbench("report", str(run_dir))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evbench.boards.serial import board as serial_board
-from evbench.report.table import answer_lines
+from evbench.report.answer import answer_lines
 from evbench.report.units import counted
 from evbench_agent import results
 from evbench_agent.comparison import compare

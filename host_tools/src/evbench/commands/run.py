@@ -15,7 +15,7 @@ from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, RemoteBoard, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
-from evbench.report import glance, runtimes, table
+from evbench.report import answer, glance, runtimes, table
 from evbench.report.headline import partial_headline
 from evbench_agent import options, results, write_failures
 from evbench_agent.comparison import Comparison, compare_recorded
@@ -102,9 +102,9 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
             rows, _skipped, rate = bus_budget.budget_of(run.manifest, sized)
             print(glance.render(comparison, run.directory, rows, rate, pairs, width))
             return comparison
-        print(table.render_comparison(comparison, tables))
+        print(answer.render_comparison(comparison, tables))
     for heading, pair in pairs:  # each pair's answer and table (runtimes.render's, fitted)
-        said = table.answer_lines(pair) or ["no row both codecs ran."]
+        said = answer.answer_lines(pair) or ["no row both codecs ran."]
         print()
         print("\n".join(terminal.wrap(f"The answer ({heading}, on this machine):", width)))
         print("\n".join(line for text in said for line in terminal.wrap(f"- {text}", width)))

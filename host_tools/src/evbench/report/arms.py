@@ -59,7 +59,7 @@ def comparisons(
 
 def render(samples: Sequence[SampleSet], manifest: dict[str, Any]) -> tuple[str, Comparison | None]:
     """The terminal's answer for a run with arms, and the first comparison (for the report)."""
-    from evbench.report import table
+    from evbench.report import answer
 
     parts = [
         "Arms (one run, one board; each replicate's arm processes take turns within every round):",
@@ -68,5 +68,5 @@ def render(samples: Sequence[SampleSet], manifest: dict[str, Any]) -> tuple[str,
     first = None
     for _base, _cand, comparison in comparisons(samples, manifest):
         first = first or comparison
-        parts += ["", table.render_comparison(comparison)]
+        parts += ["", answer.render_comparison(comparison)]
     return "\n".join(parts), first

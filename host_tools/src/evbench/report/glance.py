@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from evbench.report import system_view, table, terminal, verdict_line
+from evbench.report import answer, system_view, table, terminal, verdict_line
 from evbench.report.names import shorten_label
 from evbench_agent.buses import budget
 from evbench_agent.comparison import FACT, TESTED, Comparison, Row
@@ -159,10 +159,10 @@ def render(
     comparisons (runtimes.comparisons), each said in its one-line verdicts."""
     prose = min(terminal.prose(width), MAX_LINE)
     # the exact facts (sizes, bandwidth) are the key rows' and the full table's
-    answer = table.render_answer(
+    said = answer.render_answer(
         comparison, fits_of(comparison, buses), with_facts=False, width=prose
     )
-    lines = wrap(answer, prose)
+    lines = wrap(said, prose)
     busy = table.busy_line(comparison)
     if busy:
         lines += ["", *wrap(busy, prose)]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evbench.report import table
+from evbench.report import answer, table
 from evbench_agent.comparison import Comparison, compare
 from evbench_agent.native import runtimes
 from evbench_agent.results import SampleSet
@@ -69,7 +69,7 @@ def render(
     """The terminal's answers and tables, one per runtime pair ('' without native codecs)."""
     parts = []
     for heading, comparison in comparisons(samples, manifest, codec_names):
-        lines = table.answer_lines(comparison) or ["no row both codecs ran."]
+        lines = answer.answer_lines(comparison) or ["no row both codecs ran."]
         parts += ["", f"The answer ({heading}, on this machine):"]
         parts += [f"- {line}" for line in lines]
         parts += ["", table.format_rows(*table.comparison_cells(comparison))]
@@ -83,5 +83,5 @@ def report_sections(
     found = []
     for heading, comparison in comparisons(samples, manifest, codec_names):
         headers, rows = table.comparison_cells(comparison)
-        found.append((f"The answer: {heading}", table.answer_lines(comparison), headers, rows))
+        found.append((f"The answer: {heading}", answer.answer_lines(comparison), headers, rows))
     return found

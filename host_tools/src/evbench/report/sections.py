@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evbench.report import (
+    answer,
     arms,
     exports,
     runtimes,
@@ -102,7 +103,7 @@ def environment_section(context: RunContext) -> Section:
 
 
 def answer_section(comparison: Comparison) -> Section | None:
-    lines = table.answer_lines(comparison)
+    lines = answer.answer_lines(comparison)
     if not lines:
         return None
     lines = [*verdict_line.lines(comparison), *lines]  # the verdict in one line, first

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from evbench.report import ratios, verdict_line
+from evbench.report import ratios
 from evbench.report.names import display_name
 from evbench.report.units import counted, format_value
 from evbench_agent import comparison as comparing
@@ -76,7 +76,7 @@ def p_value_cell(p: float) -> str:
     return "<1e-12" if p < 1e-12 else f"{p:.2g}"
 
 
-def _metric_unit(row: Row) -> tuple[str, str]:
+def metric_unit(row: Row) -> tuple[str, str]:
     return row.unit, row.identity.metric
 
 
@@ -85,7 +85,7 @@ def value_cell(side: Side, row: Row) -> str:
     processes, link phases) the median of their medians and its 95 % interval; with one,
     the median of every value (an interval only for facts and context, whose values are
     not tested)."""
-    unit, metric = _metric_unit(row)
+    unit, metric = metric_unit(row)
     if side.replicates > 1 and side.replicate_summary is not None:
         shown = side.replicate_summary
         return format_median_ci(shown.median, shown.ci95_low, shown.ci95_high, unit, metric)
@@ -99,7 +99,7 @@ def estimate_cells(row: Row) -> tuple[str, str]:
     """The two codecs' cells beside % Diff, from the figure % Diff is made of: for a
     tested row the baseline's value (value_cell) and that value times the test's
     ratio estimate; for a fact the two means; otherwise each codec's value_cell."""
-    unit, metric = _metric_unit(row)
+    unit, metric = metric_unit(row)
     if row.role == FACT:
         base, cand = row.baseline.summary.mean, row.candidate.summary.mean
         return format_value(base, unit, metric), format_value(cand, unit, metric)
@@ -163,7 +163,7 @@ COMPARISON_HEADERS = (
 )
 
 
-def _signed(value: float, unit: str, metric: str) -> str:
+def signed_value(value: float, unit: str, metric: str) -> str:
     shown = format_value(abs(value), unit, metric)
     return ("-" if value < 0 else "+") + shown
 
@@ -176,8 +176,8 @@ def interval_cell(row: Row) -> str:
         return "-"
     low, high = verdict.interval
     if verdict.scale == margin_scales.DIFFERENCE:
-        unit, metric = _metric_unit(row)
-        return f"{_signed(low, unit, metric)} to {_signed(high, unit, metric)}"
+        unit, metric = metric_unit(row)
+        return f"{signed_value(low, unit, metric)} to {signed_value(high, unit, metric)}"
     return f"{low:.3f}-{high:.3f}"
 
 
@@ -239,7 +239,7 @@ def context_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
         cells = [row.identity.profile or "-", row.label]
         for side in (row.baseline, row.candidate):
             summary = side.summary
-            unit, metric = _metric_unit(row)
+            unit, metric = metric_unit(row)
             spread = f"{format_value(summary.min, unit, metric)} to "
             spread += format_value(summary.max, unit, metric)
             cells += [value_cell(side, row), spread]
@@ -305,182 +305,6 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         "modelled energy, counts) are listed apart, per codec with their spread, with no "
         "winner.",
     ]
-
-
-# --- the answer in a few sentences ----------------------------------------------------------
-
-
-def _percent(value: float) -> str:
-    return f"{abs(value) * 100:.1f} %" if abs(value) < 10 else f"{abs(value) * 100:.0f} %"
-
-
-def _change_words(row: Row) -> str:
-    """'45x faster (CI 43x to 47x)', '21.8 % lower (CI 19.7 to 23.9 %)', or on an
-    absolute margin '21.8 % lower, 111 µs (CI 100 to 122 µs)': from the verdict."""
-    verdict = row.verdict
-    assert verdict is not None and verdict.ratio is not None
-    metric = row.identity.metric
-    text = ratios.change_text(verdict.ratio, metric)
-    interval = verdict.interval
-    if interval is None:
-        return text
-    if verdict.scale == margin_scales.DIFFERENCE:
-        unit = row.unit
-        low, high = sorted(abs(bound) for bound in interval)
-        shown = format_value(abs(verdict.difference or 0.0), unit, metric)
-        bounds = f"{format_value(low, unit, metric)} to {format_value(high, unit, metric)}"
-        return f"{text}, by {shown} (CI {bounds})"
-    near, far = (ratios.change_text(r, metric) for r in sorted(interval, key=_size_of_change))
-    if near.split(" ", 1)[-1] == far.split(" ", 1)[-1]:  # '76x to 83x faster'
-        return f"{text} (CI {near.split(' ', 1)[0]} to {far})"
-    return f"{text} (CI {near} to {far})"
-
-
-def _size_of_change(ratio: float) -> float:
-    return abs(math.log(ratio)) if ratio > 0 else math.inf
-
-
-def _interval_words(row: Row) -> str:
-    """'estimate +3.9 %, CI -1.2 to +9.0 %' (or in the unit, on an absolute margin): the
-    test's estimate and the verdict's interval, beside the row's margin."""
-    verdict = row.verdict
-    assert verdict is not None
-    interval = verdict.interval
-    if verdict.scale == margin_scales.DIFFERENCE and verdict.difference is not None:
-        unit, metric = _metric_unit(row)
-        text = f"estimate {_signed(verdict.difference, unit, metric)}"
-        if interval is not None:
-            text += (
-                f", CI {_signed(interval[0], unit, metric)} to {_signed(interval[1], unit, metric)}"
-            )
-    else:
-        text = f"estimate {verdict.pct_diff:+.1f} %"
-        if interval is not None:
-            low, high = (interval[0] - 1) * 100, (interval[1] - 1) * 100
-            text += f", CI {low:+.1f} to {high:+.1f} %"
-    if verdict.margin:
-        return f"{text}; margin {verdict.margin.split(',')[0]}"
-    return text
-
-
-def _more_time(row: Row, stage_s: float | None) -> str:
-    """', about 4 min more': the time a plan of this size expects would decide it."""
-    from evbench_agent import sequential
-
-    stages = sequential.more_stages(row)
-    if stages is None or not stage_s:
-        return "; on the margin's edge" if stages is None and row.verdict else ""
-    minutes = stages * stage_s / 60
-    return f"; about {max(minutes, 1):.0f} min more to decide"
-
-
-def _fact_words(row: Row, candidate: str) -> str:
-    change = row.fact_difference or 0.0
-    word = "larger" if change > 0 else "smaller"
-    if row.unit == "bytes/s":
-        word = "more" if change > 0 else "less"
-    base = format_value(row.baseline.summary.mean, row.unit, row.identity.metric)
-    cand = format_value(row.candidate.summary.mean, row.unit, row.identity.metric)
-    if change == 0:  # a fact is exact: the same size is equal, not "smaller by 0.0 %"
-        return f"{row.label} equal ({cand} for both)"
-    by = "under 0.1 %" if abs(change) < 0.0005 else _percent(change)
-    return f"{row.label} {word} by {by} ({cand} against {base})"
-
-
-def _listing(labels: Sequence[str]) -> str:
-    return "; ".join(labels)
-
-
-def answer_lines(comparison: Comparison, with_facts: bool = True) -> list[str]:
-    """The answer, per profile, in plain sentences: what the candidate buys over the
-    baseline (only rows with a verdict, with the interval), what it costs, which rows
-    were shown equal, which stay undecided, which were too small to call, and the exact
-    differences (facts)."""
-    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
-    profiles: dict[str, list[Row]] = {}
-    for row in comparison.rows:
-        profiles.setdefault(row.identity.profile or "-", []).append(row)
-    lines = []
-    for profile, rows in profiles.items():
-        winners = [
-            (r, r.verdict.winner) for r in rows if r.role == TESTED and r.verdict is not None
-        ]
-        tested = [r for r, _ in winners]
-        gains = [r for r, winner in winners if winner == CANDIDATE]
-        losses = [r for r, winner in winners if winner == BASELINE]
-        undecided = [r for r, winner in winners if winner == UNDECIDED]
-        small = [r for r, winner in winners if winner == TOO_SMALL]
-        facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
-        sentences = []
-        if gains:
-            sentences.append(
-                f"{cand} is better than {base} on {len(gains)} of {len(tested)} tested rows: "
-                + _listing([f"{r.label} {_change_words(r)}" for r in gains])
-                + "."
-            )
-        elif tested:
-            sentences.append(f"{cand} is not shown better than {base} on any tested row.")
-        if losses:
-            sentences.append(
-                f"{base} is better on {len(losses)}: "
-                + _listing([f"{r.label} {_change_words(r)} with {cand}" for r in losses])
-                + "."
-            )
-        shown_equal = [r for r, winner in winners if winner in (EQUAL, NEGLIGIBLE)]
-        by_margin: dict[str, list[Row]] = {}
-        for r in shown_equal:  # one sentence per margin; the intervals are in the table
-            assert r.verdict is not None
-            by_margin.setdefault(r.verdict.margin, []).append(r)
-        for margin, same in by_margin.items():
-            sentences.append(
-                f"Equal within {margin}: "
-                + _listing(
-                    [f"{r.label}{' (negligible)' if r.outcome == NEGLIGIBLE else ''}" for r in same]
-                )
-                + "."
-            )
-        if undecided:
-            sentences.append(
-                "Undecided (not yet shown beyond the margin nor within it): "
-                + _listing(
-                    [
-                        f"{r.label} ({_interval_words(r)}{_more_time(r, comparison.stage_s)})"
-                        for r in undecided
-                    ]
-                )
-                + "."
-            )
-        if small:
-            counts = sorted({counted(r.n, r.n_counts) for r in small})
-            sentences.append(
-                f"Too few replicates to call ({', '.join(counts)}): "
-                + _listing([r.label for r in small])
-                + "."
-            )
-        if facts and with_facts:
-            sentences.append(
-                f"Facts, exact: {cand}'s " + _listing([_fact_words(r, cand) for r in facts]) + "."
-            )
-        if sentences:
-            lines.append(f"{profile}: " + " ".join(sentences))
-    return lines
-
-
-def render_answer(
-    comparison: Comparison,
-    fits: verdict_line.Fits | None = None,
-    with_facts: bool = True,
-    width: int = verdict_line.WIDTH,
-) -> str:
-    """The verdict lines first (one per profile, each within `width` and
-    verdict_line.WIDTH), then the answer's sentences (without the exact facts when
-    `with_facts` is false: the one screen shows sizes in its key rows)."""
-    base, cand = (display_name(c) for c in (comparison.baseline, comparison.candidate))
-    lines = [*verdict_line.lines(comparison, fits, min(width, verdict_line.WIDTH)), ""]
-    lines += [f"The answer ({cand} against {base}, on this machine):"]
-    said = answer_lines(comparison, with_facts)
-    lines += [f"- {line}" for line in said] or ["- no row both codecs ran."]
-    return "\n".join(lines)
 
 
 # --- text and Markdown tables ---------------------------------------------------------------
@@ -688,29 +512,6 @@ def format_markdown(
     return "\n".join(text)
 
 
-def render_comparison(comparison: Comparison, width: int | None = None) -> str:
-    """The terminal's comparison: the answer first, then the table, then the context.
-    With `width` (the terminal's, report/terminal.py), sentences are wrapped to it (at most
-    terminal.MAX_PROSE; no word broken, no number split from its unit) and the tables fit
-    it (format_rows: names shortened, then column groups repeating Profile and Metric)."""
-    from evbench.report import terminal
-
-    def said(text: str) -> list[str]:
-        return terminal.wrap(text, terminal.prose(width)) if width else [text]
-
-    answer = render_answer(comparison, width=width or verdict_line.WIDTH)
-    parts = [*said(answer), ""]
-    busy = busy_line(comparison)
-    if busy:
-        parts += said(busy)
-    parts.append(format_rows(*comparison_cells(comparison), width=width))
-    parts += [line for note in comparison_notes(comparison) for line in said(note)]
-    headers, context = context_cells(comparison)
-    if context:
-        parts += ["", format_rows(headers, context, width=width)]
-    return "\n".join(parts)
-
-
 def _identity_order(key: Identity) -> tuple:
     """Suites as they ran (codec, link, telemetry), then profile, then metrics.py's order."""
     names = list(metrics.METRICS)
@@ -739,12 +540,9 @@ def render_codec_medians(
 
 __all__ = [
     "FACT_WINNER",
-    "answer_lines",
     "comparison_cells",
     "context_cells",
     "format_markdown",
     "format_rows",
-    "render_answer",
     "render_codec_medians",
-    "render_comparison",
 ]
