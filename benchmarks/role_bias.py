@@ -16,7 +16,7 @@ rows came out positive, and the load average (1 min) before each run.
 Two biases are told apart: the copy's (json-aa against json, whatever the order) and the
 position's (the codec listed second against the first). A bias of the codec's role moves
 with the copy in both orders; a bias of its place in the rounds changes sign between them.
-A benchmark, not a test: its figures go to docs/method.md and benchmarks/README.md.
+A benchmark, not a test: its figures go to docs/method.md (section 2, "The order within a round").
 """
 
 from __future__ import annotations
