@@ -112,14 +112,27 @@ def test_the_connection_limit_is_a_clear_refusal():
     # A responder of its own: the shared one frees a slot only once its thread has
     # read the end of an earlier test's connection, which a loaded machine can delay
     # past this test's start (a CI run refused its second client).
+    # The holders each send a message just before the third asks, and the third asks once
+    # (handshake.request on its own socket): a client's own retries would wait for a
+    # holder to stay silent for the idle budget and take its slot (docs/link.md), which
+    # is not what this test checks.
     link = messages.bind("json", "seed")
+    body = link.encode(link.sample_data(1, 1)[0])
+    hello = handshake.Hello(
+        link.codec, link.profile.name, messages.message_name(link.profile), "ack"
+    )
     with (
         start_responder(max_frame=4096, max_connections=2) as responder,
-        client.Connection(responder.address, link, "ack"),
-        client.Connection(responder.address, link, "ack"),
-        pytest.raises(handshake.HandshakeError, match=r"connection limit \(2\)"),
+        client.Connection(responder.address, link, "ack") as first,
+        client.Connection(responder.address, link, "ack") as second,
     ):
-        client.Connection(responder.address, link, "ack")
+        for holder in (first, second):
+            holder.send(holder.pack(framing.MESSAGE, 1, body))
+            assert holder.wait_frames(5_000_000_000), "no reply to a holder's message"
+        with socket.create_connection(responder.address, timeout=5) as sock:
+            reader = framing.FrameReader(sock, 4096)
+            with pytest.raises(handshake.HandshakeError, match=r"connection limit \(2\)"):
+                handshake.request(reader, hello, 5.0)
 
 
 def test_sigterm_stops_it_cleanly_with_a_client_connected():
