@@ -500,6 +500,9 @@ def simulate(sequences: int, nights: int, seed: int, otava: str | None) -> None:
               f"and placed at its first night {_bounds(placed, sequences)}; at all "
               f"{_bounds(detected, sequences)}; a false alarm before it in "
               f"{_bounds(early, sequences)}")  # fmt: skip
+        counts = {"shape": shape, "alarmed": alarmed, "tested": tested, "within3": within3,
+                  "placed": placed, "detected": detected, "early": early,
+                  "sequences": sequences}  # fmt: skip
         if otava:
             flat = [
                 [
@@ -512,7 +515,10 @@ def simulate(sequences: int, nights: int, seed: int, otava: str | None) -> None:
                 [n["figures"][("json", "decode")] for n in _simulated(rng, shape, nights, None)]
                 for _ in range(sequences)
             ]
-            print("  Otava:", _otava_sim(otava, flat, absolute, otava_cases))
+            said, found = _otava_sim(otava, flat, absolute, otava_cases)
+            print("  Otava:", said)
+            counts.update(found)
+        print("  counts:", json.dumps(counts), flush=True)
 
 
 OTAVA_SIM = """
@@ -527,7 +533,7 @@ json.dump(out, sys.stdout)
 
 
 def _otava_sim(python: str, flat: list[list[float]], absolute: list[list[float]],
-               stepped: list[tuple[int, list[float]]]) -> str:  # fmt: skip
+               stepped: list[tuple[int, list[float]]]) -> tuple[str, dict]:  # fmt: skip
     """Otava (E-Divisive, window 50, p 0.001) on identical-code series (relative and
     absolute, whole), and on the stepped relative series cut 3 nights after the step."""
     cases = [*flat, *absolute, *(values[: start + 3] for start, values in stepped)]
@@ -540,10 +546,12 @@ def _otava_sim(python: str, flat: list[list[float]], absolute: list[list[float]]
     found = sum(any(abs(i - start) <= 1 for i in p)
                 for (start, _v), p in zip(stepped, points[2 * n :], strict=True))  # fmt: skip
     exact = sum(start in p for (start, _v), p in zip(stepped, points[2 * n :], strict=True))
+    found_counts = {"otava_relative_any": flat_any, "otava_absolute_any": absolute_any,
+                    "otava_within1": found, "otava_exact": exact}  # fmt: skip
     return (f"identical-code relative series with any change point {_bounds(flat_any, n)}, "
             f"absolute {_bounds(absolute_any, n)}; step found on its 3rd night within 1 night "
             f"{_bounds(found, len(stepped))}, at its first night "
-            f"{_bounds(exact, len(stepped))}")  # fmt: skip
+            f"{_bounds(exact, len(stepped))}", found_counts)  # fmt: skip
 
 
 def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed: int) -> None:
@@ -598,6 +606,78 @@ def analyse(out: Path, sequences: int, injections: int, otava: str | None, seed:
         )
 
 
+# --- the trend page's time on a lab's store ----------------------------------------------
+
+CORE_V1 = Path(__file__).resolve().parent.parent / "tests" / "data" / "runs" / "core-v1"
+
+
+def _synthetic_night(out: Path, number: int, codecs: int, rng: random.Random,
+                     moved: float) -> Path:  # fmt: skip
+    """Night `number`: the committed run tests/data/runs/core-v1 with its json records
+    copied to `codecs` codecs (codec00..), every timing scaled by the night's load (a
+    few % a night) and its own noise; codec00 `moved` slower from the 30th night on."""
+    import datetime as dt
+    import shutil
+
+    from evbench_agent import results
+
+    directory = out / f"night-{number:03d}"
+    shutil.copytree(CORE_V1, directory)
+    manifest = json.loads((directory / results.MANIFEST).read_text())
+    run_id = f"2026{number:04d}T020000Z-{number:06x}"
+    start = dt.datetime(2026, 11, 1, 2, tzinfo=dt.timezone.utc) + dt.timedelta(days=number)
+    names = [f"codec{c:02d}" for c in range(codecs)]
+    manifest.update(run_id=run_id, start_time=start.isoformat(timespec="milliseconds"))
+    manifest["spec"]["codecs"] = names
+    manifest["board_identity"] = {"id": "name:lab-1", "source": "--board-name", "place": None}
+    results.write_json(directory / results.MANIFEST, manifest)
+    load = 1 + 0.02 * rng.random()
+    lines = []
+    for line in (directory / results.SAMPLES).read_text().splitlines():
+        sample_set = json.loads(line)
+        if sample_set["suite"] != "codec" or sample_set["codec"] != "json":
+            continue
+        for c, name in enumerate(names):
+            copy = dict(sample_set, codec=name)
+            if copy["metric"] in TESTED_OPERATIONS:
+                scale = load * (1 + 0.1 * c) * rng.gauss(1, 0.01)
+                scale *= 1 + moved if c == 0 and number >= 30 else 1
+                copy["values"] = [v * scale for v in copy["values"]]
+            lines.append(json.dumps(copy) + "\n")
+    (directory / results.SAMPLES).write_text("".join(lines))
+    records = results.summarize(results.read_samples(directory))
+    summary = {"format": results.FORMAT, "version": results.VERSION, "run_id": run_id,
+               "partial": False, "records": records}  # fmt: skip
+    results.write_json(directory / results.SUMMARY, summary)
+    results.write_checksums(directory)
+    (directory / results.COMPLETE).write_text(f"{run_id}\n")
+    return directory
+
+
+def trend_page_time(out: Path, nights: int, codecs: int, seed: int) -> None:
+    """Build a store of `nights` nights x `codecs` codecs x 3 timings (12 codecs: 36
+    tested series, 72 with the relative ones) and time `evbench history report` on it."""
+    from evbench.history import open_store, parse_url
+    from evbench.history.indexing import index_run
+
+    rng = random.Random(seed)
+    store_path = out / "history.sqlite"
+    if not store_path.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        with open_store(parse_url(str(store_path))) as store:
+            for number in range(nights):
+                store.add(index_run(_synthetic_night(out / "runs", number, codecs, rng, 0.1)))
+    started = time.monotonic()
+    done = subprocess.run([*EVBENCH, "history", "report", "--history", str(store_path), "--out",
+                           str(out / "trends")], capture_output=True, text=True)  # fmt: skip
+    seconds = time.monotonic() - started
+    page = out / "trends" / "trends.html"
+    size = page.stat().st_size if page.exists() else 0
+    print(done.stderr, end="")
+    print(f"trend page: {nights} nights x {codecs * 3} tested series: exit {done.returncode}, "
+          f"{seconds:.1f} s, {size / 1e6:.2f} MB")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     actions = parser.add_subparsers(dest="action", required=True)
@@ -620,8 +700,15 @@ def main() -> int:
     sim.add_argument("--nights", type=int, default=35)
     sim.add_argument("--otava", metavar="PYTHON", help="the interpreter of Otava's own venv")
     sim.add_argument("--seed", type=int, default=43)
+    page = actions.add_parser("trend-page", help="time the trend page on a synthetic store")
+    page.add_argument("--out", type=Path, required=True)
+    page.add_argument("--nights", type=int, default=35)
+    page.add_argument("--codecs", type=int, default=12, help="x 3 timings: tested series")
+    page.add_argument("--seed", type=int, default=35)
     args = parser.parse_args()
-    if args.action == "simulate":
+    if args.action == "trend-page":
+        trend_page_time(args.out, args.nights, args.codecs, args.seed)
+    elif args.action == "simulate":
         simulate(args.sequences, args.nights, args.seed, args.otava)
     elif args.action == "collect":
         collect(args.out, args.nights, args.slowed, args.hog_share, args.seed, args.plan)

@@ -50,7 +50,7 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(tmp_path):
     page = out / "trends.html"
     html = page.read_text()
 
-    moved = html[html.index('<h2 id="moved">') : html.index("<h2>Series</h2>")]
+    moved = html[html.index('<h2 id="moved">') : html.index("<h2>Series that changed</h2>")]
     items = re.findall(r'<li class="(\w+)">(.*?)</li>', moved)
     assert items, moved
     kind, first = items[0]

@@ -327,8 +327,12 @@ def _copy(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from evbench.history.trend_page import PAGE, render
 
+    def progress(message: str) -> None:
+        if not quiet():
+            print(message, file=sys.stderr, flush=True)
+
     with _open(args) as store:
-        page, plots, found = render(store, _board(store, args.board))
+        page, plots, found = render(store, _board(store, args.board), progress)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / PAGE
     write_atomic(path, page.encode())

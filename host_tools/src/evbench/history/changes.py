@@ -193,8 +193,9 @@ def _beyond_min_effect(low: float | None, high: float | None) -> bool:
     return high < 1 - MIN_EFFECT or low > 1 + MIN_EFFECT
 
 
-def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
-    """Change points of a nightly series (positive values), by binary segmentation."""
+def detect(values: Sequence[float], alpha: float = ALPHA, wanders: bool = False) -> list[Split]:
+    """Change points of a nightly series (positive values), by binary segmentation.
+    `wanders`: the series carries the lab's load (`step_test`)."""
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
     logs = tame_outliers([math.log(v) for v in values])
@@ -218,9 +219,15 @@ def detect(values: Sequence[float], alpha: float = ALPHA) -> list[Split]:
         # Drift is not a change: the step must also stand beside a linear trend
         # through the segment (`step_test`); p is the larger of the two tests'.
         # The nights within TREND_NIGHTS of the split on either side: a local line.
+        # The split is the scan's best of the segment's splits, so the step test's p
+        # is multiplied by their number (Bonferroni): the scan's permutation p counts
+        # that choice but assumes exchangeable nights, which a drift breaks, and the
+        # step test at the chosen split alone would call a drift's largest wobble.
         near = logs[max(start, split - TREND_NIGHTS) : min(end, split + TREND_NIGHTS)]
         first = split - max(start, split - TREND_NIGHTS)
-        p = max(p, step_test(near, 0, first, len(near) - 1, min_reference=MIN_SEGMENT)[0])
+        splits = end - start - 2 * MIN_SEGMENT + 1
+        stepped = step_test(near, 0, first, len(near) - 1, None, MIN_SEGMENT, wanders)[0]
+        p = max(p, min(1.0, stepped * splits))
         if p >= alpha:
             continue
         found.append(
@@ -405,36 +412,102 @@ def step_test(
     last: int,
     worse: str | None = None,
     min_reference: int = MIN_REFERENCE,
+    wanders: bool = False,
 ) -> tuple[float, float, float, int]:
     """(p, step, its standard error, degrees of freedom) of a step at night `first`
     beside a linear trend: least squares of y_t = a + b t + d [t >= first] over the
     newest TREND_NIGHTS reference nights (reference_start..first-1) and first..last.
     A wild reference night (from TAME_NIGHTS reference nights on) is tamed first
-    (`tame_outliers`): it would swamp the scatter and hide a step. The window is left
-    as it is: the watch asks the rank test (or every window night beyond the
-    reference) too, so one wild window night cannot make a change.
+    (`_tame_about_line`): it would swamp the scatter and hide a step.
 
     A drift (the lab's load growing night by night) moves every night a little: the
     trend takes it, and d is the window's departure from where the trend puts it,
     tested by Student's t against the nights' scatter about the line (exact for
-    Gaussian noise about any straight line). One-sided on the `worse` side ("higher",
-    "lower"), two-sided if None. Fewer than `min_reference` reference nights, or fewer
-    than 6 nights in all (3 degrees of freedom): p 1.
+    Gaussian noise about any straight line). A series that carries the lab's load
+    (`wanders`: an absolute series) may also wander like a random walk, which no line
+    follows: its step is held, when that is larger, to the standard error the walk its
+    reference nights show would give it (`_walk_error`).
+
+    The window is left as it is: the watch asks the rank test (or every window night
+    beyond the reference) too, so one wild window night cannot make a change.
+    One-sided on the `worse` side ("higher", "lower"), two-sided if None. Fewer than
+    `min_reference` reference nights, or fewer than 6 nights in all (3 degrees of
+    freedom): p 1.
     """
     start = max(reference_start, first - TREND_NIGHTS)
     if first - start < min_reference or last - start + 1 < 6 or last < first:
         return 1.0, math.nan, math.nan, 0
     y = np.asarray(logs[start : last + 1], dtype=float)
     if first - start >= TAME_NIGHTS:  # a wild reference night would swamp the scatter
-        y[: first - start] = tame_outliers(list(y[: first - start]))
-    t = np.arange(len(y), dtype=float)
-    design = np.column_stack([np.ones_like(t), t - t.mean(), (t >= first - start).astype(float)])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        y[: first - start] = _tame_about_line(y[: first - start])
+    return _step_fit(y, np.arange(len(y)), first - start, worse, wanders)
+
+
+def _tame_about_line(reference: np.ndarray) -> np.ndarray:
+    """The reference nights with a wild night put back on their robust line.
+
+    The line is Theil and Sen's (the median of the slopes between every two nights,
+    the level the median of what it leaves); a night further than OUTLIER_SCALES
+    robust spreads (1.4826 MAD of the residuals) from it is replaced by the line's
+    value plus the median residual. Not `tame_outliers`: on a dozen nights a running
+    median of 5 equals many of the nights themselves, so the MAD of its residuals is
+    near 0 and ordinary nights were taken for wild, which smoothed the scatter away
+    (a drifting lab's nights then raised alarms).
+    """
+    t = np.arange(len(reference), dtype=float)
+    i, j = np.triu_indices(len(reference), k=1)
+    slope = float(np.median((reference[j] - reference[i]) / (t[j] - t[i])))
+    residual = reference - slope * t
+    centre = float(np.median(residual))
+    spread = 1.4826 * float(np.median(np.abs(residual - centre)))
+    if spread == 0:
+        return reference
+    wild = np.abs(residual - centre) > OUTLIER_SCALES * spread
+    return np.where(wild, slope * t + centre, reference)
+
+
+def _walk_error(
+    reference: np.ndarray, weights: np.ndarray, nights: np.ndarray
+) -> tuple[float, int]:
+    """(standard error, df) of the estimate sum(weights x y) were the nights a random walk
+    (with any drift) plus noise, its walk as large as the reference's nights show.
+
+    Nights that are a level plus a walk w (steps of variance v) plus noise e (variance
+    s^2) have consecutive differences of variance v + 2 s^2 and lag-1 covariance -s^2,
+    so v = var + 2 cov of the differences (about their mean, the drift); noise alone
+    gives v near 0, a walk alone its steps' variance. The weights sum to 0 and are
+    orthogonal to the night (the step of `_step_fit`), so level and drift cancel; a
+    walk's nights i and j share min(i, j) steps, so the walk adds v x w' min(i, j) w to
+    the estimate's variance (the noise's part is the fit's own error). df: k - 2 of k
+    differences.
+    """
+    steps = np.diff(reference)
+    if len(steps) < 4:
+        return 0.0, 0
+    centred = steps - steps.mean()
+    variance = float(centred @ centred) / (len(steps) - 1)
+    lag = float(centred[1:] @ centred[:-1]) / (len(steps) - 1)
+    walk = max(0.0, variance + 2 * lag)
+    shared = np.minimum.outer(nights, nights).astype(float)
+    return math.sqrt(walk * float(weights @ shared @ weights)), len(steps) - 2
+
+
+def _step_fit(y: np.ndarray, nights: np.ndarray, window: int, worse: str | None,
+              wanders: bool) -> tuple[float, float, float, int]:  # fmt: skip
+    """`step_test`'s fit of the nights `nights` (their logs y), the step at night `window`."""
+    t = nights.astype(float)
+    design = np.column_stack([np.ones_like(t), t - t.mean(), (nights >= window).astype(float)])
     df = len(y) - 3
+    weights = np.linalg.solve(design.T @ design, design.T)[2]  # the step's estimator
+    step = float(weights @ y)
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     residual = y - design @ coef
     variance = float(residual @ residual) / df
-    error = math.sqrt(variance * float(np.linalg.inv(design.T @ design)[2, 2]))
-    step = float(coef[2])
+    error = math.sqrt(variance * float(weights @ weights))
+    if wanders:
+        walk, walk_df = _walk_error(y[nights < window], weights, nights)
+        if walk > error:
+            error, df = walk, walk_df
     if error <= 1e-12 * max(1.0, abs(step)):  # no scatter at all: the sign decides
         tstat = math.copysign(math.inf, step) if step else 0.0
     else:
@@ -458,7 +531,11 @@ def _beyond_reference(reference: Sequence[float], window: Sequence[float],
 
 
 def _watching(
-    values: Sequence[float], level: float, worse: str | None, companions: Sequence[Sequence[float]]
+    values: Sequence[float],
+    level: float,
+    worse: str | None,
+    companions: Sequence[Sequence[float]],
+    wanders: bool = False,
 ) -> Generator[float | None, bool, list[Seen]]:
     """The watch of one series as a generator: one yield per night, the night's p (None
     when nothing is tested), answered with whether the family's procedure (`watch_family`)
@@ -492,7 +569,8 @@ def _watching(
             # The exact rank test can reach the level: it and the step test must agree.
             reference, window = logs[reference_start:first], logs[first : last + 1]
             p = max(_rank_p(reference, window, worse),
-                    step_test(logs, reference_start, first, last, worse)[0])  # fmt: skip
+                    step_test(logs, reference_start, first, last, worse, MIN_REFERENCE,
+                              wanders)[0])  # fmt: skip
         elif found and first > found[-1].seen and first - before >= need:
             # Too few nights since the last change to test against: the nights
             # before it, moved to the new level, stand in (`_levelled`), so a
@@ -511,7 +589,7 @@ def _watching(
             # wild night cannot make a change.
             reference, window = logs[reference_start:first], logs[first : last + 1]
             if _beyond_reference(reference, window, worse):
-                p = step_test(logs, reference_start, first, last, worse)[0]
+                p = step_test(logs, reference_start, first, last, worse, wanders=wanders)[0]
             else:
                 p = 1.0
         called = yield p
@@ -523,7 +601,8 @@ def _watching(
         if candidate.ratio_low is None:
             # Too few nights for the rank interval at 95 % (4 against 3): the step
             # test's own interval, exp(d +- t(0.975, df) x its standard error).
-            _p, step, error, df = step_test(logs, reference_start, split, last, worse)
+            _p, step, error, df = step_test(logs, reference_start, split, last, worse,
+                                             wanders=wanders)  # fmt: skip
             if df > 0 and math.isfinite(error):
                 spread = stats.student_t_quantile(0.975, df) * error
                 candidate = replace(candidate, ratio_low=math.exp(step - spread),
@@ -570,6 +649,8 @@ class Watched:
     worse: str | None = None
     companions: Sequence[Sequence[float]] = ()
     nights: Sequence[str] | None = None
+    #: The series carries the lab's load (an absolute series): `step_test`.
+    wanders: bool = False
 
 
 def watch_family(members: Sequence[Watched], q: float = ALPHA) -> list[list[Seen]]:
@@ -586,7 +667,7 @@ def watch_family(members: Sequence[Watched], q: float = ALPHA) -> list[list[Seen
     if not members:
         return []
     level = q / len(members)
-    runs = [_watching(m.values, level, m.worse, m.companions) for m in members]
+    runs = [_watching(m.values, level, m.worse, m.companions, m.wanders) for m in members]
     keys = [list(m.nights) if m.nights is not None else [f"{i:09d}" for i in range(len(m.values))]
             for m in members]  # fmt: skip
     position = [0] * len(members)
@@ -614,6 +695,7 @@ def watch(
     alpha: float = ALPHA,
     worse: str | None = None,
     companions: Sequence[Sequence[float]] = (),
+    wanders: bool = False,
 ) -> list[Seen]:
     """The nightly watch, replayed night by night over one series (positive values).
 
@@ -649,20 +731,21 @@ def watch(
     is left to the segmentation (`detect`), which tests both ways. Many series of a
     board are watched together by `watch_family`.
     """
-    return watch_family([Watched(values, worse, companions)], alpha)[0]
+    return watch_family([Watched(values, worse, companions, wanders=wanders)], alpha)[0]
 
 
 #: `detect` over the first N nights of one series, each prefix scanned once.
 PrefixScans = Callable[[int], list[Split]]
 
 
-def prefix_scans(values: Sequence[float], alpha: float = ALPHA) -> PrefixScans:
+def prefix_scans(values: Sequence[float], alpha: float = ALPHA, wanders: bool = False
+                 ) -> PrefixScans:  # fmt: skip
     """The scan of each prefix of `values`, remembered: `first_seen` and `segmentation`
     ask for the same prefixes (a prefix and the one WINDOW nights shorter)."""
 
     @functools.cache
     def scan(nights: int) -> list[Split]:
-        return detect(values[:nights], alpha)
+        return detect(values[:nights], alpha, wanders)
 
     return scan
 
@@ -708,6 +791,7 @@ def changes_of(
     worse: str | None = None,
     companions: Sequence[Sequence[float]] = (),
     watched: Sequence[Seen] | None = None,
+    wanders: bool = False,
 ) -> list[Seen]:
     """The watch's changes and the segmentation's (older ones the watch could not see:
     in a too-short stretch, or a drift), each with the night it was first shown.
@@ -715,9 +799,9 @@ def changes_of(
     on the nights before the newest WINDOW (`segmentation`).
     """
     if watched is None:  # alone; a board's series are watched together (watch_family)
-        watched = watch(values, alpha, worse, companions)
+        watched = watch(values, alpha, worse, companions, wanders)
     found = list(watched)
-    scans = prefix_scans(values, alpha)
+    scans = prefix_scans(values, alpha, wanders)
     for split in segmentation(values, alpha, scans):
         if any(abs(seen.split.index - split.index) <= REFINE_NIGHTS for seen in watched):
             continue

@@ -4,13 +4,18 @@ Like the run report it needs no network: the plots are PNGs embedded as data
 URIs, the style is inline, there is no script. It starts with the series that
 changed (worse first, the largest first: the change, when, how sure, and what
 changed in the environment with it), a regressed one coloured, then the tested
-series too short to judge. Then one plot per series, the changed ones first:
-the nightly medians with their 95 % intervals in a readable unit (µs, B, %), on
-a log axis where they span a factor of 10 or more, against the run's start time
-(partial runs hollow), the change points as dashed lines with their size, and
-the nights on which a version changed (image, kernel, Python, protobuf, a
-codec, the agent) as dotted lines named underneath. Below each plot, every run
-links to its report where that is still on disk.
+series too short to judge in one line. Then a full plot per series that changed
+(at most MAX_PLOTS): the nightly medians with their 95 % intervals in a
+readable unit (µs, B, %), on a log axis where they span a factor of 10 or more,
+against the run's start time (partial runs hollow), the change points as dashed
+lines with their size, and the nights on which a version changed (image,
+kernel, Python, protobuf, a codec, the agent) as dotted lines named underneath.
+Every other series gets a small plot drawn without a plotting library
+(`sparkline`, at most MAX_SMALL), with its nights, newest value and range; the
+runs are listed once at the end, each linked to its report where that is still
+on disk. The page's size is bounded by those caps (about 40 x 40 kB of full
+plots, 600 x 1.5 kB of small ones). 35 nights x 36 tested series: about 4 s
+here (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -18,8 +23,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+import itertools
 import math
+import struct
+import time
+import zlib
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -29,6 +39,7 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: no display on a lab PC or in CI
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -40,8 +51,13 @@ from evbench.report.units import display_scale
 from evbench_agent.analysis import metrics
 
 DPI = 96
-#: A store with more series than this draws the first ones and says how many it left out.
-MAX_PLOTS = 300
+#: Full plots: the series with a change, worse and larger first; more are counted, not drawn.
+MAX_PLOTS = 40
+#: Small plots (`sparkline`) of the other series, tested first; more are counted.
+MAX_SMALL = 600
+SPARK_WIDTH, SPARK_HEIGHT = 360, 110
+#: Runs listed (newest first) with a link to their report.
+MAX_RUN_LINKS = 400
 PAGE = "trends.html"
 #: A series whose largest value is this many times its smallest is drawn on a log axis.
 LOG_SPAN = 10.0
@@ -126,8 +142,8 @@ def _size(change: changes.Change) -> float:
     return abs(math.log(change.split.ratio)) if change.split.ratio > 0 else math.inf
 
 
-def _moved_list(found: list[changes.Change], short: list[str]) -> str:
-    """What moved, worse first and largest first, then the series too short to judge."""
+def _moved_list(found: list[changes.Change], short: str) -> str:
+    """What moved, worse first and largest first, then the series too short in one line."""
     ordered = sorted(found, key=lambda c: (not (c.worse and not c.accepted), -_size(c)))
     items = []
     for change in ordered:
@@ -135,20 +151,14 @@ def _moved_list(found: list[changes.Change], short: list[str]) -> str:
         said = escape(change.describe()) + (" (accepted)" if change.accepted else "")
         items.append(f'<li class="{kind}">{said}</li>')
     moved = f"<ol>{''.join(items)}</ol>" if items else "<p>No tested series changed.</p>"
-    too_short = (
-        "<h2>Too short to judge</h2><ul>"
-        + "".join(f"<li>{escape(s)}</li>" for s in short)
-        + "</ul>"
-        if short
-        else ""
-    )
+    too_short = f'<p class="note">{escape(short)}</p>' if short else ""
     return f'<h2 id="moved">What moved</h2>{moved}{too_short}'
 
 
-def _links(points: list[SeriesPoint]) -> str:
+def _run_links(runs: list[dict[str, Any]]) -> str:
+    """Every run once, newest first, linked to its report where that is still on disk."""
     items = []
-    for point in points:
-        run = point.run
+    for run in sorted(runs, key=lambda r: str(r["start_time"]), reverse=True)[:MAX_RUN_LINKS]:
         directory = run.get("directory")
         report = Path(directory) / "report.html" if directory else None
         label = escape(f"{run['start_time'][:16]} {run['run_id']}")
@@ -156,16 +166,97 @@ def _links(points: list[SeriesPoint]) -> str:
             items.append(f'<a href="{escape(report.as_uri())}">{label}</a>')
         else:
             items.append(f"{label} (report not on disk)")
-    return (
-        '<details><summary>runs</summary><p class="note">' + "<br>".join(items) + "</p></details>"
-    )
+    more = len(runs) - len(items)
+    tail = f"<br>{more} older runs not listed" if more > 0 else ""
+    return f'<h2>Runs</h2><p class="note">{"<br>".join(items)}{tail}</p>'
 
 
-def render(store: Store, board: str | None = None) -> tuple[str, int, list[changes.Change]]:
-    """The page's HTML, the number of plots, and the change points it shows."""
+def _png_bytes(pixels: np.ndarray) -> bytes:
+    """A greyscale PNG of `pixels` (uint8 rows), written directly: no plotting library."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    height, width = pixels.shape
+    rows = b"".join(b"\x00" + pixels[y].tobytes() for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))  # fmt: skip
+
+
+def sparkline(values: Sequence[float], marks: Sequence[int] = ()) -> bytes:
+    """A small plot of nightly values as a PNG (SPARK_WIDTH x SPARK_HEIGHT): the nights
+    joined by a line, each a dot, on a log axis where they span LOG_SPAN or more, the
+    nights in `marks` (change points) as grey columns. Drawn with numpy, in about a
+    millisecond: a page of hundreds of series stays fast and small."""
+    pixels = np.full((SPARK_HEIGHT, SPARK_WIDTH), 255, dtype=np.uint8)
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2:
+        return _png_bytes(pixels)
+    positive = min(finite) > 0 and max(finite) >= LOG_SPAN * min(finite)
+    ys = np.array([math.log(v) if positive else v for v in finite], dtype=float)
+    low, high = float(ys.min()), float(ys.max())
+    margin = 6
+    span = high - low or 1.0
+    rows = np.round(margin + (high - ys) / span * (SPARK_HEIGHT - 2 * margin - 1)).astype(int)
+    if high == low:
+        rows[:] = SPARK_HEIGHT // 2
+    step = (SPARK_WIDTH - 2 * margin - 1) / (len(ys) - 1)
+    columns = np.round(margin + np.arange(len(ys)) * step).astype(int)
+    for index in marks:
+        if 0 < index < len(columns):
+            pixels[:, (columns[index - 1] + columns[index]) // 2] = 170
+    for (x0, y0), (x1, y1) in itertools.pairwise(zip(columns, rows, strict=True)):
+        count = max(abs(x1 - x0), abs(y1 - y0)) + 1
+        pixels[np.linspace(y0, y1, count).round().astype(int),
+               np.linspace(x0, x1, count).round().astype(int)] = 90  # fmt: skip
+    for x, y in zip(columns, rows, strict=True):
+        pixels[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2] = 0
+    return _png_bytes(pixels)
+
+
+def _figure(title: str, png: bytes, caption: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{escape(title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{caption}</figcaption></figure>")  # fmt: skip
+
+
+def _version_moves(points: list[SeriesPoint]) -> list[tuple[int, str]]:
+    """(index, what) of the nights at which a version or the environment changed."""
+    moved: list[tuple[int, str]] = []
+    previous: dict[str, Any] | None = None
+    for index, point in enumerate(points):
+        if previous is not None:
+            diff = changes.version_changes(previous, point.run)
+            if diff:
+                moved.append((index, ", ".join(f"{k} {b}" for k, (_a, b) in diff.items())))
+        if not point.run["partial"]:
+            previous = point.run
+    return moved
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def render(
+    store: Store, board: str | None = None, progress: Callable[[str], None] = _quiet
+) -> tuple[str, int, list[changes.Change]]:
+    """The page's HTML, the number of plots, and the change points it shows.
+
+    It opens on what moved (the changes, worse first, and the too-short series in one
+    line). A series with a change gets a full plot (at most MAX_PLOTS); every other
+    series a small one (`sparkline`, at most MAX_SMALL), tested series first; the runs
+    are listed once at the end. `progress` is told what is being done (stderr)."""
+    started = time.monotonic()
+    boards = [board] if board else store.boards()
+    progress(f"trend page: surveying {len(boards)} board(s) for changes")
     surveyed = survey(store, board)
     found = surveyed.changes
-    short = {(st.series.board, st.series.key): st for st in surveyed.too_short}
+    short = {(st.series.board, st.series.key) for st in surveyed.too_short}
+    progress(f"trend page: {len(found)} change points, {len(surveyed.statuses)} tested series "
+             f"({time.monotonic() - started:.1f} s)")  # fmt: skip
     per_series: dict[tuple[str, tuple], list[changes.Change]] = defaultdict(list)
     for change in found:
         per_series[(change.board, change.series)].append(change)
@@ -175,72 +266,86 @@ def render(store: Store, board: str | None = None) -> tuple[str, int, list[chang
             list(enumerate(sorted(found, key=lambda c: (not c.worse, -_size(c)))))
         )
     }
-    keys = [(name, key) for name in ([board] if board else store.boards())
-            for key in store.series_keys(name)]  # fmt: skip
-    keys.sort(key=lambda named: order.get(named, len(order)))
+    keys = [(name, key) for name in boards for key in store.series_keys(name)]
+    changed = sorted((k for k in keys if k in order), key=lambda k: order[k])
+    rest = sorted((k for k in keys if k not in order), key=lambda k: (not tested(k[1]), k))
     figures: list[str] = []
-    left_out = 0
-    for name, key in keys:
+    for number, (name, key) in enumerate(changed[:MAX_PLOTS], 1):
+        progress(f"trend page: plot {number} of {min(len(changed), MAX_PLOTS)}: "
+                 f"{name} {series_name(key)}")  # fmt: skip
         points = store.series(name, key, include_partial=True)
-        if len(points) < 2:
-            continue
-        if len(figures) >= MAX_PLOTS:
-            left_out += 1
-            continue
-        moved: list[tuple[int, str]] = []
-        previous: dict[str, Any] | None = None
-        for index, point in enumerate(points):
-            if previous is not None:
-                diff = changes.version_changes(previous, point.run)
-                if diff:
-                    moved.append((index, ", ".join(f"{k} {b}" for k, (_a, b) in diff.items())))
-            if not point.run["partial"]:
-                previous = point.run
         label = metrics.METRICS.get(key[3].split("[", 1)[0])
         title = f"{name}: {series_name(key)}" + (f" ({label.label})" if label else "")
-        png = _plot(points, per_series[(name, key)], moved, title)
-        data = base64.b64encode(png).decode("ascii")
+        png = _plot(points, per_series[(name, key)], _version_moves(points), title)
         notes = "".join(
             f"<li>{escape(c.describe())}{' (accepted)' if c.accepted else ''}</li>"
             for c in per_series[(name, key)]
         )
-        if (name, key) in short:
-            notes += f"<li>{escape(short[(name, key)].describe())}</li>"
-        elif not tested(key):
-            notes += "<li>context: shown beside changes, never tested</li>"
-        figures.append(
-            f'<figure><img alt="{escape(title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{escape(title)}: nightly median and its 95% CI (n per run in the "
-            f"store); dashed: change points, dotted: version changes."
-            f"{f'<ul>{notes}</ul>' if notes else ''}{_links(points)}</figcaption></figure>"
-        )
+        caption = (f"{escape(title)}: nightly median and its 95% CI (n per run in the store); "
+                   f"dashed: change points, dotted: version changes.<ul>{notes}</ul>")  # fmt: skip
+        figures.append(_figure(title, png, caption))
+    left_out = max(0, len(changed) - MAX_PLOTS)
+    small: list[str] = []
+    if rest:
+        progress(f"trend page: {min(len(rest), MAX_SMALL)} small plots of the other series")
+    for name, key in rest[:MAX_SMALL]:
+        points = [p for p in store.series(name, key) if p.record["median"] is not None]
+        if len(points) < 2:
+            continue
+        values = [float(p.record["median"]) for p in points]
+        scale, unit = display_scale(values, str(points[0].record["unit"]))
+        what = ("too short to judge" if (name, key) in short else "watched, no change"
+                if tested(key) else "context: never tested")  # fmt: skip
+        title = f"{name}: {series_name(key)}"
+        caption = (f"{escape(title)}: {len(values)} nights, newest {values[-1] / scale:.4g} "
+                   f"{escape(unit)} (range {min(values) / scale:.4g} to "
+                   f"{max(values) / scale:.4g}); {what}")  # fmt: skip
+        small.append(_figure(title, sparkline(values), caption))
+    left_out += max(0, len(rest) - MAX_SMALL)
+    runs = store.runs(board=board)
     summary = (
-        f"<p>{len(store.runs(board=board))} runs, {len(figures)} series plotted"
+        f"<p>{len(runs)} runs, {len(figures)} series with a change plotted, "
+        f"{len(small)} others drawn small"
         + (f", {left_out} more not drawn" if left_out else "")
         + f", {len(found)} change points, {len(short)} tested series too short.</p>"
     )
     title = "evbench trends" + (f": {board}" if board else "")
+    too_short = _too_short_text(surveyed.too_short)
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f"<title>{escape(title)}</title><style>{STYLE}{TREND_STYLE}</style></head>\n"
         f"<body><h1>{escape(title)}</h1>\n{summary}\n"
-        f"{_moved_list(found, [st.describe() for st in surveyed.too_short])}\n"
+        f"{_moved_list(found, too_short)}\n"
+        f"<h2>Series that changed</h2>{''.join(figures) or '<p>None.</p>'}\n"
         f'<p class="note">Method: {escape(METHOD)}</p>\n'
-        f"<h2>Series</h2>{''.join(figures)}\n</body></html>\n"
+        f"<h2>Every other series</h2>{''.join(small) or '<p>None.</p>'}\n"
+        f"{_run_links(runs)}\n</body></html>\n"
     )
-    return page, len(figures), found
+    progress(f"trend page: done in {time.monotonic() - started:.1f} s")
+    return page, len(figures) + len(small), found
+
+
+def _too_short_text(short: list[Any]) -> str:
+    """The tested series too short to judge, in one line."""
+    if not short:
+        return ""
+    have = sorted({s.nights for s in short})
+    nights = f"{have[0]}" if len(have) == 1 else f"{have[0]} to {have[-1]}"
+    return (f"too short: {len(short)} tested series have {nights} nights: the watch tests a "
+            f"series from its night {changes.MIN_REFERENCE + changes.WINDOW} on.")  # fmt: skip
 
 
 METHOD = (
     "only tested metrics (codec timings, link RTT, jitter, ...) raise a change; the night is "
     "the replicate; each codec is also watched relative to the other codecs of the same runs "
-    "(the night's machine cancels). Each night the newest 3 nightly figures are tested "
-    "against the nights "
-    "before them since the last change (exact Mann-Whitney, one-sided: worse), and changes "
-    "the watch cannot see (either way) are placed by "
-    "binary segmentation with a permutation-tested rank scan; both at p < 0.05 divided by the "
-    "board's number of tested series, with the ratio's 95% interval wholly beyond 2%. A series "
-    "with fewer nights than the scan needs is 'too short'. Partial runs are drawn hollow and "
-    "left out of the detection; context figures are listed beside each change."
+    "(the night's load cancels). Each night the newest 3 nightly figures are tested against "
+    "the nights before them since the last change: exact Mann-Whitney (one-sided: worse) and "
+    "a step test beside a local line through the newest 12 nights (an absolute series also "
+    "against the random walk its nights show: a lab's load wanders), both at a false "
+    "discovery rate of 5 % over the board's series (Benjamini-Hochberg); older changes "
+    "(either way) by binary segmentation with a permutation-tested rank scan at 0.05 divided "
+    "by the board's number of tested series. A change needs the ratio's 95% interval wholly "
+    "beyond 2%. Partial runs are drawn hollow and left out of the detection; context figures "
+    "are listed beside each change."
 )

@@ -266,13 +266,22 @@ def board_changes(
         worse = "higher" if lower_is_better else "lower"
         scanned.append((series, values, worse, companions(series, every)))
     members = [
-        changes.Watched(values, worse, others, [_night_key(p.run) for p in series.points])
+        changes.Watched(
+            values,
+            worse,
+            others,
+            [_night_key(p.run) for p in series.points],
+            wanders=not series.relative_to,
+        )  # the lab's load is in it
         for series, values, worse, others in scanned
     ]
     watches = changes.watch_family(members, alpha)
     found = []
     for (series, values, worse, others), seen in zip(scanned, watches, strict=True):
-        found += [(series, s) for s in changes.changes_of(values, family, worse, others, seen)]
+        found += [
+            (series, s)
+            for s in changes.changes_of(values, family, worse, others, seen, not series.relative_to)
+        ]
     return found, family
 
 

@@ -1,0 +1,91 @@
+"""Drift is not a change (issue 43): the step test's handling of a wandering lab.
+
+Expectations: least squares by numpy, Theil and Sen's slope and Student's t tail by
+SciPy, the walk's variance from the differences' variogram by hand; never from
+`changes` itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from evbench.history import changes
+
+#: An absolute series of a lab whose load grows from 5 to 17 (issue 43's shape), in %
+#: of its first night: nights 9-20 are the step test's reference, 21-23 its window.
+DRIFTING = [0.0, -0.4, -3.7, -4.1, -3.6, -2.1, -1.9, 5.6, 6.1, 5.4, 8.9, 9.3, 9.5, 14.6,
+            10.2, 8.6, 11.7, 12.2, 16.1, 12.9, 14.5, 18.2, 19.3, 18.4]  # fmt: skip
+
+
+def _fit(y, first, walk_variance=0.0, walk_df=0):
+    """One-sided p (higher is worse) of d in y_t = a + b t + d [t >= first], its error
+    the larger of the fit's own and sqrt(walk_variance x w' min(i, j) w)."""
+    y = np.asarray(y, dtype=float)
+    t = np.arange(len(y))
+    x = np.column_stack([np.ones(len(y)), t, t >= first])
+    w = np.linalg.inv(x.T @ x) @ x.T
+    coef, rss, *_ = np.linalg.lstsq(x, y, rcond=None)
+    df = len(y) - 3
+    error = math.sqrt(rss[0] / df * (w[2] @ w[2]))
+    walk = math.sqrt(walk_variance * (w[2] @ np.minimum.outer(t, t) @ w[2]))
+    if walk > error:
+        error, df = walk, walk_df
+    return scipy_stats.t.sf(coef[2] / error, df)
+
+
+def _tamed(reference):
+    """The reference with each night over 5 robust spreads (1.4826 MAD) off its Theil-Sen
+    line (SciPy's slope; the level the median residual) put back on the line."""
+    reference = np.asarray(reference, dtype=float)
+    slope = scipy_stats.theilslopes(reference).slope
+    residual = reference - slope * np.arange(len(reference))
+    centre = np.median(residual)
+    wild = np.abs(residual - centre) > 5 * 1.4826 * np.median(np.abs(residual - centre))
+    return np.where(wild, slope * np.arange(len(reference)) + centre, reference), wild.sum()
+
+
+def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
+    logs = [v / 100 for v in DRIFTING]
+    # One reference night (13, +14.6 %) lies beyond 5 robust spreads of the nights'
+    # Theil-Sen line; p with it tamed is 0.026, far above a board of 18 series' 0.05 / 18.
+    # A running median of 5 took 6 of these 12 nights for wild and smoothed the scatter
+    # away: p 1.2e-5, a false alarm.
+    tamed, count = _tamed(logs[9:21])
+    assert count == 1
+    expected = _fit([*tamed, *logs[21:]], 12)
+    assert 0.02 < expected < 0.03
+    assert changes.step_test(logs, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
+    # A wild night (night 15 at +40 %) is put back on that line too.
+    wild = list(logs)
+    wild[15] = 0.40
+    tamed, count = _tamed(wild[9:21])
+    assert count == 2
+    expected = _fit([*tamed, *wild[21:]], 12)
+    assert changes.step_test(wild, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
+    # A walk: 12 reference nights, each 2 % from the last (up or down), then 3 nights on.
+    moves = [1, 1, -1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1]
+    logs = list(np.cumsum([0.0, *[0.02 * m for m in moves]]))
+    # Its differences: 11 of them, about their mean; v = var + 2 cov(lag 1) (ddof 1).
+    steps = np.diff(logs[:12])
+    centred = steps - steps.mean()
+    v = (centred @ centred + 2 * centred[1:] @ centred[:-1]) / (len(steps) - 1)
+    assert v > 0
+    held = _fit(logs, 12, v, len(steps) - 2)
+    line = _fit(logs, 12)
+    assert line < 0.01 < 0.05 < held  # a line alone calls the walk's run a step
+    assert changes.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
+    absolute = changes.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
+    assert absolute == pytest.approx(held, rel=1e-9)
+    # Noise alone (nights alternating +-1 %, then a 10 % step): consecutive differences
+    # alternate, their lag-1 covariance is -var x 10/11 < -var / 2, so v < 0 is taken as
+    # 0: the walk adds nothing and the step is the fit's alone.
+    zigzag = [0.01 * (-1) ** i for i in range(12)] + [0.1, 0.11, 0.09]
+    called = changes.step_test(zigzag, 0, 12, 14, "higher", wanders=True)[0]
+    assert called == pytest.approx(_fit(zigzag, 12), rel=1e-9) and called < 1e-6
