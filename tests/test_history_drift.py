@@ -72,20 +72,19 @@ def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
     # A walk: 12 reference nights, each 2 % from the last (up or down), then 3 nights on.
     moves = [1, 1, -1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1]
     logs = list(np.cumsum([0.0, *[0.02 * m for m in moves]]))
-    # Its differences: 11 of them, about their mean; v = var + 2 cov(lag 1) (ddof 1).
-    steps = np.diff(logs[:12])
-    centred = steps - steps.mean()
-    v = (centred @ centred + 2 * centred[1:] @ centred[:-1]) / (len(steps) - 1)
-    assert v > 0
-    held = _fit(logs, 12, v, len(steps) - 2)
+    # Every night-to-night move taken for the walk's: the variance of the 11 differences
+    # about their mean (ddof 1), 10 df.
+    v = np.var(np.diff(logs[:12]), ddof=1)
+    held = _fit(logs, 12, v, 10)
     line = _fit(logs, 12)
     assert line < 0.01 < 0.05 < held  # a line alone calls the walk's run a step
     assert changes.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
     absolute = changes.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
     assert absolute == pytest.approx(held, rel=1e-9)
-    # Noise alone (nights alternating +-1 %, then a 10 % step): consecutive differences
-    # alternate, their lag-1 covariance is -var x 10/11 < -var / 2, so v < 0 is taken as
-    # 0: the walk adds nothing and the step is the fit's alone.
-    zigzag = [0.01 * (-1) ** i for i in range(12)] + [0.1, 0.11, 0.09]
-    called = changes.step_test(zigzag, 0, 12, 14, "higher", wanders=True)[0]
-    assert called == pytest.approx(_fit(zigzag, 12), rel=1e-9) and called < 1e-6
+    # A 30 % step is called all the same (p < 0.001), and a relative series (no walk:
+    # the load cancels) keeps the line's test.
+    stepped = [*logs[:12], *(v + 0.3 for v in logs[12:])]
+    assert changes.step_test(stepped, 0, 12, 14, "higher", wanders=True)[0] == pytest.approx(
+        _fit(stepped, 12, v, 10), rel=1e-9
+    )
+    assert _fit(stepped, 12, v, 10) < 0.001

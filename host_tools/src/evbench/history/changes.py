@@ -400,6 +400,9 @@ TREND_NIGHTS = 12
 #: The fewest reference nights in which the step test tames a wild night (fewer: a
 #: running median of 5 took a night 1 % off a 1 % zigzag for wild).
 TAME_NIGHTS = 8
+#: How many reference spreads beyond the window's median make a window night wild: far
+#: more than a reference night needs, as a step's own nights scatter about the window's.
+WILD_WINDOW_SCALES = 10.0
 #: The fewest reference nights the step test needs: level, trend and step leave
 #: MIN_REFERENCE + WINDOW - 3 = 4 degrees of freedom for the noise.
 MIN_REFERENCE = 4
@@ -418,7 +421,9 @@ def step_test(
     beside a linear trend: least squares of y_t = a + b t + d [t >= first] over the
     newest TREND_NIGHTS reference nights (reference_start..first-1) and first..last.
     A wild reference night (from TAME_NIGHTS reference nights on) is tamed first
-    (`_tame_about_line`): it would swamp the scatter and hide a step.
+    (`_tame_about_line`): it would swamp the scatter and hide a step; a window night
+    wild on the worse side (WILD_WINDOW_SCALES reference spreads beyond the window's
+    median) is left out, while 2 window nights remain.
 
     A drift (the lab's load growing night by night) moves every night a little: the
     trend takes it, and d is the window's departure from where the trend puts it,
@@ -428,8 +433,6 @@ def step_test(
     follows: its step is held, when that is larger, to the standard error the walk its
     reference nights show would give it (`_walk_error`).
 
-    The window is left as it is: the watch asks the rank test (or every window night
-    beyond the reference) too, so one wild window night cannot make a change.
     One-sided on the `worse` side ("higher", "lower"), two-sided if None. Fewer than
     `min_reference` reference nights, or fewer than 6 nights in all (3 degrees of
     freedom): p 1.
@@ -438,9 +441,23 @@ def step_test(
     if first - start < min_reference or last - start + 1 < 6 or last < first:
         return 1.0, math.nan, math.nan, 0
     y = np.asarray(logs[start : last + 1], dtype=float)
+    nights = np.arange(len(y))
     if first - start >= TAME_NIGHTS:  # a wild reference night would swamp the scatter
         y[: first - start] = _tame_about_line(y[: first - start])
-    return _step_fit(y, np.arange(len(y)), first - start, worse, wanders)
+        # A window night wild on the worse side (WILD_WINDOW_SCALES reference spreads
+        # beyond the window's median) would swamp the scatter too: left out, while 2
+        # window nights remain. Only on the worse side: no night is left out that
+        # speaks against a change.
+        window = y[first - start :]
+        spread = _robust_line(y[: first - start])[2]
+        beyond = window - np.median(window)
+        toward = beyond if worse == "higher" else -beyond if worse == "lower" else np.abs(beyond)
+        wild = toward > WILD_WINDOW_SCALES * spread
+        if spread > 0 and 0 < wild.sum() <= len(window) - 2:
+            kept = first - start + np.flatnonzero(~wild)
+            nights = np.concatenate([nights[: first - start], kept])
+            y = y[nights]
+    return _step_fit(y, nights, first - start, worse, wanders)
 
 
 def _tame_about_line(reference: np.ndarray) -> np.ndarray:
@@ -454,42 +471,57 @@ def _tame_about_line(reference: np.ndarray) -> np.ndarray:
     near 0 and ordinary nights were taken for wild, which smoothed the scatter away
     (a drifting lab's nights then raised alarms).
     """
+    slope, centre, spread = _robust_line(reference)
+    t = np.arange(len(reference), dtype=float)
+    if spread == 0:
+        return reference
+    wild = np.abs(reference - slope * t - centre) > OUTLIER_SCALES * spread
+    return np.where(wild, slope * t + centre, reference)
+
+
+def _robust_line(reference: np.ndarray) -> tuple[float, float, float]:
+    """(slope, level, robust spread) of the nights: Theil and Sen's slope, the median
+    residual and 1.4826 MAD of the residuals."""
     t = np.arange(len(reference), dtype=float)
     i, j = np.triu_indices(len(reference), k=1)
     slope = float(np.median((reference[j] - reference[i]) / (t[j] - t[i])))
     residual = reference - slope * t
     centre = float(np.median(residual))
-    spread = 1.4826 * float(np.median(np.abs(residual - centre)))
-    if spread == 0:
-        return reference
-    wild = np.abs(residual - centre) > OUTLIER_SCALES * spread
-    return np.where(wild, slope * t + centre, reference)
+    return slope, centre, 1.4826 * float(np.median(np.abs(residual - centre)))
+
+
+def _tamed_reference(logs: Sequence[float], reference_start: int, first: int) -> list[float]:
+    """The reference nights reference_start..first-1 with the newest TREND_NIGHTS tamed
+    about their line (`_tame_about_line`, from TAME_NIGHTS of them on): the rank test's
+    reference, so one wild night there cannot hide a step from it."""
+    reference = np.asarray(logs[reference_start:first], dtype=float)
+    newest = min(TREND_NIGHTS, len(reference))
+    if newest >= TAME_NIGHTS:
+        reference[-newest:] = _tame_about_line(reference[-newest:])
+    return reference.tolist()
 
 
 def _walk_error(
     reference: np.ndarray, weights: np.ndarray, nights: np.ndarray
 ) -> tuple[float, int]:
     """(standard error, df) of the estimate sum(weights x y) were the nights a random walk
-    (with any drift) plus noise, its walk as large as the reference's nights show.
+    (with any drift) whose steps scatter as the reference's consecutive differences do.
 
-    Nights that are a level plus a walk w (steps of variance v) plus noise e (variance
-    s^2) have consecutive differences of variance v + 2 s^2 and lag-1 covariance -s^2,
-    so v = var + 2 cov of the differences (about their mean, the drift); noise alone
-    gives v near 0, a walk alone its steps' variance. The weights sum to 0 and are
-    orthogonal to the night (the step of `_step_fit`), so level and drift cancel; a
-    walk's nights i and j share min(i, j) steps, so the walk adds v x w' min(i, j) w to
-    the estimate's variance (the noise's part is the fit's own error). df: k - 2 of k
-    differences.
+    Every night-to-night move is taken for the walk's: with a dozen nights a walk cannot
+    be told from noise (the differences' lag-1 covariance, -noise variance, is too
+    uncertain; trusting it raised alarms on 8 % of a drifting lab's nights), and noise
+    counted as walk only widens the interval. The weights sum to 0 and are orthogonal
+    to the night (the step of `_step_fit`), so level and drift cancel; a walk's nights
+    i and j share min(i, j) steps, so the estimate's variance is s^2 x w' min(i, j) w,
+    s^2 the variance of the differences about their mean (the drift), k - 1 df of k.
     """
     steps = np.diff(reference)
     if len(steps) < 4:
         return 0.0, 0
     centred = steps - steps.mean()
-    variance = float(centred @ centred) / (len(steps) - 1)
-    lag = float(centred[1:] @ centred[:-1]) / (len(steps) - 1)
-    walk = max(0.0, variance + 2 * lag)
+    walk = float(centred @ centred) / (len(steps) - 1)
     shared = np.minimum.outer(nights, nights).astype(float)
-    return math.sqrt(walk * float(weights @ shared @ weights)), len(steps) - 2
+    return math.sqrt(walk * float(weights @ shared @ weights)), len(steps) - 1
 
 
 def _step_fit(y: np.ndarray, nights: np.ndarray, window: int, worse: str | None,
@@ -567,7 +599,8 @@ def _watching(
         p: float | None = None
         if first - start >= need:
             # The exact rank test can reach the level: it and the step test must agree.
-            reference, window = logs[reference_start:first], logs[first : last + 1]
+            reference = _tamed_reference(logs, reference_start, first)
+            window = logs[first : last + 1]
             p = max(_rank_p(reference, window, worse),
                     step_test(logs, reference_start, first, last, worse, MIN_REFERENCE,
                               wanders)[0])  # fmt: skip
