@@ -104,7 +104,12 @@ def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for child in psutil.Process(agent_pid).children():
-            if "evbench_agent.telemetry.sampler" in " ".join(child.cmdline()):
+            try:
+                command = " ".join(child.cmdline())
+            except (psutil.ZombieProcess, psutil.NoSuchProcess):
+                # another child that just ended (the plan's probe interpreter): not it
+                continue
+            if "evbench_agent.telemetry.sampler" in command:
                 return child.pid
         time.sleep(0.05)
     raise AssertionError("no sampler process started")

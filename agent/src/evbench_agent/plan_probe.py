@@ -29,7 +29,7 @@ import zlib
 from typing import Any
 
 from evbench_agent import codecs, payloads, registry
-from evbench_agent.native.codec import NativeBound
+from evbench_agent.native.codec import NativeCodec
 from evbench_agent.suites import codec as codec_suite
 
 log = logging.getLogger(__name__)
@@ -89,10 +89,10 @@ class _Cost:
         self.calls: dict[tuple[str, str], float] = {}
         item = items[0]
         for name in spec.codecs:
-            bound = codecs.get(name).bind(profile)
-            if isinstance(bound, NativeBound):  # timed in a harness: the model's figures
-                bound.close()
-                continue
+            codec = codecs.get(name)
+            if isinstance(codec, NativeCodec):  # timed in a harness: the model's figures
+                continue  # (binding one would start its harness once more, for nothing)
+            bound = codec.bind(profile)
             started = time.perf_counter()
             data = bound.data(item)
             blob = bound.encode(data)

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(verdicts), end="\n\n")
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
-        print(f"{name}: {context.directory} run {context.run_id}{flag}")
+        said = f"{name}: {context.directory} run {context.run_id}{flag}"
+        print("\n".join(terminal.wrap(said, width, indent="  ")))
     pair = SEED_PAIR
     if all(set(pair) <= set(c.codecs()) for c in contexts):
         print()

@@ -15,7 +15,7 @@ from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, RemoteBoard, open_board
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
-from evbench.report import answer, glance, runtimes, table
+from evbench.report import answer, glance, runtimes, table, terminal
 from evbench.report.headline import partial_headline
 from evbench_agent import options, results, write_failures
 from evbench_agent.comparison import Comparison, compare_recorded
@@ -72,7 +72,7 @@ def print_tables(run: results.Run, args: argparse.Namespace) -> Comparison | Non
     samples = list(run.samples())
     comparison = None
     baseline, candidate = args.baseline_codec, args.candidate_codec
-    from evbench.report import terminal, unrepresentative
+    from evbench.report import unrepresentative
 
     width = terminal.width()
     tables = terminal.table_width()  # None when piped: the tables keep their shape
@@ -177,7 +177,8 @@ def _write_report(out: Path, comparison: Comparison | None = None) -> None:
         logger.info("writing the report into %s", out)
         write_report(out, comparison)
         if not quiet():  # named once it exists: the screen's last pointer, a path to copy
-            print(f"Report with plots: {out / 'report.html'}")
+            pointer = f"Report with plots: {out / 'report.html'}"  # a long path: own line
+            print("\n".join(terminal.wrap(pointer, terminal.width())))
     except Exception as error:  # a report bug must not cost the run or its exit code
         said = error.strerror if isinstance(error, OSError) and error.strerror else error
         logger.warning(  # --quiet hides it: the run itself is whole, as its exit code says
