@@ -156,12 +156,15 @@ def _moved_list(found: list[changes.Change], short: str) -> str:
 
 
 def _run_links(runs: list[dict[str, Any]]) -> str:
-    """Every run once, newest first, linked to its report where that is still on disk."""
+    """Every run once, newest first, with its sample plan, linked to its report where that
+    is still on disk (a stored manifest that cannot say its plan: FormatError)."""
     items = []
     for run in sorted(runs, key=lambda r: str(r["start_time"]), reverse=True)[:MAX_RUN_LINKS]:
         directory = run.get("directory")
         report = Path(directory) / "report.html" if directory else None
-        label = escape(f"{run['start_time'][:16]} {run['run_id']}")
+        # the night's sample plan beside it (quick or full, other processes or values)
+        planned = changes.plan(run) if "manifest" in run else "?"
+        label = escape(f"{run['start_time'][:16]} {run['run_id']} (plan: {planned})")
         if report is not None and report.is_file():
             items.append(f'<a href="{escape(report.as_uri())}">{label}</a>')
         else:
