@@ -159,20 +159,13 @@ def _rtt_row(result: comparison.Comparison) -> comparison.Row | None:
     return (periodic or rows or [None])[0]
 
 
-def _rtt_names(outcome: str) -> Callable[[comparison.Comparison], bool]:
-    def judge(result: comparison.Comparison) -> bool:
-        row = _rtt_row(result)
-        return row is not None and row.outcome == outcome
-
-    return judge
-
-
-def _rtt_within() -> Callable[[comparison.Comparison], bool]:
-    """The RTT row shown within its margin: equal, or different by less (negligible)."""
+def _rtt_names(*outcomes: str) -> Callable[[comparison.Comparison], bool]:
+    """The RTT row's outcome is one of `outcomes` (a loser; or equal and negligible: the
+    copy shown within its margin)."""
 
     def judge(result: comparison.Comparison) -> bool:
         row = _rtt_row(result)
-        return row is not None and row.outcome in (EQUAL, NEGLIGIBLE)
+        return row is not None and row.outcome in outcomes
 
     return judge
 
@@ -295,7 +288,7 @@ def experiments(
             "json",
             "json-aa",
             runs["link-hold-inside"],
-            _rtt_within(),
+            _rtt_names(EQUAL, NEGLIGIBLE),
             "runs whose RTT row shows the copy held a fifth of the margin equal or negligible",
             ">= 18 of 20",
             lambda k, n: k >= math.ceil(0.9 * n),

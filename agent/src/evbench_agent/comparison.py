@@ -676,6 +676,7 @@ __all__ = [
     "Margins",
     "Row",
     "Side",
+    "answer_pair",
     "busy_replicates",
     "compare",
     "compare_looks",

@@ -75,10 +75,7 @@ def compared_codecs(context: RunContext) -> tuple[str, str] | None:
     arm_pairs = arms.pairs(context.manifest)  # --arm: the first codec, first two arms
     if arm_pairs:
         return arm_pairs[0]
-    codecs = context.codecs()
-    if set(comparing.SEED_PAIR) <= set(codecs):
-        return comparing.SEED_PAIR
-    return (codecs[0], codecs[1]) if len(codecs) >= 2 else None
+    return comparing.answer_pair(context.codecs())  # the agent's rule, as --until-decided
 
 
 def compare_context(context: RunContext) -> Comparison | None:
