@@ -132,3 +132,32 @@ def test_holds_beyond_and_inside_the_default_margin_are_named_and_shown_equal(tm
     summary = json.loads(out.read_text())
     assert summary["link-hold-beyond"]["events"] == 20
     assert summary["link-hold-inside"]["events"] == 20
+
+
+def test_a_difference_rows_detectable_is_printed_in_microseconds(tmp_path, capsys):
+    """On a row decided on differences the detectable is seconds, not a fraction: the
+    margin plus the interval's half width, 50 + about 6.8 µs (worked in the test above),
+    printed as µs (it was printed as 0.0 %)."""
+    out = tmp_path / "summary.json"
+    calibration.main(["--synthetic", "--only", "link-hold-inside", "--json", str(out)])
+    rtt = json.loads(out.read_text())["link-hold-inside"]["detectable"][
+        "RTT, encode to decoded reply"
+    ]
+    assert rtt["scale"] == "difference" and "at_most_10pct" not in rtt
+    assert rtt["median"] == pytest.approx(56.8e-6, abs=3e-6)
+    printed = [line for line in capsys.readouterr().out.splitlines() if "detectable, RTT" in line]
+    assert printed and all(" µs " in line and "%" not in line for line in printed)
+
+
+def test_hog_runs_every_chosen_experiment_beside_the_hog(tmp_path):
+    """`--hog` puts every chosen experiment beside the one-core hog; without it only
+    link-delay-hog is."""
+    out = tmp_path / "summary.json"
+    calibration.main(["--synthetic", "--only", "link-hold-beyond", "--runs", "2", "--hog",
+                      "--json", str(out)])  # fmt: skip
+    assert json.loads(out.read_text())["link-hold-beyond"]["beside_hog"] is True
+    calibration.main(["--synthetic", "--only", "link-hold-beyond,link-delay-hog", "--runs", "2",
+                      "--json", str(out)])  # fmt: skip
+    summary = json.loads(out.read_text())
+    assert summary["link-hold-beyond"]["beside_hog"] is False
+    assert summary["link-delay-hog"]["beside_hog"] is True
