@@ -1,15 +1,17 @@
-"""Codecs: each turns a profile's data into bytes and back.
+"""The codec registry: what a codec is, `@codec` that declares one, and the look-ups.
 
-`protobuf`, `json` and `protobuf-json` are always present (the agent depends on
-protobuf); the others are used when their library imports, and detected at run
-time. Each codec binds to a profile once, outside any timed region, and hands
-back plain callables so that the timed loops call the library and nothing else.
+Each codec is declared by `@codec` on its `bind(module, profile)` in a module of its
+own in this package, collected by `collect` (the package's `__init__` calls it), so
+that a new codec is one new module and no list to extend. A codec binds to a
+profile once, outside any timed region, and hands back plain callables so that the
+timed loops call the library and nothing else.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -31,7 +33,7 @@ MESSAGE = "message"
 AGENT_DEPENDENCIES = frozenset({"protobuf"})
 
 #: What binding a codec to a profile gives: (encode, decode).
-_Pair = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
+Pair = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class Codec:
     distribution: str | None
     carries: str
     description: str
-    _bind: Callable[[ModuleType, Profile], _Pair]
+    _bind: Callable[[ModuleType, Profile], Pair]
     #: Whether the codec can carry a profile (None: every profile; dbc: the DBC's messages).
     _carries: Callable[[Profile], bool] | None = None
     #: The Yocto (scarthgap) package that carries `module` on the board; None when no
@@ -115,9 +117,34 @@ def path_reader(path: tuple[str, ...], step: Callable[[Any, str], Any]) -> Calla
 
 
 #: Every codec by name, in the order runs and listings take them: each is declared
-#: once, by `@codec` on the function that binds it, below. The native (C and C++)
-#: codecs are declared in evbench_agent.native.runtimes; `every()` lists both.
+#: once, by `@codec` on the function that binds it, in its module of this package
+#: (`collect`). The native (C and C++) codecs are declared in
+#: evbench_agent.native.runtimes; `every()` lists both.
 CODECS: dict[str, Codec] = {}
+
+#: The codec modules collected first, in this order: the always-present codecs, which
+#: every run takes first (a run's answer is json against protobuf); the others follow
+#: by module name.
+FIRST = ("protobuf_codec", "json_codec", "protobuf_json_codec")
+#: This package's modules that declare no codec: the registry itself; a module whose
+#: name starts with `_` is a helper of a codec module, not collected either.
+NOT_CODECS = frozenset({"registry"})
+
+
+def collect(path: Iterable[str], package: str) -> None:
+    """Import every codec module of `package` (at `path`), in `FIRST`'s order, then by
+    name: each declares its codecs with `@codec` as it is imported."""
+    names = sorted(
+        found.name
+        for found in pkgutil.iter_modules(path)
+        if found.name not in NOT_CODECS and not found.name.startswith("_")
+    )
+    ordered = [name for name in FIRST if name in names] + [n for n in names if n not in FIRST]
+    for name in ordered:
+        declared = len(CODECS)
+        importlib.import_module(f"{package}.{name}")
+        if len(CODECS) == declared:
+            raise RuntimeError(f"{package}.{name} declares no codec (no @codec in it)")
 
 
 def codec(
@@ -129,7 +156,7 @@ def codec(
     carries: str,
     description: str,
     can_carry: Callable[[Profile], bool] | None = None,
-) -> Callable[[Callable[[ModuleType, Profile], _Pair]], Callable[[ModuleType, Profile], _Pair]]:
+) -> Callable[[Callable[[ModuleType, Profile], Pair]], Callable[[ModuleType, Profile], Pair]]:
     """Declare codec `name`, bound to a profile by the decorated `bind(module, profile)`.
 
     `module` is imported only when the codec is used, and a codec whose module does not
@@ -138,8 +165,8 @@ def codec(
     """
 
     def declare(
-        bind: Callable[[ModuleType, Profile], _Pair],
-    ) -> Callable[[ModuleType, Profile], _Pair]:
+        bind: Callable[[ModuleType, Profile], Pair],
+    ) -> Callable[[ModuleType, Profile], Pair]:
         if name in CODECS:
             raise RuntimeError(f"codec {name!r} is declared twice")
         CODECS[name] = Codec(
@@ -148,140 +175,6 @@ def codec(
         return bind
 
     return declare
-
-
-@codec(
-    "protobuf",
-    module="google.protobuf",
-    distribution="protobuf",
-    yocto="python3-protobuf",
-    carries=MESSAGE,
-    description="Protocol Buffers binary, google.protobuf (its backend: upb, cpp or python)",
-)
-def _protobuf(_module: ModuleType, profile: Profile) -> _Pair:
-    cls = profile.message_type
-    return cls.SerializeToString, cls.FromString
-
-
-@codec(
-    "json",
-    module="json",
-    distribution=None,
-    yocto="python3-json",
-    carries=PLAIN,
-    description="JSON, the standard library json module, compact separators",
-)
-def _json(module: ModuleType, _profile: Profile) -> _Pair:
-    # Dart's jsonEncode writes compact separators and raw UTF-8, as here.
-    dumps = module.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-    return (lambda value: dumps(value).encode()), module.loads
-
-
-@codec(
-    "protobuf-json",
-    module="google.protobuf.json_format",
-    distribution="protobuf",
-    yocto="python3-protobuf",
-    carries=MESSAGE,
-    description="JSON of the protobuf message: json_format.MessageToDict + json, and Parse",
-)
-def _protobuf_json(module: ModuleType, profile: Profile) -> _Pair:
-    from evbench_agent import protobuf_json
-
-    return protobuf_json.bind(module, profile.message_type)
-
-
-# orjson's recipe arrives in whinlatter: none in scarthgap.
-@codec(
-    "orjson",
-    module="orjson",
-    distribution="orjson",
-    yocto=None,
-    carries=PLAIN,
-    description="JSON, orjson (Rust extension)",
-)
-def _orjson(module: ModuleType, _profile: Profile) -> _Pair:
-    return module.dumps, module.loads
-
-
-@codec(
-    "ujson",
-    module="ujson",
-    distribution="ujson",
-    yocto="python3-ujson",
-    carries=PLAIN,
-    description="JSON, ujson (C extension)",
-)
-def _ujson(module: ModuleType, _profile: Profile) -> _Pair:
-    dumps = module.dumps
-    return (lambda value: dumps(value, ensure_ascii=False).encode()), module.loads
-
-
-# msgspec has no Yocto recipe at all (decorators apply bottom-up: json first).
-@codec(
-    "msgspec-msgpack",
-    module="msgspec.msgpack",
-    distribution="msgspec",
-    yocto=None,
-    carries=PLAIN,
-    description="MessagePack binary, msgspec (C extension)",
-)
-@codec(
-    "msgspec-json",
-    module="msgspec.json",
-    distribution="msgspec",
-    yocto=None,
-    carries=PLAIN,
-    description="JSON, msgspec (C extension)",
-)
-def _msgspec(module: ModuleType, _profile: Profile) -> _Pair:
-    return module.Encoder().encode, module.Decoder().decode
-
-
-@codec(
-    "msgpack",
-    module="msgpack",
-    distribution="msgpack",
-    yocto="python3-msgpack",
-    carries=PLAIN,
-    description="MessagePack binary, msgpack",
-)
-def _msgpack(module: ModuleType, _profile: Profile) -> _Pair:
-    return module.packb, module.unpackb
-
-
-@codec(
-    "cbor2",
-    module="cbor2",
-    distribution="cbor2",
-    yocto="python3-cbor2",
-    carries=PLAIN,
-    description="CBOR binary (RFC 8949), cbor2",
-)
-def _cbor2(module: ModuleType, _profile: Profile) -> _Pair:
-    return module.dumps, module.loads
-
-
-def _dbc_carries(profile: Profile) -> bool:
-    from evbench_agent import dbc
-
-    return dbc.describes(profile)
-
-
-# meta-python has carried python3-cantools since 2020 (39.4.4 at the pin).
-@codec(
-    "dbc",
-    module="cantools",
-    distribution="cantools",
-    yocto="python3-cantools",
-    carries=PLAIN,
-    description="CAN FD signals packed by cantools from protos/ev_data.dbc (seed, ev-full)",
-    can_carry=_dbc_carries,
-)
-def _dbc(module: ModuleType, profile: Profile) -> _Pair:
-    from evbench_agent import dbc  # only where a run uses it
-
-    return dbc.bind(module, profile)
 
 
 def every() -> dict[str, Codec | NativeCodec]:
