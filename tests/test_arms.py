@@ -93,23 +93,48 @@ def test_an_arm_names_a_venv_an_interpreter_or_a_command(tmp_path):
 # -- the turn order, worked by hand ---------------------------------------------------
 
 
-def test_arms_take_turns_operation_by_operation_a_b_then_b_a():
+def test_arms_take_turns_operation_by_operation_a_b_then_b_a_each_primed():
+    # Round 0 (A B): each operation's first sample (old's) is primed, untimed, by the
+    # arm the round times last in it (new), so old's sample follows new's run of the
+    # same operation and new's follows old's: no arm follows another operation.
     even = codec_arms.round_turns(["old", "new"], ["protobuf"], 0)
     assert even == [
+        ("new", [["protobuf", "encode", "prime"]]),
         ("old", [["protobuf", "encode"]]),
-        ("new", [["protobuf", "encode"]]),
+        ("new", [["protobuf", "encode"], ["protobuf", "decode", "prime"]]),
         ("old", [["protobuf", "decode"]]),
-        ("new", [["protobuf", "decode"]]),
+        ("new", [["protobuf", "decode"], ["protobuf", "decode_access", "prime"]]),
         ("old", [["protobuf", "decode_access"]]),
         ("new", [["protobuf", "decode_access"]]),
     ]
     odd = codec_arms.round_turns(["old", "new"], ["protobuf"], 1)
-    assert [arm for arm, _cells in odd] == ["new", "old"] * 3
-    # Two codecs: an arm's consecutive cells are one turn; B A reverses arms and codecs.
-    assert codec_arms.round_turns(["old", "new"], ["json", "protobuf"], 1)[:2] == [
+    assert [arm for arm, _cells in odd] == ["old", "new"] * 3 + ["old"]
+    # Two codecs: an arm's consecutive steps are one turn; B A reverses arms and codecs,
+    # and the operation's last cell (json@old) primes it.
+    assert codec_arms.round_turns(["old", "new"], ["json", "protobuf"], 1)[:3] == [
+        ("old", [["json", "encode", "prime"]]),
         ("new", [["protobuf", "encode"], ["json", "encode"]]),
-        ("old", [["protobuf", "encode"], ["json", "encode"]]),
+        ("old", [["protobuf", "encode"], ["json", "encode"], ["json", "decode", "prime"]]),
     ]
+
+
+def test_every_arm_sample_follows_the_same_operation_of_another_cell():
+    # The codec suite's rule (tests/test_codec_order.py) over the arms' turns: what runs
+    # just before each sample, in whichever process, is the same operation of another
+    # codec@arm, in A B rounds and B A rounds alike.
+    for codec_names in (["protobuf"], ["json", "protobuf"]):
+        for round_number in (0, 1):
+            steps = [
+                (arm, *step)
+                for arm, turn in codec_arms.round_turns(["old", "new"], codec_names, round_number)
+                for step in turn
+            ]
+            samples = [i for i, step in enumerate(steps) if len(step) == 3]
+            assert len(samples) == 2 * len(codec_names) * 3
+            for i in samples:
+                arm, name, operation = steps[i]
+                before = steps[i - 1]
+                assert i > 0 and before[2] == operation and before[:2] != (arm, name), steps
 
 
 # -- real arms ----------------------------------------------------------------------
@@ -162,7 +187,9 @@ def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
         "params": {"order": "by hand"},
     }
     commands = [task, {"begin": "int"}]
-    commands += [{"round": r, "cells": [["json", "encode"]]} for r in range(3)]
+    # Each round primes decode (untimed: no value), then takes encode's sample.
+    steps = [["json", "decode", "prime"], ["json", "encode"]]
+    commands += [{"round": r, "cells": steps} for r in range(3)]
     commands += [{"end": "int"}, {"finish": True}]
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(c) + "\n" for c in commands))
@@ -179,7 +206,7 @@ def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
     ]
     sets = {s["metric"]: s for s in replies[5]["result"]["sample_sets"]}
     assert len(sets["encode"]["values"]) == 2  # rounds 1 and 2; round 0 was the warm-up
-    assert sets["decode"]["values"] == []  # never told to decode
+    assert sets["decode"]["values"] == []  # primed only: never a sample
     assert sets["encode"]["params"]["payload_digest"] == "hand-given"
 
 

@@ -73,3 +73,20 @@ def test_the_agents_own_progress_lines_carry_the_eta(tmp_path):
     advances = [e for e in events if e.get("event") == "advance"]
     assert advances and all(e["eta_s"] >= 0 for e in advances), advances
     assert advances[-1]["eta_s"] == 0  # the codec suite is the whole run: nothing left
+
+
+def test_a_round_counts_each_operations_prime():
+    # Worked by hand from suites/codec.py: a sample spans max(1.2 min_time, call) x 1.5;
+    # a prime runs 1/8 of the priming cell's loops, at least one call, once per operation
+    # and round when two codecs pair (the probe said ~6 % less than a run took without it).
+    from evbench_agent import plan_probe
+
+    # Two fast codecs, min_time 10 ms: spans 0.018 s each, a prime 0.00225 s.
+    assert abs(plan_probe.round_seconds({"a": 1e-5, "b": 1e-5}, 0.01) - 0.03825) < 1e-12
+    # One codec: nothing to pair, nothing primed.
+    assert abs(plan_probe.round_seconds({"a": 1e-5}, 0.01) - 0.018) < 1e-12
+    # A call of 50 ms spans 0.075 s and primes with one whole call (1/8 of one loop is
+    # still a call): spans 0.018 + 0.075, primes (0.00225 + 0.05) / 2 as the last codec
+    # alternates.
+    both = plan_probe.round_seconds({"a": 1e-5, "b": 0.05}, 0.01)
+    assert abs(both - (0.093 + 0.026125)) < 1e-12

@@ -10,7 +10,9 @@ lines on standard input and output; the first input line is the task:
 - mode ``measure``: then commands, one a line, each answered by one line:
   ``{"begin": PROFILE}`` builds the profile's cells (``{"ready": PROFILE}``);
   ``{"round": R, "cells": [[CODEC, OPERATION], ...]}`` takes round R's sample of
-  those cells in that order (``{"done": R}``); ``{"end": PROFILE}`` closes the
+  those cells in that order (``{"done": R}``); a cell ``[CODEC, OPERATION, "prime"]``
+  runs instead untimed, a short run on round R's payload (`codec.prime`), so that the
+  next sample, perhaps another arm's, follows the same operation; ``{"end": PROFILE}`` closes the
   profile (``{"ended": PROFILE}``); ``{"finish": true}`` answers the result and exits.
 
 Only the codec suite's own timing code runs here (suites/codec.py); the time
@@ -74,10 +76,12 @@ def _measure(task: dict[str, Any], stdin: TextIO, stdout: TextIO) -> None:
             _write(stdout, {"ready": profile})
         elif "round" in command:
             round_number = command["round"]
-            for codec_name, operation in command["cells"]:
-                codec.take_round_sample(
-                    cells[(codec_name, operation)], round_number, warmups, min_ns, 0.0
-                )
+            for step in command["cells"]:
+                cell = cells[(step[0], step[1])]
+                if step[2:] == ["prime"]:  # untimed: what the next cell's sample follows
+                    codec.prime(cell, round_number)
+                else:
+                    codec.take_round_sample(cell, round_number, warmups, min_ns, 0.0)
             _write(stdout, {"done": round_number})
         elif "end" in command:
             gc.enable()

@@ -12,8 +12,9 @@ this machine as loaded as it is now: a fresh interpreter importing the run's cod
 (what each worker process pays first), building a few payloads of each profile (scaled
 to the plan's count), and one call of each timed operation on a payload of each
 profile and codec. The codec suite's plan is worked out from those, step by step as
-suites/codec.py runs it, and the planned duration is the larger of that and the
-suite's model. Other suites keep their model (their phases are paced by the clock).
+suites/codec.py runs it (each operation's primed first sample included), and the
+planned duration is the larger of that and the suite's model. Other suites keep their
+model (their phases are paced by the clock).
 
 The probe takes about a second for the built-in payloads; it never fails a run: a
 codec it cannot time here (a native harness) keeps the model's figures.
@@ -104,6 +105,21 @@ class _Cost:
                 self.calls[(name, operation)] = _shortest(function, arguments[0])
 
 
+def round_seconds(calls: dict[str, float], min_time: float) -> float:
+    """Seconds one round of one operation takes in a worker: a sample of each codec
+    (`calls`: seconds of one call per codec) and, when two or more codecs pair, the
+    prime before the operation's first sample (`codec.prime`: PRIME_SHARE of the
+    priming cell's loops, at least one call), by the codec the round times last,
+    which alternates: counted as the codecs' mean prime."""
+    margin, factor = codec_suite.CALIBRATION_MARGIN, codec_suite.MEAN_SPAN_FACTOR
+    spans = {name: max(margin * min_time, call) * factor for name, call in calls.items()}
+    seconds = sum(spans.values())
+    if len(calls) > 1:
+        primes = [max(codec_suite.PRIME_SHARE * spans[name], call) for name, call in calls.items()]
+        seconds += sum(primes) / len(primes)
+    return seconds
+
+
 def codec_seconds(spec: Any) -> float:
     """The codec suite's plan worked out from a probe of this machine (seconds)."""
     plan = spec.plan
@@ -112,7 +128,6 @@ def codec_seconds(spec: Any) -> float:
     used = min(spec.payloads, plan.processes * rounds)
     # A sample spans min_time (more for slower payloads) or, when one call takes longer,
     # one call per payload.
-    margin, factor = codec_suite.CALIBRATION_MARGIN, codec_suite.MEAN_SPAN_FACTOR
     repeats = codec_suite.CALIBRATION_REPEATS
     sizes, calibration, worker = 0.0, start, start
     for profile_name in spec.profiles:
@@ -123,13 +138,12 @@ def codec_seconds(spec: Any) -> float:
         )
         calibration += cost.build + used * sum(cost.prepare.values())
         worker += cost.build + rounds * sum(cost.prepare.values())
-        for name in spec.codecs:
-            for operation in codec_suite.OPERATIONS:
-                call = cost.calls.get((name, operation), model_call)
-                span = max(margin * plan.min_time, call) * factor
+        for operation in codec_suite.OPERATIONS:
+            calls = {name: cost.calls.get((name, operation), model_call) for name in spec.codecs}
+            for call in calls.values():
                 # every used payload once, then doubling to min_time, REPEATS at each count
                 calibration += (1 + used) * call + repeats * 2 * max(plan.min_time, call)
-                worker += rounds * span
+            worker += rounds * round_seconds(calls, plan.min_time)
     arms = len(spec.arms or ()) or 1
     return float(arms * (sizes + calibration + plan.processes * worker))
 
@@ -146,4 +160,4 @@ def planned_seconds(spec: Any) -> dict[str, float]:
     return planned
 
 
-__all__ = ["PROBE_CALLS", "PROBE_PAYLOADS", "codec_seconds", "planned_seconds"]
+__all__ = ["PROBE_CALLS", "PROBE_PAYLOADS", "codec_seconds", "planned_seconds", "round_seconds"]

@@ -457,7 +457,10 @@ def planned_seconds(spec: Spec) -> float:
     rounds = plan.warmups + plan.values
     sizes = len(spec.profiles) * len(spec.codecs) * SIZES_PER_CODEC_S
     calibration = sizes + WORKER_START_S + cells * CALIBRATION_PER_OPERATION_S
-    primes = 1 + PRIME_SHARE / len(spec.codecs) if len(spec.codecs) > 1 else 1.0
+    # Each operation's first sample of a round is primed when the operation has two or
+    # more cells in the round (codecs, or one codec under two --arm environments).
+    paired = arms * len(spec.codecs)
+    primes = 1 + PRIME_SHARE / paired if paired > 1 else 1.0
     worker = WORKER_START_S + cells * rounds * plan.min_time * MEAN_SPAN_FACTOR * primes
     return arms * (calibration + plan.processes * worker)
 

@@ -5,7 +5,8 @@ by operation, each codec takes one sample, A B in even rounds and B A in odd one
 Arms cannot share a process (each is another interpreter), so a replicate is a
 set of processes, one per arm, started together: arm A's process and arm B's
 take turns within each round, in the same order as codecs do in one process
-(`codec.round_order` over the cells "codec@arm"), while the others wait, blocked
+(`codec.round_steps` over the cells "codec@arm", each operation's first sample
+primed by another cell's untimed run of it), while the others wait, blocked
 on a pipe, never measuring at the same time. The i-th values of protobuf@old and
 protobuf@new of replicate w are a pair: same round, same payload, moments apart.
 The replicate (worker index) is the unit of the test, as in the codec suite: the
@@ -33,7 +34,7 @@ from evbench_agent import arms, child_exit, payload_identity, workers
 from evbench_agent.errors import EvbenchError, PartialRun
 from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
-from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_order, timed_params
+from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_steps, timed_params
 from evbench_agent.telemetry import contention
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ REPLY_TIMEOUT_S = 600.0
 MAX_LINE = 64 * 1024 * 1024
 #: Seconds to wait for an arm's process to exit after its result.
 EXIT_TIMEOUT_S = 30.0
+#: A turn's step that runs the cell untimed (`codec.prime`) before another cell's sample.
+PRIME = "prime"
 
 
 class ArmProcess:
@@ -179,9 +182,16 @@ def _calibrate(
 def round_turns(
     arm_names: Sequence[str], codec_names: Sequence[str], round_number: int
 ) -> list[tuple[str, list[list[str]]]]:
-    """One round's turns: (arm, its [codec, operation] cells in order), as the managing
-    process hands them out; consecutive cells of one arm are one turn."""
-    # codec.round_order orders (codec, operation) cells; an arm's cell is "codec@arm".
+    """One round's turns: (arm, its steps in order), as the managing process hands them
+    out; consecutive steps of one arm are one turn.
+
+    A step is ``[codec, operation]`` (take the round's sample) or ``[codec, operation,
+    "prime"]`` (run it untimed first): the codec suite's `codec.round_steps` over the
+    cells "codec@arm", so each operation's first sample is primed by the same operation
+    of the cell timed last in it, which may be another arm's. Without the prime the
+    first arm of a pair followed another operation and the second its own, warm: the
+    A/A role bias the codec suite had (issue 43, item 5), here between arms.
+    """
     by_label = {
         (arms.label(codec, arm), op): (arm, codec, op)
         for arm in arm_names
@@ -189,11 +199,18 @@ def round_turns(
         for op in OPERATIONS
     }
     turns: list[tuple[str, list[list[str]]]] = []
-    for key in round_order(list(by_label), round_number):
-        arm, codec, op = by_label[key]
+
+    def add(arm: str, step: list[str]) -> None:
         if not turns or turns[-1][0] != arm:
             turns.append((arm, []))
-        turns[-1][1].append([codec, op])
+        turns[-1][1].append(step)
+
+    for primer, key in round_steps(list(by_label), round_number):
+        if primer is not None:
+            arm, codec, op = by_label[primer]
+            add(arm, [codec, op, PRIME])
+        arm, codec, op = by_label[key]
+        add(arm, [codec, op])
     return turns
 
 
@@ -216,7 +233,10 @@ def _replicate(
                 process.ask({"begin": profile}, "ready")
             started_ns = time.monotonic_ns()
             for round_number in range(rounds):
-                for arm, turn in round_turns(list(processes), spec.codecs, round_number):
+                # Replicates alternate which arm leads their first recorded round, as the
+                # codec suite's workers alternate codecs.
+                order = round_number - plan.warmups + worker
+                for arm, turn in round_turns(list(processes), spec.codecs, order):
                     processes[arm].ask({"round": round_number, "cells": turn}, "done")
             ended_ns = time.monotonic_ns()
             for process in processes.values():
@@ -248,7 +268,11 @@ def run(context: RunContext) -> None:
     used = range(min(spec.payloads, plan.processes * (plan.warmups + plan.values)))
     loops, sizes = _calibrate(interpreters, dict(task, indices=list(used)), progress.advance)
     context.writer.add(sizes)
-    params = dict(params, order="arms, codecs and operations A B in even rounds, B A in odd ones")
+    # Identity: the primed order (issue 43) began new series, as in the codec suite.
+    params = dict(
+        params,
+        order="arms, codecs and operations A B / B A by round and replicate, each primed",
+    )
     for worker in range(plan.processes):
         tasks = {
             arm: dict(
