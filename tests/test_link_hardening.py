@@ -8,6 +8,7 @@ the real `evbench-agent serve` process."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from link_sockets import closed, connect_from
@@ -71,23 +73,35 @@ def _answer(sock: socket.socket, timeout_s: float = 5.0) -> dict:
     return json.loads(body)
 
 
+@contextlib.contextmanager
+def serving(**options) -> Iterator[Responder]:
+    """A real Responder (these `options`, log dropped unless given) serving in a thread."""
+    responder = Responder(port=0, **{"log": lambda _line: None, **options})
+    thread = threading.Thread(target=responder.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield responder
+    finally:
+        responder.close()
+        thread.join(5)
+
+
 @pytest.fixture
 def live():
     """A real Responder with short deadlines, serving in a thread; 2 slots."""
     logged: list[str] = []
-    responder = Responder(
-        port=0,
-        max_connections=2,
-        log=logged.append,
-        handshake_deadline_s=DEADLINE_S,
-        idle_timeout_s=1.5,
-        idle_budget_s=DEADLINE_S,
-    )
-    thread = threading.Thread(target=responder.serve_forever, daemon=True)
-    thread.start()
-    yield responder, logged
-    responder.close()
-    thread.join(5)
+    deadlines = {"handshake_deadline_s": DEADLINE_S, "idle_budget_s": DEADLINE_S}
+    with serving(max_connections=2, log=logged.append, idle_timeout_s=1.5, **deadlines) as live:
+        yield live, logged
+
+
+@pytest.fixture
+def opened() -> Iterator[list[socket.socket]]:
+    """The sockets a test opens, closed after it."""
+    socks: list[socket.socket] = []
+    yield socks
+    for sock in socks:
+        sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -165,12 +179,9 @@ def test_when_busy_clients_hold_every_slot_the_refusal_says_so(live):
         time.sleep(DEADLINE_S + 0.3)
         with pytest.raises(handshake.HandshakeError) as refused:
             client.Connection(responder.address, link, "ack")
-        assert "connection limit (2) is reached: other clients hold every slot" in str(
-            refused.value
-        )
-        assert "other clients" in refused.value.hint and "same evbench version" not in (
-            refused.value.hint
-        )
+        message, hint = str(refused.value), refused.value.hint
+        assert "connection limit (2) is reached: other clients hold every slot" in message
+        assert "other clients" in hint and "same evbench version" not in hint
     finally:
         stop.set()
         for thread in threads:
@@ -219,28 +230,13 @@ def test_a_message_in_the_same_write_as_the_hello_is_answered(served):
     assert (kind, sequence) == (2, 42)  # REPLY to 42
 
 
-def test_a_first_frame_longer_than_a_hello_is_refused_before_its_body_arrives(served):
-    with socket.create_connection(served.address, timeout=5) as sock:
-        started = time.monotonic()
-        sock.sendall(struct.pack("<I", 1 << 20) + b"\x00" * 9)  # claims 1 MiB, sends 9 bytes
-        answer = _answer(sock)
-        assert time.monotonic() - started < 2.0
-    assert answer["ok"] is False and "at most 4105" in answer["error"]  # 9 + 4096
-
-
 def test_a_responder_with_a_token_refuses_a_hello_without_it():
-    responder = Responder(port=0, max_connections=2, log=lambda _line: None, token="s3cret-0")
-    thread = threading.Thread(target=responder.serve_forever, daemon=True)
-    thread.start()
     link = messages.bind("json", "seed")
-    try:
+    with serving(max_connections=2, token="s3cret-0") as responder:
         with pytest.raises(handshake.HandshakeError, match="does not carry this responder's"):
             client.Connection(responder.address, link, "ack", token="wrong")
         with client.Connection(responder.address, link, "ack", token="s3cret-0") as good:
             assert good.accepted["ok"] is True
-    finally:
-        responder.close()
-        thread.join(5)
 
 
 def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
@@ -263,14 +259,22 @@ def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
     assert "WARNING: anyone who can reach" in stderr and "EVBENCH_LINK_TOKEN" in stderr
 
 
-def test_a_first_frame_shorter_than_kind_and_sequence_is_refused_at_once(served):
-    # a length prefix of 3: below the 9 bytes every frame has (docs/link.md, wire format)
+@pytest.mark.parametrize(
+    ("sent", "refusal"),
+    [
+        # claims 1 MiB, sends 9 bytes: refused before its body arrives (at most 9 + 4096)
+        (struct.pack("<I", 1 << 20) + b"\x00" * 9, "at most 4105"),
+        # a length prefix of 3: below the 9 bytes every frame has (docs/link.md, wire format)
+        (struct.pack("<I", 3) + b"\x00\x00\x00", "at least 9"),
+    ],
+)
+def test_a_first_frame_of_an_impossible_length_is_refused_at_once(served, sent, refusal):
     with socket.create_connection(served.address, timeout=5) as sock:
         started = time.monotonic()
-        sock.sendall(struct.pack("<I", 3) + b"\x00\x00\x00")
+        sock.sendall(sent)
         answer = _answer(sock)
         elapsed = time.monotonic() - started
-    assert answer["ok"] is False and "at least 9" in answer["error"], answer
+    assert answer["ok"] is False and refusal in answer["error"], answer
     assert elapsed < 2.0  # not the 5 s handshake deadline
 
 
@@ -299,37 +303,12 @@ def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(live):
     assert lines[0].startswith("127.0.0.1:") and f"within {DEADLINE_S:g} s" in lines[0]
 
 
-def test_one_peer_cannot_take_the_pending_places_of_another():
-    # 2 slots: 16 pending places, 4 per peer address; loopback has 127.0.0.0/8 to share out
-    responder = Responder(port=0, max_connections=2, log=lambda _line: None)
-    thread = threading.Thread(target=responder.serve_forever, daemon=True)
-    thread.start()
-    quiet = [connect_from("127.0.0.3", responder.address) for _ in range(3)]
-    crowd = [connect_from("127.0.0.2", responder.address) for _ in range(10)]
-    try:
-        time.sleep(0.3)  # the accepting thread has taken them all in
-        gone = [closed(sock, 0.1) for sock in crowd]
-        # each new connection over its share closed that peer's oldest: the first 6 went
-        assert gone == [True] * 6 + [False] * 4
-        assert not any(closed(sock, 0.1) for sock in quiet)
-        # and a real client from the crowded address is still served at once
-        link = messages.bind("json", "seed")
-        with client.Connection(responder.address, link, "ack") as fresh:
-            assert fresh.accepted["ok"] is True
-    finally:
-        for sock in quiet + crowd:
-            sock.close()
-        responder.close()
-        thread.join(5)
-
-
-def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made():
+def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made(opened):
     # The accepting thread is driven by hand here, so the HELLO can arrive between its
     # connection's accept and the read of it, where a loaded machine puts it at random;
     # then slow clients from the same address need room. 1 slot: 8 pending places, 2 per
     # peer address (a quarter).
     responder = Responder(port=0, max_connections=1, log=lambda _line: None)
-    opened: list[socket.socket] = []
     try:
         with selectors.DefaultSelector() as selector:
             responder._selector = selector  # what serve_forever sets up
@@ -340,8 +319,6 @@ def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made
             answer = _answer(real)
             counts = responder.counts()
     finally:
-        for sock in opened:
-            sock.close()
         responder.close()
         # what serve_forever closes as it ends: the pending connections, its wake-up pair
         for pending in responder._pending.values():
@@ -371,17 +348,13 @@ def _raw_answer(source: str, address: tuple[str, int], opened: list[socket.socke
     return _answer(sock)
 
 
-def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for_a_while():
+def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for_a_while(opened):
     """Issue 44 item 7. 8 slots: one peer address holds at most 7 (all but an eighth).
     Past the idle budget, a newcomer from another address takes the slot of the peer
     holding the most; that peer, having lost a silent client so, takes no silent client's
     slot (its own neither) for the quiet penalty, while a free slot it still may."""
     logged: list[str] = []
-    responder = Responder(port=0, max_connections=8, log=logged.append, idle_budget_s=DEADLINE_S)
-    thread = threading.Thread(target=responder.serve_forever, daemon=True)
-    thread.start()
-    opened: list[socket.socket] = []
-    try:
+    with serving(max_connections=8, log=logged.append, idle_budget_s=DEADLINE_S) as responder:
         answers = [_raw_answer("127.0.0.2", responder.address, opened) for _ in range(8)]
         assert [a["ok"] for a in answers] == [True] * 7 + [False]
         assert answers[7]["reason"] == handshake.BUSY  # its share is 7; none silent yet
@@ -397,11 +370,6 @@ def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for
         # a newcomer from 127.0.0.3 still may (127.0.0.2's, the peer holding the most)
         assert _raw_answer("127.0.0.3", responder.address, opened)["ok"] is True
         assert sum(closed(sock, 0.5) for sock in opened[:7]) == 2
-    finally:
-        for sock in opened:
-            sock.close()
-        responder.close()
-        thread.join(5)
     # one line per address per minute: 127.0.0.2's refusal; its evictions counted after
     assert [line for line in logged if line.startswith("127.0.0.2:")] == [
         next(line for line in logged if "127.0.0.2:" in line and "connection limit (8)" in line)
