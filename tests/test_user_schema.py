@@ -23,8 +23,8 @@ from conftest import ROOT, require
 from google.protobuf import json_format
 
 from evbench_agent import codecs
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import samples, user_schema
+from evbench_core.errors import UserError
 
 DATA = ROOT / "tests" / "data" / "bms"
 BMS = "evbench.example.BmsStatus"
@@ -155,12 +155,8 @@ def test_the_json_styles_write_the_hand_worked_json(descriptor_sets, tmp_path):
         '"cell_temperatures_c":[],"pack_voltage_v":0.0,"pack_current_a":-12.5,'
         '"soc_percent":0.0,"contactor_closed":true}'
     )
-    mapped = _profile(
-        descriptor_sets,
-        "bms",
-        BMS,
-        json_map=json.loads((DATA / "bms_map.json").read_text()),
-    )
+    json_map = json.loads((DATA / "bms_map.json").read_text())
+    mapped = _profile(descriptor_sets, "bms", BMS, json_map=json_map)
     assert text(mapped).startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
 
 
@@ -208,27 +204,6 @@ def test_generator_rules_shape_the_values(descriptor_sets):
             assert abs(millivolts - round(millivolts)) < 1e-3  # on the 1 mV step (float32)
         assert message.state in (1, 2, 3)  # STANDBY, DRIVE, CHARGE by name in the rules
         assert 1764000000000 <= message.timestamp_ms <= 1764086400000
-
-
-@pytest.mark.parametrize(
-    ("rules", "expected"),
-    [
-        ({"fields": {"voltage": {"range": [0, 5]}}}, "no field 'voltage' in evbench.example"),
-        ({"fields": {"sequence": {"spread": 3}}}, "unknown option spread"),
-        ({"fields": {"soc_percent": {"range": [90, 10]}}}, r"impossible range \[90, 10\]"),
-        ({"fields": {"sequence": {"range": [-1, 10]}}}, r"impossible range \[-1, 10\]"),
-        ({"fields": {"sequence": {"range": [0.5, 10]}}}, "two whole numbers"),
-        ({"fields": {"cell_voltages_v": {"count": [5, 2]}}}, r"impossible count \[5, 2\]"),
-        ({"fields": {"state": {"choices": ["BMS_STATE_FLYING"]}}}, "not a value of"),
-        ({"fields": {"state": {"range": [0, 3]}}}, "range applies to numbers"),
-        ({"fields": {"soc_percent": {"presence": 0.5}}}, "presence applies to fields with"),
-        ({"fields": {"soc_percent": {"step": 0}}}, "step must be a number above 0, not 0"),
-        ({"rules": {}}, "one key, 'fields'"),
-    ],
-)
-def test_a_bad_generator_file_is_refused(descriptor_sets, rules, expected):
-    with pytest.raises(UserError, match=expected):
-        _profile(descriptor_sets, "bms", BMS, generator={"name": "g.yaml", "document": rules})
 
 
 def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
@@ -318,9 +293,29 @@ def test_fields_style_refuses_a_number_json_cannot_write(descriptor_sets):
         profile.to_plain(message)
 
 
+def _rules(fields: dict) -> dict:
+    """A generator file's settings: `fields` its document's fields."""
+    return {"generator": {"name": "g.yaml", "document": {"fields": fields}}}
+
+
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
+        (_rules({"voltage": {"range": [0, 5]}}), "no field 'voltage' in evbench.example"),
+        (_rules({"sequence": {"spread": 3}}), "unknown option spread"),
+        (_rules({"soc_percent": {"range": [90, 10]}}), r"impossible range \[90, 10\]"),
+        (_rules({"sequence": {"range": [-1, 10]}}), r"impossible range \[-1, 10\]"),
+        (_rules({"sequence": {"range": [0.5, 10]}}), "two whole numbers"),
+        (_rules({"cell_voltages_v": {"count": [5, 2]}}), r"impossible count \[5, 2\]"),
+        (_rules({"state": {"choices": ["BMS_STATE_FLYING"]}}), "not a value of"),
+        (_rules({"state": {"range": [0, 3]}}), "range applies to numbers"),
+        (_rules({"soc_percent": {"presence": 0.5}}), "presence applies to fields with"),
+        (_rules({"soc_percent": {"step": 0}}), "step must be a number above 0, not 0"),
+        ({"generator": {"name": "g.yaml", "document": {"rules": {}}}}, "one key, 'fields'"),
+        (
+            _rules({}) | {"samples": samples.source_from_file(DATA / "bms_samples.jsonl")},
+            "not both",
+        ),
         ({"json_map": {"voltage": "v"}}, "names no field of evbench.example.BmsStatus: voltage"),
         ({"json_map": {"sequence": "soc_percent"}}, "the same key 'soc_percent'"),
         ({"json_map": {"sequence": "seq"}, "json_style": "proto3"}, "goes with --json-style"),
@@ -328,7 +323,7 @@ def test_fields_style_refuses_a_number_json_cannot_write(descriptor_sets):
         ({"profile_name": "a,b"}, "not usable"),
     ],
 )
-def test_bad_json_settings_are_refused(descriptor_sets, extra, expected):
+def test_bad_generator_samples_and_json_settings_are_refused(descriptor_sets, extra, expected):
     with pytest.raises(UserError, match=expected):
         _profile(descriptor_sets, "bms", BMS, **extra)
 
@@ -403,16 +398,10 @@ def test_a_spec_with_a_schema_measures_its_profile(descriptor_sets, clean_regist
     assert made.profiles == ("our-bms",)
     assert made.as_dict()["schema"]["message"] == BMS
     # a worker is a new interpreter: it finds the profile through the environment
+    code = "from evbench_agent import payloads; print(len(payloads.get('our-bms').payloads(3)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "agent" / "src")}
     child = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from evbench_agent import payloads; print(len(payloads.get('our-bms').payloads(3)))",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "agent" / "src")},
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
     assert child.stdout.strip() == "3", child.stderr
 
@@ -420,17 +409,6 @@ def test_a_spec_with_a_schema_measures_its_profile(descriptor_sets, clean_regist
 def test_a_schema_profile_cannot_take_a_built_in_name(descriptor_sets, clean_registry):
     with pytest.raises(UserError, match="built-in profile"):
         user_schema.activate(_document(descriptor_sets["bms"], BMS, profile_name="seed"))
-
-
-def test_samples_and_generator_together_are_refused(descriptor_sets):
-    with pytest.raises(UserError, match="not both"):
-        _profile(
-            descriptor_sets,
-            "bms",
-            BMS,
-            samples=samples.source_from_file(DATA / "bms_samples.jsonl"),
-            generator={"document": {"fields": {}}},
-        )
 
 
 def test_source_files_are_the_ones_on_disk():
