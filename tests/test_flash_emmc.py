@@ -53,14 +53,20 @@ def root_disk() -> str:
     return "/dev/" + Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve().name
 
 
+def bootloader(tmp_path: Path, tiboot3: bytes, tispl: bytes, u_boot: bytes) -> Path:
+    """A deploy directory holding the three bootloader files."""
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    for name, data in (("tiboot3.bin", tiboot3), ("tispl.bin", tispl), ("u-boot.img", u_boot)):
+        (deploy / name).write_bytes(data)
+    return deploy
+
+
 def test_local_board_file_standin_with_bootloader(images, spans, tmp_path, capsys):
     emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
     boot0 = fill(tmp_path / "mmcblk0boot0", 4 * MiB)
-    deploy = tmp_path / "deploy"
-    deploy.mkdir()
-    blobs = {"tiboot3.bin": 300_000, "tispl.bin": 1_500_000, "u-boot.img": 1_000_000}
-    for name, size in blobs.items():
-        (deploy / name).write_bytes(os.urandom(size))
+    blobs = (os.urandom(300_000), os.urandom(1_500_000), os.urandom(1_000_000))
+    deploy = bootloader(tmp_path, *blobs)
     code, out, err = flash(
         capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
     )
@@ -85,10 +91,7 @@ def test_without_bootloader_the_command_says_what_is_still_needed(images, tmp_pa
 def test_bootloader_that_does_not_fit_its_slot_is_refused(images, tmp_path, capsys):
     emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
     fill(tmp_path / "mmcblk0boot0", 4 * MiB)
-    deploy = tmp_path / "deploy"
-    deploy.mkdir()
-    for name in ("tiboot3.bin", "tispl.bin", "u-boot.img"):
-        (deploy / name).write_bytes(bytes(600_000 if name == "tiboot3.bin" else 10))
+    deploy = bootloader(tmp_path, bytes(600_000), bytes(10), bytes(10))
     code, _, err = flash(
         capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
     )
@@ -98,10 +101,7 @@ def test_bootloader_that_does_not_fit_its_slot_is_refused(images, tmp_path, caps
 
 def test_a_missing_boot_partition_is_refused_before_writing(images, tmp_path, capsys):
     emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
-    deploy = tmp_path / "deploy"
-    deploy.mkdir()
-    for name in ("tiboot3.bin", "tispl.bin", "u-boot.img"):
-        (deploy / name).write_bytes(b"blob")
+    deploy = bootloader(tmp_path, b"blob", b"blob", b"blob")
     code, _, err = flash(
         capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
     )
@@ -201,14 +201,14 @@ def receiver(device: Path, frames: bytes) -> tuple[int, dict]:
 def test_receiver_refuses_broken_streams(tmp_path):
     require(Path(BOARD_PYTHON).exists(), BOARD_PYTHON)
     target = fill(tmp_path / "emmc", MiB)
-    code, answer = receiver(target, b"W 0 100\n" + bytes(50))
-    assert code == 3 and "ended inside a data frame" in answer["error"]
-    code, answer = receiver(target, b"W 0 99999999999\n")
-    assert code == 3 and "out of bounds" in answer["error"]
-    code, answer = receiver(target, b"W 0 4\nabcdR 0 4 sha256 " + b"0" * 64 + b"\nE\n")
-    assert code == 3 and "read-back mismatch" in answer["error"]
-    code, answer = receiver(target, b"W 0 4\nabcd")
-    assert code == 3 and "ended or broke" in answer["error"]
+    for frames, error in (
+        (b"W 0 100\n" + bytes(50), "ended inside a data frame"),
+        (b"W 0 99999999999\n", "out of bounds"),
+        (b"W 0 4\nabcdR 0 4 sha256 " + b"0" * 64 + b"\nE\n", "read-back mismatch"),
+        (b"W 0 4\nabcd", "ended or broke"),
+    ):
+        code, answer = receiver(target, frames)
+        assert code == 3 and error in answer["error"], frames
 
 
 def ssh_url(sshd, tmp_path: Path) -> str:
@@ -238,19 +238,8 @@ def test_receiver_needs_only_python_3_10_and_the_standard_library():
     # library calls it uses; the imports must all be standard library (or its sibling).
     vermin = Path(sys.executable).with_name("vermin")  # requirements-dev.txt, in the venv
     require(vermin.exists(), "vermin (requirements-dev.txt)")
-    result = subprocess.run(
-        [
-            str(vermin),
-            "--no-tips",
-            "--violations",
-            "-t=3.10-",
-            str(RECEIVER),
-            str(BLOCKDEVS),
-            str(READBACK),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    argv = [vermin, "--no-tips", "--violations", "-t=3.10-", RECEIVER, BLOCKDEVS, READBACK]
+    result = subprocess.run(argv, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     for source in (RECEIVER, BLOCKDEVS, READBACK):
         imported = re.findall(r"^(?:from|import) (\w+)", source.read_text(), re.MULTILINE)
