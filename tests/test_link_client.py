@@ -42,7 +42,10 @@ class ScriptedPeer:
                 self.behaviour(sock, reader, messages.bind(hello.codec, hello.profile))
             self.done.wait(30)
 
-    def close(self) -> None:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         self.done.set()
         self.thread.join(10)
         self.listener.close()
@@ -88,12 +91,8 @@ def _data(codec: str = "protobuf") -> list:
 # (client.BLOCKING_MIN_PERIOD_S); 1000 Hz waits in select() only.
 @pytest.mark.parametrize(("codec", "rate_hz"), [("protobuf", 1000.0), ("json", 40.0)])
 def test_reordered_and_missing_replies_are_matched_by_sequence(codec, rate_hz):
-    peer = ScriptedPeer(reorder_and_drop)
-    try:
-        with _connection(peer, codec) as connection:
-            result = client.run_periodic(connection, _data(codec), rate_hz, 12, 0, 0.05)
-    finally:
-        peer.close()
+    with ScriptedPeer(reorder_and_drop) as peer, _connection(peer, codec) as connection:
+        result = client.run_periodic(connection, _data(codec), rate_hz, 12, 0, 0.05)
     assert result.error is None
     assert sorted(result.sent) == list(range(12))
     assert sorted(result.replies) == [n for n in range(12) if n not in (3, 8)]
@@ -110,12 +109,12 @@ def test_an_ack_for_another_sequence_is_an_error():
         ack = link.encode_ack(frame.sequence + 5, 1)
         framing.send(sock, framing.pack_reply(frame.sequence, 0, ack))
 
-    peer = ScriptedPeer(wrong_ack)
-    try:
-        with _connection(peer) as connection, pytest.raises(framing.FrameError, match="acknow"):
-            client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
-    finally:
-        peer.close()
+    with (
+        ScriptedPeer(wrong_ack) as peer,
+        _connection(peer) as connection,
+        pytest.raises(framing.FrameError, match="acknow"),
+    ):
+        client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
 
 
 def test_a_duplicate_reply_is_an_error():
@@ -124,12 +123,12 @@ def test_a_duplicate_reply_is_an_error():
         _ack(sock, link, frame.sequence)
         _ack(sock, link, frame.sequence)
 
-    peer = ScriptedPeer(twice)
-    try:
-        with _connection(peer) as connection, pytest.raises(framing.FrameError, match="second"):
-            client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
-    finally:
-        peer.close()
+    with (
+        ScriptedPeer(twice) as peer,
+        _connection(peer) as connection,
+        pytest.raises(framing.FrameError, match="second"),
+    ):
+        client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
 
 
 def test_a_peer_that_never_answers_messages_loses_them_within_the_deadline():
@@ -137,26 +136,21 @@ def test_a_peer_that_never_answers_messages_loses_them_within_the_deadline():
         while True:
             reader.receive()
 
-    peer = ScriptedPeer(silent)
     started = time.monotonic()
-    try:
-        with _connection(peer) as connection:
-            result = client.run_periodic(connection, _data(), 100.0, 5, 1, 0.05)
-    finally:
-        peer.close()
+    with ScriptedPeer(silent) as peer, _connection(peer) as connection:
+        result = client.run_periodic(connection, _data(), 100.0, 5, 1, 0.05)
     assert result.lost == 5 and not result.replies and result.responder is None
     # 6 ticks at 10 ms, then the wait for replies: 1 s (client.MIN_LOST_AFTER_S)
     assert time.monotonic() - started < 10
 
 
 def test_a_peer_that_never_completes_the_handshake_is_an_error_not_a_hang():
-    peer = ScriptedPeer(lambda *_: None, answer_hello=False)
     started = time.monotonic()
-    try:
-        with pytest.raises(handshake.HandshakeError, match="did not complete the handshake"):
-            client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=0.5)
-    finally:
-        peer.close()
+    with (
+        ScriptedPeer(lambda *_: None, answer_hello=False) as peer,
+        pytest.raises(handshake.HandshakeError, match="did not complete the handshake"),
+    ):
+        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=0.5)
     assert time.monotonic() - started < 10
 
 
@@ -167,12 +161,8 @@ def test_a_peer_that_closes_mid_phase_ends_it_with_what_was_measured():
                 _ack(sock, link, frame.sequence)
         sock.shutdown(socket.SHUT_RDWR)
 
-    peer = ScriptedPeer(three_then_close)
-    try:
-        with _connection(peer) as connection:
-            result = client.run_periodic(connection, _data(), 200.0, 20, 0, 0.5)
-    finally:
-        peer.close()
+    with ScriptedPeer(three_then_close) as peer, _connection(peer) as connection:
+        result = client.run_periodic(connection, _data(), 200.0, 20, 0, 0.5)
     assert result.error and "went away" in result.error
     assert sorted(result.replies) == [0, 1, 2]
     assert result.lost == len(result.sent) - 3 >= 0
@@ -195,12 +185,8 @@ def test_replies_later_than_the_deadline_count_as_late_not_lost():
                 elif frame.kind == framing.STATS:
                     _stats_reply(sock, frame)
 
-    peer = ScriptedPeer(slow)
-    try:
-        with _connection(peer) as connection:
-            result = client.run_periodic(connection, _data(), 25.0, 6, 0, 0.02)
-    finally:
-        peer.close()
+    with ScriptedPeer(slow) as peer, _connection(peer) as connection:
+        result = client.run_periodic(connection, _data(), 25.0, 6, 0, 0.02)
     measured = figures.PhaseFigures(result, 25.0, 0.02)
     assert result.lost == 0 and measured.late == 3
     assert all(measured.rtt[n] > 0.02 for n in (1, 3, 5))
@@ -254,7 +240,10 @@ class LossyPeer:
             for sock in held:
                 sock.close()
 
-    def close(self) -> None:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         self.done.set()
         self.thread.join(10)
         self.listener.close()
@@ -270,9 +259,8 @@ def test_a_handshake_lost_on_the_way_is_tried_again_on_a_new_connection(script):
     responder closes pending connections for newcomers, and a whole link run failed at the
     first handshake lost so (5 of 12 runs succeeded). Closed, busy or unanswered (1 s
     timeout here), the handshake is tried again after a bounded wait."""
-    peer = LossyPeer(script)
     started = time.monotonic()
-    try:
+    with LossyPeer(script) as peer:
         link = messages.bind("json", "seed")
         with client.Connection(peer.address, link, "ack", timeout_s=1.0) as connection:
             assert connection.accepted["ok"] is True
@@ -280,30 +268,26 @@ def test_a_handshake_lost_on_the_way_is_tried_again_on_a_new_connection(script):
             exchange = client.Exchange(connection, [])
             exchange.request_stats()
             assert exchange.wait(5_000_000_000) and exchange.stats
-    finally:
-        peer.close()
     # the waits before the attempts (0.1, 0.2 s) and one 1 s timeout at most, plus slack
     assert time.monotonic() - started < 1.0 + sum(client.RETRY_WAITS_S[:2]) + 3.0
 
 
 def test_a_refusal_that_is_not_busy_is_not_tried_again():
-    peer = LossyPeer(["refuse", "serve"])
-    try:
-        with pytest.raises(handshake.HandshakeError, match="scripted refuse"):
-            client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=1.0)
-    finally:
-        peer.close()
+    with (
+        LossyPeer(["refuse", "serve"]) as peer,
+        pytest.raises(handshake.HandshakeError, match="scripted refuse"),
+    ):
+        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=1.0)
     assert peer.seen == 1
 
 
 def test_handshakes_lost_every_time_end_in_the_error_after_bounded_attempts():
     attempts = 1 + len(client.RETRY_WAITS_S)
-    peer = LossyPeer(["close"] * (attempts + 3))
     started = time.monotonic()
-    try:
-        with pytest.raises(client.UserError, match="closed the connection during the handshake"):
-            client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=5.0)
-    finally:
-        peer.close()
+    with (
+        LossyPeer(["close"] * (attempts + 3)) as peer,
+        pytest.raises(client.UserError, match="closed the connection during the handshake"),
+    ):
+        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=5.0)
     assert peer.seen == attempts
     assert time.monotonic() - started < sum(client.RETRY_WAITS_S) + 5.0
