@@ -80,6 +80,14 @@ def hello_document(codec: str, profile: str = "seed", mode: str = "echo") -> dic
     }  # fmt: skip
 
 
+def hello_bytes(codec: str, profile: str = "seed", mode: str = "echo", change=None) -> bytes:
+    return json.dumps(hello_document(codec, profile, mode) | (change or {})).encode()
+
+
+def samples(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+
+
 def varint(value: int) -> bytes:
     """A protobuf base-128 varint, worked from the encoding's definition."""
     out = bytearray()
@@ -202,8 +210,7 @@ def test_a_message_that_does_not_decode_ends_the_conversation(
     try:
         for name, address in [("c", native.address), ("py", python_responder.address)]:
             with socket.create_connection(address, timeout=30) as sock:
-                hello = json.dumps(hello_document(codec, mode="ack")).encode()
-                stream = framing.pack(framing.HELLO, 0, hello)
+                stream = framing.pack(framing.HELLO, 0, hello_bytes(codec, mode="ack"))
                 for sequence, body in enumerate([good, bad, good]):
                     stream += framing.pack(framing.MESSAGE, sequence, body)
                 sock.sendall(stream)
@@ -221,7 +228,7 @@ def test_a_message_that_does_not_decode_ends_the_conversation(
 def test_a_worked_reply(native):
     """docs/link.md's worked REPLY: a body `ok` to sequence 5, framed by hand."""
     with socket.create_connection(native.address, timeout=30) as sock:
-        sock.sendall(framing.pack(framing.HELLO, 0, json.dumps(hello_document("json")).encode()))
+        sock.sendall(framing.pack(framing.HELLO, 0, hello_bytes("json")))
         sock.sendall(bytes.fromhex("0b000000 01 0500000000000000") + b"ok")
         reader = framing.FrameReader(sock)
         frames: list[framing.Frame] = []
@@ -231,57 +238,41 @@ def test_a_worked_reply(native):
     assert (reply.kind, reply.sequence, reply.body[8:]) == (2, 5, b"ok")
 
 
+#: The profiles whose messages the C responder decodes in ack mode (docs/link.md).
+ACK_PROFILES = {"seed", "ev-full"}
+
+
 @pytest.mark.parametrize(
-    ("change", "refusal"),
+    ("mode", "change", "refusal", "python_serves"),
     [
-        ({"version": 1}, "version 2"),
-        ({"mode": "shout"}, "unknown mode"),
-        ({"codec": 5}, "needs the strings"),
-        ({"profile": "x" * 201}, "over 200 characters"),
-        ({"reply_delay_ns": 1.5}, "reply_delay_ns must be an integer"),
+        ("echo", {"version": 1}, "version 2", False),
+        ("echo", {"mode": "shout"}, "unknown mode", False),
+        ("echo", {"codec": 5}, "needs the strings", False),
+        ("echo", {"profile": "x" * 201}, "over 200 characters", False),
+        ("echo", {"reply_delay_ns": 1.5}, "reply_delay_ns must be an integer", False),
+        # ack mode: the Python responder decodes every codec and built-in profile
+        ("ack", {"codec": "protobuf-json"}, "decodes json and protobuf in ack mode, not codec "
+         "'protobuf-json'", True),
+        ("ack", {"profile": "int", "message": "evbench.shapes.OneInt"}, "unknown profile 'int'",
+         True),
+        # a value is quoted back as repr() quotes it, cut to 40 characters
+        ("ack", {"profile": "schema:x" * 10}, "unknown profile '" + ("schema:x" * 10)[:36] +
+         "...", False),
+        ("ack", {"message": "evbench.frame.EvFrame"}, "profile 'seed' carries "
+         "evbench.seed.BackendDataPacket, not 'evbench.frame.EvFrame'", False),
     ],
-)
-def test_a_hello_it_does_not_serve_is_refused_with_why(native, python_responder, change, refusal):
-    """Refused, and closed, where the Python responder refuses too."""
-    hello = json.dumps(hello_document("json") | change).encode()
+)  # fmt: skip
+def test_a_hello_it_does_not_serve_is_refused_with_why(
+    native, python_responder, mode, change, refusal, python_serves
+):
+    """Refused, and closed; the Python responder refuses it too unless it serves it."""
+    hello = hello_bytes("json", mode=mode, change=change)
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello))
         reader = framing.FrameReader(sock)
         answer = json.loads(reader.receive()[0].body)
         with pytest.raises(framing.PeerClosed):
             reader.receive()  # and it closes
-    assert answer["ok"] is False and refusal in answer["error"], answer
-    assert first_answer(python_responder.address, hello)["ok"] is False
-
-
-#: The profiles whose messages the C responder decodes in ack mode (docs/link.md).
-ACK_PROFILES = {"seed", "ev-full"}
-
-
-@pytest.mark.parametrize(
-    ("change", "refusal", "python_serves"),
-    [
-        ({"codec": "protobuf-json"}, "decodes json and protobuf in ack mode, not codec "
-         "'protobuf-json'", True),
-        ({"profile": "int", "message": "evbench.shapes.OneInt"}, "unknown profile 'int'", True),
-        # a value is quoted back as repr() quotes it, cut to 40 characters
-        ({"profile": "schema:x" * 10}, "unknown profile '" + ("schema:x" * 10)[:36] + "...",
-         False),
-        ({"message": "evbench.frame.EvFrame"}, "profile 'seed' carries "
-         "evbench.seed.BackendDataPacket, not 'evbench.frame.EvFrame'", False),
-    ],
-)  # fmt: skip
-def test_an_ack_hello_it_cannot_decode_is_refused_with_why(
-    native, python_responder, change, refusal, python_serves
-):
-    """Refused, and closed; the Python responder decodes every codec and built-in profile."""
-    hello = json.dumps(hello_document("json", mode="ack") | change).encode()
-    with socket.create_connection(native.address, timeout=30) as sock:
-        sock.sendall(framing.pack(framing.HELLO, 0, hello))
-        reader = framing.FrameReader(sock)
-        answer = json.loads(reader.receive()[0].body)
-        with pytest.raises(framing.PeerClosed):
-            reader.receive()
     assert answer["ok"] is False and refusal in answer["error"], answer
     assert first_answer(python_responder.address, hello)["ok"] is python_serves
 
@@ -311,8 +302,7 @@ def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
     with NativeResponder(path) as native:
         for codec in ("json", "protobuf"):
             for mode in ("echo", "ack"):
-                hello = json.dumps(hello_document(codec, mode=mode)).encode()
-                answer = first_answer(native.address, hello)
+                answer = first_answer(native.address, hello_bytes(codec, mode=mode))
                 assert answer["ok"] is (mode == "echo" or codec == served), (codec, mode, answer)
                 if not answer["ok"]:
                     assert refusal in answer["error"], answer
@@ -330,7 +320,7 @@ def about_fields(path: Path) -> dict[str, str]:
 def test_about_says_what_its_hello_answers_say(native, responder_path):
     """`--about` names the responder as its HELLO answers do, and what ack mode decodes."""
     about = about_fields(responder_path)
-    answer = first_answer(native.address, json.dumps(hello_document("json")).encode())
+    answer = first_answer(native.address, hello_bytes("json"))
     assert about["responder"] == answer["responder"]
     assert about["ack_codecs"] == "json,protobuf"
     assert set(about["ack_profiles"].split(",")) == ACK_PROFILES
@@ -341,9 +331,7 @@ def test_ack_mode_serves_the_built_in_profiles_it_names_with_their_python_messag
     served for seed and ev-full, refused for the others, never a type mismatch."""
     served = set()
     for name in payloads.PROFILES:
-        answer = first_answer(
-            native.address, json.dumps(hello_document("json", name, "ack")).encode()
-        )
+        answer = first_answer(native.address, hello_bytes("json", name, "ack"))
         if answer["ok"]:
             served.add(name)
         else:
@@ -363,8 +351,8 @@ def test_the_token_is_required_when_set(responder_path):
     responder = NativeResponder(responder_path, env=env)
     try:
         for token, ok in [(None, False), ("wrong", False), ("s3cre", False), ("s3cret", True)]:
-            hello = hello_document("json") | ({"token": token} if token else {})
-            answer = first_answer(responder.address, json.dumps(hello).encode())
+            hello = hello_bytes("json", change={"token": token} if token else {})
+            answer = first_answer(responder.address, hello)
             assert answer["ok"] is ok, (token, answer)
     finally:
         err = responder.stop()
@@ -433,8 +421,7 @@ def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(res
         newcomers: list[client.Connection] = []
         try:
             with connect_from("127.0.0.9", native.address) as sock:
-                hello = json.dumps(hello_document("json", mode="ack")).encode()
-                sock.sendall(framing.pack(framing.HELLO, 0, hello))
+                sock.sendall(framing.pack(framing.HELLO, 0, hello_bytes("json", mode="ack")))
                 busy = json.loads(framing.FrameReader(sock).receive()[0].body)
             assert busy["ok"] is False and busy["reason"] == "busy", busy
             assert "connection limit (2) is reached: other clients hold every slot" in busy["error"]
@@ -477,8 +464,7 @@ def test_realtime_is_asked_for_before_the_connection_threads_start(realtime, res
     options = ("--realtime",) if realtime else ()
     with NativeResponder(responder_path, *options) as native:
         with socket.create_connection(native.address, timeout=30) as sock:
-            hello = json.dumps(hello_document("json")).encode()
-            sock.sendall(framing.pack(framing.HELLO, 0, hello))
+            sock.sendall(framing.pack(framing.HELLO, 0, hello_bytes("json")))
             answer = framing.FrameReader(sock).receive()[0]  # its thread has served it
             assert json.loads(answer.body)["ok"] is True
             threads = scheduling_of_threads(native.process.pid)
@@ -521,9 +507,8 @@ def test_the_link_suite_measures_against_it(mode, native, tmp_path):
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     by_metric: dict[str, list[dict]] = {}
-    for s in sets:
+    for s in samples(out):
         by_metric.setdefault(s["metric"], []).append(s)
     assert {s["codec"] for s in by_metric["rtt"]} == {"json", "protobuf"}
     assert all(s["params"]["mode"] == mode for s in by_metric["rtt"])
@@ -542,32 +527,30 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
             "--rate", "100", "--count", "6", "--codecs", "json,protobuf",
             "--responder", "c"]  # fmt: skip
     env = dict(os.environ, EVBENCH_NATIVE_DIR=str(installed))
-    missing = subprocess.run(
-        [*argv, "--out", str(tmp_path / "none")],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+
+    def run(*more: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*argv, *more], capture_output=True, text=True, timeout=timeout, env=env
+        )
+
+    missing = run("--out", str(tmp_path / "none"))
     assert missing.returncode == 2, missing.stderr[-2000:]
     assert f"--responder c: no evbench-link-responder in {installed}," in missing.stderr
     assert not (tmp_path / "none").exists()
 
     shutil.copy2(responder_path, installed / responder_path.name)
     # a codec its ack mode does not decode (an A/A copy) is refused before the run starts
-    copy = subprocess.run(
-        [*argv, "--aa", "json", "--out", str(tmp_path / "none")],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    copy = run("--aa", "json", "--out", str(tmp_path / "none"))
     assert copy.returncode == 2, copy.stderr[-2000:]
     assert "decodes the codecs json, protobuf in ack mode, not json-aa" in copy.stderr
     assert not (tmp_path / "none").exists()
     out = tmp_path / "run"
-    done = subprocess.run(
-        [*argv, "--out", str(out)], capture_output=True, text=True, timeout=600, env=env
-    )
+    done = run("--out", str(out), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     # the C responder answered: its own log lines, on the run's standard error
     assert "evbench-link-responder: listening on 127.0.0.1:" in done.stderr
     assert "evbench-link-responder: stopped" in done.stderr
-    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    sets = samples(out)
     rtt = [s for s in sets if s["metric"] == "rtt"]
     assert {s["codec"] for s in rtt} == {"json", "protobuf"}
     assert all(s["params"]["responder"] == "c" and s["params"]["peer"] == "loopback" for s in rtt)
