@@ -117,10 +117,8 @@ def test_every_send_lateness_panel_labels_its_y_axis(render) -> None:
     # once it must skip decades.
     figures = render(load_context(CODEC_LINK))
     panels = shown_axes(figures["lateness-time"])
-    assert [axis.get_title(loc="left") for axis in panels] == [
-        "json periodic (6 phases)",
-        "protobuf periodic (6 phases)",
-    ]
+    titles = [axis.get_title(loc="left") for axis in panels]
+    assert titles == ["json periodic (6 phases)", "protobuf periodic (6 phases)"]
     for axis in panels:
         assert axis.get_yscale() == "log"
         assert_labelled_y_axis(axis)
@@ -174,10 +172,9 @@ def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]
     sizes = {s["codec"]: s["values"] for s in samples(CODEC_LINK) if s["metric"] == "size"}
     assert min(sizes["json"]) > max(sizes["protobuf"])
     (panel,) = [axis for axis in shown_axes(figures["codec-sizes"]) if axis.get_title() == "Size"]
+    largest = max(sizes["protobuf"])
     drawn["size bars"] = {
-        ("json" if bar.get_height() > max(sizes["protobuf"]) else "protobuf"): to_hex(
-            bar.get_facecolor()
-        )
+        ("json" if bar.get_height() > largest else "protobuf"): to_hex(bar.get_facecolor())
         for bar in bars(panel)
     }
     assert len(bars(panel)) == 2
@@ -190,13 +187,12 @@ def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]
 
 
 def test_each_codec_keeps_its_colour_whatever_the_run_order(render, tmp_path) -> None:
-    first = codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, ["json", "protobuf"])))
-    second = codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, ["protobuf", "json"])))
-    # A run that named a codec more, first, which measured nothing here.
-    third = codec_colours_drawn(
-        render(reordered(CODEC_LINK, tmp_path, ["orjson", "protobuf", "json"]))
+    # The third run named a codec more, first, which measured nothing here.
+    orders = (["json", "protobuf"], ["protobuf", "json"], ["orjson", "protobuf", "json"])
+    first, *others = (
+        codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, o))) for o in orders
     )
-    assert first == second == third
+    assert others == [first, first]
     for colours in first.values():
         assert set(colours) == {"json", "protobuf"}
         assert colours["json"] != colours["protobuf"]
@@ -222,11 +218,8 @@ def test_unknown_codecs_colours_are_stable_and_apart() -> None:
     for seed in ("1", "2"):
         done = subprocess.run(
             [sys.executable, "-c", script, json.dumps(names)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=dict(os.environ, PYTHONHASHSEED=seed),
-        )
+            capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONHASHSEED=seed),
+        )  # fmt: skip
         assert json.loads(done.stdout) == colours
 
 
@@ -258,13 +251,9 @@ def assert_nothing_cut(figure: Figure) -> None:
         if not text.get_visible() or not text.get_text().strip() or id(text) in undrawn:
             continue
         extent = text.get_window_extent(renderer)
-        inside = (
-            extent.x0 >= box.x0 - 0.5
-            and extent.y0 >= box.y0 - 0.5
-            and extent.x1 <= box.x1 + 0.5
-            and extent.y1 <= box.y1 + 0.5
-        )
-        if not inside:
+        if not (box.x0 - 0.5 <= extent.x0 and extent.x1 <= box.x1 + 0.5) or not (
+            box.y0 - 0.5 <= extent.y0 and extent.y1 <= box.y1 + 0.5
+        ):
             outside.append((text.get_text(), extent.bounds, box.bounds))
     assert not outside, outside
 
@@ -310,9 +299,7 @@ def test_size_bars_are_the_mean_the_report_text_gives(render, tmp_path) -> None:
             for segment in collection.get_segments()
         ]
         for bar in bars(axis):
-            codec = next(
-                c for c, colour in colours.items() if to_hex(bar.get_facecolor()) == colour
-            )
+            (codec,) = [c for c, colour in colours.items() if to_hex(bar.get_facecolor()) == colour]
             mean = statistics.fmean(values[codec])
             assert math.isclose(bar.get_height(), mean, rel_tol=1e-12), (codec, metric)
             written = f"{mean:.1f} B"  # how the answer and the tables write a size
@@ -320,7 +307,5 @@ def test_size_bars_are_the_mean_the_report_text_gives(render, tmp_path) -> None:
             assert written in markdown, written  # the same figure in the report's text
             centre = bar.get_x() + bar.get_width() / 2
             (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
-            assert sorted((whisker[0][1], whisker[1][1])) == [
-                min(values[codec]),
-                max(values[codec]),
-            ]
+            ends = sorted((whisker[0][1], whisker[1][1]))
+            assert ends == [min(values[codec]), max(values[codec])]
