@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evbench_agent import results
-from evbench_agent.errors import FormatError, UserError
+from evbench_core import results
+from evbench_core.errors import FormatError, UserError
 
 
 def _sample(metric: str = "encode", values: tuple[float, ...] = (1.0, 2.0, 3.0), worker: int = 0):
@@ -75,13 +75,10 @@ def test_a_torn_last_line_is_skipped_and_the_summary_rebuilt(tmp_path):
 
 
 def test_checksum_verification_finds_changed_and_missing_files(tmp_path):
-    writer = results.RunWriter(tmp_path / "run", "r4")
-    writer.write_manifest({})
-    writer.add([_sample()])
-    writer.finish(complete=True)
-    (tmp_path / "run" / "samples.jsonl").write_text("tampered\n")
-    (tmp_path / "run" / "manifest.json").unlink()
-    problems = results.verify_checksums(tmp_path / "run")
+    run = _finished_run(tmp_path / "run")
+    (run / "samples.jsonl").write_text("tampered\n")
+    (run / "manifest.json").unlink()
+    problems = results.verify_checksums(run)
     assert "samples.jsonl: checksum mismatch" in problems
     assert "manifest.json: missing" in problems
 
@@ -163,12 +160,10 @@ def test_a_bad_manifest_is_a_format_error(tmp_path, content, says):
         ({"records": [1]}, "a record is a JSON object"),
         ({"records": [{"suite": "codec", "metric": "encode", "unit": "furlongs"}]}, "furlongs"),
         ({"records": [{"suite": "codec", "metric": "encode"}]}, "'unit' is missing"),
-        (
-            {"records": [{"suite": "codec", "metric": "encode", "unit": "s", "n": "3"}]},
-            "n is a finite number",
-        ),
+        ({"records": [{"suite": "codec", "metric": "encode", "unit": "s", "n": "3"}]},
+         "n is a finite number"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_summary_is_a_format_error(tmp_path, summary, says):
     run = _finished_run(tmp_path / "run")
     document = {"format": results.FORMAT, "version": results.VERSION, **summary}
@@ -269,12 +264,8 @@ def test_verify_checksums_reads_nothing_outside_the_run(tmp_path):
 def test_the_cli_refuses_a_bad_run_with_exit_2_not_an_internal_error(tmp_path):
     run = _finished_run(tmp_path / "run")
     (run / "manifest.json").write_bytes(DEEP)
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", "compare", str(run), str(run)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    argv = [sys.executable, "-m", "evbench", "compare", str(run), str(run)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "nested too deeply" in done.stderr and "internal error" not in done.stderr
 
