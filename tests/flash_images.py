@@ -14,6 +14,8 @@ import random
 import subprocess
 from pathlib import Path
 
+from evbench.cli import evbench
+
 MiB = 1024 * 1024
 PATTERN = b"\xa5\x5a"
 #: The commands that make each compressed form (all from Debian: xz-utils, gzip, bzip2, zstd).
@@ -136,3 +138,10 @@ def flip_byte(source: Path, out: Path, at: float = 0.5) -> Path:
     data[int(len(data) * at)] ^= 0xFF
     out.write_bytes(bytes(data))
     return out
+
+
+def flash(capsys, *argv) -> tuple[int, str, str]:
+    """`evbench flash ARGV` in this process: its exit code, stdout and stderr."""
+    code = evbench(["flash", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err

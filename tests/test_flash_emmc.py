@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 from conftest import require, require_command
-from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, mapped_spans, small_image_set
+from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, flash, mapped_spans, small_image_set
 from test_flash_bmap import seal
 from test_flash_devices import loop_device
-
-from evbench.cli import evbench
 
 pytestmark = pytest.mark.integration
 RECEIVER = Path(__file__).parent.parent / "host_tools/src/evbench/flash/emmc_receiver.py"
@@ -39,12 +37,6 @@ def images(tmp_path_factory):
 @pytest.fixture
 def spans(images):
     return mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
-
-
-def flash(capsys, *argv):
-    code = evbench(["flash", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def root_disk() -> str:

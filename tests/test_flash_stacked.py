@@ -12,10 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from flash_images import MiB, fill, piece
+from flash_images import MiB, fill, flash, piece
 from test_flash_devices import loop_device
-
-from evbench.cli import evbench
 
 pytestmark = pytest.mark.integration
 
@@ -25,12 +23,6 @@ SIZE = 2 * MiB
 def _image(path: Path) -> Path:
     path.write_bytes(piece(7, 0, SIZE))  # whole sectors for losetup
     return path
-
-
-def flash(capsys, *argv):
-    code = evbench(["flash", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _refused(code: int, out: str, err: str) -> None:

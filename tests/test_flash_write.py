@@ -16,13 +16,12 @@ from flash_images import (
     SMALL_SIZE,
     assert_flashed,
     fill,
+    flash,
     flip_byte,
     mapped_spans,
     small_image_set,
 )
 from test_flash_bmap import seal, to_v12, to_v13
-
-from evbench.cli import evbench
 
 
 @pytest.fixture(scope="module")
@@ -37,17 +36,9 @@ def spans(images):
     return mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
 
 
-def flash(capsys, *argv):
-    code = evbench(["flash", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def untouched(target) -> bool:
-    return (
-        target.read_bytes()
-        == fill(target.with_suffix(".fresh"), target.stat().st_size).read_bytes()
-    )
+    fresh = fill(target.with_suffix(".fresh"), target.stat().st_size)
+    return target.read_bytes() == fresh.read_bytes()
 
 
 @pytest.mark.parametrize("kind", ["plain", *COMPRESSORS])
