@@ -21,19 +21,17 @@ import pytest
 from conftest import ROOT, require
 
 from evbench_agent import arm_worker, arms, options, spec
-from evbench_agent.errors import UserError
 from evbench_agent.suites import codec_arms
+from evbench_core.errors import UserError
 
 PB425 = ROOT / ".venv-pb425"
 NEWEST = ROOT / ".venv"
 
 
 def _version(venv: Path) -> str:
+    code = "import google.protobuf as p; print(p.__version__)"
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import google.protobuf as p; print(p.__version__)"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -80,10 +78,8 @@ def test_an_arm_names_a_venv_an_interpreter_or_a_command(tmp_path):
     require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
     assert arms.interpreter(str(PB425)) == str(PB425 / "bin" / "python3")
     assert arms.interpreter(str(PB425 / "bin" / "python")) == str(PB425 / "bin" / "python")
-    assert (
-        arms.interpreter("sh")
-        == subprocess.check_output(["sh", "-c", "command -v sh"]).decode().strip()
-    )
+    found_by_sh = subprocess.check_output(["sh", "-c", "command -v sh"]).decode().strip()
+    assert arms.interpreter("sh") == found_by_sh
     with pytest.raises(UserError, match="not a virtual environment"):
         arms.interpreter(str(tmp_path))
     with pytest.raises(UserError, match="no interpreter or virtual environment"):
@@ -143,24 +139,10 @@ def test_every_arm_sample_follows_the_same_operation_of_another_cell():
 def test_an_arm_without_a_codec_of_the_run_is_named_before_anything_is_written(tmp_path):
     require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evbench_agent",
-            "run",
-            "--arm",
-            f"pb425={PB425}",
-            "--arm",
-            f"newest={NEWEST}",
-            "--codecs",
-            "orjson",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+        [sys.executable, "-m", "evbench_agent", "run", "--arm", f"pb425={PB425}",
+         "--arm", f"newest={NEWEST}", "--codecs", "orjson", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
     assert done.returncode != 0
     assert "the arm 'pb425'" in done.stderr and "lacks the codec orjson" in done.stderr
     assert not (tmp_path / "run" / "manifest.json").exists()
@@ -169,23 +151,12 @@ def test_an_arm_without_a_codec_of_the_run_is_named_before_anything_is_written(t
 def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
     """The worker side alone, in this interpreter: one warm-up and two values."""
     task = {
-        "suite": "codec",
-        "profiles": ["int"],
-        "codecs": ["json"],
-        "payloads": 5,
-        "seed": 1,
-        "min_time": 0.0002,
-        "cpu": None,
-        "gc": True,
-        "slowdown": {},
-        "payload_digests": {"int": {"payload_digest": "hand-given"}},
-        "mode": "measure",
-        "worker": 0,
+        "suite": "codec", "profiles": ["int"], "codecs": ["json"], "payloads": 5, "seed": 1,
+        "min_time": 0.0002, "cpu": None, "gc": True, "slowdown": {},
+        "payload_digests": {"int": {"payload_digest": "hand-given"}}, "mode": "measure",
+        "worker": 0, "values": 2, "warmups": 1, "params": {"order": "by hand"},
         "loops": {f"int|json|{op}": 50 for op in ("encode", "decode", "decode_access")},
-        "values": 2,
-        "warmups": 1,
-        "params": {"order": "by hand"},
-    }
+    }  # fmt: skip
     commands = [task, {"begin": "int"}]
     # Each round primes decode (untimed: no value), then takes encode's sample.
     steps = [["json", "decode", "prime"], ["json", "encode"]]
@@ -197,13 +168,8 @@ def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
     with source.open() as stdin, answers.open("w") as stdout:
         arm_worker.serve(stdin, stdout)
     replies = [json.loads(line) for line in answers.read_text().splitlines()]
-    assert replies[:5] == [
-        {"ready": "int"},
-        {"done": 0},
-        {"done": 1},
-        {"done": 2},
-        {"ended": "int"},
-    ]
+    done = [{"done": r} for r in range(3)]
+    assert replies[:5] == [{"ready": "int"}, *done, {"ended": "int"}]
     sets = {s["metric"]: s for s in replies[5]["result"]["sample_sets"]}
     assert len(sets["encode"]["values"]) == 2  # rounds 1 and 2; round 0 was the warm-up
     assert sets["decode"]["values"] == []  # primed only: never a sample
@@ -218,32 +184,15 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
     assert old == "4.25.8" and old != new
     out = tmp_path / "run"
     done = subprocess.run(
-        [
-            str(ROOT / ".venv" / "bin" / "evbench"),
-            "run",
-            "--board",
-            "local",
-            "--arm",
-            f"pb425={PB425}",
-            "--arm",
-            f"newest={NEWEST}",
-            "--quick",
-            "--profile",
-            "seed",
-            "--no-history",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+        [str(ROOT / ".venv" / "bin" / "evbench"), "run", "--board", "local", "--arm",
+         f"pb425={PB425}", "--arm", f"newest={NEWEST}", "--quick", "--profile", "seed",
+         "--no-history", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((out / "manifest.json").read_text())
-    assert {name: arm["protobuf"] for name, arm in manifest["arms"].items()} == {
-        "pb425": old,
-        "newest": new,
-    }
+    versions = {name: arm["protobuf"] for name, arm in manifest["arms"].items()}
+    assert versions == {"pb425": old, "newest": new}
     assert manifest["memory"]["worker_peak_rss_bytes"] > 1_000_000  # the arms' workers counted
     # The answer names both arms' versions, then one verdict per timed operation.
     assert "pb425: Python" in done.stdout and f"protobuf {old}" in done.stdout
@@ -305,8 +254,8 @@ def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["arms"]["upb"]["protobuf_backend"] == "upb"
     assert manifest["arms"]["purepy"]["protobuf_backend"] == "python"
-    from evbench_agent import results
-    from evbench_agent.comparison import compare
+    from evbench_core import results
+    from evbench_core.comparison import compare
 
     found = compare(list(results.load_run(out).samples()), "protobuf@upb", "protobuf@purepy")
     verdicts = {row.identity.metric: row.outcome for row in found.by_role("tested")}
