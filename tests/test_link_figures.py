@@ -17,15 +17,9 @@ MS = 1_000_000  # ns
 def _hand_phase() -> client.PhaseResult:
     """Three messages 50 ms apart; the third's reply comes 2 s after its send, past the
     1 s lost_after of a 1 ms deadline (client.MIN_LOST_AFTER_S)."""
-    sent = {
-        0: client.Sent(encode_start=0, send=1_000, payload_bytes=10, frame_bytes=23),
-        1: client.Sent(
-            encode_start=50 * MS, send=50 * MS + 1_000, payload_bytes=20, frame_bytes=33
-        ),
-        2: client.Sent(
-            encode_start=100 * MS, send=100 * MS + 1_000, payload_bytes=30, frame_bytes=43
-        ),
-    }
+    # (encode_start, send, payload_bytes, frame_bytes): sent 1 us after encoding began
+    sent = {k: client.Sent(k * 50 * MS, k * 50 * MS + 1_000, 10 * (k + 1), 23 + 10 * k)
+            for k in range(3)}  # fmt: skip
     replies = {
         # (arrival, decoded, responder's processing)
         0: (1_000 + 300_000, 1_400_000, 100_000),
@@ -33,13 +27,9 @@ def _hand_phase() -> client.PhaseResult:
         2: (100 * MS + 1_000 + 2_000 * MS, 2_200 * MS, 10_000),
     }
     return client.PhaseResult(
-        sent=sent,
-        replies=replies,
-        lateness=[5_000, 7_000, 9_000],
-        client_cpu_ns=3 * MS,
-        responder={"messages": 3, "cpu_ns": 600_000},
-        lost_after_ns=1_000 * MS,
-    )
+        sent=sent, replies=replies, lateness=[5_000, 7_000, 9_000], client_cpu_ns=3 * MS,
+        responder={"messages": 3, "cpu_ns": 600_000}, lost_after_ns=1_000 * MS,
+    )  # fmt: skip
 
 
 def test_phase_figures_worked_by_hand():
@@ -93,16 +83,13 @@ def test_a_live_phase_figures_match_what_was_sent_and_timed(responder):
     # send_k - lateness_k - k x period is that start plus one encode, the same for every k
     # (a sender that drifted, or measured from its previous send, would not give this)
     period = 10_000_000
-    starts = [
-        send - lateness - k * period
-        for k, (send, lateness) in enumerate(zip(sends, result.lateness, strict=True))
-    ]
+    lateness = zip(sends, result.lateness, strict=True)
+    starts = [send - late - k * period for k, (send, late) in enumerate(lateness)]
     assert min(result.lateness) >= 0 and max(starts) - min(starts) < period
     # bandwidth: 19 intervals between 20 sends, each message's payload as encoded here
     sizes = [len(link.encode(link.sample_data(4, 1)[s % 4])) for s in sorted(result.sent)]
-    assert measured.bandwidth_payload == pytest.approx(
-        sum(sizes[:-1]) / ((sends[-1] - sends[0]) / 1e9)
-    )
+    span_s = (sends[-1] - sends[0]) / 1e9
+    assert measured.bandwidth_payload == pytest.approx(sum(sizes[:-1]) / span_s)
     # CPU time of the sending thread cannot exceed the wall time it ran
     assert 0 < measured.cpu_per_msg_client * 20 < wall / 1e9
     # each transport RTT is below its raw send-to-reply time, by the responder's time
@@ -133,19 +120,12 @@ def test_interleaved_capacity_blocks_alternate_a_b_b_a_and_never_overlap(respond
     ):
         results = saturation.run_interleaved(
             [(first, json_link.sample_data(4, 1)), (second, proto_link.sample_data(4, 1))],
-            window=4,
-            duration_s=0.2,
-            warmup_s=0.01,
-            blocks=4,
-            deadline_s=0.5,
-        )
+            window=4, duration_s=0.2, warmup_s=0.01, blocks=4, deadline_s=0.5,
+        )  # fmt: skip
     a, b = results
     assert [r.error for r in results] == [None, None]
     assert len(a.spans) == len(b.spans) == 4
-    timeline = sorted(
-        [(start, end, "A") for start, end in a.spans]
-        + [(start, end, "B") for start, end in b.spans]
-    )
+    timeline = sorted([(*span, "A") for span in a.spans] + [(*span, "B") for span in b.spans])
     assert "".join(name for _start, _end, name in timeline) == "ABBAABBA"
     for (_s1, end, _n1), (start, _e2, _n2) in itertools.pairwise(timeline):
         assert end <= start  # one codec saturating at a time
