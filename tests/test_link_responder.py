@@ -92,18 +92,19 @@ def test_garbage_bytes_close_that_connection_only(responder):
         assert connection.accepted["ok"] is True
 
 
-def test_a_frame_over_the_cap_closes_the_connection(responder):
-    link = messages.bind("json", "seed")
-    with client.Connection(responder.address, link, "ack") as connection:
-        connection.sock.sendall(struct.pack("<I", 5000) + b"\x01" + b"\x00" * 100)
-        assert _closed_by_peer(connection.sock)
-    assert responder.alive()
-
-
-def test_a_message_that_does_not_decode_closes_the_connection(responder):
-    link = messages.bind("protobuf", "seed")
-    with client.Connection(responder.address, link, "ack") as connection:
-        framing.send(connection.sock, framing.pack(framing.MESSAGE, 0, b"\xff\xff\xff"))
+@pytest.mark.parametrize(
+    ("codec", "sent"),
+    [
+        ("json", struct.pack("<I", 5000) + b"\x01" + b"\x00" * 100),  # a frame over the cap
+        ("protobuf", framing.pack(framing.MESSAGE, 0, b"\xff\xff\xff")),  # does not decode
+    ],
+    ids=["over the cap", "undecodable"],
+)
+def test_a_frame_over_the_cap_or_a_message_that_does_not_decode_closes_the_connection(
+    responder, codec, sent
+):
+    with client.Connection(responder.address, messages.bind(codec, "seed"), "ack") as connection:
+        connection.sock.sendall(sent)
         assert _closed_by_peer(connection.sock)
     assert responder.alive()
 
@@ -118,9 +119,7 @@ def test_the_connection_limit_is_a_clear_refusal():
     # is not what this test checks.
     link = messages.bind("json", "seed")
     body = link.encode(link.sample_data(1, 1)[0])
-    hello = handshake.Hello(
-        link.codec, link.profile.name, messages.message_name(link.profile), "ack"
-    )
+    hello = _hello(link.codec, link.profile.name, messages.message_name(link.profile))
     with (
         start_responder(max_frame=4096, max_connections=2) as responder,
         client.Connection(responder.address, link, "ack") as first,
@@ -136,12 +135,8 @@ def test_the_connection_limit_is_a_clear_refusal():
 
 
 def test_sigterm_stops_it_cleanly_with_a_client_connected():
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evbench_agent", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv, pipe = [sys.executable, "-m", "evbench_agent", "serve", "--port", "0"], subprocess.PIPE
+    process = subprocess.Popen(argv, stdout=pipe, stderr=pipe, text=True)
     try:
         event = json.loads(process.stdout.readline())
         link = messages.bind("json", "seed")
@@ -165,11 +160,7 @@ def test_sigterm_stops_it_cleanly_with_a_client_connected():
 def test_a_port_in_use_is_a_one_line_user_error():
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "evbench_agent", "serve", "--port", str(port)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        argv = [sys.executable, "-m", "evbench_agent", "serve", "--port", str(port)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
