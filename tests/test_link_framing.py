@@ -9,6 +9,8 @@ import pytest
 
 from evbench_agent.link import figures, framing
 
+DEFAULT = framing.DEFAULT_MAX_FRAME
+
 
 @pytest.fixture
 def tcp_pair():
@@ -76,25 +78,23 @@ def test_several_frames_in_one_read_all_come_out_in_order(tcp_pair):
     assert [(f.sequence, f.body) for f in frames] == [(n, bytes([n]) * n) for n in range(5)]
 
 
-def test_a_length_over_the_cap_is_refused_before_reading_it(tcp_pair):
+@pytest.mark.parametrize(
+    ("sent", "max_frame", "refused"),
+    [
+        # a length over the cap, refused before reading it: 100001 = 0x186a1
+        (bytes.fromhex("a1860100") + b"x" * 20, 100_000, r"100001 bytes is outside 9\.\.100000"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", DEFAULT, "not an evbench link peer"),
+        (bytes.fromhex("09000000 63 0100000000000000"), DEFAULT, "unknown frame kind 99"),
+    ],
+    ids=["over the cap", "garbage", "unknown kind"],
+)
+def test_a_length_over_the_cap_garbage_or_an_unknown_kind_is_an_error_not_a_frame(
+    tcp_pair, sent, max_frame, refused
+):
     client, server = tcp_pair
-    client.sendall(bytes.fromhex("a1860100") + b"x" * 20)  # 100001 = 0x186a1
-    with pytest.raises(framing.FrameError, match=r"100001 bytes is outside 9\.\.100000"):
-        framing.FrameReader(server, max_frame=100_000).receive()
-
-
-def test_garbage_bytes_are_an_error_not_a_frame(tcp_pair):
-    client, server = tcp_pair
-    client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-    with pytest.raises(framing.FrameError, match="not an evbench link peer"):
-        framing.FrameReader(server).receive()
-
-
-def test_an_unknown_kind_is_refused(tcp_pair):
-    client, server = tcp_pair
-    client.sendall(bytes.fromhex("09000000 63 0100000000000000"))  # kind 99
-    with pytest.raises(framing.FrameError, match="unknown frame kind 99"):
-        framing.FrameReader(server).receive()
+    client.sendall(sent)
+    with pytest.raises(framing.FrameError, match=refused):
+        framing.FrameReader(server, max_frame).receive()
 
 
 def test_a_frame_cut_short_by_close_says_so(tcp_pair):
@@ -123,10 +123,3 @@ def test_rfc3550_jitter_follows_the_estimator():
     # D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
     assert figures.rfc3550_jitter([5.0, 15.0, 15.0]) == pytest.approx(10 / 16 * 15 / 16)
     assert figures.rfc3550_jitter([1.0]) == 0.0
-
-
-def test_wire_bytes_counts_one_header_set_per_segment():
-    # 90 = Ethernet 14 + FCS 4 + preamble 8 + gap 12 + IPv4 20 + TCP 20 + timestamps 12;
-    # a segment holds 1500 - 52 = 1448 bytes
-    assert figures.wire_bytes(100) == 190
-    assert figures.wire_bytes(1449) == 1449 + 2 * 90
