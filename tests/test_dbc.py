@@ -13,8 +13,8 @@ import pytest
 from conftest import require
 
 from evbench_agent import codecs, payloads
-from evbench_agent.errors import UserError
 from evbench_agent.link import messages
+from evbench_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 DBC = ROOT / "protos" / "ev_data.dbc"
@@ -94,14 +94,11 @@ def test_messages_are_can_fd_within_64_bytes_and_no_signal_crosses_8_bytes(datab
 
 def test_enum_value_tables_are_the_proto_enums(database):
     descriptor = payloads.get("ev-full").message_type.DESCRIPTOR
-    fields = {
-        "Contactor": descriptor.fields_by_name["bms"].message_type.fields_by_name["contactor"],
-        "ChargerMode": descriptor.fields_by_name["charger"].message_type.fields_by_name["mode"],
-        "Fault0Severity": descriptor.fields_by_name["faults"].message_type.fields_by_name[
-            "severity"
-        ],
-    }
-    for name, field in fields.items():
+    fields = {"Contactor": "bms.contactor", "ChargerMode": "charger.mode",
+              "Fault0Severity": "faults.severity"}  # fmt: skip
+    for name, path in fields.items():
+        part, leaf = path.split(".")
+        field = descriptor.fields_by_name[part].message_type.fields_by_name[leaf]
         signal = next(s for m in database.messages for s in m.signals if s.name == name)
         expected = {value.number: value.name for value in field.enum_type.values}
         assert {int(k): str(v) for k, v in signal.choices.items()} == expected
@@ -113,18 +110,8 @@ def _seed_payload() -> dict:
     plain.update(acc={"x": 0.0, "y": 0.0, "z": 0.0}, gyro={"x": 0.0, "y": 0.0, "z": 0.0})
     for key in ("battery_temp", "motor_temp", "fw_temp", "rw_temp"):
         plain[key] = -40  # offset -40: raw 0
-    plain.update(
-        battery_soc=85.5,
-        throttle=29.5,
-        speed=23.4,
-        dpad=3,
-        killsw=1,
-        battery_temp=29.0,
-        charging_current=-12.3,
-        gps_latitude=13.0827,
-        errors=[7],
-        alerts=[],
-    )
+    plain.update(battery_soc=85.5, throttle=29.5, speed=23.4, dpad=3, killsw=1, battery_temp=29.0,
+                 charging_current=-12.3, gps_latitude=13.0827, errors=[7], alerts=[])  # fmt: skip
     return plain
 
 
@@ -162,11 +149,7 @@ def test_a_seed_frame_packed_by_hand_equals_cantools_and_the_codec(database):
     blob = bound.encode(_seed_payload())
     # the codec's layout: CAN id 0x100 (4 bytes, big-endian), length 64, the data
     assert blob == bytes([0, 0, 1, 0, 64]) + expected
-    message = database.get_message_by_frame_id(0x100)
-    signals = {
-        signal.name: database.get_message_by_frame_id(0x100).decode(expected)[signal.name]
-        for signal in message.signals
-    }
+    signals = database.get_message_by_frame_id(0x100).decode(expected)
     assert database.encode_message(0x100, signals) == expected
     decoded = bound.decode(blob)
     assert decoded["charging_current"] == pytest.approx(-12.3)
