@@ -41,17 +41,11 @@ def test_each_round_of_a_worker_takes_the_next_payload_worker_after_worker():
 def test_rounds_go_operation_by_operation_a_b_then_b_a():
     cells = [("json", "encode"), ("json", "decode"), ("protobuf", "encode"), ("protobuf", "decode")]
     assert codec.round_order(cells, 0) == [
-        ("json", "encode"),
-        ("protobuf", "encode"),
-        ("json", "decode"),
-        ("protobuf", "decode"),
-    ]
+        ("json", "encode"), ("protobuf", "encode"), ("json", "decode"), ("protobuf", "decode")
+    ]  # fmt: skip
     assert codec.round_order(cells, 1) == [
-        ("protobuf", "encode"),
-        ("json", "encode"),
-        ("protobuf", "decode"),
-        ("json", "decode"),
-    ]
+        ("protobuf", "encode"), ("json", "encode"), ("protobuf", "decode"), ("json", "decode")
+    ]  # fmt: skip
     assert codec.round_order(cells, 2) == codec.round_order(cells, 0)
 
 
@@ -106,20 +100,12 @@ def test_a_harness_operation_times_its_loops_in_the_harness_not_call_by_call():
 
 def _task(**changes):
     task = {
-        "suite": "codec",
-        "profiles": ["seed"],
-        "codecs": ["json", "json-aa"],
-        "payloads": 20,
-        "seed": 1,
-        "min_time": MIN_TIME,
-        "cpu": None,
-        "gc": True,
-        "slowdown": {},
+        "suite": "codec", "profiles": ["seed"], "codecs": ["json", "json-aa"], "payloads": 20,
+        "seed": 1, "min_time": MIN_TIME, "cpu": None, "gc": True, "slowdown": {},
         # the manager's digest of each profile's payload set, which workers copy
         "payload_digests": {"seed": {"payload_digest": "0123456789abcdef"}},
-    }
-    task.update(changes)
-    return task
+    }  # fmt: skip
+    return task | changes
 
 
 def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time():
