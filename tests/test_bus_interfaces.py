@@ -64,14 +64,9 @@ def test_can_interfaces_and_uarts_of_a_fake_sysfs(tmp_path: Path) -> None:
     ]
     # 48 MHz / 16 = 3 000 000 baud at most; PORT_16550A is 4 in linux/serial_core.h.
     assert found["uart"] == [
-        {
-            "name": "ttyS0",
-            "driver": "omap8250",
-            "type": "16550A",
-            "uartclk_hz": 48_000_000,
-            "max_baud": 3_000_000,
-        }
-    ]
+        {"name": "ttyS0", "driver": "omap8250", "type": "16550A", "uartclk_hz": 48_000_000,
+         "max_baud": 3_000_000}
+    ]  # fmt: skip
     lines = bus_interfaces.describe(found)
     assert lines["CAN interfaces"] == "can0 (up, CAN FD, m_can_platform), vcan0 (unknown, classic)"
     assert lines["UARTs"] == "ttyS0 (16550A, omap8250, up to 3000000 baud)"
@@ -95,12 +90,10 @@ def test_the_real_sysfs_lists_every_tty_with_a_uart_behind_it() -> None:
     found = bus_interfaces.collect()
     ttys = Path("/sys/class/tty")
     expected = sorted(
-        tty.name
-        for tty in (ttys.glob("*") if ttys.is_dir() else [])
-        if (tty / "device").exists()
-        and (tty / "type").exists()
+        tty.name for tty in (ttys.glob("*") if ttys.is_dir() else [])
+        if (tty / "device").exists() and (tty / "type").exists()
         and (tty / "type").read_text().strip() != "0"
-    )
+    )  # fmt: skip
     listed = sorted(u["name"] for u in found["uart"] if u["type"] is not None)
     assert listed == expected
     net = Path("/sys/class/net")
@@ -128,16 +121,10 @@ def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
 
     section = diag.PARSERS["buses"](AM62X_PROBE)
     assert section["can"] == [
-        {
-            "name": "can0",
-            "mtu": 72,
-            "fd": True,
-            "state": "up",
-            "bitrate": 500_000,
-            "dbitrate": 2_000_000,
-        },
+        {"name": "can0", "mtu": 72, "fd": True, "state": "up", "bitrate": 500_000,
+         "dbitrate": 2_000_000},
         {"name": "vcan0", "mtu": 16, "fd": False, "state": "unknown"},
-    ]
+    ]  # fmt: skip
     assert section["uart"] == [
         {"name": "ttyS2", "type": "16550A", "uartclk_hz": 48_000_000, "max_baud": 3_000_000},
         {"name": "ttyUSB0", "type": None},
@@ -155,6 +142,8 @@ def test_the_diag_probe_in_sh_agrees_with_the_agents_reading_of_the_real_sysfs()
     section = diag.PARSERS["buses"](done.stdout)
     agent = bus_interfaces.collect()
     assert [c["name"] for c in section["can"]] == [c["name"] for c in agent["can"]]
-    assert [(u["name"], u["type"], u.get("max_baud")) for u in section["uart"]] == [
-        (u["name"], u["type"], u.get("max_baud")) for u in agent["uart"]
-    ]
+
+    def uarts(found: dict) -> list[tuple]:
+        return [(u["name"], u["type"], u.get("max_baud")) for u in found["uart"]]
+
+    assert uarts(section) == uarts(agent)
