@@ -13,11 +13,13 @@ Python codecs, protoc --decode and hand-worked counts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,9 +63,22 @@ def harness_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_documented(tmp_path_factory)
 
 
-def start(harness_dir: Path, name: str) -> Harness:
-    runtime = runtimes.RUNTIMES[name]
-    return Harness(name, str(harness_dir / runtime.executable_name))
+@contextlib.contextmanager
+def started(harness_dir: Path, name: str) -> Iterator[Harness]:
+    harness = Harness(name, str(harness_dir / runtimes.RUNTIMES[name].executable_name))
+    try:
+        yield harness
+    finally:
+        harness.close()
+
+
+def each_payload(names, count: int) -> Iterator[tuple]:
+    """(profile name, profile, its message type's full name, payload), for `count` payloads
+    of each profile."""
+    for profile_name in names:
+        profile = payloads.get(profile_name)
+        for item in profile.payloads(count):
+            yield profile_name, profile, profile.message_type.DESCRIPTOR.full_name, item
 
 
 def python_json(plain: object) -> bytes:
@@ -101,28 +116,21 @@ def cjson_text(value: object) -> str:
 
 @pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
 def test_protobuf_runtimes_write_what_python_writes(harness_dir, name):
-    harness = start(harness_dir, name)
-    try:
-        for profile_name in BUILT_IN:
-            profile = payloads.get(profile_name)
-            for item in profile.payloads(COUNT):
-                expected = item.message.SerializeToString()
-                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, expected)
-                written = harness.encoded(loaded)
-                assert len(written) == len(expected), (profile_name, name)
-                if profile_name == "string-map":  # a map's order on the wire is the runtime's
-                    assert profile.message_type.FromString(written) == item.message
-                else:
-                    assert written == expected, (profile_name, name)
-    finally:
-        harness.close()
+    with started(harness_dir, name) as harness:
+        for profile_name, profile, type_name, item in each_payload(BUILT_IN, COUNT):
+            expected = item.message.SerializeToString()
+            written = harness.encoded(harness.load(type_name, None, expected))
+            assert len(written) == len(expected), (profile_name, name)
+            if profile_name == "string-map":  # a map's order on the wire is the runtime's
+                assert profile.message_type.FromString(written) == item.message
+            else:
+                assert written == expected, (profile_name, name)
 
 
 @pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
 def test_protoc_decodes_what_the_runtimes_write(harness_dir, name):
     protoc = require_command("protoc")
-    harness = start(harness_dir, name)
-    try:
+    with started(harness_dir, name) as harness:
         for profile_name, proto in (("seed", "ev_data.proto"), ("ev-full", "ev_frame.proto")):
             profile = payloads.get(profile_name)
             item = profile.payloads(1)[0]
@@ -137,39 +145,25 @@ def test_protoc_decodes_what_the_runtimes_write(harness_dir, name):
             ).stdout
             assert native == python
             assert b"header {" in native or b"battery: " in native  # a real decode, not empty
-    finally:
-        harness.close()
 
 
 def test_nlohmann_writes_pythons_sizes_and_values(harness_dir):
-    harness = start(harness_dir, "cpp:nlohmann")
-    try:
-        for profile_name in BUILT_IN:
-            profile = payloads.get(profile_name)
-            for item in profile.payloads(COUNT):
-                text = python_json(item.plain)
-                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, text)
-                written = harness.encoded(loaded)
-                assert json.loads(written) == item.plain, profile_name
-                assert [len(written)] == nlohmann_sizes([text], [written]), profile_name
-    finally:
-        harness.close()
+    with started(harness_dir, "cpp:nlohmann") as harness:
+        for profile_name, _profile, type_name, item in each_payload(BUILT_IN, COUNT):
+            text = python_json(item.plain)
+            written = harness.encoded(harness.load(type_name, None, text))
+            assert json.loads(written) == item.plain, profile_name
+            assert [len(written)] == nlohmann_sizes([text], [written]), profile_name
 
 
 def test_cjson_writes_what_its_number_printing_gives(harness_dir):
-    harness = start(harness_dir, "c:cjson")
     differing = 0
-    try:
-        for profile_name in BUILT_IN:
-            profile = payloads.get(profile_name)
-            for item in profile.payloads(COUNT):
-                text = python_json(item.plain)
-                loaded = harness.load(profile.message_type.DESCRIPTOR.full_name, None, text)
-                written = harness.encoded(loaded).decode()
-                assert written == cjson_text(item.plain), profile_name
-                differing += len(written) != len(text)
-    finally:
-        harness.close()
+    with started(harness_dir, "c:cjson") as harness:
+        for profile_name, _profile, type_name, item in each_payload(BUILT_IN, COUNT):
+            text = python_json(item.plain)
+            written = harness.encoded(harness.load(type_name, None, text)).decode()
+            assert written == cjson_text(item.plain), profile_name
+            differing += len(written) != len(text)
     # seed's doubles need 16-17 digits and ev-full's uint64 timestamp is no double:
     # cJSON's text differs in size there (reported in docs/native-codecs.md).
     assert differing > 0
@@ -190,21 +184,15 @@ def _hand_counted(profile_name: str, plain: dict) -> int:
 def test_decode_access_reads_the_leaves_of_the_json_form(harness_dir, name):
     from evbench_agent.native.codec import access_path
 
-    harness = start(harness_dir, name)
     binary = name in PROTOBUF_RUNTIMES
-    try:
-        for profile_name in ("seed", "string-map", "skip-flat", "skip-nested", "int-list",
-                             "object-list", "ten-strings", "double-array"):  # fmt: skip
-            profile = payloads.get(profile_name)
-            for item in profile.payloads(4):
-                data = item.message.SerializeToString() if binary else python_json(item.plain)
-                path = access_path(profile, "message" if binary else "plain")
-                type_name = profile.message_type.DESCRIPTOR.full_name
-                loaded = harness.load(type_name, path, data)
-                leaves = harness.time("decode_access", loaded, 3).size
-                assert leaves == _hand_counted(profile_name, item.plain), (profile_name, name)
-    finally:
-        harness.close()
+    names = ("seed", "string-map", "skip-flat", "skip-nested", "int-list", "object-list",
+             "ten-strings", "double-array")  # fmt: skip
+    with started(harness_dir, name) as harness:
+        for profile_name, profile, type_name, item in each_payload(names, 4):
+            data = item.message.SerializeToString() if binary else python_json(item.plain)
+            path = access_path(profile, "message" if binary else "plain")
+            leaves = harness.time("decode_access", harness.load(type_name, path, data), 3).size
+            assert leaves == _hand_counted(profile_name, item.plain), (profile_name, name)
 
 
 def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
@@ -233,11 +221,8 @@ def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
     for codec in codecs.split(","):
         for metric in ("encode", "decode", "decode_access"):
             assert {(codec, metric, 0), (codec, metric, 1)} <= timed, (codec, metric)
-    sizes = {
-        (s["profile"], s["codec"]): s["values"]
-        for s in sets
-        if s["suite"] == "codec" and s["metric"] == "size"
-    }
+    size_sets = [s for s in sets if s["suite"] == "codec" and s["metric"] == "size"]
+    sizes = {(s["profile"], s["codec"]): s["values"] for s in size_sets}
     for codec in ("c:protobuf-c", "c:nanopb", "cpp:protobuf"):
         assert sizes[("seed", codec)] == sizes[("seed", "protobuf")]
     # nlohmann's: Python's, but for the digits it writes beyond a double's shortest form
@@ -247,16 +232,13 @@ def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
     items = seed.payloads(seed_json["params"]["payloads"], seed_json["params"]["seed"])
     python_texts = [python_json(item.plain) for item in items]
     assert sizes[("seed", "json")] == [len(text) for text in python_texts]
-    harness = start(harness_dir, "cpp:nlohmann")
-    try:
+    with started(harness_dir, "cpp:nlohmann") as harness:
         name = seed.message_type.DESCRIPTOR.full_name
         written = [harness.encoded(harness.load(name, None, text)) for text in python_texts]
-    finally:
-        harness.close()
     assert sizes[("seed", "cpp:nlohmann")] == nlohmann_sizes(python_texts, written)
     # The answer per runtime pair, as the terminal shows it, names library and version.
     from evbench.report import runtimes as answers
-    from evbench_agent import results
+    from evbench_core import results
 
     said = answers.render(results.read_samples(out), manifest, codecs.split(","))
     versions = {name: manifest["platform"]["native_codecs"][name]["version"] for name in PACKAGES}
