@@ -24,7 +24,12 @@ def test_info_warns_about_the_governor_boost_hot_zones_and_busy_processes(tmp_pa
     board.set_zone_c(0, 98.0)  # within 10 °C of the 105 °C passive trip point
     spinner = subprocess.Popen([sys.executable, "-c", SPIN])
     try:
-        found = noise.warnings(board.root, window_s=0.5)
+        # A loaded machine (the suite's workers, a CPU hog beside CI) may give the spinner
+        # less than BUSY_PERCENT of a core in one 0.5 s window: look again, at most 5 times.
+        for _ in range(5):
+            found = noise.warnings(board.root, window_s=0.5)
+            if any(f"pid {spinner.pid}," in w for w in found if "busy process" in w):
+                break
     finally:
         spinner.kill()
         spinner.wait()
