@@ -21,7 +21,8 @@ import pytest
 from conftest import require, require_command
 
 from evbench.cli import evbench
-from evbench_agent import detached, results
+from evbench_agent import detached
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -45,6 +46,11 @@ def start_cli(*argv: str) -> subprocess.Popen:
     return subprocess.Popen(
         [EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def run_cli(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """evbench run to its end as a person would type it (its own process)."""
+    return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
 
 
 def board_runs(work: Path) -> list[Path]:
@@ -137,7 +143,8 @@ def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_
         assert not zipapp.exists()
         # An older release in the image is refused, with what to do.
         old = tmp_path / "old-agent"
-        shutil.copytree(AGENT_SRC / "evbench_agent", old / "evbench_agent")
+        for package in ("evbench_agent", "evbench_core"):  # an image installs both
+            shutil.copytree(AGENT_SRC / package, old / package)
         init = old / "evbench_agent" / "__init__.py"
         init.write_text(init.read_text().replace('__version__ = "', '__version__ = "0.0.0-was-'))
         image_agent.write_text(
@@ -157,13 +164,7 @@ def test_ssh_run_matches_a_local_run(board, tmp_path, capsys):
     assert (
         evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(remote_out)]) == 0
     )
-    # The local run as a person would type it (its own process).
-    local = subprocess.run(
-        [EVBENCH, "run", "--board", "local", *QUICK, "--profile", "seed", "--out", str(local_out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    local = run_cli("run", "--board", "local", *QUICK, "--profile", "seed", "--out", str(local_out))
     assert local.returncode == 0, local.stderr
     capsys.readouterr()
     assert results.verify_checksums(remote_out) == []
@@ -296,12 +297,7 @@ def test_fetch_cut_on_the_host_goes_on_into_the_same_directory(board, tmp_path):
     process.kill()  # the host dies (power, OOM): no clean-up runs
     process.communicate(timeout=60)
     manifest = (out / results.MANIFEST).read_bytes()  # fetched first, so the run is known
-    again = subprocess.run(
-        [EVBENCH, "fetch", "--board", url, run_dir.name, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    again = run_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert (out / results.MANIFEST).read_bytes() == manifest
     assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
@@ -375,12 +371,7 @@ def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(board, full_dis
     work, url = board
     run_dir = finished_run_with_bulk(url, work, tmp_path)
     out = full_disk / "run"
-    failed = subprocess.run(
-        [EVBENCH, "fetch", "--board", url, run_dir.name, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    failed = run_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     assert failed.returncode == 2, failed.stderr
     assert "No space left" in failed.stderr and "free space" in failed.stderr
     assert not list(out.glob(".*"))  # no half copy left behind
@@ -474,11 +465,8 @@ def test_a_remote_run_whose_fetch_fills_the_host_disk_ends_in_one_line(board, fu
     internal error; the manifest never says "running"."""
     _work, url = board
     out = full_disk / "run"
-    done = subprocess.run(
-        [EVBENCH, "run", "--board", url, *QUICK, "--profile", "seed", "--quiet",
-         "--no-history", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    argv = ["run", "--board", url, *QUICK, "--profile", "seed", "--quiet", "--no-history"]
+    done = run_cli(*argv, "--out", str(out), timeout=600)
     assert done.returncode in (2, 4), done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
