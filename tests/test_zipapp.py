@@ -36,16 +36,14 @@ def test_every_entry_is_deflated_and_the_archive_runs(tmp_path: Path) -> None:
 # -- the copy the first start unpacks (deploy.ZIPAPP_MAIN) ----------------------------------------
 
 
+#: zipimport writes no bytecode; a copy the first start unpacked is imported with it.
+BYTECODE_ON = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _start(pyz: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return subprocess.run(
-        [sys.executable, str(pyz), *args],
-        cwd=pyz.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    argv = [sys.executable, str(pyz), *args]
+    return subprocess.run(argv, cwd=pyz.parent, env=BYTECODE_ON, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
 
 
 def _archive(directory: Path) -> Path:
@@ -91,14 +89,9 @@ def test_starts_at_once_leave_one_copy_and_replace_an_older_one(tmp_path: Path) 
     older = pyz.parent / "evbench-agent-0123456789abcdef"  # what a deploy before left
     (older / "evbench_agent").mkdir(parents=True)
     (older / "UNPACKED").write_text("evbench-agent-0123456789abcdef\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    argv = [sys.executable, str(pyz), "--help"]
     starts = [
-        subprocess.Popen(
-            [sys.executable, str(pyz), "--help"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        subprocess.Popen(argv, env=BYTECODE_ON, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(4)
     ]
     for start in starts:
