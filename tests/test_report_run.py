@@ -34,11 +34,8 @@ def expected_plots(run_dir: Path) -> set[str]:
     """The plots this run's data call for, worked out from the files, not the report code."""
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     codec_metrics = {r["metric"] for r in records if r["suite"] == "codec"}
-    link_metrics = set()
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
-        sample = json.loads(line)
-        if sample["suite"] == "link":
-            link_metrics.add(sample["metric"])
+    samples = map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())
+    link_metrics = {s["metric"] for s in samples if s["suite"] == "link"}
     expected = set()
     if codec_metrics & TIME_METRICS:
         expected.add("codec-times")
@@ -55,9 +52,8 @@ def expected_plots(run_dir: Path) -> set[str]:
 
 
 def embedded_images(html: str) -> list[bytes]:
-    return [
-        base64.b64decode(b64) for b64 in re.findall(r'src="data:image/png;base64,([^"]+)"', html)
-    ]
+    found = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    return [base64.b64decode(b64) for b64 in found]
 
 
 def assert_real_image(png: bytes) -> None:
@@ -102,11 +98,9 @@ def test_report_has_context_comparison_and_spread(run_dir: Path):
     assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
     assert "PARTIAL" not in markdown
     assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
-    if any(
-        r["suite"] == "link" for r in json.loads((run_dir / "summary.json").read_text())["records"]
-    ):
-        assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
     records = json.loads((run_dir / "summary.json").read_text())["records"]
+    if any(r["suite"] == "link" for r in records):
+        assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
     spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
     # The first part of the table (report.md splits one wider than 120 columns, each
     # part repeating the columns that name a row): one line per record.
