@@ -61,55 +61,38 @@ def block_node(path: Path, device: str) -> None:
     os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
 
 
-def test_a_file_swapped_for_a_symlink_to_a_device_is_not_written(
-    images, tmp_path, capsys, monkeypatch
+def swap_for(path: Path, device: str, kind: str) -> None:
+    """`path` becomes a "symlink" to `device` or a "device node" of it."""
+    if kind == "symlink":
+        replace_with_symlink(path, device)
+    else:
+        path.unlink()
+        block_node(path, device)
+
+
+@pytest.mark.parametrize(
+    ("exists", "kind", "says"),
+    [
+        (True, "symlink", ["changed", "nothing was written"]),
+        (False, "symlink", ["changed"]),  # a new file that appears as a symlink
+        # no symlink at all: O_NOFOLLOW opens the node; only fstat on the descriptor tells
+        (True, "device node", ["no longer a regular file"]),
+    ],
+)
+def test_a_file_swapped_for_a_device_is_not_written(
+    images, tmp_path, capsys, monkeypatch, exists, kind, says
 ):
     backing = fill(tmp_path / "victim.img", 8 * MiB)
     before = backing.read_bytes()
-    target = fill(tmp_path / "card.img", SMALL_SIZE)
+    target = fill(tmp_path / "card.img", SMALL_SIZE) if exists else tmp_path / "new.img"
     with loop_device(backing) as victim:
-        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(target, victim))
+        ran = swap_before_open(monkeypatch, lambda _t: swap_for(target, victim, kind))
         code, out, err = flash(capsys, images["xz"], "--device", target)
         with open(victim, "rb") as device:
             assert device.read() == before, "the swapped-in device was written"
     assert ran, "the swap never happened"
-    assert code == 2, err
-    assert "changed" in err and "nothing was written" in err
+    assert code == 2 and all(said in err for said in says), err
     assert "wrote" not in out
-
-
-def test_a_new_file_that_appears_as_a_symlink_to_a_device_is_not_written(
-    images, tmp_path, capsys, monkeypatch
-):
-    backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = backing.read_bytes()
-    target = tmp_path / "new.img"  # does not exist when inspected
-    with loop_device(backing) as victim:
-        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(target, victim))
-        code, _, err = flash(capsys, images["xz"], "--device", target)
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the device behind the new symlink was written"
-    assert ran and code == 2, err
-    assert "changed" in err
-
-
-def test_a_file_swapped_for_a_device_node_is_not_written(images, tmp_path, capsys, monkeypatch):
-    # No symlink at all: O_NOFOLLOW opens the node; only fstat on the descriptor tells.
-    backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = backing.read_bytes()
-    target = fill(tmp_path / "card.img", SMALL_SIZE)
-
-    def to_node(_target) -> None:
-        target.unlink()
-        block_node(target, victim)
-
-    with loop_device(backing) as victim:
-        ran = swap_before_open(monkeypatch, to_node)
-        code, _, err = flash(capsys, images["xz"], "--device", target)
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the device node was written"
-    assert ran and code == 2, err
-    assert "no longer a regular file" in err
 
 
 def test_a_device_node_swapped_for_another_device_is_not_written(
@@ -211,15 +194,7 @@ def test_the_boards_receiver_refuses_a_swapped_target(receiver, tmp_path, monkey
     target = fill(tmp_path / "emmc.img", MiB)
     feed_stdin(monkeypatch, FRAMES)
     with loop_device(backing) as victim:
-
-        def swap() -> None:
-            if swap_kind == "symlink":
-                replace_with_symlink(target, victim)
-            else:
-                target.unlink()
-                block_node(target, victim)
-
-        ran = swap_after_inspect(monkeypatch, receiver, swap)
+        ran = swap_after_inspect(monkeypatch, receiver, lambda: swap_for(target, victim, swap_kind))
         # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
         refusal = {"symlink": "symbolic links", "device node": "changed since it was inspected"}
         with pytest.raises(receiver.Refused, match=refusal[swap_kind]):
