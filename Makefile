@@ -43,7 +43,7 @@ test-e2e: setup
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict agent/src/evbench_agent
+	$(BIN)/mypy --strict agent/src/evbench_agent agent/src/evbench_core
 	$(BIN)/mypy host_tools/src/evbench
 
 clean:

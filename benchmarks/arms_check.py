@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from verdict_calibration import clopper_pearson
 
-from evbench_agent import results
-from evbench_agent.comparison import compare
+from evbench_core import results
+from evbench_core.comparison import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec"]

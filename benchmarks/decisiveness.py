@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evbench_agent import comparison, results
-from evbench_agent.analysis.identity import TESTED
+from evbench_core import comparison, results
+from evbench_core.analysis.identity import TESTED
 
 sys.path.insert(0, str(Path(__file__).parent))
 from verdict_calibration import clopper_pearson

@@ -43,8 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evbench_agent.analysis.stats import ratio_ci, summarize
-from evbench_agent.results import write_json
+from evbench_core.analysis.stats import ratio_ci, summarize
+from evbench_core.results import write_json
 
 MiB = 1024 * 1024
 IMAGE_SIZE = 256 * MiB

@@ -42,8 +42,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from evbench_agent.analysis.verdicts import ALPHA, MIN_EFFECT
-from evbench_agent.results import read_samples
+from evbench_core.analysis.verdicts import ALPHA, MIN_EFFECT
+from evbench_core.results import read_samples
 
 AIM = 0.20
 PROFILE = "seed"

@@ -43,9 +43,9 @@ import subprocess
 import sys
 import time
 
-from evbench_agent.analysis import stats
 from evbench_agent.link import client, figures, framing, messages, saturation, timing
 from evbench_agent.link.service import start_responder
+from evbench_core.analysis import stats
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RATE_HZ = 20.0

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evbench_agent.analysis import stats
+from evbench_core.analysis import stats
 
 PYPERF_MODE = "--as-pyperf-runner"
 
@@ -84,7 +84,7 @@ PerProcess = dict[str, list[list[float]]]
 
 
 def _evbench_values(run_dir: Path, profile: str) -> PerProcess:
-    from evbench_agent.results import read_samples
+    from evbench_core.results import read_samples
 
     values: PerProcess = {}
     for sample_set in read_samples(run_dir):  # one set per worker process and operation

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evbench_agent import comparison, results
+from evbench_core import comparison, results
 
 AGENT = Path(sys.executable).with_name("evbench-agent")
 TIMED = ("encode", "decode", "decode_access")

@@ -6,7 +6,7 @@
     python benchmarks/verdict_calibration.py --synthetic --runs 10  # the script's own logic
 
 Each run is a real `evbench-agent run` on this machine (the local board), read
-back and compared with `evbench_agent.comparison` exactly as the table does:
+back and compared with `evbench_core.comparison` exactly as the table does:
 
 - ``codec-aa``: codec suite, seed profile, full plan, `--aa json` (json against
   its identical copy json-aa). A false winner is any winner in the run's
@@ -60,10 +60,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import comparison, results
-from evbench_agent.analysis import margins
-from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, NEGLIGIBLE
-from evbench_agent.results import SampleSet
+from evbench_core import comparison, results
+from evbench_core.analysis import margins
+from evbench_core.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, NEGLIGIBLE
+from evbench_core.results import SampleSet
 
 AGENT = [sys.executable, "-m", "evbench_agent", "run", "--progress", "none"]
 

@@ -118,8 +118,8 @@ STEPPED = "json-aa"
 def _night_figures(directory: Path) -> dict[tuple[str, str], float]:
     """One figure per tested series: the median of the night's pooled values, as the
     history store pools a run's workers (store.series)."""
-    from evbench_agent import results
-    from evbench_agent.analysis import stats
+    from evbench_core import results
+    from evbench_core.analysis import stats
 
     pooled: dict[tuple[str, str], list[float]] = {}
     for sample_set in results.read_samples(directory):
@@ -619,7 +619,7 @@ def _synthetic_night(out: Path, number: int, codecs: int, rng: random.Random,
     import datetime as dt
     import shutil
 
-    from evbench_agent import results
+    from evbench_core import results
 
     directory = out / f"night-{number:03d}"
     shutil.copytree(CORE_V1, directory)

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import json_schema, options
+from evbench_agent import options
+from evbench_core import json_schema
 
 DOCS = Path(__file__).resolve().parent
 #: Table name -> (the package that ships the schema, its file, the document).

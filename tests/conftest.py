@@ -118,7 +118,7 @@ def _own_log_levels():
     --quiet (log_output.setup_logging); the next test starts from none, so caplog sees
     what the module logs."""
     yield
-    from evbench_agent.log_output import OWN
+    from evbench_core.log_output import OWN
 
     for name in OWN:
         logging.getLogger(name).setLevel(logging.NOTSET)

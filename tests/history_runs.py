@@ -16,7 +16,7 @@ from typing import Any
 
 from conftest import ROOT
 
-from evbench_agent import results
+from evbench_core import results
 
 CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
 TIMING_METRICS = ("encode", "decode", "decode_access")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from process_tree import descendants
 
-from evbench_agent import results
+from evbench_core import results
 
 #: Five real runs (about 2 min on a loaded 2-core machine): over the fast tier's share.
 pytestmark = pytest.mark.slow

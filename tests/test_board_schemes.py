@@ -19,7 +19,7 @@ import pytest
 
 from evbench.boards import Board, BoardOptions, RemoteBoard, open_board
 from evbench.boards.urls import scheme, scheme_of, schemes, transport_of
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARDS_DOC = ROOT / "docs/boards.md"

@@ -12,7 +12,7 @@ import time
 
 from process_tree import descendants, read_proc
 
-from evbench_agent import results
+from evbench_core import results
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]

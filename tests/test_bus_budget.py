@@ -14,7 +14,7 @@ import pytest
 
 from evbench.cli import evbench
 from evbench_agent.buses import budget, can_classic, can_fd, ethernet, isotp, uart
-from evbench_agent.errors import ExitCode
+from evbench_core.errors import ExitCode
 
 # Classic base data frame, field by field (ISO 11898-1).
 SOF, ID11, RTR, IDE, R0, DLC, CRC15 = 1, 11, 1, 1, 1, 4, 15

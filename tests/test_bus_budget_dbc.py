@@ -11,7 +11,7 @@ from conftest import require
 
 from evbench.cli import evbench
 from evbench_agent.buses import budget
-from evbench_agent.errors import ExitCode
+from evbench_core.errors import ExitCode
 
 
 @pytest.fixture(autouse=True)

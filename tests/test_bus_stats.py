@@ -34,17 +34,17 @@ from conftest import require, require_command
 
 from evbench.report import bus_counters, markdown, sections, table
 from evbench.report.context import load_context
-from evbench_agent import comparison, results
 from evbench_agent import spec as specs
-from evbench_agent.analysis import identity
-from evbench_agent.errors import UserError
 from evbench_agent.link import messages, timing
 from evbench_agent.progress import Progress
-from evbench_agent.results import RunWriter
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.link import plan as link_suite
 from evbench_agent.suites.link.bus_phases import BusPhases
 from evbench_agent.telemetry import bus_stats
+from evbench_core import comparison, results
+from evbench_core.analysis import identity
+from evbench_core.errors import UserError
+from evbench_core.results import RunWriter
 
 #: A frame of this many bytes: broadcast destination, a local source, the IEEE
 #: "local experimental" EtherType 0x88B5, then zeros.

@@ -30,8 +30,8 @@ from conftest import ROOT
 
 from evbench import can_peer
 from evbench.cli import evbench
-from evbench_agent.errors import UserError
 from evbench_agent.link import bus_connection, client, framing, handshake, messages
+from evbench_core.errors import UserError
 
 REQUEST_ID, RESPONSE_ID = 0x7E0, 0x7E8  # the client sends on 0x7E0, the responder on 0x7E8
 CAP_S = 10.0  # the longest any one wait of the client may take

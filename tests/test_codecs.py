@@ -7,7 +7,7 @@ import math
 import pytest
 
 from evbench_agent import codecs, payloads
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 #: float32 keeps 24 significant bits: a value read back differs by at most this ratio.
 FLOAT32_RELATIVE = 2.0**-23

@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 from evbench.cli import evbench
-from evbench_agent import results
-from evbench_agent.results import SampleSet
+from evbench_core import results
+from evbench_core.results import SampleSet
 
 PHASES = 10
 CAPACITY = {"peer": "loopback", "mode": "ack", "window": 8, "duration_s": 1.0}

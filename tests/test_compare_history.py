@@ -20,7 +20,7 @@ from scipy import stats as scipy_stats
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
 from evbench.history.night_spread import NightSpread, of_values
-from evbench_agent.analysis.stats import student_t_sf
+from evbench_core.analysis.stats import student_t_sf
 
 #: Twelve nights of identical code, a few percent apart (night 12 is the baseline).
 NOISE = [1.00, 1.03, 0.99, 1.02, 0.97, 1.01, 1.03, 0.98, 1.00, 1.02, 0.99, 1.01]

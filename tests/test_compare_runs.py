@@ -1,6 +1,6 @@
 """evbench compare on synthetic runs whose answer is known by construction.
 
-Runs are written with the real results writer (evbench_agent.results.RunWriter)
+Runs are written with the real results writer (evbench_core.results.RunWriter)
 and compared by the real command, in process. Every figure a test expects is
 worked out here from how the data were built, not read from the code:
 
@@ -23,9 +23,9 @@ import pytest
 from evbench.cli import evbench
 from evbench.report import compare, criteria
 from evbench.report.context import load_context
-from evbench_agent import comparison, results
-from evbench_agent.analysis.verdicts import BASELINE, EQUAL, TOO_SMALL, UNDECIDED
-from evbench_agent.results import SampleSet
+from evbench_core import comparison, results
+from evbench_core.analysis.verdicts import BASELINE, EQUAL, TOO_SMALL, UNDECIDED
+from evbench_core.results import SampleSet
 
 PLAN = {"processes": 10, "values": 5, "warmups": 1, "payloads": 20, "seed": 1}
 #: Process centres: log-offsets -0.05 .. 0.05 without 0, symmetric (their spread, 0.1,

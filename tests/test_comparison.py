@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import comparison, results
-from evbench_agent.analysis import identity
-from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED
-from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
-from evbench_agent.results import SampleSet
+from evbench_core import comparison, results
+from evbench_core.analysis import identity
+from evbench_core.analysis.identity import CONTEXT, FACT, TESTED
+from evbench_core.analysis.verdicts import BASELINE, CANDIDATE, EQUAL, TOO_SMALL, UNDECIDED
+from evbench_core.results import SampleSet
 
 CORE_V1 = Path(__file__).parent / "data" / "runs" / "core-v1"
 PLAN = {"processes": 10, "values": 10, "warmups": 1, "payloads": 20, "seed": 1}

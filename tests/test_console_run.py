@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from evbench.cli import evbench
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

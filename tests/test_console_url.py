@@ -14,7 +14,7 @@ from evbench.boards.serial import frames
 from evbench.boards.serial.shell import estimate_seconds
 from evbench.boards.serial.transcript import Transcript
 from evbench.boards.urls import parse_console_url, scheme_of, schemes, transport_of
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def test_serial_url_takes_evbench_options_out():

@@ -13,10 +13,11 @@ import time
 import psutil
 import pytest
 
-from evbench_agent import comparison
-from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import contention
 from evbench_agent.telemetry.contention import Snapshot
+from evbench_core import comparison
+from evbench_core.analysis import contention as bounds
+from evbench_core.results import SampleSet
 
 SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 
@@ -29,18 +30,18 @@ def test_figures_by_hand():
     after = Snapshot(t_ns=2_000_000_000, busy_s=13.0, steal_s=1.2, own_s=6.2, frequency_hz=0.8e9)
     found = contention.figures(before, after)
     cpus = os.cpu_count() or 1
-    assert found[contention.OTHERS_CPU] == pytest.approx(90.0)
-    assert found[contention.STEAL] == pytest.approx(100 * 0.2 / (2 * cpus))
-    assert found[contention.FREQUENCY_CHANGE] == pytest.approx(20.0)
+    assert found[bounds.OTHERS_CPU] == pytest.approx(90.0)
+    assert found[bounds.STEAL] == pytest.approx(100 * 0.2 / (2 * cpus))
+    assert found[bounds.FREQUENCY_CHANGE] == pytest.approx(20.0)
 
 
 def test_the_bound():
-    assert contention.reasons({contention.OTHERS_CPU: 19.9, contention.STEAL: 4.9}) == []
-    said = contention.reasons(
-        {contention.OTHERS_CPU: 35.0, contention.STEAL: 6.0, contention.FREQUENCY_CHANGE: 12.0}
+    assert bounds.reasons({bounds.OTHERS_CPU: 19.9, bounds.STEAL: 4.9}) == []
+    said = bounds.reasons(
+        {bounds.OTHERS_CPU: 35.0, bounds.STEAL: 6.0, bounds.FREQUENCY_CHANGE: 12.0}
     )
     assert said == ["other processes 35 % of a core", "steal 6.0 %", "clock changed 12 %"]
-    assert contention.busy_share([{contention.OTHERS_CPU: 50.0}, {}]) == (1, 2)
+    assert bounds.busy_share([{bounds.OTHERS_CPU: 50.0}, {}]) == (1, 2)
 
 
 def test_the_runs_own_children_are_not_other_processes():
@@ -80,7 +81,7 @@ def test_a_hog_outside_the_run_is_other_processes_cpu():
     spun = hog_after - hog_before
     assert spun > 0.15  # it did spin in the window
     assert others_s >= 0.9 * spun
-    assert contention.figures(before, after)[contention.OTHERS_CPU] > 0
+    assert contention.figures(before, after)[bounds.OTHERS_CPU] > 0
 
 
 def test_rows_measured_on_a_busy_machine_are_counted_per_pair():
@@ -100,7 +101,7 @@ def test_rows_measured_on_a_busy_machine_are_counted_per_pair():
             for params in (periodic, capacity):
                 value = others if params is periodic else 5.0
                 sets.append(
-                    SampleSet("link", "seed", codec, contention.OTHERS_CPU, "percent", params,
+                    SampleSet("link", "seed", codec, bounds.OTHERS_CPU, "percent", params,
                               [value], phase)
                 )  # fmt: skip
     result = comparison.compare(sets, "json", "protobuf")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from evbench.cli import evbench
 from evbench.report import criteria
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

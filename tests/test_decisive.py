@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from evbench.report import exports, verdict_line
-from evbench_agent import comparison, results, sequential
-from evbench_agent.analysis import margins
-from evbench_agent.analysis.verdicts import (
+from evbench_core import comparison, results, sequential
+from evbench_core.analysis import margins
+from evbench_core.analysis.verdicts import (
     BASELINE,
     EQUAL,
     LOWER_IS_BETTER,
@@ -32,8 +32,8 @@ from evbench_agent.analysis.verdicts import (
     Paired,
     decide_family,
 )
-from evbench_agent.errors import UserError
-from evbench_agent.results import SampleSet
+from evbench_core.errors import UserError
+from evbench_core.results import SampleSet
 
 RUN = Path(__file__).parent / "data" / "runs" / "codec-link-v1"
 PERIOD_20HZ = {"phase": "periodic", "rate_hz": 20.0}

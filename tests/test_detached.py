@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import detached, results
-from evbench_agent.errors import ExitCode, UserError
+from evbench_agent import detached
+from evbench_core import results
+from evbench_core.errors import ExitCode, UserError
 
 
 def started(process: subprocess.Popen) -> subprocess.Popen:

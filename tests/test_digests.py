@@ -1,4 +1,4 @@
-"""evbench_agent.digests: SHA-256 and constant-time comparison without OpenSSL.
+"""evbench_core.digests: SHA-256 and constant-time comparison without OpenSSL.
 
 Expectations: the FIPS 180-2 example digests (appendix B) and hashlib/hmac,
 which use OpenSSL here, as the independent implementations.
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from evbench_agent import digests
+from evbench_core import digests
 
 #: FIPS 180-2, appendix B.1 and B.2, and the empty message.
 KNOWN = {
@@ -52,7 +52,7 @@ def test_compare_digest_agrees_with_hmac() -> None:
 def test_neither_loads_openssl() -> None:
     code = (
         "import json, sys\n"
-        "from evbench_agent import digests\n"
+        "from evbench_core import digests\n"
         "digests.sha256(b'abc').hexdigest(); digests.compare_digest('a', 'a')\n"
         "loaded = [m for m in ('_hashlib', 'hashlib', 'hmac') if m in sys.modules]\n"
         "print(json.dumps(loaded))\n"

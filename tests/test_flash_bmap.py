@@ -18,7 +18,7 @@ from flash_images import MiB, make_bmap, make_image, mapped_spans
 
 from evbench.flash.bmap import parse_bmap
 from evbench.flash.plan import find_bmap
-from evbench_agent.errors import CheckFailed, UserError
+from evbench_core.errors import CheckFailed, UserError
 
 #: 4 MiB and 1000 bytes: the last block is partial, as in real images.
 IMAGE_SIZE = 4 * MiB + 1000

@@ -20,7 +20,7 @@ from test_flash_bmap import seal
 
 from evbench.cli import evbench
 from evbench.flash.bmap import Bmap, parse_bmap
-from evbench_agent.errors import EvbenchError, UserError
+from evbench_core.errors import EvbenchError, UserError
 
 #: An 8192-byte image of two 4096-byte blocks; block 0 holds DATA, block 1 is a hole.
 DATA = bytes(range(256)) * 16

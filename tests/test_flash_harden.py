@@ -26,7 +26,7 @@ from test_flash_devices import loop_device
 
 from evbench.cli import evbench
 from evbench.flash import target as targets
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ from conftest import require_command
 from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, small_image_set
 
 from evbench.flash.source import CorruptImage, ImageSource
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 @pytest.fixture(scope="module")

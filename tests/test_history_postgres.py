@@ -15,7 +15,7 @@ from report_helpers import evbench
 from evbench.history import open_store, parse_url
 from evbench.history.copying import copy
 from evbench.history.indexing import index_run
-from evbench_agent.errors import FormatError, UserError
+from evbench_core.errors import FormatError, UserError
 
 pytestmark = pytest.mark.integration
 

@@ -196,7 +196,7 @@ def test_a_history_url_that_only_looks_like_one_is_refused(tmp_path):
 
 def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_path):
     # re-checksummed, as someone who edits a run would: the checksums cannot catch it
-    from evbench_agent import results
+    from evbench_core import results
 
     run = tmp_path / "run"
     shutil.copytree(COMMITTED, run)

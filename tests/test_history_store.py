@@ -17,7 +17,7 @@ from history_runs import CORE_V1, night
 
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
-from evbench_agent.errors import CheckFailed, FormatError, UserError
+from evbench_core.errors import CheckFailed, FormatError, UserError
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evbench_agent.analysis import identity
-from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED
+from evbench_core.analysis import identity
+from evbench_core.analysis.identity import CONTEXT, FACT, TESTED
 
 
 def test_outcomes_and_replicates_do_not_change_what_was_measured():
@@ -68,7 +68,7 @@ def test_identity_of_a_summary_record_matches_its_sample_sets():
 
 def test_every_known_metric_has_a_declared_role():
     # A metric added to metrics.py without a role would silently become context.
-    from evbench_agent.analysis import metrics
+    from evbench_core.analysis import metrics
 
     assert set(metrics.METRICS) <= set(identity.METRIC_ROLES)
     assert set(identity.METRIC_ROLES.values()) <= set(identity.ROLES)

@@ -1,5 +1,6 @@
-"""The import graph of both packages: no circles (of modules, or of packages), the agent
-never imports the host, the host uses only the agent's public API, and a transport
+"""The import graph of the three packages: no circles (of modules, or of packages), the
+core (evbench_core) imports neither the agent nor the host, the agent never imports the
+host, the host uses only the core's and the agent's public APIs, and a transport
 (evbench.boards) imports nothing of the host outside evbench.boards.
 
 Every `import` counts, at module level or inside a function or an `if TYPE_CHECKING:`
@@ -17,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "agent" / "src", ROOT / "host_tools" / "src")
-AGENT, HOST = "evbench_agent", "evbench"
+AGENT, HOST, CORE = "evbench_agent", "evbench", "evbench_core"
 TRANSPORTS = "evbench.boards"
 
 Graph = dict[str, set[str]]
@@ -277,7 +278,7 @@ def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -
 
 
 def _project_graph() -> Graph:
-    return import_graph([(SOURCES[0], AGENT), (SOURCES[1], HOST)])
+    return import_graph([(SOURCES[0], CORE), (SOURCES[0], AGENT), (SOURCES[1], HOST)])
 
 
 # -- the project ---------------------------------------------------------------
@@ -285,7 +286,7 @@ def _project_graph() -> Graph:
 
 def test_the_checker_sees_both_packages_and_their_lazy_imports():
     graph = _project_graph()
-    assert {f"{AGENT}.results", f"{HOST}.boards.base", f"{HOST}.commands.run"} <= set(graph)
+    assert {f"{CORE}.results", f"{AGENT}.cli", f"{HOST}.boards.base"} <= set(graph)
     # run.py imports deploy inside a function (_run_remote): a lazy edge, and it counts.
     assert f"{HOST}.deploy" in graph[f"{HOST}.commands.run"]
 
@@ -304,32 +305,56 @@ def test_the_agent_never_imports_the_host():
     assert crossings(_project_graph(), AGENT, HOST) == []
 
 
-def test_the_host_uses_only_the_agent_s_public_api():
+def test_the_core_imports_neither_the_agent_nor_the_host():
+    # The core is below both: the board installs it with the agent's wheel, the host
+    # reads results with it, and neither may be needed to import it.
+    graph = _project_graph()
+    assert crossings(graph, CORE, AGENT) == []
+    assert crossings(graph, CORE, HOST) == []
+
+
+def test_the_host_uses_only_the_core_s_and_the_agent_s_public_api():
+    # The agent's public API is the short list of what the host cannot do without
+    # (agent/README.md says why for each); everything shared belongs in the core.
     found = private_uses(SOURCES[0], AGENT, SOURCES[1], HOST)
+    found += private_uses(SOURCES[0], CORE, SOURCES[1], HOST)
     assert found == [], (
-        "the host uses the agent outside its public API (add the name to the module's "
-        "__all__ and the module to agent/README.md's table, or keep it in the agent): "
+        "the host uses the core or the agent outside its public API (add the name to the "
+        "module's __all__ and the module to agent/README.md's table, or keep it inside): "
         + "; ".join(found)
     )
 
 
 def test_every_name_the_public_api_lists_exists():
     assert missing_exports(SOURCES[0], AGENT) == []
+    assert missing_exports(SOURCES[0], CORE) == []
+
+
+def _readme_paths(heading: str) -> set[str]:
+    readme = (ROOT / "agent" / "README.md").read_text(encoding="utf-8")
+    section = readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {path for row in rows for path in re.findall(r"`([\w/]+(?:\.py|/))`", row)}
+
+
+def _public_paths(package: str) -> set[str]:
+    return {
+        module.removeprefix(package + ".").replace(".", "/")
+        + ("/" if (SOURCES[0] / module.replace(".", "/")).is_dir() else ".py")
+        for module in public_api(SOURCES[0], package)
+        if module != package
+    }
 
 
 def test_the_public_api_is_the_one_agent_readme_lists():
-    readme = (ROOT / "agent" / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Public API", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    listed = {path for row in rows for path in re.findall(r"`([\w/]+(?:\.py|/))`", row)}
-    public = public_api(SOURCES[0], AGENT)
-    paths = {
-        module.removeprefix(AGENT + ".").replace(".", "/")
-        + ("/" if (SOURCES[0] / module.replace(".", "/")).is_dir() else ".py")
-        for module in public
-        if module != AGENT
-    }
-    assert "errors.py" in paths and "link/framing.py" in paths
+    listed, paths = _readme_paths("Public API"), _public_paths(AGENT)
+    assert "command_line.py" in paths and "link/framing.py" in paths
+    assert listed == paths, f"README only: {listed - paths}; __all__ only: {paths - listed}"
+
+
+def test_the_core_s_api_is_the_one_agent_readme_lists():
+    listed, paths = _readme_paths("The core"), _public_paths(CORE)
+    assert "errors.py" in paths and "analysis/stats.py" in paths
     assert listed == paths, f"README only: {listed - paths}; __all__ only: {paths - listed}"
 
 

@@ -1,4 +1,4 @@
-"""evbench_agent.json_schema against the `jsonschema` package, an independent validator.
+"""evbench_core.json_schema against the `jsonschema` package, an independent validator.
 
 Every schema evbench ships is a valid draft 2020-12 schema (jsonschema's own check) in
 the subset the agent's validator knows; over documents generated near each schema (its
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evbench_agent import json_schema
-from evbench_agent.errors import FormatError, UserError
+from evbench_core import json_schema
+from evbench_core.errors import FormatError, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every schema file shipped, found on disk (not from a list the code keeps).

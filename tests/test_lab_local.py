@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from process_tree import descendants, read_proc
 
-from evbench_agent import results
+from evbench_core import results
 
 EVBENCH = str(Path(sys.executable).parent / "evbench")
 ENTRY = "local/codec-seed-json"

@@ -8,7 +8,7 @@ import pytest
 
 from evbench.boards.urls import parse_labgrid_url, transport_of
 from evbench.lab import plan
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 LAB = """
 boards:

@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
-from evbench_agent import results, spec
-from evbench_agent.errors import UserError
+from evbench_agent import spec
+from evbench_core import results
+from evbench_core.errors import UserError
 
 RECORD = {
     "coordinator": "127.0.0.1:20408",

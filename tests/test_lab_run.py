@@ -21,7 +21,7 @@ import pytest
 from chromium import open_page
 from conftest import require
 
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
 

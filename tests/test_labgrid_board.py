@@ -22,7 +22,7 @@ import process_tree
 import pytest
 from conftest import require
 
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
 

@@ -19,8 +19,8 @@ from conftest import require, require_command
 from sshd import Sshd
 from test_labgrid_board import BOARD_PYTHON, board_url, evbench
 
-from evbench_agent import results
-from evbench_agent.errors import UserError
+from evbench_core import results
+from evbench_core.errors import UserError
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from conftest import require, require_command
 from sshd import Sshd
 from test_labgrid_board import EVBENCH, board_url
 
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
 

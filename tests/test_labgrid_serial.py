@@ -22,7 +22,7 @@ from console_rig import ConsoleRig
 from test_lab_run import EVBENCH, plan
 from test_labgrid_board import evbench
 
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab, pytest.mark.slow]
 

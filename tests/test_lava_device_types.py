@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 from evbench.lava import job
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 LAVA_DOC = ROOT / "docs" / "lava.md"
 SK_ROOTFS = "http://lab.example/am62x/evbench-image-am62xx-evm.rootfs.tar.xz"

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from evbench_agent import lava_units, results
+from evbench_agent import lava_units
+from evbench_core import results
 
 #: What a LAVA signal parameter carries safely: LAVA splits on white space and '=',
 #: and evbench keeps ids and units to these characters (docs/lava.md).

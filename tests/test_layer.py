@@ -37,6 +37,11 @@ from evbench_agent import codecs
 
 LAYER = ROOT / "meta-evbench"
 AGENT_PACKAGE = ROOT / "agent" / "src" / "evbench_agent"
+#: The core the agent's wheel carries beside it (one distribution): its imports are the
+#: recipe's too.
+CORE_PACKAGE = ROOT / "agent" / "src" / "evbench_core"
+#: The packages of the agent's wheel: importing one another needs no recipe.
+OWN_PACKAGES = (AGENT_PACKAGE.name, CORE_PACKAGE.name)
 RECIPE_DIR = LAYER / "recipes-evbench" / "evbench-agent"
 UNIT = RECIPE_DIR / "files" / "evbench-agent.service"
 MANIFEST = ROOT / "tests" / "data" / "yocto" / "python3-manifest.scarthgap.json"
@@ -69,7 +74,7 @@ BUILTIN = {
 }  # fmt: skip
 #: Modules of the older Pythons the agent supports (3.10, 3.11) that scarthgap's 3.12
 #: renamed; imported only under `except ImportError` after the 3.12 name
-#: (evbench_agent.digests: `_sha256` became `_sha2`, in python3-crypt).
+#: (evbench_core.digests: `_sha256` became `_sha2`, in python3-crypt).
 OLDER_PYTHON_ONLY = {"_sha256"}
 #: Calls whose first string argument is a module imported at run time (a name
 #: computed at run time is invisible here; the suites registry's are the agent's own).
@@ -142,9 +147,9 @@ def scan_imports(package_dir: Path) -> Imports:
     found = Imports()
     for path in sorted(package_dir.rglob("*.py")):
         _walk(ast.parse(path.read_text(), str(path)), False, found)
-    own = package_dir.name
+    own = (package_dir.name, *OWN_PACKAGES, "__future__")
     for names in (found.required, found.optional):
-        names.difference_update({n for n in names if n.split(".")[0] in (own, "__future__")})
+        names.difference_update({n for n in names if n.split(".")[0] in own})
     return found
 
 
@@ -252,7 +257,9 @@ def agent_recipe() -> Path:
 def rdepends_problems(package_dir: Path, recipe: Path, manifest_path: Path) -> list[str]:
     """What the recipe lacks or has too many of, one line each; empty when exact."""
     imports = scan_imports(package_dir)
-    imports.optional |= {declared.module for declared in codec_declarations()}
+    core = scan_imports(CORE_PACKAGE)
+    imports.required |= core.required
+    imports.optional |= core.optional | {declared.module for declared in codec_declarations()}
     needs = packages_needed(imports, Manifest(manifest_path))
     text = recipe.read_text()
     problems = [

@@ -269,7 +269,7 @@ def test_a_uart_that_does_not_exist_is_one_line_and_writes_nothing(tmp_path: Pat
 )
 def test_bad_link_transports_are_refused_with_the_spec(url: str, message: str) -> None:
     from evbench_agent import spec
-    from evbench_agent.errors import UserError
+    from evbench_core.errors import UserError
 
     with pytest.raises(UserError, match=message):
         spec.from_dict({"link_transport": url, "codecs": ["json"]})
@@ -277,7 +277,7 @@ def test_bad_link_transports_are_refused_with_the_spec(url: str, message: str) -
 
 def test_a_bus_and_a_tcp_peer_together_are_refused() -> None:
     from evbench_agent import spec
-    from evbench_agent.errors import UserError
+    from evbench_core.errors import UserError
 
     with pytest.raises(UserError, match="--peer names a TCP responder"):
         spec.from_dict(
@@ -313,8 +313,8 @@ def test_a_transport_says_its_bus_and_rates_in_the_params() -> None:
 
 
 def test_a_uart_without_pyserial_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evbench_agent.errors import UserError
     from evbench_agent.link import uart_port
+    from evbench_core.errors import UserError
 
     monkeypatch.setitem(sys.modules, "serial", None)  # what an image without pyserial gives
     with pytest.raises(UserError, match="needs pyserial"):

@@ -12,8 +12,8 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evbench_agent.errors import EvbenchError
 from evbench_agent.link import framing, handshake
+from evbench_core.errors import EvbenchError
 
 BUDGET = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import require, require_command
 
-from evbench_agent.errors import UserError
 from evbench_agent.link import framing, isotp_options, isotp_port
 from evbench_agent.link.framing import FrameError
+from evbench_core.errors import UserError
 
 
 def native(value: int, size: int) -> bytes:

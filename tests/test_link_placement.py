@@ -17,11 +17,11 @@ import pytest
 from conftest import require
 
 from evbench_agent import runner, spec
-from evbench_agent.errors import UserError
 from evbench_agent.link import placement
 from evbench_agent.link.placement import Placement
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
+from evbench_core.errors import UserError
 
 CPUS = sorted(os.sched_getaffinity(0))
 

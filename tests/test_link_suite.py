@@ -14,12 +14,12 @@ import psutil
 import pytest
 
 from evbench_agent import runner, spec
-from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
-from evbench_agent.results import COMPLETE, SUMMARY, read_samples
 from evbench_agent.suites.link import plan as link_suite
 from evbench_agent.telemetry.timeline import MARKERS
+from evbench_core.errors import PartialRun, UserError
+from evbench_core.results import COMPLETE, SUMMARY, read_samples
 
 PERIODIC_METRICS = {
     "rtt",

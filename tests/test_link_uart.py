@@ -25,9 +25,9 @@ import pytest
 from conftest import require_command
 
 from evbench_agent.buses import transport as bus_transport
-from evbench_agent.errors import UserError
 from evbench_agent.link import handshake, messages, uart_framing, uart_port
 from evbench_agent.link.framing import MESSAGE, REPLY, Frame, PeerClosed
+from evbench_core.errors import UserError
 
 
 def by_hand(kind: int, sequence: int, body: bytes) -> bytes:

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
     """
     import socket, sys, threading
     import paramiko
-    from evbench_agent.log_output import setup_logging
+    from evbench_core.log_output import setup_logging
 
     setup_logging("evbench", 0, False, debug=sys.argv[1] == "debug")
     server = socket.create_server(("127.0.0.1", 0))

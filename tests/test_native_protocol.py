@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from evbench_agent.errors import ExitCode, PartialRun
 from evbench_agent.native import protocol
 from evbench_agent.native.codec import Expected, NativeOperation
 from evbench_agent.native.protocol import Harness, HarnessError
+from evbench_core.errors import ExitCode, PartialRun
 
 STAND_IN = ROOT / "tests" / "native_stand_in.py"
 PAYLOAD = b'{"a":1,"b":2.5,"c":"x"}'

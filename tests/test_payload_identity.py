@@ -19,8 +19,8 @@ from google.protobuf import descriptor_pb2
 from test_user_schema import BMS, DATA, _profile, _protoc
 
 from evbench_agent import payload_identity, payloads
-from evbench_agent.analysis import identity
 from evbench_agent.payloads import samples
+from evbench_core.analysis import identity
 
 PB425 = ROOT / ".venv-pb425" / "bin" / "python"
 

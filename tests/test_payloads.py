@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evbench_agent import codecs, payloads
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.profiles import seed
+from evbench_core.errors import UserError
 
 GOLDEN_KEYS = Path(__file__).parent / "data" / "seed_json_keys.txt"
 #: The seed app's averages on the AM62x and Windows (README of the seed).

@@ -28,8 +28,8 @@ from conftest import require_command
 
 from evbench import cli as host_cli
 from evbench import link_peer
-from evbench_agent import results
-from evbench_agent.errors import UserError
+from evbench_core import results
+from evbench_core.errors import UserError
 
 EVBENCH = str(Path(sys.executable).parent / "evbench")
 COUNT = 8  # messages per periodic phase: a short plan

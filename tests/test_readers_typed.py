@@ -13,7 +13,7 @@ import pytest
 
 from evbench.history import changes
 from evbench.lab import index, nightly_compare, plan
-from evbench_agent.errors import FormatError, UserError
+from evbench_core.errors import FormatError, UserError
 
 
 def _evbench(*argv: str) -> subprocess.CompletedProcess:

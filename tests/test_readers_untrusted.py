@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from report_helpers import evbench
 
-from evbench_agent.analysis import stats
+from evbench_core.analysis import stats
 
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 
@@ -181,7 +181,7 @@ def test_samples_whose_params_hold_an_object_are_named_not_a_crash(tmp_path, par
 
 
 def test_plain_params_and_flat_lists_are_read():
-    from evbench_agent.results import SampleSet
+    from evbench_core.results import SampleSet
 
     data = _sample_set([1.0])
     data["params"] = {**data["params"], "window": [1, 2.5, "x", None, True], "process": 3}

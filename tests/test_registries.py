@@ -23,9 +23,9 @@ import tomllib
 from conftest import ROOT
 
 from evbench_agent import codecs, payloads, registry
-from evbench_agent.analysis import metrics
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
+from evbench_core.analysis import metrics
 
 RUNNING = ROOT / "docs" / "running.md"
 NATIVE = ROOT / "docs" / "native-codecs.md"

@@ -34,7 +34,7 @@ from packaging.requirements import Requirement
 from test_release import previous_release
 
 import evbench
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = pytest.mark.integration
 

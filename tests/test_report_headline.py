@@ -4,7 +4,7 @@ from a board), or what the reader found instead. Real kills are in test_run_loca
 from __future__ import annotations
 
 from evbench.report.headline import partial_headline
-from evbench_agent import results
+from evbench_core import results
 
 
 def test_the_reason_is_one_printable_line():

@@ -6,7 +6,7 @@ a winner. On the same output the test's estimate (% Diff), the cells beside it a
 the verdict never point different ways.
 
 The expectations come from the run's own files, not from the report code: the
-identity of a record is what evbench_agent.analysis.identity declares (the results format's
+identity of a record is what evbench_core.analysis.identity declares (the results format's
 definition), each codec's median is recomputed here from samples.jsonl with
 statistics.median (per replicate first, where there are several), and a row names
 an identity when its profile, its metric label and the params that set the identity
@@ -26,7 +26,7 @@ import pytest
 from report_helpers import evbench, junit_numbers, local_run
 
 from evbench.report.units import format_value
-from evbench_agent.analysis import identity, metrics
+from evbench_core.analysis import identity, metrics
 
 CODECS = ("json", "protobuf")
 NAMED_PARAMS = ("phase", "kind", "mode", "operation")

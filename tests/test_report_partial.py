@@ -13,7 +13,7 @@ from report_helpers import evbench, local_run
 
 from evbench.commands import run as run_command
 from evbench.report import criteria
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import results
-from evbench_agent.errors import FormatError
+from evbench_core import results
+from evbench_core.errors import FormatError
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "results-format.md"

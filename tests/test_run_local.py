@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evbench_agent import results
+from evbench_core import results
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 AGENT = [sys.executable, "-m", "evbench_agent"]

@@ -16,7 +16,7 @@ from conftest import AGENT_SRC, ROOT
 from evbench import cli as host_cli
 from evbench_agent import cli as agent_cli
 from evbench_agent import command_line, options, spec
-from evbench_agent.errors import ExitCode
+from evbench_core.errors import ExitCode
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -140,7 +140,7 @@ def test_verbose_and_quiet_set_the_log_level_before_or_after_the_command(capsys)
     assert said.count("prog: info: a library's chatter") == 1  # --debug only
 
 
-#: What configures logging: only evbench_agent.log_output may call these.
+#: What configures logging: only evbench_core.log_output may call these.
 CONFIGURING = {"basicConfig", "dictConfig", "fileConfig", "setLevel", "addHandler"}
 
 

@@ -37,7 +37,7 @@ SCRIPT = r"""
 import base64, hashlib, json, sys
 from google.protobuf.json_format import MessageToDict
 from evbench_agent import codecs
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 from evbench_agent.payloads import user_schema
 cases = json.load(sys.stdin)
 MAPS = %r

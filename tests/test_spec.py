@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evbench_agent import codecs, spec
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def test_defaults_and_all_expansion():

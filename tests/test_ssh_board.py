@@ -18,7 +18,7 @@ from conftest import require_command
 from evbench.boards import ConnectionLost, open_board
 from evbench.boards.ssh_address import parse_address
 from evbench.cli import evbench
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 pytestmark = pytest.mark.integration
 

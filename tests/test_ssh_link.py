@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evbench_agent import results
+from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ import pytest
 from telemetry_am62x import Am62xTree
 
 from evbench_agent import spec as spec_module
-from evbench_agent.errors import UserError
 from evbench_agent.telemetry import sysfs
 from evbench_agent.telemetry.session import SYSFS_ENV
+from evbench_core.errors import UserError
 
 RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick"]
 RUN += ["--profile", "seed", "--codecs", "json,protobuf", "--progress", "none"]

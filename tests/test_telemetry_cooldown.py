@@ -9,13 +9,13 @@ import pytest
 from telemetry_am62x import Am62xTree
 
 from evbench_agent import spec as spec_module
-from evbench_agent.errors import UserError
 from evbench_agent.progress import Progress
 from evbench_agent.telemetry import sysfs
 from evbench_agent.telemetry.cooldown import CoolDownGuard
 from evbench_agent.telemetry.governor import GovernorSetting
 from evbench_agent.telemetry.session import SYSFS_ENV, TelemetrySession
 from evbench_agent.telemetry.timeline import Timeline, read_markers
+from evbench_core.errors import UserError
 
 
 class RecordingProgress(Progress):

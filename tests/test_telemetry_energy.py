@@ -8,10 +8,10 @@ import pytest
 from telemetry_am62x import Am62xTree
 from test_telemetry_throttle import INTERVAL_S, wait_for_samples
 
-from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import phase_records, sysfs
 from evbench_agent.telemetry.sampler import SamplerProcess
 from evbench_agent.telemetry.timeline import Timeline, read_markers
+from evbench_core.results import SampleSet
 
 MESSAGES = 40
 #: The INA219 rail gives 0.1 A x 3.3 V throughout; the INA226 rail changes.

@@ -49,8 +49,8 @@ def _modules(folder: Path) -> int:
     )
 
 
-def test_make_lint_checks_the_agent_strictly():
-    assert "--strict agent/src/evbench_agent" in LINES
+def test_make_lint_checks_the_agent_and_the_core_strictly():
+    assert "--strict agent/src/evbench_agent agent/src/evbench_core" in LINES
 
 
 def test_make_lint_checks_the_host():

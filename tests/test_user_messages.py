@@ -18,10 +18,10 @@ import pytest
 from evbench.boards.serial import board as serial_board
 from evbench.report.answer import answer_lines
 from evbench.report.units import counted
-from evbench_agent import results
-from evbench_agent.comparison import compare
-from evbench_agent.errors import FormatError
-from evbench_agent.results import SampleSet
+from evbench_core import results
+from evbench_core.comparison import compare
+from evbench_core.errors import FormatError
+from evbench_core.results import SampleSet
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 

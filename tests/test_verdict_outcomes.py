@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from evbench_agent.analysis.verdicts import (
+from evbench_core.analysis.verdicts import (
     BASELINE,
     EQUAL,
     LOWER_IS_BETTER,

@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from evbench_agent.analysis import verdicts
-from evbench_agent.analysis.verdicts import (
+from evbench_core.analysis import verdicts
+from evbench_core.analysis.verdicts import (
     BASELINE,
     CANDIDATE,
     EQUAL,

@@ -28,7 +28,7 @@ import atheris
 
 with atheris.instrument_imports():
     from evbench.flash.bmap import parse_bmap
-    from evbench_agent.errors import EvbenchError
+    from evbench_core.errors import EvbenchError
 
 #: One scratch folder per campaign, reused by every run: libFuzzer ends the process
 #: without Python's atexit, so a fresh temporary folder each run would pile up.

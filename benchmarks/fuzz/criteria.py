@@ -23,7 +23,7 @@ import atheris
 
 with atheris.instrument_imports():
     from evbench.report import criteria
-    from evbench_agent.errors import UserError
+    from evbench_core.errors import UserError
 
 #: One scratch folder per campaign, reused by every run: libFuzzer ends the process
 #: without Python's atexit, so a fresh temporary folder each run would pile up.

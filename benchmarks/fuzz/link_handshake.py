@@ -21,8 +21,8 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from evbench_agent.errors import EvbenchError
     from evbench_agent.link import framing, handshake
+    from evbench_core.errors import EvbenchError
 
 
 def test_one_input(data: bytes) -> None:

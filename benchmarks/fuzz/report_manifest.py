@@ -39,8 +39,8 @@ with atheris.instrument_imports():
         manifest_shape,
         sections,
     )
-    from evbench_agent import results
-    from evbench_agent.errors import EvbenchError
+    from evbench_core import results
+    from evbench_core.errors import EvbenchError
 
 RUN = Path(__file__).resolve().parents[2] / "tests" / "data" / "runs" / "core-v1"
 BASE = json.loads((RUN / results.MANIFEST).read_text())

@@ -24,8 +24,8 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from evbench_agent import results
-    from evbench_agent.errors import EvbenchError
+    from evbench_core import results
+    from evbench_core.errors import EvbenchError
 
 #: One scratch folder per campaign, reused by every run: libFuzzer ends the process
 #: without Python's atexit, so a fresh temporary folder each run would pile up.

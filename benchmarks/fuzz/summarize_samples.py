@@ -27,9 +27,9 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from evbench_agent import results
-    from evbench_agent.analysis import stats
-    from evbench_agent.errors import EvbenchError
+    from evbench_core import results
+    from evbench_core.analysis import stats
+    from evbench_core.errors import EvbenchError
 
 _SHM = Path("/dev/shm")
 SCRATCH = (_SHM if _SHM.is_dir() else Path(tempfile.gettempdir())) / "evbench-fuzz-summarize"

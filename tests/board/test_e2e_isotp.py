@@ -33,7 +33,7 @@ SUITE_URL = "isotp://vcan0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrat
 LOAD_RANGE = {"protobuf": (2.5, 6.0), "json": (9.0, 16.0)}
 CLIENT = r"""
 import json, sys, time
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 from evbench_agent.link import framing, handshake, isotp_port, messages
 link = messages.bind("protobuf", "seed")
 hello = handshake.Hello("protobuf", "seed", messages.message_name(link.profile), "ack")

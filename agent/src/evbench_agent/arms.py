@@ -3,10 +3,11 @@
 `--arm NAME=INTERPRETER_OR_VENV` names an environment on the board: a virtual
 environment's directory (its bin/python), an interpreter's path, or a command on
 PATH (python3.11). Every arm runs the same agent code: the arm's interpreter
-imports this process's `evbench_agent` package through a directory holding only a
-link to it (PYTHONPATH), so the arm's own protobuf, codec libraries and Python are
-what differ, never the benchmark. The arm's own site-packages stay out of the
-managing process and the managing process's stay out of the arm.
+imports this process's `evbench_agent` package (and its core, `evbench_core`)
+through a directory holding only links to them (PYTHONPATH), so the arm's own
+protobuf, codec libraries and Python are what differ, never the benchmark. The
+arm's own site-packages stay out of the managing process and the managing
+process's stay out of the arm.
 
 Before the run writes anything, each arm is probed in its interpreter: its Python,
 protobuf version and backend and codec library versions go into the manifest
@@ -28,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import evbench_agent
+import evbench_core
 from evbench_agent import private_environment
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +151,8 @@ _agent_path: list[str] = []
 
 
 def agent_path() -> str:
-    """A directory holding only a link to this agent's package: the arms' PYTHONPATH.
+    """A directory holding only links to this agent's packages (the agent and its core):
+    the arms' PYTHONPATH.
 
     Not the directory the package sits in: that may be site-packages, whose protobuf
     would then shadow the arm's own.
@@ -157,7 +160,9 @@ def agent_path() -> str:
     if not _agent_path:
         directory = tempfile.mkdtemp(prefix="evbench-arm-agent-")
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
-        (Path(directory) / "evbench_agent").symlink_to(Path(evbench_agent.__file__).parent)
+        for package in (evbench_agent.__file__, evbench_core.__file__):
+            source = Path(package).parent
+            (Path(directory) / source.name).symlink_to(source)
         _agent_path.append(directory)
     return _agent_path[0]
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from evbench_agent import __version__, options
 from evbench_agent.command_line import add_command, new_parser, run_program
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core.errors import ExitCode, UserError
 
 # `evbench-agent --help` imports neither typing nor pathlib nor json (together some 25 ms
 # of a start-up of about 100 on the lab PC): the commands import what they use.
@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
 
     from evbench_agent import runner  # the measuring machinery, only for a run
     from evbench_agent.progress import REPORTERS
-    from evbench_agent.run_ids import new_run_id
+    from evbench_core.run_ids import new_run_id
 
     spec = _spec_from_args(args)
     from evbench_agent import host_watch

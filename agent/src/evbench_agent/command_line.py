@@ -5,7 +5,7 @@ on the parser `new_parser` gives, then call `run_program`. Every command is a
 function of the parsed arguments that returns an `ExitCode`; what it raises
 becomes one line and a hint (`errors.guarded`). Logging is set up here, once
 per program: warnings by default, `-v` info, `-vv` debug, `--quiet` errors
-only, on standard error as ``PROG: level: message`` (evbench_agent.log_output,
+only, on standard error as ``PROG: level: message`` (evbench_core.log_output,
 imported once there is a command to run). Standard library only, nothing heavy:
 both programs import this at start-up.
 """
@@ -16,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from evbench_agent.errors import ExitCode, UserError, guarded
+from evbench_core.errors import ExitCode, UserError, guarded
 
 Handler = Callable[[argparse.Namespace], ExitCode]
 TYPE_CHECKING = False  # start-up does without typing; what it guards is for type checkers
@@ -114,7 +114,7 @@ def add_command(
 
 def setup_logging(prog: str, verbose: int = 0, quiet: bool = False, debug: bool = False) -> None:
     """Send log records to standard error at the level the flags ask for (once per process)."""
-    from evbench_agent import log_output  # here: `logging` is costly and --help never logs
+    from evbench_core import log_output  # here: `logging` is costly and --help never logs
 
     log_output.setup_logging(prog, verbose, quiet, debug)
 

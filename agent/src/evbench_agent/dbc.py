@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.descriptor import FieldDescriptor as _F
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import Profile
 from evbench_agent.payloads.convert import is_repeated
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from evbench_agent.protobuf_types import Descriptor, FieldDescriptor

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import evbench_agent
-from evbench_agent import private_environment, results
-from evbench_agent.errors import ExitCode, UserError
+from evbench_agent import private_environment
+from evbench_core import results
+from evbench_core.errors import ExitCode, UserError
 
 log = logging.getLogger(__name__)
 

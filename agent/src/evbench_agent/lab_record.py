@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 #: The record's keys: what the host's labgrid board knows about the place.
 KEYS = frozenset(

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from evbench_agent import comparison, digests, lava_units
-from evbench_agent.analysis import identity, verdicts
-from evbench_agent.results import Run, load_run
+from evbench_agent import lava_units
+from evbench_core import comparison, digests
+from evbench_core.analysis import identity, verdicts
+from evbench_core.results import Run, load_run
 
 #: What decides a verdict test case's result.
 REPORT = "report"  # pass whenever a verdict was reached (the row is informational)

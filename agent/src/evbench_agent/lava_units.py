@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-#: Every results-format unit (evbench_agent.results.UNITS) and the verdict ratio,
+#: Every results-format unit (evbench_core.results.UNITS) and the verdict ratio,
 #: as the signals spell it.
 TO_LAVA = {
     "s": "s",

@@ -16,7 +16,7 @@ digest is a SHA-256 over what decides the bytes on the wire:
 Protobuf's own encoding is left out on purpose: it belongs to the runtime, and a
 comparison of two runtimes (``evbench run --arm``) must see one payload set.
 
-The digest is an identity param (evbench_agent.analysis.identity: unknown params are
+The digest is an identity param (evbench_core.analysis.identity: unknown params are
 identity), so records of different payload sets never share a row in a run, a
 comparison or the history. It is computed once per profile, count and seed in the
 run's managing process, before any sample is timed.
@@ -29,7 +29,8 @@ import json
 import logging
 from typing import Any
 
-from evbench_agent import digests, payloads
+from evbench_agent import payloads
+from evbench_core import digests
 
 log = logging.getLogger(__name__)
 

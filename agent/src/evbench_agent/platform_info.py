@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import __version__, codecs, results
+from evbench_agent import __version__, codecs
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
+from evbench_core import results
 
 #: ARM's part numbers (MIDR) for the cores evbench meets on its boards.
 ARM_PARTS = {

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import json_mapping
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from evbench_agent.protobuf_types import Descriptor

@@ -6,7 +6,7 @@ one that runs work in worker processes also has `worker_main(task, emit)`,
 which `evbench_agent.workers` reaches through `load`. A suite module is
 imported only when a run uses it, so the agent starts fast and a suite whose
 optional parts are missing does not break the others. This module imports
-none of ours: the spec (which validates suite names) and the workers (which
+none of the agent's: the spec (which validates suite names) and the workers (which
 dispatch by suite name) both depend on it, and it on neither.
 """
 
@@ -16,14 +16,13 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from evbench_core.analysis.identity import TELEMETRY
+
 #: Suite name -> module, in the order a run takes them.
 REGISTRY = {
     "codec": "evbench_agent.suites.codec",
     "link": "evbench_agent.suites.link",
 }
-#: The suite of the records telemetry derives from its samples (per phase, energy):
-#: not a suite a run is asked for, but a suite a record may name.
-TELEMETRY = "telemetry"
 #: Every suite a record may name, in display order: the registry's, then telemetry.
 RECORD_SUITES = (*REGISTRY, TELEMETRY)
 

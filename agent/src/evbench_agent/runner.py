@@ -15,22 +15,20 @@ from evbench_agent import (
     board_identity,
     child_exit,
     codecs,
-    comparison,
     memory,
     platform_info,
     registry,
-    results,
-    sequential,
     workers,
 )
-from evbench_agent.analysis import identity
-from evbench_agent.errors import PartialRun
 from evbench_agent.progress import Progress
-from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
-from evbench_agent.write_failures import WriteFailed
+from evbench_core import comparison, results, sequential
+from evbench_core.analysis import identity
+from evbench_core.errors import PartialRun
+from evbench_core.results import RunWriter
+from evbench_core.write_failures import WriteFailed
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +118,7 @@ def run_suites(context: RunContext, suites: Sequence[str]) -> None:
 
 def run_until_decided(context: RunContext, manifest: dict[str, Any], stage_s: float) -> None:
     """`--until-decided`: stages of the plan until every tested row of the answer's pair
-    is decided or the next stage would pass the budget (evbench_agent.sequential). The
+    is decided or the next stage would pass the budget (evbench_core.sequential). The
     manifest's `sequential` records each look and the alpha it spent, from which any
     reader replays the verdicts (comparison.compare_run)."""
     spec, writer, progress = context.spec, context.writer, context.progress

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import codecs, json_schema
-from evbench_agent.errors import UserError
+from evbench_agent import codecs
 from evbench_agent.link.address import parse_peer
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, PROFILES
 from evbench_agent.registry import REGISTRY
+from evbench_core import json_schema
+from evbench_core.errors import UserError
 
 #: Suites this agent can run, in the order a run takes them.
 SUITES = tuple(REGISTRY)
@@ -304,7 +305,7 @@ def _check_margins(values: dict[str, Any]) -> None:
     """--margin items parsed (a UserError names a bad one); --until-decided needs a pair
     of codecs to decide, and measures one environment."""
     if values.get("margins") is not None:
-        from evbench_agent.analysis import margins
+        from evbench_core.analysis import margins
 
         values["margins"] = margins.parse(values["margins"]) or None
     if values.get("budget_s") is not None:
@@ -313,7 +314,7 @@ def _check_margins(values: dict[str, Any]) -> None:
         return
     if values.get("arms") is not None:
         raise UserError("--until-decided grows one environment's plan: give it without --arm")
-    from evbench_agent import comparison
+    from evbench_core import comparison
 
     if comparison.answer_pair(values.get("codecs", ()), values.get("aa")) is None:
         raise UserError("--until-decided decides a pair of codecs: give at least two")

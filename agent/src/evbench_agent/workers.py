@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from evbench_agent import child_exit, memory, registry
-from evbench_agent.errors import EvbenchError, ExitCode, PartialRun
+from evbench_core.errors import EvbenchError, ExitCode, PartialRun
 
 ProgressCallback = Callable[[str], None]
 

@@ -25,9 +25,9 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from evbench_agent.errors import UserError
 from evbench_agent.link import bus_responder, isotp_options, isotp_port
 from evbench_agent.link.framing import DEFAULT_MAX_FRAME, Frame, FrameError, pack
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """Put the agent on a board: one self-contained zipapp, no pip, no network on the board.
 
-The zipapp holds the evbench_agent package (pure Python); the board's own
+The zipapp holds the evbench_agent package and the core it imports,
+evbench_core (both pure Python, the agent's one wheel); the board's own
 python3 supplies protobuf and psutil. It is built reproducibly (sorted
 entries, fixed timestamps), so its SHA-256 says whether the board's copy is
 the host's. An agent baked into the image (`evbench-agent` on PATH) is used
@@ -18,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import evbench_agent
+import evbench_core
 from evbench.boards.base import RemoteBoard
-from evbench_agent import results
-from evbench_agent.errors import UserError
 from evbench_agent.native import runtimes
+from evbench_core import results
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -133,11 +135,20 @@ def _entry(name: str) -> zipfile.ZipInfo:
 
 
 def build_zipapp() -> bytes:
-    """The agent package as one executable zip archive (reproducible bytes)."""
-    package = Path(evbench_agent.__file__).resolve().parent
-    files = (p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    # Data files too, should the agent ever carry some.
-    entries = [(p.relative_to(package.parent).as_posix(), p.read_bytes()) for p in sorted(files)]
+    """The agent's packages (the agent and its core) as one executable zip archive
+    (reproducible bytes)."""
+    packages = [
+        Path(evbench_agent.__file__).resolve().parent,
+        Path(evbench_core.__file__).resolve().parent,
+    ]
+    # Data files too (the agent's schemas).
+    files = sorted(
+        (path.relative_to(package.parent).as_posix(), path)
+        for package in packages
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
+    entries = [(name, path.read_bytes()) for name, path in files]
     digest = hashlib.sha256()
     for name, data in entries:
         digest.update(b"%s\0%d\0" % (name.encode(), len(data)) + data)

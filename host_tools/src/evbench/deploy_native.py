@@ -16,8 +16,8 @@ from pathlib import Path
 
 from evbench.boards.base import RemoteBoard
 from evbench.deploy import COMMAND_TIMEOUT, INSTALL
-from evbench_agent.errors import UserError
 from evbench_agent.native import runtimes
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

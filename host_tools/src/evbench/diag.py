@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evbench.boards.base import Board
-from evbench_agent.errors import EvbenchError
+from evbench_core.errors import EvbenchError
 
 FORMAT = "evbench-diag"
 VERSION = 1

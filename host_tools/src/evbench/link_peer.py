@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from evbench.boards.base import Board
 from evbench.progress import notice
-from evbench_agent.errors import EvbenchError, UserError
+from evbench_core.errors import EvbenchError, UserError
 
 log = logging.getLogger(__name__)
 

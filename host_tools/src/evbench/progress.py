@@ -9,7 +9,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from evbench_agent.log_output import notice, quiet
+from evbench_core.log_output import notice, quiet
 
 if TYPE_CHECKING:  # rich is imported only where a bar is drawn
     from rich.progress import Progress, TaskID

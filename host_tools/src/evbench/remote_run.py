@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evbench.boards.base import Board, ConnectionLost
-from evbench_agent import detached, results, write_failures
-from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
+from evbench_agent import detached
+from evbench_core import results, write_failures
+from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, UserError
 
 T = TypeVar("T")
 

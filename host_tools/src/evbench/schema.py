@@ -26,10 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import regular_file
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, samples, user_schema
 from evbench_agent.payloads.json_style import STYLES
+from evbench_core import regular_file
+from evbench_core.errors import UserError
 
 PROTOC_TIMEOUT = 120.0
 MAX_GENERATOR_BYTES = 1024 * 1024

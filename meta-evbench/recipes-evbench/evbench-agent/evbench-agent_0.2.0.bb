@@ -52,8 +52,9 @@ do_install:append() {
 
 CONFFILES:${PN} = "${sysconfdir}/default/evbench-agent"
 
-# Exactly the packages the agent imports (tests/test_layer.py checks this
-# against the agent's sources and openembedded-core's python3 manifest).
+# Exactly the packages the agent and its core (evbench_core, in the same wheel) import
+# (tests/test_layer.py checks this against their sources and openembedded-core's
+# python3 manifest).
 RDEPENDS:${PN} = "python3-core \
                   python3-crypt \
                   python3-ctypes \

@@ -14,8 +14,8 @@ from functools import lru_cache
 from statistics import fmean
 
 from evbench_agent.buses import can_classic, can_fd, ethernet, isotp, uart
-from evbench_agent.errors import UserError
 from evbench_agent.link import framing, uart_framing
+from evbench_core.errors import UserError
 
 #: The bus-load ceiling a combination must stay under to "fit" (a share of the period).
 DEFAULT_CEILING = 0.40

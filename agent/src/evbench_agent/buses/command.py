@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from evbench_agent.buses import budget
 from evbench_agent.buses.render import render
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core.errors import ExitCode, UserError
 
 HELP = "bus budget: frames per message and share of each period on CAN, CAN FD, UART (no board)"
 #: json and protobuf always; dbc (packed CAN FD signals) where cantools is installed and the

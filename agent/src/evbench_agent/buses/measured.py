@@ -176,7 +176,7 @@ def from_records(
 ) -> tuple[list[Row], list[Skipped]]:
     """The budget of every codec and profile whose size a run recorded; and what it left out
     (a codec not installed here, a profile unknown here, sizes that do not match)."""
-    from evbench_agent.errors import EvbenchError
+    from evbench_core.errors import EvbenchError
 
     chosen = buses or [budget.bus(name) for name in budget.DEFAULT_BUSES]
     rows: list[Row] = []

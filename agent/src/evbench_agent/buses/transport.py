@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from evbench_agent.buses import budget
-from evbench_agent.errors import UserError
 from evbench_agent.link import framing
+from evbench_core.errors import UserError
 
 #: The bit rates assumed for an ISO-TP interface whose URL names none (vcan has none).
 ASSUMED_CAN_RATES = (500_000, 2_000_000)

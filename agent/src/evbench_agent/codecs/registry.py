@@ -19,11 +19,15 @@ from types import ModuleType
 from typing import Any
 
 from evbench_agent import access, installed_version
-from evbench_agent.errors import UserError
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native.codec import CODECS as NATIVE_CODECS
 from evbench_agent.native.codec import NativeCodec
 from evbench_agent.payloads import Payload, Profile
+
+# The A/A copy's name is the core's (a record names it); exported here with the codecs.
+from evbench_core.analysis.identity import COPY_SUFFIX as COPY_SUFFIX
+from evbench_core.analysis.identity import copy_name as copy_name
+from evbench_core.errors import UserError
 
 #: What a codec encodes: the profile's plain data, or its protobuf message.
 PLAIN = "plain"
@@ -207,16 +211,6 @@ def installed() -> list[str]:
         for name, codec in CODECS.items()
         if importlib.util.find_spec(codec.module.partition(".")[0]) is not None
     ]
-
-
-#: The A/A control's second arm: `json-aa` is json under another name, so that
-#: a run can compare a codec with itself (evbench run --aa json).
-COPY_SUFFIX = "-aa"
-
-
-def copy_name(name: str) -> str:
-    """The name of `name`'s identical second arm in an A/A run."""
-    return f"{name}{COPY_SUFFIX}"
 
 
 def original_name(name: str) -> str:

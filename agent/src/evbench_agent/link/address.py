@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def parse_peer(text: Any) -> tuple[str, int]:

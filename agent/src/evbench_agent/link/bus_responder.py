@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from evbench_agent import __version__, private_environment
-from evbench_agent.errors import EvbenchError, UserError
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns
+from evbench_core.errors import EvbenchError, UserError
 
 log = logging.getLogger(__name__)
 #: How often the receive loop looks up from an idle line.

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evbench_agent import private_environment
-from evbench_agent.errors import UserError
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns, timer_slack_ns
+from evbench_core.errors import UserError
 
 CONNECT_TIMEOUT_S = 10.0
 HANDSHAKE_TIMEOUT_S = 10.0

@@ -18,7 +18,7 @@ import struct
 import time
 from typing import NamedTuple
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 #: The length prefix: a 4-byte little-endian unsigned integer, as the seed app.
 LENGTH = struct.Struct("<I")

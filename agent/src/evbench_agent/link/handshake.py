@@ -22,9 +22,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evbench_agent import digests, private_environment
-from evbench_agent.errors import UserError
+from evbench_agent import private_environment
 from evbench_agent.link import framing
+from evbench_core import digests
+from evbench_core.errors import UserError
 
 PROTOCOL = "evbench-link"
 VERSION = 2

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from evbench_agent.errors import UserError
 from evbench_agent.link import isotp_options as opts
 from evbench_agent.link.framing import HEADER, KINDS, LENGTH, Frame, FrameError, pack
+from evbench_core.errors import UserError
 
 #: The largest PDU every can-isotp accepts (older kernels' MAX_MSG_LENGTH; newer
 #: ones default to 8300): a longer message is refused before it is sent.

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evbench_agent import codecs, payloads
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import Payload, Profile
 from evbench_agent.schema import link_pb2
+from evbench_core.errors import UserError
 
 #: The ack as a profile, so every codec binds to it as to any message type.
 ACK_PROFILE = Profile(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

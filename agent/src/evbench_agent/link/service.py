@@ -20,9 +20,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from evbench_agent.errors import EvbenchError
 from evbench_agent.link import framing, placement
 from evbench_agent.link.responder import DEFAULT_MAX_CONNECTIONS, LOOPBACK
+from evbench_core.errors import EvbenchError
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0

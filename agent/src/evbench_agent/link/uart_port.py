@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from evbench_agent.errors import UserError
 from evbench_agent.link import uart_framing
 from evbench_agent.link.framing import DEFAULT_MAX_FRAME, Frame, PeerClosed
+from evbench_core.errors import UserError
 
 #: Rates pyserial and the 8250/pl011 drivers take; anything else is refused up front.
 RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600,

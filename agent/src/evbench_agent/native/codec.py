@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from evbench_agent.analysis import metrics
 from evbench_agent.native import runtimes
 from evbench_agent.native.runtimes import Runtime
+from evbench_core.analysis import metrics
 
 if TYPE_CHECKING:
     from evbench_agent.native.protocol import Harness, Loaded
@@ -113,7 +113,7 @@ class NativeBound:
     def decode(self, blob: bytes) -> NoReturn:
         """No Python decode: a native codec's decoding is timed in its harness only (the
         link suite's Python client and responder cannot use it)."""
-        from evbench_agent.errors import UserError
+        from evbench_core.errors import UserError
 
         raise UserError(
             f"native codec {self.codec.name} decodes only in its harness",
@@ -204,8 +204,8 @@ class NativeCodec:
         )
 
     def bind(self, profile: Profile) -> NativeBound:
-        from evbench_agent.errors import UserError
         from evbench_agent.native.protocol import Harness
+        from evbench_core.errors import UserError
 
         if not self.can_carry(profile):
             raise UserError(

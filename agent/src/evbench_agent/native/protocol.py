@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from evbench_agent import child_exit
-from evbench_agent.analysis import metrics
-from evbench_agent.errors import PartialRun
+from evbench_core.analysis import metrics
+from evbench_core.errors import PartialRun
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.profile import (
     DEFAULT_COUNT,
     DEFAULT_SEED,
@@ -18,6 +17,7 @@ from evbench_agent.payloads.profile import (
     Payload,
     Profile,
 )
+from evbench_core.errors import UserError
 
 
 def _registry() -> dict[str, Profile]:

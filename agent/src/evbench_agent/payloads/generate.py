@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, cast
 from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.message import Message
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.convert import (
     all_extensions,
     extensions,
@@ -51,6 +50,7 @@ from evbench_agent.payloads.rules import (
     load_rules,
     real_oneofs,
 )
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from google.protobuf import any_pb2, duration_pb2

@@ -27,9 +27,9 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads import json_mapping
 from evbench_agent.payloads.convert import extensions, is_map, is_repeated, json_pool, map_entry
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from evbench_agent.protobuf_types import Descriptor

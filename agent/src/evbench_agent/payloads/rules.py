@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.descriptor import OneofDescriptor as PyOneofDescriptor
 
-from evbench_agent import json_schema
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.convert import is_repeated, is_required, message_type
+from evbench_core import json_schema
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs

@@ -21,9 +21,9 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
-from evbench_agent import regular_file
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.convert import json_pool
+from evbench_core import regular_file
+from evbench_core.errors import UserError
 
 FORMATS = ("jsonl", "binary")
 #: The samples travel inside the run spec; a benchmark needs hundreds, not gigabytes.

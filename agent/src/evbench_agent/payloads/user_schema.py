@@ -40,10 +40,10 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError, Message
 
-from evbench_agent.errors import UserError
 from evbench_agent.payloads.convert import message_class
 from evbench_agent.payloads.json_style import JsonStyle, make_style
 from evbench_agent.payloads.profile import DEFAULT_COUNT, DEFAULT_SEED, PROFILES, Payload, Profile
+from evbench_core.errors import UserError
 
 ENVIRONMENT = "EVBENCH_AGENT_SCHEMA"
 PREFIX = "schema:"

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evbench_agent.progress import Progress
-from evbench_agent.results import RunWriter
 from evbench_agent.spec import Spec
+from evbench_core.results import RunWriter
 
 
 @dataclass

@@ -51,13 +51,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from evbench_agent import codecs, payload_identity, payloads
-from evbench_agent.analysis import metrics
 from evbench_agent.native.codec import NativeBound
-from evbench_agent.results import SampleSet
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry import contention
 from evbench_agent.workers import run_worker
+from evbench_core.analysis import metrics
+from evbench_core.results import SampleSet
 
 SUITE = "codec"
 OPERATIONS = metrics.CODEC_TIMED

@@ -31,11 +31,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evbench_agent import arms, child_exit, payload_identity, workers
-from evbench_agent.errors import EvbenchError, PartialRun
-from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_steps, timed_params
 from evbench_agent.telemetry import contention
+from evbench_core.errors import EvbenchError, PartialRun
+from evbench_core.results import SampleSet
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evbench_agent.results import SampleSet
+from evbench_core.results import SampleSet
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import statistics
 from typing import Any
 
 from evbench_agent import registry
-from evbench_agent.results import SampleSet
+from evbench_core.results import SampleSet
 
 SUITE = registry.TELEMETRY
 METHOD_PER_OP_CODEC = "excess power of the interleaved phase x median time per operation"

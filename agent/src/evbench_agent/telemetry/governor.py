@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evbench_agent.errors import UserError
 from evbench_agent.telemetry.sysfs import Sensors, read_text
+from evbench_core.errors import UserError
 
 
 class GovernorSetting:

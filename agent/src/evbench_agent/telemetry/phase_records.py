@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from evbench_agent import registry
-from evbench_agent.results import SampleSet
 from evbench_agent.telemetry import energy
 from evbench_agent.telemetry.timeline import group_name, windows
+from evbench_core.results import SampleSet
 
 SUITE = registry.TELEMETRY
 IDLE = "idle"

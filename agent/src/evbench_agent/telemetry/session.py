@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evbench_agent.errors import UserError
 from evbench_agent.progress import Progress
-from evbench_agent.results import SampleSet, read_samples
 from evbench_agent.telemetry import phase_records, sysfs
 from evbench_agent.telemetry.cooldown import CoolDownGuard
 from evbench_agent.telemetry.governor import GovernorSetting
 from evbench_agent.telemetry.reader import SensorReader
 from evbench_agent.telemetry.sampler import SamplerProcess
 from evbench_agent.telemetry.timeline import MARKERS, Timeline, read_markers
+from evbench_core.errors import UserError
+from evbench_core.results import SampleSet, read_samples
 
 TELEMETRY = "telemetry.jsonl"
 #: Where sysfs is read from: tests point this at a tree laid out like a board's.

@@ -13,7 +13,7 @@ from evbench.boards.base import (
     StreamedCommand,
 )
 from evbench.boards.urls import scheme_of, schemes
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def open_board(

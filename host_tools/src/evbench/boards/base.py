@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 #: Where a password for a board login comes from (never argv, never a file).
 PASSWORD_VARIABLE = "EVBENCH_PASSWORD"

@@ -37,8 +37,8 @@ from evbench.boards.labgrid_client import (
     job_identity,
 )
 from evbench.boards.urls import LabgridUrl, parse_labgrid_url
-from evbench_agent.errors import ExitCode, PartialRun, UserError
-from evbench_agent.log_output import notice
+from evbench_core.errors import ExitCode, PartialRun, UserError
+from evbench_core.log_output import notice
 
 if TYPE_CHECKING:
     from evbench.boards.ssh_jump import SshJump

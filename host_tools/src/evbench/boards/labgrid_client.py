@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from evbench.boards.base import (
     PipedCommand,
     StreamedCommand,
 )
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def child_environment() -> dict[str, str]:

@@ -36,7 +36,7 @@ from evbench.boards.ssh_address import (
     password_for,
 )
 from evbench.boards.ssh_jump import SshJump
-from evbench_agent.errors import EvbenchError, UserError
+from evbench_core.errors import EvbenchError, UserError
 
 CONNECT_TIMEOUT = 15.0
 KEEPALIVE_SECONDS = 5

@@ -20,7 +20,7 @@ import paramiko
 
 from evbench.boards.base import PASSWORD_VARIABLE
 from evbench.boards.urls import parse_ssh_url
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 DEFAULT_PORT = 22

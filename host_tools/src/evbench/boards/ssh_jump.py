@@ -19,7 +19,7 @@ import paramiko
 
 from evbench.boards.base import ConnectionLost
 from evbench.boards.ssh_address import HostKeyPolicy, SshAddress, fingerprint, parse_address
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 CONNECT_TIMEOUT = 15.0
 #: `[USER@]HOST[:PORT]`, as `ssh -J` and LG_PROXY take it (an IPv6 address in brackets).

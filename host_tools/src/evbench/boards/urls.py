@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import SplitResult, parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
     from evbench.boards.base import Board

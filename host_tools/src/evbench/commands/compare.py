@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evbench.report import table, terminal
-from evbench_agent.errors import CheckFailed, ExitCode, UserError
-from evbench_agent.results import write_atomic
+from evbench_core.errors import CheckFailed, ExitCode, UserError
+from evbench_core.results import write_atomic
 
 if TYPE_CHECKING:
     from evbench.report import compare
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: the report package loads matplotlib, which `evbench --help` needs not.
     from evbench.report import compare, criteria, exports
     from evbench.report.context import load_context
-    from evbench_agent.comparison import SEED_PAIR
+    from evbench_core.comparison import SEED_PAIR
 
     directories = ([args.baseline] if args.baseline else []) + list(args.runs)
     if len(directories) < 2:

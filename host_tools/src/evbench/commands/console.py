@@ -19,7 +19,7 @@ from evbench.boards.base import PASSWORD_VARIABLE
 from evbench.boards.serial import transcript
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.urls import CONSOLE, parse_console_url, usage
-from evbench_agent.errors import ExitCode
+from evbench_core.errors import ExitCode
 
 NAME = "console"
 HELP = "an interactive terminal on a board's serial console (Ctrl-] quits)"

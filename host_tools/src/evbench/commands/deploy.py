@@ -10,7 +10,7 @@ from pathlib import Path
 from evbench import deploy
 from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import RemoteBoard
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core.errors import ExitCode, UserError
 
 NAME = "deploy"
 HELP = "install or update the agent on a board"

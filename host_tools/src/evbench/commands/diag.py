@@ -9,8 +9,8 @@ from typing import Any
 
 from evbench import diag
 from evbench.board_options import add_board_options, open_board_from
-from evbench_agent import results
-from evbench_agent.errors import ExitCode
+from evbench_core import results
+from evbench_core.errors import ExitCode
 
 NAME = "diag"
 HELP = "report a board's state: model, kernel, clocks, temperatures, memory, disk, network, agent"

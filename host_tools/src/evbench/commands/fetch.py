@@ -10,8 +10,8 @@ from pathlib import Path
 from evbench import deploy, remote_run
 from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import RemoteBoard
-from evbench_agent import results
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core import results
+from evbench_core.errors import ExitCode, UserError
 
 NAME = "fetch"
 HELP = "collect a run from a board by its id (waits for it to end)"

@@ -50,7 +50,7 @@ def _say(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `evbench --help` and other commands never pay for them.
     from evbench.flash.plan import plan_flash
-    from evbench_agent.errors import ExitCode, UserError
+    from evbench_core.errors import ExitCode, UserError
 
     if args.board is None and (args.bootloader or args.reboot or args.boot_partition):
         raise UserError("--bootloader, --boot-partition and --reboot need --board")

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from evbench_agent.command_line import Parser, add_output_options
-from evbench_agent.errors import CheckFailed, EvbenchError, ExitCode, UserError
-from evbench_agent.log_output import quiet
-from evbench_agent.results import write_atomic
+from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, UserError
+from evbench_core.log_output import quiet
+from evbench_core.results import write_atomic
 
 if TYPE_CHECKING:  # the store loads only when a history command runs
     from evbench.history.store import Store
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     from evbench.history.indexing import index_run
-    from evbench_agent import results
+    from evbench_core import results
 
     # `history add results/*` also meets what the documented workflow puts beside the
     # runs (criteria.json, junit.xml, the store itself, screenshots): not runs, skipped

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 NAME = "lab"
 HELP = "run a matrix of boards x suites x profiles x codecs (LAB.yaml), or show its status"

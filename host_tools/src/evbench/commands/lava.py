@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core.errors import ExitCode, UserError
 
 NAME = "lava"
 HELP = "LAVA: write a job definition for a device type; turn a job's results into a run"
@@ -107,7 +107,7 @@ def _job(args: argparse.Namespace) -> ExitCode:
     )
     text = yaml.safe_dump(job.build(options), sort_keys=False)
     if args.out:
-        from evbench_agent.results import write_atomic
+        from evbench_core.results import write_atomic
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(args.out, text.encode())

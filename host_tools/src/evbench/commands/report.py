@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from evbench_agent.errors import ExitCode, UserError
+from evbench_core.errors import ExitCode, UserError
 
 NAME = "report"
 HELP = "render a run directory: report.md, self-contained report.html, CSV and JUnit"
@@ -26,7 +26,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 def _terminal(run_dir: Path) -> int:
     """What `evbench run --details` prints, for a run measured earlier."""
     from evbench.commands.run import print_tables
-    from evbench_agent import results
+    from evbench_core import results
 
     run = results.load_run(run_dir)
     print_tables(run, argparse.Namespace(baseline_codec="json", candidate_codec="protobuf"))
@@ -38,7 +38,7 @@ def _refuse_what_is_not_a_run(run_dir: Path) -> None:
     writes it before it measures) or, a run that lost it, at least one sample set evbench
     can read. A folder with neither is not a run, whatever else it holds (an empty or
     foreign samples.jsonl got five report files written beside it)."""
-    from evbench_agent import results
+    from evbench_core import results
 
     if not run_dir.is_dir():
         return  # the report's own reading says what is wrong, as before

@@ -17,10 +17,11 @@ from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
 from evbench.report import answer, glance, runtimes, table, terminal
 from evbench.report.headline import partial_headline
-from evbench_agent import options, results, write_failures
-from evbench_agent.comparison import Comparison, compare_recorded
-from evbench_agent.errors import EvbenchError, ExitCode, UserError
-from evbench_agent.run_ids import new_run_id
+from evbench_agent import options
+from evbench_core import results, write_failures
+from evbench_core.comparison import Comparison, compare_recorded
+from evbench_core.errors import EvbenchError, ExitCode, UserError
+from evbench_core.run_ids import new_run_id
 
 logger = logging.getLogger(__name__)
 

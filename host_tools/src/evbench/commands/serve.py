@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from evbench_agent.errors import ExitCode, UserError
 from evbench_agent.link.framing import DEFAULT_MAX_FRAME
+from evbench_core.errors import ExitCode, UserError
 
 NAME = "serve"
 HELP = "the link responder on this PC's CAN adapter (python-can) or UART, until SIGTERM"

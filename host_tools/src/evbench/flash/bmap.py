@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from evbench_agent.errors import CheckFailed, UserError
+from evbench_core.errors import CheckFailed, UserError
 
 #: A bmap for a multi-terabyte image is a few MiB; anything larger is not a bmap.
 MAX_BMAP_BYTES = 64 * 1024 * 1024

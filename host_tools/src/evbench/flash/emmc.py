@@ -21,7 +21,7 @@ from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.target import Target, confirm
 from evbench.flash.writer import FlashReport, write_image
-from evbench_agent.errors import CheckFailed, EvbenchError, UserError
+from evbench_core.errors import CheckFailed, EvbenchError, UserError
 
 HERE = Path(__file__).resolve().parent
 RECEIVER_FILES = ("blockdevs.py", "readback.py", "emmc_receiver.py")

@@ -12,7 +12,7 @@ from evbench.flash import target as targets
 from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.writer import FileSink, FlashReport, write_image
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from evbench.flash.bmap import Bmap, parse_bmap
 from evbench.flash.source import COMPRESSED_SUFFIXES, ImageSource
 from evbench.flash.target import Target, check_fits
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def find_bmap(image: Path) -> Path | None:

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TextIO
 
-from evbench_agent.log_output import quiet
+from evbench_core.log_output import quiet
 
 MiB = 1024 * 1024
 #: Plain-line mode prints at most this often, so logs stay readable.

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from evbench_agent.errors import CheckFailed, UserError
+from evbench_core.errors import CheckFailed, UserError
 
 CHUNK = 1024 * 1024
 #: Decompressed chunks held ahead of the writer: bounds memory at QUEUE_DEPTH MiB.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evbench.flash import blockdevs
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 @dataclass(frozen=True)

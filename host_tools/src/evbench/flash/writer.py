@@ -24,7 +24,7 @@ from evbench.flash.bmap import BlockRange, Bmap
 from evbench.flash.progress import FlashProgress
 from evbench.flash.readback import read_back_digest
 from evbench.flash.source import ImageSource
-from evbench_agent.errors import CheckFailed
+from evbench_core.errors import CheckFailed
 
 log = logging.getLogger(__name__)
 

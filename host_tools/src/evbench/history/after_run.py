@@ -35,7 +35,7 @@ def record_run(args: argparse.Namespace, out: Path) -> bool:
         return False
     from evbench.history import default_url, open_store
     from evbench.history.indexing import index_run
-    from evbench_agent.errors import EvbenchError
+    from evbench_core.errors import EvbenchError
 
     try:
         url = default_url(getattr(args, "history", None))

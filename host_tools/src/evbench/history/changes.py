@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from evbench_agent import results
-from evbench_agent.analysis import stats
-from evbench_agent.analysis.verdicts import ALPHA, HIGHER_IS_BETTER, MIN_EFFECT
-from evbench_agent.errors import FormatError
+from evbench_core import results
+from evbench_core.analysis import stats
+from evbench_core.analysis.verdicts import ALPHA, HIGHER_IS_BETTER, MIN_EFFECT
+from evbench_core.errors import FormatError
 
 #: The fewest nights on either side of a change: fewer cannot tell a step from an outlier.
 MIN_SEGMENT = 3

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from evbench.report import manifest_shape
-from evbench_agent import results
-from evbench_agent.errors import CheckFailed, FormatError, UserError
+from evbench_core import results
+from evbench_core.errors import CheckFailed, FormatError, UserError
 
 #: Params that tell records of one metric apart within a run (as the report's record_key);
 #: the others are settings (loop counts calibrated per run) kept with the record.

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from evbench.history.indexing import series_metric
 from evbench.history.store import Store
 from evbench.history.trends import comparable_identity, record_params
-from evbench_agent.analysis.identity import Identity
-from evbench_agent.analysis.stats import student_t_sf, successive_differences_df
+from evbench_core.analysis.identity import Identity
+from evbench_core.analysis.stats import student_t_sf, successive_differences_df
 
 #: The fewest nights of history that confirm or refute a change (7 differences,
 #: 4 degrees of freedom: t at p 0.05 two-sided is 2.78 spreads).

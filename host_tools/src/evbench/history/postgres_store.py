@@ -12,7 +12,7 @@ from typing import Any
 
 from evbench.history.store import Store
 from evbench.history.url import StoreURL
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 CONNECT_TIMEOUT_S = 10
 #: An arbitrary constant naming evbench's schema lock among the server's advisory locks.

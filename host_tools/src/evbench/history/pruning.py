@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 from evbench.history.store import Store
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 _KEEP = re.compile(r"(\d+)([d]?)")
 

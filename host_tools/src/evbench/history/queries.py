@@ -9,7 +9,7 @@ from typing import Any
 from evbench.history.indexing import base_metric
 from evbench.history.store import Store
 from evbench.report.table import format_median_ci
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 RUN_HEADERS = ("Run", "Started", "Board", "Source", "Quick", "Status", "Image", "Kernel",
                "Python", "Protobuf", "Agent")  # fmt: skip

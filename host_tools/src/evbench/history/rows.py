@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent.errors import FormatError
+from evbench_core.errors import FormatError
 
 Check = Callable[[Any], bool]
 

@@ -12,7 +12,7 @@ filled in per dialect.
 
 from __future__ import annotations
 
-from evbench_agent.errors import FormatError
+from evbench_core.errors import FormatError
 
 SCHEMA_VERSION = 1
 

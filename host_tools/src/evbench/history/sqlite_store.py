@@ -15,7 +15,7 @@ from typing import Any
 
 from evbench.history.store import Store
 from evbench.history.url import StoreURL
-from evbench_agent.errors import FormatError, UserError
+from evbench_core.errors import FormatError, UserError
 
 #: How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0

@@ -25,8 +25,8 @@ from typing import Any
 from evbench.history import rows, schema
 from evbench.history.indexing import IndexedRun, RunRow
 from evbench.history.url import StoreURL
-from evbench_agent.analysis import stats
-from evbench_agent.errors import FormatError, UserError
+from evbench_core.analysis import stats
+from evbench_core.errors import FormatError, UserError
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from evbench.history.store import SeriesPoint, Store
 from evbench.history.trends import series_name, survey, tested
 from evbench.report.html import POLICY, STYLE
 from evbench.report.units import display_scale
-from evbench_agent.analysis import metrics
+from evbench_core.analysis import metrics
 
 DPI = 96
 #: Full plots: the series with a change, worse and larger first; more are counted, not drawn.

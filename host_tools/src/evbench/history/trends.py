@@ -6,7 +6,7 @@ first. Partial runs are kept in the store but left out here: an interrupted
 night's figures are not a night's level. Records whose payloads (or any other
 identity param but the plan) differ make separate series, never one.
 
-Only TESTED metrics (evbench_agent.analysis.identity) can raise a change: context
+Only TESTED metrics (evbench_core.analysis.identity) can raise a change: context
 (telemetry, modelled energy, rare counts) and facts (sizes) are shown beside
 each change as what moved with it, never as a change of their own.
 
@@ -35,8 +35,8 @@ from evbench.history import changes
 from evbench.history.indexing import base_metric
 from evbench.history.store import SeriesPoint, Store
 from evbench.report.criteria import Criteria
-from evbench_agent.analysis import identity, metrics
-from evbench_agent.analysis.verdicts import ALPHA, HIGHER_IS_BETTER
+from evbench_core.analysis import identity, metrics
+from evbench_core.analysis.verdicts import ALPHA, HIGHER_IS_BETTER
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 ENVIRONMENT = "EVBENCH_HISTORY"
 #: A URL longer than this is a mistake, not a store.

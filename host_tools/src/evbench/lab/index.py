@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evbench.lab.plan import Entry
-from evbench_agent import json_schema, results
-from evbench_agent.errors import FormatError, UserError
+from evbench_core import json_schema, results
+from evbench_core.errors import FormatError, UserError
 
 INDEX = "lab.json"
 #: Every key and type of lab.json; a reader checks a file against it (docs/lab.md's table

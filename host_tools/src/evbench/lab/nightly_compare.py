@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from evbench.lab import index
-from evbench_agent import results
-from evbench_agent.errors import EvbenchError, ExitCode, UserError
+from evbench_core import results
+from evbench_core.errors import EvbenchError, ExitCode, UserError
 
 COMPARE_TIMEOUT = 600.0
 #: What makes two lab entries the same measurement of the same board.

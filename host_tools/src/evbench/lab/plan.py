@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evbench_agent import json_schema
-from evbench_agent.errors import UserError
+from evbench_core import json_schema
+from evbench_core.errors import UserError
 
 SCHEMA = json_schema.load("evbench.lab", "lab.schema.json")
 MAX_ENTRIES = 1000

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evbench.report.units import format_value
-from evbench_agent import results
+from evbench_core import results
 
 REPORT = "lab.html"
 STYLE = (

@@ -26,9 +26,9 @@ from typing import TextIO
 from evbench.lab import nightly_compare
 from evbench.lab.index import LabIndex
 from evbench.lab.plan import Entry, Plan
-from evbench_agent import results
-from evbench_agent.errors import ExitCode
-from evbench_agent.log_output import notice
+from evbench_core import results
+from evbench_core.errors import ExitCode
+from evbench_core.log_output import notice
 
 #: One entry's run may take this long before it is stopped (a full run on a slow board).
 ENTRY_TIMEOUT = 4 * 3600.0

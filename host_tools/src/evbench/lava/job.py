@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 TEST_DEFINITION = "lava/evbench.yaml"
 #: Minutes for deployment and boot (downloads, U-Boot, kernel, login).

@@ -25,8 +25,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import lava_units, registry, results
-from evbench_agent.errors import CheckFailed, FormatError, UserError
+from evbench_agent import lava_units, registry
+from evbench_core import results
+from evbench_core.errors import CheckFailed, FormatError, UserError
 
 NOTE = "lava.json"
 #: Bounds on what a results file may hold (it comes from a server).

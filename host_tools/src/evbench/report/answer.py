@@ -4,7 +4,7 @@ Per profile: the verdict in one line (report/verdict_line.py), then what the can
 buys over the baseline (the rows it wins, with the verdict's interval), what it costs,
 which rows were shown within their margin, which stay undecided (with the time a plan
 of this size expects would decide them), which were too small to call, and the exact
-differences (facts). The numbers are the comparison's (evbench_agent.comparison); the
+differences (facts). The numbers are the comparison's (evbench_core.comparison); the
 tables' cells are report/table.py's.
 """
 
@@ -25,8 +25,8 @@ from evbench.report.table import (
     signed_value,
 )
 from evbench.report.units import counted, format_value
-from evbench_agent.analysis import margins as margin_scales
-from evbench_agent.analysis.verdicts import (
+from evbench_core.analysis import margins as margin_scales
+from evbench_core.analysis.verdicts import (
     BASELINE,
     CANDIDATE,
     EQUAL,
@@ -34,7 +34,7 @@ from evbench_agent.analysis.verdicts import (
     TOO_SMALL,
     UNDECIDED,
 )
-from evbench_agent.comparison import FACT, TESTED, Comparison, Row
+from evbench_core.comparison import FACT, TESTED, Comparison, Row
 
 
 def _percent(value: float) -> str:
@@ -91,7 +91,7 @@ def _interval_words(row: Row) -> str:
 
 def _more_time(row: Row, stage_s: float | None) -> str:
     """', about 4 min more': the time a plan of this size expects would decide it."""
-    from evbench_agent import sequential
+    from evbench_core import sequential
 
     stages = sequential.more_stages(row)
     if stages is None or not stage_s:

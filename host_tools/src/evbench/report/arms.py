@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from evbench_agent import arms
-from evbench_agent.comparison import Comparison, compare
-from evbench_agent.results import SampleSet
+from evbench_core.comparison import Comparison, compare
+from evbench_core.results import SampleSet
 
 log = logging.getLogger(__name__)
 

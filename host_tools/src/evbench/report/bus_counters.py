@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from evbench_agent.results import SampleSet
 from evbench_agent.telemetry.bus_stats import (
     CAN_STATES,
     ERROR_COUNTERS,
     ERRORS_METRIC,
     METRIC,
 )
+from evbench_core.results import SampleSet
 
 SUITE = "link"
 #: At most this many flagged phases are listed one by one; the rest are counted.

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 from matplotlib import colors as mcolors
 
+from evbench_core.analysis.identity import COPY_SUFFIX
+
 #: Each known codec's colour, by name: the same in every plot of every report, whatever
 #: else the run measured and in whatever order (matplotlib's tab10, then five darker
 #: tones of tab20b for the native runtimes).
@@ -37,9 +39,6 @@ FALLBACK_COLOURS = (
     "#31a354", "#756bb1", "#636363", "#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b",
     "#ce6dbd", "#9ecae1",
 )  # fmt: skip
-#: An A/A copy's name ends so (evbench_agent.codecs.COPY_SUFFIX, not imported: that
-#: module loads every codec's registry).
-COPY_SUFFIX = "-aa"
 
 
 def _pale(colour: str) -> str:

@@ -1,9 +1,9 @@
 """Runs side by side: each codec's measurements in every later run against the first.
 
-One row per codec and record identity (evbench_agent.analysis.identity): records whose
+One row per codec and record identity (evbench_core.analysis.identity): records whose
 identity params differ are never pooled, outcome params (calibrated loops, ...)
 never split a row. Each later run is compared with the first (the baseline) by
-evbench_agent.comparison.compare_runs, on the unit of replication of each suite:
+evbench_core.comparison.compare_runs, on the unit of replication of each suite:
 the codec suite's per-process medians, the link suite's per-phase values, as two
 independent samples (nothing is paired across runs). Exact Mann-Whitney, Moses'
 ratio interval, Holm within (suite, profile) of one run pair; "n too small" when
@@ -31,12 +31,12 @@ from evbench.report import exports, table
 from evbench.report.context import RunContext
 from evbench.report.criteria import Criteria
 from evbench.report.units import counted
-from evbench_agent import comparison as comparing
-from evbench_agent.analysis import identity as identities
-from evbench_agent.analysis import stats
-from evbench_agent.analysis.identity import Identity
-from evbench_agent.analysis.stats import holm
-from evbench_agent.analysis.verdicts import (
+from evbench_core import comparison as comparing
+from evbench_core.analysis import identity as identities
+from evbench_core.analysis import stats
+from evbench_core.analysis.identity import Identity
+from evbench_core.analysis.stats import holm
+from evbench_core.analysis.verdicts import (
     ALPHA,
     BASELINE,
     CANDIDATE,
@@ -46,9 +46,9 @@ from evbench_agent.analysis.verdicts import (
     TOO_SMALL,
     UNDECIDED,
 )
-from evbench_agent.comparison import CONTEXT, FACT, TESTED
-from evbench_agent.errors import UserError
-from evbench_agent.results import SampleSet
+from evbench_core.comparison import CONTEXT, FACT, TESTED
+from evbench_core.errors import UserError
+from evbench_core.results import SampleSet
 
 Key = tuple[str, Identity]  # codec, identity
 
@@ -122,7 +122,7 @@ class Comparison:
     labels: list[str]
     rows: list[Row]
     left_out: list[str]
-    #: Each later run against the first, as evbench_agent.comparison decided it.
+    #: Each later run against the first, as evbench_core.comparison decided it.
     pairs: list[comparing.Comparison]
     #: Per later run: what changed in its environment against the first run.
     environment: list[list[str]] = dataclasses.field(default_factory=list)

@@ -1,6 +1,6 @@
 """What a report knows about a run: its manifest, its records, what is missing.
 
-The report reads the results format (evbench_agent.results) and nothing else,
+The report reads the results format (evbench_core.results) and nothing else,
 so a run fetched from a board, a local run and an older run all render. Unlike
 `results.load_run`, a missing manifest or summary is not fatal here: the
 report renders what exists and says what is missing. A format name or version
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from evbench.report import manifest_shape
-from evbench_agent import results
-from evbench_agent.errors import UserError
+from evbench_core import results
+from evbench_core.errors import UserError
 
 #: The files a finished run holds (README "Results format").
 EXPECTED_FILES = (
@@ -280,8 +280,8 @@ def _governors(telemetry: dict[str, Any]) -> str:
 
 
 def _load(load_avg: Any, sample_sets: list[results.SampleSet]) -> str:
-    from evbench_agent.comparison import busy_replicates
-    from evbench_agent.telemetry import contention
+    from evbench_core.analysis import contention
+    from evbench_core.comparison import busy_replicates
 
     said = []
     if isinstance(load_avg, list) and len(load_avg) == 3:

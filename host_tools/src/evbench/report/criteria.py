@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 DEFAULT_PERCENT = 5.0
 KEYS = frozenset({"default_percent", "metrics"})

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evbench.report import ratios
-from evbench_agent.analysis import margins
-from evbench_agent.analysis.verdicts import BASELINE, CANDIDATE
-from evbench_agent.comparison import CONTEXT, FACT, Comparison
-from evbench_agent.results import RECORD_FIELDS
+from evbench_core.analysis import margins
+from evbench_core.analysis.verdicts import BASELINE, CANDIDATE
+from evbench_core.comparison import CONTEXT, FACT, Comparison
+from evbench_core.results import RECORD_FIELDS
 
 if TYPE_CHECKING:
     from evbench.report.context import RunContext

@@ -25,7 +25,7 @@ from pathlib import Path
 from evbench.report import answer, system_view, table, terminal, verdict_line
 from evbench.report.names import shorten_label
 from evbench_agent.buses import budget
-from evbench_agent.comparison import FACT, TESTED, Comparison, Row
+from evbench_core.comparison import FACT, TESTED, Comparison, Row
 
 #: No line of the default output is wider than this (nor than the terminal).
 MAX_LINE = terminal.MAX_PROSE

@@ -2,7 +2,7 @@
 
 A partial run opens with what cut it short, so nobody reads its tables as a
 whole run: ``PARTIAL: the telemetry sampler died (signal 9, SIGKILL)``. The
-reason is the manifest's own (`evbench_agent.results.partial_reason`, cleaned
+reason is the manifest's own (`evbench_core.results.partial_reason`, cleaned
 of control characters and capped: it may come from a board); without one, the
 line says what the reader found instead (the manifest's status, missing files).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evbench_agent import results
+from evbench_core import results
 
 PREFIX = "PARTIAL: "
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evbench_agent import results
+from evbench_core import results
 
 #: Field -> its type: a Python type (or tuple of them), a nested shape (a dict: an
 #: object with those fields), or a one-element list (a list of that type).

@@ -35,8 +35,8 @@ from evbench.report import telemetry
 from evbench.report.colours import codec_colours
 from evbench.report.context import RunContext
 from evbench.report.units import format_value, significant
-from evbench_agent.analysis import metrics
-from evbench_agent.results import SampleSet
+from evbench_core.analysis import metrics
+from evbench_core.results import SampleSet
 
 LINK_SUITE = "link"
 DPI = 96

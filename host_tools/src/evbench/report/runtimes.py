@@ -4,7 +4,7 @@ A verdict about "protobuf against JSON" is a verdict about one runtime, so a
 run with native codecs (evbench_agent.native) gets one comparison per pair of
 runtimes of the same language, named with the library and the version its
 harness reported: "Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15)
-in C". Each is the same comparison (evbench_agent.comparison) as the Python
+in C". Each is the same comparison (evbench_core.comparison) as the Python
 answer's, on the same run: the codecs of a pair were measured side by side,
 round by round, in the same worker processes.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evbench.report import answer, table
-from evbench_agent.comparison import Comparison, compare
 from evbench_agent.native import runtimes
-from evbench_agent.results import SampleSet
+from evbench_core.comparison import Comparison, compare
+from evbench_core.results import SampleSet
 
 
 @dataclass(frozen=True)

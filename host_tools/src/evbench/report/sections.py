@@ -19,10 +19,10 @@ from evbench.report import (
 )
 from evbench.report.context import RunContext, context_rows, environment_rows
 from evbench.report.units import format_value
-from evbench_agent import comparison as comparing
-from evbench_agent.analysis import metrics
 from evbench_agent.buses import render
-from evbench_agent.comparison import Comparison
+from evbench_core import comparison as comparing
+from evbench_core.analysis import metrics
+from evbench_core.comparison import Comparison
 
 SPREAD_HEADERS = [
     "Suite",

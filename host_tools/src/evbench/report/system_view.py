@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from evbench.report.names import display_name
 from evbench.report.units import format_value
-from evbench_agent.comparison import Comparison, Row, Side
+from evbench_core.comparison import Comparison, Row, Side
 
 #: The link's per-message CPU rows that add up to a codec's share of a core.
 CPU_METRICS = ("cpu_per_msg_client", "cpu_per_msg_responder")

@@ -3,9 +3,9 @@
     Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict | margin |
     p (Holm) | CI (Holm step) | n | detectable
 
-One row is one record identity (evbench_agent.analysis.identity): nothing is pooled
+One row is one record identity (evbench_core.analysis.identity): nothing is pooled
 across identities. The numbers and verdicts come from
-evbench_agent.comparison, computed once per run; this module only lays them
+evbench_core.comparison, computed once per run; this module only lays them
 out. Rows by role:
 
 - tested rows carry the verdict of the replication-aware test (a codec,
@@ -29,11 +29,11 @@ from collections.abc import Callable, Sequence
 from evbench.report import ratios
 from evbench.report.names import display_name
 from evbench.report.units import counted, format_value
-from evbench_agent import comparison as comparing
-from evbench_agent.analysis import margins as margin_scales
-from evbench_agent.analysis import metrics, stats
-from evbench_agent.analysis.identity import Identity
-from evbench_agent.analysis.verdicts import (
+from evbench_core import comparison as comparing
+from evbench_core.analysis import contention, metrics, stats
+from evbench_core.analysis import margins as margin_scales
+from evbench_core.analysis.identity import Identity
+from evbench_core.analysis.verdicts import (
     BASELINE,
     CANDIDATE,
     EQUAL,
@@ -41,9 +41,8 @@ from evbench_agent.analysis.verdicts import (
     TOO_SMALL,
     UNDECIDED,
 )
-from evbench_agent.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
-from evbench_agent.results import SampleSet
-from evbench_agent.telemetry import contention
+from evbench_core.comparison import CONTEXT, FACT, SUITE_ORDER, TESTED, Comparison, Row, Side
+from evbench_core.results import SampleSet
 
 FACT_WINNER = "fact"
 #: The bus interface's counters (telemetry.bus_stats.METRIC), left out of the context table.

@@ -23,10 +23,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from evbench_agent.comparison import busy_replicates
 from evbench_agent.native import runtimes
-from evbench_agent.results import SampleSet
-from evbench_agent.telemetry import contention
+from evbench_core.analysis import contention
+from evbench_core.comparison import busy_replicates
+from evbench_core.results import SampleSet
 
 #: The protobuf runtime implementation that is not compiled: far slower than upb or cpp.
 PURE_PYTHON = "python"

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from evbench.report import ratios
 from evbench.report.names import display_name
-from evbench_agent.analysis.verdicts import (
+from evbench_core.analysis.verdicts import (
     BASELINE,
     CANDIDATE,
     EQUAL,
@@ -25,7 +25,7 @@ from evbench_agent.analysis.verdicts import (
     TOO_SMALL,
     UNDECIDED,
 )
-from evbench_agent.comparison import FACT, TESTED, Comparison, Row
+from evbench_core.comparison import FACT, TESTED, Comparison, Row
 
 WIDTH = 100
 #: The rows the line speaks of, in order of importance: (metric, link phase or None).

@@ -14,8 +14,8 @@ from pathlib import Path
 from evbench.report import exports, html, markdown, plots, sections
 from evbench.report.context import RunContext, load_context
 from evbench.report.headline import partial_headline
-from evbench_agent.comparison import Comparison
-from evbench_agent.results import write_atomic
+from evbench_core.comparison import Comparison
+from evbench_core.results import write_atomic
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from evbench_agent.errors import PartialRun
 from evbench_agent.link import messages, saturation
-from evbench_agent.results import SampleSet
 from evbench_agent.suites.link.phases import Phases
 from evbench_agent.suites.link.plan import SUITE
+from evbench_core.errors import PartialRun
+from evbench_core.results import SampleSet
 
 
 def capacity(

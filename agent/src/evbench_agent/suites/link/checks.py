@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from evbench_agent import codecs as codec_registry
-from evbench_agent.errors import UserError
 from evbench_agent.link import messages
 from evbench_agent.suites.link.plan import (
     DEFAULT_PROFILES,
@@ -16,6 +15,7 @@ from evbench_agent.suites.link.plan import (
     placement_of,
 )
 from evbench_agent.suites.link.responder import check_native_responder, native_responder
+from evbench_core.errors import UserError
 
 
 def preflight(spec: Any) -> list[str]:

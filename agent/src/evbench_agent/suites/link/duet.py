@@ -7,9 +7,9 @@ import threading
 import time
 from typing import Any
 
-from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link import client, messages
 from evbench_agent.suites.link.phases import Phases
+from evbench_core.errors import PartialRun, UserError
 
 
 def duet(

@@ -10,13 +10,14 @@ from typing import Any
 
 from evbench_agent import codecs as codec_registry
 from evbench_agent import payload_identity
-from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link import client, figures, messages, placement, timing, wakeup
-from evbench_agent.results import SampleSet
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.link.plan import SUITE, TRANSPORT, Settings
 from evbench_agent.suites.link.responder import name_the_responder
 from evbench_agent.telemetry import contention
+from evbench_core.analysis.contention import reasons as busy_reasons
+from evbench_core.errors import PartialRun, UserError
+from evbench_core.results import SampleSet
 
 #: Params of the scheduling the sender ran under (copied onto the wake-up record).
 _SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
@@ -215,7 +216,7 @@ class Phases(abc.ABC):
             SampleSet(SUITE, profile, codec, metric, "percent", params, [value], phase)
             for metric, value in found.items()
         )
-        busy = contention.reasons(found)
+        busy = busy_reasons(found)
         if busy and not self.said_busy:  # once: the table marks every row it touched
             self.said_busy = True
             self.context.progress.message(

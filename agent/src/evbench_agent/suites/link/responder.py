@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evbench_agent.errors import UserError
 from evbench_agent.link import handshake
 from evbench_agent.suites.link.plan import DEFAULT_PROFILES, link_codecs
+from evbench_core.errors import UserError
 
 
 def native_responder() -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evbench_agent.errors import PartialRun, UserError
 from evbench_agent.link import messages, placement, timing
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.link.capacity import capacity
@@ -22,6 +21,7 @@ from evbench_agent.suites.link.plan import (
 )
 from evbench_agent.suites.link.tcp_phases import TcpPhases
 from evbench_agent.telemetry import contention
+from evbench_core.errors import PartialRun, UserError
 
 
 def _run_pair(

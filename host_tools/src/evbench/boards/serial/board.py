@@ -29,7 +29,7 @@ from evbench.boards.serial.login import LoginStrategy, password_from_user
 from evbench.boards.serial.shell import ShellSession
 from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
 from evbench.boards.urls import parse_console_url
-from evbench_agent.log_output import quiet
+from evbench_core.log_output import quiet
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import serial
 from evbench.boards.base import ConnectionLost
 from evbench.boards.serial.transcript import Transcript
 from evbench.boards.urls import ConsoleAddress
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 #: The most evbench keeps of unread console output; older bytes are dropped
 #: (they stay in the transcript), so a chatty board cannot exhaust memory.

@@ -20,7 +20,7 @@ from evbench.boards.serial import frames
 from evbench.boards.serial.frames import Frame
 from evbench.boards.serial.link import Deadline
 from evbench.boards.serial.shell import MAX_RETRIES, SILENCE, ShellSession, estimate_seconds
-from evbench_agent.results import write_atomic
+from evbench_core.results import write_atomic
 
 #: (bytes so far, total bytes, seconds left by the estimate)
 TransferProgress = Callable[[int, int, float], None]

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 RELATIVE = "relative"
 SECONDS = "seconds"

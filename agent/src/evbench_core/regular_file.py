@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 
 def read_regular(path: Path, cap: int, what: str) -> bytes:

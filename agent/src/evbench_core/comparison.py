@@ -60,12 +60,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evbench_agent import codecs as registry_codecs
-from evbench_agent import registry
-from evbench_agent.analysis import identity, margins, metrics, stats, verdicts
-from evbench_agent.analysis.identity import CONTEXT, FACT, TESTED, Identity
-from evbench_agent.results import Run, SampleSet
-from evbench_agent.telemetry import contention
+from evbench_core.analysis import contention, identity, margins, metrics, stats, verdicts
+from evbench_core.analysis.identity import CONTEXT, FACT, TESTED, Identity
+from evbench_core.results import Run, SampleSet
 
 #: How each suite's replicates are compared, and what n counts: the codec suite pairs
 #: the codecs within a worker process, the link suite within a pair (phase i of each
@@ -83,14 +80,15 @@ def answer_pair(codecs: Sequence[str], aa: str | None = None) -> tuple[str, str]
     """The two codecs a run's answer is about: an A/A run's codec and its copy, JSON
     against Protobuf when both ran (the seed's table), else the first two codecs."""
     if aa:
-        return aa, registry_codecs.copy_name(aa)
+        return aa, identity.copy_name(aa)
     if set(SEED_PAIR) <= set(codecs):
         return SEED_PAIR
     return (codecs[0], codecs[1]) if len(codecs) >= 2 else None
 
 
-#: Suites in display order; others follow alphabetically.
-SUITE_ORDER = registry.RECORD_SUITES
+#: Suites in display order (the order the agent runs them in, then the telemetry it
+#: derives); a suite not listed follows alphabetically.
+SUITE_ORDER = ("codec", "link", identity.TELEMETRY)
 #: Params shown in a row's label whenever present (they name what was measured).
 LABEL_PARAMS = ("phase", "kind", "operation")
 

@@ -28,9 +28,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evbench_agent.analysis import verdicts
-from evbench_agent.analysis.identity import TESTED
-from evbench_agent.comparison import Comparison, Row
+from evbench_core.analysis import verdicts
+from evbench_core.analysis.identity import TESTED
+from evbench_core.comparison import Comparison, Row
 
 #: The budget of `--until-decided` when none is given (seconds).
 DEFAULT_BUDGET_S = 600.0

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
 

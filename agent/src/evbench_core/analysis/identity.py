@@ -35,8 +35,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from evbench_agent import registry
-
 TESTED = "tested"
 FACT = "fact"
 CONTEXT = "context"
@@ -132,8 +130,19 @@ METRIC_ROLES: dict[str, str] = {
     "energy_per_msg": CONTEXT,
 }
 
+#: The suite of the records telemetry derives from its samples (per phase, energy):
+#: not a suite a run is asked for, but a suite a record may name.
+TELEMETRY = "telemetry"
 #: Suites whose every record is context, whatever the metric (telemetry of a phase).
-CONTEXT_SUITES = frozenset({registry.TELEMETRY})
+CONTEXT_SUITES = frozenset({TELEMETRY})
+#: The A/A control's second arm: `json-aa` is json under another name, so that
+#: a run can compare a codec with itself (evbench run --aa json).
+COPY_SUFFIX = "-aa"
+
+
+def copy_name(name: str) -> str:
+    """The name of `name`'s identical second arm in an A/A run."""
+    return f"{name}{COPY_SUFFIX}"
 
 
 def role(suite: str, metric: str) -> str:
@@ -213,4 +222,13 @@ def of_record(record: dict[str, Any]) -> Identity:
     )
 
 
-__all__ = ["TESTED", "Identity", "identity_params", "of_record", "role"]
+__all__ = [
+    "COPY_SUFFIX",
+    "TELEMETRY",
+    "TESTED",
+    "Identity",
+    "copy_name",
+    "identity_params",
+    "of_record",
+    "role",
+]

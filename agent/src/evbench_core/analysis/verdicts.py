@@ -55,7 +55,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evbench_agent.analysis import margins, stats
+from evbench_core.analysis import margins, stats
 
 ALPHA = 0.05
 MIN_EFFECT = 0.02

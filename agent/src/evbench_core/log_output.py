@@ -2,8 +2,8 @@
 
 The design (docs/running.md, "How much evbench says"): every module logs
 through its own ``logging.getLogger(__name__)``, so evbench's records come from
-loggers under ``evbench.`` (host) and ``evbench_agent.`` (agent), and no module
-sets a level or a handler. Only the programs do, here, once: `setup_logging`
+loggers under ``evbench.`` (host), ``evbench_agent.`` (agent) and ``evbench_core.``
+(both), and no module sets a level or a handler. Only the programs do, here, once: `setup_logging`
 puts one handler on the root logger, sets evbench's own loggers to the level of
 -v/-vv/--quiet, and keeps every other library (paramiko, urllib3, matplotlib,
 labgrid, asyncio, PIL...) at warnings unless --debug.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 #: The loggers evbench's own modules log under: everything else is a library's.
-OWN = ("evbench", "evbench_agent")
+OWN = ("evbench", "evbench_agent", "evbench_core")
 #: A line of a traceback a library logs record by record (paramiko's transport thread
 #: does, after every failed connection), and the record that introduces it.
 _TRACEBACK_LINE = re.compile(

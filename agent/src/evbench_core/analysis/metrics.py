@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evbench_agent.analysis.verdicts import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from evbench_core.analysis.verdicts import HIGHER_IS_BETTER, LOWER_IS_BETTER
 
 
 @dataclass(frozen=True)

@@ -52,10 +52,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import digests
-from evbench_agent.analysis import identity, stats
-from evbench_agent.errors import FormatError, UserError
-from evbench_agent.write_failures import SpaceReserve, writing
+from evbench_core import digests
+from evbench_core.analysis import identity, stats
+from evbench_core.errors import FormatError, UserError
+from evbench_core.write_failures import SpaceReserve, writing
 
 FORMAT = "evbench-results"
 #: The version this writer writes, MAJOR.MINOR (results-format.md, "Version history").

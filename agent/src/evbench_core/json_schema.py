@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
-from evbench_agent.errors import UserError
+from evbench_core.errors import UserError
 
 __all__ = [
     "Problem",
