@@ -31,22 +31,10 @@ pytestmark = pytest.mark.compat
 
 #: Every scalar type of protobuf, with the JSON form of its zero value by the mapping.
 SCALARS = {
-    "double": 0.0,
-    "float": 0.0,
-    "int32": 0,
-    "int64": "0",
-    "uint32": 0,
-    "uint64": "0",
-    "sint32": 0,
-    "sint64": "0",
-    "fixed32": 0,
-    "fixed64": "0",
-    "sfixed32": 0,
-    "sfixed64": "0",
-    "bool": False,
-    "string": "",
-    "bytes": "",
-}
+    "double": 0.0, "float": 0.0, "int32": 0, "int64": "0", "uint32": 0, "uint64": "0",
+    "sint32": 0, "sint64": "0", "fixed32": 0, "fixed64": "0", "sfixed32": 0, "sfixed64": "0",
+    "bool": False, "string": "", "bytes": "",
+}  # fmt: skip
 #: A value other than zero for each, as a Python attribute value.
 SET = {
     "double": 1.5, "float": 2.5, "int32": -3, "int64": -4, "uint32": 5, "uint64": 6,
@@ -104,53 +92,48 @@ print(json.dumps(out))
 """
 
 
-def test_every_scalar_at_zero_is_printed_as_the_mapping_says_and_read_back(tmp_path):
+ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
+
+
+def _printed(tmp_path, set_values: dict) -> dict[str, dict]:
+    """Per runtime: SCRIPT's printing and reading back of each message of each root."""
     (tmp_path / "legacy2.proto").write_text(PROTO2)
     (tmp_path / "zero.proto").write_text(PROTO3)
     serialized = base64.b64encode(compile_set(tmp_path, "zero.proto", tmp_path)).decode()
-    roots = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
-    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
-    zero["fEnum"] = "MODE_IDLE"
     results = {}
     for runtime, python in _interpreters().items():
         require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
         env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
         done = subprocess.run(
-            [python, "-c", SCRIPT], input=json.dumps([serialized, roots, {}]),
+            [python, "-c", SCRIPT], input=json.dumps([serialized, ROOTS, set_values]),
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, f"{runtime}: {done.stderr}"
-        found = json.loads(done.stdout)
-        for root in roots:
+        results[runtime] = json.loads(done.stdout)
+    return results
+
+
+def test_every_scalar_at_zero_is_printed_as_the_mapping_says_and_read_back(tmp_path):
+    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
+    zero["fEnum"] = "MODE_IDLE"
+    results = _printed(tmp_path, {})
+    for runtime, found in results.items():
+        for root in ROOTS:
             printed = found[f"{root}/all-zero"]
             assert printed["read back"] is True, (runtime, root, printed)
             as_json = json.loads(printed["printed"])
             # the mapping's values, and their JSON types (0 is not 0.0 nor False)
             assert as_json == zero, (runtime, root, as_json)
-            assert {k: type(v) for k, v in as_json.items()} == {
-                k: type(v) for k, v in zero.items()
-            }, (runtime, root)
-        results[runtime] = found
+            types = {k: type(v) for k, v in as_json.items()}
+            assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
     assert results["debian"] == results["protobuf-4.25"] == results["newest"]
 
 
 def test_one_scalar_set_and_the_others_at_zero_print_alike_on_every_runtime(tmp_path):
-    (tmp_path / "legacy2.proto").write_text(PROTO2)
-    (tmp_path / "zero.proto").write_text(PROTO3)
-    serialized = base64.b64encode(compile_set(tmp_path, "zero.proto", tmp_path)).decode()
-    roots = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
     plain = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
-    results = {}
-    for runtime, python in _interpreters().items():
-        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-        done = subprocess.run(
-            [python, "-c", SCRIPT], input=json.dumps([serialized, roots, plain]),
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{runtime}: {done.stderr}"
-        results[runtime] = json.loads(done.stdout)
-        unread = {k: v for k, v in results[runtime].items() if v["read back"] is not True}
+    results = _printed(tmp_path, plain)
+    for runtime, found in results.items():
+        unread = {k: v for k, v in found.items() if v["read back"] is not True}
         assert not unread, (runtime, unread)
     # byte for byte what the newest runtime prints with its own option
     assert results["debian"] == results["newest"]
