@@ -43,11 +43,9 @@ def pty_pair(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """Two joined ptys: the board's end and this host's end of the "UART"."""
     socat = require_command("socat")
     ends = [tmp_path / "board-end", tmp_path / "host-end"]
-    process = subprocess.Popen(
-        [socat, *(f"pty,raw,echo=0,link={end}" for end in ends)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    links = [f"pty,raw,echo=0,link={end}" for end in ends]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen([socat, *links], **quiet)
     holds: list[int] = []
     try:
         deadline = time.monotonic() + 20
@@ -76,6 +74,12 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=300)
 
 
+def peer_host_run(url: str, board_end: str, host_end: str, out: Path) -> list[str]:
+    """`evbench run` on `url` over a bus: the board on `board_end`, the responder here."""
+    return ["run", "--board", url, *LINK, "--link-transport", board_end, "--peer", "host",
+            "--host-transport", host_end, "--out", str(out)]  # fmt: skip
+
+
 def serving(url: str) -> list[psutil.Process]:
     """`evbench serve` processes answering on `url`."""
     found = []
@@ -93,10 +97,7 @@ def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair,
     work, url = board
     out = tmp_path / "out"
     started = time.monotonic()
-    result = run_cli(
-        "run", "--board", url, *LINK, "--link-transport", board_end,
-        "--peer", "host", "--host-transport", host_end, "--out", str(out),
-    )  # fmt: skip
+    result = run_cli(*peer_host_run(url, board_end, host_end, out))
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started < 60
     [(said_url, pid)] = STARTED.findall(result.stderr)
@@ -107,11 +108,8 @@ def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair,
     assert len(list((work / "runs").iterdir())) == 1
     spec = json.loads((out / results.MANIFEST).read_text())["spec"]
     assert (spec["link_transport"], spec["link_peer"]) == (board_end, "loopback")
-    periodic = [
-        s
-        for s in results.read_samples(out)
-        if s.suite == "link" and s.params["phase"] == "periodic"
-    ]
+    link = [s for s in results.read_samples(out) if s.suite == "link"]
+    periodic = [s for s in link if s.params["phase"] == "periodic"]
     rtt = {(s.codec, s.worker): s for s in periodic if s.metric == "rtt_transport"}
     lost = {(s.codec, s.worker): s.values for s in periodic if s.metric == "lost"}
     assert sorted(rtt) == sorted(lost)
@@ -132,10 +130,7 @@ def test_a_host_transport_that_cannot_open_stops_the_run_before_the_board_runs(
     work, url = board
     out = tmp_path / "out"
     missing = f"uart://{tmp_path}/ttyNONE?baud=115200"
-    result = run_cli(
-        "run", "--board", url, *LINK, "--link-transport", board_end,
-        "--peer", "host", "--host-transport", missing, "--out", str(out),
-    )  # fmt: skip
+    result = run_cli(*peer_host_run(url, board_end, missing, out))
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("evbench: error: the link responder on this host: cannot open ")
@@ -151,8 +146,7 @@ def test_an_interrupted_run_stops_the_responder(pty_pair, board, tmp_path):
     board_end, host_end = pty_pair
     _work, url = board
     process = subprocess.Popen(
-        [EVBENCH, "run", "--board", url, *LINK, "--link-transport", board_end,
-         "--peer", "host", "--host-transport", host_end, "--out", str(tmp_path / "out")],
+        [EVBENCH, *peer_host_run(url, board_end, host_end, tmp_path / "out")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     said = ""
@@ -212,9 +206,8 @@ def test_a_pycan_host_transport_is_taken_and_never_passed_to_the_agent():
     from evbench_agent import options
 
     pycan = "pycan://virtual/demo?tx=0x7E8&rx=0x7E0&fd=1&dlen=64"
-    args = _run_args(
-        "--link-transport", "isotp://can0?tx=0x7E0&rx=0x7E8", "--host-transport", pycan
-    )
+    board_end = "isotp://can0?tx=0x7E0&rx=0x7E8"
+    args = _run_args("--link-transport", board_end, "--host-transport", pycan)
     assert link_peer.host_transport(args) == pycan
     assert "--host-transport" not in options.agent_argv(args)
 
