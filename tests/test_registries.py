@@ -58,11 +58,16 @@ def differences(documented: list[str], declared: list[str]) -> list[str]:
     ]
 
 
-def test_the_table_reader_finds_the_rows_worked_out_by_hand() -> None:
-    assert table_names(RUNNING, "## Suites") == ["codec", "link"]
-    codecs_rows = table_names(RUNNING, "## Codecs")
-    assert codecs_rows[:4] == ["protobuf", "json", "protobuf-json", "orjson"]
-    assert "msgspec-msgpack" in codecs_rows and codecs_rows[-1] == "dbc"
+def test_the_table_reader_finds_the_rows_worked_out_by_hand(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "# Doc\n\n## Codecs\n\nText before the table.\n\n"
+        "| codec | what |\n| --- | --- |\n| `a` | one |\n| `b`, `c` | two `d` |\n\n"
+        "After the table.\n\n| `e` | a second table |\n\n## Next\n\n| `f` | |\n"
+    )
+    # the first column's names of the first table under the heading, and no further
+    assert table_names(doc, "## Codecs") == ["a", "b", "c"]
+    assert table_names(doc, "## Next") == ["f"]
 
 
 def test_every_suite_has_its_row() -> None:
@@ -108,12 +113,19 @@ def test_the_codecs_always_present_are_the_agents_dependencies() -> None:
     project = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
     required = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
     used = {c.distribution for c in codecs.CODECS.values() if c.distribution is not None}
-    assert codecs.AGENT_DEPENDENCIES == used & required == {"protobuf"}
-    assert [c.name for c in codecs.CODECS.values() if not c.optional] == [
-        "protobuf",
-        "json",
-        "protobuf-json",
-    ]
+    assert "protobuf" in codecs.AGENT_DEPENDENCIES == used & required
+    always = {c.name for c in codecs.CODECS.values() if not c.optional}
+    assert {"protobuf", "json", "protobuf-json"} <= always  # as worked out by hand
+    # the registry's order takes these three first (a run's answer is json against
+    # protobuf); any codec added later follows them
+    assert list(codecs.CODECS)[:3] == ["protobuf", "json", "protobuf-json"]
+
+
+@pytest.mark.parametrize("name", [c.name for c in codecs.CODECS.values() if c.distribution is None])
+def test_a_codec_without_a_distribution_is_the_standard_librarys(name: str) -> None:
+    # Python's own list of its standard library, not the registry's word.
+    top = codecs.CODECS[name].module.partition(".")[0]
+    assert top in sys.stdlib_module_names
 
 
 def test_the_agent_installs_every_codecs_distribution() -> None:
@@ -138,21 +150,29 @@ def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
 
 
 _LIST_PROFILES = "from evbench_agent import payloads\nprint(' '.join(payloads.PROFILES))\n"
+_LIST_CODECS = "from evbench_agent import codecs\nprint(' '.join(codecs.CODECS))\n"
 
 
-def _profiles_of_copy(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
-    """The profiles a copy of the agent lists, with `module` added to payloads/profiles/."""
+def _run_copy(tmp_path: Path, code: str, added: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`code` run against a copy of the agent with the modules `added` (path in the
+    package -> text) written into it."""
     copy = tmp_path / "evbench_agent"
     shutil.copytree(AGENT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "payloads" / "profiles" / "added_by_test.py").write_text(module)
+    for path, text in added.items():
+        (copy / path).write_text(text)
     return subprocess.run(
-        [sys.executable, "-c", _LIST_PROFILES],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
         cwd=tmp_path,
         timeout=120,
     )
+
+
+def _profiles_of_copy(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """The profiles a copy of the agent lists, with `module` added to payloads/profiles/."""
+    return _run_copy(tmp_path, _LIST_PROFILES, {"payloads/profiles/added_by_test.py": module})
 
 
 def test_a_profile_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
@@ -177,6 +197,46 @@ def test_a_profile_module_that_declares_nothing_is_refused(tmp_path: Path) -> No
     assert "payloads.profiles.added_by_test declares no PROFILE or PROFILES" in done.stderr
 
 
+#: A codec as docs/contributing.md says to write one: the standard library's marshal.
+_MARSHAL_CODEC = """
+from types import ModuleType
+
+from evbench_agent.codecs.registry import PLAIN, Pair, codec
+from evbench_agent.payloads import Profile
+
+
+@codec("added-by-test", module="marshal", distribution=None, yocto="python3-core",
+       carries=PLAIN, description="a throwaway")
+def bind(module: ModuleType, _profile: Profile) -> Pair:
+    return module.dumps, module.loads
+"""
+
+
+def test_a_codec_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
+    # A helper module (its name starts with `_`) beside it is not a codec.
+    round_trip = (
+        "from evbench_agent import payloads\n"
+        "item = payloads.get('seed').payloads(1)[0]\n"
+        "bound = codecs.get('added-by-test').bind(payloads.get('seed'))\n"
+        "assert bound.decode(bound.encode(item.plain)) == item.plain\n"
+    )
+    done = _run_copy(
+        tmp_path,
+        _LIST_CODECS + round_trip,
+        {"codecs/added_by_test.py": _MARSHAL_CODEC, "codecs/_helper.py": "HELPER = 1\n"},
+    )
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split()
+    assert listed[:3] == ["protobuf", "json", "protobuf-json"] and "added-by-test" in listed
+    assert sorted(listed) == sorted([*codecs.CODECS, "added-by-test"])
+
+
+def test_a_codec_module_that_declares_nothing_is_refused(tmp_path: Path) -> None:
+    done = _run_copy(tmp_path, _LIST_CODECS, {"codecs/added_by_test.py": "HELPER = 1\n"})
+    assert done.returncode == 1
+    assert "codecs.added_by_test declares no codec" in done.stderr
+
+
 def test_the_native_harnesses_carry_one_list_of_protos() -> None:
     # Three readers of one fact: the agent (which profiles a native codec can carry),
     # protos/native_types.py (the harnesses' type table) and native/CMakeLists.txt
@@ -195,10 +255,30 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
     assert list(native_types.NATIVE_PROTOS) == listed
 
 
+def test_a_suite_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
+    done = _run_copy(
+        tmp_path,
+        "from evbench_agent import registry\nprint(' '.join(registry.REGISTRY))\n",
+        {"suites/added_by_test.py": 'SUITE = "added-by-test"\n'},
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == sorted([*registry.REGISTRY, "added-by-test"])
+
+
+def test_a_suite_declared_twice_is_refused(tmp_path: Path) -> None:
+    done = _run_copy(
+        tmp_path,
+        "from evbench_agent import registry\n",
+        {"suites/added_by_test.py": 'SUITE = "codec"\n'},
+    )
+    assert done.returncode == 1
+    assert "suite 'codec' is declared by evbench_agent.suites.added_by_test and" in done.stderr
+
+
 def test_every_suite_module_is_registered() -> None:
     # A module of suites/ (or of a suite's package there) that declares SUITE is a suite:
-    # registry.py must name it (its package), or no run can ask for it. (Read with ast:
-    # the registry's point is not importing suites.)
+    # the registry must find it (its package), or no run can ask for it. Read here with
+    # ast, not the registry's line pattern, so a declaration it misses fails.
     import ast
 
     declared = {}
