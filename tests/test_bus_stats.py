@@ -88,6 +88,15 @@ def _settle(counters: bus_stats.BusCounters, seconds: float = 2.0) -> bus_stats.
     raise AssertionError(f"{counters.name}'s counters still moving after {seconds} s")
 
 
+def _phase(phases: BusPhases, interface: str, codec: str, index: int, frames: int) -> None:
+    """One phase as the suite's hook records it, `frames` sent on `interface` during it."""
+    assert phases.counters is not None
+    before = _settle(phases.counters)
+    _send(interface, frames)
+    _settle(phases.counters)
+    phases._write_bus_counters("seed", codec, index, before)
+
+
 def test_a_clean_phase_on_a_real_interface_counts_what_was_sent(veth: tuple[str, str]) -> None:
     a, b = veth
     sender, receiver = bus_stats.BusCounters("isotp", a), bus_stats.BusCounters("isotp", b)
@@ -140,17 +149,9 @@ def test_the_link_suite_records_each_phases_counters_and_says_the_errors(
     context = RunContext(run_spec, writer, said)
     settings = link_suite.Settings.from_spec(run_spec)
     phases = BusPhases(context, settings, timing.current())
-    assert phases.counters is not None
-    _settle(phases.counters)
-    before = phases.counters.snapshot()
-    _send(a, 10)
-    _settle(phases.counters)
-    phases._write_bus_counters("seed", "json", 0, before)
+    _phase(phases, a, "json", 0, 10)
     subprocess.run(["ip", "link", "set", b, "down"], check=True)
-    before = _settle(phases.counters)
-    _send(a, 3)
-    _settle(phases.counters)
-    phases._write_bus_counters("seed", "protobuf", 1, before)
+    _phase(phases, a, "protobuf", 1, 3)
 
     assert said.lines == [f"link: bus errors on {a} during seed protobuf phase 2: tx_dropped +3"]
     samples = list(results.read_samples(tmp_path / "run"))
@@ -170,10 +171,8 @@ def test_the_link_suite_records_each_phases_counters_and_says_the_errors(
         assert identity.role(sample.suite, sample.metric) == identity.CONTEXT
     # The report and the terminal name the flagged phase, and only it.
     found = bus_counters.phases(samples)
-    assert [(p.codec, p.index, p.flagged) for p in found] == [
-        ("json", 0, False),
-        ("protobuf", 1, True),
-    ]
+    flags = [(p.codec, p.index, p.flagged) for p in found]
+    assert flags == [("json", 0, False), ("protobuf", 1, True)]
     assert bus_counters.text(samples) == (
         f"Bus counters ({a}, from ip): errors in 1 of 2 phases.\n"
         "  seed protobuf phase 2: tx_dropped +3"
@@ -189,21 +188,15 @@ def _can0(state: str, berr: tuple[int, int], xstats: dict[str, int], tx: tuple[i
     stats = dict.fromkeys(("restarts", "bus_error", "arbitration_lost"), 0)
     stats |= dict.fromkeys(("error_warning", "error_passive", "bus_off"), 0) | xstats
     link = {
-        "ifindex": 3,
-        "ifname": "can0",
-        "flags": ["NOARP", "UP", "LOWER_UP", "ECHO"],
-        "mtu": 72,
+        "ifindex": 3, "ifname": "can0", "flags": ["NOARP", "UP", "LOWER_UP", "ECHO"], "mtu": 72,
         "link_type": "can",
         "linkinfo": {
             "info_kind": "can",
             "info_data": {
-                "ctrlmode": ["FD"],
-                "state": state,
-                "berr_counter": {"tx": berr[0], "rx": berr[1]},
-                "restart_ms": 100,
+                "ctrlmode": ["FD"], "state": state, "berr_counter": {"tx": berr[0], "rx": berr[1]},
+                "restart_ms": 100, "clock": 80000000,
                 "bittiming": {"bitrate": 500000, "sample_point": "0.875", "tq": 25},
                 "data_bittiming": {"bitrate": 2000000, "sample_point": "0.750", "tq": 25},
-                "clock": 80000000,
             },
             "info_xstats": stats,
         },
@@ -211,7 +204,7 @@ def _can0(state: str, berr: tuple[int, int], xstats: dict[str, int], tx: tuple[i
             "rx": {"bytes": 0, "packets": 0, "errors": 0, "dropped": 0, "over_errors": 0},
             "tx": {"bytes": tx[1], "packets": tx[0], "errors": 0, "dropped": 0},
         },
-    }
+    }  # fmt: skip
     return json.dumps([link])
 
 
@@ -227,11 +220,8 @@ def test_a_can_phase_with_bus_errors_worked_by_hand() -> None:
     after = _snapshot(_can0("ERROR-PASSIVE", (128, 3),
                             {"bus_error": 13, "arbitration_lost": 9, "error_warning": 1,
                              "error_passive": 1}, (140, 8960)))  # fmt: skip
-    assert (before.bit_rate, before.data_bit_rate, before.state) == (
-        500000,
-        2000000,
-        "ERROR-ACTIVE",
-    )
+    assert (before.bit_rate, before.data_bit_rate) == (500000, 2000000)
+    assert before.state == "ERROR-ACTIVE"
     change = bus_stats.compare(before, after)
     # 40 frames of 64 bytes went out; 3 bus errors, one step to warning, one to passive.
     assert change.rises["tx_packets"] == 40 and change.rises["tx_bytes"] == 2560
@@ -240,11 +230,8 @@ def test_a_can_phase_with_bus_errors_worked_by_hand() -> None:
     assert change.levels == {"berr_tx": 128, "berr_rx": 3, "state": 2}  # enum can_state
     assert change.flagged
     assert change.reasons() == [
-        "bus_error +3",
-        "error_passive +1",
-        "error_warning +1",
-        "state ERROR-PASSIVE",
-    ]
+        "bus_error +3", "error_passive +1", "error_warning +1", "state ERROR-PASSIVE"
+    ]  # fmt: skip
 
 
 def test_a_clean_can_phase_is_not_flagged_though_arbitration_was_lost() -> None:
@@ -338,14 +325,10 @@ def test_the_report_lists_the_flagged_phase_and_keeps_counters_out_of_the_contex
     run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
     context = RunContext(run_spec, RunWriter(tmp_path / "run", "r2"), _Said())
     phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
-    assert phases.counters is not None
     for index, codec in enumerate(("json", "protobuf", "protobuf", "json")):
         if index == 2:
             subprocess.run(["ip", "link", "set", b, "down"], check=True)
-        before = _settle(phases.counters)
-        _send(a, 4)
-        _settle(phases.counters)
-        phases._write_bus_counters("seed", codec, index // 2, before)
+        _phase(phases, a, codec, index // 2, 4)
     report = load_context(tmp_path / "run")
     section = sections.bus_counters_section(report)
     assert section is not None and section.warning
