@@ -58,12 +58,8 @@ def codec_sets(
             for codec, factor in CODECS.items():
                 centre = seconds * factor * slower.get(codec, 1.0) * math.exp(offset)
                 values = [centre * r for r in ROUNDS]
-                outcome = {"loops": loops * (2 if codec == "protobuf" else 1)}
-                sets.append(
-                    SampleSet(
-                        "codec", "seed", codec, operation, "s", params | outcome, values, worker
-                    )
-                )
+                run = params | {"loops": loops * (2 if codec == "protobuf" else 1)}  # an outcome
+                sets.append(SampleSet("codec", "seed", codec, operation, "s", run, values, worker))
     for codec, size in (("json", 1000.0), ("protobuf", 300.0)):
         grown = size * slower.get(f"{codec}-size", 1.0)
         sizes = [grown + i for i in range(20)]
@@ -95,9 +91,9 @@ def link_sets(phases: int, rtt_factor: float = 1.0, cpu: float = 2.0) -> list[Sa
     return sets
 
 
-def write_run(directory: Path, sets: list[SampleSet]) -> Path:
+def write_run(directory: Path, sets: list[SampleSet], **platform: str) -> Path:
     writer = results.RunWriter(directory, directory.name)
-    writer.write_manifest({"platform": {"board": "rig"}, "status": "complete"})
+    writer.write_manifest({"platform": {"board": "rig", **platform}, "status": "complete"})
     writer.add(sets)
     writer.finish(complete=True)
     return directory
@@ -119,9 +115,15 @@ def table_rows(out: str) -> dict[tuple[str, str, str], list[str]]:
     return rows
 
 
-def test_two_runs_do_not_confirm_a_twenty_percent_change(tmp_path, capsys):
+@pytest.fixture
+def json_slower(tmp_path: Path) -> tuple[Path, Path]:
+    """Two runs, json 20 % slower in the second (every process)."""
     base = write_run(tmp_path / "a", codec_sets())
-    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+    return base, write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+
+
+def test_two_runs_do_not_confirm_a_twenty_percent_change(json_slower, capsys):
+    base, slow = json_slower
     code, out, err = run_compare(capsys, "--baseline", base, slow)
     assert code == 0, out + err  # the processes of one run share its night: 2 nights only
     encode = table_rows(out)[("codec", "JSON", "Serialization")]
@@ -129,9 +131,10 @@ def test_two_runs_do_not_confirm_a_twenty_percent_change(tmp_path, capsys):
     assert "not confirmed: 2 nights: two runs cannot tell a change" in out
 
 
-def test_a_codec_twenty_percent_slower_beyond_max_change_regresses_and_is_named(tmp_path, capsys):
-    base = write_run(tmp_path / "a", codec_sets())
-    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+def test_a_codec_twenty_percent_slower_beyond_max_change_regresses_and_is_named(
+    json_slower, tmp_path, capsys
+):
+    base, slow = json_slower
     junit = tmp_path / "junit.xml"
     code, out, err = run_compare(
         capsys, "--baseline", base, slow, "--junit", junit, "--max-change", "10"
@@ -274,9 +277,8 @@ def test_a_fact_that_grew_beyond_its_threshold_regresses_exactly(tmp_path, capsy
     assert "exact figure, not tested" in err
 
 
-def test_criteria_thresholds_apply_to_the_new_rows(tmp_path, capsys):
-    base = write_run(tmp_path / "a", codec_sets())
-    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
+def test_criteria_thresholds_apply_to_the_new_rows(json_slower, tmp_path, capsys):
+    base, slow = json_slower
     limits = tmp_path / "criteria.json"
     limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
     code, out, err = run_compare(
@@ -349,15 +351,10 @@ def test_rows_whose_payloads_differ_are_listed_and_nothing_comparable_is_exit_2(
 
 def test_the_environment_that_changed_is_named_beside_the_rows(tmp_path, capsys):
     def run(directory: Path, backend: str, slower: float) -> Path:
-        writer = results.RunWriter(directory, directory.name)
-        platform = {"board": "rig", "protobuf": "6.31.1", "protobuf_backend": backend}
-        writer.write_manifest({"platform": platform, "status": "complete"})
         sets = codec_sets(slower={"protobuf": slower})
         sets.append(SampleSet("telemetry", "seed", None, "cpu_util", "percent",
                               {"phase": "codec"}, [51.0] if slower == 1 else [100.0]))  # fmt: skip
-        writer.add(sets)
-        writer.finish(complete=True)
-        return directory
+        return write_run(directory, sets, protobuf="6.31.1", protobuf_backend=backend)
 
     base = run(tmp_path / "a", "upb", 1.0)
     pure = run(tmp_path / "b", "python", 135.0)
