@@ -17,14 +17,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from conftest import require_command
 from console_rig import LineSimulator
 
-from evbench_agent.link import handshake, messages
+from evbench_agent import spec
+from evbench_agent.buses.transport import parse_transport
+from evbench_agent.link import handshake, messages, uart_port
+from evbench_core.errors import UserError
 
 #: Bytes a UART frame adds to a message body (worked out in the module docstring).
 FRAME_BYTES = 2 + 13 + 2 + 4
@@ -67,17 +70,18 @@ class PacedLine:
 
 
 @pytest.fixture
-def line_115200(tmp_path: Path) -> Iterator[PacedLine]:
-    line = PacedLine(tmp_path, 115200)
-    yield line
-    line.stop()
+def paced(tmp_path: Path) -> Iterator[Callable[[int], tuple[str, str]]]:
+    """A paced line at a baud rate: the client's and the responder's uart:// URLs."""
+    lines: list[PacedLine] = []
 
+    def line(baud: int) -> tuple[str, str]:
+        lines.append(PacedLine(tmp_path, baud))
+        client, far = (f"uart://{end}?baud={baud}" for end in lines[-1].ends)
+        return client, far
 
-@pytest.fixture
-def line_9600(tmp_path: Path) -> Iterator[PacedLine]:
-    line = PacedLine(tmp_path, 9600)
     yield line
-    line.stop()
+    for made in lines:
+        made.stop()
 
 
 def agent_env(token: str | None = None) -> dict[str, str]:
@@ -99,7 +103,10 @@ class Responder:
         assert self.process.stdout is not None
         assert json.loads(self.process.stdout.readline())["transport"] == url
 
-    def stop(self) -> None:
+    def __enter__(self) -> Responder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         self.process.send_signal(signal.SIGTERM)
         self.process.communicate(timeout=30)
 
@@ -119,6 +126,12 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
 
 
+def bodies(codec: str, params: dict) -> list[bytes]:
+    """The encoded payloads a phase with these params sent, in order."""
+    link = messages.bind(codec, "seed")
+    return [link.encode(item) for item in link.sample_data(params["payloads"], params["seed"])]
+
+
 def by_phase(found: list[dict], metric: str) -> dict[int, dict]:
     return {
         r["worker"]: r  # the phase index
@@ -127,17 +140,14 @@ def by_phase(found: list[dict], metric: str) -> dict[int, dict]:
     }
 
 
-def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_path: Path) -> None:
+def test_the_link_suite_over_a_uart_at_115200_baud(paced, tmp_path: Path) -> None:
     baud = 115200
-    client, far = (f"uart://{end}?baud={baud}" for end in line_115200.ends)
-    responder = Responder(far)
-    try:
-        out = tmp_path / "run"
+    client, far = paced(baud)
+    out = tmp_path / "run"
+    with Responder(far):
         # The quick plan at 20 Hz, two phases (not six) to keep the test short.
         done = run_link(out, client, "--codecs", "protobuf", "--payloads", "5",
                         spec={"link_phases": 2})  # fmt: skip
-    finally:
-        responder.stop()
     assert done.returncode == 0, done.stderr
     assert "cannot go out" not in done.stderr  # protobuf's seed message fits 50 ms here
     found = records(out)
@@ -147,8 +157,7 @@ def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_p
     assert (params["transport"], params["bit_rate"], params["rate_hz"]) == ("uart", baud, 20.0)
     count, warmup = params["count"], params["warmup_count"]
     assert (count, warmup) == (6, 1)  # quick: 0.3 s and 0.05 s at 20 Hz
-    link = messages.bind("protobuf", "seed")
-    bodies = [link.encode(item) for item in link.sample_data(params["payloads"], params["seed"])]
+    sent = bodies("protobuf", params)
     sequences = range(warmup, warmup + count)
     ends = [
         json.loads(line)
@@ -161,12 +170,12 @@ def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_p
         assert by_phase(found, "lost")[phase]["values"] == [0.0]
         # Each round trip carries the message and at least a minimal reply over the line.
         for sequence, measured in zip(sequences, rtt[phase]["values"], strict=True):
-            on_the_wire = FRAME_BYTES + len(bodies[sequence % len(bodies)]) + MIN_REPLY_BYTES
+            on_the_wire = FRAME_BYTES + len(sent[sequence % len(sent)]) + MIN_REPLY_BYTES
             assert measured > on_the_wire * BITS_PER_BYTE / baud
         # Bus load: what the phase offered, the measured messages' bits over one
         # period (1/20 s) per message. The line is full duplex and the acks are far
         # smaller than the messages, so the messages' direction is the busier one.
-        counted = [len(bodies[s % len(bodies)]) for s in sequences]
+        counted = [len(sent[s % len(sent)]) for s in sequences]
         bits = sum(FRAME_BYTES + size for size in counted) * BITS_PER_BYTE
         load = by_phase(found, "bus_load")[phase]
         assert load["unit"] == "percent"
@@ -177,23 +186,17 @@ def test_the_link_suite_over_a_uart_at_115200_baud(line_115200: PacedLine, tmp_p
 
 
 def test_a_rate_the_uart_cannot_carry_is_said_up_front_and_measured_as_lost(
-    line_9600: PacedLine, tmp_path: Path
+    paced, tmp_path: Path
 ) -> None:
     baud = 9600
-    client, far = (f"uart://{end}?baud={baud}" for end in line_9600.ends)
-    responder = Responder(far)
-    try:
-        out = tmp_path / "run"
+    client, far = paced(baud)
+    out = tmp_path / "run"
+    with Responder(far):
         done = run_link(out, client, "--codecs", "json", "--count", "4",
                         spec={"link_phases": 1})  # fmt: skip
-    finally:
-        responder.stop()
     assert done.returncode == 0, done.stderr
-    link = messages.bind("json", "seed")
     manifest = json.loads((out / "manifest.json").read_text())
-    largest = max(
-        len(link.encode(item)) for item in link.sample_data(200, manifest["spec"]["seed"])
-    )
+    largest = max(map(len, bodies("json", {"payloads": 200, "seed": manifest["spec"]["seed"]})))
     # About 1 KB of JSON: (21 + ~1000) B x 10 bits / 9600 baud = ~1.06 s, against a 50 ms period.
     seconds = (FRAME_BYTES + largest) * BITS_PER_BYTE / baud
     assert seconds > 1.0
@@ -212,7 +215,7 @@ def test_a_rate_the_uart_cannot_carry_is_said_up_front_and_measured_as_lost(
 
 @pytest.mark.integration  # two runs over a paced line: about 10 s on an idle machine
 def test_an_overloaded_uart_offers_the_same_load_in_a_short_and_a_long_phase(
-    line_9600: PacedLine, tmp_path: Path
+    paced, tmp_path: Path
 ) -> None:
     """At 9600 baud protobuf's seed message (about 300 B, 21 B of framing: about
     0.33 s a message at 10 bits a byte) cannot go out 20 times a second. The load a
@@ -220,23 +223,19 @@ def test_an_overloaded_uart_offers_the_same_load_in_a_short_and_a_long_phase(
     phase's length: 10 and 60 messages give the same figure (within 5 %: their
     payloads differ), above 100 %, and a line says the line cannot carry it."""
     baud = 9600
-    client, far = (f"uart://{end}?baud={baud}" for end in line_9600.ends)
+    client, far = paced(baud)
     loads, said = {}, {}
     for count in (10, 60):
-        responder = Responder(far)
-        try:
-            out = tmp_path / f"run-{count}"
+        out = tmp_path / f"run-{count}"
+        with Responder(far):
             done = run_link(out, client, "--codecs", "protobuf", "--count", str(count),
                             spec={"link_phases": 1})  # fmt: skip
-        finally:
-            responder.stop()
         assert done.returncode == 0, done.stderr
         found = records(out)
         params = by_phase(found, "rtt_transport").get(0, by_phase(found, "lost")[0])["params"]
-        link = messages.bind("protobuf", "seed")
-        bodies = [link.encode(i) for i in link.sample_data(params["payloads"], params["seed"])]
+        sent = bodies("protobuf", params)
         sequences = range(params["warmup_count"], params["warmup_count"] + count)
-        bits = sum(FRAME_BYTES + len(bodies[s % len(bodies)]) for s in sequences) * 10
+        bits = sum(FRAME_BYTES + len(sent[s % len(sent)]) for s in sequences) * 10
         loads[count] = by_phase(found, "bus_load")[0]["values"][0]
         assert loads[count] == pytest.approx(100 * bits / baud / (count / 20), rel=1e-9)
         said[count] = [line for line in done.stderr.splitlines() if "cannot carry" in line]
@@ -265,73 +264,47 @@ def test_a_uart_that_does_not_exist_is_one_line_and_writes_nothing(tmp_path: Pat
         ("isotp://can0?tx=0x7E0&rx=0x7E8&bitrate=fast", "bits per second"),
         ("isotp://can0?tx=0x7E0&rx=0x7E8&bitrate=2000000", "not CAN rates"),
         ("isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dbitrate=0", "not CAN rates"),
+        ("uart:///dev/ttyS1 192.0.2.7:5", "--peer names a TCP responder"),  # a bus and a peer
     ],
 )
 def test_bad_link_transports_are_refused_with_the_spec(url: str, message: str) -> None:
-    from evbench_agent import spec
-    from evbench_core.errors import UserError
-
+    transport, _, peer = url.partition(" ")
+    peers = {"link_peer": peer} if peer else {}
     with pytest.raises(UserError, match=message):
-        spec.from_dict({"link_transport": url, "codecs": ["json"]})
-
-
-def test_a_bus_and_a_tcp_peer_together_are_refused() -> None:
-    from evbench_agent import spec
-    from evbench_core.errors import UserError
-
-    with pytest.raises(UserError, match="--peer names a TCP responder"):
-        spec.from_dict(
-            {"link_transport": "uart:///dev/ttyS1", "link_peer": "192.0.2.7:5", "codecs": ["json"]}
-        )
+        spec.from_dict({"link_transport": transport, "codecs": ["json"], **peers})
 
 
 def test_a_transport_says_its_bus_and_rates_in_the_params() -> None:
-    from evbench_agent.buses.transport import parse_transport
-
     uart = parse_transport("uart:///dev/ttyS1?baud=921600")
     assert uart.params() == {"transport": "uart", "bit_rate": 921600}
     stated = parse_transport(
         "isotp://can0?tx=0x123&rx=0x456&fd=1&dlen=32&bitrate=250000&dbitrate=5000000"
     )
     assert stated.params() == {
-        "transport": "isotp",
-        "bit_rate": 250000,
-        "data_bit_rate": 5000000,
-        "frame_length": 32,
-        "bit_rate_source": "url",
-    }
+        "transport": "isotp", "bit_rate": 250000, "data_bit_rate": 5000000,
+        "frame_length": 32, "bit_rate_source": "url",
+    }  # fmt: skip
     assert (stated.tx_id, stated.rx_id) == (0x123, 0x456)
     assert "bitrate" not in stated.port_url and "dlen=32" in stated.port_url
     # Classic CAN, no rates given: 500 kbit/s assumed, and the params say so.
     assumed = parse_transport("isotp://can0?tx=0x7E0&rx=0x7E8")
     assert assumed.params() == {
-        "transport": "isotp",
-        "bit_rate": 500000,
-        "frame_length": 8,
-        "bit_rate_source": "assumed",
-    }
+        "transport": "isotp", "bit_rate": 500000, "frame_length": 8, "bit_rate_source": "assumed"
+    }  # fmt: skip
 
 
 def test_a_uart_without_pyserial_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evbench_agent.link import uart_port
-    from evbench_core.errors import UserError
-
     monkeypatch.setitem(sys.modules, "serial", None)  # what an image without pyserial gives
     with pytest.raises(UserError, match="needs pyserial"):
         uart_port.UartPort(uart_port.parse("uart:///dev/ttyS1?baud=115200"))
 
 
-def test_a_responder_with_a_token_answers_the_client_that_has_it(
-    line_115200: PacedLine, tmp_path: Path
-) -> None:
-    client, far = (f"uart://{end}?baud=115200" for end in line_115200.ends)
-    responder = Responder(far, token="bus-token-7")
-    try:
+def test_a_responder_with_a_token_answers_the_client_that_has_it(paced, tmp_path: Path) -> None:
+    client, far = paced(115200)
+    with Responder(far, token="bus-token-7"):
         refused = run_link(tmp_path / "without", client, "--codecs", "protobuf", "--count", "2",
                            spec={"link_phases": 1})  # fmt: skip
         done = run_link(tmp_path / "with", client, "--codecs", "protobuf", "--count", "2",
                         spec={"link_phases": 1}, token="bus-token-7")  # fmt: skip
-    finally:
-        responder.stop()
     assert refused.returncode != 0 and "token" in refused.stderr, refused.stderr
     assert done.returncode == 0, done.stderr
