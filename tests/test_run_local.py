@@ -1,7 +1,5 @@
 """`evbench run --board local` end to end: the agent as a real separate process."""
 
-# ruff: noqa: RUF005 - commands read best as flag groups added together
-
 from __future__ import annotations
 
 import contextlib
@@ -27,34 +25,15 @@ def _run(argv, **kwargs) -> subprocess.CompletedProcess:
 
 
 def _mean(summary: dict, codec: str, metric: str = "size", profile: str = "seed") -> float:
-    (record,) = [
-        r
-        for r in summary["records"]
-        if (r["codec"], r["metric"], r["profile"]) == (codec, metric, profile)
-    ]
+    key = (codec, metric, profile)
+    (record,) = [r for r in summary["records"] if (r["codec"], r["metric"], r["profile"]) == key]
     return record["mean"]
 
 
 def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path):
     out = tmp_path / "run"
-    done = _run(
-        [
-            *EVBENCH,
-            "run",
-            "--board",
-            "local",
-            "--suite",
-            "codec",
-            "--profile",
-            "seed",
-            "--codecs",
-            "json,protobuf",
-            "--quick",
-            "--details",
-            "--out",
-            str(out),
-        ]
-    )
+    argv = "run --board local --suite codec --profile seed --codecs json,protobuf --quick --details"
+    done = _run([*EVBENCH, *argv.split(), "--out", str(out)])
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert _mean(summary, "protobuf") == pytest.approx(276.8, rel=0.03)
@@ -81,22 +60,8 @@ def test_quick_seed_run_reproduces_the_seed_sizes_and_prints_the_table(tmp_path)
 
 def test_all_profiles_and_codecs_complete_with_verdicts(tmp_path):
     out = tmp_path / "run"
-    done = _run(
-        [
-            *EVBENCH,
-            "run",
-            "--suite",
-            "codec",
-            "--profile",
-            "all",
-            "--codecs",
-            "all",
-            "--quick",
-            "--details",
-            "--out",
-            str(out),
-        ]
-    )
+    argv = "run --suite codec --profile all --codecs all --quick --details"
+    done = _run([*EVBENCH, *argv.split(), "--out", str(out)])
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     profiles = {r["profile"] for r in summary["records"]}
@@ -209,18 +174,9 @@ def test_a_run_under_nohup_survives_the_hangup(tmp_path):
 
 def test_sigterm_to_the_agent_keeps_a_partial_run(tmp_path):
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
-        + ["--out", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    with _reaped(process):
-        _wait_for(out / "samples.jsonl")
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    argv = [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
+    returncode, stderr = _signalled_mid_run([*argv, "--out", str(out)], out, signal.SIGTERM)
+    assert returncode == 130, stderr
     assert (out / "summary.json").exists() and not (out / "complete").exists()
 
 
@@ -270,14 +226,11 @@ def test_an_aa_run_records_its_arms_and_plan_in_the_manifest(tmp_path):
 #: What is killed: its command line, the suite that starts it, and what the manifest's
 #: reason (and so the first line of `evbench run` and of the report) must begin with.
 KILLS = {
-    "sampler": (
-        "evbench_agent.telemetry.sampler",
-        "codec",
-        "the telemetry sampler died (signal 9, SIGKILL)",
-    ),
+    "sampler": ("evbench_agent.telemetry.sampler", "codec",
+                "the telemetry sampler died (signal 9, SIGKILL)"),
     "worker": ("evbench_agent worker", "codec", "a codec worker was killed (signal 9, SIGKILL)"),
     "responder": ("evbench_agent serve", "link", "the link responder died (signal 9, SIGKILL): "),
-}
+}  # fmt: skip
 
 
 def _child_named(root: int, words: str) -> psutil.Process | None:
@@ -300,9 +253,8 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
     out = tmp_path / "run"
     argv = ["run", "--board", "local", "--suite", suite, "--profile", "seed"]
     argv += ["--codecs", "json,protobuf", "--quick", "--out", str(out)]
-    host = subprocess.Popen(
-        [*EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    pipe = subprocess.PIPE
+    host = subprocess.Popen([*EVBENCH, *argv], stdout=pipe, stderr=pipe, text=True)
     try:
         deadline = time.monotonic() + 120
         found = None
