@@ -61,6 +61,12 @@ def replicate(sample: dict) -> object:
     return sample.get("worker", 0)
 
 
+def _samples(run_dir: Path) -> list[dict]:
+    """samples.jsonl's sample sets of the two codecs."""
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    return [s for s in map(json.loads, lines) if s["codec"] in CODECS]
+
+
 def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
     """Every identity of summary.json both codecs measured -> codec -> its median
     (recomputed from samples.jsonl): with several replicates the median of the
@@ -68,11 +74,9 @@ def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     known = {identity.of_record(r) for r in records if r["codec"] in CODECS}
     values: dict[tuple, dict[object, list[float]]] = {}
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
-        sample = json.loads(line)
-        if sample["codec"] in CODECS:
-            key = (identity.of_record(sample), sample["codec"])
-            values.setdefault(key, {}).setdefault(replicate(sample), []).extend(sample["values"])
+    for sample in _samples(run_dir):
+        key = (identity.of_record(sample), sample["codec"])
+        values.setdefault(key, {}).setdefault(replicate(sample), []).extend(sample["values"])
     found: dict[identity.Identity, dict[str, float]] = {}
     for (key, codec), replicates in values.items():
         assert key in known, key  # the summary holds every identity the samples have
@@ -85,16 +89,10 @@ def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
 
 def means(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
     """Every identity -> codec -> the mean of every value (what a fact row shows)."""
-    values: dict[tuple, list[float]] = {}
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
-        sample = json.loads(line)
-        if sample["codec"] in CODECS:
-            key = (identity.of_record(sample), sample["codec"])
-            values.setdefault(key, []).extend(sample["values"])
-    found: dict[identity.Identity, dict[str, float]] = {}
-    for (key, codec), every in values.items():
-        found.setdefault(key, {})[codec] = statistics.fmean(every)
-    return found
+    values: dict[identity.Identity, dict[str, list[float]]] = {}
+    for s in _samples(run_dir):
+        values.setdefault(identity.of_record(s), {}).setdefault(s["codec"], []).extend(s["values"])
+    return {key: {c: statistics.fmean(v) for c, v in by.items()} for key, by in values.items()}
 
 
 def number(cell: str) -> float:
@@ -215,10 +213,15 @@ def signed_change(cell: str) -> float:
     return -float(times) if word in ("faster", "smaller", "lower") else float(times)
 
 
+def verdict_table(tables: list[list[list[str]]]) -> list[list[str]]:
+    """The comparison table: the one with a Verdict column."""
+    return next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])
+
+
 def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> None:
     """The comparison table (with Verdict) and the context table (without) together show
     every identity exactly once; context metrics only in the table without a verdict."""
-    comparison = next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])
+    comparison = verdict_table(tables)
     header = [c.strip() for c in comparison[0]]
     assert header[:6] == [
         "Profile", "Metric", "JSON", "Protobuf (est.)", "Change (est.)", "Verdict",
@@ -276,17 +279,11 @@ def test_a_pooled_row_would_be_caught(run):
     run_dir, _stdout = run
     found = identities(run_dir)
     keys = [k for k in found if k.metric == "rtt_transport"]
-    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
-    pooled = {
-        codec: statistics.median(
-            v
-            for s in samples
-            if s["codec"] == codec and s["metric"] == "rtt_transport"
-            for v in s["values"]
-        )
-        for codec in CODECS
-    }
-    cells = [format_value(pooled[c], "s") for c in CODECS]
+    rtt = [s for s in _samples(run_dir) if s["metric"] == "rtt_transport"]
+    pooled = [
+        statistics.median(v for s in rtt if s["codec"] == c for v in s["values"]) for c in CODECS
+    ]
+    cells = [format_value(median, "s") for median in pooled]
     row = [keys[0].profile, "RTT, transport (periodic, capacity)", *cells]
     with pytest.raises(AssertionError):
         match_rows([row], found, (2, 3))
@@ -297,7 +294,7 @@ def test_percent_diff_cells_and_verdict_agree_in_sign(run):
     baseline's, % Diff, and a named winner (with the metric's direction) say the same;
     an interval printed beside a row whose p (Holm) is >= 0.05 holds 1."""
     _run_dir, stdout = run
-    comparison = next(t for t in text_tables(stdout) if "Verdict" in [c.strip() for c in t[0]])
+    comparison = verdict_table(text_tables(stdout))
     header = [c.strip() for c in comparison[0]]
     column = {name: header.index(name) for name in header}
     checked = 0
@@ -351,7 +348,7 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
         reader = csv.DictReader(handle)
         assert reader.fieldnames == CSV_COLUMNS
         lines = list(reader)
-    table = next(t for t in text_tables(stdout) if "Verdict" in [c.strip() for c in t[0]])
+    table = verdict_table(text_tables(stdout))
     header = [c.strip() for c in table[0]]
     rows = [[c.strip() for c in row] for row in table[1:]]
     assert len(lines) == len(rows)
