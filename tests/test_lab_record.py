@@ -17,23 +17,16 @@ from evbench_core import results
 from evbench_core.errors import UserError
 
 RECORD = {
-    "coordinator": "127.0.0.1:20408",
-    "place": "am62x-a",
-    "tags": {"board": "am62x", "site": "lab1"},
-    "exporters": ["rack3"],
+    "coordinator": "127.0.0.1:20408", "place": "am62x-a",
+    "tags": {"board": "am62x", "site": "lab1"}, "exporters": ["rack3"],
     "resources": [
-        {
-            "name": "NetworkService",
-            "path": "rack3/board-a/NetworkService/NetworkService",
-            "class": "NetworkService",
-            "params": {"address": "10.0.3.17", "username": "root", "port": 22},
-        }
+        {"name": "NetworkService", "path": "rack3/board-a/NetworkService/NetworkService",
+         "class": "NetworkService",
+         "params": {"address": "10.0.3.17", "username": "root", "port": 22}}
     ],
-    "owner": "labpc/nightly+evbench-4242",
-    "held_by_user": False,
-    "transport": "ssh://root@10.0.3.17:22?python=python3&dir=.evbench",
-    "jump": "rack3.lab:22",
-}
+    "owner": "labpc/nightly+evbench-4242", "held_by_user": False,
+    "transport": "ssh://root@10.0.3.17:22?python=python3&dir=.evbench", "jump": "rack3.lab:22",
+}  # fmt: skip
 
 
 def test_a_run_with_a_lab_record_writes_it_into_the_checksummed_manifest(tmp_path):
