@@ -6,11 +6,10 @@ import statistics
 
 import pytest
 from telemetry_am62x import Am62xTree
-from test_telemetry_throttle import INTERVAL_S, wait_for_samples
+from test_telemetry_throttle import sampling, wait_for_samples
 
 from evbench_agent.telemetry import phase_records, sysfs
-from evbench_agent.telemetry.sampler import SamplerProcess
-from evbench_agent.telemetry.timeline import Timeline, read_markers
+from evbench_agent.telemetry.timeline import read_markers
 from evbench_core.results import SampleSet
 
 MESSAGES = 40
@@ -20,13 +19,8 @@ OTHER_RAIL_W = 0.33
 
 def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(tmp_path):
     board = Am62xTree(tmp_path / "sys")
-    sensors = sysfs.discover(board.root)
-    telemetry = tmp_path / "telemetry.jsonl"
-    sampler = SamplerProcess(sensors, telemetry, INTERVAL_S, cpu=None)
-    timeline = Timeline(tmp_path)
-    sampler.start()
     seen = 0
-    try:
+    with sampling(board.root, tmp_path) as (telemetry, timeline):
         for watts, phase in (
             (1.0, {"suite": "idle"}),
             (3.0, {"suite": "link", "profile": "seed", "codec": "protobuf"}),
@@ -38,9 +32,6 @@ def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(tmp_pat
             seen = len(wait_for_samples(telemetry, seen + 4))
             end = {"messages": MESSAGES} if phase["suite"] == "link" else {}
             timeline.mark("end", **phase, **end)
-    finally:
-        assert sampler.stop() == 0
-        timeline.close()
     markers = read_markers(timeline.path)
     timings = [
         SampleSet("codec", "seed", "json", "encode", "s", {}, [1e-5, 2e-5, 3e-5]),
@@ -78,20 +69,12 @@ def test_without_a_power_monitor_no_energy_is_reported(tmp_path):
         for path in (board.root / "class/hwmon" / chip).iterdir():
             path.unlink()
         (board.root / "class/hwmon" / chip).rmdir()
-    sensors = sysfs.discover(board.root)
-    assert not sensors.has_power()
-    telemetry = tmp_path / "telemetry.jsonl"
-    sampler = SamplerProcess(sensors, telemetry, INTERVAL_S, cpu=None)
-    timeline = Timeline(tmp_path)
-    sampler.start()
-    try:
+    assert not sysfs.discover(board.root).has_power()
+    with sampling(board.root, tmp_path) as (telemetry, timeline):
         for phase in ({"suite": "idle"}, {"suite": "link", "codec": "json"}):
             timeline.mark("start", **phase)
             wait_for_samples(telemetry, 3 if phase["suite"] == "idle" else 6)
             timeline.mark("end", **phase, messages=10)
-    finally:
-        assert sampler.stop() == 0
-        timeline.close()
     sample_sets, facts = phase_records.build(telemetry, read_markers(timeline.path), [])
     metrics = {s.metric for s in sample_sets}
     assert facts["idle_power_w"] is None
