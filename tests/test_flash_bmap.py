@@ -35,11 +35,8 @@ def made(tmp_path_factory):
 
 def seal(text: str, kind: str, tag: str) -> str:
     """Put the file's own checksum in `tag`, computed over the text with zeros in its place."""
-    text = re.sub(
-        rf"<{tag}>\s*\w+\s*</{tag}>",
-        f"<{tag}> {'0' * len(hashlib.new(kind).hexdigest())} </{tag}>",
-        text,
-    )
+    zeros = "0" * len(hashlib.new(kind).hexdigest())
+    text = re.sub(rf"<{tag}>\s*\w+\s*</{tag}>", f"<{tag}> {zeros} </{tag}>", text)
     digest = hashlib.new(kind, text.encode()).hexdigest()
     return text.replace("0" * len(digest), digest, 1)
 
@@ -77,12 +74,9 @@ def test_bmaptool_v2_sha256(made):
     assert (bmap.version, bmap.checksum_type) == ("2.0", "sha256")
     assert (bmap.image_size, bmap.block_size) == (IMAGE_SIZE, 4096)
     assert bmap.blocks_count == -(-IMAGE_SIZE // 4096)
-    assert [bmap.byte_span(r) for r in bmap.ranges] == mapped_spans(
-        path.read_text(), 4096, IMAGE_SIZE
-    )
-    assert bmap.mapped_bytes == sum(
-        length for _, length in mapped_spans(path.read_text(), 4096, IMAGE_SIZE)
-    )
+    spans = mapped_spans(path.read_text(), 4096, IMAGE_SIZE)
+    assert [bmap.byte_span(r) for r in bmap.ranges] == spans
+    assert bmap.mapped_bytes == sum(length for _, length in spans)
     data = image.read_bytes()
     for block_range in bmap.ranges:
         start, length = bmap.byte_span(block_range)
@@ -106,14 +100,11 @@ def test_v13_sha1_and_v12_without_checksums(made, tmp_path):
 def test_edited_bmap_fails_its_own_checksum(made, tmp_path):
     _, path = made
     edited = tmp_path / "edited.bmap"
-    edited.write_text(
-        re.sub(
-            r'(chksum=")(\w)',
-            lambda m: m.group(1) + ("1" if m.group(2) != "1" else "2"),
-            path.read_text(),
-            count=1,
-        )
-    )
+
+    def other_digit(m: re.Match) -> str:
+        return m.group(1) + ("1" if m.group(2) != "1" else "2")
+
+    edited.write_text(re.sub(r'(chksum=")(\w)', other_digit, path.read_text(), count=1))
     with pytest.raises(CheckFailed, match="its own sha256 checksum does not match"):
         parse_bmap(edited)
 
