@@ -28,15 +28,10 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 
 
 def bmap_text(
-    image_size: str = "8192",
-    blocks: str = "2",
-    mapped: str = "1",
-    kind: str = "sha256",
-    first_range: str = "0",
-    range_checksum: str | None = None,
-    version: str = "2.0",
+    image_size: str = "8192", blocks: str = "2", mapped: str = "1", kind: str = "sha256",
+    first_range: str = "0", range_checksum: str | None = None, version: str = "2.0",
     declaration: str = '<?xml version="1.0" ?>',
-) -> str:
+) -> str:  # fmt: skip
     checksum = range_checksum or hashlib.sha256(DATA).hexdigest()
     return (
         f"{declaration}\n"
