@@ -24,32 +24,16 @@ def _evbench(*argv: str) -> subprocess.CompletedProcess:
 
 def _lab_index(entries: list) -> dict:
     """A lab.json as `LabIndex` writes it, with these entries."""
-    return {
-        "format": 1,
-        "plan": "/l/LAB.yaml",
-        "started": "2026-12-01T22:00:00Z",
-        "finished": None,
-        "interrupted": None,
-        "entries": entries,
-    }
+    return {"format": 1, "plan": "/l/LAB.yaml", "started": "2026-12-01T22:00:00Z",
+            "finished": None, "interrupted": None, "entries": entries}  # fmt: skip
 
 
 GOOD_ENTRY = {
-    "id": "a/codec-seed-json+protobuf",
-    "board": "a",
-    "url": "local",
-    "suite": "codec",
-    "profile": "seed",
-    "codecs": "json,protobuf",
-    "options": [],
-    "status": "complete",
-    "exit_code": 0,
-    "duration_s": 12.5,
-    "attempts": 1,
+    "id": "a/codec-seed-json+protobuf", "board": "a", "url": "local", "suite": "codec",
+    "profile": "seed", "codecs": "json,protobuf", "options": [], "status": "complete",
+    "exit_code": 0, "duration_s": 12.5, "attempts": 1, "error": None, "comparison": None,
     "run_dir": "runs/a/codec-seed-json+protobuf",
-    "error": None,
-    "comparison": None,
-}
+}  # fmt: skip
 
 
 # --- lab.json ----------------------------------------------------------------------
@@ -88,21 +72,20 @@ def test_lab_json_that_is_not_utf8_is_a_format_error(tmp_path):
         index.read(tmp_path)
 
 
-@pytest.mark.parametrize("content", ["[1]", '{"format": 1, "entries": {"a": 1}}', "7"])
-def test_the_nightly_comparison_takes_a_damaged_lab_json_as_no_lab(tmp_path, content):
+@pytest.mark.parametrize(
+    ("content", "entry"),
+    [("[1]", None), ('{"format": 1, "entries": {"a": 1}}', None), ("7", None),
+     (json.dumps(_lab_index([GOOD_ENTRY])), GOOD_ENTRY)],
+    ids=["list", "entries-object", "number", "good"],
+)  # fmt: skip
+def test_the_nightly_comparison_finds_its_entry_or_no_lab_in_a_damaged_lab_json(
+    tmp_path, content, entry
+):
     lab = tmp_path / "lab"
     run_dir = lab / "runs" / "a" / "codec-seed-json+protobuf"
     run_dir.mkdir(parents=True)
     (lab / "lab.json").write_text(content, encoding="utf-8")
-    assert nightly_compare.lab_entry(run_dir) is None
-
-
-def test_the_nightly_comparison_finds_its_entry_in_a_good_lab_json(tmp_path):
-    lab = tmp_path / "lab"
-    run_dir = lab / "runs" / "a" / "codec-seed-json+protobuf"
-    run_dir.mkdir(parents=True)
-    (lab / "lab.json").write_text(json.dumps(_lab_index([GOOD_ENTRY])), encoding="utf-8")
-    assert nightly_compare.lab_entry(run_dir) == GOOD_ENTRY
+    assert nightly_compare.lab_entry(run_dir) == entry
 
 
 # --- LAB.yaml ----------------------------------------------------------------------
@@ -201,16 +184,13 @@ def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_
     assert added.returncode == 0, added.stderr
     run_id = json.loads((runs[1] / "manifest.json").read_text(encoding="utf-8"))["run_id"]
     with contextlib.closing(sqlite3.connect(store)) as db:
-        db.execute(
-            "UPDATE runs SET manifest = json_set(manifest, '$.spec', json('[1]')) WHERE run_id = ?",
-            (run_id,),
-        )
+        spec_a_list = "UPDATE runs SET manifest = json_set(manifest, '$.spec', json('[1]'))"
+        db.execute(spec_a_list + " WHERE run_id = ?", (run_id,))
         db.commit()
     done = _evbench("history", "report", "--out", str(tmp_path / "page"), "--history", str(store))
     assert done.returncode == 2, done.stderr
-    assert f"a history row (run {run_id}) is malformed: manifest.spec is not an object" in (
-        done.stderr
-    )
+    malformed = f"a history row (run {run_id}) is malformed: manifest.spec is not an object"
+    assert malformed in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -223,9 +203,8 @@ def test_what_the_lab_writes_its_reader_reads(tmp_path):
     first, second = (entry.id for entry in lab.entries)
     written.update(first, status="running", attempts=1, run_dir=f"runs/{first}")
     comparison = {"baseline": None, "regressed": False, "note": "no previous run of this board"}
-    written.update(
-        first, status="complete", exit_code=0, duration_s=3.2, error=None, comparison=comparison
-    )
+    done = {"status": "complete", "exit_code": 0, "duration_s": 3.2, "error": None}
+    written.update(first, **done, comparison=comparison)
     written.update(second, status="failed", exit_code=2, duration_s=0.4, error="bad")
     written.finish(interrupted=None)
     document = index.read(tmp_path)
