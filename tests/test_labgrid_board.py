@@ -8,6 +8,7 @@ Each labgrid-client call takes seconds on this loaded machine (it connects anew)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import labgrid_rig
@@ -49,8 +51,9 @@ def lab(sshd, tmp_path_factory):
         switch.stop()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def lab_env(lab, ssh_home, monkeypatch):
+    """evbench's environment (every test here): the lab's coordinator, as user nightly."""
     monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
     monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
     monkeypatch.setenv("LG_USERNAME", "nightly")
@@ -76,8 +79,31 @@ def start_evbench(*argv: str) -> subprocess.Popen:
     )
 
 
-def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab_env, sshd, tmp_path):
-    lab = lab_env
+def deploy(place: str, tmp_path: Path, *more: str) -> subprocess.CompletedProcess:
+    return evbench("deploy", "--board", board_url(place, tmp_path / "board"), *more)
+
+
+def wait_while_running(job: subprocess.Popen, done: Callable[[], bool], what: str,
+                       within_s: float, every_s: float) -> None:  # fmt: skip
+    """Until `done()`, the job still running; `what` failed if not within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not done():
+        assert job.poll() is None, job.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(every_s)
+
+
+@contextlib.contextmanager
+def held(lab, place: str, user: str) -> Iterator[None]:
+    """`place` acquired by another lab `user` while the block runs."""
+    lab.client("-p", place, "acquire", user=user)
+    try:
+        yield
+    finally:
+        lab.client("-p", place, "release", user=user, check=False)
+
+
+def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab, sshd, tmp_path):
     out = tmp_path / "run"
     done = evbench(
         "run", "--board", board_url("am62x-a", tmp_path / "board"), *QUICK, "--out", str(out)
@@ -109,71 +135,50 @@ def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab_env, ss
     assert "Reservation" not in lab.reservations()  # and its reservation cancelled
 
 
-def test_a_place_the_user_holds_is_used_and_left_held(lab_env, tmp_path):
-    lab = lab_env
-    lab.client("-p", "am62x-b", "acquire", user="nightly")
-    try:
-        done = evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
+def test_a_place_the_user_holds_is_used_and_left_held(lab, tmp_path):
+    with held(lab, "am62x-b", "nightly"):
+        done = deploy("am62x-b", tmp_path)
         assert done.returncode == 0, done.stderr
         assert "which you hold" in done.stderr
         assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
         assert lab.acquired_by("am62x-b").endswith("/nightly")  # still the user's
-    finally:
-        lab.client("-p", "am62x-b", "release", user="nightly")
 
 
-def test_a_place_held_by_someone_else_times_out_with_exit_2(lab_env, tmp_path):
-    lab = lab_env
-    lab.client("-p", "am62x-b", "acquire", user="alice")
-    try:
+def test_a_place_held_by_someone_else_times_out_with_exit_2(lab, tmp_path):
+    with held(lab, "am62x-b", "alice"):
         started = time.monotonic()
-        done = evbench(
-            "deploy", "--board", board_url("am62x-b", tmp_path / "board"), "--place-timeout", "3"
-        )
+        done = deploy("am62x-b", tmp_path, "--place-timeout", "3")
         assert done.returncode == 2, done.stderr
         assert "gave up waiting for place am62x-b (acquired by " in done.stderr
         assert "/alice)" in done.stderr
         assert time.monotonic() - started < 120
         assert lab.acquired_by("am62x-b").endswith("/alice")  # untouched
         assert "nightly" not in lab.reservations()  # evbench's reservation cancelled
-    finally:
-        lab.client("-p", "am62x-b", "release", user="alice")
 
 
-def test_a_held_place_is_waited_for_and_used_once_released(lab_env, tmp_path):
-    lab = lab_env
-    lab.client("-p", "am62x-b", "acquire", user="alice")
-    released = False
-    try:
+def test_a_held_place_is_waited_for_and_used_once_released(lab, tmp_path):
+    with held(lab, "am62x-b", "alice"):
         job = start_evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
         # evbench waits in a reservation: it is listed as waiting, under this job's owner.
-        deadline = time.monotonic() + 180
-        while "state: waiting" not in lab.reservations():
-            assert job.poll() is None, job.communicate()
-            assert time.monotonic() < deadline, "evbench made no reservation"
-            time.sleep(1)
+        waiting = lambda: "state: waiting" in lab.reservations()  # noqa: E731
+        wait_while_running(job, waiting, "evbench made no reservation", 180, 1)
         assert "+evbench-" in lab.reservations()
         lab.client("-p", "am62x-b", "release", user="alice")
-        released = True
         _, err = job.communicate(timeout=RUN_TIMEOUT)
         assert job.returncode == 0, err
         assert "acquired place am62x-b" in err and "released place am62x-b" in err
         assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
         assert lab.acquired_by("am62x-b") is None
-    finally:
-        if not released:
-            lab.client("-p", "am62x-b", "release", user="alice", check=False)
 
 
-def test_tags_that_match_no_place_are_refused(lab_env, tmp_path):
+def test_tags_that_match_no_place_are_refused(lab, tmp_path):
     done = evbench("deploy", "--board", "labgrid://?tags=board=imx8,site=loop")
     assert done.returncode == 2, done.stderr
-    assert (
-        f"no labgrid place at {lab_env.coordinator} is tagged board=imx8,site=loop" in done.stderr
-    )
+    tagged = "is tagged board=imx8,site=loop"
+    assert f"no labgrid place at {lab.coordinator} {tagged}" in done.stderr
 
 
-def test_a_coordinator_that_is_not_running_is_named(lab_env, tmp_path):
+def test_a_coordinator_that_is_not_running_is_named(lab, tmp_path):
     from sshd import free_port
 
     nobody = f"127.0.0.1:{free_port()}"
@@ -182,8 +187,7 @@ def test_a_coordinator_that_is_not_running_is_named(lab_env, tmp_path):
     assert f"the labgrid coordinator at {nobody} is not reachable" in done.stderr
 
 
-def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab_env, tmp_path):
-    lab = lab_env
+def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab, tmp_path):
     lab.switch.seen.clear()
     board = board_url("am62x-p", tmp_path / "board")
     done = evbench("-vv", "deploy", "--board", board, "--power-cycle")
@@ -207,10 +211,9 @@ def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab_env, tmp
     assert lab.acquired_by("am62x-p") is None
 
 
-def test_power_cycle_on_a_place_without_power_says_so(lab_env, tmp_path):
-    lab = lab_env
+def test_power_cycle_on_a_place_without_power_says_so(lab, tmp_path):
     lab.switch.seen.clear()
-    done = evbench("deploy", "--board", board_url("am62x-a", tmp_path / "board"), "--power-cycle")
+    done = deploy("am62x-a", tmp_path, "--power-cycle")
     assert done.returncode == 2, done.stderr
     assert "place am62x-a has no power resource: --power-cycle cannot work there" in done.stderr
     assert lab.switch.seen == []
@@ -248,21 +251,17 @@ def _timed_lines(job: subprocess.Popen) -> _TimedLines:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
-def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab_env, tmp_path, stop):
+def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_path, stop):
     # systemd, CI cancellations and `timeout` send SIGTERM; a user at a terminal, SIGINT.
-    lab = lab_env
     slow = ["--suite", "codec", "--profile", "seed,ev-full,int,double", "--codecs", "json,protobuf"]
     out = tmp_path / "run"
     job = start_evbench(
         "run", "--board", board_url("am62x-a", tmp_path / "board"), *slow, "--out", str(out)
     )
     try:
-        deadline = time.monotonic() + 300
         # Acquired, and the agent measuring on the board: its samples file exists there.
-        while not list((tmp_path / "board").glob("runs/*/results/samples.jsonl")):
-            assert job.poll() is None, job.communicate()
-            assert time.monotonic() < deadline, "the run never started on the board"
-            time.sleep(0.5)
+        measuring = lambda: any((tmp_path / "board").glob("runs/*/results/samples.jsonl"))  # noqa: E731
+        wait_while_running(job, measuring, "the run never started on the board", 300, 0.5)
         assert "+evbench-" in (lab.acquired_by("am62x-a") or "")
         lines = _timed_lines(job)
         job.send_signal(stop)
@@ -300,23 +299,17 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab_env, tmp
     assert process_tree.ended(json.loads(launch.read_text())["pid"], 10)
 
 
-def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(lab_env, tmp_path):
+def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(lab, tmp_path):
     # SIGKILL leaves no chance to release: the place stays acquired by the dead job.
-    lab = lab_env
     job = start_evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
     try:
-        deadline = time.monotonic() + 300
-        while "+evbench-" not in (lab.acquired_by("am62x-b") or ""):
-            assert job.poll() is None, job.communicate()
-            assert time.monotonic() < deadline, "the place was never acquired"
-            time.sleep(0.2)
+        acquired = lambda: "+evbench-" in (lab.acquired_by("am62x-b") or "")  # noqa: E731
+        wait_while_running(job, acquired, "the place was never acquired", 300, 0.2)
         job.kill()
         job.communicate(timeout=60)
         holder = lab.acquired_by("am62x-b")
         assert holder.endswith(f"+evbench-{job.pid}")
-        done = evbench(
-            "deploy", "--board", board_url("am62x-b", tmp_path / "board"), "--place-timeout", "3"
-        )
+        done = deploy("am62x-b", tmp_path, "--place-timeout", "3")
         assert done.returncode == 2, done.stderr
         assert f"evbench job {job.pid} of nightly on " in done.stderr
         assert "no longer runs" in done.stderr
