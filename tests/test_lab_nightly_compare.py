@@ -16,7 +16,7 @@ from history_runs import night
 
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
-from evbench.lab import index, nightly_compare, plan
+from evbench.lab import index, nightly_compare, plan, report
 
 PLAN = {
     "boards": [{"board": "ssh://root@localhost", "name": "a"},
@@ -26,17 +26,25 @@ PLAN = {
 }  # fmt: skip
 
 
-def _lab_night(root: Path, name: str, numbers: dict[str, int], runs: Path) -> dict[str, Path]:
-    """A lab directory whose board entries ran the given nights; {board: run directory}."""
+def _lab_night(
+    root: Path,
+    name: str,
+    numbers: dict[str, int],
+    runs: Path,
+    lab_plan: dict = PLAN,
+    factor: float = 1.0,
+) -> dict[str, Path]:
+    """A lab directory whose board entries ran the given nights (timings times `factor`);
+    {board: run directory}."""
     lab = root / name
     lab.mkdir()
-    lab_plan = plan.parse(PLAN)
-    lab_index = index.LabIndex(lab, root / "LAB.yaml", lab_plan.entries)
+    parsed = plan.parse(lab_plan)
+    lab_index = index.LabIndex(lab, root / "LAB.yaml", parsed.entries)
     placed = {}
-    for entry in lab_plan.entries:
+    for entry in parsed.entries:
         run = lab / "runs" / entry.id
         run.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(night(runs, numbers[entry.board.label]), run)
+        shutil.move(night(runs, numbers[entry.board.label], factor), run)
         lab_index.update(entry.id, run_dir=str(run.relative_to(lab)), status="complete")
         placed[entry.board.label] = run
     return placed
@@ -60,3 +68,39 @@ def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, mo
         assert nightly_compare.previous_run(first[board]) is None  # its first night
     # A run outside any lab has no entry identity and is nobody's baseline here.
     assert nightly_compare.lab_entry(runs) is None
+
+
+def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_path, monkeypatch):
+    """Issue 44, item 5: compare fails (3) on a change beyond --max-change either way; a
+    night whose timings all take 0.3 times the previous night's (3.3x faster, beyond
+    compare's 50 % both ways: x1.5 or x1/1.5) is an improvement, and a night after it
+    whose timings take 10 times as long (3.0 / 0.3) is a regression."""
+    one_board = dict(PLAN, boards=PLAN["boards"][:1])
+    runs = tmp_path / "copies"
+    runs.mkdir()
+    nights = [
+        _lab_night(tmp_path, f"lab-{number}", {"a": number}, runs, one_board, factor)["a"]
+        for number, factor in ((1, 1.0), (2, 0.3), (3, 3.0))
+    ]
+    store = tmp_path / "history.sqlite"
+    with open_store(parse_url(str(store))) as history:
+        for run in nights:
+            history.add(index_run(run))
+    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+    faster = nightly_compare.against_previous(nights[1], tmp_path / "logs" / "2.compare.txt")
+    slower = nightly_compare.against_previous(nights[2], tmp_path / "logs" / "3.compare.txt")
+    assert faster["baseline"] == str(nights[0]) and slower["baseline"] == str(nights[1])
+    assert faster["exit_code"] == slower["exit_code"] == 3  # compare fails either way
+    assert faster["regressed"] is False and faster.get("improved_beyond_max_change") is True
+    assert slower["regressed"] is True and slower.get("improved_beyond_max_change") is False
+    entries = [
+        {"board": "a", "suite": "codec", "profile": "seed", "codecs": "json,protobuf",
+         "status": "complete", "exit_code": 3, "duration_s": 1.0, "run_dir": None,
+         "comparison": comparison}
+        for comparison in (faster, slower)
+    ]  # fmt: skip
+    page = report.render(tmp_path, {"plan": "LAB.yaml", "entries": entries})
+    rows = page.split("<tr")[2:]  # the header row first
+    assert "REGRESSED" not in rows[0] and "improved beyond --max-change" in rows[0]
+    assert "regressed-entry" not in rows[0]
+    assert "REGRESSED" in rows[1] and "regressed-entry" in rows[1]

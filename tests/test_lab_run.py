@@ -123,9 +123,11 @@ def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, mo
     assert Path(comparison["baseline"]) == first_dir / first_entry["run_dir"]
     assert second_entry["status"] == "complete"
     # Quick runs on a loaded machine may differ beyond 5 %: whichever way compare decided,
-    # the lab's exit code and lab.json say the same.
-    assert second.returncode == (3 if comparison["regressed"] else 0), second.stderr
+    # the lab's exit code and lab.json say the same (3 for a gain beyond --max-change too).
     assert comparison["exit_code"] in (0, 3)
+    assert second.returncode == comparison["exit_code"], second.stderr
+    failed = comparison["regressed"] or comparison["improved_beyond_max_change"]
+    assert failed == (comparison["exit_code"] == 3)
     table = Path(comparison["table"]).read_text()
     assert str(first_dir / first_entry["run_dir"]) in table  # compare's own listing
     html = (second_dir / "lab.html").read_text()

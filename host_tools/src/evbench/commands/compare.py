@@ -167,11 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if result.regressions:
         # A change beyond --max-change fails either way, but one in the metric's better
         # direction (faster, smaller, more messages a second) is no regression.
-        gains = {
-            c.regression for row in result.rows for c in row.changes if c.regression and not c.worse
-        }
-        worse = [why for why in result.regressions if why not in gains]
-        better = [why for why in result.regressions if why in gains]
+        worse, better = result.worse, result.gains_beyond
         parts: list[str] = []
         if worse:
             parts.append(f"{len(worse)} metric(s) regressed: " + "; ".join(worse))
@@ -225,16 +221,18 @@ def _junit(result: compare.Comparison, records: list[dict], run_id: str) -> byte
     from evbench.report import compare, exports
 
     regressed = {
-        (row.codec, row.identity): row.changes[-1].regression
+        (row.codec, row.identity): row.changes[-1]
         for row in result.rows
         if row.changes and row.changes[-1].regression
     }
-    failures = {}
+    failures, gains = {}, set()
     for record in records:
         codec = record.get("codec")  # None: machine-state records belong to no codec
-        reason = (
+        change = (
             regressed.get((codec, compare.record_identity(record))) if codec is not None else None
         )
-        if reason:
-            failures[exports.record_key(record)] = reason
-    return exports.junit_xml(run_id, records, failures)
+        if change is not None and change.regression:
+            failures[exports.record_key(record)] = change.regression
+            if not change.worse:  # beyond --max-change, in the better direction
+                gains.add(exports.record_key(record))
+    return exports.junit_xml(run_id, records, failures, gains=gains)

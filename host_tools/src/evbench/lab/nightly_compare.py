@@ -10,7 +10,10 @@ The previous run is the newest complete, earlier run in the history that
 
 Another board's run of the same night is never the baseline, however close in time.
 The comparison is `evbench compare --baseline PREVIOUS NEW` itself, so its criteria and
-its exit code 3 decide what a regression is; its table is kept beside the lab's logs.
+its exit code 3 decide what fails; its table is kept beside the lab's logs, and its JUnit
+file beside that says which way each failing metric went: a regression, or a gain beyond
+--max-change (which fails too, as a sign the two runs may not measure the same thing, but
+is no regression).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from evbench.lab import index
+from evbench.report import exports
 from evbench_core import results
 from evbench_core.errors import EvbenchError, ExitCode, UserError
 
@@ -82,8 +87,29 @@ def previous_run(out: Path) -> dict[str, Any] | None:
     return candidates[-1] if candidates else None
 
 
+def _failure_types(junit: Path) -> set[str]:
+    """The <failure type>s of compare's JUnit file (none when it wrote none)."""
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return set()
+    return {failure.get("type", exports.REGRESSION) for failure in root.iter("failure")}
+
+
+def _outcome(exit_code: int, junit: Path) -> tuple[bool, bool]:
+    """(regressed, improved beyond --max-change) from compare's exit code and its JUnit
+    file. A failure that names no gain counts as a regression: a fact grown beyond its
+    threshold, or a JUnit file compare could not write."""
+    if exit_code != ExitCode.CHECK_FAILED:
+        return False, False
+    kinds = _failure_types(junit)
+    gained = exports.GAIN_BEYOND in kinds
+    return exports.REGRESSION in kinds or not gained, gained
+
+
 def against_previous(out: Path, table: Path) -> dict[str, Any]:
-    """{baseline, regressed, exit_code, table} for lab.json; no baseline: the first night."""
+    """{baseline, regressed, improved_beyond_max_change, exit_code, table} for lab.json;
+    no baseline: the first night."""
     try:
         previous = previous_run(out)
     except (EvbenchError, OSError, ValueError) as error:
@@ -98,16 +124,20 @@ def against_previous(out: Path, table: Path) -> dict[str, Any]:
         "--baseline",
         previous["directory"],
         str(out),
+        "--junit",
+        str(table.with_suffix(".xml")),
     ]
+    table.parent.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=COMPARE_TIMEOUT, stdin=subprocess.DEVNULL
     )
-    table.parent.mkdir(parents=True, exist_ok=True)
     results.write_atomic(table, (done.stdout + done.stderr).encode())
+    regressed, gained = _outcome(done.returncode, table.with_suffix(".xml"))
     return {
         "baseline": previous["directory"],
         "baseline_run_id": previous["run_id"],
-        "regressed": done.returncode == ExitCode.CHECK_FAILED,
+        "regressed": regressed,
+        "improved_beyond_max_change": gained,
         "exit_code": done.returncode,
         "table": str(table),
     }

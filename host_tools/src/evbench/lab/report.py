@@ -3,8 +3,9 @@
 Status, exit code, duration, the failure's one line, the key figures (each record's
 median in a readable unit, 57.4 µs or 995.5 B as the run's report shows it, with its
 sample count), the comparison with the board's previous run (a regressed entry's row
-is coloured), and links to each run's own report. No script, no external resource:
-the page opens from a file anywhere.
+is coloured; a gain beyond --max-change is named as one, not as a regression), and
+links to each run's own report. No script, no external resource: the page opens from a
+file anywhere.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ STYLE = (
     ".complete{background:#e6f4e6}.partial,.interrupted{background:#fff4d6}"
     ".failed{background:#fbe0e0}"
     ".regressed{color:#a00;font-weight:bold}tr.regressed-entry{background:#f6c6c6}"
+    ".beyond{color:#7a5200;font-weight:bold}"
     "small{color:#555}"
 )
 
@@ -50,9 +52,17 @@ def _comparison(comparison: dict[str, Any] | None) -> str:
         return ""
     if comparison.get("baseline") is None:
         return html.escape(comparison.get("note", "no baseline"))
-    verdict = (
-        '<span class="regressed">REGRESSED</span>' if comparison["regressed"] else "no regression"
-    )
+    if comparison["regressed"]:
+        verdict = '<span class="regressed">REGRESSED</span>'
+    elif comparison.get("improved_beyond_max_change"):
+        # compare failed on it all the same: a change that large asks whether both runs
+        # measured the same thing (logs/ENTRY.compare.txt names the rows).
+        verdict = (
+            '<span class="beyond">improved beyond --max-change</span> '
+            "(no regression; check both runs measured the same)"
+        )
+    else:
+        verdict = "no regression"
     return f"{verdict}<br><small>vs {html.escape(comparison['baseline_run_id'])}</small>"
 
 

@@ -145,7 +145,9 @@ class LabRun:
             comparison = nightly_compare.against_previous(
                 out, self.directory / "logs" / f"{entry.id}.compare.txt"
             )
-            if comparison.get("regressed"):
+            # compare fails (3) either way: a regression, or a gain beyond --max-change
+            # (two runs that far apart may not measure the same thing); lab.html tells which.
+            if comparison.get("regressed") or comparison.get("improved_beyond_max_change"):
                 code = ExitCode.CHECK_FAILED
         self.index.update(
             entry.id,

@@ -133,7 +133,22 @@ class Comparison:
 
     @property
     def regressions(self) -> list[str]:
+        """Why each failing change fails: a regression, or a gain beyond --max-change."""
         return [c.regression for row in self.rows for c in row.changes if c.regression]
+
+    @property
+    def worse(self) -> list[str]:
+        """The regressions proper: each failing change in its metric's worse direction."""
+        return [c.regression for row in self.rows for c in row.changes if c.regression and c.worse]
+
+    @property
+    def gains_beyond(self) -> list[str]:
+        """The failing changes in the metric's better direction (faster, smaller, more
+        messages a second): a change beyond --max-change fails either way, because two
+        runs that far apart may not have measured the same thing, but none regressed."""
+        return [
+            c.regression for row in self.rows for c in row.changes if c.regression and not c.worse
+        ]
 
     def uncalled(self) -> list[str]:
         """Rows whose change is worse than their threshold but whose plans could not

@@ -26,8 +26,9 @@ each case's numbers are suite properties named `<classname>.<name>.<field>`
 interval, n; for a record of a tested row of the run's comparison its
 `verdict` in the table's words), and the same fields as `field=value` lines in
 the case's <system-out>. A case fails when the metric regressed against the baseline
-(compare.py decides); without a baseline every case passes and only carries
-the numbers.
+(its <failure type> is `regression`), or changed beyond --max-change in its better
+direction (`gain-beyond-max-change`): compare.py decides; without a baseline every
+case passes and only carries the numbers.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,10 @@ from evbench_core.results import RECORD_FIELDS
 if TYPE_CHECKING:
     from evbench.report.context import RunContext
 
+#: The <failure type> of a JUnit case: a regression, or a gain beyond --max-change
+#: (which fails too: two runs that far apart may not have measured the same thing).
+REGRESSION = "regression"
+GAIN_BEYOND = "gain-beyond-max-change"
 #: What an export is made from: the run, and its comparison (None when it has none).
 Maker = Callable[["RunContext", "Comparison | None"], bytes]
 
@@ -199,9 +204,12 @@ def junit_xml(
     failures: Mapping[tuple[str, str, str, str], str] | None = None,
     timestamp: str | None = None,
     verdicts: Mapping[tuple[str, str, str, str], str] | None = None,
+    gains: Collection[tuple[str, str, str, str]] = (),
 ) -> bytes:
-    """The JUnit document; `failures` maps a record_key to why that metric regressed,
-    `verdicts` to its row's verdict word (verdict_words)."""
+    """The JUnit document; `failures` maps a record_key to why that metric failed,
+    `verdicts` to its row's verdict word (verdict_words). A failure's type is
+    GAIN_BEYOND for the keys in `gains` (changed beyond --max-change in the better
+    direction), else REGRESSION."""
     failures = failures or {}
     verdicts = verdicts or {}
     root = ET.Element("testsuites", name="evbench")
@@ -226,7 +234,8 @@ def junit_xml(
         classname, name = junit_case_id(key)
         case = ET.SubElement(suite, "testcase", name=name, classname=classname, time="0")
         if key in failures:
-            failure = ET.SubElement(case, "failure", type="regression", message=failures[key])
+            kind = GAIN_BEYOND if key in gains else REGRESSION
+            failure = ET.SubElement(case, "failure", type=kind, message=failures[key])
             failure.text = failures[key]
         out = ET.SubElement(case, "system-out")
         fields = junit_fields(record, verdicts.get(key))
