@@ -113,8 +113,94 @@ def _fact_words(row: Row, candidate: str) -> str:
     return f"{row.label} {word} by {by} ({cand} against {base})"
 
 
-def _listing(labels: Sequence[str]) -> str:
-    return "; ".join(labels)
+def _sentence(head: str, items: Sequence[str]) -> str:
+    """'Head: a; b; c.': one kind of answer line, its rows listed."""
+    return head + "; ".join(items) + "."
+
+
+def _won(tested: Sequence[Row], *winners: str) -> list[Row]:
+    """The tested rows whose verdict names one of `winners`, in the table's order."""
+    return [r for r in tested if r.verdict is not None and r.verdict.winner in winners]
+
+
+def _gains(tested: Sequence[Row], base: str, cand: str) -> list[str]:
+    """What the candidate buys: the rows it wins, each with the verdict's interval."""
+    gains = _won(tested, CANDIDATE)
+    if gains:
+        head = f"{cand} is better than {base} on {len(gains)} of {len(tested)} tested rows: "
+        return [_sentence(head, [f"{r.label} {_change_words(r)}" for r in gains])]
+    if tested:
+        return [f"{cand} is not shown better than {base} on any tested row."]
+    return []
+
+
+def _losses(tested: Sequence[Row], base: str, cand: str) -> list[str]:
+    """What the candidate costs: the rows the baseline wins."""
+    losses = _won(tested, BASELINE)
+    if not losses:
+        return []
+    items = [f"{r.label} {_change_words(r)} with {cand}" for r in losses]
+    return [_sentence(f"{base} is better on {len(losses)}: ", items)]
+
+
+def _shown_equal(tested: Sequence[Row]) -> list[str]:
+    """The rows shown within their margin: one sentence per margin (the intervals are
+    in the table)."""
+    by_margin: dict[str, list[Row]] = {}
+    for r in _won(tested, EQUAL, NEGLIGIBLE):
+        assert r.verdict is not None
+        by_margin.setdefault(r.verdict.margin, []).append(r)
+    return [
+        _sentence(
+            f"Equal within {margin}: ",
+            [f"{r.label}{' (negligible)' if r.outcome == NEGLIGIBLE else ''}" for r in same],
+        )
+        for margin, same in by_margin.items()
+    ]
+
+
+def _undecided(tested: Sequence[Row], stage_s: float | None) -> list[str]:
+    """The rows not yet shown beyond the margin nor within it, with the test's estimate,
+    the interval and the time a plan of this size expects would decide them."""
+    undecided = _won(tested, UNDECIDED)
+    if not undecided:
+        return []
+    head = "Undecided (not yet shown beyond the margin nor within it): "
+    items = [f"{r.label} ({_interval_words(r)}{_more_time(r, stage_s)})" for r in undecided]
+    return [_sentence(head, items)]
+
+
+def _too_small(tested: Sequence[Row]) -> list[str]:
+    """The rows whose plans have too few replicates to call, with their counts."""
+    small = _won(tested, TOO_SMALL)
+    if not small:
+        return []
+    counts = sorted({counted(r.n, r.n_counts) for r in small})
+    head = f"Too few replicates to call ({', '.join(counts)}): "
+    return [_sentence(head, [r.label for r in small])]
+
+
+def _facts(rows: Sequence[Row], cand: str) -> list[str]:
+    """The exact differences (sizes): facts, not tested."""
+    facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
+    if not facts:
+        return []
+    return [_sentence(f"Facts, exact: {cand}'s ", [_fact_words(r, cand) for r in facts])]
+
+
+def _profile_sentences(
+    rows: Sequence[Row], base: str, cand: str, stage_s: float | None, with_facts: bool
+) -> list[str]:
+    """One profile's answer, each kind of line in the answer's order."""
+    tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
+    return [
+        *_gains(tested, base, cand),
+        *_losses(tested, base, cand),
+        *_shown_equal(tested),
+        *_undecided(tested, stage_s),
+        *_too_small(tested),
+        *(_facts(rows, cand) if with_facts else []),
+    ]
 
 
 def answer_lines(comparison: Comparison, with_facts: bool = True) -> list[str]:
@@ -128,65 +214,7 @@ def answer_lines(comparison: Comparison, with_facts: bool = True) -> list[str]:
         profiles.setdefault(row.identity.profile or "-", []).append(row)
     lines = []
     for profile, rows in profiles.items():
-        winners = [
-            (r, r.verdict.winner) for r in rows if r.role == TESTED and r.verdict is not None
-        ]
-        tested = [r for r, _ in winners]
-        gains = [r for r, winner in winners if winner == CANDIDATE]
-        losses = [r for r, winner in winners if winner == BASELINE]
-        undecided = [r for r, winner in winners if winner == UNDECIDED]
-        small = [r for r, winner in winners if winner == TOO_SMALL]
-        facts = [r for r in rows if r.role == FACT and r.fact_difference is not None]
-        sentences = []
-        if gains:
-            sentences.append(
-                f"{cand} is better than {base} on {len(gains)} of {len(tested)} tested rows: "
-                + _listing([f"{r.label} {_change_words(r)}" for r in gains])
-                + "."
-            )
-        elif tested:
-            sentences.append(f"{cand} is not shown better than {base} on any tested row.")
-        if losses:
-            sentences.append(
-                f"{base} is better on {len(losses)}: "
-                + _listing([f"{r.label} {_change_words(r)} with {cand}" for r in losses])
-                + "."
-            )
-        shown_equal = [r for r, winner in winners if winner in (EQUAL, NEGLIGIBLE)]
-        by_margin: dict[str, list[Row]] = {}
-        for r in shown_equal:  # one sentence per margin; the intervals are in the table
-            assert r.verdict is not None
-            by_margin.setdefault(r.verdict.margin, []).append(r)
-        for margin, same in by_margin.items():
-            sentences.append(
-                f"Equal within {margin}: "
-                + _listing(
-                    [f"{r.label}{' (negligible)' if r.outcome == NEGLIGIBLE else ''}" for r in same]
-                )
-                + "."
-            )
-        if undecided:
-            sentences.append(
-                "Undecided (not yet shown beyond the margin nor within it): "
-                + _listing(
-                    [
-                        f"{r.label} ({_interval_words(r)}{_more_time(r, comparison.stage_s)})"
-                        for r in undecided
-                    ]
-                )
-                + "."
-            )
-        if small:
-            counts = sorted({counted(r.n, r.n_counts) for r in small})
-            sentences.append(
-                f"Too few replicates to call ({', '.join(counts)}): "
-                + _listing([r.label for r in small])
-                + "."
-            )
-        if facts and with_facts:
-            sentences.append(
-                f"Facts, exact: {cand}'s " + _listing([_fact_words(r, cand) for r in facts]) + "."
-            )
+        sentences = _profile_sentences(rows, base, cand, comparison.stage_s, with_facts)
         if sentences:
             lines.append(f"{profile}: " + " ".join(sentences))
     return lines
