@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from test_compare_runs import write_run
+
 from evbench.cli import evbench
-from evbench_core import results
 from evbench_core.results import SampleSet
 
 PHASES = 10
@@ -25,17 +26,10 @@ def _run(directory: Path, factor: float) -> Path:
         offset = 0.01 * (phase - (PHASES - 1) / 2)  # a small symmetric spread of phases
         params = dict(CAPACITY, phases=PHASES, phase_index=phase)
         for codec in ("json", "protobuf"):
-            value = 3000.0 * factor * math.exp(offset)
-            sets.append(
-                SampleSet(
-                    "link", "seed", codec, "capacity_msgs", "messages/s", params, [value], phase
-                )
-            )
-    writer = results.RunWriter(directory, directory.name)
-    writer.write_manifest({"platform": {"board": "rig"}, "status": "complete"})
-    writer.add(sets)
-    writer.finish(complete=True)
-    return directory
+            value = [3000.0 * factor * math.exp(offset)]
+            sets.append(SampleSet("link", "seed", codec, "capacity_msgs", "messages/s", params,
+                                  value, phase))  # fmt: skip
+    return write_run(directory, sets)
 
 
 def test_a_185_percent_capacity_gain_is_not_printed_as_a_regression(tmp_path, capsys):
