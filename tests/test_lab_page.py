@@ -23,33 +23,21 @@ CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
 
 
 def _entry(board: str, regressed: bool) -> dict:
+    previous = {"baseline": "previous", "baseline_run_id": f"{board}-previous-night"}
     return {
-        "board": board,
-        "suite": "codec",
-        "profile": "seed",
-        "codecs": "json,protobuf",
-        "status": "complete",
-        "exit_code": 0,
-        "duration_s": 31.0,
-        "error": None,
-        "run_dir": board,
-        "comparison": {
-            "baseline": "previous",
-            "baseline_run_id": f"{board}-previous-night",
-            "regressed": regressed,
-        },
-    }
+        "board": board, "suite": "codec", "profile": "seed", "codecs": "json,protobuf",
+        "status": "complete", "exit_code": 0, "duration_s": 31.0, "error": None,
+        "run_dir": board, "comparison": {**previous, "regressed": regressed},
+    }  # fmt: skip
 
 
 def test_the_lab_page_gives_units_and_colours_a_regressed_entry(tmp_path):
     for board in ("am62x-a", "am62x-b"):
         shutil.copytree(CORE_V1, tmp_path / board)
     index = {
-        "plan": "LAB.yaml",
-        "started": "2026-12-02T01:00:00Z",
-        "finished": "2026-12-02T01:05:00Z",
+        "plan": "LAB.yaml", "started": "2026-12-02T01:00:00Z", "finished": "2026-12-02T01:05:00Z",
         "entries": [_entry("am62x-a", regressed=True), _entry("am62x-b", regressed=False)],
-    }
+    }  # fmt: skip
     page = report.write(tmp_path, index)
     html = page.read_text()
     assert "codec seed json encode: median 57.1 µs (n=10)" in html
