@@ -33,24 +33,19 @@ def test_telemetry_plot_has_cpu_frequency_temperature_phases_and_throttling(tmp_
     local_run(out, "--suite", "codec", env=dict(os.environ, **{SYSFS_ENV: str(board.root)}))
     series = telemetry.load(out)
     assert series is not None and series.samples
-    assert [label for label, _ in telemetry.panels(series)] == [
-        "CPU utilisation (%)",
-        "frequency (MHz)",
-        "temperature (°C)",
-    ]
+    labels = [label for label, _ in telemetry.panels(series)]
+    assert labels == ["CPU utilisation (%)", "frequency (MHz)", "temperature (°C)"]
     assert len(series.throttles) == 1  # one cooling-device throttle start
     assert [name for name, _start, _end in series.suites] == ["idle", "codec"]
     html = (out / "report.html").read_text()
     assert '<figure id="telemetry">' in html
     assert "red lines throttle events (1)" in html
     assert "No sensor for" not in html
-    markdown = (out / "report.md").read_text()
-    sensors = next(line for line in markdown.splitlines() if line.startswith("| Sensors | "))
+    lines = (out / "report.md").read_text().splitlines()
+    sensors = next(line for line in lines if line.startswith("| Sensors | "))
     shortened = re.search(r"…\[(\d+)\] \|$", sensors)  # a cell cut to fit 120 columns
     if shortened:  # is listed whole under its table
-        sensors = next(
-            line for line in markdown.splitlines() if line.startswith(f"- [{shortened[1]}] ")
-        )
+        sensors = next(line for line in lines if line.startswith(f"- [{shortened[1]}] "))
     assert "thermal_zone0 (main0_thermal)" in sensors and "ina226 power (W)" in sensors
     assert "absent" not in sensors  # every kind of sensor was found
 
