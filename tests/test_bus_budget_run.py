@@ -22,9 +22,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("budget") / "run"
     argv = ["run", "--board", "local", "--suite", "codec", "--profile", "seed"]
     argv += ["--codecs", "json,protobuf,dbc", "--quick", "--details", "--out", str(out)]
-    done = subprocess.run(
-        [*EVBENCH, *argv], capture_output=True, text=True, timeout=900, check=False
-    )
+    done = subprocess.run([*EVBENCH, *argv], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     return out, done.stdout
 
@@ -41,11 +39,8 @@ def _rows(text: str) -> dict[tuple[str, str], list[str]]:
 
 def _sizes(out: Path) -> dict[str, tuple[float, float]]:
     summary = json.loads((out / "summary.json").read_text())
-    return {
-        record["codec"]: (record["mean"], record["max"])
-        for record in summary["records"]
-        if record["metric"] == "size" and record["profile"] == "seed"
-    }
+    sizes = [r for r in summary["records"] if r["metric"] == "size" and r["profile"] == "seed"]
+    return {record["codec"]: (record["mean"], record["max"]) for record in sizes}
 
 
 def test_evbench_run_prints_the_budget_after_its_table(quick_run) -> None:
