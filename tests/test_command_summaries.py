@@ -20,11 +20,8 @@ from evbench.command_summaries import SUMMARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 #: From the folder, not from the CLI's table, so a new command without a summary is caught.
-COMMAND_NAMES = sorted(
-    path.stem
-    for path in (ROOT / "host_tools/src/evbench/commands").glob("*.py")
-    if path.stem != "__init__"
-)
+COMMANDS = (ROOT / "host_tools/src/evbench/commands").glob("*.py")
+COMMAND_NAMES = sorted(path.stem for path in COMMANDS if path.stem != "__init__")
 
 _PROBE = (
     "import json, sys\n"
@@ -39,9 +36,8 @@ _PROBE = (
 
 
 def _listing(*argv: str) -> tuple[dict, str]:
-    result = subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, timeout=120
-    )
+    argv_ = [sys.executable, "-c", _PROBE, *argv]
+    result = subprocess.run(argv_, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     *printed, last = result.stdout.splitlines()
     return json.loads(last), "\n".join(printed) + result.stderr
