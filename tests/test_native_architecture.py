@@ -33,6 +33,15 @@ HARNESS = runtimes.RUNTIMES[CODEC].executable_name
 RULE = Path("/usr/lib/binfmt.d/qemu-aarch64.conf")
 #: `file`'s words for the architectures here, and `uname -m`'s names for them.
 FILE_SAYS = {"ARM aarch64": "aarch64", "x86-64": "x86_64"}
+#: A quick codec run of json and the native codec.
+RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick",
+       "--profile", "seed", "--codecs", f"json,{CODEC}"]  # fmt: skip
+
+
+def native_env(native_dir: Path) -> dict[str, str]:
+    """This venv's agent with its native harnesses looked for in `native_dir`."""
+    return dict(os.environ, EVBENCH_NATIVE_DIR=str(native_dir), PYTHONPATH=str(AGENT_SRC),
+                PYTHONNOUSERSITE="1")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +102,12 @@ def test_an_aarch64_harness_run_under_emulation_is_said_recorded_and_reported(
     installed = tmp_path / "libexec"
     installed.mkdir()
     shutil.copy2(aarch64_dir / HARNESS, installed / HARNESS)
-    env = dict(
-        os.environ, EVBENCH_NATIVE_DIR=str(installed), PYTHONPATH=str(AGENT_SRC),
-        PYTHONNOUSERSITE="1",
-    )  # fmt: skip
+    env = native_env(installed)
     # the emulation is real: the aarch64 harness answers --about through qemu-user
     about = _emulated([str(installed / HARNESS), "--about"], env)
     assert about.returncode == 0 and about.stdout.startswith("ok\t"), about.stderr[-2000:]
     out = tmp_path / "run"
-    done = _emulated(
-        [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick",
-         "--profile", "seed", "--codecs", f"json,{CODEC}", "--out", str(out)],
-        env,
-    )  # fmt: skip
+    done = _emulated([*RUN, "--out", str(out)], env)
     assert done.returncode == 0, done.stderr[-3000:]
     # measured, and said while measuring: built for aarch64, on this x86_64 machine
     sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
@@ -125,15 +127,8 @@ def test_an_aarch64_harness_run_under_emulation_is_said_recorded_and_reported(
 
 def test_a_harness_of_the_boards_own_architecture_is_not_said(host_dir, tmp_path):
     out = tmp_path / "run"
-    env = dict(
-        os.environ, EVBENCH_NATIVE_DIR=str(host_dir), PYTHONPATH=str(AGENT_SRC),
-        PYTHONNOUSERSITE="1",
-    )  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick",
-         "--profile", "seed", "--codecs", f"json,{CODEC}", "--out", str(out)],
-        capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+    done = subprocess.run([*RUN, "--out", str(out)], capture_output=True, text=True, timeout=600,
+                          env=native_env(host_dir))  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "emulation" not in done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
