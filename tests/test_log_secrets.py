@@ -21,13 +21,8 @@ BOARD_PYTHON = "/usr/bin/python3"
 
 
 def _run_vv(board: str, out: Path, env: dict[str, str]) -> list[str]:
-    done = subprocess.run(
-        [*EVBENCH, "-vv", "run", "--board", board, *QUICK, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
+    argv = [*EVBENCH, "-vv", "run", "--board", board, *QUICK, "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr
     said = done.stdout + done.stderr
     for secret in (env["EVBENCH_PASSWORD"], env["EVBENCH_LINK_TOKEN"]):
@@ -42,9 +37,8 @@ def _assert_no_secret_in_files(directories: list[Path], env: dict[str, str]) -> 
     for directory in directories:
         for path in directory.rglob("*"):
             if path.is_file():
-                data = path.read_bytes()
                 read += 1
-                assert not [n for n in needles if n in data], path
+                assert not [n for n in needles if n in path.read_bytes()], path
     return read
 
 
