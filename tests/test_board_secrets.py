@@ -16,6 +16,7 @@ from evbench_core import results
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+PIPE = subprocess.PIPE
 
 
 def _environ(pid: int) -> bytes:
@@ -29,13 +30,9 @@ def _cmdline(pid: int) -> str:
 def test_no_child_of_a_run_inherits_the_password(tmp_path):
     sentinel = "evbench-sentinel-" + os.urandom(6).hex()
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--quick", "--out", str(out)],
-        env={**os.environ, "EVBENCH_PASSWORD": sentinel},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--quick", "--out", str(out)]
+    env = {**os.environ, "EVBENCH_PASSWORD": sentinel}
+    process = subprocess.Popen(argv, env=env, stdout=PIPE, stderr=PIPE, text=True)
     seen: dict[int, str] = {}
     leaked: dict[int, str] = {}
     own_command = ""
@@ -68,12 +65,8 @@ def test_no_child_of_a_run_inherits_the_password(tmp_path):
 
 def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--out", str(out)]
+    process = subprocess.Popen(argv, stdout=PIPE, stderr=PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not (out / results.SAMPLES).exists():
