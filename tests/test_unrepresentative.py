@@ -21,13 +21,8 @@ def test_a_pure_python_protobuf_run_warns_before_the_answer_in_terminal_and_repo
     out = tmp_path / "run"
     # protobuf's own switch to its pure-Python implementation (any protobuf 4.21+)
     environment = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
-    done = subprocess.run(
-        [*EVBENCH, *SMALL_RUN, "--quick", "--no-history", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=environment,
-    )
+    argv = [*EVBENCH, *SMALL_RUN, "--quick", "--no-history", "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=environment)
     assert done.returncode == 0, done.stderr
     printed = done.stdout.splitlines()
     assert printed[0].startswith("WARNING: protobuf ran on its pure-Python backend (this run)")
