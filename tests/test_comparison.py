@@ -7,6 +7,7 @@ committed core-v1 run checks that old runs still compare.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -32,10 +33,8 @@ def _codec_run(rng: random.Random, slowdown: float, processes: int = 10) -> list
         for operation, seconds in (("encode", 50e-6), ("decode", 30e-6), ("decode_access", 40e-6)):
             drift = [rng.gauss(0, 0.02) for _ in range(10)]  # shared by both codecs per round
             for codec, factor, loops in (("json", 1.0, 16), ("json-slow", slowdown, 32)):
-                values = [
-                    seconds * factor * math.exp(process_offset + d + rng.gauss(0, 0.005))
-                    for d in drift
-                ]
+                noise = [math.exp(process_offset + d + rng.gauss(0, 0.005)) for d in drift]
+                values = [seconds * factor * n for n in noise]
                 params = dict(PLAN, loops=loops)
                 sets.append(
                     SampleSet("codec", "seed", codec, operation, "s", params, values, worker)
@@ -68,16 +67,7 @@ def test_loops_are_an_outcome_and_do_not_split_rows_but_a_plan_change_does():
     assert len({row.identity for row in result.rows}) == len(result.rows) == 4
     assert result.unmatched == ()
     changed = [
-        SampleSet(
-            s.suite,
-            s.profile,
-            s.codec,
-            s.metric,
-            s.unit,
-            dict(s.params, payloads=40),
-            s.values,
-            s.worker,
-        )
+        dataclasses.replace(s, params=dict(s.params, payloads=40))
         if s.codec == "json-slow" and s.metric == "encode"
         else s
         for s in sets
@@ -120,38 +110,15 @@ def _link_run(rng: random.Random) -> list[SampleSet]:
     for phase in range(7):
         for codec, rtt in (("json", 300e-6), ("protobuf", 240e-6)):
             messages = [rtt * math.exp(rng.gauss(0, 0.05)) for _ in range(20)]
-            sets.append(
-                SampleSet("link", "seed", codec, "rtt", "s", LINK_PERIODIC, messages, phase)
-            )
-            sets.append(
-                SampleSet("link", "seed", codec, "lost", "messages", LINK_PERIODIC, [0.0], phase)
-            )
             bandwidth = 6000.0 if codec == "json" else 2000.0
-            sets.append(
-                SampleSet(
-                    "link",
-                    "seed",
-                    codec,
-                    "bandwidth_payload",
-                    "bytes/s",
-                    LINK_PERIODIC,
-                    [bandwidth],
-                    phase,
-                )
-            )
             capacity = 3000.0 * math.exp(rng.gauss(0, 0.02))
-            sets.append(
-                SampleSet(
-                    "link",
-                    "seed",
-                    codec,
-                    "capacity_msgs",
-                    "messages/s",
-                    LINK_CAPACITY,
-                    [capacity],
-                    phase,
-                )
-            )
+            for metric, unit, params, values in [
+                ("rtt", "s", LINK_PERIODIC, messages),
+                ("lost", "messages", LINK_PERIODIC, [0.0]),
+                ("bandwidth_payload", "bytes/s", LINK_PERIODIC, [bandwidth]),
+                ("capacity_msgs", "messages/s", LINK_CAPACITY, [capacity]),
+            ]:
+                sets.append(SampleSet("link", "seed", codec, metric, unit, params, values, phase))
     for codec in ("json", "protobuf"):
         for kind, cpu in (("periodic", 2.0), ("capacity", 90.0)):
             params = {"phase": "link", "kind": kind, "interval_s": 0.1, "throttled": False}
