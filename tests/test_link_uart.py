@@ -51,14 +51,12 @@ def test_a_frame_is_laid_out_as_documented() -> None:
 
 
 def test_any_split_of_a_stream_gives_the_same_frames() -> None:
-    stream = by_hand(MESSAGE, 1, b"\xeb\x90 a sync word in the body") + by_hand(REPLY, 1, b"")
+    body = b"\xeb\x90 a sync word in the body"
+    stream = by_hand(MESSAGE, 1, body) + by_hand(REPLY, 1, b"")
     for cut in range(len(stream) + 1):
         deframer = uart_framing.Deframer()
         frames = deframer.feed(stream[:cut]) + deframer.feed(stream[cut:])
-        assert frames == [
-            Frame(MESSAGE, 1, b"\xeb\x90 a sync word in the body"),
-            Frame(REPLY, 1, b""),
-        ]
+        assert frames == [Frame(MESSAGE, 1, body), Frame(REPLY, 1, b"")]
         assert deframer.skipped_bytes == 0
 
 
@@ -139,14 +137,9 @@ def test_frames_over_a_real_pty_pair_with_noise(pty_pair: tuple[str, str]) -> No
 
 @pytest.mark.parametrize(
     "url",
-    [
-        "uart://dev/ttyS1",
-        "tcp:///dev/ttyS1",
-        "uart:///dev/ttyS1?baud=12345",
-        "uart:///dev/ttyS1?baud=fast",
-        "uart:///dev/ttyS1?parity=even",
-    ],
-)
+    ["uart://dev/ttyS1", "tcp:///dev/ttyS1", "uart:///dev/ttyS1?baud=12345",
+     "uart:///dev/ttyS1?baud=fast", "uart:///dev/ttyS1?parity=even"],
+)  # fmt: skip
 def test_bad_uart_addresses_are_user_errors(url: str) -> None:
     with pytest.raises(UserError):
         uart_port.parse(url)
@@ -182,11 +175,9 @@ def test_the_responder_answers_over_a_uart_through_noise(pty_pair: tuple[str, st
     a, b = pty_pair
     responder = subprocess.Popen(
         [sys.executable, "-m", "evbench_agent", "serve", "--transport", f"uart://{b}?baud=115200"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={key: value for key, value in os.environ.items() if key != handshake.TOKEN_ENV},
-    )
+    )  # fmt: skip
     try:
         assert json.loads(responder.stdout.readline())["transport"].startswith("uart://")
         link = messages.bind("protobuf", "seed")
