@@ -170,20 +170,16 @@ def export(path: str) -> dict:
         measurement = None
         if "measurement" in case:
             measurement = _stored_measurement(float(decimal.Decimal(case["measurement"])))
-        results.append(
-            {
-                "id": number,
-                "name": case["test_case_id"],
-                "unit": case.get("units", "") if measurement is not None else "",
-                "result": case["result"],
-                "measurement": measurement,
-                "suite": 2,  # the definition's suite (1 is "lava", the job's own cases)
-                # A foreign key: the set's id, not its name.
-                "test_set": None
-                if case["set"] is None
-                else set_ids.setdefault(case["set"], len(set_ids) + 1),
-            }
-        )
+        unit = case.get("units", "") if measurement is not None else ""
+        # The test set is a foreign key: the set's id, not its name.
+        name = case["set"]
+        test_set = None if name is None else set_ids.setdefault(name, len(set_ids) + 1)
+        results.append({
+            "id": number, "name": case["test_case_id"], "unit": unit, "result": case["result"],
+            "measurement": measurement,
+            "suite": 2,  # the definition's suite (1 is "lava", the job's own cases)
+            "test_set": test_set,
+        })  # fmt: skip
     return {"count": len(results), "next": None, "previous": None, "results": results}
 
 
@@ -201,12 +197,9 @@ def test_shell(path: str, dut: str) -> dict:
     job_document = _load(path)
     dut_dir = Path(dut).resolve()
     results_dir = dut_dir / "lava-%s"
+    results_setting = f"{{% set lava_test_results_dir = '{results_dir}' %}}\n"
     device = NewDevice(
-        render_device(
-            job_document["device_type"],
-            job_document.get("context"),
-            f"{{% set lava_test_results_dir = '{results_dir}' %}}\n",
-        )
+        render_device(job_document["device_type"], job_document.get("context"), results_setting)
     )
     # The dispatcher's download directory (a site setting, /var/lib/lava/dispatcher/tmp):
     # dispatcher.yaml's dispatcher_download_dir from 2024 on, a module constant before.
@@ -266,13 +259,8 @@ def test_shell(path: str, dut: str) -> dict:
 
 def main() -> None:
     command, *paths = sys.argv[1:]
-    handlers = {
-        "validate": validate,
-        "device-type": device_type,
-        "signals": signals,
-        "export": export,
-        "test-shell": test_shell,
-    }
+    handlers = {"validate": validate, "device-type": device_type, "signals": signals,
+                "export": export, "test-shell": test_shell}  # fmt: skip
     print(json.dumps(handlers[command](*paths)))
 
 
