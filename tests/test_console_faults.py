@@ -47,16 +47,15 @@ def test_wrong_password(console_line, console_user, monkeypatch, capsys):
     assert "not-the-password" not in text and "<password redacted>" in text
 
 
-def test_no_prompt_at_all(console_line, console_user, capsys):
-    console_line.line.mute = True
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("mute", ("no prompt", "nothing came back")), ("garble", ("unreadable characters", "baud"))],
+    ids=["no prompt at all", "baud mismatch garbage"],
+)
+def test_a_mute_or_garbled_line_is_named(console_line, console_user, capsys, fault, said):
+    setattr(console_line.line, fault, True)
     message, _ = _diag_fails(f"{console_line.url}?user={console_user.name}", capsys)
-    assert "no prompt" in message and "nothing came back" in message
-
-
-def test_baud_mismatch_garbage(console_line, console_user, capsys):
-    console_line.line.garble = True
-    message, _ = _diag_fails(f"{console_line.url}?user={console_user.name}", capsys)
-    assert "unreadable characters" in message and "baud" in message
+    assert all(words in message for words in said), message
 
 
 def test_line_silent_mid_transfer(console_line, console_user, tmp_path):
@@ -93,13 +92,8 @@ def test_password_asked_on_the_terminal_only_at_the_password_prompt(
     evbench_command = str(Path(sys.executable).parent / "evbench")
     master, slave = os.openpty()
     # `setsid --ctty` makes the pty the controlling terminal, which getpass reads.
-    process = subprocess.Popen(
-        [require_command("setsid"), "--ctty", evbench_command, "diag", "--board", url],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=tmp_path,
-    )
+    argv = [require_command("setsid"), "--ctty", evbench_command, "diag", "--board", url]
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path)
     os.close(slave)
     screen = bytearray()
 
