@@ -24,11 +24,8 @@ BMS = ROOT / "tests" / "data" / "bms"
 def _codec_seconds(run_dir: Path) -> float:
     """The codec suite's span, from its start and end markers."""
     markers = [json.loads(line) for line in (run_dir / "markers.jsonl").read_text().splitlines()]
-    ends = [
-        m["t_ns"]
-        for m in markers
-        if m.get("suite") == "codec" and m.get("worker") is None and m.get("profile") is None
-    ]
+    suite = [m for m in markers if m.get("suite") == "codec" and m.get("worker") is None]
+    ends = [m["t_ns"] for m in suite if m.get("profile") is None]
     return (max(ends) - min(ends)) / 1e9
 
 
@@ -79,7 +76,7 @@ def test_a_round_counts_each_operations_prime():
     # Worked by hand from suites/codec.py: a sample spans max(1.2 min_time, call) x 1.5;
     # a prime runs 1/8 of the priming cell's loops, at least one call, once per operation
     # and round when two codecs pair (the probe said ~6 % less than a run took without it).
-    from evbench_agent import plan_probe
+    from evbench_agent.run import plan_probe
 
     # Two fast codecs, min_time 10 ms: spans 0.018 s each, a prime 0.00225 s.
     assert abs(plan_probe.round_seconds({"a": 1e-5, "b": 1e-5}, 0.01) - 0.03825) < 1e-12
