@@ -55,20 +55,12 @@ def test_an_unknown_device_type_is_refused_naming_the_known_ones():
 def test_the_docs_table_has_a_row_for_every_device_type():
     text = LAVA_DOC.read_text()
     table = text.split("| device type | the device dictionary must set |", 1)[1].split("\n\n")[0]
-    documented = [
-        name
-        for line in table.splitlines()[2:]
-        for name in re.findall(r"`([^`]+)`", line.split("|")[1])
-    ]
+    rows = table.splitlines()[2:]
+    documented = [name for line in rows for name in re.findall(r"`([^`]+)`", line.split("|")[1])]
     assert sorted(documented) == sorted(job.device_types())
 
 
 def test_the_cli_offers_every_device_type():
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", "lava", "job", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    argv = [sys.executable, "-m", "evbench", "lava", "job", "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     assert "{k3-am625-sk,qemu,qemu-aarch64}" in done.stdout
