@@ -54,14 +54,10 @@ def test_an_all_dominant_frame_is_stuffed_after_every_five_zeros() -> None:
     assert frame.total == 34 + 6 + 13
 
 
+# 00000[1]1111: the stuff bit makes five ones: [0]; 00000[1]00000[1]
 @pytest.mark.parametrize(
     ("bits", "stuffed"),
-    [
-        ([0] * 5 + [1] * 4, 2),  # 00000[1]1111 -> the stuff bit makes five ones: [0]
-        ([0] * 10, 2),  # 00000[1]00000[1]
-        ([0, 1] * 10, 0),
-        ([1] * 4 + [0] * 4, 0),
-    ],
+    [([0] * 5 + [1] * 4, 2), ([0] * 10, 2), ([0, 1] * 10, 0), ([1] * 4 + [0] * 4, 0)],
 )
 def test_stuff_bits_counted_by_hand(bits: list[int], stuffed: int) -> None:
     assert can_classic.stuff_count(bits) == stuffed
@@ -74,21 +70,20 @@ def test_crc15_gives_the_catalogued_check_value() -> None:
     assert can_classic.crc15(bits) == 0x059E
 
 
-def test_classic_isotp_frame_counts() -> None:
-    # Single Frame holds 7; First Frame 6, then 7 per Consecutive Frame.
-    def by_hand(size: int) -> int:
-        return 1 if size <= 7 else 1 + math.ceil((size - 6) / 7)
-
-    for size, frames in [(7, 1), (8, 2), (62, 9), (63, 10), (277, 40), (995, 143)]:
-        assert by_hand(size) == frames
-        assert isotp.frame_count(size, 8) == frames
-
-
-def test_can_fd_isotp_frame_counts_with_64_byte_frames() -> None:
-    # Single Frame (escape form: 0x00, length) holds 62; First Frame 62, then 63 per CF.
-    for size, frames in [(7, 1), (62, 1), (63, 2), (277, 5), (995, 16)]:
-        assert (1 if size <= 62 else 1 + math.ceil((size - 62) / 63)) == frames
-        assert isotp.frame_count(size, 64) == frames
+@pytest.mark.parametrize(
+    ("frame", "single", "first", "counts"),
+    [
+        # classic: a Single Frame holds 7; a First Frame 6, then 7 per Consecutive Frame
+        (8, 7, 6, [(7, 1), (8, 2), (62, 9), (63, 10), (277, 40), (995, 143)]),
+        # CAN FD: a Single Frame (escape form: 0x00, length) holds 62; a First Frame 62,
+        # then 63 per CF
+        (64, 62, 62, [(7, 1), (62, 1), (63, 2), (277, 5), (995, 16)]),
+    ],
+)
+def test_isotp_frame_counts(frame: int, single: int, first: int, counts: list) -> None:
+    for size, frames in counts:
+        assert (1 if size <= single else 1 + math.ceil((size - first) / (frame - 1))) == frames
+        assert isotp.frame_count(size, frame) == frames
 
 
 def test_isotp_frames_byte_by_byte() -> None:
@@ -165,9 +160,7 @@ def test_100base_t1_frames_and_bits_for_the_tcp_stream() -> None:
     assert ethernet.tcp_segments(1) == (1, (38 + 53) * 8)  # 53 >= the 46-byte minimum
 
 
-def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(
-    capsys: pytest.CaptureFixture,
-) -> None:
+def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
     code = evbench(["budget", "--profile", "seed", "--rate", "20", "--count", "3", "--json"])
     assert code == ExitCode.OK
     rows = {(row["bus"], row["codec"]): row for row in json.loads(capsys.readouterr().out)}
@@ -186,9 +179,7 @@ def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(
     "arguments",
     [["--bus", "nope"], ["--rate", "0"], ["--ceiling", "140"], ["--codecs", "nope"]],
 )
-def test_evbench_budget_refuses_bad_input(
-    arguments: list[str], capsys: pytest.CaptureFixture
-) -> None:
+def test_evbench_budget_refuses_bad_input(arguments: list[str], capsys) -> None:
     assert evbench(["budget", "--count", "1", *arguments]) == ExitCode.USAGE
     assert "error" in capsys.readouterr().err
 
