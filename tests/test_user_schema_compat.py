@@ -34,16 +34,12 @@ def spec_file(tmp_path_factory):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    descriptor_set = base64.b64encode(target.read_bytes()).decode()
     spec = {
-        "schema": {
-            "descriptor_set": base64.b64encode(target.read_bytes()).decode(),
-            "message": "evbench.test.Rich",
-        },
-        "suites": ["codec"],
-        "codecs": ["json", "protobuf", "protobuf-json"],
-        "quick": True,
+        "schema": {"descriptor_set": descriptor_set, "message": "evbench.test.Rich"},
+        "suites": ["codec"], "codecs": ["json", "protobuf", "protobuf-json"], "quick": True,
         "payloads": 40,
-    }
+    }  # fmt: skip
     path = out / "spec.json"
     path.write_text(json.dumps(spec))
     return path
@@ -51,11 +47,8 @@ def spec_file(tmp_path_factory):
 
 def _sizes(out) -> dict[str, list]:
     summary = json.loads((out / "summary.json").read_text())
-    return {
-        r["codec"]: [r["min"], r["median"], r["max"], r["mean"]]
-        for r in summary["records"]
-        if r["metric"] == "size"
-    }
+    sizes = [r for r in summary["records"] if r["metric"] == "size"]
+    return {r["codec"]: [r["min"], r["median"], r["max"], r["mean"]] for r in sizes}
 
 
 def test_each_runtime_measures_the_same_user_message(spec_file, tmp_path):
