@@ -68,16 +68,9 @@ def test_frames_survive_noise_and_refuse_spoiled_or_foreign_ones():
     tag = frames.new_tag()
     good = _frame(tag, "D o 0 aGVsbG8=")
     spoiled = good.replace(b"aGVs", b"aGXs")
-    buffer = bytearray(
-        b"[   12.5] usb 1-1: new device\r\n"
-        + b"[ 13.0] kernel line before it"
-        + good
-        + b"\r\n"
-        + spoiled
-        + b"\r\n"
-        + _frame("00000000", "R 0")
-        + b"\r\npartial @@"
-    )
+    noise = b"[   12.5] usb 1-1: new device\r\n[ 13.0] kernel line before it"
+    foreign = _frame("00000000", "R 0")
+    buffer = bytearray(noise + good + b"\r\n" + spoiled + b"\r\n" + foreign + b"\r\npartial @@")
     found = frames.take_frames(buffer, tag)
     assert found == [frames.Frame(tag, "D", ("o", "0", "aGVsbG8="))]
     assert buffer == bytearray(b"partial @@")  # the incomplete line waits for its end
@@ -101,9 +94,7 @@ def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
     text = (tmp_path / "t.transcript").read_text()
     assert "s3cret" not in text
     data = [line.split(" ", 2) for line in text.splitlines() if not line.startswith("#")]
-    raw = [
-        (direction, ast.literal_eval(payload)) for _, direction, payload in data if direction != "#"
-    ]
+    raw = [(way, ast.literal_eval(payload)) for _, way, payload in data if way != "#"]
     assert raw == [
         ("<", b"Password: \xff\x00"),
         (">", b"<password redacted>"),
@@ -138,16 +129,12 @@ def test_property_any_line_is_a_frame_or_nothing(line, tag):
     assert frame is None or frame.tag == tag
 
 
-FIELD = st.text(alphabet="0123456789abcdef-=+/AZ", max_size=12) | st.sampled_from(
-    ["-1", "9" * 5000, "00", "o", "e", "f"]
-)
+FIELD = st.text(alphabet="0123456789abcdef-=+/AZ", max_size=12)
+FIELD |= st.sampled_from(["-1", "9" * 5000, "00", "o", "e", "f"])
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    kind=st.sampled_from(["R", "S", "D", "L", "E", "A", "X"]),
-    fields=st.lists(FIELD, max_size=4),
-)
+@given(kind=st.sampled_from(list("RSDLEAX")), fields=st.lists(FIELD, max_size=4))
 def test_property_a_checked_frame_with_any_fields_is_added_or_refused(kind, fields):
     # The check only proves the line was not spoiled: a hostile board can frame anything.
     frame = frames.Frame("0badc0de", kind, tuple(fields))
