@@ -89,61 +89,69 @@ PRIORITY = (0, 1, 3, "fits", 4, "open", 2, 5, 6)
 GAINS, LOSSES, EQUAL_ROWS, OPEN, FIT = range(5)
 
 
+#: One item of the line: (priority key, group, order in the group, text).
+Item = tuple[object, int, int, str]
+
+
+def _row_item(row: Row, lead_is_candidate: bool, lead: str, base: str, cand: str) -> Item | None:
+    """A key row's item, said for the leading codec: a fact's exact ratio, a tested row
+    one codec wins (the lead's gain or the other's), or one shown equal; None for a row
+    the line does not speak of or says nothing about (undecided, too small, no change)."""
+    index, ratio = _key(row), _ratio(row)
+    if index is None or ratio is None or ratio <= 0:
+        return None
+    metric = row.identity.metric
+    lead_ratio = ratio if lead_is_candidate else 1 / ratio
+    if row.role == FACT:
+        return (index, GAINS, index, _phrase(metric, lead_ratio)) if ratio != 1 else None
+    assert row.verdict is not None
+    winner = row.verdict.winner
+    if winner in (CANDIDATE, BASELINE):
+        mine = (cand if winner == CANDIDATE else base) == lead
+        text = _phrase(metric, lead_ratio if mine else 1 / lead_ratio)
+        return (index, GAINS if mine else LOSSES, index, text)
+    if winner in (EQUAL, NEGLIGIBLE):
+        said = NAMES.get(metric, metric).removeprefix("to ") or metric
+        return (index, EQUAL_ROWS, index, f"{said} equal ({_within(row)})")
+    return None
+
+
+def _fit_item(fits: Mapping[str, Sequence[str]], lead: str, other: str) -> Item | None:
+    """The bus fit: the buses only the lead fits, else those both fit; None: neither."""
+    lead_fits = list(fits.get(lead, ()))
+    other_fits = set(fits.get(other, ()))
+    only = [bus for bus in lead_fits if bus not in other_fits]
+    if only:
+        return ("fits", FIT, 0, f"fits {', '.join(only)}, {display_name(other)} does not")
+    if lead_fits:
+        return ("fits", FIT, 0, f"both fit {', '.join(lead_fits)}")
+    return None
+
+
 def _parts(
     comparison: Comparison, rows: Sequence[Row], fits: Mapping[str, Sequence[str]]
-) -> tuple[str, str, list[tuple[object, int, int, str]]]:
-    """The leading codec's name, the other's, and the line's items as (priority key,
-    group, order in the group, text)."""
+) -> tuple[str, str, list[Item]]:
+    """The leading codec's name (the one that wins more tested rows; "no winner" when
+    neither wins one), the other's, and the line's items."""
     base, cand = comparison.baseline, comparison.candidate
     tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
-    won = {
-        codec: sum(1 for r in tested if r.verdict and r.verdict.winner == word)
-        for codec, word in ((cand, CANDIDATE), (base, BASELINE))
-    }
+    winners = [r.verdict.winner for r in tested if r.verdict is not None]
+    won = {cand: winners.count(CANDIDATE), base: winners.count(BASELINE)}
     lead = cand if won[cand] >= won[base] else base
     other = base if lead == cand else cand
-    items: list[tuple[object, int, int, str]] = []
-    open_count = 0
-    for row in rows:
-        index = _key(row)
-        ratio = _ratio(row)
-        if row.role == TESTED and row.verdict and row.verdict.winner in (UNDECIDED, TOO_SMALL):
-            open_count += 1
-        if index is None or ratio is None or ratio <= 0:
-            continue
-        metric = row.identity.metric
-        lead_ratio = ratio if lead == cand else 1 / ratio
-        if row.role == FACT:
-            if ratio != 1:
-                items.append((index, GAINS, index, _phrase(metric, lead_ratio)))
-            continue
-        assert row.verdict is not None
-        winner = row.verdict.winner
-        said = NAMES.get(metric, metric).removeprefix("to ") or metric
-        if winner in (CANDIDATE, BASELINE):
-            mine = (cand if winner == CANDIDATE else base) == lead
-            text = _phrase(metric, lead_ratio if mine else 1 / lead_ratio)
-            items.append((index, GAINS if mine else LOSSES, index, text))
-        elif winner in (EQUAL, NEGLIGIBLE):
-            items.append((index, EQUAL_ROWS, index, f"{said} equal ({_within(row)})"))
+    found = (_row_item(row, lead == cand, lead, base, cand) for row in rows)
+    items = [item for item in found if item is not None]
+    open_count = sum(1 for winner in winners if winner in (UNDECIDED, TOO_SMALL))
     if open_count:
         items.append(("open", OPEN, 0, f"{open_count} undecided"))
-    if fits:
-        lead_fits = list(fits.get(lead, ()))
-        other_fits = set(fits.get(other, ()))
-        only = [bus for bus in lead_fits if bus not in other_fits]
-        if only:
-            text = f"fits {', '.join(only)}, {display_name(other)} does not"
-            items.append(("fits", FIT, 0, text))
-        elif lead_fits:
-            items.append(("fits", FIT, 0, f"both fit {', '.join(lead_fits)}"))
+    fit = _fit_item(fits, lead, other) if fits else None
+    if fit is not None:
+        items.append(fit)
     lead_text = display_name(lead) if won[lead] else "no winner"
     return lead_text, display_name(other), items
 
 
-def _render(
-    profile: str, lead: str, other: str, items: Sequence[tuple[object, int, int, str]]
-) -> str:
+def _render(profile: str, lead: str, other: str, items: Sequence[Item]) -> str:
     line = f"{profile}: {lead}"
     group = None
     for _rank, kind, _order, text in sorted(items, key=lambda item: (item[1], item[2])):
@@ -170,7 +178,7 @@ def profile_line(
     rows = [r for r in comparison.rows if (r.identity.profile or "-") == profile]
     lead, other, items = _parts(comparison, rows, fits or {})
     rank = {key: place for place, key in enumerate(PRIORITY)}
-    chosen: list[tuple[object, int, int, str]] = []
+    chosen: list[Item] = []
     for item in sorted(items, key=lambda item: rank.get(item[0], len(rank))):
         if len(_render(profile, lead, other, [*chosen, item])) <= width:
             chosen.append(item)
