@@ -87,9 +87,44 @@ def _verdict_lines(contexts: list[Any], names: list[str], columns: int = 120) ->
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: the report package loads matplotlib, which `evbench --help` needs not.
-    from evbench.report import compare, criteria, exports
+    from evbench.report import compare, exports
+
+    contexts, result, said_history = _compared(args)
+    width = terminal.width()  # 120 when not a terminal
+    tables = terminal.table_width()  # split into column groups on a terminal; whole if piped
+    _print_runs(contexts, result.labels, width, tables)
+    print()
+    headers, body = compare.cells(result)
+    print(table.format_rows(headers, body, width=tables, keys=KEYS))
+    print(_fitted(compare.NOTES, tables))
+    context_headers, context_body = compare.context_cells(result)
+    if context_body:
+        print()
+        print(table.format_rows(context_headers, context_body, width=tables, keys=KEYS))
+    _print_notes(result, tables, said_history, args.max_change)
+    if not result.tested:
+        why = "no tested row can be compared between these runs"
+        if result.left_out:
+            why += f" ({len(result.left_out)} rows not comparable, listed above)"
+        raise UserError(why, hint="compare runs of the same codecs, payloads and settings")
+    if args.csv:
+        write_atomic(args.csv, exports.table_csv(headers, body).encode())
+    if args.junit:
+        write_atomic(args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
+    if result.regressions:
+        raise _failed(result)
+    if any(c.partial for c in contexts):
+        print("some runs are partial: their figures may be incomplete", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _compared(
+    args: argparse.Namespace,
+) -> tuple[list[RunContext], compare.Comparison, str]:
+    """The runs (the baseline first), their comparison, and the line saying which history
+    confirmed its changes; a UserError for fewer than two runs or a bad --max-change."""
+    from evbench.report import compare, criteria
     from evbench.report.context import load_context
-    from evbench_core.comparison import SEED_PAIR
 
     directories = ([args.baseline] if args.baseline else []) + list(args.runs)
     if len(directories) < 2:
@@ -107,28 +142,38 @@ def run(args: argparse.Namespace) -> int:
             max_change=args.max_change,
             nights=nights,
         )
-    names = result.labels
-    width = terminal.width()  # 120 when not a terminal
-    tables = terminal.table_width()  # split into column groups on a terminal; whole if piped
+    return contexts, result, said_history
+
+
+def _print_runs(
+    contexts: list[RunContext], names: list[str], width: int, tables: int | None
+) -> None:
+    """Each run's verdict in one line per profile first, then which run is which, then
+    the seed pair's table per run when every run measured the pair."""
+    from evbench.report import compare
+    from evbench_core.comparison import SEED_PAIR
+
     verdicts = _verdict_lines(contexts, names, width)
-    if verdicts:  # each run's verdict in one line per profile, first
+    if verdicts:
         print("\n".join(verdicts), end="\n\n")
     for name, context in zip(names, contexts, strict=True):
         flag = " (PARTIAL)" if context.partial else ""
         said = f"{name}: {context.directory} run {context.run_id}{flag}"
         print("\n".join(terminal.wrap(said, width, indent="  ")))
-    pair = SEED_PAIR
-    if all(set(pair) <= set(c.codecs()) for c in contexts):
+    if all(set(SEED_PAIR) <= set(c.codecs()) for c in contexts):
         print()
-        print(table.format_rows(*compare.codec_cells(contexts, names, pair), width=tables))
-    print()
-    headers, body = compare.cells(result)
-    print(table.format_rows(headers, body, width=tables, keys=KEYS))
-    print(_fitted(compare.NOTES, tables))
-    context_headers, context_body = compare.context_cells(result)
-    if context_body:
-        print()
-        print(table.format_rows(context_headers, context_body, width=tables, keys=KEYS))
+        print(table.format_rows(*compare.codec_cells(contexts, names, SEED_PAIR), width=tables))
+
+
+def _print_notes(
+    result: compare.Comparison, tables: int | None, said_history: str, max_change: float
+) -> None:
+    """What the tables do not say: worse rows too small to call, each later run's
+    environment changes, the rows not in every run, the history used, and what two runs
+    alone cannot confirm."""
+    from evbench.report import compare
+
+    names = result.labels
     uncalled = result.uncalled()
     if uncalled:
         said = "worse than the threshold but not called (n too small, so no regression): "
@@ -146,48 +191,34 @@ def run(args: argparse.Namespace) -> int:
         two = (
             f"{compare.TWO_NIGHTS}: two runs cannot tell a change from night-to-night "
             "noise (processes of one run share its night); evbench history check confirms "
-            f"changes over nights; only a change beyond --max-change {args.max_change:g}% "
+            f"changes over nights; only a change beyond --max-change {max_change:g}% "
             "fails here"
         )
         print("\n" + _fitted(two, tables))
-    if not result.tested:
-        raise UserError(
-            "no tested row can be compared between these runs"
-            + (
-                f" ({len(result.left_out)} rows not comparable, listed above)"
-                if result.left_out
-                else ""
-            ),
-            hint="compare runs of the same codecs, payloads and settings",
+
+
+def _failed(result: compare.Comparison) -> CheckFailed:
+    """Exit 3, naming each failing metric: the regressions, then the gains beyond
+    --max-change (a change this large fails either way, but one in the metric's better
+    direction, faster, smaller or more messages a second, is no regression), then each
+    later run's environment changes."""
+    parts: list[str] = []
+    if result.worse:
+        parts.append(f"{len(result.worse)} metric(s) regressed: " + "; ".join(result.worse))
+    if result.gains_beyond:
+        parts.append(
+            f"{len(result.gains_beyond)} metric(s) improved beyond --max-change (a change this "
+            "large fails either way: check the runs measured the same thing): "
+            + "; ".join(result.gains_beyond)
         )
-    if args.csv:
-        write_atomic(args.csv, exports.table_csv(headers, body).encode())
-    if args.junit:
-        write_atomic(args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
-    if result.regressions:
-        # A change beyond --max-change fails either way, but one in the metric's better
-        # direction (faster, smaller, more messages a second) is no regression.
-        worse, better = result.worse, result.gains_beyond
-        parts: list[str] = []
-        if worse:
-            parts.append(f"{len(worse)} metric(s) regressed: " + "; ".join(worse))
-        if better:
-            parts.append(
-                f"{len(better)} metric(s) improved beyond --max-change (a change this large "
-                "fails either way: check the runs measured the same thing): " + "; ".join(better)
-            )
-        raise CheckFailed(
-            "; ".join(parts)
-            + "".join(
-                f"; environment changed in {label}: " + ", ".join(moved)
-                for label, moved in zip(names[1:], result.environment, strict=True)
-                if moved
-            ),
-            hint="see the table above; thresholds come from --criteria (default 5%)",
-        )
-    if any(c.partial for c in contexts):
-        print("some runs are partial: their figures may be incomplete", file=sys.stderr)
-    return ExitCode.OK
+    moves = zip(result.labels[1:], result.environment, strict=True)
+    environment = "".join(
+        f"; environment changed in {label}: " + ", ".join(moved) for label, moved in moves if moved
+    )
+    return CheckFailed(
+        "; ".join(parts) + environment,
+        hint="see the table above; thresholds come from --criteria (default 5%)",
+    )
 
 
 def _history(
