@@ -53,17 +53,8 @@ def test_agent_runs_a_quick_suite_on_each_runtime(runtime, tmp_path):
     else:
         assert int(info["protobuf"].split(".")[0]) >= 5
     out = tmp_path / "run"
-    done = _agent(
-        python,
-        "run",
-        "--quick",
-        "--profile",
-        "seed,ev-full,string-map",
-        "--codecs",
-        "json,protobuf,protobuf-json",
-        "--out",
-        str(out),
-    )
+    done = _agent(python, "run", "--quick", "--profile", "seed,ev-full,string-map",
+                  "--codecs", "json,protobuf,protobuf-json", "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
@@ -77,20 +68,8 @@ def test_agent_runs_a_quick_suite_on_each_runtime(runtime, tmp_path):
 def test_agent_source_needs_no_python_newer_than_3_10():
     vermin = shutil.which("vermin", path=str(Path(sys.executable).parent))
     require(vermin is not None, "vermin (requirements-dev.txt)")
-    done = subprocess.run(
-        [
-            vermin,
-            "--target=3.10-",
-            "--violations",
-            "--no-tips",
-            "--eval-annotations",
-            "--backport",
-            "enum",
-            "--backport",
-            "typing",
-            str(AGENT_SRC / "evbench_agent"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    argv = [vermin, "--target=3.10-", "--violations", "--no-tips", "--eval-annotations",
+            "--backport", "enum", "--backport", "typing",
+            str(AGENT_SRC / "evbench_agent")]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
