@@ -22,17 +22,13 @@ def _normalized(path: Path) -> str:
 
 def test_generated_modules_match_the_protos(tmp_path):
     require(TOOLS_PYTHON.exists(), "the .venv-pb425 environment (tests/setup_envs.py)")
-    subprocess.run(
-        [str(TOOLS_PYTHON), str(ROOT / "protos" / "generate.py"), "--out", str(tmp_path)],
-        check=True,
-        capture_output=True,
-    )
+    done = _generate(TOOLS_PYTHON, ROOT / "protos" / "generate.py", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
     generated = sorted(p.name for p in tmp_path.glob("*_pb2.py*"))
     committed = sorted(p.name for p in SCHEMA.glob("*_pb2.py*"))
     assert generated == committed
-    assert sum(name.endswith(".pyi") for name in generated) == len(
-        list(ROOT.glob("protos/*.proto"))
-    )
+    stubs = sum(name.endswith(".pyi") for name in generated)
+    assert stubs == len(list(ROOT.glob("protos/*.proto")))
     for name in generated:
         assert _normalized(tmp_path / name) == _normalized(SCHEMA / name), (
             f"{name} drifted from protos/: run `.venv-pb425/bin/python protos/generate.py`"
@@ -51,9 +47,8 @@ def test_every_proto_is_generated():
 
 
 def _generate(python: Path, script: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(python), str(script), *args], capture_output=True, text=True, timeout=300
-    )
+    argv = [str(python), str(script), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 
 def test_a_new_proto_is_generated_without_being_listed(tmp_path):
