@@ -23,15 +23,9 @@ from typing import Any
 from conftest import require_command
 
 CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--remote-debugging-pipe",
-)
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-pipe",
+)  # fmt: skip
 DEADLINE_S = 60.0
 
 
@@ -44,19 +38,12 @@ class DevTools:
         flags = " ".join(CHROMIUM_FLAGS)
         # bash (dash takes one-digit fds only) moves the pipe ends onto fds 3 and 4,
         # where Chromium expects them.
+        fds = f"3<&{to_chrome_r} 4>&{from_chrome_w}"
+        script = f'exec "$0" {flags} --user-data-dir="$1" about:blank {fds}'
         self.process = subprocess.Popen(
-            [
-                "bash",
-                "-c",
-                f'exec "$0" {flags} --user-data-dir="$1" about:blank '
-                f"3<&{to_chrome_r} 4>&{from_chrome_w}",
-                chromium,
-                str(profile),
-            ],
-            pass_fds=(to_chrome_r, from_chrome_w),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+            ["bash", "-c", script, chromium, str(profile)], pass_fds=(to_chrome_r, from_chrome_w),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self.messages: queue.Queue = queue.Queue()
@@ -146,14 +133,8 @@ def open_page(
             browser.send(domain, session)
         if viewport is not None:
             width, height_px = viewport
-            browser.send(
-                "Emulation.setDeviceMetricsOverride",
-                session,
-                width=width,
-                height=height_px,
-                deviceScaleFactor=1,
-                mobile=False,
-            )
+            browser.send("Emulation.setDeviceMetricsOverride", session, width=width,
+                         height=height_px, deviceScaleFactor=1, mobile=False)  # fmt: skip
         browser.send("Page.navigate", session, url=page.as_uri())
         browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
         images = browser.send(
@@ -182,11 +163,6 @@ def open_page(
             )  # fmt: skip
     finally:
         browser.close()
-    return Page(
-        images=[tuple(image) for image in json.loads(images)],
-        errors=_errors(browser.events),
-        value=value,
-        screenshot=shot,
-        height=height,
-        events=browser.events,
-    )
+    shown = [tuple(image) for image in json.loads(images)]
+    events = browser.events
+    return Page(shown, _errors(events), value, screenshot=shot, height=height, events=events)
