@@ -18,9 +18,8 @@ RUNS = ROOT / "tests" / "data" / "runs"
 
 
 def evbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "evbench"), *args], capture_output=True, text=True, timeout=600, cwd=cwd
-    )
+    argv = [str(BIN / "evbench"), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
 def _listing(directory: Path) -> list[str]:
@@ -70,9 +69,8 @@ def test_history_add_over_results_skips_what_is_not_a_run(tmp_path):
 
 def test_history_add_of_nothing_but_files_is_refused(tmp_path):
     (tmp_path / "criteria.json").write_text("{}")
-    done = evbench(
-        "history", "add", "--history", str(tmp_path / "h.sqlite"), str(tmp_path / "criteria.json")
-    )
+    store, criteria = tmp_path / "h.sqlite", tmp_path / "criteria.json"
+    done = evbench("history", "add", "--history", str(store), str(criteria))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "none of the paths given is a run directory" in done.stderr
 
