@@ -45,6 +45,10 @@ AWKWARD = (
 )
 
 
+def _board(console_line, console_user) -> SerialBoard:
+    return SerialBoard(f"{console_line.url}?user={console_user.name}", show_progress=False)
+
+
 def _commands() -> list[str]:
     # Every exit status from 0 to 255, each with one of the awkward outputs.
     return [f"{AWKWARD[n % len(AWKWARD)]}; exit {n}" for n in range(256)]
@@ -52,16 +56,12 @@ def _commands() -> list[str]:
 
 @pytest.mark.slow
 def test_256_commands_return_exact_output_and_status(console_line, console_user):
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
+    with _board(console_line, console_user) as board:
         for command in _commands():
             expected = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
             result = board.run(["sh", "-c", command], timeout=30)
-            assert (result.returncode, result.stdout, result.stderr) == (
-                expected.returncode,
-                expected.stdout,
-                expected.stderr,
-            ), command
+            got = (result.returncode, result.stdout, result.stderr)
+            assert got == (expected.returncode, expected.stdout, expected.stderr), command
         transcript = board.transcript_path.read_text()
         retried = board.session.retried
     assert console_line.noise.written >= 20, "kernel noise was not written on the board"
@@ -81,8 +81,7 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(
     local.write_bytes(payload)
     back = tmp_path / "back.bin"
     remotes = ["/tmp/evbench-test-acks.bin", "/tmp/evbench-test-ends.bin"]
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
+    with _board(console_line, console_user) as board:
         console_line.line.spoil_marker = b" A "
         console_line.line.spoil_frames = 2
         board.put(local, remotes[0])
@@ -116,11 +115,9 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(
 
 
 def test_stream_and_stdin(console_line, console_user):
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
-        command = board.stream(
-            ["sh", "-c", "for i in 1 2 3; do echo line $i; done; echo e >&2; exit 7"]
-        )
+    with _board(console_line, console_user) as board:
+        script = "for i in 1 2 3; do echo line $i; done; echo e >&2; exit 7"
+        command = board.stream(["sh", "-c", script])
         lines = list(command.lines())
         status = command.wait(30)
         errors = command.stderr()
@@ -138,8 +135,7 @@ def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(
     # answer to the first asking: that round brings back no frame at all, so it ends
     # only by waiting out the silence limit (6 s). A CI run gave up after it, as the
     # repair's whole time was one silence limit; a second round must follow.
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
+    with _board(console_line, console_user) as board:
         console_line.line.spoil_marker = (b" D ", b" E ")
         console_line.line.spoil_frames = 4
         result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
@@ -151,8 +147,7 @@ def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(
 
 
 def test_a_spoiled_end_frame_does_not_stall(console_line, console_user, long_silence):
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
+    with _board(console_line, console_user) as board:
         console_line.line.spoil_marker = b" E "
         console_line.line.spoil_frames = 1
         started = time.monotonic()
