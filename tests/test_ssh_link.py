@@ -34,8 +34,8 @@ def board(sshd, ssh_home, tmp_path):
     return work, f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
 
 
-def run_cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=600)
+def run_cli(*argv: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([EVBENCH, *map(str, argv)], capture_output=True, text=True, timeout=600)
 
 
 def link_peers(out: Path) -> set[str]:
@@ -56,26 +56,21 @@ def responders_running(zipapp: Path) -> list[psutil.Process]:
 def test_peer_host_puts_the_responder_on_this_host(board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    result = run_cli(
-        "run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "host", "--out", str(out)
-    )
+    result = run_cli("run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "host", "--out", out)
     assert result.returncode == 0, result.stderr
     assert "link responder on this host at 127.0.0.1:" in result.stderr
     [peer] = link_peers(out)
     assert peer.startswith("127.0.0.1:") and peer != "loopback"
     assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
     [run_dir] = (work / "runs").iterdir()  # measured by the agent on the board
-    assert (run_dir / "results" / results.SAMPLES).read_bytes() == (
-        out / results.SAMPLES
-    ).read_bytes()
+    on_the_board = (run_dir / "results" / results.SAMPLES).read_bytes()
+    assert on_the_board == (out / results.SAMPLES).read_bytes()
 
 
 def test_peer_board_puts_the_responder_on_the_board(board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    result = run_cli(
-        "run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "board", "--out", str(out)
-    )
+    result = run_cli("run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "board", "--out", out)
     assert result.returncode == 0, result.stderr
     assert "link responder on the board at 127.0.0.1:" in result.stderr
     [peer] = link_peers(out)
@@ -86,9 +81,7 @@ def test_peer_board_puts_the_responder_on_the_board(board, tmp_path):
 
 
 def test_peer_host_needs_a_network_board(tmp_path):
-    result = run_cli(
-        "run", "--board", "local", *LINK, "--peer", "host", "--out", str(tmp_path / "o")
-    )
+    result = run_cli("run", "--board", "local", *LINK, "--peer", "host", "--out", tmp_path / "o")
     assert result.returncode == 2
     assert "--peer host needs a board over the network" in result.stderr
 
@@ -99,12 +92,8 @@ def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, t
     # 40 messages per periodic phase: 32 phases of 0.4 s, so the drop (once the run has
     # advanced) comes mid-run, with most of the run still to follow
     count = 40
-    process = subprocess.Popen(
-        [EVBENCH, "run", "--board", url, *LINK, "--count", str(count), "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = [EVBENCH, "run", "--board", url, *LINK, "--count", str(count), "--out", str(out)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while '"event": "advance"' not in "".join(
         path.read_text() for path in work.glob("runs/*/progress.jsonl")
