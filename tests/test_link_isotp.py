@@ -79,9 +79,8 @@ def test_the_packing_matches_what_gcc_makes_of_the_kernel_header(tmp_path: Path)
     source, program = tmp_path / "isotp.c", tmp_path / "isotp"
     source.write_text(C_PROGRAM)
     subprocess.run([gcc, "-o", str(program), str(source)], check=True, timeout=120)
-    lines = subprocess.run(
-        [str(program)], capture_output=True, text=True, check=True, timeout=30
-    ).stdout.split("\n")
+    done = subprocess.run([str(program)], capture_output=True, text=True, check=True, timeout=30)
+    lines = done.stdout.split("\n")
     ours = isotp_options.IsotpOptions(
         isotp_options.CAN_ISOTP_TX_PADDING | isotp_options.CAN_ISOTP_WAIT_TX_DONE,
         0x01020304, 0x11, 0xCC, 0xAA, 0x22,
@@ -90,14 +89,9 @@ def test_the_packing_matches_what_gcc_makes_of_the_kernel_header(tmp_path: Path)
     assert bytes.fromhex(lines[1]) == isotp_options.FlowControlOptions(8, 0xF1, 0).pack()
     assert bytes.fromhex(lines[2]) == isotp_options.LinkLayerOptions.fd(64).pack()
     numbers = [int(word) for word in lines[3].split()]
-    assert numbers == [
-        isotp_options.SOL_CAN_ISOTP,
-        isotp_options.CAN_ISOTP_OPTS,
-        isotp_options.CAN_ISOTP_RECV_FC,
-        isotp_options.CAN_ISOTP_LL_OPTS,
-        isotp_options.CAN_MTU,
-        isotp_options.CANFD_MTU,
-    ]
+    names = ("SOL_CAN_ISOTP", "CAN_ISOTP_OPTS", "CAN_ISOTP_RECV_FC", "CAN_ISOTP_LL_OPTS",
+             "CAN_MTU", "CANFD_MTU")  # fmt: skip
+    assert numbers == [getattr(isotp_options, name) for name in names]
 
 
 def test_extended_ids_carry_the_eff_flag() -> None:
@@ -118,18 +112,11 @@ def test_an_isotp_address() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    [
-        "isotp://?tx=1&rx=2",
-        "tcp://can0?tx=1&rx=2",
-        "isotp://can0?tx=0x7E0",
-        "isotp://can0?tx=0x800&rx=0x7E8",
-        "isotp://can0?tx=0x7E0&rx=0x7E0",
-        "isotp://can0?tx=0x7E0&rx=0x7E8&dlen=64",
-        "isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=60",
-        "isotp://can0?tx=0x7E0&rx=0x7E8&speed=1",
-        "isotp://can0?tx=zz&rx=0x7E8",
-    ],
-)
+    ["isotp://?tx=1&rx=2", "tcp://can0?tx=1&rx=2", "isotp://can0?tx=0x7E0",
+     "isotp://can0?tx=0x800&rx=0x7E8", "isotp://can0?tx=0x7E0&rx=0x7E0",
+     "isotp://can0?tx=0x7E0&rx=0x7E8&dlen=64", "isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=60",
+     "isotp://can0?tx=0x7E0&rx=0x7E8&speed=1", "isotp://can0?tx=zz&rx=0x7E8"],
+)  # fmt: skip
 def test_bad_isotp_addresses_are_user_errors(url: str) -> None:
     with pytest.raises(UserError):
         isotp_port.parse(url)
@@ -147,9 +134,8 @@ def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
     # A stand-in for /sys/class/net/can0: this host has no CAN interface to read.
     where = root / "can0"
     where.mkdir(parents=True)
-    (where / "type").write_text("280\n")
-    (where / "flags").write_text(f"{flags:#x}\n")
-    (where / "mtu").write_text(f"{mtu}\n")
+    for name, value in (("type", "280"), ("flags", f"{flags:#x}"), ("mtu", f"{mtu}")):
+        (where / name).write_text(value + "\n")
     return root
 
 
