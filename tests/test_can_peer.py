@@ -53,20 +53,12 @@ class Client:
     def __init__(self, channel: str, fd: bool) -> None:
         self.bus = can.Bus(channel=channel, interface="virtual", ignore_config=True)
         self.sniffer = can.Bus(channel=channel, interface="virtual", ignore_config=True)
-        self.stack = isotp.CanStack(
-            self.bus,
-            address=isotp.Address(
-                isotp.AddressingMode.Normal_11bits, txid=REQUEST_ID, rxid=RESPONSE_ID
-            ),
-            params={
-                "tx_padding": 0xCC,
-                "tx_data_length": 64 if fd else 8,
-                "can_fd": fd,
-                "bitrate_switch": fd,
-                "blocksize": 0,
-                "max_frame_size": 8200,
-            },
+        address = isotp.Address(
+            isotp.AddressingMode.Normal_11bits, txid=REQUEST_ID, rxid=RESPONSE_ID
         )
+        params = {"tx_padding": 0xCC, "tx_data_length": 64 if fd else 8, "can_fd": fd,
+                  "bitrate_switch": fd, "blocksize": 0, "max_frame_size": 8200}  # fmt: skip
+        self.stack = isotp.CanStack(self.bus, address=address, params=params)
         self.stack.start()
 
     def send(self, kind: int, sequence: int, body: bytes = b"") -> None:
@@ -321,12 +313,8 @@ def test_damaged_messages_are_logged_unanswered_and_the_responder_goes_on(
 
 def test_sigterm_stops_the_command_and_it_says_where_it_listens(channel: str) -> None:
     url = _url(channel, fd=True)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evbench", "serve", "--transport", url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv, pipe = [sys.executable, "-m", "evbench", "serve", "--transport", url], subprocess.PIPE
+    process = subprocess.Popen(argv, stdout=pipe, stderr=pipe, text=True)
     try:
         line = process.stdout.readline()  # the responder's one line, once its port is open
         assert json.loads(line) == {"transport": url, "pid": process.pid}
@@ -360,12 +348,8 @@ def test_bad_addresses_are_one_line_user_errors(url: str) -> None:
 
 
 def test_the_command_refuses_a_bad_address_with_exit_2() -> None:
-    finished = subprocess.run(
-        [sys.executable, "-m", "evbench", "serve", "--transport", "pycan://virtual/x?tx=1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    argv = [sys.executable, "-m", "evbench", "serve", "--transport", "pycan://virtual/x?tx=1"]
+    finished = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert finished.returncode == 2 and finished.stdout == ""
     errors = [line for line in finished.stderr.splitlines() if ": error: " in line]
     assert errors == ["evbench: error: 'pycan://virtual/x?tx=1' needs tx= and rx= CAN ids"]
