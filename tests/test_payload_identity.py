@@ -55,15 +55,15 @@ def test_what_decides_the_payloads_changes_the_digest_and_nothing_else_does(
     descriptor_sets, tmp_path
 ):
     source = samples.source_from_file(DATA / "bms_samples.jsonl")
-    from_samples = payload_identity.compute(
-        _profile(descriptor_sets, "bms", BMS, samples=source), 5, 1
-    )
+
+    def digest(**settings: object) -> str:
+        return payload_identity.compute(_profile(descriptor_sets, "bms", BMS, **settings), 5, 1)
+
+    from_samples = digest(samples=source)
     renamed = tmp_path / "elsewhere.jsonl"
     renamed.write_bytes((DATA / "bms_samples.jsonl").read_bytes())
-    moved = samples.source_from_file(renamed)
-    assert payload_identity.compute(_profile(descriptor_sets, "bms", BMS, samples=moved), 5, 1) == (
-        from_samples  # the file's name is not its contents
-    )
+    # the file's name is not its contents
+    assert digest(samples=samples.source_from_file(renamed)) == from_samples
     edited = tmp_path / "edited.jsonl"
     text = (DATA / "bms_samples.jsonl").read_text()
     edited.write_text(text.replace('"sequence":4102', '"sequence":4999', 1))
@@ -91,13 +91,8 @@ def test_protobuf_4_25_and_the_newest_digest_the_same_payload_set():
     environment = dict(os.environ, PYTHONPATH=str(ROOT / "agent" / "src"))
     found = {}
     for python in (PB425, sys.executable):
-        done = subprocess.run(
-            [str(python), "-c", script],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        argv = [str(python), "-c", script]
+        done = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         found[str(python)] = done.stdout.split()
     first, second = found.values()
@@ -122,30 +117,11 @@ def test_the_digest_is_computed_once_per_profile_object():
 @pytest.mark.slow
 def test_a_run_puts_the_digest_on_every_codec_and_link_record(tmp_path):
     out = tmp_path / "run"
+    argv = "run --quick --codecs json,protobuf --profile seed,int --link-profile seed --count 4"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evbench_agent",
-            "run",
-            "--quick",
-            "--codecs",
-            "json,protobuf",
-            "--profile",
-            "seed,int",
-            "--link-profile",
-            "seed",
-            "--count",
-            "4",
-            "--payloads",
-            "20",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [sys.executable, "-m", "evbench_agent", *argv.split(), "--payloads", "20", "--out", out],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     with next(out.rglob("samples.jsonl")).open(encoding="utf-8") as stream:
         records = [json.loads(line) for line in stream]
@@ -155,9 +131,7 @@ def test_a_run_puts_the_digest_on_every_codec_and_link_record(tmp_path):
             continue
         key = (record["suite"], record["profile"])
         by_profile.setdefault(key, set()).add(record["params"].get("payload_digest"))
-    expected = {
-        name: payload_identity.compute(payloads.get(name), 20, 1) for name in ("seed", "int")
-    }
+    expected = {n: payload_identity.compute(payloads.get(n), 20, 1) for n in ("seed", "int")}
     assert by_profile == {
         ("codec", "seed"): {expected["seed"]},
         ("codec", "int"): {expected["int"]},
