@@ -64,17 +64,14 @@ def test_a_results_format_it_cannot_read_gets_a_hint_for_its_age(version, says, 
     assert says in raised.value.hint and never not in raised.value.hint
 
 
-@pytest.mark.parametrize(
-    ("n", "what", "said"),
-    [
-        (1, "processes", "1 process"),
-        (8, "processes", "8 processes"),
-        (1, "phase pairs", "1 phase pair"),
-        (1, "phases/codec", "1 phase/codec"),
-        (1, "phases per codec", "1 phase per codec"),
-        (0, "values", "0 values"),
-    ],
-)
+COUNTS = [
+    (1, "processes", "1 process"), (8, "processes", "8 processes"),
+    (1, "phase pairs", "1 phase pair"), (1, "phases/codec", "1 phase/codec"),
+    (1, "phases per codec", "1 phase per codec"), (0, "values", "0 values"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("n", "what", "said"), COUNTS)
 def test_a_count_of_one_is_singular(n, what, said):
     assert counted(n, what) == said
 
