@@ -51,8 +51,7 @@ def test_the_guard_gives_up_at_its_timeout_with_a_countdown_and_records_it(board
     waited = time.monotonic() - started
     assert 1.5 <= waited < 5.0
     (wait,) = session.guard.waits
-    assert wait["outcome"] == "timeout"
-    assert wait["phase"] == "codec/seed"
+    assert (wait["outcome"], wait["phase"]) == ("timeout", "codec/seed")
     assert wait["start_c"] == 80.0 and wait["end_c"] == 80.0
     countdown = [m for m in progress.messages if "waiting for < 50 °C" in m]
     assert len(countdown) >= 3
@@ -90,11 +89,8 @@ def test_the_timeline_runs_the_guard_before_live_starts_only(tmp_path):
     timeline.close()
     assert guarded == [{"suite": "codec"}]
     markers = read_markers(timeline.path)
-    assert [(m["event"], m["profile"]) for m in markers] == [
-        ("start", None),
-        ("start", "seed"),
-        ("end", None),
-    ]
+    seen = [(m["event"], m["profile"]) for m in markers]
+    assert seen == [("start", None), ("start", "seed"), ("end", None)]
     assert markers[1]["t_ns"] == 5
     other = Timeline(tmp_path)
     with pytest.raises(ValueError, match="'start' or 'end'"):
