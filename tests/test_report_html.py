@@ -59,9 +59,7 @@ _LAYOUT = (
 )
 
 
-def test_the_answer_and_contents_are_in_the_first_viewport_and_plots_before_tables(
-    report: Path, tmp_path
-):
+def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(report, tmp_path):
     shown = open_page(report, tmp_path / "profile", expression=_LAYOUT, viewport=(1400, 900))
     layout = json.loads(shown.value)
     assert layout["answer"] <= 900 and layout["contents"] <= 900, layout
@@ -79,9 +77,8 @@ def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path)
     # GitHub's anchor of the answer's heading, worked by hand: lower case, punctuation
     # dropped, spaces to hyphens.
     assert contents.startswith("Contents: [Environment](#environment")
-    assert (
-        " · [The answer](#the-answer-protobuf-against-json-on-this-machine) · [Plots]" in contents
-    )
+    answer = "[The answer](#the-answer-protobuf-against-json-on-this-machine)"
+    assert f" · {answer} · [Plots]" in contents
     headings = [line for line in lines if line.startswith("## ")]
     assert "Environment" in headings[0]
     assert headings[1:3] == ["## The answer: Protobuf against JSON, on this machine", "## Plots"]
@@ -121,11 +118,10 @@ def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
     policies = manifest["telemetry"]["sensors_detail"]["cpufreq"]
     governors = sorted({p["governor"] for p in policies})
     governor = next(line for line in lines if line.startswith("- CPU governor: "))
-    assert (
-        governor.startswith(f"- CPU governor: {', '.join(governors)}")
-        if governors
-        else ("no cpufreq policy" in governor)
-    )
+    if governors:
+        assert governor.startswith(f"- CPU governor: {', '.join(governors)}")
+    else:
+        assert "no cpufreq policy" in governor
     html = report.read_text()
     shown = html[html.index('<section id="environment"') :].split("</section>", 1)[0]
     assert f"<dd>{platform['protobuf']}, {platform['protobuf_backend']} backend</dd>" in shown
@@ -149,19 +145,16 @@ def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report
     ]  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(manifest))
     digest = hashlib.sha256((run / "manifest.json").read_bytes()).hexdigest()
-    sums = [
-        f"{digest}  manifest.json" if line.endswith(" manifest.json") else line
-        for line in (run / "SHA256SUMS").read_text().splitlines()
-    ]
+    listing = (run / "SHA256SUMS").read_text().splitlines()
+    sums = [f"{digest}  manifest.json" if s.endswith(" manifest.json") else s for s in listing]
     (run / "SHA256SUMS").write_text("\n".join(sums) + "\n")
     done = evbench("report", str(run))
     assert done.returncode == 0, done.stderr
     markdown = (run / "report.md").read_text()
     heading = next(line for line in markdown.splitlines() if line.startswith("## "))
     assert heading == "## **Environment: WARNING, these numbers do not stand for the board**"
-    assert "- **the kernel throttled the CPU during 1 phase(s): codec seed (thermal_zone0" in (
-        markdown
-    )
+    throttled = "- **the kernel throttled the CPU during 1 phase(s): codec seed (thermal_zone0"
+    assert throttled in markdown
     assert "- Throttling: 1 phase(s) throttled" in markdown
     html = (run / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
