@@ -36,9 +36,8 @@ def test_protoc_c_names_follow_its_rule():
     # protoc-c 1.4 names: packages joined by "__", a capital after a lower-case letter
     # starts a word (checked against the .pb-c.h protoc-c writes, e.g.
     # evbench__seed__backend_data_packet__descriptor).
-    assert native_types.protobuf_c_name("evbench.seed.BackendDataPacket") == (
-        "evbench__seed__backend_data_packet"
-    )
+    seed = native_types.protobuf_c_name("evbench.seed.BackendDataPacket")
+    assert seed == "evbench__seed__backend_data_packet"
     assert native_types.protobuf_c_name("evbench.shapes.Vector3") == "evbench__shapes__vector3"
 
 
@@ -59,7 +58,5 @@ def test_the_proto2_form_refuses_what_it_cannot_carry_exactly():
     text = 'syntax = "proto3";\nmessage M {\n  optional double a = 1;\n  int32 b = 2;\n}\n'
     with pytest.raises(ValueError, match="scalar b has no presence"):
         native_types.proto2_form(text, "m.proto")
-    assert (
-        native_types.proto2_form('syntax = "proto3";\nmessage M {\n  int32 b = 2;\n}\n', "m")
-        is None
-    )
+    without_presence = 'syntax = "proto3";\nmessage M {\n  int32 b = 2;\n}\n'
+    assert native_types.proto2_form(without_presence, "m") is None
