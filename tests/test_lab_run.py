@@ -40,6 +40,17 @@ def lab(sshd, tmp_path_factory):
         lab.stop()
 
 
+@pytest.fixture(autouse=True)
+def client(ssh_home, monkeypatch):
+    """evbench drives .venv-labgrid's labgrid-client (every test here)."""
+    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+
+
+def lab_run(plan: Path, out: Path) -> subprocess.CompletedProcess:
+    argv = [EVBENCH, "lab", "run", str(plan), "--out", str(out)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=LAB_TIMEOUT)
+
+
 def plan(tmp_path: Path, coordinator: str, units: str = "ab") -> Path:
     boards = "\n".join(
         f"  - board: labgrid://am62x-{unit}?coordinator={coordinator}"
@@ -56,21 +67,16 @@ def plan(tmp_path: Path, coordinator: str, units: str = "ab") -> Path:
     return path
 
 
-def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path, monkeypatch):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, tmp_path, monkeypatch):
     monkeypatch.setenv("LG_USERNAME", "nightly")
     lab_dir = tmp_path / "lab"
-    done = subprocess.run(
-        [EVBENCH, "lab", "run", str(plan(tmp_path, lab.coordinator)), "--out", str(lab_dir)],
-        capture_output=True,
-        text=True,
-        timeout=LAB_TIMEOUT,
-    )
+    done = lab_run(plan(tmp_path, lab.coordinator), lab_dir)
     assert done.returncode == 0, done.stderr
     index = json.loads((lab_dir / "lab.json").read_text())
     assert index["finished"]
     entries = {entry["board"]: entry for entry in index["entries"]}
     assert sorted(entries) == ["am62x-a", "am62x-b"]
+    spans = {}
     for name, entry in entries.items():
         assert (entry["status"], entry["exit_code"], entry["attempts"]) == ("complete", 0, 1)
         run_dir = lab_dir / entry["run_dir"]
@@ -82,17 +88,13 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path
         assert manifest["lab"]["place"] == name
         assert manifest["lab"]["tags"]["unit"] == name[-1]
         assert entry["comparison"]["baseline"] is None  # the first night of these boards
-    # In parallel: each board's run began before the other's ended.
-    spans = {}
-    for name, entry in entries.items():
-        manifest = json.loads((lab_dir / entry["run_dir"] / results.MANIFEST).read_text())
         spans[name] = (manifest["start_time"], manifest["end_time"])
+    # In parallel: each board's run began before the other's ended.
     (a_start, a_end), (b_start, b_end) = spans["am62x-a"], spans["am62x-b"]
     assert a_start < b_end and b_start < a_end, spans
     assert lab.acquired_by("am62x-a") is None and lab.acquired_by("am62x-b") is None
-    status = subprocess.run(
-        [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=120
-    )
+    argv = [EVBENCH, "lab", "status", str(lab_dir)]
+    status = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and "2 of 2 entries done; the lab is finished" in status.stdout
     page = lab_dir / "lab.html"
     html = page.read_text()
@@ -101,18 +103,12 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, ssh_home, tmp_path
     assert (shown.value, shown.errors) == (3, [])  # the header and one row per entry
 
 
-def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, monkeypatch):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+def test_the_second_night_is_compared_with_the_first(lab, tmp_path):
     lab_plan = plan(tmp_path, lab.coordinator, units="a")
     nights = []
     for night in ("first", "second"):
         lab_dir = tmp_path / night
-        done = subprocess.run(
-            [EVBENCH, "lab", "run", str(lab_plan), "--out", str(lab_dir)],
-            capture_output=True,
-            text=True,
-            timeout=LAB_TIMEOUT,
-        )
+        done = lab_run(lab_plan, lab_dir)
         (entry,) = json.loads((lab_dir / "lab.json").read_text())["entries"]
         nights.append((done, lab_dir, entry))
     (first, first_dir, first_entry), (second, second_dir, second_entry) = nights
@@ -135,8 +131,7 @@ def test_the_second_night_is_compared_with_the_first(lab, ssh_home, tmp_path, mo
     assert f"vs {comparison['baseline_run_id']}" in html
 
 
-def test_a_failing_board_does_not_stop_the_other(lab, ssh_home, tmp_path, monkeypatch):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+def test_a_failing_board_does_not_stop_the_other(lab, tmp_path):
     path = plan(tmp_path, lab.coordinator, units="a")
     # A second board whose place does not exist: its entry fails, not the lab.
     text = path.read_text().replace(
@@ -145,12 +140,7 @@ def test_a_failing_board_does_not_stop_the_other(lab, ssh_home, tmp_path, monkey
     )
     path.write_text(text)
     lab_dir = tmp_path / "lab"
-    done = subprocess.run(
-        [EVBENCH, "lab", "run", str(path), "--out", str(lab_dir)],
-        capture_output=True,
-        text=True,
-        timeout=LAB_TIMEOUT,
-    )
+    done = lab_run(path, lab_dir)
     assert done.returncode == 4, done.stderr  # not every entry completed
     entries = {e["board"]: e for e in json.loads((lab_dir / "lab.json").read_text())["entries"]}
     gone, good = entries["gone"], entries["am62x-a"]
@@ -163,10 +153,7 @@ def test_a_failing_board_does_not_stop_the_other(lab, ssh_home, tmp_path, monkey
     assert '<tr class="failed">' in (lab_dir / "lab.html").read_text()
 
 
-def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(
-    lab, ssh_home, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
+def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_path, monkeypatch):
     monkeypatch.setenv("LG_USERNAME", "nightly")
     path = plan(tmp_path, lab.coordinator, units="a")
     # Two entries on one board, one after the other; the first long enough to stop.
