@@ -48,10 +48,8 @@ def test_a_user_schema_runs_every_suite_and_prints_its_table(tmp_path):
     assert schema["message"] == BMS
     digest = hashlib.sha256((DATA / "bms.proto").read_bytes()).hexdigest()
     assert schema["files"] == [{"name": "bms.proto", "sha256": digest}]
-    files = descriptor_pb2.FileDescriptorSet.FromString(
-        base64.b64decode(schema["descriptor_set"])
-    ).file
-    assert [f.name for f in files] == ["bms.proto"]
+    files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(schema["descriptor_set"]))
+    assert [f.name for f in files.file] == ["bms.proto"]
     assert (out / "complete").exists()
 
 
@@ -83,9 +81,8 @@ def test_samples_are_measured_in_file_order(tmp_path):
     (size,) = _records(out, "size", "protobuf")
     assert size["n"] == 5
     assert size["min"] == expected[0] and size["max"] == expected[-1]
-    json_sizes = sorted(
-        len(json.dumps(json.loads(line), separators=(",", ":")).encode()) for line in lines
-    )
+    compact = [json.dumps(json.loads(line), separators=(",", ":")).encode() for line in lines]
+    json_sizes = sorted(len(text) for text in compact)
     (json_size,) = _records(out, "size", "json")
     assert json_size["min"] == json_sizes[0] and json_size["max"] == json_sizes[-1]
 
@@ -116,22 +113,26 @@ def _refused(tmp_path: Path, *argv: str) -> str:
     return done.stderr
 
 
-def test_a_proto_that_does_not_compile_shows_protocs_message(tmp_path):
-    said = _refused(tmp_path, "--schema", str(DATA / "broken.proto"), "--message", "x.Y")
-    assert 'broken.proto:7:3: "flaot" is not defined.' in said
-
-
-def test_a_message_not_in_the_schema_lists_the_ones_there(tmp_path):
-    said = _refused(tmp_path, "--schema", str(DATA / "bms.proto"), "--message", "BmsStatus")
-    assert "no message 'BmsStatus'" in said and f"messages there: {BMS}" in said
-
-
-def test_an_import_not_found_says_so(tmp_path):
-    said = _refused(
-        tmp_path, "--schema", str(DATA / "rich.proto"), "-I", str(tmp_path),
-        "--message", "evbench.test.Rich",
-    )  # fmt: skip
-    assert "protoc cannot compile" in said
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        # a proto that does not compile: protoc's own message
+        (["--schema", str(DATA / "broken.proto"), "--message", "x.Y"],
+         ['broken.proto:7:3: "flaot" is not defined.']),
+        # a message not in the schema: the ones there listed
+        (["--schema", str(DATA / "bms.proto"), "--message", "BmsStatus"],
+         ["no message 'BmsStatus'", f"messages there: {BMS}"]),
+        # an import not found (TMP: the test's empty directory)
+        (["--schema", str(DATA / "rich.proto"), "-I", "TMP", "--message", "evbench.test.Rich"],
+         ["protoc cannot compile"]),
+        (["--message", BMS, "--samples", str(DATA / "bms_samples.jsonl")],
+         ["--message, --samples need --schema"]),
+    ],
+    ids=["does not compile", "no such message", "import not found", "options need a schema"],
+)  # fmt: skip
+def test_a_schema_that_cannot_be_used_is_refused_saying_why(tmp_path, argv, says):
+    said = _refused(tmp_path, *(str(tmp_path) if arg == "TMP" else arg for arg in argv))
+    assert all(part in said for part in says), said
 
 
 def test_a_bad_samples_line_names_file_and_line(tmp_path):
@@ -156,8 +157,3 @@ def test_a_bad_generator_file_is_refused(tmp_path, rules, expected):
     path.write_text(rules)
     said = _refused(tmp_path, *SCHEMA, "--generate", str(path))
     assert "rules.yaml" in said and expected in said
-
-
-def test_schema_options_need_a_schema(tmp_path):
-    said = _refused(tmp_path, "--message", BMS, "--samples", str(DATA / "bms_samples.jsonl"))
-    assert "--message, --samples need --schema" in said
