@@ -5,11 +5,13 @@ tested in test_board_secrets.py; these start the agent without the host."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,12 +73,9 @@ class Watch:
 def _run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
     watch = Watch(secrets)
     process = subprocess.Popen(
-        argv,
-        env={**os.environ, **secrets},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        argv, env={**os.environ, **secrets}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + WAIT_S
         while process.poll() is None and time.monotonic() < deadline:
@@ -103,21 +102,24 @@ def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(
             assert not any(needle in data for needle in watch.needles), path
 
 
-def _serve_with_token(token: str) -> tuple[subprocess.Popen, int]:
+@contextlib.contextmanager
+def serving_with_token(token: str) -> Iterator[int]:
+    """`evbench-agent serve` requiring `token`, while the block runs: its port."""
     responder = subprocess.Popen(
-        [*AGENT, "serve", "--port", "0"],
-        env={**os.environ, "EVBENCH_LINK_TOKEN": token},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    return responder, int(json.loads(responder.stdout.readline())["port"])
+        [*AGENT, "serve", "--port", "0"], env={**os.environ, "EVBENCH_LINK_TOKEN": token},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        yield int(json.loads(responder.stdout.readline())["port"])
+    finally:
+        responder.terminate()
+        responder.wait(30)
+        responder.stdout.close()
 
 
 def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
     secrets = _secrets("link")
-    responder, port = _serve_with_token(secrets["EVBENCH_LINK_TOKEN"])
-    try:
+    with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
         # Against a peer that requires the token: the agent still has it after withholding.
         peer = ["--peer", f"127.0.0.1:{port}"]
         watch, _stderr = _run_watched(
@@ -130,26 +132,18 @@ def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
         watch, _stderr = _run_watched(loopback, secrets)
         assert watch.saw("evbench_agent serve"), watch.seen
         assert watch.leaked == {}
-    finally:
-        responder.terminate()
-        responder.wait(30)
-        responder.stdout.close()
     assert (tmp_path / "peer" / results.COMPLETE).exists()
 
 
 def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_path):
     secrets = _secrets("launch")
-    responder, port = _serve_with_token(secrets["EVBENCH_LINK_TOKEN"])
     run_dir = tmp_path / "detached"
-    try:
+    with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
         run = [*QUICK_LINK, "--peer", f"127.0.0.1:{port}", "--out", str(run_dir / "results")]
         launched = subprocess.run(
             [*AGENT, "launch", "--run-dir", str(run_dir), "--", "run", *run],
-            env={**os.environ, **secrets},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+            env={**os.environ, **secrets}, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
         assert launched.returncode == 0, launched.stderr
         supervisor = json.loads(launched.stdout)["pid"]  # detached: no longer our descendant
         watch = Watch(secrets)
@@ -161,10 +155,6 @@ def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_pa
                 watch.leaked[supervisor] = "supervise"
             watch.look([supervisor])
             time.sleep(0.01)
-    finally:
-        responder.terminate()
-        responder.wait(30)
-        responder.stdout.close()
     assert (run_dir / "exit").read_text().strip() == "0", (run_dir / "agent.log").read_text()
     assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
     assert watch.leaked == {}
