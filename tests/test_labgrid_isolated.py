@@ -31,12 +31,10 @@ QUICK = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
 @pytest.fixture(scope="module")
 def exporter_host(sshd, tmp_path_factory):
     """The exporter host's sshd: the test client key may log in there as on the board."""
-    jump = Sshd(
-        require_command("sshd"), require_command("ssh-keygen"), tmp_path_factory.mktemp("jump")
-    )
-    (jump.directory / "client_ed25519.pub").write_text(
-        (sshd.directory / "client_ed25519.pub").read_text()
-    )
+    commands = require_command("sshd"), require_command("ssh-keygen")
+    jump = Sshd(*commands, tmp_path_factory.mktemp("jump"))
+    key = "client_ed25519.pub"
+    (jump.directory / key).write_text((sshd.directory / key).read_text())
     jump.start()
     yield jump
     jump.stop()
@@ -45,13 +43,8 @@ def exporter_host(sshd, tmp_path_factory):
 @pytest.fixture(scope="module")
 def isolated_lab(sshd, tmp_path_factory):
     require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
-    service = (
-        "board-iso:\n"
-        "  NetworkService:\n"
-        "    address: 127.0.0.1\n"
-        f"    username: {sshd.user}\n"
-        f"    port: {sshd.port}\n"
-    )
+    service = (f"board-iso:\n  NetworkService:\n    address: 127.0.0.1\n"
+               f"    username: {sshd.user}\n    port: {sshd.port}\n")  # fmt: skip
     lab = labgrid_rig.Lab(tmp_path_factory.mktemp("lab"), service, ("--isolated",))
     try:
         lab.make_place(PLACE, "board-iso", {"board": "am62x", "site": "isolated"})
@@ -89,7 +82,6 @@ def test_a_run_goes_through_the_exporter_host_whose_key_is_verified(
     env, isolated_lab, exporter_host, ssh_home, tmp_path
 ):
     lab, proxy = isolated_lab, env
-    known_hosts = ssh_home / ".ssh" / "known_hosts"
     # The jump host's key is not known yet: refused, naming it; nothing reached the board.
     refused = evbench("deploy", "--board", board_url(PLACE, tmp_path / "board"))
     assert refused.returncode == 2, refused.stderr
@@ -97,23 +89,28 @@ def test_a_run_goes_through_the_exporter_host_whose_key_is_verified(
     assert not (tmp_path / "board").exists()
     assert lab.acquired_by(PLACE) is None
 
-    known_hosts.write_text(known_hosts.read_text() + exporter_host.host_key_line())
+    trust(ssh_home, exporter_host.host_key_line())
     logins_before = exporter_host.log_text().count("Accepted publickey")
     out = tmp_path / "run"
     url = board_url(PLACE, tmp_path / "board")
     done = evbench("run", "--board", url, *QUICK, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert f"through the jump host {exporter_host.user}@{proxy}:{exporter_host.port}" in (
-        done.stderr
-    )
+    jump = f"{exporter_host.user}@{proxy}:{exporter_host.port}"
+    assert f"through the jump host {jump}" in done.stderr
     # The exporter host saw evbench log in (it logs in there only to jump).
     assert exporter_host.log_text().count("Accepted publickey") > logins_before
     assert (out / results.COMPLETE).exists()
     assert results.verify_checksums(out) == []
     lab_record = json.loads((out / results.MANIFEST).read_text())["lab"]
     assert lab_record["place"] == PLACE
-    assert lab_record["jump"] == f"{exporter_host.user}@{proxy}:{exporter_host.port}"
+    assert lab_record["jump"] == jump
     assert lab.acquired_by(PLACE) is None
+
+
+def trust(ssh_home, line: str) -> None:
+    """`line` added to the test user's known_hosts."""
+    known_hosts = ssh_home / ".ssh" / "known_hosts"
+    known_hosts.write_text(known_hosts.read_text() + line)
 
 
 def _jumped_board(sshd, spec: str, tmp_path):
@@ -148,8 +145,7 @@ def test_lg_proxy_names_the_jump_host_before_the_exporters_proxy(
     assert LabgridBoard._proxy_of(service) == spec
     assert LabgridBoard._proxy_of(plain) == spec  # LG_PROXY forces the jump
 
-    known_hosts = ssh_home / ".ssh" / "known_hosts"
-    known_hosts.write_text(known_hosts.read_text() + exporter_host.host_key_line())
+    trust(ssh_home, exporter_host.host_key_line())
     logins_before = exporter_host.log_text().count("Accepted publickey")
     board = _jumped_board(sshd, spec, tmp_path)
     try:
@@ -164,15 +160,11 @@ def test_a_changed_jump_host_key_is_refused(sshd, exporter_host, ssh_home, tmp_p
     other = ssh_home / "other_host_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     key_type, key_data = other.with_suffix(".pub").read_text().split()[:2]
-    known_hosts = ssh_home / ".ssh" / "known_hosts"
-    known_hosts.write_text(
-        known_hosts.read_text() + f"[127.0.0.1]:{exporter_host.port} {key_type} {key_data}\n"
-    )
+    trust(ssh_home, f"[127.0.0.1]:{exporter_host.port} {key_type} {key_data}\n")
     with pytest.raises(UserError) as refused:
         _jumped_board(sshd, f"127.0.0.1:{exporter_host.port}", tmp_path)
-    assert f"the host key of the jump host [127.0.0.1]:{exporter_host.port} has CHANGED" in str(
-        refused.value
-    )
+    changed = f"the host key of the jump host [127.0.0.1]:{exporter_host.port} has CHANGED"
+    assert changed in str(refused.value)
 
 
 def test_a_bad_jump_host_is_refused_before_connecting():
