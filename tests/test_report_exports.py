@@ -1,4 +1,4 @@
-"""The report's exports (report/exports.py's registry) against docs/reports.md.
+"""The report's exports (report/exports/, one module each) against docs/reports.md.
 
 A real render of the committed sample run writes the files; the table of
 docs/reports.md must name exactly those (plots aside), so an export registered
@@ -7,8 +7,11 @@ without its row, or a row for a file nothing writes, fails.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 from conftest import ROOT
@@ -18,6 +21,7 @@ from evbench.report.writer import write_report
 
 CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
 REPORTS = ROOT / "docs" / "reports.md"
+HOST = ROOT / "host_tools" / "src" / "evbench"
 
 
 def table_files() -> list[str]:
@@ -47,3 +51,41 @@ def test_an_export_registered_twice_is_a_bug():
     with pytest.raises(ValueError, match=r"'junit\.xml' is registered twice"):
         exports.export("junit.xml")(exports.junit_file)
     assert [entry.file for entry in exports.registered()].count("junit.xml") == 1
+
+
+def _exports_of_copy(tmp_path, added: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The exports a copy of the host package lists, with the modules `added` (name ->
+    text) in its report/exports/."""
+    copy = tmp_path / "evbench"
+    shutil.copytree(HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in added.items():
+        (copy / "report" / "exports" / name).write_text(text)
+    code = (
+        "from evbench.report import exports\nprint(' '.join(e.file for e in exports.registered()))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=120,
+    )
+
+
+def test_an_export_module_is_collected_without_a_list_to_extend(tmp_path):
+    # A helper module (its name starts with `_`) beside it declares nothing and is left.
+    added = (
+        "from evbench.report.exports.registry import export\n\n"
+        "@export('added-by-test.txt')\n"
+        "def make(context, comparison):\n    return b'run ' + context.run_id.encode()\n"
+    )
+    done = _exports_of_copy(tmp_path, {"added_by_test.py": added, "_helper.py": "HELPER = 1\n"})
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split()
+    assert sorted(listed) == sorted([*(e.file for e in exports.registered()), "added-by-test.txt"])
+
+
+def test_an_export_module_that_declares_nothing_is_refused(tmp_path):
+    done = _exports_of_copy(tmp_path, {"added_by_test.py": "HELPER = 1\n"})
+    assert done.returncode == 1
+    assert "report.exports.added_by_test declares no export" in done.stderr

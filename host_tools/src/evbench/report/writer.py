@@ -1,6 +1,6 @@
 """Every file of a report: report.md, a self-contained report.html, the plots, and
-the exports that report/exports.py registers (CSV of the records, comparison.csv: the
-comparison table's rows, and JUnit).
+the exports that report/exports/ declares, one module each (CSV of the records,
+comparison.csv: the comparison table's rows, and JUnit).
 
 Everything is read from the run directory through the results format, so a
 run fetched from a board, a local run and an older run all render.
