@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import AGENT_SRC, ROOT
 from test_schema_kinds import compile_set
 
@@ -32,37 +33,40 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("evbench: error:")]
 
 
-def test_nan_in_the_fields_style_is_refused_before_a_run_directory(tmp_path):
-    samples = tmp_path / "pack.jsonl"
-    samples.write_text(
-        '{"sequence": 1, "socPercent": 50.0}\n{"sequence": 2, "socPercent": "NaN"}\n'
-    )
+BMS = ["--schema", str(BMS_DIR / "bms.proto"), "--message", "evbench.example.BmsStatus"]
+WIDE = {"fields": {"many": {"count": 100}, "many.many": {"count": 100}}}
+NAN = '{"sequence": 1, "socPercent": 50.0}\n{"sequence": 2, "socPercent": "NaN"}\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "argv", "error_says", "then"),
+    [
+        # NaN in the fields style; what to do: the proto3 style
+        ({"pack.jsonl": NAN},
+         [*CODEC_RUN, *BMS, "--json-style", "fields", "--samples", "pack.jsonl"],
+         ["evbench.example.BmsStatus.soc_percent is nan"], "--json-style proto3"),
+        # a blown generator budget
+        ({"wide.json": json.dumps(WIDE)},
+         [*CODEC_RUN, "--schema", str(KINDS / "fanout.proto"), "--message", "evbench.kinds.M",
+          "--generate", "wide.json"],
+         ["wide.json: payload 0: field 'many.many", "budget per payload"], "evbench: hint:"),
+        # a responder without the schema
+        ({}, ["--quick", "--codecs", "json,protobuf", "--peer", "127.0.0.1:9", *BMS],
+         ["--peer 127.0.0.1:9", "schema:evbench.example.BmsStatus"], "leave --peer out"),
+    ],
+    ids=["nan in the fields style", "generator budget", "responder without the schema"],
+)  # fmt: skip
+def test_a_refusal_comes_before_a_run_directory(tmp_path, files, argv, error_says, then):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
     out = tmp_path / "run"
-    done = _evbench(
-        "run", "--board", "local", *CODEC_RUN, "--schema", str(BMS_DIR / "bms.proto"),
-        "--message", "evbench.example.BmsStatus", "--json-style", "fields",
-        "--samples", str(samples), "--out", str(out),
-    )  # fmt: skip
+    argv = [str(tmp_path / arg) if arg in files else arg for arg in argv]
+    done = _evbench("run", "--board", "local", *argv, "--out", str(out))
     assert done.returncode == 2, done.stderr
     assert not out.exists()
     (error,) = _errors(done.stderr)
-    assert "evbench.example.BmsStatus.soc_percent is nan" in error
-    assert "--json-style proto3" in done.stderr  # what to do
-
-
-def test_a_blown_generator_budget_is_refused_before_a_run_directory(tmp_path):
-    rules = tmp_path / "wide.json"
-    rules.write_text(json.dumps({"fields": {"many": {"count": 100}, "many.many": {"count": 100}}}))
-    out = tmp_path / "run"
-    done = _evbench(
-        "run", "--board", "local", *CODEC_RUN, "--schema", str(KINDS / "fanout.proto"),
-        "--message", "evbench.kinds.M", "--generate", str(rules), "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert not out.exists()
-    (error,) = _errors(done.stderr)
-    assert "wide.json: payload 0: field 'many.many" in error and "budget per payload" in error
-    assert "evbench: hint:" in done.stderr
+    assert all(part in error for part in error_says), error
+    assert then in done.stderr  # what to do
 
 
 def test_the_agent_refuses_before_writing_anything_too(tmp_path):
@@ -107,20 +111,6 @@ def test_debug_asks_the_agent_for_its_traceback_and_shows_it():
     assert "evbench_agent" in traceback and "cannot read the spec /nonexistent" in traceback
 
 
-def test_a_responder_without_the_schema_is_refused_before_a_run_directory(tmp_path):
-    out = tmp_path / "run"
-    done = _evbench(
-        "run", "--board", "local", "--quick", "--codecs", "json,protobuf",
-        "--peer", "127.0.0.1:9", "--schema", str(BMS_DIR / "bms.proto"),
-        "--message", "evbench.example.BmsStatus", "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert not out.exists()
-    (error,) = _errors(done.stderr)
-    assert "--peer 127.0.0.1:9" in error and "schema:evbench.example.BmsStatus" in error
-    assert "leave --peer out" in done.stderr
-
-
 def test_a_run_that_sends_the_responder_no_user_message_is_not_refused():
     from evbench import schema
 
@@ -128,10 +118,6 @@ def test_a_run_that_sends_the_responder_no_user_message_is_not_refused():
         base = {"peer": "192.0.2.1:7000", "suite": None, "link_profile": None}
         return run_command.argparse.Namespace(**{**base, **given})
 
-    for fine in (
-        args(suite="codec"),
-        args(link_profile="seed"),
-        args(peer="host"),
-        args(peer=None),
-    ):
+    for given in ({"suite": "codec"}, {"link_profile": "seed"}, {"peer": "host"}, {"peer": None}):
+        fine = args(**given)
         schema._check_peer_knows_it(fine, "schema:x.Y")  # no UserError
