@@ -27,13 +27,8 @@ from conftest import ROOT
 
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
-PACKAGE_READMES = [
-    ROOT / "agent" / "README.md",
-    ROOT / "host_tools" / "README.md",
-    ROOT / "meta-evbench" / "README.md",
-    ROOT / "tests" / "README.md",
-    ROOT / "benchmarks" / "README.md",
-]
+PACKAGES = ("agent", "host_tools", "meta-evbench", "tests", "benchmarks")
+PACKAGE_READMES = [ROOT / package / "README.md" for package in PACKAGES]
 FENCE = re.compile(r"^```(\S*)\s*$")
 SKIP = re.compile(r"^\*Not run by the tests: (?P<reason>.+?)\.?\*$")
 #: Why a block may be left out: what this machine (and CI) cannot have.
@@ -108,12 +103,8 @@ def test_skipped_blocks_are_listed() -> None:
     skipped = [b for doc in documents() for b in blocks(doc) if b.skip_reason]
     for block in skipped:
         print(f"skipped: {_label(block.path)}:{block.line}: {block.skip_reason}")
-    bad = [
-        f"{_label(b.path)}:{b.line}: {b.skip_reason}"
-        for b in skipped
-        if not b.skip_reason.startswith(ALLOWED_REASONS)
-    ]
-    assert bad == []
+    bad = [b for b in skipped if not b.skip_reason.startswith(ALLOWED_REASONS)]
+    assert [f"{_label(b.path)}:{b.line}: {b.skip_reason}" for b in bad] == []
 
 
 def _scratch_environment(tmp_path: Path) -> dict[str, str]:
@@ -141,14 +132,9 @@ def test_every_command_a_document_shows_runs(document: Path, tmp_path: Path) -> 
     )
     try:
         finished = subprocess.run(
-            ["bash", "-c", script],
-            cwd=ROOT,
-            env=_scratch_environment(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=DOC_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+            ["bash", "-c", script], cwd=ROOT, env=_scratch_environment(tmp_path),
+            capture_output=True, text=True, timeout=DOC_TIMEOUT_S, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     finally:
         # The docs write into results/ (ignored by git) as a user would; leave it as found.
         for made in (set(results.iterdir()) if results.exists() else set()) - before:
