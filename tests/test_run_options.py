@@ -40,51 +40,22 @@ def test_every_option_names_a_spec_field_once_and_both_run_commands_have_it():
 
 def test_the_host_passes_exactly_the_given_options_to_the_agent():
     host_line = [
-        "run",
-        "--board",
-        "local",
-        "--codecs",
-        "json,protobuf",
-        "--quick",
-        "--no-gc",
-        "--processes",
-        "3",
-        "--rate",
-        "12.5",
-        "--aa",
-        "json",
-        "--aa-slowdown",
-        "0.1",
-        "--baseline-codec",
-        "json",
-    ]
+        "run", "--board", "local", "--codecs", "json,protobuf", "--quick", "--no-gc",
+        "--processes", "3", "--rate", "12.5", "--aa", "json", "--aa-slowdown", "0.1",
+        "--baseline-codec", "json",
+    ]  # fmt: skip
     host_args = host_cli.build_parser(host_line).parse_args(host_line)
     passed = options.agent_argv(host_args)
     # written out by hand: given flags only, host-only ones (--board, --baseline-codec) stay
     assert passed == [
-        "--codecs",
-        "json,protobuf",
-        "--quick",
-        "--processes",
-        "3",
-        "--no-gc",
-        "--aa",
-        "json",
-        "--aa-slowdown",
-        "0.1",
-        "--rate",
-        "12.5",
-    ]
+        "--codecs", "json,protobuf", "--quick", "--processes", "3", "--no-gc",
+        "--aa", "json", "--aa-slowdown", "0.1", "--rate", "12.5",
+    ]  # fmt: skip
     agent_args = agent_cli.build_parser().parse_args(["run", *passed])
     assert options.spec_overrides(agent_args) == {
-        "codecs": "json,protobuf",
-        "quick": True,
-        "processes": 3,
-        "gc": False,
-        "aa": "json",
-        "aa_slowdown": 0.1,
-        "link_rate_hz": 12.5,
-    }
+        "codecs": "json,protobuf", "quick": True, "processes": 3, "gc": False, "aa": "json",
+        "aa_slowdown": 0.1, "link_rate_hz": 12.5,
+    }  # fmt: skip
     assert options.spec_overrides(agent_args) == options.spec_overrides(host_args)
 
 
@@ -127,12 +98,8 @@ def test_verbose_and_quiet_set_the_log_level_before_or_after_the_command(capsys)
     # library inherits, stays at warnings but for --debug.
     warning, info, debug, error = logging.WARNING, logging.INFO, logging.DEBUG, logging.ERROR
     assert levels == [
-        (warning, warning),
-        (info, warning),
-        (debug, warning),
-        (error, error),
-        (debug, debug),
-    ]
+        (warning, warning), (info, warning), (debug, warning), (error, error), (debug, debug)
+    ]  # fmt: skip
     said = capsys.readouterr().err.splitlines()
     assert said.count("prog: info: said at info") == 3  # -v, -vv, --debug -vv
     # At -vv a debug line names the module that logged it.
@@ -159,7 +126,7 @@ def _logging_problems(path: Path, root: Path) -> list[str]:
 
 def test_only_log_output_configures_logging_and_each_module_has_its_own_logger():
     sources = [*AGENT_SRC.rglob("*.py"), *(ROOT / "host_tools" / "src").rglob("*.py")]
-    allowed = AGENT_SRC / "evbench_agent" / "log_output.py"
+    allowed = AGENT_SRC / "evbench_core" / "log_output.py"
     problems = [p for path in sources if path != allowed for p in _logging_problems(path, ROOT)]
     assert len(sources) > 100 and problems == []
 
@@ -171,11 +138,9 @@ def test_the_logging_check_finds_a_basic_config_and_a_shared_logger(tmp_path):
         "logging.getLogger().setLevel(logging.DEBUG)\nmine = logging.getLogger(__name__)\n"
     )
     assert _logging_problems(module, tmp_path) == [
-        "module.py:2 basicConfig",
-        "module.py:3 getLogger",
-        "module.py:4 setLevel",
+        "module.py:2 basicConfig", "module.py:3 getLogger", "module.py:4 setLevel",
         "module.py:4 getLogger",
-    ]
+    ]  # fmt: skip
 
 
 def test_a_command_that_returns_no_exit_code_is_an_internal_error(capsys):
