@@ -46,20 +46,8 @@ class Lab:
         """Another exporter (its own process, log and config), ready when this returns."""
         config = self.directory / f"{name}.yaml"
         config.write_text(resources)
-        self._start(
-            name,
-            [
-                str(BIN / "labgrid-exporter"),
-                "-c",
-                self.coordinator,
-                "-n",
-                name,
-                "--hostname",
-                "127.0.0.1",
-                *options,
-                str(config),
-            ],
-        )
+        exporter = [str(BIN / "labgrid-exporter"), "-c", self.coordinator, "-n", name]
+        self._start(name, [*exporter, "--hostname", "127.0.0.1", *options, str(config)])
         self.exporters[name] = self._processes[-1]
         self._wait_for_log(name, "Exporter ready")
 
@@ -77,16 +65,11 @@ class Lab:
 
     def _start(self, name: str, argv: list[str]) -> None:
         log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - lives with the process
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._processes.append(
-            subprocess.Popen(
-                argv,
-                cwd=self.directory,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        )
+            subprocess.Popen(argv, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=env)
+        )  # fmt: skip
         log.close()
 
     def _wait_for_log(self, name: str, text: str) -> None:
@@ -102,13 +85,9 @@ class Lab:
         """labgrid-client as another lab user (LG_USERNAME), not as evbench."""
         env = {**os.environ, "LG_COORDINATOR": self.coordinator, "LG_USERNAME": user}
         env.pop("LG_TOKEN", None)
+        argv = [str(CLIENT), *arguments]
         return subprocess.run(
-            [str(CLIENT), *arguments],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=check,
+            argv, env=env, capture_output=True, text=True, timeout=120, check=check
         )
 
     def make_place(
