@@ -44,13 +44,16 @@ def flash(capsys, *argv):
     return code, out, err
 
 
+def flash_without_bmap(capsys, image, device):
+    return flash(capsys, image, "--no-bmap", "--device", device, "--allow-fixed", "--yes")
+
+
 def test_a_loop_device_reading_the_image_itself_is_refused(images, tmp_path, capsys):
     image = tmp_path / "disk.img"
     image.write_bytes(images["plain"].read_bytes()[: 4 * MiB])  # whole sectors for losetup
     before = image.read_bytes()
     with loop_device(image) as device:
-        code, out, err = flash(capsys, image, "--no-bmap", "--device", device, "--allow-fixed",
-                               "--yes")  # fmt: skip
+        code, out, err = flash_without_bmap(capsys, image, device)
     assert code == 2, err
     assert "loop device reading" in err and "nothing was written" in err
     assert "verified" not in out + err
@@ -65,8 +68,7 @@ def test_a_compressed_image_too_large_for_the_card_is_refused_before_writing(
     card = fill(tmp_path / "card.img", 2 * MiB)
     before = card.read_bytes()
     with loop_device(card) as device:
-        code, out, err = flash(capsys, images[kind], "--no-bmap", "--device", device,
-                               "--allow-fixed", "--yes")  # fmt: skip
+        code, out, err = flash_without_bmap(capsys, images[kind], device)
         with open(device, "rb") as written:
             assert written.read() == before, "the card was written"
     assert code == 2, err
@@ -77,47 +79,38 @@ def test_a_compressed_image_too_large_for_the_card_is_refused_before_writing(
 def test_a_gzip_image_says_before_writing_that_its_fit_is_unknown(images, tmp_path, capsys):
     card = fill(tmp_path / "card.img", 2 * MiB)
     with loop_device(card) as device:
-        code, out, err = flash(capsys, images["gz"], "--no-bmap", "--device", device,
-                               "--allow-fixed", "--yes")  # fmt: skip
+        code, out, err = flash_without_bmap(capsys, images["gz"], device)
     note = f"{images['gz']} (gz) declares no plain size ahead: whether it fits {device}"
     assert note in out and out.index(note) < out.index("flashing")
     assert code == 3, err  # found as the card filled up
 
 
-def test_a_new_file_is_not_created_through_a_parent_swapped_for_a_link(
-    images, tmp_path, capsys, monkeypatch
+@pytest.mark.parametrize(
+    ("swapped_for", "says"),
+    [
+        ("a link", ["changed", "nothing was written"]),
+        ("another directory", ["its directory is another one"]),
+    ],
+)
+def test_a_new_file_is_not_created_through_a_parent_swapped(
+    images, tmp_path, capsys, monkeypatch, swapped_for, says
 ):
-    folder, elsewhere = tmp_path / "cards", tmp_path / "elsewhere"
-    folder.mkdir()
-    elsewhere.mkdir()
-
-    def swap(_target) -> None:
-        folder.rename(tmp_path / "cards.moved")
-        folder.symlink_to(elsewhere)
-
-    monkeypatch.setattr(targets, "before_open", swap)
-    code, _, err = flash(capsys, images["xz"], "--device", folder / "new.img")
-    assert code == 2, err
-    assert "changed" in err and "nothing was written" in err
-    assert list(elsewhere.iterdir()) == [] and list((tmp_path / "cards.moved").iterdir()) == []
-
-
-def test_a_new_file_is_not_created_in_another_directory_swapped_in(
-    images, tmp_path, capsys, monkeypatch
-):
-    folder, other = tmp_path / "cards", tmp_path / "other"
+    folder, moved, other = tmp_path / "cards", tmp_path / "cards.moved", tmp_path / "other"
     folder.mkdir()
     other.mkdir()
 
     def swap(_target) -> None:
-        folder.rename(tmp_path / "cards.moved")
-        other.rename(folder)
+        folder.rename(moved)
+        if swapped_for == "a link":
+            folder.symlink_to(other)
+        else:
+            other.rename(folder)
 
     monkeypatch.setattr(targets, "before_open", swap)
     code, _, err = flash(capsys, images["xz"], "--device", folder / "new.img")
-    assert code == 2, err
-    assert "its directory is another one" in err
-    assert list(folder.iterdir()) == []
+    assert code == 2 and all(said in err for said in says), err
+    # nothing in the directory swapped in (through the link or renamed), nor in the moved one
+    assert list(folder.iterdir()) == [] and list(moved.iterdir()) == []
 
 
 FLIPPER = """
