@@ -25,9 +25,8 @@ def _generator():
 
 
 def test_the_docs_tables_are_the_schemas():
-    done = subprocess.run(
-        [sys.executable, str(GENERATE), "--check"], capture_output=True, text=True, timeout=120
-    )
+    argv = [sys.executable, str(GENERATE), "--check"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 

@@ -42,9 +42,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _upstream_version() -> str:
     dpkg_query = require_command("dpkg-query")
-    version = subprocess.run(  # e.g. 3.11.2-2
-        [dpkg_query, "-W", "-f", "${Version}", PACKAGE], capture_output=True, text=True, timeout=30
-    ).stdout
+    argv = [dpkg_query, "-W", "-f", "${Version}", PACKAGE]
+    version = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout  # 3.11.2-2
     upstream = version.split(":")[-1].split("-")[0].split("+")[0]
     assert upstream.count(".") == 2, version
     return upstream
