@@ -35,9 +35,10 @@ def _size_record(mean: float, largest: float) -> dict:
             "unit": "bytes", "params": {}, "n": 1, "mean": mean, "max": largest}  # fmt: skip
 
 
-def _rows(largest: float) -> dict[str, budget.Row]:
-    buses = [budget.bus(name) for name in ("uart-115200", "can-500k", "100base-t1")]
-    rows, skipped = measured.from_records([_size_record(largest, largest)], 20.0, buses=buses)
+def _rows(largest: float, buses=("uart-115200", "can-500k", "100base-t1")) -> dict:
+    """The budget's row per bus for a largest (and mean) message of `largest` bytes."""
+    on = [budget.bus(name) for name in buses]
+    rows, skipped = measured.from_records([_size_record(largest, largest)], 20.0, buses=on)
     assert skipped == []
     return {row.bus: row for row in rows}
 
@@ -48,17 +49,15 @@ def test_a_huge_claimed_size_is_budgeted_from_the_frame_layout(size: int) -> Non
     # UART 8N1: 10 bits a byte, the message in its link frame and the UART frame's bytes.
     uart = rows["uart-115200"]
     assert uart.max_frames == 1
-    assert math.isclose(
-        uart.max_message_seconds, (size + HEADER + UART_OVERHEAD) * 10 / 115_200, rel_tol=1e-12
-    )
+    uart_seconds = (size + HEADER + UART_OVERHEAD) * 10 / 115_200
+    assert math.isclose(uart.max_message_seconds, uart_seconds, rel_tol=1e-12)
     # ISO-TP on classic CAN: above 4095 bytes the First Frame has a 6-byte PCI (2 bytes of
     # the link frame), every Consecutive Frame 7; padded to 8 bytes, plus one flow control.
     can = rows["can-500k"]
     frames = 1 + math.ceil((size + HEADER - 2) / 7)
     assert can.max_frames == frames
-    assert math.isclose(
-        can.max_message_seconds, (frames + 1) * CLASSIC_FRAME_BITS / 500_000, rel_tol=1e-12
-    )
+    can_seconds = (frames + 1) * CLASSIC_FRAME_BITS / 500_000
+    assert math.isclose(can.max_message_seconds, can_seconds, rel_tol=1e-12)
     # 100BASE-T1: the TCP stream (the link frame) in segments of 1448 bytes, each with 52
     # bytes of IP and TCP headers and 38 of Ethernet (preamble, SFD, MACs, type, FCS, gap).
     ethernet = rows["100base-t1"]
@@ -77,17 +76,11 @@ def test_an_extrapolated_size_costs_what_the_message_itself_costs(size: int) -> 
     for name in budget.BUSES:
         bus = budget.bus(name)
         exact = budget.exchange(bus, bytes(size), reply)
-        row = next(r for r in _rows_on(bus, size))
+        row = _rows(size, [name])[name]
         assert row.max_frames == exact.message_frames, name
         assert math.isclose(row.max_message_seconds, exact.request.bare_seconds, rel_tol=1e-12)
         assert math.isclose(row.worst_seconds, exact.busy_seconds(bus, worst=True), rel_tol=1e-12)
         assert math.isclose(row.mean_seconds, exact.busy_seconds(bus, bare=True), rel_tol=1e-12)
-
-
-def _rows_on(bus: budget.Bus, size: int) -> list[budget.Row]:
-    rows, skipped = measured.from_records([_size_record(size, size)], 20.0, buses=[bus])
-    assert skipped == []
-    return rows
 
 
 @pytest.mark.parametrize(
@@ -108,13 +101,6 @@ def test_a_size_no_link_frame_carries_is_left_out_with_its_reason(mean, largest,
     assert reason in skipped[0].reason
 
 
-def _limited(limit: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("largest", [10**9, 2**64], ids=["1e9", "2^64"])
 def test_evbench_report_of_a_claimed_huge_size_stays_small(tmp_path: Path, largest: int) -> None:
@@ -130,7 +116,7 @@ def test_evbench_report_of_a_claimed_huge_size_stays_small(tmp_path: Path, large
     done = subprocess.run(
         [sys.executable, "-m", "evbench", "report", str(run)],
         capture_output=True, text=True, timeout=300, check=False,
-        preexec_fn=_limited(600 << 20),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20)),
     )  # fmt: skip
     assert done.returncode == 4, done.stderr  # the checksum no longer matches: partial
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
