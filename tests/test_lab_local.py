@@ -42,6 +42,11 @@ def _start(tmp_path: Path, plan: Path, lab_dir: Path) -> subprocess.Popen:
     )  # fmt: skip
 
 
+def _status(lab_dir: Path) -> subprocess.CompletedProcess:
+    argv = [EVBENCH, "lab", "status", str(lab_dir)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
 def _children(pid: int) -> list[int]:
     """The lab's entries: its child processes (`python -m evbench run ...`)."""
     return [child for child in descendants(pid) if _parent(child) == pid]
@@ -109,16 +114,12 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
             if index.exists() and '"running"' in index.read_text():
                 break
             time.sleep(0.05)
-        running = subprocess.run(
-            [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
-        )
+        running = _status(lab_dir)
         assert running.returncode == 0, running.stderr
         assert running.stdout.rstrip().endswith("the lab is running"), running.stdout
         job.send_signal(signal.SIGKILL)  # the runner alone, as the OOM killer would
         job.wait(timeout=60)
-        done = subprocess.run(
-            [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
-        )
+        done = _status(lab_dir)
     finally:
         _end_group(job)
     assert done.returncode == 0, done.stderr
@@ -127,9 +128,7 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
     assert "killed" in done.stdout.splitlines()[2], done.stdout  # the entry's row
 
 
-def test_lab_status_tells_a_new_process_on_the_runners_pid_from_the_runner(
-    tmp_path: Path,
-) -> None:
+def test_lab_status_tells_a_new_process_on_the_runners_pid_from_the_runner(tmp_path) -> None:
     # PIDs are reused: a lab.json whose runner PID now belongs to another process (here
     # this test's own, started after the time recorded) names the runner as gone.
     lab_dir = tmp_path / "lab"
@@ -143,9 +142,7 @@ def test_lab_status_tells_a_new_process_on_the_runners_pid_from_the_runner(
     document["finished"] = None  # as a killed runner leaves it
     document["runner"] = {**document["runner"], "pid": os.getpid()}
     (lab_dir / "lab.json").write_text(json.dumps(document))
-    done = subprocess.run(
-        [EVBENCH, "lab", "status", str(lab_dir)], capture_output=True, text=True, timeout=60
-    )
+    done = _status(lab_dir)
     assert done.returncode == 0, done.stderr
     assert f"PID {os.getpid()} on" in done.stdout, done.stdout
     assert "another process has that PID now" in done.stdout
