@@ -27,6 +27,8 @@ pytestmark = pytest.mark.integration  # a real run, real native harnesses
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 PAIR = ("c:protobuf-c", "c:cjson")
+RUN = [*EVBENCH, "run", "--quick", "--no-history", "--suite", "codec", "--profile", "seed",
+       "--codecs", "json,protobuf," + ",".join(PAIR)]  # fmt: skip
 #: A line ending in a number whose next line starts with a unit: a number split from it.
 _SPLIT_UNIT = re.compile(r"^\s*(µs|ms|ns|s|B|KiB|MiB|%|Hz|min)(\W|$)")
 
@@ -67,9 +69,8 @@ def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     names = [runtimes.RUNTIMES[codec].executable_name for codec in PAIR]
     build = build_documented(tmp_path_factory, *names)
     out = tmp_path_factory.mktemp("width") / "run"
-    argv = [*EVBENCH, "run", "--quick", "--no-history", "--suite", "codec", "--profile", "seed",
-            "--codecs", "json,protobuf," + ",".join(PAIR), "--out", str(out)]  # fmt: skip
-    code, printed, stderr = _on_pty(argv, 80, _env(EVBENCH_NATIVE_DIR=str(build)))
+    env = _env(EVBENCH_NATIVE_DIR=str(build))
+    code, printed, stderr = _on_pty([*RUN, "--out", str(out)], 80, env)
     assert code == 0, stderr + printed
     return build, out, printed
 
@@ -116,10 +117,8 @@ def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
     piped = subprocess.run([*EVBENCH, "report", "--terminal", str(out)], capture_output=True,
                            text=True, env=env, timeout=300)  # fmt: skip
     assert piped.returncode == 0, piped.stderr
-    assert any(
-        line.startswith("Profile ") and "| Verdict " in line and "| detectable" in line
-        for line in piped.stdout.splitlines()
-    )
+    headers = [line for line in piped.stdout.splitlines() if line.startswith("Profile ")]
+    assert any("| Verdict " in line and "| detectable" in line for line in headers)
 
 
 def test_compare_fits_80_columns(native_run):
@@ -129,10 +128,8 @@ def test_compare_fits_80_columns(native_run):
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
     keyed = [line for line in lines if line.startswith("Suite ")]
-    assert len(keyed) > 1 and all(
-        [cell.strip() for cell in line.split("|")[:4]] == ["Suite", "Profile", "Codec", "Metric"]
-        for line in keyed
-    )
+    key = ["Suite", "Profile", "Codec", "Metric"]
+    assert len(keyed) > 1 and all([c.strip() for c in line.split("|")[:4]] == key for line in keyed)
 
 
 def test_item_4_the_piped_one_screen_answers_each_native_pair(native_run, tmp_path):
@@ -140,9 +137,7 @@ def test_item_4_the_piped_one_screen_answers_each_native_pair(native_run, tmp_pa
     one screen (today's code printed the Python answer and returned before it)."""
     build, _out, _printed = native_run
     out = str(tmp_path / "run")
-    argv = [*EVBENCH, "run", "--quick", "--no-history", "--suite", "codec", "--profile", "seed",
-            "--codecs", "json,protobuf," + ",".join(PAIR), "--out", out]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+    done = subprocess.run([*RUN, "--out", out], capture_output=True, text=True, timeout=900,
                           env=_env(EVBENCH_NATIVE_DIR=str(build)))  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = _check_fits(done.stdout, 120)
