@@ -38,10 +38,8 @@ def test_a_deployed_aarch64_harness_measures_in_a_codec_run(
     responder = deployed.with_name("evbench-link-responder")  # the build's, shipped with it
     assert responder.read_bytes() == (aarch64_harness / responder.name).read_bytes()
     out = tmp_path / "out"
-    code = evbench(
-        ["run", "--board", url, "--quick", "--suite", "codec", "--profile", "seed",
-         "--codecs", "json,cpp:nlohmann", "--out", str(out)]
-    )  # fmt: skip
+    argv = ["run", "--board", url, "--quick", "--suite", "codec", "--profile", "seed"]
+    code = evbench([*argv, "--codecs", "json,cpp:nlohmann", "--out", str(out)])
     assert code == 0, capsys.readouterr().err[-2000:]
     manifest = json.loads((out / "manifest.json").read_text())
     stated = manifest["platform"]["native_codecs"]["cpp:nlohmann"]

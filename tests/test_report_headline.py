@@ -26,10 +26,8 @@ def test_a_long_reason_is_cut_to_500_characters():
 
 def test_without_a_reason_the_line_says_what_the_reader_found():
     assert partial_headline({"status": "interrupted"}) == "PARTIAL: the run was interrupted"
-    assert (
-        partial_headline({"status": "running"})
-        == "PARTIAL: the manifest's status is 'running' and it gives no reason"
-    )
+    running = partial_headline({"status": "running"})
+    assert running == "PARTIAL: the manifest's status is 'running' and it gives no reason"
     assert partial_headline({"status": "complete"}, ["complete"]) == "PARTIAL: missing complete"
     assert partial_headline({}, [], ["checksum: samples.jsonl: checksum mismatch"]) == (
         "PARTIAL: checksum: samples.jsonl: checksum mismatch"
