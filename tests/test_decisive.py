@@ -22,16 +22,7 @@ import pytest
 from evbench.report import exports, verdict_line
 from evbench_core import comparison, results, sequential
 from evbench_core.analysis import margins
-from evbench_core.analysis.verdicts import (
-    BASELINE,
-    EQUAL,
-    LOWER_IS_BETTER,
-    NEGLIGIBLE,
-    TOO_SMALL,
-    UNDECIDED,
-    Paired,
-    decide_family,
-)
+from evbench_core.analysis import verdicts as v
 from evbench_core.errors import UserError
 from evbench_core.results import SampleSet
 
@@ -40,12 +31,8 @@ PERIOD_20HZ = {"phase": "periodic", "rate_hz": 20.0}
 
 
 def test_margins_parse_and_resolve_in_the_products_terms():
-    assert margins.parse(["jitter=50us", "encode=2%"]) == {
-        "jitter_stdev": "50us",
-        "jitter_rfc3550": "50us",
-        "rtt_delta_abs": "50us",
-        "encode": "2%",
-    }
+    jitter = dict.fromkeys(("jitter_stdev", "jitter_rfc3550", "rtt_delta_abs"), "50us")
+    assert margins.parse(["jitter=50us", "encode=2%"]) == {**jitter, "encode": "2%"}
     # 0.1 % of a 50 ms period is 50 µs; of a core at 20 Hz x 4 streams 0.001 / 80 s
     assert margins.resolve("rtt", PERIOD_20HZ).half_width == pytest.approx(50e-6)
     cpu = margins.resolve("cpu_per_msg_client", PERIOD_20HZ, streams=4)
@@ -59,27 +46,27 @@ def test_margins_parse_and_resolve_in_the_products_terms():
             margins.parse(bad)
 
 
-def _differences(first: float, step: float) -> Paired:
+def _differences(first: float, step: float) -> v.Paired:
     values = [first + i * step for i in range(10)]
-    return Paired("RTT", LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
+    return v.Paired("RTT", v.LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
 
 
 @pytest.mark.parametrize(
     ("first_us", "step_us", "interval_us", "word"),
     [
-        (100, 1, (102, 107), BASELINE),  # beyond +50 µs and significant: the baseline wins
-        (10, 1, (12, 17), NEGLIGIBLE),  # significant, but inside the 50 µs margin
-        (-4.5, 1, (-2.5, 2.5), EQUAL),  # inside the margin and holds zero
-        (30, 5, (40, 65), UNDECIDED),  # significant, straddles the margin's edge
+        (100, 1, (102, 107), v.BASELINE),  # beyond +50 µs and significant: the baseline wins
+        (10, 1, (12, 17), v.NEGLIGIBLE),  # significant, but inside the 50 µs margin
+        (-4.5, 1, (-2.5, 2.5), v.EQUAL),  # inside the margin and holds zero
+        (30, 5, (40, 65), v.UNDECIDED),  # significant, straddles the margin's edge
     ],
 )
 def test_every_word_on_hand_worked_differences(first_us, step_us, interval_us, word):
     band = margins.Band(margins.DIFFERENCE, 50e-6, "50 µs")
-    (verdict,) = decide_family([_differences(first_us * 1e-6, step_us * 1e-6)], bands=[band])
+    (verdict,) = v.decide_family([_differences(first_us * 1e-6, step_us * 1e-6)], bands=[band])
     assert verdict.winner == word
     assert verdict.diff_low == pytest.approx(interval_us[0] * 1e-6)
     assert verdict.diff_high == pytest.approx(interval_us[1] * 1e-6)
-    if word != EQUAL:
+    if word != v.EQUAL:
         assert verdict.p_holm == pytest.approx(2 / 1024)
 
 
@@ -106,11 +93,11 @@ def test_a_sequential_run_decides_at_the_look_that_can_and_spends_its_alpha():
     stage_two = _link_rtt(2, 10, 0, 200e-6)  # the same phase numbers: new replicates
     looked = comparison.compare_looks(stage_one, "json", "protobuf", [first])
     (row,) = [r for r in looked.rows if r.verdict]
-    assert row.outcome == TOO_SMALL and row.n == 5
+    assert row.outcome == v.TOO_SMALL and row.n == 5
     assert sequential.open_rows(looked) == [row]
     both = comparison.compare_looks(stage_one + stage_two, "json", "protobuf", [first, last])
     (row,) = [r for r in both.rows if r.verdict]
-    assert row.outcome == BASELINE and row.n == 15 and row.verdict.look == 2
+    assert row.outcome == v.BASELINE and row.n == 15 and row.verdict.look == 2
     assert both.looks == 2 and both.alpha == pytest.approx(0.05)
     assert sequential.open_rows(both) == []
 
@@ -121,7 +108,7 @@ def test_a_row_keeps_the_verdict_of_the_look_that_decided_it():
     later = _link_rtt(2, 40, 0, -200e-6)  # the other way: a later look must not undo it
     both = comparison.compare_looks(decided + later, "json", "protobuf", [first, last])
     (row,) = [r for r in both.rows if r.verdict]
-    assert row.outcome == BASELINE and row.verdict.look == 1 and row.n == 10
+    assert row.outcome == v.BASELINE and row.verdict.look == 1 and row.n == 10
 
 
 def test_the_one_line_verdict_says_what_comparison_csv_says():
