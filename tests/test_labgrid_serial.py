@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import labgrid_rig
 import pytest
 from conftest import require, require_command
 from console_rig import ConsoleRig
 from test_lab_run import EVBENCH, plan
-from test_labgrid_board import evbench
+from test_labgrid_board import evbench, wait_while_running
 
 from evbench_core import results
 
@@ -31,12 +30,8 @@ QUICK = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
 
 @pytest.fixture(scope="module")
 def serial_line(tmp_path_factory):
-    rig = ConsoleRig(
-        tmp_path_factory.mktemp("line"),
-        require_command("socat"),
-        require_command("agetty"),
-        noise=False,
-    )
+    commands = require_command("socat"), require_command("agetty")
+    rig = ConsoleRig(tmp_path_factory.mktemp("line"), *commands, noise=False)
     yield rig
     rig.stop()
 
@@ -45,13 +40,8 @@ def serial_line(tmp_path_factory):
 def lab(sshd, serial_line, console_user, tmp_path_factory):
     require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
     require_command("ser2net")  # the exporter serves the port with it
-    service = (
-        "board-a:\n"
-        "  NetworkService:\n"
-        "    address: 127.0.0.1\n"
-        f"    username: {sshd.user}\n"
-        f"    port: {sshd.port}\n"
-    )
+    service = (f"board-a:\n  NetworkService:\n    address: 127.0.0.1\n"
+               f"    username: {sshd.user}\n    port: {sshd.port}\n")  # fmt: skip
     lab = labgrid_rig.Lab(tmp_path_factory.mktemp("lab"), service)
     try:
         device = os.path.realpath(serial_line.host_link)
@@ -120,17 +110,12 @@ def test_an_exporter_killed_mid_run_leaves_its_entry_partial_and_the_other_compl
     console_user.install_agent()
     job = subprocess.Popen(
         [EVBENCH, "lab", "run", str(lab_file), "--out", str(lab_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
         # The run has started on the serial board: its run directory is there.
-        while not (set(runs.glob("*")) - before if runs.is_dir() else set()):
-            assert job.poll() is None, job.communicate()
-            assert time.monotonic() < deadline, "the serial entry never started on the board"
-            time.sleep(0.5)
+        started = lambda: runs.is_dir() and bool(set(runs.glob("*")) - before)  # noqa: E731
+        wait_while_running(job, started, "the serial entry never started on the board", 300, 0.5)
         lab.kill_exporter("serial-exporter")
         _, err = job.communicate(timeout=600)
     finally:
@@ -141,10 +126,8 @@ def test_an_exporter_killed_mid_run_leaves_its_entry_partial_and_the_other_compl
     index = json.loads((lab_dir / "lab.json").read_text())
     entries = {entry["board"]: entry for entry in index["entries"]}
     killed, other = entries["am62x-s"], entries["am62x-a"]
-    assert (killed["status"], killed["exit_code"], killed["attempts"]) == ("partial", 4, 1), (
-        killed,
-        err[-3000:],
-    )
+    outcome = (killed["status"], killed["exit_code"], killed["attempts"])
+    assert outcome == ("partial", 4, 1), (killed, err[-3000:])
     assert "exporter serial-exporter no longer serves" in killed["error"], killed
     assert (other["status"], other["exit_code"]) == ("complete", 0)
     assert results.verify_checksums(lab_dir / other["run_dir"]) == []
