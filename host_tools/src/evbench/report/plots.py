@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 from matplotlib import ticker
@@ -156,71 +157,130 @@ def _profile_label(profile: str) -> str:
     return "\n".join(lines)
 
 
+def _bar(record: dict[str, Any], statistic: str, scale: float) -> tuple[float, float, float]:
+    """A bar's height and its whiskers below and above it, in the panel's unit: the mean
+    and the smallest to the largest value (`statistic` "mean", where the record has a
+    mean), else the median and its 95 % CI; a missing bound draws no whisker."""
+    if statistic == "mean" and record.get("mean") is not None:
+        value = record["mean"] * scale
+        low, high = record.get("min"), record.get("max")
+    else:
+        value = record["median"] * scale
+        low, high = record.get("ci95_low"), record.get("ci95_high")
+    below = max(value - low * scale, 0.0) if low is not None else 0.0
+    above = max(high * scale - value, 0.0) if high is not None else 0.0
+    return value, below, above
+
+
+def _bar_figure(panels: int, bars_per_panel: int) -> tuple[Figure, Any, bool]:
+    """The figure, its panels (one per metric) and whether they stand side by side (few
+    bars each) or stacked as wide panels (many profiles)."""
+    if bars_per_panel <= SIDE_BY_SIDE_BARS:
+        figure = _new_figure(4.2 * panels, 4.2)
+        return figure, figure.subplots(1, panels, squeeze=False)[0], True
+    figure = _new_figure(min(18.0, 3.0 + 0.1 * bars_per_panel), 3.4 * panels + 0.6)
+    return figure, figure.subplots(panels, 1, squeeze=False)[:, 0], False
+
+
+def _dress_bar_panel(
+    axis: Any, metric: str, profiles: Sequence[str], unit: str, statistic: str, scale: float
+) -> None:
+    """A panel's profile ticks, title, unit and grid; a log axis for timings."""
+    axis.set_xticks(
+        range(len(profiles)), [_profile_label(p) for p in profiles], rotation=30,
+        ha="right", rotation_mode="anchor",
+    )  # fmt: skip
+    axis.set_title(_label(metric))
+    axis.set_ylabel(f"{unit} ({statistic})")
+    if scale != 1.0:
+        # Codecs differ by 50x: a log axis keeps the small bar and its interval visible.
+        axis.set_yscale("log")
+        _plain_log_axis(axis.yaxis)
+    axis.grid(axis="y", alpha=0.3)
+
+
+@dataclass(frozen=True)
+class _BarPanels:
+    """What the bar panels draw: the metrics present (a panel each), the profiles (on x)
+    and codecs (a bar each) that have records, and each record by (metric, codec, profile)."""
+
+    metrics: list[str]
+    profiles: list[str]
+    codecs: list[str]
+    records: dict[tuple[str, str, str], dict[str, Any]]
+
+    @classmethod
+    def of(cls, context: RunContext, names: tuple[str, ...]) -> _BarPanels:
+        records = _records(context, "codec", names)
+        metrics = {r["metric"] for r in records}
+        codecs = {r["codec"] for r in records}
+        return cls(
+            [m for m in names if m in metrics],
+            sorted({r["profile"] for r in records}),
+            [c for c in context.codecs() if c in codecs],
+            {(r["metric"], r["codec"], r["profile"]): r for r in records},
+        )
+
+    @property
+    def bars_per_panel(self) -> int:
+        return len(self.profiles) * len(self.codecs)
+
+    def placed(self, metric: str) -> list[tuple[float, str, dict[str, Any]]]:
+        """(x, codec, record) of each bar of `metric`'s panel: a group per profile, the
+        codecs side by side within it."""
+        width = 0.8 / max(len(self.codecs), 1)
+        return [
+            (position + (index - (len(self.codecs) - 1) / 2) * width, codec, record)
+            for index, codec in enumerate(self.codecs)
+            for position, profile in enumerate(self.profiles)
+            if (record := self.records.get((metric, codec, profile))) is not None
+        ]
+
+
+def _bar_panel(
+    axis: Any,
+    panels: _BarPanels,
+    metric: str,
+    colours: dict[str, Any],
+    scale: float,
+    unit: str,
+    statistic: str,
+) -> None:
+    """One metric's bars with their whiskers, labelled while they do not overlap."""
+    placed = panels.placed(metric)
+    xs = [x for x, _, _ in placed]
+    drawn = [_bar(record, statistic, scale) for _, _, record in placed]
+    heights = [height for height, _, _ in drawn]
+    low, high = [below for _, below, _ in drawn], [above for _, _, above in drawn]
+    # One bar call and one errorbar call per panel: each call builds its own
+    # container of artists, and per-codec calls cost several times the drawing.
+    width = 0.8 / max(len(panels.codecs), 1)
+    bars = axis.bar(xs, heights, width, color=[colours[codec] for _, codec, _ in placed])
+    axis.errorbar(xs, heights, yerr=[low, high], fmt="none", ecolor="black", capsize=3)
+    if panels.bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
+        # As the tables write the figure: a size as "995.5 B", a time to 3 digits.
+        labels = [
+            format_value(h, unit, metric) if unit == "bytes" else significant(h) for h in heights
+        ]
+        axis.bar_label(bars, labels=labels, fontsize="x-small")
+    _dress_bar_panel(axis, metric, panels.profiles, unit, statistic, scale)
+
+
 def _bars(
     context: RunContext, names: tuple[str, ...], scale: float, unit: str, statistic: str
 ) -> Figure:
     """One panel per metric; profiles on x, a bar per codec. `statistic` "median": bars
     the median, whiskers its 95 % CI; "mean" (sizes, which the tables and the answer give
     as means): bars the mean, whiskers the smallest to the largest value."""
-    records = _records(context, "codec", names)
-    present = [m for m in names if any(r["metric"] == m for r in records)]
-    profiles = sorted({r["profile"] for r in records})
-    codecs = [c for c in context.codecs() if any(r["codec"] == c for r in records)]
-    by_key = {(r["metric"], r["codec"], r["profile"]): r for r in records}
-    bars_per_panel = len(profiles) * len(codecs)
-    side_by_side = bars_per_panel <= SIDE_BY_SIDE_BARS
-    if side_by_side:
-        figure = _new_figure(4.2 * len(present), 4.2)
-        panels = figure.subplots(1, len(present), squeeze=False)[0]
-    else:  # many profiles: one wide panel per metric, stacked
-        figure = _new_figure(min(18.0, 3.0 + 0.1 * bars_per_panel), 3.4 * len(present) + 0.6)
-        panels = figure.subplots(len(present), 1, squeeze=False)[:, 0]
-    width = 0.8 / max(len(codecs), 1)
-    colours = codec_colours(codecs)
-    for axis, metric in zip(panels, present, strict=True):
-        # One bar call and one errorbar call per panel: each call builds its own
-        # container of artists, and per-codec calls cost several times the drawing.
-        xs, heights, low, high, colour = [], [], [], [], []
-        for index, codec in enumerate(codecs):
-            for position, profile in enumerate(profiles):
-                record = by_key.get((metric, codec, profile))
-                if record is None:
-                    continue
-                if statistic == "mean" and record.get("mean") is not None:
-                    value = record["mean"] * scale
-                    bounds = record.get("min"), record.get("max")
-                else:
-                    value = record["median"] * scale
-                    bounds = record.get("ci95_low"), record.get("ci95_high")
-                xs.append(position + (index - (len(codecs) - 1) / 2) * width)
-                heights.append(value)
-                low.append(max(value - bounds[0] * scale, 0.0) if bounds[0] is not None else 0.0)
-                high.append(max(bounds[1] * scale - value, 0.0) if bounds[1] is not None else 0.0)
-                colour.append(colours[codec])
-        bars = axis.bar(xs, heights, width, color=colour)
-        axis.errorbar(xs, heights, yerr=[low, high], fmt="none", ecolor="black", capsize=3)
-        if bars_per_panel <= LABELLED_BARS:  # beyond that the labels overlap
-            # As the tables write the figure: a size as "995.5 B", a time to 3 digits.
-            labels = [
-                format_value(h, unit, metric) if unit == "bytes" else significant(h)
-                for h in heights
-            ]
-            axis.bar_label(bars, labels=labels, fontsize="x-small")
-        axis.set_xticks(
-            range(len(profiles)), [_profile_label(p) for p in profiles], rotation=30,
-            ha="right", rotation_mode="anchor",
-        )  # fmt: skip
-        axis.set_title(_label(metric))
-        axis.set_ylabel(f"{unit} ({statistic})")
-        if scale != 1.0:
-            # Codecs differ by 50x: a log axis keeps the small bar and its interval visible.
-            axis.set_yscale("log")
-            _plain_log_axis(axis.yaxis)
-        axis.grid(axis="y", alpha=0.3)
+    panels = _BarPanels.of(context, names)
+    figure, axes, side_by_side = _bar_figure(len(panels.metrics), panels.bars_per_panel)
+    colours = codec_colours(panels.codecs)
+    for axis, metric in zip(axes, panels.metrics, strict=True):
+        _bar_panel(axis, panels, metric, colours, scale, unit, statistic)
     bottom = 0.2 if side_by_side else 0.1
     figure.subplots_adjust(left=0.08, right=0.98, bottom=bottom, wspace=0.3, hspace=0.5)
-    handles = [Patch(color=colours[codec]) for codec in codecs]
-    _legend_above(figure, handles, codecs, 0.82 if side_by_side else 0.9)
+    handles = [Patch(color=colours[codec]) for codec in panels.codecs]
+    _legend_above(figure, handles, panels.codecs, 0.82 if side_by_side else 0.9)
     return figure
 
 
