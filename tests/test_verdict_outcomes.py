@@ -19,61 +19,47 @@ import random
 
 import pytest
 
-from evbench_core.analysis.verdicts import (
-    BASELINE,
-    EQUAL,
-    LOWER_IS_BETTER,
-    NEGLIGIBLE,
-    TOO_SMALL,
-    UNDECIDED,
-    Independent,
-    Paired,
-    decide_family,
-    holm_levels,
-)
+from evbench_core.analysis import verdicts as v
 
 STEPS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
 
 
-def pairs(centre: float, step: float, count: int = 10) -> Paired:
+def pairs(centre: float, step: float, count: int = 10) -> v.Paired:
     ratios = [centre + step * k for k in STEPS[:count]]
-    return Paired("row", LOWER_IS_BETTER, ratios, 1.0, math.exp(centre))
+    return v.Paired("row", v.LOWER_IS_BETTER, ratios, 1.0, math.exp(centre))
 
 
-def test_a_winner_ten_percent_slower_with_its_hand_worked_interval():
-    (verdict,) = decide_family([pairs(math.log(1.10), 0.001)])
-    assert verdict.winner == BASELINE  # the candidate is slower: the baseline wins
-    assert verdict.p_value == pytest.approx(2 / 1024)
-    assert verdict.ratio_low == pytest.approx(1.10 * math.exp(-0.003))
-    assert verdict.ratio_high == pytest.approx(1.10 * math.exp(0.003))
-    assert verdict.pct_diff == pytest.approx(10.0)
-
-
-def test_negligible_when_significant_but_inside_the_band():
-    # 1 % slower in every pair: significant (p = 2/1024), but the interval
-    # 1.01 x exp(-/+0.003) = 1.00698 to 1.01303 lies inside 0.98 to 1.02: different,
-    # by less than the margin.
-    (verdict,) = decide_family([pairs(math.log(1.01), 0.001)])
-    assert verdict.p_holm == pytest.approx(2 / 1024)
-    assert verdict.ratio_low == pytest.approx(1.00698, abs=1e-5)
-    assert verdict.ratio_high == pytest.approx(1.01303, abs=1e-5)
-    assert verdict.winner == NEGLIGIBLE
-
-
-def test_undecided_when_the_interval_straddles_the_band():
-    # Centred on 1, steps of 0.01: W+ = 27.5 (its mean), p = 1; the interval
-    # exp(-/+0.03) = 0.97045 to 1.03045 reaches past both edges of the band.
-    (verdict,) = decide_family([pairs(0.0, 0.01)])
-    assert verdict.p_value == pytest.approx(1.0)
-    assert verdict.ratio_low == pytest.approx(0.97045, abs=1e-5)
-    assert verdict.ratio_high == pytest.approx(1.03045, abs=1e-5)
-    assert verdict.winner == UNDECIDED
+@pytest.mark.parametrize(
+    ("centre", "step", "winner", "p", "low", "high"),
+    [
+        # 10 % slower: the candidate is slower, the baseline wins
+        (math.log(1.10), 0.001, v.BASELINE, ("p_value", 2 / 1024),
+         pytest.approx(1.10 * math.exp(-0.003)), pytest.approx(1.10 * math.exp(0.003))),
+        # 1 % slower in every pair: significant (p = 2/1024), but the interval
+        # 1.01 x exp(-/+0.003) = 1.00698 to 1.01303 lies inside 0.98 to 1.02: different,
+        # by less than the margin
+        (math.log(1.01), 0.001, v.NEGLIGIBLE, ("p_holm", 2 / 1024),
+         pytest.approx(1.00698, abs=1e-5), pytest.approx(1.01303, abs=1e-5)),
+        # centred on 1, steps of 0.01: W+ = 27.5 (its mean), p = 1; the interval
+        # exp(-/+0.03) = 0.97045 to 1.03045 reaches past both edges of the band
+        (0.0, 0.01, v.UNDECIDED, ("p_value", 1.0),
+         pytest.approx(0.97045, abs=1e-5), pytest.approx(1.03045, abs=1e-5)),
+    ],
+    ids=["winner", "negligible", "undecided"],
+)  # fmt: skip
+def test_each_outcome_with_its_hand_worked_interval(centre, step, winner, p, low, high):
+    (verdict,) = v.decide_family([pairs(centre, step)])
+    assert verdict.winner == winner
+    assert getattr(verdict, p[0]) == pytest.approx(p[1])
+    assert (verdict.ratio_low, verdict.ratio_high) == (low, high)
+    if winner == v.BASELINE:
+        assert verdict.pct_diff == pytest.approx(10.0)
 
 
 def test_n_too_small_when_the_plan_cannot_reach_the_level():
     # Five pairs, all 50 % slower: the best two-sided p is 2/32 = 0.0625 > 0.05.
-    (verdict,) = decide_family([pairs(math.log(1.5), 0.001, count=5)])
-    assert verdict.winner == TOO_SMALL
+    (verdict,) = v.decide_family([pairs(math.log(1.5), 0.001, count=5)])
+    assert verdict.winner == v.TOO_SMALL
     assert verdict.ratio_low is None and verdict.ratio_high is None
     assert verdict.min_detectable is None
 
@@ -82,20 +68,20 @@ def test_the_interval_is_taken_at_holms_step_for_the_row():
     # Two rows: the effect (p = 2/1024, Holm's first step: 2 x p < 0.05, rejected) gets
     # the 97.5 % interval, c -/+ 3.5 steps; the null row (p = 1, not rejected) the
     # level of the step where Holm stopped, 1 - 0.05 / 1.
-    effect, null = decide_family([pairs(math.log(1.10), 0.001), pairs(0.0, 0.01)])
+    effect, null = v.decide_family([pairs(math.log(1.10), 0.001), pairs(0.0, 0.01)])
     assert effect.interval_level == pytest.approx(0.975)
     assert effect.ratio_low == pytest.approx(1.10 * math.exp(-0.0035))
     assert effect.ratio_high == pytest.approx(1.10 * math.exp(0.0035))
-    assert effect.winner == BASELINE
+    assert effect.winner == v.BASELINE
     assert null.interval_level == pytest.approx(0.95)
-    assert null.winner == UNDECIDED
+    assert null.winner == v.UNDECIDED
 
 
 def test_holm_levels_by_hand():
     # p = 0.001, 0.04, 0.01, 0.3 (m = 4): sorted 0.001 (x4 = 0.004, rejected, level
     # 1 - 0.05/4), 0.01 (x3 = 0.03, rejected, 1 - 0.05/3), 0.04 (x2 = 0.08: Holm stops
     # here, 1 - 0.05/2), and 0.3 keeps the level where Holm stopped, 1 - 0.05/2.
-    levels = holm_levels([0.001, 0.04, 0.01, 0.3])
+    levels = v.holm_levels([0.001, 0.04, 0.01, 0.3])
     expected = [1 - 0.05 / 4, 1 - 0.05 / 2, 1 - 0.05 / 3, 1 - 0.05 / 2]
     assert levels == pytest.approx(expected)
 
@@ -107,7 +93,7 @@ def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
     interval holds 1; whenever Holm rejects it, a named winner's interval leaves 1
     out; % Diff lies inside the interval (so they never differ in sign)."""
     rng = random.Random(seed)
-    rows: list[Paired | Independent] = []
+    rows: list[v.Paired | v.Independent] = []
     for index in range(rng.randint(1, 12)):
         effect = rng.choice([0.0, 0.0, 0.03, -0.08, 0.2])
         n = rng.randint(4, 25)
@@ -115,18 +101,18 @@ def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
             logs = [effect + rng.gauss(0, 0.05) for _ in range(n)]
             if rng.random() < 0.3:
                 logs = [round(d, 2) for d in logs]  # tied magnitudes: the normal approximation
-            rows.append(Paired(f"p{index}", LOWER_IS_BETTER, logs, 1.0, 1.0))
+            rows.append(v.Paired(f"p{index}", v.LOWER_IS_BETTER, logs, 1.0, 1.0))
         else:
             base = [math.exp(rng.gauss(0, 0.05)) for _ in range(n)]
             cand = [math.exp(effect + rng.gauss(0, 0.05)) for _ in range(rng.randint(4, 25))]
-            rows.append(Independent(f"i{index}", LOWER_IS_BETTER, base, cand))
-    for verdict in decide_family(rows):
+            rows.append(v.Independent(f"i{index}", v.LOWER_IS_BETTER, base, cand))
+    for verdict in v.decide_family(rows):
         if verdict.ratio_low is None:
-            assert verdict.winner == TOO_SMALL
+            assert verdict.winner == v.TOO_SMALL
             continue
         assert verdict.ratio_low <= verdict.ratio <= verdict.ratio_high
         if verdict.p_holm >= 0.05:
             assert verdict.ratio_low <= 1 <= verdict.ratio_high, verdict
-            assert verdict.winner in (EQUAL, UNDECIDED)
+            assert verdict.winner in (v.EQUAL, v.UNDECIDED)
         elif verdict.significant:
             assert not verdict.ratio_low <= 1 <= verdict.ratio_high
