@@ -35,45 +35,68 @@ def _figure(value: dict[str, Any] | None) -> str:
     return f"{number:g} {unit}"
 
 
-def _system_lines(sections: dict[str, Any]) -> list[str]:
-    lines = [
-        f"board model: {sections.get('model', {}).get('model') or '?'}",
-        f"kernel:      {sections.get('kernel', {}).get('kernel', '?')}",
-    ]
+def _identity_lines(sections: dict[str, Any]) -> list[str]:
+    """The board model, kernel, uptime with its load, and the image."""
     uptime = sections.get("uptime", {})
     load = " ".join(f"{value:g}" for value in uptime.get("load_1_5_15min", []))
-    lines.append(f"uptime:      {_figure(uptime.get('uptime'))} (load {load or '?'})")
     image = sections.get("image", {})
-    lines.append(
-        f"image:       {image.get('pretty_name', '?')}"
-        + "".join(f", {key} {image[key]}" for key in ("build_id", "image_version") if key in image)
+    versions = "".join(
+        f", {key} {image[key]}" for key in ("build_id", "image_version") if key in image
     )
+    return [
+        f"board model: {sections.get('model', {}).get('model') or '?'}",
+        f"kernel:      {sections.get('kernel', {}).get('kernel', '?')}",
+        f"uptime:      {_figure(uptime.get('uptime'))} (load {load or '?'})",
+        f"image:       {image.get('pretty_name', '?')}{versions}",
+    ]
+
+
+def _cpu_lines(sections: dict[str, Any]) -> list[str]:
+    """Each CPU's frequency and governor, and its allowed maximum against the hardware's."""
+    lines = []
     for cpu in sections.get("cpufreq", {}).get("cpus", []):
         capped = " (capped)" if cpu["max_allowed"]["value"] < cpu["max_hardware"]["value"] else ""
         lines.append(
             f"{cpu['cpu']}:        {_figure(cpu['frequency'])}, {cpu['governor']},"
             f" max {_figure(cpu['max_allowed'])} of {_figure(cpu['max_hardware'])}{capped}"
         )
+    return lines
+
+
+def _thermal_lines(sections: dict[str, Any]) -> list[str]:
+    """Each thermal zone with its trip points, then the throttling seen."""
     thermal = sections.get("thermal", {})
+    lines = []
     for zone, data in thermal.get("zones", {}).items():
         trips = ", ".join(f"{t['type']} {_figure(t['temperature'])}" for t in data["trips"])
-        lines.append(
-            f"{zone}: {data['type']} {_figure(data['temperature'])}"
-            + (f" (trips: {trips})" if trips else "")
-        )
+        said = f" (trips: {trips})" if trips else ""
+        lines.append(f"{zone}: {data['type']} {_figure(data['temperature'])}{said}")
     lines.append(f"throttling:  {'; '.join(thermal.get('throttling', [])) or 'none seen'}")
+    return lines
+
+
+def _storage_lines(sections: dict[str, Any]) -> list[str]:
+    """Memory, each filesystem's free space and each network interface's addresses."""
     memory = sections.get("memory", {})
-    lines.append(
+    lines = [
         f"memory:      {_figure(memory.get('MemAvailable'))} available"
         f" of {_figure(memory.get('MemTotal'))}"
-    )
-    for mount in sections.get("disk", {}).get("filesystems", []):
-        lines.append(
-            f"disk {mount['mount']}: {_figure(mount['available'])} free of {_figure(mount['size'])}"
-        )
-    for name, addresses in sections.get("network", {}).get("interfaces", {}).items():
-        lines.append(f"net {name}: {', '.join(addresses)}")
+    ]
+    lines += [
+        f"disk {mount['mount']}: {_figure(mount['available'])} free of {_figure(mount['size'])}"
+        for mount in sections.get("disk", {}).get("filesystems", [])
+    ]
+    lines += [
+        f"net {name}: {', '.join(addresses)}"
+        for name, addresses in sections.get("network", {}).get("interfaces", {}).items()
+    ]
+    return lines
+
+
+def _bus_lines(sections: dict[str, Any]) -> list[str]:
+    """Each CAN interface (state, kind, bit rates) and UART; a line when there is none."""
     buses = sections.get("buses", {})
+    lines = []
     for can in buses.get("can", []):
         rates = "/".join(str(can[k]) for k in ("bitrate", "dbitrate") if k in can)
         lines.append(
@@ -85,16 +108,31 @@ def _system_lines(sections: dict[str, Any]) -> list[str]:
         lines.append(f"uart {uart['name']}: {uart['type'] or 'no UART type'}{top}")
     if "buses" in sections and not any(buses.values()):
         lines.append("buses:       no CAN interface, no UART")
-    kernel = sections.get("kernel_errors", {})
-    errors = kernel.get("lines", [])
-    if kernel.get("readable", True):
-        lines.append(f"kernel errors (last {len(errors)}):")
-        lines += [f"  {line[:160]}" for line in errors] or ["  none"]
-    else:
-        lines.append("kernel errors: not readable by this user (see missing)")
-    state = sections.get("service", {}).get("state", [])
-    lines.append(f"agent service ({diag.AGENT_SERVICE}): {' / '.join(state) or '?'}")
     return lines
+
+
+def _kernel_error_lines(sections: dict[str, Any]) -> list[str]:
+    """The kernel's last error lines (or why they could not be read)."""
+    kernel = sections.get("kernel_errors", {})
+    if not kernel.get("readable", True):
+        return ["kernel errors: not readable by this user (see missing)"]
+    errors = kernel.get("lines", [])
+    return [f"kernel errors (last {len(errors)}):"] + (
+        [f"  {line[:160]}" for line in errors] or ["  none"]
+    )
+
+
+def _system_lines(sections: dict[str, Any]) -> list[str]:
+    state = sections.get("service", {}).get("state", [])
+    return [
+        *_identity_lines(sections),
+        *_cpu_lines(sections),
+        *_thermal_lines(sections),
+        *_storage_lines(sections),
+        *_bus_lines(sections),
+        *_kernel_error_lines(sections),
+        f"agent service ({diag.AGENT_SERVICE}): {' / '.join(state) or '?'}",
+    ]
 
 
 def _agent_lines(report: dict[str, Any]) -> list[str]:
