@@ -73,19 +73,11 @@ def test_a_bad_plan_is_refused_naming_what(document, message):
 
 def test_labgrid_urls_name_a_place_or_tags():
     place = parse_labgrid_url("labgrid://am62x-a?coordinator=lab:20408&dir=/tmp/w")
-    assert (place.place, place.tags, place.coordinator, place.work_dir) == (
-        "am62x-a",
-        (),
-        "lab:20408",
-        "/tmp/w",
-    )
+    found = (place.place, place.tags, place.coordinator, place.work_dir)
+    assert found == ("am62x-a", (), "lab:20408", "/tmp/w")
     tags = parse_labgrid_url("labgrid://?tags=board=am62x,site=lab1&prio=3&via=serial")
-    assert (tags.place, tags.tags, tags.prio, tags.via) == (
-        None,
-        (("board", "am62x"), ("site", "lab1")),
-        3,
-        "serial",
-    )
+    found = (tags.place, tags.tags, tags.prio, tags.via)
+    assert found == (None, (("board", "am62x"), ("site", "lab1")), 3, "serial")
     assert transport_of("labgrid://am62x-a") == "labgrid"
     # A silent board is power-cycled after 60 s unless the URL says otherwise (0: never).
     assert place.recover_after == 60
