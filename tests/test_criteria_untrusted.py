@@ -70,29 +70,20 @@ def _sane(loaded: criteria.Criteria | None) -> None:
             assert isinstance(value, float) and math.isfinite(value) and value >= 0
 
 
+KEY = st.text(max_size=8)
+SCALARS = st.none() | st.booleans() | st.integers(-(10**400), 10**400) | st.floats() | KEY
 JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**400), max_value=10**400)
-    | st.floats()
-    | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEY, inner, max_size=3),
     max_leaves=8,
 )
-KEY = st.text(max_size=8)
+CRITERIA = st.fixed_dictionaries(
+    {}, optional={"default_percent": JSON, "metrics": JSON | st.dictionaries(KEY, JSON)}
+)
 
 
 @SETTINGS
-@given(
-    st.one_of(
-        JSON,
-        st.fixed_dictionaries(
-            {}, optional={"default_percent": JSON, "metrics": JSON | st.dictionaries(KEY, JSON)}
-        ),
-    )
-)
+@given(st.one_of(JSON, CRITERIA))
 def test_any_json_value_gives_sane_criteria_or_a_user_error(document):
     _sane(_load(json.dumps(document)))
 
