@@ -52,10 +52,8 @@ def test_a_local_run_has_telemetry_per_phase_and_names_its_sensors(tmp_path):
     if not sysfs.discover("/sys").has_power():
         assert not any(r["metric"].startswith("energy") for r in records)
     markers = [json.loads(line) for line in (out / "markers.jsonl").read_text().splitlines()]
-    assert {(m["event"], m["profile"], m.get("worker")) for m in markers} >= {
-        ("start", "seed", 0),
-        ("end", "seed", 1),
-    }
+    events = {(m["event"], m["profile"], m.get("worker")) for m in markers}
+    assert events >= {("start", "seed", 0), ("end", "seed", 1)}
     checksums = (out / "SHA256SUMS").read_text()
     assert "telemetry.jsonl" in checksums and "markers.jsonl" in checksums
 
@@ -64,12 +62,9 @@ def _agent(out: Path, sysfs_root: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, **{SYSFS_ENV: str(sysfs_root)})
     command = [sys.executable, "-m", "evbench_agent", "run", *RUN_ARGS, "--out", str(out)]
     return subprocess.Popen(
-        [*command, "--telemetry-interval", "0.1", *extra],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        [*command, "--telemetry-interval", "0.1", *extra], env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
 
 
 @pytest.mark.integration
@@ -92,11 +87,9 @@ def test_an_am62x_run_flags_throttled_phases_and_reports_energy(tmp_path):
     assert by_key[("codec", None, "freq_min")]["median"] == 1_250_000_000
     # power never changed on the fake rails: the work cost nothing above idle
     energy = [r for r in records if r["metric"] == "energy_per_op"]
-    assert {(r["codec"], r["params"]["operation"]) for r in energy} == {
-        (codec, op)
-        for codec in ("json", "protobuf")
-        for op in ("encode", "decode", "decode_access")
-    }
+    operations = ("encode", "decode", "decode_access")
+    expected = {(codec, op) for codec in ("json", "protobuf") for op in operations}
+    assert {(r["codec"], r["params"]["operation"]) for r in energy} == expected
     assert all(r["unit"] == "J" and r["max"] == pytest.approx(0.0) for r in energy)
 
 
