@@ -432,41 +432,58 @@ def _against_history(rows: list[Row], nights: NightTest, baseline: bool, runs: i
     row's threshold is a regression with a baseline."""
     tested: list[list[Change]] = [list(row.changes) for row in rows]
     for column in range(runs):
-        found: dict[int, tuple[int, float | None]] = {}
-        for index, row in enumerate(rows):
-            change = row.changes[column]
-            if row.role != TESTED or change.difference is None or change.status == BEYOND:
-                continue
-            ratio = 1 + change.difference
-            found[index] = nights(row.codec, row.identity, ratio) if ratio > 0 else (0, None)
+        found = _night_tests(rows, column, nights)
         with_p = [index for index, (_n, p) in found.items() if p is not None]
         adjusted = dict(zip(with_p, holm([found[i][1] or 0.0 for i in with_p]), strict=True))
-        for index, (count, _p) in found.items():
-            row, change = rows[index], rows[index].changes[column]
-            change = dataclasses.replace(
-                change,
-                nights=count,
-                p_nights=adjusted.get(index),
-                interval_nights=_night_interval(
-                    change, count, found[index][1], adjusted.get(index)
-                ),
+        for index, (count, p) in found.items():
+            row = rows[index]
+            tested[index][column] = _night_change(
+                row, row.changes[column], count, p, adjusted.get(index), baseline
             )
-            moved = abs(math.log1p(change.difference or 0.0)) > math.log1p(MIN_EFFECT)
-            if _confirmed(change):
-                change = dataclasses.replace(change, status=f"confirmed: {count} nights")
-                if baseline and change.worse and _worse_percent(change) > row.threshold:
-                    change = dataclasses.replace(
-                        change,
-                        regression=f"{row.name} changed {_percent(change)} against the "
-                        f"baseline, confirmed against {count} nights of this board's history "
-                        f"(p (Holm) {change.p_nights:.2g})",
-                    )
-            elif moved and count >= 2:
-                change = dataclasses.replace(change, status=f"not confirmed: {count} nights")
-            tested[index][column] = change
     return [
         dataclasses.replace(row, changes=changes) for row, changes in zip(rows, tested, strict=True)
     ]
+
+
+def _night_tests(
+    rows: list[Row], column: int, nights: NightTest
+) -> dict[int, tuple[int, float | None]]:
+    """Per row index, the history's (nights, p) for the tested rows' change in run
+    `column` (a change beyond --max-change already fails and is not tested again)."""
+    found: dict[int, tuple[int, float | None]] = {}
+    for index, row in enumerate(rows):
+        change = row.changes[column]
+        if row.role != TESTED or change.difference is None or change.status == BEYOND:
+            continue
+        ratio = 1 + change.difference
+        found[index] = nights(row.codec, row.identity, ratio) if ratio > 0 else (0, None)
+    return found
+
+
+def _night_change(
+    row: Row, change: Change, count: int, p: float | None, p_holm: float | None, baseline: bool
+) -> Change:
+    """`change` with its night test: confirmed (and with a baseline a regression when
+    worse than the row's threshold), or not confirmed over `count` nights when it moved
+    beyond the least effect the test can confirm."""
+    change = dataclasses.replace(
+        change,
+        nights=count,
+        p_nights=p_holm,
+        interval_nights=_night_interval(change, count, p, p_holm),
+    )
+    if _confirmed(change):
+        change = dataclasses.replace(change, status=f"confirmed: {count} nights")
+        if baseline and change.worse and _worse_percent(change) > row.threshold:
+            change = dataclasses.replace(
+                change,
+                regression=f"{row.name} changed {_percent(change)} against the "
+                f"baseline, confirmed against {count} nights of this board's history "
+                f"(p (Holm) {change.p_nights:.2g})",
+            )
+    elif abs(math.log1p(change.difference or 0.0)) > math.log1p(MIN_EFFECT) and count >= 2:
+        change = dataclasses.replace(change, status=f"not confirmed: {count} nights")
+    return change
 
 
 def _night_interval(
