@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evbench_agent import memory
+from evbench_agent.platform import memory
 
 AGENT = [sys.executable, "-m", "evbench_agent"]
 MiB = 1024 * 1024
@@ -39,13 +39,9 @@ def _bare_interpreter_peak_rss() -> int:
 def test_a_json_protobuf_run_records_memory_before_after_and_peak_rss(tmp_path):
     out = tmp_path / "run"
     available_before = _meminfo_kib("MemAvailable") * 1024
-    argv = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
-    done = subprocess.run(
-        [*AGENT, *argv, "--quick", "--processes", "1", "--out", str(out), "--progress", "none"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    argv = [*AGENT, "run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf",
+            "--quick", "--processes", "1", "--out", str(out), "--progress", "none"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     available_after = _meminfo_kib("MemAvailable") * 1024
     assert done.returncode == 0, done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
@@ -53,10 +49,8 @@ def test_a_json_protobuf_run_records_memory_before_after_and_peak_rss(tmp_path):
 
     assert section["total_bytes"] == _meminfo_kib("MemTotal") * 1024
     # Other processes come and go on this machine: a wide bound around this test's readings.
-    for key, reading in (
-        ("available_before_bytes", available_before),
-        ("available_after_bytes", available_after),
-    ):
+    for key, reading in (("available_before_bytes", available_before),
+                         ("available_after_bytes", available_after)):  # fmt: skip
         assert 0 < section[key] <= section["total_bytes"], key
         assert 0.5 * reading <= section[key] <= 2 * reading, (key, section[key], reading)
 
@@ -69,9 +63,8 @@ def test_a_json_protobuf_run_records_memory_before_after_and_peak_rss(tmp_path):
     assert bare < sampler < 1024 * MiB, (sampler, bare)
     # The kernel's own account of this test's children (ru_maxrss, which also counts what a
     # child had before exec): the largest was at least as big as the agent's processes.
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 >= max(
-        section["manager_peak_rss_bytes"], section["worker_peak_rss_bytes"]
-    )
+    agents = max(section["manager_peak_rss_bytes"], section["worker_peak_rss_bytes"])
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 >= agents
 
 
 def test_meminfo_fields_are_read_in_bytes_and_missing_ones_are_none(tmp_path):
@@ -90,7 +83,7 @@ def test_the_platform_listing_names_the_codecs_without_importing_them():
     # Every manifest lists the installed codecs; only a run's own codecs are imported (RSS).
     code = (
         "import json, sys\n"
-        "from evbench_agent import platform_info\n"
+        "from evbench_agent.run import platform_info\n"
         "listed = platform_info.collect()['codecs']\n"
         "print(json.dumps([sorted(listed), sorted(m for m in sys.modules if '.' not in m)]))\n"
     )
