@@ -78,19 +78,10 @@ def test_a_local_run_and_its_responder_stop_when_the_host_is_killed(tmp_path: Pa
 
 @pytest.mark.integration
 def test_a_responder_stops_when_the_program_that_started_it_is_killed():
-    starter = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import time\n"
-            "from evbench_agent.link.service import start_responder\n"
+    code = ("import time\nfrom evbench_agent.link.service import start_responder\n"
             "responder = start_responder()\n"
-            "print(responder.pid, flush=True)\n"
-            "time.sleep(600)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+            "print(responder.pid, flush=True)\ntime.sleep(600)\n")  # fmt: skip
+    starter = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     pid = None
     try:
         pid = int(starter.stdout.readline())
