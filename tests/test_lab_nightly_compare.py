@@ -26,14 +26,7 @@ PLAN = {
 }  # fmt: skip
 
 
-def _lab_night(
-    root: Path,
-    name: str,
-    numbers: dict[str, int],
-    runs: Path,
-    lab_plan: dict = PLAN,
-    factor: float = 1.0,
-) -> dict[str, Path]:
+def _lab_night(root: Path, name: str, numbers: dict, runs: Path, lab_plan=PLAN, factor=1.0) -> dict:
     """A lab directory whose board entries ran the given nights (timings times `factor`);
     {board: run directory}."""
     lab = root / name
@@ -50,6 +43,15 @@ def _lab_night(
     return placed
 
 
+def _history(tmp_path: Path, runs: list[Path], monkeypatch) -> None:
+    """These runs indexed into a real SQLite store, the one EVBENCH_HISTORY names."""
+    store = tmp_path / "history.sqlite"
+    with open_store(parse_url(str(store))) as history:
+        for run in runs:
+            history.add(index_run(run))
+    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+
+
 def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, monkeypatch):
     runs = tmp_path / "copies"
     runs.mkdir()
@@ -57,11 +59,7 @@ def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, mo
     # a's baseline on night 2 would be b's run of the same night (3).
     first = _lab_night(tmp_path, "lab-1", {"a": 2, "b": 1}, runs)
     second = _lab_night(tmp_path, "lab-2", {"a": 4, "b": 3}, runs)
-    store = tmp_path / "history.sqlite"
-    with open_store(parse_url(str(store))) as history:
-        for run in [*first.values(), *second.values()]:
-            history.add(index_run(run))
-    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+    _history(tmp_path, [*first.values(), *second.values()], monkeypatch)
     for board in ("a", "b"):
         previous = nightly_compare.previous_run(second[board])
         assert previous is not None and Path(previous["directory"]) == first[board], board
@@ -82,11 +80,7 @@ def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_p
         _lab_night(tmp_path, f"lab-{number}", {"a": number}, runs, one_board, factor)["a"]
         for number, factor in ((1, 1.0), (2, 0.3), (3, 3.0))
     ]
-    store = tmp_path / "history.sqlite"
-    with open_store(parse_url(str(store))) as history:
-        for run in nights:
-            history.add(index_run(run))
-    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+    _history(tmp_path, nights, monkeypatch)
     faster = nightly_compare.against_previous(nights[1], tmp_path / "logs" / "2.compare.txt")
     slower = nightly_compare.against_previous(nights[2], tmp_path / "logs" / "3.compare.txt")
     assert faster["baseline"] == str(nights[0]) and slower["baseline"] == str(nights[1])
