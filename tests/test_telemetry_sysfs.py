@@ -18,18 +18,13 @@ def board(tmp_path):
 
 def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
     sensors = sysfs.discover(board.root)
-    assert [(z.name, z.type) for z in sensors.zones] == [
-        ("thermal_zone0", "main0_thermal"),
-        ("thermal_zone1", "main1_thermal"),
-    ]
-    assert sensors.zones[0].trips == (
-        sysfs.TripPoint("passive", 105.0),
-        sysfs.TripPoint("critical", 125.0),
-    )
+    zones = [("thermal_zone0", "main0_thermal"), ("thermal_zone1", "main1_thermal")]
+    assert [(z.name, z.type) for z in sensors.zones] == zones
+    trips = (sysfs.TripPoint("passive", 105.0), sysfs.TripPoint("critical", 125.0))
+    assert sensors.zones[0].trips == trips
     assert sensors.zones[0].passive_trip_c() == 105.0
-    assert [(c.name, c.type, c.max_state) for c in sensors.cooling] == [
-        ("cooling_device0", "cpufreq-cpu0", 3)
-    ]
+    cooling = [(c.name, c.type, c.max_state) for c in sensors.cooling]
+    assert cooling == [("cooling_device0", "cpufreq-cpu0", 3)]
     (policy,) = sensors.cpufreq  # four cores, one shared clock
     assert policy.cpus == (0, 1, 2, 3)
     assert (policy.cpuinfo_min_hz, policy.cpuinfo_max_hz) == (200_000_000, 1_400_000_000)
@@ -42,10 +37,7 @@ def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
     assert sensors.has_power()
     summary = sensors.summary()
     assert summary["found"] == "some" and summary["absent"] == "none"
-    assert summary["thermal_zones"] == [
-        "thermal_zone0 (main0_thermal)",
-        "thermal_zone1 (main1_thermal)",
-    ]
+    assert summary["thermal_zones"] == [f"{name} ({kind})" for name, kind in zones]
 
 
 def test_sensors_survive_the_trip_to_the_sampler_process(board):
@@ -68,11 +60,8 @@ def test_readings_are_converted_to_celsius_hertz_watts_amperes_volts(board):
     reading = SensorReader(sensors, lambda *_: None).read()
     assert reading["zones_c"] == {"thermal_zone0": 45.0, "thermal_zone1": 46.0}
     assert reading["cooling_state"] == {"cooling_device0": 0}
-    assert reading["freq_hz"]["cpu3"] == {
-        "cur": 1_250_000_000,
-        "min": 200_000_000,
-        "max": 1_400_000_000,
-    }
+    cpu3 = {"cur": 1_250_000_000, "min": 200_000_000, "max": 1_400_000_000}
+    assert reading["freq_hz"]["cpu3"] == cpu3
     assert reading["hwmon"]["hwmon0/power1"] == pytest.approx(1.0)
     assert reading["hwmon"]["hwmon0/curr1"] == pytest.approx(0.2)
     assert reading["hwmon"]["hwmon0/in1"] == pytest.approx(5.0)
@@ -90,13 +79,8 @@ def test_a_vanished_or_garbled_sensor_is_reported_once_and_skipped(board):
     write(board.root / "class/thermal/thermal_zone1/temp", "garbage")
     first = reader.read()
     second = reader.read()
-    assert sorted(sensor for sensor, _ in lost) == [
-        "hwmon0/curr1",
-        "hwmon0/in0",
-        "hwmon0/in1",
-        "hwmon0/power1",
-        "thermal_zone1",
-    ]
+    gone = ["hwmon0/curr1", "hwmon0/in0", "hwmon0/in1", "hwmon0/power1", "thermal_zone1"]
+    assert sorted(sensor for sensor, _ in lost) == gone
     assert any("garbage" in error for sensor, error in lost if sensor == "thermal_zone1")
     for reading in (first, second):
         assert reading["zones_c"] == {"thermal_zone0": 45.0}
