@@ -71,9 +71,8 @@ def test_a_disk_too_small_to_start_is_a_usage_error_and_nothing_is_left_running(
         done = _evbench(*SMALL_RUN, "--quick", "--out", str(out))
         assert done.returncode == 2, done.stderr
         errors = [line for line in done.stderr.splitlines() if ": error: " in line]
-        assert errors == [
-            f"evbench: error: cannot write the results in {out}: No space left on device"
-        ]
+        full = f"cannot write the results in {out}: No space left on device"
+        assert errors == [f"evbench: error: {full}"]
         assert "internal error" not in done.stderr
         assert not (out / "manifest.json").exists()  # refused before the run began
 
@@ -91,14 +90,10 @@ def test_vv_shows_evbench_s_own_steps_and_no_third_party_chatter(tmp_path):
     assert any(line.startswith("evbench: info: history: adding run ") for line in said)
     # -vv's detail names the module it comes from: evbench's own, never a library's.
     detail = [line for line in said if line.startswith("evbench: debug: ")]
-    assert any(
-        line.startswith("evbench: debug: [evbench.commands.run] the agent: ") for line in detail
-    )
-    assert [
-        line
-        for line in detail
-        if not line.startswith(("evbench: debug: [evbench.", "evbench: debug: [evbench_agent."))
-    ] == []
+    agent = "evbench: debug: [evbench.commands.run] the agent: "
+    assert any(line.startswith(agent) for line in detail)
+    own = ("evbench: debug: [evbench.", "evbench: debug: [evbench_agent.")
+    assert [line for line in detail if not line.startswith(own)] == []
     # matplotlib's font search (292 lines at -vv before; still there with --debug)
     # stays capped at warnings
     assert not [line for line in said if "findfont" in line or "matplotlib" in line]
