@@ -21,6 +21,7 @@ import pytest
 from conftest import require, require_command
 from sshd import Sshd
 from test_labgrid_board import EVBENCH, board_url
+from test_labgrid_isolated import trust
 
 from evbench_core import results
 
@@ -34,12 +35,10 @@ LONG = ["--suite", "codec", "--profile", "seed", "--codecs", "json"]
 @pytest.fixture(scope="module")
 def board(sshd, tmp_path_factory):
     """The board's own sshd; the test client key logs in there too."""
-    server = Sshd(
-        require_command("sshd"), require_command("ssh-keygen"), tmp_path_factory.mktemp("board")
-    )
-    (server.directory / "client_ed25519.pub").write_text(
-        (sshd.directory / "client_ed25519.pub").read_text()
-    )
+    commands = require_command("sshd"), require_command("ssh-keygen")
+    server = Sshd(*commands, tmp_path_factory.mktemp("board"))
+    key = "client_ed25519.pub"
+    (server.directory / key).write_text((sshd.directory / key).read_text())
     server.start()
     yield server
     server.stop()
@@ -56,17 +55,10 @@ def lab(board, tmp_path_factory):
             board.start()
 
     switch = labgrid_rig.PowerSwitch(power)
-    resources = (
-        "board-r:\n"
-        "  NetworkService:\n"
-        "    address: 127.0.0.1\n"
-        f"    username: {board.user}\n"
-        f"    port: {board.port}\n"
-        "  NetworkPowerPort:\n"
-        "    model: simplerest\n"
-        f"    host: '{switch.url}'\n"
-        "    index: '1'\n"
-    )
+    resources = (f"board-r:\n  NetworkService:\n    address: 127.0.0.1\n"
+                 f"    username: {board.user}\n    port: {board.port}\n"
+                 f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
+                 "    index: '1'\n")  # fmt: skip
     try:
         lab = labgrid_rig.Lab(tmp_path_factory.mktemp("lab"), resources)
     except BaseException:
@@ -87,8 +79,7 @@ def test_a_board_silent_mid_run_is_power_cycled_and_the_run_completes(
     monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
     monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
     monkeypatch.setenv("LG_USERNAME", "nightly")
-    known_hosts = ssh_home / ".ssh" / "known_hosts"
-    known_hosts.write_text(known_hosts.read_text() + board.host_key_line())
+    trust(ssh_home, board.host_key_line())
     out = tmp_path / "run"
     work = tmp_path / "board"
     log = tmp_path / "evbench.err"
