@@ -21,7 +21,7 @@ DEFERRED = (
     "evbench_agent.codecs",
     "evbench_agent.buses",
     # read by no command's parser, and by no run either (codec versions come from
-    # evbench_agent.installed_version): email, zipfile and csv come with it
+    # evbench_agent.platform.installed_version): email, zipfile and csv come with it
     "importlib.metadata",
 )
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evbench_agent import bus_interfaces
+from evbench_agent.platform import bus_interfaces
 
 
 def _file(path: Path, text: str) -> None:

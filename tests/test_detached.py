@@ -1,4 +1,4 @@
-"""Detached runs on the board (evbench_agent.detached): states, follow, seal, one run per id.
+"""Detached runs on the board (evbench_agent.run.detached): states, follow, seal, one run per id.
 
 The processes are real: a sleeping Python whose command line names the run directory
 stands in for the detached agent where a test needs a live or dead run.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import detached
+from evbench_agent.run import detached
 from evbench_core import results
 from evbench_core.errors import ExitCode, UserError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import board_identity
+from evbench_agent.platform import board_identity
 
 
 def _interface(root: Path, name: str, mac: str, physical: bool = True, kind: str = "1") -> None:

@@ -96,7 +96,7 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
 
 #: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it
 #: brings (email, zipfile, csv) cost the manager about 0.8 MiB of peak RSS to read
-#: each codec's version line (evbench_agent.installed_version reads it instead);
+#: each codec's version line (evbench_agent.platform.installed_version reads it instead);
 #: hashlib and hmac load OpenSSL's libcrypto, 3.4 MiB (evbench_core.digests).
 RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib", "hashlib", "hmac")
 #: What only a --link-transport run, or a schema with a map field, needs (about 0.75 MiB each).
@@ -110,7 +110,8 @@ RUN_PATH_DEFERRED += (
 _RUN_PATH_PROBE = (
     "import json, sys\n"
     "{prelude}"
-    "from evbench_agent import lava, platform_info, runner\n"
+    "from evbench_agent.integrations import lava\n"
+    "from evbench_agent.run import platform_info, runner\n"
     "from evbench_core import results\n"
     "from evbench_agent.link import client, handshake, service\n"
     "from evbench_agent.suites import codec, link\n"
@@ -130,7 +131,7 @@ def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
     )
     assert result.returncode == 0, result.stderr
     listing, modules = json.loads(result.stdout.splitlines()[-1])
-    assert "evbench_agent.runner" in modules and "evbench_agent.codecs" in modules
+    assert "evbench_agent.run.runner" in modules and "evbench_agent.codecs" in modules
     found = [m for m in modules if any(m == d or m.startswith(d + ".") for d in RUN_PATH_DEFERRED)]
     return listing, found
 

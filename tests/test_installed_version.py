@@ -1,4 +1,4 @@
-"""evbench_agent.installed_version: a distribution's version from its metadata file.
+"""evbench_agent.platform.installed_version: a distribution's version from its metadata file.
 
 Expectations: hand-made metadata directories laid out as pip (dist-info) and
 Debian/Yocto setuptools packages (egg-info directory or file) lay them out, and
@@ -11,7 +11,7 @@ import importlib.metadata
 from pathlib import Path
 
 from evbench_agent import codecs
-from evbench_agent.installed_version import distribution_version
+from evbench_agent.platform.installed_version import distribution_version
 
 HEADERS = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: x\n\n"
 

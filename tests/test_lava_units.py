@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from evbench_agent import lava_units
+from evbench_agent.integrations import lava_units
 from evbench_core import results
 
 #: What a LAVA signal parameter carries safely: LAVA splits on white space and '=',

@@ -16,11 +16,12 @@ import process_tree
 import pytest
 from conftest import require
 
-from evbench_agent import runner, spec
+from evbench_agent import spec
 from evbench_agent.link import placement
 from evbench_agent.link.placement import Placement
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
+from evbench_agent.run import runner
 from evbench_core.errors import UserError
 
 CPUS = sorted(os.sched_getaffinity(0))

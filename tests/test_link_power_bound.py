@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import runner, spec
+from evbench_agent import spec
 from evbench_agent.progress import Progress
+from evbench_agent.run import runner
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "link_power_bound.py"
 

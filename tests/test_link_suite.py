@@ -13,9 +13,10 @@ import time
 import psutil
 import pytest
 
-from evbench_agent import runner, spec
+from evbench_agent import spec
 from evbench_agent.link.service import start_responder
 from evbench_agent.progress import Progress
+from evbench_agent.run import runner
 from evbench_agent.suites.link import plan as link_suite
 from evbench_agent.telemetry.timeline import MARKERS
 from evbench_core.errors import PartialRun, UserError

@@ -21,7 +21,7 @@ import pytest
 from conftest import require, require_command
 
 from evbench.cli import evbench
-from evbench_agent import detached
+from evbench_agent.run import detached
 from evbench_core import results
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

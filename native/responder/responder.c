@@ -1009,7 +1009,7 @@ static void stop(int signum) {
 }
 
 /* The program that started it, watched as `evbench-agent serve` watches its host
- * (evbench_agent.host_watch): when its standard output is a pipe or a socket (a program
+ * (evbench_agent.processes.host_watch): when its standard output is a pipe or a socket (a program
  * reads it: the agent, `evbench`), it stops as on SIGTERM once that reader has closed it
  * or its parent process has exited (a new parent: reparented to init), looked at every
  * WATCH_INTERVAL_MS. A responder the agent started must not outlive an agent that was

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any, NamedTuple, TextIO
 
-from evbench_agent import memory
+from evbench_agent.platform import memory
 from evbench_agent.suites import codec
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import evbench_agent
 import evbench_core
-from evbench_agent import private_environment
+from evbench_agent.processes import private_environment
 from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from evbench_agent.spec import Spec
 
 PROG = "evbench-agent"
-#: LAVA verdict criteria (evbench_agent.lava.CRITERIA; spelled here to keep start-up light).
+#: LAVA verdict criteria (evbench_agent.integrations.lava.CRITERIA; spelled here to keep
+#: start-up light).
 LAVA_CRITERIA = ("report", "candidate-not-worse", "candidate-wins")
 #: The budget command's line in the listing (evbench_agent.buses.command.HELP; its options
 #: import the bus models, about 40 ms: only a line with the word budget loads them).
@@ -63,12 +64,12 @@ def _run_dir(args: argparse.Namespace) -> Path:
 def _run(args: argparse.Namespace) -> ExitCode:
     from pathlib import Path
 
-    from evbench_agent import runner  # the measuring machinery, only for a run
     from evbench_agent.progress import REPORTERS
+    from evbench_agent.run import runner  # the measuring machinery, only for a run
     from evbench_core.run_ids import new_run_id
 
     spec = _spec_from_args(args)
-    from evbench_agent import host_watch
+    from evbench_agent.processes import host_watch
 
     host_watch.start("run")
     run_id = args.run_id or new_run_id()
@@ -86,13 +87,13 @@ def _run(args: argparse.Namespace) -> ExitCode:
 
 
 def _lava_wanted(choice: str) -> bool:
-    from evbench_agent import lava
+    from evbench_agent.integrations import lava
 
     return choice == "on" or (choice == "auto" and lava.in_lava_test_shell())
 
 
 def _signal_lava(directory: Path, criteria: str) -> None:
-    from evbench_agent import lava
+    from evbench_agent.integrations import lava
 
     lava.signal_run(directory, sys.stdout, lava.Criteria(criteria))
 
@@ -103,7 +104,8 @@ def _lava(args: argparse.Namespace) -> ExitCode:
 
 
 def _info(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import bus_interfaces, platform_info
+    from evbench_agent.platform import bus_interfaces
+    from evbench_agent.run import platform_info
     from evbench_agent.telemetry import noise, session
 
     info = platform_info.collect()
@@ -126,8 +128,8 @@ def _info(args: argparse.Namespace) -> ExitCode:
 
 
 def _worker(_args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import host_watch
-    from evbench_agent.workers import serve_task
+    from evbench_agent.processes import host_watch
+    from evbench_agent.processes.workers import serve_task
 
     host_watch.start("worker")
     serve_task(sys.stdin, sys.stdout)
@@ -139,7 +141,7 @@ def _serve(args: argparse.Namespace) -> ExitCode:
 
     if not 0 <= args.port < 65536 or args.max_frame < 64 or args.max_connections < 1:
         raise UserError("--port must be 0-65535, --max-frame >= 64, --max-connections >= 1")
-    from evbench_agent import host_watch
+    from evbench_agent.processes import host_watch
 
     host_watch.start("responder")
     if args.transport:  # a bus (UART, ISO-TP): one peer, no TCP
@@ -164,14 +166,14 @@ def _run_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _launch(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import detached  # start-up time: it loads the results format
+    from evbench_agent.run import detached  # start-up time: it loads the results format
 
     _print_json(detached.launch(_run_dir(args), _run_argv(args)))
     return ExitCode.OK
 
 
 def _supervise(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import detached  # start-up time: it loads the results format
+    from evbench_agent.run import detached  # start-up time: it loads the results format
 
     if args.token_on_stdin:  # launch hands the link token over a pipe, not the environment
         detached.receive_token(sys.stdin)
@@ -179,21 +181,21 @@ def _supervise(args: argparse.Namespace) -> ExitCode:
 
 
 def _status(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import detached  # start-up time: it loads the results format
+    from evbench_agent.run import detached  # start-up time: it loads the results format
 
     _print_json(detached.status(_run_dir(args)))
     return ExitCode.OK
 
 
 def _follow(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import detached  # start-up time: it loads the results format
+    from evbench_agent.run import detached  # start-up time: it loads the results format
 
     _print_json(detached.follow(_run_dir(args), args.offset))
     return ExitCode.OK
 
 
 def _seal(args: argparse.Namespace) -> ExitCode:
-    from evbench_agent import detached  # start-up time: it loads the results format
+    from evbench_agent.run import detached  # start-up time: it loads the results format
 
     run_dir = _run_dir(args)
     current = detached.status(run_dir)
@@ -290,7 +292,7 @@ def agent(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    from evbench_agent import private_environment
+    from evbench_agent.processes import private_environment
 
     # Before anything starts a child: no worker, sampler or responder inherits a secret.
     private_environment.withhold()

@@ -7,7 +7,7 @@ new module and no list to extend. Each suite module has `SUITE`,
 `run(context)` and `planned_seconds(spec)`, and may have `preflight(spec)`
 (checks and warnings before the run writes anything); one that runs work in
 worker processes also has `worker_main(task, emit)`, which
-`evbench_agent.workers` reaches through `load`. A suite module is imported only
+`evbench_agent.processes.workers` reaches through `load`. A suite module is imported only
 when a run uses it, so the agent starts fast and a suite whose optional parts
 are missing does not break the others. This module imports none of the
 agent's: the spec (which validates suite names) and the workers (which

@@ -104,12 +104,13 @@ class Spec:
     link_profiles: tuple[str, ...] | None = None
     #: A user's own message (evbench_agent.payloads.user_schema): descriptors and payloads.
     schema: dict[str, Any] | None = None
-    #: The board's name in the results history (evbench_agent.board_identity); None: found.
+    #: The board's name in the results history (evbench_agent.platform.board_identity); None: found.
     board_name: str | None = None
     #: The lab place the board sits in (evbench's labgrid boards pass it): the identity
     #: after `board_name`.
     board_place: str | None = None
-    #: The labgrid place the run ran in (evbench_agent.lab_record): the manifest's `lab`.
+    #: The labgrid place the run ran in (evbench_agent.integrations.lab_record): the
+    #: manifest's `lab`.
     lab: dict[str, Any] | None = None
     #: Equivalence margins that override analysis/margins.py's defaults: metric -> margin.
     margins: dict[str, str] | None = None
@@ -293,7 +294,7 @@ def _check_board_name(name: object, key: str = "board_name") -> None:
         return
     if not isinstance(name, str):  # the schema refuses it first; said the same way here
         raise UserError(f"spec key {key!r}: a board name, not {name!r}")
-    from evbench_agent import board_identity
+    from evbench_agent.platform import board_identity
 
     try:
         board_identity.check_name(name)
@@ -354,7 +355,7 @@ def from_dict(document: dict[str, Any]) -> Spec:
     _check_board_name(values.get("board_name"))
     _check_board_name(values.get("board_place"), "board_place")
     if values.get("lab") is not None:
-        from evbench_agent import lab_record
+        from evbench_agent.integrations import lab_record
 
         values["lab"] = lab_record.check(values["lab"])
     _check_link(values)

@@ -184,7 +184,7 @@ def _network(text: str) -> dict[str, Any]:
 
 def _buses(text: str) -> dict[str, Any]:
     """CAN interfaces and UARTs from the `buses` probe's lines."""
-    from evbench_agent.bus_interfaces import CANFD_MTU, UART_TYPES
+    from evbench_agent.platform.bus_interfaces import CANFD_MTU, UART_TYPES
 
     can, uart = [], []
     for line in text.splitlines():

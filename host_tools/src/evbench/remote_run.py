@@ -2,7 +2,7 @@
 
 Written against the Board protocol only, so every transport (SSH, serial
 console) shares it. The run lives on the board under WORK_DIR/runs/RUN_ID
-(see evbench_agent.detached): it survives the connection, and when the
+(see evbench_agent.run.detached): it survives the connection, and when the
 connection drops the host reconnects with backoff and picks the run up by its
 id, during the run or during the fetch. Fetching resumes file by file: a file
 already fetched and matching SHA256SUMS is kept, never overwritten.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evbench.boards.base import Board, ConnectionLost
-from evbench_agent import detached
+from evbench_agent.run import detached
 from evbench_core import results, write_failures
 from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, UserError
 

@@ -21,10 +21,10 @@ import json
 import time
 from typing import Any
 
-from evbench_agent import private_environment
 from evbench_agent.link import framing, handshake, messages, uart_framing
 from evbench_agent.link.bus_responder import BusPort
 from evbench_agent.link.timing import clock_ns
+from evbench_agent.processes import private_environment
 
 HANDSHAKE_TIMEOUT_S = 10.0
 #: What a receive "without a bound" (set_receive_timeout(0)) waits at most on a bus.

@@ -17,9 +17,10 @@ import signal
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from evbench_agent import __version__, private_environment
+from evbench_agent import __version__
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns
+from evbench_agent.processes import private_environment
 from evbench_core.errors import EvbenchError, UserError
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evbench_agent import private_environment
 from evbench_agent.link import framing, handshake, messages
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns, timer_slack_ns
+from evbench_agent.processes import private_environment
 from evbench_core.errors import UserError
 
 CONNECT_TIMEOUT_S = 10.0

@@ -22,8 +22,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evbench_agent import private_environment
 from evbench_agent.link import framing
+from evbench_agent.processes import private_environment
 from evbench_core import digests
 from evbench_core.errors import UserError
 

@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evbench_agent import __version__, private_environment
+from evbench_agent import __version__
 from evbench_agent.link import framing, handshake, messages, timing
 from evbench_agent.link.timing import clock_ns
+from evbench_agent.processes import private_environment
 from evbench_core.errors import EvbenchError, UserError
 
 LOOPBACK = "127.0.0.1"

@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from evbench_agent import child_exit
+from evbench_agent.processes import child_exit
 from evbench_core.analysis import metrics
 from evbench_core.errors import PartialRun
 

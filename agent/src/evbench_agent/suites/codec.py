@@ -52,10 +52,10 @@ from typing import Any, Protocol
 
 from evbench_agent import codecs, payload_identity, payloads
 from evbench_agent.native.codec import NativeBound
+from evbench_agent.processes.workers import run_worker
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry import contention
-from evbench_agent.workers import run_worker
 from evbench_core.analysis import metrics
 from evbench_core.results import SampleSet
 

@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from evbench_agent import memory
+from evbench_agent.platform import memory
 from evbench_agent.telemetry import throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sysfs import Sensors

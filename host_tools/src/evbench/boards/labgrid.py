@@ -317,8 +317,8 @@ class LabgridBoard(RemoteBoard):
         return jump
 
     def lab_record(self) -> dict[str, Any]:
-        """The manifest's `lab` (evbench_agent.lab_record): place, exporters, resources,
-        tags, and how the board was reached."""
+        """The manifest's `lab` (evbench_agent.integrations.lab_record): place, exporters,
+        resources, tags, and how the board was reached."""
         return {
             "coordinator": self._client.coordinator,
             "place": self.place,

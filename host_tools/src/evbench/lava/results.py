@@ -25,7 +25,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import lava_units, registry
+from evbench_agent import registry
+from evbench_agent.integrations import lava_units
 from evbench_core import results
 from evbench_core.errors import CheckFailed, FormatError, UserError
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from evbench_agent import child_exit
 from evbench_agent.link import client, messages
 from evbench_agent.link.address import parse_peer
 from evbench_agent.link.service import ResponderProcess, start_responder
+from evbench_agent.processes import child_exit
 from evbench_agent.suites.link.phases import Phases
 from evbench_agent.suites.link.responder import native_responder
 from evbench_core.errors import PartialRun, UserError

@@ -95,7 +95,7 @@ def check(record: Any) -> dict[str, Any] | None:
         raise UserError(f"spec key 'lab' is not plain JSON ({error})") from None
     if size > MAX_BYTES:
         raise UserError(f"spec key 'lab' is {size} bytes, more than {MAX_BYTES}")
-    from evbench_agent import board_identity
+    from evbench_agent.platform import board_identity
 
     place = record.get("place")
     if not isinstance(place, str):

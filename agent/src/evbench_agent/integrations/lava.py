@@ -8,7 +8,7 @@ one test set per suite (TESTSET START/STOP) and sends one TESTCASE per:
 
 - summary record: ``<suite>.<profile>.<codec>.<metric>[.<phase>].<h>``, result
   ``pass`` with MEASUREMENT = the median in the record's unit and UNITS
-  (spelled as evbench_agent.lava_units says); a
+  (spelled as evbench_agent.integrations.lava_units says); a
   median that is not finite gives ``unknown`` and no measurement (LAVA reads
   measurements with ``decimal.Decimal``: NaN and infinities are never sent);
 - record a partial run misses (an identity another codec of the run has):
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from evbench_agent import lava_units
+from evbench_agent.integrations import lava_units
 from evbench_core import comparison, digests
 from evbench_core.analysis import identity, verdicts
 from evbench_core.results import Run, load_run

@@ -44,7 +44,8 @@ PROBE_CALLS = 2
 def _interpreter_start(codec_names: list[str]) -> float:
     """Seconds a fresh interpreter takes to start and import the codecs, as a worker does."""
     program = (
-        "from evbench_agent import codecs, workers\n"
+        "from evbench_agent import codecs\n"
+        "from evbench_agent.processes import workers\n"
         "import sys\n"
         "for name in sys.argv[1:]:\n"
         "    codecs.get(name)\n"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import evbench_agent
-from evbench_agent import private_environment
+from evbench_agent.processes import private_environment
 from evbench_core import results
 from evbench_core.errors import ExitCode, UserError
 

@@ -11,16 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evbench_agent import (
-    board_identity,
-    child_exit,
-    codecs,
-    memory,
-    platform_info,
-    registry,
-    workers,
-)
+from evbench_agent import codecs, registry
+from evbench_agent.platform import board_identity, memory
+from evbench_agent.processes import child_exit, workers
 from evbench_agent.progress import Progress
+from evbench_agent.run import platform_info
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
@@ -215,7 +210,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         manifest["lab"] = spec.lab
     if notes:  # what the suites said before the run (e.g. a bus that cannot carry the rate)
         manifest["notes"] = notes
-    from evbench_agent import plan_probe  # the plan from a measured probe, then an ETA
+    from evbench_agent.run import plan_probe  # the plan from a measured probe, then an ETA
 
     planned = plan_probe.planned_seconds(spec)
     manifest["planned_seconds"] = {suite: round(seconds, 1) for suite, seconds in planned.items()}

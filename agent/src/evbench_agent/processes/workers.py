@@ -15,7 +15,9 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from evbench_agent import child_exit, memory, registry
+from evbench_agent import registry
+from evbench_agent.platform import memory
+from evbench_agent.processes import child_exit
 from evbench_core.errors import EvbenchError, ExitCode, PartialRun
 
 ProgressCallback = Callable[[str], None]
