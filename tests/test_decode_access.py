@@ -60,39 +60,30 @@ def rich_set(tmp_path_factory) -> bytes:
     return target.read_bytes()
 
 
+def _rich(descriptor_set: bytes) -> dict:
+    encoded = base64.b64encode(descriptor_set).decode()
+    return {"descriptor_set": encoded, "message": "evbench.test.Rich"}
+
+
 #: Leave unset what can be: optional scalars, sub-messages, oneofs, empty lists.
-SPARSE = {
-    "fields": {
-        "maybe": {"presence": 0.3},
-        "position": {"presence": 0.3},
-        "stamp": {"presence": 0.5},
-        "reading": {"presence": 0.5},
-        "source": {"presence": 0.4},
-        "names": {"count": [0, 1]},
-        "gauges": {"count": [0, 1]},
-    }
-}
+SPARSE = {"fields": {
+    "maybe": {"presence": 0.3}, "position": {"presence": 0.3}, "stamp": {"presence": 0.5},
+    "reading": {"presence": 0.5}, "source": {"presence": 0.4}, "names": {"count": [0, 1]},
+    "gauges": {"count": [0, 1]},
+}}  # fmt: skip
 
 
 @pytest.mark.parametrize("style", ["proto3", "fields"])
 @pytest.mark.parametrize("rules", [None, SPARSE], ids=["dense", "sparse"])
 def test_a_user_schema_reads_the_same_leaves(rich_set, style, rules):
-    document = {
-        "descriptor_set": base64.b64encode(rich_set).decode(),
-        "message": "evbench.test.Rich",
-        "json_style": style,
-        "generator": {"document": rules} if rules else None,
-    }
+    document = _rich(rich_set) | {"json_style": style}
+    document["generator"] = {"document": rules} if rules else None
     assert _check_profile(user_schema.build_profile(document), 40) > 0
 
 
 def test_unset_sub_messages_are_not_read(rich_set):
     """A hand-made message: the leaves are counted by hand, not by either walker."""
-    document = {
-        "descriptor_set": base64.b64encode(rich_set).decode(),
-        "message": "evbench.test.Rich",
-    }
-    profile = user_schema.build_profile(document)
+    profile = user_schema.build_profile(_rich(rich_set))
     message = profile.message_type(i32=5, label="x")
     message.names.extend(["a", "b"])
     message.gauges["p"] = 1.5

@@ -55,11 +55,8 @@ def test_an_acquired_place_with_its_resources():
     assert (service.cls, service.exporter) == ("NetworkService", "exp1")
     assert service.params["port"] == 2222
     assert service.params["username"] == "root"
-    assert (serial.cls, serial.params["host"], serial.params["port"]) == (
-        "NetworkSerialPort",
-        "127.0.0.1",
-        41234,
-    )
+    found = (serial.cls, serial.params["host"], serial.params["port"])
+    assert found == ("NetworkSerialPort", "127.0.0.1", 41234)
     # The manifest's record leaves labgrid's proxy bookkeeping out.
     assert service.public()["params"] == {"address": "127.0.0.1", "port": 2222, "username": "root"}
 

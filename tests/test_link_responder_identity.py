@@ -58,9 +58,8 @@ def test_a_c_responder_started_by_hand_is_recorded_as_c(responder_path, tmp_path
     # every periodic and capacity row: the C responder answered, whatever the spec said
     assert {s["params"].get("responder") for s in measured} == {"c"}
     host, port = native.address
-    assert _report_says(out) == (
-        f"C (evbench-link-responder), at {host}:{port}, not started by the run"
-    )
+    said = f"C (evbench-link-responder), at {host}:{port}, not started by the run"
+    assert _report_says(out) == said
 
 
 @pytest.mark.integration
@@ -77,20 +76,20 @@ def test_a_python_responder_started_by_hand_keeps_the_rows_of_before(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("named", "expected"),
+    ("answer", "expected"),
     [
-        ("evbench-link-responder 2 (C, protobuf-c, cJSON)", "c"),
-        ("evbench-agent 0.9.1", "python"),
-        ("my-gateway 1.4", "my-gateway"),  # another program: its name, without the version
-        ("c 1.0", "other"),  # a foreign program cannot pass for one of evbench's own
-        ("bad\u202ename 1", "other"),  # nothing but a plain program name reaches a row
-        ("x" * 41, "other"),
+        ({"ok": True, "responder": "evbench-link-responder 2 (C, protobuf-c, cJSON)"}, "c"),
+        ({"ok": True, "responder": "evbench-agent 0.9.1"}, "python"),
+        # another program: its name, without the version
+        ({"ok": True, "responder": "my-gateway 1.4"}, "my-gateway"),
+        # a foreign program cannot pass for one of evbench's own
+        ({"ok": True, "responder": "c 1.0"}, "other"),
+        # nothing but a plain program name reaches a row
+        ({"ok": True, "responder": "bad\u202ename 1"}, "other"),
+        ({"ok": True, "responder": "x" * 41}, "other"),
+        # an answer that names no responder says nothing
+        ({"ok": True}, None), ({"ok": True, "responder": 7}, None), ({"responder": " "}, None),
     ],
-)
-def test_the_implementation_is_what_the_answer_names(named, expected):
-    assert handshake.implementation({"ok": True, "responder": named}) == expected
-
-
-@pytest.mark.parametrize("answer", [{"ok": True}, {"ok": True, "responder": 7}, {"responder": " "}])
-def test_an_answer_that_names_no_responder_says_nothing(answer):
-    assert handshake.implementation(answer) is None
+)  # fmt: skip
+def test_the_implementation_is_what_the_answer_names(answer, expected):
+    assert handshake.implementation(answer) == expected
