@@ -44,11 +44,8 @@ def test_any_bytes_give_frames_or_a_frame_error(data):
     assert b"".join(framing.pack(*frame) for frame in frames) == data
 
 
-frame_strategy = st.tuples(
-    st.sampled_from(sorted(framing.KINDS)),
-    st.integers(0, 2**64 - 1),
-    st.binary(max_size=300),
-)
+kinds = st.sampled_from(sorted(framing.KINDS))
+frame_strategy = st.tuples(kinds, st.integers(0, 2**64 - 1), st.binary(max_size=300))
 
 
 @BUDGET
@@ -98,13 +95,8 @@ hello_like = st.fixed_dictionaries(
 
 
 @settings(BUDGET, max_examples=100)
-@given(
-    st.one_of(
-        st.binary(min_size=4090, max_size=4200),
-        st.binary(max_size=200),
-        hello_like.map(lambda d: json.dumps(d).encode()),
-    )
-)
+@given(st.binary(min_size=4090, max_size=4200) | st.binary(max_size=200)
+       | hello_like.map(lambda d: json.dumps(d).encode()))  # fmt: skip
 def test_any_hello_body_is_accepted_or_refused_with_a_handshake_error(body):
     data = struct.pack("<I", 9 + len(body)) + b"\x00" * 9 + body  # kind HELLO, sequence 0
     try:

@@ -78,20 +78,15 @@ print(json.dumps(out))
 
 
 def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
-    sets = {
-        name: base64.b64encode(compile_set(KINDS, f"{name}.proto", tmp_path)).decode()
-        for name in ("legacy", "well_known", "fanout")
-    }
+    names = ("legacy", "well_known", "fanout")
+    sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", tmp_path)).decode() for n in names}
     cases = {case: (sets[proto], message) for case, (proto, message) in CASES.items()}
     results = {}
     for runtime, python in _interpreters().items():
         require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
         env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-        done = subprocess.run(
-            [python, "-c", SCRIPT % (MAPS,)], input=json.dumps(cases), capture_output=True,
-            text=True,
-            env=env, timeout=600,
-        )  # fmt: skip
+        done = subprocess.run([python, "-c", SCRIPT % (MAPS,)], input=json.dumps(cases),
+                              capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
         assert done.returncode == 0, f"{runtime}: {done.stderr}"
         results[runtime] = json.loads(done.stdout)
     newest = results["newest"]
@@ -112,7 +107,5 @@ def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
         refusal = results[runtime]["repeated-extension/fields/protobuf-json"]
         assert refusal.startswith("refused: ") and "evbench.legacy.fault_codes" in refusal
     # and the sizes are not all alike: the printing options matter for proto2 defaults
-    assert (
-        newest["proto2-defaults/proto3/protobuf-json"]["size"]
-        > newest["proto2-defaults/proto3/json"]["size"]
-    )
+    defaults = "proto2-defaults/proto3/"
+    assert newest[defaults + "protobuf-json"]["size"] > newest[defaults + "json"]["size"]
