@@ -293,34 +293,50 @@ def parse_console_url(url: str) -> ConsoleAddress:
     user = own.get("user", DEFAULT_USER)
     python = own.get("python", DEFAULT_PYTHON)
     work_dir = own.get("dir", DEFAULT_WORK_DIR)
+    _check_login(url, user, python, work_dir)
+    baud = _baud(own.get("baud"), url)
+    if parts.scheme == "serial":
+        port = _serial_device(parts, rest, url)
+    else:
+        port = _network_port(parts, rest, url)
+    return ConsoleAddress(url, port, baud, user, python, work_dir)
+
+
+def _check_login(url: str, user: str, python: str, work_dir: str) -> None:
+    """A UserError unless the login user, the board's Python and its directory can be
+    said on a shell line: no blank or control character, a user name of 64 at most."""
     if not user or any(c.isspace() for c in user) or len(user) > 64:
         raise UserError(f"console URL {url!r}: invalid user {user!r}", hint="e.g. user=root")
     for key, value in (("python", python), ("dir", work_dir)):
         if not value.strip() or any(ord(c) < 32 for c in value):
             raise UserError(f"console URL {url!r}: invalid {key} {value!r}", hint="give a path")
-    baud = _baud(own.get("baud"), url)
-    if parts.scheme == "serial":
-        if rest:
-            names = ", ".join(key for key, _ in rest)
-            raise UserError(
-                f"console URL {url!r}: unknown option(s) {names}",
-                hint=f"serial:// takes {', '.join(OWN_OPTIONS)}",
-            )
-        if not parts.path or parts.netloc:
-            raise UserError(
-                f"console URL {url!r} names no device",
-                hint="three slashes and a path: serial:///dev/ttyUSB0",
-            )
-        port = parts.path
-    else:
-        if not parts.hostname or parts.port is None:
-            raise UserError(f"console URL {url!r} needs HOST:PORT", hint="e.g. rfc2217://lab:7000")
-        if parts.scheme == "rfc2217" and not any(key == "ign_set_control" for key, _ in rest):
-            # A pseudo-terminal behind ser2net has no modem lines: without this
-            # option pyserial fails on the first RTS/DTR request.
-            rest.append(("ign_set_control", ""))
-        port = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
-    return ConsoleAddress(url, port, baud, user, python, work_dir)
+
+
+def _serial_device(parts: SplitResult, rest: list[tuple[str, str]], url: str) -> str:
+    """serial:///dev/TTY's device: a path, no host, no option but evbench's own."""
+    if rest:
+        names = ", ".join(key for key, _ in rest)
+        raise UserError(
+            f"console URL {url!r}: unknown option(s) {names}",
+            hint=f"serial:// takes {', '.join(OWN_OPTIONS)}",
+        )
+    if not parts.path or parts.netloc:
+        raise UserError(
+            f"console URL {url!r} names no device",
+            hint="three slashes and a path: serial:///dev/ttyUSB0",
+        )
+    return parts.path
+
+
+def _network_port(parts: SplitResult, rest: list[tuple[str, str]], url: str) -> str:
+    """A network console's URL for pyserial (HOST:PORT, with pyserial's own options)."""
+    if not parts.hostname or parts.port is None:
+        raise UserError(f"console URL {url!r} needs HOST:PORT", hint="e.g. rfc2217://lab:7000")
+    if parts.scheme == "rfc2217" and not any(key == "ign_set_control" for key, _ in rest):
+        # A pseudo-terminal behind ser2net has no modem lines: without this
+        # option pyserial fails on the first RTS/DTR request.
+        rest.append(("ign_set_control", ""))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
 
 
 #: A labgrid place or tag name, and a tag value: what labgrid itself accepts.
@@ -381,40 +397,15 @@ def parse_labgrid_url(url: str) -> LabgridUrl:
     parts = _split(url)
     if parts.scheme != LABGRID_SCHEME:
         raise UserError(f"not a labgrid URL: {url!r}", hint="write labgrid://PLACE")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    seen = [key for key, _ in query]
-    unknown = sorted(set(seen) - set(LABGRID_OPTIONS))
-    if unknown:
-        raise UserError(
-            f"labgrid URL {url!r}: unknown option(s) {', '.join(unknown)}",
-            hint=f"the options are {', '.join(LABGRID_OPTIONS)}",
-        )
-    twice = sorted({key for key in seen if seen.count(key) > 1})
-    if twice:
-        raise UserError(f"labgrid URL {url!r} gives {', '.join(twice)} twice", hint="give it once")
-    options = dict(query)
-    place = parts.netloc or None
-    if place is not None and not _LABGRID_NAME.fullmatch(place):
-        raise UserError(
-            f"labgrid URL {url!r}: bad place name {place!r}",
-            hint="a place name is letters, digits, . _ - (up to 64)",
-        )
-    if parts.path not in ("", "/"):
-        raise UserError(f"labgrid URL {url!r} has a path", hint="write labgrid://PLACE")
+    options = _labgrid_options(parts.query, url)
+    place = _labgrid_place(parts, url)
     tags = _labgrid_tags(options["tags"], url) if "tags" in options else ()
     if (place is None) == (not tags):
         raise UserError(
             f"labgrid URL {url!r} must name a place or tags, one of the two",
             hint="labgrid://PLACE or labgrid://?tags=board=am62x",
         )
-    coordinator = options.get("coordinator")
-    if coordinator is not None:
-        host, colon, port = coordinator.rpartition(":")
-        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(
-                f"labgrid URL {url!r}: coordinator must be HOST:PORT, not {coordinator!r}",
-                hint="e.g. coordinator=lab-host:20408",
-            )
+    coordinator = _coordinator(options.get("coordinator"), url)
     prio_text = options.get("prio", "0")
     try:
         prio = int(prio_text)
@@ -423,17 +414,7 @@ def parse_labgrid_url(url: str) -> LabgridUrl:
     via = options.get("via")
     if via is not None and via not in LABGRID_VIAS:
         raise UserError(f"labgrid URL {url!r}: via is ssh or serial, not {via!r}")
-    recover_text = options.get("recover_after", str(DEFAULT_RECOVER_AFTER))
-    try:
-        recover_after = float(recover_text)
-    except ValueError:
-        recover_after = -1.0
-    if not 0 <= recover_after <= MAX_RECOVER_AFTER:
-        raise UserError(
-            f"labgrid URL {url!r}: recover_after must be 0 to {MAX_RECOVER_AFTER:.0f} seconds, "
-            f"not {recover_text[:20]!r}",
-            hint="0 never power-cycles a board that stops answering",
-        )
+    recover_after = _recover_after(options.get("recover_after"), url)
     return LabgridUrl(
         url=url,
         place=place,
@@ -446,3 +427,60 @@ def parse_labgrid_url(url: str) -> LabgridUrl:
         work_dir=options.get("dir", DEFAULT_WORK_DIR),
         recover_after=recover_after,
     )
+
+
+def _labgrid_options(query: str, url: str) -> dict[str, str]:
+    """The URL's options, each known (LABGRID_OPTIONS) and given once."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    seen = [key for key, _ in pairs]
+    unknown = sorted(set(seen) - set(LABGRID_OPTIONS))
+    if unknown:
+        raise UserError(
+            f"labgrid URL {url!r}: unknown option(s) {', '.join(unknown)}",
+            hint=f"the options are {', '.join(LABGRID_OPTIONS)}",
+        )
+    twice = sorted({key for key in seen if seen.count(key) > 1})
+    if twice:
+        raise UserError(f"labgrid URL {url!r} gives {', '.join(twice)} twice", hint="give it once")
+    return dict(pairs)
+
+
+def _labgrid_place(parts: SplitResult, url: str) -> str | None:
+    """The place the URL names (None: a tag filter instead); no path after it."""
+    place = parts.netloc or None
+    if place is not None and not _LABGRID_NAME.fullmatch(place):
+        raise UserError(
+            f"labgrid URL {url!r}: bad place name {place!r}",
+            hint="a place name is letters, digits, . _ - (up to 64)",
+        )
+    if parts.path not in ("", "/"):
+        raise UserError(f"labgrid URL {url!r} has a path", hint="write labgrid://PLACE")
+    return place
+
+
+def _coordinator(coordinator: str | None, url: str) -> str | None:
+    """The coordinator option as given, checked to be HOST:PORT (None: not given)."""
+    if coordinator is not None:
+        host, colon, port = coordinator.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(
+                f"labgrid URL {url!r}: coordinator must be HOST:PORT, not {coordinator!r}",
+                hint="e.g. coordinator=lab-host:20408",
+            )
+    return coordinator
+
+
+def _recover_after(text: str | None, url: str) -> float:
+    """recover_after in seconds, 0 to MAX_RECOVER_AFTER (default DEFAULT_RECOVER_AFTER)."""
+    recover_text = str(DEFAULT_RECOVER_AFTER) if text is None else text
+    try:
+        recover_after = float(recover_text)
+    except ValueError:
+        recover_after = -1.0
+    if not 0 <= recover_after <= MAX_RECOVER_AFTER:
+        raise UserError(
+            f"labgrid URL {url!r}: recover_after must be 0 to {MAX_RECOVER_AFTER:.0f} seconds, "
+            f"not {recover_text[:20]!r}",
+            hint="0 never power-cycles a board that stops answering",
+        )
+    return recover_after
