@@ -41,9 +41,8 @@ def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
 def sleeper(tmp_path):
     """A live process whose command line names the run directory, as the agent's does."""
     run_dir = tmp_path / "runs" / "r1"
-    process = started(
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)])
-    )
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)]
+    process = started(subprocess.Popen(argv))
     yield run_dir, process
     process.kill()
     process.wait()
@@ -63,13 +62,9 @@ def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
     assert detached.status(other)["reason"] == "the board rebooted during the run"
     (other / detached.EXIT).write_text("0\n")
     assert detached.status(other) | {"boot_id": None} == {
-        "run_id": "r2",
-        "boot_id": None,
-        "state": "finished",
-        "exit": 0,
-        "reason": None,
+        "run_id": "r2", "boot_id": None, "state": "finished", "exit": 0, "reason": None,
         "complete": False,
-    }
+    }  # fmt: skip
 
 
 def test_a_recycled_pid_is_not_the_run(tmp_path):
