@@ -22,12 +22,8 @@ from evbench_agent import codecs
 ROOT = Path(__file__).resolve().parent.parent
 #: Heavy or optional third-party libraries (top-level package names): the host's, and
 #: every optional codec's library as the codec registry declares it.
-HEAVY = (
-    "matplotlib",
-    "paramiko",
-    "serial",
-    *sorted({codec.module.partition(".")[0] for codec in codecs.CODECS.values() if codec.optional}),
-)
+OPTIONAL = {codec.module.partition(".")[0] for codec in codecs.CODECS.values() if codec.optional}
+HEAVY = ("matplotlib", "paramiko", "serial", *sorted(OPTIONAL))
 #: Listed from the folder, not from the CLI's own table, so a new command is checked too.
 COMMAND_MODULES = sorted(
     f"evbench.commands.{path.stem}"
@@ -54,13 +50,8 @@ def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
     env = dict(os.environ)
     if extra_path is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-c", _PROBE, module],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    argv = [sys.executable, "-c", _PROBE, module]
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, f"importing {module} failed:\n{result.stderr}"
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
     return loaded & set(HEAVY)
@@ -101,11 +92,9 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
 RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib", "hashlib", "hmac")
 #: What only a --link-transport run, or a schema with a map field, needs (about 0.75 MiB each).
 RUN_PATH_DEFERRED += (
-    "evbench_agent.link.bus_connection",
-    "evbench_agent.buses.transport",
-    "evbench_agent.telemetry.bus_stats",
-    "google.protobuf.descriptor_pb2",
-)
+    "evbench_agent.link.bus_connection", "evbench_agent.buses.transport",
+    "evbench_agent.telemetry.bus_stats", "google.protobuf.descriptor_pb2",
+)  # fmt: skip
 
 _RUN_PATH_PROBE = (
     "import json, sys\n"
@@ -126,9 +115,8 @@ _RUN_PATH_PROBE = (
 def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
     """(the codec listing, the RUN_PATH_DEFERRED modules loaded) in a fresh interpreter."""
     code = _RUN_PATH_PROBE.format(prelude=prelude)
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    argv = [sys.executable, "-c", code]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     listing, modules = json.loads(result.stdout.splitlines()[-1])
     assert "evbench_agent.run.runner" in modules and "evbench_agent.codecs" in modules
