@@ -82,11 +82,8 @@ def test_the_records_name_the_placement_only_when_something_is_pinned():
 
 def _allowed(pid: int, tid: int | str) -> str:
     status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
-    return next(
-        line.split(":", 1)[1].strip()
-        for line in status.splitlines()
-        if line.startswith("Cpus_allowed_list:")
-    )
+    (line,) = [line for line in status.splitlines() if line.startswith("Cpus_allowed_list:")]
+    return line.split(":", 1)[1].strip()
 
 
 def _threads(pid: int) -> list[str]:
@@ -163,8 +160,8 @@ def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
     """With the sender alone pinned, the loopback responder keeps every CPU of the agent's
     (it is started before the sender is pinned, or it would inherit the sender's CPU)."""
     document = {"suites": ["link"], "codecs": ["json", "protobuf"], "link_cpus": cpus}
-    document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=3, link_count=10)
-    document.update(link_capacity_s=0.05)
+    document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=3, link_count=10,
+                    link_capacity_s=0.05)  # fmt: skip
     found: dict[str, set[str]] = {}
     done = threading.Event()
 
