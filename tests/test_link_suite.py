@@ -23,19 +23,10 @@ from evbench_core.errors import PartialRun, UserError
 from evbench_core.results import COMPLETE, SUMMARY, read_samples
 
 PERIODIC_METRICS = {
-    "rtt",
-    "rtt_transport",
-    "jitter_stdev",
-    "jitter_rfc3550",
-    "rtt_delta_abs",
-    "send_lateness",
-    "bandwidth_payload",
-    "bandwidth_wire",
-    "cpu_per_msg_client",
-    "cpu_per_msg_responder",
-    "lost",
-    "late",
-}
+    "rtt", "rtt_transport", "jitter_stdev", "jitter_rfc3550", "rtt_delta_abs", "send_lateness",
+    "bandwidth_payload", "bandwidth_wire", "cpu_per_msg_client", "cpu_per_msg_responder",
+    "lost", "late",
+}  # fmt: skip
 #: The capacity phase's figures, and its back-to-back RTTs as their own records.
 CAPACITY_METRICS = {"capacity_msgs", "capacity_bytes", "rtt_transport"}
 
@@ -74,10 +65,9 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     # the sender on the second-last CPU of this process's, the responder on the last
     cpus = sorted(os.sched_getaffinity(0))
     pinned = {"cpus": f"{cpus[-2]},{cpus[-1]}"} if len(cpus) > 1 else {}
-    measured = [
-        r for r in periodic + capacity if r["metric"] in PERIODIC_METRICS | CAPACITY_METRICS
-    ]
-    assert {r["params"].get("cpus") for r in measured} == {pinned.get("cpus")}
+    measured = PERIODIC_METRICS | CAPACITY_METRICS
+    cpus_named = {r["params"].get("cpus") for r in periodic + capacity if r["metric"] in measured}
+    assert cpus_named == {pinned.get("cpus")}
     assert rtt["params"]["mode"] == "ack" and rtt["params"]["transport"] == "tcp"
     capacity_msgs = [r for r in capacity if r["metric"] == "capacity_msgs"]
     assert capacity_msgs[0]["params"]["window"] == 8
@@ -95,20 +85,13 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     # energy per message divides each phase's window by every message it sent:
     # 2 warm-up (0.02 s at 100 Hz) + 6 measured in a periodic phase
     markers = [json.loads(line) for line in (tmp_path / "run" / MARKERS).read_text().splitlines()]
-    periodic_ends = [
-        m
-        for m in markers
-        if m["event"] == "end" and m.get("suite") == "link" and m.get("kind") == "periodic"
-    ]
+    ends = [m for m in markers if m["event"] == "end" and m.get("suite") == "link"]
+    periodic_ends = [m for m in ends if m.get("kind") == "periodic"]
     # The periodic phases run as duets (both codecs at once): 2 duets of 2 x 8 messages.
     assert [m["messages"] for m in periodic_ends] == [16] * 2
     assert {m["codec"] for m in periodic_ends} == {None}
     # The capacity phases run as interleaved pairs (every codec's blocks: codec none).
-    capacity_ends = [
-        m
-        for m in markers
-        if m["event"] == "end" and m.get("suite") == "link" and m.get("kind") == "capacity"
-    ]
+    capacity_ends = [m for m in ends if m.get("kind") == "capacity"]
     assert len(capacity_ends) == 2 and {m["codec"] for m in capacity_ends} == {None}
     assert (tmp_path / "run" / COMPLETE).exists()
 
@@ -116,11 +99,8 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
 def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path):
     document = {"codecs": ["json", "protobuf", "msgpack"]}
     assert link_suite.link_codecs(_spec(**document)) == ("json", "protobuf")
-    assert link_suite.link_codecs(_spec(**document, link_all_codecs=True)) == (
-        "json",
-        "protobuf",
-        "msgpack",
-    )
+    every = ("json", "protobuf", "msgpack")
+    assert link_suite.link_codecs(_spec(**document, link_all_codecs=True)) == every
     assert link_suite.link_codecs(_spec(codecs=["msgpack"])) == ("msgpack",)
     assert link_suite.link_codecs(_spec(aa="json")) == ("json", "json-aa")
 
@@ -158,13 +138,9 @@ def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_p
     killer = threading.Thread(target=_kill_mid_phase, args=(responder.process,), daemon=True)
     killer.start()
     try:
+        run_spec = _spec(link_count=200, link_peer=f"{host}:{port}", link_phases=1)
         with pytest.raises(PartialRun, match="went away"):
-            runner.run(
-                _spec(link_count=200, link_peer=f"{host}:{port}", link_phases=1),
-                tmp_path / "run",
-                "test-run",
-                Progress(),
-            )
+            runner.run(run_spec, tmp_path / "run", "test-run", Progress())
     finally:
         killer.join(30)
         responder.stop()
