@@ -12,18 +12,16 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 #: Loaded only once a command runs; top-level names, or module-name prefixes.
 DEFERRED = (
-    "logging",
-    "google",
-    "psutil",
-    "evbench_agent.suites",
-    "evbench_agent.codecs",
+    "logging", "google", "psutil", "evbench_agent.suites", "evbench_agent.codecs",
     "evbench_agent.buses",
     # read by no command's parser, and by no run either (codec versions come from
     # evbench_agent.platform.installed_version): email, zipfile and csv come with it
     "importlib.metadata",
-)
+)  # fmt: skip
 
 _PROBE = (
     "import json, sys\n"
@@ -37,9 +35,8 @@ _PROBE = (
 
 
 def _loaded(*argv: str) -> tuple[int, list[str]]:
-    result = subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, timeout=120
-    )
+    argv = [sys.executable, "-c", _PROBE, *argv]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.splitlines()[-1])
     return report["code"], report["modules"]
@@ -49,25 +46,18 @@ def _deferred_among(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == d or m.startswith(d + ".") for d in DEFERRED)]
 
 
-def test_help_loads_no_logging_protobuf_psutil_or_suite():
-    code, modules = _loaded("--help")
-    assert code == 0
+@pytest.mark.parametrize(("argv", "exits"), [("--help", 0), ("no-such-command", 2)])
+def test_help_or_a_usage_error_loads_no_logging_protobuf_psutil_or_suite(argv, exits):
+    code, modules = _loaded(argv)
+    assert code == exits
     assert "evbench_agent.cli" in modules  # the probe ran the real program
-    assert _deferred_among(modules) == []
-
-
-def test_a_usage_error_loads_none_of_them_either():
-    code, modules = _loaded("no-such-command")
-    assert code == 2
     assert _deferred_among(modules) == []
 
 
 def test_the_probe_sees_a_deferred_module_once_it_is_imported():
     # The same check on a line that imports logging: it must be reported.
-    assert _deferred_among(["argparse", "logging", "logging.handlers"]) == [
-        "logging",
-        "logging.handlers",
-    ]
+    found = _deferred_among(["argparse", "logging", "logging.handlers"])
+    assert found == ["logging", "logging.handlers"]
 
 
 def test_the_budget_line_in_the_listing_is_the_budget_command_s_help():

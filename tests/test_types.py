@@ -33,27 +33,18 @@ LINES = _lint_mypy_lines()
 
 def _mypy(arguments: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
     require(importlib.util.find_spec("mypy") is not None, "mypy (requirements-dev.txt)")
-    return subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=500,
-    )
+    argv = [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *arguments]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=500)
 
 
 def _modules(folder: Path) -> int:
     """The modules mypy reads in `folder`: a stub (.pyi) stands for its module (.py)."""
-    return len(
-        {path.with_suffix("") for path in folder.rglob("*.py*") if path.suffix in (".py", ".pyi")}
-    )
+    sources = [path for path in folder.rglob("*.py*") if path.suffix in (".py", ".pyi")]
+    return len({path.with_suffix("") for path in sources})
 
 
-def test_make_lint_checks_the_agent_and_the_core_strictly():
+def test_make_lint_checks_the_agent_and_the_core_strictly_and_the_host():
     assert "--strict agent/src/evbench_agent agent/src/evbench_core" in LINES
-
-
-def test_make_lint_checks_the_host():
     # Default strictness on the host (mypy.ini adds what already holds there); the
     # agent's modules it imports are read, and checked by the line above.
     assert "host_tools/src/evbench" in LINES
@@ -83,7 +74,6 @@ def test_the_strict_line_catches_what_strict_mypy_refuses(tmp_path):
     )
     done = _mypy(["--strict", str(module)], tmp_path / "cache")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "loose.py:4: error: Function is missing a type annotation  [no-untyped-def]" in (
-        done.stdout
-    )
+    untyped = "loose.py:4: error: Function is missing a type annotation  [no-untyped-def]"
+    assert untyped in done.stdout
     assert "loose.py:9: error: Returning Any from function declared to return" in done.stdout
