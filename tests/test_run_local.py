@@ -125,20 +125,28 @@ def _signalled_mid_run(argv: list[str], out: Path, stop: int) -> tuple[int, str]
     return process.returncode, stderr
 
 
+#: A lab's script starts `evbench run ... &` (a background job: SIGINT ignored, so is
+#: SIGHUP under nohup), and its service manager sends SIGTERM: evbench stops its agent
+#: with SIGINT, which the agent inherited ignored, so the old agent ran on to the end.
+IGNORING = ["sh", "-c", "trap '' INT HUP; exec \"$@\"", "sh"]
+
+
 @pytest.mark.parametrize(
-    "stop",
+    ("stop", "start"),
     [
-        signal.SIGINT,
+        (signal.SIGINT, []),
         # The same path as Ctrl-C (evbench.interrupts): kept out of the fast tier.
-        pytest.param(signal.SIGTERM, marks=pytest.mark.integration),
-        pytest.param(signal.SIGHUP, marks=pytest.mark.integration),
+        pytest.param(signal.SIGTERM, [], marks=pytest.mark.integration),
+        pytest.param(signal.SIGHUP, [], marks=pytest.mark.integration),
+        pytest.param(signal.SIGTERM, IGNORING, id="SIGTERM-with-SIGINT-ignored"),
     ],
 )
-def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, stop):
+def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, stop, start):
     # SIGTERM (systemd, CI, `timeout`) and SIGHUP (a closed terminal) go to evbench only,
     # not to its agent: evbench itself must stop the agent and keep the run.
     out = tmp_path / "run"
-    returncode, stderr = _signalled_mid_run([*EVBENCH, *CODEC_RUN, "--out", str(out)], out, stop)
+    argv = [*start, *EVBENCH, *CODEC_RUN, "--out", str(out)]
+    returncode, stderr = _signalled_mid_run(argv, out, stop)
     assert returncode == 130, stderr
     assert not (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
@@ -147,19 +155,6 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     assert manifest["status"] == "interrupted" and manifest["end_time"]
     assert results.verify_checksums(out) == []
     assert "PARTIAL" in stderr
-
-
-def test_a_run_started_with_sigint_ignored_still_stops_on_sigterm(tmp_path):
-    """A lab's script starts `evbench run ... &` (a background job: SIGINT ignored, so is
-    SIGHUP under nohup), and its service manager sends SIGTERM: evbench stops its agent
-    with SIGINT, which the agent inherited ignored, so the old agent ran on to the end."""
-    out = tmp_path / "run"
-    shell = ["sh", "-c", "trap '' INT HUP; exec \"$@\"", "sh"]
-    argv = [*shell, *EVBENCH, *CODEC_RUN, "--out", str(out)]
-    returncode, stderr = _signalled_mid_run(argv, out, signal.SIGTERM)
-    assert returncode == 130, stderr
-    assert not (out / "complete").exists()
-    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
 
 
 def test_a_run_under_nohup_survives_the_hangup(tmp_path):
