@@ -44,10 +44,8 @@ def test_cool_to_on_a_machine_without_zones_fails_in_one_line_before_running(tmp
     result = _agent(tmp_path / "no-sensors", "--cool-to", "50", "--out", str(out))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert (
-        lines[-2]
-        == "evbench-agent: error: --cool-to needs a thermal zone, and this machine has none"
-    )
+    no_zone = "--cool-to needs a thermal zone, and this machine has none"
+    assert lines[-2] == f"evbench-agent: error: {no_zone}"
     assert lines[-1].startswith("evbench-agent: hint: run without --cool-to")
     assert not (out / "manifest.json").exists()
 
