@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from evbench.report import runtimes, table
 
-MANIFEST = {
-    "platform": {
-        "native_codecs": {
-            "c:protobuf-c": {"library": "protobuf-c", "version": "1.4.1"},
-            "c:cjson": {"library": "cJSON", "version": "1.7.15"},
-        }
-    }
-}
+NATIVE = {"c:protobuf-c": {"library": "protobuf-c", "version": "1.4.1"},
+          "c:cjson": {"library": "cJSON", "version": "1.7.15"}}  # fmt: skip
+MANIFEST = {"platform": {"native_codecs": NATIVE}}
 
 
 def test_each_language_pairs_its_json_runtimes_with_its_protobuf_runtimes():
@@ -33,9 +28,8 @@ def test_no_pair_across_languages_or_without_both_sides():
 
 def test_the_title_names_library_version_and_language():
     pair = runtimes.pairs(["c:protobuf-c", "c:cjson"])[0]
-    assert runtimes.title(pair, MANIFEST) == (
-        "Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C"
-    )
+    title = "Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C"
+    assert runtimes.title(pair, MANIFEST) == title
     # A manifest without the harness's word (an older run): the library, no version.
     assert runtimes.label("c:nanopb", {}) == "Protobuf (nanopb)"
 

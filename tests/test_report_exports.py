@@ -63,12 +63,9 @@ def _exports_of_copy(tmp_path, added: dict[str, str]) -> subprocess.CompletedPro
     code = (
         "from evbench.report import exports\nprint(' '.join(e.file for e in exports.registered()))"
     )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
-        timeout=120,
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
     )
 
 
