@@ -94,7 +94,7 @@ def _phase(phases: BusPhases, interface: str, codec: str, index: int, frames: in
     before = _settle(phases.counters)
     _send(interface, frames)
     _settle(phases.counters)
-    phases._write_bus_counters("seed", codec, index, before)
+    phases._after_phase("seed", codec, index, before)
 
 
 def test_a_clean_phase_on_a_real_interface_counts_what_was_sent(veth: tuple[str, str]) -> None:

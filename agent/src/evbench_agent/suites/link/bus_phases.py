@@ -33,6 +33,8 @@ def bus_overload_words(load: float) -> str:
 class BusPhases(Phases):
     """Phases over the bus of `settings.transport`, through one port opened once."""
 
+    pairs = False  # one port: each codec's phases in turn, no capacity phase
+
     def __init__(
         self,
         context: RunContext,
@@ -41,10 +43,17 @@ class BusPhases(Phases):
         cpus: placement.Placement = placement.UNPINNED,
     ):
         assert settings.transport is not None
-        bus = bus_transport.parse_transport(settings.transport)
-        self.counters: Any = bus_stats.counters_of(bus)
+        #: The bus (buses.transport), set before Phases reads its params.
+        self.bus = bus_transport.parse_transport(settings.transport)
+        self.counters: Any = bus_stats.counters_of(self.bus)
         self.port: Any = None
-        super().__init__(context, settings, scheduling, cpus, bus=bus)
+        super().__init__(context, settings, scheduling, cpus)
+
+    def peer(self) -> str:
+        return "bus"
+
+    def transport_params(self) -> dict[str, Any]:
+        return self.bus.params()
 
     def prepare(self) -> None:
         if self.port is None:
@@ -58,10 +67,11 @@ class BusPhases(Phases):
         if self.port is not None:
             self.port.close()
 
-    def _counters_before(self) -> Any:
+    def _before_phase(self) -> Any:
+        """The bus interface's counters (None: none to read)."""
         return self.counters.snapshot() if self.counters else None
 
-    def _write_bus_counters(
+    def _after_phase(
         self, profile: str, codec: str, phase: int, before: Any, write: bool = True
     ) -> None:
         """The bus interface's counters over the phase (context); a line if it had errors

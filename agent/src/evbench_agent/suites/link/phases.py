@@ -1,7 +1,9 @@
 """The phases of one link run against one responder, whatever carries them: the rows'
 params, a connection that names its responder, a periodic phase of one codec and its
-records, the wake-up probe and the machine's state around each phase. TcpPhases and
-BusPhases reach the responder; duet and capacity run the pairs over TCP."""
+records, the wake-up probe and the machine's state around each phase. The transports
+are subclasses that know nothing of each other: TcpPhases (tcp_phases.py) and BusPhases
+(bus_phases.py) reach the responder and add their own params, figures and checks around
+a phase through the hooks below; duet and capacity run the pairs over TCP."""
 
 from __future__ import annotations
 
@@ -26,22 +28,24 @@ _SCHEDULING_KEYS = ("realtime", "realtime_granted", "policy", "timer_slack_ns")
 class Phases(abc.ABC):
     """Runs the phases of one run against one responder; writes their samples."""
 
+    #: Whether the run's codecs go in pairs (both at once, duet.py) and have capacity
+    #: phases (capacity.py): a responder that serves two connections at once; else each
+    #: codec has its periodic phases in turn (one port).
+    pairs: bool
+
     def __init__(
         self,
         context: RunContext,
         settings: Settings,
         scheduling: timing.Scheduling,
         cpus: placement.Placement = placement.UNPINNED,
-        bus: Any = None,
     ):
         self.context, self.settings, self.cpus = context, settings, cpus
-        #: The bus (buses.transport) of a --link-transport run; None over TCP.
-        self.bus = bus
         self.phases_done = 0
         self.said_busy = False
         spec = context.spec
         common = {
-            "peer": "bus" if self.bus else settings.peer,
+            "peer": self.peer(),
             "mode": settings.mode,
             # only when not the default, so earlier runs' rows keep their identity
             **({"responder": settings.responder} if settings.responder != "python" else {}),
@@ -51,7 +55,7 @@ class Phases(abc.ABC):
             "transport": TRANSPORT,
             **scheduling.as_params(),
             **cpus.as_params(),
-            **(self.bus.params() if self.bus else {}),
+            **self.transport_params(),
         }
         self.periodic_params = {
             **common,
@@ -70,6 +74,14 @@ class Phases(abc.ABC):
             "blocks": settings.capacity_blocks,
             "warmup_s": settings.capacity_warmup_s,
         }
+
+    @abc.abstractmethod
+    def peer(self) -> str:
+        """The rows' `peer` param: whom the run measured against."""
+
+    def transport_params(self) -> dict[str, Any]:
+        """The transport's own params on every row (the last of them); none over TCP."""
+        return {}
 
     @abc.abstractmethod
     def prepare(self) -> None:
@@ -114,7 +126,7 @@ class Phases(abc.ABC):
     ) -> int:
         """One periodic phase of one codec on its own (a bus's, or a lone codec's)."""
         settings = self.settings
-        before = self._counters_before()
+        before = self._before_phase()
         try:
             with self.connect(link) as connection:
                 result = client.run_periodic(
@@ -126,12 +138,13 @@ class Phases(abc.ABC):
                     settings.deadline_s,
                 )
         except (UserError, PartialRun):
-            # No answer to HELLO: a controller gone bus-off may be why; say so first.
-            self._write_bus_counters(profile, codec, phase, before, write=False)
+            # No answer to HELLO: what the transport saw (a controller gone bus-off, say)
+            # may be why; it says so first.
+            self._after_phase(profile, codec, phase, before, write=False)
             raise
         if result.sent:
             self.write_periodic(profile, codec, phase, result, connection)
-            self._write_bus_counters(profile, codec, phase, before)
+            self._after_phase(profile, codec, phase, before)
             self.phases_done += 1
         if result.error:
             raise PartialRun(
@@ -140,14 +153,15 @@ class Phases(abc.ABC):
             )
         return result.total_sent
 
-    def _counters_before(self) -> Any:
-        """The bus interface's counters before a phase; None: none to read (TCP)."""
+    def _before_phase(self) -> Any:
+        """What the transport reads before a periodic phase (handed to _after_phase)."""
         return None
 
-    def _write_bus_counters(
+    def _after_phase(
         self, profile: str, codec: str, phase: int, before: Any, write: bool = True
     ) -> None:
-        """The bus interface's counters over the phase (BusPhases); nothing over TCP."""
+        """The transport's records of the phase against `before` (with `write`, else only
+        what it says of a phase that failed before it measured anything)."""
         return
 
     def write_periodic(
@@ -181,7 +195,7 @@ class Phases(abc.ABC):
         result: client.PhaseResult,
         connection: Any,
     ) -> dict[str, tuple[float, str]]:
-        """The phase's own figures (metric -> (value, unit)); BusPhases adds its load."""
+        """The phase's own figures (metric -> (value, unit)); a transport may change them."""
         return measured.per_phase()
 
     def wakeup(self) -> None:

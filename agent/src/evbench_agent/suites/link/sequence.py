@@ -78,7 +78,7 @@ def run(context: RunContext) -> None:
     cpus = placement_of(spec)
     phases = _phases(context, settings, scheduling, cpus)
     kinds = {"periodic": settings.phases}
-    if phases.bus is None:
+    if phases.pairs:
         kinds["capacity"] = settings.capacity_pairs
     progress.start(SUITE, len(profiles) * len(codecs) * sum(kinds.values()))
     try:
@@ -114,7 +114,7 @@ def _run_profiles(
                 order = list(bound.items())
                 if phase % 2:  # A B, then B A: no codec always goes first
                     order.reverse()
-                if phases.bus is None and (kind == "capacity" or len(order) > 1):
+                if phases.pairs and (kind == "capacity" or len(order) > 1):
                     _run_pair(context, phases, profile, phase, order, data, kind)
                     continue
                 for codec, link in order:  # a bus (one port) or one codec: in turn

@@ -18,7 +18,11 @@ from evbench_core.errors import PartialRun, UserError
 class TcpPhases(Phases):
     """Phases over TCP, against the responder at `--peer` or one of the run's own."""
 
+    pairs = True  # a responder serves two connections at once: duets and capacity
     responder: ResponderProcess | None = None
+
+    def peer(self) -> str:
+        return self.settings.peer
 
     def prepare(self) -> None:
         self.address()
