@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from evbench_agent import __version__
-from evbench_agent.link import framing, handshake, messages
+from evbench_agent.link import framing, handshake, messages, stop_signal
 from evbench_agent.link.timing import clock_ns, thread_cpu_ns
 from evbench_agent.processes import private_environment
 from evbench_core.errors import EvbenchError, UserError
@@ -54,14 +53,6 @@ def open_port(url: str, max_frame: int = framing.DEFAULT_MAX_FRAME) -> BusPort:
         f"unknown transport {url!r}",
         "uart:///dev/ttyS1?baud=115200 or isotp://can0?tx=0x7E8&rx=0x7E0 (the responder's ids)",
     )
-
-
-class _Stop(Exception):
-    pass
-
-
-def _raise_stop(_signum: int, _frame: Any) -> None:
-    raise _Stop
 
 
 class BusResponder:
@@ -138,25 +129,22 @@ def serve_transport(
     (evbench.can_peer, python-can), which the agent cannot depend on."""
     port = opener(url, max_frame)
     responder = BusResponder(port, max_frame, private_environment.link_token())
-    # The handler goes in before the line: a caller may send SIGTERM as soon as it reads it.
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
     try:
-        print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
-        while True:
-            try:
-                frames = port.receive_frames(POLL_S)
-            except framing.FrameError as error:
-                # A PDU that is not a link frame (another node's traffic on the
-                # same ids, a damaged transfer): one message lost, not the responder.
-                log.warning("dropped a transfer that is not a link frame: %s", error)
-                responder.dropped += 1
-                continue
-            for frame in frames:
-                responder.handle(frame, clock_ns())
-    except (_Stop, KeyboardInterrupt):
-        pass
+        # The handler goes in before the line: a caller may send SIGTERM as soon as it reads it.
+        with stop_signal.until_sigterm():
+            print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
+            while True:
+                try:
+                    frames = port.receive_frames(POLL_S)
+                except framing.FrameError as error:
+                    # A PDU that is not a link frame (another node's traffic on the
+                    # same ids, a damaged transfer): one message lost, not the responder.
+                    log.warning("dropped a transfer that is not a link frame: %s", error)
+                    responder.dropped += 1
+                    continue
+                for frame in frames:
+                    responder.handle(frame, clock_ns())
     finally:
-        signal.signal(signal.SIGTERM, previous)
         port.close()
         log.info("answered %d, dropped %d", responder.answered, responder.dropped)
 

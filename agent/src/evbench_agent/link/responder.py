@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import selectors
-import signal
 import socket
 import sys
 import threading
@@ -33,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evbench_agent import __version__
-from evbench_agent.link import framing, handshake, messages, timing
+from evbench_agent.link import framing, handshake, messages, stop_signal, timing
 from evbench_agent.link.timing import clock_ns
 from evbench_agent.processes import private_environment
 from evbench_core.errors import EvbenchError, UserError
@@ -75,10 +74,6 @@ Log = Callable[[str], None]
 
 def _stderr(line: str) -> None:
     print(f"evbench-agent serve: {line}", file=sys.stderr, flush=True)
-
-
-class _Stop(Exception):
-    """Raised in the accepting thread by SIGTERM."""
 
 
 class _Client:
@@ -557,10 +552,6 @@ def _decode(decode: Callable[[bytes], int], frame: framing.Frame, link: Any) -> 
         ) from error
 
 
-def _raise_stop(signum: int, _frame: Any) -> None:
-    raise _Stop(signum)
-
-
 def serve(
     bind: str = LOOPBACK,
     port: int = DEFAULT_PORT,
@@ -592,12 +583,9 @@ def serve(
             f"set {TOKEN_ENV} on both sides to require a shared token"
         )
     print(json.dumps({"event": "listening", "host": host, "port": bound_port}), flush=True)
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
     try:
-        responder.serve_forever()
-    except (_Stop, KeyboardInterrupt):
-        pass
+        with stop_signal.until_sigterm():
+            responder.serve_forever()
     finally:
-        signal.signal(signal.SIGTERM, previous)
         responder.close()
         _stderr("stopped")
