@@ -458,12 +458,67 @@ def _sim_board(sequence: list[dict]) -> list:
 
 
 def _sim_alarms(sequence: list[dict], first: int = 6) -> dict[int, list[tuple]]:
-    """Per night t (time order): what `history check --since NIGHT_t` fails on that night."""
+    """Per night t (time order): what `history check --since NIGHT_t` fails on that night,
+    replayed from one watch over every night (`_replayed`)."""
+    return _alarms(_replayed(_sim_board(sequence), first))
+
+
+def _replayed(board: list, first: int) -> dict[int, list[tuple]]:
+    """Per night t: every (series, change) the check run on night t holds, as
+    `trends.board_changes` over the nights up to t gives them, without running it once a
+    night. The watch is causal (each night's tests and the family's Benjamini-Hochberg
+    read only the nights so far), so one watch over every night has each change's alarm
+    night and its placement on each night since (`Seen.placements`); the segmentation's
+    changes are `changes.segmentation` of each prefix, with every prefix scanned once.
+    `--check-replay` compares this with board_changes on every prefix."""
+    from dataclasses import replace
+
+    from evbench.history import changes, trends
+
+    watches, family = trends.board_watch(board)
+    held: dict[int, list[tuple]] = {}
+    nights = len(board[0].points)
+    for w in watches:
+        wanders = not w.series.relative_to
+        scans = changes.prefix_scans(w.values, family, wanders)
+        for last in range(first, nights):
+            shown = []
+            for seen in w.seen:
+                if seen.seen <= last:
+                    placed = seen.placements[min(last - seen.seen, len(seen.placements) - 1)]
+                    shown.append(replace(seen, split=placed))
+            kept = list(shown)
+            prefix = w.values[: last + 1]
+            for split in changes.segmentation(prefix, family, scans):
+                if any(abs(s.split.index - split.index) <= changes.REFINE_NIGHTS for s in shown):
+                    continue
+                kept.append(changes.Seen(split, changes.first_seen(prefix, split.index,
+                                                                   family, scans)))  # fmt: skip
+            held.setdefault(last, []).extend((w.series, s) for s in kept)
+    return held
+
+
+def check_replay(sequences: int, nights: int, seed: int) -> None:
+    """`_replayed` against `trends.board_changes` run on every prefix, alarm for alarm."""
     from evbench.history import trends
 
-    held = {last: trends.board_changes(_sim_board(sequence[: last + 1]))[0]
-            for last in range(first, len(sequence))}  # fmt: skip
-    return _alarms(held)
+    rng = random.Random(seed)
+    for shape in SHAPES:
+        for _ in range(sequences):
+            step_at = rng.randint(8, nights - 6)
+            sequence = _simulated(rng, shape, nights, step_at)
+            slow = _alarms({last: trends.board_changes(_sim_board(sequence[: last + 1]))[0]
+                            for last in range(6, nights)})  # fmt: skip
+            fast = _sim_alarms(sequence)
+
+            def said(alarms: dict[int, list[tuple]]) -> set:
+                return {(last, s.name, seen.split.index, round(seen.split.ratio, 9))
+                        for last, found in alarms.items() for s, seen in found}  # fmt: skip
+
+            same = said(slow) == said(fast)
+            print(f"{shape}: step at {step_at}: {len(said(slow))} alarms, replay "
+                  f"{'the same' if same else 'DIFFERS: ' + str(said(slow) ^ said(fast))}",
+                  flush=True)  # fmt: skip
 
 
 def simulate(sequences: int, nights: int, seed: int, otava: str | None) -> None:
@@ -700,6 +755,8 @@ def main() -> int:
     sim.add_argument("--nights", type=int, default=35)
     sim.add_argument("--otava", metavar="PYTHON", help="the interpreter of Otava's own venv")
     sim.add_argument("--seed", type=int, default=43)
+    sim.add_argument("--check-replay", action="store_true",
+                     help="compare the replay with the check run on every prefix")  # fmt: skip
     page = actions.add_parser("trend-page", help="time the trend page on a synthetic store")
     page.add_argument("--out", type=Path, required=True)
     page.add_argument("--nights", type=int, default=35)
@@ -708,6 +765,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.action == "trend-page":
         trend_page_time(args.out, args.nights, args.codecs, args.seed)
+    elif args.action == "simulate" and args.check_replay:
+        check_replay(args.sequences, args.nights, args.seed)
     elif args.action == "simulate":
         simulate(args.sequences, args.nights, args.seed, args.otava)
     elif args.action == "collect":

@@ -279,6 +279,9 @@ class Seen:
     seen: int  # index of the newest night of the first series that showed it
     first_index: int | None = None
     through: int | None = None
+    #: The watch's change as placed on each night from its alarm night on (seen, seen + 1,
+    #: ...): what `history check` run that night showed (benchmarks replay it from these).
+    placements: tuple[Split, ...] = ()
 
     @property
     def provisional(self) -> bool:
@@ -297,33 +300,52 @@ def _likeliest_start(series: Sequence[Sequence[float]], reference_start: int, fi
     (logs of the same nights: the watched series, then its companions; NaN where a
     series lacks a night), with the nights up to `newest` (default `last`).
 
-    Each series shifts from its reference's median (nights reference_start..first-1)
-    to its window's (first..newest). For a shift of that size in noise of spread s, a
-    night from the start on adds shift / s^2 times its distance past the midpoint of
-    the two levels to the log likelihood ratio (Gaussian noise: exactly), so the
-    start is the t maximising that sum over nights t..newest, summed over the series
-    (independent noise: their log likelihoods add). s is the reference's robust spread
-    (1.4826 MAD), so a quiet series weighs more than a noisy one and a series that did
-    not move (shift near 0) next to nothing. A distance is clipped at half the shift: a
-    night beyond a level counts as that level and no more, so one wild night in one
-    series cannot outvote the others. One series alone at a time is fooled by a night
-    before the step that lay high; the codec's other operations, measured on the same
-    nights with noise of their own, are not (benchmarks/README.md).
+    Each series shifts from its reference's level (nights reference_start..first-1:
+    their robust line carried on where, from TAME_NIGHTS nights on, they drifted beyond
+    their scatter, else their median) by its window's median residual (first..newest).
+    For a shift of that size in noise of spread s, a night from the start on adds
+    shift / s^2 times its distance past the
+    midpoint of the two levels to the log likelihood ratio (Gaussian noise: exactly),
+    so the start is the t maximising that sum over nights t..newest, summed over the
+    series (independent noise: their log likelihoods add). s is the reference's robust
+    spread (1.4826 MAD about its level), so a quiet series weighs more than a noisy one
+    and a series that did not move (shift near 0) next to nothing. A distance is
+    clipped at half the shift: a night beyond a level counts as that level and no more,
+    so one wild night in one series cannot outvote the others (a codec's wild night, in
+    all its series at once, counts as the new level: whether it lay just before the
+    step or on its first night nothing tells). One series alone at a time is fooled by
+    a night before the step that lay high; the codec's other operations, measured on the
+    same nights with noise of their own, are not (benchmarks/README.md).
     """
     newest = last if newest is None else newest
     score = np.zeros(last - first + 1)
     for logs in series:
         array = np.asarray(logs, dtype=float)
-        reference, window = array[reference_start:first], array[first : newest + 1]
-        reference = reference[np.isfinite(reference)]
-        if len(reference) < MIN_SEGMENT or not np.isfinite(window).any():
+        nights = np.arange(reference_start, first)
+        known = np.isfinite(array[reference_start:first])
+        window = array[first : newest + 1]
+        if known.sum() < MIN_SEGMENT or not np.isfinite(window).any():
             continue
-        before, after = float(np.median(reference)), float(np.nanmedian(window))
-        shift = after - before
+        # The level before, carried into the window: the reference's robust line (its
+        # newest TREND_NIGHTS nights, from TAME_NIGHTS on) where it drifted further than
+        # its scatter over them, else its median. Against a median, a series that drifts
+        # with the lab's load shifted at every window night, and a wild one there looked
+        # like the step's first night.
+        t, y = nights[known][-TREND_NIGHTS:], array[reference_start:first][known][-TREND_NIGHTS:]
+        slope, centre, spread = _robust_line(y, t - t[0]) if len(y) >= TAME_NIGHTS else (0, 0, 0)
+        if abs(slope) * len(y) > spread:  # the level drifted beyond its scatter: the line
+            expected = centre + slope * (np.arange(first, newest + 1) - t[0])
+        else:
+            level = float(np.median(array[reference_start:first][known]))
+            reference = array[reference_start:first][known]
+            spread = 1.4826 * float(np.median(np.abs(reference - level)))
+            expected = np.full(len(window), level)
+        residual = window - expected
+        shift = float(np.nanmedian(residual))
         if shift == 0:
             continue
-        spread = max(1.4826 * float(np.median(np.abs(reference - before))), MIN_SPREAD)
-        distance = np.clip(math.copysign(1.0, shift) * (window - (before + after) / 2),
+        spread = max(spread, MIN_SPREAD)
+        distance = np.clip(math.copysign(1.0, shift) * (residual - shift / 2),
                            -abs(shift) / 2, abs(shift) / 2)  # fmt: skip
         distance = np.where(np.isfinite(distance), distance, 0.0)
         sums = np.cumsum(distance[::-1])[::-1]  # nights t..newest, for each t from first
@@ -416,6 +438,7 @@ def step_test(
     worse: str | None = None,
     min_reference: int = MIN_REFERENCE,
     wanders: bool = False,
+    either_side: bool = False,
 ) -> tuple[float, float, float, int]:
     """(p, step, its standard error, degrees of freedom) of a step at night `first`
     beside a linear trend: least squares of y_t = a + b t + d [t >= first] over the
@@ -423,7 +446,9 @@ def step_test(
     A wild reference night (from TAME_NIGHTS reference nights on) is tamed first
     (`_tame_about_line`): it would swamp the scatter and hide a step; a window night
     wild on the worse side (WILD_WINDOW_SCALES reference spreads beyond the window's
-    median) is left out, while 2 window nights remain.
+    median) is left out, while 2 window nights remain; with `either_side` (a codec's
+    relative series) on either side: there a wild night on the better side is a partner
+    codec's, not news of this codec.
 
     A drift (the lab's load growing night by night) moves every night a little: the
     trend takes it, and d is the window's departure from where the trend puts it,
@@ -452,6 +477,8 @@ def step_test(
         spread = _robust_line(y[: first - start])[2]
         beyond = window - np.median(window)
         toward = beyond if worse == "higher" else -beyond if worse == "lower" else np.abs(beyond)
+        if either_side:  # a relative series: a partner codec's wild night lies low in it
+            toward = np.abs(beyond)
         wild = toward > WILD_WINDOW_SCALES * spread
         if spread > 0 and 0 < wild.sum() <= len(window) - 2:
             kept = first - start + np.flatnonzero(~wild)
@@ -479,10 +506,11 @@ def _tame_about_line(reference: np.ndarray) -> np.ndarray:
     return np.where(wild, slope * t + centre, reference)
 
 
-def _robust_line(reference: np.ndarray) -> tuple[float, float, float]:
-    """(slope, level, robust spread) of the nights: Theil and Sen's slope, the median
-    residual and 1.4826 MAD of the residuals."""
-    t = np.arange(len(reference), dtype=float)
+def _robust_line(reference: np.ndarray, nights: np.ndarray | None = None
+                 ) -> tuple[float, float, float]:  # fmt: skip
+    """(slope, level, robust spread) of the nights (at `nights`, default 0, 1, ...):
+    Theil and Sen's slope, the median residual and 1.4826 MAD of the residuals."""
+    t = np.arange(len(reference), dtype=float) if nights is None else nights.astype(float)
     i, j = np.triu_indices(len(reference), k=1)
     slope = float(np.median((reference[j] - reference[i]) / (t[j] - t[i])))
     residual = reference - slope * t
@@ -568,17 +596,31 @@ def _watching(
     worse: str | None,
     companions: Sequence[Sequence[float]],
     wanders: bool = False,
+    joint: Sequence[float] | None = None,
 ) -> Generator[float | None, bool, list[Seen]]:
     """The watch of one series as a generator: one yield per night, the night's p (None
     when nothing is tested), answered with whether the family's procedure (`watch_family`)
     calls it. Returns the changes. `level` is the strictest level the series is held to
-    (alpha / m): where the exact rank test can reach it, it must agree."""
+    (alpha / m): where the exact rank test can reach it, it must agree.
+
+    `joint` (positive, one a night): what the tests read instead of the series itself,
+    the codec's operations together (`Watched.joint`); the change is still placed and
+    sized on the series' own nights. Such a series (a codec's relative series) is ranked
+    about its reference's line (`_detrended_rank_p`), not on its raw nights, and a
+    partner codec's wild night in its window is tamed (`step_test`'s `either_side`)."""
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise ValueError("change detection needs positive, finite nightly values")
     if any(len(c) != len(values) for c in companions):
         raise ValueError("companion series need one value per night of the series")
     logs = [math.log(v) for v in values]
     placing = [logs, *([math.log(v) if v > 0 else math.nan for v in c] for c in companions)]
+    if joint is not None and (
+        len(joint) != len(values) or any(not math.isfinite(v) or v <= 0 for v in joint)
+    ):
+        raise ValueError("a joint series needs one positive, finite value per night")
+    relative = joint is not None  # a codec's relative series, its operations together
+    test = logs if joint is None else [math.log(v) for v in joint]
+    ranked = _detrended_rank_p if relative else _rank_p
     need = reference_needed(level, one_sided=worse is not None)
     found: list[Seen] = []
     start = 0
@@ -592,18 +634,19 @@ def _watching(
             split = _likeliest_start(tested, reference_start, first, seen.seen, last)
             candidate = _split(_nightly(tested, placing, values), reference_start, split,
                                last + 1, math.nan, seen.split.p)  # fmt: skip
-            found[-1] = replace(seen, split=candidate, through=last)
+            found[-1] = replace(seen, split=candidate, through=last,
+                                placements=(*seen.placements, candidate))  # fmt: skip
             start = split
         first = last - WINDOW + 1
         tested, reference_start = placing, max(start, first - MAX_REFERENCE)
         p: float | None = None
         if first - start >= need:
             # The exact rank test can reach the level: it and the step test must agree.
-            reference = _tamed_reference(logs, reference_start, first)
-            window = logs[first : last + 1]
-            p = max(_rank_p(reference, window, worse),
-                    step_test(logs, reference_start, first, last, worse, MIN_REFERENCE,
-                              wanders)[0])  # fmt: skip
+            reference = _tamed_reference(test, reference_start, first)
+            window = test[first : last + 1]
+            p = max(ranked(reference, window, worse),
+                    step_test(test, reference_start, first, last, worse, MIN_REFERENCE,
+                              wanders, relative)[0])  # fmt: skip
         elif found and first > found[-1].seen and first - before >= need:
             # Too few nights since the last change to test against: the nights
             # before it, moved to the new level, stand in (`_levelled`), so a
@@ -620,9 +663,17 @@ def _watching(
             # reach the level yet; the step test decides, and the window must still lie
             # wholly beyond the reference (the rank test's most extreme outcome), so one
             # wild night cannot make a change.
-            reference, window = logs[reference_start:first], logs[first : last + 1]
+            reference, window = test[reference_start:first], test[first : last + 1]
+            if relative:
+                # A relative series about its reference's line, a wild reference night
+                # (from TAME_NIGHTS on) put back on it, and a partner's wild night in the
+                # window tamed: on the worse side one wild reference night stood beyond
+                # any window, on the better side a partner's wild night held every window.
+                tamed = _tamed_reference(test, reference_start, first)
+                reference, window = _about_line(tamed, window)
             if _beyond_reference(reference, window, worse):
-                p = step_test(logs, reference_start, first, last, worse, wanders=wanders)[0]
+                p = step_test(test, reference_start, first, last, worse, wanders=wanders,
+                              either_side=relative)[0]  # fmt: skip
             else:
                 p = 1.0
         called = yield p
@@ -631,21 +682,80 @@ def _watching(
         split = _likeliest_start(tested, reference_start, first, last)
         candidate = _split(_nightly(tested, placing, values), reference_start, split,
                            last + 1, math.nan, p)  # fmt: skip
-        if candidate.ratio_low is None:
-            # Too few nights for the rank interval at 95 % (4 against 3): the step
-            # test's own interval, exp(d +- t(0.975, df) x its standard error).
+        moses_short = candidate.ratio_low is None or (
+            relative and not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high)
+        )
+        if moses_short:
+            # Too few nights for the rank interval at 95 % (4 against 3), or a relative
+            # series whose window holds a partner codec's wild night (the rank interval
+            # then reaches down to it): the step test's own interval, exp(d +- t(0.975,
+            # df) x its standard error), which leaves that night out.
             _p, step, error, df = step_test(logs, reference_start, split, last, worse,
-                                             wanders=wanders)  # fmt: skip
+                                             wanders=wanders, either_side=relative)  # fmt: skip
             if df > 0 and math.isfinite(error):
                 spread = stats.student_t_quantile(0.975, df) * error
                 candidate = replace(candidate, ratio_low=math.exp(step - spread),
                                     ratio_high=math.exp(step + spread))  # fmt: skip
         if not _beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
             continue
-        found.append(Seen(candidate, last, split, last))
+        found.append(Seen(candidate, last, split, last, (candidate,)))
         before, start = start, split
         moving = (reference_start, first, tested)
     return found
+
+
+def _about_line(reference: Sequence[float], window: Sequence[float]
+                ) -> tuple[list[float], list[float]]:  # fmt: skip
+    """The reference's and the window's residuals about the reference's robust line
+    (`_robust_line`, carried on into the window), a wild reference night put on the
+    line; a window night further than
+    WILD_WINDOW_SCALES reference spreads from the window's median, on either side, is
+    put at that median while 2 window nights remain (as `step_test` leaves it out of a
+    relative series).
+
+    A relative series drifts when the codecs' sensitivities to the lab's load differ (a
+    load growing by 1-3 % a night moved json-aa / json by about 0.5 % a night in the
+    simulation): ranked raw, a step that brings it back to an earlier level does not
+    rank above the reference, and a drift toward the worse side ranks as a change.
+    """
+    ref = np.asarray(reference, dtype=float)
+    slope, centre, spread = _robust_line(ref)
+    residual = ref - (slope * np.arange(len(ref)) + centre)
+    # A wild reference night (OUTLIER_SCALES spreads off the line) is put on it: one
+    # night on the worse side, however old, would rank above any window.
+    residual = np.where(np.abs(residual) > OUTLIER_SCALES * spread, 0.0, residual)
+    beyond = np.asarray(window, dtype=float) - (
+        slope * np.arange(len(ref), len(ref) + len(window)) + centre
+    )
+    middle = float(np.median(beyond))
+    wild = np.abs(beyond - middle) > WILD_WINDOW_SCALES * spread
+    if spread > 0 and 0 < wild.sum() <= len(beyond) - 2:
+        beyond = np.where(wild, middle, beyond)  # tamed, as a wild reference night is
+    return residual.tolist(), beyond.tolist()
+
+
+def _detrended_rank_p(reference: Sequence[float], window: Sequence[float],
+                      worse: str | None) -> float:  # fmt: skip
+    """The exact Mann-Whitney p of the window against the reference about the
+    reference's line (`_about_line`): a drift of the level is not a change, a step off
+    it is. One-sided on the `worse` side (two-sided if None), 1 when the window moved
+    the other way.
+
+    The residuals tie where they need not: Theil and Sen's line passes through two
+    nights at equal residual, and a tamed night sits on the line or at the window's
+    median. A tie within one side leaves U as it is; one across the sides counts a half.
+    U is then held to the exact distribution without ties, rounded toward no change (a
+    tie would otherwise send `stats.mann_whitney_exact` to its normal approximation,
+    which for 3 nights against a dozen is far from exact: 1 / 190 for 1 / 680)."""
+    ref, win = _about_line(reference, window)
+    if worse is None or len(ref) > stats.EXACT_RANK_SUM_MAX_N:
+        return _rank_p(ref, win, worse)
+    sign = 1.0 if worse == "higher" else -1.0
+    if sign * (statistics.median(win) - statistics.median(ref)) <= 0:
+        return 1.0  # better, or no move: not the watch's question
+    beyond = sum(1.0 if sign * (b - a) > 0 else 0.5 if b == a else 0.0 for a in ref for b in win)
+    counts = stats.rank_sum_counts(len(win), len(ref))
+    return sum(counts[math.floor(beyond) :]) / math.comb(len(ref) + len(win), len(win))
 
 
 def _rank_p(reference: Sequence[float], window: Sequence[float], worse: str | None) -> float:
@@ -684,6 +794,12 @@ class Watched:
     nights: Sequence[str] | None = None
     #: The series carries the lab's load (an absolute series): `step_test`.
     wanders: bool = False
+    #: What the tests read instead of `values` (one positive value a night): a relative
+    #: series' codec over all its operations, the geometric mean of its relative series
+    #: (trends.joint_values). A change of the codec moves every operation on the same
+    #: nights while each operation's noise is its own: the mean of three has about 1/1.7
+    #: of one's scatter, so a 10 % step stands clear of it within 3 nights.
+    joint: Sequence[float] | None = None
 
 
 def watch_family(members: Sequence[Watched], q: float = ALPHA) -> list[list[Seen]]:
@@ -700,7 +816,8 @@ def watch_family(members: Sequence[Watched], q: float = ALPHA) -> list[list[Seen
     if not members:
         return []
     level = q / len(members)
-    runs = [_watching(m.values, level, m.worse, m.companions, m.wanders) for m in members]
+    runs = [_watching(m.values, level, m.worse, m.companions, m.wanders, m.joint)
+            for m in members]  # fmt: skip
     keys = [list(m.nights) if m.nights is not None else [f"{i:09d}" for i in range(len(m.values))]
             for m in members]  # fmt: skip
     position = [0] * len(members)

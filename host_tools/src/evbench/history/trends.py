@@ -244,13 +244,23 @@ def relative_series(watched: Sequence[Series]) -> list[Series]:
     return relative
 
 
-def board_changes(
-    watched: Sequence[Series], alpha: float = ALPHA
-) -> tuple[list[tuple[Series, changes.Seen]], float]:
-    """The changes of one board's tested series and their relative series, and the
-    segmentation's per-series level: alpha / m, m counting both (Bonferroni over the
+@dataclass(frozen=True)
+class BoardWatch:
+    """One scanned series of a board with what the nightly watch found in it."""
+
+    series: Series
+    values: list[float]
+    worse: str
+    companions: list[list[float]]
+    seen: list[changes.Seen]  # the watch's changes (the segmentation's come after)
+
+
+def board_watch(watched: Sequence[Series], alpha: float = ALPHA) -> tuple[list[BoardWatch], float]:
+    """The nightly watch over one board's tested series and their relative series, and
+    the segmentation's per-series level: alpha / m, m counting both (Bonferroni over the
     board's family). The watch tests the family night by night together at false
-    discovery rate alpha (Benjamini-Hochberg, `changes.watch_family`)."""
+    discovery rate alpha (Benjamini-Hochberg, `changes.watch_family`); a relative series
+    is tested on its codec's operations together (`joint_values`)."""
     relatives = relative_series(watched)
     family = alpha / max(1, len(watched) + len(relatives))
     every = [*watched, *relatives]
@@ -271,18 +281,55 @@ def board_changes(
             worse,
             others,
             [_night_key(p.run) for p in series.points],
-            wanders=not series.relative_to,
-        )  # the lab's load is in it
+            wanders=not series.relative_to,  # the lab's load is in it
+            joint=joint_values(series, relatives) if series.relative_to else None,
+        )
         for series, values, worse, others in scanned
     ]
     watches = changes.watch_family(members, alpha)
+    return [BoardWatch(*item, seen) for item, seen in zip(scanned, watches, strict=True)], family
+
+
+def board_changes(
+    watched: Sequence[Series], alpha: float = ALPHA
+) -> tuple[list[tuple[Series, changes.Seen]], float]:
+    """The changes of one board's tested series and their relative series, the watch's
+    (`board_watch`) and the segmentation's at alpha / m, and that level."""
+    watches, family = board_watch(watched, alpha)
     found = []
-    for (series, values, worse, others), seen in zip(scanned, watches, strict=True):
+    for w in watches:
+        wanders = not w.series.relative_to
         found += [
-            (series, s)
-            for s in changes.changes_of(values, family, worse, others, seen, not series.relative_to)
+            (w.series, s)
+            for s in changes.changes_of(w.values, family, w.worse, w.companions, w.seen, wanders)
         ]
     return found, family
+
+
+def joint_values(series: Series, relatives: Sequence[Series]) -> list[float] | None:
+    """A relative series' codec over all its operations: each night of `series`, the
+    geometric mean of that night's figures of the same codec's relative series (same
+    board, suite, profile and payloads; every operation the night has), or None when
+    the codec has one relative series only.
+
+    The watch tests this in place of the series alone (`changes.Watched.joint`): a change
+    of the codec reaches all its operations on the same night, while each operation's
+    night-to-night noise is its own, so their mean carries the step with less scatter
+    (3 operations: about 1/1.7). The lab's load is already cancelled in each of them.
+    """
+    group = [
+        other
+        for other in relatives
+        if (other.board, other.key[:3], other.qualifier)
+        == (series.board, series.key[:3], series.qualifier)
+    ]
+    if len(group) < 2:
+        return None
+    logs: dict[str, list[float]] = {}
+    for other in group:
+        for point in other.points:
+            logs.setdefault(point.run["run_id"], []).append(math.log(point.record["median"]))
+    return [math.exp(statistics.fmean(logs[p.run["run_id"]])) for p in series.points]
 
 
 def _night_key(run: dict[str, Any]) -> str:

@@ -1,0 +1,115 @@
+"""A codec's relative series tested together, ranked about their drift (issue 43).
+
+Expectations are worked by hand (the exact rank test: the newest 3 nights beyond r
+reference nights is 1 of C(r + 3, 3) equally likely orders) and checked with SciPy's
+Theil-Sen slope and exact Mann-Whitney test, never with the module's own output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as scipy_stats
+
+from evbench.history import changes
+from evbench.history.store import SeriesPoint
+from evbench.history.trends import Series, joint_values, relative_series
+
+#: Ten reference nights (logs) sinking 1 % a night, +-0.2 % about the line by turns: a
+#: relative series whose codecs feel the lab's growing load unequally.
+SINKING = [-0.01 * t + 0.002 * (-1) ** t for t in range(10)]
+#: The next 3 nights 5 % above where the line goes (-0.10, -0.11, -0.12): a step.
+STEPPED = [-0.01 * t + 0.05 for t in range(10, 13)]
+
+
+def _residuals(reference, window):
+    """Residuals about SciPy's Theil-Sen line through the reference (its intercept is
+    another estimator's than the module's, which moves both sides alike: ranks keep)."""
+    slope, intercept, _low, _high = scipy_stats.theilslopes(reference, range(len(reference)))
+    line = [intercept + slope * t for t in range(len(reference) + len(window))]
+    return (
+        [y - line[t] for t, y in enumerate(reference)],
+        [y - line[len(reference) + t] for t, y in enumerate(window)],
+    )
+
+
+def test_a_step_off_a_drift_ranks_beyond_every_reference_night_about_the_line():
+    # Raw, the step's nights (-0.05 to -0.07) lie below the first 5 reference nights (0 to
+    # -0.04): no worse than the reference, as ranks go.
+    raw = scipy_stats.mannwhitneyu(STEPPED, SINKING, alternative="greater", method="exact")
+    assert raw.pvalue > 0.05
+    # About the line (slope -0.01: most pairs of nights lie on it exactly) each stepped
+    # night lies 0.05 above it, each reference night 0.002 off: all 3 beyond all 10, one
+    # of C(13, 3) = 286 orders.
+    reference, window = _residuals(SINKING, STEPPED)
+    assert min(window) > max(reference)
+    exact = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
+    assert exact.pvalue == pytest.approx(1 / 286)
+    assert changes._detrended_rank_p(SINKING, STEPPED, "higher") == pytest.approx(1 / 286)
+    # Slower is worse: the same nights asked "faster?" are no change.
+    assert changes._detrended_rank_p(SINKING, STEPPED, "lower") == 1.0
+
+
+def test_a_drift_alone_is_no_change_about_the_line():
+    # The line carried on, +-0.2 % as before: the window's residuals (-0.002 ... ) rank
+    # among the reference's. SciPy's exact test on them is the expectation.
+    window = [-0.01 * t + 0.002 * (-1) ** t for t in range(10, 13)]
+    reference, residuals = _residuals(SINKING, window)
+    expected = scipy_stats.mannwhitneyu(residuals, reference, alternative="greater",
+                                        method="exact").pvalue  # fmt: skip
+    assert expected > 0.2
+    assert changes._detrended_rank_p(SINKING, window, "higher") >= expected - 1e-12
+
+
+def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
+    # A partner codec's disturbed night (its figure 1.6x) puts this codec 0.3 lower in
+    # logs, relative to the night's others. Against the reference's robust spread
+    # (1.4826 x 0.002 = 0.003) it lies 100 spreads below the window's median: put at that
+    # median, the window again lies beyond all 10 nights: 1 / 286, as without it.
+    wild = [STEPPED[0], STEPPED[1] - 0.3, STEPPED[2]]
+    reference, window = _residuals(SINKING, wild)
+    raw = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
+    assert raw.pvalue > 1 / 286 * 5  # left as it is, the night costs the call
+    assert changes._detrended_rank_p(SINKING, wild, "higher") == pytest.approx(1 / 286)
+    # Two wild nights of three are not tamed: the window is what it is.
+    two = [STEPPED[0], STEPPED[1] - 0.3, STEPPED[2] - 0.3]
+    assert changes._detrended_rank_p(SINKING, two, "higher") == 1.0  # median below the line
+
+
+def test_a_tie_across_the_sides_counts_a_half_of_the_exact_distribution():
+    # Reference nights 0 and +-0.001 by turns (a flat line: Theil-Sen's slope 0), the
+    # window 0.002, 0.003 and one night on a reference value, 0.001.
+    reference = [0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0]
+    window = [0.002, 0.003, 0.001]
+    # Each of the 2 high nights beats all 10 (20 pairs); 0.001 beats the 4 zeros and the
+    # 3 negatives (7) and ties the 3 at 0.001 (1.5): U = 28.5, held as U >= 28. Of the 286
+    # orders of 3 among 13, U >= 28 counts those with rank sum of the 3 at least
+    # 28 + 6 = 34 (rank sum = U + 3 x 4 / 2): {11,12,13} 36, {10,12,13} 35, {10,11,13}
+    # 34, {9,12,13} 34: 4 orders.
+    assert changes._detrended_rank_p(reference, window, "higher") == pytest.approx(4 / 286)
+
+
+def _series(codec: str, operation: str, values: list[float]) -> Series:
+    return Series("lab", ("codec", "seed", codec, operation), [
+        SeriesPoint({"run_id": f"n{t}", "start_time": f"{t:04d}"},
+                    {"median": v, "unit": "s", "record_params": "{}"})
+        for t, v in enumerate(values)])  # fmt: skip
+
+
+def test_a_codecs_joint_series_is_the_geometric_mean_of_its_relative_series():
+    # A takes 2, 4 and 8 us on its three operations, B 1 us on each: A / B is 2, 4 and 8,
+    # their geometric mean (2 x 4 x 8)^(1/3) = 4 each night; on night 1 A's decode takes
+    # 4 x 1.331 = 5.324: (2 x 5.324 x 8)^(1/3) = 4 x 1.331^(1/3) = 4.4.
+    ops = ("encode", "decode", "decode_access")
+    a = {"encode": [2e-6, 2e-6], "decode": [4e-6, 5.324e-6], "decode_access": [8e-6, 8e-6]}
+    watched = [_series("A", op, a[op]) for op in ops] + [_series("B", op, [1e-6] * 2) for op in ops]
+    relatives = relative_series(watched)
+    of_a = [r for r in relatives if r.key[2] == "A"]
+    assert len(of_a) == 3
+    for series in of_a:
+        assert joint_values(series, relatives) == pytest.approx([4.0, 4.4])
+    # A codec with one relative series has nothing to join.
+    lone = relative_series([_series("A", "encode", [2e-6] * 2), _series("B", "encode", [1e-6] * 2)])
+    assert joint_values(lone[0], lone) is None
+    assert math.isclose(4.0 * 1.331 ** (1 / 3), 4.4)
