@@ -150,6 +150,30 @@ class _Budget:
             )
 
 
+def _message_presence(
+    info: _Field,
+    rule: Rule,
+    forced: bool,
+    deep: bool,
+    ancestors: tuple[str, ...],
+    recursive: int,
+) -> float:
+    """How likely a singular message field is set: always when required or forced (a
+    oneof's chosen member), else its rule's presence, never past the depth bound, the
+    default for an extension, less and less down a recursive type, else always."""
+    if info.required or forced:
+        return 1.0
+    if rule.presence is not None:
+        return rule.presence
+    if deep:
+        return 0.0
+    if info.extension:
+        return DEFAULT_PRESENCE
+    if info.message in ancestors:
+        return RECURSIVE_PRESENCE / max(recursive, 1)
+    return 1.0
+
+
 class Generator:
     """Makes message number i of a profile from (seed, profile name, i), like every profile."""
 
@@ -312,63 +336,72 @@ class Generator:
         forced: bool,
         recursive: int = 0,
     ) -> None:
-        field = info.field
         path = prefix + info.name
         budget.spend(1, path)  # a field visited is work, set or not
         rule = self.rules.get(path, _NO_RULE)
         deep = len(ancestors) - 1 >= MAX_DEPTH
         if info.repeated:
-            # Elements that are messages stop at the depth bound; scalars do not recurse.
-            value_type = info.field.message_type
-            if info.map:
-                value_type = map_entry(info.field)[1].message_type
-            count = self._count(rule, rng, deep and value_type is not None)
-            if count == 0 and info.extension:
-                return  # touching a repeated extension lists it, empty, on some runtimes
-            budget.spend(count, path)
-            target = extensions(message)[field] if info.extension else getattr(message, field.name)
-            if info.map:
-                self._fill_map(target, field, path + ".", rng, index, ancestors, budget, count)
-            elif field.full_name == MASK_PATHS and path not in self.rules:
-                if self.mask_paths:
-                    k = rng.randint(1, min(3, len(self.mask_paths)))
-                    target.extend(rng.sample(self.mask_paths, k))
-            elif info.message:
-                for _ in range(count):
-                    self._fill(target.add(), path + ".", rng, index, ancestors, budget)
-            else:
-                target.extend(self._scalar(field, rule, rng, index) for _ in range(count))
-            return
-        if info.message:
-            if info.required or forced:
-                presence = 1.0
-            elif rule.presence is not None:
-                presence = rule.presence
-            elif deep:
-                presence = 0.0
-            elif info.extension:
-                presence = DEFAULT_PRESENCE
-            elif info.message in ancestors:
-                presence = RECURSIVE_PRESENCE / max(recursive, 1)
-            else:
-                presence = 1.0
+            self._set_repeated(message, info, path, rule, rng, index, ancestors, budget, deep)
+        elif info.message:
+            presence = _message_presence(info, rule, forced, deep, ancestors, recursive)
             if rng.random() < presence:
-                if info.extension:
-                    target = extensions(message)[field]
-                else:
-                    target = getattr(message, field.name)
+                target = self._target(message, info)
                 target.SetInParent()
                 self._fill(target, path + ".", rng, index, ancestors, budget)
-            return
-        if not forced and not info.required and info.presence:
-            presence = DEFAULT_PRESENCE if rule.presence is None else rule.presence
-            if rng.random() >= presence:
-                return
-        value = self._scalar(field, rule, rng, index)
+        elif forced or info.required or not info.presence or self._present(rule, rng):
+            value = self._scalar(info.field, rule, rng, index)
+            if info.extension:
+                extensions(message)[info.field] = value
+            else:
+                setattr(message, info.field.name, value)
+
+    @staticmethod
+    def _target(message: Message, info: _Field) -> Any:
+        """The field's container (a repeated field, a map, a sub-message) in `message`."""
         if info.extension:
-            extensions(message)[field] = value
+            return extensions(message)[info.field]
+        return getattr(message, info.field.name)
+
+    @staticmethod
+    def _present(rule: Rule, rng: random.Random) -> bool:
+        """Whether an optional scalar is set: its rule's presence, else the default."""
+        presence = DEFAULT_PRESENCE if rule.presence is None else rule.presence
+        return rng.random() < presence
+
+    def _set_repeated(
+        self,
+        message: Message,
+        info: _Field,
+        path: str,
+        rule: Rule,
+        rng: random.Random,
+        index: int,
+        ancestors: tuple[str, ...],
+        budget: _Budget,
+        deep: bool,
+    ) -> None:
+        """A repeated field or map: its count of elements, each filled."""
+        field = info.field
+        # Elements that are messages stop at the depth bound; scalars do not recurse.
+        value_type = field.message_type
+        if info.map:
+            value_type = map_entry(field)[1].message_type
+        count = self._count(rule, rng, deep and value_type is not None)
+        if count == 0 and info.extension:
+            return  # touching a repeated extension lists it, empty, on some runtimes
+        budget.spend(count, path)
+        target = self._target(message, info)
+        if info.map:
+            self._fill_map(target, field, path + ".", rng, index, ancestors, budget, count)
+        elif field.full_name == MASK_PATHS and path not in self.rules:
+            if self.mask_paths:
+                k = rng.randint(1, min(3, len(self.mask_paths)))
+                target.extend(rng.sample(self.mask_paths, k))
+        elif info.message:
+            for _ in range(count):
+                self._fill(target.add(), path + ".", rng, index, ancestors, budget)
         else:
-            setattr(message, field.name, value)
+            target.extend(self._scalar(field, rule, rng, index) for _ in range(count))
 
     @staticmethod
     def _count(rule: Rule, rng: random.Random, deep: bool) -> int:
