@@ -105,6 +105,10 @@ def _group(
     }
 
 
+#: A phase's name: (suite, profile, codec, kind), as timeline.group_name gives it.
+Phase = tuple[Any, ...]
+
+
 def build(
     telemetry_path: Path,
     markers: list[dict[str, Any]],
@@ -118,51 +122,18 @@ def build(
     idle_w = energy.idle_power_w(idle[0]) if idle else None
     sample_sets: list[SampleSet] = []
     flagged = []
-    for (suite, profile, codec, kind), (phase_samples, spans) in groups.items():
-        reasons = sorted({r for s in phase_samples for r in s.get("throttle", [])})
-        params = {"phase": suite, "interval_s": interval, "throttled": bool(reasons)}
-        if kind is not None:
-            params["kind"] = kind
-        if reasons:
-            params["throttle_reasons"] = reasons
-            flagged.append(
-                {
-                    "phase": suite,
-                    "kind": kind,
-                    "profile": profile,
-                    "codec": codec,
-                    "reasons": reasons,
-                }
-            )
-        for metric, (unit, values) in _series(phase_samples).items():
-            if values:
-                sample_sets.append(SampleSet(SUITE, profile, codec, metric, unit, params, values))
-        if idle_w is None or suite == IDLE:
-            continue
-        energy_params = dict(params, idle_power_w=idle_w)
-        for count_name, metric in (("messages", "energy_per_msg"), ("operations", "energy_per_op")):
-            counted = [(s, d, m[count_name]) for s, d, m in spans if m.get(count_name)]
-            values = energy.per_count(counted, idle_w)
-            if values:
-                sample_sets.append(
-                    SampleSet(
-                        SUITE,
-                        profile,
-                        codec,
-                        metric,
-                        "J",
-                        dict(energy_params, method=energy.METHOD_PER_COUNT),
-                        values,
-                    )
-                )
-        if suite == "codec" and profile is not None and codec is None:
-            sample_sets += energy.codec_per_operation(
-                profile,
-                phase_samples,
-                idle_w,
-                [t for t in timings if t.suite == "codec"],
-                energy_params,
-            )
+    for phase, (phase_samples, spans) in groups.items():
+        params, throttled = _phase_params(phase, phase_samples, interval)
+        if throttled is not None:
+            flagged.append(throttled)
+        _, profile, codec, _ = phase
+        sample_sets += [
+            SampleSet(SUITE, profile, codec, metric, unit, params, values)
+            for metric, (unit, values) in _series(phase_samples).items()
+            if values
+        ]
+        if idle_w is not None and phase[0] != IDLE:
+            sample_sets += _energy_sets(phase, phase_samples, spans, params, idle_w, timings)
     facts = {
         "samples": len(samples),
         "idle_power_w": idle_w,
@@ -173,3 +144,47 @@ def build(
         "sampler_died": [e for e in events if e["type"] == "sampler_died"],
     }
     return sample_sets, facts
+
+
+def _phase_params(
+    phase: Phase, samples: list[dict[str, Any]], interval: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The params of a phase's records, and the manifest's note of the phase when the
+    kernel throttled during it (None: it did not)."""
+    suite, profile, codec, kind = phase
+    reasons = sorted({r for s in samples for r in s.get("throttle", [])})
+    params = {"phase": suite, "interval_s": interval, "throttled": bool(reasons)}
+    if kind is not None:
+        params["kind"] = kind
+    if not reasons:
+        return params, None
+    params["throttle_reasons"] = reasons
+    said = {"phase": suite, "kind": kind, "profile": profile, "codec": codec, "reasons": reasons}
+    return params, said
+
+
+def _energy_sets(
+    phase: Phase,
+    samples: list[dict[str, Any]],
+    spans: list[Span],
+    params: dict[str, Any],
+    idle_w: float,
+    timings: list[SampleSet],
+) -> list[SampleSet]:
+    """A phase's energy above idle per message and per operation it counted; for the
+    codec suite's phase of a profile, each codec's energy per operation from its
+    timings."""
+    suite, profile, codec, _ = phase
+    energy_params = dict(params, idle_power_w=idle_w)
+    sample_sets = []
+    for count_name, metric in (("messages", "energy_per_msg"), ("operations", "energy_per_op")):
+        counted = [(s, d, m[count_name]) for s, d, m in spans if m.get(count_name)]
+        values = energy.per_count(counted, idle_w)
+        if values:
+            method = dict(energy_params, method=energy.METHOD_PER_COUNT)
+            sample_sets.append(SampleSet(SUITE, profile, codec, metric, "J", method, values))
+    if suite == "codec" and profile is not None and codec is None:
+        sample_sets += energy.codec_per_operation(
+            profile, samples, idle_w, [t for t in timings if t.suite == "codec"], energy_params
+        )
+    return sample_sets
