@@ -12,6 +12,7 @@ file and the field path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -191,52 +192,83 @@ def _check_choice(field: FieldDescriptor, value: Any, where: str, path: str) -> 
 
 
 def _field_rule(field: FieldDescriptor, options: dict[str, Any], where: str, path: str) -> Rule:
-    is_number = field.type in INT_BOUNDS or field.type in FLOATS
-    scalar = field.message_type is None
-    values: dict[str, Any] = {}
-    if "range" in options:
-        if not is_number or field.enum_type is not None:
-            _fail(where, path, f"range applies to numbers, not a {_type_name(field)} field")
-        values["range"] = _check_number_range(field, options["range"], where, path)
-    if "step" in options:
-        if not is_number:
-            _fail(where, path, f"step applies to numbers, not a {_type_name(field)} field")
-        values["step"] = options["step"]  # a number above 0 (the schema)
-    if "choices" in options:
-        choices = options["choices"]  # a non-empty list (the schema)
-        if not scalar and message_type(field).full_name == ANY:
-            values["choices"] = tuple(_check_any_type(field, c, where, path) for c in choices)
-        elif not scalar:
-            _fail(
-                where,
-                path,
-                "choices apply to scalar and enum fields, oneofs and Any (message types)",
-            )
-        else:
-            values["choices"] = tuple(_check_choice(field, c, where, path) for c in choices)
-    if "length" in options:
-        if field.type not in (F.TYPE_STRING, F.TYPE_BYTES):
-            _fail(where, path, "length applies to strings and bytes")
-        values["length"] = _pair(options["length"], where, path, "length")
-    if "count" in options:
-        if not is_repeated(field):
-            _fail(where, path, "count applies to repeated fields and maps")
-        values["count"] = _pair(options["count"], where, path, "count")
-    if "empty" in options:
-        if not is_repeated(field):
-            _fail(where, path, "empty applies to repeated fields and maps")
-        values["empty"] = float(options["empty"])  # 0 to 1 (the schema)
-    if "presence" in options:
-        if is_required(field):
-            _fail(where, path, "a required field is always set: presence does not apply")
-        if is_repeated(field) or not field.has_presence:
-            _fail(
-                where,
-                path,
-                "presence applies to fields with presence (optional, messages, oneof members)",
-            )
-        values["presence"] = float(options["presence"])
-    return Rule(**values)
+    """The field's rule: each option it gives, checked against the field's type (in the
+    order of _FIELD_OPTIONS: the first that does not apply is the one named)."""
+    return Rule(
+        **{
+            name: check(field, options[name], where, path)
+            for name, check in _FIELD_OPTIONS.items()
+            if name in options
+        }
+    )
+
+
+def _is_number(field: FieldDescriptor) -> bool:
+    return field.type in INT_BOUNDS or field.type in FLOATS
+
+
+def _range_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if not _is_number(field) or field.enum_type is not None:
+        _fail(where, path, f"range applies to numbers, not a {_type_name(field)} field")
+    return _check_number_range(field, value, where, path)
+
+
+def _step_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if not _is_number(field):
+        _fail(where, path, f"step applies to numbers, not a {_type_name(field)} field")
+    return value  # a number above 0 (the schema)
+
+
+def _choices_option(field: FieldDescriptor, choices: Any, where: str, path: str) -> Any:
+    # a non-empty list (the schema)
+    if field.message_type is None:
+        return tuple(_check_choice(field, c, where, path) for c in choices)
+    if message_type(field).full_name == ANY:
+        return tuple(_check_any_type(field, c, where, path) for c in choices)
+    _fail(where, path, "choices apply to scalar and enum fields, oneofs and Any (message types)")
+
+
+def _length_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if field.type not in (F.TYPE_STRING, F.TYPE_BYTES):
+        _fail(where, path, "length applies to strings and bytes")
+    return _pair(value, where, path, "length")
+
+
+def _count_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if not is_repeated(field):
+        _fail(where, path, "count applies to repeated fields and maps")
+    return _pair(value, where, path, "count")
+
+
+def _empty_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if not is_repeated(field):
+        _fail(where, path, "empty applies to repeated fields and maps")
+    return float(value)  # 0 to 1 (the schema)
+
+
+def _presence_option(field: FieldDescriptor, value: Any, where: str, path: str) -> Any:
+    if is_required(field):
+        _fail(where, path, "a required field is always set: presence does not apply")
+    if is_repeated(field) or not field.has_presence:
+        _fail(
+            where,
+            path,
+            "presence applies to fields with presence (optional, messages, oneof members)",
+        )
+    return float(value)
+
+
+#: A field's options, each with its check against the field (which returns the rule's
+#: value), in the order they are checked.
+_FIELD_OPTIONS: dict[str, Callable[[FieldDescriptor, Any, str, str], Any]] = {
+    "range": _range_option,
+    "step": _step_option,
+    "choices": _choices_option,
+    "length": _length_option,
+    "count": _count_option,
+    "empty": _empty_option,
+    "presence": _presence_option,
+}
 
 
 def _check_any_type(field: FieldDescriptor, name: Any, where: str, path: str) -> str:
