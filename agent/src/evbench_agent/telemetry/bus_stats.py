@@ -29,6 +29,7 @@ import os
 import shutil
 import struct
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ SYS_NET = Path("/sys/class/net")
 #: The generic netdev counters, by their sysfs names (stats64's rx/tx halves).
 GENERIC: tuple[str, ...] = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 GENERIC += ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
+#: The same counters as one half (rx or tx) of ip's stats64 names them.
+IP_STATS = ("bytes", "packets", "errors", "dropped")
 #: struct can_device_stats, as ip/iplink_can.c names its fields in JSON.
 CAN_XSTATS: tuple[str, ...] = ("restarts", "bus_error", "arbitration_lost", "error_warning")
 CAN_XSTATS += ("error_passive", "bus_off")
@@ -136,6 +139,17 @@ def _integer(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _integers(source: Any, names: Sequence[str], prefix: str = "") -> dict[str, int]:
+    """The whole-number values of `names` in one object of ip's JSON (None or empty: none),
+    each named `prefix` + its name; any other value is left out."""
+    found = {}
+    for name in names:
+        value = _integer((source or {}).get(name))
+        if value is not None:
+            found[prefix + name] = value
+    return found
+
+
 def parse_ip_link(document: Any, interface: str) -> Snapshot | None:
     """A Snapshot from `ip -details -statistics -json link show dev IFACE`'s output (a
     list of one link); None when it holds no statistics."""
@@ -145,26 +159,14 @@ def parse_ip_link(document: Any, interface: str) -> Snapshot | None:
     stats = link.get("stats64") or link.get("stats")
     if not isinstance(stats, dict):
         return None
-    counters: dict[str, int] = {}
-    for direction in ("rx", "tx"):
-        half = stats.get(direction) or {}
-        for name in ("bytes", "packets", "errors", "dropped"):
-            value = _integer(half.get(name))
-            if value is not None:
-                counters[f"{direction}_{name}"] = value
+    counters = {
+        **_integers(stats.get("rx"), IP_STATS, "rx_"),
+        **_integers(stats.get("tx"), IP_STATS, "tx_"),
+    }
     info = link.get("linkinfo") or {}
     data = info.get("info_data") or {}
-    xstats = info.get("info_xstats") or {}
-    for name in CAN_XSTATS:
-        value = _integer(xstats.get(name))
-        if value is not None:
-            counters[name] = value
-    levels = {}
-    berr = data.get("berr_counter") or {}
-    for name in ("tx", "rx"):
-        value = _integer(berr.get(name))
-        if value is not None:
-            levels[f"berr_{name}"] = value
+    counters.update(_integers(info.get("info_xstats"), CAN_XSTATS))
+    levels = _integers(data.get("berr_counter"), ("tx", "rx"), "berr_")
     # Older iproute2 printed the state only in its text output, not in JSON.
     state = data.get("state") if isinstance(data.get("state"), str) else None
     if state in CAN_STATES:
