@@ -61,6 +61,8 @@ class Scheme:
     #: "module:Class" of the Board that opens it (a `from_url` classmethod).
     board: str
     parse: Callable[[str], object]
+    #: A URL of the scheme that its parser takes (tests/test_board_schemes.py tries each).
+    example: str
     #: It can switch the board off and on (`--power-cycle`).
     power_switch: bool = False
 
@@ -84,14 +86,16 @@ def scheme(
     *forms: str,
     transport: str,
     board: str,
+    example: str,
     power_switch: bool = False,
 ) -> Callable[[_Parser], _Parser]:
-    """Register the decorated parser as the one for `name` (a scheme given twice is a bug)."""
+    """Register the decorated parser as the one for `name` (a scheme given twice is a bug);
+    `example` is a URL of it that the parser takes."""
 
     def register(parse: _Parser) -> _Parser:
         if name in _SCHEMES:
             raise ValueError(f"board URL scheme {name!r} is registered twice")
-        _SCHEMES[name] = Scheme(name, forms, transport, board, parse, power_switch)
+        _SCHEMES[name] = Scheme(name, forms, transport, board, parse, example, power_switch)
         return parse
 
     return register
@@ -169,6 +173,7 @@ def transport_of(url: str) -> str:
     "local",
     transport="local",
     board="evbench.boards.local:LocalBoard",
+    example="local",
 )
 def parse_local(url: str) -> str:
     """The built-in board has no options: its URL is the word itself."""
@@ -194,6 +199,7 @@ class SshUrl:
     "ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]",
     transport="ssh",
     board="evbench.boards.ssh:SshBoard",
+    example="ssh://root@192.0.2.7:2222",
 )
 def parse_ssh_url(url: str) -> SshUrl:
     """Split an `ssh://` URL into host, port, user and evbench's options."""
@@ -270,18 +276,21 @@ _SERIAL_BOARD = "evbench.boards.serial:SerialBoard"
     "socket://HOST:PORT[?user=...]",
     transport=CONSOLE,
     board=_SERIAL_BOARD,
+    example="socket://lab:4001",
 )
 @scheme(
     "rfc2217",
     "rfc2217://HOST:PORT[?user=...]",
     transport=CONSOLE,
     board=_SERIAL_BOARD,
+    example="rfc2217://lab:7000",
 )
 @scheme(
     "serial",
     "serial:///dev/TTY[?baud=N&user=NAME&python=PATH&dir=PATH]",
     transport=CONSOLE,
     board=_SERIAL_BOARD,
+    example="serial:///dev/ttyUSB0?baud=115200",
 )
 def parse_console_url(url: str) -> ConsoleAddress:
     """Split a console URL into pyserial's part and evbench's options."""
@@ -390,6 +399,7 @@ def _labgrid_tags(text: str, url: str) -> tuple[tuple[str, str], ...]:
     "labgrid://?tags=KEY=VALUE,...[&prio=N]",
     transport="labgrid",
     board="evbench.boards.labgrid:LabgridBoard",
+    example="labgrid://am62x-1",
     power_switch=True,
 )
 def parse_labgrid_url(url: str) -> LabgridUrl:
