@@ -48,9 +48,8 @@ def _load(tmp_path: Path, text: str) -> dict:
 
 def test_the_documented_exporter_file_loads_in_labgrid(tmp_path: Path) -> None:
     loaded = _load(tmp_path, _exporter_example())
-    assert loaded == {
-        "groups": {"am62x-sk-1": ["NetworkPowerPort", "NetworkService", "USBSerialPort"]}
-    }
+    resources = ["NetworkPowerPort", "NetworkService", "USBSerialPort"]
+    assert loaded == {"groups": {"am62x-sk-1": resources}}
 
 
 def test_a_first_line_comment_with_one_hash_is_refused_by_labgrid(tmp_path: Path) -> None:

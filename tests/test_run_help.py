@@ -14,13 +14,8 @@ from evbench_agent import catalogue, codecs, payloads, registry
 
 def _help(*program: str) -> str:
     environment = {**os.environ, "COLUMNS": "200"}  # wide: the listing caps itself
-    done = subprocess.run(
-        [sys.executable, "-m", *program, "run", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-    )
+    argv = [sys.executable, "-m", *program, "run", "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=environment)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -29,11 +29,8 @@ RUN = [
 
 def _sizes(out: Path) -> dict[str, tuple]:
     summary = json.loads((out / "summary.json").read_text())
-    return {
-        r["codec"]: (r["profile"], r["n"], r["min"], r["max"], r["mean"])
-        for r in summary["records"]
-        if r["metric"] == "size"
-    }
+    sizes = [r for r in summary["records"] if r["metric"] == "size"]
+    return {r["codec"]: (r["profile"], r["n"], r["min"], r["max"], r["mean"]) for r in sizes}
 
 
 def test_a_user_schema_runs_over_ssh_like_locally(sshd, ssh_home, tmp_path, capsys):
@@ -41,12 +38,10 @@ def test_a_user_schema_runs_over_ssh_like_locally(sshd, ssh_home, tmp_path, caps
     remote_out, local_out = tmp_path / "remote", tmp_path / "local"
     assert evbench(["run", "--board", url, *RUN, "--out", str(remote_out)]) == 0
     assert f"schema:{BMS}" in capsys.readouterr().out
-    local = subprocess.run(  # as a person types it, in its own process
-        [sys.executable, "-m", "evbench", "run", "--board", "local", *RUN, "--out", str(local_out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    # as a person types it, in its own process
+    argv = [sys.executable, "-m", "evbench", "run", "--board", "local", *RUN]
+    argv += ["--out", str(local_out)]
+    local = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert local.returncode == 0, local.stderr
     assert (remote_out / "complete").exists()
     manifest = json.loads((remote_out / "manifest.json").read_text())
