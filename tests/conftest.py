@@ -113,6 +113,28 @@ def history_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _no_user_schema_left(monkeypatch: pytest.MonkeyPatch):
+    """A test that activates a user's schema in this process (`evbench run --schema` run
+    in-process, spec.from_dict) registers its profile and sets EVBENCH_AGENT_SCHEMA for the
+    agents started after it: both undone after the test. Left, every later test of this
+    worker saw them (test_run_help after test_user_schema_ssh listed a profile that the
+    `--help` it ran did not have, and failed)."""
+    monkeypatch.setenv("EVBENCH_AGENT_SCHEMA", "")
+    monkeypatch.delenv("EVBENCH_AGENT_SCHEMA")  # absent, and absent again after the test
+    loaded = sys.modules.get("evbench_agent.payloads")
+    saved = dict(loaded.PROFILES) if loaded else None
+    yield
+    payloads = sys.modules.get("evbench_agent.payloads")
+    if payloads is not None and saved is not None:
+        payloads.PROFILES.clear()
+        payloads.PROFILES.update(saved)
+    elif payloads is not None:  # imported during the test: drop the users' profiles only
+        users = [n for n, p in payloads.PROFILES.items() if type(p).__name__ == "SchemaProfile"]
+        for name in users:
+            del payloads.PROFILES[name]
+
+
+@pytest.fixture(autouse=True)
 def _own_log_levels():
     """A command run in this process sets the levels of evbench's loggers to its -v or
     --quiet (log_output.setup_logging); the next test starts from none, so caplog sees
