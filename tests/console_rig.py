@@ -246,18 +246,11 @@ class ConsoleRig:
         self.board_link = directory / "board"
         self.line = LineSimulator()
         self.line.start()
-        self._processes: list[subprocess.Popen] = []
-        for link, port in (
-            (self.host_link, self.line.ports[0]),
-            (self.board_link, self.line.ports[1]),
-        ):
-            self._processes.append(
-                subprocess.Popen(
-                    [socat, f"PTY,link={link},rawer", f"TCP:127.0.0.1:{port}"],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self._processes = [
+            subprocess.Popen([socat, f"PTY,link={link},rawer", f"TCP:127.0.0.1:{port}"], **quiet)
+            for link, port in zip((self.host_link, self.board_link), self.line.ports, strict=True)
+        ]
         deadline = time.monotonic() + 10
         while not (self.host_link.exists() and self.board_link.exists()):
             if time.monotonic() > deadline:
@@ -289,10 +282,8 @@ class ConsoleRig:
         while not self._stop.is_set():
             process = subprocess.Popen(
                 [self._agetty, "-L", "--noclear", port, str(BAUD), "vt100"],
-                start_new_session=True,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
             self._getty = process
             while process.poll() is None and not self._stop.is_set():
                 time.sleep(0.1)
@@ -338,9 +329,8 @@ class Ser2net:
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [ser2net, "-n", "-u", "-c", str(config), "-P", str(directory / "ser2net.pid")],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+                stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
         deadline = time.monotonic() + 10
         while True:
             try:
