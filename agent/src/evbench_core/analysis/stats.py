@@ -548,9 +548,11 @@ def successive_differences_df(n: int) -> int:
 
 
 __all__ = [
+    "EXACT_RANK_SUM_MAX_N",
     "holm",
     "mann_whitney_exact",
     "min_p_rank_sum",
+    "rank_sum_counts",
     "ratio_ci",
     "student_t_quantile",
     "student_t_sf",
