@@ -31,19 +31,11 @@ ENVIRONMENTS = {
     # LAVA's own code (Debian 12's lava-common, lava-dispatcher, lava-server 2023.01,
     # unpacked below, never installed) checks the jobs and parses the agent's signals;
     # these are its Python dependencies at Debian 12's versions.
-    ".venv-lava": [
-        "voluptuous==0.13.1",
-        "pytz==2022.7.1",  # lava-dispatcher's job module (the test shell test)
-        "jinja2==3.1.2",
-        "PyYAML==6.0",
-        "pexpect==4.8.0",
-        "requests",
-        "configobj",
-        "python-magic",
-        "netifaces",
-        "pyudev",
-    ],
-}
+    # (pytz: lava-dispatcher's job module, for the test shell test)
+    ".venv-lava": ["voluptuous==0.13.1", "pytz==2022.7.1", "jinja2==3.1.2", "PyYAML==6.0",
+                   "pexpect==4.8.0", "requests", "configobj", "python-magic", "netifaces",
+                   "pyudev"],
+}  # fmt: skip
 #: Debian packages unpacked (dpkg -x) into tests/cache/lava/root for the LAVA tests.
 LAVA_PACKAGES = ["lava-common", "lava-dispatcher", "lava-dispatcher-host", "lava-server"]
 LAVA_VERSION = "2023.01-2"

@@ -43,15 +43,12 @@ class Am62xTree:
         cpu = root / "devices/system/cpu"
         policy = cpu / "cpufreq/policy0"
         for name, value in (
-            ("cpuinfo_min_freq", 200000),
-            ("cpuinfo_max_freq", 1400000),
-            ("scaling_min_freq", 200000),
-            ("scaling_max_freq", 1400000),
-            ("scaling_cur_freq", 1250000),
-            ("scaling_governor", "schedutil"),
+            ("cpuinfo_min_freq", 200000), ("cpuinfo_max_freq", 1400000),
+            ("scaling_min_freq", 200000), ("scaling_max_freq", 1400000),
+            ("scaling_cur_freq", 1250000), ("scaling_governor", "schedutil"),
             ("scaling_available_governors", "ondemand userspace performance schedutil"),
             ("related_cpus", "0 1 2 3"),
-        ):
+        ):  # fmt: skip
             write(policy / name, value)
         for core in range(4):
             (cpu / f"cpu{core}").mkdir(parents=True)
