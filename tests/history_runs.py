@@ -22,18 +22,10 @@ CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
 TIMING_METRICS = ("encode", "decode", "decode_access")
 
 
-def night(
-    out: Path,
-    number: int,
-    factor: float = 1.0,
-    platform: dict[str, Any] | None = None,
-    board: str = "name:bench-1",
-    source: Path = CORE_V1,
-    machine_cpu: float | None = None,
-    codec_params: dict[str, Any] | None = None,
-    codec_factors: dict[str, float] | None = None,
-    operation_factors: dict[tuple[str, str], float] | None = None,
-) -> Path:
+def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] | None = None,
+          board: str = "name:bench-1", source: Path = CORE_V1, machine_cpu: float | None = None,
+          codec_params: dict[str, Any] | None = None, codec_factors: dict[str, float] | None = None,
+          operation_factors: dict[tuple[str, str], float] | None = None) -> Path:  # fmt: skip
     """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`.
 
     `codec_factors`: a further factor on one codec's timings.

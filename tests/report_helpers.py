@@ -15,18 +15,10 @@ QUICK_SEED = ("--quick", "--profile", "seed")
 JUNIT_XSD = ROOT / "tests" / "data" / "junit-10.xsd"
 
 
-def evbench(
-    *argv: str, env: dict | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
-    """`evbench ARGV` in a fresh process, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env,
-    )
+def evbench(*argv: str, env: dict | None = None, timeout: float = 300):
+    """`evbench ARGV` in a fresh process, as a user runs it (CompletedProcess, never raised)."""
+    command = [sys.executable, "-m", "evbench", *argv]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def local_run(out: Path, *extra: str, codecs: str = "json,protobuf", env: dict | None = None):
