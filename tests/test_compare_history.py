@@ -72,9 +72,8 @@ def _nights(tmp_path, factors, **later):
 
 def test_a_real_step_is_confirmed_against_the_history_and_fails(tmp_path):
     # protobuf 25 % slower in the candidate, json unchanged (same factor as the baseline).
-    store, baseline, candidate = _nights(
-        tmp_path, NOISE, factor=NOISE[-1], codec_factors={"protobuf": 1.25}
-    )
+    slower = {"factor": NOISE[-1], "codec_factors": {"protobuf": 1.25}}
+    store, baseline, candidate = _nights(tmp_path, NOISE, **slower)
     done = evbench("compare", "--baseline", str(baseline), str(candidate), "--history", store)
     assert done.returncode == 3, done.stdout + done.stderr
     # The history is nights 1..11 (the baseline is one of the compared runs): 10 steps,
@@ -108,9 +107,8 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path):
 
 @pytest.mark.parametrize("kept", [4])
 def test_a_short_history_confirms_nothing(tmp_path, kept):
-    store, baseline, candidate = _nights(
-        tmp_path, NOISE[:kept], factor=NOISE[kept - 1], codec_factors={"protobuf": 1.25}
-    )
+    slower = {"factor": NOISE[kept - 1], "codec_factors": {"protobuf": 1.25}}
+    store, baseline, candidate = _nights(tmp_path, NOISE[:kept], **slower)
     done = evbench("compare", "--baseline", str(baseline), str(candidate), "--history", store)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count(f"(not confirmed: {kept - 1} nights)") == 3

@@ -30,9 +30,8 @@ def test_a_wheel_s_dist_info_gives_its_version_whatever_the_name_s_spelling(tmp_
 
 def test_debian_egg_info_directory_and_file(tmp_path):
     (tmp_path / "protobuf-3.21.12.egg-info").mkdir()
-    (tmp_path / "protobuf-3.21.12.egg-info" / "PKG-INFO").write_text(
-        HEADERS.format(name="protobuf", version="3.21.12")
-    )
+    egg_info = tmp_path / "protobuf-3.21.12.egg-info" / "PKG-INFO"
+    egg_info.write_text(HEADERS.format(name="protobuf", version="3.21.12"))
     (tmp_path / "pyserial-3.5.egg-info").write_text(HEADERS.format(name="pyserial", version="3.5"))
     assert distribution_version("protobuf", [str(tmp_path)]) == "3.21.12"
     assert distribution_version("pyserial", [str(tmp_path)]) == "3.5"
