@@ -1,11 +1,10 @@
 """The registry of board URL schemes (boards/urls.py) against what depends on it.
 
-Each scheme is declared once, by `@scheme` on its parser, with a URL of it
-(`example`): every registered scheme must parse its example and open a Board that
-writes every required method of the Board protocol, and its forms must be rows of
-docs/boards.md's table, so a new transport needs no line here. The schemes known
-when this was written are checked against expectations written by hand (a URL of
-each, the transport and class it opens).
+Each transport module of boards/ declares its schemes, once each, by `@scheme` on
+its parser, with a URL of it (`example`): every registered scheme must parse its
+example and open a Board of its own module that writes every required method of the
+Board protocol, and its forms must be rows of docs/boards.md's table naming that
+module. Everything here is derived from the registry: a new transport needs no line.
 """
 
 from __future__ import annotations
@@ -19,41 +18,53 @@ from pathlib import Path
 import pytest
 
 from evbench.boards import Board, BoardOptions, RemoteBoard, open_board
-from evbench.boards.urls import scheme, scheme_of, schemes, transport_of
+from evbench.boards.urls import NOT_TRANSPORTS, collect, scheme, scheme_of, schemes, transport_of
 from evbench_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARDS_DOC = ROOT / "docs/boards.md"
 
-#: Worked out by hand for the schemes known when this was written: a URL of each, the
-#: transport, and the Board class that opens it.
-EXPECTED = {
-    "local": ("local", "local", "LocalBoard"),
-    "ssh": ("ssh://root@192.0.2.7:2222", "ssh", "SshBoard"),
-    "serial": ("serial:///dev/ttyUSB0?baud=115200", "serial", "SerialBoard"),
-    "rfc2217": ("rfc2217://lab:7000", "serial", "SerialBoard"),
-    "socket": ("socket://lab:4001", "serial", "SerialBoard"),
-    "labgrid": ("labgrid://am62x-1", "labgrid", "LabgridBoard"),
-}
 NAMES = [entry.name for entry in schemes()]
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_url_of_each_known_scheme_names_its_transport_and_board(name):
-    url, transport, board = EXPECTED[name]
-    entry = scheme_of(url)
-    assert (entry.name, entry.transport, transport_of(url)) == (name, transport, transport)
-    entry.parse(url)  # a UserError here fails the test
-    assert entry.board_class().__name__ == board
 
 
 @pytest.mark.parametrize("entry", schemes(), ids=NAMES)
 def test_each_registered_scheme_parses_its_example_and_opens_a_complete_board(entry):
-    assert scheme_of(entry.example) == entry
+    assert scheme_of(entry.example) == entry and transport_of(entry.example) == entry.transport
     entry.parse(entry.example)  # a UserError here fails the test
     cls = entry.board_class()
     assert issubclass(cls, Board)
     assert not inspect.isabstract(cls), f"{cls.__name__} lacks {sorted(cls.__abstractmethods__)}"
+    # Declared beside its transport: the Board is its module's (or its package's).
+    assert cls.__module__ == entry.module or cls.__module__.startswith(entry.module + ".")
+    assert entry.module.startswith("evbench.boards.") and entry.module.count(".") == 2
+
+
+def test_one_transport_name_per_board_class():
+    # transport_of() answers by board kind: the schemes of one Board share one name.
+    kinds = {(entry.transport, entry.board_class()) for entry in schemes()}
+    assert len({transport for transport, _ in kinds}) == len(kinds)
+
+
+def test_every_module_of_boards_is_collected_or_a_helper():
+    # The folder, listed on disk, against the registry: no transport left out.
+    folder = ROOT / "host_tools/src/evbench/boards"
+    modules = [path for path in folder.iterdir() if not path.name.startswith("_")]
+    found = {p.stem for p in modules if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    declared = {entry.module.rpartition(".")[2] for entry in schemes()}
+    assert found - declared == set(NOT_TRANSPORTS) and declared <= found
+
+
+def test_collecting_refuses_a_module_declaring_no_scheme_and_skips_helpers(tmp_path, monkeypatch):
+    # A throwaway package on disk, collected for real: its `_helper` would fail if imported.
+    package = tmp_path / "boards_demo"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_helper.py").write_text("raise AssertionError('a helper is not collected')\n")
+    (package / "quiet.py").write_text("NAME = 'no @scheme here'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"boards_demo\.quiet declares no board URL scheme"):
+        collect([str(package)], "boards_demo")
+    assert [entry.name for entry in schemes()] == NAMES
 
 
 def test_a_transport_missing_a_required_method_cannot_be_made():
@@ -81,8 +92,8 @@ def test_an_unknown_scheme_is_refused_naming_the_known_ones(url):
     # A bare device path is not a form of the serial console: it is refused too.
     with pytest.raises(UserError, match="unsupported board") as raised:
         open_board(url)
-    for known in ("local", "ssh://", "serial:///dev/TTY", "rfc2217://", "socket://", "labgrid://"):
-        assert known in raised.value.hint
+    for entry in schemes():
+        assert (entry.name if entry.bare else f"{entry.name}://") in raised.value.hint
 
 
 @pytest.mark.parametrize(
@@ -111,7 +122,7 @@ def test_power_cycle_is_refused_before_a_transport_without_a_power_switch_is_ope
 
 def test_a_scheme_registered_twice_is_a_bug():
     with pytest.raises(ValueError, match="'ssh' is registered twice"):
-        scheme("ssh", "ssh://HOST", transport="ssh", board="x:Y", example="ssh://HOST")(str)
+        scheme("ssh", "ssh://HOST", transport="ssh", board="Y", example="ssh://HOST")(str)
     assert [entry.name for entry in schemes()] == NAMES
 
 
@@ -130,7 +141,7 @@ def test_the_docs_table_lists_every_registered_form_with_its_module():
     forms = {form: entry for entry in schemes() for form in entry.forms}
     assert set(rows) == set(forms)
     for form, entry in forms.items():
-        path = entry.board.split(":")[0].removeprefix("evbench.").replace(".", "/")
+        path = entry.module.removeprefix("evbench.").replace(".", "/")
         assert f"`{path}.py`" in rows[form] or f"`{path}/`" in rows[form], (form, rows[form])
 
 

@@ -16,9 +16,9 @@ from conftest import require_command
 from console_rig import Ser2net
 
 from evbench.boards.base import ConnectionLost
+from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.serial.transcript import Transcript
-from evbench.boards.urls import parse_console_url
 
 pytestmark = pytest.mark.integration
 

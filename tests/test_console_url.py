@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from evbench.boards import open_board
 from evbench.boards.serial import frames
+from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.shell import estimate_seconds
 from evbench.boards.serial.transcript import Transcript
-from evbench.boards.urls import parse_console_url, scheme_of, schemes, transport_of
+from evbench.boards.urls import scheme_of, schemes, transport_of
 from evbench_core.errors import UserError
 
 

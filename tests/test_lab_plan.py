@@ -1,4 +1,4 @@
-"""LAB.yaml (evbench.lab.plan) and labgrid:// URLs (boards/urls.py): read or refused."""
+"""LAB.yaml (evbench.lab.plan) and labgrid:// URLs (boards/labgrid.py): read or refused."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evbench.boards.urls import parse_labgrid_url, transport_of
+from evbench.boards.labgrid import parse_labgrid_url
+from evbench.boards.urls import transport_of
 from evbench.lab import plan
 from evbench_core.errors import UserError
 

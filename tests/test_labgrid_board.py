@@ -195,9 +195,10 @@ def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab, tmp_pat
     assert "power-cycling place am62x-p (NetworkPowerPort)" in done.stderr
     # -vv: each labgrid-client call, by its command and place alone (never the
     # reservation's token, which `acquire +TOKEN` and `cancel-reservation` carry).
-    calls = [line for line in done.stderr.splitlines() if "[evbench.boards.labgrid_client]" in line]
+    client = "[evbench.boards._labgrid_client]"
+    calls = [line for line in done.stderr.splitlines() if client in line]
     shape = re.compile(
-        r"evbench: debug: \[evbench\.boards\.labgrid_client\] labgrid-client ([a-z-]+)"
+        r"evbench: debug: \[evbench\.boards\._labgrid_client\] labgrid-client ([a-z-]+)"
         r"( on place am62x-p)? -> exit 0, \d+ bytes out"
     )
     assert calls and all(shape.fullmatch(line) for line in calls), calls

@@ -1,9 +1,9 @@
-"""Reading labgrid-client's printed output (boards/labgrid_client.py), from text labgrid
+"""Reading labgrid-client's printed output (boards/_labgrid_client.py), from text labgrid
 26.0.1 printed on loopback (copied here from a real session)."""
 
 from __future__ import annotations
 
-from evbench.boards.labgrid_client import parse_place
+from evbench.boards._labgrid_client import parse_place
 
 SHOW_ACQUIRED = """Place 'p1':
   tags: board=am62x, site=lab1

@@ -114,8 +114,8 @@ def trust(ssh_home, line: str) -> None:
 
 
 def _jumped_board(sshd, spec: str, tmp_path):
+    from evbench.boards._ssh_jump import SshJump
     from evbench.boards.ssh import SshBoard
-    from evbench.boards.ssh_jump import SshJump
 
     url = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={BOARD_PYTHON}"
     return SshBoard(url, jump=SshJump(spec))
@@ -127,8 +127,8 @@ def test_lg_proxy_names_the_jump_host_before_the_exporters_proxy(
     # labgrid-client (which evbench runs with the same environment) reaches the
     # coordinator through LG_PROXY with OpenSSH, which reads root's own ~/.ssh, not this
     # test's HOME: so the choice is checked here, and the jump it names is real.
+    from evbench.boards._labgrid_client import Resource
     from evbench.boards.labgrid import LabgridBoard
-    from evbench.boards.labgrid_client import Resource
 
     def network_service(**params) -> Resource:
         path = "e/g/NetworkService/NetworkService"
@@ -168,7 +168,7 @@ def test_a_changed_jump_host_key_is_refused(sshd, exporter_host, ssh_home, tmp_p
 
 
 def test_a_bad_jump_host_is_refused_before_connecting():
-    from evbench.boards.ssh_jump import parse_jump
+    from evbench.boards._ssh_jump import parse_jump
 
     for spec in ("a b", "host:port", "ssh://host", "-oProxyCommand=x", ""):
         with pytest.raises(UserError, match="bad SSH jump host"):

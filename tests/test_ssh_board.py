@@ -16,7 +16,7 @@ import pytest
 from conftest import require_command
 
 from evbench.boards import ConnectionLost, open_board
-from evbench.boards.ssh_address import parse_address
+from evbench.boards._ssh_address import parse_address
 from evbench.cli import evbench
 from evbench_core.errors import UserError
 

@@ -1,6 +1,7 @@
-"""Boards by URL. Each transport lives in its own module or package behind the Board
-protocol (base.py); each scheme is registered by its parser in urls.py, which names the
-transport that opens it (docs/boards.md lists them)."""
+"""Boards by URL. Each transport is a module or package of this folder behind the Board
+protocol (base.py), declaring its URL schemes with `@scheme` on its parser (urls.py holds
+the registry); every module is collected when this package is imported, so a new transport
+is one new module (docs/boards.md lists them; a module named `_...` is a helper)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from evbench.boards.base import (
     RemoteBoard,
     StreamedCommand,
 )
-from evbench.boards.urls import scheme_of, schemes
+from evbench.boards.urls import collect, scheme_of, schemes
 from evbench_core.errors import UserError
 
 
@@ -39,6 +40,9 @@ def open_board(
     options = BoardOptions(accept_new_host_key, place_timeout, power_cycle)
     return entry.board_class().from_url(url, options)
 
+
+# Last: the transports import this package's modules above.
+collect(__path__, __name__)
 
 __all__ = [
     "Board",

@@ -20,7 +20,18 @@ from evbench.boards.base import (
     PipedCommand,
     StreamedCommand,
 )
+from evbench.boards.urls import scheme
 from evbench_core.errors import UserError
+
+LOCAL = "local"
+
+
+@scheme(LOCAL, "local", transport="local", board="LocalBoard", example="local")
+def parse_local(url: str) -> str:
+    """The built-in board has no options: its URL is the word itself."""
+    if url != LOCAL:
+        raise UserError(f"not the local board: {url!r}", hint="write local")
+    return url
 
 
 def child_environment() -> dict[str, str]:

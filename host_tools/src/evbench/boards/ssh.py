@@ -1,9 +1,13 @@
 """Boards over SSH (paramiko): commands on exec channels, files over SFTP.
 
 Logins are what OpenSSH users expect: ssh-agent, then key files, then a
-password only from EVBENCH_PASSWORD or a prompt (ssh_address.py resolves the
+password only from EVBENCH_PASSWORD or a prompt (_ssh_address.py resolves the
 address and the host-key policy). A changed host key is always refused. A
 dropped connection surfaces as ConnectionLost, and `reconnect` opens it again.
+
+The `ssh://` scheme is declared here, on its parser. paramiko is imported inside the
+functions that use it: collecting the transports (boards/urls.py) imports this module,
+and `--help` must not load paramiko (tests/test_import_weight.py).
 """
 
 from __future__ import annotations
@@ -15,9 +19,18 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import paramiko
-
+from evbench.boards._ssh_address import (
+    SshAddress,
+    SshUrl,
+    fingerprint,
+    host_key_policy,
+    parse_address,
+    password_for,
+    read_ssh_url,
+)
+from evbench.boards._ssh_jump import SshJump
 from evbench.boards.base import (
     PASSWORD_VARIABLE,
     BoardOptions,
@@ -28,15 +41,12 @@ from evbench.boards.base import (
     StreamedCommand,
     shown,
 )
-from evbench.boards.ssh_address import (
-    HostKeyPolicy,
-    SshAddress,
-    fingerprint,
-    parse_address,
-    password_for,
-)
-from evbench.boards.ssh_jump import SshJump
+from evbench.boards.urls import scheme
 from evbench_core.errors import EvbenchError, UserError
+
+if TYPE_CHECKING:
+    import paramiko
+
 
 CONNECT_TIMEOUT = 15.0
 KEEPALIVE_SECONDS = 5
@@ -47,12 +57,28 @@ MAX_OUTPUT = 64 << 20
 log = logging.getLogger(__name__)
 
 
+@scheme(
+    "ssh",
+    "ssh://[USER@]HOST[:PORT][?python=PATH&dir=PATH]",
+    transport="ssh",
+    board="SshBoard",
+    example="ssh://root@192.0.2.7:2222",
+)
+def parse_ssh_url(url: str) -> SshUrl:
+    """Split an `ssh://` URL into host, port, user and evbench's options (read_ssh_url, in
+    _ssh_address.py: the SSH jump reads its host's address the same way)."""
+    return read_ssh_url(url)
+
+
 class _NoAuthentication(Exception):
     """No key and no password to offer: a login failure, not a network one."""
 
 
-#: What paramiko raises when the connection goes away under a call.
-DROPPED = (paramiko.SSHException, EOFError, ConnectionError)
+def dropped() -> tuple[type[Exception], ...]:
+    """What paramiko raises when the connection goes away under a call."""
+    import paramiko
+
+    return (paramiko.SSHException, EOFError, ConnectionError)
 
 
 @contextlib.contextmanager
@@ -60,7 +86,7 @@ def lost_when_dropped(address: SshAddress) -> Iterator[None]:
     """Turn the ways paramiko reports a dead connection into ConnectionLost."""
     try:
         yield
-    except DROPPED as error:
+    except dropped() as error:
         reason = str(error) or type(error).__name__
         raise ConnectionLost(f"the connection to {address} dropped ({reason})") from error
 
@@ -133,6 +159,8 @@ class SshPipedCommand(PipedCommand):
         self._argv = tuple(argv)
 
     def write(self, data: bytes) -> None:
+        import paramiko
+
         try:
             self._channel.sendall(data)
         except (paramiko.SSHException, EOFError) as error:
@@ -201,14 +229,18 @@ class SshBoard(RemoteBoard):
     # -- connection -------------------------------------------------------
 
     def _new_client(self) -> paramiko.SSHClient:
+        import paramiko
+
         client = paramiko.SSHClient()
         client.load_system_host_keys()
         if self.address.known_hosts.is_file():
             client.load_host_keys(str(self.address.known_hosts))
-        client.set_missing_host_key_policy(HostKeyPolicy(self.address, self.accept_new_host_key))
+        client.set_missing_host_key_policy(host_key_policy(self.address, self.accept_new_host_key))
         return client
 
     def _connect_once(self, password: str | None) -> paramiko.SSHClient:
+        import paramiko
+
         address = self.address
         client = self._new_client()
         try:
@@ -238,6 +270,8 @@ class SshBoard(RemoteBoard):
 
     def connect(self) -> None:
         """Open the connection; every failure is one line that says what to do."""
+        import paramiko
+
         address = self.address
         via = f" through {self.jump}" if self.jump else ""
         log.info("connecting to %s%s", address, via)  # USER@HOST:PORT
@@ -320,7 +354,7 @@ class SshBoard(RemoteBoard):
 
     def close(self) -> None:
         # Closing a dead connection may fail the same ways it died: it is closed either way.
-        with contextlib.suppress(*DROPPED, OSError):
+        with contextlib.suppress(*dropped(), OSError):
             if self._sftp is not None:
                 self._sftp.close()
             if self._client is not None:
@@ -335,6 +369,8 @@ class SshBoard(RemoteBoard):
     # -- commands and files ----------------------------------------------
 
     def _channel(self, argv: Sequence[str]) -> paramiko.Channel:
+        import paramiko
+
         _, transport = self._live()
         try:
             channel = transport.open_session(timeout=CONNECT_TIMEOUT)

@@ -23,12 +23,12 @@ from evbench.boards.base import (
     shown,
 )
 from evbench.boards.serial import frames, transcript
+from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.frames import Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.serial.login import LoginStrategy, password_from_user
 from evbench.boards.serial.shell import ShellSession
 from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
-from evbench.boards.urls import parse_console_url
 from evbench_core.log_output import quiet
 
 log = logging.getLogger(__name__)

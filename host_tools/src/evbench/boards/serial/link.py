@@ -1,4 +1,8 @@
-"""The raw console line: pyserial underneath, a transcript beside, deadlines on every read."""
+"""The raw console line: pyserial underneath, a transcript beside, deadlines on every read.
+
+pyserial is imported inside the methods that use it: collecting the transports
+(boards/urls.py) imports this package, and `--help` must not load pyserial.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,14 @@ import logging
 import re
 import time
 from pathlib import Path
-
-import serial
+from typing import TYPE_CHECKING
 
 from evbench.boards.base import ConnectionLost
 from evbench.boards.serial.transcript import Transcript
-from evbench.boards.urls import ConsoleAddress
 from evbench_core.errors import UserError
+
+if TYPE_CHECKING:
+    from evbench.boards.serial.address import ConsoleAddress
 
 #: The most evbench keeps of unread console output; older bytes are dropped
 #: (they stay in the transcript), so a chatty board cannot exhaust memory.
@@ -46,6 +51,8 @@ class ConsoleLink:
     """Bytes in and out of one console, all of them in the transcript."""
 
     def __init__(self, address: ConsoleAddress, transcript: Transcript) -> None:
+        import serial
+
         self.address = address
         self.transcript = transcript
         self.buffer = bytearray()
@@ -88,6 +95,8 @@ class ConsoleLink:
         return ConnectionLost(message, hint=f"transcript: {self.transcript.path}")
 
     def write(self, data: bytes, secret: bool = False) -> None:
+        import serial
+
         if secret:
             self.transcript.sent_secret()
         else:
@@ -100,6 +109,8 @@ class ConsoleLink:
 
     def read_some(self, deadline: Deadline) -> bytes:
         """What arrives before the deadline or within one short poll, appended to the buffer."""
+        import serial
+
         timeout = min(0.05, max(deadline.remaining, 0.001))
         try:
             # Set only when it changes: on an rfc2217:// port each change is a parameter

@@ -6,7 +6,8 @@ exporter host. labgrid's own client forwards ports there with OpenSSH; evbench, 
 paramiko, opens a `direct-tcpip` channel through the jump host and runs the board's
 SSH over it. The jump host's key is verified like any host's (known_hosts, trust on
 first use only with --accept-new-host-key), and it gets keys or the ssh-agent only:
-the board's password is never offered to it.
+the board's password is never offered to it. paramiko is imported inside the functions
+that use it (boards/ssh.py says why).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+from typing import TYPE_CHECKING
 
-import paramiko
-
+from evbench.boards._ssh_address import SshAddress, fingerprint, host_key_policy, parse_address
 from evbench.boards.base import ConnectionLost
-from evbench.boards.ssh_address import HostKeyPolicy, SshAddress, fingerprint, parse_address
 from evbench_core.errors import UserError
+
+if TYPE_CHECKING:
+    import paramiko
 
 CONNECT_TIMEOUT = 15.0
 #: `[USER@]HOST[:PORT]`, as `ssh -J` and LG_PROXY take it (an IPv6 address in brackets).
@@ -55,12 +58,14 @@ class SshJump:
         return str(self.address)
 
     def _connect(self) -> paramiko.SSHClient:
+        import paramiko
+
         address = self.address
         client = paramiko.SSHClient()
         client.load_system_host_keys()
         if address.known_hosts.is_file():
             client.load_host_keys(str(address.known_hosts))
-        client.set_missing_host_key_policy(HostKeyPolicy(address, self.accept_new_host_key))
+        client.set_missing_host_key_policy(host_key_policy(address, self.accept_new_host_key))
         try:
             client.connect(
                 address.hostname,
@@ -105,6 +110,8 @@ class SshJump:
 
     def channel_to(self, hostname: str, port: int) -> paramiko.Channel:
         """A direct-tcpip channel from the jump host to HOST:PORT, (re)connecting first."""
+        import paramiko
+
         transport = self._client.get_transport() if self._client else None
         if transport is None or not transport.is_active():
             self.close()
@@ -137,6 +144,8 @@ class SshJump:
         return sock if isinstance(sock, socket.socket) else None  # never a proxy's channel
 
     def close(self) -> None:
+        import paramiko
+
         with contextlib.suppress(paramiko.SSHException, EOFError, OSError):
             if self._client is not None:
                 self._client.close()
