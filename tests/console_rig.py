@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 BAUD = 115200
+#: Starts of agetty in a row that may fail before the rig gives up (init retries too).
+GETTY_SPAWN_TRIES = 5
 #: 8N1: ten bits on the wire for every byte.
 BYTES_PER_SECOND = BAUD // 10
 STEP = 64
@@ -279,11 +281,22 @@ class ConsoleRig:
         # agetty takes the port relative to /dev; its own session, so the
         # line becomes the shell's controlling terminal (job control, Ctrl-C).
         port = self.board_device.removeprefix("/dev/")
+        failed_spawns = 0
         while not self._stop.is_set():
-            process = subprocess.Popen(
-                [self._agetty, "-L", "--noclear", port, str(BAUD), "vt100"],
-                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            try:
+                process = subprocess.Popen(
+                    [self._agetty, "-L", "--noclear", port, str(BAUD), "vt100"],
+                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            except OSError:
+                # init respawns a getty whose start failed; one exec failed with EFAULT
+                # in a loaded CI run and the line had no getty for the rest of the test.
+                failed_spawns += 1
+                if failed_spawns > GETTY_SPAWN_TRIES:
+                    raise
+                self._stop.wait(0.2)
+                continue
+            failed_spawns = 0
             self._getty = process
             while process.poll() is None and not self._stop.is_set():
                 time.sleep(0.1)
