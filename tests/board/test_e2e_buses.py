@@ -50,14 +50,18 @@ RESPONDER_URL = "isotp://can1?tx=0x7E8&rx=0x7E0"
 #: As an ISO-TP PDU with the 13-byte header, 213 bytes on 8-byte classic frames are a
 #: First Frame (6 bytes) and ceil((213 - 6) / 7) = 30 Consecutive Frames: 31 frames.
 FRAMES_PER_MESSAGE_AT_LEAST = 31
-#: The nominal bus load of protobuf's seed messages at 20 Hz on classic CAN 500 k: a
+#: Classic CAN runs at 5 Hz: the emulated sja1000 takes an interrupt per frame, and on a
+#: loaded 2-core host (CI's tiers side by side) 20 Hz's 49 frames a message backed up,
+#: RTTs grew from 0.09 to 0.93 s and a reply came after the 1 s that counts it lost.
+CAN_RATE_HZ = 5
+#: The nominal bus load of protobuf's seed messages at 5 Hz on classic CAN 500 k: a
 #: ~290-byte PDU is 1 + ceil((290 - 6) / 7) = 42 frames of 111 bits before stuffing, its
 #: flow control 1 and the ~30-byte ack reply 5 + 1: 49 x 111 = 5439 bits, 10.9 ms per
-#: 50 ms (21.8 %), and at most 24 stuff bits a frame on top (26.5 %): the range allows
+#: 200 ms (5.44 %), and at most 24 stuff bits a frame on top (6.6 %): the range allows
 #: a few bytes either way. The suite divides the phase's wire time by one period per
 #: message sent (docs/buses.md), so the emulator's stalls (one of 226 ms was seen) do
 #: not move it.
-LOAD_RANGE = (20.0, 28.0)
+LOAD_RANGE = (5.0, 7.0)
 #: On the UART each link frame also has 8 bytes of framing (sync, CRCs): 13 + 8 + 200.
 UART_BYTES_PER_MESSAGE_AT_LEAST = 221
 #: The UART's nominal load, the busier direction (the messages): (277 + 13 + 8) bytes
@@ -74,11 +78,14 @@ def board(evboard: BoardSession) -> BoardSession:
     return evboard
 
 
-def _run_link_suite(board: BoardSession, url: str, out: str) -> tuple[int, str, float]:
+def _run_link_suite(
+    board: BoardSession, url: str, out: str, rate_hz: float = 20
+) -> tuple[int, str, float]:
     """The link suite's client on the board: (exit status, its output, seconds from the
     suite's start event to its exit, timed on the board as the lines arrive)."""
     said = board.ssh(
         f"{AGENT} run --suite link --quick --codecs protobuf --count {COUNT} --spec {SPEC}"
+        f" --rate {rate_hz:g}"
         f" --link-transport '{url}' --out {out} --progress json 2>&1"
         ' | while IFS= read -r line; do echo "$(date +%s.%N) $line"; done;'
         ' echo "$(date +%s.%N) exit=${PIPESTATUS[0]}"',
@@ -168,7 +175,7 @@ def test_the_link_over_isotp_on_the_kvaser_pair(board: BoardSession, can_respond
     names = ["can0/tx_packets", "can0/rx_packets", "can1/tx_packets", "can1/rx_packets"]
     names += ["can0/rx_errors", "can1/rx_errors", "can0/rx_over_errors", "can1/rx_over_errors"]
     before = _counters(board, names)
-    status, said, _ = _run_link_suite(board, CLIENT_URL, "/tmp/kvaser-run")
+    status, said, _ = _run_link_suite(board, CLIENT_URL, "/tmp/kvaser-run", CAN_RATE_HZ)
     assert status == 0, said
     after = _counters(board, names)
     delta = {name: after[name] - before[name] for name in names}
