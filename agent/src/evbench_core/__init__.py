@@ -14,6 +14,7 @@ __all__ = [
     "comparison",  # a run's answer: every row against its baseline
     "digests",  # the SHA-256 digests a run's files are checked by
     "errors",  # the one error family and exit-code policy
+    "extensions",  # codecs, profiles, transports, exports: each module declares its own
     "json_schema",  # the small JSON Schema validator every file format is checked with
     "log_output",  # log lines on standard error, at the level the flags ask for
     "regular_file",  # reading a user's file (a regular file, or a one-line error)

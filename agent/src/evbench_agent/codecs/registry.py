@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import pkgutil
 import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from evbench_agent.payloads import Payload, Profile
 from evbench_agent.platform import installed_version
 
 # The A/A copy's name is the core's (a record names it); exported here with the codecs.
+from evbench_core import extensions
 from evbench_core.analysis.identity import COPY_SUFFIX as COPY_SUFFIX
 from evbench_core.analysis.identity import copy_name as copy_name
 from evbench_core.errors import UserError
@@ -139,17 +139,13 @@ NOT_CODECS = frozenset({"registry"})
 def collect(path: Iterable[str], package: str) -> None:
     """Import every codec module of `package` (at `path`), in `FIRST`'s order, then by
     name: each declares its codecs with `@codec` as it is imported."""
-    names = sorted(
-        found.name
-        for found in pkgutil.iter_modules(path)
-        if found.name not in NOT_CODECS and not found.name.startswith("_")
+
+    def declares(module: ModuleType) -> bool:
+        return any(codec._bind.__module__ == module.__name__ for codec in CODECS.values())
+
+    extensions.collect(
+        path, package, "codec (no @codec in it)", declares, first=FIRST, skip=NOT_CODECS
     )
-    ordered = [name for name in FIRST if name in names] + [n for n in names if n not in FIRST]
-    for name in ordered:
-        declared = len(CODECS)
-        importlib.import_module(f"{package}.{name}")
-        if len(CODECS) == declared:
-            raise RuntimeError(f"{package}.{name} declares no codec (no @codec in it)")
 
 
 def codec(

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+from evbench_core import extensions
 from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
@@ -170,15 +171,12 @@ def transport_of(url: str) -> str:
 def collect(path: Iterable[str], package: str) -> None:
     """Import every transport module of `package` (at `path`), FIRST's then by name: each
     declares its schemes with `@scheme` as it is imported (one declaring none is a bug)."""
-    names = sorted(
-        found.name
-        for found in pkgutil.iter_modules(path)
-        if found.name not in NOT_TRANSPORTS and not found.name.startswith("_")
-    )
-    ordered = [name for name in FIRST if name in names] + [n for n in names if n not in FIRST]
-    for name in ordered:
-        module = f"{package}.{name}"
-        importlib.import_module(module)
-        if not any(entry.module == module for entry in _SCHEMES.values()):
-            raise RuntimeError(f"{module} declares no board URL scheme (no @scheme in it)")
-        log.debug("board transport %s collected", module)
+
+    def declares(module: ModuleType) -> bool:
+        return any(entry.module == module.__name__ for entry in _SCHEMES.values())
+
+    what = "board URL scheme (no @scheme in it)"
+    for module in extensions.collect(
+        path, package, what, declares, first=FIRST, skip=NOT_TRANSPORTS
+    ):
+        log.debug("board transport %s collected", module.__name__)

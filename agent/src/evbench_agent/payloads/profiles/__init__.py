@@ -8,25 +8,23 @@ imported, which a run and `run --help` do and `evbench-agent --help` does not.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from types import ModuleType
 
 from evbench_agent.payloads.profile import Profile
+from evbench_core import extensions
 
 #: The modules listed first, in this order (the table compares seed and ev-full); the
 #: others follow by name.
 FIRST = ("seed", "ev_full")
 
 
+def _found(module: ModuleType) -> list[Profile]:
+    found = [getattr(module, "PROFILE", None), *getattr(module, "PROFILES", ())]
+    return [profile for profile in found if profile is not None]
+
+
 def declared() -> list[Profile]:
     """Every profile the modules of this package declare."""
-    names = sorted(module.name for module in pkgutil.iter_modules(__path__))
-    ordered = [name for name in FIRST if name in names] + [n for n in names if n not in FIRST]
-    profiles: list[Profile] = []
-    for name in ordered:
-        module = importlib.import_module(f"{__name__}.{name}")
-        found = [getattr(module, "PROFILE", None), *getattr(module, "PROFILES", ())]
-        if found == [None]:
-            raise RuntimeError(f"{module.__name__} declares no PROFILE or PROFILES")
-        profiles += [profile for profile in found if profile is not None]
-    return profiles
+    what = "PROFILE or PROFILES"
+    modules = extensions.collect(__path__, __name__, what, lambda m: bool(_found(m)), first=FIRST)
+    return [profile for module in modules for profile in _found(module)]

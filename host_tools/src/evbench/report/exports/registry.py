@@ -7,11 +7,12 @@ extend.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
+
+from evbench_core import extensions
 
 if TYPE_CHECKING:
     from evbench.report.context import RunContext
@@ -57,10 +58,8 @@ NOT_EXPORTS = frozenset({"registry"})
 def collect(path: Iterable[str], package: str) -> None:
     """Import every export module of `package` (at `path`), by name; each declares its
     file with `@export` as it is imported (a module that declares none is a bug)."""
-    for found in sorted(pkgutil.iter_modules(path), key=lambda found: found.name):
-        if found.name in NOT_EXPORTS or found.name.startswith("_"):
-            continue
-        name = f"{package}.{found.name}"
-        importlib.import_module(name)
-        if not any(entry.make.__module__ == name for entry in _EXPORTS.values()):
-            raise RuntimeError(f"{name} declares no export (no @export in it)")
+
+    def declares(module: ModuleType) -> bool:
+        return any(entry.make.__module__ == module.__name__ for entry in _EXPORTS.values())
+
+    extensions.collect(path, package, "export (no @export in it)", declares, skip=NOT_EXPORTS)
