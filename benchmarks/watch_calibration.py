@@ -214,11 +214,11 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
     it places it then, and where the check run on the step's third night (or on the
     alarm's, if later) holds it: the watch places a change again as nights arrive, and
     `history check --since` that night shows a change placed again."""
-    from evbench.history import changes
+    from evbench.history import nightly_watch
 
     normal = [n for n in pool if n["kind"] == "normal"]
     slowed = [n for n in pool if n["kind"] == "slowed"]
-    need = changes.reference_needed(0.05 / (2 * len(SERIES)))
+    need = nightly_watch.reference_needed(0.05 / (2 * len(SERIES)))
     within3 = placed = placed_then = placed_settled = detected = false_json = early = 0
     delays: list[int] = []
     offsets: list[int] = []
@@ -253,8 +253,8 @@ def detection(pool: list[dict], injections: int, rng, after: int = 6) -> dict:
                     if s.name == series.name and c.seen == last]  # fmt: skip
             placed_then += bool(same) and same[0] == start
             offsets_then.append(same[0] - start if same else None)
-            # And once settled: 3 nights from the alarm night (changes.watch).
-            final = min(last + changes.WINDOW - 1, len(sequence) - 1)
+            # And once settled: 3 nights from the alarm night (nightly_watch.watch).
+            final = min(last + nightly_watch.WINDOW - 1, len(sequence) - 1)
             same = [c.split.index for s, c in held.get(final, [])
                     if s.name == series.name and c.seen == last]  # fmt: skip
             placed_settled += bool(same) and same[0] == start
@@ -377,7 +377,7 @@ json.dump(out, sys.stdout)
 def otava_agreement(python: str, series: list[tuple[int, list[float]]]) -> dict:
     """Otava's E-Divisive change points (its defaults: window 50, p 0.001) on the
     stepped series at the step's third night and at their end, against evbench's."""
-    from evbench.history import changes
+    from evbench.history import series_changes
 
     alpha = 0.05 / (2 * len(SERIES))  # the check's level: absolute and relative series
     cases = []
@@ -391,7 +391,9 @@ def otava_agreement(python: str, series: list[tuple[int, list[float]]]) -> dict:
     tally = {"both at the step": 0, "evbench only": 0, "otava only": 0, "neither": 0}
     otava_hits = evbench_hits = 0
     for (start, values), found in zip(cases, points, strict=True):
-        ours = any(abs(s.split.index - start) <= 1 for s in changes.changes_of(values, alpha))
+        ours = any(
+            abs(s.split.index - start) <= 1 for s in series_changes.changes_of(values, alpha)
+        )
         theirs = any(abs(index - start) <= 1 for index in found)
         otava_hits += theirs
         evbench_hits += ours
@@ -469,18 +471,18 @@ def _replayed(board: list, first: int) -> dict[int, list[tuple]]:
     night. The watch is causal (each night's tests and the family's Benjamini-Hochberg
     read only the nights so far), so one watch over every night has each change's alarm
     night and its placement on each night since (`Seen.placements`); the segmentation's
-    changes are `changes.segmentation` of each prefix, with every prefix scanned once.
+    changes are `series_changes.segmentation` of each prefix, with every prefix scanned once.
     `--check-replay` compares this with board_changes on every prefix."""
     from dataclasses import replace
 
-    from evbench.history import changes, trends
+    from evbench.history import nightly_watch, segmentation, series_changes, trends
 
     watches, family = trends.board_watch(board)
     held: dict[int, list[tuple]] = {}
     nights = len(board[0].points)
     for w in watches:
         wanders = not w.series.relative_to
-        scans = changes.prefix_scans(w.values, family, wanders)
+        scans = series_changes.prefix_scans(w.values, family, wanders)
         for last in range(first, nights):
             shown = []
             for seen in w.seen:
@@ -489,11 +491,13 @@ def _replayed(board: list, first: int) -> dict[int, list[tuple]]:
                     shown.append(replace(seen, split=placed))
             kept = list(shown)
             prefix = w.values[: last + 1]
-            for split in changes.segmentation(prefix, family, scans):
-                if any(abs(s.split.index - split.index) <= changes.REFINE_NIGHTS for s in shown):
+            for split in series_changes.segmentation(prefix, family, scans):
+                if any(
+                    abs(s.split.index - split.index) <= segmentation.REFINE_NIGHTS for s in shown
+                ):
                     continue
-                kept.append(changes.Seen(split, changes.first_seen(prefix, split.index,
-                                                                   family, scans)))  # fmt: skip
+                shown_at = series_changes.first_seen(prefix, split.index, family, scans)
+                kept.append(nightly_watch.Seen(split, shown_at))
             held.setdefault(last, []).extend((w.series, s) for s in kept)
     return held
 

@@ -20,7 +20,7 @@ import argparse
 
 import numpy as np
 
-from evbench.history import changes
+from evbench.history import nightly_watch
 
 
 def main() -> None:
@@ -34,12 +34,12 @@ def main() -> None:
             for _ in range(args.series):
                 flat = np.exp(rng.normal(0, noise, 30)) * 100
                 flat[12:] *= 1.3
-                seen = changes.watch(list(flat), alpha, worse="higher")
+                seen = nightly_watch.watch(list(flat), alpha, worse="higher")
                 extra += any(15 <= s.seen - 2 <= 21 for s in seen[1:])
                 second = flat.copy()
                 at = 12 + int(rng.integers(1, 5))
                 second[at:] *= 1.5
-                seen = changes.watch(list(second), alpha, worse="higher")
+                seen = nightly_watch.watch(list(second), alpha, worse="higher")
                 found += any(abs(s.split.index - at) <= 1 and s.seen <= at + 4 for s in seen)
             n = args.series
             print(

@@ -17,7 +17,7 @@ import statistics
 
 import pytest
 
-from evbench.history import changes
+from evbench.history import run_differences, segmentation
 
 NIGHTS = 30
 SERIES = 200
@@ -40,8 +40,8 @@ def _found_within_one_night(step: float, seed: int) -> tuple[int, int]:
     rng = random.Random(seed)
     found = raised = 0
     for _ in range(SERIES):
-        place = rng.randint(changes.MIN_SEGMENT, NIGHTS - changes.MIN_SEGMENT)
-        splits = changes.detect(_series(rng, step, place))
+        place = rng.randint(segmentation.MIN_SEGMENT, NIGHTS - segmentation.MIN_SEGMENT)
+        splits = segmentation.detect(_series(rng, step, place))
         raised += bool(splits)
         found += any(abs(s.index - place) <= 1 for s in splits)
     return found, raised
@@ -71,7 +71,7 @@ def test_a_clean_step_is_placed_exactly_with_its_size():
     values = [100e-6 * wiggle[i % 5] for i in range(10)] + [
         120e-6 * wiggle[i % 5] for i in range(10)
     ]
-    (split,) = changes.detect(values)
+    (split,) = segmentation.detect(values)
     assert split.index == 10
     assert split.ratio == pytest.approx(1.2, rel=0.01)  # medians 100 and 120 (both wiggles' middle)
     assert split.ratio_low > 1.02 and split.ratio_high < 1.3
@@ -80,32 +80,32 @@ def test_a_clean_step_is_placed_exactly_with_its_size():
 
 def test_one_wild_night_is_not_a_change():
     values = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 3.0, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0]
-    assert changes.detect(values) == []
+    assert segmentation.detect(values) == []
 
 
 def test_two_steps_are_both_found():
     wiggle = [1.00, 1.01, 0.99, 1.005, 0.995]
     levels = [1.0] * 10 + [1.3] * 10 + [0.9] * 10
     values = [level * wiggle[i % 5] for i, level in enumerate(levels)]
-    assert [s.index for s in changes.detect(values)] == [10, 20]
+    assert [s.index for s in segmentation.detect(values)] == [10, 20]
 
 
 def test_a_small_steady_difference_below_the_minimum_effect_is_not_a_change():
     # 1 % up after night 15: significant to a rank test, but inside the 2 % minimum effect.
     wiggle = [1.00, 1.001, 0.999, 1.0005, 0.9995]
     values = [(1.0 if i < 15 else 1.01) * wiggle[i % 5] for i in range(30)]
-    assert changes.detect(values) == []
+    assert segmentation.detect(values) == []
 
 
 def test_the_same_series_gives_the_same_answer():
     rng = random.Random(3)
     values = _series(rng, 0.1, 12)
-    assert changes.detect(values) == changes.detect(list(values))
+    assert segmentation.detect(values) == segmentation.detect(list(values))
 
 
 def test_bad_values_are_refused():
     with pytest.raises(ValueError, match="positive, finite"):
-        changes.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+        segmentation.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 
 
 def test_version_changes_name_what_moved():
@@ -121,7 +121,7 @@ def test_version_changes_name_what_moved():
         "python": "3.11.7",
         "codec_versions": '{"json": "std", "orjson": "3.11", "protobuf": "6.31.1"}',
     }
-    assert changes.version_changes(before, after) == {
+    assert run_differences.version_changes(before, after) == {
         "protobuf": ("5.29.0", "6.31.1"),
         "codec orjson": ("3.10", "3.11"),
     }
@@ -131,20 +131,20 @@ def test_six_nights_cannot_show_a_change_eight_can():
     # Six nights allow one split (3 | 3): a perfect separation is 2 of the C(6,3) = 20
     # orderings, p = 0.1, never below 0.05. Eight allow 3 | 5, 4 | 4 and 5 | 3.
     six = [1.0, 1.01, 1.02, 2.0, 2.01, 2.02]
-    assert changes.detect(six) == []
+    assert segmentation.detect(six) == []
     eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
-    (split,) = changes.detect(eight)
+    (split,) = segmentation.detect(eight)
     assert split.index == 4 and 2 / 70 <= split.p < 0.05
 
 
 def test_a_constant_series_has_no_change():
-    assert changes.detect([2.0] * 12) == []
+    assert segmentation.detect([2.0] * 12) == []
 
 
 def test_a_change_of_sample_plan_is_named_with_the_versions():
     quick = {"manifest": '{"spec": {"quick": true, "payloads": 200, "seed": 1}}'}
     full = {"manifest": '{"spec": {"quick": false, "payloads": 200, "seed": 1}}'}
-    assert changes.version_changes(quick, full) == {
+    assert run_differences.version_changes(quick, full) == {
         "plan": ("quick=True payloads=200 seed=1", "payloads=200 seed=1")
     }
-    assert changes.version_changes(quick, dict(quick)) == {}
+    assert run_differences.version_changes(quick, dict(quick)) == {}

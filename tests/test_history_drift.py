@@ -2,7 +2,7 @@
 
 Expectations: least squares by numpy, Theil and Sen's slope and Student's t tail by
 SciPy, the walk's variance from the differences' variogram by hand; never from
-`changes` itself.
+`window_tests` itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evbench.history import changes
+from evbench.history import window_tests
 
 #: An absolute series of a lab whose load grows from 5 to 17 (issue 43's shape), in %
 #: of its first night: nights 9-20 are the step test's reference, 21-23 its window.
@@ -58,14 +58,14 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     assert count == 1
     expected = _fit([*tamed, *logs[21:]], 12)
     assert 0.02 < expected < 0.03
-    assert changes.step_test(logs, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
+    assert window_tests.step_test(logs, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
     # A wild night (night 15 at +40 %) is put back on that line too.
     wild = list(logs)
     wild[15] = 0.40
     tamed, count = _tamed(wild[9:21])
     assert count == 2
     expected = _fit([*tamed, *wild[21:]], 12)
-    assert changes.step_test(wild, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
+    assert window_tests.step_test(wild, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
 
 
 def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
@@ -78,13 +78,13 @@ def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
     held = _fit(logs, 12, v, 10)
     line = _fit(logs, 12)
     assert line < 0.01 < 0.05 < held  # a line alone calls the walk's run a step
-    assert changes.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
-    absolute = changes.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
+    assert window_tests.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
+    absolute = window_tests.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
     assert absolute == pytest.approx(held, rel=1e-9)
     # A 30 % step is called all the same (p < 0.001), and a relative series (no walk:
     # the load cancels) keeps the line's test.
     stepped = [*logs[:12], *(v + 0.3 for v in logs[12:])]
-    assert changes.step_test(stepped, 0, 12, 14, "higher", wanders=True)[0] == pytest.approx(
+    assert window_tests.step_test(stepped, 0, 12, 14, "higher", wanders=True)[0] == pytest.approx(
         _fit(stepped, 12, v, 10), rel=1e-9
     )
     assert _fit(stepped, 12, v, 10) < 0.001

@@ -12,7 +12,7 @@ import math
 import pytest
 from scipy import stats as scipy_stats
 
-from evbench.history import changes
+from evbench.history import window_tests
 from evbench.history.store import SeriesPoint
 from evbench.history.trends import Series, joint_values, relative_series
 
@@ -46,9 +46,9 @@ def test_a_step_off_a_drift_ranks_beyond_every_reference_night_about_the_line():
     assert min(window) > max(reference)
     exact = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
     assert exact.pvalue == pytest.approx(1 / 286)
-    assert changes._detrended_rank_p(SINKING, STEPPED, "higher") == pytest.approx(1 / 286)
+    assert window_tests.detrended_rank_p(SINKING, STEPPED, "higher") == pytest.approx(1 / 286)
     # Slower is worse: the same nights asked "faster?" are no change.
-    assert changes._detrended_rank_p(SINKING, STEPPED, "lower") == 1.0
+    assert window_tests.detrended_rank_p(SINKING, STEPPED, "lower") == 1.0
 
 
 def test_a_drift_alone_is_no_change_about_the_line():
@@ -59,7 +59,7 @@ def test_a_drift_alone_is_no_change_about_the_line():
     expected = scipy_stats.mannwhitneyu(residuals, reference, alternative="greater",
                                         method="exact").pvalue  # fmt: skip
     assert expected > 0.2
-    assert changes._detrended_rank_p(SINKING, window, "higher") >= expected - 1e-12
+    assert window_tests.detrended_rank_p(SINKING, window, "higher") >= expected - 1e-12
 
 
 def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
@@ -71,10 +71,10 @@ def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
     reference, window = _residuals(SINKING, wild)
     raw = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
     assert raw.pvalue > 1 / 286 * 5  # left as it is, the night costs the call
-    assert changes._detrended_rank_p(SINKING, wild, "higher") == pytest.approx(1 / 286)
+    assert window_tests.detrended_rank_p(SINKING, wild, "higher") == pytest.approx(1 / 286)
     # Two wild nights of three are not tamed: the window is what it is.
     two = [STEPPED[0], STEPPED[1] - 0.3, STEPPED[2] - 0.3]
-    assert changes._detrended_rank_p(SINKING, two, "higher") == 1.0  # median below the line
+    assert window_tests.detrended_rank_p(SINKING, two, "higher") == 1.0  # median below the line
 
 
 def test_a_tie_across_the_sides_counts_a_half_of_the_exact_distribution():
@@ -87,7 +87,7 @@ def test_a_tie_across_the_sides_counts_a_half_of_the_exact_distribution():
     # orders of 3 among 13, U >= 28 counts those with rank sum of the 3 at least
     # 28 + 6 = 34 (rank sum = U + 3 x 4 / 2): {11,12,13} 36, {10,12,13} 35, {10,11,13}
     # 34, {9,12,13} 34: 4 orders.
-    assert changes._detrended_rank_p(reference, window, "higher") == pytest.approx(4 / 286)
+    assert window_tests.detrended_rank_p(reference, window, "higher") == pytest.approx(4 / 286)
 
 
 def _series(codec: str, operation: str, values: list[float]) -> Series:

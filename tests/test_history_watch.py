@@ -17,7 +17,7 @@ import pytest
 from history_runs import night
 from report_helpers import evbench
 
-from evbench.history import changes, open_store, parse_url
+from evbench.history import nightly_watch, open_store, parse_url, series_changes
 from evbench.history.indexing import index_run
 from evbench.history.trends import regressions, survey
 from evbench.report.criteria import Criteria
@@ -51,36 +51,36 @@ def _step_p(nights, first, worse=None):
 
 def test_reference_nights_needed_are_what_the_exact_test_allows():
     # 2 / C(r + 3, 3) < 0.05 needs C > 40: C(7, 3) = 35 is not, C(8, 3) = 56 is: r = 5.
-    assert changes.reference_needed(0.05) == 5
+    assert nightly_watch.reference_needed(0.05) == 5
     # alpha 0.05 / 6: C > 240: C(12, 3) = 220 is not, C(13, 3) = 286 is: r = 10.
-    assert changes.reference_needed(0.05 / 6) == 10
+    assert nightly_watch.reference_needed(0.05 / 6) == 10
     # alpha 0.05 / 12: C > 480: C(15, 3) = 455 is not, C(16, 3) = 560 is: r = 13.
-    assert changes.reference_needed(0.05 / FAMILY) == 13
+    assert nightly_watch.reference_needed(0.05 / FAMILY) == 13
     # One-sided (the check's watch: worse only), 1 / C(r + 3, 3) < 0.05 / 12: C > 240: r = 10.
-    assert changes.reference_needed(0.05 / FAMILY, one_sided=True) == 10
+    assert nightly_watch.reference_needed(0.05 / FAMILY, one_sided=True) == 10
 
 
 def test_the_watch_sees_a_step_on_its_third_night_and_places_it():
     series = [*FLAT, 2.0, 2.001, 2.002]
     # Nights 10 and 11 share their windows with a flat night below most others: no call.
-    assert changes.watch(series[:12], 0.05) == []
-    (seen,) = changes.watch(series, 0.05)
+    assert nightly_watch.watch(series[:12], 0.05) == []
+    (seen,) = nightly_watch.watch(series, 0.05)
     assert (seen.split.index, seen.seen) == (10, 12)
     assert math.isclose(seen.split.p, 2 / math.comb(13, 3))
     assert math.isclose(seen.split.ratio, 2.001 / 1.0045)  # medians after / before
     # One-sided, as the check asks (slower is worse): half the two-sided p; faster: none.
-    (slower,) = changes.watch(series, 0.05, worse="higher")
+    (slower,) = nightly_watch.watch(series, 0.05, worse="higher")
     assert math.isclose(slower.split.p, 1 / math.comb(13, 3))
-    assert changes.watch(series, 0.05, worse="lower") == []
+    assert nightly_watch.watch(series, 0.05, worse="lower") == []
 
 
 def test_the_watch_restarts_after_a_change_and_a_lone_wild_night_is_none():
     series = [*FLAT, *(2 * v for v in FLAT[:8])]
-    (seen,) = changes.watch(series, 0.05)  # the new level is the reference from night 10
+    (seen,) = nightly_watch.watch(series, 0.05)  # the new level is the reference from night 10
     assert seen.split.index == 10
     wild = [*FLAT, *FLAT[:2]]
     wild[8] = 3.0  # in 3 of the windows, never with two other nights beyond the rest
-    assert changes.watch(wild, 0.05) == []
+    assert nightly_watch.watch(wild, 0.05) == []
 
 
 #: Eleven nights scattered +-5 % around 1.00 (median 1.00; robust spread 1.4826 x
@@ -91,7 +91,7 @@ SCATTERED = [1.00, 1.05, 0.96, 1.04, 0.97, 1.03, 0.95, 1.02, 0.98, 1.01, 0.99]
 
 def test_a_step_within_the_scatter_is_placed_where_a_shift_is_likeliest():
     series = [*SCATTERED, 1.045, 1.12, 1.125]
-    (seen,) = changes.watch(series, 0.05, worse="higher")
+    (seen,) = nightly_watch.watch(series, 0.05, worse="higher")
     # Night 12's window (0.99, 1.045, 1.12) against nights 0-9: rank sum 4 + 9 + 10 + 6
     # (U 23 of 30); 31 of the C(13, 3) = 286 orders reach it: p 0.108, no alarm.
     # Night 13's window (1.045, 1.12, 1.125) against nights 0-10: only 1.05 beats one of
@@ -128,24 +128,24 @@ def test_a_high_night_before_a_step_is_placed_by_the_codecs_other_series():
     # (night 11), h, h (log 1.11 - h = 0.057, clipped); the other -h, h, h. Summed from
     # the newest back, this series alone: night 13: h, 12: 2h, 11: 2h + 0.0200: night 11,
     # a night early. Both: 13: 2h = 0.095, 12: 4h = 0.191, 11: 3h + 0.0200 = 0.163: 12.
-    (alone,) = changes.watch(series, 0.05, worse="higher")
+    (alone,) = nightly_watch.watch(series, 0.05, worse="higher")
     assert (alone.split.index, alone.seen) == (11, 13)
     assert math.isclose(alone.split.p, 1 / 364)
-    (joint,) = changes.watch(series, 0.05, worse="higher", companions=[other])
+    (joint,) = nightly_watch.watch(series, 0.05, worse="higher", companions=[other])
     assert (joint.split.index, joint.seen) == (12, 13)
     # Medians: nights 12-13, 1.105; nights 0-11 (1.07 among them), (1.00 + 1.01) / 2.
     assert math.isclose(joint.split.ratio, 1.105 / 1.005)
     # A companion scattering 10 times as much (every log x 10) weighs 1/100 as much:
     # 12: 2h + 2h / 100 = 0.0963, 11: 2h + 0.0200 + h / 100 = 0.116: night 11 again.
     noisy = [math.exp(10 * math.log(v)) for v in REFERENCE] + [1.00, 1.10, 1.10]
-    (outvoted,) = changes.watch(series, 0.05, worse="higher", companions=[noisy])
+    (outvoted,) = nightly_watch.watch(series, 0.05, worse="higher", companions=[noisy])
     assert outvoted.split.index == 11
 
 
 def test_a_second_step_soon_after_a_first_is_seen_against_the_nights_moved_to_its_level():
     # A 30 % step at night 10 (a machine's, say), then json 200x slower from night 13.
     series = [*FLAT, 1.3, 1.301, 1.302, 260.0, 260.2, 260.4]
-    first, second = changes.watch(series, 0.05, worse="higher")
+    first, second = nightly_watch.watch(series, 0.05, worse="higher")
     # Night 12's window lies beyond all 10 nights before it: one-sided p 1 / C(13, 3).
     assert (first.split.index, first.seen) == (10, 12)
     assert math.isclose(first.split.p, 1 / math.comb(13, 3))
@@ -161,7 +161,7 @@ def test_a_second_step_soon_after_a_first_is_seen_against_the_nights_moved_to_it
     assert math.isclose(second.split.ratio, 260.2 / 1.301)
     # Without the step, nights at the new level raise nothing.
     level = [*FLAT, 1.3, 1.301, 1.302, 1.3005, 1.2995, 1.3015]
-    assert [s.split.index for s in changes.watch(level, 0.05, worse="higher")] == [10]
+    assert [s.split.index for s in nightly_watch.watch(level, 0.05, worse="higher")] == [10]
 
 
 def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
@@ -178,7 +178,7 @@ def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
     for _ in range(runs):
         series = np.exp(rng.normal(0, 0.05, 30)) * 100
         series[12:] *= 1.3
-        found = changes.watch(list(series), alpha, worse="higher")
+        found = nightly_watch.watch(list(series), alpha, worse="higher")
         extra += any(15 <= seen.seen - 2 <= 21 for seen in found[1:])
     assert extra <= 7 * alpha * runs, extra
 
@@ -361,25 +361,25 @@ def test_a_change_is_placed_again_as_nights_arrive_until_three_follow_its_alarm(
     # Its level: the window's median, log 1.07 = 0.0677; midpoint and h 0.0338. Distances:
     # night 11 log 1.05 - 0.0338 = 0.0150, night 12 h, night 13 h (clipped). From the
     # newest back: 13: h, 12: 2h = 0.0677, 11: 0.0826: night 11, a night early.
-    (alarm,) = changes.watch(SLOW_START[:14], 0.05, worse="higher")
+    (alarm,) = nightly_watch.watch(SLOW_START[:14], 0.05, worse="higher")
     assert (alarm.split.index, alarm.seen, alarm.first_index, alarm.through) == (11, 13, 11, 13)
     assert alarm.provisional
     # Night 14: the level from nights 11-14, median (1.07 + 1.14) / 2 = 1.105, log 0.0999;
     # midpoint and h 0.0499. Night 11: 0.0488 - 0.0499 = -0.0011; night 12: 0.0677 -
     # 0.0499 = 0.0177; 13, 14: h. Candidates 11-13 (the alarm's window): 13: 2h = 0.0999,
     # 12: 0.1176, 11: 0.1164: night 12, the step's first night.
-    (later,) = changes.watch(SLOW_START[:15], 0.05, worse="higher")
+    (later,) = nightly_watch.watch(SLOW_START[:15], 0.05, worse="higher")
     assert (later.split.index, later.seen, later.first_index, later.through) == (12, 13, 11, 14)
     assert later.provisional
     # Night 15, the third from the alarm night: median of 1.05 .. 1.15 is 1.14 (log 0.1310,
     # h 0.0655): night 11 -0.0167, night 12 +0.0021: night 12 again, and final. Its size:
     # nights 12-15's median (1.14 + 1.145) / 2 over nights 0-11's (1.00 + 1.01) / 2.
-    (final,) = changes.watch(SLOW_START, 0.05, worse="higher")
+    (final,) = nightly_watch.watch(SLOW_START, 0.05, worse="higher")
     assert (final.split.index, final.first_index, final.through) == (12, 11, 15)
     assert not final.provisional
     assert math.isclose(final.split.ratio, 1.1425 / 1.005)
     # Nights after the third are left alone: the placement is settled.
-    (settled,) = changes.watch([*SLOW_START, 1.05], 0.05, worse="higher")
+    (settled,) = nightly_watch.watch([*SLOW_START, 1.05], 0.05, worse="higher")
     assert (settled.split.index, settled.through) == (12, 15)
 
 
@@ -440,14 +440,14 @@ def test_a_step_in_the_newest_nights_never_lends_its_nights_to_an_earlier_split(
     # first night an "after" side and showed a change at night 14, 6 % worse: wrong. A
     # change of the scan must now also be found over the nights before the newest 3
     # (nights 0-13), which hold no change: nothing yet.
-    assert changes.changes_of(STEP_AFTER_HIGH[:17], 0.05, worse="higher") == []
+    assert series_changes.changes_of(STEP_AFTER_HIGH[:17], 0.05, worse="higher") == []
     # Night 17: the window (1.046, 1.3, 1.301) against nights 0-14. Ranks among the 18:
     # 1.3 and 1.301 are 17 and 18, 1.046 is 14 (only 1.058 and 1.061 lie above it):
     # rank sum 49. Of the C(18, 3) = 816 equally likely windows, 4 reach 49 ({16,17,18},
     # {15,17,18}, {15,16,18}, {14,17,18}): one-sided p 4/816. The reference's median is
     # 0.993 (8th of 15), so the midpoint of the levels is sqrt(0.993 * 1.3) = 1.136:
     # night 15 lies below it, nights 16 and 17 above: the change starts at night 16.
-    (step,) = changes.changes_of(STEP_AFTER_HIGH[:18], 0.05, worse="higher")
+    (step,) = series_changes.changes_of(STEP_AFTER_HIGH[:18], 0.05, worse="higher")
     assert (step.split.index, step.seen) == (16, 17)
     assert math.isclose(step.split.p, 4 / 816)
     # Its size: nights 16-17's median over nights 0-15's, (0.993 + 1.002) / 2.
@@ -455,7 +455,7 @@ def test_a_step_in_the_newest_nights_never_lends_its_nights_to_an_earlier_split(
     # Night 18 places it again at night 16; the segmentation, still short of 3 nights
     # after the step in what it scans, shows nothing else.
     assert [
-        (s.split.index, s.seen) for s in changes.changes_of(STEP_AFTER_HIGH, 0.05, "higher")
+        (s.split.index, s.seen) for s in series_changes.changes_of(STEP_AFTER_HIGH, 0.05, "higher")
     ] == [(16, 17)]
 
 
@@ -465,7 +465,7 @@ def test_a_change_the_segmentation_places_is_shown_three_nights_after_the_nights
     # 10 once 3 nights of 0.7 follow it (night 12), and it must find it over the nights
     # before the newest 3 as well: the check shows it on night 15, not 12.
     series = [*FLAT, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]
-    assert changes.changes_of(series[:15], 0.05, worse="higher") == []
-    (step,) = changes.changes_of(series, 0.05, worse="higher")
+    assert series_changes.changes_of(series[:15], 0.05, worse="higher") == []
+    (step,) = series_changes.changes_of(series, 0.05, worse="higher")
     assert (step.split.index, step.seen) == (10, 15)
     assert math.isclose(step.split.ratio, 0.7 / 1.0045)  # nights 10-15 over 0-9's median

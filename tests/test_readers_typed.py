@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from evbench.history import changes
+from evbench.history import run_differences
 from evbench.lab import index, nightly_compare, plan
 from evbench_core.errors import FormatError, UserError
 
@@ -157,21 +157,21 @@ def test_a_change_point_names_a_malformed_row_field(manifest, versions, said):
     good = _row("r1", {"spec": {"quick": True}}, {"json": "2.0"})
     bad = _row("r2", manifest, versions)
     with pytest.raises(FormatError) as raised:
-        changes.version_changes(good, bad)
+        run_differences.version_changes(good, bad)
     assert said in str(raised.value) and "(run r2)" in str(raised.value)
 
 
 def test_change_points_still_name_what_moved():
     before = _row("r1", {"spec": {"quick": True}, "gc": "enabled"}, {"json": "2.0"})
     after = _row("r2", {"spec": {"processes": 4}, "gc": "enabled"}, {"json": "2.1"})
-    moved = changes.version_changes(before, after)
+    moved = run_differences.version_changes(before, after)
     assert moved == {"codec json": ("2.0", "2.1"), "plan": ("quick=True", "processes=4")}
 
 
 @pytest.mark.slow  # real `evbench history` processes: seconds
 def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_path):
     """A store edited by hand: the second night's manifest.spec is a list. The trend page
-    compares consecutive nights' plans (changes.plan): FormatError, exit 2, never the
+    compares consecutive nights' plans (run_differences.plan): FormatError, exit 2, never the
     AttributeError (exit 1) it once was."""
     import contextlib
     import sqlite3

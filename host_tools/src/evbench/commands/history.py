@@ -276,7 +276,7 @@ def _check(args: argparse.Namespace) -> int:
 def _too_short_line(short: list[Status]) -> str:
     """The series too short to judge, in one line: how many, the nights they have, what
     the watch and the segmentation need, and the first few names."""
-    from evbench.history.changes import WINDOW
+    from evbench.history.nightly_watch import WINDOW
 
     have = sorted({s.nights for s in short})
     watch = max(s.watch_needed for s in short) + WINDOW

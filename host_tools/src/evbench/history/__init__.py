@@ -6,7 +6,13 @@
 - `sqlite_store`, `postgres_store`: the two backends;
 - `indexing`: a verified run directory turned into rows;
 - `queries`: list, show, export;
-- `changes`: change points across nights, and which versions moved with them;
+- `trends`: every series of a store watched for changes, and which fail a check;
+- change points across nights, one module per part of the method: `nightly_watch`
+  (the newest nights, each night), `segmentation` (older changes over a whole
+  series), `series_changes` (the two together), `window_tests` (the rank and step
+  tests they use) and `wild_nights` (a wild night tamed first);
+- `board_change`: a change as the check reports it, and `run_differences`: which
+  versions, plan and environment moved with it;
 - `trend_page`: the self-contained HTML trend page.
 """
 

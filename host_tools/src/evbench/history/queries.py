@@ -76,7 +76,7 @@ def series_cells(
     store: Store, board: str, key: tuple[str, str, str, str]
 ) -> tuple[list[str], list[list[str]]]:
     """One metric over time: date, run, median [95 % CI] (n), what changed since the last."""
-    from evbench.history.changes import version_changes
+    from evbench.history.run_differences import version_changes
 
     points = store.series(board, key, include_partial=True)
     rows: list[list[str]] = []

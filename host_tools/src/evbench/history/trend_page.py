@@ -43,7 +43,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from evbench.history import changes
+from evbench.history import nightly_watch, window_tests
+from evbench.history.board_change import Change
+from evbench.history.run_differences import plan, version_changes
 from evbench.history.store import SeriesPoint, Store
 from evbench.history.trends import series_name, survey, tested
 from evbench.report.html import POLICY, STYLE
@@ -78,7 +80,7 @@ def _time(point: SeriesPoint) -> dt.datetime:
 
 def _plot(
     points: list[SeriesPoint],
-    found: list[changes.Change],
+    found: list[Change],
     moved: list[tuple[int, str]],
     title: str,
 ) -> bytes:
@@ -138,11 +140,11 @@ def _plot(
     return _png(figure)
 
 
-def _size(change: changes.Change) -> float:
+def _size(change: Change) -> float:
     return abs(math.log(change.split.ratio)) if change.split.ratio > 0 else math.inf
 
 
-def _moved_list(found: list[changes.Change], short: str) -> str:
+def _moved_list(found: list[Change], short: str) -> str:
     """What moved, worse first and largest first, then the series too short in one line."""
     ordered = sorted(found, key=lambda c: (not (c.worse and not c.accepted), -_size(c)))
     items = []
@@ -163,7 +165,7 @@ def _run_links(runs: list[dict[str, Any]]) -> str:
         directory = run.get("directory")
         report = Path(directory) / "report.html" if directory else None
         # the night's sample plan beside it (quick or full, other processes or values)
-        planned = changes.plan(run) if "manifest" in run else "?"
+        planned = plan(run) if "manifest" in run else "?"
         label = escape(f"{run['start_time'][:16]} {run['run_id']} (plan: {planned})")
         if report is not None and report.is_file():
             items.append(f'<a href="{escape(report.as_uri())}">{label}</a>')
@@ -231,7 +233,7 @@ def _version_moves(points: list[SeriesPoint]) -> list[tuple[int, str]]:
     previous: dict[str, Any] | None = None
     for index, point in enumerate(points):
         if previous is not None:
-            diff = changes.version_changes(previous, point.run)
+            diff = version_changes(previous, point.run)
             if diff:
                 moved.append((index, ", ".join(f"{k} {b}" for k, (_a, b) in diff.items())))
         if not point.run["partial"]:
@@ -245,7 +247,7 @@ def _quiet(_message: str) -> None:
 
 def render(
     store: Store, board: str | None = None, progress: Callable[[str], None] = _quiet
-) -> tuple[str, int, list[changes.Change]]:
+) -> tuple[str, int, list[Change]]:
     """The page's HTML, the number of plots, and the change points it shows.
 
     It opens on what moved (the changes, worse first, and the too-short series in one
@@ -260,7 +262,7 @@ def render(
     short = {(st.series.board, st.series.key) for st in surveyed.too_short}
     progress(f"trend page: {len(found)} change points, {len(surveyed.statuses)} tested series "
              f"({time.monotonic() - started:.1f} s)")  # fmt: skip
-    per_series: dict[tuple[str, tuple], list[changes.Change]] = defaultdict(list)
+    per_series: dict[tuple[str, tuple], list[Change]] = defaultdict(list)
     for change in found:
         per_series[(change.board, change.series)].append(change)
     order = {
@@ -335,8 +337,9 @@ def _too_short_text(short: list[Any]) -> str:
         return ""
     have = sorted({s.nights for s in short})
     nights = f"{have[0]}" if len(have) == 1 else f"{have[0]} to {have[-1]}"
+    tested_from = window_tests.MIN_REFERENCE + nightly_watch.WINDOW
     return (f"too short: {len(short)} tested series have {nights} nights: the watch tests a "
-            f"series from its night {changes.MIN_REFERENCE + changes.WINDOW} on.")  # fmt: skip
+            f"series from its night {tested_from} on.")  # fmt: skip
 
 
 METHOD = (

@@ -13,8 +13,8 @@ each change as what moved with it, never as a change of their own.
 The night is the replicate, and every check of a board tests all its tested
 series at once: the nightly watch at false discovery rate alpha over the series
 tested that night (Benjamini-Hochberg), the segmentation of older changes at
-alpha / m (Bonferroni over the board's m tested series); changes.py for the tests
-themselves.
+alpha / m (Bonferroni over the board's m tested series); nightly_watch.py,
+segmentation.py and window_tests.py for the tests themselves.
 
 A change fails `evbench history check` when it is new (first shown by a night
 on or after --since), worse by more than its threshold (the criteria of
@@ -31,8 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evbench.history import changes
+from evbench.history import nightly_watch, segmentation, series_changes, window_tests
+from evbench.history.board_change import Change
 from evbench.history.indexing import base_metric
+from evbench.history.run_differences import version_changes
 from evbench.history.store import SeriesPoint, Store
 from evbench.report.criteria import Criteria
 from evbench_core.analysis import identity, metrics
@@ -114,7 +116,7 @@ class Status:
     @property
     def too_short(self) -> bool:
         """Fewer nights than the watch tests: it tests from its 7th night on."""
-        return self.nights < self.watch_needed + changes.WINDOW
+        return self.nights < self.watch_needed + nightly_watch.WINDOW
 
     @property
     def scan_short(self) -> bool:
@@ -126,7 +128,7 @@ class Status:
             return f"{self.series.board} {self.series.name}: {self.nights} nights, watched"
         return (
             f"{self.series.board} {self.series.name}: too short: {self.nights} of "
-            f"{self.watch_needed + changes.WINDOW} nights (the newest {changes.WINDOW} "
+            f"{self.watch_needed + nightly_watch.WINDOW} nights (the newest {nightly_watch.WINDOW} "
             f"nights are watched once {self.watch_needed} nights precede them)"
         )
 
@@ -187,7 +189,7 @@ def _context_moves(
 
 @dataclass(frozen=True)
 class Survey:
-    changes: list[changes.Change]
+    changes: list[Change]
     statuses: list[Status]
 
     @property
@@ -252,14 +254,14 @@ class BoardWatch:
     values: list[float]
     worse: str
     companions: list[list[float]]
-    seen: list[changes.Seen]  # the watch's changes (the segmentation's come after)
+    seen: list[nightly_watch.Seen]  # the watch's changes (the segmentation's come after)
 
 
 def board_watch(watched: Sequence[Series], alpha: float = ALPHA) -> tuple[list[BoardWatch], float]:
     """The nightly watch over one board's tested series and their relative series, and
     the segmentation's per-series level: alpha / m, m counting both (Bonferroni over the
     board's family). The watch tests the family night by night together at false
-    discovery rate alpha (Benjamini-Hochberg, `changes.watch_family`); a relative series
+    discovery rate alpha (Benjamini-Hochberg, `nightly_watch.watch_family`); a relative series
     is tested on its codec's operations together (`joint_values`)."""
     relatives = relative_series(watched)
     family = alpha / max(1, len(watched) + len(relatives))
@@ -267,7 +269,7 @@ def board_watch(watched: Sequence[Series], alpha: float = ALPHA) -> tuple[list[B
     scanned: list[tuple[Series, list[float], str, list[list[float]]]] = []
     for series in every:
         values = [p.record["median"] for p in series.points]
-        if len(values) < 2 * changes.MIN_SEGMENT:
+        if len(values) < 2 * segmentation.MIN_SEGMENT:
             continue
         if min(values) <= 0:
             log.info("%s %s: values of 0 or below, not scanned", series.board, series.name)
@@ -276,7 +278,7 @@ def board_watch(watched: Sequence[Series], alpha: float = ALPHA) -> tuple[list[B
         worse = "higher" if lower_is_better else "lower"
         scanned.append((series, values, worse, companions(series, every)))
     members = [
-        changes.Watched(
+        nightly_watch.Watched(
             values,
             worse,
             others,
@@ -286,13 +288,13 @@ def board_watch(watched: Sequence[Series], alpha: float = ALPHA) -> tuple[list[B
         )
         for series, values, worse, others in scanned
     ]
-    watches = changes.watch_family(members, alpha)
+    watches = nightly_watch.watch_family(members, alpha)
     return [BoardWatch(*item, seen) for item, seen in zip(scanned, watches, strict=True)], family
 
 
 def board_changes(
     watched: Sequence[Series], alpha: float = ALPHA
-) -> tuple[list[tuple[Series, changes.Seen]], float]:
+) -> tuple[list[tuple[Series, nightly_watch.Seen]], float]:
     """The changes of one board's tested series and their relative series, the watch's
     (`board_watch`) and the segmentation's at alpha / m, and that level."""
     watches, family = board_watch(watched, alpha)
@@ -301,7 +303,9 @@ def board_changes(
         wanders = not w.series.relative_to
         found += [
             (w.series, s)
-            for s in changes.changes_of(w.values, family, w.worse, w.companions, w.seen, wanders)
+            for s in series_changes.changes_of(
+                w.values, family, w.worse, w.companions, w.seen, wanders
+            )
         ]
     return found, family
 
@@ -312,7 +316,7 @@ def joint_values(series: Series, relatives: Sequence[Series]) -> list[float] | N
     board, suite, profile and payloads; every operation the night has), or None when
     the codec has one relative series only.
 
-    The watch tests this in place of the series alone (`changes.Watched.joint`): a change
+    The watch tests this in place of the series alone (`nightly_watch.Watched.joint`): a change
     of the codec reaches all its operations on the same night, while each operation's
     night-to-night noise is its own, so their mean carries the step with less scatter
     (3 operations: about 1/1.7). The lab's load is already cancelled in each of them.
@@ -344,7 +348,7 @@ def companions(series: Series, every: Sequence[Series]) -> list[list[float]]:
 
     A codec's change reaches its operations on the same night, while each operation's
     night-to-night noise is its own: together they place a step where one series alone
-    takes a night before it that lay high for the start (changes._likeliest_start).
+    takes a night before it that lay high for the start (nightly_watch._likeliest_start).
     """
     runs = [p.run["run_id"] for p in series.points]
     found = []
@@ -376,8 +380,8 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
             Status(
                 series,
                 len(series.points),
-                changes.series_needed(family),
-                changes.MIN_REFERENCE,
+                series_changes.series_needed(family),
+                window_tests.MIN_REFERENCE,
                 family,
             )
             for series in watched
@@ -391,7 +395,7 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
             before, after = points[index - 1].run, points[index].run
             window = [p.run["run_id"] for p in points[max(0, index - CONTEXT_NIGHTS) : index]]
             later = [p.run["run_id"] for p in points[index : index + CONTEXT_NIGHTS]]
-            change = changes.Change(
+            change = Change(
                 board=name,
                 series=series.key,
                 unit=str(points[0].record["unit"]),
@@ -400,7 +404,7 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
                 run_id=after["run_id"],
                 previous_run_id=before["run_id"],
                 date=after["start_time"],
-                versions=changes.version_changes(before, after),
+                versions=version_changes(before, after),
                 first_seen_run=points[seen.seen].run["run_id"],
                 first_seen_date=points[seen.seen].run["start_time"],
                 context=_context_moves(beside, window, later),
@@ -420,14 +424,14 @@ def survey(store: Store, board: str | None = None, alpha: float = ALPHA) -> Surv
     return Survey(found, statuses)
 
 
-def find_changes(store: Store, board: str | None = None) -> list[changes.Change]:
+def find_changes(store: Store, board: str | None = None) -> list[Change]:
     """Change points of every tested series of `board` (or of every board)."""
     return survey(store, board).changes
 
 
 def regressions(
-    found: Sequence[changes.Change], criteria: Criteria, since: str | None = None
-) -> list[changes.Change]:
+    found: Sequence[Change], criteria: Criteria, since: str | None = None
+) -> list[Change]:
     """The changes a check fails on: new (first shown since `since`), worse beyond the
     threshold, not accepted."""
     failing = []
