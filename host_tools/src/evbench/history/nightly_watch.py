@@ -186,6 +186,166 @@ def _nightly(tested: list[list[float]], placing: list[list[float]],
     return values if tested is placing else [math.exp(v) for v in tested[0]]
 
 
+@dataclass(frozen=True)
+class _Series:
+    """One series as its watch reads it: the nightly values, their logs, the logs that
+    place a change (the series', then its companions'; NaN where one lacks a night),
+    the logs the tests read (the joint series' for a relative one), and how it is tested."""
+
+    values: Sequence[float]
+    logs: list[float]
+    placing: list[list[float]]
+    test: list[float]
+    worse: str | None
+    wanders: bool
+    #: A codec's relative series, its operations together (`Watched.joint`).
+    relative: bool
+    #: The fewest reference nights with which the exact rank test reaches the level.
+    need: int
+
+    def ranked(self, reference: Sequence[float], window: Sequence[float]) -> float:
+        """The exact rank test's p, about the reference's line for a relative series."""
+        ranked = detrended_rank_p if self.relative else rank_p
+        return ranked(reference, window, self.worse)
+
+
+def _read(
+    values: Sequence[float],
+    level: float,
+    worse: str | None,
+    companions: Sequence[Sequence[float]],
+    wanders: bool,
+    joint: Sequence[float] | None,
+) -> _Series:
+    """The series as its watch reads it (`_Series`); ValueError for nights it cannot read."""
+    if any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError("change detection needs positive, finite nightly values")
+    if any(len(c) != len(values) for c in companions):
+        raise ValueError("companion series need one value per night of the series")
+    logs = [math.log(v) for v in values]
+    placing = [logs, *([math.log(v) if v > 0 else math.nan for v in c] for c in companions)]
+    if joint is not None and (
+        len(joint) != len(values) or any(not math.isfinite(v) or v <= 0 for v in joint)
+    ):
+        raise ValueError("a joint series needs one positive, finite value per night")
+    test = logs if joint is None else [math.log(v) for v in joint]
+    need = reference_needed(level, one_sided=worse is not None)
+    return _Series(values, logs, placing, test, worse, wanders, joint is not None, need)
+
+
+def _night_p(series: _Series, start: int, before: int, last_alarm: int | None, first: int,
+             last: int) -> tuple[float | None, list[list[float]], int]:  # fmt: skip
+    """The night's test of its window first..last: (p, None when nothing is tested; the
+    logs a change it calls is placed on; their reference's first night).
+
+    The nights since the last change (from `start`) are the reference once the exact
+    rank test can reach the level with them (`_against_reference`); until then the
+    nights before that change (from `before`), moved to its level, stand in
+    (`_against_levelled`), and in the first nights of a series (or since a change
+    nothing stands in for) the step test decides alone (`_first_nights_p`). A window
+    must lie after the newest alarm's night (`last_alarm`) but for the first case."""
+    reference_start = max(start, first - MAX_REFERENCE)
+    if first - start >= series.need:
+        p = _against_reference(series, reference_start, first, last)
+        return p, series.placing, reference_start
+    if last_alarm is not None and first > last_alarm and first - before >= series.need:
+        return _against_levelled(series, before, start, first, last)
+    if first - start >= MIN_REFERENCE and (last_alarm is None or first > last_alarm):
+        p = _first_nights_p(series, reference_start, first, last)
+        return p, series.placing, reference_start
+    return None, series.placing, reference_start
+
+
+def _against_reference(series: _Series, reference_start: int, first: int, last: int) -> float:
+    """p of the window first..last against the reference nights reference_start..first-1."""
+    # The exact rank test can reach the level: it and the step test must agree.
+    reference = tamed_reference(series.test, reference_start, first)
+    window = series.test[first : last + 1]
+    return max(series.ranked(reference, window),
+               step_test(series.test, reference_start, first, last, series.worse,
+                         MIN_REFERENCE, series.wanders, series.relative)[0])  # fmt: skip
+
+
+def _against_levelled(series: _Series, before: int, start: int, first: int, last: int
+                      ) -> tuple[float, list[list[float]], int]:  # fmt: skip
+    """(p, the levelled logs, their reference's first night) of the window first..last
+    against the nights before the change at `start`, moved to its new level."""
+    # Too few nights since the last change to test against: the nights
+    # before it, moved to the new level, stand in (`_levelled`), so a
+    # second step soon after a first one is not left unseen. The window
+    # must lie after the nights the last change may still be placed at
+    # (a step that takes nights to settle is one change, not two).
+    tested = _levelled(series.placing, before, start, first)
+    reference_start = max(before, first - MAX_REFERENCE)
+    reference, window = tested[0][reference_start:first], tested[0][first : last + 1]
+    p = max(rank_p(reference, window, series.worse),
+            beyond_new_level(series.logs, before, start, first, last, series.worse))  # fmt: skip
+    return p, tested, reference_start
+
+
+def _first_nights_p(series: _Series, reference_start: int, first: int, last: int) -> float:
+    """p of the window first..last by the step test alone, 1 unless every window night
+    lies beyond every reference night."""
+    # The first nights (of the series, or since a change): the rank test cannot
+    # reach the level yet; the step test decides, and the window must still lie
+    # wholly beyond the reference (the rank test's most extreme outcome), so one
+    # wild night cannot make a change.
+    test = series.test
+    reference, window = test[reference_start:first], test[first : last + 1]
+    if series.relative:
+        # A relative series about its reference's line, a wild reference night
+        # (from TAME_NIGHTS on) put back on it, and a partner's wild night in the
+        # window tamed: on the worse side one wild reference night stood beyond
+        # any window, on the better side a partner's wild night held every window.
+        tamed = tamed_reference(test, reference_start, first)
+        reference, window = about_line(tamed, window)
+    if not beyond_reference(reference, window, series.worse):
+        return 1.0
+    return step_test(test, reference_start, first, last, series.worse, wanders=series.wanders,
+                     either_side=series.relative)[0]  # fmt: skip
+
+
+def _placed_again(series: _Series, seen: Seen, moving: tuple[int, int, list[list[float]]],
+                  last: int) -> Seen:  # fmt: skip
+    """The newest change placed again among the same candidate nights with every night
+    up to `last`, and sized again with them; its p and alarm night kept. `moving`: its
+    reference's first night, its window's first night and the logs it was tested on."""
+    reference_start, first, tested = moving
+    split = _likeliest_start(tested, reference_start, first, seen.seen, last)
+    candidate = _split(_nightly(tested, series.placing, series.values), reference_start,
+                       split, last + 1, math.nan, seen.split.p)  # fmt: skip
+    return replace(seen, split=candidate, through=last,
+                   placements=(*seen.placements, candidate))  # fmt: skip
+
+
+def _alarm(series: _Series, tested: list[list[float]], reference_start: int, first: int,
+           last: int, p: float) -> Seen | None:  # fmt: skip
+    """The change a called night raises: placed where a shift is likeliest
+    (`_likeliest_start`) and sized on the series' own nights; None when its ratio's
+    interval does not lie wholly beyond 1 +/- MIN_EFFECT."""
+    split = _likeliest_start(tested, reference_start, first, last)
+    candidate = _split(_nightly(tested, series.placing, series.values), reference_start,
+                       split, last + 1, math.nan, p)  # fmt: skip
+    moses_short = candidate.ratio_low is None or (
+        series.relative and not beyond_min_effect(candidate.ratio_low, candidate.ratio_high)
+    )
+    if moses_short:
+        # Too few nights for the rank interval at 95 % (4 against 3), or a relative
+        # series whose window holds a partner codec's wild night (the rank interval
+        # then reaches down to it): the step test's own interval, exp(d +- t(0.975,
+        # df) x its standard error), which leaves that night out.
+        _p, step, error, df = step_test(series.logs, reference_start, split, last,
+                                        series.worse, wanders=series.wanders,
+                                        either_side=series.relative)  # fmt: skip
+        if df > 0 and math.isfinite(error):
+            spread = stats.student_t_quantile(0.975, df) * error
+            candidate = replace(candidate, ratio_low=math.exp(step - spread),
+                                ratio_high=math.exp(step + spread))  # fmt: skip
+    if not beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
+        return None
+    return Seen(candidate, last, split, last, (candidate,))
+
+
 def _watching(
     values: Sequence[float],
     level: float,
@@ -204,98 +364,27 @@ def _watching(
     sized on the series' own nights. Such a series (a codec's relative series) is ranked
     about its reference's line (`detrended_rank_p`), not on its raw nights, and a
     partner codec's wild night in its window is tamed (`step_test`'s `either_side`)."""
-    if any(not math.isfinite(v) or v <= 0 for v in values):
-        raise ValueError("change detection needs positive, finite nightly values")
-    if any(len(c) != len(values) for c in companions):
-        raise ValueError("companion series need one value per night of the series")
-    logs = [math.log(v) for v in values]
-    placing = [logs, *([math.log(v) if v > 0 else math.nan for v in c] for c in companions)]
-    if joint is not None and (
-        len(joint) != len(values) or any(not math.isfinite(v) or v <= 0 for v in joint)
-    ):
-        raise ValueError("a joint series needs one positive, finite value per night")
-    relative = joint is not None  # a codec's relative series, its operations together
-    test = logs if joint is None else [math.log(v) for v in joint]
-    ranked = detrended_rank_p if relative else rank_p
-    need = reference_needed(level, one_sided=worse is not None)
+    series = _read(values, level, worse, companions, wanders, joint)
     found: list[Seen] = []
-    start = 0
+    start = 0  # the first night since the last change
     before = 0  # where the segment before the last change began
     # found[-1]'s reference start, first candidate and the series it was tested on
     moving: tuple[int, int, list[list[float]]] | None = None
     for last in range(len(values)):
         if moving is not None and last <= found[-1].seen + WINDOW - 1:
-            reference_start, first, tested = moving
-            seen = found[-1]
-            split = _likeliest_start(tested, reference_start, first, seen.seen, last)
-            candidate = _split(_nightly(tested, placing, values), reference_start, split,
-                               last + 1, math.nan, seen.split.p)  # fmt: skip
-            found[-1] = replace(seen, split=candidate, through=last,
-                                placements=(*seen.placements, candidate))  # fmt: skip
-            start = split
+            found[-1] = _placed_again(series, found[-1], moving, last)
+            start = found[-1].split.index
         first = last - WINDOW + 1
-        tested, reference_start = placing, max(start, first - MAX_REFERENCE)
-        p: float | None = None
-        if first - start >= need:
-            # The exact rank test can reach the level: it and the step test must agree.
-            reference = tamed_reference(test, reference_start, first)
-            window = test[first : last + 1]
-            p = max(ranked(reference, window, worse),
-                    step_test(test, reference_start, first, last, worse, MIN_REFERENCE,
-                              wanders, relative)[0])  # fmt: skip
-        elif found and first > found[-1].seen and first - before >= need:
-            # Too few nights since the last change to test against: the nights
-            # before it, moved to the new level, stand in (`_levelled`), so a
-            # second step soon after a first one is not left unseen. The window
-            # must lie after the nights the last change may still be placed at
-            # (a step that takes nights to settle is one change, not two).
-            tested = _levelled(placing, before, start, first)
-            reference_start = max(before, first - MAX_REFERENCE)
-            reference, window = tested[0][reference_start:first], tested[0][first : last + 1]
-            p = max(rank_p(reference, window, worse),
-                    beyond_new_level(logs, before, start, first, last, worse))  # fmt: skip
-        elif first - start >= MIN_REFERENCE and (not found or first > found[-1].seen):
-            # The first nights (of the series, or since a change): the rank test cannot
-            # reach the level yet; the step test decides, and the window must still lie
-            # wholly beyond the reference (the rank test's most extreme outcome), so one
-            # wild night cannot make a change.
-            reference, window = test[reference_start:first], test[first : last + 1]
-            if relative:
-                # A relative series about its reference's line, a wild reference night
-                # (from TAME_NIGHTS on) put back on it, and a partner's wild night in the
-                # window tamed: on the worse side one wild reference night stood beyond
-                # any window, on the better side a partner's wild night held every window.
-                tamed = tamed_reference(test, reference_start, first)
-                reference, window = about_line(tamed, window)
-            if beyond_reference(reference, window, worse):
-                p = step_test(test, reference_start, first, last, worse, wanders=wanders,
-                              either_side=relative)[0]  # fmt: skip
-            else:
-                p = 1.0
+        last_alarm = found[-1].seen if found else None
+        p, tested, reference_start = _night_p(series, start, before, last_alarm, first, last)
         called = yield p
         if p is None or not called:
             continue
-        split = _likeliest_start(tested, reference_start, first, last)
-        candidate = _split(_nightly(tested, placing, values), reference_start, split,
-                           last + 1, math.nan, p)  # fmt: skip
-        moses_short = candidate.ratio_low is None or (
-            relative and not beyond_min_effect(candidate.ratio_low, candidate.ratio_high)
-        )
-        if moses_short:
-            # Too few nights for the rank interval at 95 % (4 against 3), or a relative
-            # series whose window holds a partner codec's wild night (the rank interval
-            # then reaches down to it): the step test's own interval, exp(d +- t(0.975,
-            # df) x its standard error), which leaves that night out.
-            _p, step, error, df = step_test(logs, reference_start, split, last, worse,
-                                             wanders=wanders, either_side=relative)  # fmt: skip
-            if df > 0 and math.isfinite(error):
-                spread = stats.student_t_quantile(0.975, df) * error
-                candidate = replace(candidate, ratio_low=math.exp(step - spread),
-                                    ratio_high=math.exp(step + spread))  # fmt: skip
-        if not beyond_min_effect(candidate.ratio_low, candidate.ratio_high):
+        seen = _alarm(series, tested, reference_start, first, last, p)
+        if seen is None:
             continue
-        found.append(Seen(candidate, last, split, last, (candidate,)))
-        before, start = start, split
+        found.append(seen)
+        before, start = start, seen.split.index
         moving = (reference_start, first, tested)
     return found
 
