@@ -227,7 +227,7 @@ def test_a_store_in_a_read_only_directory_is_read(tmp_path):
     """A WAL store beside which no -shm can be made (issue 44, item 12): SQLite said
     "attempt to write a readonly database" (SQLITE_READONLY_DIRECTORY), which was not
     taken for a reason to open it immutable: exit 2, "not an SQLite history store"."""
-    folder = tmp_path / "shared"
+    folder = tmp_path / "lab-store"
     folder.mkdir()
     store = _store_with_the_committed_run(folder / "history.sqlite")
     assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"]
