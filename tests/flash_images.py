@@ -14,9 +14,13 @@ import random
 import subprocess
 from pathlib import Path
 
+import pytest
+from conftest import require_command
+
 from evbench.cli import evbench
 
 MiB = 1024 * 1024
+BOARD_PYTHON = "/usr/bin/python3"
 PATTERN = b"\xa5\x5a"
 #: The commands that make each compressed form (all from Debian: xz-utils, gzip, bzip2, zstd).
 COMPRESSORS = {
@@ -130,6 +134,36 @@ def small_image_set(folder: Path, bmaptool: str) -> dict[str, Path]:
     for kind in COMPRESSORS:
         made[kind] = compress(image, kind, folder / f"disk.img.{kind}")
     return made
+
+
+@pytest.fixture(scope="module")
+def module_images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """small_image_set, made once for a test module that says `images = module_images`."""
+    for command in (*(argv[0] for argv in COMPRESSORS.values()), "bmaptool"):
+        require_command(command)
+    return small_image_set(tmp_path_factory.mktemp("images"), require_command("bmaptool"))
+
+
+def small_spans(images: dict[str, Path]) -> list[tuple[int, int]]:
+    return mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
+
+
+@pytest.fixture(params=["local", "ssh"])
+def flash_board(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """Where `evbench flash` writes: "host" (None: no --board), the built-in local board, or
+    this machine over the loopback sshd (tests/sshd.py), as a lab PC reaches a board booted
+    from its SD card; the receiver runs under the Debian python3, as under the board's own."""
+    if request.param in ("host", "local"):
+        return None if request.param == "host" else "local"
+    sshd = request.getfixturevalue("sshd")
+    request.getfixturevalue("ssh_home")
+    return f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={BOARD_PYTHON}"
+
+
+def untouched(target: Path) -> bool:
+    """Whether `target` still holds PATTERN everywhere, as fill() left it."""
+    fresh = fill(target.with_suffix(".fresh"), target.stat().st_size)
+    return target.read_bytes() == fresh.read_bytes()
 
 
 def flip_byte(source: Path, out: Path, at: float = 0.5) -> Path:

@@ -14,21 +14,20 @@ from pathlib import Path
 
 import pytest
 from conftest import require_command
-from flash_images import MiB, make_bmap, make_image, mapped_spans
+from flash_images import SMALL_EXTENTS, make_bmap, make_image, mapped_spans
 
 from evbench.flash.bmap import parse_bmap
 from evbench.flash.plan import find_bmap
 from evbench_core.errors import CheckFailed, UserError
 
-#: 4 MiB and 1000 bytes: the last block is partial, as in real images.
-IMAGE_SIZE = 4 * MiB + 1000
-EXTENTS = [(0, 64 * 1024), (MiB + 3 * 4096, 100 * 1024), (3 * MiB, 200 * 1024), (4 * MiB, 1000)]
+#: 4 MiB and 1000 bytes (flash_images.SMALL_SIZE): the last block is partial, as in real images.
+IMAGE_SIZE = 4 * 1024 * 1024 + 1000
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bmap")
-    image = make_image(folder / "disk.img", IMAGE_SIZE, EXTENTS)
+    image = make_image(folder / "disk.img", IMAGE_SIZE, SMALL_EXTENTS)
     bmap = make_bmap(require_command("bmaptool"), image, folder / "disk.bmap")
     return image, bmap
 

@@ -55,10 +55,7 @@ def sealed(**fields: str) -> str:
 
 def write(folder: Path, content: str | bytes) -> Path:
     path = folder / "image.bmap"
-    if isinstance(content, str):
-        path.write_text(content, encoding="utf-8")
-    else:
-        path.write_bytes(content)
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
     return path
 
 

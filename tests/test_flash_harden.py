@@ -1,10 +1,14 @@
-"""Flash that cannot destroy its source, nor be sent elsewhere (an independent attack):
+"""Flash that cannot destroy its source, nor be sent elsewhere (an independent attack, then
+issue 44, item 11):
 
-- an image flashed to a loop device that reads the image itself was destroyed and
-  reported "verified": now refused before anything is written;
+- an image flashed to a loop device reading the image itself, through a chain of loops, or
+  through a hard link of it whose name was then removed, was destroyed and reported
+  "verified" (only the top loop's backing_file was compared, by name): now the kernel's own
+  device and inode of every loop's file (LOOP_GET_STATUS64) are compared, down every loop
+  that reads a block device, and the flash is refused before anything is written;
 - a compressed image without a bmap on a too-small card was written until ENOSPC
   ("wrote 4194304 of 0 bytes"): the size xz's index and zstd's frame headers declare
-  now refuses the card first;
+  now refuses the card first, here and on a board;
 - a new-file target was created through a parent directory swapped for a link (19 of
   60 races): the directory is now opened one component at a time without following
   links, checked to be the one inspected, and the file made inside it with openat;
@@ -16,73 +20,126 @@ documented seam `evbench.flash.target.before_open` (test_flash_race.py).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import require_command
-from flash_images import MiB, fill, small_image_set
+from flash_images import MiB, fill, flash, flash_board, module_images, piece
 from test_flash_devices import loop_device
 
-from evbench.cli import evbench
 from evbench.flash import target as targets
 from evbench_core.errors import UserError
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
-    require_command("xz")
-    require_command("zstd")
-    return small_image_set(tmp_path_factory.mktemp("harden"), require_command("bmaptool"))
+images = module_images
+board = flash_board
+#: The image of the loop tests: 2 MiB, whole sectors for losetup.
+SIZE = 2 * MiB
 
 
-def flash(capsys, *argv):
-    code = evbench(["flash", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+def to_device(board: str | None, device: str) -> tuple[str, ...]:
+    """The arguments that send the image to `device` here (None) or on `board`."""
+    where = ("--allow-fixed",) if board is None else ("--board", board)
+    return (*where, "--device", device, "--yes")
 
 
-def flash_without_bmap(capsys, image, device):
-    return flash(capsys, image, "--no-bmap", "--device", device, "--allow-fixed", "--yes")
-
-
-def test_a_loop_device_reading_the_image_itself_is_refused(images, tmp_path, capsys):
-    image = tmp_path / "disk.img"
-    image.write_bytes(images["plain"].read_bytes()[: 4 * MiB])  # whole sectors for losetup
-    before = image.read_bytes()
-    with loop_device(image) as device:
-        code, out, err = flash_without_bmap(capsys, image, device)
-    assert code == 2, err
-    assert "loop device reading" in err and "nothing was written" in err
+@pytest.mark.parametrize(
+    ("depth", "link"),
+    [(1, None), (2, None), (3, None), (1, "removed"), (2, "removed"), (1, "name taken")],
+    ids=[
+        "a loop over the image",
+        "a loop over a loop over the image",
+        "three stacked loops",
+        "a loop over a removed hard link of the image",
+        "a loop over a loop over a removed hard link",
+        "another file now at the backing name",
+    ],
+)
+def test_a_loop_device_reading_the_image_itself_is_refused(tmp_path, capsys, depth, link):
+    image, before = tmp_path / "disk.img", piece(7, 0, SIZE)
+    image.write_bytes(before)
+    backing = tmp_path / "link.img" if link else image
+    if link:
+        os.link(image, backing)
+    with contextlib.ExitStack() as stack:
+        loops = [stack.enter_context(loop_device(backing))]
+        while len(loops) < depth:
+            loops.append(stack.enter_context(loop_device(Path(loops[-1]))))
+        if link:
+            backing.unlink()  # the loop's backing_file now names a file that is gone
+            sysfs = Path(f"/sys/block/{Path(loops[0]).name}/loop/backing_file")
+            assert sysfs.read_text().strip().endswith("(deleted)")
+        if link == "name taken":
+            backing.write_bytes(bytes(SIZE))  # a different file under the same name
+        code, out, err = flash(capsys, image, "--no-bmap", *to_device(None, loops[-1]))
+    assert code == 2, out + err
+    assert "loop device reading" in err and "nothing was written" in err, err
     assert "verified" not in out + err
+    # The chain is named from the device given down to the loop that reads the image.
+    chain = " > ".join(Path(loop).name for loop in reversed(loops))
+    assert (f"(through {chain})" in err) == (depth > 1), err
     assert image.read_bytes() == before
 
 
-@pytest.mark.parametrize("kind", ["xz", "zst"])
-def test_a_compressed_image_too_large_for_the_card_is_refused_before_writing(
-    images, tmp_path, capsys, kind
+def test_a_stacked_loop_over_another_file_is_still_flashed(tmp_path, capsys):
+    """The check refuses only the image's own chain: a loop over a loop over a card file."""
+    image = tmp_path / "disk.img"
+    image.write_bytes(piece(7, 0, SIZE))
+    card = fill(tmp_path / "card.img", 2 * SIZE)
+    with loop_device(card) as lower, loop_device(Path(lower)) as upper:
+        code, out, err = flash(capsys, image, "--no-bmap", *to_device(None, upper))
+    assert code == 0, err
+    assert "verified" in out + err
+    assert card.read_bytes()[:SIZE] == image.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("board", "kind", "bmap"),
+    [
+        ("host", "xz", False),
+        ("host", "zst", False),
+        ("host", "xz", True),
+        ("local", "xz", False),
+        ("local", "zst", False),
+        ("local", "xz", True),
+        ("local", "plain", False),
+        ("ssh", "xz", False),
+    ],
+    indirect=["board"],
+)
+def test_an_image_too_large_for_the_device_is_refused_before_writing(
+    images, tmp_path, capsys, board, kind, bmap
 ):
-    # the image is 4 MiB + 1000 bytes plain; the card 2 MiB
+    # The image is 4 MiB + 1000 bytes plain (xz's index, zstd's frame header, the bmap or
+    # the file itself say so); the device 2 MiB, as sysfs reports it where it is.
     card = fill(tmp_path / "card.img", 2 * MiB)
     before = card.read_bytes()
     with loop_device(card) as device:
-        code, out, err = flash_without_bmap(capsys, images[kind], device)
+        given = ("--bmap", images["bmap"]) if bmap else ("--no-bmap",)
+        code, out, err = flash(capsys, images[kind], *given, *to_device(board, device))
         with open(device, "rb") as written:
-            assert written.read() == before, "the card was written"
+            assert written.read() == before, "the device was written"
     assert code == 2, err
-    assert f"the image ({4 * MiB + 1000} bytes) is larger than" in err
-    assert "wrote" not in out
+    assert f"the image ({4 * MiB + 1000} bytes) is larger than {device}" in err
+    where = f" on {board}" if board else ""
+    assert f"{2 * MiB} bytes){where}; nothing was written" in err
+    assert len(err.strip().splitlines()) <= 2  # the error and its hint
+    assert "flashing" not in out and "wrote" not in out
 
 
-def test_a_gzip_image_says_before_writing_that_its_fit_is_unknown(images, tmp_path, capsys):
+@pytest.mark.parametrize("board", ["host", "local"], indirect=True)
+def test_a_gzip_image_says_before_writing_that_its_fit_is_unknown(images, tmp_path, capsys, board):
     card = fill(tmp_path / "card.img", 2 * MiB)
     with loop_device(card) as device:
-        code, out, err = flash_without_bmap(capsys, images["gz"], device)
+        code, out, err = flash(capsys, images["gz"], "--no-bmap", *to_device(board, device))
     note = f"{images['gz']} (gz) declares no plain size ahead: whether it fits {device}"
-    assert note in out and out.index(note) < out.index("flashing")
-    assert code == 3, err  # found as the card filled up
+    assert note in out and "known only as it is written" in out
+    assert out.index(note) < out.index("flashing")
+    assert code == 3, err  # found as the device filled up: the writer failed
 
 
 @pytest.mark.parametrize(

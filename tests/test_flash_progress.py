@@ -11,8 +11,12 @@ from evbench.flash import progress
 from evbench.flash.progress import FlashProgress
 
 
-def test_plain_lines_carry_rate_and_time_left(monkeypatch):
+@pytest.fixture(autouse=True)
+def every_step_shown(monkeypatch):
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+
+
+def test_plain_lines_carry_rate_and_time_left():
     stream = io.StringIO()
     with FlashProgress(4 * progress.MiB, "flash", stream) as view:
         view.advance(progress.MiB)
@@ -23,8 +27,7 @@ def test_plain_lines_carry_rate_and_time_left(monkeypatch):
     assert lines[-1].endswith(" s left") and " MiB/s, " in lines[-1]
 
 
-def test_unknown_total_shows_rate_only(monkeypatch):
-    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+def test_unknown_total_shows_rate_only():
     stream = io.StringIO()
     with FlashProgress(None, "flash", stream) as view:
         view.advance(3 * progress.MiB)
@@ -32,28 +35,20 @@ def test_unknown_total_shows_rate_only(monkeypatch):
     assert line.startswith("flash: 3.0 MiB, ") and line.endswith(" MiB/s")
 
 
-def test_an_interrupt_says_how_far_it_got():
-    stream = io.StringIO()
-    with pytest.raises(KeyboardInterrupt), FlashProgress(10, "flash", stream) as view:
-        view.advance(7)
-        raise KeyboardInterrupt
-    assert "interrupted after 7 bytes: the target is incomplete" in stream.getvalue()
-
-
-@pytest.fixture
-def quiet():
-    """--quiet sets the root logger to ERROR (evbench_agent.command_line.setup_logging)."""
+@pytest.mark.parametrize("quiet", [False, True], ids=["", "--quiet"])
+def test_an_interrupt_says_how_far_it_got_even_when_quiet(quiet):
+    # --quiet sets the root logger to ERROR (evbench_agent.command_line.setup_logging):
+    # no progress then, but the interrupt still.
     root = logging.getLogger()
     before = root.level
-    root.setLevel(logging.ERROR)  # setLevel, not the attribute: it clears the level cache
-    yield
-    root.setLevel(before)
-
-
-def test_quiet_shows_no_progress_but_still_an_interrupt(monkeypatch, quiet):
-    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    root.setLevel(logging.ERROR if quiet else before)  # setLevel: it clears the level cache
     stream = io.StringIO()
-    with pytest.raises(KeyboardInterrupt), FlashProgress(10, "flash", stream) as view:
-        view.advance(7)
-        raise KeyboardInterrupt
-    assert stream.getvalue() == "flash: interrupted after 7 bytes: the target is incomplete\n"
+    try:
+        with pytest.raises(KeyboardInterrupt), FlashProgress(10, "flash", stream) as view:
+            view.advance(7)
+            raise KeyboardInterrupt
+    finally:
+        root.setLevel(before)
+    said = "flash: interrupted after 7 bytes: the target is incomplete\n"
+    assert stream.getvalue().endswith(said)
+    assert (stream.getvalue() == said) == quiet  # not quiet: the progress line before it

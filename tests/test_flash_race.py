@@ -17,26 +17,27 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_command
-from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, mapped_spans, small_image_set
+from flash_images import SMALL_SIZE, MiB, assert_flashed, fill, flash, module_images, small_spans
 from test_flash_devices import loop_device
 
-from evbench.cli import evbench
 from evbench.flash import target as targets
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
-    require_command("xz")
-    return small_image_set(tmp_path_factory.mktemp("race"), require_command("bmaptool"))
+images = module_images
 
 
-def flash(capsys, *argv):
-    code = evbench(["flash", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
+@pytest.fixture
+def victim(tmp_path):
+    """A loop device that the swaps point at, and its bytes, which must stay as they are."""
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    with loop_device(backing) as device:
+        yield device, backing.read_bytes()
+
+
+def unwritten(device: str, before: bytes) -> bool:
+    with open(device, "rb") as handle:
+        return handle.read() == before
 
 
 def swap_before_open(monkeypatch, swap) -> list[str]:
@@ -80,76 +81,53 @@ def swap_for(path: Path, device: str, kind: str) -> None:
     ],
 )
 def test_a_file_swapped_for_a_device_is_not_written(
-    images, tmp_path, capsys, monkeypatch, exists, kind, says
+    images, victim, tmp_path, capsys, monkeypatch, exists, kind, says
 ):
-    backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = backing.read_bytes()
+    device, before = victim
     target = fill(tmp_path / "card.img", SMALL_SIZE) if exists else tmp_path / "new.img"
-    with loop_device(backing) as victim:
-        ran = swap_before_open(monkeypatch, lambda _t: swap_for(target, victim, kind))
-        code, out, err = flash(capsys, images["xz"], "--device", target)
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the swapped-in device was written"
+    ran = swap_before_open(monkeypatch, lambda _t: swap_for(target, device, kind))
+    code, out, err = flash(capsys, images["xz"], "--device", target)
+    assert unwritten(device, before), "the swapped-in device was written"
     assert ran, "the swap never happened"
     assert code == 2 and all(said in err for said in says), err
     assert "wrote" not in out
 
 
 def test_a_device_node_swapped_for_another_device_is_not_written(
-    images, tmp_path, capsys, monkeypatch
+    images, victim, tmp_path, capsys, monkeypatch
 ):
     # The path stays a block device node, but of another device: the device number tells.
-    inspected_backing = fill(tmp_path / "inspected.img", 8 * MiB)
-    victim_backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = victim_backing.read_bytes()
+    device, before = victim
     node = tmp_path / "card"
-    with loop_device(inspected_backing) as inspected, loop_device(victim_backing) as victim:
+    with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
         block_node(node, inspected)
 
         def to_victim(_target) -> None:
             node.unlink()
-            block_node(node, victim)
+            block_node(node, device)
 
         ran = swap_before_open(monkeypatch, to_victim)
         code, _, err = flash(capsys, images["xz"], "--device", node, "--allow-fixed", "--yes")
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the other device was written"
+    assert unwritten(device, before), "the other device was written"
     assert ran and code == 2, err
     assert "another device" in err
 
 
 def test_a_link_is_resolved_once_so_the_device_inspected_is_the_one_written(
-    images, tmp_path, capsys, monkeypatch
+    images, victim, tmp_path, capsys, monkeypatch
 ):
     # A /dev/disk/by-id/... name is a symlink: it keeps working, and repointing it after
     # inspection changes nothing, because the resolved device is what gets opened.
-    inspected_backing = fill(tmp_path / "inspected.img", 8 * MiB)
-    victim_backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = victim_backing.read_bytes()
+    device, before = victim
     by_id = tmp_path / "usb-Card_Reader_0001-0:0"
-    spans = mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
-    with loop_device(inspected_backing) as inspected, loop_device(victim_backing) as victim:
+    with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
         by_id.symlink_to(inspected)
-        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(by_id, victim))
+        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(by_id, device))
         code, out, err = flash(capsys, images["xz"], "--device", by_id, "--allow-fixed", "--yes")
         assert ran and code == 0, err
         assert f"{by_id} -> {inspected}" in out  # both names, so the user sees what was meant
-        assert_flashed(inspected, images["plain"], spans)
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the device the link was repointed to was written"
-
-
-def test_a_larger_file_target_becomes_exactly_the_image_with_holes(images, tmp_path, capsys):
-    # As bmaptool does: the old contents never show through the unmapped ranges, and a
-    # larger file is cut to the image's size.
-    target = fill(tmp_path / "card.img", 3 * SMALL_SIZE)
-    code, _, err = flash(capsys, images["xz"], "--device", target)
-    assert code == 0, err
-    spans = mapped_spans(images["bmap"].read_text(), 4096, SMALL_SIZE)
-    assert_flashed(target, images["plain"], spans, as_file=True)
-    mapped = sum(length for _, length in spans)
-    # Holes, not written zeros: the file holds about the mapped bytes (ext4 allocates 4 KiB).
-    assert target.stat().st_blocks * 512 <= mapped + len(spans) * 4096
+        assert_flashed(inspected, images["plain"], small_spans(images))
+    assert unwritten(device, before), "the device the link was repointed to was written"
 
 
 # The board's receiver (flash --board) opens its device the same way. It runs as a
@@ -188,19 +166,18 @@ FRAMES = b"W 0 4\nEVIL" + b"R 0 4 sha256 " + hashlib.sha256(b"EVIL").hexdigest()
 
 
 @pytest.mark.parametrize("swap_kind", ["symlink", "device node"])
-def test_the_boards_receiver_refuses_a_swapped_target(receiver, tmp_path, monkeypatch, swap_kind):
-    backing = fill(tmp_path / "victim.img", 8 * MiB)
-    before = backing.read_bytes()
+def test_the_boards_receiver_refuses_a_swapped_target(
+    receiver, victim, tmp_path, monkeypatch, swap_kind
+):
+    device, before = victim
     target = fill(tmp_path / "emmc.img", MiB)
     feed_stdin(monkeypatch, FRAMES)
-    with loop_device(backing) as victim:
-        ran = swap_after_inspect(monkeypatch, receiver, lambda: swap_for(target, victim, swap_kind))
-        # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
-        refusal = {"symlink": "symbolic links", "device node": "changed since it was inspected"}
-        with pytest.raises(receiver.Refused, match=refusal[swap_kind]):
-            receiver.write(str(target), None, False)
-        with open(victim, "rb") as device:
-            assert device.read() == before, "the swapped-in device was written"
+    ran = swap_after_inspect(monkeypatch, receiver, lambda: swap_for(target, device, swap_kind))
+    # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
+    refusal = {"symlink": "symbolic links", "device node": "changed since it was inspected"}
+    with pytest.raises(receiver.Refused, match=refusal[swap_kind]):
+        receiver.write(str(target), None, False)
+    assert unwritten(device, before), "the swapped-in device was written"
     assert ran, "the swap never happened"
 
 

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from conftest import require_command
-from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, small_image_set
+from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, module_images
 
 from evbench.flash.source import CorruptImage, ImageSource
 from evbench_core.errors import UserError
 
-
-@pytest.fixture(scope="module")
-def images(tmp_path_factory):
-    for command in ("xz", "gzip", "bzip2", "zstd"):
-        require_command(command)
-    return small_image_set(tmp_path_factory.mktemp("source"), require_command("bmaptool"))
+images = module_images
 
 
 def collect(source: ImageSource, spans) -> bytes:
