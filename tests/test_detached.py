@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -48,7 +49,7 @@ def sleeper(tmp_path):
     process.wait()
 
 
-def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
+def test_states_absent_running_stopped_recycled_rebooted_finished(sleeper, tmp_path):
     run_dir, process = sleeper
     assert detached.status(run_dir)["state"] == "absent"
     fake_launch(run_dir, process.pid)
@@ -57,6 +58,9 @@ def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
     process.wait()
     stopped = detached.status(run_dir)
     assert stopped["state"] == "stopped" and "ended without a word" in stopped["reason"]
+    recycled = tmp_path / "runs" / "r3"
+    fake_launch(recycled, os.getpid())  # a live pid, but its process does not name the run
+    assert detached.status(recycled)["state"] == "stopped"
     other = tmp_path / "runs" / "r2"
     fake_launch(other, process.pid, boot_id="another-boot")
     assert detached.status(other)["reason"] == "the board rebooted during the run"
@@ -67,29 +71,27 @@ def test_states_absent_running_stopped_rebooted_finished(sleeper, tmp_path):
     }  # fmt: skip
 
 
-def test_a_recycled_pid_is_not_the_run(tmp_path):
-    run_dir = tmp_path / "runs" / "r1"
-    other = started(subprocess.Popen(["sleep", "60"]))  # alive, but not this run's process
-    try:
-        fake_launch(run_dir, other.pid)
-        assert detached.status(run_dir)["state"] == "stopped"
-    finally:
-        other.kill()
-        other.wait()
-
-
 def test_follow_sends_heartbeats_then_the_final_status(sleeper, monkeypatch):
     run_dir, process = sleeper
     fake_launch(run_dir, process.pid)
     (run_dir / detached.PROGRESS).write_bytes(b'{"event": "start"}\n{"event": "adv')
     monkeypatch.setattr(detached, "HEARTBEAT_SECONDS", 0.3)
-    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    monkeypatch.setattr(sys, "stdout", stdout)
-    ender = threading.Timer(1.5, lambda: (run_dir / detached.EXIT).write_text("4\n"))
+    written = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(written, encoding="utf-8"))
+
+    def end_after_a_heartbeat() -> None:
+        # The run ends once a heartbeat went out (or a minute passed without one), not
+        # after a fixed 1.5 s that a follow started late on a loaded machine could overrun.
+        deadline = time.monotonic() + 60
+        while b"heartbeat" not in written.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (run_dir / detached.EXIT).write_text("4\n")
+
+    ender = threading.Thread(target=end_after_a_heartbeat)
     ender.start()
     final = detached.follow(run_dir, offset=0)
     ender.join()
-    lines = stdout.buffer.getvalue().decode().splitlines()
+    lines = written.getvalue().decode().splitlines()
     assert lines[0] == '{"event": "start"}'  # the half-written line is held back
     assert '{"event": "heartbeat"}' in lines[1:]
     assert final["state"] == "finished" and final["exit"] == ExitCode.PARTIAL
