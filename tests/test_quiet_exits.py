@@ -1,5 +1,6 @@
 """--quiet prints only errors; a full disk is the user's error, told in one line, with the
-run kept and marked partial: real runs of `evbench run`, a real tmpfs for the full disk."""
+run kept and marked partial: real runs of `evbench run`, a real tmpfs for the full disk.
+Third-party loggers stay quiet unless --debug: a real paramiko failure on loopback."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import require, require_command
 
-pytestmark = pytest.mark.integration  # real agent runs, a real tmpfs mount
+pytestmark = pytest.mark.integration  # real agent runs, a real tmpfs, paramiko on loopback
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 #: The smallest run that measures something: one profile, two codecs, the quick plan.
@@ -97,3 +99,59 @@ def test_vv_shows_evbench_s_own_steps_and_no_third_party_chatter(tmp_path):
     # matplotlib's font search (292 lines at -vv before; still there with --debug)
     # stays capped at warnings
     assert not [line for line in said if "findfont" in line or "matplotlib" in line]
+
+
+# A TCP server on loopback accepts and closes at once; paramiko's transport thread then
+# logs "Exception (client): Error reading SSH protocol banner" and its traceback, line
+# by line, at ERROR: the noise a recovering lab run printed some 20 times per attempt.
+PARAMIKO_FAILS = textwrap.dedent(
+    """
+    import socket, sys, threading
+    import paramiko
+    from evbench_core.log_output import setup_logging
+
+    setup_logging("evbench", 0, False, debug=sys.argv[1] == "debug")
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def refuse():
+        connection, _ = server.accept()
+        connection.recv(256)  # the client's banner: then the board goes away
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\\x01\\0\\0\\0\\0\\0\\0\\0")
+        connection.close()  # a reset, as from a board that went away
+
+    threading.Thread(target=refuse, daemon=True).start()
+    sock = socket.create_connection(server.getsockname(), timeout=10)
+    transport = paramiko.Transport(sock)
+    try:
+        transport.start_client(timeout=10)
+    except paramiko.SSHException:
+        pass
+    transport.close()
+    import logging
+    logging.getLogger("paramiko.transport").info("connected (version 2.0, client OpenSSH)")
+    logging.getLogger("paramiko.transport").error("a plain error line from the library")
+    """
+)
+
+
+def _paramiko_stderr(mode: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", PARAMIKO_FAILS, mode], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_without_debug_paramiko_says_nothing_of_its_traceback_and_no_error() -> None:
+    stderr = _paramiko_stderr("quiet")
+    assert "Traceback" not in stderr and "Error reading SSH protocol banner" not in stderr
+    assert "evbench: error:" not in stderr
+    assert "connected (version" not in stderr  # its INFO chatter is below the cap
+    # What the library says outside a traceback still shows, as a warning.
+    assert stderr.splitlines() == ["evbench: warning: a plain error line from the library"]
+
+
+def test_with_debug_everything_paramiko_logs_is_shown() -> None:
+    stderr = _paramiko_stderr("debug")
+    assert "Traceback (most recent call last):" in stderr
+    assert "evbench: error: Exception (client): Error reading SSH protocol banner" in stderr
