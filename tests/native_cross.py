@@ -174,3 +174,44 @@ def build_aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert "ARM aarch64" in described.stdout, described.stdout + described.stderr
         assert "statically linked" in described.stdout, described.stdout
     return build
+
+
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint, worked from the encoding's definition."""
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        value |= (data[at] & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if data[at - 1] < 0x80:
+            return value, at
+
+
+def expected_ack(codec: str, sequence: int, receive_ns: int) -> bytes:
+    """docs/link.md's ack, by hand (both responders, test_native_responder and test_can_peer):
+    evbench.link.Ack (sequence = 1, receive_ns = 2, uint64, proto3: a zero is not written)
+    for protobuf, a compact JSON map for json."""
+    if codec == "json":
+        return f'{{"sequence":{sequence},"receive_ns":{receive_ns}}}'.encode()
+    fields = [(1, sequence), (2, receive_ns)]
+    return b"".join(bytes([number << 3]) + varint(value) for number, value in fields if value)
+
+
+def receipt_time(codec: str, ack: bytes) -> int:
+    """The ack's receive_ns, read without the module's decoder."""
+    if codec == "json":
+        return int(json.loads(ack)["receive_ns"])
+    fields, at = {}, 0
+    while at < len(ack):
+        tag, at = read_varint(ack, at)
+        assert tag & 7 == 0, ack  # varints only
+        fields[tag >> 3], at = read_varint(ack, at)
+    return fields.get(2, 0)

@@ -27,6 +27,7 @@ import can
 import isotp
 import pytest
 from conftest import ROOT
+from native_cross import expected_ack, receipt_time
 
 from evbench import can_peer
 from evbench.cli import evbench
@@ -132,48 +133,6 @@ def serve_while(url: str, talk: Callable[[], Any]) -> Any:
     return outcome["value"]
 
 
-def varint(value: int) -> bytes:
-    """Protobuf's base-128 varint, little end first."""
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if not byte & 0x80:
-            return value, at
-
-
-def isotp_frames(length: int, fd: bool) -> int:
-    """Frames of an ISO-TP PDU of `length` bytes (no escape: length <= 4095), counted
-    the long way: a single frame holds 7 (CAN FD: 62 with the escape byte), a first
-    frame 6 (62), each consecutive frame 7 (63)."""
-    single, first, consecutive = (62, 62, 63) if fd else (7, 6, 7)
-    if length <= single:
-        return 1
-    frames, carried = 1, first
-    while carried < length:
-        frames, carried = frames + 1, carried + consecutive
-    return frames
-
-
-def test_isotp_frame_counts_from_the_standard() -> None:
-    # 6 + 7 * 39 = 279 >= 277 > 6 + 7 * 38 = 272: a first frame and 39 consecutive ones.
-    assert isotp_frames(277, fd=False) == 40 and isotp_frames(995, fd=False) == 143
-    # 62 + 63 * 3 = 251 < 277 <= 62 + 63 * 4 = 314: 5 frames of CAN FD.
-    assert isotp_frames(277, fd=True) == 5 and isotp_frames(995, fd=True) == 16
-    assert [isotp_frames(n, fd=False) for n in (7, 8, 62, 63)] == [1, 2, 9, 10]
-    assert [isotp_frames(n, fd=True) for n in (7, 62, 63)] == [1, 1, 2]
-
-
 @pytest.fixture
 def channel(request: pytest.FixtureRequest) -> Iterator[str]:
     yield f"evb-{request.node.name}-{os.getpid()}"
@@ -250,17 +209,15 @@ def test_echo_and_ack_replies_and_the_frames_on_the_bus(channel: str, fd: bool) 
         assert bytes(replies[0].data) == bytes([0x30, 0, 0]) + b"\xcc" * 5
         # The last CF carries 277 - 6 - 7 * 38 = 5 bytes, padded with 0xCC to 8.
         assert bytes(requests[-2].data[6:]) == b"\xcc\xcc" and requests[-2].data[1:6] == head[-5:]
-    # The REPLY's PDU: 13 + 8 + 264 = 285 bytes; with the FC before it.
-    assert len(replies) == 1 + isotp_frames(285, fd) == (1 + 41 if not fd else 1 + 5)
+    # The REPLY's PDU: 13 + 8 + 264 = 285 bytes: classic 1 FF of 6 + ceil(279 / 7) = 40 CF,
+    # CAN FD 1 FF of 62 + ceil(223 / 63) = 4 CF; with the FC before it.
+    assert len(replies) == (1 + 41 if not fd else 1 + 5)
 
     for sequence, started, ended, reply in seen["acks"]:
         ack = reply[PREFIX.size + 8 :]
         _check_reply(reply, sequence, len(ack), started)
-        # evbench.link.Ack: field 1 (sequence) and field 2 (receive_ns), both varints;
-        # proto3 leaves out a field at its default (sequence 0).
-        head = b"\x08" + varint(sequence) if sequence else b""
-        receive_ns, _end = read_varint(ack, len(head) + 1)
-        assert ack == head + b"\x10" + varint(receive_ns)
+        receive_ns = receipt_time("protobuf", ack)  # evbench.link.Ack, worked by hand
+        assert ack == expected_ack("protobuf", sequence, receive_ns)
         assert started < receive_ns < ended  # the same clock: this process's perf_counter
 
     stats = seen["stats"]
@@ -355,16 +312,13 @@ def test_the_command_refuses_a_bad_address_with_exit_2() -> None:
     assert errors == ["evbench: error: 'pycan://virtual/x?tx=1' needs tx= and rx= CAN ids"]
 
 
-def test_the_agent_does_not_depend_on_python_can() -> None:
-    """python-can and can-isotp are the host's optional extra, never the agent's."""
+def test_python_can_and_can_isotp_are_the_hosts_extra_loaded_only_for_a_pycan_port() -> None:
+    """Never the agent's dependency; they load when a pycan:// port opens, not for
+    `evbench --help` or any other command."""
     agent = (ROOT / "agent" / "pyproject.toml").read_text(encoding="utf-8")
     host = (ROOT / "host_tools" / "pyproject.toml").read_text(encoding="utf-8")
     assert "python-can" not in agent and "can-isotp" not in agent
     assert 'can = ["python-can>=4.3", "can-isotp>=2.0"]' in host
-
-
-def test_importing_the_command_loads_neither_python_can_nor_can_isotp() -> None:
-    """They load when a pycan:// port opens, not for `evbench --help` or any other command."""
     probe = (
         "import json, sys\n"
         "import evbench.cli, evbench.commands.serve, evbench.can_peer\n"
