@@ -97,7 +97,9 @@ def _phase(phases: BusPhases, interface: str, codec: str, index: int, frames: in
     phases._after_phase("seed", codec, index, before)
 
 
-def test_a_clean_phase_on_a_real_interface_counts_what_was_sent(veth: tuple[str, str]) -> None:
+def test_a_real_interface_counts_what_was_sent_and_flags_what_it_dropped(
+    veth: tuple[str, str],
+) -> None:
     a, b = veth
     sender, receiver = bus_stats.BusCounters("isotp", a), bus_stats.BusCounters("isotp", b)
     before, before_b = _settle(sender), _settle(receiver)
@@ -114,15 +116,10 @@ def test_a_clean_phase_on_a_real_interface_counts_what_was_sent(veth: tuple[str,
     assert bus_stats.sysfs_snapshot(a).counters == {
         name: value for name, value in _settle(sender).counters.items() if name in bus_stats.GENERIC
     }
-
-
-def test_a_phase_whose_frames_are_dropped_is_flagged(veth: tuple[str, str]) -> None:
-    a, b = veth
     subprocess.run(["ip", "link", "set", b, "down"], check=True)
-    counters = bus_stats.BusCounters("isotp", a)
-    before = _settle(counters)
+    before = _settle(sender)
     _send(a, 7)  # the peer is down: veth drops each one and counts it
-    change = bus_stats.compare(before, _settle(counters))
+    change = bus_stats.compare(before, _settle(sender))
     assert change.rises["tx_dropped"] == 7 and change.rises["tx_packets"] == 0
     assert change.bus_errors == 7 and change.flagged
     assert change.reasons() == ["tx_dropped +7"]
@@ -136,48 +133,64 @@ class _Said(Progress):
         self.lines.append(text)
 
 
-def test_the_link_suite_records_each_phases_counters_and_says_the_errors(
+def test_the_link_suite_records_each_phases_counters_and_the_report_names_the_errors(
     veth: tuple[str, str], tmp_path: Path
 ) -> None:
-    """The suite's own hook, on a real interface standing in for the bus: one clean
-    phase, one with dropped frames; the records as they land in samples.jsonl."""
+    """The suite's own hook, on a real interface standing in for the bus: a clean phase
+    per codec, then one with dropped frames per codec; the records as they land in
+    samples.jsonl, and what the terminal and the report say of them."""
     a, b = veth
     url = f"isotp://{a}?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrate=2000000"
     run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
     said = _Said()
-    writer = RunWriter(tmp_path / "run", "r1")
-    context = RunContext(run_spec, writer, said)
-    settings = link_suite.Settings.from_spec(run_spec)
-    phases = BusPhases(context, settings, timing.current())
+    context = RunContext(run_spec, RunWriter(tmp_path / "run", "r1"), said)
+    phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
     _phase(phases, a, "json", 0, 10)
+    _phase(phases, a, "protobuf", 0, 10)
     subprocess.run(["ip", "link", "set", b, "down"], check=True)
     _phase(phases, a, "protobuf", 1, 3)
+    _phase(phases, a, "json", 1, 3)
 
-    assert said.lines == [f"link: bus errors on {a} during seed protobuf phase 2: tx_dropped +3"]
+    assert said.lines == [
+        f"link: bus errors on {a} during seed {codec} phase 2: tx_dropped +3"
+        for codec in ("protobuf", "json")
+    ]
     samples = list(results.read_samples(tmp_path / "run"))
     errors = {(s.codec, s.worker): s.values for s in samples if s.metric == "bus_errors"}
-    assert errors == {("json", 0): [0.0], ("protobuf", 1): [3.0]}
+    assert errors == {("json", 0): [0.0], ("protobuf", 0): [0.0], ("protobuf", 1): [3.0],
+                      ("json", 1): [3.0]}  # fmt: skip
     counter = {
-        (s.codec, s.params["counter"]): (s.values, s.unit)
+        (s.codec, s.worker, s.params["counter"]): (s.values, s.unit)
         for s in samples
         if s.metric == "bus_counter"
     }
-    assert counter["json", "tx_packets"] == ([10.0], "count")
-    assert counter["json", "tx_bytes"] == ([10.0 * FRAME_BYTES], "bytes")
-    assert counter["protobuf", "tx_dropped"] == ([3.0], "count")
+    assert counter["json", 0, "tx_packets"] == ([10.0], "count")
+    assert counter["json", 0, "tx_bytes"] == ([10.0 * FRAME_BYTES], "bytes")
+    assert counter["protobuf", 1, "tx_dropped"] == ([3.0], "count")
     for sample in samples:  # the phase's identity, plus the interface (and the counter)
         assert sample.params["phase"] == "periodic" and sample.params["interface"] == a
         assert sample.params["transport"] == "isotp" and sample.params["counter_source"] == "ip"
         assert identity.role(sample.suite, sample.metric) == identity.CONTEXT
-    # The report and the terminal name the flagged phase, and only it.
+    # The terminal and the report name the flagged phases, and only them.
     found = bus_counters.phases(samples)
     flags = [(p.codec, p.index, p.flagged) for p in found]
-    assert flags == [("json", 0, False), ("protobuf", 1, True)]
-    assert bus_counters.text(samples) == (
-        f"Bus counters ({a}, from ip): errors in 1 of 2 phases.\n"
-        "  seed protobuf phase 2: tx_dropped +3"
+    assert flags == [("json", 0, False), ("protobuf", 0, False), ("json", 1, True),
+                     ("protobuf", 1, True)]  # fmt: skip
+    rows = [["seed", codec, "2", a, "3", "tx_dropped +3"] for codec in ("json", "protobuf")]
+    summary = f"Bus counters ({a}, from ip): errors in 2 of 4 phases."
+    assert bus_counters.text(samples) == "\n".join(
+        [summary, "  seed json phase 2: tx_dropped +3", "  seed protobuf phase 2: tx_dropped +3"]
     )
-    assert bus_counters.table_rows(found) == [["seed", "protobuf", "2", a, "3", "tx_dropped +3"]]
+    assert bus_counters.table_rows(found) == rows
+    report = load_context(tmp_path / "run")
+    section = sections.bus_counters_section(report)
+    assert section is not None and section.warning
+    assert section.paragraphs[0] == summary and section.rows == rows
+    assert "| seed | json | 2 |" in markdown.render("r1", [section], [])
+    # the context table has the bus_errors row (no winner), not one row per counter
+    _headers, cells = table.context_cells(comparison.compare(report.samples(), "json", "protobuf"))
+    labels = [row[1] for row in cells]
+    assert labels == ["Bus error events (periodic)"], labels  # as lost and late are labelled
 
 
 # --- CAN: documents as iproute2 prints them (a fake: no AF_CAN on this host) ----------
@@ -312,35 +325,6 @@ def test_phases_of_one_counter_pool_into_one_context_record() -> None:
                             ("bus_counter", "tx_packets")}  # fmt: skip
     assert records["bus_errors", None]["n"] == 3 and records["bus_errors", None]["max"] == 2
     assert records["bus_counter", "tx_packets"]["median"] == 40
-
-
-def test_the_report_lists_the_flagged_phase_and_keeps_counters_out_of_the_context_table(
-    veth: tuple[str, str], tmp_path: Path
-) -> None:
-    """A run directory holding one clean and one flagged phase per codec, as the hook
-    writes them: the report's section lists the flagged ones, the context table has the
-    bus_errors row (no winner) but not one row per counter."""
-    a, b = veth
-    url = f"isotp://{a}?tx=0x7E0&rx=0x7E8"
-    run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
-    context = RunContext(run_spec, RunWriter(tmp_path / "run", "r2"), _Said())
-    phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
-    for index, codec in enumerate(("json", "protobuf", "protobuf", "json")):
-        if index == 2:
-            subprocess.run(["ip", "link", "set", b, "down"], check=True)
-        _phase(phases, a, codec, index // 2, 4)
-    report = load_context(tmp_path / "run")
-    section = sections.bus_counters_section(report)
-    assert section is not None and section.warning
-    assert section.paragraphs[0] == f"Bus counters ({a}, from ip): errors in 2 of 4 phases."
-    assert section.rows == [
-        ["seed", "json", "2", a, "4", "tx_dropped +4"],
-        ["seed", "protobuf", "2", a, "4", "tx_dropped +4"],
-    ]
-    assert "| seed | json | 2 |" in markdown.render("r2", [section], [])
-    _headers, cells = table.context_cells(comparison.compare(report.samples(), "json", "protobuf"))
-    labels = [row[1] for row in cells]
-    assert labels == ["Bus error events (periodic)"], labels  # as lost and late are labelled
 
 
 def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
