@@ -65,18 +65,6 @@ def test_ev_full_is_five_can_fd_frames() -> None:
     assert rows[0].max_frames == 5 and rows[0].max_size == 4 * 69 + 53
 
 
-def test_evbench_budget_lists_dbc_beside_json_and_protobuf(capsys) -> None:
-    code = evbench(["budget", "--profile", "seed", "--rate", "20", "--count", "3", "--json"])
-    assert code == ExitCode.OK
-    rows = {(row["bus"], row["codec"]): row for row in json.loads(capsys.readouterr().out)}
-    for bus in ("can-500k", "canfd-500k-2M", "uart-115200"):
-        assert {(bus, codec) for codec in ("json", "protobuf", "dbc")} <= set(rows)
-    assert rows[("can-500k", "dbc")]["max_frames"] == 8
-    assert evbench(["budget", "--count", "2"]) == ExitCode.OK
-    text = capsys.readouterr().out
-    assert "dbc on CAN: its own CAN frames" in text
-
-
 def test_a_profile_the_dbc_does_not_describe_leaves_dbc_out(capsys) -> None:
     assert evbench(["budget", "--profile", "int", "--count", "2", "--json"]) == ExitCode.OK
     assert {row["codec"] for row in json.loads(capsys.readouterr().out)} == {"json", "protobuf"}
