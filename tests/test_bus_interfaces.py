@@ -56,8 +56,9 @@ def _fake_sysfs(root: Path) -> Path:
     return sysfs
 
 
-def test_can_interfaces_and_uarts_of_a_fake_sysfs(tmp_path: Path) -> None:
-    found = bus_interfaces.collect(_fake_sysfs(tmp_path))
+def test_can_interfaces_and_uarts_of_a_fake_sysfs_and_evbench_agent_info(tmp_path: Path) -> None:
+    sysfs = _fake_sysfs(tmp_path)
+    found = bus_interfaces.collect(sysfs)
     assert found["can"] == [
         {"name": "can0", "state": "up", "mtu": 72, "fd": True, "driver": "m_can_platform"},
         {"name": "vcan0", "state": "unknown", "mtu": 16, "fd": False, "driver": None},
@@ -70,10 +71,8 @@ def test_can_interfaces_and_uarts_of_a_fake_sysfs(tmp_path: Path) -> None:
     lines = bus_interfaces.describe(found)
     assert lines["CAN interfaces"] == "can0 (up, CAN FD, m_can_platform), vcan0 (unknown, classic)"
     assert lines["UARTs"] == "ttyS0 (16550A, omap8250, up to 3000000 baud)"
-
-
-def test_evbench_agent_info_lists_them(tmp_path: Path) -> None:
-    env = dict(os.environ, EVBENCH_TELEMETRY_SYSFS=str(_fake_sysfs(tmp_path)))
+    # `evbench-agent info` lists them
+    env = dict(os.environ, EVBENCH_TELEMETRY_SYSFS=str(sysfs))
     command = [sys.executable, "-m", "evbench_agent", "info"]
     done = subprocess.run(
         [*command, "--json"], capture_output=True, text=True, env=env, timeout=120
@@ -84,21 +83,6 @@ def test_evbench_agent_info_lists_them(tmp_path: Path) -> None:
     assert [u["name"] for u in buses["uart"]] == ["ttyS0"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert "CAN interfaces: can0 (up, CAN FD, m_can_platform)" in done.stdout
-
-
-def test_the_real_sysfs_lists_every_tty_with_a_uart_behind_it() -> None:
-    found = bus_interfaces.collect()
-    ttys = Path("/sys/class/tty")
-    expected = sorted(
-        tty.name for tty in (ttys.glob("*") if ttys.is_dir() else [])
-        if (tty / "device").exists() and (tty / "type").exists()
-        and (tty / "type").read_text().strip() != "0"
-    )  # fmt: skip
-    listed = sorted(u["name"] for u in found["uart"] if u["type"] is not None)
-    assert listed == expected
-    net = Path("/sys/class/net")
-    can = sorted(d.name for d in net.glob("*") if (d / "type").read_text().strip() == "280")
-    assert sorted(c["name"] for c in found["can"]) == can
 
 
 #: What the diag probe prints on an AM62x with can0 up as CAN FD 500 k / 2 M (ip -details
@@ -135,15 +119,28 @@ def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
     assert "uart ttyS2: 16550A, up to 3000000 baud" in lines
 
 
-def test_the_diag_probe_in_sh_agrees_with_the_agents_reading_of_the_real_sysfs() -> None:
+def test_the_real_sysfs_read_by_the_agent_and_by_the_diag_probe_in_sh() -> None:
+    """The agent lists every tty with a UART behind it and every CAN interface; the diag
+    probe agrees with it."""
     from evbench import diag
 
+    found = bus_interfaces.collect()
+    ttys = Path("/sys/class/tty")
+    expected = sorted(
+        tty.name for tty in (ttys.glob("*") if ttys.is_dir() else [])
+        if (tty / "device").exists() and (tty / "type").exists()
+        and (tty / "type").read_text().strip() != "0"
+    )  # fmt: skip
+    listed = sorted(u["name"] for u in found["uart"] if u["type"] is not None)
+    assert listed == expected
+    net = Path("/sys/class/net")
+    can = sorted(d.name for d in net.glob("*") if (d / "type").read_text().strip() == "280")
+    assert sorted(c["name"] for c in found["can"]) == can
     done = subprocess.run(["sh", "-c", diag.PROBES["buses"]], capture_output=True, text=True)
     section = diag.PARSERS["buses"](done.stdout)
-    agent = bus_interfaces.collect()
-    assert [c["name"] for c in section["can"]] == [c["name"] for c in agent["can"]]
+    assert [c["name"] for c in section["can"]] == [c["name"] for c in found["can"]]
 
-    def uarts(found: dict) -> list[tuple]:
-        return [(u["name"], u["type"], u.get("max_baud")) for u in found["uart"]]
+    def uarts(read: dict) -> list[tuple]:
+        return [(u["name"], u["type"], u.get("max_baud")) for u in read["uart"]]
 
-    assert uarts(section) == uarts(agent)
+    assert uarts(section) == uarts(found)

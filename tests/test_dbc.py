@@ -83,16 +83,14 @@ def test_the_dbc_is_what_make_dbc_writes_and_the_agent_ships_it(tmp_path):
     assert AGENT_COPY.read_bytes() == DBC.read_bytes()
 
 
-def test_messages_are_can_fd_within_64_bytes_and_no_signal_crosses_8_bytes(database):
+def test_can_fd_messages_of_64_bytes_signals_within_8_bytes_and_the_protos_enums(database):
     for message in database.messages:
         assert message.is_fd and not message.is_extended_frame and message.length <= 64
         for signal in message.signals:
             assert signal.byte_order == "little_endian"
             first, last = signal.start, signal.start + signal.length - 1
             assert first // 64 == last // 64, (message.name, signal.name)
-
-
-def test_enum_value_tables_are_the_proto_enums(database):
+    # the enums' value tables
     descriptor = payloads.get("ev-full").message_type.DESCRIPTOR
     fields = {"Contactor": "bms.contactor", "ChargerMode": "charger.mode",
               "Fault0Severity": "faults.severity"}  # fmt: skip

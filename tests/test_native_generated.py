@@ -41,7 +41,7 @@ def test_protoc_c_names_follow_its_rule():
     assert native_types.protobuf_c_name("evbench.shapes.Vector3") == "evbench__shapes__vector3"
 
 
-def test_the_proto2_form_keeps_presence_and_packing():
+def test_the_proto2_form_keeps_presence_and_packing_and_refuses_what_it_cannot_carry():
     text = (
         'syntax = "proto3";\nmessage M {\n  optional double a = 1;\n  Sub s = 2;\n'
         "  repeated int32 r = 3;\n  repeated string t = 4;\n}\n"
@@ -52,9 +52,7 @@ def test_the_proto2_form_keeps_presence_and_packing():
     assert "  optional Sub s = 2;\n" in form
     assert "  repeated int32 r = 3 [packed = true];\n" in form
     assert "  repeated string t = 4;\n" in form  # strings are never packed
-
-
-def test_the_proto2_form_refuses_what_it_cannot_carry_exactly():
+    # and refuses what it cannot carry exactly
     text = 'syntax = "proto3";\nmessage M {\n  optional double a = 1;\n  int32 b = 2;\n}\n'
     with pytest.raises(ValueError, match="scalar b has no presence"):
         native_types.proto2_form(text, "m.proto")

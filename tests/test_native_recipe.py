@@ -65,17 +65,13 @@ def _depends_function(text: str):
     return namespace["evbench_native_depends"]
 
 
-def test_depends_follow_the_chosen_runtimes():
+def test_depends_follow_the_chosen_runtimes_and_an_unknown_one_stops_the_parse():
     text = RECIPE.read_text()
     depends = _depends_function(text)
     assert depends(_Datastore(text, "c:cjson c:nanopb")) == "cjson nanopb nanopb-native"
     assert 'DEPENDS = "${@evbench_native_depends(d)}"' in text
-
-
-def test_an_unknown_runtime_stops_the_parse_with_its_name():
-    text = RECIPE.read_text()
     with pytest.raises(_Fatal, match="unknown runtime c:yaml"):
-        _depends_function(text)(_Datastore(text, "c:protobuf-c c:yaml"))
+        depends(_Datastore(text, "c:protobuf-c c:yaml"))
 
 
 def test_the_image_installs_the_harnesses_only_when_asked():

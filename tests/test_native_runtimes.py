@@ -115,7 +115,8 @@ def cjson_text(value: object) -> str:
 
 
 @pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
-def test_protobuf_runtimes_write_what_python_writes(harness_dir, name):
+def test_protobuf_runtimes_write_what_python_writes_and_protoc_decodes(harness_dir, name):
+    protoc = require_command("protoc")
     with started(harness_dir, name) as harness:
         for profile_name, profile, type_name, item in each_payload(BUILT_IN, COUNT):
             expected = item.message.SerializeToString()
@@ -125,12 +126,6 @@ def test_protobuf_runtimes_write_what_python_writes(harness_dir, name):
                 assert profile.message_type.FromString(written) == item.message
             else:
                 assert written == expected, (profile_name, name)
-
-
-@pytest.mark.parametrize("name", PROTOBUF_RUNTIMES)
-def test_protoc_decodes_what_the_runtimes_write(harness_dir, name):
-    protoc = require_command("protoc")
-    with started(harness_dir, name) as harness:
         for profile_name, proto in (("seed", "ev_data.proto"), ("ev-full", "ev_frame.proto")):
             profile = payloads.get(profile_name)
             item = profile.payloads(1)[0]
