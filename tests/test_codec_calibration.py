@@ -1,12 +1,17 @@
 """The codec suite's calibration holds, its rounds alternate, its A/A slowdown is what it says.
 
 Timed parts use a real operation of known cost (a spin on the clock), so every
-expected bound follows from that cost; preemption can only make a spin longer.
+expected lower bound follows from that cost; preemption can only make a spin longer.
+Where a preempted call could change the answer (the loop count, the fastest payload),
+the suite's clock moves by the operations' stated costs alone.
 """
 
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
+
+from test_codec_order import record_calls, worker_task
 
 from evbench_agent.suites import codec
 
@@ -20,16 +25,28 @@ def spin(microseconds: float) -> None:
         pass
 
 
-def test_loops_cover_min_time_with_the_margin_and_never_more_than_the_cost_allows():
-    loops = codec.calibrate_loops(spin, 20, min_ns=1_000_000)
-    # Each call takes >= 20 us, so 1.2 x 1 ms needs at most 1200 / 20 = 60 calls.
-    assert loops <= 60
-    # And at least 0.9 ms worth of them (45 calls), even with a preempted sample.
-    assert loops >= 45
+def _ticking(monkeypatch):
+    """An operation whose argument is its cost in ns on the suite's clock, a clock that
+    moves by those costs alone: a preempted call (a loaded machine) cannot change what
+    calibration sees, so the expected loops follow exactly."""
+    now = [0]
+    monkeypatch.setattr(codec, "time", SimpleNamespace(perf_counter_ns=lambda: now[0]))
+
+    def operation(cost: int) -> None:
+        now[0] += cost
+
+    return operation
 
 
-def test_calibration_takes_the_fastest_payload():
-    assert codec._fastest(spin, [300, 40, 150], slowdown=0.0) == 40
+def test_loops_cover_min_time_with_the_margin(monkeypatch):
+    # Calls of 20 us: doubling stops at 64 loops (1.28 ms >= 1 ms), and 1.2 x 1 ms
+    # needs 1200 / 20 = 60 calls.
+    assert codec.calibrate_loops(_ticking(monkeypatch), 20_000, min_ns=1_000_000) == 60
+
+
+def test_calibration_takes_the_fastest_payload(monkeypatch):
+    operation = _ticking(monkeypatch)
+    assert codec._fastest(operation, [300_000, 40_000, 150_000], slowdown=0.0) == 40_000
 
 
 def test_each_round_of_a_worker_takes_the_next_payload_worker_after_worker():
@@ -98,25 +115,16 @@ def test_a_harness_operation_times_its_loops_in_the_harness_not_call_by_call():
     assert operation.calls == []  # never timed through Python calls, one round trip each
 
 
-def _task(**changes):
-    task = {
-        "suite": "codec", "profiles": ["seed"], "codecs": ["json", "json-aa"], "payloads": 20,
-        "seed": 1, "min_time": MIN_TIME, "cpu": None, "gc": True, "slowdown": {},
-        # the manager's digest of each profile's payload set, which workers copy
-        "payload_digests": {"seed": {"payload_digest": "0123456789abcdef"}},
-    }  # fmt: skip
-    return task | changes
-
-
 def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time():
-    loops = codec.worker_main(_task(mode="calibrate"), lambda _what: None)
+    task = worker_task(min_time=MIN_TIME)
+    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
     assert set(loops) == {
         f"seed|{c}|{o}" for c in ("json", "json-aa") for o in ("encode", "decode", "decode_access")
     }
     # A calibration far too short (1 loop): the worker must raise it, not record short samples.
     too_short = dict.fromkeys(loops, 1)
     result = codec.worker_main(
-        _task(mode="measure", worker=3, loops=too_short, values=4, warmups=1, params={}),
+        dict(task, mode="measure", worker=3, loops=too_short, values=4, warmups=1, params={}),
         lambda _what: None,
     )
     sets = result["sample_sets"]
@@ -135,37 +143,16 @@ def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0
 
 
 def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else(monkeypatch):
-    calls = []
-    real_prepare, real_time = codec._prepare, codec._time_loops
-
-    def tag(function, cell):
-        def tagged(argument):
-            return function(argument)
-
-        tagged.cell = cell  # json and json-aa share json.loads itself: tell them apart here
-        return tagged
-
-    def prepare(task, profile, indices=None):
-        return {
-            name: {op: (tag(f, (name, op)), args) for op, (f, args) in operations.items()}
-            for name, operations in real_prepare(task, profile, indices).items()
-        }
-
-    def time_loops(operation, argument, loops, slowdown=0.0):
-        calls.append((operation.cell, slowdown))
-        return real_time(operation, argument, loops, slowdown)
-
-    monkeypatch.setattr(codec, "_prepare", prepare)
-    monkeypatch.setattr(codec, "_time_loops", time_loops)
-    task = _task(slowdown={"json-aa": 0.25})
+    calls = record_calls(monkeypatch)
+    task = worker_task(min_time=MIN_TIME, slowdown={"json-aa": 0.25})
     loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
     codec.worker_main(
         dict(task, mode="measure", worker=0, loops=loops, values=2, warmups=1, params={}),
         lambda _what: None,
     )
     used: dict[tuple[str, str], set[float]] = {}
-    for cell, slowdown in calls:
-        used.setdefault(cell, set()).add(slowdown)
+    for _round, name, operation, _sample, slowdown in calls:
+        used.setdefault((name, operation), set()).add(slowdown)
     assert used == {
         **{("json", op): {0.0} for op in codec.OPERATIONS},
         **{("json-aa", op): {0.25} for op in codec.OPERATIONS},

@@ -1,16 +1,17 @@
 """No role bias in the codec suite (issue 43, item 5): what runs just before each sample.
 
 In a round the codecs take their samples operation by operation, A B in even rounds
-and B A in odd ones. The second sample of an operation followed the same operation,
-warm; the first followed another operation, and came out about 1 % slower. A plan
-whose recorded rounds put one codec first more often (the quick plan's 3 values after
-one warm-up: B A, A B, B A) gave that codec the penalty: in A/A runs the copy, listed
-second, was slower on most rows. Now each operation's first sample is primed by the
-same operation of another codec, so every sample follows the same operation of
-another codec. These tests read what the worker did from its own calls, not timings.
+and B A in odd ones. The first sample of an operation followed another operation and
+came out about 1 % slower than the second, which followed the same operation, warm;
+the quick plan's rounds (3 values after one warm-up: B A, A B, B A) gave that penalty
+to the codec listed second, the A/A copy. Now each operation's first sample is primed
+by the same operation of another codec. These tests read what the worker did from its
+own calls, not timings; tests/test_codec_calibration.py uses the same recorder.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from evbench_agent import codecs, payloads
 from evbench_agent.suites import codec
@@ -18,29 +19,22 @@ from evbench_agent.suites import codec
 CODECS = ("json", "json-aa")
 
 
-def _task(**changes):
+def worker_task(**changes):
+    """A worker's task on the seed. With min_time 0 no sample can fall short: no warm-up
+    recalibrates and no sample is retaken, so the calls are the plan's own."""
     task = {
-        "suite": "codec",
-        "profiles": ["seed"],
-        "codecs": list(CODECS),
-        "payloads": 20,
-        "seed": 1,
-        # No sample can fall short of 0 ns: no warm-up recalibrates, no sample is retaken,
-        # so the calls are the plan's own.
-        "min_time": 0.0,
-        "cpu": None,
-        "gc": True,
-        "slowdown": {},
+        "suite": "codec", "profiles": ["seed"], "codecs": list(CODECS), "payloads": 20,
+        "seed": 1, "min_time": 0.0, "cpu": None, "gc": True, "slowdown": {},
+        # the manager's digest of each profile's payload set, which workers copy
         "payload_digests": {"seed": {"payload_digest": "0123456789abcdef"}},
-    }
-    task.update(changes)
-    return task
+    }  # fmt: skip
+    return task | changes
 
 
-def _worker_calls(monkeypatch, codec_names=CODECS, values=3, warmups=1, worker=0):
-    """A measuring worker's run: its calls of the timed operations in order, each as
-    (round, codec, operation, sample?), a sample being a call that take_round_sample made."""
-    calls: list[tuple[int, str, str, bool]] = []
+def record_calls(monkeypatch) -> list[tuple[int, str, str, bool, float]]:
+    """The worker's calls of its timed operations from now on, in order, each as (round,
+    codec, operation, sample?, slowdown), a sample being a call take_round_sample made."""
+    calls: list[tuple[int, str, str, bool, float]] = []
     real_prepare, real_time, real_take = codec._prepare, codec._time_loops, codec.take_round_sample
     now = {"round": -1, "sample": False}
 
@@ -58,7 +52,7 @@ def _worker_calls(monkeypatch, codec_names=CODECS, values=3, warmups=1, worker=0
         }
 
     def time_loops(operation, argument, loops, slowdown=0.0):
-        calls.append((now["round"], *operation.cell, now["sample"]))
+        calls.append((now["round"], *operation.cell, now["sample"], slowdown))
         return real_time(operation, argument, loops, slowdown)
 
     def take(cell, round_number, warmups, min_ns, slowdown):
@@ -71,60 +65,46 @@ def _worker_calls(monkeypatch, codec_names=CODECS, values=3, warmups=1, worker=0
     monkeypatch.setattr(codec, "_prepare", prepare)
     monkeypatch.setattr(codec, "_time_loops", time_loops)
     monkeypatch.setattr(codec, "take_round_sample", take)
-    loops = {f"seed|{c}|{o}": 8 for c in codec_names for o in codec.OPERATIONS}
-    result = codec.worker_main(
-        _task(
-            mode="measure",
-            codecs=list(codec_names),
-            worker=worker,
-            loops=loops,
-            values=values,
-            warmups=warmups,
-            params={},
-        ),
-        lambda _what: None,
-    )
-    for sample_set in result["sample_sets"]:
-        assert len(sample_set["values"]) == values  # one sample per recorded round
     return calls
 
 
-def test_every_recorded_sample_follows_the_same_operation_of_another_codec(monkeypatch):
+def _measured(monkeypatch, codec_names=CODECS, values=3, worker=0):
+    """The recorded rounds' samples of a measuring worker (one warm-up round), each with
+    the call just before it: [(sample, before)]."""
+    calls = record_calls(monkeypatch)
+    loops = {f"seed|{c}|{o}": 8 for c in codec_names for o in codec.OPERATIONS}
+    task = worker_task(codecs=list(codec_names), mode="measure", worker=worker, loops=loops)
+    result = codec.worker_main(
+        task | {"values": values, "warmups": 1, "params": {}}, lambda _what: None
+    )
+    for sample_set in result["sample_sets"]:
+        assert len(sample_set["values"]) == values  # one sample per recorded round
+    return [(call, calls[i - 1]) for i, call in enumerate(calls) if call[3] and call[0] >= 1]
+
+
+@pytest.mark.parametrize("names", [CODECS, ("json", "protobuf", "json-aa")], ids=["a-a", "three"])
+def test_every_recorded_sample_follows_the_same_operation_of_another_codec(monkeypatch, names):
     # The quick plan's shape (1 warm-up, 3 values): under the old order the first sample
     # of each operation followed the previous operation (A's decode after B's encode).
-    calls = _worker_calls(monkeypatch, values=3, warmups=1)
-    samples = 0
-    for index, (round_number, name, operation, sample) in enumerate(calls):
-        if not sample or round_number < 1:
-            continue
-        samples += 1
-        _round, before_codec, before_operation, _sample = calls[index - 1]
-        assert (before_operation, before_codec != name) == (operation, True), calls[index]
-    assert samples == 3 * len(CODECS) * len(codec.OPERATIONS)
+    found = _measured(monkeypatch, names)
+    for (_, name, operation, *_), (_, codec_before, operation_before, *_) in found:
+        assert (operation_before, codec_before != name) == (operation, True), (name, operation)
+    assert len(found) == 3 * len(names) * len(codec.OPERATIONS)
 
 
-def test_each_codec_is_timed_first_and_second_alike_over_the_recorded_rounds(monkeypatch):
+@pytest.mark.parametrize("values", [3, 4])
+def test_each_codec_is_timed_first_and_second_alike_over_the_recorded_rounds(monkeypatch, values):
     # What precedes a sample is the same for both codecs in every recorded round,
     # whichever goes first: the predecessors of A's samples and of B's are one
     # multiset up to swapping the names, for an odd count of values as for an even.
     swap = {"json": "json-aa", "json-aa": "json"}
-    for values in (3, 4):
-        calls = _worker_calls(monkeypatch, values=values, warmups=1)
-        before: dict[str, list[tuple[str, str, str]]] = {name: [] for name in CODECS}
-        for index, (round_number, name, operation, sample) in enumerate(calls):
-            if sample and round_number >= 1:
-                _round, codec_before, operation_before, _sample = calls[index - 1]
-                mirrored = swap[codec_before] if name == "json-aa" else codec_before
-                before[name].append((operation, operation_before, mirrored))
-        assert sorted(before["json"]) == sorted(before["json-aa"]), values
-
-
-def test_three_codecs_each_sample_follows_the_same_operation(monkeypatch):
-    calls = _worker_calls(monkeypatch, codec_names=("json", "protobuf", "json-aa"), values=3)
-    for index, (round_number, name, operation, sample) in enumerate(calls):
-        if sample and round_number >= 1:
-            _round, codec_before, operation_before, _sample = calls[index - 1]
-            assert operation_before == operation and codec_before != name, calls[index]
+    before: dict[str, list[tuple[str, str, str]]] = {name: [] for name in CODECS}
+    for (_, name, operation, *_), (_, codec_before, operation_before, *_) in _measured(
+        monkeypatch, values=values
+    ):
+        mirrored = swap[codec_before] if name == "json-aa" else codec_before
+        before[name].append((operation, operation_before, mirrored))
+    assert sorted(before["json"]) == sorted(before["json-aa"])
 
 
 def test_the_prime_is_untimed_short_and_on_the_rounds_payload():
@@ -161,8 +141,8 @@ def test_over_a_pair_of_workers_each_codec_is_timed_first_in_half_the_recorded_r
     first: dict[tuple[str, str], int] = {}
     for worker in (0, 1):
         seen = set()
-        for round_number, name, operation, sample in _worker_calls(monkeypatch, worker=worker):
-            if sample and round_number >= 1 and (round_number, operation) not in seen:
+        for (round_number, name, operation, *_), _before in _measured(monkeypatch, worker=worker):
+            if (round_number, operation) not in seen:
                 seen.add((round_number, operation))
                 first[(name, operation)] = first.get((name, operation), 0) + 1
     assert first == {(name, op): 3 for name in CODECS for op in codec.OPERATIONS}
