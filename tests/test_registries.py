@@ -10,6 +10,7 @@ PyPI distribution in an extra (tests/test_codecs.py round-trips every codec).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from evbench_core.analysis import metrics
 RUNNING = ROOT / "docs" / "running.md"
 NATIVE = ROOT / "docs" / "native-codecs.md"
 AGENT = ROOT / "agent" / "src" / "evbench_agent"
+PROJECT = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
 #: A table row's first cell: the `names` it documents.
 NAME = re.compile(r"`([^`]+)`")
 #: Profile rows that are no registry entry: a team's own message (docs/own-messages.md).
@@ -70,27 +72,24 @@ def test_the_table_reader_finds_the_rows_worked_out_by_hand(tmp_path: Path) -> N
     assert table_names(doc, "## Next") == ["f"]
 
 
-def test_every_suite_has_its_row() -> None:
-    assert differences(table_names(RUNNING, "## Suites"), list(registry.REGISTRY)) == []
+@pytest.mark.parametrize(
+    ("doc", "heading", "declared"),
+    [
+        (RUNNING, "## Suites", list(registry.REGISTRY)),
+        (RUNNING, "## Payload profiles", list(payloads.PROFILES)),
+        (RUNNING, "## Codecs", list(codecs.CODECS)),
+        (NATIVE, "# Native codecs: C and C++ runtimes", list(runtimes.RUNTIMES)),
+    ],
+    ids=["suites", "profiles", "codecs", "native-codecs"],
+)
+def test_every_entry_has_its_row_and_every_row_is_an_entry(doc, heading, declared) -> None:
+    documented = [name for name in table_names(doc, heading) if name not in NOT_REGISTERED]
+    assert differences(documented, declared) == []
 
 
 @pytest.mark.parametrize("name", list(registry.REGISTRY))
 def test_a_suite_module_calls_itself_by_its_registry_name(name: str) -> None:
     assert name == registry.load(name).SUITE
-
-
-def test_every_profile_has_its_row() -> None:
-    documented = [n for n in table_names(RUNNING, "## Payload profiles") if n not in NOT_REGISTERED]
-    assert differences(documented, list(payloads.PROFILES)) == []
-
-
-def test_every_codec_has_its_row() -> None:
-    assert differences(table_names(RUNNING, "## Codecs"), list(codecs.CODECS)) == []
-
-
-def test_every_native_codec_has_its_row() -> None:
-    documented = table_names(NATIVE, "# Native codecs: C and C++ runtimes")
-    assert differences(documented, list(runtimes.RUNTIMES)) == []
 
 
 def test_a_codec_declared_without_a_row_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,17 +100,13 @@ def test_a_codec_declared_without_a_row_is_named(monkeypatch: pytest.MonkeyPatch
     ]
 
 
-def _agent_distributions() -> set[str]:
-    project = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
-    wanted = [*project["dependencies"]]
-    for extra in project["optional-dependencies"].values():
-        wanted += extra
-    return {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower() for requirement in wanted}
+def _distributions(requirements: list[str]) -> set[str]:
+    """The distribution each requirement names, lower-cased."""
+    return {re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower() for line in requirements}
 
 
 def test_the_codecs_always_present_are_the_agents_dependencies() -> None:
-    project = tomllib.loads((ROOT / "agent" / "pyproject.toml").read_text())["project"]
-    required = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
+    required = _distributions(PROJECT["dependencies"])
     used = {c.distribution for c in codecs.CODECS.values() if c.distribution is not None}
     assert "protobuf" in codecs.AGENT_DEPENDENCIES == used & required
     always = {c.name for c in codecs.CODECS.values() if not c.optional}
@@ -129,7 +124,8 @@ def test_a_codec_without_a_distribution_is_the_standard_librarys(name: str) -> N
 
 
 def test_the_agent_installs_every_codecs_distribution() -> None:
-    distributions = _agent_distributions()
+    extras = PROJECT["optional-dependencies"].values()
+    distributions = _distributions([*PROJECT["dependencies"], *(r for e in extras for r in e)])
     assert {"protobuf", "orjson", "cantools"} <= distributions  # read as worked out by hand
     missing = [
         f"{c.name}: {c.distribution}"
@@ -149,8 +145,12 @@ def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
     assert sorted(native_tests.PACKAGES) == sorted(runtimes.RUNTIMES)
 
 
-_LIST_PROFILES = "from evbench_agent import payloads\nprint(' '.join(payloads.PROFILES))\n"
-_LIST_CODECS = "from evbench_agent import codecs\nprint(' '.join(codecs.CODECS))\n"
+#: What a copy of the agent prints: its profiles, codecs and suites, a line each.
+_LISTS = (
+    "from evbench_agent import codecs, payloads, registry\n"
+    "for names in (payloads.PROFILES, codecs.CODECS, registry.REGISTRY):\n"
+    "    print(' '.join(names))\n"
+)
 
 
 def _run_copy(tmp_path: Path, code: str, added: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -170,33 +170,6 @@ def _run_copy(tmp_path: Path, code: str, added: dict[str, str]) -> subprocess.Co
     )
 
 
-def _profiles_of_copy(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
-    """The profiles a copy of the agent lists, with `module` added to payloads/profiles/."""
-    return _run_copy(tmp_path, _LIST_PROFILES, {"payloads/profiles/added_by_test.py": module})
-
-
-def test_a_profile_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
-    done = _profiles_of_copy(
-        tmp_path,
-        "from evbench_agent.payloads.profile import Profile\n"
-        "from evbench_agent.schema import shapes_pb2\n"
-        "PROFILE = Profile('added-by-test', 'a throwaway', shapes_pb2.OneInt, "
-        "lambda rng, _: {'value': rng.randrange(9)})\n",
-    )
-    assert done.returncode == 0, done.stderr
-    listed = done.stdout.split()
-    assert (
-        listed[:2] == ["seed", "ev-full"] and "added-by-test" in listed and "skip-nested" in listed
-    )
-    assert len(listed) == len(payloads.PROFILES) + 1
-
-
-def test_a_profile_module_that_declares_nothing_is_refused(tmp_path: Path) -> None:
-    done = _profiles_of_copy(tmp_path, "HELPER = 1\n")
-    assert done.returncode == 1
-    assert "payloads.profiles.added_by_test declares no PROFILE or PROFILES" in done.stderr
-
-
 #: A codec as docs/contributing.md says to write one: the standard library's marshal.
 _MARSHAL_CODEC = """
 from types import ModuleType
@@ -210,31 +183,56 @@ from evbench_agent.payloads import Profile
 def bind(module: ModuleType, _profile: Profile) -> Pair:
     return module.dumps, module.loads
 """
+_PROFILE = (
+    "from evbench_agent.payloads.profile import Profile\n"
+    "from evbench_agent.schema import shapes_pb2\n"
+    "PROFILE = Profile('added-by-test', 'a throwaway', shapes_pb2.OneInt, "
+    "lambda rng, _: {'value': rng.randrange(9)})\n"
+)
 
 
-def test_a_codec_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
-    # A helper module (its name starts with `_`) beside it is not a codec.
+def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend(
+    tmp_path: Path,
+) -> None:
+    # A helper module (its name starts with `_`) beside the codec is not a codec.
     round_trip = (
-        "from evbench_agent import payloads\n"
         "item = payloads.get('seed').payloads(1)[0]\n"
         "bound = codecs.get('added-by-test').bind(payloads.get('seed'))\n"
         "assert bound.decode(bound.encode(item.plain)) == item.plain\n"
     )
-    done = _run_copy(
-        tmp_path,
-        _LIST_CODECS + round_trip,
-        {"codecs/added_by_test.py": _MARSHAL_CODEC, "codecs/_helper.py": "HELPER = 1\n"},
-    )
+    added = {
+        "payloads/profiles/added_by_test.py": _PROFILE,
+        "codecs/added_by_test.py": _MARSHAL_CODEC,
+        "codecs/_helper.py": "HELPER = 1\n",
+        "suites/added_by_test.py": 'SUITE = "added-by-test"\n',
+    }
+    done = _run_copy(tmp_path, _LISTS + round_trip, added)
     assert done.returncode == 0, done.stderr
-    listed = done.stdout.split()
-    assert listed[:3] == ["protobuf", "json", "protobuf-json"] and "added-by-test" in listed
-    assert sorted(listed) == sorted([*codecs.CODECS, "added-by-test"])
+    profiles, listed_codecs, suites = (line.split() for line in done.stdout.splitlines())
+    assert profiles[:2] == ["seed", "ev-full"] and "skip-nested" in profiles
+    assert sorted(profiles) == sorted([*payloads.PROFILES, "added-by-test"])
+    assert listed_codecs[:3] == ["protobuf", "json", "protobuf-json"]
+    assert sorted(listed_codecs) == sorted([*codecs.CODECS, "added-by-test"])
+    assert sorted(suites) == sorted([*registry.REGISTRY, "added-by-test"])
 
 
-def test_a_codec_module_that_declares_nothing_is_refused(tmp_path: Path) -> None:
-    done = _run_copy(tmp_path, _LIST_CODECS, {"codecs/added_by_test.py": "HELPER = 1\n"})
+@pytest.mark.parametrize(
+    ("path", "text", "refusal"),
+    [
+        ("payloads/profiles/added_by_test.py", "HELPER = 1\n",
+         "payloads.profiles.added_by_test declares no PROFILE or PROFILES"),
+        ("codecs/added_by_test.py", "HELPER = 1\n", "codecs.added_by_test declares no codec"),
+        ("suites/added_by_test.py", 'SUITE = "codec"\n',
+         "suite 'codec' is declared by evbench_agent.suites.added_by_test and"),
+    ],
+    ids=["profile-declaring-nothing", "codec-declaring-nothing", "suite-declared-twice"],
+)  # fmt: skip
+def test_a_module_declaring_nothing_or_a_taken_name_is_refused(
+    tmp_path: Path, path: str, text: str, refusal: str
+) -> None:
+    done = _run_copy(tmp_path, _LISTS, {path: text})
     assert done.returncode == 1
-    assert "codecs.added_by_test declares no codec" in done.stderr
+    assert refusal in done.stderr
 
 
 def test_the_native_harnesses_carry_one_list_of_protos() -> None:
@@ -255,32 +253,10 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
     assert list(native_types.NATIVE_PROTOS) == listed
 
 
-def test_a_suite_module_is_collected_without_a_list_to_extend(tmp_path: Path) -> None:
-    done = _run_copy(
-        tmp_path,
-        "from evbench_agent import registry\nprint(' '.join(registry.REGISTRY))\n",
-        {"suites/added_by_test.py": 'SUITE = "added-by-test"\n'},
-    )
-    assert done.returncode == 0, done.stderr
-    assert sorted(done.stdout.split()) == sorted([*registry.REGISTRY, "added-by-test"])
-
-
-def test_a_suite_declared_twice_is_refused(tmp_path: Path) -> None:
-    done = _run_copy(
-        tmp_path,
-        "from evbench_agent import registry\n",
-        {"suites/added_by_test.py": 'SUITE = "codec"\n'},
-    )
-    assert done.returncode == 1
-    assert "suite 'codec' is declared by evbench_agent.suites.added_by_test and" in done.stderr
-
-
 def test_every_suite_module_is_registered() -> None:
     # A module of suites/ (or of a suite's package there) that declares SUITE is a suite:
     # the registry must find it (its package), or no run can ask for it. Read here with
     # ast, not the registry's line pattern, so a declaration it misses fails.
-    import ast
-
     declared = {}
     for path in sorted((AGENT / "suites").rglob("*.py")):
         top = path.relative_to(AGENT / "suites").parts[0].removesuffix(".py")
