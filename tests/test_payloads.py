@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import codecs, payloads
+from evbench_agent import payloads
 from evbench_agent.payloads.profiles import seed
 from evbench_core.errors import UserError
 
@@ -99,13 +99,6 @@ def test_ev_full_frame_has_the_promised_content_at_sensor_resolution():
 )
 def test_java_study_shapes(name, check):
     assert check(payloads.get(name).payloads(1)[0].plain)
-
-
-def test_skip_profiles_read_only_the_last_field():
-    for name in ("skip-flat", "skip-nested"):
-        bound = codecs.get("json").bind(payloads.get(name))
-        item = payloads.get(name).payloads(1)[0]
-        assert bound.access(bound.decode(bound.encode(item.plain))) == 1
 
 
 def test_unknown_profile_names_the_available_ones():
