@@ -3,16 +3,13 @@
 On the board every start-up counts (an A53 imports several times slower than
 the lab PC): the help and a usage error never log and never run a suite, so
 logging, protobuf, psutil and the suites wait until a command runs. Checked in a
-fresh interpreter; not a timing test.
+fresh interpreter (tests/test_import_weight.py's probe); not a timing test.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from test_import_weight import among, fresh
 
 #: Loaded only once a command runs; top-level names, or module-name prefixes.
 DEFERRED = (
@@ -34,29 +31,17 @@ _PROBE = (
 )
 
 
-def _loaded(*argv: str) -> tuple[int, list[str]]:
-    argv = [sys.executable, "-c", _PROBE, *argv]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.splitlines()[-1])
-    return report["code"], report["modules"]
-
-
-def _deferred_among(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == d or m.startswith(d + ".") for d in DEFERRED)]
-
-
 @pytest.mark.parametrize(("argv", "exits"), [("--help", 0), ("no-such-command", 2)])
 def test_help_or_a_usage_error_loads_no_logging_protobuf_psutil_or_suite(argv, exits):
-    code, modules = _loaded(argv)
-    assert code == exits
-    assert "evbench_agent.cli" in modules  # the probe ran the real program
-    assert _deferred_among(modules) == []
+    report = fresh(_PROBE, argv)
+    assert report["code"] == exits
+    assert "evbench_agent.cli" in report["modules"]  # the probe ran the real program
+    assert among(report["modules"], DEFERRED) == []
 
 
 def test_the_probe_sees_a_deferred_module_once_it_is_imported():
     # The same check on a line that imports logging: it must be reported.
-    found = _deferred_among(["argparse", "logging", "logging.handlers"])
+    found = among(["argparse", "logging", "logging.handlers"], DEFERRED)
     assert found == ["logging", "logging.handlers"]
 
 

@@ -45,16 +45,26 @@ _PROBE = (
 )
 
 
+def fresh(code: str, *argv: str, env: dict[str, str] | None = None):
+    """What `code`, run in a fresh interpreter, prints as JSON on its last line
+    (tests/test_agent_help_imports.py probes the agent's help with it too)."""
+    command = [sys.executable, "-c", code, *argv]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def among(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    """The `modules` that are one of `names` or inside one."""
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
 def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
     """The HEAVY libraries in sys.modules after importing `module` in a fresh interpreter."""
     env = dict(os.environ)
     if extra_path is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
-    argv = [sys.executable, "-c", _PROBE, module]
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
-    assert result.returncode == 0, f"importing {module} failed:\n{result.stderr}"
-    loaded = set(json.loads(result.stdout.splitlines()[-1]))
-    return loaded & set(HEAVY)
+    return set(fresh(_PROBE, module, env=env)) & set(HEAVY)
 
 
 def test_every_command_module_is_checked():
@@ -114,14 +124,9 @@ _RUN_PATH_PROBE = (
 
 def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
     """(the codec listing, the RUN_PATH_DEFERRED modules loaded) in a fresh interpreter."""
-    code = _RUN_PATH_PROBE.format(prelude=prelude)
-    argv = [sys.executable, "-c", code]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    listing, modules = json.loads(result.stdout.splitlines()[-1])
+    listing, modules = fresh(_RUN_PATH_PROBE.format(prelude=prelude))
     assert "evbench_agent.run.runner" in modules and "evbench_agent.codecs" in modules
-    found = [m for m in modules if any(m == d or m.startswith(d + ".") for d in RUN_PATH_DEFERRED)]
-    return listing, found
+    return listing, among(modules, RUN_PATH_DEFERRED)
 
 
 def test_the_agent_s_run_path_loads_neither_importlib_metadata_nor_openssl():
