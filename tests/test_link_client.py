@@ -1,5 +1,5 @@
 """The link client against misbehaving peers: real TCP peers on 127.0.0.1,
-written here, that reorder, drop, duplicate or never answer."""
+written here, that reorder, drop, duplicate, refuse or never answer."""
 
 from __future__ import annotations
 
@@ -17,30 +17,61 @@ from evbench_agent.link import client, figures, framing, handshake, messages
 Behaviour = Callable[[socket.socket, framing.FrameReader, messages.LinkCodec], None]
 
 
-class ScriptedPeer:
-    """A one-connection responder whose answers the test decides."""
+def _stats_reply(sock: socket.socket, frame: framing.Frame) -> None:
+    body = json.dumps({"messages": 0, "cpu_ns": 0}).encode()
+    framing.send(sock, framing.pack(framing.STATS_REPLY, frame.sequence, body))
 
-    def __init__(self, behaviour: Behaviour, answer_hello: bool = True) -> None:
+
+def answer_stats(sock: socket.socket, reader: framing.FrameReader, _link) -> None:
+    """Answer STATS, nothing else, until the client closes."""
+    while True:
+        for frame in reader.receive():
+            if frame.kind == framing.STATS:
+                _stats_reply(sock, frame)
+
+
+class ScriptedPeer:
+    """A responder that treats its n-th connection as `script[n]` says, reading each HELLO
+    first: "close" (closes without an answer, as a responder drops a pending connection for
+    a crowd's newcomer), "silent" (never answers), "busy" (refuses: every slot is held),
+    "refuse" (refuses for another reason), "serve" (accepts, then runs `behaviour`)."""
+
+    def __init__(self, script: list[str], behaviour: Behaviour = answer_stats) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = self.listener.getsockname()[:2]
-        self.behaviour, self.answer_hello = behaviour, answer_hello
+        self.script, self.behaviour, self.seen = script, behaviour, 0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
-        sock, _ = self.listener.accept()
-        with sock:
-            framing.configure(sock, 5.0)
-            reader = framing.FrameReader(sock)
-            hello = handshake.receive(reader, 5.0)
-            if not self.answer_hello:
-                self.done.wait(30)
-                return
-            handshake.answer(sock)
-            with contextlib.suppress(framing.PeerClosed):
-                self.behaviour(sock, reader, messages.bind(hello.codec, hello.profile))
+        held = []
+        self.listener.settimeout(0.1)
+        try:
+            while not self.done.is_set() and self.seen < len(self.script):
+                try:
+                    sock, _ = self.listener.accept()
+                except TimeoutError:
+                    continue
+                held.append(sock)
+                action = self.script[self.seen]
+                self.seen += 1
+                framing.configure(sock, 5.0)
+                reader = framing.FrameReader(sock)
+                hello = handshake.receive(reader, 5.0)
+                if action in ("busy", "refuse"):
+                    reason = handshake.BUSY if action == "busy" else None
+                    handshake.answer(sock, error=f"scripted {action}", reason=reason)
+                if action in ("close", "busy", "refuse"):
+                    sock.close()
+                elif action == "serve":
+                    handshake.answer(sock)
+                    with contextlib.suppress(framing.PeerClosed, OSError):
+                        self.behaviour(sock, reader, messages.bind(hello.codec, hello.profile))
             self.done.wait(30)
+        finally:
+            for sock in held:
+                sock.close()
 
     def __enter__(self):
         return self
@@ -62,21 +93,13 @@ def _collect(reader: framing.FrameReader, count: int) -> list[framing.Frame]:
     return frames
 
 
-def _stats_reply(sock: socket.socket, frame: framing.Frame) -> None:
-    body = json.dumps({"messages": 0, "cpu_ns": 0}).encode()
-    framing.send(sock, framing.pack(framing.STATS_REPLY, frame.sequence, body))
-
-
 def reorder_and_drop(sock: socket.socket, reader: framing.FrameReader, link) -> None:
     """Answer 12 messages in reverse order, except 3 and 8; then answer STATS."""
     frames = _collect(reader, 12)
     for frame in reversed(frames):
         if frame.kind == framing.MESSAGE and frame.sequence not in (3, 8):
             _ack(sock, link, frame.sequence)
-    while True:
-        for frame in reader.receive():
-            if frame.kind == framing.STATS:
-                _stats_reply(sock, frame)
+    answer_stats(sock, reader, link)
 
 
 def _connection(peer: ScriptedPeer, codec: str = "protobuf") -> client.Connection:
@@ -91,7 +114,7 @@ def _data(codec: str = "protobuf") -> list:
 # (client.BLOCKING_MIN_PERIOD_S); 1000 Hz waits in select() only.
 @pytest.mark.parametrize(("codec", "rate_hz"), [("protobuf", 1000.0), ("json", 40.0)])
 def test_reordered_and_missing_replies_are_matched_by_sequence(codec, rate_hz):
-    with ScriptedPeer(reorder_and_drop) as peer, _connection(peer, codec) as connection:
+    with ScriptedPeer(["serve"], reorder_and_drop) as peer, _connection(peer, codec) as connection:
         result = client.run_periodic(connection, _data(codec), rate_hz, 12, 0, 0.05)
     assert result.error is None
     assert sorted(result.sent) == list(range(12))
@@ -103,30 +126,26 @@ def test_reordered_and_missing_replies_are_matched_by_sequence(codec, rate_hz):
         assert result.sent[sequence].send < arrival <= decoded
 
 
-def test_an_ack_for_another_sequence_is_an_error():
-    def wrong_ack(sock, reader, link):
-        frame = _collect(reader, 1)[-1]
-        ack = link.encode_ack(frame.sequence + 5, 1)
-        framing.send(sock, framing.pack_reply(frame.sequence, 0, ack))
+def wrong_ack(sock: socket.socket, reader: framing.FrameReader, link) -> None:
+    frame = _collect(reader, 1)[-1]
+    ack = link.encode_ack(frame.sequence + 5, 1)
+    framing.send(sock, framing.pack_reply(frame.sequence, 0, ack))
 
+
+def twice(sock: socket.socket, reader: framing.FrameReader, link) -> None:
+    frame = _collect(reader, 1)[-1]
+    _ack(sock, link, frame.sequence)
+    _ack(sock, link, frame.sequence)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "refused"), [(wrong_ack, "acknow"), (twice, "second")], ids=["wrong", "twice"]
+)
+def test_an_ack_for_another_sequence_or_a_duplicate_reply_is_an_error(behaviour, refused):
     with (
-        ScriptedPeer(wrong_ack) as peer,
+        ScriptedPeer(["serve"], behaviour) as peer,
         _connection(peer) as connection,
-        pytest.raises(framing.FrameError, match="acknow"),
-    ):
-        client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
-
-
-def test_a_duplicate_reply_is_an_error():
-    def twice(sock, reader, link):
-        frame = _collect(reader, 1)[-1]
-        _ack(sock, link, frame.sequence)
-        _ack(sock, link, frame.sequence)
-
-    with (
-        ScriptedPeer(twice) as peer,
-        _connection(peer) as connection,
-        pytest.raises(framing.FrameError, match="second"),
+        pytest.raises(framing.FrameError, match=refused),
     ):
         client.run_periodic(connection, _data(), 100.0, 3, 0, 0.5)
 
@@ -137,20 +156,10 @@ def test_a_peer_that_never_answers_messages_loses_them_within_the_deadline():
             reader.receive()
 
     started = time.monotonic()
-    with ScriptedPeer(silent) as peer, _connection(peer) as connection:
+    with ScriptedPeer(["serve"], silent) as peer, _connection(peer) as connection:
         result = client.run_periodic(connection, _data(), 100.0, 5, 1, 0.05)
     assert result.lost == 5 and not result.replies and result.responder is None
     # 6 ticks at 10 ms, then the wait for replies: 1 s (client.MIN_LOST_AFTER_S)
-    assert time.monotonic() - started < 10
-
-
-def test_a_peer_that_never_completes_the_handshake_is_an_error_not_a_hang():
-    started = time.monotonic()
-    with (
-        ScriptedPeer(lambda *_: None, answer_hello=False) as peer,
-        pytest.raises(handshake.HandshakeError, match="did not complete the handshake"),
-    ):
-        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=0.5)
     assert time.monotonic() - started < 10
 
 
@@ -164,7 +173,7 @@ def test_a_peer_that_closes_mid_phase_ends_it_with_what_was_measured():
         # discards replies the client had not read yet: under load, all three.
         sock.shutdown(socket.SHUT_WR)
 
-    with ScriptedPeer(three_then_close) as peer, _connection(peer) as connection:
+    with ScriptedPeer(["serve"], three_then_close) as peer, _connection(peer) as connection:
         result = client.run_periodic(connection, _data(), 200.0, 20, 0, 0.5)
     assert result.error and "went away" in result.error
     assert sorted(result.replies) == [0, 1, 2]
@@ -193,68 +202,11 @@ def test_replies_later_than_the_deadline_count_as_late_not_lost():
                 elif frame.kind == framing.STATS:
                     _stats_reply(sock, frame)
 
-    with ScriptedPeer(slow) as peer, _connection(peer) as connection:
+    with ScriptedPeer(["serve"], slow) as peer, _connection(peer) as connection:
         result = client.run_periodic(connection, _data(), 4.0, 6, 0, 0.1)
     measured = figures.PhaseFigures(result, 4.0, 0.1)
     assert result.lost == 0 and measured.late == 3
     assert all(measured.rtt[n] > 0.1 for n in (1, 3, 5))
-
-
-class LossyPeer:
-    """A responder that treats its n-th connection as `script[n]` says, reading each HELLO
-    first: "close" (closes without an answer, as a responder drops a pending connection for
-    a crowd's newcomer), "silent" (never answers), "busy" (refuses: every slot is held),
-    "refuse" (refuses for another reason), "serve" (accepts, then answers STATS)."""
-
-    def __init__(self, script: list[str]) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.address = self.listener.getsockname()[:2]
-        self.script, self.seen = script, 0
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        held = []
-        self.listener.settimeout(0.1)
-        try:
-            while not self.done.is_set() and self.seen < len(self.script):
-                try:
-                    sock, _ = self.listener.accept()
-                except TimeoutError:
-                    continue
-                action = self.script[self.seen]
-                self.seen += 1
-                framing.configure(sock, 5.0)
-                reader = framing.FrameReader(sock)
-                handshake.receive(reader, 5.0)
-                if action == "close":
-                    sock.close()
-                elif action == "silent":
-                    held.append(sock)
-                elif action in ("busy", "refuse"):
-                    reason = handshake.BUSY if action == "busy" else None
-                    handshake.answer(sock, error=f"scripted {action}", reason=reason)
-                    sock.close()
-                else:
-                    handshake.answer(sock)
-                    held.append(sock)
-                    with contextlib.suppress(framing.PeerClosed, OSError):
-                        for frame in reader.receive():
-                            if frame.kind == framing.STATS:
-                                _stats_reply(sock, frame)
-            self.done.wait(30)
-        finally:
-            for sock in held:
-                sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.done.set()
-        self.thread.join(10)
-        self.listener.close()
 
 
 @pytest.mark.parametrize(
@@ -268,7 +220,7 @@ def test_a_handshake_lost_on_the_way_is_tried_again_on_a_new_connection(script):
     first handshake lost so (5 of 12 runs succeeded). Closed, busy or unanswered (1 s
     timeout here), the handshake is tried again after a bounded wait."""
     started = time.monotonic()
-    with LossyPeer(script) as peer:
+    with ScriptedPeer(script) as peer:
         link = messages.bind("json", "seed")
         with client.Connection(peer.address, link, "ack", timeout_s=1.0) as connection:
             assert connection.accepted["ok"] is True
@@ -280,22 +232,26 @@ def test_a_handshake_lost_on_the_way_is_tried_again_on_a_new_connection(script):
     assert time.monotonic() - started < 1.0 + sum(client.RETRY_WAITS_S[:2]) + 3.0
 
 
-def test_a_refusal_that_is_not_busy_is_not_tried_again():
-    with (
-        LossyPeer(["refuse", "serve"]) as peer,
-        pytest.raises(handshake.HandshakeError, match="scripted refuse"),
-    ):
-        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=1.0)
-    assert peer.seen == 1
+ATTEMPTS = 1 + len(client.RETRY_WAITS_S)
 
 
-def test_handshakes_lost_every_time_end_in_the_error_after_bounded_attempts():
-    attempts = 1 + len(client.RETRY_WAITS_S)
+@pytest.mark.parametrize(
+    ("script", "timeout_s", "error", "refused", "seen"),
+    [
+        # a refusal that is not busy is not tried again
+        (["refuse", "serve"], 1.0, handshake.HandshakeError, "scripted refuse", 1),
+        # never answered: an error, not a hang (the retries wait in its listen queue)
+        (["silent"], 0.5, handshake.HandshakeError, "did not complete the handshake", 1),
+        # lost every time: the error after bounded attempts
+        (["close"] * (ATTEMPTS + 3), 5.0, client.UserError, "closed the connection", ATTEMPTS),
+    ],
+    ids=["refused", "never answered", "lost every time"],
+)
+def test_a_handshake_ends_in_its_error_when_refused_unanswered_or_after_bounded_attempts(
+    script, timeout_s, error, refused, seen
+):
     started = time.monotonic()
-    with (
-        LossyPeer(["close"] * (attempts + 3)) as peer,
-        pytest.raises(client.UserError, match="closed the connection during the handshake"),
-    ):
-        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=5.0)
-    assert peer.seen == attempts
+    with ScriptedPeer(script) as peer, pytest.raises(error, match=refused):
+        client.Connection(peer.address, messages.bind("json", "seed"), "ack", timeout_s=timeout_s)
+    assert peer.seen == seen
     assert time.monotonic() - started < sum(client.RETRY_WAITS_S) + 5.0

@@ -33,7 +33,10 @@ def _hand_phase() -> client.PhaseResult:
 
 
 def test_phase_figures_worked_by_hand():
-    measured = figures.PhaseFigures(_hand_phase(), 20.0, 0.001)
+    result = _hand_phase()
+    # the third reply came, but past its own timeout: lost
+    assert 2 in result.replies and result.answered() == [0, 1] and result.lost == 1
+    measured = figures.PhaseFigures(result, 20.0, 0.001)
     # transport: arrival - send - processing = 300 - 100 and 500 - 250 us
     assert measured.rtt_transport == pytest.approx([200e-6, 250e-6])
     # end to end: decoded - encode start = 1.4 ms and 0.6 ms; the lost one has none
@@ -49,16 +52,17 @@ def test_phase_figures_worked_by_hand():
     assert measured.cpu_per_msg_responder == pytest.approx(200e-6)
 
 
-def test_a_reply_past_its_own_timeout_is_lost_even_if_it_came():
-    result = _hand_phase()
-    assert 2 in result.replies and result.answered() == [0, 1] and result.lost == 1
-
-
 def test_wire_bytes_by_hand():
     # MSS = 1500 - IPv4 20 - TCP 20 - timestamps 12 = 1448 bytes per segment
     assert figures.wire_bytes(100) == 190
     assert figures.wire_bytes(1448) == 1448 + 90
     assert figures.wire_bytes(1449) == 1449 + 180
+
+
+def test_rfc3550_jitter_follows_the_estimator():
+    # D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
+    assert figures.rfc3550_jitter([5.0, 15.0, 15.0]) == pytest.approx(10 / 16 * 15 / 16)
+    assert figures.rfc3550_jitter([1.0]) == 0.0
 
 
 @pytest.fixture(scope="module")
@@ -132,5 +136,5 @@ def test_interleaved_capacity_blocks_alternate_a_b_b_a_and_never_overlap(respond
     for result in results:
         # each codec's measured time is its 4 blocks' 0.05 s (less the last reply's gap)
         assert 0.15 < result.seconds <= 0.2
-        assert result.messages == len(result.rtt_transport) > 20
+        assert result.messages == len(result.rtt_transport) > 20 and result.payload_bytes > 0
         assert result.total_sent >= result.messages + 4 * 4  # each block's window, at least

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from evbench_agent.link import figures, framing
+from evbench_agent.link import framing
 
 DEFAULT = framing.DEFAULT_MAX_FRAME
 
@@ -42,21 +42,9 @@ def test_a_reply_carries_the_processing_time_first():
         framing.split_reply(b"\x01\x02")
 
 
-def test_frames_after_the_first_are_kept_for_the_next_receive(tcp_pair):
-    client, server = tcp_pair
-    hello = bytes.fromhex("0b000000 00 0000000000000000") + b"{}"
-    message = bytes.fromhex("0a000000 01 0700000000000000") + b"m"
-    client.sendall(hello + message)
-    reader = framing.FrameReader(server)
-    frames = []
-    while len(frames) < 2:
-        frames += reader.receive()
-    reader.unread(frames[1:])
-    assert reader.receive() == [framing.Frame(1, 7, b"m")]  # no recv(): it was kept
-
-
 def test_a_frame_sent_byte_by_byte_is_cut_out_whole(tcp_pair):
     client, server = tcp_pair
+    assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1  # configure()'s
     reader = framing.FrameReader(server)
     data = framing.pack(framing.MESSAGE, 7, b"payload")
     got = []
@@ -69,13 +57,20 @@ def test_a_frame_sent_byte_by_byte_is_cut_out_whole(tcp_pair):
     assert got == [framing.Frame(framing.MESSAGE, 7, b"payload")]
 
 
-def test_several_frames_in_one_read_all_come_out_in_order(tcp_pair):
+def test_several_frames_in_one_read_come_out_in_order_and_those_handed_back_come_again(tcp_pair):
     client, server = tcp_pair
-    client.sendall(b"".join(framing.pack(framing.REPLY, n, bytes([n]) * n) for n in range(5)))
+    hello = bytes.fromhex("0b000000 00 0000000000000000") + b"{}"
+    message = bytes.fromhex("0a000000 01 0700000000000000") + b"m"
+    client.sendall(hello + message + b"".join(framing.pack(2, n, bytes([n]) * n) for n in range(5)))
     reader, frames = framing.FrameReader(server), []
-    while len(frames) < 5:
+    while len(frames) < 7:
         frames += reader.receive()
-    assert [(f.sequence, f.body) for f in frames] == [(n, bytes([n]) * n) for n in range(5)]
+    assert frames[:2] == [framing.Frame(0, 0, b"{}"), framing.Frame(1, 7, b"m")]
+    assert [(f.kind, f.sequence, f.body) for f in frames[2:]] == [
+        (framing.REPLY, n, bytes([n]) * n) for n in range(5)
+    ]
+    reader.unread(frames[1:])
+    assert reader.receive() == frames[1:]  # no recv(): they were kept
 
 
 @pytest.mark.parametrize(
@@ -97,29 +92,20 @@ def test_a_length_over_the_cap_garbage_or_an_unknown_kind_is_an_error_not_a_fram
         framing.FrameReader(server, max_frame).receive()
 
 
-def test_a_frame_cut_short_by_close_says_so(tcp_pair):
+@pytest.mark.parametrize(
+    ("sent", "raised", "said"),
+    [
+        (framing.pack(framing.MESSAGE, 1, b"0123456789")[:-4], framing.FrameError, "in the middle"),
+        (b"", framing.PeerClosed, None),  # a clean close between frames
+    ],
+    ids=["cut short", "between frames"],
+)
+def test_a_close_says_whether_it_cut_a_frame_short(tcp_pair, sent, raised, said):
     client, server = tcp_pair
-    client.sendall(framing.pack(framing.MESSAGE, 1, b"0123456789")[:-4])
+    client.sendall(sent)
     client.close()
     reader = framing.FrameReader(server)
-    with pytest.raises(framing.FrameError, match="in the middle of a frame"):
+    with pytest.raises(raised, match=said) as caught:
         while True:
             reader.receive()
-
-
-def test_a_clean_close_between_frames_is_peer_closed(tcp_pair):
-    client, server = tcp_pair
-    client.close()
-    with pytest.raises(framing.PeerClosed):
-        framing.FrameReader(server).receive()
-
-
-def test_nodelay_is_set(tcp_pair):
-    client, _server = tcp_pair
-    assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-
-
-def test_rfc3550_jitter_follows_the_estimator():
-    # D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
-    assert figures.rfc3550_jitter([5.0, 15.0, 15.0]) == pytest.approx(10 / 16 * 15 / 16)
-    assert figures.rfc3550_jitter([1.0]) == 0.0
+    assert caught.type is raised  # PeerClosed is a FrameError: a cut frame is not a clean end

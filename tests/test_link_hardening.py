@@ -2,9 +2,9 @@
 stall holding a slot, a deeply nested HELLO, frames in the same write as the HELLO, a
 first frame that claims 1 MiB, and the shared token.
 
-The slot and deadline tests run a real `Responder` in a thread of this process, so they
-can use deadlines of about a second (the command's are 5 s and 120 s); the others run
-the real `evbench-agent serve` process."""
+The slot and deadline tests run a real `Responder` in a thread of this process, so their
+deadlines can be about a second (the command's are 5 s and 120 s); the others run the
+real `evbench-agent serve` process."""
 
 from __future__ import annotations
 
@@ -22,55 +22,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from link_sockets import closed, connect_from
+from link_sockets import answer, closed, connect_from, hello_bytes, read_frames
 
 from evbench_agent.link import client, framing, handshake, messages
 from evbench_agent.link.responder import Responder
 from evbench_agent.link.service import start_responder
 
-SEED_MESSAGE = "evbench.seed.BackendDataPacket"
 DEADLINE_S = 1.0
-
-
-def _hello_bytes(**extra) -> bytes:
-    document = {
-        "codec": "json",
-        "profile": "seed",
-        "message": SEED_MESSAGE,
-        "mode": "ack",
-        "protocol": "evbench-link",
-        "version": 2,
-        **extra,
-    }
-    body = json.dumps(document).encode()
-    # length (kind + sequence + body), kind 0, sequence 0: worked from the documented layout
-    return struct.pack("<I", 9 + len(body)) + b"\x00" + b"\x00" * 8 + body
-
-
-def _frames(sock: socket.socket, count: int, timeout_s: float = 5.0) -> list[tuple]:
-    """`count` frames as (kind, sequence, body), cut by hand from the documented layout
-    (4-byte LE length, kind byte, 8-byte LE sequence, body), not by the module's reader."""
-    sock.settimeout(timeout_s)
-    data, frames = b"", []
-    while len(frames) < count:
-        if len(data) >= 4 and len(data) >= 4 + struct.unpack("<I", data[:4])[0]:
-            (length,) = struct.unpack("<I", data[:4])
-            kind, sequence = data[4], struct.unpack("<Q", data[5:13])[0]
-            frames.append((kind, sequence, data[13 : 4 + length]))
-            data = data[4 + length :]
-            continue
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise ConnectionError(f"closed after {len(frames)} frames and {len(data)} bytes")
-        data += chunk
-    return frames
-
-
-def _answer(sock: socket.socket, timeout_s: float = 5.0) -> dict:
-    """The HELLO answer, read by hand."""
-    ((kind, _sequence, body),) = _frames(sock, 1, timeout_s)
-    assert kind == 0  # HELLO
-    return json.loads(body)
 
 
 @contextlib.contextmanager
@@ -120,14 +78,14 @@ def _dribble(sock: socket.socket, data: bytes, every_s: float, stop: threading.E
             return
 
 
-def test_slow_clients_are_dropped_at_the_handshake_deadline_not_held(live):
-    responder, _ = live
+def test_slow_clients_are_dropped_at_the_handshake_deadline_and_logged_once(live):
+    responder, logged = live
     stop = threading.Event()
     slow = [socket.create_connection(responder.address) for _ in range(4)]
     started = time.monotonic()
     # one byte every 0.2 s: each recv() gets data long before any per-recv limit
     threads = [
-        threading.Thread(target=_dribble, args=(s, _hello_bytes(), 0.2, stop), daemon=True)
+        threading.Thread(target=_dribble, args=(s, hello_bytes(), 0.2, stop), daemon=True)
         for s in slow
     ]
     for thread in threads:
@@ -143,6 +101,9 @@ def test_slow_clients_are_dropped_at_the_handshake_deadline_not_held(live):
         for sock in slow:
             sock.close()
     assert responder.counts()["served"] == 0
+    lines = [line for line in logged if "handshake" in line]
+    assert len(lines) == 1, logged  # once per peer per minute, not once per connection
+    assert lines[0].startswith("127.0.0.1:") and f"within {DEADLINE_S:g} s" in lines[0]
 
 
 def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(live):
@@ -210,22 +171,13 @@ def test_a_client_that_dribbles_a_frame_after_its_handshake_is_dropped_at_the_id
         connection.close()
 
 
-def test_a_deeply_nested_hello_is_refused_with_a_reason(served):
-    body = b"[" * 4000
-    with socket.create_connection(served.address, timeout=5) as sock:
-        sock.sendall(struct.pack("<I", 9 + len(body)) + b"\x00" * 9 + body)
-        answer = _answer(sock)
-    assert answer["ok"] is False and "nested too deeply" in answer["error"]
-    assert served.alive()
-
-
 def test_a_message_in_the_same_write_as_the_hello_is_answered(served):
     link = messages.bind("json", "seed")
     blob = link.encode(link.sample_data(1, 1)[0])
     message = struct.pack("<IBQ", 9 + len(blob), 1, 42) + blob  # kind 1 MESSAGE, sequence 42
     with socket.create_connection(served.address, timeout=5) as sock:
-        sock.sendall(_hello_bytes() + message)
-        (hello_kind, _, hello), (kind, sequence, _body) = _frames(sock, 2)
+        sock.sendall(hello_bytes() + message)
+        (hello_kind, _, hello), (kind, sequence, _body) = read_frames(sock, 2)
     assert hello_kind == 0 and json.loads(hello)["ok"] is True
     assert (kind, sequence) == (2, 42)  # REPLY to 42
 
@@ -266,41 +218,22 @@ def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
         (struct.pack("<I", 1 << 20) + b"\x00" * 9, "at most 4105"),
         # a length prefix of 3: below the 9 bytes every frame has (docs/link.md, wire format)
         (struct.pack("<I", 3) + b"\x00\x00\x00", "at least 9"),
+        # a huge version, quoted cut short (the HELLO stays under its 4096-byte cap)
+        (hello_bytes(version=int("7" * 3900)), "version"),
+        (struct.pack("<I", 9 + 4000) + b"\x00" * 9 + b"[" * 4000, "nested too deeply"),
     ],
+    ids=["1 MiB", "3 bytes", "huge version", "nested"],
 )
-def test_a_first_frame_of_an_impossible_length_is_refused_at_once(served, sent, refusal):
+def test_an_impossible_first_frame_is_refused_at_once_and_quoted_short(served, sent, refusal):
     with socket.create_connection(served.address, timeout=5) as sock:
         started = time.monotonic()
         sock.sendall(sent)
-        answer = _answer(sock)
+        refused = answer(sock)
         elapsed = time.monotonic() - started
-    assert answer["ok"] is False and refusal in answer["error"], answer
+    assert refused["ok"] is False and refusal in refused["error"], refused
     assert elapsed < 2.0  # not the 5 s handshake deadline
-
-
-def test_a_huge_version_is_quoted_cut_short_in_the_refusal(served):
-    version = int("7" * 3900)  # the HELLO stays under its 4096-byte cap
-    with socket.create_connection(served.address, timeout=5) as sock:
-        sock.sendall(_hello_bytes(version=version))
-        answer = _answer(sock)
-    assert answer["ok"] is False and "version" in answer["error"]
-    assert "7" * 100 not in answer["error"] and len(answer["error"]) < 300, answer
-
-
-def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(live):
-    responder, logged = live
-    slow = [socket.create_connection(responder.address) for _ in range(4)]
-    try:
-        for sock in slow:
-            sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
-        for sock in slow:
-            assert closed(sock, 6 * DEADLINE_S)
-    finally:
-        for sock in slow:
-            sock.close()
-    lines = [line for line in logged if "handshake" in line]
-    assert len(lines) == 1, logged  # once per peer per minute, not once per connection
-    assert lines[0].startswith("127.0.0.1:") and f"within {DEADLINE_S:g} s" in lines[0]
+    assert "7" * 100 not in refused["error"] and len(refused["error"]) < 300, refused
+    assert served.alive()
 
 
 def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made(opened):
@@ -313,10 +246,10 @@ def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made
         with selectors.DefaultSelector() as selector:
             responder._selector = selector  # what serve_forever sets up
             real = _accepted_one(responder, opened)  # pending: nothing has come yet
-            real.sendall(_hello_bytes())  # comes, and is not read
+            real.sendall(hello_bytes())  # comes, and is not read
             _accepted_one(responder, opened)  # a slow client: 2 pending, the share
             _accepted_one(responder, opened)  # past the share: room is made for it
-            answer = _answer(real)
+            accepted = answer(real)
             counts = responder.counts()
     finally:
         responder.close()
@@ -326,7 +259,7 @@ def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made
         responder._wake_r.close()
         responder._wake_w.close()
     # served, not closed for the newcomer: the first slow client went instead
-    assert answer["ok"] is True, answer
+    assert accepted["ok"] is True, accepted
     assert counts["served"] == 1 and counts["pending"] == 2
 
 
@@ -344,8 +277,8 @@ def _raw_answer(source: str, address: tuple[str, int], opened: list[socket.socke
     """A HELLO from `source`, by hand; the answer (the connection stays open, in `opened`)."""
     sock = connect_from(source, address)
     opened.append(sock)
-    sock.sendall(_hello_bytes())
-    return _answer(sock)
+    sock.sendall(hello_bytes())
+    return answer(sock)
 
 
 def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for_a_while(opened):

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from native_cross import NativeResponder, build_responder
+from native_cross import build_responder, link_responder
 
 from evbench.report import context
-from evbench_agent.link import handshake, service
+from evbench_agent.link import handshake
 
 
 @pytest.fixture(scope="module")
@@ -48,31 +48,26 @@ def _report_says(out: Path) -> str:
 
 
 @pytest.mark.integration
-def test_a_c_responder_started_by_hand_is_recorded_as_c(responder_path, tmp_path):
+@pytest.mark.parametrize(
+    ("kind", "recorded", "said"),
+    [("c", "c", "C (evbench-link-responder), "), ("python", "(no param)", "")],
+)
+def test_a_responder_started_by_hand_is_recorded_as_the_one_it_is(
+    request, tmp_path, kind, recorded, said
+):
+    """Every periodic and capacity row names the C responder, whatever the spec said. The
+    control: `evbench-agent serve` names itself evbench-agent; its rows carry no
+    `responder` param, as every run's rows against it always have."""
     out = tmp_path / "run"
-    with NativeResponder(responder_path) as native:
-        measured = _link_run(native.address, out)
+    build = lambda: request.getfixturevalue("responder_path")  # noqa: E731
+    with link_responder(kind, build) as started:
+        measured = _link_run(started.address, out)
     phases = {s["params"]["phase"] for s in measured}
     assert phases == {"periodic", "capacity"}, phases
     assert {s["codec"] for s in measured} == {"json", "protobuf"}
-    # every periodic and capacity row: the C responder answered, whatever the spec said
-    assert {s["params"].get("responder") for s in measured} == {"c"}
-    host, port = native.address
-    said = f"C (evbench-link-responder), at {host}:{port}, not started by the run"
-    assert _report_says(out) == said
-
-
-@pytest.mark.integration
-def test_a_python_responder_started_by_hand_keeps_the_rows_of_before(tmp_path):
-    """The control: `evbench-agent serve` names itself evbench-agent; its rows carry no
-    `responder` param, as every run's rows against it always have."""
-    out = tmp_path / "run"
-    with service.start_responder() as python:
-        measured = _link_run(python.address, out)
-    assert measured
-    assert all("responder" not in s["params"] for s in measured)
-    host, port = python.address
-    assert _report_says(out) == f"at {host}:{port}, not started by the run"
+    assert {s["params"].get("responder", "(no param)") for s in measured} == {recorded}
+    host, port = started.address
+    assert _report_says(out) == f"{said}at {host}:{port}, not started by the run"
 
 
 @pytest.mark.parametrize(
