@@ -44,6 +44,7 @@ CORE_PACKAGE = ROOT / "agent" / "src" / "evbench_core"
 OWN_PACKAGES = (AGENT_PACKAGE.name, CORE_PACKAGE.name)
 RECIPE_DIR = LAYER / "recipes-evbench" / "evbench-agent"
 UNIT = RECIPE_DIR / "files" / "evbench-agent.service"
+IMAGE = LAYER / "recipes-core" / "images" / "evbench-image.bb"
 MANIFEST = ROOT / "tests" / "data" / "yocto" / "python3-manifest.scarthgap.json"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 KAS_FILES = [ROOT / "kas.yml", *sorted((ROOT / "kas").glob("*.yml"))]
@@ -199,14 +200,10 @@ class Needs:
     unknown: set[str]
 
 
-def codec_declarations() -> list[codecs.Codec]:
-    """The Python codecs as the registry declares them (the native ones import nothing)."""
-    return list(codecs.CODECS.values())
-
-
 def third_party_packages() -> dict[str, str | None]:
-    """THIRD_PARTY and each third-party codec's module with its declared package."""
-    declared = {c.module: c.yocto for c in codec_declarations() if c.distribution is not None}
+    """THIRD_PARTY and each third-party codec's module with its declared package (the
+    Python codecs' registry: the native ones import nothing)."""
+    declared = {c.module: c.yocto for c in codecs.CODECS.values() if c.distribution is not None}
     return {**declared, **THIRD_PARTY}
 
 
@@ -259,7 +256,7 @@ def rdepends_problems(package_dir: Path, recipe: Path, manifest_path: Path) -> l
     imports = scan_imports(package_dir)
     core = scan_imports(CORE_PACKAGE)
     imports.required |= core.required
-    imports.optional |= core.optional | {declared.module for declared in codec_declarations()}
+    imports.optional |= core.optional | {declared.module for declared in codecs.CODECS.values()}
     needs = packages_needed(imports, Manifest(manifest_path))
     text = recipe.read_text()
     problems = [
@@ -287,27 +284,18 @@ def test_recipe_rdepends_are_exactly_the_agents_imports(manifest_path: Path) -> 
     assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
 
 
-def _copy_agent(tmp_path: Path) -> Path:
+def test_imports_added_without_their_package_fail(tmp_path: Path, manifest_path: Path) -> None:
+    # A module-level import, an import call inside a function, and an unknown module.
     copy = tmp_path / "evbench_agent"
     shutil.copytree(AGENT_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy
-
-
-def test_an_import_added_without_its_package_fails(tmp_path: Path, manifest_path: Path) -> None:
-    copy = _copy_agent(tmp_path)
     (copy / "new_feature.py").write_text("import sqlite3\nfrom xml.etree import ElementTree\n")
-    problems = rdepends_problems(copy, agent_recipe(), manifest_path)
-    assert "RDEPENDS:${PN} lacks python3-sqlite3" in problems
-    assert "RDEPENDS:${PN} lacks python3-xml" in problems
-
-
-def test_an_import_call_and_an_unknown_module_fail(tmp_path: Path, manifest_path: Path) -> None:
-    copy = _copy_agent(tmp_path)
     (copy / "late.py").write_text(
         "import importlib\n\ndef f():\n"
         "    importlib.import_module('mmap')\n    import evbench_scratch\n"
     )
     problems = rdepends_problems(copy, agent_recipe(), manifest_path)
+    assert "RDEPENDS:${PN} lacks python3-sqlite3" in problems
+    assert "RDEPENDS:${PN} lacks python3-xml" in problems
     assert "RDEPENDS:${PN} lacks python3-mmap" in problems
     assert any(p.startswith("unknown module evbench_scratch") for p in problems), problems
 
@@ -363,12 +351,10 @@ def test_kas_files_validate_against_the_kas_schema() -> None:
         for error in validator.iter_errors(yaml.safe_load(path.read_text()))
     ]
     assert errors == []
-
-
-def test_kas_schema_check_can_fail() -> None:
+    # The check can fail: a misspelt key.
     document = yaml.safe_load((ROOT / "kas.yml").read_text())
     document["repos"]["meta-ti"]["layer"] = document["repos"]["meta-ti"].pop("layers")
-    assert list(_kas_validator().iter_errors(document)) != []
+    assert list(validator.iter_errors(document)) != []
 
 
 def test_every_kas_repository_is_pinned_to_a_commit() -> None:
@@ -437,11 +423,12 @@ def _assignment_lines(text: str) -> dict[str, int]:
     return first
 
 
-def test_image_inherits_before_its_feature_checks() -> None:
+def test_image_inherits_before_its_feature_checks_and_adds_no_image_types() -> None:
+    lines = _assignment_lines(IMAGE.read_text())
     # features_check reads REQUIRED_DISTRO_FEATURES: the class comes first (style guide order).
-    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
-    lines = _assignment_lines(image)
     assert lines["inherit"] < lines["REQUIRED_DISTRO_FEATURES"]
+    # meta-ti's k3 machines (am62xx-evm, beagleplay) list wic.xz and wic.bmap themselves.
+    assert "IMAGE_FSTYPES" not in lines
 
 
 def test_one_place_decides_whether_the_responder_starts_at_boot() -> None:
@@ -454,12 +441,6 @@ def test_one_place_decides_whether_the_responder_starts_at_boot() -> None:
         line for line in texts[agent_recipe()].splitlines() if "SYSTEMD_AUTO_ENABLE" in line
     )
     assert "EVBENCH_SERVE" in auto_enable
-
-
-def test_image_adds_no_types_ti_machines_already_build() -> None:
-    # meta-ti's k3 machines (am62xx-evm, beagleplay) list wic.xz and wic.bmap themselves.
-    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
-    assert "IMAGE_FSTYPES" not in _assignment_lines(image)
 
 
 def test_layer_readme_names_a_maintainer_contact() -> None:
@@ -553,20 +534,17 @@ def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Pa
     text = CAN_NETWORK.read_text()
     # What docs/buses.md and the file's own comment promise: CAN FD at 500 k / 2 M on can0.
     assert "Name=can0" in text and "BitRate=500K" in text and "DataBitRate=2M" in text
-    assert _networkd_says([CAN_NETWORK], tmp_path) == []
-
-
-@pytest.mark.integration  # the real systemd-networkd
-def test_networkd_names_a_bad_can_key_and_value(tmp_path: Path) -> None:
+    # Loaded beside a file with a bad key and value: networkd names both, so it read the
+    # files, and says nothing of ours.
     bad = tmp_path / "81-bad.network"
     bad.write_text("[Match]\nName=can0\n\n[CAN]\nBitRat=500K\nBitRate=fast\n")
-    said = _networkd_says([bad], tmp_path)
-    assert len(said) == 2, said
+    said = _networkd_says([CAN_NETWORK, bad], tmp_path)
+    assert len(said) == 2 and all("/81-bad.network" in line for line in said), said
     assert "Unknown key 'BitRat'" in said[0] and "'fast'" in said[1], said
 
 
 def test_the_image_installs_the_can_recipe_it_names() -> None:
-    image = (LAYER / "recipes-core" / "images" / "evbench-image.bb").read_text()
+    image = IMAGE.read_text()
     # Set in local.conf (kas.yml's), not by the image: the kernel recipes read it too,
     # and a layer that is no BSP changes nothing until asked (the image's own default
     # is empty).
@@ -576,16 +554,13 @@ def test_the_image_installs_the_can_recipe_it_names() -> None:
     assert (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").exists()
 
 
-IMAGE = LAYER / "recipes-core" / "images" / "evbench-image.bb"
-
-
 def test_recipe_values_reads_the_assignments_worked_out_by_hand() -> None:
     text = 'A = "x \\\n    y"\nA += "z"\n# A = "no"\nAB = "v"\nB ?= "w"\n'
     assert recipe_values(text, "A") == {"x", "y", "z"}
     assert recipe_values(text, "B") == {"w"}
 
 
-@pytest.mark.parametrize("name", [c.name for c in codec_declarations() if c.yocto])
+@pytest.mark.parametrize("name", [c.name for c in codecs.CODECS.values() if c.yocto])
 def test_the_board_carries_each_codecs_declared_package(name: str) -> None:
     # With the agent (its RDEPENDS: the standard library's, protobuf) or by the image.
     package = codecs.CODECS[name].yocto
@@ -595,7 +570,7 @@ def test_the_board_carries_each_codecs_declared_package(name: str) -> None:
 
 def test_the_image_adds_exactly_the_optional_codecs_packages() -> None:
     required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
-    declared = {c.yocto for c in codec_declarations() if c.yocto and c.yocto not in required}
+    declared = {c.yocto for c in codecs.CODECS.values() if c.yocto and c.yocto not in required}
     assert recipe_values(IMAGE.read_text(), "EVBENCH_CODECS") == declared
 
 
@@ -616,7 +591,7 @@ def test_a_codec_whose_package_the_recipe_lacks_fails(
 
 def test_a_standard_library_codec_declares_the_manifests_package(manifest_path: Path) -> None:
     manifest = Manifest(manifest_path)
-    stdlib = [c for c in codec_declarations() if c.distribution is None]
+    stdlib = [c for c in codecs.CODECS.values() if c.distribution is None]
     assert stdlib  # json at least
     for declared in stdlib:
         assert declared.yocto == manifest.package_of(declared.module), declared.name
