@@ -16,6 +16,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "agent" / "src", ROOT / "host_tools" / "src")
 AGENT, HOST, CORE = "evbench_agent", "evbench", "evbench_core"
@@ -277,40 +279,43 @@ def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -
     return sorted(found)
 
 
-def _project_graph() -> Graph:
-    return import_graph([(SOURCES[0], CORE), (SOURCES[0], AGENT), (SOURCES[1], HOST)])
-
-
 # -- the project ---------------------------------------------------------------
 
 
-def test_the_checker_sees_both_packages_and_their_lazy_imports():
-    graph = _project_graph()
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    """The project's graph: the core, the agent and the host."""
+    return import_graph([(SOURCES[0], CORE), (SOURCES[0], AGENT), (SOURCES[1], HOST)])
+
+
+def test_the_checker_sees_both_packages_and_their_lazy_imports(graph):
     assert {f"{CORE}.results", f"{AGENT}.cli", f"{HOST}.boards.base"} <= set(graph)
     # run.py imports deploy inside a function (_run_remote): a lazy edge, and it counts.
     assert f"{HOST}.deploy" in graph[f"{HOST}.commands.run"]
 
 
-def test_no_import_circles_in_either_package():
-    found = circles(_project_graph())
+@pytest.mark.parametrize("find", [circles, package_circles], ids=["modules", "packages"])
+def test_no_import_circles(graph, find):
+    found = find(graph)
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-def test_no_package_circles_in_either_package():
-    found = package_circles(_project_graph())
-    assert found == [], "package circles: " + "; ".join(" <-> ".join(c) for c in found)
-
-
-def test_the_agent_never_imports_the_host():
-    assert crossings(_project_graph(), AGENT, HOST) == []
-
-
-def test_the_core_imports_neither_the_agent_nor_the_host():
-    # The core is below both: the board installs it with the agent's wheel, the host
-    # reads results with it, and neither may be needed to import it.
-    graph = _project_graph()
-    assert crossings(graph, CORE, AGENT) == []
-    assert crossings(graph, CORE, HOST) == []
+@pytest.mark.parametrize(
+    ("importer", "forbidden", "allowed"),
+    [
+        (AGENT, HOST, ""),
+        # The core is below both: the board installs it with the agent's wheel, the host
+        # reads results with it, and neither may be needed to import it.
+        (CORE, AGENT, ""),
+        (CORE, HOST, ""),
+        # Not a command, not the CLI, not a use case such as deploy:
+        # commands -> domain -> transports.
+        (TRANSPORTS, HOST, TRANSPORTS),
+    ],
+    ids=["agent-host", "core-agent", "core-host", "transports-host"],
+)
+def test_no_import_crosses_a_layer_upwards(graph, importer, forbidden, allowed):
+    assert crossings(graph, importer, forbidden, allowed) == []
 
 
 def test_the_host_uses_only_the_core_s_and_the_agent_s_public_api():
@@ -330,37 +335,27 @@ def test_every_name_the_public_api_lists_exists():
     assert missing_exports(SOURCES[0], CORE) == []
 
 
-def _readme_paths(heading: str) -> set[str]:
+@pytest.mark.parametrize(
+    ("package", "heading", "known"),
+    [
+        (AGENT, "Public API", {"command_line.py", "link/framing.py"}),
+        (CORE, "The core", {"errors.py", "analysis/stats.py"}),
+    ],
+    ids=["agent", "core"],
+)
+def test_the_public_api_is_the_one_agent_readme_lists(package, heading, known):
     readme = (ROOT / "agent" / "README.md").read_text(encoding="utf-8")
     section = readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
-    return {path for row in rows for path in re.findall(r"`([\w/]+(?:\.py|/))`", row)}
-
-
-def _public_paths(package: str) -> set[str]:
-    return {
+    listed = {path for row in rows for path in re.findall(r"`([\w/]+(?:\.py|/))`", row)}
+    paths = {
         module.removeprefix(package + ".").replace(".", "/")
         + ("/" if (SOURCES[0] / module.replace(".", "/")).is_dir() else ".py")
         for module in public_api(SOURCES[0], package)
         if module != package
     }
-
-
-def test_the_public_api_is_the_one_agent_readme_lists():
-    listed, paths = _readme_paths("Public API"), _public_paths(AGENT)
-    assert "command_line.py" in paths and "link/framing.py" in paths
+    assert known <= paths
     assert listed == paths, f"README only: {listed - paths}; __all__ only: {paths - listed}"
-
-
-def test_the_core_s_api_is_the_one_agent_readme_lists():
-    listed, paths = _readme_paths("The core"), _public_paths(CORE)
-    assert "errors.py" in paths and "analysis/stats.py" in paths
-    assert listed == paths, f"README only: {listed - paths}; __all__ only: {paths - listed}"
-
-
-def test_transports_import_nothing_of_the_host_but_transports():
-    # Not a command, not the CLI, not a use case such as deploy: commands -> domain -> transports.
-    assert crossings(_project_graph(), TRANSPORTS, HOST, allowed=TRANSPORTS) == []
 
 
 # -- the checker on small hand-built packages ----------------------------------------
