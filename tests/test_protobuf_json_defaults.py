@@ -21,6 +21,7 @@ import base64
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import AGENT_SRC, require
@@ -95,46 +96,50 @@ print(json.dumps(out))
 ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
 
 
-def _printed(tmp_path, set_values: dict) -> dict[str, dict]:
-    """Per runtime: SCRIPT's printing and reading back of each message of each root."""
-    (tmp_path / "legacy2.proto").write_text(PROTO2)
-    (tmp_path / "zero.proto").write_text(PROTO3)
-    serialized = base64.b64encode(compile_set(tmp_path, "zero.proto", tmp_path)).decode()
-    results = {}
-    for runtime, python in _interpreters().items():
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> dict[str, dict]:
+    """Per runtime: SCRIPT's printing and reading back of each root's messages (all at
+    zero, and each with one scalar set), one interpreter start per runtime."""
+    folder = tmp_path_factory.mktemp("zero")
+    (folder / "legacy2.proto").write_text(PROTO2)
+    (folder / "zero.proto").write_text(PROTO3)
+    serialized = base64.b64encode(compile_set(folder, "zero.proto", folder)).decode()
+    set_values = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
+    interpreters = _interpreters()
+    for runtime, python in interpreters.items():
         require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-        done = subprocess.run(
+    env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+
+    def run(python: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
             [python, "-c", SCRIPT], input=json.dumps([serialized, ROOTS, set_values]),
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip
-        assert done.returncode == 0, f"{runtime}: {done.stderr}"
-        results[runtime] = json.loads(done.stdout)
-    return results
+
+    with ThreadPoolExecutor(len(interpreters)) as pool:  # the runtimes at once
+        done = dict(zip(interpreters, pool.map(run, interpreters.values()), strict=True))
+    for runtime, finished in done.items():
+        assert finished.returncode == 0, f"{runtime}: {finished.stderr}"
+    return {runtime: json.loads(finished.stdout) for runtime, finished in done.items()}
 
 
-def test_every_scalar_at_zero_is_printed_as_the_mapping_says_and_read_back(tmp_path):
+def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
     zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
     zero["fEnum"] = "MODE_IDLE"
-    results = _printed(tmp_path, {})
-    for runtime, found in results.items():
+    for runtime, found in printed.items():
         for root in ROOTS:
-            printed = found[f"{root}/all-zero"]
-            assert printed["read back"] is True, (runtime, root, printed)
-            as_json = json.loads(printed["printed"])
+            as_json = json.loads(found[f"{root}/all-zero"]["printed"])
             # the mapping's values, and their JSON types (0 is not 0.0 nor False)
             assert as_json == zero, (runtime, root, as_json)
             types = {k: type(v) for k, v in as_json.items()}
             assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
-    assert results["debian"] == results["protobuf-4.25"] == results["newest"]
 
 
-def test_one_scalar_set_and_the_others_at_zero_print_alike_on_every_runtime(tmp_path):
-    plain = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
-    results = _printed(tmp_path, plain)
-    for runtime, found in results.items():
+def test_each_runtime_reads_back_what_it_printed_and_all_print_alike(printed):
+    assert len(printed["newest"]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
+    for runtime, found in printed.items():
         unread = {k: v for k, v in found.items() if v["read back"] is not True}
         assert not unread, (runtime, unread)
     # byte for byte what the newest runtime prints with its own option
-    assert results["debian"] == results["newest"]
-    assert results["protobuf-4.25"] == results["newest"]
+    assert printed["debian"] == printed["newest"]
+    assert printed["protobuf-4.25"] == printed["newest"]
