@@ -87,49 +87,22 @@ def assert_each_sample_once(out: Path, board_results: Path) -> None:
     assert (out / results.SAMPLES).read_bytes() == (board_results / results.SAMPLES).read_bytes()
 
 
-def test_a_deploy_that_finds_its_own_archive_starts_no_agent(board, capsys):
-    """The board's zipapp is this host's byte for byte: nothing to ask it (a start of the
-    agent takes seconds on a slow board)."""
-    work, url = board
-    assert evbench(["deploy", "--board", url]) == 0
-    assert "installed" in capsys.readouterr().err
-    (copy,) = (work / "agent").glob("evbench-agent-*/")  # what its first start unpacked
-    # An agent that cannot start: had the deploy started it, the deploy would fail.
-    (copy / "evbench_agent" / "cli.py").write_text("raise SystemExit(9)\n")
-    assert evbench(["deploy", "--board", url]) == 0
-    assert "up to date" in capsys.readouterr().err
-
-
-def test_a_run_starts_the_deployed_agent_only_to_launch_and_follow_it(sshd, ssh_home, tmp_path):
-    """Each start of the agent costs seconds on a slow board: a run of an agent already
-    deployed starts it twice, to launch the run and to follow it to its end (its last
-    line is the run's status), and nothing else asks it."""
-    work = tmp_path / "board"
-    calls = tmp_path / "python-calls"
-    python = tmp_path / "python3"  # the board's interpreter, noting each call's arguments
-    python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1 $2" >> {calls}\nexec {BOARD_PYTHON} "$@"\n')
-    python.chmod(0o755)
-    url = f"ssh://{sshd.address}?dir={work}&python={python}"
-    assert evbench(["deploy", "--board", url]) == 0
-    calls.unlink()
-    out = tmp_path / "out"
-    argv = ["run", "--board", url, *QUICK, "--profile", "seed", "--processes", "1"]
-    assert evbench([*argv, "--out", str(out)]) == 0
-    assert (out / results.COMPLETE).is_file()
-    agent = str(work / "agent" / "evbench-agent.pyz")
-    started = [line.split()[1] for line in calls.read_text().splitlines() if line.startswith(agent)]
-    assert started == ["launch", "follow"], calls.read_text()
-
-
 def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_path):
     work, url = board
     assert evbench(["deploy", "--board", url]) == 0
     assert "installed" in capsys.readouterr().err
     zipapp = work / "agent" / "evbench-agent.pyz"
     first = zipapp.stat().st_mtime_ns
+    # The board's zipapp is this host's byte for byte: nothing to ask it (a start of the
+    # agent takes seconds on a slow board). Had the deploy started this broken one, it failed.
+    (copy,) = (work / "agent").glob("evbench-agent-*/")  # what its first start unpacked
+    cli = copy / "evbench_agent" / "cli.py"
+    working = cli.read_text()
+    cli.write_text("raise SystemExit(9)\n")
     assert evbench(["deploy", "--board", url]) == 0
     assert "up to date" in capsys.readouterr().err
     assert zipapp.stat().st_mtime_ns == first
+    cli.write_text(working)
     zipapp.unlink()
     # An agent installed in the image: the same package, run by the board's python3.
     image_agent = sshd.image_bin / "evbench-agent"
@@ -158,13 +131,25 @@ def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_
         image_agent.unlink()
 
 
-def test_ssh_run_matches_a_local_run(board, tmp_path, capsys):
-    work, url = board
+def test_ssh_run_matches_a_local_run_and_starts_the_agent_twice(sshd, ssh_home, tmp_path, capsys):
+    """A run over SSH writes what a local run writes. Each start of the agent costs seconds
+    on a slow board: a run of an agent already deployed starts it twice, to launch the run
+    and to follow it to its end (its last line is the run's status), and nothing else."""
+    work = tmp_path / "board"
+    calls = tmp_path / "python-calls"
+    python = tmp_path / "python3"  # the board's interpreter, noting each call's arguments
+    python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1 $2" >> {calls}\nexec {BOARD_PYTHON} "$@"\n')
+    python.chmod(0o755)
+    url = f"ssh://{sshd.address}?dir={work}&python={python}"
+    assert evbench(["deploy", "--board", url]) == 0
+    calls.unlink()
     remote_out, local_out = tmp_path / "remote", tmp_path / "local"
-    assert (
-        evbench(["run", "--board", url, *QUICK, "--profile", "seed", "--out", str(remote_out)]) == 0
-    )
-    local = run_cli("run", "--board", "local", *QUICK, "--profile", "seed", "--out", str(local_out))
+    seed = [*QUICK, "--profile", "seed"]
+    assert evbench(["run", "--board", url, *seed, "--out", str(remote_out)]) == 0
+    agent = str(work / "agent" / "evbench-agent.pyz")
+    started = [line.split()[1] for line in calls.read_text().splitlines() if line.startswith(agent)]
+    assert started == ["launch", "follow"], calls.read_text()
+    local = run_cli("run", "--board", "local", *seed, "--out", str(local_out))
     assert local.returncode == 0, local.stderr
     capsys.readouterr()
     assert results.verify_checksums(remote_out) == []
@@ -197,15 +182,12 @@ def test_the_acceptance_command_as_typed(board, tmp_path, capsys):
     assert_each_sample_once(out, run_dir / detached.RESULTS)
 
 
-def test_fetch_by_id_and_errors(board, tmp_path, capsys):
-    work, url = board
-    first = tmp_path / "first"
-    assert evbench(["run", "--board", url, *QUICK, "--profile", "int", "--out", str(first)]) == 0
-    [run_dir] = board_runs(work)
+def test_fetch_by_id_and_errors(finished, tmp_path, capsys):
+    work, url, run_dir = finished
     again = tmp_path / "again"
     assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(again)]) == 0
     assert results.verify_checksums(again) == []
-    assert (again / results.SAMPLES).read_bytes() == (first / results.SAMPLES).read_bytes()
+    assert_each_sample_once(again, run_dir / detached.RESULTS)
     capsys.readouterr()
 
     assert evbench(["fetch", "--board", url, "20991231T000000Z-000000"]) == 2
@@ -258,21 +240,42 @@ def launch_on_board(url: str, work: Path, run_id: str, *profiles: str) -> Path:
     return run_dir
 
 
-def finished_run_with_bulk(url: str, work: Path, tmp_path: Path) -> Path:
-    """A finished run on the board, with a large file that makes its fetch last."""
-    run_dir = launch_on_board(url, work, "20261130T000000Z-b01c00", "--profile", "int")
-    wait_for(lambda: (run_dir / detached.EXIT).exists(), "the run to end")
+RUN_ID = "20261130T000000Z-c0ffee"
+
+
+@pytest.fixture(scope="module")
+def finished_board(tmp_path_factory) -> Path:
+    """Where `finished` keeps the board of the module's one finished run."""
+    return tmp_path_factory.mktemp("finished") / "board"
+
+
+@pytest.fixture
+def finished(board, finished_board) -> tuple[Path, str, Path]:
+    """The board (work directory, URL) and its run directory of a finished run (profile
+    int): run once per module, then the board copied, agent and all, for each test (which
+    may damage its copy): a run takes seconds here."""
+    work, url = board
+    if finished_board.is_dir():
+        shutil.copytree(finished_board, work, symlinks=True)
+    else:
+        run_dir = launch_on_board(url, work, RUN_ID, "--profile", "int")
+        wait_for(lambda: (run_dir / detached.EXIT).exists(), "the run to end")
+        shutil.copytree(work, finished_board, symlinks=True)
+    return work, url, work / "runs" / RUN_ID
+
+
+def with_bulk(run_dir: Path) -> Path:
+    """The run's results on the board, with a file large enough to cut its fetch in the
+    middle (as long telemetry can be)."""
     board_results = run_dir / detached.RESULTS
-    # Large enough to cut the fetch in the middle (as long telemetry can be).
     (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 18))
     results.write_checksums(board_results)
-    return run_dir
+    return board_results
 
 
-def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
-    work, url = board
-    run_dir = finished_run_with_bulk(url, work, tmp_path)
-    board_results = run_dir / detached.RESULTS
+def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, finished, tmp_path):
+    _work, url, run_dir = finished
+    board_results = with_bulk(run_dir)
     out = tmp_path / "out"
     process = start_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     part = out / ".bulk.bin.part"
@@ -287,9 +290,9 @@ def test_connection_dropped_mid_fetch_resumes_the_fetch(sshd, board, tmp_path):
     assert_each_sample_once(out, board_results)
 
 
-def test_fetch_cut_on_the_host_goes_on_into_the_same_directory(board, tmp_path):
-    work, url = board
-    run_dir = finished_run_with_bulk(url, work, tmp_path)
+def test_fetch_cut_on_the_host_goes_on_into_the_same_directory(finished, tmp_path):
+    _work, url, run_dir = finished
+    with_bulk(run_dir)
     out = tmp_path / "out"
     process = start_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     part = out / ".bulk.bin.part"
@@ -367,9 +370,9 @@ def test_full_disk_on_the_board_stops_deploy_with_a_hint(sshd, ssh_home, full_di
     assert not (full_disk / "agent" / "evbench-agent.pyz").exists()
 
 
-def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(board, full_disk, tmp_path):
-    work, url = board
-    run_dir = finished_run_with_bulk(url, work, tmp_path)
+def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(finished, full_disk):
+    _work, url, run_dir = finished
+    with_bulk(run_dir)
     out = full_disk / "run"
     failed = run_cli("fetch", "--board", url, run_dir.name, "--out", str(out))
     assert failed.returncode == 2, failed.stderr
@@ -380,15 +383,8 @@ def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(board, full_dis
     assert not (out / "bulk.bin").exists() and not (out / results.COMPLETE).exists()
 
 
-def finished_run(url: str, work: Path, run_id: str) -> Path:
-    run_dir = launch_on_board(url, work, run_id, "--profile", "int")
-    wait_for(lambda: (run_dir / detached.EXIT).exists(), "the run to end")
-    return run_dir
-
-
-def test_fetch_marks_complete_only_when_the_board_says_complete(board, tmp_path, capsys):
-    work, url = board
-    run_dir = finished_run(url, work, "20261130T000000Z-c0ffee")
+def test_fetch_marks_complete_only_when_the_board_says_complete(finished, tmp_path, capsys):
+    _work, url, run_dir = finished
     board_results = run_dir / detached.RESULTS
     assert (board_results / results.COMPLETE).exists()
     # The board's own word: the run ended partial (exit 4), whatever files lie about.
@@ -417,9 +413,8 @@ ODD_LISTINGS = [
 ]
 
 
-def test_fetch_refuses_odd_names_in_the_boards_listing(board, tmp_path, capsys):
-    work, url = board
-    run_dir = finished_run(url, work, "20261130T000000Z-0dd001")
+def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsys):
+    _work, url, run_dir = finished
     listing = run_dir / detached.RESULTS / results.CHECKSUMS
     original = listing.read_bytes()
     for number, (extra, says) in enumerate(ODD_LISTINGS):
@@ -432,12 +427,11 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(board, tmp_path, capsys):
     assert not (tmp_path / "escape").exists()
 
 
-def test_fetch_of_a_run_that_failed_on_the_board_is_not_reported_as_a_bug(board, tmp_path, capsys):
+def test_fetch_of_a_run_that_failed_on_the_board_is_not_a_bug(finished, tmp_path, capsys):
     # Exit 1 is evbench's own bug (README, exit codes); a run that failed on the board is
     # not one: what it measured is fetched as partial (4), and with nothing sealed its
     # failure is a failed check of the board's run (3).
-    work, url = board
-    run_dir = finished_run(url, work, "20261130T000000Z-fa11ed")
+    _work, url, run_dir = finished
     board_results = run_dir / detached.RESULTS
     manifest = json.loads((board_results / results.MANIFEST).read_text())
     manifest["status"] = "failed"  # as the runner leaves a run an exception ended
