@@ -1,7 +1,9 @@
 """Commands and files through a real login shell on a throttled, noisy serial line.
 
 The board is agetty, login and bash on a pseudo-terminal (tests/console_rig.py);
-kernel-style lines break into its output at random moments.
+kernel-style lines break into its output at random moments. The tests share one line
+and one login (8 s at 115200 baud here): each sets the faults it needs and
+counts what it caused from where the line's counters stood.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import subprocess
 import time
 
 import pytest
+from conftest import require_command
+from console_rig import ConsoleRig
 
 from evbench.boards.serial import SerialBoard, shell, transfer
 
@@ -27,6 +31,29 @@ LONG_SILENCE = 60.0
 def long_silence(monkeypatch):
     monkeypatch.setattr(shell, "SILENCE", LONG_SILENCE)
     monkeypatch.setattr(transfer, "SILENCE", LONG_SILENCE)
+
+
+@pytest.fixture(scope="module")
+def line(console_user, tmp_path_factory):
+    """The line (ConsoleRig) and a board logged in on it, for the whole module."""
+    folder = tmp_path_factory.mktemp("console")
+    rig = ConsoleRig(folder / "line", require_command("socat"), require_command("agetty"))
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("EVBENCH_PASSWORD", console_user.password)
+            patch.chdir(folder)  # the transcript goes to results/console here
+            url = f"{rig.url}?user={console_user.name}"
+            with SerialBoard(url, show_progress=False) as board:
+                yield rig, board
+    finally:
+        rig.stop()
+
+
+def spoil(rig: ConsoleRig, marker: bytes | tuple[bytes, ...], frames: int) -> int:
+    """Spoil the next `frames` frames of the kind(s) `marker`; how many were spoiled so far."""
+    rig.line.spoil_marker = marker
+    rig.line.spoil_frames = frames
+    return rig.line.spoiled
 
 
 #: Awkward outputs: no final newline, marker-like and prompt-like text, wider
@@ -45,35 +72,26 @@ AWKWARD = (
 )
 
 
-def _board(console_line, console_user) -> SerialBoard:
-    return SerialBoard(f"{console_line.url}?user={console_user.name}", show_progress=False)
-
-
-def _commands() -> list[str]:
-    # Every exit status from 0 to 255, each with one of the awkward outputs.
-    return [f"{AWKWARD[n % len(AWKWARD)]}; exit {n}" for n in range(256)]
-
-
 @pytest.mark.slow
-def test_256_commands_return_exact_output_and_status(console_line, console_user):
-    with _board(console_line, console_user) as board:
-        for command in _commands():
-            expected = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
-            result = board.run(["sh", "-c", command], timeout=30)
-            got = (result.returncode, result.stdout, result.stderr)
-            assert got == (expected.returncode, expected.stdout, expected.stderr), command
-        transcript = board.transcript_path.read_text()
-        retried = board.session.retried
-    assert console_line.noise.written >= 20, "kernel noise was not written on the board"
-    assert console_line.line.noise_injected >= 20, "kernel noise did not break into lines"
-    assert retried > 0, "no frame was spoiled: the noise did not test the repair"
+def test_256_commands_return_exact_output_and_status(line, console_user):
+    rig, board = line
+    written, injected, retried = rig.noise.written, rig.line.noise_injected, board.session.retried
+    # Every exit status from 0 to 255, each with one of the awkward outputs.
+    for command in [f"{AWKWARD[n % len(AWKWARD)]}; exit {n}" for n in range(256)]:
+        expected = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+        result = board.run(["sh", "-c", command], timeout=30)
+        got = (result.returncode, result.stdout, result.stderr)
+        assert got == (expected.returncode, expected.stdout, expected.stderr), command
+    transcript = board.transcript_path.read_text()
+    assert rig.noise.written - written >= 20, "kernel noise was not written on the board"
+    assert rig.line.noise_injected - injected >= 20, "kernel noise did not break into lines"
+    assert board.session.retried > retried, "no frame was spoiled: the repair was not tested"
     assert console_user.password not in transcript
     assert "<password redacted>" in transcript
 
 
-def test_files_both_ways_with_spoiled_frames_asked_for_again(
-    console_line, console_user, tmp_path, long_silence
-):
+def test_files_both_ways_with_spoiled_frames_asked_for_again(line, tmp_path, long_silence):
+    rig, board = line
     # Ten chunks of 768 bytes and a short one: four upload lines of up to three chunks,
     # each line sent while the board runs the one before.
     payload = os.urandom(9 * 768 + 100) + b"\n@@00000000 E 000000000000\n"
@@ -81,25 +99,21 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(
     local.write_bytes(payload)
     back = tmp_path / "back.bin"
     remotes = ["/tmp/evbench-test-acks.bin", "/tmp/evbench-test-ends.bin"]
-    with _board(console_line, console_user) as board:
-        console_line.line.spoil_marker = b" A "
-        console_line.line.spoil_frames = 2
-        board.put(local, remotes[0])
-        acks_spoiled, resent = console_line.line.spoiled, board.session.retried
-        console_line.line.spoil_marker = b" E "
-        console_line.line.spoil_frames = 2
-        started = time.monotonic()
-        board.put(local, remotes[1])
-        took = time.monotonic() - started
-        ends_spoiled = console_line.line.spoiled - acks_spoiled
-        console_line.line.spoil_marker = b" D "
-        console_line.line.spoil_frames = 1
-        before = board.session.retried
-        board.get(remotes[0], back)
-        asked_again = board.session.retried - before
-        sums = board.run(["sha256sum", *remotes], timeout=15)
-        removed = board.run(["rm", "-f", *remotes], timeout=15)
-    assert (acks_spoiled, ends_spoiled, console_line.line.spoiled) == (2, 2, 5)
+    first, retried = spoil(rig, b" A ", 2), board.session.retried
+    board.put(local, remotes[0])
+    acks_spoiled, resent = rig.line.spoiled - first, board.session.retried - retried
+    started = time.monotonic()
+    spoil(rig, b" E ", 2)
+    board.put(local, remotes[1])
+    took = time.monotonic() - started
+    ends_spoiled = rig.line.spoiled - first - acks_spoiled
+    spoil(rig, b" D ", 1)
+    before = board.session.retried
+    board.get(remotes[0], back)
+    asked_again = board.session.retried - before
+    sums = board.run(["sha256sum", *remotes], timeout=15)
+    removed = board.run(["rm", "-f", *remotes], timeout=15)
+    assert (acks_spoiled, ends_spoiled, rig.line.spoiled - first) == (2, 2, 5)
     # Each chunk whose acknowledgement was spoiled is sent again.
     assert resent >= 2
     # A spoiled end frame is ended by the next line's frames or the shell's prompt:
@@ -107,53 +121,45 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(
     assert took < LONG_SILENCE / 2, took
     # The board's own sha256sum of both uploads is the payload's.
     digest = hashlib.sha256(payload).hexdigest()
-    assert [line.split()[0] for line in sums.stdout.decode().splitlines()] == [digest, digest]
+    assert [row.split()[0] for row in sums.stdout.decode().splitlines()] == [digest, digest]
     # The spoiled download chunk was asked for again.
     assert back.read_bytes() == payload
     assert asked_again >= 1
     assert removed.returncode == 0
 
 
-def test_stream_and_stdin(console_line, console_user):
-    with _board(console_line, console_user) as board:
-        script = "for i in 1 2 3; do echo line $i; done; echo e >&2; exit 7"
-        command = board.stream(["sh", "-c", script])
-        lines = list(command.lines())
-        status = command.wait(30)
-        errors = command.stderr()
-        piped = board.run(["tr", "a-z", "A-Z"], timeout=30, stdin=b"through stdin\n")
-    assert lines == ["line 1", "line 2", "line 3"]
-    assert status == 7
-    assert errors == "e\n"
+def test_stream_and_stdin(line):
+    _, board = line
+    script = "for i in 1 2 3; do echo line $i; done; echo e >&2; exit 7"
+    command = board.stream(["sh", "-c", script])
+    assert list(command.lines()) == ["line 1", "line 2", "line 3"]
+    assert command.wait(30) == 7
+    assert command.stderr() == "e\n"
+    piped = board.run(["tr", "a-z", "A-Z"], timeout=30, stdin=b"through stdin\n")
     assert piped.stdout == b"THROUGH STDIN\n"
 
 
-def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(
-    console_line, console_user
-):
+def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line):
     # The output's one data frame and the end frame spoiled, then both again in the
     # answer to the first asking: that round brings back no frame at all, so it ends
     # only by waiting out the silence limit (6 s). A CI run gave up after it, as the
     # repair's whole time was one silence limit; a second round must follow.
-    with _board(console_line, console_user) as board:
-        console_line.line.spoil_marker = (b" D ", b" E ")
-        console_line.line.spoil_frames = 4
-        result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
-        retried = board.session.retried
-    assert console_line.line.spoiled == 4
+    rig, board = line
+    spoiled, retried = spoil(rig, (b" D ", b" E "), 4), board.session.retried
+    result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
+    assert rig.line.spoiled - spoiled == 4
     expected = "".join(f"{n}\n" for n in range(1, 201)).encode()
     assert (result.returncode, result.stdout, result.stderr) == (3, expected, b"")
-    assert retried >= 2  # the chunk asked for twice
+    assert board.session.retried - retried >= 2  # the chunk asked for twice
 
 
-def test_a_spoiled_end_frame_does_not_stall(console_line, console_user, long_silence):
-    with _board(console_line, console_user) as board:
-        console_line.line.spoil_marker = b" E "
-        console_line.line.spoil_frames = 1
-        started = time.monotonic()
-        result = board.run(["sh", "-c", "echo end; exit 9"], timeout=2 * LONG_SILENCE)
-        took = time.monotonic() - started
-    assert console_line.line.spoiled == 1
+def test_a_spoiled_end_frame_does_not_stall(line, long_silence):
+    rig, board = line
+    spoiled = spoil(rig, b" E ", 1)
+    started = time.monotonic()
+    result = board.run(["sh", "-c", "echo end; exit 9"], timeout=2 * LONG_SILENCE)
+    took = time.monotonic() - started
+    assert rig.line.spoiled - spoiled == 1
     assert (result.returncode, result.stdout) == (9, b"end\n")
     # The shell's unique prompt ends the request: no waiting out the silence limit.
     assert took < LONG_SILENCE / 2, took
