@@ -69,8 +69,14 @@ class Watch:
     def saw(self, word: str) -> bool:
         return any(word in command for command in self.seen.values())
 
+    def files_holding(self, folder: Path) -> list[Path]:
+        """The files below `folder` (a run's) that hold a secret."""
+        files = (path for path in folder.rglob("*") if path.is_file())
+        return [path for path in files if any(n in path.read_bytes() for n in self.needles)]
 
-def _run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
+
+def run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
+    """`argv` run to its end with `secrets` in its environment, its descendants watched."""
     watch = Watch(secrets)
     process = subprocess.Popen(
         argv, env={**os.environ, **secrets}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -92,14 +98,11 @@ def _run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
 def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(tmp_path):
     secrets = _secrets("codec")
     out = tmp_path / "run"
-    watch, _stderr = _run_watched([*AGENT, "run", *QUICK_CODEC, "--out", str(out)], secrets)
+    watch, _stderr = run_watched([*AGENT, "run", *QUICK_CODEC, "--out", str(out)], secrets)
     assert watch.saw("evbench_agent worker"), watch.seen  # it did look at the workers
     assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen  # and the sampler
     assert watch.leaked == {}
-    for path in out.rglob("*"):  # nor does any file the run leaves hold one
-        if path.is_file():
-            data = path.read_bytes()
-            assert not any(needle in data for needle in watch.needles), path
+    assert watch.files_holding(out) == []  # nor does any file the run leaves hold one
 
 
 @contextlib.contextmanager
@@ -122,14 +125,14 @@ def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
     with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
         # Against a peer that requires the token: the agent still has it after withholding.
         peer = ["--peer", f"127.0.0.1:{port}"]
-        watch, _stderr = _run_watched(
+        watch, _stderr = run_watched(
             [*AGENT, "run", *QUICK_LINK, *peer, "--out", str(tmp_path / "peer")], secrets
         )
         assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
         assert watch.leaked == {}
         # The loopback peer: the agent's own responder is a child and gets no secret either.
         loopback = [*AGENT, "run", *QUICK_LINK, "--out", str(tmp_path / "loopback")]
-        watch, _stderr = _run_watched(loopback, secrets)
+        watch, _stderr = run_watched(loopback, secrets)
         assert watch.saw("evbench_agent serve"), watch.seen
         assert watch.leaked == {}
     assert (tmp_path / "peer" / results.COMPLETE).exists()

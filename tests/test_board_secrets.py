@@ -11,6 +11,7 @@ import sys
 import time
 
 from process_tree import descendants, read_proc
+from test_agent_secrets import run_watched
 
 from evbench_core import results
 
@@ -19,48 +20,19 @@ QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protob
 PIPE = subprocess.PIPE
 
 
-def _environ(pid: int) -> bytes:
-    return read_proc(pid, "environ")
-
-
 def _cmdline(pid: int) -> str:
     return read_proc(pid, "cmdline").replace(b"\0", b" ").decode()
 
 
 def test_no_child_of_a_run_inherits_the_password(tmp_path):
-    sentinel = "evbench-sentinel-" + os.urandom(6).hex()
+    # The watch of test_agent_secrets.py (children's /proc/PID/environ), over the host too.
+    secrets = {"EVBENCH_PASSWORD": "evbench-sentinel-" + os.urandom(6).hex()}
     out = tmp_path / "run"
     argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--quick", "--out", str(out)]
-    env = {**os.environ, "EVBENCH_PASSWORD": sentinel}
-    process = subprocess.Popen(argv, env=env, stdout=PIPE, stderr=PIPE, text=True)
-    seen: dict[int, str] = {}
-    leaked: dict[int, str] = {}
-    own_command = ""
-    try:
-        while process.poll() is None:
-            own_command = own_command or _cmdline(process.pid)
-            for pid in descendants(process.pid):
-                command = _cmdline(pid)
-                if command == own_command:
-                    # Forked, not yet exec'd: /proc shows the parent's exec-time
-                    # environment until the exec replaces it (CI caught one such
-                    # moment). The next look sees the program it became.
-                    continue
-                if command:
-                    seen[pid] = command
-                if sentinel.encode() in _environ(pid):
-                    leaked[pid] = command
-            time.sleep(0.02)
-        _stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, stderr
-    assert any("evbench_agent" in command for command in seen.values()), seen  # it did look
-    assert leaked == {}
-    for path in out.rglob("*"):  # nor does any file the run leaves
-        if path.is_file():
-            assert sentinel.encode() not in path.read_bytes(), path
+    watch, _stderr = run_watched(argv, secrets)
+    assert watch.saw("evbench_agent"), watch.seen  # it did look
+    assert watch.leaked == {}
+    assert watch.files_holding(out) == []  # nor does any file the run leaves
 
 
 def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):

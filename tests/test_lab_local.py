@@ -126,23 +126,12 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
     assert "the lab is running" not in done.stdout
     assert f"the lab is not running: its runner, PID {job.pid} on" in done.stdout, done.stdout
     assert "killed" in done.stdout.splitlines()[2], done.stdout  # the entry's row
-
-
-def test_lab_status_tells_a_new_process_on_the_runners_pid_from_the_runner(tmp_path) -> None:
-    # PIDs are reused: a lab.json whose runner PID now belongs to another process (here
-    # this test's own, started after the time recorded) names the runner as gone.
-    lab_dir = tmp_path / "lab"
-    job = subprocess.run(
-        [EVBENCH, "lab", "run", str(_plan(tmp_path, "[--quick]")), "--out", str(lab_dir)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert job.returncode == 0, job.stdout + job.stderr
+    # PIDs are reused: the runner's PID now another process's (this test's own, started
+    # at another time than the one recorded) names the runner as gone too.
     document = json.loads((lab_dir / "lab.json").read_text())
-    assert document["runner"]["pid"] > 0
-    document["finished"] = None  # as a killed runner leaves it
-    document["runner"] = {**document["runner"], "pid": os.getpid()}
+    document["runner"]["pid"] = os.getpid()
     (lab_dir / "lab.json").write_text(json.dumps(document))
-    done = _status(lab_dir)
-    assert done.returncode == 0, done.stderr
-    assert f"PID {os.getpid()} on" in done.stdout, done.stdout
-    assert "another process has that PID now" in done.stdout
+    reused = _status(lab_dir)
+    assert reused.returncode == 0, reused.stderr
+    assert f"PID {os.getpid()} on" in reused.stdout, reused.stdout
+    assert "another process has that PID now" in reused.stdout
