@@ -59,8 +59,7 @@ def test_the_spread_of_alternating_nights_worked_by_hand():
 
 def _nights(tmp_path, factors, **later):
     """Nights 1..n with these factors in a store, and night n + 1 made with `later`."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
+    runs = tmp_path / "runs"  # made by night()
     directories = [night(runs, number, factor) for number, factor in enumerate(factors, 1)]
     url = parse_url(str(tmp_path / "store.sqlite"))
     with open_store(url) as store:
@@ -105,8 +104,8 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path):
     assert p > 0.05  # the hand-worked reason it is not confirmed, even before Holm
 
 
-@pytest.mark.parametrize("kept", [4])
-def test_a_short_history_confirms_nothing(tmp_path, kept):
+def test_a_short_history_confirms_nothing(tmp_path):
+    kept = 4
     slower = {"factor": NOISE[kept - 1], "codec_factors": {"protobuf": 1.25}}
     store, baseline, candidate = _nights(tmp_path, NOISE[:kept], **slower)
     done = evbench("compare", "--baseline", str(baseline), str(candidate), "--history", store)

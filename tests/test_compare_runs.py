@@ -67,7 +67,9 @@ def codec_sets(
     return sets
 
 
-def link_sets(phases: int, rtt_factor: float = 1.0, cpu: float = 2.0) -> list[SampleSet]:
+def link_sets(
+    phases: int, rtt_factor: float = 1.0, cpu: float = 2.0, capacity_factor: float = 1.0
+) -> list[SampleSet]:
     """Link phases (the replicate) with per-message RTTs, and telemetry per codec."""
     sets = []
     for phase in range(phases):
@@ -81,7 +83,7 @@ def link_sets(phases: int, rtt_factor: float = 1.0, cpu: float = 2.0) -> list[Sa
             sets.append(
                 SampleSet(
                     "link", "seed", codec, "capacity_msgs", "messages/s", capacity,
-                    [3000.0 * math.exp(offset)], phase,
+                    [3000.0 * capacity_factor * math.exp(offset)], phase,
                 )
             )  # fmt: skip
     for codec in CODECS:
@@ -265,6 +267,21 @@ def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, 
     assert "not called (n too small, so no regression): link/seed/json/rtt" in out
     few = comparison.compare_runs(link_sets(3), link_sets(3, rtt_factor=1.5))
     assert {r.outcome for r in few.rows if r.verdict} == {TOO_SMALL}
+
+
+def test_a_185_percent_capacity_gain_is_better_never_a_regression(tmp_path, capsys):
+    # Issue 44, item 5: a +185 % throughput gain read REGRESSION. Capacity is higher-is-better;
+    # every phase carries 2.85 times the baseline's messages a second: +185 % by construction.
+    base = write_run(tmp_path / "a", link_sets(10))
+    gain = write_run(tmp_path / "b", link_sets(10, capacity_factor=2.85))
+    code, out, err = run_compare(capsys, "--baseline", base, gain)
+    rows = [cells for (_s, _c, metric), cells in table_rows(out).items() if "Capacity" in metric]
+    assert len(rows) == 2, out  # json's and protobuf's
+    for cells in rows:
+        assert "+185.0%" in cells and "REGRESSION" not in "|".join(cells), cells
+        assert any(cell.startswith("better") for cell in cells), cells
+    # A change this large fails either way (--max-change 50 %), said as one that improved.
+    assert code == 3 and "improved beyond --max-change" in err and "regressed" not in err, err
 
 
 def test_a_fact_that_grew_beyond_its_threshold_regresses_exactly(tmp_path, capsys):

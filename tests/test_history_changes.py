@@ -65,36 +65,55 @@ def test_a_flat_series_rarely_raises_a_change(capsys):
     assert raised <= 0.05 * SERIES
 
 
+#: Nights 1 % (FINE: 0.1 %) apart in a fixed zigzag; its middle, 1.00, is the median.
+WIGGLE = [1.00, 1.01, 0.99, 1.005, 0.995]
+FINE_WIGGLE = [1.00, 1.001, 0.999, 1.0005, 0.9995]
+
+
 def test_a_clean_step_is_placed_exactly_with_its_size():
-    # Ten nights at 100 us, ten at 120 us, each night 1 % apart in a fixed zigzag.
-    wiggle = [1.00, 1.01, 0.99, 1.005, 0.995]
-    values = [100e-6 * wiggle[i % 5] for i in range(10)] + [
-        120e-6 * wiggle[i % 5] for i in range(10)
-    ]
+    # Ten nights at 100 us, ten at 120 us.
+    values = [(100e-6 if i < 10 else 120e-6) * WIGGLE[i % 5] for i in range(20)]
     (split,) = segmentation.detect(values)
     assert split.index == 10
-    assert split.ratio == pytest.approx(1.2, rel=0.01)  # medians 100 and 120 (both wiggles' middle)
+    assert split.ratio == pytest.approx(1.2, rel=0.01)  # medians 100 and 120
     assert split.ratio_low > 1.02 and split.ratio_high < 1.3
     assert split.p < 0.05
 
 
-def test_one_wild_night_is_not_a_change():
-    values = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 3.0, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0]
-    assert segmentation.detect(values) == []
-
-
 def test_two_steps_are_both_found():
-    wiggle = [1.00, 1.01, 0.99, 1.005, 0.995]
     levels = [1.0] * 10 + [1.3] * 10 + [0.9] * 10
-    values = [level * wiggle[i % 5] for i, level in enumerate(levels)]
+    values = [level * WIGGLE[i % 5] for i, level in enumerate(levels)]
     assert [s.index for s in segmentation.detect(values)] == [10, 20]
 
 
-def test_a_small_steady_difference_below_the_minimum_effect_is_not_a_change():
-    # 1 % up after night 15: significant to a rank test, but inside the 2 % minimum effect.
-    wiggle = [1.00, 1.001, 0.999, 1.0005, 0.9995]
-    values = [(1.0 if i < 15 else 1.01) * wiggle[i % 5] for i in range(30)]
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(
+            [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 3.0, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0],
+            id="one wild night",
+        ),
+        # 1 % up after night 15, 0.1 % zigzag: significant to a rank test, but inside the
+        # 2 % minimum effect.
+        pytest.param(
+            [(1.0 if i < 15 else 1.01) * FINE_WIGGLE[i % 5] for i in range(30)],
+            id="below the minimum effect",
+        ),
+        # Six nights allow one split (3 | 3): a perfect separation is 2 of the C(6,3) = 20
+        # orderings, p = 0.1, never below 0.05.
+        pytest.param([1.0, 1.01, 1.02, 2.0, 2.01, 2.02], id="six nights"),
+        pytest.param([2.0] * 12, id="constant"),
+    ],
+)
+def test_no_change_is_raised(values):
     assert segmentation.detect(values) == []
+
+
+def test_eight_nights_can_show_a_change():
+    # Eight allow 3 | 5, 4 | 4 and 5 | 3 (six nights cannot: test_no_change_is_raised).
+    eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
+    (split,) = segmentation.detect(eight)
+    assert split.index == 4 and 2 / 70 <= split.p < 0.05
 
 
 def test_the_same_series_gives_the_same_answer():
@@ -108,40 +127,15 @@ def test_bad_values_are_refused():
         segmentation.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 
 
-def test_version_changes_name_what_moved():
-    before = {
-        "kernel": "6.1",
-        "protobuf": "5.29.0",
-        "python": "3.11.7",
-        "codec_versions": '{"json": "std", "orjson": "3.10", "protobuf": "5.29.0"}',
-    }
-    after = {
-        "kernel": "6.1",
-        "protobuf": "6.31.1",
-        "python": "3.11.7",
-        "codec_versions": '{"json": "std", "orjson": "3.11", "protobuf": "6.31.1"}',
-    }
+def test_version_and_plan_changes_name_what_moved():
+    codecs = '{{"json": "std", "orjson": "{}", "protobuf": "{}"}}'
+    before = {"kernel": "6.1", "protobuf": "5.29.0", "python": "3.11.7",
+              "codec_versions": codecs.format("3.10", "5.29.0")}  # fmt: skip
+    after = dict(before, protobuf="6.31.1", codec_versions=codecs.format("3.11", "6.31.1"))
     assert run_differences.version_changes(before, after) == {
         "protobuf": ("5.29.0", "6.31.1"),
         "codec orjson": ("3.10", "3.11"),
     }
-
-
-def test_six_nights_cannot_show_a_change_eight_can():
-    # Six nights allow one split (3 | 3): a perfect separation is 2 of the C(6,3) = 20
-    # orderings, p = 0.1, never below 0.05. Eight allow 3 | 5, 4 | 4 and 5 | 3.
-    six = [1.0, 1.01, 1.02, 2.0, 2.01, 2.02]
-    assert segmentation.detect(six) == []
-    eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
-    (split,) = segmentation.detect(eight)
-    assert split.index == 4 and 2 / 70 <= split.p < 0.05
-
-
-def test_a_constant_series_has_no_change():
-    assert segmentation.detect([2.0] * 12) == []
-
-
-def test_a_change_of_sample_plan_is_named_with_the_versions():
     quick = {"manifest": '{"spec": {"quick": true, "payloads": 200, "seed": 1}}'}
     full = {"manifest": '{"spec": {"quick": false, "payloads": 200, "seed": 1}}'}
     assert run_differences.version_changes(quick, full) == {

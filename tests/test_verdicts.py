@@ -1,4 +1,16 @@
-"""Verdicts: a winner only when the difference is significant and large enough."""
+"""Verdicts: a winner only when the difference is significant and large enough; every
+outcome on data whose answer is worked by hand, and the interval the verdict prints: the
+one at Holm's step for the row.
+
+Hand-worked arithmetic: ten pairs whose log-ratios are c + s k, k = -5..-1, 1..5. Their
+55 Walsh averages (d_i + d_j) / 2 are symmetric about c; in units of the step s the
+smallest are -5, -4.5, -4, -4, -3.5, -3.5, -3, -3, -3, ... For n = 10 the exact
+signed-rank distribution (subsets of {1..10} by sum: 1 1 1 2 2 3 4 5 6 8 ... of 1024)
+gives P(W+ <= 8) = 25/1024 = 0.0244 <= 0.025 < P(W+ <= 9) = 33/1024: the 95 % interval
+is the 9th smallest to the 9th largest Walsh average, c -/+ 3 steps; and
+P(W+ <= 5) = 10/1024 <= 0.0125 < P(W+ <= 6) = 14/1024: the 97.5 % interval is the
+6th from each end, c -/+ 3.5 steps. Every pair of one sign gives p = 2/1024.
+"""
 
 from __future__ import annotations
 
@@ -8,32 +20,158 @@ import statistics
 
 import pytest
 
-from evbench_core.analysis import verdicts
-from evbench_core.analysis.verdicts import (
-    BASELINE,
-    CANDIDATE,
-    EQUAL,
-    HIGHER_IS_BETTER,
-    LOWER_IS_BETTER,
-    NEGLIGIBLE,
-    TOO_SMALL,
-    UNDECIDED,
-    Independent,
-    Paired,
-    decide_family,
-)
+from evbench_core.analysis import verdicts as v
+
+STEPS = (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)
+#: Ten processes' log-ratios: a deterministic, symmetric spread of +/- 1 % around 0.
+SPREAD = [0.002 * k for k in STEPS]
+
+
+def pairs(centre: float, step: float, count: int = 10) -> v.Paired:
+    ratios = [centre + step * k for k in STEPS[:count]]
+    return v.Paired("row", v.LOWER_IS_BETTER, ratios, 1.0, math.exp(centre))
+
+
+def _paired(label: str, log_ratios: list[float], better: str = v.LOWER_IS_BETTER) -> v.Paired:
+    return v.Paired(label, better, log_ratios, 1.0, 1.0)
 
 
 def _lognormal(rng: random.Random, scale: float, n: int = 40) -> list[float]:
     return [scale * rng.lognormvariate(0.0, 0.05) for _ in range(n)]
 
 
+@pytest.mark.parametrize(
+    ("centre", "step", "winner", "p", "low", "high"),
+    [
+        # 10 % slower: the candidate is slower, the baseline wins
+        (math.log(1.10), 0.001, v.BASELINE, ("p_value", 2 / 1024),
+         pytest.approx(1.10 * math.exp(-0.003)), pytest.approx(1.10 * math.exp(0.003))),
+        # 1 % slower in every pair: significant (p = 2/1024), but the interval
+        # 1.01 x exp(-/+0.003) = 1.00698 to 1.01303 lies inside 0.98 to 1.02: different,
+        # by less than the margin
+        (math.log(1.01), 0.001, v.NEGLIGIBLE, ("p_holm", 2 / 1024),
+         pytest.approx(1.00698, abs=1e-5), pytest.approx(1.01303, abs=1e-5)),
+        # centred on 1, steps of 0.01: W+ = 27.5 (its mean), p = 1; the interval
+        # exp(-/+0.03) = 0.97045 to 1.03045 reaches past both edges of the band
+        (0.0, 0.01, v.UNDECIDED, ("p_value", 1.0),
+         pytest.approx(0.97045, abs=1e-5), pytest.approx(1.03045, abs=1e-5)),
+        # centred on 1, steps of 0.002: p = 1 again; exp(-/+0.006) = 0.99402 to 1.00602
+        # lies inside the band and holds 1
+        (0.0, 0.002, v.EQUAL, ("p_value", 1.0),
+         pytest.approx(0.99402, abs=1e-5), pytest.approx(1.00602, abs=1e-5)),
+    ],
+    ids=["winner", "negligible", "undecided", "equal"],
+)  # fmt: skip
+def test_each_outcome_with_its_hand_worked_interval(centre, step, winner, p, low, high):
+    (verdict,) = v.decide_family([pairs(centre, step)])
+    assert verdict.winner == winner
+    assert getattr(verdict, p[0]) == pytest.approx(p[1])
+    assert (verdict.ratio_low, verdict.ratio_high) == (low, high)
+    assert verdict.ratio == pytest.approx(math.exp(centre), rel=1e-9)  # symmetric: c exactly
+    assert verdict.n == 10
+    if winner == v.BASELINE:
+        assert verdict.pct_diff == pytest.approx(10.0)
+
+
+def test_n_too_small_when_the_plan_cannot_reach_the_level():
+    # Five pairs, all 50 % slower: the best two-sided p is 2/32 = 0.0625 > 0.05.
+    (verdict,) = v.decide_family([pairs(math.log(1.5), 0.001, count=5)])
+    assert verdict.winner == v.TOO_SMALL and verdict.too_small
+    assert verdict.min_p == pytest.approx(2 / 32)
+    assert verdict.ratio_low is None and verdict.ratio_high is None
+    assert verdict.min_detectable is None
+
+
+def test_the_family_size_decides_what_n_is_too_small():
+    # Six processes: best p 2 / 64 = 0.031, enough alone, not in a family of three (0.094).
+    rows = [_paired(f"op {i}", [math.log(1.5) + e for e in SPREAD[2:8]]) for i in range(3)]
+    (alone,) = v.decide_family(rows[:1])
+    assert alone.winner == v.BASELINE and alone.p_value == pytest.approx(2 / 64)
+    assert {verdict.winner for verdict in v.decide_family(rows)} == {v.TOO_SMALL}
+
+
+def test_the_interval_is_taken_at_holms_step_for_the_row():
+    # Two rows: the effect (p = 2/1024, Holm's first step: 2 x p < 0.05, rejected) gets
+    # the 97.5 % interval, c -/+ 3.5 steps; the null row (p = 1, not rejected) the
+    # level of the step where Holm stopped, 1 - 0.05 / 1.
+    effect, null = v.decide_family([pairs(math.log(1.10), 0.001), pairs(0.0, 0.01)])
+    assert effect.interval_level == pytest.approx(0.975)
+    assert effect.ratio_low == pytest.approx(1.10 * math.exp(-0.0035))
+    assert effect.ratio_high == pytest.approx(1.10 * math.exp(0.0035))
+    assert effect.winner == v.BASELINE
+    assert null.interval_level == pytest.approx(0.95)
+    assert null.winner == v.UNDECIDED
+
+
+def test_holm_levels_by_hand():
+    # p = 0.001, 0.04, 0.01, 0.3 (m = 4): sorted 0.001 (x4 = 0.004, rejected, level
+    # 1 - 0.05/4), 0.01 (x3 = 0.03, rejected, 1 - 0.05/3), 0.04 (x2 = 0.08: Holm stops
+    # here, 1 - 0.05/2), and 0.3 keeps the level where Holm stopped, 1 - 0.05/2.
+    levels = v.holm_levels([0.001, 0.04, 0.01, 0.3])
+    expected = [1 - 0.05 / 4, 1 - 0.05 / 2, 1 - 0.05 / 3, 1 - 0.05 / 2]
+    assert levels == pytest.approx(expected)
+
+
+def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
+    # Eight phases per codec, overlapping by a little: a winner alone, one row of twenty.
+    base = [1.00, 1.02, 1.04, 1.06, 1.08, 1.10, 1.12, 1.14]
+    cand = [1.091, 1.111, 1.131, 1.151, 1.171, 1.191, 1.211, 1.231]
+    null = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+    rows = [v.Independent("effect", v.LOWER_IS_BETTER, base, cand)]
+    rows += [v.Independent(f"null {i}", v.LOWER_IS_BETTER, null, null[::-1]) for i in range(19)]
+    effect = v.decide_family(rows)[0]
+    alone = v.decide_family(rows[:1])[0]
+    assert alone.winner == v.BASELINE  # a winner on its own ...
+    assert effect.p_value == alone.p_value and 0.0025 < effect.p_value < 0.05
+    assert alone.ratio_low > 1.02  # the 95 % interval is clear of the minimum effect
+    assert effect.p_holm == pytest.approx(20 * effect.p_value)  # Holm's first step, m = 20
+    assert effect.winner == v.UNDECIDED  # ... undecided among twenty rows: Holm made it so
+    # ... and the interval it prints is the one at Holm's step (level 1 - 0.05 / 20): it
+    # holds 1, where the row's own 95 % interval lies clear of the band.
+    assert effect.interval_level == pytest.approx(1 - 0.05 / 20)
+    assert effect.ratio_low <= 1 <= effect.ratio_high
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
+    """Random families of paired and independent rows, some with effects, some
+    with ties among the values: whenever a row's adjusted p is >= 0.05 its printed
+    interval holds 1; whenever Holm rejects it, a named winner's interval leaves 1
+    out; % Diff lies inside the interval (so they never differ in sign); Holm never
+    lowers a p."""
+    rng = random.Random(seed)
+    rows: list[v.Paired | v.Independent] = []
+    for index in range(rng.randint(1, 12)):
+        effect = rng.choice([0.0, 0.0, 0.03, -0.08, 0.2])
+        n = rng.randint(4, 25)
+        if rng.random() < 0.5:
+            logs = [effect + rng.gauss(0, 0.05) for _ in range(n)]
+            if rng.random() < 0.3:
+                logs = [round(d, 2) for d in logs]  # tied magnitudes: the normal approximation
+            rows.append(v.Paired(f"p{index}", v.LOWER_IS_BETTER, logs, 1.0, 1.0))
+        else:
+            base = [math.exp(rng.gauss(0, 0.05)) for _ in range(n)]
+            cand = [math.exp(effect + rng.gauss(0, 0.05)) for _ in range(rng.randint(4, 25))]
+            rows.append(v.Independent(f"i{index}", v.LOWER_IS_BETTER, base, cand))
+    for verdict in v.decide_family(rows):
+        assert verdict.p_holm >= verdict.p_value
+        if verdict.ratio_low is None:
+            assert verdict.winner == v.TOO_SMALL
+            continue
+        assert verdict.ratio_low <= verdict.ratio <= verdict.ratio_high
+        if verdict.p_holm >= 0.05:
+            assert verdict.ratio_low <= 1 <= verdict.ratio_high, verdict
+            assert verdict.winner in (v.EQUAL, v.UNDECIDED)
+        elif verdict.significant:
+            assert not verdict.ratio_low <= 1 <= verdict.ratio_high
+
+
 def test_a_clearly_slower_candidate_loses_and_a_faster_one_wins():
     rng = random.Random(1)
     base = _lognormal(rng, 1.0)
     slow, fast = _lognormal(rng, 1.5), _lognormal(rng, 0.5)
-    rows = [Independent("slow", LOWER_IS_BETTER, base, slow)]
-    slower, faster = decide_family([*rows, Independent("fast", LOWER_IS_BETTER, base, fast)])
+    rows = [v.Independent("slow", v.LOWER_IS_BETTER, base, slow)]
+    slower, faster = v.decide_family([*rows, v.Independent("fast", v.LOWER_IS_BETTER, base, fast)])
     assert slower.winner == "baseline" and slower.pct_diff == pytest.approx(50, abs=8)
     assert faster.winner == "candidate" and faster.p_holm < 0.05
 
@@ -42,112 +180,44 @@ def test_a_significant_but_tiny_difference_is_negligible():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
-    (verdict,) = decide_family([Independent("tiny", LOWER_IS_BETTER, base, cand)])
+    (verdict,) = v.decide_family([v.Independent("tiny", v.LOWER_IS_BETTER, base, cand)])
     assert verdict.p_holm < 1e-6
-    assert verdict.winner == NEGLIGIBLE
+    assert verdict.winner == v.NEGLIGIBLE
     assert 0.98 <= verdict.ratio_low < verdict.ratio_high <= 1.02
 
 
 def test_the_same_distribution_names_no_winner_and_every_interval_holds_one():
     rng = random.Random(4)
     same = [_lognormal(rng, 1.0) for _ in range(20)]
-    verdicts = decide_family(
-        [Independent(f"same {i}", LOWER_IS_BETTER, same[2 * i], same[2 * i + 1]) for i in range(10)]
-    )
-    assert {v.winner for v in verdicts} <= {EQUAL, UNDECIDED}
-    assert all(v.ratio_low <= 1 <= v.ratio_high for v in verdicts if v.p_holm >= 0.05)
-
-
-def test_holm_correction_spans_the_rows():
-    rng = random.Random(5)
-    many = [
-        Independent(f"row {i}", LOWER_IS_BETTER, _lognormal(rng, 1.0, 8), _lognormal(rng, 1.0, 8))
-        for i in range(20)
-    ]
-    verdicts = decide_family(many)
-    assert all(v.p_holm >= v.p_value for v in verdicts)
-
-
-def _paired(label: str, log_ratios: list[float], better: str = LOWER_IS_BETTER) -> Paired:
-    return Paired(label, better, log_ratios, 1.0, 1.0)
-
-
-# Ten processes' log-ratios: a deterministic, symmetric spread of +/- 1 % around 0.
-SPREAD = [0.002 * k for k in (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)]
-
-
-def test_a_candidate_ten_percent_slower_in_every_process_loses():
-    (verdict,) = decide_family([_paired("encode", [math.log(1.10) + e for e in SPREAD])])
-    assert verdict.winner == BASELINE
-    # every process says "slower": the exact two-sided p is 2 / 2^10
-    assert verdict.p_value == pytest.approx(2 / 1024)
-    assert verdict.ratio == pytest.approx(1.10, rel=1e-9)  # symmetric spread: centre exact
-    assert verdict.ratio_low < 1.10 < verdict.ratio_high
-    assert verdict.n == 10
+    found = v.decide_family(
+        [v.Independent(f"same {i}", v.LOWER_IS_BETTER, same[2 * i], same[2 * i + 1])
+         for i in range(10)]
+    )  # fmt: skip
+    assert {verdict.winner for verdict in found} <= {v.EQUAL, v.UNDECIDED}
+    assert all(f.ratio_low <= 1 <= f.ratio_high for f in found if f.p_holm >= 0.05)
 
 
 def test_higher_is_better_flips_the_winner():
     ratios = [math.log(1.10) + e for e in SPREAD]
-    (paired,) = decide_family([_paired("capacity", ratios, HIGHER_IS_BETTER)])
-    assert paired.winner == CANDIDATE
+    (paired,) = v.decide_family([_paired("capacity", ratios, v.HIGHER_IS_BETTER)])
+    assert paired.winner == v.CANDIDATE
     rng = random.Random(2)
-    twice = Independent("capacity", HIGHER_IS_BETTER, _lognormal(rng, 1.0), _lognormal(rng, 2.0))
-    assert decide_family([twice])[0].winner == "candidate"
-
-
-def test_log_ratios_centred_on_zero_and_narrow_are_equal():
-    (verdict,) = decide_family([_paired("same", SPREAD)])
-    assert verdict.winner == EQUAL
-    assert verdict.p_value == pytest.approx(1.0)  # W+ sits exactly at its mean
-
-
-def test_too_few_processes_say_so_instead_of_tie():
-    # Five processes all 50 % slower: the exact test's best p is 2 / 32 > 0.05.
-    (verdict,) = decide_family([_paired("encode", [math.log(1.5) + e for e in SPREAD[:5]])])
-    assert verdict.winner == TOO_SMALL and verdict.too_small
-    assert verdict.min_detectable is None
-    assert verdict.min_p == pytest.approx(2 / 32)
-
-
-def test_the_family_size_decides_what_n_is_too_small():
-    # Six processes: best p 2 / 64 = 0.031, enough alone, not in a family of three (0.094).
-    rows = [_paired(f"op {i}", [math.log(1.5) + e for e in SPREAD[2:8]]) for i in range(3)]
-    (alone,) = decide_family(rows[:1])
-    assert alone.winner == BASELINE and alone.p_value == pytest.approx(2 / 64)
-    assert {v.winner for v in decide_family(rows)} == {TOO_SMALL}
-
-
-def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
-    # Eight phases per codec, overlapping by a little: a winner alone, one row of twenty.
-    base = [1.00, 1.02, 1.04, 1.06, 1.08, 1.10, 1.12, 1.14]
-    cand = [1.091, 1.111, 1.131, 1.151, 1.171, 1.191, 1.211, 1.231]
-    null = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
-    rows = [Independent("effect", LOWER_IS_BETTER, base, cand)]
-    rows += [Independent(f"null {i}", LOWER_IS_BETTER, null, null[::-1]) for i in range(19)]
-    effect = decide_family(rows)[0]
-    alone = decide_family(rows[:1])[0]
-    assert alone.winner == BASELINE  # a winner on its own ...
-    assert effect.p_value == alone.p_value and 0.0025 < effect.p_value < 0.05
-    assert alone.ratio_low > 1.02  # the 95 % interval is clear of the minimum effect
-    assert effect.p_holm == pytest.approx(20 * effect.p_value)  # Holm's first step, m = 20
-    assert effect.winner == UNDECIDED  # ... undecided among twenty rows: Holm made it so
-    # ... and the interval it prints is the one at Holm's step (level 1 - 0.05 / 20): it
-    # holds 1, where the row's own 95 % interval lies clear of the band.
-    assert effect.interval_level == pytest.approx(1 - 0.05 / 20)
-    assert effect.ratio_low <= 1 <= effect.ratio_high
+    base, doubled = _lognormal(rng, 1.0), _lognormal(rng, 2.0)
+    twice = v.Independent("capacity", v.HIGHER_IS_BETTER, base, doubled)
+    assert v.decide_family([twice])[0].winner == "candidate"
 
 
 def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
-    noise = [0.001 * k for k in (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5)]
-    (probe,) = decide_family([_paired("probe", noise)])
+    noise = [0.001 * k for k in STEPS]
+    (probe,) = v.decide_family([_paired("probe", noise)])
     mde = probe.min_detectable
     assert 0.02 < mde < 0.03  # 2 % minimum effect plus half the interval's width
     just_above = math.log1p(mde) * 1.02
     just_below = math.log1p(mde) * 0.98
-    (above,) = decide_family([_paired("above", [just_above + e for e in noise])])
-    (below,) = decide_family([_paired("below", [just_below + e for e in noise])])
-    assert above.winner == BASELINE
-    assert below.winner == UNDECIDED and below.p_value == pytest.approx(2 / 1024)
+    (above,) = v.decide_family([_paired("above", [just_above + e for e in noise])])
+    (below,) = v.decide_family([_paired("below", [just_below + e for e in noise])])
+    assert above.winner == v.BASELINE
+    assert below.winner == v.UNDECIDED and below.p_value == pytest.approx(2 / 1024)
 
 
 def _aa_process_logs(rng: random.Random, processes: int, values: int) -> tuple[list, list]:
@@ -170,28 +240,25 @@ def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
     for seed in range(100):
         rng = random.Random(seed)
         base, cand = _aa_process_logs(rng, processes=10, values=10)
-        flat_b = [v for vs in base for v in vs]
-        flat_c = [v for vs in cand for v in vs]
+        flat_b = [value for values in base for value in values]
+        flat_c = [value for values in cand for value in values]
         # every value as if independent: what the old pooled comparison did
-        (pooled,) = decide_family([Independent("aa", LOWER_IS_BETTER, flat_b, flat_c)])
+        (pooled,) = v.decide_family([v.Independent("aa", v.LOWER_IS_BETTER, flat_b, flat_c)])
         pooled_winners += pooled.significant
         ratios = [
             statistics.median(math.log(c) - math.log(b) for b, c in zip(bs, cs, strict=True))
             for bs, cs in zip(base, cand, strict=True)
         ]
-        (paired,) = decide_family([_paired("aa", ratios)])
+        (paired,) = v.decide_family([_paired("aa", ratios)])
         paired_winners += paired.significant
     assert pooled_winners >= 20
     assert paired_winners <= 10
 
 
-def test_unknown_direction_is_refused():
+def test_unknown_direction_is_refused_and_every_verdict_names_its_method():
     with pytest.raises(ValueError):
-        decide_family([_paired("x", SPREAD, better="sideways")])
-
-
-def test_method_is_named_on_every_verdict():
-    (paired,) = decide_family([_paired("x", SPREAD)])
-    (independent,) = decide_family([Independent("y", LOWER_IS_BETTER, [1.0] * 3, [2.0] * 3)])
-    assert paired.method == verdicts.PAIRED_METHOD
-    assert independent.method == verdicts.INDEPENDENT_METHOD
+        v.decide_family([_paired("x", SPREAD, better="sideways")])
+    (paired,) = v.decide_family([_paired("x", SPREAD)])
+    (independent,) = v.decide_family([v.Independent("y", v.LOWER_IS_BETTER, [1.0] * 3, [2.0] * 3)])
+    assert paired.method == v.PAIRED_METHOD
+    assert independent.method == v.INDEPENDENT_METHOD
