@@ -1,8 +1,10 @@
-"""What the report tests share: evbench as a subprocess, a real local run, and
-the checks of a JUnit file (xmllint against Jenkins' schema, each case's numbers)."""
+"""What the report tests share: evbench as a subprocess, a real local run, the checks of
+a JUnit file (xmllint against Jenkins' schema, each case's numbers), and readers of the
+tables evbench prints and writes."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -54,3 +56,54 @@ def junit_numbers(path: Path) -> dict[tuple[str, str], dict[str, dict[str, str]]
             "system-out": dict(line.split("=", 1) for line in out.splitlines() if "=" in line),
         }
     return cases
+
+
+def text_tables(stdout: str) -> list[list[list[str]]]:
+    """The terminal's tables: a header 'Profile  | ...', a rule, rows until a non-row."""
+    lines = stdout.splitlines()
+    tables = []
+    for index, line in enumerate(lines):
+        if re.match(r"Profile +\| ", line):
+            rows = []
+            for row in lines[index + 2 :]:
+                cells = row.split(" | ")
+                if len(cells) < 3:
+                    break
+                rows.append(cells)
+            tables.append([line.split(" | "), *rows])
+    return tables
+
+
+def markdown_tables(markdown: str) -> list[list[list[str]]]:
+    """report.md's tables; one split to fit 120 columns ("The same rows, continued: ..."
+    before the next part, which repeats the leading cells that name a row) joined back."""
+    tables, current, continued = [], None, False
+    for line in markdown.splitlines():
+        if line.startswith("The same rows, continued: "):
+            continued = True
+        if line.startswith("| Profile |"):
+            current = []
+            tables.append(current)
+        if current is not None and line.startswith("|"):
+            if not line.startswith("|---"):
+                cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+                current.append([c.strip().replace("\\|", "|") for c in cells])
+        elif current is not None:
+            current = None
+            if continued and len(tables) >= 2:
+                tables[-2:] = [_joined(*tables[-2:])]
+                continued = False
+    return tables
+
+
+def _joined(first: list[list[str]], rest: list[list[str]]) -> list[list[str]]:
+    keys = next(i for i, (a, b) in enumerate(zip(first[0], rest[0], strict=False)) if a != b)
+    assert len(first) == len(rest) and all(
+        a[:keys] == b[:keys] for a, b in zip(first, rest, strict=True)
+    )  # the same rows, in the same order
+    return [a + b[keys:] for a, b in zip(first, rest, strict=True)]
+
+
+def verdict_table(tables: list[list[list[str]]]) -> list[list[str]]:
+    """The comparison table: the one with a Verdict column."""
+    return next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])

@@ -7,12 +7,23 @@ tree's 105 °C alert and 125 °C critical), the cpufreq cooling device, one
 cpufreq policy shared by the four Cortex-A53 cores (200 MHz to 1.4 GHz), an
 INA226-style power monitor (power in µW, current in mA, voltage in mV) and an
 INA219-style one that gives only current and voltage. The telemetry code reads
-these files exactly as it reads /sys.
+these files exactly as it reads /sys. `sampling` runs the real sampler process on
+such a tree.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from evbench_agent.progress import Progress
+from evbench_agent.telemetry import phase_records, sysfs
+from evbench_agent.telemetry.sampler import SamplerProcess
+from evbench_agent.telemetry.timeline import Timeline
+
+INTERVAL_S = 0.1
 
 
 def write(path: Path, value: object) -> None:
@@ -82,3 +93,39 @@ class Am62xTree:
     @property
     def governor_file(self) -> Path:
         return self.root / "devices/system/cpu/cpufreq/policy0/scaling_governor"
+
+
+class RecordingProgress(Progress):
+    """The progress interface, keeping the messages a person would see."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+
+
+def wait_for_samples(path: Path, count: int, timeout_s: float = 20.0) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            samples = phase_records.read_telemetry(path)[1]
+            if len(samples) >= count:
+                return samples
+        time.sleep(INTERVAL_S / 2)
+    raise AssertionError(f"the sampler wrote fewer than {count} samples in {timeout_s} s")
+
+
+@contextlib.contextmanager
+def sampling(root: Path, tmp_path: Path) -> Iterator[tuple[Path, Timeline]]:
+    """The real sampler process on the sensors under `root`, and a timeline to mark phases
+    on: (its telemetry.jsonl, the timeline). On the way out the sampler must stop cleanly."""
+    telemetry = tmp_path / "telemetry.jsonl"
+    sampler = SamplerProcess(sysfs.discover(root), telemetry, INTERVAL_S, cpu=None)
+    timeline = Timeline(tmp_path)
+    sampler.start()
+    try:
+        yield telemetry, timeline
+    finally:
+        assert sampler.stop() == 0
+        timeline.close()

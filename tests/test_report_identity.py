@@ -1,29 +1,39 @@
-"""One row, one measurement: on the real output of a quick local run with the link
-suite (periodic and capacity phases) and telemetry, every row of the terminal table
-and of report.md maps to exactly one record identity of summary.json, every
-identity both codecs measured has its row, and no telemetry or energy row carries
-a winner. On the same output the test's estimate (% Diff), the cells beside it and
-the verdict never point different ways.
+"""The report of one real quick local run (codec and link suites, both link phases,
+telemetry): the plots its data call for, decodable images, a CSV and a JUnit file
+(xmllint, against the JUnit schema of Jenkins' xUnit plugin) with the summary's numbers,
+and one row per measurement.
 
-The expectations come from the run's own files, not from the report code: the
-identity of a record is what evbench_core.analysis.identity declares (the results format's
-definition), each codec's median is recomputed here from samples.jsonl with
-statistics.median (per replicate first, where there are several), and a row names
-an identity when its profile, its metric label and the params that set the identity
-apart (phase, kind, mode, operation) agree and both codecs' medians are the ones the
-identity's samples give.
+Every row of the terminal table and of report.md maps to exactly one record identity of
+summary.json (what evbench_core.analysis.identity declares: the results format's
+definition), every identity both codecs measured has its row, no telemetry or energy row
+carries a winner, and the test's estimate (% Diff), the cells beside it and the verdict
+never point different ways. A row names an identity when its profile, its metric label
+and the params that set it apart (phase, kind, mode, operation) agree and both codecs'
+cells are the medians recomputed here from samples.jsonl with statistics.median (per
+replicate first, where there are several), never read from the report code.
 """
 
 from __future__ import annotations
 
+import base64
 import csv
+import io
 import json
 import re
 import statistics
 from pathlib import Path
 
+import matplotlib.image
 import pytest
-from report_helpers import evbench, junit_numbers, local_run
+from report_helpers import (
+    evbench,
+    junit_numbers,
+    local_run,
+    markdown_tables,
+    text_tables,
+    verdict_table,
+    xmllint_schema,
+)
 
 from evbench.report.units import format_value
 from evbench_core.analysis import identity, metrics
@@ -42,6 +52,7 @@ SCALES = {
     "MiB": 1024.0**2, "GiB": 1024.0**3, "KiB/s": 1024.0, "MiB/s": 1024.0**2, "B/s": 1.0,
     "msg/s": 1.0, "kmsg/s": 1000.0, "%": 1.0, "msg": 1.0, "MHz": 1e6,
 }  # fmt: skip
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
@@ -158,52 +169,6 @@ def match_rows(
     return mapped
 
 
-def text_tables(stdout: str) -> list[list[list[str]]]:
-    """The terminal's tables: a header 'Profile  | ...', a rule, rows until a non-row."""
-    lines = stdout.splitlines()
-    tables = []
-    for index, line in enumerate(lines):
-        if re.match(r"Profile +\| ", line):
-            rows = []
-            for row in lines[index + 2 :]:
-                cells = row.split(" | ")
-                if len(cells) < 3:
-                    break
-                rows.append(cells)
-            tables.append([line.split(" | "), *rows])
-    return tables
-
-
-def markdown_tables(markdown: str) -> list[list[list[str]]]:
-    """report.md's tables; one split to fit 120 columns ("The same rows, continued: ..."
-    before the next part, which repeats the leading cells that name a row) joined back."""
-    tables, current, continued = [], None, False
-    for line in markdown.splitlines():
-        if line.startswith("The same rows, continued: "):
-            continued = True
-        if line.startswith("| Profile |"):
-            current = []
-            tables.append(current)
-        if current is not None and line.startswith("|"):
-            if not line.startswith("|---"):
-                cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
-                current.append([c.strip().replace("\\|", "|") for c in cells])
-        elif current is not None:
-            current = None
-            if continued and len(tables) >= 2:
-                tables[-2:] = [_joined(*tables[-2:])]
-                continued = False
-    return tables
-
-
-def _joined(first: list[list[str]], rest: list[list[str]]) -> list[list[str]]:
-    keys = next(i for i, (a, b) in enumerate(zip(first[0], rest[0], strict=False)) if a != b)
-    assert len(first) == len(rest) and all(
-        a[:keys] == b[:keys] for a, b in zip(first, rest, strict=True)
-    )  # the same rows, in the same order
-    return [a + b[keys:] for a, b in zip(first, rest, strict=True)]
-
-
 def signed_change(cell: str) -> float:
     """A Change cell as a signed number: '+1.1%' as 1.1; '45x faster' as -45 (lower),
     '2.5x higher' as +2.5: only its sign is compared."""
@@ -211,11 +176,6 @@ def signed_change(cell: str) -> float:
         return float(cell.rstrip("%"))
     times, word = cell.split("x ", 1)
     return -float(times) if word in ("faster", "smaller", "lower") else float(times)
-
-
-def verdict_table(tables: list[list[list[str]]]) -> list[list[str]]:
-    """The comparison table: the one with a Verdict column."""
-    return next(t for t in tables if "Verdict" in [c.strip() for c in t[0]])
 
 
 def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> None:
@@ -325,6 +285,127 @@ def test_percent_diff_cells_and_verdict_agree_in_sign(run):
                 assert low <= 1 <= high, row
         checked += 1
     assert checked >= 5  # the codec suite's timed rows and the link's tested rows
+
+
+# --- the report's files -------------------------------------------------------------
+
+
+def expected_plots(run_dir: Path) -> set[str]:
+    """The plots this run's data call for, worked out from the files, not the report code."""
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    codec_metrics = {r["metric"] for r in records if r["suite"] == "codec"}
+    samples = map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())
+    link_metrics = {s["metric"] for s in samples if s["suite"] == "link"}
+    expected = set()
+    if codec_metrics & {"encode", "decode", "decode_access"}:
+        expected.add("codec-times")
+    if codec_metrics & {"size", "size_deflate"}:
+        expected.add("codec-sizes")
+    if "rtt" in link_metrics:
+        expected |= {"rtt-cdf", "rtt-time"}
+    if "send_lateness" in link_metrics:
+        expected.add("lateness-time")
+    telemetry = run_dir / "telemetry.jsonl"
+    if telemetry.exists() and '"sample"' in telemetry.read_text():
+        expected.add("telemetry")
+    return expected
+
+
+def assert_real_image(png: bytes) -> None:
+    assert png.startswith(PNG_SIGNATURE)
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
+    height, width = pixels.shape[:2]
+    assert height > 100 and width > 100
+    assert pixels.std() > 0.01, "a blank image"
+
+
+def test_run_writes_report_with_the_plots_the_data_call_for(run):
+    run_dir, stdout = run
+    # Named once, on the screen's last lines, once the report exists.
+    assert stdout.count(str(run_dir / "report.html")) == 1, stdout
+    assert f"Report with plots: {run_dir / 'report.html'}" in stdout.splitlines()[-3:]
+    html = (run_dir / "report.html").read_text()
+    markdown = (run_dir / "report.md").read_text()
+    expected = expected_plots(run_dir)
+    assert {"codec-times", "codec-sizes"} <= expected  # the codec suite always ran
+    assert set(re.findall(r'<figure id="([^"]+)"', html)) == expected
+    assert set(re.findall(r"\]\(plots/([^)]+)\.png\)", markdown)) == expected
+    assert {p.stem for p in (run_dir / "plots").glob("*.png")} == expected
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    assert len(images) == len(expected)
+    for png in images:
+        assert_real_image(base64.b64decode(png))
+    for path in (run_dir / "plots").glob("*.png"):
+        assert_real_image(path.read_bytes())
+
+
+def test_report_is_self_contained(run):
+    html = (run[0] / "report.html").read_text()
+    assert "<script" not in html
+    # No reference that would need a network or another file to open the report (links
+    # to the page's own sections, '#answer', stay inside it).
+    assert not re.search(r'(src|href)="(?!data:|#)', html)
+    assert 'href="#answer"' in html
+    assert "default-src 'none'" in html
+
+
+def test_report_has_context_comparison_and_spread(run):
+    run_dir, _stdout = run
+    markdown = (run_dir / "report.md").read_text()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["platform"]["kernel"] in markdown
+    assert f"{manifest['platform']['protobuf']} (backend " in markdown
+    assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
+    assert "PARTIAL" not in markdown
+    assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
+    spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
+    # The first part of the table (report.md splits one wider than 120 columns, each
+    # part repeating the columns that name a row): one line per record.
+    first_part = spread.split("The same rows, continued: ", 1)[0]
+    table_lines = [line for line in first_part.splitlines() if line.startswith("|")]
+    assert len(table_lines) - 2 == len(records)  # minus the header and its rule
+
+
+def test_csv_holds_the_same_numbers_as_summary(run):
+    run_dir, _stdout = run
+    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    with open(run_dir / "summary.csv", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == len(records)
+    numeric = ("n", "mean", "median", "stdev", "min", "max", "p90", "p99", "ci95_low", "ci95_high")
+    for row, record in zip(rows, records, strict=True):
+        for name in ("suite", "profile", "codec", "metric", "unit"):
+            assert row[name] == (record[name] or "")  # null (telemetry's codec) is empty
+        assert json.loads(row["params"]) == record["params"]
+        for name in numeric:
+            expected = record[name]
+            assert (float(row[name]) if row[name] else None) == expected, (name, row, record)
+
+
+def test_junit_validates_against_the_schema(run, tmp_path: Path):
+    junit = run[0] / "junit.xml"
+    done = xmllint_schema(junit)
+    assert done.returncode == 0, done.stderr
+    text = junit.read_text()
+    records = json.loads((run[0] / "summary.json").read_text())["records"]
+    assert text.count("<testcase ") == len(records)
+    cases = junit_numbers(junit)  # telemetry's phases are told apart, not merged
+    assert len(cases) == len(records)
+    # Every metric carries its value (the median) and unit, in both places.
+    expected = sorted((repr(r["median"]), r["unit"]) for r in records)
+    for place in ("properties", "system-out"):
+        got = sorted((c[place]["value"], c[place]["unit"]) for c in cases.values())
+        assert got == expected, place
+    assert any(c["properties"]["unit"] == "s" for c in cases.values())
+    # The schema can reject: a test case without its name does not validate.
+    broken = tmp_path / "broken.xml"
+    broken.write_text(re.sub(r'<testcase name="[^"]*"', "<testcase", text, count=1))
+    assert broken.read_text() != text
+    done = xmllint_schema(broken)
+    assert done.returncode != 0
+    assert "'name' is required" in done.stderr
 
 
 #: comparison.csv's columns, as issue 27 lists them, and issue 42's (the change in words,

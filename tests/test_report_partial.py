@@ -1,4 +1,7 @@
-"""Bad input: partial runs render what exists, marked; newer formats are refused."""
+"""Bad input: partial runs render what exists, marked, their first line the manifest's
+reason made safe to print (it may come from a board) or what the reader found instead;
+newer formats are refused; a run of the first agent (codec suite only, before telemetry,
+kept in tests/data/runs) renders complete. Real kills are in test_run_local.py."""
 
 from __future__ import annotations
 
@@ -9,11 +12,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from report_helpers import evbench, local_run
 
 from evbench.commands import run as run_command
-from evbench.report import criteria
+from evbench.report import criteria, plots
+from evbench.report.context import load_context
+from evbench.report.headline import partial_headline
+from evbench_core import results
 from evbench_core.errors import UserError
+
+OLD_RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +93,41 @@ def test_an_unreadable_sample_line_is_skipped_and_named(finished_run, tmp_path):
     assert re.search(r"\| seed \| Serialization( \*)? \|", markdown)
 
 
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        # escapes and line breaks become spaces, runs of spaces one: nothing reaches a terminal
+        ({"reason": "the sampler died\n\x1b[2J\x1b]0;owned\x07 (signal 9)\r"},
+         "the sampler died [2J ]0;owned (signal 9)"),
+        ({"reason": "x" * 10_000}, "x" * 497 + "..."),  # cut to 500 characters
+        ({}, None),
+        *(({"reason": odd}, None) for odd in (None, 9, ["died"], {"why": "x"}, "", " \n ")),
+    ],
+)  # fmt: skip
+def test_a_manifests_reason_is_one_printable_line_or_none(manifest, expected):
+    assert results.partial_reason(manifest) == expected
+
+
+@pytest.mark.parametrize(
+    ("manifest", "missing", "problems", "said"),
+    [
+        ({"status": "interrupted"}, [], [], "the run was interrupted"),
+        ({"status": "running"}, [], [],
+         "the manifest's status is 'running' and it gives no reason"),
+        ({"status": "complete"}, ["complete"], [], "missing complete"),
+        ({}, [], ["checksum: samples.jsonl: checksum mismatch"],
+         "checksum: samples.jsonl: checksum mismatch"),
+        ({}, [], [], "the run did not finish"),
+        ({"status": "partial", "reason": "a codec worker was killed (signal 9, SIGKILL)"}, [], [],
+         "a codec worker was killed (signal 9, SIGKILL)"),
+    ],
+)  # fmt: skip
+def test_without_a_reason_the_first_line_says_what_the_reader_found(
+    manifest, missing, problems, said
+):
+    assert partial_headline(manifest, missing, problems) == "PARTIAL: " + said
+
+
 def test_newer_format_version_is_refused_naming_it(finished_run, tmp_path):
     run = copy_run(finished_run, tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
@@ -124,3 +168,26 @@ def test_criteria_most_specific_key_wins(tmp_path):
     path.write_text(json.dumps({"metrics": {"decode": "fast"}}))
     with pytest.raises(UserError, match="must be a number of percent"):
         criteria.load(path)
+
+
+def test_an_older_run_renders_complete(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(OLD_RUN, run)
+    done = evbench("report", str(run))
+    assert done.returncode == 0, done.stderr
+    context = load_context(run)
+    assert not context.partial
+    assert [p.name for p in plots.plans(context)] == ["codec-times", "codec-sizes"]
+    markdown = (run / "report.md").read_text()
+    assert "| Sensors | no telemetry in this run |" in markdown
+    # Two worker processes are two replicates. JSON's cell is the median of their medians
+    # (samples.jsonl: 58.34 and 56.05 µs -> 57.2 µs). Protobuf's cell is the estimate the
+    # test uses, JSON's cell times exp(HL of the processes' log-ratios): each process's
+    # log-ratio is the median of its 5 per-round log(protobuf / json), -3.97402 and
+    # -3.87147; with two, the Hodges-Lehmann centre is their mean, -3.92275, so
+    # 57.19 µs x 0.019787 = 1.13 µs; 1 / 0.019787 = 50.5, "51x faster". No interval
+    # across two, and no verdict reachable (the best exact signed-rank p with 2 pairs is
+    # 2 / 2**2 = 0.5).
+    assert "| seed | Serialization | 57.2 µs | 1.13 µs | 51x faster |" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
+    assert "| n too small |" in row and "| 2 processes |" in row

@@ -309,3 +309,13 @@ def test_size_bars_are_the_mean_the_report_text_gives(render, tmp_path) -> None:
             (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
             ends = sorted((whisker[0][1], whisker[1][1]))
             assert ends == [min(values[codec]), max(values[codec])]
+
+
+def test_the_size_plot_names_the_zlib_level_the_run_recorded() -> None:
+    # tests/data/runs/core-v1: both size_deflate records carry params.zlib_level 6.
+    context = load_context(CORE)
+    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "Deflated: zlib level 6. " in sizes.caption
+    context.records[:] = [dict(r, params={}) for r in context.records]  # a run without it
+    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "zlib level" not in sizes.caption

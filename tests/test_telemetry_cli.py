@@ -1,4 +1,5 @@
-"""The telemetry flags of `evbench-agent run`: refused when they cannot work, else recorded."""
+"""The agent's telemetry on its command line: `run`'s flags, refused when they cannot work,
+else recorded; `info`'s warnings about noisy setups."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import subprocess
 import sys
 
 import pytest
-from telemetry_am62x import Am62xTree
+from telemetry_am62x import Am62xTree, write
 
 from evbench_agent import spec as spec_module
-from evbench_agent.telemetry import sysfs
+from evbench_agent.telemetry import noise, sysfs
 from evbench_agent.telemetry.session import SYSFS_ENV
 from evbench_core.errors import UserError
 
 RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick"]
 RUN += ["--profile", "seed", "--codecs", "json,protobuf", "--progress", "none"]
+SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass\n"
 
 
 def _agent(sysfs_root, *arguments: str) -> subprocess.CompletedProcess:
@@ -77,3 +79,40 @@ def test_a_run_with_cool_to_and_governor_records_both_and_restores_the_governor(
     # before the idle baseline, the suite, and each of the quick plan's 8 worker processes
     assert [w["phase"] for w in waits] == ["idle", "codec"] + ["codec"] * 8
     assert all(w["outcome"] == "cool" and w["start_c"] == 46.0 for w in waits)
+
+
+def test_info_warns_about_the_governor_boost_hot_zones_and_busy_processes(tmp_path):
+    board = Am62xTree(tmp_path / "sys")
+    write(board.root / "devices/system/cpu/cpufreq/boost", 1)
+    board.set_zone_c(0, 98.0)  # within 10 °C of the 105 °C passive trip point
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])
+    try:
+        # A loaded machine (the suite's workers, a CPU hog beside CI) may give the spinner
+        # less than BUSY_PERCENT of a core in one 0.5 s window: look again, at most 5 times.
+        for _ in range(5):
+            found = noise.warnings(board.root, window_s=0.5)
+            if any(f"pid {spinner.pid}," in w for w in found if "busy process" in w):
+                break
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert any("governor of policy0 is 'schedutil'" in w for w in found)
+    assert any("frequency boost is on" in w for w in found)
+    assert any("thermal_zone0 (main0_thermal) is at 98 °C" in w for w in found)
+    assert not any("thermal_zone1" in w for w in found)  # 46 °C: no warning
+    busy = [w for w in found if "busy process" in w]
+    assert busy and f"pid {spinner.pid}," in busy[0]
+
+
+def test_info_prints_the_warnings_and_has_them_in_its_json(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", SYSFS_ENV: str(Am62xTree(tmp_path / "sys").root)}
+    command = [sys.executable, "-m", "evbench_agent", "info"]
+    text = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "evbench-agent: warning: cpufreq governor of policy0 is 'schedutil'" in text.stderr
+    document = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    warnings = json.loads(document.stdout)["warnings"]
+    assert any("schedutil" in w for w in warnings)
+    assert "no cpufreq" not in " ".join(warnings)

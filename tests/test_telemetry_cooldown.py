@@ -1,31 +1,20 @@
-"""The cool-down guard (countdown, timeout) and the governor setting, on an AM62x-like tree."""
+"""Phases from the timeline's markers, the cool-down guard before each (countdown, timeout)
+and the governor setting, on an AM62x-like tree."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from telemetry_am62x import Am62xTree
+from telemetry_am62x import Am62xTree, RecordingProgress
 
 from evbench_agent import spec as spec_module
-from evbench_agent.progress import Progress
 from evbench_agent.telemetry import sysfs
 from evbench_agent.telemetry.cooldown import CoolDownGuard
 from evbench_agent.telemetry.governor import GovernorSetting
 from evbench_agent.telemetry.session import SYSFS_ENV, TelemetrySession
-from evbench_agent.telemetry.timeline import Timeline, read_markers
+from evbench_agent.telemetry.timeline import Timeline, group_name, read_markers, windows
 from evbench_core.errors import UserError
-
-
-class RecordingProgress(Progress):
-    """The progress interface, keeping the messages a person would see."""
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    def message(self, text: str) -> None:
-        self.messages.append(text)
 
 
 @pytest.fixture
@@ -39,6 +28,67 @@ def _session(tmp_path, **spec_fields) -> tuple[TelemetrySession, RecordingProgre
     progress = RecordingProgress()
     spec = spec_module.from_dict({"codecs": ["json"], **spec_fields})
     return TelemetrySession(spec, tmp_path, progress), progress
+
+
+def _m(t_ns: int, event: str, **fields) -> dict:
+    return {"t_ns": t_ns, "event": event, "suite": None, "profile": None, "codec": None, **fields}
+
+
+def test_link_style_ends_close_their_start_and_bring_the_message_count():
+    # the link suite's end markers leave out the repetition number its starts give
+    where = {"suite": "link", "profile": "seed", "codec": "json"}
+    markers = [
+        _m(10, "start", **where, kind="periodic", phase=0),
+        _m(20, "end", **where, kind="periodic", messages=40),
+        _m(30, "start", **where, kind="periodic", phase=1),
+        _m(40, "end", **where, kind="periodic", messages=39),
+        _m(50, "start", **where, kind="capacity", phase=0),
+        _m(60, "end", **where, kind="capacity", messages=5000),
+    ]
+    found = [(group_name(m)[3], m["phase"], m["messages"], a, b) for m, a, b in windows(markers)]
+    expected = [("periodic", 0, 40, 10, 20), ("periodic", 1, 39, 30, 40)]
+    assert found == [*expected, ("capacity", 0, 5000, 50, 60)]
+
+
+def test_nested_and_reported_phases_pair_by_their_fields_and_unclosed_ones_stay_open():
+    markers = [
+        _m(1, "start", suite="codec"),
+        _m(2, "start", suite="codec", worker=0),
+        _m(9, "end", suite="codec", worker=0),
+        _m(3, "start", suite="codec", profile="seed", worker=0),  # written after the fact
+        _m(8, "end", suite="codec", profile="seed", worker=0),
+        _m(10, "start", suite="codec", worker=1),  # the run was cut short here
+        _m(12, "end", suite="codec", profile="seed", worker=7),  # matches no start
+    ]
+    found = [(m.get("worker"), m["profile"], a, b) for m, a, b in windows(markers)]
+    assert found == [(0, "seed", 3, 8), (0, None, 2, 9), (None, None, 1, None), (1, None, 10, None)]
+
+
+def test_the_timeline_runs_the_guard_before_live_starts_only(tmp_path):
+    guarded = []
+    timeline = Timeline(tmp_path, guard=guarded.append)
+    timeline.mark("start", suite="codec")
+    timeline.mark("start", t_ns=5, suite="codec", profile="seed", worker=0)  # reported afterwards
+    timeline.mark("end", suite="codec")
+    timeline.close()
+    assert guarded == [{"suite": "codec"}]
+    markers = read_markers(timeline.path)
+    seen = [(m["event"], m["profile"]) for m in markers]
+    assert seen == [("start", None), ("start", "seed"), ("end", None)]
+    assert markers[1]["t_ns"] == 5
+    other = Timeline(tmp_path)
+    with pytest.raises(ValueError, match="'start' or 'end'"):
+        other.mark("begin", suite="codec")
+    other.close()
+
+
+def test_a_damaged_markers_file_costs_the_telemetry_records_not_the_run(tmp_path):
+    session, progress = _session(tmp_path)
+    (tmp_path / "markers.jsonl").write_text('{"t_ns": 1, "event": "start"}\nnot json\n')
+    sample_sets, facts = session.stop()
+    assert sample_sets == []
+    assert facts["error"].startswith("telemetry: no per-phase records: JSONDecodeError")
+    assert progress.messages == [facts["error"]]
 
 
 def test_the_guard_gives_up_at_its_timeout_with_a_countdown_and_records_it(board, tmp_path):
@@ -60,42 +110,32 @@ def test_the_guard_gives_up_at_its_timeout_with_a_countdown_and_records_it(board
     assert session.manifest()["cool_downs"] == [wait]
 
 
+class _CoolsWhenWaiting(RecordingProgress):
+    def __init__(self, board: Am62xTree) -> None:
+        super().__init__()
+        self.board = board
+
+    def message(self, text: str) -> None:
+        super().message(text)
+        self.board.set_zone_c(0, 55.0)
+
+
 def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board):
     board.set_zone_c(0, 70.0)
-    sensors = sysfs.discover(board.root)
-    zone = sensors.zones[0]
+    zone = sysfs.discover(board.root).zones[0]
 
     def hottest() -> float:
         return int(sysfs.read_text(f"{zone.path}/temp")) / 1000
 
-    guard = CoolDownGuard(hottest, 60.0, timeout_s=20.0, progress=Progress(), poll_s=0.05)
-    cooler = threading.Timer(0.3, board.set_zone_c, (0, 55.0))
-    cooler.start()
-    try:
-        guard({"suite": "link", "codec": "json"})
-    finally:
-        cooler.cancel()
+    # The board cools once the guard says it waits, so after a hot reading whatever the
+    # machine's load (a timer set to cool it raced the guard's first reading).
+    progress = _CoolsWhenWaiting(board)
+    guard = CoolDownGuard(hottest, 60.0, timeout_s=20.0, progress=progress, poll_s=0.05)
+    guard({"suite": "link", "codec": "json"})
     (wait,) = guard.waits
-    assert wait["outcome"] == "cool" and wait["end_c"] == 55.0
-    assert 0.25 <= wait["waited_s"] < 20.0
-
-
-def test_the_timeline_runs_the_guard_before_live_starts_only(tmp_path):
-    guarded = []
-    timeline = Timeline(tmp_path, guard=guarded.append)
-    timeline.mark("start", suite="codec")
-    timeline.mark("start", t_ns=5, suite="codec", profile="seed", worker=0)  # reported afterwards
-    timeline.mark("end", suite="codec")
-    timeline.close()
-    assert guarded == [{"suite": "codec"}]
-    markers = read_markers(timeline.path)
-    seen = [(m["event"], m["profile"]) for m in markers]
-    assert seen == [("start", None), ("start", "seed"), ("end", None)]
-    assert markers[1]["t_ns"] == 5
-    other = Timeline(tmp_path)
-    with pytest.raises(ValueError, match="'start' or 'end'"):
-        other.mark("begin", suite="codec")
-    other.close()
+    assert (wait["outcome"], wait["start_c"], wait["end_c"]) == ("cool", 70.0, 55.0)
+    assert len(progress.messages) == 1 and "70.0 °C, waiting for < 60 °C" in progress.messages[0]
+    assert 0.05 <= wait["waited_s"] < 20.0  # one poll's sleep at least, never the timeout
 
 
 def test_cool_to_without_a_thermal_zone_is_refused_before_the_run(tmp_path, monkeypatch):

@@ -1,9 +1,11 @@
-"""Telemetry in real runs: the local board, an AM62x-like tree, and runs that are stopped."""
+"""Telemetry in real runs: the local board, an AM62x-like tree (tests/telemetry_am62x.py:
+this machine has no thermal zones or cpufreq) and its report, and runs that are stopped."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,14 +15,13 @@ from pathlib import Path
 import process_tree
 import psutil
 import pytest
-from telemetry_am62x import Am62xTree
-from test_telemetry_throttle import wait_for_samples
+from report_helpers import local_run
+from telemetry_am62x import Am62xTree, wait_for_samples
 
+from evbench.report import telemetry as report_telemetry
 from evbench_agent.telemetry import phase_records, sysfs
 from evbench_agent.telemetry.session import SYSFS_ENV
 
-ROOT = Path(__file__).resolve().parent.parent
-EVBENCH = Path(sys.executable).parent / "evbench"
 RUN_ARGS = ["--suite", "codec", "--quick", "--profile", "seed", "--codecs", "json,protobuf"]
 
 
@@ -29,12 +30,22 @@ def _telemetry_records(out: Path) -> list[dict]:
     return [r for r in summary["records"] if r["suite"] == "telemetry"]
 
 
+@pytest.fixture(scope="module")
+def am62x_run(tmp_path_factory) -> Path:
+    """A quick codec run of `evbench run` on the AM62x-like tree, its cooling device engaged
+    so the kernel "throttles" throughout."""
+    board = Am62xTree(tmp_path_factory.mktemp("am62x") / "sys")
+    board.set_cooling_state(1)
+    out = board.root.parent / "run"
+    env = dict(os.environ, **{SYSFS_ENV: str(board.root)})
+    local_run(out, "--suite", "codec", "--telemetry-interval", "0.1", env=env)
+    return out
+
+
 @pytest.mark.integration
 def test_a_local_run_has_telemetry_per_phase_and_names_its_sensors(tmp_path):
     out = tmp_path / "run"
-    command = [str(EVBENCH), "run", "--board", "local", *RUN_ARGS, "--out", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
+    local_run(out, "--suite", "codec")
     header, samples, _ = phase_records.read_telemetry(out / "telemetry.jsonl")
     assert header["format"] == "evbench-telemetry" and header["interval_s"] == 1.0
     assert samples and all(0 <= s["cpu_percent"] <= 100 for s in samples)
@@ -58,28 +69,13 @@ def test_a_local_run_has_telemetry_per_phase_and_names_its_sensors(tmp_path):
     assert "telemetry.jsonl" in checksums and "markers.jsonl" in checksums
 
 
-def _agent(out: Path, sysfs_root: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, **{SYSFS_ENV: str(sysfs_root)})
-    command = [sys.executable, "-m", "evbench_agent", "run", *RUN_ARGS, "--out", str(out)]
-    return subprocess.Popen(
-        [*command, "--telemetry-interval", "0.1", *extra], env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
 @pytest.mark.integration
-def test_an_am62x_run_flags_throttled_phases_and_reports_energy(tmp_path):
-    board = Am62xTree(tmp_path / "sys")
-    board.set_cooling_state(1)  # the kernel is throttling throughout
-    out = tmp_path / "run"
-    agent = _agent(out, board.root)
-    _, errors = agent.communicate(timeout=600)
-    assert agent.returncode == 0, errors
-    manifest = json.loads((out / "manifest.json").read_text())["telemetry"]
+def test_an_am62x_run_flags_throttled_phases_and_reports_energy(am62x_run):
+    manifest = json.loads((am62x_run / "manifest.json").read_text())["telemetry"]
     assert manifest["sensors"]["hwmon"][0] == "hwmon0/curr1 ina226 current (A)"
     assert manifest["idle_power_w"] == pytest.approx(1.33)
     assert [e["type"] for e in manifest["throttle_events"]] == ["throttle_start"]
-    records = _telemetry_records(out)
+    records = _telemetry_records(am62x_run)
     assert records and all(r["params"]["throttled"] for r in records)
     assert {r["params"]["phase"] for r in records} == {"idle", "codec"}
     by_key = {(r["params"]["phase"], r["codec"], r["metric"]): r for r in records}
@@ -91,6 +87,27 @@ def test_an_am62x_run_flags_throttled_phases_and_reports_energy(tmp_path):
     expected = {(codec, op) for codec in ("json", "protobuf") for op in operations}
     assert {(r["codec"], r["params"]["operation"]) for r in energy} == expected
     assert all(r["unit"] == "J" and r["max"] == pytest.approx(0.0) for r in energy)
+
+
+@pytest.mark.integration
+def test_its_report_plots_cpu_frequency_temperature_phases_and_throttling(am62x_run):
+    series = report_telemetry.load(am62x_run)
+    assert series is not None and series.samples
+    labels = [label for label, _ in report_telemetry.panels(series)]
+    assert labels == ["CPU utilisation (%)", "frequency (MHz)", "temperature (°C)"]
+    assert len(series.throttles) == 1  # one cooling-device throttle start
+    assert [name for name, _start, _end in series.suites] == ["idle", "codec"]
+    html = (am62x_run / "report.html").read_text()
+    assert '<figure id="telemetry">' in html
+    assert "red lines throttle events (1)" in html
+    assert "No sensor for" not in html
+    lines = (am62x_run / "report.md").read_text().splitlines()
+    sensors = next(line for line in lines if line.startswith("| Sensors | "))
+    shortened = re.search(r"…\[(\d+)\] \|$", sensors)  # a cell cut to fit 120 columns
+    if shortened:  # is listed whole under its table
+        sensors = next(line for line in lines if line.startswith(f"- [{shortened[1]}] "))
+    assert "thermal_zone0 (main0_thermal)" in sensors and "ina226 power (W)" in sensors
+    assert "absent" not in sensors  # every kind of sensor was found
 
 
 def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
@@ -113,7 +130,12 @@ def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
 def test_a_stopped_run_leaves_no_sampler_behind(tmp_path, stop):
     board = Am62xTree(tmp_path / "sys")  # with a power monitor: the idle phase takes 3 s
     out = tmp_path / "run"
-    agent = _agent(out, board.root)
+    env = dict(os.environ, **{SYSFS_ENV: str(board.root)})
+    command = [sys.executable, "-m", "evbench_agent", "run", *RUN_ARGS, "--out", str(out)]
+    agent = subprocess.Popen(
+        [*command, "--telemetry-interval", "0.1"], env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
         sampler = _sampler_pid(agent.pid)
         wait_for_samples(out / "telemetry.jsonl", 3)

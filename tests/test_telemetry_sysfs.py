@@ -1,4 +1,5 @@
-"""Sensor discovery and reading against a tree laid out like an AM62x's sysfs."""
+"""Sensor discovery, readings and throttle rules against a tree laid out like an AM62x's
+sysfs (tests/telemetry_am62x.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import shutil
 import pytest
 from telemetry_am62x import Am62xTree, write
 
-from evbench_agent.telemetry import sysfs
+from evbench_agent.telemetry import sysfs, throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
+
+#: The AM62x device tree's alert, as the tree in tests/telemetry_am62x.py has it.
+PASSIVE = "passive trip 105 °C"
 
 
 @pytest.fixture
@@ -38,10 +42,7 @@ def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
     summary = sensors.summary()
     assert summary["found"] == "some" and summary["absent"] == "none"
     assert summary["thermal_zones"] == [f"{name} ({kind})" for name, kind in zones]
-
-
-def test_sensors_survive_the_trip_to_the_sampler_process(board):
-    sensors = sysfs.discover(board.root)
+    # what the sampler process is given, read back whole
     assert sysfs.Sensors.from_dict(sensors.as_dict()) == sensors
 
 
@@ -87,3 +88,30 @@ def test_a_vanished_or_garbled_sensor_is_reported_once_and_skipped(board):
         assert set(reading["hwmon"]) == {"hwmon1/curr1", "hwmon1/in1"}
     # the other rail still gives power: current x voltage
     assert PowerSum(sensors).watts(second["hwmon"]) == pytest.approx(0.33)
+
+
+@pytest.mark.parametrize(
+    ("setter", "args", "reasons"),
+    [
+        # scaling_cur_freq is 1.25 GHz of 1.4 GHz: the governor at work, not throttling
+        ("set_cooling_state", (0,), []),
+        ("set_scaling_max_khz", (800000,), ["policy0 scaling_max_freq < cpuinfo_max_freq"]),
+        ("set_cooling_state", (2,), ["cooling_device0 (cpufreq-cpu0) cur_state > 0"]),
+        ("set_zone_c", (1, 104.9), []),  # below its 105 °C passive trip point
+        ("set_zone_c", (1, 105.0), [f"thermal_zone1 (main1_thermal) at or above {PASSIVE}"]),
+    ],
+    ids=["clock-below-max", "max-freq-lowered", "cooling-device", "zone-below", "zone-at-trip"],
+)
+def test_throttling_is_what_the_kernel_says(board, setter, args, reasons):
+    getattr(board, setter)(*args)
+    sensors = sysfs.discover(board.root)
+    reading = SensorReader(sensors, lambda *_: None).read()
+    assert throttle.ThrottleRules(sensors).reasons(reading) == reasons
+
+
+def test_the_tracker_records_one_start_and_one_end_per_reason():
+    tracker = throttle.ThrottleTracker()
+    assert tracker.update(1, []) == []
+    assert tracker.update(2, ["a"]) == [{"type": "throttle_start", "t_ns": 2, "reason": "a"}]
+    assert tracker.update(3, ["a"]) == []
+    assert tracker.update(4, []) == [{"type": "throttle_end", "t_ns": 4, "reason": "a"}]
