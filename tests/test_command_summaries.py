@@ -1,24 +1,26 @@
-"""`evbench --help` lists every command without importing any (issue 21, item 1).
+"""`evbench --help` lists every command without importing any (issue 21, item 1), and
+`evbench run --help` (and the agent's) what each suite, profile and codec is, read from
+the registries: a codec added to a registry shows up without a hand edit.
 
-The listing comes from evbench.command_summaries; these tests keep it equal to
-each command module's own HELP and check, in a fresh interpreter, that printing
-it or refusing a typo imports no command module and no protobuf. Not a timing
-test: what is imported is what the start-up time follows from.
+The listing comes from evbench.command_summaries, kept equal here to each command
+module's own HELP; a fresh interpreter shows that printing it or refusing a typo imports
+no command module and no protobuf (what the start-up time follows from; nothing is timed).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from evbench.command_summaries import SUMMARIES
+from evbench_agent import catalogue, codecs, payloads, registry
 
-ROOT = Path(__file__).resolve().parent.parent
 #: From the folder, not from the CLI's table, so a new command without a summary is caught.
 COMMANDS = (ROOT / "host_tools/src/evbench/commands").glob("*.py")
 COMMAND_NAMES = sorted(path.stem for path in COMMANDS if path.stem != "__init__")
@@ -74,3 +76,40 @@ def test_a_named_command_is_loaded_with_its_options():
     assert report["code"] == 2
     assert "expected one argument" in output
     assert report["loaded"] == ["evbench.commands.flash"]
+
+
+def _entry(listing: str, name: str) -> str:
+    """The line that starts the entry `name` in the listing."""
+    (line,) = [line for line in listing.splitlines() if line.strip().startswith(f"{name} ")]
+    return line
+
+
+@pytest.mark.parametrize("program", [("evbench",), ("evbench_agent",)])
+def test_run_help_says_what_each_suite_profile_and_codec_is(program):
+    environment = {**os.environ, "COLUMNS": "200"}  # wide: the listing caps itself
+    argv = [sys.executable, "-m", *program, "run", "--help"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=environment)
+    assert done.returncode == 0, done.stderr
+    listing = done.stdout.split("suites (--suite):", 1)[1]
+    # Hand-checked against the suites' and payloads' own documentation.
+    assert "50 ms periodic messages over TCP" in _entry(listing, "link")
+    assert "encode, decode" in _entry(listing, "codec")
+    assert "BMS with 96 cells" in _entry(listing, "ev-full")
+    assert "Protocol Buffers binary" in _entry(listing, "protobuf")
+    assert "JSON, the standard library" in _entry(listing, "json")
+    assert "CBOR" in _entry(listing, "cbor2")
+    # And nothing registered is left out.
+    for name in [*registry.REGISTRY, *payloads.PROFILES, *codecs.CODECS]:
+        assert _entry(listing, name)
+    widest = max(len(line) for line in listing.splitlines())
+    assert widest <= catalogue.MAX_WIDTH
+
+
+def test_a_codec_added_to_the_registry_is_listed_without_a_hand_edit(monkeypatch):
+    added = codecs.Codec(
+        "scratch", "evbench_scratch", "scratch", codecs.PLAIN, "Scratch text", None, yocto=None
+    )
+    monkeypatch.setitem(codecs.CODECS, "scratch", added)
+    listing = catalogue.text(width=80)
+    assert "Scratch text" in _entry(listing, "scratch")
+    assert all(len(line) <= 80 for line in listing.splitlines())

@@ -12,22 +12,14 @@ from report_helpers import evbench, junit_numbers, local_run, xmllint_schema
 # A plugin module for the agent's processes, put on PYTHONPATH by this test
 # only: json.loads does its work 20 times, so the json codec's decode is
 # really slower (the agent has no test hook; it runs unchanged).
-SLOW_JSON = """
-import json
-
+SLOW_JSON = """import json
 _loads = json.loads
-
-
 def _slow_loads(text, *args, **kwargs):
     for _ in range(19):
         _loads(text, *args, **kwargs)
     return _loads(text, *args, **kwargs)
-
-
 json.loads = _slow_loads
 """
-
-
 OTHER_PLAN = ("--processes", "4", "--values", "3")
 
 

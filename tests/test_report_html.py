@@ -1,22 +1,23 @@
-"""report.html in a real headless Chromium, driven over the DevTools protocol.
-
-Chromium is driven by tests/chromium.py (DevTools on a pipe, no port). The
-test loads the report with background networking disabled, asks the page
-whether every image decoded, collects console errors and uncaught exceptions,
-and takes a screenshot.
+"""report.html in a real headless Chromium (tests/chromium.py: DevTools on a pipe, no port,
+background networking off): every image decodes, no console error or uncaught exception,
+the answer in the first window; report.md's opening and its environment box.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
+import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 import matplotlib.image
 import pytest
 from chromium import open_page
-from report_helpers import local_run
+from report_helpers import evbench, local_run
 
 pytestmark = pytest.mark.integration
 
@@ -28,8 +29,26 @@ def report(tmp_path_factory) -> Path:
     return out / "report.html"
 
 
-def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, tmp_path):
-    shown = open_page(report, tmp_path / "profile", screenshot=True)
+#: Where the answer's and the contents' boxes end, and where the first plot and the first
+#: table start, in CSS pixels from the top of the page.
+_LAYOUT = (
+    "JSON.stringify({"
+    "answer: document.getElementById('answer').getBoundingClientRect().bottom,"
+    "contents: document.getElementById('contents').getBoundingClientRect().bottom,"
+    "environment: document.getElementById('environment').getBoundingClientRect().bottom,"
+    "plot: document.querySelector('figure').getBoundingClientRect().top,"
+    "table: document.querySelector('table').getBoundingClientRect().top})"
+)
+
+
+@pytest.fixture(scope="module")
+def shown(report: Path, tmp_path_factory):
+    """The report in one Chromium, a 1400 x 900 window: its images, errors, layout, shot."""
+    profile = tmp_path_factory.mktemp("profile")
+    return open_page(report, profile, expression=_LAYOUT, screenshot=True, viewport=(1400, 900))
+
+
+def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, shown):
     assert len(shown.images) == report.read_text().count("data:image/png;base64,") >= 2
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
@@ -47,25 +66,11 @@ def test_the_page_check_sees_a_broken_image(report: Path, tmp_path):
     assert 0 in [width for _complete, width, _height in shown.images]
 
 
-#: Where the answer's and the contents' boxes end, and where the first plot and the first
-#: table start, in CSS pixels from the top of the page.
-_LAYOUT = (
-    "JSON.stringify({"
-    "answer: document.getElementById('answer').getBoundingClientRect().bottom,"
-    "contents: document.getElementById('contents').getBoundingClientRect().bottom,"
-    "environment: document.getElementById('environment').getBoundingClientRect().bottom,"
-    "plot: document.querySelector('figure').getBoundingClientRect().top,"
-    "table: document.querySelector('table').getBoundingClientRect().top})"
-)
-
-
-def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(report, tmp_path):
-    shown = open_page(report, tmp_path / "profile", expression=_LAYOUT, viewport=(1400, 900))
+def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(report, shown):
     layout = json.loads(shown.value)
     assert layout["answer"] <= 900 and layout["contents"] <= 900, layout
     assert 0 < layout["environment"] <= 900, layout  # the whole environment box
     assert layout["plot"] < layout["table"], layout  # the key plots before the first table
-    assert shown.errors == []
     html = report.read_text()
     for target in re.findall(r'<nav id="contents">.*?</nav>', html)[0].split('href="#')[1:]:
         assert f'id="{target.split(chr(34))[0]}"' in html  # every link of the contents lands
@@ -88,9 +93,6 @@ def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path)
 def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
     """Each value read here from manifest.json (and the interpreter itself), not from the
     report code: the box's lines in report.md, the same values inside report.html's box."""
-    import sys
-    import sysconfig
-
     manifest = json.loads((report.parent / "manifest.json").read_text())
     platform = manifest["platform"]
     # The run's agent is this interpreter: its build is what the manifest says.
@@ -131,11 +133,6 @@ def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
 def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report: Path, tmp_path):
     """A copy of the real run, its manifest edited as a throttled board writes it (and its
     checksum renewed, so the run stays whole): the box warns, naming the phase."""
-    import hashlib
-    import shutil
-
-    from report_helpers import evbench
-
     run = tmp_path / "run"
     shutil.copytree(report.parent, run)
     manifest = json.loads((run / "manifest.json").read_text())

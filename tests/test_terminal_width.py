@@ -1,7 +1,7 @@
-"""Issue 44, item 13: output follows the terminal's width (report/terminal.py), never breaks
-a word or a number from its unit, splits a table too wide into column groups repeating
-the columns that name a row, and shortens a long profile's name by its start, not the
-metric's label. Expected values are counted by hand from the inputs."""
+"""Output that fits (issue 31; issue 44, item 13): the terminal's width, never a word broken
+or a number split from its unit, the key table's names giving way to its figures, a wide
+table split into column groups that repeat the columns naming a row, and report.md's
+tables within 120 columns. Expected values are counted by hand from the inputs."""
 
 from __future__ import annotations
 
@@ -10,25 +10,46 @@ import pty
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 from fcntl import ioctl
 
+import pytest
+
 from evbench.report import glance, table
+from evbench.report.table import format_markdown
 
 PROBE = "from evbench.report import terminal; print(terminal.width())"
 
 
+def on_pty(argv: list[str], columns: int, env: dict[str, str]) -> tuple[int, str, str]:
+    """`argv` with standard output on a pty of `columns` columns (standard error piped):
+    its exit code, what it printed (newlines as '\\n') and its standard error."""
+    master, slave = pty.openpty()
+    ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    with tempfile.TemporaryFile() as errors:  # a file: a full pipe would block the child
+        child = subprocess.Popen(argv, stdout=slave, stderr=errors, env=env)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            said += chunk
+        os.close(master)
+        code = child.wait(timeout=900)
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace")
+    return code, said.decode().replace("\r\n", "\n"), stderr
+
+
 def _width_under_pty(columns: int, env: dict[str, str]) -> int:
     """terminal.width() in a child whose standard output is a pty of `columns` columns."""
-    master, slave = pty.openpty()
-    ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    child = subprocess.run(
-        [sys.executable, "-c", PROBE], stdout=slave, stderr=subprocess.PIPE, env=env, timeout=60
-    )
-    os.close(slave)
-    said = os.read(master, 1024).decode()
-    os.close(master)
-    assert child.returncode == 0, child.stderr
+    code, said, stderr = on_pty([sys.executable, "-c", PROBE], columns, env)
+    assert code == 0, stderr
     return int(said.strip())
 
 
@@ -92,18 +113,72 @@ def test_a_wide_table_is_split_into_column_groups_that_repeat_profile_and_metric
         c.strip() for c in headers[1].split("|")[2:]) + ".") == 1  # fmt: skip
 
 
-def test_a_long_profile_name_is_shortened_by_its_start_and_labels_stay_whole():
-    profile = "schema:com.example.ev.v1.BatteryManagementStatus"  # 48 characters
-    headers = ["Profile", "Metric", "JSON", "Protobuf", "Change", "Verdict"]
-    rows = [
-        [profile, "Serialization", "32.3 µs", "386 ns", "84x faster", "Protobuf"],
-        [profile, "Deserialization", "31.6 µs", "554 ns", "57x faster", "Protobuf"],
-    ]
-    # The other columns: 7 + 8 + 10 + 8 = 33, with 4 separators 45; the profile's 48 and
-    # a label's 15 with one more separator make 111 > 100: the profile gives way first,
-    # down to 100 - 45 - 15 - 3 = 37 characters: '...' and the dotted parts that fit.
-    fitted = glance.fit_labels(headers, rows)
-    assert [row[1] for row in fitted] == ["Serialization", "Deserialization"]
-    assert {row[0] for row in fitted} == {"...ev.v1.BatteryManagementStatus"}
-    lines = table.format_rows(headers, fitted).splitlines()
-    assert max(len(line) for line in lines) <= 100
+KEY_HEADERS = ["Profile", "Metric", "JSON", "Protobuf", "Change", "Verdict"]
+SCHEMA_PROFILE = "schema:com.example.ev.v1.BatteryManagementStatus"  # 48 characters
+
+
+@pytest.mark.parametrize(
+    ("rows", "names", "width"),
+    [
+        # Other columns: JSON 30, Protobuf 12 ("1 of 3 buses"), Change 8 ("+185.8 %"),
+        # Verdict 9 ("undecided"), Profile 7 = 66, and 5 separators of 3 = 15: 19 are left
+        # for the label, so with its busy mark " *" it keeps 17 characters: its first 14
+        # and "...". The table is 100 wide.
+        (
+            [["seed", "RTT, encode to decoded reply (periodic) *", "1" * 30, "1 of 3 buses",
+              "+185.8 %", "undecided"],
+             ["seed", "Size", "995.5 B", "277.1 B", "-72.2 %", "fact"]],
+            [["seed", "RTT, encode to... *"], ["seed", "Size"]],
+            100,
+        ),
+        # 7 + 33 + 5 + 8 + 6 + 9 = 68 and 15 of separators: 83 fit, nothing shortened
+        (
+            [["seed", "Jitter, stdev of RTT (periodic) *", "41 µs", "40.5 µs", "-1.0 %",
+              "undecided"]],
+            [["seed", "Jitter, stdev of RTT (periodic) *"]],
+            83,
+        ),
+        # Other columns 7 + 8 + 10 + 8 = 33, with 4 separators 45; the profile's 48 and a
+        # label's 15 with one more separator make 111 > 100: the profile gives way first,
+        # down to 100 - 45 - 15 - 3 = 37 characters: "..." and the dotted parts that fit
+        # (32), so the table is 45 + 32 + 3 + 15 = 95 wide.
+        (
+            [[SCHEMA_PROFILE, "Serialization", "32.3 µs", "386 ns", "84x faster", "Protobuf"],
+             [SCHEMA_PROFILE, "Deserialization", "31.6 µs", "554 ns", "57x faster",
+              "Protobuf"]],
+            [["...ev.v1.BatteryManagementStatus", "Serialization"],
+             ["...ev.v1.BatteryManagementStatus", "Deserialization"]],
+            95,
+        ),
+    ],
+    ids=["wide-cells-shorten-the-label", "fits-as-it-is", "long-profile-before-labels"],
+)  # fmt: skip
+def test_the_key_tables_names_take_the_width_its_figures_leave(rows, names, width):
+    fitted = glance.fit_labels(KEY_HEADERS, rows)
+    assert [row[:2] for row in fitted] == names
+    assert [row[2:] for row in fitted] == [row[2:] for row in rows]
+    lines = table.format_rows(KEY_HEADERS, fitted).splitlines()
+    assert max(len(line) for line in lines) == width
+
+
+@pytest.mark.parametrize(
+    ("headers", "rows", "keys", "width", "expected"),
+    [
+        (["Metric", "Value"], [["size", "3 B"]], 1, 120,
+         ["| Metric | Value |", "|---|---|", "| size | 3 B |"]),
+        # "| seed | encode | " is 18 characters; with A and B the line is
+        # 18 + 20 + 3 + 20 + 2 = 63 > 50: B goes to a second part that repeats the keys
+        (["Profile", "Metric", "A", "B"], [["seed", "encode", "x" * 20, "y" * 20]], 2, 50,
+         ["| Profile | Metric | A |", "|---|---|---|", f"| seed | encode | {'x' * 20} |", "",
+          "The same rows, continued: B.", "",
+          "| Profile | Metric | B |", "|---|---|---|", f"| seed | encode | {'y' * 20} |"]),
+        # 30 - len("|  | 12 |") = 21 characters for the 39 of the cell: 17 of it, then
+        # "…[1]" (4), so the line is exactly 30 wide, and the cell is listed whole
+        (["Metric", "n"], [["RTT, encode to decoded reply (periodic)", "12"]], 1, 30,
+         ["| Metric | n |", "|---|---|", "| RTT, encode to de…[1] | 12 |", "",
+          "Shortened cells:", "", "- [1] RTT, encode to decoded reply (periodic)"]),
+    ],
+    ids=["narrow-left-as-it-is", "wide-splits-repeating-keys", "cell-too-wide-shortened"],
+)  # fmt: skip
+def test_report_md_tables_fit_their_width(headers, rows, keys, width, expected):
+    assert format_markdown(headers, rows, keys=keys, width=width).splitlines() == expected

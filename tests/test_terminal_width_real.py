@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import itertools
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import tempfile
-import termios
-from fcntl import ioctl
 from pathlib import Path
 
 import pytest
 from native_cross import build_documented
+from test_terminal_width import on_pty
 
 from evbench_agent.native import runtimes
 
@@ -31,30 +27,6 @@ RUN = [*EVBENCH, "run", "--quick", "--no-history", "--suite", "codec", "--profil
        "--codecs", "json,protobuf," + ",".join(PAIR)]  # fmt: skip
 #: A line ending in a number whose next line starts with a unit: a number split from it.
 _SPLIT_UNIT = re.compile(r"^\s*(µs|ms|ns|s|B|KiB|MiB|%|Hz|min)(\W|$)")
-
-
-def _on_pty(argv: list[str], columns: int, env: dict[str, str]) -> tuple[int, str, str]:
-    """`argv` with standard output on a pty of `columns` columns (standard error piped):
-    its exit code, what it printed (newlines as '\\n') and its standard error."""
-    master, slave = pty.openpty()
-    ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    with tempfile.TemporaryFile() as errors:  # a file: a full pipe would block the child
-        child = subprocess.Popen(argv, stdout=slave, stderr=errors, env=env)
-        os.close(slave)
-        said = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            said += chunk
-        os.close(master)
-        code = child.wait(timeout=900)
-        errors.seek(0)
-        stderr = errors.read().decode(errors="replace")
-    return code, said.decode().replace("\r\n", "\n"), stderr
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -70,7 +42,7 @@ def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     build = build_documented(tmp_path_factory, *names)
     out = tmp_path_factory.mktemp("width") / "run"
     env = _env(EVBENCH_NATIVE_DIR=str(build))
-    code, printed, stderr = _on_pty([*RUN, "--out", str(out)], 80, env)
+    code, printed, stderr = on_pty([*RUN, "--out", str(out)], 80, env)
     assert code == 0, stderr + printed
     return build, out, printed
 
@@ -104,7 +76,7 @@ def test_the_one_screen_fits_80_columns_and_answers_each_native_pair(native_run)
 def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
     build, out, _printed = native_run
     env = _env(EVBENCH_NATIVE_DIR=str(build))
-    code, printed, stderr = _on_pty([*EVBENCH, "report", "--terminal", str(out)], 80, env)
+    code, printed, stderr = on_pty([*EVBENCH, "report", "--terminal", str(out)], 80, env)
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
     # every column of the full table is still there, in groups that repeat Profile, Metric
@@ -124,7 +96,7 @@ def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
 def test_compare_fits_80_columns(native_run):
     _build, out, _printed = native_run
     argv = [*EVBENCH, "compare", "--no-history", str(out), str(out)]
-    code, printed, stderr = _on_pty(argv, 80, _env())
+    code, printed, stderr = on_pty(argv, 80, _env())
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
     keyed = [line for line in lines if line.startswith("Suite ")]
