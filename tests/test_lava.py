@@ -380,57 +380,46 @@ def _definition_repository(tmp_path: Path) -> Path:
     return repository
 
 
-def _lava_shell_run(
-    tmp_path: Path, parameters: dict[str, str], *options: str
-) -> tuple[subprocess.CompletedProcess, dict, Path]:
-    """lava-dispatcher writes the test shell of a QEMU job (its definition cloned, run.sh
-    with the job's parameters as LAVA writes them) and LAVA's own lava-test-runner runs
-    it, as on a board whose image carries the agent (this venv's). (the runner's output,
-    the shell lava_check.py describes, the run directory)"""
-    kernel, rootfs = tmp_path / "Image", tmp_path / "rootfs.ext4"
-    for artifact in (kernel, rootfs):
-        artifact.write_bytes(b"not booted: only the test shell runs here")
-    repository = _definition_repository(tmp_path)
-    job_file = tmp_path / "job.yaml"
-    evbench(
-        "lava", "job", "--device-type", "qemu", "--repository", f"file://{repository}",
-        "--kernel", f"file://{kernel}", "--rootfs", f"file://{rootfs}",
-        "--suite", "codec", "--profile", "seed", *options, "--out", str(job_file),
-    )  # fmt: skip
-    job = yaml.safe_load(job_file.read_text())
-    runs = tmp_path / "runs"
-    job["actions"][2]["test"]["definitions"][0]["parameters"].update(
-        {**parameters, "OUT_DIR": str(runs)}
-    )
-    job_file.write_text(yaml.safe_dump(job))
-    shell = lava("test-shell", job_file, tmp_path / "dut")
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    done = subprocess.run(
-        ["/bin/sh", shell["runner"], shell["stage"]],
-        env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    (return_code,) = (Path(shell["stage"]) / "results").glob("*/return_code")
-    assert return_code.read_text().strip() == "0", done.stdout[-2000:]
-    (run_dir,) = [path for path in runs.iterdir() if path.is_dir()]
-    return done, shell, run_dir
-
-
 @pytest.mark.slow
 def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job_says(
     tmp_path: Path,
 ) -> None:
+    """lava-dispatcher writes the test shell of a QEMU job (its definition cloned, run.sh
+    with the job's parameters as LAVA writes them) and LAVA's own lava-test-runner runs
+    it, as on a board whose image carries the agent (this venv's)."""
+    kernel, rootfs = tmp_path / "Image", tmp_path / "rootfs.ext4"
+    for artifact in (kernel, rootfs):
+        artifact.write_bytes(b"not booted: only the test shell runs here")
+    job_file, runs = tmp_path / "job.yaml", tmp_path / "runs"
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadSink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upload = f"http://127.0.0.1:{server.server_port}/job-4242/run.tar.gz"
     try:
-        done, shell, run_dir = _lava_shell_run(
-            tmp_path, {}, "--codecs", "json,protobuf", "--quick",
-            "--criteria", "candidate-wins", "--upload-url", upload,
+        evbench(
+            "lava", "job", "--device-type", "qemu",
+            "--repository", f"file://{_definition_repository(tmp_path)}",
+            "--kernel", f"file://{kernel}", "--rootfs", f"file://{rootfs}",
+            "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf",
+            "--criteria", "candidate-wins", "--upload-url", upload, "--out", str(job_file),
+        )  # fmt: skip
+        job = yaml.safe_load(job_file.read_text())
+        # QUICK=1: issue 44 item 5 (it ran the full plan without a word: only "true" counted).
+        parameters = job["actions"][2]["test"]["definitions"][0]["parameters"]
+        parameters.update({"QUICK": "1", "OUT_DIR": str(runs)})
+        job_file.write_text(yaml.safe_dump(job))
+        shell = lava("test-shell", job_file, tmp_path / "dut")
+        env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+        done = subprocess.run(
+            ["/bin/sh", shell["runner"], shell["stage"]],
+            env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     finally:
         server.shutdown()
         server.server_close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    (return_code,) = (Path(shell["stage"]) / "results").glob("*/return_code")
+    assert return_code.read_text().strip() == "0", done.stdout[-2000:]
+    (run_dir,) = [path for path in runs.iterdir() if path.is_dir()]
     # The QEMU command LAVA builds boots the image: the virt machine's console, and the
     # image, attached as the first virtio disk, as the root.
     qemu = " ".join(shell["qemu"])
@@ -444,6 +433,7 @@ def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job
     assert "SUITES='codec'" in submitted.splitlines()
     assert "export" not in submitted
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["spec"]["quick"] is True
     assert manifest["spec"]["suites"] == ["codec"]
     assert sorted(manifest["spec"]["codecs"]) == ["json", "protobuf"]
     assert manifest["spec"]["profiles"] == ["seed"]
@@ -470,13 +460,6 @@ def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job
     codec_cases = [c for c in cases.values() if c["set"] == "codec"]
     assert len(codec_cases) == len([r for r in records if r["suite"] == "codec"])
     assert [c for c in cases.values() if c["set"] == "verdicts"]
-
-
-def test_a_job_saying_quick_1_runs_the_quick_plan(tmp_path: Path) -> None:
-    # Issue 44, item 5: QUICK=1 ran the full plan without a word (only "true" counted).
-    _done, _shell, run_dir = _lava_shell_run(tmp_path, {"QUICK": "1"}, "--codecs", "json")
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["spec"]["quick"] is True
 
 
 def _script(tmp_path: Path, quick: str) -> subprocess.CompletedProcess:
