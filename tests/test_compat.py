@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,32 @@ def _agent(python: str, *argv: str) -> subprocess.CompletedProcess:
     )
 
 
+RUN = ["run", "--quick", "--profile", "seed,ev-full,string-map",
+       "--codecs", "json,protobuf,protobuf-json"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple]:
+    """Each runtime's `info --json`, and its quick run where that works, the runtimes at
+    once: (info, run or None, the run's folder); no entry for a missing interpreter."""
+    top = tmp_path_factory.mktemp("runs")
+    found = [name for name, python in _interpreters().items() if os.access(python, os.X_OK)]
+
+    def info_and_run(name: str) -> tuple:
+        python, out = _interpreters()[name], top / name
+        info = _agent(python, "info", "--json")
+        run = _agent(python, *RUN, "--out", str(out)) if info.returncode == 0 else None
+        return info, run, out
+
+    with ThreadPoolExecutor(max(len(found), 1)) as pool:
+        return dict(zip(found, pool.map(info_and_run, found), strict=True))
+
+
 @pytest.mark.parametrize("runtime", list(_interpreters()))
-def test_agent_runs_a_quick_suite_on_each_runtime(runtime, tmp_path):
+def test_agent_runs_a_quick_suite_on_each_runtime(runtime, runs):
     python = _interpreters()[runtime]
-    require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-    probe = _agent(python, "info", "--json")
+    require(runtime in runs, f"the interpreter for {runtime} ({python})")
+    probe, done, out = runs[runtime]
     require(probe.returncode == 0 or "google" not in probe.stderr, f"protobuf for {runtime}")
     assert probe.returncode == 0, probe.stderr
     info = json.loads(probe.stdout)
@@ -52,9 +74,6 @@ def test_agent_runs_a_quick_suite_on_each_runtime(runtime, tmp_path):
         assert info["protobuf"] == "4.25.8"
     else:
         assert int(info["protobuf"].split(".")[0]) >= 5
-    out = tmp_path / "run"
-    done = _agent(python, "run", "--quick", "--profile", "seed,ev-full,string-map",
-                  "--codecs", "json,protobuf,protobuf-json", "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (out / "complete").exists()
     summary = json.loads((out / "summary.json").read_text())
