@@ -271,12 +271,9 @@ def test_a_counter_that_went_down_counts_from_zero() -> None:
     assert bus_stats.compare(before, after).rises["bus_error"] == 2
 
 
-def test_an_ip_answer_without_statistics_is_no_snapshot() -> None:
+def test_an_ip_answer_without_statistics_or_no_such_interface_gives_no_counters() -> None:
     for document in ([], [{"ifname": "can0"}], {"not": "a list"}, [7]):
         assert bus_stats.parse_ip_link(document, "can0") is None
-
-
-def test_an_interface_that_does_not_exist_gives_no_counters() -> None:
     counters = bus_stats.BusCounters("isotp", "evbs-no-such")
     assert counters.snapshot() is None and counters.source == "none"
     assert counters.params()["counter_source"] == "none"

@@ -220,14 +220,12 @@ def test_the_link_carries_dbc_messages_and_acks():
     assert link.decode_ack(ack) == (2**40 + 3, 3_600 * 10**9)
 
 
-def test_profiles_the_dbc_does_not_describe_are_refused_and_left_out_of_all():
+def test_bad_profiles_payloads_and_blobs_are_one_line_errors():
+    # a profile the DBC does not describe is refused, and left out of "all"
     with pytest.raises(UserError, match="cannot carry profile 'int'"):
         codecs.get("dbc").bind(payloads.get("int"))
     assert "dbc" in codecs.available(["seed", "ev-full"])
     assert "dbc" not in codecs.available(["seed", "int"])
-
-
-def test_bad_payloads_and_bad_blobs_are_one_line_errors():
     bound = codecs.get("dbc").bind(payloads.get("ev-full"))
     item = payloads.get("ev-full").payloads(1)[0].plain
     too_many = dict(item, faults=[{"dtc": 1, "ecu_id": 2, "severity": "FAULT_SEVERITY_INFO"}] * 5)
