@@ -21,8 +21,6 @@ from evbench.cli import evbench
 from evbench.report import criteria
 from evbench_core.errors import UserError
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
 REFUSED = {
     "an integer beyond a float": '{"default_percent": 1' + "0" * 400 + "}",
     "a per-metric integer beyond a float": '{"metrics": {"decode": ' + "9" * 400 + "}}",
@@ -82,15 +80,9 @@ CRITERIA = st.fixed_dictionaries(
 )
 
 
-@SETTINGS
-@given(st.one_of(JSON, CRITERIA))
-def test_any_json_value_gives_sane_criteria_or_a_user_error(document):
-    _sane(_load(json.dumps(document)))
-
-
-@SETTINGS
-@given(st.binary(max_size=512))
-def test_any_bytes_give_sane_criteria_or_a_user_error(content):
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(JSON, CRITERIA).map(json.dumps) | st.binary(max_size=512))
+def test_any_json_value_or_bytes_give_sane_criteria_or_a_user_error(content):
     _sane(_load(content))
 
 

@@ -57,9 +57,7 @@ def test_the_host_passes_exactly_the_given_options_to_the_agent():
         "aa_slowdown": 0.1, "link_rate_hz": 12.5,
     }  # fmt: skip
     assert options.spec_overrides(agent_args) == options.spec_overrides(host_args)
-
-
-def test_nothing_given_overrides_nothing_in_a_spec_file():
+    # nothing given overrides nothing in a spec file
     agent_args = agent_cli.build_parser().parse_args(["run"])
     assert options.spec_overrides(agent_args) == {}
     assert options.agent_argv(agent_args) == []
@@ -124,14 +122,12 @@ def _logging_problems(path: Path, root: Path) -> list[str]:
     return found
 
 
-def test_only_log_output_configures_logging_and_each_module_has_its_own_logger():
+def test_only_log_output_configures_logging_and_each_module_has_its_own_logger(tmp_path):
     sources = [*AGENT_SRC.rglob("*.py"), *(ROOT / "host_tools" / "src").rglob("*.py")]
     allowed = AGENT_SRC / "evbench_core" / "log_output.py"
     problems = [p for path in sources if path != allowed for p in _logging_problems(path, ROOT)]
     assert len(sources) > 100 and problems == []
-
-
-def test_the_logging_check_finds_a_basic_config_and_a_shared_logger(tmp_path):
+    # the check itself finds a basicConfig and a shared logger
     module = tmp_path / "module.py"
     module.write_text(
         "import logging\nlogging.basicConfig()\nlog = logging.getLogger('evbench')\n"
@@ -143,13 +139,10 @@ def test_the_logging_check_finds_a_basic_config_and_a_shared_logger(tmp_path):
     ]  # fmt: skip
 
 
-def test_a_command_that_returns_no_exit_code_is_an_internal_error(capsys):
+def test_no_exit_code_is_an_internal_error_and_a_usage_error_one_line_and_exit_2(capsys):
     build = _program(lambda _args: None)
     assert command_line.run_program("prog", build, ["go"], "stopped") == ExitCode.INTERNAL
     assert "returned None, not an ExitCode" in capsys.readouterr().err
-
-
-def test_usage_errors_are_one_line_and_exit_2(capsys):
     build = _program(lambda _args: ExitCode.OK)
     assert command_line.run_program("prog", build, ["go", "--nope"], "x") == ExitCode.USAGE
     err = capsys.readouterr().err

@@ -15,9 +15,12 @@ what the real protoc makes of the same messages (`protoc --encode`).
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,27 +39,36 @@ SHORT = ["--quick", "--suite", "codec,link", "--codecs", "json,protobuf,protobuf
          "--payloads", "20", "--count", "20", "--rate", "100"]  # fmt: skip
 
 
-def evbench(argv: list[str]) -> int:
-    """`evbench ARGV` in its own process, as a person types it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench", *argv], capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.returncode
-
-
 def _schema_args(name: str) -> list[str]:
     proto, include, message, _ = SCHEMAS[name]
     return ["--schema", str(proto), *[f"-I{d}" for d in include], "--message", message]
 
 
-def _records(out: Path) -> list[dict]:
-    assert (out / "complete").exists()
-    return json.loads((out / "summary.json").read_text())["records"]
+#: name: (over SSH, the schema's arguments, its profile)
+RUNS = {
+    "gtfs": (False, [*_schema_args("gtfs"), "--samples", str(SCHEMAS["gtfs"][3])],
+             "schema:transit_realtime.FeedMessage"),
+    "everything": (False, ["--schema", str(KINDS / "well_known.proto"), "--message",
+                           "evbench.kinds.Everything"], "schema:evbench.kinds.Everything"),
+    "uprotocol": (True, [*_schema_args("uprotocol"), "--samples", str(SCHEMAS["uprotocol"][3])],
+                  "schema:uprotocol.v1.UStatus"),
+    "onnx": (True, _schema_args("onnx"), "schema:onnx.ModelProto"),
+}  # fmt: skip
+
+
+def _evbench_run(name: str, board: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`evbench run` into tmp_path/NAME in its own process, as a person types it."""
+    argv = ["run", "--board", board, *SHORT, *RUNS[name][1], "--out", str(tmp_path / name)]
+    env = {**os.environ, "EVBENCH_HISTORY": str(tmp_path / f"{name}.sqlite")}
+    return subprocess.run(
+        [sys.executable, "-m", "evbench", *argv], capture_output=True, text=True, timeout=900,
+        env=env,
+    )  # fmt: skip
 
 
 def _check_measured(out: Path, profile: str) -> dict[str, dict]:
-    records = _records(out)
+    assert (out / "complete").exists()
+    records = json.loads((out / "summary.json").read_text())["records"]
     suites = {r["suite"] for r in records if r.get("profile") == profile}
     assert {"codec", "link"} <= suites, suites
     link = [r for r in records if r["suite"] == "link" and r["metric"] == "rtt"]
@@ -66,8 +78,6 @@ def _check_measured(out: Path, profile: str) -> dict[str, dict]:
 
 def _protoc_sizes(name: str, count: int, tmp_path: Path) -> list[int]:
     """protoc --encode's sizes of the samples file's first `count` messages."""
-    import base64
-
     proto, include, message, path = SCHEMAS[name]
     target = tmp_path / f"{name}.binpb"
     _protoc(*[f"-I{d}" for d in include], "--include_imports",
@@ -85,44 +95,27 @@ def _protoc_sizes(name: str, count: int, tmp_path: Path) -> list[int]:
     ]  # fmt: skip
 
 
-def _same_as_protoc(size: dict, expected: list[int]) -> None:
-    assert size["n"] == len(expected)
-    assert (size["min"], size["max"]) == (min(expected), max(expected))
-    assert size["mean"] == pytest.approx(sum(expected) / len(expected), rel=1e-12)
+def test_real_schemas_are_measured_locally_and_over_ssh(sshd, ssh_home, tmp_path):
+    """The four runs share nothing (each has its own board directory and history store),
+    so they run at once, and protoc works out the expected sizes meanwhile."""
 
+    def board(name: str) -> str:
+        where = f"dir={tmp_path / (name + '-board')}&python=/usr/bin/python3"
+        return f"ssh://{sshd.address}?{where}" if RUNS[name][0] else "local"
 
-def test_proto2_required_and_extensions_from_samples_locally(tmp_path):
-    out = tmp_path / "gtfs"
-    argv = [*SHORT, *_schema_args("gtfs"), "--samples", str(SCHEMAS["gtfs"][3])]
-    assert evbench(["run", "--board", "local", *argv, "--out", str(out)]) == 0
-    sizes = _check_measured(out, "schema:transit_realtime.FeedMessage")
-    _same_as_protoc(sizes["protobuf"], _protoc_sizes("gtfs", 20, tmp_path))
-
-
-def test_any_struct_and_a_recursive_type_generated_locally(tmp_path):
-    out = tmp_path / "everything"
-    argv = [*SHORT, "--schema", str(KINDS / "well_known.proto"),
-            "--message", "evbench.kinds.Everything"]  # fmt: skip
-    assert evbench(["run", "--board", "local", *argv, "--out", str(out)]) == 0
-    sizes = _check_measured(out, "schema:evbench.kinds.Everything")
-    assert sizes["protobuf"]["n"] == 20 and sizes["protobuf"]["min"] > 0
-
-
-def test_any_from_samples_over_ssh(sshd, ssh_home, tmp_path):
-    out = tmp_path / "ustatus"
-    url = f"ssh://{sshd.address}?dir={tmp_path / 'board'}&python=/usr/bin/python3"
-    argv = [*SHORT, *_schema_args("uprotocol"), "--samples", str(SCHEMAS["uprotocol"][3])]
-    assert evbench(["run", "--board", url, *argv, "--out", str(out)]) == 0
-    manifest = json.loads((out / "manifest.json").read_text())
+    with ThreadPoolExecutor(len(RUNS) + 1) as pool:
+        runs = {name: pool.submit(_evbench_run, name, board(name), tmp_path) for name in RUNS}
+        from_samples = ("gtfs", "uprotocol")
+        protoc = pool.submit(lambda: {n: _protoc_sizes(n, 20, tmp_path) for n in from_samples})
+        done = {name: run.result() for name, run in runs.items()}
+    failed = {name: run.stderr[-4000:] for name, run in done.items() if run.returncode != 0}
+    assert not failed, failed
+    sizes = {name: _check_measured(tmp_path / name, RUNS[name][2])["protobuf"] for name in RUNS}
+    for name, expected in protoc.result().items():  # from samples: exactly protoc's sizes
+        assert sizes[name]["n"] == len(expected)
+        assert (sizes[name]["min"], sizes[name]["max"]) == (min(expected), max(expected))
+        assert sizes[name]["mean"] == pytest.approx(sum(expected) / len(expected), rel=1e-12)
+    assert sizes["everything"]["n"] == 20 and sizes["everything"]["min"] > 0
+    assert sizes["onnx"]["n"] == 20 and sizes["onnx"]["max"] > 1000
+    manifest = json.loads((tmp_path / "uprotocol" / "manifest.json").read_text())
     assert manifest["platform"]["protobuf"] == "4.21.12"  # the board's own runtime
-    sizes = _check_measured(out, "schema:uprotocol.v1.UStatus")
-    _same_as_protoc(sizes["protobuf"], _protoc_sizes("uprotocol", 20, tmp_path))
-
-
-def test_a_recursive_proto2_message_generated_over_ssh(sshd, ssh_home, tmp_path):
-    out = tmp_path / "onnx"
-    url = f"ssh://{sshd.address}?dir={tmp_path / 'board'}&python=/usr/bin/python3"
-    argv = [*SHORT, *_schema_args("onnx")]
-    assert evbench(["run", "--board", url, *argv, "--out", str(out)]) == 0
-    sizes = _check_measured(out, "schema:onnx.ModelProto")
-    assert sizes["protobuf"]["n"] == 20 and sizes["protobuf"]["max"] > 1000

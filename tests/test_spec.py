@@ -7,24 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from evbench_agent import codecs, spec
+from evbench_agent import cli, codecs, spec
 from evbench_core.errors import UserError
 
 
-def test_defaults_and_all_expansion():
+def test_defaults_all_expansion_and_the_quick_plan():
     default = spec.from_dict({})
     assert default.profiles == ("seed", "ev-full")
     assert default.codecs == tuple(codecs.available())
+    assert default.plan.processes * default.plan.values >= 100
     everything = spec.from_dict({"profiles": "all", "suites": "all"})
     assert "skip-nested" in everything.profiles
     assert everything.suites == spec.SUITES
-
-
-def test_quick_is_a_fixed_small_plan_not_a_time_limit():
-    quick = spec.from_dict({"quick": True}).plan
-    assert quick == spec.QUICK_PLAN
-    assert spec.from_dict({}).plan.processes * spec.from_dict({}).plan.values >= 100
+    # quick is a fixed small plan, not a time limit
+    assert spec.from_dict({"quick": True}).plan == spec.QUICK_PLAN
     assert spec.from_dict({"quick": True, "processes": 3}).plan.processes == 3
+    assert spec.from_dict({"cpu": 0}).cpu == 0  # CPU 0 is a CPU
 
 
 @pytest.mark.parametrize(
@@ -47,6 +45,7 @@ def test_quick_is_a_fixed_small_plan_not_a_time_limit():
         ({"aa": "json-aa"}, "'aa' must name one installed codec"),
         ({"aa": ["json"]}, "'aa' must be the name of one installed codec"),
         ({"aa": "yaml"}, "unknown codec 'yaml'"),
+        ({"cpu": 4096}, "cannot pin to CPU 4096"),
     ],
 )
 def test_bad_specs_are_refused_naming_what_is_wrong(document, message):
@@ -54,28 +53,14 @@ def test_bad_specs_are_refused_naming_what_is_wrong(document, message):
         spec.from_dict(document)
 
 
-def test_refusals_name_what_is_available():
+@pytest.mark.parametrize(
+    ("document", "hint"),
+    [({"profiles": "nope"}, "seed"), ({"colour": 1}, "codecs"), ({"cpu": 4096}, "0")],
+)
+def test_refusals_name_what_is_available(document, hint):
     with pytest.raises(UserError) as caught:
-        spec.from_dict({"profiles": "nope"})
-    assert "seed" in caught.value.hint
-    with pytest.raises(UserError) as caught:
-        spec.from_dict({"colour": 1})
-    assert "codecs" in caught.value.hint
-
-
-def test_cpu_zero_is_a_cpu():
-    assert spec.from_dict({"cpu": 0}).cpu == 0
-
-
-def test_a_cpu_the_process_cannot_use_is_refused():
-    with pytest.raises(UserError, match="cannot pin to CPU 4096") as caught:
-        spec.from_dict({"cpu": 4096})
-    assert "0" in caught.value.hint
-
-
-def test_spec_round_trips_through_its_dict():
-    original = spec.from_dict({"profiles": "seed", "codecs": "json,protobuf", "quick": True})
-    assert spec.from_dict(original.as_dict()) == original
+        spec.from_dict(document)
+    assert hint in caught.value.hint
 
 
 def test_an_aa_run_measures_the_codec_against_its_copy_instead_of_the_codec_list():
@@ -87,7 +72,9 @@ def test_an_aa_run_measures_the_codec_against_its_copy_instead_of_the_codec_list
     assert spec.from_dict(slowed.as_dict()) == slowed  # what the manifest keeps loads again
 
 
-def test_the_committed_core_run_spec_still_loads():
+def test_a_spec_round_trips_through_its_dict_and_the_committed_run_spec_still_loads():
+    original = spec.from_dict({"profiles": "seed", "codecs": "json,protobuf", "quick": True})
+    assert spec.from_dict(original.as_dict()) == original
     manifest = Path(__file__).parent / "data" / "runs" / "core-v1" / "manifest.json"
     document = json.loads(manifest.read_text())["spec"]
     document["codecs"] = [c for c in document["codecs"] if c in codecs.available()]
@@ -102,7 +89,5 @@ def test_a_spec_file_that_is_not_a_json_object_is_a_user_error(tmp_path, text, c
     with pytest.raises(UserError, match="is not a JSON object"):
         spec.load(path)
     # The agent merges its run options into the spec's keys: one line and exit 2, no traceback.
-    from evbench_agent import cli
-
     assert cli.agent(["run", "--spec", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "is not a JSON object" in capsys.readouterr().err

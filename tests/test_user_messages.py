@@ -30,7 +30,7 @@ def _evbench(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([*EVBENCH, *argv], capture_output=True, text=True, timeout=120)
 
 
-def test_a_mistyped_flag_gets_the_nearest_one_it_meant(tmp_path):
+def test_a_mistyped_flag_gets_the_nearest_one_and_an_impossible_rate_its_range(tmp_path):
     done = _evbench("run", "--quik", "--out", str(tmp_path / "run"))
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
@@ -38,9 +38,6 @@ def test_a_mistyped_flag_gets_the_nearest_one_it_meant(tmp_path):
         "evbench: hint: did you mean --quick for --quik? (see 'evbench --help')",
     ]
     assert not (tmp_path / "run").exists()
-
-
-def test_an_impossible_rate_names_the_option_its_range_and_what_to_do(tmp_path):
     done = _evbench("run", "--rate", "0", "--out", str(tmp_path / "run"))
     assert done.returncode == 2
     error, hint = done.stderr.splitlines()
@@ -54,6 +51,7 @@ def test_an_impossible_rate_names_the_option_its_range_and_what_to_do(tmp_path):
     ("version", "says", "never"),
     [
         (0, "an older evbench wrote this run (format 0)", "update evbench"),
+        ("0.9", "an older evbench wrote this run (format 0.9)", "update evbench"),
         (2, "a newer evbench wrote this run (format 2): update evbench", "older"),
         ("one", "damaged or not written by evbench", "update evbench"),
     ],

@@ -40,7 +40,7 @@ def test_report_refuses_a_folder_that_is_not_a_run_and_writes_nothing(tmp_path):
     assert _listing(folder) == before  # not one file written
 
 
-def test_history_add_over_results_skips_what_is_not_a_run(tmp_path):
+def test_history_add_over_results_skips_what_is_not_a_run_and_refuses_files_alone(tmp_path):
     # results/ as docs/reports.md leaves it: two runs, a criteria file, a JUnit file,
     # the store, a screenshots folder.
     results = tmp_path / "results"
@@ -65,12 +65,8 @@ def test_history_add_over_results_skips_what_is_not_a_run(tmp_path):
     listed = evbench("history", "list", "--history", str(store))
     assert listed.returncode == 0, listed.stderr
     assert "2 runs in" in listed.stderr
-
-
-def test_history_add_of_nothing_but_files_is_refused(tmp_path):
-    (tmp_path / "criteria.json").write_text("{}")
-    store, criteria = tmp_path / "h.sqlite", tmp_path / "criteria.json"
-    done = evbench("history", "add", "--history", str(store), str(criteria))
+    # nothing but files: refused
+    done = evbench("history", "add", "--history", str(store), str(results / "criteria.json"))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "none of the paths given is a run directory" in done.stderr
 

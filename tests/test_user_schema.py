@@ -9,6 +9,7 @@ protobuf's own json_format, and from the regular generated code (protoc's
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
 import json
 import math
@@ -16,20 +17,19 @@ import os
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, require
 from google.protobuf import json_format
 
-from evbench_agent import codecs
+from evbench_agent import codecs, spec
 from evbench_agent.payloads import samples, user_schema
 from evbench_core.errors import UserError
 
 DATA = ROOT / "tests" / "data" / "bms"
 BMS = "evbench.example.BmsStatus"
 RICH = "evbench.test.Rich"
-ALL_CODECS = list(codecs.CODECS)
 #: Codecs bound to messages of their own (dbc: only what protos/ev_data.dbc describes):
 #: a user's schema is refused with a clear error, not carried.
 FIXED_SCHEMA = {"dbc"}
@@ -74,46 +74,6 @@ def _profile(descriptor_sets, name: str, message: str, **extra) -> user_schema.S
     return user_schema.build_profile(_document(descriptor_sets[name], message, **extra))
 
 
-# -- classes from descriptors ------------------------------------------------
-
-
-def test_the_class_has_the_fields_of_the_proto(descriptor_sets):
-    cls = user_schema.find_message(descriptor_sets["bms"], BMS)
-    fields = [f.name for f in cls.DESCRIPTOR.fields]
-    assert fields[:4] == ["sequence", "timestamp_ms", "state", "cell_voltages_v"]
-    assert cls.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[2].name == (
-        "BMS_STATE_DRIVE"
-    )
-
-
-def test_a_message_not_in_the_schema_lists_those_that_are(descriptor_sets):
-    with pytest.raises(UserError) as caught:
-        user_schema.find_message(descriptor_sets["rich"], "evbench.test.Missing")
-    assert "evbench.test.Missing" in str(caught.value)
-    listed = caught.value.hint
-    for name in ("evbench.test.Rich", "evbench.test.Rich.Position", "evbench.test.Fault"):
-        assert name in listed
-    assert "evbench.test.units.Quantity" in listed  # from the imported file
-    assert "google.protobuf.Timestamp" in listed
-
-
-def test_a_set_without_its_imports_is_refused(descriptor_sets, tmp_path):
-    target = tmp_path / "rich-alone.binpb"
-    _protoc(f"--descriptor_set_out={target}", str(DATA / "rich.proto"))  # no --include_imports
-    with pytest.raises(UserError, match=r"lacks imported files: .*units\.proto"):
-        user_schema.find_message(target.read_bytes(), RICH)
-
-
-# -- the hand-worked example ---------------------------------------------------
-
-
-def _hand_message(cls):
-    message = cls(sequence=7, timestamp_ms=1764000000050, state=2, contactor_closed=True)
-    message.cell_voltages_v.extend([3.712, 3.705])
-    message.pack_current_a = -12.5
-    return message
-
-
 def _varint(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -123,8 +83,41 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def test_protobuf_bytes_match_the_wire_format_worked_by_hand(descriptor_sets):
+# -- classes from descriptors, the hand-worked example ------------------------
+
+
+def test_a_message_not_in_the_schema_or_its_imports_is_refused_naming_what_is(
+    descriptor_sets, tmp_path
+):
+    with pytest.raises(UserError) as caught:
+        user_schema.find_message(descriptor_sets["rich"], "evbench.test.Missing")
+    assert "evbench.test.Missing" in str(caught.value)
+    listed = caught.value.hint
+    for name in ("evbench.test.Rich", "evbench.test.Rich.Position", "evbench.test.Fault"):
+        assert name in listed
+    assert "evbench.test.units.Quantity" in listed  # from the imported file
+    assert "google.protobuf.Timestamp" in listed
+    target = tmp_path / "rich-alone.binpb"
+    _protoc(f"--descriptor_set_out={target}", str(DATA / "rich.proto"))  # no --include_imports
+    with pytest.raises(UserError, match=r"lacks imported files: .*units\.proto"):
+        user_schema.find_message(target.read_bytes(), RICH)
+
+
+def _hand_message(cls):
+    message = cls(sequence=7, timestamp_ms=1764000000050, state=2, contactor_closed=True)
+    message.cell_voltages_v.extend([3.712, 3.705])
+    message.pack_current_a = -12.5
+    return message
+
+
+def test_the_class_has_the_protos_fields_and_writes_the_wire_format_worked_by_hand(
+    descriptor_sets,
+):
     cls = user_schema.find_message(descriptor_sets["bms"], BMS)
+    fields = [f.name for f in cls.DESCRIPTOR.fields]
+    assert fields[:4] == ["sequence", "timestamp_ms", "state", "cell_voltages_v"]
+    state = cls.DESCRIPTOR.fields_by_name["state"].enum_type
+    assert state.values_by_number[2].name == "BMS_STATE_DRIVE"
     expected = (
         b"\x08\x07"  # field 1 varint: sequence 7
         + b"\x10" + _varint(1764000000050)  # field 2 varint
@@ -136,66 +129,51 @@ def test_protobuf_bytes_match_the_wire_format_worked_by_hand(descriptor_sets):
     assert _hand_message(cls).SerializeToString() == expected
 
 
-def test_the_json_styles_write_the_hand_worked_json(descriptor_sets, tmp_path):
-    cls = user_schema.find_message(descriptor_sets["bms"], BMS)
-    message = _hand_message(cls)
-    json_codec = codecs.get("json")
+def test_the_json_styles_write_the_hand_worked_json(descriptor_sets):
+    message = _hand_message(user_schema.find_message(descriptor_sets["bms"], BMS))
 
-    def text(profile) -> str:
-        return json_codec.bind(profile).encode(profile.to_plain(message)).decode()
+    def text(**settings) -> str:
+        profile = _profile(descriptor_sets, "bms", BMS, **settings)
+        return codecs.get("json").bind(profile).encode(profile.to_plain(message)).decode()
 
-    proto3 = _profile(descriptor_sets, "bms", BMS)
-    assert text(proto3) == (
+    assert text() == (
         '{"sequence":7,"timestampMs":"1764000000050","state":"BMS_STATE_DRIVE",'
         '"cellVoltagesV":[3.712,3.705],"packCurrentA":-12.5,"contactorClosed":true}'
     )
-    fields = _profile(descriptor_sets, "bms", BMS, json_style="fields")
-    assert text(fields) == (
+    assert text(json_style="fields") == (
         '{"sequence":7,"timestamp_ms":1764000000050,"state":2,"cell_voltages_v":[3.712,3.705],'
         '"cell_temperatures_c":[],"pack_voltage_v":0.0,"pack_current_a":-12.5,'
         '"soc_percent":0.0,"contactor_closed":true}'
     )
     json_map = json.loads((DATA / "bms_map.json").read_text())
-    mapped = _profile(descriptor_sets, "bms", BMS, json_map=json_map)
-    assert text(mapped).startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
+    mapped = text(json_map=json_map)
+    assert mapped.startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
 
 
 # -- generated payloads -------------------------------------------------------
 
 
-def test_generated_payloads_use_every_kind_of_field(descriptor_sets):
-    items = _profile(descriptor_sets, "rich", RICH).payloads(60, seed=3)
-    seen: set[str] = set()
-    for item in items:
-        message = item.message
-        for field, _value in message.ListFields():
-            seen.add(field.name)
-        if message.HasField("stamp"):
-            assert message.stamp.seconds >= 1_764_000_000
-    rich_fields = {f.name for f in items[0].message.DESCRIPTOR.fields}
-    assert seen == rich_fields  # every field, every oneof member, set at least once
-
-
-def test_generated_payloads_are_deterministic_per_seed(descriptor_sets):
+def test_generated_payloads_use_every_field_and_are_deterministic_per_seed(descriptor_sets):
     profile = _profile(descriptor_sets, "rich", RICH)
+    seen: set[str] = set()
+    for item in profile.payloads(60, seed=3):
+        seen.update(field.name for field, _value in item.message.ListFields())
+        if item.message.HasField("stamp"):
+            assert item.message.stamp.seconds >= 1_764_000_000
+    # every field, every oneof member, set at least once
+    assert seen == {f.name for f in profile.message_type.DESCRIPTOR.fields}
 
-    def blobs(seed: int) -> list[bytes]:
-        return [i.message.SerializeToString(deterministic=True) for i in profile.payloads(20, seed)]
+    def blobs(made: user_schema.SchemaProfile, seed: int) -> list[bytes]:
+        return [i.message.SerializeToString(deterministic=True) for i in made.payloads(20, seed)]
 
-    assert blobs(5) == blobs(5)
-    assert blobs(5) != blobs(6)
+    assert blobs(profile, 5) == blobs(profile, 5) != blobs(profile, 6)
     again = _profile(descriptor_sets, "rich", RICH)  # a new pool and classes: same bytes
-    assert [i.message.SerializeToString(deterministic=True) for i in again.payloads(20, 5)] == (
-        blobs(5)
-    )
+    assert blobs(again, 5) == blobs(profile, 5)
 
 
 def test_generator_rules_shape_the_values(descriptor_sets):
-    import yaml
-
     rules = yaml.safe_load((DATA / "bms_generate.yaml").read_text())
-    profile = _profile(descriptor_sets, "bms", BMS, generator={"document": rules})
-    for item in profile.payloads(40):
+    for item in _profile(descriptor_sets, "bms", BMS, generator={"document": rules}).payloads(40):
         message = item.message
         assert len(message.cell_voltages_v) == 96 and len(message.cell_temperatures_c) == 24
         for volts in message.cell_voltages_v:
@@ -206,6 +184,18 @@ def test_generator_rules_shape_the_values(descriptor_sets):
         assert 1764000000000 <= message.timestamp_ms <= 1764086400000
 
 
+def test_oneof_and_map_rules(descriptor_sets):
+    rules = {"fields": {
+        "source": {"choices": ["ecu_id"], "presence": 1}, "ecu_id": {"range": [16, 16]},
+        "gauges": {"count": 3}, "gauges.value": {"range": [1.5, 1.5]}, "maybe": {"presence": 0},
+    }}  # fmt: skip
+    for item in _profile(descriptor_sets, "rich", RICH, generator={"document": rules}).payloads(10):
+        message = item.message
+        assert message.WhichOneof("source") == "ecu_id" and message.ecu_id == 16
+        assert len(message.gauges) == 3 and set(message.gauges.values()) == {1.5}
+        assert not message.HasField("maybe")
+
+
 def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
     rules = {"fields": {"position.altitude": {"range": [0, 1]}}}
     with pytest.raises(UserError) as caught:
@@ -214,38 +204,14 @@ def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
     assert caught.value.hint == "fields there: latitude, longitude"
 
 
-def test_oneof_and_map_rules(descriptor_sets):
-    rules = {
-        "fields": {
-            "source": {"choices": ["ecu_id"], "presence": 1},
-            "ecu_id": {"range": [16, 16]},
-            "gauges": {"count": 3},
-            "gauges.value": {"range": [1.5, 1.5]},
-            "maybe": {"presence": 0},
-        }
-    }
-    profile = _profile(descriptor_sets, "rich", RICH, generator={"document": rules})
-    for item in profile.payloads(10):
-        message = item.message
-        assert message.WhichOneof("source") == "ecu_id" and message.ecu_id == 16
-        assert len(message.gauges) == 3 and set(message.gauges.values()) == {1.5}
-        assert not message.HasField("maybe")
-
-
 # -- every codec, every style -------------------------------------------------
 
 
-STYLES = {
-    "proto3": {},
-    "fields": {"json_style": "fields"},
-}
-
-
-@pytest.mark.parametrize("style", list(STYLES))
-@pytest.mark.parametrize("codec_name", ALL_CODECS)
+@pytest.mark.parametrize("style", [{}, {"json_style": "fields"}], ids=["proto3", "fields"])
+@pytest.mark.parametrize("codec_name", list(codecs.CODECS))
 def test_round_trip_through_every_codec(descriptor_sets, codec_name, style):
     for name, message in (("rich", RICH), ("bms", BMS)):
-        profile = _profile(descriptor_sets, name, message, **STYLES[style])
+        profile = _profile(descriptor_sets, name, message, **style)
         if codec_name in FIXED_SCHEMA:
             with pytest.raises(UserError, match="cannot carry profile 'schema:"):
                 codecs.get(codec_name).bind(profile)
@@ -279,8 +245,7 @@ def test_protobuf_sizes_match_the_generated_code(descriptor_sets, generated):
         encode = codecs.get("protobuf").bind(profile).encode
         for item in profile.payloads(30, seed=9):
             regular = json_format.ParseDict(item.plain, generated_cls())
-            ours = encode(item.message)
-            assert len(ours) == len(regular.SerializeToString())
+            assert len(encode(item.message)) == len(regular.SerializeToString())
             assert item.message.SerializeToString(deterministic=True) == (
                 regular.SerializeToString(deterministic=True)
             )
@@ -288,9 +253,8 @@ def test_protobuf_sizes_match_the_generated_code(descriptor_sets, generated):
 
 def test_fields_style_refuses_a_number_json_cannot_write(descriptor_sets):
     profile = _profile(descriptor_sets, "bms", BMS, json_style="fields")
-    message = profile.message_type(soc_percent=math.inf)
     with pytest.raises(UserError, match="soc_percent is inf"):
-        profile.to_plain(message)
+        profile.to_plain(profile.message_type(soc_percent=math.inf))
 
 
 def _rules(fields: dict) -> dict:
@@ -347,52 +311,41 @@ def test_length_delimited_samples(descriptor_sets, generated, tmp_path):
     path = tmp_path / "bms.ld"
     path.write_bytes(b"".join(_varint(len(b)) + b for b in blobs))
     profile = _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
-    items = profile.payloads(10)
-    assert [i.message.SerializeToString() for i in items] == blobs
+    assert [i.message.SerializeToString() for i in profile.payloads(10)] == blobs
 
 
-def test_only_the_messages_a_run_takes_are_shipped(descriptor_sets):
-    source = samples.source_from_file(DATA / "bms_samples.jsonl", limit=3)
-    shipped = base64.b64decode(source["data"]).decode()
-    assert shipped == "".join((DATA / "bms_samples.jsonl").read_text().splitlines(True)[:3])
+def test_a_samples_source_is_the_file_on_disk_and_ships_only_what_a_run_takes():
+    path = DATA / "bms_samples.jsonl"
+    source = samples.source_from_file(path)
+    assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert source["format"] == "jsonl"
+    shipped = base64.b64decode(samples.source_from_file(path, limit=3)["data"]).decode()
+    assert shipped == "".join(path.read_text().splitlines(True)[:3])
 
 
-def test_a_bad_samples_line_names_file_and_line(descriptor_sets, tmp_path):
+def test_a_bad_samples_line_or_record_is_named_by_file_and_place(
+    descriptor_sets, generated, tmp_path
+):
     lines = (DATA / "bms_samples.jsonl").read_text().splitlines()
     lines[2] = lines[2].replace('"socPercent":71.3', '"socPercent":"full"')
-    path = tmp_path / "pack.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"pack\.jsonl line 3: not a evbench\.example\.BmsStatus"):
-        _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
-
-
-def test_a_cut_off_binary_record_names_record_and_offset(descriptor_sets, generated, tmp_path):
+    (tmp_path / "pack.jsonl").write_text("\n".join(lines) + "\n")
     blob = generated["bms"].BmsStatus(sequence=300).SerializeToString()
-    path = tmp_path / "cut.bin"
-    path.write_bytes(_varint(len(blob)) + blob + _varint(40) + b"\x08")
-    offset = 1 + len(blob)
-    with pytest.raises(UserError, match=f"cut.bin: record 2 at byte {offset}: length 40"):
-        _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
+    (tmp_path / "cut.bin").write_bytes(_varint(len(blob)) + blob + _varint(40) + b"\x08")
+    for name, says in [
+        ("pack.jsonl", r"pack\.jsonl line 3: not a evbench\.example\.BmsStatus"),
+        ("cut.bin", f"cut.bin: record 2 at byte {1 + len(blob)}: length 40"),
+    ]:
+        source = samples.source_from_file(tmp_path / name)
+        with pytest.raises(UserError, match=says):
+            _profile(descriptor_sets, "bms", BMS, samples=source)
 
 
-# -- the spec ----------------------------------------------------------------
+# -- the spec (conftest's _no_user_schema_left undoes the activation) --------
 
 
-@pytest.fixture
-def clean_registry(monkeypatch):
-    """The process's profiles and environment as they were, after a test activates a schema."""
-    from evbench_agent import payloads
-
-    saved = dict(payloads.PROFILES)
-    monkeypatch.setenv(user_schema.ENVIRONMENT, "")
-    yield
-    payloads.PROFILES.clear()
-    payloads.PROFILES.update(saved)
-
-
-def test_a_spec_with_a_schema_measures_its_profile(descriptor_sets, clean_registry):
-    from evbench_agent import spec
-
+def test_a_spec_with_a_schema_measures_its_profile_under_a_name_of_its_own(descriptor_sets):
+    with pytest.raises(UserError, match="built-in profile"):
+        user_schema.activate(_document(descriptor_sets["bms"], BMS, profile_name="seed"))
     document = _document(descriptor_sets["bms"], BMS, profile_name="our-bms")
     made = spec.from_dict({"schema": document, "codecs": "json,protobuf"})
     assert made.profiles == ("our-bms",)
@@ -404,17 +357,3 @@ def test_a_spec_with_a_schema_measures_its_profile(descriptor_sets, clean_regist
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
     assert child.stdout.strip() == "3", child.stderr
-
-
-def test_a_schema_profile_cannot_take_a_built_in_name(descriptor_sets, clean_registry):
-    with pytest.raises(UserError, match="built-in profile"):
-        user_schema.activate(_document(descriptor_sets["bms"], BMS, profile_name="seed"))
-
-
-def test_source_files_are_the_ones_on_disk():
-    # the sample file is read as it is: its checksum is the file's
-    import hashlib
-
-    source = samples.source_from_file(DATA / "bms_samples.jsonl")
-    digest = hashlib.sha256(Path(DATA / "bms_samples.jsonl").read_bytes()).hexdigest()
-    assert source["sha256"] == digest and source["format"] == "jsonl"

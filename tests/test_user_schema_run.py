@@ -10,23 +10,52 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, json_format
+
+from evbench_agent.payloads import user_schema
 
 DATA = ROOT / "tests" / "data" / "bms"
 BMS = "evbench.example.BmsStatus"
-EVBENCH = [sys.executable, "-m", "evbench"]
+SAMPLES = DATA / "bms_samples.jsonl"
 SCHEMA = ["--schema", str(DATA / "bms.proto"), "--message", BMS]
 QUICK = ["--board", "local", "--quick", "--details", "--codecs", "json,protobuf"]
+#: The runs the slow tests read: each suite; five samples; all 12 (fewer than the rounds).
+RUNS = {
+    "every suite": [],
+    "five samples": ["--suite", "codec", "--samples", str(SAMPLES), "--payloads", "5",
+                     "--profile-name", "our-bms"],
+    "all samples": ["--suite", "codec", "--samples", str(SAMPLES)],
+}  # fmt: skip
 
 
-def _evbench(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*EVBENCH, *argv], capture_output=True, text=True, timeout=600, cwd=cwd)
+def _evbench(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evbench", *argv], capture_output=True, text=True, timeout=600,
+        env=env,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """The three runs at once: they share nothing (each has its own directory and history
+    store), so the file waits for the longest, not for the sum."""
+    base = tmp_path_factory.mktemp("runs")
+
+    def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
+        out = base / name.replace(" ", "-")
+        env = {**os.environ, "EVBENCH_HISTORY": f"{out}.sqlite"}
+        return _evbench("run", *QUICK, *SCHEMA, *RUNS[name], "--out", str(out), env=env), out
+
+    with ThreadPoolExecutor(len(RUNS)) as pool:
+        return dict(zip(RUNS, pool.map(run, RUNS), strict=True))
 
 
 def _records(out: Path, metric: str, codec: str) -> list[dict]:
@@ -35,16 +64,14 @@ def _records(out: Path, metric: str, codec: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_a_user_schema_runs_every_suite_and_prints_its_table(tmp_path):
-    out = tmp_path / "run"
-    done = _evbench("run", *QUICK, *SCHEMA, "--out", str(out))
+def test_a_user_schema_runs_every_suite_and_prints_its_table(runs):
+    done, out = runs["every suite"]
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith(f"schema:{BMS} ")]
     metrics = {row.split("|")[1].strip() for row in rows}
     assert {"Size", "Serialization", "Deserialization"} <= metrics
     assert any(m.startswith("RTT") for m in metrics)  # the link suite carried it too
-    manifest = json.loads((out / "manifest.json").read_text())
-    schema = manifest["spec"]["schema"]
+    schema = json.loads((out / "manifest.json").read_text())["spec"]["schema"]
     assert schema["message"] == BMS
     digest = hashlib.sha256((DATA / "bms.proto").read_bytes()).hexdigest()
     assert schema["files"] == [{"name": "bms.proto", "sha256": digest}]
@@ -54,29 +81,18 @@ def test_a_user_schema_runs_every_suite_and_prints_its_table(tmp_path):
 
 
 @pytest.mark.slow
-def test_samples_are_measured_in_file_order(tmp_path):
+def test_samples_are_measured_in_file_order(runs):
     """The protobuf sizes are those of the file's lines, encoded by json_format here."""
-    from google.protobuf import json_format
-
-    from evbench_agent.payloads import user_schema
-
-    out = tmp_path / "run"
-    samples = DATA / "bms_samples.jsonl"
-    done = _evbench(
-        "run", *QUICK, *SCHEMA, "--suite", "codec", "--samples", str(samples),
-        "--payloads", "5", "--profile-name", "our-bms", "--out", str(out),
-    )  # fmt: skip
+    done, out = runs["five samples"]
     assert done.returncode == 0, done.stderr
     assert "our-bms" in done.stdout
     report = (out / "report.md").read_text()
     assert f"| Your message | {BMS} from bms.proto (SHA-256 " in report
     assert "| Its payloads / JSON | samples bms_samples.jsonl (jsonl) / proto3 |" in report
-    manifest = json.loads((out / "manifest.json").read_text())
-    shipped = manifest["spec"]["schema"]["samples"]
-    assert shipped["sha256"] == hashlib.sha256(samples.read_bytes()).hexdigest()
-    descriptor_set = base64.b64decode(manifest["spec"]["schema"]["descriptor_set"])
-    cls = user_schema.find_message(descriptor_set, BMS)
-    lines = samples.read_text().splitlines()[:5]
+    schema = json.loads((out / "manifest.json").read_text())["spec"]["schema"]
+    assert schema["samples"]["sha256"] == hashlib.sha256(SAMPLES.read_bytes()).hexdigest()
+    cls = user_schema.find_message(base64.b64decode(schema["descriptor_set"]), BMS)
+    lines = SAMPLES.read_text().splitlines()[:5]
     expected = sorted(len(json_format.Parse(line, cls()).SerializeToString()) for line in lines)
     (size,) = _records(out, "size", "protobuf")
     assert size["n"] == 5
@@ -88,72 +104,57 @@ def test_samples_are_measured_in_file_order(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_samples_file_shorter_than_the_rounds_goes_round_again(tmp_path):
+def test_a_samples_file_shorter_than_the_rounds_goes_round_again(runs):
     """12 lines, and the quick plan's workers take 8 x 4 rounds: the rounds wrap round
     the file (a worker once asked for line 13 of 12 and failed)."""
-    out = tmp_path / "run"
-    samples = DATA / "bms_samples.jsonl"
-    done = _evbench(
-        "run", *QUICK, *SCHEMA, "--suite", "codec", "--samples", str(samples), "--out", str(out),
-    )  # fmt: skip
+    done, out = runs["all samples"]
     assert done.returncode == 0, done.stderr
-    lines = len(samples.read_text().splitlines())
     (size,) = _records(out, "size", "protobuf")
-    assert size["n"] == lines == 12
+    assert size["n"] == len(SAMPLES.read_text().splitlines()) == 12
     (encode,) = _records(out, "encode", "protobuf")
     assert encode["n"] == 8 * 3  # every worker's values recorded
 
 
-def _refused(tmp_path: Path, *argv: str) -> str:
+#: The samples file with line 5's state a name the enum lacks.
+LINES = SAMPLES.read_text().splitlines(keepends=True)
+BAD_SAMPLES = "".join(
+    [*LINES[:4], LINES[4].replace('"state":"BMS_STATE_DRIVE"', '"state":"BMS_STATE_FLYING"'),
+     *LINES[5:]]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("files", "argv", "says"),
+    [
+        # a proto that does not compile: protoc's own message
+        ({}, ["--schema", str(DATA / "broken.proto"), "--message", "x.Y"],
+         ['broken.proto:7:3: "flaot" is not defined.']),
+        # a message not in the schema: the ones there listed
+        ({}, ["--schema", str(DATA / "bms.proto"), "--message", "BmsStatus"],
+         ["no message 'BmsStatus'", f"messages there: {BMS}"]),
+        # an import not found (TMP: the test's empty directory)
+        ({}, ["--schema", str(DATA / "rich.proto"), "-I", "TMP", "--message", "evbench.test.Rich"],
+         ["protoc cannot compile"]),
+        ({}, ["--message", BMS, "--samples", str(SAMPLES)], ["--message, --samples need --schema"]),
+        ({"pack.jsonl": BAD_SAMPLES}, [*SCHEMA, "--samples", "pack.jsonl"],
+         ["pack.jsonl line 5:", "BMS_STATE_FLYING"]),
+        ({"rules.yaml": "fields:\n  cell_voltage: {count: 96}\n"},
+         [*SCHEMA, "--generate", "rules.yaml"], ["rules.yaml", "no field 'cell_voltage'"]),
+        # (a reversed range: tests/test_user_schema.py's [90, 10], in the same reader)
+        ({"rules.yaml": "fields:\n  sequence: {range: [0, 4294967296]}\n"},
+         [*SCHEMA, "--generate", "rules.yaml"], ["rules.yaml", "impossible range [0, 4294967296]"]),
+    ],
+    ids=["does not compile", "no such message", "import not found", "options need a schema",
+         "bad samples line", "no such field", "range past uint32"],
+)  # fmt: skip
+def test_a_schema_or_file_that_cannot_be_used_is_refused_saying_why(tmp_path, files, argv, says):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = {"TMP": str(tmp_path), **{name: str(tmp_path / name) for name in files}}
     out = tmp_path / "run"
-    done = _evbench("run", *QUICK, "--suite", "codec", *argv, "--out", str(out))
+    argv = ["run", *QUICK, "--suite", "codec", *(paths.get(a, a) for a in argv), "--out", str(out)]
+    done = _evbench(*argv)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert not out.exists(), "a refused run left a run directory behind"
     assert "Traceback" not in done.stderr
-    return done.stderr
-
-
-@pytest.mark.parametrize(
-    ("argv", "says"),
-    [
-        # a proto that does not compile: protoc's own message
-        (["--schema", str(DATA / "broken.proto"), "--message", "x.Y"],
-         ['broken.proto:7:3: "flaot" is not defined.']),
-        # a message not in the schema: the ones there listed
-        (["--schema", str(DATA / "bms.proto"), "--message", "BmsStatus"],
-         ["no message 'BmsStatus'", f"messages there: {BMS}"]),
-        # an import not found (TMP: the test's empty directory)
-        (["--schema", str(DATA / "rich.proto"), "-I", "TMP", "--message", "evbench.test.Rich"],
-         ["protoc cannot compile"]),
-        (["--message", BMS, "--samples", str(DATA / "bms_samples.jsonl")],
-         ["--message, --samples need --schema"]),
-    ],
-    ids=["does not compile", "no such message", "import not found", "options need a schema"],
-)  # fmt: skip
-def test_a_schema_that_cannot_be_used_is_refused_saying_why(tmp_path, argv, says):
-    said = _refused(tmp_path, *(str(tmp_path) if arg == "TMP" else arg for arg in argv))
-    assert all(part in said for part in says), said
-
-
-def test_a_bad_samples_line_names_file_and_line(tmp_path):
-    lines = (DATA / "bms_samples.jsonl").read_text().splitlines()
-    lines[4] = lines[4].replace('"state":"BMS_STATE_DRIVE"', '"state":"BMS_STATE_FLYING"')
-    bad = tmp_path / "pack.jsonl"
-    bad.write_text("\n".join(lines) + "\n")
-    said = _refused(tmp_path, *SCHEMA, "--samples", str(bad))
-    assert "pack.jsonl line 5:" in said and "BMS_STATE_FLYING" in said
-
-
-@pytest.mark.parametrize(
-    ("rules", "expected"),
-    [
-        ("fields:\n  cell_voltage: {count: 96}\n", "no field 'cell_voltage'"),
-        ("fields:\n  soc_percent: {range: [100, 0]}\n", "impossible range [100, 0]"),
-        ("fields:\n  sequence: {range: [0, 4294967296]}\n", "impossible range [0, 4294967296]"),
-    ],
-)
-def test_a_bad_generator_file_is_refused(tmp_path, rules, expected):
-    path = tmp_path / "rules.yaml"
-    path.write_text(rules)
-    said = _refused(tmp_path, *SCHEMA, "--generate", str(path))
-    assert "rules.yaml" in said and expected in said
+    assert all(part in done.stderr for part in says), done.stderr
