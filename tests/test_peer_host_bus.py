@@ -96,10 +96,8 @@ def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair,
     board_end, host_end = pty_pair
     work, url = board
     out = tmp_path / "out"
-    started = time.monotonic()
     result = run_cli(*peer_host_run(url, board_end, host_end, out))
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 60
     [(said_url, pid)] = STARTED.findall(result.stderr)
     assert said_url == host_end
     assert not psutil.pid_exists(int(pid)) and serving(host_end) == []
