@@ -1,4 +1,5 @@
-"""Runs for the history tests, made from the committed sample run (tests/data/runs/core-v1).
+"""Runs for the history tests, made from the committed sample run (tests/data/runs/core-v1),
+and the step test's expected p worked out independently (`step_p`).
 
 `night` copies it under a new run id and start time, optionally with every
 timing sample multiplied by a factor and with other versions in its
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from conftest import ROOT
 
 from evbench_core import results
@@ -65,3 +68,22 @@ def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] 
     results.write_checksums(directory)
     (directory / results.COMPLETE).write_text(f"{run_id}\n")
     return directory
+
+
+def step_p(logs: Any, first: int, walk_variance: float = 0.0, walk_df: int = 0) -> float:
+    """One-sided p (higher is worse) of d in y_t = a + b t + d [t >= first], by least squares
+    (numpy) and Student's t tail (SciPy), never by the module under test; its error the
+    larger of the fit's own and sqrt(walk_variance x w' min(i, j) w)."""
+    from scipy import stats
+
+    y = np.asarray(logs, dtype=float)
+    t = np.arange(len(y))
+    x = np.column_stack([np.ones(len(y)), t, t >= first])
+    w = np.linalg.inv(x.T @ x) @ x.T
+    coef, rss, *_ = np.linalg.lstsq(x, y, rcond=None)
+    df = len(y) - 3
+    error = math.sqrt(rss[0] / df * (w[2] @ w[2]))
+    walk = math.sqrt(walk_variance * (w[2] @ np.minimum.outer(t, t) @ w[2]))
+    if walk > error:
+        error, df = walk, walk_df
+    return stats.t.sf(coef[2] / error, df)

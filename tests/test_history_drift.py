@@ -1,16 +1,15 @@
 """Drift is not a change (issue 43): the step test's handling of a wandering lab.
 
-Expectations: least squares by numpy, Theil and Sen's slope and Student's t tail by
-SciPy, the walk's variance from the differences' variogram by hand; never from
-`window_tests` itself.
+Expectations: least squares by numpy, Student's t tail (history_runs.step_p) and Theil
+and Sen's slope by SciPy, the walk's variance from the differences' variogram by hand;
+never from `window_tests` itself.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from history_runs import step_p
 from scipy import stats as scipy_stats
 
 from evbench.history import window_tests
@@ -19,22 +18,6 @@ from evbench.history import window_tests
 #: of its first night: nights 9-20 are the step test's reference, 21-23 its window.
 DRIFTING = [0.0, -0.4, -3.7, -4.1, -3.6, -2.1, -1.9, 5.6, 6.1, 5.4, 8.9, 9.3, 9.5, 14.6,
             10.2, 8.6, 11.7, 12.2, 16.1, 12.9, 14.5, 18.2, 19.3, 18.4]  # fmt: skip
-
-
-def _fit(y, first, walk_variance=0.0, walk_df=0):
-    """One-sided p (higher is worse) of d in y_t = a + b t + d [t >= first], its error
-    the larger of the fit's own and sqrt(walk_variance x w' min(i, j) w)."""
-    y = np.asarray(y, dtype=float)
-    t = np.arange(len(y))
-    x = np.column_stack([np.ones(len(y)), t, t >= first])
-    w = np.linalg.inv(x.T @ x) @ x.T
-    coef, rss, *_ = np.linalg.lstsq(x, y, rcond=None)
-    df = len(y) - 3
-    error = math.sqrt(rss[0] / df * (w[2] @ w[2]))
-    walk = math.sqrt(walk_variance * (w[2] @ np.minimum.outer(t, t) @ w[2]))
-    if walk > error:
-        error, df = walk, walk_df
-    return scipy_stats.t.sf(coef[2] / error, df)
 
 
 def _tamed(reference):
@@ -56,7 +39,7 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     # away: p 1.2e-5, a false alarm.
     tamed, count = _tamed(logs[9:21])
     assert count == 1
-    expected = _fit([*tamed, *logs[21:]], 12)
+    expected = step_p([*tamed, *logs[21:]], 12)
     assert 0.02 < expected < 0.03
     assert window_tests.step_test(logs, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
     # A wild night (night 15 at +40 %) is put back on that line too.
@@ -64,7 +47,7 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     wild[15] = 0.40
     tamed, count = _tamed(wild[9:21])
     assert count == 2
-    expected = _fit([*tamed, *wild[21:]], 12)
+    expected = step_p([*tamed, *wild[21:]], 12)
     assert window_tests.step_test(wild, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
 
 
@@ -75,8 +58,8 @@ def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
     # Every night-to-night move taken for the walk's: the variance of the 11 differences
     # about their mean (ddof 1), 10 df.
     v = np.var(np.diff(logs[:12]), ddof=1)
-    held = _fit(logs, 12, v, 10)
-    line = _fit(logs, 12)
+    held = step_p(logs, 12, v, 10)
+    line = step_p(logs, 12)
     assert line < 0.01 < 0.05 < held  # a line alone calls the walk's run a step
     assert window_tests.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
     absolute = window_tests.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
@@ -84,7 +67,8 @@ def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
     # A 30 % step is called all the same (p < 0.001), and a relative series (no walk:
     # the load cancels) keeps the line's test.
     stepped = [*logs[:12], *(v + 0.3 for v in logs[12:])]
+    called = step_p(stepped, 12, v, 10)
+    assert called < 0.001
     assert window_tests.step_test(stepped, 0, 12, 14, "higher", wanders=True)[0] == pytest.approx(
-        _fit(stepped, 12, v, 10), rel=1e-9
+        called, rel=1e-9
     )
-    assert _fit(stepped, 12, v, 10) < 0.001

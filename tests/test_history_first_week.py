@@ -11,9 +11,8 @@ import os
 
 import numpy as np
 import pytest
-from history_runs import night
+from history_runs import night, step_p
 from report_helpers import evbench
-from scipy import stats as scipy_stats
 
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
@@ -24,16 +23,6 @@ CODECS = [f"codec{c:02d}" for c in range(12)]
 OPERATIONS = ("encode", "decode", "decode_access")
 #: codec00's nights: +-1 % about its level, 10 % slower from night 4 (index 4) on.
 WIGGLE = [0.0, 1, -1, 1, -1, 0, 0]
-
-
-def _step_p(nights, first):
-    """One-sided p of d in log night_t = a + b t + d [t >= first], slower being worse."""
-    y = np.log(nights)
-    t = np.arange(len(y))
-    x = np.column_stack([np.ones(len(y)), t, t >= first])
-    coef, rss, *_ = np.linalg.lstsq(x, y, rcond=None)
-    df = len(y) - 3
-    return scipy_stats.t.sf(coef[2] / math.sqrt(rss[0] / df * np.linalg.inv(x.T @ x)[2, 2]), df)
 
 
 def _value(codec: int, night: int) -> float:
@@ -56,9 +45,9 @@ def test_36_series_get_a_tested_answer_on_night_7():
     # (index 6: the newest 3 nights against the 4 before). codec00 absolute: p from its
     # own nights; relative: codec00 over the geometric mean of the others, whose hair a
     # night is a straight line in logs to within 1e-6 (the trend takes it).
-    absolute = _step_p([_value(0, t) for t in range(7)], 4)
+    absolute = step_p(np.log([_value(0, t) for t in range(7)]), 4)
     others = [math.exp(np.mean([math.log(_value(c, t)) for c in range(1, 12)])) for t in range(7)]
-    relative = _step_p([_value(0, t) / others[t] for t in range(7)], 4)
+    relative = step_p(np.log([_value(0, t) / others[t] for t in range(7)]), 4)
     # Bonferroni (0.05 / 72 = 0.00069 each) would call none of them; Benjamini-Hochberg
     # calls the 6 smallest p when the 6th is below 6 x 0.05 / 72 = 0.0042 (every other
     # series moved the better way or not at all: p 1).
@@ -73,23 +62,17 @@ def test_36_series_get_a_tested_answer_on_night_7():
         assert (seen.seen, seen.split.index) == (6, 4)
         assert seen.split.p == pytest.approx(relative if s.relative_to else absolute, rel=1e-6)
     # Six nights: nothing is tested yet (the step test needs 4 nights before the newest 3).
-    short = [replace_points(s, s.points[:6]) for s in series]
+    short = [Series(s.board, s.key, s.points[:6]) for s in series]
     assert board_changes(short)[0] == []
 
 
-def replace_points(series: Series, points: list[SeriesPoint]) -> Series:
-    return Series(series.board, series.key, points)
-
-
 def test_check_quiet_prints_nothing_when_nothing_moved(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     # Nine nights of identical code, each a hair (0.1 %) apart, never rising at the end.
     factors = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 6, 0)]
     url = parse_url(str(tmp_path / "h.sqlite"))
     with open_store(url) as store:
         for i, factor in enumerate(factors):
-            store.add(index_run(night(runs, i, factor)))
+            store.add(index_run(night(tmp_path, i, factor)))
     env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
     quiet = evbench("history", "check", "--quiet", env=env)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")

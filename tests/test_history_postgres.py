@@ -33,17 +33,13 @@ def test_a_server_that_is_not_there_is_a_clear_error(monkeypatch):
         open_store(parse_url(url))
 
 
-def test_a_wrong_password_is_a_clear_error_and_is_never_shown(postgres):
-    url = postgres.new_database().replace("evbench@", "evbench:not-the-password@")
+def test_a_wrong_password_is_a_clear_error_never_shown_and_one_line_in_the_cli(postgres):
+    url = postgres.new_database()
     with pytest.raises(UserError) as caught:
-        open_store(parse_url(url))
+        open_store(parse_url(url.replace("evbench@", "evbench:not-the-password@")))
     message = str(caught.value)
     assert "password authentication failed" in message
     assert "not-the-password" not in message and "evbench:***@" in message
-
-
-def test_the_cli_reports_a_wrong_password_in_one_line(postgres):
-    url = postgres.new_database()
     env = dict(os.environ, PGPASSWORD="wrong", EVBENCH_HISTORY=url)
     done = evbench("history", "list", env=env)
     assert done.returncode == 2, done.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -29,26 +30,38 @@ pytestmark = pytest.mark.slow
 
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 RUN_ID = "20261130T190452Z-e6b3d1"
+READS = (["list"], ["export", "--csv", "-"], ["check"])
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _history(store: Path | str, *argv: str, cwd: Path | None = None):
-    """`evbench history ARGV --history STORE` in a fresh process, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+def _without_write_override(argv: list[str]) -> list[str]:
+    """`argv` as a user without the power to write where the modes forbid it: root keeps
+    its uid but loses CAP_DAC_OVERRIDE (and its kin) for the command."""
+    if os.geteuid() != 0:
+        return argv
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return [require_command("setpriv"), f"--inh-caps={caps}", f"--bounding-set={caps}", *argv]
 
 
-def _store_with_the_committed_run(path: Path) -> Path:
+def _history(store: Path | str, *argv: str, cwd: Path | None = None, as_user: bool = False):
+    """`evbench history ARGV --history STORE` in a fresh process, as a user runs it
+    (`as_user`: without root's power to write anywhere)."""
+    command = [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)]
+    command = _without_write_override(command) if as_user else command
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory) -> Path:
+    """A store holding the committed run, added once by the real command; tests copy it."""
+    path = tmp_path_factory.mktemp("committed") / "history.sqlite"
     added = _history(path, "add", str(COMMITTED))
     assert added.returncode == 0, added.stderr
+    # the WAL store checkpointed and closed: one file, no -wal or -shm left beside it
+    assert sorted(p.name for p in path.parent.iterdir()) == ["history.sqlite"]
     return path
 
 
@@ -59,14 +72,10 @@ def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
         db.execute("INSERT INTO parts VALUES ('bolt', 12)")
         db.commit()
     before = _digest(path)
-    for action in ("list", "export"):
-        argv = [action, "--csv", "-"] if action == "export" else [action]
+    for argv in (["list"], ["export", "--csv", "-"], ["add", str(COMMITTED)]):  # add: a writer
         done = _history(path, *argv)
         assert done.returncode == 2, done.stderr
         assert "is not an evbench history store" in done.stderr and "parts" in done.stderr
-    # a command that writes refuses it too
-    added = _history(path, "add", str(COMMITTED))
-    assert added.returncode == 2 and "is not an evbench history store" in added.stderr
     assert _digest(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.sqlite"]  # no -wal, -shm
     with contextlib.closing(sqlite3.connect(path)) as db:
@@ -89,14 +98,13 @@ def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path
 
 
 @pytest.mark.integration
-def test_a_store_on_a_read_only_file_system_is_read(tmp_path):
+def test_a_store_on_a_read_only_file_system_is_read(tmp_path, committed):
     require_command("mount")
     mount_point = tmp_path / "ro"
     mount_point.mkdir()
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], check=True)
     try:
-        shutil.copy(store, mount_point / "history.sqlite")  # WAL checkpointed: one file
+        shutil.copy(committed, mount_point / "history.sqlite")
         subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
         done = _history(mount_point / "history.sqlite", "list")
         assert done.returncode == 0, done.stderr
@@ -105,24 +113,6 @@ def test_a_store_on_a_read_only_file_system_is_read(tmp_path):
         assert shown.returncode == 0 and RUN_ID in shown.stdout, shown.stderr
     finally:
         subprocess.run(["umount", str(mount_point)], check=False)
-
-
-def test_reading_a_store_changes_nothing_in_it(tmp_path):
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    before = _digest(store)
-    for argv in (["list"], ["export", "--csv", "-"], ["check"]):
-        done = _history(store, *argv)
-        assert done.returncode == 0, (argv, done.stderr)
-    assert _digest(store) == before
-
-
-def _damage(store: Path, statement: str) -> None:
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        db.execute(statement)
-        db.commit()
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 @pytest.mark.parametrize(
@@ -146,20 +136,14 @@ def _damage(store: Path, statement: str) -> None:
             'params is \'{"a":{',
         ),
     ],
-    ids=[
-        "schema_version",
-        "manifest",
-        "board",
-        "median",
-        "3000 [",
-        "3000 [ exported",
-        "a list",
-        "40 deep",
-    ],
+    ids=["schema_version", "manifest", "board", "median", "3000", "3000-csv", "list", "deep"],
 )
-def test_a_malformed_store_is_refused_naming_it(tmp_path, statement, argv, said):
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
-    _damage(store, statement)
+def test_a_malformed_store_is_refused_naming_it(tmp_path, committed, statement, argv, said):
+    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.execute(statement)
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     done = _history(store, *argv)
     assert done.returncode == 2, done.stderr
     assert f"the history store sqlite:///{store}" in done.stderr or str(store) in done.stderr
@@ -167,8 +151,8 @@ def test_a_malformed_store_is_refused_naming_it(tmp_path, statement, argv, said)
     assert "internal error" not in done.stderr
 
 
-def test_damaged_pages_are_refused_naming_the_store(tmp_path):
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
+    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
     with contextlib.closing(sqlite3.connect(store)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page_size = db.execute("PRAGMA page_size").fetchone()[0]
@@ -205,69 +189,41 @@ def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_pa
     manifest["spec"]["codecs"] = ["json", 1]  # once: TypeError, exit 1
     (run / "manifest.json").write_text(json.dumps(manifest))
     results.write_checksums(run)
-    store = tmp_path / "history.sqlite"
-    done = _history(store, "add", str(run))
+    done = _history(tmp_path / "history.sqlite", "add", str(run))
     assert done.returncode == 2, done.stderr
     assert "platform is not an object" in done.stderr and "spec.codecs[] is not text" in done.stderr
     assert "not indexed" in done.stderr and "internal error" not in done.stderr
 
 
-def _without_write_override(argv: list[str]) -> list[str]:
-    """`argv` as a user without the power to write where the modes forbid it: root keeps
-    its uid but loses CAP_DAC_OVERRIDE (and its kin) for the command."""
-    import os
-
-    if os.geteuid() != 0:
-        return argv
-    caps = "-dac_override,-dac_read_search,-fowner"
-    return [require_command("setpriv"), f"--inh-caps={caps}", f"--bounding-set={caps}", *argv]
-
-
-def test_a_store_in_a_read_only_directory_is_read(tmp_path):
-    """A WAL store beside which no -shm can be made (issue 44, item 12): SQLite said
-    "attempt to write a readonly database" (SQLITE_READONLY_DIRECTORY), which was not
-    taken for a reason to open it immutable: exit 2, "not an SQLite history store"."""
+@pytest.mark.parametrize("folder_mode", [0o755, 0o555], ids=["writable", "read-only"])
+def test_reading_a_wal_store_writes_nothing_and_leaves_no_wal_or_shm(
+    tmp_path, committed, folder_mode
+):
+    """Reading with mode=ro made the WAL store's -wal and -shm and, read-only, could not
+    remove them (issue 44, item 12); a store no one has open is read through a connection
+    that may remove them, and never writes (query_only). In a read-only folder no -shm can
+    be made: SQLite said "attempt to write a readonly database" (SQLITE_READONLY_DIRECTORY),
+    once not taken for a reason to open it immutable: exit 2, "not an SQLite history store"."""
     folder = tmp_path / "lab-store"
     folder.mkdir()
-    store = _store_with_the_committed_run(folder / "history.sqlite")
-    assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"]
+    store = Path(shutil.copy(committed, folder / "history.sqlite"))
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     before = _digest(store)
-    folder.chmod(0o555)
+    folder.chmod(folder_mode)
     try:
-        for argv in (["list"], ["export", "--csv", "-"], ["check"]):
-            done = subprocess.run(
-                _without_write_override(
-                    [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)]
-                ),
-                capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
+        for argv in READS:
+            done = _history(store, *argv, as_user=folder_mode == 0o555)
             assert done.returncode == 0, (argv, done.stderr)
-            if argv != ["check"]:
-                assert RUN_ID in done.stdout, argv
+            assert argv == ["check"] or RUN_ID in done.stdout, argv
+            assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"], argv
     finally:
         folder.chmod(0o755)
-    assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"]
     assert _digest(store) == before
 
 
-def test_reading_a_wal_store_leaves_no_wal_or_shm_files(tmp_path):
-    """Reading with mode=ro made the WAL store's -wal and -shm and, read-only, could not
-    remove them (issue 44, item 12); a store no one has open is read through a connection
-    that may remove them, and never writes (query_only)."""
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"]
-    before = _digest(store)
-    for argv in (["list"], ["export", "--csv", "-"], ["check"]):
-        done = _history(store, *argv)
-        assert done.returncode == 0, (argv, done.stderr)
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"], argv
-    assert _digest(store) == before
-
-
-def test_a_wal_store_open_elsewhere_is_read_and_its_files_left_to_their_owner(tmp_path):
-    store = _store_with_the_committed_run(tmp_path / "history.sqlite")
+def test_a_wal_store_open_elsewhere_is_read_and_its_files_left_to_their_owner(tmp_path, committed):
+    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
     with contextlib.closing(sqlite3.connect(store)) as writer:
         writer.execute("UPDATE runs SET directory = 'elsewhere'")  # committed, in the -wal
         writer.commit()

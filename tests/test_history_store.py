@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,14 +58,9 @@ def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url
             assert mine["ci95_low"] == record["ci95_low"] and mine["unit"] == record["unit"]
         for (profile, codec, metric), values in _raw_by_metric(CORE_V1).items():
             assert store.samples(run["run_id"], ("codec", profile, codec, metric)) == values
-
-
-def test_adding_the_same_run_twice_is_a_no_op(store_url):
-    with open_store(parse_url(store_url)) as store:
-        assert store.add(index_run(CORE_V1)) is True
+        # adding the same run again is a no-op
         assert store.add(index_run(CORE_V1)) is False
-        assert len(store.runs()) == 1
-        assert len(store.records(store.runs()[0]["run_id"])) == 10
+        assert len(store.runs()) == 1 and len(store.records(run["run_id"])) == 10
 
 
 def test_a_run_whose_checksums_fail_is_refused_and_nothing_is_stored(store_url, tmp_path):
@@ -163,6 +160,32 @@ def test_export_has_one_line_per_record(store_url, tmp_path):
     assert first["board"] == "name:bench-1" and first["suite"] == "codec"
 
 
+@pytest.mark.slow
+def test_two_clients_adding_at_once_lose_nothing(store_url, tmp_path):
+    """Two `evbench history add` processes (on PostgreSQL: two host PCs of a lab, both
+    racing to create the schema of an empty database) start together, each with six
+    nights, three of them the same: both succeed, every night is stored once, whole."""
+    runs = [night(tmp_path, number) for number in range(1, 10)]
+    add = [sys.executable, "-m", "evbench", "history", "add", "--history", store_url]
+    processes = [
+        subprocess.Popen(
+            [*add, *map(str, batch)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for batch in (runs[:6], runs[3:][::-1])  # interleaved, so both write at once
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err
+        assert out.count("added: ") + out.count("already in the store: ") == 6, out
+    assert sum(out.count("added: ") for out, _err in outputs) == 9  # each night added once
+    with open_store(parse_url(store_url)) as store:
+        stored = store.runs()
+        ids = {f"2026{n:04d}T020000Z-{n:06x}" for n in range(1, 10)}
+        assert {r["run_id"] for r in stored} == ids and len(stored) == 9
+        for run in stored:
+            assert len(store.records(run["run_id"])) == 10
+
+
 def test_a_store_from_a_newer_evbench_is_refused_naming_both_versions(tmp_path):
     path = tmp_path / "store.sqlite"
     open_store(parse_url(str(path))).close()
@@ -212,18 +235,13 @@ def test_store_urls():
             parse_url(bad)
 
 
-def test_the_default_store_is_in_the_data_directory(monkeypatch, tmp_path):
+def test_the_default_store_is_in_the_data_directory(history_store, monkeypatch, tmp_path):
     from evbench.history import default_url
 
+    assert default_url().path == history_store  # conftest's: every test has a store of its own
     monkeypatch.delenv("EVBENCH_HISTORY")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert default_url().path == tmp_path / "data" / "evbench" / "history.sqlite"
     monkeypatch.setenv("EVBENCH_HISTORY", "sqlite:////srv/h.sqlite")
     assert default_url().path == Path("/srv/h.sqlite")
     assert default_url("/other.sqlite").path == Path("/other.sqlite")
-
-
-def test_every_test_writes_to_its_own_store(history_store, monkeypatch):
-    from evbench.history import default_url
-
-    assert default_url().path == history_store  # conftest's autouse fixture

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 import pytest
-from history_runs import night
+from history_runs import night, step_p
 from report_helpers import evbench
 
 from evbench.history import nightly_watch, open_store, parse_url, series_changes
@@ -32,21 +32,6 @@ FLAT = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 9, 6, 0)]
 FLAT_14 = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 10, 2, 9, 12, 6, 11, 13, 0)]
 FLAT_14 += [1.0, 1.001, 1.002]
 OPERATIONS = ("encode", "decode", "decode_access")
-
-
-def _step_p(nights, first, worse=None):
-    """p of d in log night_t = a + b t + d [t >= first] (least squares by numpy, Student's
-    t tail by SciPy), one-sided toward `worse`, two-sided if None."""
-    from scipy import stats as scipy_stats
-
-    y = np.log(nights)
-    t = np.arange(len(y))
-    x = np.column_stack([np.ones(len(y)), t, t >= first])
-    coef, rss, *_ = np.linalg.lstsq(x, y, rcond=None)
-    df = len(y) - 3
-    error = math.sqrt(rss[0] / df * np.linalg.inv(x.T @ x)[2, 2])
-    tail = scipy_stats.t.sf(coef[2] / error * (-1 if worse == "lower" else 1), df)
-    return tail if worse else 2 * min(tail, 1 - tail)
 
 
 def test_reference_nights_needed_are_what_the_exact_test_allows():
@@ -99,8 +84,9 @@ def test_a_step_within_the_scatter_is_placed_where_a_shift_is_likeliest():
     # Beside the rank test, the step test against a line through the nights (all 14, no
     # night wild): the call's p is the larger of the two.
     assert seen.seen == 13
-    assert math.isclose(seen.split.p, max(2 / 364, _step_p(series, 11, "higher")))
-    assert _step_p(series, 11, "higher") > 2 / 364  # here the line's test is the stricter
+    line = step_p(np.log(series), 11)
+    assert math.isclose(seen.split.p, max(2 / 364, line))
+    assert line > 2 / 364  # here the line's test is the stricter
     # Placement: before = log 1.00 = 0, after = the window's median log 1.12 = 0.1133,
     # midpoint and half-shift 0.0567. Summing each night's log less the midpoint (clipped
     # at the half-shift) from the newest back: night 13: 0.1178 - 0.0567 = 0.0611, clipped
@@ -191,33 +177,33 @@ def _store(tmp_path, nights):
     return url
 
 
+def _survey(url):
+    with open_store(url) as store:
+        return survey(store)
+
+
 def test_only_tested_metrics_raise_changes_and_context_is_shown_beside(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     # Machine CPU doubles at night 7 and nothing else moves: no change.
-    quiet = [night(runs, i, FLAT_14[i], machine_cpu=50.0 if i < 7 else 100.0)
+    quiet = [night(tmp_path, i, FLAT_14[i], machine_cpu=50.0 if i < 7 else 100.0)
              for i in range(14)]  # fmt: skip
-    with open_store(_store(tmp_path / "a", quiet)) as store:
-        found = survey(store)
+    found = _survey(_store(tmp_path, quiet))
     assert found.changes == []
     assert all(s.series.key[0] == "codec" for s in found.statuses)  # telemetry not watched
     assert len(found.statuses) == TESTED_SERIES
 
 
-@pytest.fixture
-def stepped(tmp_path):
-    """14 nights, then 3 with every timing 1.5x and the machine CPU 50 % -> 100 %."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    nights = [night(runs, i, (1.5 if i >= 14 else 1.0) * FLAT_14[i],
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory):
+    """14 nights, then 3 with every timing 1.5x and the machine CPU 50 % -> 100 %: a store
+    the tests only read."""
+    base = tmp_path_factory.mktemp("stepped")
+    nights = [night(base, i, (1.5 if i >= 14 else 1.0) * FLAT_14[i],
                     machine_cpu=100.0 if i >= 14 else 50.0) for i in range(17)]  # fmt: skip
-    return nights, _store(tmp_path, nights)
+    return _store(base, nights)
 
 
 def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
-    _nights, url = stepped
-    with open_store(url) as store:
-        found = survey(store)
+    found = _survey(stepped)
     # Every codec 1.5x: the relative series (codec against codecs) do not move.
     assert len(found.changes) == TESTED_SERIES
     for change in found.changes:
@@ -230,8 +216,7 @@ def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
 
 
 def test_check_fails_on_the_night_it_first_shows_the_step_only(stepped):
-    _nights, url = stepped
-    env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
+    env = dict(os.environ, EVBENCH_HISTORY=str(stepped.path))
     new = evbench("history", "check", "--since", "2026-11-17", env=env)  # night 16's day
     assert new.returncode == 3, new.stdout + new.stderr
     # After: nights 14-16 at 1.5 x (1.000, 1.001, 1.002), median 1.5015; before: the median
@@ -244,12 +229,9 @@ def test_check_fails_on_the_night_it_first_shows_the_step_only(stepped):
 
 
 def test_three_nights_before_and_six_after_a_150x_step_say_too_short_or_find_it(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    nights = [night(runs, i, (150.0 if i >= 3 else 1.0) * FLAT_14[i]) for i in range(9)]
+    nights = [night(tmp_path, i, (150.0 if i >= 3 else 1.0) * FLAT_14[i]) for i in range(9)]
     url = _store(tmp_path, nights)
-    with open_store(url) as store:
-        found = survey(store)
+    found = _survey(url)
     placed = {c.series for c in found.changes if c.run_id.startswith("20260003T")}
     # Watched from night 7, but the step lies in the first 4 nights the watch starts on,
     # and 9 nights are too short for the segmentation (46 at 0.05 / 12).
@@ -261,15 +243,12 @@ def test_three_nights_before_and_six_after_a_150x_step_say_too_short_or_find_it(
 
 
 def test_nights_whose_payloads_differ_are_never_one_series(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     nights = [
-        night(runs, i, (2.0 if i >= 10 else 1.0) * FLAT_14[i],
+        night(tmp_path, i, (2.0 if i >= 10 else 1.0) * FLAT_14[i],
               codec_params={"payload_digest": "b" * 8 if i >= 10 else "a" * 8})
         for i in range(13)
     ]  # fmt: skip
-    with open_store(_store(tmp_path, nights)) as store:
-        found = survey(store)
+    found = _survey(_store(tmp_path, nights))
     assert found.changes == []  # 10 nights of one payload set, 3 of another: no step
     lengths = sorted(s.nights for s in found.statuses)
     assert lengths == [3] * TESTED_SERIES + [10] * TESTED_SERIES
@@ -282,17 +261,14 @@ NIGHT_LOAD += [0.85, 1.2, 1.0]
 
 
 def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     # json 10 % slower from night 14; protobuf a hair apart each night (no ties).
     # json's size: 1.1 x 1.001 / 1.0065 (the medians after and before) = +9.4 %.
     nights = [
-        night(runs, i, NIGHT_LOAD[i], codec_factors={
+        night(tmp_path, i, NIGHT_LOAD[i], codec_factors={
             "json": 1.1 if i >= 14 else 1.0, "protobuf": 1 / FLAT_14[i]})
         for i in range(17)
     ]  # fmt: skip
-    with open_store(_store(tmp_path, nights)) as store:
-        found = survey(store)
+    found = _survey(_store(tmp_path, nights))
     # The absolute series swing by 30 % a night: a 10 % step is no change of level there.
     # Relative to protobuf of the same night the load cancels: json / protobuf is
     # FLAT_14[i] before (1.000 .. 1.013), 1.1 x FLAT_14[i] after (1.1 .. 1.1022), in each
@@ -316,17 +292,14 @@ def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_pat
 
 
 def test_the_check_places_one_operations_change_with_the_codecs_other_operations(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     # json 1.5x slower from night 15 in all three operations; night 14, before the step,
     # lay high (1.45x) in json decode only. Every json operation wiggles as FLAT_14;
     # protobuf stays put, so json relative to protobuf has json's own shape.
     factors = [{("json", op): FLAT_14[i] * (1.5 if i >= 15 else 1.0) for op in OPERATIONS}
                for i in range(17)]  # fmt: skip
     factors[14][("json", "decode")] = 1.45
-    nights = [night(runs, i, operation_factors=factors[i]) for i in range(17)]
-    with open_store(_store(tmp_path, nights)) as store:
-        found = survey(store)
+    nights = [night(tmp_path, i, operation_factors=factors[i]) for i in range(17)]
+    found = _survey(_store(tmp_path, nights))
     # json decode absolute: night 16's window (1.45, 1.5015, 1.503) beyond all 14 nights
     # before: p = 1 / C(17, 3) = 1 / 680. The other absolute operations' windows hold
     # night 14 at the old level (1.000, the lowest with night 13): no alarm there. json's
@@ -384,15 +357,13 @@ def test_a_change_is_placed_again_as_nights_arrive_until_three_follow_its_alarm(
 
 
 def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
     # Every json operation follows SLOW_START; protobuf stays put (its relative series
     # improve, which the watch does not ask). json's three relative series alarm on night
     # 13, each at p 1/364 < 0.05 / 12, all placed alike (one shape): at night 11, then at
     # night 12. Its absolute series do not: they carry the lab's load, and are held to the
     # walk their reference could be (nights 3 to 6 % apart, docs/history.md).
     nights = [
-        night(runs, i, operation_factors={("json", op): SLOW_START[i] for op in OPERATIONS})
+        night(tmp_path, i, operation_factors={("json", op): SLOW_START[i] for op in OPERATIONS})
         for i in range(16)
     ]
     url = _store(tmp_path, nights[:14])

@@ -1,5 +1,7 @@
-"""The trend page opens on what moved (issue 31): a known 10x step is listed first,
-coloured as a regression, drawn first with its change point marked, in headless Chromium.
+"""The trend page opens on what moved (issues 31, 43): a known 10x step is listed first,
+coloured as a regression, drawn first with its change point marked (in headless
+Chromium); it says what it does on stderr and stays bounded: full plots only for
+series that changed, small ones for the rest.
 
 The nights are copies of the committed sample run (tests/history_runs.py): 8 nights
 0.1 % apart, then 9 on which protobuf's timings are 10x: a step of +900 % (to the
@@ -7,6 +9,7 @@ The nights are copies of the committed sample run (tests/history_runs.py): 8 nig
 nights before it the watch cannot test it (it needs 10 at 0.05 / 12); the scan
 shows it once it finds it over the nights before the newest 3 as well
 (docs/history.md): 8 before and 6 after, 3 nights after the 14 it needed alone.
+The plots' pixels are read back by matplotlib's PNG reader (not the module's writer).
 """
 
 from __future__ import annotations
@@ -23,33 +26,65 @@ from chromium import open_page
 from history_runs import night
 from report_helpers import evbench
 
-pytestmark = pytest.mark.integration
+from evbench.history import open_store, parse_url, trend_page
 
 #: matplotlib's "C3", the colour of a worse change's dashed line: #d62728.
 WORSE_LINE = np.array([0xD6, 0x27, 0x28]) / 255
 
 
-def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    """The 17 nights in a store and `evbench history report` run once on it (tests read)."""
+    base = tmp_path_factory.mktemp("trends")
     jitter = [3, 7, 4, 1, 8, 5, 2, 6, 0, 9, 4, 2, 7, 5, 3, 8, 1]
-    directories = [
-        night(
-            runs,
-            number,
-            1.0 + 0.001 * jitter[number - 1],
-            codec_factors={"protobuf": 10.0} if number > 8 else None,
-        )
-        for number in range(1, 18)
-    ]
-    env = dict(os.environ, EVBENCH_HISTORY=str(tmp_path / "store.sqlite"))
-    assert evbench("history", "add", *map(str, directories), env=env).returncode == 0
-    out = tmp_path / "trends"
-    done = evbench("history", "report", "--out", str(out), env=env)
+    nights = [night(base, n, 1 + 0.001 * jitter[n - 1],
+                    codec_factors={"protobuf": 10.0} if n > 8 else None)
+              for n in range(1, 18)]  # fmt: skip
+    env = dict(os.environ, EVBENCH_HISTORY=str(base / "store.sqlite"))
+    assert evbench("history", "add", *map(str, nights), env=env).returncode == 0
+    done = evbench("history", "report", "--out", str(base / "trends"), env=env)
     assert done.returncode == 0, done.stderr
-    page = out / "trends.html"
-    html = page.read_text()
+    page = base / "trends" / "trends.html"
+    return {"store": env["EVBENCH_HISTORY"], "stderr": done.stderr, "page": page}
 
+
+def test_small_plot_puts_each_night_where_its_value_says():
+    # Three nights 1, 2, 3 on 360 x 110 px with a 6 px margin: columns 6, 180 (6 + 347 / 2,
+    # rounded) and 353; rows 103 (lowest), 54 (103 - 97 / 2, rounded to even) and 6.
+    pixels = matplotlib.image.imread(io.BytesIO(trend_page.sparkline([1, 2, 3])), format="png")
+    assert pixels.shape == (110, 360)
+    for row, column in ((103, 6), (54, 180), (6, 353)):
+        assert pixels[row, column] == 0  # a black dot
+    assert pixels[6, 6] == 1 and pixels[103, 353] == 1  # white where no night is
+
+
+def test_the_page_opens_on_what_moved_with_progress_and_bounded(report, monkeypatch):
+    progress = report["stderr"].splitlines()
+    assert progress[0].startswith("trend page: surveying 1 board")
+    assert any(re.match(r"trend page: plot 1 of \d+: ", line) for line in progress)
+    assert any(line.startswith("trend page: done in ") for line in progress)
+    html = report["page"].read_text()
+    # What moved first, then the changed series' plots (protobuf's), then the small ones.
+    moved, changed = html.index('<h2 id="moved">'), html.index("<h2>Series that changed</h2>")
+    small = html.index("<h2>Every other series</h2>")
+    assert moved < changed < html.index("<figure>") < small
+    first_plot = re.search(r'<img alt="([^"]*)"', html[changed:]).group(1)
+    assert "codec/seed/protobuf/" in first_plot
+    assert "codec/seed/json/size" in html[small:]  # a fact, drawn small
+    # Bounded: with room for 1 full plot and 2 small ones, the rest are counted.
+    monkeypatch.setattr(trend_page, "MAX_PLOTS", 1)
+    monkeypatch.setattr(trend_page, "MAX_SMALL", 2)
+    with open_store(parse_url(report["store"])) as store:
+        page, plots, found = trend_page.render(store)
+        keys = len(store.series_keys("name:bench-1"))
+    assert plots == page.count("<figure>") == 3
+    changed_series = len({c.series for c in found})
+    assert f"{keys - 3} more not drawn" in page and changed_series > 1
+
+
+@pytest.mark.integration
+def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path):
+    html = report["page"].read_text()
     moved = html[html.index('<h2 id="moved">') : html.index("<h2>Series that changed</h2>")]
     items = re.findall(r'<li class="(\w+)">(.*?)</li>', moved)
     assert items, moved
@@ -72,7 +107,7 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(tmp_path):
     assert near.sum() > 100, near.sum()  # a dashed line across the axes, not a speck
 
     shown = open_page(
-        page,
+        report["page"],
         tmp_path / "profile",
         "[document.getElementById('moved').getBoundingClientRect().top,"
         " getComputedStyle(document.querySelector('li.regressed')).color]",
