@@ -97,5 +97,4 @@ def test_the_platform_listing_names_the_codecs_without_importing_them():
     assert {"orjson", "cbor2", "cantools"} <= optional  # as worked out by hand
     assert optional & set(modules) == set()
     # What is listed is what imports here (every install of this venv is whole).
-
     assert listed == sorted(codecs.available())
