@@ -48,12 +48,13 @@ SLOWED_RUNS = 3
 
 def _agent_run(out: Path, env: dict | None = None) -> Path:
     """A quick json-only codec run by the agent itself (no report: it is not needed here),
-    with 3 worker processes: across runs the night is the replicate, so the check sees
-    13 figures whatever the count, and each run takes half the time of the quick plan's."""
+    with 3 worker processes and 20 payloads: across runs the night is the replicate, so the
+    check sees 13 figures whatever the count, and each run takes under half the time of the
+    quick plan's (8 processes, 200 payloads)."""
     done = subprocess.run(
         [sys.executable, "-m", "evbench_agent", "run", "--quick", "--processes", "3",
-         "--suite", "codec", "--profile", "seed", "--codecs", "json", "--progress", "none",
-         "--out", str(out)],
+         "--payloads", "20", "--suite", "codec", "--profile", "seed", "--codecs", "json",
+         "--progress", "none", "--out", str(out)],
         capture_output=True, text=True, timeout=300, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
