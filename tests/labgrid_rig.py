@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import require
 from sshd import free_port
 
 LABGRID_VENV = Path(__file__).resolve().parent.parent / ".venv-labgrid"
@@ -23,16 +24,18 @@ CLIENT = BIN / "labgrid-client"
 START_TIMEOUT = 90.0  # a loaded 2-core machine: each labgrid program takes seconds to start
 
 
-def installed() -> bool:
+def require_installed() -> None:
     programs = ("labgrid-coordinator", "labgrid-exporter", "labgrid-client")
-    return all(os.access(BIN / name, os.X_OK) for name in programs)
+    installed = all(os.access(BIN / name, os.X_OK) for name in programs)
+    require(installed, "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
 
 
 class Lab:
     """One coordinator, one exporter (named `exporter`, started with `exporter_options`
-    such as --isolated), places made with labgrid-client."""
+    such as --isolated), places made with labgrid-client; labgrid required."""
 
     def __init__(self, directory: Path, resources: str, exporter_options: tuple = ()) -> None:
+        require_installed()
         self.directory = directory
         self.port = free_port()
         self.coordinator = f"127.0.0.1:{self.port}"
@@ -80,6 +83,12 @@ class Lab:
                 self.stop()
                 raise RuntimeError(f"labgrid {name} did not start: {log.read_text()[-2000:]}")
             time.sleep(0.2)
+
+    def use(self, monkeypatch) -> None:
+        """evbench's environment: .venv-labgrid's labgrid-client, this lab, as user nightly."""
+        monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(CLIENT))
+        monkeypatch.setenv("LG_COORDINATOR", self.coordinator)
+        monkeypatch.setenv("LG_USERNAME", "nightly")
 
     def client(self, *arguments: str, user: str = "lab-admin", check: bool = True):
         """labgrid-client as another lab user (LG_USERNAME), not as evbench."""

@@ -15,10 +15,11 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from sshd import free_port
 
 START_TIMEOUT_S = 60
 USER = "evbench"
@@ -26,26 +27,16 @@ USER = "evbench"
 
 def find_bin() -> Path | None:
     """The newest Debian PostgreSQL bin directory that has initdb and pg_ctl."""
-    candidates = sorted(
-        (str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
-        key=lambda p: (
-            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
-        ),
-    )
-    return Path(candidates[-1]).parent if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    found = Path("/usr/lib/postgresql").glob("*/bin/initdb")  # .../VERSION/bin/initdb
+    newest = sorted(found, key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    return newest[-1].parent if newest else None
 
 
 class Postgres:
     def __init__(self, bin_dir: Path) -> None:
         self.bin_dir = bin_dir
         self.password = secrets.token_urlsafe(18)
-        self.port = _free_port()
+        self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="evbench-pg-"))
         self.data = self.root / "data"
         self._databases = 0

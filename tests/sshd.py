@@ -59,6 +59,15 @@ class Sshd:
     def address(self) -> str:
         return f"{self.user}@127.0.0.1:{self.port}"
 
+    def another(self, directory: Path) -> Sshd:
+        """Another server (another host: a jump host, a board of its own), started, that
+        this one's client key logs in to."""
+        other = Sshd(self.sshd, self.ssh_keygen, directory)
+        key = "client_ed25519.pub"
+        (other.directory / key).write_text((self.directory / key).read_text())
+        other.start()
+        return other
+
     def host_key_line(self) -> str:
         """The known_hosts line that trusts this server's host key."""
         key_type, key_data = (self.directory / "host_ed25519.pub").read_text().split()[:2]

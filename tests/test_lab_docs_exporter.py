@@ -13,7 +13,7 @@ from pathlib import Path
 
 import labgrid_rig
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT
 
 pytestmark = pytest.mark.integration  # labgrid, in its own venv
 
@@ -36,7 +36,7 @@ def _exporter_example() -> str:
 
 
 def _load(tmp_path: Path, text: str) -> dict:
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
+    labgrid_rig.require_installed()
     path = tmp_path / "exporter.yaml"
     path.write_text(text)
     done = subprocess.run(

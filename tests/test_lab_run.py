@@ -19,7 +19,7 @@ from pathlib import Path
 import labgrid_rig
 import pytest
 from chromium import open_page
-from conftest import require
+from test_labgrid_board import wait_while_running
 
 from evbench_core import results
 
@@ -32,7 +32,6 @@ LAB_TIMEOUT = 1200
 
 @pytest.fixture(scope="module")
 def lab(sshd, tmp_path_factory):
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
     lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"))
     try:
         yield lab
@@ -103,17 +102,33 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, tmp_path, monkeypa
     assert (shown.value, shown.errors) == (3, [])  # the header and one row per entry
 
 
-def test_the_second_night_is_compared_with_the_first(lab, tmp_path):
+def test_a_failing_board_does_not_stop_the_other_and_the_next_night_compares(lab, tmp_path):
     lab_plan = plan(tmp_path, lab.coordinator, units="a")
-    nights = []
-    for night in ("first", "second"):
-        lab_dir = tmp_path / night
-        done = lab_run(lab_plan, lab_dir)
-        (entry,) = json.loads((lab_dir / "lab.json").read_text())["entries"]
-        nights.append((done, lab_dir, entry))
-    (first, first_dir, first_entry), (second, second_dir, second_entry) = nights
-    assert first.returncode == 0, first.stderr
+    # The first night, a second board whose place does not exist: its entry fails, not the lab.
+    first_plan = tmp_path / "FIRST.yaml"
+    first_plan.write_text(
+        lab_plan.read_text().replace(
+            "matrix:",
+            f"  - board: labgrid://am62x-gone?coordinator={lab.coordinator}\n    name: gone\n"
+            "matrix:",
+        )
+    )
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first = lab_run(first_plan, first_dir)
+    assert first.returncode == 4, first.stderr  # not every entry completed
+    entries = {e["board"]: e for e in json.loads((first_dir / "lab.json").read_text())["entries"]}
+    gone, first_entry = entries["gone"], entries["am62x-a"]
+    assert (gone["status"], gone["exit_code"], gone["attempts"]) == ("failed", 2, 1)
+    assert "place pattern am62x-gone matches nothing" in gone["error"]
+    assert gone["run_dir"] is None  # refused before its run began: lab.json names no folder
+    assert not list((first_dir / "runs").glob(f"{gone['id']}*"))
+    assert (first_entry["status"], first_entry["exit_code"]) == ("complete", 0)
+    assert results.verify_checksums(first_dir / first_entry["run_dir"]) == []
+    assert '<tr class="failed">' in (first_dir / "lab.html").read_text()
     assert first_entry["comparison"]["baseline"] is None
+
+    second = lab_run(lab_plan, second_dir)
+    (second_entry,) = json.loads((second_dir / "lab.json").read_text())["entries"]
     comparison = second_entry["comparison"]
     # The baseline is the first night's run of the same place, found in the history store.
     assert Path(comparison["baseline"]) == first_dir / first_entry["run_dir"]
@@ -131,28 +146,6 @@ def test_the_second_night_is_compared_with_the_first(lab, tmp_path):
     assert f"vs {comparison['baseline_run_id']}" in html
 
 
-def test_a_failing_board_does_not_stop_the_other(lab, tmp_path):
-    path = plan(tmp_path, lab.coordinator, units="a")
-    # A second board whose place does not exist: its entry fails, not the lab.
-    text = path.read_text().replace(
-        "matrix:",
-        f"  - board: labgrid://am62x-gone?coordinator={lab.coordinator}\n    name: gone\nmatrix:",
-    )
-    path.write_text(text)
-    lab_dir = tmp_path / "lab"
-    done = lab_run(path, lab_dir)
-    assert done.returncode == 4, done.stderr  # not every entry completed
-    entries = {e["board"]: e for e in json.loads((lab_dir / "lab.json").read_text())["entries"]}
-    gone, good = entries["gone"], entries["am62x-a"]
-    assert (gone["status"], gone["exit_code"], gone["attempts"]) == ("failed", 2, 1)
-    assert "place pattern am62x-gone matches nothing" in gone["error"]
-    assert gone["run_dir"] is None  # refused before its run began: lab.json names no folder
-    assert not list((lab_dir / "runs").glob(f"{gone['id']}*"))
-    assert (good["status"], good["exit_code"]) == ("complete", 0)
-    assert results.verify_checksums(lab_dir / good["run_dir"]) == []
-    assert '<tr class="failed">' in (lab_dir / "lab.html").read_text()
-
-
 def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_path, monkeypatch):
     monkeypatch.setenv("LG_USERNAME", "nightly")
     path = plan(tmp_path, lab.coordinator, units="a")
@@ -168,11 +161,8 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
-        while not list((tmp_path / "board-a").glob("runs/*/results/samples.jsonl")):
-            assert job.poll() is None, job.communicate()
-            assert time.monotonic() < deadline, "the first entry never started measuring"
-            time.sleep(0.5)
+        measuring = lambda: any((tmp_path / "board-a").glob("runs/*/results/samples.jsonl"))  # noqa: E731
+        wait_while_running(job, measuring, "the first entry never started measuring", 300, 0.5)
         job.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         while lab.acquired_by("am62x-a") is not None:

@@ -22,7 +22,6 @@ from pathlib import Path
 import labgrid_rig
 import process_tree
 import pytest
-from conftest import require
 
 from evbench_core import results
 
@@ -36,27 +35,22 @@ RUN_TIMEOUT = 600  # a quick run plus the place's labgrid calls, on a load of 15
 
 @pytest.fixture(scope="module")
 def lab(sshd, tmp_path_factory):
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
     switch = labgrid_rig.PowerSwitch()
     try:
         lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"), switch.url)
-    except BaseException:
-        switch.stop()
-        raise
-    lab.switch = switch
-    try:
-        yield lab
+        try:
+            lab.switch = switch
+            yield lab
+        finally:
+            lab.stop()
     finally:
-        lab.stop()
         switch.stop()
 
 
 @pytest.fixture(autouse=True)
 def lab_env(lab, ssh_home, monkeypatch):
     """evbench's environment (every test here): the lab's coordinator, as user nightly."""
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
-    monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
-    monkeypatch.setenv("LG_USERNAME", "nightly")
+    lab.use(monkeypatch)
     return lab
 
 
@@ -226,13 +220,15 @@ RELEASED_WITHIN_S = 10.0
 
 
 class _TimedLines(threading.Thread):
-    """Reads a process's standard error (and drains its output) noting when each line came."""
+    """Reads a process's standard error (and drains its output) noting when each line came,
+    from its creation on."""
 
     def __init__(self, job: subprocess.Popen) -> None:
         super().__init__(daemon=True)
         self.job = job
         self.lines: list[tuple[float, str]] = []
         self.drain = threading.Thread(target=job.stdout.read, daemon=True)
+        self.start()
 
     def run(self) -> None:
         self.drain.start()
@@ -243,12 +239,6 @@ class _TimedLines(threading.Thread):
         super().join(timeout)
         self.drain.join(timeout)
         return self.lines
-
-
-def _timed_lines(job: subprocess.Popen) -> _TimedLines:
-    reader = _TimedLines(job)
-    reader.start()
-    return reader
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
@@ -264,7 +254,7 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
         measuring = lambda: any((tmp_path / "board").glob("runs/*/results/samples.jsonl"))  # noqa: E731
         wait_while_running(job, measuring, "the run never started on the board", 300, 0.5)
         assert "+evbench-" in (lab.acquired_by("am62x-a") or "")
-        lines = _timed_lines(job)
+        lines = _TimedLines(job)
         job.send_signal(stop)
         signalled = time.monotonic()
         job.wait(timeout=300)

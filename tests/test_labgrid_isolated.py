@@ -15,8 +15,6 @@ import subprocess
 
 import labgrid_rig
 import pytest
-from conftest import require, require_command
-from sshd import Sshd
 from test_labgrid_board import BOARD_PYTHON, board_url, evbench
 
 from evbench_core import results
@@ -31,28 +29,21 @@ QUICK = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json"]
 @pytest.fixture(scope="module")
 def exporter_host(sshd, tmp_path_factory):
     """The exporter host's sshd: the test client key may log in there as on the board."""
-    commands = require_command("sshd"), require_command("ssh-keygen")
-    jump = Sshd(*commands, tmp_path_factory.mktemp("jump"))
-    key = "client_ed25519.pub"
-    (jump.directory / key).write_text((sshd.directory / key).read_text())
-    jump.start()
+    jump = sshd.another(tmp_path_factory.mktemp("jump"))
     yield jump
     jump.stop()
 
 
 @pytest.fixture(scope="module")
 def isolated_lab(sshd, tmp_path_factory):
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
     service = (f"board-iso:\n  NetworkService:\n    address: 127.0.0.1\n"
                f"    username: {sshd.user}\n    port: {sshd.port}\n")  # fmt: skip
     lab = labgrid_rig.Lab(tmp_path_factory.mktemp("lab"), service, ("--isolated",))
     try:
         lab.make_place(PLACE, "board-iso", {"board": "am62x", "site": "isolated"})
-    except BaseException:
+        yield lab
+    finally:
         lab.stop()
-        raise
-    yield lab
-    lab.stop()
 
 
 def exporter_proxy(lab) -> str:
@@ -66,9 +57,7 @@ def exporter_proxy(lab) -> str:
 
 @pytest.fixture
 def env(isolated_lab, exporter_host, ssh_home, monkeypatch):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
-    monkeypatch.setenv("LG_COORDINATOR", isolated_lab.coordinator)
-    monkeypatch.setenv("LG_USERNAME", "nightly")
+    isolated_lab.use(monkeypatch)
     monkeypatch.delenv("LG_PROXY", raising=False)
     proxy = exporter_proxy(isolated_lab)
     # How a lab user reaches the exporter host by the name its exporter gives.

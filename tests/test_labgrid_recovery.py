@@ -18,8 +18,6 @@ import time
 
 import labgrid_rig
 import pytest
-from conftest import require, require_command
-from sshd import Sshd
 from test_labgrid_board import EVBENCH, board_url
 from test_labgrid_isolated import trust
 
@@ -35,19 +33,13 @@ LONG = ["--suite", "codec", "--profile", "seed", "--codecs", "json"]
 @pytest.fixture(scope="module")
 def board(sshd, tmp_path_factory):
     """The board's own sshd; the test client key logs in there too."""
-    commands = require_command("sshd"), require_command("ssh-keygen")
-    server = Sshd(*commands, tmp_path_factory.mktemp("board"))
-    key = "client_ed25519.pub"
-    (server.directory / key).write_text((sshd.directory / key).read_text())
-    server.start()
+    server = sshd.another(tmp_path_factory.mktemp("board"))
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
 def lab(board, tmp_path_factory):
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
-
     def power(value: str) -> None:
         if value == "0":
             board.stop()
@@ -61,24 +53,20 @@ def lab(board, tmp_path_factory):
                  "    index: '1'\n")  # fmt: skip
     try:
         lab = labgrid_rig.Lab(tmp_path_factory.mktemp("lab"), resources)
-    except BaseException:
-        switch.stop()
-        raise
-    lab.switch = switch
-    try:
-        lab.make_place(PLACE, "board-r", {"board": "am62x", "site": "power"})
-        yield lab
+        try:
+            lab.make_place(PLACE, "board-r", {"board": "am62x", "site": "power"})
+            lab.switch = switch
+            yield lab
+        finally:
+            lab.stop()
     finally:
-        lab.stop()
         switch.stop()
 
 
 def test_a_board_silent_mid_run_is_power_cycled_and_the_run_completes(
     lab, board, ssh_home, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
-    monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
-    monkeypatch.setenv("LG_USERNAME", "nightly")
+    lab.use(monkeypatch)
     trust(ssh_home, board.host_key_line())
     out = tmp_path / "run"
     work = tmp_path / "board"

@@ -16,7 +16,7 @@ import subprocess
 
 import labgrid_rig
 import pytest
-from conftest import require, require_command
+from conftest import require_command
 from console_rig import ConsoleRig
 from test_lab_run import EVBENCH, plan
 from test_labgrid_board import evbench, wait_while_running
@@ -38,7 +38,6 @@ def serial_line(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lab(sshd, serial_line, console_user, tmp_path_factory):
-    require(labgrid_rig.installed(), "labgrid 26 in .venv-labgrid (tests/setup_envs.py)")
     require_command("ser2net")  # the exporter serves the port with it
     service = (f"board-a:\n  NetworkService:\n    address: 127.0.0.1\n"
                f"    username: {sshd.user}\n    port: {sshd.port}\n")  # fmt: skip
@@ -49,11 +48,9 @@ def lab(sshd, serial_line, console_user, tmp_path_factory):
         lab.add_exporter("serial-exporter", port)
         lab.make_place("am62x-a", "board-a", {"board": "am62x", "unit": "a"})
         lab.make_place("am62x-s", "board-s", {"board": "am62x", "unit": "s"}, "serial-exporter")
-    except BaseException:
+        yield lab
+    finally:
         lab.stop()
-        raise
-    yield lab
-    lab.stop()
 
 
 @pytest.fixture
@@ -61,9 +58,7 @@ def lab_env(lab, ssh_home, console_user, monkeypatch, tmp_path):
     # Console transcripts go to ./results/console: here, not the checkout's results/,
     # which test_docs tidies on another worker.
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("EVBENCH_LABGRID_CLIENT", str(labgrid_rig.CLIENT))
-    monkeypatch.setenv("LG_COORDINATOR", lab.coordinator)
-    monkeypatch.setenv("LG_USERNAME", "nightly")
+    lab.use(monkeypatch)
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     return lab
 
