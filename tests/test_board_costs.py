@@ -13,15 +13,10 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "board_costs.py
 MIB = 1024 * 1024
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("board_costs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["board_costs"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-board_costs = _load()
+_spec = importlib.util.spec_from_file_location("board_costs", SCRIPT)
+board_costs = importlib.util.module_from_spec(_spec)
+sys.modules["board_costs"] = board_costs  # a script, not a package module: loaded by path
+_spec.loader.exec_module(board_costs)
 
 
 def test_summary_is_median_min_max_and_count() -> None:
