@@ -23,8 +23,9 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,25 +117,19 @@ def installed(release: Release) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.fixture(scope="module")
-def current(tmp_path_factory: pytest.TempPathFactory) -> Release:
-    """This checkout's release, from its wheels."""
-    top = tmp_path_factory.mktemp("current")
-    start = time.monotonic()
-    wheels = build_wheels(ROOT, top / "wheels")
+def release(version: str, source: Path, top: Path) -> Release:
+    """The release of the tree at `source`, its wheels built and installed under `top`."""
+    wheels = build_wheels(source, top / "wheels")
     install(wheels, top / "env")
-    print(f"current release built and installed in {time.monotonic() - start:.1f} s")
-    return Release(evbench.__version__, wheels, top / "env")
+    return Release(version, wheels, top / "env")
 
 
-@pytest.fixture(scope="module")
-def previous(tmp_path_factory: pytest.TempPathFactory) -> Release:
+def previous_built(top: Path) -> Release:
     """The previous release, its tree taken from git at the commit the changelog names."""
     version, commit = previous_release()
     git = require_command("git")
     known = run([git, "-C", ROOT, "cat-file", "-e", f"{commit}^{{commit}}"], timeout=60)
     require(known.returncode == 0, f"release {version}'s commit {commit} (a clone with history)")
-    top = tmp_path_factory.mktemp("previous")
     archive = top / "source.tar"
     taken = run(
         [git, "-C", ROOT, "archive", "--output", archive, commit, "agent", "host_tools", "LICENSE"],
@@ -144,26 +139,48 @@ def previous(tmp_path_factory: pytest.TempPathFactory) -> Release:
     (top / "source").mkdir()
     unpacked = run([require_command("tar"), "-xf", archive, "-C", top / "source"], timeout=120)
     assert unpacked.returncode == 0, unpacked.stderr
-    start = time.monotonic()
-    wheels = build_wheels(top / "source", top / "wheels")
-    install(wheels, top / "env")
-    print(f"release {version} built and installed in {time.monotonic() - start:.1f} s")
-    return Release(version, wheels, top / "env")
+    return release(version, top / "source", top)
 
 
-@pytest.fixture(scope="module")
-def current_run(current: Release, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def quick_run(current: Future[Release], out: Path) -> Path:
     """The acceptance: the installed release's quick run on the local board."""
-    out = tmp_path_factory.mktemp("current-run") / "run"
-    start = time.monotonic()
+    evbench_command = current.result().bin("evbench")
     done = run(
-        [current.bin("evbench"), "run", "--board", "local", "--quick", "--out", out],
+        [evbench_command, "run", "--board", "local", "--quick", "--out", out],
         timeout=RUN_TIMEOUT,
         cwd=out.parent,
     )
-    print(f"evbench run --board local --quick from the wheels: {time.monotonic() - start:.1f} s")
     assert done.returncode == 0, done.stderr[-4000:]
     return out
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future]]:
+    """This checkout's release (then its quick run) and the previous release, made at
+    once: pip's downloads and installs of one overlap the other's."""
+    factory = tmp_path_factory
+    with ThreadPoolExecutor(3) as pool:
+        current = pool.submit(release, evbench.__version__, ROOT, factory.mktemp("current"))
+        yield {
+            "current": current,
+            "current_run": pool.submit(quick_run, current, factory.mktemp("current-run") / "run"),
+            "previous": pool.submit(previous_built, factory.mktemp("previous")),
+        }
+
+
+@pytest.fixture(scope="module")
+def current(made: dict[str, Future]) -> Release:
+    return made["current"].result()
+
+
+@pytest.fixture(scope="module")
+def previous(made: dict[str, Future]) -> Release:
+    return made["previous"].result()
+
+
+@pytest.fixture(scope="module")
+def current_run(made: dict[str, Future]) -> Path:
+    return made["current_run"].result()
 
 
 def test_the_wheels_carry_the_release_and_the_host_pins_its_agent(current):
