@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -278,3 +279,22 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
     assert first == f"**PARTIAL: {manifest['reason']}**"
     html = (out / "report.html").read_text()
     assert f'<body><p class="partial" id="headline"><strong>PARTIAL: {reason}' in html
+
+
+@pytest.mark.parametrize("sealed", [True, False], ids=["after-its-complete-marker", "before"])
+def test_an_agent_killed_after_sealing_its_run_leaves_it_complete(tmp_path, sealed):
+    # A lab stopped while the entry's agent was exiting: the run it had sealed (marker,
+    # checksums) is a whole measurement and stays so; killed before sealing, what it
+    # wrote is kept and sealed partial. The run is a committed one (tests/data/runs).
+    from evbench.commands import run as run_command
+
+    out = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "runs" / "core-v1", out)
+    if not sealed:
+        (out / results.COMPLETE).unlink()
+    status = run_command._after_a_killed_agent(out, signal.SIGINT)
+    assert status == (0 if sealed else 4)  # OK, or PARTIAL (docs/running.md's exit codes)
+    assert (out / results.COMPLETE).is_file() is sealed
+    assert results.verify_checksums(out) == []
+    manifest = json.loads((out / results.MANIFEST).read_text())
+    assert manifest.get("reason") == (None if sealed else "the agent was killed (signal 2)")

@@ -344,14 +344,25 @@ def _save_agent_log(out: Path, log: str) -> None:
         logger.warning("the agent's log is not saved in %s: %s", out, error.strerror or error)
 
 
+def _after_a_killed_agent(out: Path, signal_number: int) -> int:
+    """The exit status of a run whose agent a signal killed. Killed before it sealed the
+    run: what it wrote is kept, sealed partial. Killed after (a lab stopped while the
+    agent was exiting): its run is whole, `complete` and every checksum good, and stays
+    complete; sealing it partial would throw away a finished measurement."""
+    if (out / results.COMPLETE).is_file() and results.verify_checksums(out) == []:
+        logger.info("the agent was killed (signal %d) after its run was complete", signal_number)
+        return ExitCode.OK
+    with write_failures.writing(out):
+        results.seal_partial(out, f"the agent was killed (signal {signal_number})")
+    return ExitCode.PARTIAL
+
+
 def _finish(args: argparse.Namespace, out: Path, status: int, log: str) -> int:
     started = (out / results.MANIFEST).exists()  # a refused spec leaves no run behind
     if log and started and not (out / "agent.log").exists():
         _save_agent_log(out, log)
-    if status < 0 and started:  # the agent was killed before it could seal the run
-        with write_failures.writing(out):
-            results.seal_partial(out, f"the agent was killed (signal {-status})")
-        status = ExitCode.PARTIAL
+    if status < 0 and started:
+        status = _after_a_killed_agent(out, -status)
     if status not in (ExitCode.OK, ExitCode.PARTIAL, ExitCode.INTERRUPTED):
         if out.is_dir() and not any(out.iterdir()):
             out.rmdir()
