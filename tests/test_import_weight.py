@@ -1,10 +1,10 @@
-"""Importing a command module pulls in no heavy library it does not use (issue 21, item 1).
+"""What a command module, the agent's help and its run path import (issue 21, items 1, 3).
 
-Start-up time is mostly imports: `evbench flash --help` must not load matplotlib
-because `evbench report` draws with it. Each module is imported in a fresh
-interpreter and its sys.modules is checked for the heavy libraries; a command that
-really needs one at import time says so in USES, with the reason. Not a timing
-test: it checks what is imported, which is what the start-up time follows from.
+Start-up time is mostly imports, and an A53 imports several times slower than the lab
+PC: `evbench flash --help` must not load matplotlib because `evbench report` draws with
+it, and the agent's help or a usage error never logs nor runs a suite. Each probe runs
+in a fresh interpreter and reads its sys.modules; a command that really needs a heavy
+library at import time says so in USES, with the reason. Not a timing test.
 """
 
 from __future__ import annotations
@@ -37,17 +37,33 @@ USES: dict[str, set[str]] = {
     # every run of it opens one through pyserial.
     "evbench.commands.console": {"serial"},
 }
+#: What the agent loads only once a command runs; top-level names, or name prefixes.
+AGENT_DEFERRED = (
+    "logging", "google", "psutil", "evbench_agent.suites", "evbench_agent.codecs",
+    "evbench_agent.buses",
+    # read by no command's parser, and by no run either (codec versions come from
+    # evbench_agent.platform.installed_version): email, zipfile and csv come with it
+    "importlib.metadata",
+)  # fmt: skip
 
 _PROBE = (
     "import importlib, json, sys\n"
     "importlib.import_module(sys.argv[1])\n"
     "print(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
 )
+_HELP_PROBE = (
+    "import json, sys\n"
+    "from evbench_agent.cli import main\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit as stop:\n"
+    "    code = stop.code\n"
+    "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+)
 
 
 def fresh(code: str, *argv: str, env: dict[str, str] | None = None):
-    """What `code`, run in a fresh interpreter, prints as JSON on its last line
-    (tests/test_agent_help_imports.py probes the agent's help with it too)."""
+    """What `code`, run in a fresh interpreter, prints as JSON on its last line."""
     command = [sys.executable, "-c", code, *argv]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -67,9 +83,11 @@ def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
     return set(fresh(_PROBE, module, env=env)) & set(HEAVY)
 
 
-def test_every_command_module_is_checked():
+def test_every_command_module_is_checked_and_a_deferred_module_is_seen():
     # The glob found the commands (a wrong folder would make every check vacuous).
     assert {"evbench.commands.flash", "evbench.commands.run"} <= set(COMMAND_MODULES)
+    found = among(["argparse", "logging", "logging.handlers"], AGENT_DEFERRED)
+    assert found == ["logging", "logging.handlers"]
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -93,6 +111,23 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
     found = heavy_imports("weight_demo.heavy", tmp_path)
     assert found == {"matplotlib"}
     assert not found <= USES.get("weight_demo.heavy", set())  # the parametrized test would fail
+
+
+@pytest.mark.parametrize(("argv", "exits"), [("--help", 0), ("no-such-command", 2)])
+def test_agent_help_or_a_usage_error_loads_no_logging_protobuf_psutil_or_suite(argv, exits):
+    report = fresh(_HELP_PROBE, argv)
+    assert report["code"] == exits
+    assert "evbench_agent.cli" in report["modules"]  # the probe ran the real program
+    assert among(report["modules"], AGENT_DEFERRED) == []
+
+
+def test_the_budget_line_is_the_budget_command_s_help_and_loads_it_with_its_options():
+    from evbench_agent import cli
+    from evbench_agent.buses import command
+
+    assert cli.BUDGET_HELP == command.HELP
+    args = cli.build_parser(["budget", "--bus", "all"]).parse_args(["budget", "--bus", "all"])
+    assert args.bus == ["all"] and args.handler.__module__ == "evbench_agent.buses.command"
 
 
 #: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it
@@ -133,12 +168,9 @@ def test_the_agent_s_run_path_loads_neither_importlib_metadata_nor_openssl():
     listing, found = run_path_deferred_loaded()
     assert found == [], f"the agent's run path loads {found}: see RUN_PATH_DEFERRED"
     assert listing.get("protobuf") not in (None, "unknown")  # the versions were really read
-
-
-def test_the_run_path_check_catches_them_coming_back():
-    _, found = run_path_deferred_loaded(prelude="import importlib.metadata\n")
-    assert "importlib.metadata" in found and "email" in found
-    _, found = run_path_deferred_loaded(prelude="import hmac\n")
-    assert "_hashlib" in found and "hmac" in found
-    _, found = run_path_deferred_loaded(prelude="from evbench_agent.link import bus_connection\n")
+    # The check catches each coming back (none is loaded without its import, above).
+    _, found = run_path_deferred_loaded(
+        "import importlib.metadata, hmac\nfrom evbench_agent.link import bus_connection\n"
+    )
+    assert {"importlib.metadata", "email", "_hashlib", "hmac"} <= set(found)
     assert "evbench_agent.link.bus_connection" in found
