@@ -1,22 +1,26 @@
-"""No role bias in the codec suite (issue 43, item 5): what runs just before each sample.
+"""The codec suite's rounds: their order, the calibration, the A/A copy's slowdown.
 
-In a round the codecs take their samples operation by operation, A B in even rounds
-and B A in odd ones. The first sample of an operation followed another operation and
-came out about 1 % slower than the second, which followed the same operation, warm;
-the quick plan's rounds (3 values after one warm-up: B A, A B, B A) gave that penalty
-to the codec listed second, the A/A copy. Now each operation's first sample is primed
-by the same operation of another codec. These tests read what the worker did from its
-own calls, not timings; tests/test_codec_calibration.py uses the same recorder.
+No role bias (issue 43, item 5): in a round the codecs take their samples operation by
+operation, A B in even rounds and B A in odd ones, and each operation's first sample is
+primed by the same operation of another codec. Unprimed, that sample followed another
+operation and came out about 1 % slower than the second, warm, one; the quick plan's
+rounds (3 values after one warm-up: B A, A B, B A) gave the penalty to the A/A copy.
+What ran before what is read from the worker's own calls, not timings. Timed parts use
+a spin of known cost (preemption can only make a spin longer), or a clock that moves by
+the operations' stated costs alone where a preempted call could change the answer.
 """
 
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
+
 import pytest
 
-from evbench_agent import codecs, payloads
 from evbench_agent.suites import codec
 
 CODECS = ("json", "json-aa")
+MIN_TIME = 0.0004  # seconds: short, so the tests are quick
 
 
 def worker_task(**changes):
@@ -94,9 +98,8 @@ def test_every_recorded_sample_follows_the_same_operation_of_another_codec(monke
 
 @pytest.mark.parametrize("values", [3, 4])
 def test_each_codec_is_timed_first_and_second_alike_over_the_recorded_rounds(monkeypatch, values):
-    # What precedes a sample is the same for both codecs in every recorded round,
-    # whichever goes first: the predecessors of A's samples and of B's are one
-    # multiset up to swapping the names, for an odd count of values as for an even.
+    # What precedes A's samples and B's is one multiset up to swapping the names, for
+    # an odd count of values as for an even.
     swap = {"json": "json-aa", "json-aa": "json"}
     before: dict[str, list[tuple[str, str, str]]] = {name: [] for name in CODECS}
     for (_, name, operation, *_), (_, codec_before, operation_before, *_) in _measured(
@@ -105,31 +108,6 @@ def test_each_codec_is_timed_first_and_second_alike_over_the_recorded_rounds(mon
         mirrored = swap[codec_before] if name == "json-aa" else codec_before
         before[name].append((operation, operation_before, mirrored))
     assert sorted(before["json"]) == sorted(before["json-aa"])
-
-
-def test_the_prime_is_untimed_short_and_on_the_rounds_payload():
-    steps = codec.round_steps([(c, o) for c in ("A", "B") for o in codec.OPERATIONS], 0)
-    assert steps == [
-        (("B", "encode"), ("A", "encode")),
-        (None, ("B", "encode")),
-        (("B", "decode"), ("A", "decode")),
-        (None, ("B", "decode")),
-        (("B", "decode_access"), ("A", "decode_access")),
-        (None, ("B", "decode_access")),
-    ]
-    # One codec alone: nothing to pair, nothing primed.
-    assert [primer for primer, _cell in codec.round_steps([("A", "encode")], 1)] == [None]
-
-
-def test_the_copy_binds_the_originals_code_with_no_wrapper():
-    # An A/A copy is the original under another name: its callables run the same code
-    # (json's encode is a closure per binding, so the same code object; decode is
-    # json.loads itself), so nothing but the order can favour either name.
-    profile = payloads.get("seed")
-    original, copy = (codecs.get(name).bind(profile) for name in CODECS)
-    assert copy.encode.__code__ is original.encode.__code__
-    assert copy.decode is original.decode
-    assert copy.access is original.access
 
 
 def test_over_a_pair_of_workers_each_codec_is_timed_first_in_half_the_recorded_rounds(
@@ -146,3 +124,134 @@ def test_over_a_pair_of_workers_each_codec_is_timed_first_in_half_the_recorded_r
                 seen.add((round_number, operation))
                 first[(name, operation)] = first.get((name, operation), 0) + 1
     assert first == {(name, op): 3 for name in CODECS for op in codec.OPERATIONS}
+
+
+def test_rounds_go_operation_by_operation_a_b_then_b_a_each_primed_untimed():
+    cells = [("json", "encode"), ("json", "decode"), ("protobuf", "encode"), ("protobuf", "decode")]
+    assert codec.round_order(cells, 0) == [
+        ("json", "encode"), ("protobuf", "encode"), ("json", "decode"), ("protobuf", "decode")
+    ]  # fmt: skip
+    assert codec.round_order(cells, 1) == [
+        ("protobuf", "encode"), ("json", "encode"), ("protobuf", "decode"), ("json", "decode")
+    ]  # fmt: skip
+    assert codec.round_order(cells, 2) == codec.round_order(cells, 0)
+    # The prime (untimed, on the round's payload) runs the operation of the codec timed
+    # last in it; one codec alone has nothing to pair, nothing primed.
+    steps = codec.round_steps([(c, o) for c in ("A", "B") for o in codec.OPERATIONS], 0)
+    assert steps == [
+        (("B", "encode"), ("A", "encode")),
+        (None, ("B", "encode")),
+        (("B", "decode"), ("A", "decode")),
+        (None, ("B", "decode")),
+        (("B", "decode_access"), ("A", "decode_access")),
+        (None, ("B", "decode_access")),
+    ]
+    assert [primer for primer, _cell in codec.round_steps([("A", "encode")], 1)] == [None]
+
+
+def test_what_runs_before_each_arm_is_the_mirror_image_of_the_other_arm():
+    # An A/A pair is the same code under two names, so any carry-over from the cell
+    # before must hit both arms alike: swapping A <-> B turns A's predecessors into B's.
+    # The order repeats every two rounds, so two rounds taken as a cycle hold every case.
+    cells = [(c, o) for c in ("A", "B") for o in ("encode", "decode", "decode_access")]
+    sequence = codec.round_order(cells, 0) + codec.round_order(cells, 1)
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for index, cell in enumerate(sequence):
+        found.setdefault(cell, []).append(sequence[index - 1])
+    swap = {"A": "B", "B": "A"}
+    for operation in ("encode", "decode", "decode_access"):
+        mirrored = sorted((swap[c], o) for c, o in found[("A", operation)])
+        assert mirrored == sorted(found[("B", operation)]), operation
+
+
+def test_each_round_of_a_worker_takes_the_next_payload_worker_after_worker():
+    # 3 rounds per worker over 5 payloads: worker 0 takes 0 1 2, worker 1 takes 3 4 0.
+    assert codec.round_payloads(0, 3, 5) == [0, 1, 2]
+    assert codec.round_payloads(1, 3, 5) == [3, 4, 0]
+
+
+def test_calibration_takes_the_fastest_payload_and_covers_min_time_with_the_margin(
+    monkeypatch,
+):
+    # An operation whose argument is its cost in ns on a clock that moves by those costs
+    # alone: a preempted call (a loaded machine) cannot change what calibration sees.
+    now = [0]
+    monkeypatch.setattr(codec, "time", SimpleNamespace(perf_counter_ns=lambda: now[0]))
+
+    def operation(cost: int) -> None:
+        now[0] += cost
+
+    assert codec._fastest(operation, [300_000, 40_000, 150_000], slowdown=0.0) == 40_000
+    # Calls of 20 us: doubling stops at 64 loops (1.28 ms >= 1 ms), and 1.2 x 1 ms
+    # needs 1200 / 20 = 60 calls.
+    assert codec.calibrate_loops(operation, 20_000, min_ns=1_000_000) == 60
+
+
+def test_loops_are_timed_with_the_slowdown_and_a_harness_times_its_own():
+    def spin(microseconds: float) -> None:  # takes at least `microseconds`, never less
+        until = time.perf_counter_ns() + microseconds * 1000
+        while time.perf_counter_ns() < until:
+            pass
+
+    # 10 calls of >= 100 us: >= 1 ms plain, >= 1.5 ms with the copy's 50 % slowdown.
+    assert codec._time_loops(spin, 100, 10) >= 1_000_000
+    assert codec._time_loops(spin, 100, 10, slowdown=0.5) >= 1_500_000
+
+    class HarnessTimed:  # native.codec.NativeOperation's shape: calling it runs one loop
+        def __init__(self) -> None:
+            self.calls: list[object] = []
+
+        def time_loops(self, argument: object, loops: int) -> int:
+            return 7_000 * loops  # what the harness says its loops took
+
+        def __call__(self, argument: object) -> int:
+            self.calls.append(argument)
+            return self.time_loops(argument, 1)
+
+    operation = HarnessTimed()
+    assert codec._time_loops(operation, "payload", 1_000) == 7_000_000
+    assert operation.calls == []  # never timed through Python calls, one round trip each
+
+
+def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time():
+    task = worker_task(min_time=MIN_TIME)
+    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
+    assert set(loops) == {
+        f"seed|{c}|{o}" for c in ("json", "json-aa") for o in ("encode", "decode", "decode_access")
+    }
+    # A calibration far too short (1 loop): the worker must raise it, not record short samples.
+    too_short = dict.fromkeys(loops, 1)
+    result = codec.worker_main(
+        dict(task, mode="measure", worker=3, loops=too_short, values=4, warmups=1, params={}),
+        lambda _what: None,
+    )
+    sets = result["sample_sets"]
+    assert len(sets) == 6
+    for sample_set in sets:
+        params = sample_set["params"]
+        assert sample_set["worker"] == 3 and len(sample_set["values"]) == 4
+        assert params["shortest_span_s"] >= 0.9 * MIN_TIME
+        assert params["calibration_loops"] == 1 and params["loops"] > 1
+        assert params["payload_digest"] == "0123456789abcdef"  # the manager's, copied
+        for value in sample_set["values"]:  # value x loops is at least the span it came from
+            assert value * params["loops"] >= 0.9 * MIN_TIME * 0.999
+    # One call is far shorter than MIN_TIME, so the warm-up falls short and the worker
+    # calibrates again (a warm-up preempted past MIN_TIME is the rare exception).
+    assert sum(s["params"]["recalibrated"] for s in sets) >= 4
+
+
+def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else(monkeypatch):
+    calls = record_calls(monkeypatch)
+    task = worker_task(min_time=MIN_TIME, slowdown={"json-aa": 0.25})
+    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
+    codec.worker_main(
+        dict(task, mode="measure", worker=0, loops=loops, values=2, warmups=1, params={}),
+        lambda _what: None,
+    )
+    used: dict[tuple[str, str], set[float]] = {}
+    for _round, name, operation, _sample, slowdown in calls:
+        used.setdefault((name, operation), set()).add(slowdown)
+    assert used == {
+        **{("json", op): {0.0} for op in codec.OPERATIONS},
+        **{("json-aa", op): {0.25} for op in codec.OPERATIONS},
+    }
