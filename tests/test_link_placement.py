@@ -1,10 +1,11 @@
 """Where the link's sender and loopback responder run (link.placement): the choice,
 worked by hand from the documented rule, and the pinning as the kernel reports it
-(/proc/PID/task/TID/status, Cpus_allowed_list)."""
+(/proc/PID/task/TID/status, Cpus_allowed_list); and the sender's real-time scheduling."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -183,3 +184,38 @@ def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
         watcher.join()
     everything = _allowed(os.getpid(), os.getpid())
     assert found == {"responder": {responder_on or everything}}
+
+
+#: Real-time scheduling for the periodic sender, read back in a fresh process (this one
+#: stays ordinary): what is recorded is what the kernel granted, and it is undone.
+REALTIME = """
+import json, os
+from evbench_agent.link import timing
+before = timing.current()
+granted = timing.enter_realtime()
+policy_now = os.sched_getscheduler(0)
+timing.leave_realtime(before)
+after = timing.current()
+print(json.dumps({
+    "granted": granted.as_params(),
+    "fifo_read_back": policy_now == os.SCHED_FIFO,
+    "slack_before": before.timer_slack_ns,
+    "after": after.as_params(),
+    "root": os.geteuid() == 0,
+}))
+"""
+
+
+def test_realtime_records_what_the_kernel_granted_and_is_undone():
+    argv = [sys.executable, "-c", REALTIME]
+    probe = json.loads(subprocess.run(argv, capture_output=True, timeout=60, check=True).stdout)
+    granted = probe["granted"]
+    assert granted["realtime"] is True
+    assert granted["realtime_granted"] == probe["fifo_read_back"]
+    if probe["root"]:  # root may always have SCHED_FIFO; CI runs as root
+        assert granted["realtime_granted"] and granted["policy"] == "SCHED_FIFO"
+    if granted["realtime_granted"]:
+        assert granted["timer_slack_ns"] in (0, 1)  # 0: the kernel reports none for RT tasks
+    after = probe["after"]
+    assert after["policy"] == "SCHED_OTHER" and after["realtime_granted"] is False
+    assert after["timer_slack_ns"] == probe["slack_before"]
