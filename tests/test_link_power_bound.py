@@ -17,16 +17,10 @@ from evbench_agent.run import runner
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "link_power_bound.py"
 
-
-def _load():
-    module_spec = importlib.util.spec_from_file_location("link_power_bound", SCRIPT)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_spec.name] = module
-    module_spec.loader.exec_module(module)
-    return module
-
-
-bound = _load()
+_spec = importlib.util.spec_from_file_location("link_power_bound", SCRIPT)
+bound = importlib.util.module_from_spec(_spec)
+sys.modules["link_power_bound"] = bound  # a script, not a package module: loaded by path
+_spec.loader.exec_module(bound)
 
 
 def test_the_duets_a_row_would_need_scale_with_the_square_of_its_interval():
