@@ -3,10 +3,14 @@
 - protobuf 4.25.8 (Yocto scarthgap) in .venv-pb425;
 - the newest protobuf, in the main test environment;
 - Debian 12's python3 with its own python3-protobuf (4.21.12, cpp backend).
+
+On each, the agent runs a quick suite, and protobuf-json prints every scalar type at its
+zero value as the proto3 JSON mapping says (issue 44, item 1; below).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import AGENT_SRC, ROOT, require
+from test_schema_kinds import compile_set
 
 pytestmark = pytest.mark.compat
 
@@ -92,3 +97,128 @@ def test_agent_source_needs_no_python_newer_than_3_10():
             str(AGENT_SRC / "evbench_agent")]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- protobuf-json's zero values on each runtime (issue 44, item 1) ----------------------
+# Before 5.26, json_format's option that prints fields without presence also prints unset
+# proto2 `optional` scalars, so for a message that can hold one (through an Any, or a
+# proto2 sub-message) the agent prints without it and adds the defaults itself. It wrote
+# "" for the 32-bit integers, and the runtime's own Parse refused that ("invalid literal
+# for int() with base 10: ''"). Expected values are the proto3 JSON mapping's
+# (protobuf.dev, "JSON Mapping"): the 32-bit integers are JSON numbers, the 64-bit ones
+# strings; float and double numbers; bytes base64 (of nothing: ""); an enum its value's
+# name. Each runtime prints through the agent's codec on a schema protoc compiles here,
+# and its own Parse must read back what it printed.
+
+#: Every scalar type of protobuf, with the JSON form of its zero value by the mapping.
+SCALARS = {
+    "double": 0.0, "float": 0.0, "int32": 0, "int64": "0", "uint32": 0, "uint64": "0",
+    "sint32": 0, "sint64": "0", "fixed32": 0, "fixed64": "0", "sfixed32": 0, "sfixed64": "0",
+    "bool": False, "string": "", "bytes": "",
+}  # fmt: skip
+#: A value other than zero for each, as a Python attribute value.
+SET = {
+    "double": 1.5, "float": 2.5, "int32": -3, "int64": -4, "uint32": 5, "uint64": 6,
+    "sint32": -7, "sint64": -8, "fixed32": 9, "fixed64": 10, "sfixed32": -11,
+    "sfixed64": -12, "bool": True, "string": "s", "bytes": b"b",
+}  # fmt: skip
+
+FIELDS = "\n".join(f"  {kind} f_{kind} = {number};" for number, kind in enumerate(SCALARS, start=1))
+PROTO3 = f"""syntax = "proto3";
+package evbench.zero;
+import "google/protobuf/any.proto";
+import "legacy2.proto";
+enum Mode {{ MODE_IDLE = 0; MODE_DRIVE = 1; }}
+message WithAny {{
+{FIELDS}
+  Mode f_enum = 16;
+  google.protobuf.Any any = 17;
+}}
+message WithProto2 {{
+{FIELDS}
+  Mode f_enum = 16;
+  evbench.zero2.Old old = 17;
+}}
+"""
+PROTO2 = """syntax = "proto2";
+package evbench.zero2;
+message Old { optional int32 level = 1; }
+"""
+
+SCRIPT = r"""
+import base64, json, sys
+from google.protobuf import json_format
+from evbench_agent import codecs
+from evbench_agent.payloads import user_schema
+serialized, roots, set_values = json.load(sys.stdin)
+out = {}
+for root in roots:
+    profile = user_schema.build_profile({"descriptor_set": serialized, "message": root})
+    bound = codecs.get("protobuf-json").bind(profile)
+    cls = profile.message_type
+    messages = {"all-zero": cls()}
+    for kind, value in set_values.items():  # one field set, the others at zero
+        message = cls()
+        setattr(message, "f_" + kind, value.encode() if kind == "bytes" else value)
+        messages[kind] = message
+    for name, message in messages.items():
+        blob = bound.encode(message)
+        try:
+            back = bound.decode(blob)
+            read = back == message
+        except json_format.ParseError as error:
+            read = "ParseError: " + str(error)
+        out[root + "/" + name] = {"printed": blob.decode(), "read back": read}
+print(json.dumps(out))
+"""
+
+ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> dict[str, dict]:
+    """Per runtime: SCRIPT's printing and reading back of each root's messages (all at
+    zero, and each with one scalar set), one interpreter start per runtime."""
+    folder = tmp_path_factory.mktemp("zero")
+    (folder / "legacy2.proto").write_text(PROTO2)
+    (folder / "zero.proto").write_text(PROTO3)
+    serialized = base64.b64encode(compile_set(folder, "zero.proto", folder)).decode()
+    set_values = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
+    interpreters = _interpreters()
+    for runtime, python in interpreters.items():
+        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
+    env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+
+    def run(python: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [python, "-c", SCRIPT], input=json.dumps([serialized, ROOTS, set_values]),
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(len(interpreters)) as pool:  # the runtimes at once
+        done = dict(zip(interpreters, pool.map(run, interpreters.values()), strict=True))
+    for runtime, finished in done.items():
+        assert finished.returncode == 0, f"{runtime}: {finished.stderr}"
+    return {runtime: json.loads(finished.stdout) for runtime, finished in done.items()}
+
+
+def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
+    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
+    zero["fEnum"] = "MODE_IDLE"
+    for runtime, found in printed.items():
+        for root in ROOTS:
+            as_json = json.loads(found[f"{root}/all-zero"]["printed"])
+            # the mapping's values, and their JSON types (0 is not 0.0 nor False)
+            assert as_json == zero, (runtime, root, as_json)
+            types = {k: type(v) for k, v in as_json.items()}
+            assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
+
+
+def test_each_runtime_reads_back_what_it_printed_and_all_print_alike(printed):
+    assert len(printed["newest"]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
+    for runtime, found in printed.items():
+        unread = {k: v for k, v in found.items() if v["read back"] is not True}
+        assert not unread, (runtime, unread)
+    # byte for byte what the newest runtime prints with its own option
+    assert printed["debian"] == printed["newest"]
+    assert printed["protobuf-4.25"] == printed["newest"]
