@@ -3,9 +3,12 @@ responder is killed mid-phase (saved as partial, with its messages)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -117,32 +120,56 @@ def test_the_planned_duration_adds_up_the_phases():
     assert planned == pytest.approx(0.5 + 1.0 + duets + capacity)
 
 
-def _kill_mid_phase(process: subprocess.Popen) -> None:
-    """Once a client is connected and messages flow: stop the responder, so that
-    messages are in flight unanswered, then kill it."""
-    responder = psutil.Process(process.pid)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(
-        c.status == psutil.CONN_ESTABLISHED for c in responder.net_connections("tcp")
-    ):
+def _tcp_bytes(fd: int) -> tuple[int, int]:
+    """What this process's socket `fd` has sent that its peer acknowledged, and received:
+    struct tcp_info's u64 tcpi_bytes_acked and tcpi_bytes_received (linux/tcp.h: after
+    8 u8, 24 u32 and two u64 rates, at offsets 120 and 128)."""
+    with socket.socket(fileno=os.dup(fd)) as sock:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return struct.unpack_from("QQ", info, 120)
+
+
+def _kill_mid_phase(process: subprocess.Popen, address: tuple[str, int]) -> None:
+    """Once both of the duet's connections have had replies (1000 bytes: the HELLO answer
+    and dozens of acks), stop the responder; once each has sent it more (messages in
+    flight, never answered), kill it. Told by the kernel's byte counts of the run's own
+    sockets: a fixed 0.3 s after the first connect could come before any reply under load."""
+
+    def duet() -> dict[int, tuple[int, int]]:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):  # a socket closed as it is read: look again
+                found = psutil.Process().net_connections("tcp")
+                return {c.fd: _tcp_bytes(c.fd) for c in found if tuple(c.raddr or ()) == address}
+        return {}
+
+    def sent_more(stopped: dict[int, tuple[int, int]]) -> bool:
+        now = duet()
+        return all(now[fd][0] > acked for fd, (acked, _) in stopped.items() if fd in now)
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        counts = duet()
+        if len(counts) == 2 and min(received for _, received in counts.values()) > 1000:
+            break
         time.sleep(0.01)
-    time.sleep(0.3)
     process.send_signal(signal.SIGSTOP)
-    time.sleep(0.2)
+    stopped = duet()
+    while time.monotonic() < deadline and not sent_more(stopped):
+        time.sleep(0.01)
     process.kill()
 
 
 def test_a_responder_killed_mid_run_leaves_a_partial_run_with_its_messages(tmp_path):
     responder = start_responder()
     host, port = responder.address
-    killer = threading.Thread(target=_kill_mid_phase, args=(responder.process,), daemon=True)
+    killer = threading.Thread(target=_kill_mid_phase, args=(responder.process, (host, port)))
     killer.start()
     try:
         run_spec = _spec(link_count=200, link_peer=f"{host}:{port}", link_phases=1)
         with pytest.raises(PartialRun, match="went away"):
             runner.run(run_spec, tmp_path / "run", "test-run", Progress())
     finally:
-        killer.join(30)
+        killer.join(90)  # its waits end within 60 s
         responder.stop()
     directory = tmp_path / "run"
     assert not (directory / COMPLETE).exists()
