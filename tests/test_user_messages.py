@@ -1,6 +1,10 @@
 """Messages that say what to do: a typo gets the nearest flag, an impossible value the
-option and its range, an old results format the way to read it; counts and facts read
-as English; a progress line drawn over a longer one leaves nothing behind (a real pty)."""
+option and its range; counts and facts read as English; a progress line drawn over a longer
+one leaves nothing behind (a real pty). And what a person meets following the docs with
+paths that are not quite runs (issue 44, item 15): `evbench report` on a folder that is not
+a run, `history add results/*` over what the documented workflow leaves in results/, and
+the `--arm` example without its environment. The real commands, as a person runs them.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +12,28 @@ import logging
 import os
 import pty
 import select
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from evbench.boards.serial import board as serial_board
 from evbench.report.answer import answer_lines
 from evbench.report.units import counted
-from evbench_core import results
 from evbench_core.comparison import compare
-from evbench_core.errors import FormatError
 from evbench_core.results import SampleSet
 
-EVBENCH = [sys.executable, "-m", "evbench"]
+BIN = Path(sys.executable).parent
+RUNS = ROOT / "tests" / "data" / "runs"
 
 
-def _evbench(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*EVBENCH, *argv], capture_output=True, text=True, timeout=120)
+def _evbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    argv = [str(BIN / "evbench"), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
 def test_a_mistyped_flag_gets_the_nearest_one_and_an_impossible_rate_its_range(tmp_path):
@@ -45,21 +51,6 @@ def test_a_mistyped_flag_gets_the_nearest_one_and_an_impossible_rate_its_range(t
     assert hint == (
         "evbench: hint: give --rate 0.01 or more, or leave it out for the default (see --help)"
     )
-
-
-@pytest.mark.parametrize(
-    ("version", "says", "never"),
-    [
-        (0, "an older evbench wrote this run (format 0)", "update evbench"),
-        ("0.9", "an older evbench wrote this run (format 0.9)", "update evbench"),
-        (2, "a newer evbench wrote this run (format 2): update evbench", "older"),
-        ("one", "damaged or not written by evbench", "update evbench"),
-    ],
-)
-def test_a_results_format_it_cannot_read_gets_a_hint_for_its_age(version, says, never):
-    with pytest.raises(FormatError) as raised:
-        results.check_version({"format": "evbench-results", "version": version}, Path("m.json"))
-    assert says in raised.value.hint and never not in raised.value.hint
 
 
 COUNTS = [
@@ -129,3 +120,66 @@ def test_a_shorter_progress_line_leaves_no_residue_of_the_longer_one(monkeypatch
         raw = _drain(controller)
     os.close(controller)
     assert _screen(raw) == "evbench: sending agent.tar: 20/100 bytes, about 9 s left"
+
+
+def _listing(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+def test_report_refuses_a_folder_that_is_not_a_run_and_writes_nothing(tmp_path):
+    # A folder of someone else's data that happens to hold a samples.jsonl.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "samples.jsonl").write_text("")
+    (folder / "readme.txt").write_text("lab notes\n")
+    before = _listing(folder)
+    done = _evbench("report", str(folder))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{folder} is not a run directory" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _listing(folder) == before  # not one file written
+
+
+def test_history_add_over_results_skips_what_is_not_a_run_and_refuses_files_alone(tmp_path):
+    # results/ as docs/reports.md leaves it: two runs, a criteria file, a JUnit file,
+    # the store, a screenshots folder.
+    results = tmp_path / "results"
+    shutil.copytree(RUNS / "core-v1", results / "monday")
+    shutil.copytree(RUNS / "codec-link-v1", results / "tuesday")
+    (results / "criteria.json").write_text('{"default_percent": 25}')
+    (results / "junit.xml").write_text("<testsuites/>")
+    (results / "shots").mkdir()
+    (results / "shots" / "report-1400.png").write_bytes(b"\x89PNG")
+    store = results / "lab.sqlite"
+    first = _evbench("history", "add", "--history", str(store), str(results / "monday"))
+    assert first.returncode == 0, first.stderr
+    entries = sorted(str(p) for p in results.iterdir())  # results/*, the store among them
+    done = _evbench("history", "add", "--history", str(store), *entries)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "already in the store" in done.stdout and "added: " in done.stdout
+    for name, why in [
+        ("criteria.json", "a file"), ("junit.xml", "a file"), ("lab.sqlite", "a file"),
+        ("shots", "no manifest.json"),
+    ]:  # fmt: skip
+        assert f"skipped {results / name}: not a run directory ({why})" in done.stderr
+    listed = _evbench("history", "list", "--history", str(store))
+    assert listed.returncode == 0, listed.stderr
+    assert "2 runs in" in listed.stderr
+    # nothing but files: refused
+    done = _evbench("history", "add", "--history", str(store), str(results / "criteria.json"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "none of the paths given is a run directory" in done.stderr
+
+
+def test_the_arm_example_without_its_environment_says_how_to_make_it(tmp_path):
+    # The docs' --arm example, in a checkout where only `make run` ran (.venv, no
+    # .venv-pb425): one line naming the missing environment and the make target.
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    done = _evbench(
+        "run", "--board", "local", "--arm", "pb425=.venv-pb425", "--arm", "newest=.venv",
+        "--quick", "--profile", "seed", "--no-history", "--out", str(tmp_path / "arms"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no interpreter or virtual environment '.venv-pb425'" in done.stderr
+    assert "make setup" in done.stderr and "Traceback" not in done.stderr
