@@ -25,13 +25,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import ROOT, require, require_command
+from test_release import version_line
 
 from evbench_agent import codecs
 
@@ -109,13 +109,6 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _string_arg(call: ast.Call, index: int) -> str | None:
-    if len(call.args) > index and isinstance(call.args[index], ast.Constant):
-        value = call.args[index].value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
     if isinstance(node, ast.If) and _is_type_checking(node):
         for child in node.orelse:  # the TYPE_CHECKING branch never runs
@@ -137,7 +130,9 @@ def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
         target.update(f"{node.module}.{alias.name}" for alias in node.names)
     elif isinstance(node, ast.Call):
         name = getattr(node.func, "attr", getattr(node.func, "id", None))
-        if name in IMPORT_CALLS and (module := _string_arg(node, 0)):
+        first = node.args[0] if node.args else None
+        module = first.value if isinstance(first, ast.Constant) else None
+        if name in IMPORT_CALLS and isinstance(module, str) and module:
             target.add(module)
     for child in ast.iter_child_nodes(node):
         _walk(child, optional, found)
@@ -320,17 +315,19 @@ def test_manifest_maps_modules_to_their_packages(manifest_path: Path) -> None:
     assert manifest.package_of("random") == "python3-math"
     assert manifest.package_of("math") == "python3-core"  # lib-dynload/math.*.so
     assert manifest.package_of("no_such_module") is None
+    # A standard-library codec declares the manifest's package for its module.
+    stdlib = [c for c in codecs.CODECS.values() if c.distribution is None]
+    assert stdlib  # json at least
+    for declared in stdlib:
+        assert declared.yocto == manifest.package_of(declared.module), declared.name
 
 
 def test_recipe_version_is_the_agents() -> None:
-    version = re.search(
-        r'^__version__ = "([^"]+)"', (AGENT_PACKAGE / "__init__.py").read_text(), re.M
-    )
-    assert version is not None
-    assert agent_recipe().name == f"evbench-agent_{version.group(1)}.bb"
+    version = version_line(AGENT_PACKAGE / "__init__.py")
+    assert agent_recipe().name == f"evbench-agent_{version}.bb"
 
 
-def _kas_validator():
+def test_kas_files_validate_against_the_kas_schema() -> None:
     try:
         from jsonschema.validators import validator_for
 
@@ -338,11 +335,7 @@ def _kas_validator():
     except ImportError as error:
         require(False, f"the Python package {error.name} (kas, in requirements-dev.txt)")
     # As kas itself validates: its shipped schema, with the validator it declares.
-    return validator_for(configschema.CONFIGSCHEMA)(configschema.CONFIGSCHEMA)
-
-
-def test_kas_files_validate_against_the_kas_schema() -> None:
-    validator = _kas_validator()
+    validator = validator_for(configschema.CONFIGSCHEMA)(configschema.CONFIGSCHEMA)
     names = {path.relative_to(ROOT).as_posix() for path in KAS_FILES}
     assert {"kas.yml", "kas/beagleplay.yml", "kas/qemuarm64.yml"} <= names
     errors = [
@@ -401,7 +394,7 @@ def _layer_files() -> list[Path]:
     return sorted(p for p in LAYER.rglob("*") if p.suffix in (".bb", ".bbappend", ".conf", ".inc"))
 
 
-def test_layer_lines_fit_the_style_guide() -> None:
+def test_layer_lines_fit_the_style_guide_and_its_readme_names_a_maintainer() -> None:
     long_lines = [
         f"{path.relative_to(ROOT)}:{number}: {len(line)} characters"
         for path in _layer_files()
@@ -409,6 +402,8 @@ def test_layer_lines_fit_the_style_guide() -> None:
         if len(line) > MAX_LAYER_LINE
     ]
     assert long_lines == []
+    readme = (LAYER / "README.md").read_text()  # yocto-check-layer asks for the contact
+    assert re.search(r"^Maintainer[s]?:", readme, re.MULTILINE)
 
 
 def _assignment_lines(text: str) -> dict[str, int]:
@@ -443,36 +438,10 @@ def test_one_place_decides_whether_the_responder_starts_at_boot() -> None:
     assert "EVBENCH_SERVE" in auto_enable
 
 
-def test_layer_readme_names_a_maintainer_contact() -> None:
-    readme = (LAYER / "README.md").read_text()
-    assert re.search(r"^Maintainer[s]?:", readme, re.MULTILINE)
-
-
 def _venv_command(name: str) -> str:
     path = Path(sys.executable).parent / name
     require(path.exists(), f"the command {name!r}")
     return str(path)
-
-
-def iter_unit_lines(path: Path) -> Iterator[tuple[str, str]]:
-    for line in path.read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            key, value = line.split("=", 1)
-            yield key.strip(), value.strip()
-
-
-def _staged_root(root: Path, with_agent: bool) -> Path:
-    """A root with this machine's systemd units (the targets the unit names),
-    the unit, and, if asked, the installed agent's entry point as ExecStart."""
-    require(SYSTEM_UNITS.is_dir(), f"systemd's units in {SYSTEM_UNITS}")
-    units = root / "usr" / "lib" / "systemd" / "system"
-    shutil.copytree(SYSTEM_UNITS, units, symlinks=True)
-    shutil.copy(UNIT, units / UNIT.name)
-    if with_agent:
-        binary = root / "usr" / "bin" / "evbench-agent"
-        binary.parent.mkdir(parents=True)
-        shutil.copy(_venv_command("evbench-agent"), binary)
-    return units / UNIT.name
 
 
 def _verify(root: Path, unit: Path) -> subprocess.CompletedProcess:
@@ -482,16 +451,24 @@ def _verify(root: Path, unit: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.integration  # the real systemd-analyze
-def test_systemd_unit_verifies_in_a_staged_root(tmp_path: Path) -> None:
-    exec_start = dict(iter_unit_lines(UNIT))["ExecStart"]
-    assert exec_start.split()[:2] == ["/usr/bin/evbench-agent", "serve"]
-    result = _verify(tmp_path, _staged_root(tmp_path, with_agent=True))
+def test_systemd_unit_verifies_in_a_staged_root_and_fails_without_the_agent(
+    tmp_path: Path,
+) -> None:
+    exec_start = re.search(r"^ExecStart=(.+)$", UNIT.read_text(), re.M)
+    assert exec_start and exec_start[1].split()[:2] == ["/usr/bin/evbench-agent", "serve"]
+    # A root with this machine's systemd units (the targets the unit names), the unit,
+    # and the installed agent's entry point as its ExecStart.
+    require(SYSTEM_UNITS.is_dir(), f"systemd's units in {SYSTEM_UNITS}")
+    units = tmp_path / "usr" / "lib" / "systemd" / "system"
+    shutil.copytree(SYSTEM_UNITS, units, symlinks=True)
+    shutil.copy(UNIT, units / UNIT.name)
+    binary = tmp_path / "usr" / "bin" / "evbench-agent"
+    binary.parent.mkdir(parents=True)
+    shutil.copy(_venv_command("evbench-agent"), binary)
+    result = _verify(tmp_path, units / UNIT.name)
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
-
-
-@pytest.mark.integration  # the real systemd-analyze
-def test_systemd_verify_fails_without_the_agent(tmp_path: Path) -> None:
-    result = _verify(tmp_path, _staged_root(tmp_path, with_agent=False))
+    binary.unlink()
+    result = _verify(tmp_path, units / UNIT.name)
     assert result.returncode != 0
     assert "/usr/bin/evbench-agent" in result.stderr
 
@@ -500,45 +477,38 @@ CAN_NETWORK = LAYER / "recipes-connectivity" / "evbench-can" / "files" / "80-evb
 NETWORKD = Path("/lib/systemd/systemd-networkd")
 
 
-def _networkd_says(network_files: list[Path], tmp_path: Path) -> list[str]:
-    """What the real systemd-networkd says of `network_files` while it loads them: it
-    runs for a few seconds in a network and mount namespace of its own (only a
-    loopback, a tmpfs on /run holding the files), so the host is untouched."""
-    require(NETWORKD.exists(), f"systemd-networkd ({NETWORKD})")
-    unshare = require_command("unshare")
-    staged = tmp_path / "network"
-    staged.mkdir()
-    for path in network_files:
-        shutil.copy(path, staged / path.name)
-    # A whole new /run: networkd must not reach this host's system bus, if any.
-    script = (
-        "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/network"
-        f" && cp {staged}/*.network /run/systemd/network/"
-        f" && exec timeout 3 {NETWORKD}"
-    )
-    environment = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_LOG_TARGET": "console"}
-    result = subprocess.run(
-        [unshare, "--net", "--mount", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=environment,
-    )
-    said = (result.stdout + result.stderr).splitlines()
-    assert result.returncode == 124, said  # networkd ran until `timeout` stopped it
-    return [line for line in said if "/run/systemd/network/" in line]
-
-
 @pytest.mark.integration  # the real systemd-networkd
 def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Path) -> None:
     text = CAN_NETWORK.read_text()
     # What docs/buses.md and the file's own comment promise: CAN FD at 500 k / 2 M on can0.
     assert "Name=can0" in text and "BitRate=500K" in text and "DataBitRate=2M" in text
+    require(NETWORKD.exists(), f"systemd-networkd ({NETWORKD})")
+    unshare = require_command("unshare")
     # Loaded beside a file with a bad key and value: networkd names both, so it read the
-    # files, and says nothing of ours.
-    bad = tmp_path / "81-bad.network"
-    bad.write_text("[Match]\nName=can0\n\n[CAN]\nBitRat=500K\nBitRate=fast\n")
-    said = _networkd_says([CAN_NETWORK, bad], tmp_path)
+    # files (in name order, ours first), and says nothing of ours.
+    shutil.copy(CAN_NETWORK, tmp_path / CAN_NETWORK.name)
+    bad = "[Match]\nName=can0\n\n[CAN]\nBitRat=500K\nBitRate=fast\n"
+    (tmp_path / "81-bad.network").write_text(bad)
+    # In a network and mount namespace of its own (only a loopback) with a whole new /run
+    # holding the files: networkd cannot touch the host, nor reach its system bus.
+    script = (
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/network"
+        f" && cp {tmp_path}/*.network /run/systemd/network/ && exec timeout 120 {NETWORKD}"
+    )
+    environment = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_LOG_TARGET": "console"}
+    argv = [unshare, "--net", "--mount", "sh", "-c", script]
+    said: list[str] = []
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment
+    ) as networkd:
+        assert networkd.stdout is not None
+        for line in networkd.stdout:  # until it has named the bad file twice, or ended
+            if "/run/systemd/network/" in line:
+                said.append(line.strip())
+            if sum("/81-bad.network" in seen for seen in said) == 2:
+                break
+        networkd.terminate()  # `timeout` passes it on to networkd
+        networkd.wait(timeout=60)
     assert len(said) == 2 and all("/81-bad.network" in line for line in said), said
     assert "Unknown key 'BitRat'" in said[0] and "'fast'" in said[1], said
 
@@ -560,18 +530,12 @@ def test_recipe_values_reads_the_assignments_worked_out_by_hand() -> None:
     assert recipe_values(text, "B") == {"w"}
 
 
-@pytest.mark.parametrize("name", [c.name for c in codecs.CODECS.values() if c.yocto])
-def test_the_board_carries_each_codecs_declared_package(name: str) -> None:
-    # With the agent (its RDEPENDS: the standard library's, protobuf) or by the image.
-    package = codecs.CODECS[name].yocto
+def test_the_image_adds_exactly_the_codecs_packages_the_agent_does_not_bring() -> None:
+    # So each codec's declared package is on the board: with the agent (its RDEPENDS:
+    # the standard library's, protobuf) or by the image.
     required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
-    assert package in required | recipe_values(IMAGE.read_text(), "EVBENCH_CODECS")
-
-
-def test_the_image_adds_exactly_the_optional_codecs_packages() -> None:
-    required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
-    declared = {c.yocto for c in codecs.CODECS.values() if c.yocto and c.yocto not in required}
-    assert recipe_values(IMAGE.read_text(), "EVBENCH_CODECS") == declared
+    declared = {c.yocto for c in codecs.CODECS.values() if c.yocto}
+    assert recipe_values(IMAGE.read_text(), "EVBENCH_CODECS") == declared - required
 
 
 def test_a_codec_whose_package_the_recipe_lacks_fails(
@@ -587,14 +551,6 @@ def test_a_codec_whose_package_the_recipe_lacks_fails(
     # Declared without a scarthgap recipe, it is simply absent on the board.
     monkeypatch.setitem(codecs.CODECS, "scratch", replace(added, yocto=None))
     assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
-
-
-def test_a_standard_library_codec_declares_the_manifests_package(manifest_path: Path) -> None:
-    manifest = Manifest(manifest_path)
-    stdlib = [c for c in codecs.CODECS.values() if c.distribution is None]
-    assert stdlib  # json at least
-    for declared in stdlib:
-        assert declared.yocto == manifest.package_of(declared.module), declared.name
 
 
 # -- the kernel: the CAN fragment, its appends, the image's module check ------------------
@@ -634,6 +590,10 @@ def _recorded_kconfig(path: Path) -> dict[str, str]:
 def test_the_fragment_builds_every_can_module_the_issue_names() -> None:
     settings = _fragment()
     assert {name for name, value in settings.items() if value == "m"} == WANTED_SYMBOLS
+    # A misspelt symbol would be caught below: the issue's short names are not Kconfig's.
+    kconfig = _recorded_kconfig(KERNEL_DATA / "can-kconfig-6.12.txt")
+    assert "M_CAN" not in kconfig and "CAN_M_CAN" in kconfig
+    assert kconfig["CAN_NETLINK"] == "bool"
 
 
 @pytest.mark.parametrize("release", ["6.1", "6.12"])
@@ -647,38 +607,20 @@ def test_the_fragments_symbols_exist_in_the_kernels_kconfig(release: str) -> Non
         assert kconfig[name] in allowed, f"CONFIG_{name}={value}, but it is a {kconfig[name]}"
 
 
-def test_a_misspelt_symbol_would_be_caught() -> None:
-    kconfig = _recorded_kconfig(KERNEL_DATA / "can-kconfig-6.12.txt")
-    assert "M_CAN" not in kconfig and "CAN_M_CAN" in kconfig  # the issue's short names
-    assert kconfig["CAN_NETLINK"] == "bool"
-
-
-def _kernel_recipes() -> list[tuple[str, str, str, str]]:
-    return [
-        tuple(line.split())
+def test_each_kernel_append_matches_a_recipe_of_its_layer_at_the_kas_pins() -> None:
+    recipes = [
+        line.split()
         for line in KERNEL_RECIPES.read_text().splitlines()
         if line and not line.startswith("#")
     ]
-
-
-def test_the_recorded_kernel_recipes_are_at_kas_pins() -> None:
     kas = yaml.safe_load((ROOT / "kas.yml").read_text())["repos"]
-    pins = {repository: commit for repository, commit, _, _ in _kernel_recipes()}
-    assert pins == {name: kas[name]["commit"] for name in pins}
-
-
-def _appends() -> dict[Path, str]:
-    """Each kernel bbappend and the layer collection whose recipe it appends."""
-    found = {}
+    pins = {repository: commit for repository, commit, _, _ in recipes}
+    assert pins == {name: kas[name]["commit"] for name in pins}  # recorded at the pins
+    layer_conf = (LAYER / "conf" / "layer.conf").read_text()
+    appends = {}  # each kernel bbappend, and the layer collection whose recipe it appends
     for append in LAYER.rglob("*.bbappend"):
         relative = append.relative_to(LAYER).parts
-        found[append] = relative[1] if relative[0] == "dynamic-layers" else "meta"
-    return found
-
-
-def test_each_kernel_append_matches_a_recipe_of_its_layer_at_the_pins() -> None:
-    recipes = _kernel_recipes()
-    appends = _appends()
+        appends[append] = relative[1] if relative[0] == "dynamic-layers" else "meta"
     assert {a.name for a in appends} == {
         "linux-yocto_%.bbappend", "linux-ti-staging_%.bbappend", "linux-bb.org_%.bbappend",
     }  # fmt: skip
@@ -695,13 +637,8 @@ def test_each_kernel_append_matches_a_recipe_of_its_layer_at_the_pins() -> None:
         assert (
             "can-isotp.cfg" in text and "bb.utils.contains('EVBENCH_BUSES', 'evbench-can'" in text
         )
-
-
-def test_appends_for_optional_layers_are_dynamic() -> None:
-    # An append whose recipe's layer is not in the build stops bitbake's parse: the BSP
-    # kernels' appends load only with their layer (BBFILES_DYNAMIC).
-    layer_conf = (LAYER / "conf" / "layer.conf").read_text()
-    for append, layer in _appends().items():
+        # An append whose recipe's layer is not in the build stops bitbake's parse: the
+        # BSP kernels' appends load only with their layer (BBFILES_DYNAMIC).
         if layer != "meta":
             assert f"{layer}:${{LAYERDIR}}/dynamic-layers/{layer}/" in layer_conf, append
 
@@ -723,8 +660,7 @@ def test_evbench_can_recommends_exactly_the_modules_the_image_checks() -> None:
     assert "kernel-module-m-can-platform" in wanted and "kernel-module-can-isotp" in wanted
 
 
-def _rootfs(tmp_path: Path, modules: list[str], builtin: list[str], with_can: bool) -> Path:
-    root = tmp_path / "rootfs"
+def _rootfs(root: Path, modules: list[str], builtin: list[str], with_can: bool) -> str:
     base = root / "usr" / "lib" / "modules" / "6.12.17-ti"
     (base / "kernel" / "net" / "can").mkdir(parents=True)
     for name in modules:
@@ -734,22 +670,21 @@ def _rootfs(tmp_path: Path, modules: list[str], builtin: list[str], with_can: bo
         network = root / "usr" / "lib" / "systemd" / "network"
         network.mkdir(parents=True)
         (network / "80-evbench-can0.network").write_text("[Match]\nName=can0\n")
-    return root
+    return str(root)
 
 
-def test_the_image_check_names_a_missing_module(tmp_path: Path) -> None:
+def test_the_image_check_names_a_missing_module_and_leaves_other_images_alone(
+    tmp_path: Path,
+) -> None:
     can_modules = _can_modules()
     # m_can built in, the rest as modules (with '_' and '-' as the kernel treats them),
     # but no can-isotp: the check names it and its package.
     modules = ["can", "can_raw", "can-dev", "vcan", "m_can_platform"]
-    root = _rootfs(tmp_path, modules, ["m_can"], with_can=True)
-    assert can_modules.missing(str(root)) == [
+    root = _rootfs(tmp_path / "can", modules, ["m_can"], with_can=True)
+    assert can_modules.missing(root) == [
         "kernel 6.12.17-ti has no can-isotp (neither kernel-module-can-isotp nor built in)"
     ]
-    (root / "usr/lib/modules/6.12.17-ti/kernel/net/can/can-isotp.ko.xz").write_bytes(b"")
-    assert can_modules.missing(str(root)) == []
-
-
-def test_the_image_check_leaves_an_image_without_evbench_can_alone(tmp_path: Path) -> None:
-    root = _rootfs(tmp_path, [], [], with_can=False)
-    assert _can_modules().missing(str(root)) == []
+    (tmp_path / "can/usr/lib/modules/6.12.17-ti/kernel/net/can/can-isotp.ko.xz").write_bytes(b"")
+    assert can_modules.missing(root) == []
+    # An image without evbench-can is none of the check's business.
+    assert can_modules.missing(_rootfs(tmp_path / "plain", [], [], with_can=False)) == []
