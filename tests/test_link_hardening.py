@@ -68,38 +68,39 @@ def served():
         yield process
 
 
-def _dribble(sock: socket.socket, data: bytes, every_s: float, stop: threading.Event) -> None:
-    for byte in data:
-        if stop.wait(every_s):
-            return
-        try:
-            sock.sendall(bytes([byte]))
-        except OSError:
-            return
-
-
-def test_slow_clients_are_dropped_at_the_handshake_deadline_and_logged_once(live):
-    responder, logged = live
+@contextlib.contextmanager
+def dribbling(socks: list[socket.socket], data: bytes) -> Iterator[None]:
+    """`data` to each of `socks`, one byte every 0.2 s (each recv() gets data long before
+    any per-recv limit), from threads stopped at the end of the block."""
     stop = threading.Event()
-    slow = [socket.create_connection(responder.address) for _ in range(4)]
-    started = time.monotonic()
-    # one byte every 0.2 s: each recv() gets data long before any per-recv limit
-    threads = [
-        threading.Thread(target=_dribble, args=(s, hello_bytes(), 0.2, stop), daemon=True)
-        for s in slow
-    ]
-    for thread in threads:
-        thread.start()
+
+    def dribble(sock: socket.socket) -> None:
+        for byte in data:
+            if stop.wait(0.2):
+                return
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    for sock in socks:
+        threading.Thread(target=dribble, args=(sock,), daemon=True).start()
     try:
-        # a HELLO of ~150 bytes at 5 bytes/s would take 30 s: the deadline ends it at 1 s
-        # (the margin is for a loaded machine)
-        for sock in slow:
-            assert closed(sock, 6 * DEADLINE_S)
-        assert time.monotonic() - started < 6 * DEADLINE_S
+        yield
     finally:
         stop.set()
-        for sock in slow:
-            sock.close()
+
+
+def test_slow_clients_are_dropped_at_the_handshake_deadline_and_logged_once(live, opened):
+    responder, logged = live
+    opened.extend(socket.create_connection(responder.address) for _ in range(4))
+    started = time.monotonic()
+    # a HELLO of ~150 bytes at 5 bytes/s would take 30 s: the deadline ends it at 1 s
+    # (the margin is for a loaded machine)
+    with dribbling(opened, hello_bytes()):
+        for sock in opened:
+            assert closed(sock, 6 * DEADLINE_S)
+        assert time.monotonic() - started < 6 * DEADLINE_S
     assert responder.counts()["served"] == 0
     lines = [line for line in logged if "handshake" in line]
     assert len(lines) == 1, logged  # once per peer per minute, not once per connection
@@ -109,16 +110,15 @@ def test_slow_clients_are_dropped_at_the_handshake_deadline_and_logged_once(live
 def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(live):
     responder, logged = live
     link = messages.bind("json", "seed")
-    stalled = [client.Connection(responder.address, link, "ack") for _ in range(2)]
-    try:
+    with (
+        client.Connection(responder.address, link, "ack"),
+        client.Connection(responder.address, link, "ack"),
+    ):
         time.sleep(DEADLINE_S + 0.3)  # they send nothing: stalled past the handshake deadline
         with client.Connection(responder.address, link, "ack") as fresh:
             result = client.run_periodic(fresh, link.sample_data(2, 1), 100.0, 5, 0, 0.5)
-        assert result.error is None and result.lost == 0
-        assert any("gave up its slot" in line for line in logged)
-    finally:
-        for connection in stalled:
-            connection.close()
+    assert result.error is None and result.lost == 0
+    assert any("gave up its slot" in line for line in logged)
 
 
 def test_when_busy_clients_hold_every_slot_the_refusal_says_so(live):
@@ -153,22 +153,13 @@ def test_when_busy_clients_hold_every_slot_the_refusal_says_so(live):
 
 def test_a_client_that_dribbles_a_frame_after_its_handshake_is_dropped_at_the_idle_deadline(live):
     responder, _ = live
-    link = messages.bind("json", "seed")
-    connection = client.Connection(responder.address, link, "ack")
-    stop = threading.Event()
     frame = framing.pack(framing.MESSAGE, 0, b"x" * 64)
-    dribbler = threading.Thread(
-        target=_dribble, args=(connection.sock, frame, 0.2, stop), daemon=True
-    )
-    started = time.monotonic()
-    dribbler.start()
-    try:
-        # idle deadline 1.5 s: dropped at the first recv after it, at most 1.5 s later
-        assert closed(connection.sock, 8.0)
-        assert time.monotonic() - started < 6.0  # not held while the bytes keep coming
-    finally:
-        stop.set()
-        connection.close()
+    with client.Connection(responder.address, messages.bind("json", "seed"), "ack") as connection:
+        started = time.monotonic()
+        with dribbling([connection.sock], frame):
+            # idle deadline 1.5 s: dropped at the first recv after it, at most 1.5 s later
+            assert closed(connection.sock, 8.0)
+            assert time.monotonic() - started < 6.0  # not held while the bytes keep coming
 
 
 def test_a_message_in_the_same_write_as_the_hello_is_answered(served):
@@ -193,21 +184,16 @@ def test_a_responder_with_a_token_refuses_a_hello_without_it():
 
 def test_serve_warns_loudly_when_it_listens_beyond_loopback_without_a_token():
     # all interfaces for a moment: what the warning is for
-    process = subprocess.Popen(
-        [sys.executable, "-m", "evbench_agent", "serve", "--bind", "0.0.0.0", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "EVBENCH_LINK_TOKEN"},
-    )
-    try:
-        process.stdout.readline()  # listening
-        process.terminate()
-        stderr = process.communicate(timeout=15)[1]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    argv = [sys.executable, "-m", "evbench_agent", "serve", "--bind", "0.0.0.0", "--port", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "EVBENCH_LINK_TOKEN"}
+    pipe = subprocess.PIPE
+    with subprocess.Popen(argv, stdout=pipe, stderr=pipe, text=True, env=env) as process:
+        try:
+            process.stdout.readline()  # listening
+            process.terminate()
+            stderr = process.communicate(timeout=15)[1]
+        finally:
+            process.kill()  # nothing once it has exited; Popen's exit waits and closes
     assert "WARNING: anyone who can reach" in stderr and "EVBENCH_LINK_TOKEN" in stderr
 
 
