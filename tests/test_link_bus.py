@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,52 +37,37 @@ MIN_REPLY_BYTES = FRAME_BYTES + 8
 BITS_PER_BYTE = 10
 
 
-class PacedLine:
-    """Two pty ends joined by a line carrying bytes at `baud`."""
-
-    def __init__(self, directory: Path, baud: int) -> None:
-        socat = require_command("socat")
-        self.line = LineSimulator(baud)
-        self.line.start()
-        self.ends = [directory / "client", directory / "responder"]
-        self.processes = [
-            subprocess.Popen(
-                [socat, f"PTY,link={end},rawer", f"TCP:127.0.0.1:{port}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for end, port in zip(self.ends, self.line.ports, strict=True)
-        ]
+@contextlib.contextmanager
+def paced_line(directory: Path, baud: int) -> Iterator[tuple[str, str]]:
+    """Two pty ends joined by a line carrying bytes at `baud`: the client's and the
+    responder's uart:// URLs."""
+    socat = require_command("socat")
+    line = LineSimulator(baud)
+    line.start()
+    ends = [directory / "client", directory / "responder"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    processes = [
+        subprocess.Popen([socat, f"PTY,link={end},rawer", f"TCP:127.0.0.1:{port}"], **quiet)
+        for end, port in zip(ends, line.ports, strict=True)
+    ]
+    holds: list[int] = []
+    try:
         deadline = time.monotonic() + 20
-        while not all(end.exists() for end in self.ends):
+        while not all(end.exists() for end in ends):
             assert time.monotonic() < deadline, "socat made no ptys in 20 s"
             time.sleep(0.02)
         # socat ends the line when its pty has no one on the other side (EIO): hold
         # both open for the test, as a UART stays present when no program has it open.
-        self.holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in self.ends]
-
-    def stop(self) -> None:
-        for hold in self.holds:
+        holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
+        client, far = (f"uart://{end}?baud={baud}" for end in ends)
+        yield client, far
+    finally:
+        for hold in holds:
             os.close(hold)
-        for process in self.processes:
+        for process in processes:
             process.terminate()
             process.wait(timeout=10)
-        self.line.stop()
-
-
-@pytest.fixture
-def paced(tmp_path: Path) -> Iterator[Callable[[int], tuple[str, str]]]:
-    """A paced line at a baud rate: the client's and the responder's uart:// URLs."""
-    lines: list[PacedLine] = []
-
-    def line(baud: int) -> tuple[str, str]:
-        lines.append(PacedLine(tmp_path, baud))
-        client, far = (f"uart://{end}?baud={baud}" for end in lines[-1].ends)
-        return client, far
-
-    yield line
-    for made in lines:
-        made.stop()
+        line.stop()
 
 
 def agent_env(token: str | None = None) -> dict[str, str]:
@@ -135,11 +120,10 @@ def by_phase(found: list[dict], metric: str) -> dict[int, dict]:
     }
 
 
-def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(paced, tmp_path: Path) -> None:
+def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) -> None:
     baud = 115200
-    client, far = paced(baud)
     out = tmp_path / "run"
-    with serving(far, token="bus-token-7"):
+    with paced_line(tmp_path, baud) as (client, far), serving(far, token="bus-token-7"):
         refused = run_link(tmp_path / "without", client, "--codecs", "protobuf", "--count", "2",
                            spec={"link_phases": 1})  # fmt: skip
         # The quick plan at 20 Hz, two phases (not six) to keep the test short.
@@ -185,7 +169,7 @@ def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(paced, tmp_path:
 
 @pytest.mark.integration  # two runs over a paced line: about 10 s on an idle machine
 def test_an_overloaded_uart_is_said_up_front_and_offers_the_same_load_short_or_long(
-    paced, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """At 9600 baud protobuf's seed message (about 300 B, 21 B of framing: about
     0.33 s a message at 10 bits a byte) cannot go out 20 times a second: a warning says
@@ -194,13 +178,14 @@ def test_an_overloaded_uart_is_said_up_front_and_offers_the_same_load_short_or_l
     phase's length: 10 and 60 messages give the same figure (within 5 %: their
     payloads differ), above 100 %, and a line says the line cannot carry it."""
     baud = 9600
-    client, far = paced(baud)
-    loads, said = {}, {}
-    for count in (10, 60):
+    runs, loads, said = {}, {}, {}
+    with paced_line(tmp_path, baud) as (client, far):
+        for count in (10, 60):
+            with serving(far):
+                runs[count] = run_link(tmp_path / f"run-{count}", client, "--codecs", "protobuf",
+                                       "--count", str(count), spec={"link_phases": 1})  # fmt: skip
+    for count, done in runs.items():
         out = tmp_path / f"run-{count}"
-        with serving(far):
-            done = run_link(out, client, "--codecs", "protobuf", "--count", str(count),
-                            spec={"link_phases": 1})  # fmt: skip
         assert done.returncode == 0, done.stderr
         manifest = json.loads((out / "manifest.json").read_text())
         largest = bodies("protobuf", {"payloads": 200, "seed": manifest["spec"]["seed"]})
