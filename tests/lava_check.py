@@ -8,6 +8,8 @@ unpacked by tests/setup_envs.py into tests/cache/lava/root, and prints JSON:
                              with a sample device dictionary, then ask lava-dispatcher's
                              strategy selection (Deployment.select, Boot.select) which
                              deploy and boot strategies take the job's actions
+    job JOB.yaml             both of the above, {"validate": ..., "device-type": ...},
+                             in one process (each start of LAVA's code takes a while)
     signals CONSOLE.txt      read a console log as LAVA's test shell does: its signal
                              pattern, handle_testcase, SignalMatch
     export CONSOLE.txt       the job's test cases as a LAVA server's REST API (v0.2)
@@ -114,6 +116,10 @@ def device_type(path: str) -> dict:
     except LAVAError as error:
         return {"accepted": False, "error": str(error), **chosen}
     return {"accepted": True, **chosen}
+
+
+def job(path: str) -> dict:
+    return {"validate": validate(path), "device-type": device_type(path)}
 
 
 def signals(path: str) -> dict:
@@ -259,7 +265,7 @@ def test_shell(path: str, dut: str) -> dict:
 
 def main() -> None:
     command, *paths = sys.argv[1:]
-    handlers = {"validate": validate, "device-type": device_type, "signals": signals,
+    handlers = {"validate": validate, "device-type": device_type, "job": job, "signals": signals,
                 "export": export, "test-shell": test_shell}  # fmt: skip
     print(json.dumps(handlers[command](*paths)))
 

@@ -50,8 +50,6 @@ def test_the_documented_exporter_file_loads_in_labgrid(tmp_path: Path) -> None:
     loaded = _load(tmp_path, _exporter_example())
     resources = ["NetworkPowerPort", "NetworkService", "USBSerialPort"]
     assert loaded == {"groups": {"am62x-sk-1": resources}}
-
-
-def test_a_first_line_comment_with_one_hash_is_refused_by_labgrid(tmp_path: Path) -> None:
+    # Its first line's comment with one hash instead of two: refused by labgrid.
     loaded = _load(tmp_path, _exporter_example().replace("## ", "# ", 1))
     assert "TemplateSyntaxError" in loaded["error"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evbench.boards._labgrid_client import parse_place
 
 SHOW_ACQUIRED = """Place 'p1':
@@ -45,27 +47,6 @@ SHOW_FREE = """Place 'p2':
   changed: 2026-12-01 03:26:03.114780
 """
 
-
-def test_an_acquired_place_with_its_resources():
-    place = parse_place(SHOW_ACQUIRED)
-    assert place.name == "p1"
-    assert place.tags == {"board": "am62x", "site": "lab1"}
-    assert place.acquired == "vm/alice"
-    service, serial = place.resources
-    assert (service.cls, service.exporter) == ("NetworkService", "exp1")
-    assert service.params["port"] == 2222
-    assert service.params["username"] == "root"
-    found = (serial.cls, serial.params["host"], serial.params["port"])
-    assert found == ("NetworkSerialPort", "127.0.0.1", 41234)
-    # The manifest's record leaves labgrid's proxy bookkeeping out.
-    assert service.public()["params"] == {"address": "127.0.0.1", "port": 2222, "username": "root"}
-
-
-def test_a_free_place_without_tags_or_resources():
-    place = parse_place(SHOW_FREE)
-    assert (place.name, place.tags, place.acquired, place.resources) == ("p2", {}, None, [])
-
-
 #: `labgrid-client -p pb show` after its exporter was killed (SIGKILL) while the place was
 #: acquired, from a real labgrid 26.0.1 session on loopback: the resource is orphaned.
 SHOW_ORPHANED = """Place 'pb':
@@ -80,15 +61,31 @@ Orphaned resource 'NetworkService' (exp2/board-b/NetworkService/NetworkService)
 """
 
 
-def test_an_orphaned_resource_is_not_one_the_place_still_has():
-    place = parse_place(SHOW_ORPHANED)
-    assert (place.name, place.acquired) == ("pb", "vm/x")
-    assert place.resources == []  # what the reconnect check reads as "exporter gone"
-
-
-def test_only_a_required_proxy_is_a_proxy():
-    service, serial = parse_place(SHOW_ACQUIRED).resources
+def test_an_acquired_place_with_its_resources():
+    place = parse_place(SHOW_ACQUIRED)
+    assert (place.name, place.tags) == ("p1", {"board": "am62x", "site": "lab1"})
+    assert place.acquired == "vm/alice"
+    service, serial = place.resources
+    assert (service.cls, service.exporter) == ("NetworkService", "exp1")
+    assert service.params["port"] == 2222
+    assert service.params["username"] == "root"
+    found = (serial.cls, serial.params["host"], serial.params["port"])
+    assert found == ("NetworkSerialPort", "127.0.0.1", 41234)
+    # The manifest's record leaves labgrid's proxy bookkeeping out.
+    assert service.public()["params"] == {"address": "127.0.0.1", "port": 2222, "username": "root"}
+    # Only a required proxy is a proxy.
     assert (service.proxy, serial.proxy) == (None, None)  # 'proxy_required': False above
     isolated = SHOW_ACQUIRED.replace("'proxy_required': False", "'proxy_required': True")
     assert [r.proxy for r in parse_place(isolated).resources] == ["localhost", "localhost"]
-    assert "extra" not in service.public()["params"]
+
+
+# An orphaned resource is not one the place still has: what the reconnect check reads
+# as "exporter gone".
+@pytest.mark.parametrize(
+    ("text", "name", "acquired"),
+    [(SHOW_FREE, "p2", None), (SHOW_ORPHANED, "pb", "vm/x")],
+    ids=["free", "orphaned"],
+)
+def test_a_place_without_tags_or_resources(text, name, acquired):
+    place = parse_place(text)
+    assert (place.name, place.tags, place.acquired, place.resources) == (name, {}, acquired, [])

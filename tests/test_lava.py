@@ -57,13 +57,7 @@ JOB_ARGS = {
         "--rootfs", "http://lab.example/qemuarm64/evbench-image-qemuarm64.rootfs.ext4",
     ],
 }  # fmt: skip
-JOB_ARGS["qemu-aarch64"] = JOB_ARGS["qemu"]
-
-
-def test_every_device_type_has_its_job_arguments() -> None:
-    from evbench.lava.job import device_types
-
-    assert set(JOB_ARGS) == set(device_types())
+JOB_ARGS["qemu-aarch64"] = JOB_ARGS["qemu"]  # test_lava_device_types: one per device type
 
 
 def lava(command: str, *paths: Path) -> dict:
@@ -102,8 +96,9 @@ def test_jobs_pass_lavas_schema_and_the_device_type(
     tmp_path: Path, device_type: str, options: list[str]
 ) -> None:
     job = write_job(tmp_path, device_type, *options)
-    assert lava("validate", job) == {"valid": True}
-    chosen = lava("device-type", job)
+    checked = lava("job", job)
+    assert checked["validate"] == {"valid": True}
+    chosen = checked["device-type"]
     assert chosen["accepted"], chosen
     # LAVA's strategies for the methods each device type offers.
     # (LAVA 2024+ calls its tmpfs image deployment DeployPosixImages.)
@@ -140,25 +135,23 @@ def test_the_sk_jobs_root_compression_comes_from_its_name_or_the_root_is_refused
     assert done.returncode == 0, done.stderr
     nfs_root = yaml.safe_load(out.read_text())["actions"][0]["deploy"]["nfsrootfs"]
     assert nfs_root.get("compression") == compression
-    assert lava("validate", out) == {"valid": True}
-    assert lava("device-type", out)["accepted"]
+    checked = lava("job", out)
+    assert checked["validate"] == {"valid": True} and checked["device-type"]["accepted"]
 
 
-def test_a_broken_job_fails_lavas_schema(tmp_path: Path) -> None:
+def test_a_broken_job_fails_lavas_schema_and_a_wrong_method_its_device_type(tmp_path) -> None:
     job = yaml.safe_load(write_job(tmp_path, "qemu").read_text())
     job["actions"][2]["test"]["definitions"][0]["from"] = "ftp"  # not a source LAVA knows
     broken = tmp_path / "broken.yaml"
     broken.write_text(yaml.safe_dump(job))
     assert lava("validate", broken)["valid"] is False
-
-
-def test_a_method_the_device_type_lacks_is_refused(tmp_path: Path) -> None:
     job = yaml.safe_load(write_job(tmp_path, "k3-am625-sk").read_text())
     job["actions"][1]["boot"] = {"method": "qemu", "media": "tmpfs", "prompts": ["# "]}
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump(job))
-    assert lava("validate", wrong)["valid"] is True  # the schema ignores device types
-    chosen = lava("device-type", wrong)
+    checked = lava("job", wrong)
+    assert checked["validate"]["valid"] is True  # the schema ignores device types
+    chosen = checked["device-type"]
     assert chosen["accepted"] is False
     # 2023.01 names the method it refused; later releases list the strategies' reasons.
     assert "qemu" in chosen["error"] or "None of the Base-boot strategies" in chosen["error"]
@@ -261,7 +254,7 @@ def _stored(value: float) -> Decimal:
     return Decimal(repr(value)).quantize(Decimal("1e-10"))
 
 
-def test_a_rest_export_of_a_codec_and_link_run_brings_back_every_record_and_verdict(
+def test_a_rest_export_brings_back_every_record_and_verdict_and_an_unknown_unit_is_refused(
     tmp_path: Path,
 ) -> None:
     # The export is what a LAVA server's REST API returns for the job's test cases, built
@@ -298,16 +291,13 @@ def test_a_rest_export_of_a_codec_and_link_run_brings_back_every_record_and_verd
     assert note["complete"] is True
     report = evbench("report", str(out), check=False)
     assert report.returncode == 0, report.stderr
-
-
-def test_an_unknown_unit_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    # An export with a unit evbench does not know: named, and nothing written.
     export = {
         "results": [
             {"name": "link.seed.json.throughput.abcdef12", "result": "pass",
              "measurement": "12.5000000000", "unit": "furlongs-per-fortnight", "suite": 2}
         ]
     }  # fmt: skip
-    exported = tmp_path / "tests.json"
     exported.write_text(json.dumps(export))
     refused = evbench(
         "lava", "results", "78", "--test-cases", str(exported), "--out", str(tmp_path / "o"),
@@ -331,7 +321,7 @@ def _uploaded(tmp_path: Path, archive: Path, out: str, check: bool = False):
     )  # fmt: skip
 
 
-def test_an_uploaded_run_is_verified_and_renders(tmp_path: Path) -> None:
+def test_an_uploaded_run_is_verified_and_renders_and_a_bad_one_refused(tmp_path: Path) -> None:
     out = tmp_path / "uploaded"
     _uploaded(tmp_path, _tar(tmp_path / "run.tar.gz", CORE_RUN), "uploaded", check=True)
     assert (out / "samples.jsonl").read_bytes() == (CORE_RUN / "samples.jsonl").read_bytes()
@@ -345,9 +335,7 @@ def test_an_uploaded_run_is_verified_and_renders(tmp_path: Path) -> None:
     refused = _uploaded(tmp_path, _tar(tmp_path / "damaged.tar.gz", copy), "bad")
     assert refused.returncode == 3
     assert "SHA256SUMS" in refused.stderr
-
-
-def test_an_archive_climbing_out_is_refused(tmp_path: Path) -> None:
+    # An archive whose member climbs out of the run's folder.
     outside = tmp_path / "outside.txt"
     outside.write_text("x")
     archive = _tar(tmp_path / "evil.tar.gz", outside, "../outside-written.txt")

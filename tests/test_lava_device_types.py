@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from conftest import ROOT
+from test_lava import JOB_ARGS
 
 from evbench.lava import job
 from evbench_core.errors import UserError
@@ -30,8 +31,8 @@ EXPECTED = {
 }  # fmt: skip
 
 
-def test_every_registered_device_type_is_expected_here():
-    assert set(job.device_types()) == set(EXPECTED)
+def test_every_registered_device_type_is_expected_here_and_has_job_arguments():
+    assert set(job.device_types()) == set(EXPECTED) == set(JOB_ARGS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
