@@ -1,10 +1,12 @@
 """protobuf-json writes the same bytes on protobuf 4.21 (Debian 12), 4.25 (Yocto scarthgap)
-and the newest, for proto2 and proto3 messages with defaults, Any and extensions (issue 29).
+and the newest, for proto2 and proto3 messages with defaults, Any and extensions; and the
+agent measures a user's message alike on each (issue 29).
 
 Each runtime's interpreter builds the classes from the same descriptor sets (compiled
 here by grpcio-tools' protoc), generates the same payloads and prints each codec's
 bytes; the test compares their digests across runtimes. A repeated extension, which
 json_format before 5.26 cannot read back, must be refused there up front, by name.
+Debian 12's python3 has the cpp backend, without GetMessageClass.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import base64
 import json
 import os
 import subprocess
+from collections.abc import Callable
 
 import pytest
 from conftest import AGENT_SRC, ROOT, require
@@ -77,18 +80,25 @@ print(json.dumps(out))
 """
 
 
+def _on_each_runtime(argv: Callable[[str], list[str]], stdin: str = "") -> dict[str, str]:
+    """Each runtime's stdout of `python argv(runtime)`, the agent alone on its path."""
+    out = {}
+    for runtime, python in _interpreters().items():
+        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
+        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+        done = subprocess.run([python, *argv(runtime)], input=stdin, capture_output=True,
+                              text=True, env=env, timeout=600)  # fmt: skip
+        assert done.returncode == 0, f"{runtime}: {done.stderr}"
+        out[runtime] = done.stdout
+    return out
+
+
 def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
     names = ("legacy", "well_known", "fanout")
     sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", tmp_path)).decode() for n in names}
     cases = {case: (sets[proto], message) for case, (proto, message) in CASES.items()}
-    results = {}
-    for runtime, python in _interpreters().items():
-        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-        done = subprocess.run([python, "-c", SCRIPT % (MAPS,)], input=json.dumps(cases),
-                              capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
-        assert done.returncode == 0, f"{runtime}: {done.stderr}"
-        results[runtime] = json.loads(done.stdout)
+    printed = _on_each_runtime(lambda _: ["-c", SCRIPT % (MAPS,)], json.dumps(cases))
+    results = {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
     newest = results["newest"]
     differ = []
     for runtime, found in results.items():
@@ -109,3 +119,29 @@ def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
     # and the sizes are not all alike: the printing options matter for proto2 defaults
     defaults = "proto2-defaults/proto3/"
     assert newest[defaults + "protobuf-json"]["size"] > newest[defaults + "json"]["size"]
+
+
+def test_each_runtime_measures_the_same_user_message(tmp_path):
+    """The rich test schema, from a spec holding only its descriptor set."""
+    rich = compile_set(ROOT / "tests" / "data" / "bms", "rich.proto", tmp_path)
+    spec = {
+        "schema": {"descriptor_set": base64.b64encode(rich).decode(),
+                   "message": "evbench.test.Rich"},
+        "suites": ["codec"], "codecs": ["json", "protobuf", "protobuf-json"], "quick": True,
+        "payloads": 40,
+    }  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    run = ["-m", "evbench_agent", "run", "--spec", str(tmp_path / "spec.json"), "--out"]
+    runtimes = _on_each_runtime(lambda runtime: [*run, str(tmp_path / runtime)])
+    sizes = {}
+    for runtime in runtimes:
+        assert (tmp_path / runtime / "complete").exists()
+        summary = json.loads((tmp_path / runtime / "summary.json").read_text())
+        sizes[runtime] = {
+            r["codec"]: [r["min"], r["median"], r["max"], r["mean"]]
+            for r in summary["records"]
+            if r["metric"] == "size"
+        }
+        assert set(sizes[runtime]) == {"json", "protobuf", "protobuf-json"}
+    first = next(iter(sizes.values()))
+    assert all(value == first for value in sizes.values()), sizes
