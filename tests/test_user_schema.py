@@ -129,7 +129,7 @@ def test_the_class_has_the_protos_fields_and_writes_the_wire_format_worked_by_ha
     assert _hand_message(cls).SerializeToString() == expected
 
 
-def test_the_json_styles_write_the_hand_worked_json(descriptor_sets):
+def test_the_json_styles_write_the_hand_worked_json_and_refuse_what_json_cannot(descriptor_sets):
     message = _hand_message(user_schema.find_message(descriptor_sets["bms"], BMS))
 
     def text(**settings) -> str:
@@ -148,6 +148,9 @@ def test_the_json_styles_write_the_hand_worked_json(descriptor_sets):
     json_map = json.loads((DATA / "bms_map.json").read_text())
     mapped = text(json_map=json_map)
     assert mapped.startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
+    fields = _profile(descriptor_sets, "bms", BMS, json_style="fields")
+    with pytest.raises(UserError, match="soc_percent is inf"):  # a number JSON cannot write
+        fields.to_plain(fields.message_type(soc_percent=math.inf))
 
 
 # -- generated payloads -------------------------------------------------------
@@ -226,35 +229,26 @@ def test_round_trip_through_every_codec(descriptor_sets, codec_name, style):
                 assert profile.to_message(decoded) == item.message
 
 
-def test_proto3_style_is_json_format_output_byte_for_byte(descriptor_sets):
-    profile = _profile(descriptor_sets, "rich", RICH)
-    encode = codecs.get("json").bind(profile).encode
-    for item in profile.payloads(30, seed=4):
-        printed = json_format.MessageToJson(item.message, indent=None)
-        # json_format prints ", " and ": "; the json codec writes compact separators.
-        compact = json.dumps(json.loads(printed), separators=(",", ":"), ensure_ascii=False)
-        assert encode(item.plain) == compact.encode()
-
-
-def test_protobuf_sizes_match_the_generated_code(descriptor_sets, generated):
+def test_protobuf_is_the_generated_codes_and_proto3_json_is_json_formats(
+    descriptor_sets, generated
+):
     for name, message, generated_cls in (
         ("rich", RICH, generated["rich"].Rich),
         ("bms", BMS, generated["bms"].BmsStatus),
     ):
         profile = _profile(descriptor_sets, name, message)
         encode = codecs.get("protobuf").bind(profile).encode
+        to_json = codecs.get("json").bind(profile).encode
         for item in profile.payloads(30, seed=9):
             regular = json_format.ParseDict(item.plain, generated_cls())
             assert len(encode(item.message)) == len(regular.SerializeToString())
             assert item.message.SerializeToString(deterministic=True) == (
                 regular.SerializeToString(deterministic=True)
             )
-
-
-def test_fields_style_refuses_a_number_json_cannot_write(descriptor_sets):
-    profile = _profile(descriptor_sets, "bms", BMS, json_style="fields")
-    with pytest.raises(UserError, match="soc_percent is inf"):
-        profile.to_plain(profile.message_type(soc_percent=math.inf))
+            printed = json_format.MessageToJson(item.message, indent=None)
+            # json_format prints ", " and ": "; the json codec writes compact separators.
+            compact = json.dumps(json.loads(printed), separators=(",", ":"), ensure_ascii=False)
+            assert to_json(item.plain) == compact.encode()
 
 
 def _rules(fields: dict) -> dict:
@@ -295,12 +289,17 @@ def test_bad_generator_samples_and_json_settings_are_refused(descriptor_sets, ex
 # -- samples ---------------------------------------------------------------
 
 
-def test_jsonl_samples_give_the_lines_in_order(descriptor_sets):
-    source = samples.source_from_file(DATA / "bms_samples.jsonl")
+def test_jsonl_samples_give_the_lines_in_order_and_ship_only_what_a_run_takes(descriptor_sets):
+    path = DATA / "bms_samples.jsonl"
+    source = samples.source_from_file(path)
+    assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert source["format"] == "jsonl"
+    shipped = base64.b64decode(samples.source_from_file(path, limit=3)["data"]).decode()
+    assert shipped == "".join(path.read_text().splitlines(True)[:3])
     profile = _profile(descriptor_sets, "bms", BMS, samples=source)
     items = profile.payloads(5)
     assert [i.message.sequence for i in items] == [4100, 4101, 4102, 4103, 4104]
-    first = json.loads((DATA / "bms_samples.jsonl").read_text().splitlines()[0])
+    first = json.loads(path.read_text().splitlines()[0])
     assert items[0].plain == first  # written in the proto3 mapping, read back the same
     assert len(profile.payloads(500)) == 12  # all the file has
 
@@ -312,15 +311,6 @@ def test_length_delimited_samples(descriptor_sets, generated, tmp_path):
     path.write_bytes(b"".join(_varint(len(b)) + b for b in blobs))
     profile = _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
     assert [i.message.SerializeToString() for i in profile.payloads(10)] == blobs
-
-
-def test_a_samples_source_is_the_file_on_disk_and_ships_only_what_a_run_takes():
-    path = DATA / "bms_samples.jsonl"
-    source = samples.source_from_file(path)
-    assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert source["format"] == "jsonl"
-    shipped = base64.b64decode(samples.source_from_file(path, limit=3)["data"]).decode()
-    assert shipped == "".join(path.read_text().splitlines(True)[:3])
 
 
 def test_a_bad_samples_line_or_record_is_named_by_file_and_place(
