@@ -3,13 +3,13 @@ and the governor setting, on an AM62x-like tree."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 import pytest
 from telemetry_am62x import Am62xTree, RecordingProgress
 
 from evbench_agent import spec as spec_module
-from evbench_agent.telemetry import sysfs
+from evbench_agent.telemetry import cooldown, sysfs
 from evbench_agent.telemetry.cooldown import CoolDownGuard
 from evbench_agent.telemetry.governor import GovernorSetting
 from evbench_agent.telemetry.session import SYSFS_ENV, TelemetrySession
@@ -91,51 +91,61 @@ def test_a_damaged_markers_file_costs_the_telemetry_records_not_the_run(tmp_path
     assert progress.messages == [facts["error"]]
 
 
-def test_the_guard_gives_up_at_its_timeout_with_a_countdown_and_records_it(board, tmp_path):
+class _Clock:
+    """The guard's clock (its module's `time`): a sleep moves it on at once, then runs
+    `while_asleep`, so the waits are worked out by hand whatever the machine's load (on
+    the real clock the countdown's length and the time waited were flakes)."""
+
+    def __init__(self, while_asleep: Callable[[], object] = lambda: None) -> None:
+        self.now = 1000.0
+        self.while_asleep = while_asleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.while_asleep()
+
+
+def test_the_guard_gives_up_at_its_timeout_with_a_countdown_and_records_it(
+    board, tmp_path, monkeypatch
+):
     board.set_zone_c(0, 70.0)
     board.set_zone_c(1, 80.0)  # the hottest zone decides
-    session, progress = _session(tmp_path, cool_to=50, cool_timeout_s=1.5)
-    session.guard.poll_s = 0.25
-    started = time.monotonic()
+    monkeypatch.setattr(cooldown, "time", _Clock())
+    session, progress = _session(tmp_path, cool_to=50, cool_timeout_s=3.0)
     session.guard({"suite": "codec", "profile": "seed"})
-    waited = time.monotonic() - started
-    assert 1.5 <= waited < 5.0
     (wait,) = session.guard.waits
-    assert (wait["outcome"], wait["phase"]) == ("timeout", "codec/seed")
-    assert wait["start_c"] == 80.0 and wait["end_c"] == 80.0
+    # One reading a second (the default poll): 3, 2 and 1 s left, given up at 3 s.
+    assert wait == {"phase": "codec/seed", "start_c": 80.0, "end_c": 80.0, "waited_s": 3.0,
+                    "outcome": "timeout"}  # fmt: skip
     countdown = [m for m in progress.messages if "waiting for < 50 °C" in m]
-    assert len(countdown) >= 3
-    assert "80.0 °C" in countdown[0]
+    assert countdown == [
+        f"cool-down before codec/seed: 80.0 °C, waiting for < 50 °C ({left} s left)"
+        for left in (3, 2, 1)
+    ]
+    assert "still 80.0 °C after 3 s" in progress.messages[-1]
     assert "running it anyway" in progress.messages[-1]
     assert session.manifest()["cool_downs"] == [wait]
 
 
-class _CoolsWhenWaiting(RecordingProgress):
-    def __init__(self, board: Am62xTree) -> None:
-        super().__init__()
-        self.board = board
-
-    def message(self, text: str) -> None:
-        super().message(text)
-        self.board.set_zone_c(0, 55.0)
-
-
-def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board):
+def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board, monkeypatch):
     board.set_zone_c(0, 70.0)
     zone = sysfs.discover(board.root).zones[0]
-
-    def hottest() -> float:
-        return int(sysfs.read_text(f"{zone.path}/temp")) / 1000
-
-    # The board cools once the guard says it waits, so after a hot reading whatever the
-    # machine's load (a timer set to cool it raced the guard's first reading).
-    progress = _CoolsWhenWaiting(board)
-    guard = CoolDownGuard(hottest, 60.0, timeout_s=20.0, progress=progress, poll_s=0.05)
+    # The board cools during the guard's first sleep, after its hot reading.
+    monkeypatch.setattr(cooldown, "time", _Clock(lambda: board.set_zone_c(0, 55.0)))
+    progress = RecordingProgress()
+    guard = CoolDownGuard(
+        lambda: int(sysfs.read_text(f"{zone.path}/temp")) / 1000, 60.0, 20.0, progress
+    )
     guard({"suite": "link", "codec": "json"})
-    (wait,) = guard.waits
-    assert (wait["outcome"], wait["start_c"], wait["end_c"]) == ("cool", 70.0, 55.0)
-    assert len(progress.messages) == 1 and "70.0 °C, waiting for < 60 °C" in progress.messages[0]
-    assert 0.05 <= wait["waited_s"] < 20.0  # one poll's sleep at least, never the timeout
+    # one poll (1 s) and the board is cool: never the 20 s timeout
+    assert guard.waits == [{"phase": "link/json", "start_c": 70.0, "end_c": 55.0,
+                            "waited_s": 1.0, "outcome": "cool"}]  # fmt: skip
+    assert progress.messages == [
+        "cool-down before link/json: 70.0 °C, waiting for < 60 °C (20 s left)"
+    ]
 
 
 def test_cool_to_without_a_thermal_zone_is_refused_before_the_run(tmp_path, monkeypatch):
