@@ -53,29 +53,28 @@ def test_every_command_in_the_folder_has_its_own_help_as_its_summary():
         assert SUMMARIES[name] == module.HELP, name
 
 
-@pytest.mark.parametrize("argv", [["nonsense"], ["-v", "nonsense"], []])
-def test_a_line_without_a_command_imports_no_command(argv):
+#: A usage error names every choice; --help each command with its summary's start.
+CHOICES = [f"'{name}'" for name in COMMAND_NAMES]
+LISTED = [f"{name} {' '.join(SUMMARIES.get(name, '').split())[:20]}" for name in COMMAND_NAMES]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "loaded", "said"),
+    [
+        (["nonsense"], 2, [], CHOICES),
+        (["-v", "nonsense"], 2, [], CHOICES),
+        ([], 2, [], []),
+        (["--help"], 0, [], LISTED),
+        # flash's own option, missing its value: flash alone is loaded, for its options
+        (["flash", "--device"], 2, ["evbench.commands.flash"], ["expected one argument"]),
+    ],
+    ids=["typo", "option-then-typo", "nothing", "help", "named-command"],
+)
+def test_only_the_named_command_is_imported(argv, code, loaded, said):
     report, output = _listing(*argv)
-    assert report["code"] == 2, output  # a usage error
-    assert report["loaded"] == [], output
-    if argv:
-        for name in COMMAND_NAMES:  # the error names every choice
-            assert f"'{name}'" in output
-
-
-def test_help_lists_every_command_without_importing_one():
-    report, output = _listing("--help")
-    assert report == {"code": 0, "loaded": []}
+    assert report == {"code": code, "loaded": loaded}, output
     text = " ".join(output.split())  # argparse wraps the lines
-    for name in COMMAND_NAMES:
-        assert f"{name} {' '.join(SUMMARIES[name].split())[:20]}" in text, name
-
-
-def test_a_named_command_is_loaded_with_its_options():
-    report, output = _listing("flash", "--device")  # flash's own option, missing its value
-    assert report["code"] == 2
-    assert "expected one argument" in output
-    assert report["loaded"] == ["evbench.commands.flash"]
+    assert [line for line in said if line not in text] == []
 
 
 def _entry(listing: str, name: str) -> str:

@@ -7,21 +7,16 @@ import dataclasses
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from evbench_agent import options, spec
 
-ROOT = Path(__file__).resolve().parents[1]
 GENERATE = ROOT / "docs" / "generate.py"
-
-
-def _generator():
-    loaded = importlib.util.spec_from_file_location("docs_generate", GENERATE)
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
+_loaded = importlib.util.spec_from_file_location("docs_generate", GENERATE)
+generate = importlib.util.module_from_spec(_loaded)
+_loaded.loader.exec_module(generate)
 
 
 def test_the_docs_tables_are_the_schemas():
@@ -32,7 +27,6 @@ def test_the_docs_tables_are_the_schemas():
 
 @pytest.mark.parametrize("name", ["spec", "generator", "lab", "lab-index"])
 def test_a_table_edited_by_hand_is_found_and_put_back(name):
-    generate = _generator()
     document = ROOT / "docs" / generate.TABLES[name][2]
     text = document.read_text(encoding="utf-8")
     begin = generate.BEGIN.format(name=name)

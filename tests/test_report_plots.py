@@ -17,7 +17,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,26 +42,23 @@ LONG_PROFILE = "schema:com.example.vehicle.battery.v1.BatteryManagementSystemSta
 
 
 @pytest.fixture
-def render(monkeypatch) -> Iterator:
+def render(monkeypatch):
     """`render(context)`: {plot name: the Figure plots.draw saved for it}."""
     original = Figure.savefig
+    saved: list[Figure] = []
+
+    def spy(self: Figure, *args, **kwargs):
+        saved.append(self)
+        return original(self, *args, **kwargs)
 
     def render(context: RunContext) -> dict[str, Figure]:
-        saved: list[Figure] = []
-
-        def spy(self: Figure, *args, **kwargs):
-            saved.append(self)
-            return original(self, *args, **kwargs)
-
-        monkeypatch.setattr(Figure, "savefig", spy)
-        try:
-            drawn = plots.draw(context)
-        finally:
-            monkeypatch.setattr(Figure, "savefig", original)
+        saved.clear()
+        drawn = plots.draw(context)
         assert len(saved) == len(drawn)
         return {plot.name: figure for plot, figure in zip(drawn, saved, strict=True)}
 
-    yield render
+    monkeypatch.setattr(Figure, "savefig", spy)  # undone after the test
+    return render
 
 
 def shown_axes(figure: Figure) -> list[Axes]:

@@ -5,6 +5,7 @@ tables within 120 columns. Expected values are counted by hand from the inputs."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import struct
@@ -31,14 +32,9 @@ def on_pty(argv: list[str], columns: int, env: dict[str, str]) -> tuple[int, str
         child = subprocess.Popen(argv, stdout=slave, stderr=errors, env=env)
         os.close(slave)
         said = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            said += chunk
+        with contextlib.suppress(OSError):  # EIO: the child closed its end
+            while chunk := os.read(master, 65536):
+                said += chunk
         os.close(master)
         code = child.wait(timeout=900)
         errors.seek(0)
