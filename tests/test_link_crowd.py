@@ -1,7 +1,8 @@
-"""The responder against crowds, live on loopback against the real `evbench-agent serve`
-process and the C responder (evbench-link-responder, docs/link.md "A responder in C"), each
-with its command's defaults (16 slots, a 5 s handshake deadline, docs/link.md). Each
-attack comes from the issue that found it (real clients served: 27 of 72, 0 of 55, none):
+"""The two responders live on loopback: the real `evbench-agent serve` process and the C
+responder (evbench-link-responder, docs/link.md "A responder in C"), each with its
+command's defaults (16 slots, a 5 s handshake deadline, docs/link.md), against crowds,
+and as the link suite records them. Each attack comes from the issue that found it (real
+clients served: 27 of 72, 0 of 55, none):
 
 - a slow-loris crowd of 100 connections (one byte every 8 s, each reconnecting when
   dropped) while real clients keep coming: SERVED_AT_LEAST of them must be served;
@@ -14,9 +15,12 @@ attack comes from the issue that found it (real clients served: 27 of 72, 0 of 5
 from __future__ import annotations
 
 import contextlib
+import json
 import selectors
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +31,7 @@ import pytest
 from link_sockets import answer, connect_from, hello_bytes, read_frames
 from native_cross import RESPONDER_KINDS, build_responder, link_responder
 
+from evbench.report import context
 from evbench_agent.link import client, framing, handshake, messages
 
 #: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
@@ -276,3 +281,53 @@ def test_real_clients_are_served_beside_16_hogs_that_send_a_message_every_3_s(re
     assert held >= DOCUMENTED_SLOTS - 2, held  # the hogs did take the slots
     failures = [why for why in answers if why is not None]
     assert failures == [], failures[:3]
+
+
+#: What the rows and the report say answered (issue 44 item 2: a C responder started by
+#: hand and reached with --peer was recorded as the Python one).
+RECORDED = {"c": ("c", "C (evbench-link-responder), "), "python": ("(no param)", "")}
+
+
+@pytest.mark.integration
+def test_a_responder_started_by_hand_is_recorded_as_the_one_it_is(request, responder, tmp_path):
+    """Every periodic and capacity row of a --peer run (the quick plan, 6 messages a phase
+    at 100 Hz) names the C responder, whatever the spec said, and so does the report's
+    context. The control: `evbench-agent serve` names itself evbench-agent; its rows carry
+    no `responder` param, as every run's rows against it always have."""
+    recorded, said = RECORDED[request.node.callspec.params["responder"]]
+    host, port = responder.address
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
+         "--rate", "100", "--count", "6", "--codecs", "json,protobuf",
+         "--peer", f"{host}:{port}", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    measured = [s for s in sets if s.get("suite") == "link" and "peer" in s["params"]]
+    assert {s["params"]["phase"] for s in measured} == {"periodic", "capacity"}
+    assert {s["codec"] for s in measured} == {"json", "protobuf"}
+    assert {s["params"].get("responder", "(no param)") for s in measured} == {recorded}
+    rows = dict(context.environment_rows(context.load_context(out)))
+    assert rows["Link responder"] == f"{said}at {host}:{port}, not started by the run"
+
+
+@pytest.mark.parametrize(
+    ("accepted", "expected"),
+    [
+        ({"ok": True, "responder": "evbench-link-responder 2 (C, protobuf-c, cJSON)"}, "c"),
+        ({"ok": True, "responder": "evbench-agent 0.9.1"}, "python"),
+        # another program: its name, without the version
+        ({"ok": True, "responder": "my-gateway 1.4"}, "my-gateway"),
+        # a foreign program cannot pass for one of evbench's own
+        ({"ok": True, "responder": "c 1.0"}, "other"),
+        # nothing but a plain program name reaches a row
+        ({"ok": True, "responder": "bad\u202ename 1"}, "other"),
+        ({"ok": True, "responder": "x" * 41}, "other"),
+        # an answer that names no responder says nothing
+        ({"ok": True}, None), ({"ok": True, "responder": 7}, None), ({"responder": " "}, None),
+    ],
+)  # fmt: skip
+def test_the_implementation_is_what_the_answer_names(accepted, expected):
+    assert handshake.implementation(accepted) == expected
