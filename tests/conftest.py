@@ -49,7 +49,7 @@ LONGEST_FILES = (
     "test_lab_run.py",  # 60 s
     "test_compat.py",  # 43 s
     "test_labgrid_serial.py",  # 43 s
-    "test_link_crowd.py",  # 42 s
+    "test_link_crowd.py",  # 42 s, and about 14 s more with test_link_responder_identity merged in
     "test_history_cli.py",  # 39 s (its fixture alone 36 s in CI)
     "test_console_diag.py",  # 38 s
     "test_native_responder.py",  # 37 s
