@@ -8,7 +8,8 @@ A harness built for another architecture than the board's is said, recorded and 
 without a word, nlohmann's decode at 130 µs instead of 10.7. `file` (libmagic) is the
 independent reader of the architectures. The emulated run registers Debian's qemu-aarch64
 rule (qemu-user-static's /usr/lib/binfmt.d/qemu-aarch64.conf) in a binfmt_misc instance of
-its own (a new user namespace, Linux 6.7 or newer), so nothing outside the test sees it.
+its own (a new user namespace, Linux 6.7 or newer), so nothing outside the test sees it. A
+harness of this machine's architecture is not said (tests/test_native_runtimes.py's run).
 """
 
 from __future__ import annotations
@@ -84,12 +85,6 @@ def test_deploy_refuses_a_directory_without_harnesses(sshd, ssh_home, tmp_path, 
     assert "holds no harness" in capsys.readouterr().err
 
 
-def native_env(native_dir: Path) -> dict[str, str]:
-    """This venv's agent with its native harnesses looked for in `native_dir`."""
-    return dict(os.environ, EVBENCH_NATIVE_DIR=str(native_dir), PYTHONPATH=str(AGENT_SRC),
-                PYTHONNOUSERSITE="1")  # fmt: skip
-
-
 def file_architecture(path: Path) -> str | None:
     said = subprocess.run(
         [require_command("file"), "-b", str(path)], capture_output=True, text=True, timeout=30
@@ -138,7 +133,9 @@ def test_an_aarch64_harness_run_under_emulation_is_said_recorded_and_reported(
     installed = tmp_path / "libexec"
     installed.mkdir()
     shutil.copy2(aarch64_dir / HARNESS, installed / HARNESS)
-    env = native_env(installed)
+    # this venv's agent, its native harnesses looked for in `installed`
+    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(installed), PYTHONPATH=str(AGENT_SRC),
+               PYTHONNOUSERSITE="1")  # fmt: skip
     # the emulation is real: the aarch64 harness answers --about through qemu-user
     about = _emulated([str(installed / HARNESS), "--about"], env)
     assert about.returncode == 0 and about.stdout.startswith("ok\t"), about.stderr[-2000:]
@@ -159,15 +156,3 @@ def test_an_aarch64_harness_run_under_emulation_is_said_recorded_and_reported(
     # and the report's warnings (terminal and report.md) say it
     warned = [w for w in unrepresentative.warnings(manifest) if "emulation" in w]
     assert len(warned) == 1 and f"{CODEC} (aarch64)" in warned[0], warned
-
-
-def test_a_harness_of_the_boards_own_architecture_is_not_said(host_dir, tmp_path):
-    out = tmp_path / "run"
-    done = subprocess.run([*RUN, "--out", str(out)], capture_output=True, text=True, timeout=600,
-                          env=native_env(host_dir))  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "emulation" not in done.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
-    stated = manifest["platform"]["native_codecs"][CODEC]["architecture"]
-    assert stated == file_architecture(host_dir / HARNESS) == platform.machine()
-    assert not [w for w in unrepresentative.warnings(manifest) if "emulation" in w]

@@ -17,6 +17,7 @@ import contextlib
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,10 +28,13 @@ from conftest import ROOT, require_command
 from native_cross import build_documented, build_responder
 from native_sizes import nlohmann_sizes
 
+from evbench.report import context, unrepresentative
+from evbench.report import runtimes as answers
 from evbench_agent import payloads
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native import runtimes
 from evbench_agent.native.protocol import Harness
+from evbench_core import results
 
 pytestmark = pytest.mark.integration
 
@@ -43,13 +47,14 @@ BUILT_IN = [
     for name, profile in payloads.PROFILES.items()
     if native_codec.CODECS["cpp:protobuf"].can_carry(profile)
 ]
-#: The Debian package each runtime is built from (its version is the harness's).
+#: The Debian package each runtime is built from (its version is the harness's), and the
+#: library its harness names (native/runtimes/).
 PACKAGES = {
-    "c:protobuf-c": "libprotobuf-c-dev",
-    "c:cjson": "libcjson-dev",
-    "c:nanopb": "libnanopb-dev",
-    "cpp:protobuf": "libprotobuf-dev",
-    "cpp:nlohmann": "nlohmann-json3-dev",
+    "c:protobuf-c": ("libprotobuf-c-dev", "protobuf-c"),
+    "c:cjson": ("libcjson-dev", "cJSON"),
+    "c:nanopb": ("libnanopb-dev", "nanopb"),
+    "cpp:protobuf": ("libprotobuf-dev", "libprotobuf"),
+    "cpp:nlohmann": ("nlohmann-json3-dev", "nlohmann::json"),
 }
 COUNT = 12
 
@@ -190,35 +195,36 @@ def test_decode_access_reads_the_leaves_of_the_json_form(harness_dir, name):
             assert leaves == _hand_counted(profile_name, item.plain), (profile_name, name)
 
 
-def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
-    out = tmp_path / "run"
-    codecs = "json,protobuf,c:protobuf-c,c:cjson,c:nanopb,cpp:protobuf,cpp:nlohmann"
+#: The run below: every runtime beside the Python codecs.
+CODECS = ["json", "protobuf", *PACKAGES]
+
+
+@pytest.fixture(scope="module")
+def run(harness_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A codec run of every runtime: its directory and its standard error."""
+    out = tmp_path_factory.mktemp("every-runtime") / "run"
     done = subprocess.run(
         [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile",
-         "seed,skip-nested", "--codecs", codecs, "--processes", "2", "--values", "3",
+         "seed,skip-nested", "--codecs", ",".join(CODECS), "--processes", "2", "--values", "3",
          "--min-time", "0.001", "--payloads", "20", "--out", str(out)],
         capture_output=True, text=True, timeout=600, check=False,
         env=dict(os.environ, EVBENCH_NATIVE_DIR=str(harness_dir)),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "complete"
-    for name, package in PACKAGES.items():
-        version = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True
-        ).stdout  # e.g. 1.4.1-1+b1
-        upstream = version.split(":")[-1].split("-")[0].split("+")[0]
-        stated = manifest["platform"]["native_codecs"][name]
-        assert upstream and stated["version"] == upstream, name
-        assert stated["compiler"] and stated["flags"] and stated["library"], name
+    return out, done.stderr
+
+
+def test_a_run_measures_every_runtime(run, harness_dir):
+    out, _ = run
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     timed = {(s["codec"], s["metric"], s["worker"]) for s in sets if s["suite"] == "codec"}
-    for codec in codecs.split(","):
+    for codec in CODECS:
         for metric in ("encode", "decode", "decode_access"):
             assert {(codec, metric, 0), (codec, metric, 1)} <= timed, (codec, metric)
     size_sets = [s for s in sets if s["suite"] == "codec" and s["metric"] == "size"]
     sizes = {(s["profile"], s["codec"]): s["values"] for s in size_sets}
-    for codec in ("c:protobuf-c", "c:nanopb", "cpp:protobuf"):
+    for codec in PROTOBUF_RUNTIMES:
         assert sizes[("seed", codec)] == sizes[("seed", "protobuf")]
     # nlohmann's: Python's, but for the digits it writes beyond a double's shortest form
     (seed_json,) = [s for s in sets if s["metric"] == "size" and s["codec"] == "json"
@@ -231,12 +237,37 @@ def test_a_run_measures_every_runtime_and_names_it(harness_dir, tmp_path):
         name = seed.message_type.DESCRIPTOR.full_name
         written = [harness.encoded(harness.load(name, None, text)) for text in python_texts]
     assert sizes[("seed", "cpp:nlohmann")] == nlohmann_sizes(python_texts, written)
-    # The answer per runtime pair, as the terminal shows it, names library and version.
-    from evbench.report import runtimes as answers
-    from evbench_core import results
 
-    said = answers.render(results.read_samples(out), manifest, codecs.split(","))
-    versions = {name: manifest["platform"]["native_codecs"][name]["version"] for name in PACKAGES}
+
+def test_the_run_names_each_runtimes_library_version_and_architecture(run):
+    """Issue 44 items 3 and 4: each runtime's version is Debian's package's (dpkg-query, not
+    what the harness said), named in the report's boxes (they once showed `?`) and in the
+    answer per runtime pair; built for this machine, no emulation is said or warned of."""
+    out, stderr = run
+    manifest = json.loads((out / "manifest.json").read_text())
+    named, versions = [], {}
+    for name, (package, library) in PACKAGES.items():
+        dpkg_query = [require_command("dpkg-query"), "-W", "-f", "${Version}", package]
+        version = subprocess.run(dpkg_query, capture_output=True, text=True, timeout=30).stdout
+        upstream = version.split(":")[-1].split("-")[0].split("+")[0]  # 1.4.1-1+b1: 1.4.1
+        stated = manifest["platform"]["native_codecs"][name]
+        assert upstream and (stated["library"], stated["version"]) == (library, upstream), name
+        assert stated["compiler"] and stated["flags"], name
+        # test_native_deploy reads this build's ELF header with `file`: this machine's
+        assert stated["architecture"] == platform.machine(), name
+        named.append(f"{name} {library} {upstream}")
+        versions[name] = upstream
+    assert "emulation" not in stderr
+    assert not [w for w in unrepresentative.warnings(manifest) if "emulation" in w]
+    loaded = context.load_context(out)
+    in_context = dict(context.context_rows(loaded))["Codecs"].split(", ")
+    python = f"json Python {sys.version.split()[0]} standard library"
+    assert {python, *named} <= set(in_context), in_context
+    in_environment = dict(context.environment_rows(loaded))["Codecs"].split("; ")
+    assert set(named) <= set(in_environment), in_environment
+    assert not [n for n in in_environment if n.endswith(" ?")], in_environment
+    # The answer per runtime pair, as the terminal shows it, names library and version.
+    said = answers.render(results.read_samples(out), manifest, CODECS)
     assert (
         f"The answer (Protobuf (protobuf-c {versions['c:protobuf-c']}) against "
         f"JSON (cJSON {versions['c:cjson']}) in C, on this machine):"
