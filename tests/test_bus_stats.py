@@ -227,48 +227,42 @@ def _snapshot(document: str) -> bus_stats.Snapshot:
     return taken
 
 
-def test_a_can_phase_with_bus_errors_worked_by_hand() -> None:
-    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 10, "arbitration_lost": 2},
-                             (100, 6400)))  # fmt: skip
-    after = _snapshot(_can0("ERROR-PASSIVE", (128, 3),
-                            {"bus_error": 13, "arbitration_lost": 9, "error_warning": 1,
-                             "error_passive": 1}, (140, 8960)))  # fmt: skip
-    assert (before.bit_rate, before.data_bit_rate) == (500000, 2000000)
-    assert before.state == "ERROR-ACTIVE"
-    change = bus_stats.compare(before, after)
-    # 40 frames of 64 bytes went out; 3 bus errors, one step to warning, one to passive.
-    assert change.rises["tx_packets"] == 40 and change.rises["tx_bytes"] == 2560
-    assert change.rises["bus_error"] == 3 and change.rises["arbitration_lost"] == 7
-    assert change.bus_errors == 3 + 1 + 1  # arbitration is contention, not an error
-    assert change.levels == {"berr_tx": 128, "berr_rx": 3, "state": 2}  # enum can_state
-    assert change.flagged
-    assert change.reasons() == [
-        "bus_error +3", "error_passive +1", "error_warning +1", "state ERROR-PASSIVE"
-    ]  # fmt: skip
+ACTIVE, CLEAN = "ERROR-ACTIVE", (0, 0)
 
 
-def test_a_clean_can_phase_is_not_flagged_though_arbitration_was_lost() -> None:
-    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"arbitration_lost": 5}, (10, 640)))
-    after = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"arbitration_lost": 8}, (30, 1920)))
-    change = bus_stats.compare(before, after)
-    assert change.bus_errors == 0 and not change.flagged and change.reasons() == []
-    assert change.rises["arbitration_lost"] == 3 and change.rises["tx_packets"] == 20
-
-
-def test_a_controller_left_bus_off_flags_the_phase_even_with_no_counter_rising() -> None:
-    """The counters rose before the phase (a previous phase's bus-off); it is still off."""
-    both = _can0("BUS-OFF", (256, 0), {"bus_off": 1, "bus_error": 40}, (5, 320))
-    change = bus_stats.compare(_snapshot(both), _snapshot(both))
-    assert change.bus_errors == 0 and change.flagged
-    assert change.reasons() == ["state BUS-OFF"] and change.levels["state"] == 3
-
-
-def test_a_counter_that_went_down_counts_from_zero() -> None:
-    """A restarted interface (re-created, or a 32-bit counter wrapped): 2 is the least
-    the counter can have risen by."""
-    before = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 4_000_000_000}, (9, 72)))
-    after = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {"bus_error": 2}, (9, 72)))
-    assert bus_stats.compare(before, after).rises["bus_error"] == 2
+@pytest.mark.parametrize(
+    ("before", "after", "rises", "bus_errors", "levels", "reasons"),
+    [
+        # 40 frames of 64 bytes went out; 3 bus errors, one step to warning, one to passive
+        # (arbitration lost is contention, not an error); enum can_state: passive is 2
+        ((ACTIVE, CLEAN, {"bus_error": 10, "arbitration_lost": 2}, (100, 6400)),
+         ("ERROR-PASSIVE", (128, 3), {"bus_error": 13, "arbitration_lost": 9,
+                                      "error_warning": 1, "error_passive": 1}, (140, 8960)),
+         {"tx_packets": 40, "tx_bytes": 2560, "bus_error": 3, "arbitration_lost": 7}, 3 + 1 + 1,
+         (128, 3, 2), ["bus_error +3", "error_passive +1", "error_warning +1",
+                       "state ERROR-PASSIVE"]),
+        # clean, though arbitration was lost
+        ((ACTIVE, CLEAN, {"arbitration_lost": 5}, (10, 640)),
+         (ACTIVE, CLEAN, {"arbitration_lost": 8}, (30, 1920)),
+         {"arbitration_lost": 3, "tx_packets": 20}, 0, (0, 0, 0), []),
+        # left bus-off (3): its counters rose in an earlier phase, but it is still off
+        (("BUS-OFF", (256, 0), {"bus_off": 1, "bus_error": 40}, (5, 320)),
+         ("BUS-OFF", (256, 0), {"bus_off": 1, "bus_error": 40}, (5, 320)),
+         {"bus_off": 0, "tx_packets": 0}, 0, (256, 0, 3), ["state BUS-OFF"]),
+        # a counter that went down (the interface re-created, or a 32-bit counter wrapped):
+        # 2 is the least it can have risen by
+        ((ACTIVE, CLEAN, {"bus_error": 4_000_000_000}, (9, 72)),
+         (ACTIVE, CLEAN, {"bus_error": 2}, (9, 72)), {"bus_error": 2}, 2, (0, 0, 0),
+         ["bus_error +2"]),
+    ],
+    ids=["errors", "arbitration-lost", "bus-off", "counter-went-down"],
+)  # fmt: skip
+def test_a_can_phases_counters_worked_by_hand(before, after, rises, bus_errors, levels, reasons):
+    change = bus_stats.compare(_snapshot(_can0(*before)), _snapshot(_can0(*after)))
+    assert {name: change.rises[name] for name in rises} == rises
+    assert change.bus_errors == bus_errors
+    assert change.levels == dict(zip(("berr_tx", "berr_rx", "state"), levels, strict=True))
+    assert change.flagged is bool(reasons) and change.reasons() == reasons
 
 
 def test_an_ip_answer_without_statistics_or_no_such_interface_gives_no_counters() -> None:
@@ -374,7 +368,8 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
 def test_an_interface_at_other_rates_than_the_url_is_said() -> None:
     """The bus load is counted against the URL's rates; the MCAN above runs at
     500 k / 2 M (its document's bittiming and data_bittiming)."""
-    mcan = _snapshot(_can0("ERROR-ACTIVE", (0, 0), {}, (0, 0)))
+    mcan = _snapshot(_can0(ACTIVE, CLEAN, {}, (0, 0)))
+    assert (mcan.bit_rate, mcan.data_bit_rate, mcan.state) == (500000, 2000000, ACTIVE)
     assert bus_stats.rate_mismatch(500000, 2000000, mcan) is None
     assert bus_stats.rate_mismatch(500000, 5000000, mcan) == (
         "can0 runs at 500000 / 2000000 bit/s but the bus load is counted against "

@@ -13,6 +13,7 @@ python-can's own, not a fake of ours.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import struct
@@ -31,7 +32,7 @@ from native_cross import expected_ack, receipt_time
 
 from evbench import can_peer
 from evbench.cli import evbench
-from evbench_agent.link import bus_connection, client, framing, handshake, messages
+from evbench_agent.link import bus_connection, bus_responder, client, framing, handshake, messages
 from evbench_core.errors import UserError
 
 REQUEST_ID, RESPONSE_ID = 0x7E0, 0x7E8  # the client sends on 0x7E0, the responder on 0x7E8
@@ -283,7 +284,7 @@ def test_sigterm_stops_the_command_and_it_says_where_it_listens(channel: str) ->
 
 
 BAD_URLS = {
-    "pycan://virtual/x?tx=0x7E8": "needs tx= and rx= CAN ids",
+    "pycan://virtual/x?tx=0x7E8": "'pycan://virtual/x?tx=0x7E8' needs tx= and rx= CAN ids",
     "pycan://virtual?tx=0x7E8&rx=0x7E0": "needs an interface and a channel",
     "pycan://virtual/x?tx=0x7E8&rx=0x7E0&color=red": "unknown ISO-TP option(s) color in 'pycan:",
     "pycan://virtual/x?tx=0x7E8&rx=0x7E0&bitrate=fast": "bitrate=fast",
@@ -297,19 +298,18 @@ BAD_URLS = {
 
 
 @pytest.mark.parametrize("url", BAD_URLS)
-def test_bad_addresses_are_one_line_user_errors(url: str) -> None:
+def test_bad_addresses_are_one_line_user_errors_and_the_command_exits_2(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(UserError) as caught:
         can_peer.open_port(url).close()
     assert BAD_URLS[url] in str(caught.value)
     assert "\n" not in str(caught.value)
-
-
-def test_the_command_refuses_a_bad_address_with_exit_2() -> None:
-    argv = [sys.executable, "-m", "evbench", "serve", "--transport", "pycan://virtual/x?tx=1"]
-    finished = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    assert finished.returncode == 2 and finished.stdout == ""
-    errors = [line for line in finished.stderr.splitlines() if ": error: " in line]
-    assert errors == ["evbench: error: 'pycan://virtual/x?tx=1' needs tx= and rx= CAN ids"]
+    assert evbench(["serve", "--transport", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and [line for line in err.splitlines() if ": error: " in line] == [
+        f"evbench: error: {caught.value}"
+    ]
 
 
 def test_python_can_and_can_isotp_are_the_hosts_extra_loaded_only_for_a_pycan_port() -> None:
@@ -372,3 +372,55 @@ def test_an_adapter_that_fails_while_serving_is_one_user_error(channel: str) -> 
                 port.receive_frames(0.1)
     assert str(caught.value).startswith(f"the CAN adapter (virtual {channel}) failed: ")
     assert "CanOperationError" in str(caught.value)
+
+
+# --- The serve loop's errors (evbench_agent.link.bus_responder, which `serve` runs) --------
+# A port that hands the loop prepared results stands in for the kernel's ISO-TP socket, which
+# cannot run on this host (no AF_CAN): IsotpPort raises FrameError for a PDU that is not a
+# link frame. The real ISO-TP path runs on the virtual board (tests/board/test_e2e_isotp.py).
+
+
+class PreparedPort:
+    """Returns, call by call, a list of frames or raises the exception it was given."""
+
+    def __init__(self, results: list) -> None:
+        self.results = list(results)
+        self.sent: list[tuple[int, int, bytes]] = []
+        self.closed = False
+
+    def send_frame(self, kind: int, sequence: int, body: bytes = b"") -> None:
+        self.sent.append((kind, sequence, body))
+
+    def receive_frames(self, timeout_s: float) -> list[framing.Frame]:
+        if not self.results:
+            raise KeyboardInterrupt  # how an operator's Ctrl-C ends `serve`
+        result = self.results.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_pdu_that_is_not_a_link_frame_is_dropped_and_serving_goes_on(caplog) -> None:
+    before_hello = framing.Frame(framing.MESSAGE, 7, b"x")
+    port = PreparedPort(
+        [framing.FrameError("unknown frame kind 99"), [before_hello], framing.FrameError("short")]
+    )
+    with caplog.at_level(logging.INFO, logger="evbench_agent.link.bus_responder"):
+        bus_responder.serve_transport("isotp://can0", opener=lambda url, max_frame: port)
+    assert port.closed
+    assert port.results == []  # every prepared result was read: the loop did not stop early
+    assert port.sent == []  # nothing is answered before a HELLO
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("not a link frame" in w for w in warnings) == 2
+    # Two bad transfers and one MESSAGE before any HELLO: three dropped, none answered.
+    assert "answered 0, dropped 3" in caplog.text
+
+
+def test_an_error_that_is_not_about_framing_still_ends_serving() -> None:
+    port = PreparedPort([OSError("the interface went down")])
+    with pytest.raises(OSError):
+        bus_responder.serve_transport("isotp://can0", opener=lambda url, max_frame: port)
+    assert port.closed  # the port is closed on the way out
