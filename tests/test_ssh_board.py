@@ -31,15 +31,12 @@ def board_url(sshd, tmp_path: Path, user: str | None = None, python: str = BOARD
     return f"ssh://{user or sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={python}"
 
 
-def test_ipv6_address_and_query_are_parsed(ssh_home):
+def test_addresses_are_parsed_or_refused(ssh_home):
     address = parse_address("ssh://pi@[fe80::1]:2200?python=/opt/py/bin/python3&dir=/data/ev")
     assert (address.hostname, address.port, address.user) == ("fe80::1", 2200, "pi")
     assert (address.python, address.work_dir) == ("/opt/py/bin/python3", "/data/ev")
     assert address.known_hosts_name == "[fe80::1]:2200"
     assert parse_address("ssh://board").port == 22
-
-
-def test_unknown_option_and_bad_port_are_refused(ssh_home):
     with pytest.raises(UserError, match="unknown board option"):
         parse_address("ssh://board?pyhton=/usr/bin/python3")
     with pytest.raises(UserError, match="bad port"):
@@ -121,30 +118,16 @@ def test_changed_host_key_is_always_refused(sshd, ssh_home, tmp_path, capsys):
     assert known_hosts.read_text().split()[2] == key_data  # the trusted key is kept
 
 
-def test_wrong_user_is_a_one_line_error(sshd, ssh_home, tmp_path, capsys):
+def test_a_wrong_user_or_key_is_a_one_line_error(sshd, ssh_home, tmp_path, capsys):
     assert evbench(["deploy", "--board", board_url(sshd, tmp_path, user="nobody")]) == 2
     err = capsys.readouterr().err
     assert "refused the login as 'nobody'" in err and "authorized_keys" in err
     assert "Traceback" not in err
-
-
-def test_wrong_key_is_a_one_line_error(sshd, ssh_home, tmp_path, capsys):
     key = ssh_home / ".ssh" / "id_ed25519"
     key.unlink()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
     assert "refused the login" in capsys.readouterr().err
-
-
-def test_password_is_never_echoed_or_logged(sshd, ssh_home, tmp_path, monkeypatch, capsys):
-    (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: only the password is left to try
-    secret = "s3cret-Not-For-Logs"
-    monkeypatch.setenv("EVBENCH_PASSWORD", secret)
-    # This sshd takes no password for root, so the login fails after offering it.
-    assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
-    captured = capsys.readouterr()
-    assert "refused the login" in captured.err
-    assert secret not in captured.out + captured.err + sshd.log_text()
 
 
 def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monkeypatch, capsys):
@@ -153,10 +136,14 @@ def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monk
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     assert evbench(["deploy", "--board", url]) == 0
     assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()
+    # A wrong password, and one for root (this sshd takes none for root): both offered,
+    # refused, and neither echoed nor in the server's log.
     monkeypatch.setenv("EVBENCH_PASSWORD", "not-" + console_user.password)
     assert evbench(["deploy", "--board", url]) == 2
+    assert evbench(["deploy", "--board", url.replace(console_user.name, sshd.user, 1)]) == 2
     captured = capsys.readouterr()
     assert f"refused the login as {console_user.name!r}" in captured.err
+    assert f"refused the login as {sshd.user!r}" in captured.err
     for secret in (console_user.password, "not-" + console_user.password):
         assert secret not in captured.out + captured.err + sshd.log_text()
 

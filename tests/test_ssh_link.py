@@ -53,31 +53,23 @@ def responders_running(zipapp: Path) -> list[psutil.Process]:
     return found
 
 
-def test_peer_host_puts_the_responder_on_this_host(board, tmp_path):
+@pytest.mark.parametrize(("peer", "where"), [("host", "this host"), ("board", "the board")])
+def test_the_peer_puts_the_responder_where_it_says(board, tmp_path, peer, where):
     work, url = board
     out = tmp_path / "out"
-    result = run_cli("run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "host", "--out", out)
+    result = run_cli("run", "--board", url, *LINK, *QUICK_COUNT, "--peer", peer, "--out", out)
     assert result.returncode == 0, result.stderr
-    assert "link responder on this host at 127.0.0.1:" in result.stderr
-    [peer] = link_peers(out)
-    assert peer.startswith("127.0.0.1:") and peer != "loopback"
+    assert f"link responder on {where} at 127.0.0.1:" in result.stderr
+    [address] = link_peers(out)
+    assert address.startswith("127.0.0.1:")  # not the agent's own loopback responder
     assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
-    [run_dir] = (work / "runs").iterdir()  # measured by the agent on the board
-    on_the_board = (run_dir / "results" / results.SAMPLES).read_bytes()
-    assert on_the_board == (out / results.SAMPLES).read_bytes()
-
-
-def test_peer_board_puts_the_responder_on_the_board(board, tmp_path):
-    work, url = board
-    out = tmp_path / "out"
-    result = run_cli("run", "--board", url, *LINK, *QUICK_COUNT, "--peer", "board", "--out", out)
-    assert result.returncode == 0, result.stderr
-    assert "link responder on the board at 127.0.0.1:" in result.stderr
-    [peer] = link_peers(out)
-    assert peer.startswith("127.0.0.1:")
-    assert (out / results.COMPLETE).exists()
-    assert not (work / "runs").exists()  # this host measured; the board only answered
-    assert responders_running(work / "agent" / "evbench-agent.pyz") == []
+    if peer == "host":  # measured by the agent on the board
+        [run_dir] = (work / "runs").iterdir()
+        on_the_board = (run_dir / "results" / results.SAMPLES).read_bytes()
+        assert on_the_board == (out / results.SAMPLES).read_bytes()
+    else:  # this host measured; the board only answered, and its responder is gone
+        assert not (work / "runs").exists()
+        assert responders_running(work / "agent" / "evbench-agent.pyz") == []
 
 
 def test_peer_host_needs_a_network_board(tmp_path):
