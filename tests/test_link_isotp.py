@@ -28,16 +28,13 @@ def native(value: int, size: int) -> bytes:
     return value.to_bytes(size, sys.byteorder)
 
 
-def test_can_isotp_options_is_two_u32_then_four_u8() -> None:
+def test_the_options_are_two_u32_then_four_u8_and_flow_control_and_link_layer_three_u8() -> None:
     packed = isotp_options.IsotpOptions(
         flags=0x404, frame_txtime_ns=0x01020304, ext_address=0x11,
         txpad_content=0xCC, rxpad_content=0xAA, rx_ext_address=0x22,
     ).pack()  # fmt: skip
     assert packed == native(0x404, 4) + native(0x01020304, 4) + bytes((0x11, 0xCC, 0xAA, 0x22))
     assert isotp_options.IsotpOptions.unpack(packed).frame_txtime_ns == 0x01020304
-
-
-def test_flow_control_and_link_layer_options_are_three_bytes() -> None:
     assert isotp_options.FlowControlOptions(8, 0xF1, 0).pack() == bytes((8, 0xF1, 0))
     # CAN FD: mtu = sizeof(struct canfd_frame) = 4 + 4 + 64 = 72, tx_dl 64, BRS (0x01).
     assert isotp_options.LinkLayerOptions.fd(64).pack() == bytes((72, 64, 0x01))
