@@ -14,7 +14,7 @@ def test_outcomes_and_replicates_do_not_change_what_was_measured():
     assert one.params_dict == plan
 
 
-def test_a_different_plan_or_setting_is_a_different_measurement():
+def test_a_different_plan_setting_or_payload_set_is_a_different_measurement():
     base = identity.identify("link", "seed", "rtt", "s", {"mode": "ack", "rate_hz": 20.0})
     echo = identity.identify("link", "seed", "rtt", "s", {"mode": "echo", "rate_hz": 20.0})
     assert base != echo
@@ -22,6 +22,12 @@ def test_a_different_plan_or_setting_is_a_different_measurement():
     new = identity.identify("link", "seed", "rtt", "s", {"mode": "ack", "rate_hz": 20.0, "x": 1})
     assert new != base
     assert identity.param_kind("x") == "identity"
+    # records that differ only in their payload set's digest are two rows
+    common = {"payloads": 200, "seed": 1, "loops": 10}
+    one = identity.identify("codec", "seed", "encode", "s", dict(common, payload_digest="a" * 16))
+    two = identity.identify("codec", "seed", "encode", "s", dict(common, payload_digest="b" * 16))
+    assert one != two
+    assert one.params_dict["payload_digest"] == "a" * 16
 
 
 def test_telemetry_phases_and_kinds_are_separate_identities():
