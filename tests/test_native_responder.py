@@ -6,6 +6,7 @@ native CMake, it answers the link suite's echo and ack modes on loopback TCP as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -208,13 +209,17 @@ ACK_PROFILES = {"seed", "ev-full"}
          "...", False),
         ("ack", {"message": "evbench.frame.EvFrame"}, "profile 'seed' carries "
          "evbench.seed.BackendDataPacket, not 'evbench.frame.EvFrame'", False),
+        # a HELLO that is no JSON object, nests too deeply to read, or is no JSON at all
+        ("echo", b"[1, 2]", "not a JSON object", False),
+        pytest.param("echo", b'{"a": ' + b"[" * 3000, "nested", False, id="nested-deeply"),
+        ("echo", b'{"codec": "js', "not JSON", False),
     ],
 )  # fmt: skip
 def test_a_hello_it_does_not_serve_is_refused_with_why(
     native, python_responder, mode, change, refusal, python_serves
 ):
     """Refused, and closed; the Python responder refuses it too unless it serves it."""
-    hello = hello_bytes("json", mode=mode, change=change)
+    hello = change if isinstance(change, bytes) else hello_bytes("json", mode=mode, change=change)
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello))
         reader = framing.FrameReader(sock)
@@ -283,13 +288,6 @@ def test_about_and_ack_mode_name_the_built_in_profiles_it_serves(native, respond
     assert served == ACK_PROFILES
 
 
-def test_a_hello_that_is_not_an_object_or_nests_too_deeply(native):
-    for body, refusal in [(b"[1, 2]", "not a JSON object"), (b"{\"a\": " + b"[" * 3000, "nested"),
-                          (b"{\"codec\": \"js", "not JSON")]:  # fmt: skip
-        answer = first_answer(native.address, body)
-        assert answer["ok"] is False and refusal in answer["error"], (body[:20], answer)
-
-
 def test_the_token_is_required_when_set(responder_path):
     env = {"EVBENCH_LINK_TOKEN": "s3cret"}
     with NativeResponder(responder_path, env=env) as responder:
@@ -310,44 +308,38 @@ IDLE_BUDGET_S = 2.0
 EVICTED_WITHIN_S = 3.0
 
 
+@pytest.mark.parametrize(
+    ("slots", "share", "peers", "evicted"),
+    [
+        # 2 slots: 16 pending places, 4 per peer. .3 holds 3; each of .2's 10 connections past
+        # its 4 closes .2's oldest: its first 6 go, and .3 keeps its places.
+        (2, 4, [3] * 3 + [2] * 10, range(3, 9)),
+        # 1 slot: 8 places, 2 per peer. .2, .3, .4 hold 2 each, .5 and .6 one: full. A
+        # newcomer from .7 closes the oldest of a peer holding the most (2): .2's first.
+        (1, 2, [2, 2, 3, 3, 4, 4, 5, 6, 7], [0]),
+    ],
+    ids=["one-peers-share", "every-place-taken"],
+)
 @pytest.mark.parametrize("kind", RESPONDER_KINDS)
-def test_one_peer_cannot_take_the_pending_places_of_another(kind, request):
-    """2 slots: 16 pending places, 4 per peer address (127.0.0.0/8 gives many peers)."""
-    assert 2 * PENDING_PER_SLOT // PEER_SHARE == 4
+def test_a_newcomer_closes_the_oldest_pending_connection_of_the_crowdedest_peer(
+    kind, slots, share, peers, evicted, request
+):
+    """One peer cannot take the pending places of another (127.0.0.0/8 gives many peers); a
+    real client from another address is served at once."""
+    assert slots * PENDING_PER_SLOT // PEER_SHARE == share
     build = lambda: request.getfixturevalue("responder_path")  # noqa: E731
-    with link_responder(kind, build, max_connections=2) as responder:
-        quiet = [connect_from("127.0.0.3", responder.address) for _ in range(3)]
-        crowd = [connect_from("127.0.0.2", responder.address) for _ in range(10)]
-        try:
-            # each new connection over its share closed that peer's oldest: the first 6 went
-            assert [closed(sock, EVICTED_WITHIN_S) for sock in crowd[:6]] == [True] * 6
-            assert [closed(sock, 0.1) for sock in crowd[6:] + quiet] == [False] * 7
-            # and a real client from another address is served at once
-            with client.Connection(responder.address, messages.bind("json", "seed"), "ack") as c:
-                assert c.accepted["ok"] is True
-        finally:
-            for sock in quiet + crowd:
-                sock.close()
-
-
-@pytest.mark.parametrize("kind", RESPONDER_KINDS)
-def test_when_every_pending_place_is_taken_the_crowdedest_peers_oldest_goes(kind, request):
-    """1 slot: 8 pending places, 2 per peer. Peers .2, .3, .4 hold 2 each, .5 and .6 one:
-    full. A newcomer from .7 closes the oldest pending connection of a peer holding the
-    most (2): of those, .2's first, the one waiting longest."""
-    build = lambda: request.getfixturevalue("responder_path")  # noqa: E731
-    with link_responder(kind, build, max_connections=1) as responder:
-        sources = ["127.0.0.2"] * 2 + ["127.0.0.3"] * 2 + ["127.0.0.4"] * 2
-        sources += ["127.0.0.5", "127.0.0.6", "127.0.0.7"]
-        socks = []
-        try:
-            for source in sources:  # accepted in this order: the listen queue is FIFO
-                socks.append(connect_from(source, responder.address))
-            assert closed(socks[0], EVICTED_WITHIN_S)
-            assert [closed(sock, 0.1) for sock in socks[1:]] == [False] * 8
-        finally:
-            for sock in socks:
-                sock.close()
+    with (
+        link_responder(kind, build, max_connections=slots) as responder,
+        contextlib.ExitStack() as held,
+    ):
+        # accepted in this order: the listen queue is FIFO
+        address = responder.address
+        socks = [held.enter_context(connect_from(f"127.0.0.{n}", address)) for n in peers]
+        assert [closed(socks[i], EVICTED_WITHIN_S) for i in evicted] == [True] * len(evicted)
+        kept = [sock for i, sock in enumerate(socks) if i not in evicted]
+        assert [closed(sock, 0.1) for sock in kept] == [False] * len(kept)
+        with client.Connection(address, messages.bind("json", "seed"), "ack") as connection:
+            assert connection.accepted["ok"] is True
 
 
 def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(responder_path):
@@ -421,16 +413,12 @@ def test_realtime_is_asked_for_before_the_connection_threads_start(realtime, res
 
 
 def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(responder_path):
-    with NativeResponder(responder_path) as native:
-        slow = [connect_from("127.0.0.4", native.address) for _ in range(4)]
-        try:
-            for sock in slow:
-                sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
-            for sock in slow:
-                assert closed(sock, 10.0)  # the 5 s handshake deadline
-        finally:
-            for sock in slow:
-                sock.close()
+    with NativeResponder(responder_path) as native, contextlib.ExitStack() as held:
+        slow = [held.enter_context(connect_from("127.0.0.4", native.address)) for _ in range(4)]
+        for sock in slow:
+            sock.sendall(b"\x20")  # one byte of a length prefix, then nothing
+        for sock in slow:
+            assert closed(sock, 10.0)  # the 5 s handshake deadline
         lines = [line for line in native.stop().splitlines() if "handshake" in line]
     assert len(lines) == 1, lines  # once per peer per minute, not once per connection
     assert "127.0.0.4:" in lines[0] and "did not complete the handshake within 5 s" in lines[0]
