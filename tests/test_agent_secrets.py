@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from process_tree import descendants
+from process_tree import descendants, read_proc
 
 from evbench_core import results
 
@@ -26,13 +26,6 @@ AGENT = [sys.executable, "-m", "evbench_agent"]
 QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
 QUICK_LINK = ["--suite", "link", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
 WAIT_S = 300
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return b""
 
 
 def _secrets(tag: str) -> dict[str, str]:
@@ -51,16 +44,16 @@ class Watch:
         self.leaked: dict[int, str] = {}
 
     def look(self, roots: list[int]) -> None:
-        starters = {_read(f"/proc/{root}/cmdline") for root in roots}
+        starters = {read_proc(root, "cmdline") for root in roots}
         for pid in [child for root in roots for child in descendants(root)]:
-            raw = _read(f"/proc/{pid}/cmdline")
+            raw = read_proc(pid, "cmdline")
             if raw in starters:
                 # Forked, not yet exec'd: the kernel still shows the parent's original
                 # block (its own /proc environ, which withholding cannot change); what the
                 # child is started with shows once it execs, and is looked at then.
                 continue
             command = raw.replace(b"\0", b" ").decode()
-            environ = _read(f"/proc/{pid}/environ")
+            environ = read_proc(pid, "environ")
             if command:
                 self.seen[pid] = command
             if any(needle in environ for needle in self.needles):
@@ -153,7 +146,7 @@ def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_pa
         deadline = time.monotonic() + WAIT_S
         while not (run_dir / "exit").exists():
             assert time.monotonic() < deadline, "the detached run did not end"
-            environ = _read(f"/proc/{supervisor}/environ")
+            environ = read_proc(supervisor, "environ")
             if any(needle in environ for needle in watch.needles):
                 watch.leaked[supervisor] = "supervise"
             watch.look([supervisor])
