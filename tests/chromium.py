@@ -9,6 +9,7 @@ uncaught exceptions, and (when asked) a screenshot.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -16,7 +17,7 @@ import queue
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,6 @@ class Page:
     value: Any = None  # the result of the expression asked for
     screenshot: bytes | None = None  # PNG of the whole page
     height: float = 0.0
-    events: list[dict] = field(default_factory=list)
 
 
 def _errors(events: list[dict]) -> list[dict]:
@@ -122,8 +122,6 @@ def open_page(
 ) -> Page:
     """Load `page` in a fresh headless Chromium and report what it showed; `viewport`
     (width, height in CSS pixels) sets the window the page is laid out in."""
-    import base64
-
     browser = DevTools(require_command("chromium"), profile)
     shot, height, value = None, 0.0, None
     try:
@@ -137,17 +135,17 @@ def open_page(
                          height=height_px, deviceScaleFactor=1, mobile=False)  # fmt: skip
         browser.send("Page.navigate", session, url=page.as_uri())
         browser.wait(lambda m: m.get("method") == "Page.loadEventFired")
-        images = browser.send(
-            "Runtime.evaluate",
-            session,
-            expression="JSON.stringify([...document.images].map("
-            "i => [i.complete, i.naturalWidth, i.naturalHeight]))",
-            returnByValue=True,
-        )["result"]["value"]
+
+        def evaluate(js: str) -> Any:
+            reply = browser.send("Runtime.evaluate", session, expression=js, returnByValue=True)
+            return reply["result"]["value"]
+
+        images = evaluate(
+            "JSON.stringify([...document.images].map("
+            "i => [i.complete, i.naturalWidth, i.naturalHeight]))"
+        )
         if expression is not None:
-            value = browser.send(
-                "Runtime.evaluate", session, expression=expression, returnByValue=True
-            )["result"]["value"]
+            value = evaluate(expression)
         if screenshot:
             metrics = browser.send("Page.getLayoutMetrics", session)["cssContentSize"]
             height = metrics["height"]
@@ -164,5 +162,4 @@ def open_page(
     finally:
         browser.close()
     shown = [tuple(image) for image in json.loads(images)]
-    events = browser.events
-    return Page(shown, _errors(events), value, screenshot=shot, height=height, events=events)
+    return Page(shown, _errors(browser.events), value, screenshot=shot, height=height)

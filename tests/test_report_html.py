@@ -1,6 +1,8 @@
 """report.html in a real headless Chromium (tests/chromium.py: DevTools on a pipe, no port,
 background networking off): every image decodes, no console error or uncaught exception,
-the answer in the first window; report.md's opening and its environment box.
+the answer in the first window; report.md's opening and its environment box; the run's
+telemetry per phase, from this machine's own sensors (the AM62x-like tree's runs are in
+test_telemetry_run.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import matplotlib.image
 import pytest
 from chromium import open_page
 from report_helpers import evbench, local_run
+
+from evbench_agent.telemetry import phase_records, sysfs
 
 pytestmark = pytest.mark.integration
 
@@ -156,3 +160,29 @@ def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report
     html = (run / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
     assert '<div class="warning">' in box and "the kernel throttled the CPU" in box
+
+
+def test_the_run_has_telemetry_per_phase_and_names_its_sensors(report: Path):
+    out = report.parent
+    header, samples, _ = phase_records.read_telemetry(out / "telemetry.jsonl")
+    assert header["format"] == "evbench-telemetry" and header["interval_s"] == 1.0
+    assert samples and all(0 <= s["cpu_percent"] <= 100 for s in samples)
+    assert all(s["memory_used"] > 0 and len(s["load_avg"]) == 3 for s in samples)
+    manifest = json.loads((out / "manifest.json").read_text())
+    # this machine's sensors as the agent found them: on CI and here, none
+    assert manifest["telemetry"]["sensors"] == sysfs.discover("/sys").summary()
+    assert manifest["telemetry"]["sampler_exit"] == 0
+    records = json.loads((out / "summary.json").read_text())["records"]
+    records = [r for r in records if r["suite"] == "telemetry"]
+    phases = {(r["params"]["phase"], r["profile"]) for r in records}
+    assert phases == {("codec", None), ("codec", "seed")}
+    seed = {r["metric"]: r for r in records if r["profile"] == "seed"}
+    assert seed["cpu_util"]["unit"] == "percent" and seed["cpu_util"]["n"] >= 1
+    assert seed["rss_max"]["unit"] == "bytes" and seed["rss_max"]["max"] > 1_000_000
+    if not sysfs.discover("/sys").has_power():
+        assert not any(r["metric"].startswith("energy") for r in records)
+    markers = [json.loads(line) for line in (out / "markers.jsonl").read_text().splitlines()]
+    events = {(m["event"], m["profile"], m.get("worker")) for m in markers}
+    assert events >= {("start", "seed", 0), ("end", "seed", 1)}
+    checksums = (out / "SHA256SUMS").read_text()
+    assert "telemetry.jsonl" in checksums and "markers.jsonl" in checksums
