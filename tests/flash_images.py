@@ -127,21 +127,19 @@ SMALL_EXTENTS = [
 ]
 
 
-def small_image_set(folder: Path, bmaptool: str) -> dict[str, Path]:
-    """disk.img, disk.bmap, and disk.img.{xz,gz,bz2,zst}, keyed 'plain', 'bmap', 'xz', ..."""
+@pytest.fixture(scope="module")
+def module_images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """disk.img, disk.img.bmap and disk.img.{xz,gz,bz2,zst}, keyed 'plain', 'bmap', 'xz', ...:
+    made once for a test module that says `images = module_images`."""
+    for command in (*(argv[0] for argv in COMPRESSORS.values()), "bmaptool"):
+        require_command(command)
+    folder = tmp_path_factory.mktemp("images")
     image = make_image(folder / "disk.img", SMALL_SIZE, SMALL_EXTENTS)
-    made = {"plain": image, "bmap": make_bmap(bmaptool, image, folder / "disk.img.bmap")}
+    bmap = make_bmap(require_command("bmaptool"), image, folder / "disk.img.bmap")
+    made = {"plain": image, "bmap": bmap}
     for kind in COMPRESSORS:
         made[kind] = compress(image, kind, folder / f"disk.img.{kind}")
     return made
-
-
-@pytest.fixture(scope="module")
-def module_images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """small_image_set, made once for a test module that says `images = module_images`."""
-    for command in (*(argv[0] for argv in COMPRESSORS.values()), "bmaptool"):
-        require_command(command)
-    return small_image_set(tmp_path_factory.mktemp("images"), require_command("bmaptool"))
 
 
 def small_spans(images: dict[str, Path]) -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ import os
 import struct
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from flash_images import (
     compress,
     fill,
     flash,
+    flash_board,
     make_bmap,
     make_image,
     mapped_spans,
@@ -33,6 +34,7 @@ from flash_images import (
 pytestmark = pytest.mark.integration
 
 images = module_images
+board = flash_board
 
 #: The acceptance image: 256 MiB with 20 MiB of data in 40 extents of 512 KiB.
 ACCEPTANCE_SIZE = 256 * MiB
@@ -108,46 +110,40 @@ def test_a_loop_device_is_fixed_unless_allowed_and_asks_first(images, tmp_path, 
         assert_flashed(device, images["plain"], small_spans(images))
 
 
-def test_a_mounted_device_is_refused(images, tmp_path, capsys):
-    backing = tmp_path / "backing.img"
-    backing.write_bytes(bytes(8 * MiB))
-    with loop_device(backing) as device, mounted(device, tmp_path / "mnt"):
-        code, out, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
-        assert code == 2 and f"it is in use (mounted at {tmp_path / 'mnt'})" in err
-        assert "nothing was written" in err and "wrote" not in out
-
-
-def test_a_disk_whose_partition_is_mounted_is_refused(images, tmp_path, capsys):
+@pytest.mark.parametrize("partition", [False, True], ids=["the device", "one of its partitions"])
+def test_a_device_that_is_mounted_is_refused(images, tmp_path, capsys, partition):
     backing = tmp_path / "backing.img"
     backing.write_bytes(bytes(16 * MiB))
-    write_mbr(backing, 2048, 12 * 2048)
-    partx = require_command("partx")
-    with loop_device(backing) as device:
-        run(partx, "--add", device)
-        partition = f"{device}p1"
-        require(Path(partition).exists(), f"the partition node {partition} made by partx")
-        try:
-            with mounted(partition, tmp_path / "mnt"):
-                code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed",
-                                     "--yes")  # fmt: skip
-                assert code == 2
-                assert f"mounted at {tmp_path / 'mnt'} (on {Path(partition).name})" in err
-        finally:
-            subprocess.run([partx, "--delete", device], check=False)
+    if partition:
+        write_mbr(backing, 2048, 12 * 2048)
+    with loop_device(backing) as device, ExitStack() as stack:
+        mount, on = device, ""
+        if partition:
+            partx = require_command("partx")
+            run(partx, "--add", device)
+            stack.callback(subprocess.run, [partx, "--delete", device], check=False)
+            mount, on = f"{device}p1", f" (on {Path(device).name}p1)"
+            require(Path(mount).exists(), f"the partition node {mount} made by partx")
+        stack.enter_context(mounted(mount, tmp_path / "mnt"))
+        code, out, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
+    assert code == 2, err
+    assert f"it is in use (mounted at {tmp_path / 'mnt'}{on}); nothing was written" in err, err
+    assert "wrote" not in out
 
 
-def test_the_hosts_root_disk_is_refused(images, capsys):
+@pytest.mark.parametrize("board", ["host", "local", "ssh"], indirect=True)
+def test_the_root_device_and_its_disk_are_refused_here_and_on_a_board(images, board, capsys):
     root = Path("/").stat().st_dev
     require(os.major(root) != 0, "a root filesystem on a block device")
-    name = Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve().name
-    disk = Path(f"/sys/class/block/{name}").resolve()
-    if (disk / "partition").exists():
-        disk = disk.parent
-    # No --yes and no terminal: even a broken check could not write past the prompt.
-    code, out, err = flash(capsys, images["xz"], "--device", f"/dev/{disk.name}", "--allow-fixed")
-    assert code == 2
-    assert "root filesystem" in err and "nothing was written" in err
-    assert "flashing" not in out
+    holder = Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve()
+    disk = holder.parent if (holder / "partition").exists() else holder
+    where = ("--allow-fixed",) if board is None else ("--board", board)
+    for device in sorted({f"/dev/{holder.name}", f"/dev/{disk.name}"}):
+        # No --yes and no terminal: even a broken check could not write past the prompt.
+        code, out, err = flash(capsys, images["xz"], *where, "--device", device)
+        assert code == 2, err
+        assert "root filesystem" in err and "nothing was written" in err, (device, err)
+        assert "flashing" not in out
 
 
 def test_a_device_failing_mid_write_is_not_reported_as_success(tmp_path, capsys):

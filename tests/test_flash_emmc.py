@@ -2,7 +2,7 @@
 
 The board is this machine: through the built-in local board, and through a real OpenSSH
 sshd on loopback (flash_images.flash_board). Whether an image fits the board's device is
-tested in test_flash_harden.py.
+tested in test_flash_harden.py; that its root device is refused, in test_flash_devices.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from flash_images import (
     small_spans,
     untouched,
 )
-from test_flash_bmap import seal
 from test_flash_devices import loop_device
 
 pytestmark = pytest.mark.integration
@@ -37,12 +36,6 @@ READBACK = RECEIVER.with_name("readback.py")
 
 images = module_images
 board = flash_board
-
-
-def root_disk() -> str:
-    root = Path("/").stat().st_dev
-    require(os.major(root) != 0, "a root filesystem on a block device")
-    return "/dev/" + Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve().name
 
 
 def bootloader(tmp_path: Path, tiboot3: bytes, tispl: bytes, u_boot: bytes) -> Path:
@@ -114,27 +107,6 @@ def test_a_loop_device_standin_is_flashed_and_read_back_on_the_board(
         assert_flashed(device, images["plain"], spans)
     assert f"to {device} on {board}" in out
     assert f"{len(spans)} range(s) read back on the board" in out
-
-
-def test_the_boards_root_device_is_refused(images, board, capsys):
-    # No --yes and no terminal: even a broken check could not write past the prompt.
-    code, out, err = flash(capsys, images["xz"], "--board", board, "--device", root_disk())
-    assert code == 2
-    assert "root filesystem" in err and "nothing was written" in err
-    assert "flashing" not in out
-
-
-def test_a_bad_range_checksum_fails_on_the_board_path(images, tmp_path, capsys):
-    text = images["bmap"].read_text()
-    first = re.findall(r'chksum="(\w+)"', text)[0]
-    bmap = tmp_path / "bad.bmap"
-    bmap.write_text(seal(text.replace(first, first[::-1]), "sha256", "BmapFileChecksum"))
-    emmc = fill(tmp_path / "mmcblk0", 8 * MiB)
-    code, out, err = flash(
-        capsys, images["xz"], "--bmap", bmap, "--board", "local", "--device", emmc
-    )
-    assert code == 3 and "checksum mismatch for blocks" in err
-    assert "read back" not in out
 
 
 def test_receiver_refuses_broken_streams(tmp_path):

@@ -1,21 +1,19 @@
-"""Flash that cannot destroy its source, nor be sent elsewhere (an independent attack, then
-issue 44, item 11):
+"""Flash cannot destroy its source, nor be sent elsewhere (an independent attack, then
+issue 44, item 11). Each of these was found broken:
 
-- an image flashed to a loop device reading the image itself, through a chain of loops, or
-  through a hard link of it whose name was then removed, was destroyed and reported
-  "verified" (only the top loop's backing_file was compared, by name): now the kernel's own
-  device and inode of every loop's file (LOOP_GET_STATUS64) are compared, down every loop
-  that reads a block device, and the flash is refused before anything is written;
-- a compressed image without a bmap on a too-small card was written until ENOSPC
-  ("wrote 4194304 of 0 bytes"): the size xz's index and zstd's frame headers declare
-  now refuses the card first, here and on a board;
-- a new-file target was created through a parent directory swapped for a link (19 of
-  60 races): the directory is now opened one component at a time without following
-  links, checked to be the one inspected, and the file made inside it with openat;
-- a path that changed while it was inspected gave an internal error (EINVAL from
-  Path.resolve, 42 of 120 races): now "the target changed", exit 2.
-Real loop devices (losetup), as in test_flash_devices.py; the swaps go through the
-documented seam `evbench.flash.target.before_open` (test_flash_race.py).
+- a loop device reading the image (directly, through a chain of loops, or through a hard
+  link of it whose name was then removed) was overwritten and reported "verified" (only
+  the top loop's backing_file was compared, by name): now the kernel's device and inode
+  of every loop's file (LOOP_GET_STATUS64) are compared, down the chain, before writing;
+- a compressed image without a bmap on a too-small card was written until ENOSPC ("wrote
+  4194304 of 0 bytes"): the size xz's index and zstd's frame headers declare refuses the
+  card first, here and on a board;
+- a new file was created through a parent directory swapped for a link (19 of 60 races):
+  the directory is opened one component at a time without following links, checked,
+  and the file made inside it with openat;
+- a path changing while inspected gave an internal error (EINVAL from Path.resolve, 42 of
+  120 races): now "the target changed", exit 2.
+Real loop devices (losetup); the swaps go through the seam `evbench.flash.target.before_open`.
 """
 
 from __future__ import annotations

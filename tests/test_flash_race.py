@@ -52,22 +52,17 @@ def swap_before_open(monkeypatch, swap) -> list[str]:
     return ran
 
 
-def replace_with_symlink(path: Path, to: str) -> None:
-    path.unlink(missing_ok=True)
-    path.symlink_to(to)
-
-
 def block_node(path: Path, device: str) -> None:
     """A second device node for `device` (as a stray /dev entry would be)."""
     os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
 
 
 def swap_for(path: Path, device: str, kind: str) -> None:
-    """`path` becomes a "symlink" to `device` or a "device node" of it."""
+    """`path` (if any) becomes a "symlink" to `device` or a "device node" of it."""
+    path.unlink(missing_ok=True)
     if kind == "symlink":
-        replace_with_symlink(path, device)
+        path.symlink_to(device)
     else:
-        path.unlink()
         block_node(path, device)
 
 
@@ -93,90 +88,64 @@ def test_a_file_swapped_for_a_device_is_not_written(
     assert "wrote" not in out
 
 
-def test_a_device_node_swapped_for_another_device_is_not_written(
-    images, victim, tmp_path, capsys, monkeypatch
+@pytest.mark.parametrize("kind", ["device node", "symlink"])
+def test_a_device_path_repointed_after_inspection_never_writes_the_new_device(
+    images, victim, tmp_path, capsys, monkeypatch, kind
 ):
-    # The path stays a block device node, but of another device: the device number tells.
+    # A path that stays a block device node, but of another device: the device number
+    # tells. A /dev/disk/by-id/... name is a symlink: it keeps working, and repointing it
+    # after inspection changes nothing, because the resolved device is what gets opened.
     device, before = victim
-    node = tmp_path / "card"
+    path = tmp_path / "usb-Card_Reader_0001-0:0"
     with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
-        block_node(node, inspected)
-
-        def to_victim(_target) -> None:
-            node.unlink()
-            block_node(node, device)
-
-        ran = swap_before_open(monkeypatch, to_victim)
-        code, _, err = flash(capsys, images["xz"], "--device", node, "--allow-fixed", "--yes")
-    assert unwritten(device, before), "the other device was written"
-    assert ran and code == 2, err
-    assert "another device" in err
-
-
-def test_a_link_is_resolved_once_so_the_device_inspected_is_the_one_written(
-    images, victim, tmp_path, capsys, monkeypatch
-):
-    # A /dev/disk/by-id/... name is a symlink: it keeps working, and repointing it after
-    # inspection changes nothing, because the resolved device is what gets opened.
-    device, before = victim
-    by_id = tmp_path / "usb-Card_Reader_0001-0:0"
-    with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
-        by_id.symlink_to(inspected)
-        ran = swap_before_open(monkeypatch, lambda _t: replace_with_symlink(by_id, device))
-        code, out, err = flash(capsys, images["xz"], "--device", by_id, "--allow-fixed", "--yes")
-        assert ran and code == 0, err
-        assert f"{by_id} -> {inspected}" in out  # both names, so the user sees what was meant
-        assert_flashed(inspected, images["plain"], small_spans(images))
-    assert unwritten(device, before), "the device the link was repointed to was written"
+        if kind == "symlink":
+            path.symlink_to(inspected)
+        else:
+            block_node(path, inspected)
+        ran = swap_before_open(monkeypatch, lambda _t: swap_for(path, device, kind))
+        code, out, err = flash(capsys, images["xz"], "--device", path, "--allow-fixed", "--yes")
+        assert ran, "the swap never happened"
+        if kind == "device node":
+            assert code == 2 and "another device" in err, err
+        else:
+            assert code == 0, err
+            assert f"{path} -> {inspected}" in out  # both names, so the user sees what was meant
+            assert_flashed(inspected, images["plain"], small_spans(images))
+    assert unwritten(device, before), "the device the path was repointed to was written"
 
 
 # The board's receiver (flash --board) opens its device the same way. It runs as a
 # script on the board; here it is imported from its folder, and the swap is injected by
 # wrapping its inspect(), which runs right before write() opens the device.
-RECEIVER_DIR = Path(targets.__file__).parent
-
-
-@pytest.fixture
-def receiver(monkeypatch):
-    monkeypatch.syspath_prepend(str(RECEIVER_DIR))
-    import emmc_receiver
-
-    return emmc_receiver
-
-
-def feed_stdin(monkeypatch, frames: bytes) -> None:
-    """What the host would stream: the receiver reads sys.stdin.buffer."""
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(frames)))
-
-
-def swap_after_inspect(monkeypatch, receiver, swap) -> list[str]:
-    inspect, ran = receiver.inspect, []
-
-    def inspect_then_swap(path: str) -> dict:
-        info = inspect(path)
-        swap()
-        ran.append(path)
-        return info
-
-    monkeypatch.setattr(receiver, "inspect", inspect_then_swap)
-    return ran
-
-
 FRAMES = b"W 0 4\nEVIL" + b"R 0 4 sha256 " + hashlib.sha256(b"EVIL").hexdigest().encode() + b"\nE\n"
 
 
-@pytest.mark.parametrize("swap_kind", ["symlink", "device node"])
+@pytest.mark.parametrize(
+    ("swap_kind", "refusal"),
+    # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
+    [("symlink", "symbolic links"), ("device node", "changed since it was inspected")],
+)
 def test_the_boards_receiver_refuses_a_swapped_target(
-    receiver, victim, tmp_path, monkeypatch, swap_kind
+    victim, tmp_path, monkeypatch, swap_kind, refusal
 ):
+    monkeypatch.syspath_prepend(str(Path(targets.__file__).parent))
+    import emmc_receiver
+
     device, before = victim
     target = fill(tmp_path / "emmc.img", MiB)
-    feed_stdin(monkeypatch, FRAMES)
-    ran = swap_after_inspect(monkeypatch, receiver, lambda: swap_for(target, device, swap_kind))
-    # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
-    refusal = {"symlink": "symbolic links", "device node": "changed since it was inspected"}
-    with pytest.raises(receiver.Refused, match=refusal[swap_kind]):
-        receiver.write(str(target), None, False)
+    # What the host would stream: the receiver reads sys.stdin.buffer.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FRAMES)))
+    inspect, ran = emmc_receiver.inspect, []
+
+    def inspect_then_swap(path: str) -> dict:
+        info = inspect(path)
+        swap_for(target, device, swap_kind)
+        ran.append(path)
+        return info
+
+    monkeypatch.setattr(emmc_receiver, "inspect", inspect_then_swap)
+    with pytest.raises(emmc_receiver.Refused, match=refusal):
+        emmc_receiver.write(str(target), None, False)
     assert unwritten(device, before), "the swapped-in device was written"
     assert ran, "the swap never happened"
 

@@ -16,6 +16,7 @@ from flash_images import (
     assert_flashed,
     fill,
     flash,
+    flash_board,
     flip_byte,
     module_images,
     small_spans,
@@ -24,6 +25,7 @@ from flash_images import (
 from test_flash_bmap import seal, to_v12, to_v13
 
 images = module_images
+board = flash_board
 
 
 @pytest.fixture
@@ -77,18 +79,21 @@ def test_a_new_file_target_gets_the_image_size_with_holes(images, tmp_path, caps
     assert target.read_bytes() == images["plain"].read_bytes()
 
 
-def test_a_flipped_range_checksum_fails_with_exit_3(images, tmp_path, capsys):
+@pytest.mark.parametrize("board", ["host", "local"], indirect=True)
+def test_a_flipped_range_checksum_fails_with_exit_3(images, board, tmp_path, capsys):
     text = images["bmap"].read_text()
     checksums = re.findall(r'chksum="(\w+)"', text)
     wrong = checksums[1][:10] + ("0" if checksums[1][10] != "0" else "1") + checksums[1][11:]
     bmap = tmp_path / "flipped.bmap"
     bmap.write_text(seal(text.replace(checksums[1], wrong), "sha256", "BmapFileChecksum"))
     target = fill(tmp_path / "card", SMALL_SIZE)
-    code, out, err = flash(capsys, images["xz"], "--bmap", bmap, "--device", target)
+    on = ("--board", board) if board else ()
+    code, out, err = flash(capsys, images["xz"], "--bmap", bmap, *on, "--device", target)
     assert code == 3
     assert "checksum mismatch for blocks" in err and f"the bmap says {wrong}" in err
     assert re.search(r"wrote \d+ of \d+ bytes before stopping", err)
     assert "wrote" not in out.replace("flashing", "")  # no success summary
+    assert "read back" not in out
 
 
 def test_a_flipped_byte_in_the_compressed_image_fails_with_exit_3(images, tmp_path, capsys):
