@@ -30,8 +30,6 @@ from pathlib import Path
 BAUD = 115200
 #: Starts of agetty in a row that may fail before the rig gives up (init retries too).
 GETTY_SPAWN_TRIES = 5
-#: 8N1: ten bits on the wire for every byte.
-BYTES_PER_SECOND = BAUD // 10
 STEP = 64
 #: A recv() that waited longer than this found the line idle.
 IDLE_S = 0.001
@@ -243,7 +241,6 @@ class ConsoleRig:
 
     def __init__(self, directory: Path, socat: str, agetty: str, noise: bool = True) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.directory = directory
         self.host_link = directory / "host"
         self.board_link = directory / "board"
         self.line = LineSimulator()
@@ -265,7 +262,6 @@ class ConsoleRig:
         self._hold = os.open(self.host_link, os.O_RDWR | os.O_NOCTTY)
         self._agetty = agetty
         self._stop = threading.Event()
-        self.logins = 0
         self._getty_thread = threading.Thread(target=self._keep_getty, daemon=True)
         self._getty_thread.start()
         self.noise = KernelNoise(self.board_device) if noise else None
@@ -300,7 +296,6 @@ class ConsoleRig:
             self._getty = process
             while process.poll() is None and not self._stop.is_set():
                 time.sleep(0.1)
-            self.logins += 1
 
     def stop(self) -> None:
         self._stop.set()

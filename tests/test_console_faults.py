@@ -32,43 +32,48 @@ from evbench.cli import evbench
 pytestmark = pytest.mark.integration
 
 
-def _diag_fails(url: str, capsys) -> tuple[str, Path]:
-    assert evbench(["diag", "--board", url]) == 2
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("password", ("login as '{user}'", "refused")),
+        ("mute", ("no prompt", "nothing came back")),
+        ("garble", ("unreadable characters", "baud")),
+    ],
+    ids=["wrong password", "no prompt at all", "baud mismatch garbage"],
+)
+def test_a_refused_login_or_a_mute_or_garbled_line_is_named(
+    console_line, console_user, monkeypatch, capsys, fault, said
+):
+    if fault == "password":
+        monkeypatch.setenv("EVBENCH_PASSWORD", "not-the-password")
+    else:
+        setattr(console_line.line, fault, True)
+    assert evbench(["diag", "--board", f"{console_line.url}?user={console_user.name}"]) == 2
     error = capsys.readouterr().err
     lines = error.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("evbench: error: "), error
+    assert all(words.format(user=console_user.name) in lines[0] for words in said), lines[0]
     match = re.search(r"transcript: (\S+)$", lines[1])
     assert match, lines[1]
-    transcript = Path(match.group(1))
-    assert transcript.is_file()
-    assert "# error: " in transcript.read_text()
-    return lines[0], transcript
+    text = Path(match.group(1)).read_text()
+    assert "# error: " in text
+    if fault == "password":
+        assert "not-the-password" not in text and "<password redacted>" in text
 
 
-def test_wrong_password(console_line, console_user, monkeypatch, capsys):
-    monkeypatch.setenv("EVBENCH_PASSWORD", "not-the-password")
-    message, transcript = _diag_fails(f"{console_line.url}?user={console_user.name}", capsys)
-    assert f"login as '{console_user.name}'" in message and "refused" in message
-    text = transcript.read_text()
-    assert "not-the-password" not in text and "<password redacted>" in text
-
-
-@pytest.mark.parametrize(
-    ("fault", "said"),
-    [("mute", ("no prompt", "nothing came back")), ("garble", ("unreadable characters", "baud"))],
-    ids=["no prompt at all", "baud mismatch garbage"],
-)
-def test_a_mute_or_garbled_line_is_named(console_line, console_user, capsys, fault, said):
-    setattr(console_line.line, fault, True)
-    message, _ = _diag_fails(f"{console_line.url}?user={console_user.name}", capsys)
-    assert all(words in message for words in said), message
-
-
-def test_line_silent_mid_transfer(console_line, console_user, tmp_path):
+def test_a_command_that_never_returns_then_a_line_silent_mid_transfer(
+    console_line, console_user, tmp_path
+):
+    # One login for both faults: the interrupted command leaves the session usable.
     url = f"{console_line.url}?user={console_user.name}"
     remote = f"{console_user.home}/evbench-test-silent.bin"
     board = SerialBoard(url, show_progress=False)
     try:
+        with pytest.raises(ConsoleError, match="did not return within 3 s and was interrupted"):
+            board.run(["sleep", "600"], timeout=3)
+        # The session recovers: Ctrl-C stopped the command, the shell answers again.
+        after = board.run(["echo", "still here"], timeout=30)
+        assert (after.returncode, after.stdout) == (0, b"still here\n")
         assert board.run(["sh", "-c", f"head -c 40000 /dev/urandom > {remote}"], 30).returncode == 0
         console_line.line.silent_after = 4000  # the cable comes out 4000 bytes in
         with pytest.raises(ConsoleError, match="went silent") as raised:
@@ -77,17 +82,8 @@ def test_line_silent_mid_transfer(console_line, console_user, tmp_path):
         board.close()
     assert not (tmp_path / "back.bin").exists(), "an unverified file was saved"
     assert "transcript: " in raised.value.hint
-    assert "# error: " in board.transcript_path.read_text()
-
-
-def test_command_that_never_returns(console_line, console_user):
-    url = f"{console_line.url}?user={console_user.name}"
-    with SerialBoard(url, show_progress=False) as board:
-        with pytest.raises(ConsoleError, match="did not return within 3 s and was interrupted"):
-            board.run(["sleep", "600"], timeout=3)
-        # The session recovers: Ctrl-C stopped the command, the shell answers again.
-        after = board.run(["echo", "still here"], timeout=30)
-    assert (after.returncode, after.stdout) == (0, b"still here\n")
+    noted = board.transcript_path.read_text().splitlines()
+    assert any("# error: " in line and "went silent" in line for line in noted)
 
 
 def test_password_asked_on_the_terminal_only_at_the_password_prompt(

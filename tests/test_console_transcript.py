@@ -1,77 +1,100 @@
-"""Console transcripts keep no password, however the board splits or echoes it (issue 16).
+"""Console transcripts: raw bytes kept, private copies, and no password, however the board
+splits or echoes it (issue 16).
 
-The split tests drive the real Transcript with every way to cut a stream; the
-board test is a fake console on a real TCP socket (pyserial's socket://), since
-no real UART here echoes a password byte by byte: it says so.
+The split property drives the real Transcript with any way to cut a stream; the board
+test is a fake console on a real TCP socket (pyserial's socket://), since no real UART
+here echoes a password byte by byte: it says so.
 """
 
 from __future__ import annotations
 
+import ast
 import socket
 import stat
+import tempfile
 import threading
 import time
+from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from console_rig import transcript_streams
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from evbench.boards import open_board
 from evbench.boards.serial.link import ConsoleError
 from evbench.boards.serial.transcript import Transcript
 
 PASSWORD = b"Pa55-w0rd!x"
+STREAM = b"login: root\r\n$ cat notes\r\nit is " + PASSWORD + b" today\r\n$ "
 
 
-def test_a_password_split_anywhere_in_the_stream_is_redacted(tmp_path):
-    stream = b"login: root\r\n$ cat notes\r\nit is " + PASSWORD + b" today\r\n$ "
-    for size in (1, 2, 3, 5, 7):
-        path = tmp_path / f"split-{size}.transcript"
-        record = Transcript(path, "socket://board:1")
-        record.add_secret(PASSWORD)
-        for start in range(0, len(stream), size):
-            record.received(stream[start : start + size])
-        record.close()
-        received = transcript_streams(path)["<"]
-        assert PASSWORD not in received
-        assert received == stream.replace(PASSWORD, b"<password redacted>")
+def replay(path: Path, reads: list[bytes | None]) -> bytes:
+    """The board's stream as recorded from `reads` (None: the password is sent there)."""
+    record = Transcript(path, "socket://board:1")
+    record.add_secret(PASSWORD)
+    for data in reads:
+        if data is None:
+            record.sent_secret()
+        else:
+            record.received(data)
+    record.close()
+    return transcript_streams(path)["<"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(cuts=st.sets(st.integers(1, len(STREAM) - 1)))
+@example(cuts=set(range(1, len(STREAM))))  # one byte a read
+def test_a_password_split_anywhere_in_the_stream_is_redacted(cuts):
+    bounds = [0, *sorted(cuts), len(STREAM)]
+    with tempfile.TemporaryDirectory() as folder:
+        received = replay(Path(folder) / "t.transcript", [STREAM[a:b] for a, b in pairwise(bounds)])
+    assert received == STREAM.replace(PASSWORD, b"<password redacted>")
 
 
 def test_a_password_cut_off_by_the_end_of_the_session_leaves_no_piece(tmp_path):
-    path = tmp_path / "cut.transcript"
-    record = Transcript(path, "socket://board:1")
-    record.add_secret(PASSWORD)
-    record.received(b"it is " + PASSWORD[:6])  # the line died mid-password
-    record.close()
-    received = transcript_streams(path)["<"]
+    # The line died mid-password.
+    received = replay(tmp_path / "cut.transcript", [b"it is " + PASSWORD[:6]])
     assert PASSWORD[:6] not in received and received.startswith(b"it is ")
 
 
 def test_the_echo_after_the_password_is_counted_not_kept(tmp_path):
-    path = tmp_path / "echo.transcript"
-    record = Transcript(path, "socket://board:1")
-    record.add_secret(PASSWORD)
-    record.received(b"Password: ")
-    record.sent_secret()
     # A board that echoes a mistyped password (not the secret itself), one byte a read.
-    for byte in b"Pa55-w0rd!y":
-        record.received(bytes([byte]))
-    record.received(b"\r\nLogin incorrect\r\nlogin: ")
-    record.close()
-    assert transcript_streams(path)["<"] == (
+    echo = [bytes([byte]) for byte in b"Pa55-w0rd!y"]
+    path = tmp_path / "echo.transcript"
+    received = replay(path, [b"Password: ", None, *echo, b"\r\nLogin incorrect\r\nlogin: "])
+    assert received == (
         b"Password: <11 bytes after the password withheld>\r\nLogin incorrect\r\nlogin: "
     )
     assert b"Pa55" not in path.read_bytes()
 
 
-def test_every_copy_is_private(tmp_path):
-    record = Transcript(tmp_path / "t.transcript", "socket://board:1")
-    record.received(b"hello\r\n")
+def test_records_keep_raw_bytes_redacted_and_every_copy_is_private(tmp_path):
+    original = tmp_path / "t.transcript"
+    record = Transcript(original, "serial:///dev/ttyUSB0")
+    record.add_secret(b"s3cret")
+    record.received(b"Password: \xff\x00")
+    record.sent_secret()
+    record.received(b"\r\n")  # the board's echo line (empty: it echoes nothing)
+    record.received(b"echo s3cret\r\n")
+    record.note("done")
     (tmp_path / "results").mkdir()
     copy = record.copy_to(tmp_path / "results")
     record.close()
-    for path in (tmp_path / "t.transcript", copy):
+    text = original.read_text()
+    assert "s3cret" not in text
+    data = [line.split(" ", 2) for line in text.splitlines() if not line.startswith("#")]
+    raw = [(way, ast.literal_eval(payload)) for _, way, payload in data if way != "#"]
+    assert raw == [
+        ("<", b"Password: \xff\x00"),
+        (">", b"<password redacted>"),
+        ("<", b"<0 bytes after the password withheld>\r\n"),
+        ("<", b"echo <password redacted>\r\n"),
+    ]
+    for path in (original, copy):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-    assert transcript_streams(copy)["<"] == b"hello\r\n"
+    assert transcript_streams(copy) == transcript_streams(original)
 
 
 def test_a_transcript_removed_during_the_session_loses_only_its_copy(tmp_path, caplog):
@@ -92,6 +115,9 @@ class EchoingConsole:
     refuses it (a real UART may split the echo anywhere; a socket:// console server
     forwards each byte as it comes)."""
 
+    #: What it says to each line it gets: the wake-up's, then the user name's.
+    PROMPTS = (b"\r\nfakeboard login: ", b"Password: ")
+
     def __init__(self) -> None:
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(30)
@@ -104,7 +130,7 @@ class EchoingConsole:
         connection, _ = self._server.accept()
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection.settimeout(30)
-        state, pending = "wake", b""
+        said, pending = 0, b""  # prompts said since the last login prompt
         with connection:
             while True:
                 try:
@@ -116,24 +142,18 @@ class EchoingConsole:
                 pending += data
                 while b"\r" in pending:
                     line, _, pending = pending.partition(b"\r")
-                    if state == "wake":
-                        connection.sendall(b"\r\nfakeboard login: ")
-                        state = "user" if not line else state
-                        if line:
-                            connection.sendall(b"Password: ")
-                            state = "password"
-                    elif state == "user":
-                        connection.sendall(b"Password: ")
-                        state = "password"
-                    elif state == "password":
-                        for byte in line:  # the echo, one byte a segment
-                            connection.sendall(bytes([byte]))
-                            self.echoed += bytes([byte])
-                            time.sleep(0.01)
-                        connection.sendall(b"\r\n")
-                        time.sleep(0.05)
-                        connection.sendall(b"\r\nLogin incorrect\r\nfakeboard login: ")
-                        state = "user"
+                    if said < len(self.PROMPTS):  # the wake-up or the user name
+                        connection.sendall(self.PROMPTS[said])
+                        said += 1
+                        continue
+                    for byte in line:  # the password's echo, one byte a segment
+                        connection.sendall(bytes([byte]))
+                        self.echoed += bytes([byte])
+                        time.sleep(0.01)
+                    connection.sendall(b"\r\n")
+                    time.sleep(0.05)
+                    connection.sendall(b"\r\nLogin incorrect" + self.PROMPTS[0])
+                    said = 1
 
     def close(self) -> None:
         self._server.close()

@@ -1,8 +1,7 @@
-"""Console addresses, frames and transcripts: the pure parts of the serial console."""
+"""Console addresses and frames: the pure parts of the serial console."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 
 import pytest
@@ -13,7 +12,6 @@ from evbench.boards import open_board
 from evbench.boards.serial import frames
 from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.shell import estimate_seconds
-from evbench.boards.serial.transcript import Transcript
 from evbench.boards.urls import scheme_of, schemes, transport_of
 from evbench_core.errors import UserError
 
@@ -81,27 +79,6 @@ def test_tags_never_spell_alarm_words():
     for _ in range(200):
         tag = frames.new_tag()
         assert "ERROR" not in tag.upper() and "FAIL" not in tag.upper()
-
-
-def test_transcript_keeps_raw_bytes_with_the_password_redacted(tmp_path):
-    record = Transcript(tmp_path / "t.transcript", "serial:///dev/ttyUSB0")
-    record.add_secret(b"s3cret")
-    record.received(b"Password: \xff\x00")
-    record.sent_secret()
-    record.received(b"\r\n")  # the board's echo line (empty: it echoes nothing)
-    record.received(b"echo s3cret\r\n")
-    record.note("done")
-    record.close()
-    text = (tmp_path / "t.transcript").read_text()
-    assert "s3cret" not in text
-    data = [line.split(" ", 2) for line in text.splitlines() if not line.startswith("#")]
-    raw = [(way, ast.literal_eval(payload)) for _, way, payload in data if way != "#"]
-    assert raw == [
-        ("<", b"Password: \xff\x00"),
-        (">", b"<password redacted>"),
-        ("<", b"<0 bytes after the password withheld>\r\n"),
-        ("<", b"echo <password redacted>\r\n"),
-    ]
 
 
 def test_transfer_estimate_at_115200_baud():
