@@ -22,15 +22,6 @@ from evbench_core import results
 from evbench_core.errors import ExitCode, UserError
 
 
-def started(process: subprocess.Popen) -> subprocess.Popen:
-    """Wait until exec is over: until then the kernel shows no command line."""
-    deadline = time.monotonic() + 10
-    while not Path(f"/proc/{process.pid}/cmdline").read_bytes():
-        assert time.monotonic() < deadline, "the process did not start"
-        time.sleep(0.01)
-    return process
-
-
 def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / detached.PROGRESS).write_bytes(b"")
@@ -42,8 +33,11 @@ def fake_launch(run_dir: Path, pid: int, boot_id: str | None = None) -> None:
 def sleeper(tmp_path):
     """A live process whose command line names the run directory, as the agent's does."""
     run_dir = tmp_path / "runs" / "r1"
-    argv = [sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)]
-    process = started(subprocess.Popen(argv))
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(run_dir)])
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{process.pid}/cmdline").read_bytes():  # empty until exec is over
+        assert time.monotonic() < deadline, "the process did not start"
+        time.sleep(0.01)
     yield run_dir, process
     process.kill()
     process.wait()
