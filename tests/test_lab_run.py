@@ -156,6 +156,14 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
         .replace("options: [--quick]\n", "")
     )
     lab_dir = tmp_path / "lab"
+
+    def released() -> bool:
+        # The entry's own "released place" line, written once labgrid-client release
+        # returned: an upper bound on the freeing, where a labgrid-client check would add
+        # its own seconds on a loaded machine (test_labgrid_board times it so too).
+        logs = lab_dir.glob("logs/**/*.log")
+        return any("released place am62x-a" in p.read_text(errors="replace") for p in logs)
+
     job = subprocess.Popen(
         [EVBENCH, "lab", "run", str(path), "--out", str(lab_dir)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -165,14 +173,15 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
         wait_while_running(job, measuring, "the first entry never started measuring", 300, 0.5)
         job.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
-        while lab.acquired_by("am62x-a") is not None:
-            assert time.monotonic() - signalled < 10, "the place is still held"
-            time.sleep(0.2)
+        wait_while_running(job, released, "the place was never released", 300, 0.05)
+        freed_after = time.monotonic() - signalled
         _, err = job.communicate(timeout=300)
     finally:
         if job.poll() is None:
             job.kill()
             job.wait()
+    assert freed_after < 10, f"the place was released {freed_after:.1f} s after the signal"
+    assert lab.acquired_by("am62x-a") is None
     assert job.returncode == 130, err
     index = json.loads((lab_dir / "lab.json").read_text())
     assert index["finished"] and index["interrupted"] is True
