@@ -10,7 +10,7 @@ with evbench.flash.bmap.parse_bmap. Allowed outcomes: a Bmap whose ranges lie
 inside the image, in order, and add up to its mapped count; or one of the project's
 own errors (UserError, CheckFailed). Anything else is a crash: atheris stops and
 saves the input; minimise it (-minimize_crash=1 -runs=100000 INPUT) and keep it in
-tests/test_flash_bmap_untrusted.py as a regression case.
+tests/test_flash_bmap.py as a regression case.
 
 The seed corpus holds bmaptool-format files of versions 1.2, 1.3 and 2.0 whose file
 checksums are correct, so mutations reach the fields behind the checksum check too.
