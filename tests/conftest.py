@@ -62,7 +62,7 @@ LONGEST_FILES = (
     "test_lava.py",  # 25 s
     "test_user_schema_run.py",  # 23 s
     "test_peer_host_bus.py",  # 22 s
-    "test_one_screen.py",  # 22 s
+    "test_one_screen.py",  # 22 s, 84 s loaded with test_terminal_width_real merged in
     "test_native_deploy.py",  # 26 s with test_native_architecture's tests merged in
     "test_user_schema_ssh.py",  # 17 s
     "test_payload_identity.py",  # 15 s
