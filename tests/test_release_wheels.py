@@ -105,18 +105,6 @@ def install(wheels: dict[str, Path], env: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def installed(release: Release) -> dict:
-    """Where the installed release's packages come from, and their versions."""
-    probe = (
-        "import json, evbench, evbench_agent; print(json.dumps({"
-        "'host': [evbench.__version__, evbench.__file__], "
-        "'agent': [evbench_agent.__version__, evbench_agent.__file__]}))"
-    )
-    done = run([release.bin("python"), "-c", probe], timeout=60, cwd=release.env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def release(version: str, source: Path, top: Path) -> Release:
     """The release of the tree at `source`, its wheels built and installed under `top`."""
     wheels = build_wheels(source, top / "wheels")
@@ -200,12 +188,18 @@ def test_the_wheels_carry_the_release_and_the_host_pins_its_agent(current):
 def test_the_installed_wheels_run_a_quick_local_run(current, current_run):
     """Installed from the wheel files, not the checkout: the packages live in the venv,
     and pip knows no editable project."""
-    found = installed(current)
-    site = current.env / "lib"
+    probe = (
+        "import json, evbench, evbench_agent; print(json.dumps({"
+        "'host': [evbench.__version__, evbench.__file__], "
+        "'agent': [evbench_agent.__version__, evbench_agent.__file__]}))"
+    )
+    done = run([current.bin("python"), "-c", probe], timeout=60, cwd=current.env)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
     for part in ("host", "agent"):
         version, path = found[part]
         assert version == current.version
-        assert Path(path).is_relative_to(site), (part, path)
+        assert Path(path).is_relative_to(current.env / "lib"), (part, path)
     editable = run([current.bin("python"), "-m", "pip", "list", "--editable"], timeout=60)
     assert editable.returncode == 0 and editable.stdout.strip() == "", editable.stdout
     assert (current_run / results.COMPLETE).is_file()
@@ -259,20 +253,15 @@ def test_each_release_reads_the_other_releases_run(current, previous, current_ru
         assert "Protobuf" in (copy / "report.md").read_text()
 
 
-def image_agent(sshd, release: Release) -> None:
-    """`evbench-agent` on the board's PATH: the release's installed agent."""
-    wrapper = sshd.image_bin / "evbench-agent"
-    wrapper.write_text(f'#!/bin/sh\nexec {release.bin("evbench-agent")} "$@"\n')
-    wrapper.chmod(0o755)
-
-
 @pytest.mark.parametrize("host_is", ["current", "previous"])
 def test_each_releases_host_refuses_the_others_agent_in_an_image_then_deploys_its_own(
     host_is, current, previous, sshd, ssh_home, tmp_path
 ):
     require(os.access(BOARD_PYTHON, os.X_OK), f"the board's interpreter {BOARD_PYTHON}")
     host, agent = (current, previous) if host_is == "current" else (previous, current)
-    image_agent(sshd, agent)
+    image_agent = sshd.image_bin / "evbench-agent"  # on the board's PATH: the other's agent
+    image_agent.write_text(f'#!/bin/sh\nexec {agent.bin("evbench-agent")} "$@"\n')
+    image_agent.chmod(0o755)
     work = tmp_path / "board"
     url = f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
     try:
@@ -290,4 +279,4 @@ def test_each_releases_host_refuses_the_others_agent_in_an_image_then_deploys_it
         assert info.returncode == 0, info.stderr
         assert json.loads(info.stdout)["agent"] == host.version
     finally:
-        (sshd.image_bin / "evbench-agent").unlink()
+        image_agent.unlink()
