@@ -29,15 +29,20 @@ def test_seed_json_keys_match_the_seed_app_in_order():
     assert list(seed.JSON_KEYS) == _golden_keys()
 
 
-def test_seed_sizes_land_within_3_percent_of_the_seed_app():
-    profile = payloads.get("seed")
-    items = profile.payloads()
+def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_ranges():
+    items = payloads.get("seed").payloads()
     protobuf = statistics.fmean(len(item.message.SerializeToString()) for item in items)
     as_json = statistics.fmean(
         len(json.dumps(item.plain, separators=(",", ":")).encode()) for item in items
     )
     assert protobuf == pytest.approx(SEED_PROTOBUF_BYTES, rel=0.03)
     assert as_json == pytest.approx(SEED_JSON_BYTES, rel=0.03)
+    for plain in (item.plain for item in items):
+        assert 84.5 <= plain["battery_soc"] <= 86.5
+        assert 13.0827 <= plain["gps_latitude"] <= 13.1827
+        assert 80.2707 <= plain["gps_longitude"] <= 80.3707
+        assert len(plain["alerts"]) in (0, 1) and len(plain["errors"]) in (0, 1)
+        assert 45 <= plain["motor_temp"] < 65
 
 
 def test_seed_zeros_are_written_like_the_dart_library():
@@ -48,16 +53,6 @@ def test_seed_zeros_are_written_like_the_dart_library():
     assert message.HasField("dpad") and message.HasField("killSwitch")
     decoded = type(message).FromString(message.SerializeToString())
     assert decoded.HasField("dpad") and decoded.dpad == 0
-
-
-def test_seed_value_ranges_follow_the_seed_app():
-    for item in payloads.get("seed").payloads():
-        plain = item.plain
-        assert 84.5 <= plain["battery_soc"] <= 86.5
-        assert 13.0827 <= plain["gps_latitude"] <= 13.1827
-        assert 80.2707 <= plain["gps_longitude"] <= 80.3707
-        assert len(plain["alerts"]) in (0, 1) and len(plain["errors"]) in (0, 1)
-        assert 45 <= plain["motor_temp"] < 65
 
 
 @pytest.mark.parametrize("name", list(payloads.PROFILES))
