@@ -1,17 +1,13 @@
 """The report of one real quick local run (codec and link suites, both link phases,
 telemetry): the plots its data call for, decodable images, a CSV and a JUnit file
-(xmllint, against the JUnit schema of Jenkins' xUnit plugin) with the summary's numbers,
-and one row per measurement.
+(xmllint, against the JUnit schema of Jenkins' xUnit plugin) with the summary's numbers.
 
-Every row of the terminal table and of report.md maps to exactly one record identity of
-summary.json (what evbench_core.analysis.identity declares: the results format's
-definition), every identity both codecs measured has its row, no telemetry or energy row
-carries a winner, and the test's estimate (% Diff), the cells beside it and the verdict
-never point different ways. A row names an identity when its profile, its metric label
-and the params that set it apart (phase, kind, mode, operation) agree and both codecs'
-cells are the medians recomputed here from samples.jsonl with statistics.median (per
-replicate first, where there are several), never read from the report code.
-"""
+Every row of the terminal table and of report.md is exactly one record identity of
+summary.json (evbench_core.analysis.identity: the results format's definition), every
+identity both codecs measured has its row, no telemetry or energy row carries a winner, and
+% Diff, the cells beside it and the verdict never disagree. A row names an identity by its
+profile, metric label and the params that set it apart (phase, kind, mode, operation), its
+codecs' cells the medians recomputed here from samples.jsonl (per replicate first)."""
 
 from __future__ import annotations
 
