@@ -8,6 +8,7 @@ from the plan (docs/method.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +36,20 @@ def _version(venv: Path) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def _stopped(pid: int) -> bool:
+    """SIGSTOP `pid`: whether it is now stopped, so it ends only when killed. A worker seen
+    measuring may exit by itself before the kill (its replicate done) and the run complete."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        state = process_tree.read_proc(pid, "stat").rpartition(b")")[2].split()[:1]
+        if state not in ([b"R"], [b"S"], [b"D"]):  # T stopped; Z, X or gone: it ended
+            return state == [b"T"]
+        time.sleep(0.01)
+    return False
 
 
 # -- the option and the spec ------------------------------------------------------
@@ -283,7 +298,8 @@ def test_an_arm_worker_killed_mid_run_leaves_a_partial_run_that_names_the_arm(tm
                 # a measuring worker of arm pb425: calibration is over once sizes are written
                 samples = out / "samples.jsonl"
                 measuring = samples.exists() and samples.stat().st_size > 0
-                if measuring and b"evbench_agent.arm_worker" in line and b"pb425" in line[0]:
+                ours = b"evbench_agent.arm_worker" in line and b"pb425" in line[0]
+                if measuring and ours and _stopped(pid):  # else it ended by itself: look on
                     victim = pid
                     break
             time.sleep(0.05)

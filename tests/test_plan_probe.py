@@ -35,10 +35,13 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
         (BMS / "bms_generate.yaml").read_text().replace("count: 96", "count: 4500")
     )
     out = tmp_path / "run"
+    # The probe and the run must see one machine: other tests' processes starting or ending
+    # between them made it 2x off (CI, 2 cores). The run goes ahead of them at nice -10
+    # (root may; otherwise nice says it cannot and runs it as it is).
     done = subprocess.run(
         [
-            str(BIN / "evbench"), "run", "--board", "local", "--suite", "codec", "--quick",
-            "--codecs", "json,protobuf", "--payloads", "100",
+            "nice", "-n", "-10", str(BIN / "evbench"), "run", "--board", "local",
+            "--suite", "codec", "--quick", "--codecs", "json,protobuf", "--payloads", "100",
             "--schema", str(BMS / "bms.proto"), "--message", "evbench.example.BmsStatus",
             "--generate", str(generator), "--out", str(out),
         ],
