@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from evbench.report.table import format_median_ci
-from evbench.report.units import format_value, significant
+from evbench.report.units import display_scale, format_value, significant
 
 
 @pytest.mark.parametrize(
@@ -63,8 +63,6 @@ def test_an_interval_shares_the_medians_unit():
 
 
 def test_a_series_is_drawn_in_the_unit_its_typical_value_reads_best_in():
-    from evbench.report.units import display_scale
-
     # The median of 5.7e-05, 6.1e-05 and 2.0e-03 s is 6.1e-05 s: microseconds.
     assert display_scale([5.7e-05, 6.1e-05, 2.0e-03], "s") == (1e-06, "µs")
     assert display_scale([0.25, 1.5, 2.0], "s") == (1.0, "s")
