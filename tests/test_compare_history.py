@@ -104,17 +104,12 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path):
     assert p > 0.05  # the hand-worked reason it is not confirmed, even before Holm
 
 
-def test_a_short_history_confirms_nothing(tmp_path):
-    kept = 4
-    slower = {"factor": NOISE[kept - 1], "codec_factors": {"protobuf": 1.25}}
-    store, baseline, candidate = _nights(tmp_path, NOISE[:kept], **slower)
+def test_a_short_history_confirms_nothing_and_another_boards_is_not_used(tmp_path):
+    slower = {"factor": NOISE[3], "codec_factors": {"protobuf": 1.25}}
+    store, baseline, candidate = _nights(tmp_path, NOISE[:4], **slower)
     done = evbench("compare", "--baseline", str(baseline), str(candidate), "--history", store)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count(f"(not confirmed: {kept - 1} nights)") == 3
-
-
-def test_another_boards_history_is_not_used(tmp_path):
-    store, baseline, _candidate = _nights(tmp_path, NOISE[:3])
+    assert done.stdout.count("(not confirmed: 3 nights)") == 3
     other = night(tmp_path / "runs", 20, board="name:bench-2")
     done = evbench("compare", "--baseline", str(baseline), str(other), "--history", store)
     assert "history: not used: the runs are of different boards" in done.stdout

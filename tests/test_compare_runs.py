@@ -181,14 +181,22 @@ def test_the_verdict_counts_processes_per_run_and_its_interval_holds_the_ratio()
         assert timed[("protobuf", operation)].outcome in (EQUAL, UNDECIDED)
 
 
-def test_identical_runs_name_no_winner_and_do_not_regress(tmp_path, capsys):
-    run = write_run(tmp_path / "a", codec_sets() + link_sets(7))
-    copy = write_run(tmp_path / "b", codec_sets() + link_sets(7))
-    code, out, err = run_compare(capsys, "--baseline", run, copy)
+def test_identical_rows_name_no_winner_and_telemetry_is_context_even_when_it_doubles(
+    tmp_path, capsys
+):
+    run = write_run(tmp_path / "a", codec_sets() + link_sets(7, cpu=2.0))
+    busy = write_run(tmp_path / "b", codec_sets() + link_sets(7, cpu=4.0))  # all else alike
+    code, out, err = run_compare(capsys, "--baseline", run, busy)
     assert code == 0, out + err
     assert "| REGRESSION" not in out and "regressed" not in err
     changes = {cells[7] for cells in table_rows(out).values()}
     assert changes <= {EQUAL, UNDECIDED, "fact"} and "fact" in changes
+    context = out.split("Context (not tested)")[1]
+    assert "Agent CPU" in context and "4.0 %" in context and "2.0 %" in context
+    assert not any("Agent CPU" in cells[3] for cells in table_rows(out).values())
+    pair = comparison.compare_runs(link_sets(7, cpu=2.0), link_sets(7, cpu=4.0))
+    cpu = [r for r in pair.rows if r.identity.metric == "agent_cpu"]
+    assert len(cpu) == 2 and all(r.verdict is None and r.family is None for r in cpu)
 
 
 def test_runs_of_identically_distributed_data_rarely_name_a_winner():
@@ -219,32 +227,16 @@ def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(
     assert len(rows) == 2 * 3  # per codec: decode, decode + access, size; once each
     block = out.split("not comparable (4 rows, each not in every run):\n")[1]
     left_out = block.split("\n\n")[0].strip().splitlines()
+    # each run's encode: two identities per codec, each in one run only, one a line
     assert [line.strip() for line in left_out] == [
-        "codec/seed/json/encode [Serialization (payloads=20)] in A (rig) only; "
-        "B (rig): settings differ (payloads 20 vs 40)",
-        "codec/seed/json/encode [Serialization (payloads=40)] in B (rig) only; "
-        "A (rig): settings differ (payloads 40 vs 20)",
-        "codec/seed/protobuf/encode [Serialization (payloads=20)] in A (rig) only; "
-        "B (rig): settings differ (payloads 20 vs 40)",
-        "codec/seed/protobuf/encode [Serialization (payloads=40)] in B (rig) only; "
-        "A (rig): settings differ (payloads 40 vs 20)",
-    ]  # each run's encode: two identities per codec, each in one run only, one a line
+        f"codec/seed/{codec}/encode [Serialization (payloads={mine})] in {run} (rig) only; "
+        f"{other} (rig): settings differ (payloads {mine} vs {theirs})"
+        for codec in ("json", "protobuf")
+        for run, other, mine, theirs in (("A", "B", 20, 40), ("B", "A", 40, 20))
+    ]
     # In-process: the pair's rows carry the loops of neither run as a split.
     pair = comparison.compare_runs(codec_sets(loops=16), codec_sets(loops=64))
     assert len(pair.rows) == 2 * 4 and pair.left_out == ()
-
-
-def test_telemetry_is_context_with_no_winner_even_when_it_doubles(tmp_path, capsys):
-    base = write_run(tmp_path / "a", link_sets(7, cpu=2.0))
-    busy = write_run(tmp_path / "b", link_sets(7, cpu=4.0))
-    code, out, err = run_compare(capsys, "--baseline", base, busy)
-    assert code == 0, out + err
-    context = out.split("Context (not tested)")[1]
-    assert "Agent CPU" in context and "4.0 %" in context and "2.0 %" in context
-    assert not any("Agent CPU" in cells[3] for cells in table_rows(out).values())
-    pair = comparison.compare_runs(link_sets(7, cpu=2.0), link_sets(7, cpu=4.0))
-    cpu = [r for r in pair.rows if r.identity.metric == "agent_cpu"]
-    assert len(cpu) == 2 and all(r.verdict is None and r.family is None for r in cpu)
 
 
 def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, capsys):

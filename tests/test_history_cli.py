@@ -1,13 +1,11 @@
-"""`evbench history` as a user runs it, on real quick local runs.
+"""`evbench history` as a user runs it, on real quick local runs; and `evbench run` adding
+its run at its end (to --history's store, else EVBENCH_HISTORY's; --no-history: nowhere).
 
-Thirteen quick codec runs of json on this machine: ten as they are, then three
-with json's decode really slowed (a sitecustomize, as in the compare tests,
-makes json.loads do its work 200 times in the agent's processes: far beyond
-what a loaded shared machine does to a normal night), as a release that
-slowed it would from one night on. The history must find the change at the
-first slowed run, the check must fail on it (exit 3) until it is accepted,
-and the trend page must open in a real headless Chromium without a broken
-image or an error.
+Thirteen quick json codec runs: ten as they are, then three with json.loads made to do
+its work 200 times by a sitecustomize (far beyond what a loaded machine does to a night),
+as a release that slowed it would. The history must find the change at the first slowed
+run, the check must fail on it (exit 3) until it is accepted, and the trend page must
+open in a real headless Chromium without a broken image or an error.
 """
 
 from __future__ import annotations
@@ -22,7 +20,9 @@ from pathlib import Path
 
 import pytest
 from chromium import open_page
-from report_helpers import evbench
+from report_helpers import evbench, local_run
+
+from evbench.history import open_store, parse_url
 
 # Put on PYTHONPATH for the slowed runs only; the agent runs unchanged.
 SLOW_JSON = """
@@ -47,10 +47,8 @@ SLOWED_RUNS = 3
 
 
 def _agent_run(out: Path, env: dict | None = None) -> Path:
-    """A quick json-only codec run by the agent itself (no report: it is not needed here),
-    with 3 worker processes and 20 payloads: across runs the night is the replicate, so the
-    check sees 13 figures whatever the count, and each run takes under half the time of the
-    quick plan's (8 processes, 200 payloads)."""
+    """A quick json codec run by the agent alone (no report needed), of 3 processes and 20
+    payloads (under half the quick plan's time): the night is the check's replicate."""
     done = subprocess.run(
         [sys.executable, "-m", "evbench_agent", "run", "--quick", "--processes", "3",
          "--payloads", "20", "--suite", "codec", "--profile", "seed", "--codecs", "json",
@@ -197,3 +195,27 @@ def test_the_trend_page_opens_in_chromium_without_broken_images_or_errors(nights
     assert len(shown.images) == html.count("data:image/png;base64,")
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
+
+
+#: `evbench run`'s own small plan: where its run is added does not hang on its figures.
+SMALL_RUN = ("--suite", "codec", "--processes", "2", "--payloads", "20")
+
+
+def test_a_run_is_added_under_its_board_name_and_no_history_skips(tmp_path):
+    store, default = tmp_path / "nightly.sqlite", tmp_path / "default.sqlite"
+    env = dict(os.environ, EVBENCH_HISTORY=str(default))
+    done = local_run(tmp_path / "named", *SMALL_RUN, "--board-name", "bench-7",
+                     "--history", f"sqlite:///{store}", codecs="json", env=env)  # fmt: skip
+    assert "history: added to sqlite:///" in done.stderr
+    assert not default.exists()  # --history wins
+    local_run(tmp_path / "skipped", *SMALL_RUN, "--no-history", codecs="json", env=env)
+    assert not default.exists()  # --no-history adds nowhere
+    with open_store(parse_url(str(store))) as history:
+        (run,) = history.runs()
+        assert run["board"] == "name:bench-7" and run["board_source"] == "--board-name"
+        assert run["directory"] == str(tmp_path / "named")
+        assert history.records(run["run_id"])
+    local_run(tmp_path / "unnamed", *SMALL_RUN, codecs="json", env=env)
+    with open_store(parse_url(str(default))) as history:
+        (run,) = history.runs()
+        assert run["board_source"] != "hostname (run recorded before board identities)"

@@ -89,6 +89,12 @@ def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path
     assert done.returncode == 0, done.stderr
     assert "no runs" in done.stdout
     assert not (tmp_path / "not").exists()
+    done = _history("file:/x", "list", cwd=tmp_path)  # only looks like a URL: refused
+    assert done.returncode == 2 and "starts like a URL" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []  # no directory named "file:"
+    # a path with a colon is still a path when it says so
+    done = _history("./notes:2026.sqlite", "list", cwd=tmp_path)
+    assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
     empty = tmp_path / "empty.sqlite"
     empty.touch()
     done = _history(empty, "list")
@@ -166,16 +172,6 @@ def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
     done = _history(store, "list")
     assert done.returncode == 2, done.stderr
     assert str(store) in done.stderr and "internal error" not in done.stderr
-
-
-def test_a_history_url_that_only_looks_like_one_is_refused(tmp_path):
-    done = _history("file:/x", "list", cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert "starts like a URL" in done.stderr
-    assert list(tmp_path.iterdir()) == []  # no directory named "file:"
-    # a path with a colon is still a path when it says so
-    done = _history("./notes:2026.sqlite", "list", cwd=tmp_path)
-    assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
 
 
 def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_path):

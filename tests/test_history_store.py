@@ -1,4 +1,6 @@
-"""The history store on SQLite and on a real PostgreSQL server: the same tests on both.
+"""The history store on SQLite and on a real PostgreSQL server: the same tests on both;
+and the board identity runs are kept under, read from a real directory tree laid out as
+/proc and /sys are, each source taken away in turn to show which one wins.
 
 Expected values come from the run directories themselves (their summary and
 samples.jsonl read with json), never from the store's own code.
@@ -6,6 +8,7 @@ samples.jsonl read with json), never from the store's own code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -19,6 +22,7 @@ from history_runs import CORE_V1, night
 
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
+from evbench_agent.platform import board_identity
 from evbench_core.errors import CheckFailed, FormatError, UserError
 
 
@@ -74,14 +78,6 @@ def test_a_run_whose_checksums_fail_is_refused_and_nothing_is_stored(store_url, 
         assert store.runs() == []
 
 
-def test_a_complete_run_without_its_checksums_is_refused(tmp_path):
-    bare = tmp_path / "bare"
-    shutil.copytree(CORE_V1, bare)
-    (bare / "SHA256SUMS").unlink()
-    with pytest.raises(CheckFailed, match="marked complete but has no SHA256SUMS"):
-        index_run(bare)
-
-
 def test_a_partial_run_is_indexed_as_partial_and_left_out_of_series(store_url, tmp_path):
     partial = night(tmp_path, 1)
     (partial / "complete").unlink()  # as an interrupted run leaves it
@@ -95,10 +91,13 @@ def test_a_partial_run_is_indexed_as_partial_and_left_out_of_series(store_url, t
         assert len(store.series("name:bench-1", key, include_partial=True)) == 2
 
 
-def test_a_run_stopped_before_its_checksums_is_partial(tmp_path):
+def test_a_run_without_its_checksums_is_refused_when_complete_else_partial(tmp_path):
     torn = tmp_path / "torn"
     shutil.copytree(CORE_V1, torn)
-    for name in ("SHA256SUMS", "complete", "summary.json"):
+    (torn / "SHA256SUMS").unlink()
+    with pytest.raises(CheckFailed, match="marked complete but has no SHA256SUMS"):
+        index_run(torn)
+    for name in ("complete", "summary.json"):  # as a run stopped before them leaves it
         (torn / name).unlink()
     with (torn / "samples.jsonl").open("a") as stream:
         stream.write('{"suite": "codec", "profile"')  # the last line torn by a power cut
@@ -137,11 +136,8 @@ def test_prune_keeps_the_newest_runs_of_each_board(store_url, tmp_path):
         deleted = prune(store, "2")
         assert deleted == ["20260001T020000Z-000001", "20260002T020000Z-000002"]
         left = [(r["board"], r["run_id"][:8]) for r in store.runs()]
-        assert left == [
-            ("name:one", "20260003"),
-            ("name:one", "20260004"),
-            ("name:two", "20260009"),
-        ]
+        kept = [("name:one", "20260003"), ("name:one", "20260004"), ("name:two", "20260009")]
+        assert left == kept
         assert store.records("20260001T020000Z-000001") == []
         assert store.samples("20260001T020000Z-000001", ("codec", "seed", "json", "decode")) == []
 
@@ -186,30 +182,23 @@ def test_two_clients_adding_at_once_lose_nothing(store_url, tmp_path):
             assert len(store.records(run["run_id"])) == 10
 
 
-def test_a_store_from_a_newer_evbench_is_refused_naming_both_versions(tmp_path):
-    path = tmp_path / "store.sqlite"
-    open_store(parse_url(str(path))).close()
-    with sqlite3.connect(path) as connection:
-        connection.execute("UPDATE evbench_meta SET value = '7' WHERE key = 'schema_version'")
-    before = path.read_bytes()
+def test_a_store_from_a_newer_evbench_is_refused_naming_both_versions(store_url):
+    open_store(parse_url(store_url)).close()
+    newer = "UPDATE evbench_meta SET value = '7' WHERE key = 'schema_version'"
+    path = parse_url(store_url).path  # None on PostgreSQL
+    if path is None:
+        import psycopg
+
+        with psycopg.connect(store_url) as connection:
+            connection.execute(newer)
+    else:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute(newer)
+            connection.commit()
+        before = path.read_bytes()
     with pytest.raises(FormatError, match="schema version 7; this evbench knows versions up to 1"):
-        open_store(parse_url(str(path)))
-    with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT value FROM evbench_meta").fetchone() == ("7",)
-    assert path.read_bytes() == before
-
-
-@pytest.mark.integration
-def test_a_postgres_store_from_a_newer_evbench_is_refused(postgres, monkeypatch):
-    import psycopg
-
-    monkeypatch.setenv("PGPASSWORD", postgres.password)
-    url = postgres.new_database()
-    open_store(parse_url(url)).close()
-    with psycopg.connect(url) as connection:
-        connection.execute("UPDATE evbench_meta SET value = '3' WHERE key = 'schema_version'")
-    with pytest.raises(FormatError, match="schema version 3; this evbench knows versions up to 1"):
-        open_store(parse_url(url))
+        open_store(parse_url(store_url))
+    assert path is None or path.read_bytes() == before  # left as it was, the 7 kept
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path):
@@ -245,3 +234,57 @@ def test_the_default_store_is_in_the_data_directory(history_store, monkeypatch, 
     monkeypatch.setenv("EVBENCH_HISTORY", "sqlite:////srv/h.sqlite")
     assert default_url().path == Path("/srv/h.sqlite")
     assert default_url("/other.sqlite").path == Path("/other.sqlite")
+
+
+def _interface(root: Path, name: str, mac: str, physical: bool = True, kind: str = "1") -> None:
+    interface = root / "sys/class/net" / name
+    interface.mkdir(parents=True)
+    (interface / "address").write_text(mac + "\n")
+    (interface / "type").write_text(kind + "\n")
+    if physical:
+        (interface / "device").mkdir()
+
+
+def test_each_source_wins_until_it_is_taken_away_and_never_the_hostname(tmp_path):
+    root = tmp_path / "board"
+    (root / "proc/device-tree").mkdir(parents=True)
+    (root / "proc/device-tree/serial-number").write_bytes(b"1A2B3C4D\0")
+    _interface(root, "eth0", "34:08:e1:80:8e:01")
+    (root / "etc").mkdir()
+    (root / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    assert board_identity.identify("bench-3", root=root) == {
+        "id": "name:bench-3", "source": "--board-name", "place": None,
+    }  # fmt: skip
+    identity = board_identity.identify(None, place="rack2/slot4", root=root)
+    assert identity["id"] == "place:rack2/slot4" and identity["source"] == "lab place"
+    assert board_identity.identify(root=root) == {
+        "id": "serial:1A2B3C4D", "source": "device-tree serial-number", "place": None,
+    }  # fmt: skip
+    (root / "proc/device-tree/serial-number").unlink()
+    _interface(root, "br0", "02:00:00:00:00:09", physical=False)  # a bridge: no device
+    _interface(root, "can0", "00:00:00:00:00:00", kind="280")  # CAN: not Ethernet
+    _interface(root, "eth1", "34:08:e1:80:8e:02")
+    identity = board_identity.identify(root=root)
+    assert identity["id"] == "mac:34:08:e1:80:8e:01"
+    assert identity["source"] == "Ethernet MAC of eth0"
+    (root / "sys/class/net/eth0/device").rmdir()  # the next physical one by name
+    assert board_identity.identify(root=root)["id"] == "mac:34:08:e1:80:8e:02"
+    (root / "sys/class/net/eth1/device").rmdir()
+    identity = board_identity.identify(root=root)
+    assert identity["id"] == "machine-id:0123456789abcdef0123456789abcdef"
+    assert identity["source"] == "/etc/machine-id"
+    identity = board_identity.identify(root=tmp_path / "nothing")  # nothing at all
+    assert identity["id"] is None and "none found" in identity["source"]
+
+
+@pytest.mark.parametrize("bad", ["bench 3", "", "-x", "a" * 129, "é"])
+def test_a_bad_name_is_refused(bad):
+    with pytest.raises(ValueError, match="board name"):
+        board_identity.check_name(bad)
+
+
+def test_the_manifest_of_a_run_carries_it(tmp_path):
+    from evbench.history.indexing import board_identity as stored
+
+    manifest = {"board_identity": board_identity.identify("bench-3"), "platform": {}}
+    assert stored(manifest) == ("name:bench-3", "--board-name")

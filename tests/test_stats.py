@@ -29,13 +29,17 @@ def test_summarize_fields_of_a_known_sample():
     assert summary.ci95_low < 50.5 < summary.ci95_high
 
 
-def test_tails_and_interval_are_null_when_the_sample_is_too_small():
+def test_too_small_constant_or_non_positive_samples():
     small = stats.summarize([3.0, 1.0, 2.0, 5.0, 4.0])
     assert small.p90 is None and small.p99 is None
     assert small.ci95_low is None and small.ci95_high is None
     assert stats.summarize([1.0]).stdev is None
     with pytest.raises(ValueError):
         stats.summarize([])
+    assert stats.mann_whitney([5.0] * 10, [5.0] * 10)[1] == 1.0  # identical constants
+    with pytest.raises(ValueError):
+        stats.ratio_ci([0.0, 1.0], [1.0, 2.0])
+    assert stats.ratio_ci([1.0, 2.0], [1.0, 2.0]) is None
 
 
 def test_median_interval_covers_the_true_median_of_a_skewed_distribution():
@@ -60,10 +64,6 @@ def test_mann_whitney_matches_scipy(seed):
     assert p == pytest.approx(expected.pvalue, rel=1e-9)
 
 
-def test_mann_whitney_of_identical_constants_is_not_significant():
-    assert stats.mann_whitney([5.0] * 10, [5.0] * 10)[1] == 1.0
-
-
 def test_ratio_interval_covers_the_true_ratio():
     rng = random.Random(11)
     trials, covered = 300, 0
@@ -73,12 +73,6 @@ def test_ratio_interval_covers_the_true_ratio():
         low, high = stats.ratio_ci(base, cand)
         covered += low <= 1.5 <= high
     assert 0.92 <= covered / trials <= 0.99
-
-
-def test_ratio_interval_refuses_non_positive_values_and_tiny_samples():
-    with pytest.raises(ValueError):
-        stats.ratio_ci([0.0, 1.0], [1.0, 2.0])
-    assert stats.ratio_ci([1.0, 2.0], [1.0, 2.0]) is None
 
 
 def test_holm_matches_the_textbook_procedure():
@@ -115,12 +109,30 @@ def _u_lower_tail(m: int, n: int, k: int) -> Fraction:
     return Fraction(sum(_u_count(m, n, u) for u in range(k + 1)), math.comb(m + n, m))
 
 
-def _wplus_distribution(n: int) -> list[int]:
+@functools.cache
+def _wplus_distribution(n: int) -> tuple[int, ...]:
     counts = [0] * (n * (n + 1) // 2 + 1)
     for signs in itertools.product((0, 1), repeat=n):
         ranks = zip(range(1, n + 1), signs, strict=True)
         counts[sum(rank for rank, positive in ranks if positive)] += 1
-    return counts
+    return tuple(counts)
+
+
+def _w_lower_tail(n: int, k: int) -> Fraction:
+    """P(W+ <= k) under the null, exactly."""
+    return Fraction(sum(_wplus_distribution(n)[: k + 1]), 2**n)
+
+
+def _assert_tightest(ranks: tuple[int, int] | None, lower_tail, values: int) -> None:
+    """`ranks` (0-based, of `values` ordered estimates) cut off each end as much as 95 %
+    coverage, 1 - 2 P(statistic <= lo), allows and no more; None when [min, max] falls short."""
+    if ranks is None:
+        assert 1 - 2 * lower_tail(0) < Fraction(95, 100)
+        return
+    lo, hi = ranks
+    assert lo + hi == values - 1, "symmetric ranks"
+    assert 1 - 2 * lower_tail(lo) >= Fraction(95, 100), "covers"
+    assert 1 - 2 * lower_tail(lo + 1) < Fraction(95, 100), "the tightest interval"
 
 
 SIZES = range(3, 13)
@@ -137,19 +149,15 @@ def test_the_recursion_agrees_with_brute_force_enumeration_where_that_is_cheap()
 
 
 @pytest.mark.parametrize("n1", SIZES)
-def test_moses_interval_ranks_are_exact_for_small_samples(n1):
+def test_moses_and_walsh_interval_ranks_are_exact_for_small_samples(n1):
+    # Moses: of the n1 x n2 differences, through U; Walsh: of n1's n1 (n1 + 1) / 2 averages,
+    # through W+.
     for n2 in SIZES:
-        ranks = stats.moses_ranks(n1, n2)
-        # Coverage of [d(lo), d(hi)] (0-based) is 1 - 2 P(U <= lo), by symmetry of U.
-        if ranks is None:
-            # no interval: even the widest, [min, max], covers less than 95 %
-            assert 1 - 2 * _u_lower_tail(n1, n2, 0) < Fraction(95, 100), (n1, n2)
-            continue
-        lo, hi = ranks
-        assert lo + hi == n1 * n2 - 1, "symmetric ranks"
-        assert 1 - 2 * _u_lower_tail(n1, n2, lo) >= Fraction(95, 100), (n1, n2, "covers")
-        # one difference more cut off each side would fall short: the tightest interval
-        assert 1 - 2 * _u_lower_tail(n1, n2, lo + 1) < Fraction(95, 100), (n1, n2, "tight")
+        tail = functools.partial(_u_lower_tail, n1, n2)
+        _assert_tightest(stats.moses_ranks(n1, n2), tail, n1 * n2)
+    walsh = stats.walsh_ranks(n1)
+    _assert_tightest(walsh, functools.partial(_w_lower_tail, n1), n1 * (n1 + 1) // 2)
+    assert walsh is not None or n1 <= 5
     assert stats.moses_ranks(3, 3) is None  # the old code returned [min, max]: 90 %
 
 
@@ -166,36 +174,15 @@ def test_ratio_interval_covers_exactly_as_promised_over_every_ordering(n1, n2):
     # true ratio is 1. Count the orderings whose interval contains 1.
     total = n1 + n2
     covered = 0
-    orderings = 0
     for positions in itertools.combinations(range(total), n1):
         baseline = [float(p + 1) for p in positions]
         candidate = [float(p + 1) for p in range(total) if p not in positions]
         interval = stats.ratio_ci(baseline, candidate)
-        orderings += 1
         covered += interval is not None and interval[0] <= 1.0 <= interval[1]
     lo, _hi = stats.moses_ranks(n1, n2)
     expected = 1 - 2 * _u_lower_tail(n1, n2, lo)
-    assert Fraction(covered, orderings) == expected
+    assert Fraction(covered, math.comb(total, n1)) == expected
     assert expected >= Fraction(95, 100)
-
-
-@pytest.mark.parametrize("n", range(3, 13))
-def test_walsh_interval_ranks_are_exact(n):
-    counts = _wplus_distribution(n)
-    total = 2**n
-
-    def lower_tail(k: int) -> Fraction:
-        return Fraction(sum(counts[: k + 1]), total)
-
-    ranks = stats.walsh_ranks(n)
-    if ranks is None:
-        assert 1 - 2 * lower_tail(0) < Fraction(95, 100)
-        assert n <= 5
-        return
-    lo, hi = ranks
-    assert lo + hi == n * (n + 1) // 2 - 1
-    assert 1 - 2 * lower_tail(lo) >= Fraction(95, 100)
-    assert 1 - 2 * lower_tail(lo + 1) < Fraction(95, 100)
 
 
 @pytest.mark.parametrize("n", [6, 7, 9])
@@ -205,9 +192,8 @@ def test_center_interval_covers_zero_exactly_as_promised_over_every_sign_pattern
         differences = [s * rank for s, rank in zip(signs, range(1, n + 1), strict=True)]
         low, high = stats.center_ci(differences)
         covered += low <= 0 <= high
-    counts = _wplus_distribution(n)
     lo, _hi = stats.walsh_ranks(n)
-    assert Fraction(covered, 2**n) == 1 - 2 * Fraction(sum(counts[: lo + 1]), 2**n)
+    assert Fraction(covered, 2**n) == 1 - 2 * _w_lower_tail(n, lo)
 
 
 def test_exact_signed_rank_and_rank_sum_p_values_match_scipy_exact():

@@ -52,7 +52,7 @@ def _synthetic(tmp_path, *argv: str) -> tuple[int, dict]:
 
 
 def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
-    only = "codec-aa,codec-slow,link-delay,link-aa,quick"
+    only = "codec-aa,codec-slow,link-delay,link-aa,quick,link-hold-beyond,link-delay-hog"
     code, summary = _synthetic(tmp_path, "--runs", "2", "--only", only, *RELATIVE)
     assert summary["codec-aa"]["events"] == 0  # identical arms: no winner
     assert summary["codec-slow"]["events"] == 2  # 10 % slower: loser in every timed row
@@ -64,6 +64,9 @@ def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
     # two runs cannot bound a false-winner rate below 10 %: the target is missed, exit 3
     assert summary["codec-aa"]["meets_target"] is False and code == 3
     assert "Clopper-Pearson" in capsys.readouterr().out
+    # Without --hog only link-delay-hog runs beside the one-core hog.
+    assert summary["link-hold-beyond"]["beside_hog"] is False
+    assert summary["link-delay-hog"]["beside_hog"] is True
 
 
 def test_the_link_experiments_at_their_full_counts_and_what_each_row_can_detect(tmp_path, capsys):
@@ -116,11 +119,5 @@ def test_holds_beyond_and_inside_the_default_margin_are_named_and_shown_equal(tm
 
 
 def test_hog_runs_every_chosen_experiment_beside_the_hog(tmp_path):
-    """`--hog` puts every chosen experiment beside the one-core hog; without it only
-    link-delay-hog is."""
     _code, summary = _synthetic(tmp_path, "--only", "link-hold-beyond", "--runs", "2", "--hog")
     assert summary["link-hold-beyond"]["beside_hog"] is True
-    only = "link-hold-beyond,link-delay-hog"
-    _code, summary = _synthetic(tmp_path, "--only", only, "--runs", "2")
-    assert summary["link-hold-beyond"]["beside_hog"] is False
-    assert summary["link-delay-hog"]["beside_hog"] is True
