@@ -54,15 +54,12 @@ def test_every_built_in_profile_reads_the_same_leaves(name):
 
 
 @pytest.fixture(scope="module")
-def rich_set(tmp_path_factory) -> bytes:
+def rich(tmp_path_factory) -> dict:
+    """The schema document of tests/data/bms/rich.proto's Rich."""
     target = tmp_path_factory.mktemp("rich") / "rich.binpb"
     _protoc("--include_imports", f"--descriptor_set_out={target}", str(DATA / "rich.proto"))
-    return target.read_bytes()
-
-
-def _rich(descriptor_set: bytes) -> dict:
-    encoded = base64.b64encode(descriptor_set).decode()
-    return {"descriptor_set": encoded, "message": "evbench.test.Rich"}
+    return {"descriptor_set": base64.b64encode(target.read_bytes()).decode(),
+            "message": "evbench.test.Rich"}  # fmt: skip
 
 
 #: Leave unset what can be: optional scalars, sub-messages, oneofs, empty lists.
@@ -75,15 +72,15 @@ SPARSE = {"fields": {
 
 @pytest.mark.parametrize("style", ["proto3", "fields"])
 @pytest.mark.parametrize("rules", [None, SPARSE], ids=["dense", "sparse"])
-def test_a_user_schema_reads_the_same_leaves(rich_set, style, rules):
-    document = _rich(rich_set) | {"json_style": style}
+def test_a_user_schema_reads_the_same_leaves(rich, style, rules):
+    document = rich | {"json_style": style}
     document["generator"] = {"document": rules} if rules else None
     assert _check_profile(user_schema.build_profile(document), 40) > 0
 
 
-def test_unset_sub_messages_are_not_read(rich_set):
+def test_unset_sub_messages_are_not_read(rich):
     """A hand-made message: the leaves are counted by hand, not by either walker."""
-    profile = user_schema.build_profile(_rich(rich_set))
+    profile = user_schema.build_profile(rich)
     message = profile.message_type(i32=5, label="x")
     message.names.extend(["a", "b"])
     message.gauges["p"] = 1.5
