@@ -47,13 +47,11 @@ def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict
     return manifest
 
 
-def test_compiled_backends_and_runs_without_protobuf_get_no_warning():
+def test_compiled_backends_and_runs_without_protobuf_get_no_warning_and_arms_count():
     assert unrepresentative.warnings(_manifest("upb", ["json", "protobuf"])) == []
     assert unrepresentative.warnings(_manifest("cpp", ["protobuf"])) == []
     assert unrepresentative.warnings(_manifest("python", ["json", "orjson"])) == []
-
-
-def test_with_arms_the_arms_backends_count_not_the_managers():
+    # with arms, the arms' backends count, not the manager's
     slow_arm = {"old": {"protobuf_backend": "python"}, "new": {"protobuf_backend": "upb"}}
     (said,) = unrepresentative.warnings(_manifest("upb", ["protobuf"], slow_arm))
     assert "(arm old)" in said
