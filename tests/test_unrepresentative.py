@@ -1,5 +1,10 @@
-"""A run that timed protobuf on its pure-Python backend says so before its answer, in the
-terminal and at the top of the report: a real run with the real runtime switched to it."""
+"""Numbers that do not stand for the board, said before the answer. A run that timed
+protobuf on its pure-Python backend says so in the terminal and at the top of the report
+(a real run with the real runtime switched to it); debug builds, unoptimised harnesses
+and throttling are named. The machine's state around a replicate (telemetry.contention):
+the arithmetic on hand-made snapshots, the bound on hand-made figures, and on real
+processes that a CPU hog outside the run counts as other processes' CPU while the run's
+own children do not."""
 
 from __future__ import annotations
 
@@ -7,13 +12,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from evbench.report import unrepresentative
+from evbench_agent.telemetry import contention
+from evbench_agent.telemetry.contention import Snapshot
+from evbench_core import comparison
+from evbench_core.analysis import contention as bounds
+from evbench_core.results import SampleSet
 
 EVBENCH = [sys.executable, "-m", "evbench"]
 SMALL_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 
 
 @pytest.mark.integration  # a real agent run
@@ -93,3 +106,94 @@ def test_a_throttled_phase_is_named_with_its_reasons():
     (said,) = unrepresentative.warnings(manifest)
     assert said.startswith("the kernel throttled the CPU during 1 phase(s): codec seed (")
     assert "cooling_device0 at state 2 of 3" in said
+
+
+def test_figures_by_hand():
+    # 2 s of wall time: the machine was busy 3.0 s of CPU, 1.2 s of it ours, so others
+    # took 1.8 s: 90 % of one core; 0.2 s of steal over 2 s x N CPUs; the clock went
+    # from 1.0 to 0.8 GHz: 20 % of 1.0.
+    before = Snapshot(t_ns=0, busy_s=10.0, steal_s=1.0, own_s=5.0, frequency_hz=1.0e9)
+    after = Snapshot(t_ns=2_000_000_000, busy_s=13.0, steal_s=1.2, own_s=6.2, frequency_hz=0.8e9)
+    found = contention.figures(before, after)
+    cpus = os.cpu_count() or 1
+    assert found[bounds.OTHERS_CPU] == pytest.approx(90.0)
+    assert found[bounds.STEAL] == pytest.approx(100 * 0.2 / (2 * cpus))
+    assert found[bounds.FREQUENCY_CHANGE] == pytest.approx(20.0)
+
+
+def test_the_bound():
+    assert bounds.reasons({bounds.OTHERS_CPU: 19.9, bounds.STEAL: 4.9}) == []
+    said = bounds.reasons(
+        {bounds.OTHERS_CPU: 35.0, bounds.STEAL: 6.0, bounds.FREQUENCY_CHANGE: 12.0}
+    )
+    assert said == ["other processes 35 % of a core", "steal 6.0 %", "clock changed 12 %"]
+    assert bounds.busy_share([{bounds.OTHERS_CPU: 50.0}, {}]) == (1, 2)
+
+
+def test_the_runs_own_children_are_not_other_processes():
+    """A child of this process spinning 0.3 s of CPU counts as our own, live or reaped."""
+    before = contention.take()
+    subprocess.run([sys.executable, "-c", SPIN.format(seconds=0.3)], check=True, timeout=60)
+    after = contention.take()
+    assert after.own_s - before.own_s >= 0.27
+
+
+def test_a_hog_outside_the_run_is_other_processes_cpu():
+    """A spinner detached from this process (re-parented: not a descendant) is someone
+    else's: the others' CPU over the window is at least the CPU time it used."""
+    launcher = subprocess.Popen(
+        [sys.executable, "-c",
+         "import subprocess, sys\n"
+         f"p = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=0.4)!r}], "
+         "start_new_session=True)\nprint(p.pid, flush=True)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert launcher.stdout is not None
+    with launcher.stdout:
+        hog = psutil.Process(int(launcher.stdout.readline()))
+    launcher.wait(timeout=30)  # the launcher is gone: the hog is nobody's child here
+    before = contention.take()
+    hog_before = hog_after = sum(hog.cpu_times()[:2])
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline
+        try:  # reaped between two looks: status() raised NoSuchProcess outside the try
+            if hog.status() == psutil.STATUS_ZOMBIE:
+                break
+            hog_after = sum(hog.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    after = contention.take()
+    others_s = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
+    spun = hog_after - hog_before
+    assert spun > 0.15  # it did spin in the window
+    assert others_s >= 0.9 * spun
+    assert contention.figures(before, after)[bounds.OTHERS_CPU] > 0
+
+
+def test_rows_measured_on_a_busy_machine_are_counted_per_pair():
+    """Two phase pairs; in pair 1 the protobuf phase ran beside others' 50 % of a core:
+    the pair is busy (the busier phase decides), so the RTT row has 1 busy replicate of
+    2, and the capacity row (another phase kind, never busy) none."""
+    periodic, capacity = {"phase": "periodic"}, {"phase": "capacity"}
+    sets = []
+    for phase in range(2):
+        for codec in ("json", "protobuf"):
+            sets.append(SampleSet("link", "seed", codec, "rtt", "s", periodic, [1e-4], phase))
+            sets.append(
+                SampleSet("link", "seed", codec, "capacity_msgs", "messages/s", capacity,
+                          [1e3], phase)
+            )  # fmt: skip
+            others = 50.0 if (phase, codec) == (1, "protobuf") else 5.0
+            for params in (periodic, capacity):
+                value = others if params is periodic else 5.0
+                sets.append(
+                    SampleSet("link", "seed", codec, bounds.OTHERS_CPU, "percent", params,
+                              [value], phase)
+                )  # fmt: skip
+    result = comparison.compare(sets, "json", "protobuf")
+    by_metric = {row.identity.metric: row for row in result.rows}
+    assert by_metric["rtt"].busy == 1
+    assert by_metric["capacity_msgs"].busy == 0
+    assert result.busy == (1, 4)  # 2 periodic + 2 capacity pairs measured, 1 busy
