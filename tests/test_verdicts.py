@@ -24,10 +24,12 @@ import io
 import math
 import random
 import re
+import shutil
 import statistics
 from pathlib import Path
 
 import pytest
+from report_helpers import evbench
 
 from evbench.report import exports, verdict_line
 from evbench_core import comparison, results, sequential
@@ -374,3 +376,24 @@ def test_the_one_line_verdict_says_what_comparison_csv_says():
     assert by_metric[("encode", "")]["change"] == f"{1 / encode:.0f}x faster"
     undecided = sum(r["verdict"] in ("undecided", "n too small") for r in rows)
     assert line.endswith(f"{undecided} undecided")
+
+
+def test_the_report_and_compare_open_on_the_one_line_verdict(tmp_path):
+    """Where the line stands (its words are checked above): report.md's answer and
+    `evbench compare` say it first, before anything else of the run."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    found = comparison.compare_run(results.load_run(run), "json", "protobuf")
+    (line,) = verdict_line.lines(found)
+    done = evbench("report", str(run))
+    assert done.returncode == 0, done.stderr
+    report = (run / "report.md").read_text(encoding="utf-8").splitlines()
+    heading = next(i for i, said in enumerate(report) if said.startswith("## The answer"))
+    first = next(said for said in report[heading + 1 :] if said.strip())
+    assert first.replace("\\", "") == line  # report.md escapes Markdown's characters
+    done = evbench("compare", "--no-history", str(run), str(run))
+    assert done.returncode == 0, done.stderr
+    first, second, blank = done.stdout.splitlines()[:3]
+    name = first.split(": seed: ")[0]  # each run's name, within the line's 100 columns
+    (line,) = verdict_line.lines(found, width=verdict_line.WIDTH - len(name) - 2)
+    assert first == f"{name}: {line}" and second.endswith(f": {line}") and blank == ""
