@@ -105,6 +105,21 @@ def _session_history_store(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(autouse=True)
+def _signal_dispositions():
+    """Every test leaves the worker's signal handlers as it found them. A responder's
+    serve loop run in this process ignores SIGTERM once stopped (it is on its way out:
+    link/stop_signal.py); left so, every process this worker starts later inherits
+    SIGTERM ignored, and a test that stops a run with SIGTERM saw the run go on to
+    the end (the fast tier, once, after test_can_peer's in-process serve loops)."""
+    handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    before = {number: signal.getsignal(number) for number in handled}
+    yield
+    for number, handler in before.items():
+        if signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
+
+
+@pytest.fixture(autouse=True)
 def history_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's runs go to a history store of its own, never the user's real one."""
     path = tmp_path / "history.sqlite"
