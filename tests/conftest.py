@@ -80,6 +80,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -tests_in[item.path]))
 
 
+_FILE_SECONDS: Counter[str] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each file's time, setup and teardown included (with pytest-xdist the controller
+    sees every worker's reports), for the summary below."""
+    _FILE_SECONDS[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The 30 longest files, seconds each: what LONGEST_FILES above is kept from."""
+    if not _FILE_SECONDS:
+        return
+    terminalreporter.write_sep("=", "longest files (seconds, setup and teardown included)")
+    for path, seconds in _FILE_SECONDS.most_common(30):
+        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
+
+
 def require(condition: bool, what: str) -> None:
     """Fail, naming it, when a real component the test needs is missing."""
     if not condition:
