@@ -378,6 +378,29 @@ def test_the_one_line_verdict_says_what_comparison_csv_says():
     assert line.endswith(f"{undecided} undecided")
 
 
+def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words():
+    """A line that names a leader says how many rows are still open before anything
+    else it could say: the seed's line at 100 columns once kept its bus fit and dropped
+    "1 undecided"."""
+    found = comparison.compare_run(results.load_run(RUN), "json", "protobuf")
+    (bare,) = verdict_line.lines(found)
+    count = re.search(r"; (\d+) undecided$", bare)
+    assert count and int(count[1]) >= 1, bare
+    fit = "; fits can-500k, JSON does not"
+    fits = {"seed": {"protobuf": ["can-500k"], "json": []}}
+    (roomy,) = verdict_line.lines(found, fits, width=len(bare) + len(fit))
+    assert roomy == bare + fit
+    # room for size, encode and the fit, or for size, encode and the count: the count
+    decode = re.search(r", [\d.]+x faster to decode", bare)
+    assert decode, bare
+    kept = bare.replace(decode[0], "")
+    (tight,) = verdict_line.lines(found, fits, width=len(kept) - len(count[0]) + len(fit))
+    assert tight == kept
+    # narrower still: the other words go too, and the count stays
+    narrow = f"seed: Protobuf - 3.6x smaller; {count[1]} undecided"
+    assert verdict_line.lines(found, fits, width=len(narrow)) == [narrow]
+
+
 def test_the_report_and_compare_open_on_the_one_line_verdict(tmp_path):
     """Where the line stands (its words are checked above): report.md's answer and
     `evbench compare` say it first, before anything else of the run."""

@@ -4,11 +4,11 @@
     (within 50 µs); fits can-500k, JSON does not
 
 At most WIDTH columns: the leading codec (the one that wins more tested rows), then
-what it wins, what the other wins, what was shown equal (with its margin), what is
-still open, and the bus fit, in that order of importance; what does not fit the line
-is in the answer and the table below it. Every figure is the comparison's own
-(the test's ratio estimate for a tested row, the exact ratio for a fact), said as
-ratios.change_text says it everywhere.
+what it wins, what the other wins, what was shown equal (with its margin), how many
+rows are still open, and the bus fit. The line keeps them by PRIORITY, the open count
+first; what does not fit the line is in the answer and the table below it. Every
+figure is the comparison's own (the test's ratio estimate for a tested row, the exact
+ratio for a fact), said as ratios.change_text says it everywhere.
 """
 
 from __future__ import annotations
@@ -81,10 +81,12 @@ def _within(row: Row) -> str:
     return f"within {margin}"
 
 
-#: Which key rows the line keeps first when it cannot hold them all (KEY_ROWS indices):
-#: size, encode, RTT, the bus fit (a hard limit of the product), jitter, what is
-#: undecided, then the rest.
-PRIORITY = (0, 1, 3, "fits", 4, "open", 2, 5, 6)
+#: Which items the line keeps first when it cannot hold them all (KEY_ROWS indices):
+#: how many rows are undecided (first: a line that names a leader must not hide that
+#: rows are still open), then size, encode, RTT, the bus fit (a hard limit of the
+#: product), jitter, then the rest. The seed's line once dropped "1 undecided" for its
+#: bus fit at 100 columns.
+PRIORITY = ("open", 0, 1, 3, "fits", 4, 2, 5, 6)
 #: The groups of the line, in order, and what stands before a group's first item.
 GAINS, LOSSES, EQUAL_ROWS, OPEN, FIT = range(5)
 
