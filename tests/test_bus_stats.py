@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import struct
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -265,14 +263,6 @@ def test_a_can_phases_counters_worked_by_hand(before, after, rises, bus_errors, 
     assert change.flagged is bool(reasons) and change.reasons() == reasons
 
 
-def test_an_ip_answer_without_statistics_or_no_such_interface_gives_no_counters() -> None:
-    for document in ([], [{"ifname": "can0"}], {"not": "a list"}, [7]):
-        assert bus_stats.parse_ip_link(document, "can0") is None
-    counters = bus_stats.BusCounters("isotp", "evbs-no-such")
-    assert counters.snapshot() is None and counters.source == "none"
-    assert counters.params()["counter_source"] == "none"
-
-
 # --- UART ---------------------------------------------------------------------------
 
 
@@ -287,15 +277,19 @@ def test_a_uarts_counts_from_a_serial_icounter_struct_worked_by_hand() -> None:
     assert change.bus_errors == 2 + 1 + 5 and change.flagged
 
 
-def test_a_pseudo_terminal_keeps_no_counts() -> None:
-    """The link's UART tests run over ptys: TIOCGICOUNT is a serial_core call a pty
-    does not implement, so nothing is recorded for them (and nothing fails)."""
+def test_no_counters_from_an_ip_answer_without_them_no_such_interface_or_a_pty() -> None:
+    """Nothing is recorded for them, and nothing fails. The link's UART tests run over
+    ptys: TIOCGICOUNT is a serial_core call a pty does not implement."""
+    for document in ([], [{"ifname": "can0"}], {"not": "a list"}, [7]):
+        assert bus_stats.parse_ip_link(document, "can0") is None
     controller, terminal = os.openpty()
     try:
-        name = os.ttyname(terminal)
-        assert bus_stats.uart_snapshot(name) is None
-        counters = bus_stats.BusCounters("uart", name)
-        assert counters.snapshot() is None and counters.source == "none"
+        pty = os.ttyname(terminal)
+        assert bus_stats.uart_snapshot(pty) is None
+        no_such = bus_stats.BusCounters("isotp", "evbs-no-such")
+        for counters in (no_such, bus_stats.BusCounters("uart", pty)):
+            assert counters.snapshot() is None and counters.source == "none"
+            assert counters.params()["counter_source"] == "none"
     finally:
         os.close(controller)
         os.close(terminal)
@@ -323,45 +317,28 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
 ) -> None:
     """No answer to HELLO can be a controller gone bus-off: the suite says the bus's
     errors before the error itself. Here the phase fails for real (this host has no
-    AF_CAN, so the ISO-TP port cannot open) while frames are being dropped on the
-    interface by a sender that keeps going until the phase has failed."""
+    AF_CAN, so the ISO-TP port cannot open) after 5 frames were dropped on the
+    interface within it, just before its port opens."""
     a, b = veth
     subprocess.run(["ip", "link", "set", b, "down"], check=True)
     run_spec = specs.from_dict({"link_transport": f"isotp://{a}?tx=0x7E0&rx=0x7E8"})
     said = _Said()
     context = RunContext(run_spec, RunWriter(tmp_path / "run", "r3"), said)
     phases = BusPhases(context, link_suite.Settings.from_spec(run_spec), timing.current())
-    link = messages.bind("json", "seed")
-    sending, done, sent = threading.Event(), threading.Event(), [0]
+    opens_the_port = phases.prepare
 
-    def drop_frames() -> None:
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
-            sender.bind((a, 0))
-            while not done.is_set():
-                sender.send(FRAME)
-                sent[0] += 1
-                sending.set()
+    def drops_then_opens() -> None:
+        # sent, and counted, between the phase's two snapshots: no race with its `ip` runs
+        assert phases.counters is not None
+        _send(a, 5)  # the peer is down: veth drops each one and counts it
+        _settle(phases.counters)
+        opens_the_port()
 
-    dropper = threading.Thread(target=drop_frames)
-    dropper.start()
-    try:
-        assert sending.wait(10), "the dropping sender never sent"
-        # A veth to a peer that is down counts its drops as the kernel gets to them, not
-        # always between two given `ip` runs a few ms apart: try a few phases, until one
-        # sees them (each failing phase says the line only when its counters rose).
-        for _attempt in range(20):
-            with pytest.raises(UserError):
-                phases.periodic("seed", "json", 0, link, [])
-            if said.lines:
-                break
-        during = sent[0]
-    finally:
-        done.set()
-        dropper.join(5)
-    assert during > 0 and phases.counters is not None and phases.counters.source == "ip"
-    assert len(said.lines) == 1, (said.lines, during)
-    assert said.lines[0].startswith(f"link: bus errors on {a} during seed json phase 1: ")
-    assert re.fullmatch(r"tx_dropped \+\d+", said.lines[0].rsplit(": ", 1)[1])
+    phases.prepare = drops_then_opens
+    with pytest.raises(UserError):
+        phases.periodic("seed", "json", 0, messages.bind("json", "seed"), [])
+    assert phases.counters is not None and phases.counters.source == "ip"
+    assert said.lines == [f"link: bus errors on {a} during seed json phase 1: tx_dropped +5"]
     assert not list(results.read_samples(tmp_path / "run"))  # said, not recorded
 
 
