@@ -1,5 +1,6 @@
-"""Flash cannot destroy its source, nor be sent elsewhere (an independent attack, then
-issue 44, item 11). Each of these was found broken:
+"""Flash cannot destroy its source, nor be sent elsewhere (issue 16, item 3; an independent
+attack; issue 44, item 11): a path swapped after inspection (by an attacker, a udev rule or
+a careless script) must not get the write. Each of these was found broken:
 
 - a loop device reading the image (directly, through a chain of loops, or through a hard
   link of it whose name was then removed) was overwritten and reported "verified" (only
@@ -13,19 +14,23 @@ issue 44, item 11). Each of these was found broken:
   and the file made inside it with openat;
 - a path changing while inspected gave an internal error (EINVAL from Path.resolve, 42 of
   120 races): now "the target changed", exit 2.
-Real loop devices (losetup); the swaps go through the seam `evbench.flash.target.before_open`.
+Real loop devices (losetup), their bytes checked; the swaps go through the documented seam
+`evbench.flash.target.before_open`, which runs between inspection and opening.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from flash_images import MiB, fill, flash, flash_board, module_images, piece
+from flash_images import MiB, assert_flashed, fill, flash, flash_board, module_images, small_spans
 from test_flash_devices import loop_device
 
 from evbench.flash import target as targets
@@ -45,6 +50,45 @@ def to_device(board: str | None, device: str) -> tuple[str, ...]:
     return (*where, "--device", device, "--yes")
 
 
+@pytest.fixture
+def victim(tmp_path):
+    """A loop device that the swaps point at, and its bytes, which must stay as they are."""
+    backing = fill(tmp_path / "victim.img", 8 * MiB)
+    with loop_device(backing) as device:
+        yield device, backing.read_bytes()
+
+
+def unwritten(device: str, before: bytes) -> bool:
+    with open(device, "rb") as handle:
+        return handle.read() == before
+
+
+def swap_before_open(monkeypatch, swap) -> list[str]:
+    """Run `swap(target)` between inspection and opening; the list records that it ran."""
+    ran: list[str] = []
+
+    def seam(target) -> None:
+        swap(target)
+        ran.append(str(target.path))
+
+    monkeypatch.setattr(targets, "before_open", seam)
+    return ran
+
+
+def block_node(path: Path, device: str) -> None:
+    """A second device node for `device` (as a stray /dev entry would be)."""
+    os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
+
+
+def swap_for(path: Path, device: str, kind: str) -> None:
+    """`path` (if any) becomes a "symlink" to `device` or a "device node" of it."""
+    path.unlink(missing_ok=True)
+    if kind == "symlink":
+        path.symlink_to(device)
+    else:
+        block_node(path, device)
+
+
 @pytest.mark.parametrize(
     ("depth", "link"),
     [(1, None), (2, None), (3, None), (1, "removed"), (2, "removed"), (1, "name taken")],
@@ -58,7 +102,7 @@ def to_device(board: str | None, device: str) -> tuple[str, ...]:
     ],
 )
 def test_a_loop_device_reading_the_image_itself_is_refused(tmp_path, capsys, depth, link):
-    image, before = tmp_path / "disk.img", piece(7, 0, SIZE)
+    image, before = tmp_path / "disk.img", os.urandom(SIZE)
     image.write_bytes(before)
     backing = tmp_path / "link.img" if link else image
     if link:
@@ -86,7 +130,7 @@ def test_a_loop_device_reading_the_image_itself_is_refused(tmp_path, capsys, dep
 def test_a_stacked_loop_over_another_file_is_still_flashed(tmp_path, capsys):
     """The check refuses only the image's own chain: a loop over a loop over a card file."""
     image = tmp_path / "disk.img"
-    image.write_bytes(piece(7, 0, SIZE))
+    image.write_bytes(os.urandom(SIZE))
     card = fill(tmp_path / "card.img", 2 * SIZE)
     with loop_device(card) as lower, loop_device(Path(lower)) as upper:
         code, out, err = flash(capsys, image, "--no-bmap", *to_device(None, upper))
@@ -141,31 +185,119 @@ def test_a_gzip_image_says_before_writing_that_its_fit_is_unknown(images, tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("swapped_for", "says"),
+    ("target", "swap", "says"),
     [
-        ("a link", ["changed", "nothing was written"]),
-        ("another directory", ["its directory is another one"]),
+        ("card.img", "symlink", ["changed", "nothing was written"]),
+        ("new.img", "symlink", ["changed"]),  # a new file that appears as a symlink
+        # no symlink at all: O_NOFOLLOW opens the node; only fstat on the descriptor tells
+        ("card.img", "device node", ["no longer a regular file"]),
+        # the new file's directory swapped for a link to another one, or for another one
+        ("cards/new.img", "a link", ["changed", "nothing was written"]),
+        ("cards/new.img", "another directory", ["its directory is another one"]),
     ],
 )
-def test_a_new_file_is_not_created_through_a_parent_swapped(
-    images, tmp_path, capsys, monkeypatch, swapped_for, says
+def test_a_target_swapped_after_inspection_is_not_written(
+    images, victim, tmp_path, capsys, monkeypatch, target, swap, says
 ):
-    folder, moved, other = tmp_path / "cards", tmp_path / "cards.moved", tmp_path / "other"
+    device, before = victim
+    path, folder, other = tmp_path / target, tmp_path / "cards", tmp_path / "other"
     folder.mkdir()
     other.mkdir()
+    if target == "card.img":
+        fill(path, SIZE)
 
-    def swap(_target) -> None:
-        folder.rename(moved)
-        if swapped_for == "a link":
+    def swap_it(_target) -> None:
+        if swap in ("symlink", "device node"):
+            swap_for(path, device, swap)
+            return
+        folder.rename(tmp_path / "cards.moved")
+        if swap == "a link":
             folder.symlink_to(other)
         else:
             other.rename(folder)
 
-    monkeypatch.setattr(targets, "before_open", swap)
-    code, _, err = flash(capsys, images["xz"], "--device", folder / "new.img")
+    ran = swap_before_open(monkeypatch, swap_it)
+    code, out, err = flash(capsys, images["xz"], "--device", path)
+    assert unwritten(device, before), "the swapped-in device was written"
+    assert ran, "the swap never happened"
     assert code == 2 and all(said in err for said in says), err
-    # nothing in the directory swapped in (through the link or renamed), nor in the moved one
-    assert list(folder.iterdir()) == [] and list(moved.iterdir()) == []
+    assert "wrote" not in out
+    # Nothing in the directory swapped in (through the link or renamed), nor the moved one.
+    assert [*folder.iterdir(), *tmp_path.glob("cards.moved/*")] == []
+
+
+@pytest.mark.parametrize("kind", ["device node", "symlink"])
+def test_a_device_path_repointed_after_inspection_never_writes_the_new_device(
+    images, victim, tmp_path, capsys, monkeypatch, kind
+):
+    # A path that stays a block device node, but of another device: the device number
+    # tells. A /dev/disk/by-id/... name is a symlink: it keeps working, and repointing it
+    # after inspection changes nothing, because the resolved device is what gets opened.
+    device, before = victim
+    path = tmp_path / "usb-Card_Reader_0001-0:0"
+    with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
+        if kind == "symlink":
+            path.symlink_to(inspected)
+        else:
+            block_node(path, inspected)
+        ran = swap_before_open(monkeypatch, lambda _t: swap_for(path, device, kind))
+        code, out, err = flash(capsys, images["xz"], "--device", path, "--allow-fixed", "--yes")
+        assert ran, "the swap never happened"
+        if kind == "device node":
+            assert code == 2 and "another device" in err, err
+        else:
+            assert code == 0, err
+            assert f"{path} -> {inspected}" in out  # both names, so the user sees what was meant
+            assert_flashed(inspected, images["plain"], small_spans(images))
+    assert unwritten(device, before), "the device the path was repointed to was written"
+
+
+# The board's receiver (flash --board) opens its device the same way. It runs as a
+# script on the board; here it is imported from its folder, and the swap is injected by
+# wrapping its inspect(), which runs right before write() opens the device.
+FRAMES = b"W 0 4\nEVIL" + b"R 0 4 sha256 " + hashlib.sha256(b"EVIL").hexdigest().encode() + b"\nE\n"
+
+
+@pytest.mark.parametrize(
+    ("swap_kind", "refusal"),
+    # A link fails to open (O_NOFOLLOW); a node opens, and fstat tells it apart.
+    [("symlink", "symbolic links"), ("device node", "changed since it was inspected")],
+)
+def test_the_boards_receiver_refuses_a_swapped_target(
+    victim, tmp_path, monkeypatch, swap_kind, refusal
+):
+    monkeypatch.syspath_prepend(str(Path(targets.__file__).parent))
+    import emmc_receiver
+
+    device, before = victim
+    target = fill(tmp_path / "emmc.img", MiB)
+    # What the host would stream: the receiver reads sys.stdin.buffer.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FRAMES)))
+    inspect, ran = emmc_receiver.inspect, []
+
+    def inspect_then_swap(path: str) -> dict:
+        info = inspect(path)
+        swap_for(target, device, swap_kind)
+        ran.append(path)
+        return info
+
+    monkeypatch.setattr(emmc_receiver, "inspect", inspect_then_swap)
+    with pytest.raises(emmc_receiver.Refused, match=refusal):
+        emmc_receiver.write(str(target), None, False)
+    assert unwritten(device, before), "the swapped-in device was written"
+    assert ran, "the swap never happened"
+
+
+def test_the_image_itself_is_never_the_target(images, tmp_path, capsys):
+    # A file target is emptied before writing: were it the image (here through a link, so the
+    # names differ), the image would be lost. Its bmap likewise.
+    image = tmp_path / "disk.img"
+    image.write_bytes(images["plain"].read_bytes())
+    (tmp_path / "card.img").symlink_to(image)
+    for target in (image, tmp_path / "card.img", images["bmap"]):
+        code, _, err = flash(capsys, image, "--bmap", images["bmap"], "--device", target)
+        assert code == 2 and "itself; nothing was written" in err, err
+    assert image.read_bytes() == images["plain"].read_bytes()
 
 
 FLIPPER = """

@@ -136,7 +136,7 @@ def confirm(target: Target, what: str, assume_yes: bool, ask: Callable[[str], st
 
 
 #: Test seam: when set, called with the Target between inspection and opening, so a
-#: test can swap the path as an attacker would (tests/test_flash_race.py). Never set
+#: test can swap the path as an attacker would (tests/test_flash_harden.py). Never set
 #: outside tests; the checks after opening do not depend on it.
 before_open: Callable[[Target], None] | None = None
 
