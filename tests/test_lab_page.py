@@ -1,7 +1,14 @@
-"""lab.html in a real headless Chromium: figures in readable units, a regressed entry's
-row coloured (issue 31).
+"""lab.html and the nightly comparison it shows.
 
-The page is rendered from a lab index naming the committed sample run
+The comparison picks the same board's previous run of the same entry. Two boards of one
+lab share one machine here (their runs carry one board identity, as two ssh:// boards on
+one host do), and run in parallel: board b's run of a night starts before board a's ends.
+The runs are copies of the committed sample run (tests/history_runs.py) laid out as
+`evbench lab run` lays them out, with the lab.json the lab writes (evbench.lab.index),
+indexed into a real SQLite history store.
+
+The page, in a real headless Chromium: figures in readable units, a regressed entry's
+row coloured (issue 31). It is rendered from a lab index naming the committed sample run
 (tests/data/runs/core-v1) for two boards, one of them regressed against its previous
 night. The expected cells are worked out from that run's summary by hand: json's
 encode median is 5.7077e-05 s, 57.1 µs to three digits; its size 995 B.
@@ -10,16 +17,98 @@ encode median is 5.7077e-05 s, 57.1 µs to three digits; its size 995 B.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from chromium import open_page
 from conftest import ROOT
+from history_runs import night
 
-from evbench.lab import report
-
-pytestmark = pytest.mark.integration
+from evbench.history import open_store, parse_url
+from evbench.history.indexing import index_run
+from evbench.lab import index, nightly_compare, plan, report
 
 CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
+PLAN = {
+    "boards": [{"board": "ssh://root@localhost", "name": "a"},
+               {"board": "ssh://root@127.0.0.1", "name": "b"}],
+    "matrix": {"suites": ["codec"], "profiles": ["seed"], "codecs": ["json,protobuf"]},
+    "options": ["--quick"],
+}  # fmt: skip
+
+
+def _lab_night(root: Path, name: str, numbers: dict, runs: Path, lab_plan=PLAN, factor=1.0) -> dict:
+    """A lab directory whose board entries ran the given nights (timings times `factor`);
+    {board: run directory}."""
+    lab = root / name
+    lab.mkdir()
+    parsed = plan.parse(lab_plan)
+    lab_index = index.LabIndex(lab, root / "LAB.yaml", parsed.entries)
+    placed = {}
+    for entry in parsed.entries:
+        run = lab / "runs" / entry.id
+        run.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(night(runs, numbers[entry.board.label], factor), run)
+        lab_index.update(entry.id, run_dir=str(run.relative_to(lab)), status="complete")
+        placed[entry.board.label] = run
+    return placed
+
+
+def _history(tmp_path: Path, runs: list[Path], monkeypatch) -> None:
+    """These runs indexed into a real SQLite store, the one EVBENCH_HISTORY names."""
+    store = tmp_path / "history.sqlite"
+    with open_store(parse_url(str(store))) as history:
+        for run in runs:
+            history.add(index_run(run))
+    monkeypatch.setenv("EVBENCH_HISTORY", str(store))
+
+
+def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, monkeypatch):
+    runs = tmp_path / "copies"
+    runs.mkdir()
+    # Night 1: b at 1 (day 1), a at 2; night 2: b at 3, a at 4. Ordered by time alone,
+    # a's baseline on night 2 would be b's run of the same night (3).
+    first = _lab_night(tmp_path, "lab-1", {"a": 2, "b": 1}, runs)
+    second = _lab_night(tmp_path, "lab-2", {"a": 4, "b": 3}, runs)
+    _history(tmp_path, [*first.values(), *second.values()], monkeypatch)
+    for board in ("a", "b"):
+        previous = nightly_compare.previous_run(second[board])
+        assert previous is not None and Path(previous["directory"]) == first[board], board
+        assert nightly_compare.previous_run(first[board]) is None  # its first night
+    # A run outside any lab has no entry identity and is nobody's baseline here.
+    assert nightly_compare.lab_entry(runs) is None
+
+
+def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_path, monkeypatch):
+    """Issue 44, item 5: compare fails (3) on a change beyond --max-change either way; a
+    night whose timings all take 0.3 times the previous night's (3.3x faster, beyond
+    compare's 50 % both ways: x1.5 or x1/1.5) is an improvement, and a night after it
+    whose timings take 10 times as long (3.0 / 0.3) is a regression."""
+    one_board = dict(PLAN, boards=PLAN["boards"][:1])
+    runs = tmp_path / "copies"
+    runs.mkdir()
+    nights = [
+        _lab_night(tmp_path, f"lab-{number}", {"a": number}, runs, one_board, factor)["a"]
+        for number, factor in ((1, 1.0), (2, 0.3), (3, 3.0))
+    ]
+    _history(tmp_path, nights, monkeypatch)
+    faster = nightly_compare.against_previous(nights[1], tmp_path / "logs" / "2.compare.txt")
+    slower = nightly_compare.against_previous(nights[2], tmp_path / "logs" / "3.compare.txt")
+    assert faster["baseline"] == str(nights[0]) and slower["baseline"] == str(nights[1])
+    assert faster["exit_code"] == slower["exit_code"] == 3  # compare fails either way
+    assert faster["regressed"] is False and faster.get("improved_beyond_max_change") is True
+    assert slower["regressed"] is True and slower.get("improved_beyond_max_change") is False
+    entries = [
+        {"board": "a", "suite": "codec", "profile": "seed", "codecs": "json,protobuf",
+         "status": "complete", "exit_code": 3, "duration_s": 1.0, "run_dir": None,
+         "comparison": comparison}
+        for comparison in (faster, slower)
+    ]  # fmt: skip
+    page = report.render(tmp_path, {"plan": "LAB.yaml", "entries": entries})
+    rows = page.split("<tr")[2:]  # the header row first
+    assert "REGRESSED" not in rows[0] and "improved beyond --max-change" in rows[0]
+    assert "regressed-entry" not in rows[0]
+    assert "REGRESSED" in rows[1] and "regressed-entry" in rows[1]
 
 
 def _entry(board: str, regressed: bool) -> dict:
@@ -31,14 +120,15 @@ def _entry(board: str, regressed: bool) -> dict:
     }  # fmt: skip
 
 
+@pytest.mark.integration  # Chromium
 def test_the_lab_page_gives_units_and_colours_a_regressed_entry(tmp_path):
     for board in ("am62x-a", "am62x-b"):
         shutil.copytree(CORE_V1, tmp_path / board)
-    index = {
+    lab_index = {
         "plan": "LAB.yaml", "started": "2026-12-02T01:00:00Z", "finished": "2026-12-02T01:05:00Z",
         "entries": [_entry("am62x-a", regressed=True), _entry("am62x-b", regressed=False)],
     }  # fmt: skip
-    page = report.write(tmp_path, index)
+    page = report.write(tmp_path, lab_index)
     html = page.read_text()
     assert "codec seed json encode: median 57.1 µs (n=10)" in html
     assert "codec seed json size: median 995.0 B (n=200)" in html

@@ -57,7 +57,7 @@ JOB_ARGS = {
         "--rootfs", "http://lab.example/qemuarm64/evbench-image-qemuarm64.rootfs.ext4",
     ],
 }  # fmt: skip
-JOB_ARGS["qemu-aarch64"] = JOB_ARGS["qemu"]  # test_lava_device_types: one per device type
+JOB_ARGS["qemu-aarch64"] = JOB_ARGS["qemu"]  # test_lava_tables: one per device type
 
 
 def lava(command: str, *paths: Path) -> dict:
