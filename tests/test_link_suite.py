@@ -1,17 +1,23 @@
 """The link suite end to end on 127.0.0.1: a complete small run, and a run whose
-responder is killed mid-phase (saved as partial, with its messages)."""
+responder is killed mid-phase (saved as partial, with its messages); and
+benchmarks/link_power_bound.py's own arithmetic, by hand, and its reading of the small
+run (the figures it prints for a full run are the note's)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
+import random
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -33,6 +39,12 @@ PERIODIC_METRICS = {
 #: The capacity phase's figures, and its back-to-back RTTs as their own records.
 CAPACITY_METRICS = {"capacity_msgs", "capacity_bytes", "rtt_transport"}
 
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "link_power_bound.py"
+_loader = importlib.util.spec_from_file_location("link_power_bound", SCRIPT)
+bound = importlib.util.module_from_spec(_loader)
+sys.modules["link_power_bound"] = bound  # a script, not a package module: loaded by path
+_loader.loader.exec_module(bound)
+
 
 def _spec(**link):
     # `profiles` is the codec suite's: the link suite measures `link_profiles` (default seed)
@@ -46,9 +58,17 @@ def _records(directory):
     return json.loads((directory / SUMMARY).read_text())["records"]
 
 
-def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
-    runner.run(_spec(link_count=6), tmp_path / "run", "test-run", Progress())
-    records = [r for r in _records(tmp_path / "run") if r["suite"] == "link"]
+@pytest.fixture(scope="module")
+def loopback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small run, read by the tests of its records and of link_power_bound.py:
+    3 duets of 5 measured messages a codec, 3 capacity pairs."""
+    run = tmp_path_factory.mktemp("link") / "run"
+    runner.run(_spec(link_count=5, link_phases=3), run, "test-run", Progress())
+    return run
+
+
+def test_a_loopback_run_records_every_link_metric_for_both_codecs(loopback_run):
+    records = [r for r in _records(loopback_run) if r["suite"] == "link"]
     periodic = [r for r in records if r["params"].get("phase") == "periodic"]
     capacity = [r for r in records if r["params"].get("phase") == "capacity"]
     # Around every phase the machine's state (context; the clock only where it is read).
@@ -60,8 +80,8 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
             assert metrics - optional == expected | machine
     assert {r["profile"] for r in periodic + capacity} == {"seed"}
     by_metric = {(r["codec"], r["metric"]): r for r in periodic}
-    assert by_metric["json", "rtt"]["n"] == 12  # 6 messages x 2 phases
-    assert by_metric["json", "lost"]["n"] == 2  # one value per phase
+    assert by_metric["json", "rtt"]["n"] == 15  # 5 messages x 3 phases
+    assert by_metric["json", "lost"]["n"] == 3  # one value per phase
     assert by_metric["json", "lost"]["max"] == 0
     rtt = by_metric["protobuf", "rtt"]
     assert rtt["params"]["rate_hz"] == 100.0 and rtt["params"]["peer"] == "loopback"
@@ -78,7 +98,7 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     # each after half the warm-up (0.01 s)
     assert capacity_msgs[0]["params"]["blocks"] == 4
     assert capacity_msgs[0]["params"]["warmup_s"] == 0.01
-    assert capacity_msgs[0]["n"] == 2  # one value per pair
+    assert capacity_msgs[0]["n"] == 3  # one value per pair
     # end to end includes encoding and decoding, so it is never below transport
     assert rtt["min"] >= 0 and rtt["median"] >= by_metric["protobuf", "rtt_transport"]["min"]
     # the board's own wake-up latency at the link period (10 ms here), a context record
@@ -86,17 +106,52 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(tmp_path):
     assert wakeup["codec"] is None and wakeup["params"]["period_s"] == 0.01
     assert wakeup["n"] == 100 and wakeup["min"] >= 0
     # energy per message divides each phase's window by every message it sent:
-    # 2 warm-up (0.02 s at 100 Hz) + 6 measured in a periodic phase
-    markers = [json.loads(line) for line in (tmp_path / "run" / MARKERS).read_text().splitlines()]
+    # 2 warm-up (0.02 s at 100 Hz) + 5 measured in a periodic phase
+    markers = [json.loads(line) for line in (loopback_run / MARKERS).read_text().splitlines()]
     ends = [m for m in markers if m["event"] == "end" and m.get("suite") == "link"]
     periodic_ends = [m for m in ends if m.get("kind") == "periodic"]
-    # The periodic phases run as duets (both codecs at once): 2 duets of 2 x 8 messages.
-    assert [m["messages"] for m in periodic_ends] == [16] * 2
+    # The periodic phases run as duets (both codecs at once): 3 duets of 2 x 7 messages.
+    assert [m["messages"] for m in periodic_ends] == [14] * 3
     assert {m["codec"] for m in periodic_ends} == {None}
     # The capacity phases run as interleaved pairs (every codec's blocks: codec none).
     capacity_ends = [m for m in ends if m.get("kind") == "capacity"]
-    assert len(capacity_ends) == 2 and {m["codec"] for m in capacity_ends} == {None}
-    assert (tmp_path / "run" / COMPLETE).exists()
+    assert len(capacity_ends) == 3 and {m["codec"] for m in capacity_ends} == {None}
+    assert (loopback_run / COMPLETE).exists()
+
+
+def test_the_power_bound_reads_a_real_runs_duets_and_prints_every_row(loopback_run, capsys):
+    # comparison.csv, as `evbench report` writes it for a run
+    report = [sys.executable, "-m", "evbench", "report", str(loopback_run)]
+    subprocess.run(report, check=True, capture_output=True, timeout=120)
+    pairs = bound.duets(loopback_run, "rtt_transport", "json", "protobuf")
+    assert len(pairs) == 3  # one per duet, both codecs, every measured message
+    assert all(sorted(d) == ["json", "protobuf"] and len(d["json"]) == 5 for d in pairs)
+    assert bound.main([str(loopback_run), "--resamples", "20"]) == 0
+    out = capsys.readouterr().out
+    for label in bound.ROWS:
+        (line,) = [line for line in out.splitlines() if line.strip().startswith(label)]
+        assert "    15 " in line  # 3 duets x 5 messages of each codec
+
+
+def test_the_duets_a_row_would_need_scale_with_the_square_of_its_interval():
+    # 37.2 % with 30 pairs: half-width log(1.372 / 1.02) = 0.29648 against the aim's
+    # log(1.2 / 1.02) = 0.16252; (0.29648 / 0.16252)^2 = 3.3280, x 30 = 99.84 pairs
+    assert bound.duets_for_aim(0.372, 30) == pytest.approx(99.84, abs=0.05)
+    assert bound.duets_for_aim(0.20, 30) == pytest.approx(30)  # at the aim already
+
+
+def test_identical_duets_give_no_spread_and_the_ratio_of_the_statistics():
+    # every duet the same: each resample is too, so se = 0 and detectable is the band
+    pairs = [{"json": [1.0, 2.0, 3.0], "protobuf": [2.0, 4.0, 6.0]}] * 5
+    median = bound.ROWS["RTT, transport (periodic)"][1]
+    found = bound.pooled_bound(pairs, median, "json", "protobuf", 2.807, 50, random.Random(1))
+    assert found["ratio"] == pytest.approx(2.0)  # medians 4 against 2
+    assert found["se"] == 0 and found["detectable"] == pytest.approx(0.02)
+    assert found["messages"] == 15 and found["needed"] == 0
+    # |ΔRTT| within phases: |2-1|, |3-2| against |4-2|, |6-4|: 1 against 2
+    deltas = bound.ROWS["|ΔRTT|, consecutive (periodic)"][1]
+    found = bound.pooled_bound(pairs, deltas, "json", "protobuf", 2.807, 50, random.Random(1))
+    assert found["ratio"] == pytest.approx(2.0)
 
 
 def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path):
