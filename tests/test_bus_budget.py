@@ -2,7 +2,9 @@
 
 Every expected figure here is computed in the test from the field widths of
 ISO 11898-1 (classic CAN and CAN FD), ISO 15765-2 (ISO-TP), 8N1 character
-framing and IEEE 802.3 framing, never read from the modules' constants.
+framing and IEEE 802.3 framing, never read from the modules' constants: for the
+codecs' messages, for the dbc codec's own CAN frames (no ISO-TP, no evbench header),
+and for the sizes a real quick local run measured, as `evbench run` and its report show.
 
 Sizes a record claims (issue 44, item 9): a run's summary is anyone's file, and `evbench
 report` made a message of the record's `max` bytes to budget it (1e8: 46 s and 958 MB; 1e9:
@@ -13,6 +15,7 @@ out with its reason.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import resource
@@ -22,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require
 
 from evbench.cli import evbench
 from evbench_agent.buses import budget, can_classic, can_fd, ethernet, isotp, measured, uart
@@ -33,36 +37,30 @@ CRC_DELIM, ACK_SLOT, ACK_DELIM, EOF, IFS = 1, 1, 1, 7, 3
 TAIL = CRC_DELIM + ACK_SLOT + ACK_DELIM + EOF + IFS
 
 
-def test_an_8_byte_classic_frame_with_an_11_bit_id_is_111_bits_and_24_worst_stuff_bits() -> None:
-    stuffed_region = SOF + ID11 + RTR + IDE + R0 + DLC + 8 * 8 + CRC15  # 98 bits
-    assert stuffed_region + TAIL == 111
-    # Worst case: a stuff bit after the first 5 bits, then one every 4 (each stuff
-    # bit begins the next run): 1 + (98 - 5) // 4 = 1 + 23 = 24.
-    worst = 1 + (stuffed_region - 5) // 4
-    assert worst == 24
-    frame = can_classic.frame_bits(bytes(range(8)), can_id=0x123)
-    assert frame.unstuffed == 111
-    assert frame.worst_stuff == 24
-    assert 0 <= frame.stuff <= 24
-
-
-def test_an_extended_id_frame_adds_srr_and_the_18_bit_extension_and_r1() -> None:
-    srr, extension, r1 = 1, 18, 1
-    stuffed_region = SOF + ID11 + srr + IDE + extension + RTR + r1 + R0 + DLC + 64 + CRC15
-    frame = can_classic.frame_bits(bytes(8), can_id=0x18DAF110, extended=True)
-    assert frame.unstuffed == stuffed_region + TAIL == 131
-    assert frame.worst_stuff == 1 + (stuffed_region - 5) // 4 == 29
-
-
-def test_an_all_dominant_frame_is_stuffed_after_every_five_zeros() -> None:
-    # id 0, no data: SOF, id, RTR, IDE, r0 and DLC are 19 zeros; the CRC-15 of
-    # zeros from a zero register is zero, so the stuffed region is 34 zeros: a
-    # stuff bit (a one) after each 5 zeros, and the next zero starts a new run:
-    # 34 // 5 = 6 stuff bits.
-    frame = can_classic.frame_bits(b"", can_id=0)
-    assert frame.unstuffed == 19 + 15 + TAIL
-    assert frame.stuff == 6
-    assert frame.total == 34 + 6 + 13
+@pytest.mark.parametrize(
+    ("data", "can_id", "extended", "region", "unstuffed", "worst", "stuff"),
+    [
+        # 8 bytes, 11-bit id: a stuffed region of 98 bits. Worst case: a stuff bit after the
+        # first 5 bits, then one every 4 (each stuff bit begins the next run): 1 + 93 // 4 = 24.
+        (bytes(range(8)), 0x123, False, SOF + ID11 + RTR + IDE + R0 + DLC + 8 * 8 + CRC15, 111,
+         24, range(25)),
+        # an extended id adds SRR (1), the 18-bit extension and r1 (1)
+        (bytes(8), 0x18DAF110, True, SOF + ID11 + 1 + IDE + 18 + RTR + 1 + R0 + DLC + 64 + CRC15,
+         131, 29, range(30)),
+        # id 0, no data: SOF, id, RTR, IDE, r0 and DLC are 19 zeros; the CRC-15 of zeros from a
+        # zero register is zero, so the stuffed region is 34 zeros: a stuff bit (a one) after
+        # each 5 zeros, and the next zero starts a new run: 34 // 5 = 6 stuff bits.
+        (b"", 0, False, 19 + 15, 47, 8, [6]),
+    ],
+    ids=["8-bytes-111-bits", "extended-id-131-bits", "all-dominant"],
+)  # fmt: skip
+def test_classic_frames_worked_from_the_field_widths(
+    data, can_id, extended, region, unstuffed, worst, stuff
+) -> None:
+    assert (region + TAIL, 1 + (region - 5) // 4) == (unstuffed, worst)
+    frame = can_classic.frame_bits(data, can_id=can_id, extended=extended)
+    assert (frame.unstuffed, frame.worst_stuff) == (unstuffed, worst)
+    assert frame.stuff in stuff and frame.total == unstuffed + frame.stuff
 
 
 # 00000[1]1111: the stuff bit makes five ones: [0]; 00000[1]00000[1]
@@ -172,6 +170,7 @@ def test_100base_t1_frames_and_bits_for_the_tcp_stream() -> None:
 
 
 def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
+    require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
     code = evbench(["budget", "--profile", "seed", "--rate", "20", "--count", "3", "--json"])
     assert code == ExitCode.OK
     rows = {(row["bus"], row["codec"]): row for row in json.loads(capsys.readouterr().out)}
@@ -182,12 +181,15 @@ def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
     # Protobuf (about 277 B + 13): 5 frames of 64 bytes on CAN FD (1 FF + 4 CFs).
     assert rows[("canfd-500k-2M", "protobuf")]["max_frames"] == 5
     assert rows[("canfd-500k-2M", "protobuf")]["verdict"] == "fits"
-    # dbc: the seed's 64-byte message as 8 classic frames (worked in test_bus_budget_dbc.py)
+    # dbc: the seed's 64-byte message as 8 classic frames (worked below)
     assert rows[("can-500k", "dbc")]["max_frames"] == 8
     code = evbench(["budget", "--count", "2"])
     text = capsys.readouterr().out
     assert code == ExitCode.OK and text.startswith("Does it fit at 20 Hz?")
     assert "dbc on CAN: its own CAN frames" in text
+    # a profile the DBC does not describe leaves dbc out
+    assert evbench(["budget", "--profile", "int", "--count", "2", "--json"]) == ExitCode.OK
+    assert {row["codec"] for row in json.loads(capsys.readouterr().out)} == {"json", "protobuf"}
 
 
 @pytest.mark.parametrize(
@@ -208,6 +210,41 @@ def test_the_agent_prints_the_same_budget_on_a_board(capsys: pytest.CaptureFixtu
     assert evbench(arguments) == ExitCode.OK
     assert json.loads(capsys.readouterr().out) == on_board
     assert {row["codec"] for row in on_board} == {"json", "protobuf", "dbc"}  # cantools: dev
+
+
+def test_the_dbc_codec_is_its_own_can_frames_on_each_bus() -> None:
+    require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
+    buses = [budget.bus(name) for name in ("can-500k", "canfd-500k-2M", "uart-115200")]
+    rows = {row.bus: row for row in budget.codec_rows("dbc", "seed", buses, 20.0, 5)}
+    # Classic CAN: SeedPacket is one 64-byte message, 8 classic frames; the LinkAck reply
+    # (16 bytes) 2. Each 8-byte frame with an 11-bit id is 47 + 64 = 111 bits, worst-case
+    # stuffing adds floor((98 - 1) / 4) = 24: 10 frames are 1110 bits (2.22 ms at 500 kbit/s)
+    # before stuffing and 1350 bits (2.70 ms) at worst.
+    on_can = rows["can-500k"]
+    assert on_can.max_frames == 8 and on_can.mean_frames == 8
+    assert 1110 / 500_000 < on_can.mean_seconds <= 1350 / 500_000
+    assert on_can.worst_seconds == pytest.approx(1350 / 500_000)
+    assert on_can.verdict == "fits"
+    # CAN FD: one frame. 64 bytes: 30 bits at 500 k (60 us) + 1 + 4 + 512 + 4 + 21 + 7 = 549
+    # at 2 M (274.5 us); the 16-byte LinkAck: 30 bits (60 us) + 1 + 4 + 128 + 4 + 17 + 6 = 160
+    # (80 us).
+    on_fd = rows["canfd-500k-2M"]
+    assert on_fd.max_frames == 1
+    unstuffed = 60e-6 + 274.5e-6 + 60e-6 + 80e-6
+    assert unstuffed < on_fd.mean_seconds < on_fd.worst_seconds
+    # Worst case: 4 stuff bits in the arbitration phase (8 us), the rest of floor((L-1)/4)
+    # at 2 M: L = 17 + 5 + 512 = 534 for 64 bytes -> 133 - 4 = 129 (64.5 us); L = 150 for
+    # the ack -> 37 - 4 = 33 (16.5 us).
+    assert on_fd.worst_seconds == pytest.approx(unstuffed + 2 * 8e-6 + 64.5e-6 + 16.5e-6)
+    # A UART carries the payload in the link frame: one frame header (5 bytes) + 64 = 69
+    # bytes; the link frame adds 13, the UART framing 8: 90 bytes of 10 bits at 115200 baud
+    # (full duplex: the busier way).
+    assert rows["uart-115200"].max_size == 69
+    assert rows["uart-115200"].mean_seconds == pytest.approx(90 * 10 / 115_200)
+    # ev-full on CAN FD: three 64-byte cell-voltage messages, BMS + inverter (64) and
+    # dynamics + charger (48): five frames
+    (ev_full,) = budget.codec_rows("dbc", "ev-full", [budget.bus("canfd-500k-2M")], 20.0, 3)
+    assert ev_full.max_frames == 5 and ev_full.max_size == 4 * 69 + 53
 
 
 # --- Sizes a record claims --------------------------------------------------------------
@@ -318,3 +355,54 @@ def test_evbench_report_of_claimed_huge_sizes_stays_small(tmp_path: Path) -> Non
     assert "Not budgeted: protobuf on seed (a largest message of 1.84467e+19 bytes" in budget_part
     line = next(x for x in budget_part.splitlines() if "uart-115200" in x and "json" in x)
     assert line.startswith("| seed | uart-115200 | json | 995.5/1000000000 | 1 |"), line
+
+
+# --- After a real quick local run (docs/buses.md) ----------------------------------------
+
+
+def _terminal_rows(text: str) -> dict[tuple[str, str], list[str]]:
+    """Budget rows of the terminal's table by (bus, codec)."""
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 9 and parts[0] in ("can-500k", "canfd-500k-2M", "uart-115200"):
+            rows[(parts[0], parts[1])] = parts[2:]
+    return rows
+
+
+def test_evbench_run_prints_the_budget_of_its_sizes_and_the_report_shows_it(tmp_path) -> None:
+    require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "evbench", "run", "--board", "local", "--suite", "codec",
+            "--profile", "seed", "--codecs", "json,protobuf,dbc", "--quick", "--details",
+            "--out", str(out)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    budget_at = done.stdout.index("Does it fit at 20 Hz?")
+    assert budget_at > done.stdout.index("Profile ")  # after the run's table
+    rows = _terminal_rows(done.stdout[budget_at:])
+    assert {codec for _, codec in rows} == {"json", "protobuf", "dbc"}
+    assert {bus for bus, _ in rows} == {"can-500k", "canfd-500k-2M", "uart-115200"}
+    records = json.loads((out / "summary.json").read_text())["records"]
+    sizes = {r["codec"]: (r["mean"], r["max"]) for r in records
+             if r["metric"] == "size" and r["profile"] == "seed"}  # fmt: skip
+    # dbc: one 64-byte message (+ 5 bytes of id and length) = 69 bytes, every payload.
+    assert sizes["dbc"] == (69, 69)
+    # On classic CAN its 8 slices and the ack's 2, 111 bits each before stuffing: 1110 bits,
+    # 2.22 ms at 500 kbit/s; with 24 worst-case stuff bits each, 1350 bits: 2.70 ms.
+    assert rows[("can-500k", "dbc")][:4] == ["69.0/69", "8", "2.22", "2.70"]
+    assert rows[("can-500k", "dbc")][-1] == "fits"
+    # The largest JSON message on a UART: (max + 13 + 8) bytes of 10 bits at 115200 baud.
+    uart_row = rows[("uart-115200", "json")]
+    assert uart_row[3] == f"{(int(sizes['json'][1]) + 21) * 10 / 115_200 * 1e3:.2f}"
+    assert uart_row[-1] == "sustain"  # "cannot sustain": longer than the 50 ms period
+    # Protobuf's mean message + 13 on 64-byte CAN FD: 1 + ceil((n + 13 - 62) / 63) frames.
+    mean = round(sizes["protobuf"][0])
+    assert rows[("canfd-500k-2M", "protobuf")][1] == str(1 + -(-(mean + 13 - 62) // 63))
+    # report.md and report.html show the same table
+    markdown = (out / "report.md").read_text()
+    assert "## Does it fit at 20 Hz?" in markdown
+    assert "| seed | can-500k | dbc | 69.0/69 | 8 | 2.22 | 2.70 | 4.4% | 5.4% | fits |" in markdown
+    assert "no ISO-TP" in markdown
+    html = (out / "report.html").read_text()
+    assert "Does it fit at 20 Hz?" in html and "<td>canfd-500k-2M</td>" in html
