@@ -57,11 +57,10 @@ tier() {
     [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-e2e_tier() {  # e2e_tier NICENESS [pytest arguments]
-    local niceness=$1 start=$SECONDS status=0
-    shift
-    echo "=== tier e2e: budget 45 min (board build 15, tests 30), nice $niceness"
-    nice -n "$niceness" tests/board/run-e2e.sh "$@" || status=$?
+e2e_tier() {
+    echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
+    local start=$SECONDS status=0
+    tests/board/run-e2e.sh "$@" || status=$?
     echo "=== tier e2e: $((SECONDS - start))s, exit $status"
     return "$status"
 }
@@ -71,15 +70,11 @@ tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist
 xdist "${workers:-$cores}"
 if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
     tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
-    e2e_tier 0 "$@" || failed+=(e2e)
+    e2e_tier "$@" || failed+=(e2e)
 else
     e2e_log="$EVBENCH_TEST_BUILDS/e2e.log"
     echo "=== tier e2e: started beside the integration tier (its output follows that tier's)"
-    # At nice 10 the board's emulation takes the core the integration tier leaves idle
-    # while its tests wait, not the one its tests need (the e2e tier's budgets are
-    # minutes: a boot 480 s, a command 900 s). Beside it at the same priority, the tier
-    # took 842 s and the e2e tier 627 s (fresh clone at 5c84b17, idle 2-core machine).
-    e2e_tier 10 "$@" >"$e2e_log" 2>&1 &
+    e2e_tier "$@" >"$e2e_log" 2>&1 &
     e2e_pid=$!
     # The board's emulation takes most of a core: on an idle 2-core machine the tier took
     # 1083 s beside it (854 s alone), and the whole run 22 min instead of 28.
