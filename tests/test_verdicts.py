@@ -91,16 +91,13 @@ def test_each_outcome_with_its_hand_worked_interval(centre, step, winner, p, low
         assert verdict.pct_diff == pytest.approx(10.0)
 
 
-def test_n_too_small_when_the_plan_cannot_reach_the_level():
+def test_n_too_small_when_the_plan_or_the_family_cannot_reach_the_level():
     # Five pairs, all 50 % slower: the best two-sided p is 2/32 = 0.0625 > 0.05.
     (verdict,) = v.decide_family([pairs(math.log(1.5), 0.001, count=5)])
     assert verdict.winner == v.TOO_SMALL and verdict.too_small
     assert verdict.min_p == pytest.approx(2 / 32)
     assert verdict.ratio_low is None and verdict.ratio_high is None
     assert verdict.min_detectable is None
-
-
-def test_the_family_size_decides_what_n_is_too_small():
     # Six processes: best p 2 / 64 = 0.031, enough alone, not in a family of three (0.094).
     rows = [_paired(f"op {i}", [math.log(1.5) + e for e in SPREAD[2:8]]) for i in range(3)]
     (alone,) = v.decide_family(rows[:1])
@@ -119,12 +116,9 @@ def test_the_interval_is_taken_at_holms_step_for_the_row():
     assert effect.winner == v.BASELINE
     assert null.interval_level == pytest.approx(0.95)
     assert null.winner == v.UNDECIDED
-
-
-def test_holm_levels_by_hand():
-    # p = 0.001, 0.04, 0.01, 0.3 (m = 4): sorted 0.001 (x4 = 0.004, rejected, level
-    # 1 - 0.05/4), 0.01 (x3 = 0.03, rejected, 1 - 0.05/3), 0.04 (x2 = 0.08: Holm stops
-    # here, 1 - 0.05/2), and 0.3 keeps the level where Holm stopped, 1 - 0.05/2.
+    # Holm's levels by hand: p = 0.001, 0.04, 0.01, 0.3 (m = 4): sorted 0.001 (x4 = 0.004,
+    # rejected, level 1 - 0.05/4), 0.01 (x3 = 0.03, rejected, 1 - 0.05/3), 0.04 (x2 = 0.08:
+    # Holm stops here, 1 - 0.05/2), and 0.3 keeps the level where Holm stopped, 1 - 0.05/2.
     levels = v.holm_levels([0.001, 0.04, 0.01, 0.3])
     expected = [1 - 0.05 / 4, 1 - 0.05 / 2, 1 - 0.05 / 3, 1 - 0.05 / 2]
     assert levels == pytest.approx(expected)
