@@ -9,6 +9,8 @@ Python codecs, protoc --decode and hand-worked counts.
   within DBL_EPSILON, else 17; an integral double as an int): its size differs
   from Python's, and the test says by how much, from that model.
 - decode_access reads the leaves a reader of the JSON form reads, counted by hand.
+- A run names each runtime's library and version, and the report pairs each language's
+  JSON and protobuf runtimes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from conftest import ROOT, require_command
 from native_cross import build_documented, build_responder
 from native_sizes import nlohmann_sizes
 
-from evbench.report import context, unrepresentative
+from evbench.report import context, table, unrepresentative
 from evbench.report import runtimes as answers
 from evbench_agent import payloads
 from evbench_agent.native import codec as native_codec
@@ -275,3 +277,29 @@ def test_the_run_names_each_runtimes_library_version_and_architecture(run):
     assert f"Protobuf (libprotobuf {versions['cpp:protobuf']}) against JSON" in said
     assert f"Protobuf (nanopb {versions['c:nanopb']}) against JSON (cJSON" in said
     assert said.count("\n- seed: ") == 3  # each pair's answer for the profile
+
+
+def test_the_report_pairs_each_languages_runtimes_and_names_library_and_version():
+    """On a stated manifest, no run (issue 44, item 4, the report's part)."""
+    names = ["json", "protobuf", "c:protobuf-c", "c:cjson", "c:nanopb", "cpp:protobuf",
+             "cpp:nlohmann"]  # fmt: skip
+    found = [(p.baseline, p.candidate, p.language) for p in answers.pairs(names)]
+    # C: one JSON runtime x two protobuf runtimes; C++: one x one; Python is the main answer.
+    assert found == [
+        ("c:cjson", "c:protobuf-c", "C"),
+        ("c:cjson", "c:nanopb", "C"),
+        ("cpp:nlohmann", "cpp:protobuf", "C++"),
+    ]
+    # no pair across languages or without both sides
+    assert answers.pairs(["json", "c:protobuf-c", "cpp:nlohmann"]) == []
+    assert answers.pairs(["json", "protobuf"]) == []
+    native = {"c:protobuf-c": {"library": "protobuf-c", "version": "1.4.1"},
+              "c:cjson": {"library": "cJSON", "version": "1.7.15"}}  # fmt: skip
+    title = "Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C"
+    pair = answers.pairs(["c:protobuf-c", "c:cjson"])[0]
+    assert answers.title(pair, {"platform": {"native_codecs": native}}) == title
+    # A manifest without the harness's word (an older run): the library, no version.
+    assert answers.label("c:nanopb", {}) == "Protobuf (nanopb)"
+    assert table.display_name("cpp:nlohmann") == "JSON (nlohmann::json)"
+    assert table.display_name("protobuf") == "Protobuf"
+    assert table.display_name("orjson") == "orjson"
