@@ -35,15 +35,22 @@ def worker_task(**changes):
     return task | changes
 
 
-def record_calls(monkeypatch) -> list[tuple[int, str, str, bool, float]]:
+def record_calls(monkeypatch, cost_ns: int = 0) -> list[tuple[int, str, str, bool, float]]:
     """The worker's calls of its timed operations from now on, in order, each as (round,
-    codec, operation, sample?, slowdown), a sample being a call take_round_sample made."""
+    codec, operation, sample?, slowdown), a sample being a call take_round_sample made.
+    With `cost_ns`, the suite's clock moves by that much a call, and by nothing else."""
     calls: list[tuple[int, str, str, bool, float]] = []
     real_prepare, real_time, real_take = codec._prepare, codec._time_loops, codec.take_round_sample
-    now = {"round": -1, "sample": False}
+    now = {"round": -1, "sample": False, "clock": 0}
+    if cost_ns:
+        clock = SimpleNamespace(
+            perf_counter_ns=lambda: now["clock"], monotonic_ns=time.monotonic_ns
+        )
+        monkeypatch.setattr(codec, "time", clock)
 
     def tag(function, cell):
         def tagged(argument):
+            now["clock"] += cost_ns
             return function(argument)
 
         tagged.cell = cell  # json and json-aa share json.loads itself: tell them apart here
@@ -213,11 +220,17 @@ def test_loops_are_timed_with_the_slowdown_and_a_harness_times_its_own():
     assert operation.calls == []  # never timed through Python calls, one round trip each
 
 
-def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time():
+def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time(
+    monkeypatch,
+):
+    # Each call costing 7 us on a clock that moves by those costs alone: a warm-up
+    # preempted past MIN_TIME (a loaded machine) cannot skip recalibrating.
+    record_calls(monkeypatch, cost_ns=7_000)
     task = worker_task(min_time=MIN_TIME)
     loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
-    assert set(loops) == {
-        f"seed|{c}|{o}" for c in ("json", "json-aa") for o in ("encode", "decode", "decode_access")
+    # Doubling stops at 64 loops (448 us >= 400 us); 1.2 x 400 us / 7 us = 68.6: 69 loops.
+    assert loops == {
+        f"seed|{c}|{o}": 69 for c in CODECS for o in ("encode", "decode", "decode_access")
     }
     # A calibration far too short (1 loop): the worker must raise it, not record short samples.
     too_short = dict.fromkeys(loops, 1)
@@ -229,15 +242,13 @@ def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0
     assert len(sets) == 6
     for sample_set in sets:
         params = sample_set["params"]
-        assert sample_set["worker"] == 3 and len(sample_set["values"]) == 4
-        assert params["shortest_span_s"] >= 0.9 * MIN_TIME
-        assert params["calibration_loops"] == 1 and params["loops"] > 1
+        # The warm-up's 1 loop spans 7 us < 400 us: the worker calibrates again, to 69
+        # loops, and each recorded sample spans 69 x 7 us = 483 us, 7 us a call.
+        assert sample_set["worker"] == 3 and sample_set["values"] == [7e-6] * 4
+        assert params["calibration_loops"] == 1 and params["recalibrated"] is True
+        assert params["loops"] == 69
+        assert params["shortest_span_s"] == 0.000483  # >= 0.9 x MIN_TIME = 360 us
         assert params["payload_digest"] == "0123456789abcdef"  # the manager's, copied
-        for value in sample_set["values"]:  # value x loops is at least the span it came from
-            assert value * params["loops"] >= 0.9 * MIN_TIME * 0.999
-    # One call is far shorter than MIN_TIME, so the warm-up falls short and the worker
-    # calibrates again (a warm-up preempted past MIN_TIME is the rare exception).
-    assert sum(s["params"]["recalibrated"] for s in sets) >= 4
 
 
 def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else(monkeypatch):
