@@ -1,12 +1,17 @@
-"""Every installed codec round-trips every profile to the same values."""
+"""Payload profiles and codecs: the seed's shape and sizes, realistic EV frames, every
+profile deterministic, and every installed codec round-tripping every profile."""
 
 from __future__ import annotations
 
+import json
 import math
+import statistics
+from pathlib import Path
 
 import pytest
 
 from evbench_agent import codecs, payloads
+from evbench_agent.payloads.profiles import seed
 from evbench_core.errors import UserError
 
 #: float32 keeps 24 significant bits: a value read back differs by at most this ratio.
@@ -17,6 +22,10 @@ ALL_CODECS = list(codecs.CODECS)
 #: and leaves the VIN out: tests/test_dbc.py checks it within resolution.
 EXACT_CODECS = [name for name in ALL_CODECS if name != "dbc"]
 PROFILES = list(payloads.PROFILES)
+GOLDEN_KEYS = Path(__file__).parent / "data" / "seed_json_keys.txt"
+#: The seed app's averages on the AM62x and Windows (README of the seed).
+SEED_PROTOBUF_BYTES = 276.8
+SEED_JSON_BYTES = 995.2
 
 
 def _same(expected, actual, rel: float) -> bool:
@@ -31,6 +40,70 @@ def _same(expected, actual, rel: float) -> bool:
             _same(e, a, rel) for e, a in zip(expected, actual, strict=True)
         )
     return expected == actual and type(expected) is type(actual)
+
+
+def test_seed_json_keys_match_the_seed_app_in_order():
+    lines = GOLDEN_KEYS.read_text().splitlines()
+    golden = [line for line in lines if line and not line.startswith("#")]
+    assert list(payloads.get("seed").payloads(1)[0].plain) == golden
+    assert list(seed.JSON_KEYS) == golden
+
+
+def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_ranges():
+    items = payloads.get("seed").payloads()
+    protobuf = statistics.fmean(len(item.message.SerializeToString()) for item in items)
+    as_json = statistics.fmean(
+        len(json.dumps(item.plain, separators=(",", ":")).encode()) for item in items
+    )
+    assert protobuf == pytest.approx(SEED_PROTOBUF_BYTES, rel=0.03)
+    assert as_json == pytest.approx(SEED_JSON_BYTES, rel=0.03)
+    for plain in (item.plain for item in items):
+        assert 84.5 <= plain["battery_soc"] <= 86.5
+        assert 13.0827 <= plain["gps_latitude"] <= 13.1827
+        assert 80.2707 <= plain["gps_longitude"] <= 80.3707
+        assert len(plain["alerts"]) in (0, 1) and len(plain["errors"]) in (0, 1)
+        assert 45 <= plain["motor_temp"] < 65
+
+
+def test_seed_zeros_are_written_like_the_dart_library():
+    # Explicit presence: a set zero is on the wire, as the seed's Dart code sends it.
+    profile = payloads.get("seed")
+    plain = dict(profile.payloads(1)[0].plain, dpad=0, killsw=0)
+    message = profile.to_message(plain)
+    assert message.HasField("dpad") and message.HasField("killSwitch")
+    decoded = type(message).FromString(message.SerializeToString())
+    assert decoded.HasField("dpad") and decoded.dpad == 0
+
+
+def test_ev_full_frame_has_the_promised_content_at_sensor_resolution():
+    frame = payloads.get("ev-full").payloads(20)
+    for index, item in enumerate(frame):
+        bms = item.plain["bms"]
+        assert len(bms["cell_voltages"]) == 96 and len(bms["cell_temperatures"]) == 24
+        assert all(round(v, 3) == v for v in bms["cell_voltages"])
+        assert all(round(t * 2) / 2 == t for t in bms["cell_temperatures"])
+        assert len(item.plain["header"]["vin"]) == 17
+        assert item.message.header.sequence == index
+        assert item.message.bms.contactor == 3  # CONTACTOR_STATE_CLOSED
+    # The JSON form prints readings at their resolution, not float32 noise.
+    text = json.dumps(frame[0].plain)
+    assert "99999" not in text and "00000001" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "check"),
+    [
+        ("long-string", lambda p: len(p["text"]) == 160),
+        ("int-list", lambda p: len(p["values"]) == 16),
+        ("double-array", lambda p: len(p["values"]) == 10),
+        ("object-list", lambda p: len(p["items"]) == 16 and set(p["items"][0]) == {"name"}),
+        ("ten-ints", lambda p: len(p) == 10),
+        ("skip-flat", lambda p: len(p) == 15 and "last" in p),
+        ("skip-nested", lambda p: len(p) == 15 and isinstance(p["s1"], dict)),
+    ],
+)
+def test_java_study_shapes(name, check):
+    assert check(payloads.get(name).payloads(1)[0].plain)
 
 
 def test_every_codec_is_available_here_and_the_backend_is_reported():
@@ -55,14 +128,6 @@ def test_round_trip_keeps_every_value(codec_name, profile_name):
             assert _same(item.plain, decoded, rel=0.0)  # doubles survive exactly
 
 
-@pytest.mark.parametrize("profile_name", PROFILES)
-def test_message_and_plain_forms_carry_the_same_values(profile_name):
-    # The protobuf message may store readings as float32 (ev-full): equal within it.
-    profile = payloads.get(profile_name)
-    for item in profile.payloads(25):
-        assert _same(item.plain, profile.to_plain(item.message), rel=FLOAT32_RELATIVE)
-
-
 def _leaves(value) -> int:
     """The values plain data holds, counted here: each dict value and list item, down to
     what is neither (a number, a string, a bool, None)."""
@@ -79,10 +144,20 @@ def test_the_leaf_count_is_worked_out_by_hand():
 
 
 @pytest.mark.parametrize("profile_name", PROFILES)
-def test_decode_access_reads_every_leaf_of_the_payload_in_every_codec(profile_name):
-    # Every leaf of the payload's plain data, or the one value the skipping profiles'
-    # reader needs (their last field): the same count whatever the codec decoded to.
+def test_a_profile_is_deterministic_its_forms_agree_and_every_codec_reads_every_leaf(
+    profile_name,
+):
     profile = payloads.get(profile_name)
+    first = [p.message.SerializeToString(deterministic=True) for p in profile.payloads(5, 3)]
+    again = [p.message.SerializeToString(deterministic=True) for p in profile.payloads(5, 3)]
+    other_seed = [p.message.SerializeToString(deterministic=True) for p in profile.payloads(5, 4)]
+    assert first == again
+    assert first != other_seed
+    # The protobuf message may store readings as float32 (ev-full): equal within it.
+    for item in profile.payloads(25):
+        assert _same(item.plain, profile.to_plain(item.message), rel=FLOAT32_RELATIVE)
+    # decode_access reads every leaf of the payload's plain data, or the one value the
+    # skipping profiles' reader needs (their last field), whatever the codec decoded to.
     item = profile.payloads(1)[0]
     expected = 1 if profile_name in ("skip-flat", "skip-nested") else _leaves(item.plain)
     counts = {}
@@ -99,7 +174,9 @@ def test_protobuf_json_prints_fields_without_presence():
     assert '"pluggedIn":false' in text  # a default value, printed as the JSON codecs do
 
 
-def test_unknown_and_missing_codecs_are_refused_naming_the_alternatives(monkeypatch):
+def test_unknown_and_missing_codecs_and_profiles_are_refused_naming_the_alternatives(
+    monkeypatch,
+):
     with pytest.raises(UserError, match="unknown codec 'nope'"):
         codecs.get("nope")
     missing = codecs.Codec("ghost", "evbench_ghost", "ghost", codecs.PLAIN, "", None, yocto=None)
@@ -107,6 +184,9 @@ def test_unknown_and_missing_codecs_are_refused_naming_the_alternatives(monkeypa
     with pytest.raises(UserError, match="not installed") as caught:
         codecs.get("ghost")
     assert "json" in caught.value.hint
+    with pytest.raises(UserError) as caught:
+        payloads.get("nope")
+    assert "seed" in caught.value.hint and "ev-full" in caught.value.hint
 
 
 def test_an_aa_copy_is_the_same_codec_under_its_own_name():
