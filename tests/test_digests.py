@@ -1,17 +1,15 @@
 """evbench_core.digests: SHA-256 and constant-time comparison without OpenSSL.
 
 Expectations: the FIPS 180-2 example digests (appendix B) and hashlib/hmac,
-which use OpenSSL here, as the independent implementations.
+which use OpenSSL here, as the independent implementations. That calling them loads no
+OpenSSL is tests/test_import_weight.py's run-path check.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -47,16 +45,3 @@ def test_compare_digest_agrees_with_hmac() -> None:
         assert digests.compare_digest(a, b) is hmac.compare_digest(a, b)
     with pytest.raises(TypeError):
         digests.compare_digest("token", b"token")  # as hmac: no mixing str and bytes
-
-
-def test_neither_loads_openssl() -> None:
-    code = (
-        "import json, sys\n"
-        "from evbench_core import digests\n"
-        "digests.sha256(b'abc').hexdigest(); digests.compare_digest('a', 'a')\n"
-        "loaded = [m for m in ('_hashlib', 'hashlib', 'hmac') if m in sys.modules]\n"
-        "print(json.dumps(loaded))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == []

@@ -146,13 +146,14 @@ _RUN_PATH_PROBE = (
     "{prelude}"
     "from evbench_agent.integrations import lava\n"
     "from evbench_agent.run import platform_info, runner\n"
-    "from evbench_core import results\n"
+    "from evbench_core import digests, results\n"
     "from evbench_agent.link import client, handshake, service\n"
     "from evbench_agent.suites import codec, link\n"
     "from evbench_agent import payloads\n"
     "for name in ('seed', 'ev-full'):  # builds every message of the default run's profiles\n"
     "    payloads.get(name).payloads(3)\n"
     "listing = platform_info.collect()  # every manifest: each installed codec's version\n"
+    "digests.sha256(b'abc').hexdigest(), digests.compare_digest('a', 'a')  # in Python alone\n"
     "print(json.dumps([listing['codecs'], sorted(sys.modules)]))\n"
 )
 
