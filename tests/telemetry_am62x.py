@@ -105,12 +105,15 @@ class RecordingProgress(Progress):
         self.messages.append(text)
 
 
-def wait_for_samples(path: Path, count: int, timeout_s: float = 20.0) -> list[dict]:
+def wait_for_samples(
+    path: Path, count: int, timeout_s: float = 20.0, since_ns: int = 0
+) -> list[dict]:
+    """The samples written, once `count` of them were taken at `since_ns` or later."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if path.exists():
             samples = phase_records.read_telemetry(path)[1]
-            if len(samples) >= count:
+            if sum(sample["t_ns"] >= since_ns for sample in samples) >= count:
                 return samples
         time.sleep(INTERVAL_S / 2)
     raise AssertionError(f"the sampler wrote fewer than {count} samples in {timeout_s} s")

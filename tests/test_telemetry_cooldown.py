@@ -148,12 +148,6 @@ def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board, monkeypatc
     ]
 
 
-def test_cool_to_without_a_thermal_zone_is_refused_before_the_run(tmp_path, monkeypatch):
-    monkeypatch.setenv(SYSFS_ENV, str(tmp_path / "empty"))
-    with pytest.raises(UserError, match="--cool-to needs a thermal zone"):
-        _session(tmp_path, cool_to=50)
-
-
 def test_the_governor_is_set_for_the_run_and_restored(board, tmp_path):
     session, _ = _session(tmp_path, governor="performance")
     session.governor.set()

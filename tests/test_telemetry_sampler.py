@@ -1,5 +1,6 @@
-"""The real telemetry sampler process on an AM62x-like tree: throttle events, energy above
-idle, a sensor lost mid-run, and its own death (issue 44, item 12)."""
+"""Sensors on an AM62x-like tree (tests/telemetry_am62x.py): discovery and throttle rules,
+then the real telemetry sampler process on it: its readings, throttle events, energy above
+idle, sensors lost mid-run, and its own death (issue 44, item 12)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from telemetry_am62x import INTERVAL_S, Am62xTree, sampling, wait_for_samples
+from telemetry_am62x import INTERVAL_S, Am62xTree, sampling, wait_for_samples, write
 
-from evbench_agent.telemetry import phase_records, sysfs
+from evbench_agent.telemetry import phase_records, sysfs, throttle
+from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sampler import SamplerProcess
 from evbench_agent.telemetry.timeline import read_markers
 from evbench_core.results import SampleSet
@@ -24,10 +27,71 @@ MESSAGES = 40
 OTHER_RAIL_W = 0.33
 #: A CPU number no machine this runs on has: sched_setaffinity refuses it (EINVAL).
 MISSING_CPU = 4095
+#: The AM62x device tree's alert, as the tree in tests/telemetry_am62x.py has it.
+PASSIVE = "passive trip 105 °C"
 
 
-def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(tmp_path):
-    board = Am62xTree(tmp_path / "sys")
+@pytest.fixture
+def board(tmp_path):
+    return Am62xTree(tmp_path / "sys")
+
+
+def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
+    sensors = sysfs.discover(board.root)
+    zones = [("thermal_zone0", "main0_thermal"), ("thermal_zone1", "main1_thermal")]
+    assert [(z.name, z.type) for z in sensors.zones] == zones
+    trips = (sysfs.TripPoint("passive", 105.0), sysfs.TripPoint("critical", 125.0))
+    assert sensors.zones[0].trips == trips
+    assert sensors.zones[0].passive_trip_c() == 105.0
+    cooling = [(c.name, c.type, c.max_state) for c in sensors.cooling]
+    assert cooling == [("cooling_device0", "cpufreq-cpu0", 3)]
+    (policy,) = sensors.cpufreq  # four cores, one shared clock
+    assert policy.cpus == (0, 1, 2, 3)
+    assert (policy.cpuinfo_min_hz, policy.cpuinfo_max_hz) == (200_000_000, 1_400_000_000)
+    assert policy.governor == "schedutil"
+    channels = {(h.key, h.driver, h.quantity, h.unit) for h in sensors.hwmon}
+    assert ("hwmon0/power1", "ina226", "power", "W") in channels
+    assert ("hwmon1/curr1", "ina219", "current", "A") in channels
+    assert len(sensors.hwmon) == 6
+    assert sensors.absent == ()
+    assert sensors.has_power()
+    summary = sensors.summary()
+    assert summary["found"] == "some" and summary["absent"] == "none"
+    assert summary["thermal_zones"] == [f"{name} ({kind})" for name, kind in zones]
+    # what the sampler process is given, read back whole
+    assert sysfs.Sensors.from_dict(sensors.as_dict()) == sensors
+
+
+def test_a_machine_without_sensors_says_so_and_invents_nothing(tmp_path):
+    sensors = sysfs.discover(tmp_path)
+    assert sensors.absent == ("thermal_zones", "cooling_devices", "cpufreq", "hwmon")
+    assert sensors.summary()["found"] == "none"
+    assert not sensors.has_power()
+    reading = SensorReader(sensors, lambda *_: None).read()
+    assert reading == {"zones_c": {}, "cooling_state": {}, "freq_hz": {}, "hwmon": {}}
+    assert PowerSum(sensors).watts(reading["hwmon"]) is None
+
+
+@pytest.mark.parametrize(
+    ("setter", "args", "reasons"),
+    [
+        # scaling_cur_freq is 1.25 GHz of 1.4 GHz: the governor at work, not throttling
+        ("set_cooling_state", (0,), []),
+        ("set_scaling_max_khz", (800000,), ["policy0 scaling_max_freq < cpuinfo_max_freq"]),
+        ("set_cooling_state", (2,), ["cooling_device0 (cpufreq-cpu0) cur_state > 0"]),
+        ("set_zone_c", (1, 104.9), []),  # below its 105 °C passive trip point
+        ("set_zone_c", (1, 105.0), [f"thermal_zone1 (main1_thermal) at or above {PASSIVE}"]),
+    ],
+    ids=["clock-below-max", "max-freq-lowered", "cooling-device", "zone-below", "zone-at-trip"],
+)
+def test_throttling_is_what_the_kernel_says(board, setter, args, reasons):
+    getattr(board, setter)(*args)
+    sensors = sysfs.discover(board.root)
+    reading = SensorReader(sensors, lambda *_: None).read()
+    assert throttle.ThrottleRules(sensors).reasons(reading) == reasons
+
+
+def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(board, tmp_path):
     with sampling(board.root, tmp_path) as (telemetry, timeline):
         seen = 0
         for phase, change in (
@@ -42,6 +106,7 @@ def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(tm
             timeline.mark("end", suite=phase)
     lines = [json.loads(line) for line in telemetry.read_text().splitlines()]
     events = [(e["type"], e["reason"]) for e in lines if e["type"].startswith("throttle")]
+    # one start and one end per reason, however many samples saw it
     assert events == [
         ("throttle_start", "policy0 scaling_max_freq < cpuinfo_max_freq"),
         ("throttle_end", "policy0 scaling_max_freq < cpuinfo_max_freq"),
@@ -56,9 +121,7 @@ def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(tm
     assert set(freq_min["capped"]) == {1_250_000_000}  # the current clock, in Hz
 
 
-def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(tmp_path):
-    board = Am62xTree(tmp_path / "sys")
-    seen = 0
+def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(board, tmp_path):
     with sampling(board.root, tmp_path) as (telemetry, timeline):
         for watts, phase in (
             (1.0, {"suite": "idle"}),
@@ -66,9 +129,11 @@ def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(tmp_pat
             (2.0, {"suite": "codec", "profile": "seed"}),
         ):
             board.set_power_w(watts)  # set before the phase: every sample in it reads it
-            seen = len(wait_for_samples(telemetry, seen + 1))
-            timeline.mark("start", **phase)
-            seen = len(wait_for_samples(telemetry, seen + 4))
+            # Four samples taken in the phase, told by their time: a count of lines written
+            # would include one taken before the start marker and written after it.
+            start = time.monotonic_ns()
+            timeline.mark("start", t_ns=start, **phase)
+            wait_for_samples(telemetry, 4, since_ns=start)
             end = {"messages": MESSAGES} if phase["suite"] == "link" else {}
             timeline.mark("end", **phase, **end)
     markers = read_markers(timeline.path)
@@ -102,8 +167,7 @@ def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(tmp_pat
     assert ("idle", None, "energy_per_msg") not in by_metric
 
 
-def test_without_a_power_monitor_no_energy_is_reported(tmp_path):
-    board = Am62xTree(tmp_path / "sys")
+def test_without_a_power_monitor_no_energy_is_reported(board, tmp_path):
     for chip in ("hwmon0", "hwmon1"):
         shutil.rmtree(board.root / "class/hwmon" / chip)
     assert not sysfs.discover(board.root).has_power()
@@ -119,23 +183,35 @@ def test_without_a_power_monitor_no_energy_is_reported(tmp_path):
     assert not metrics & {"power_mean", "energy_per_msg", "energy_per_op"}
 
 
-def test_a_sensor_unplugged_mid_run_is_logged_once_and_sampling_goes_on(tmp_path):
-    board = Am62xTree(tmp_path / "sys")
+def test_its_readings_in_si_units_and_a_lost_sensor_logged_once_sampling_goes_on(board, tmp_path):
     telemetry = tmp_path / "telemetry.jsonl"
     sampler = SamplerProcess(sysfs.discover(board.root), telemetry, INTERVAL_S, cpu=None)
     sampler.start()
     try:
         before = len(wait_for_samples(telemetry, 2))
-        shutil.rmtree(board.root / "class/hwmon/hwmon1")  # the INA219 goes away
+        shutil.rmtree(board.root / "class/hwmon/hwmon0")  # the INA226 was hot-unplugged
+        write(board.root / "class/thermal/thermal_zone1/temp", "garbage")
         wait_for_samples(telemetry, before + 5)
     finally:
         assert sampler.stop() == 0
     _, samples, events = phase_records.read_telemetry(telemetry)
-    lost = sorted(e["sensor"] for e in events if e["type"] == "sensor_lost")
-    assert lost == ["hwmon1/curr1", "hwmon1/in1"]  # once each, not once per sample
-    assert samples[0]["power_w"] == pytest.approx(1.33)
-    assert [s["power_w"] for s in samples[-3:]] == [1.0] * 3  # the INA226 rail alone
-    assert all(s["zones_c"] == {"thermal_zone0": 45.0, "thermal_zone1": 46.0} for s in samples)
+    lost = [(e["sensor"], e["error"]) for e in events if e["type"] == "sensor_lost"]
+    gone = ["hwmon0/curr1", "hwmon0/in0", "hwmon0/in1", "hwmon0/power1", "thermal_zone1"]
+    assert sorted(sensor for sensor, _ in lost) == gone  # once each, not once per sample
+    assert "garbage" in dict(lost)["thermal_zone1"]
+    first = samples[0]  # °C, Hz, W, A and V, from the tree's m°C, kHz, µW, mA and mV
+    assert first["zones_c"] == {"thermal_zone0": 45.0, "thermal_zone1": 46.0}
+    assert first["cooling_state"] == {"cooling_device0": 0}
+    cpu3 = {"cur": 1_250_000_000, "min": 200_000_000, "max": 1_400_000_000}
+    assert first["freq_hz"]["cpu3"] == cpu3
+    channels = [first["hwmon"][f"hwmon0/{name}"] for name in ("power1", "curr1", "in1")]
+    assert channels == pytest.approx([1.0, 0.2, 5.0])
+    # INA226: its power channel; INA219: current x bus voltage = 0.1 A x 3.3 V
+    assert first["power_w"] == pytest.approx(1.0 + 0.33)
+    for sample in samples[-3:]:  # the other zone and rail go on (0.1 A x 3.3 V)
+        assert sample["zones_c"] == {"thermal_zone0": 45.0}
+        assert set(sample["hwmon"]) == {"hwmon1/curr1", "hwmon1/in1"}
+        assert sample["power_w"] == pytest.approx(0.33)
 
 
 # The sampler's standard error may be read by nobody (the host captures the agent's
