@@ -1,5 +1,5 @@
-"""The agent's telemetry on its command line: `run`'s flags, refused when they cannot work,
-else recorded; `info`'s warnings about noisy setups."""
+"""The agent's telemetry on its command line: `run`'s flags refused when they cannot work
+(a run that records them: test_telemetry_run.py); `info`'s warnings about noisy setups."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from telemetry_am62x import Am62xTree, write
 
 from evbench_agent import spec as spec_module
-from evbench_agent.telemetry import noise, sysfs
+from evbench_agent.telemetry import noise
 from evbench_agent.telemetry.session import SYSFS_ENV
 from evbench_core.errors import UserError
 
@@ -58,27 +58,6 @@ def test_a_telemetry_cpu_the_agent_may_not_use_is_refused(tmp_path):
     result = _agent(tmp_path, "--spec", str(spec_file), "--out", str(tmp_path / "run"))
     assert result.returncode == 2
     assert "is not one this agent may run on" in result.stderr
-
-
-@pytest.mark.integration
-def test_a_run_with_cool_to_and_governor_records_both_and_restores_the_governor(tmp_path):
-    board = Am62xTree(tmp_path / "sys")  # zones at 45 and 46 °C
-    out = tmp_path / "run"
-    arguments = ["--cool-to", "60", "--governor", "performance", "--telemetry-interval", "0.2"]
-    result = _agent(board.root, *arguments, "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    assert sysfs.read_text(board.governor_file) == "schedutil"
-    manifest = json.loads((out / "manifest.json").read_text())
-    telemetry = manifest["telemetry"]
-    assert manifest["spec"]["cool_to"] == 60 and manifest["spec"]["governor"] == "performance"
-    assert telemetry["governor"] == [
-        {"policy": "policy0", "action": "set", "from": "schedutil", "to": "performance"},
-        {"policy": "policy0", "action": "restored", "to": "schedutil"},
-    ]
-    waits = telemetry["cool_downs"]
-    # before the idle baseline, the suite, and each of the quick plan's 8 worker processes
-    assert [w["phase"] for w in waits] == ["idle", "codec"] + ["codec"] * 8
-    assert all(w["outcome"] == "cool" and w["start_c"] == 46.0 for w in waits)
 
 
 def test_info_warns_about_the_governor_boost_hot_zones_and_busy_processes(tmp_path):

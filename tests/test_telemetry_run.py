@@ -1,6 +1,6 @@
 """Telemetry in real runs on an AM62x-like tree (tests/telemetry_am62x.py: this machine has
-no thermal zones or cpufreq) and its report, and runs that are stopped. A run with this
-machine's own sensors: test_report_html.py, which reads the run it makes."""
+no thermal zones or cpufreq): throttling, energy, cool-downs and the governor, the report;
+runs that are stopped. A run with this machine's own sensors: test_report_html.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from report_helpers import local_run
 from telemetry_am62x import Am62xTree, wait_for_samples
 
 from evbench.report import telemetry as report_telemetry
-from evbench_agent.telemetry import phase_records
+from evbench_agent.telemetry import phase_records, sysfs
 from evbench_agent.telemetry.session import SYSFS_ENV
 
 pytestmark = pytest.mark.integration  # real runs of the agent
@@ -30,13 +30,30 @@ RUN_ARGS = ["--suite", "codec", "--quick", "--profile", "seed", "--codecs", "jso
 @pytest.fixture(scope="module")
 def am62x_run(tmp_path_factory) -> Path:
     """A quick codec run of `evbench run` on the AM62x-like tree, its cooling device engaged
-    so the kernel "throttles" throughout."""
+    so the kernel "throttles" throughout, asked to cool to 60 °C (the zones are at 45 and
+    46 °C) and to run under the performance governor."""
     board = Am62xTree(tmp_path_factory.mktemp("am62x") / "sys")
     board.set_cooling_state(1)
     out = board.root.parent / "run"
     env = dict(os.environ, **{SYSFS_ENV: str(board.root)})
-    local_run(out, "--suite", "codec", "--telemetry-interval", "0.1", env=env)
+    asked = ("--cool-to", "60", "--governor", "performance", "--telemetry-interval", "0.1")
+    local_run(out, "--suite", "codec", *asked, env=env)
     return out
+
+
+def test_the_run_records_its_cool_downs_and_governor_and_restores_the_governor(am62x_run):
+    policy = am62x_run.parent / "sys/devices/system/cpu/cpufreq/policy0"
+    assert sysfs.read_text(policy / "scaling_governor") == "schedutil"
+    manifest = json.loads((am62x_run / "manifest.json").read_text())
+    assert manifest["spec"]["cool_to"] == 60 and manifest["spec"]["governor"] == "performance"
+    assert manifest["telemetry"]["governor"] == [
+        {"policy": "policy0", "action": "set", "from": "schedutil", "to": "performance"},
+        {"policy": "policy0", "action": "restored", "to": "schedutil"},
+    ]
+    waits = manifest["telemetry"]["cool_downs"]
+    # before the idle baseline, the suite, and each of the quick plan's 8 worker processes
+    assert [w["phase"] for w in waits] == ["idle", "codec"] + ["codec"] * 8
+    assert all(w["outcome"] == "cool" and w["start_c"] == 46.0 for w in waits)
 
 
 def test_an_am62x_run_flags_throttled_phases_and_reports_energy(am62x_run):
