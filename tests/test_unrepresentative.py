@@ -140,20 +140,24 @@ def test_the_runs_own_children_are_not_other_processes():
 
 def test_a_hog_outside_the_run_is_other_processes_cpu():
     """A spinner detached from this process (re-parented: not a descendant) is someone
-    else's: the others' CPU over the window is at least the CPU time it used."""
+    else's: the others' CPU over the window is at least the CPU time it used. It spins
+    once its stdin ends, after the window opened: spinning from its start, it could use
+    its whole 0.4 s before the first look on a loaded machine."""
+    hog_code = "import sys\nsys.stdin.read()\n" + SPIN.format(seconds=0.4)
     launcher = subprocess.Popen(
         [sys.executable, "-c",
          "import subprocess, sys\n"
-         f"p = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=0.4)!r}], "
+         f"p = subprocess.Popen([sys.executable, '-c', {hog_code!r}], "
          "start_new_session=True)\nprint(p.pid, flush=True)\n"],
-        stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert launcher.stdout is not None
+    assert launcher.stdin is not None and launcher.stdout is not None
     with launcher.stdout:
         hog = psutil.Process(int(launcher.stdout.readline()))
     launcher.wait(timeout=30)  # the launcher is gone: the hog is nobody's child here
     before = contention.take()
     hog_before = hog_after = sum(hog.cpu_times()[:2])
+    launcher.stdin.close()  # the hog's stdin (the launcher's, inherited) ends: it spins
     deadline = time.monotonic() + 60
     while True:
         assert time.monotonic() < deadline
