@@ -38,59 +38,51 @@ def copy_run(run: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def test_run_without_summary_and_complete_marker_renders_marked_partial(finished_run, tmp_path):
+#: A copy of the finished run, damaged (files taken away, samples.jsonl edited): its copied
+#: manifest gives no reason, so the first line says what the reader found; report.md names
+#: what is missing or wrong and keeps the figures (patterns: {last} is samples.jsonl's last
+#: line; a row measured on a busy machine carries the contention mark " *").
+DAMAGED = {
+    # the summary is rebuilt from the raw samples: the figures are all there
+    "no-summary": (["summary.json", "complete"], None, "missing summary.json, complete",
+                   [r"\| seed \| Deserialization( \*)? \|"]),
+    "only-samples": (["manifest.json", "summary.json", "SHA256SUMS", "complete"], None,
+                     "missing manifest.json, summary.json, SHA256SUMS, complete",
+                     [r"\| codec \| seed \| protobuf \| Serialization \| 24 \|"]),  # 8 x 3 values
+    "changed-file": ([], lambda text: text.replace('"values": [', '"values": [1e-3, ', 1),
+                     "checksum: samples.jsonl: checksum mismatch",
+                     [r"checksum: samples\.jsonl: checksum mismatch\."]),
+    "unreadable-line": (["summary.json"], lambda text: text + "not json\n", "missing summary.json",
+                        [r"samples\.jsonl line {last} cannot be read\.",
+                         r"\| seed \| Serialization( \*)? \|"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("drop", "edit", "said", "patterns"), DAMAGED.values(), ids=DAMAGED)
+def test_a_damaged_run_renders_what_exists_marked_partial(
+    finished_run, tmp_path, drop, edit, said, patterns
+):
     run = copy_run(finished_run, tmp_path)
-    (run / "complete").unlink()
-    (run / "summary.json").unlink()
+    for name in drop:
+        (run / name).unlink()
+    samples = run / "samples.jsonl"
+    if edit:
+        samples.write_text(edit(samples.read_text()))
     done = evbench("report", str(run))
     assert done.returncode == 4, done.stderr
-    assert "PARTIAL run rendered (summary.json, complete" in done.stderr
-    # The manifest (copied from a complete run) gives no reason: the first line says what
-    # the reader found missing; the title says PARTIAL too.
-    assert done.stderr.splitlines()[0] == "PARTIAL: missing summary.json, complete"
+    first, rendered = done.stderr.splitlines()[:2]
+    assert first == f"PARTIAL: {said}"
+    assert rendered.startswith(f"PARTIAL run rendered ({', '.join(drop)}")
     markdown = (run / "report.md").read_text()
     first, _blank, title = markdown.splitlines()[:3]
-    assert first == "**PARTIAL: missing summary.json, complete**"
+    assert first == f"**PARTIAL: {said}**"
     assert title.startswith("# evbench run ") and "(PARTIAL)" in title
-    assert "Missing files: summary.json, complete." in markdown
-    # The summary is rebuilt from the raw samples: the figures are all there.
-    assert re.search(r"\| seed \| Deserialization( \*)? \|", markdown)
+    assert not drop or f"Missing files: {', '.join(drop)}." in markdown
+    last = samples.read_text().count("\n")
+    for pattern in patterns:
+        assert re.search(pattern.format(last=last), markdown), pattern
     assert (run / "plots" / "codec-times.png").exists()
     assert 'class="partial"' in (run / "report.html").read_text()
-
-
-def test_run_with_only_samples_still_renders(finished_run, tmp_path):
-    run = copy_run(finished_run, tmp_path)
-    for name in ("manifest.json", "summary.json", "SHA256SUMS", "complete"):
-        (run / name).unlink()
-    done = evbench("report", str(run))
-    assert done.returncode == 4, done.stderr
-    markdown = (run / "report.md").read_text()
-    assert "Missing files: manifest.json, summary.json, SHA256SUMS, complete." in markdown
-    assert "| codec | seed | protobuf | Serialization | 24 |" in markdown  # 8 processes x 3
-
-
-def test_a_changed_file_is_reported(finished_run, tmp_path):
-    run = copy_run(finished_run, tmp_path)
-    samples = run / "samples.jsonl"
-    samples.write_text(samples.read_text().replace('"values": [', '"values": [1e-3, ', 1))
-    done = evbench("report", str(run))
-    assert done.returncode == 4
-    assert "checksum: samples.jsonl: checksum mismatch." in (run / "report.md").read_text()
-
-
-def test_an_unreadable_sample_line_is_skipped_and_named(finished_run, tmp_path):
-    run = copy_run(finished_run, tmp_path)
-    (run / "summary.json").unlink()
-    with open(run / "samples.jsonl", "a") as stream:
-        stream.write("not json\n")
-    done = evbench("report", str(run))
-    assert done.returncode == 4, done.stderr
-    markdown = (run / "report.md").read_text()
-    lines = (run / "samples.jsonl").read_text().count("\n")
-    assert f"samples.jsonl line {lines} cannot be read." in markdown
-    # A row measured on a busy machine carries the contention mark, " *".
-    assert re.search(r"\| seed \| Serialization( \*)? \|", markdown)
 
 
 @pytest.mark.parametrize(
