@@ -4,8 +4,9 @@
 - the newest protobuf, in the main test environment;
 - Debian 12's python3 with its own python3-protobuf (4.21.12, cpp backend).
 
-On each, the agent runs a quick suite, and protobuf-json prints every scalar type at its
-zero value as the proto3 JSON mapping says (issue 44, item 1; below).
+On each, the agent runs a quick suite, protobuf-json prints every scalar type at its
+zero value as the proto3 JSON mapping says (issue 44, item 1; below), and a payload
+set has one digest (`payload_digest`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import AGENT_SRC, ROOT, require
 from test_schema_kinds import compile_set
+
+from evbench_agent import payload_identity, payloads
 
 pytestmark = pytest.mark.compat
 
@@ -87,6 +90,19 @@ def test_agent_runs_a_quick_suite_on_each_runtime(runtime, runs):
     measured = {r["codec"] for r in codec_records if not r["metric"].startswith("contention_")}
     assert measured == {"json", "protobuf", "protobuf-json"}
     assert all(r["codec"] is None for r in codec_records if r["metric"].startswith("contention_"))
+    # Every codec and link record of a profile carries its payload set's digest: the
+    # run's defaults, 200 payloads of seed 1 (docs/running.md); the link measures seed.
+    found: dict[tuple[str, str], set[str]] = {}
+    with (out / "samples.jsonl").open(encoding="utf-8") as stream:
+        for record in map(json.loads, stream):
+            if record["suite"] in ("codec", "link") and record.get("profile") is not None:
+                key = (record["suite"], record["profile"])
+                found.setdefault(key, set()).add(record["params"].get("payload_digest"))
+    names = ("seed", "ev-full", "string-map")
+    expected = {n: payload_identity.compute(payloads.get(n), 200, 1) for n in names}
+    wanted = {("codec", n): {expected[n]} for n in names}
+    wanted[("link", "seed")] = {expected["seed"]}
+    assert found == wanted
 
 
 def test_agent_source_needs_no_python_newer_than_3_10():
@@ -148,9 +164,10 @@ message Old { optional int32 level = 1; }
 SCRIPT = r"""
 import base64, json, sys
 from google.protobuf import json_format
-from evbench_agent import codecs
+from evbench_agent import codecs, payload_identity
 from evbench_agent.payloads import user_schema
 serialized, roots, set_values = json.load(sys.stdin)
+digests = [payload_identity.payload_digest(name, 20, 3) for name in ("ev-full", "seed")]
 out = {}
 for root in roots:
     profile = user_schema.build_profile({"descriptor_set": serialized, "message": root})
@@ -169,16 +186,17 @@ for root in roots:
         except json_format.ParseError as error:
             read = "ParseError: " + str(error)
         out[root + "/" + name] = {"printed": blob.decode(), "read back": read}
-print(json.dumps(out))
+print(json.dumps([out, digests]))
 """
 
 ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory) -> dict[str, dict]:
+def printed(tmp_path_factory) -> dict[str, list]:
     """Per runtime: SCRIPT's printing and reading back of each root's messages (all at
-    zero, and each with one scalar set), one interpreter start per runtime."""
+    zero, and each with one scalar set), and the digests of two built-in profiles'
+    payload sets; one interpreter start per runtime."""
     folder = tmp_path_factory.mktemp("zero")
     (folder / "legacy2.proto").write_text(PROTO2)
     (folder / "zero.proto").write_text(PROTO3)
@@ -205,7 +223,7 @@ def printed(tmp_path_factory) -> dict[str, dict]:
 def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
     zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
     zero["fEnum"] = "MODE_IDLE"
-    for runtime, found in printed.items():
+    for runtime, (found, _digests) in printed.items():
         for root in ROOTS:
             as_json = json.loads(found[f"{root}/all-zero"]["printed"])
             # the mapping's values, and their JSON types (0 is not 0.0 nor False)
@@ -215,10 +233,13 @@ def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
 
 
 def test_each_runtime_reads_back_what_it_printed_and_all_print_alike(printed):
-    assert len(printed["newest"]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
-    for runtime, found in printed.items():
+    assert len(printed["newest"][0]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
+    for runtime, (found, _digests) in printed.items():
         unread = {k: v for k, v in found.items() if v["read back"] is not True}
         assert not unread, (runtime, unread)
-    # byte for byte what the newest runtime prints with its own option
+    # byte for byte what the newest runtime prints with its own option; and one payload
+    # set, one digest: the runtime's own encoding is left out (docs/results-format.md)
     assert printed["debian"] == printed["newest"]
     assert printed["protobuf-4.25"] == printed["newest"]
+    ev_full, seed = printed["newest"][1]
+    assert ev_full != seed  # two payload sets, two digests
