@@ -40,19 +40,18 @@ LONGEST_FILES = (
     "test_link_soak.py",  # 121 s
     "test_labgrid_board.py",  # 91 s
     "test_release_wheels.py",  # 90 s
+    "test_console_commands.py",  # about 85 s: console_faults 55, console_diag 30, console_command
     "test_console_shell.py",  # 78 s
     "test_console_run.py",  # 73 s
     "test_ssh_run.py",  # 66 s
     "test_lab_run.py",  # 64 s
     "test_schema_acceptance.py",  # 59 s
-    "test_console_faults.py",  # 55 s
     "test_link_crowd.py",  # 51 s
     "test_labgrid_serial.py",  # 42 s
     "test_lava.py",  # 37 s
     "test_history_cli.py",  # 36 s
     "test_ssh_link.py",  # 34 s
     "test_agent_secrets.py",  # 32 s
-    "test_console_diag.py",  # 30 s
     "test_one_screen.py",  # 30 s
     "test_native_responder.py",  # 29 s
     "test_compat.py",  # 24 s
