@@ -210,23 +210,20 @@ def test_the_run_measured_what_this_test_needs(run):
     assert len(rtt_transport) >= 2
 
 
-def test_every_terminal_row_is_one_identity_and_telemetry_has_no_winner(run):
+def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winner(run):
     run_dir, stdout = run
     assert stdout.split("\n\n", 1)[1].startswith(
         "The answer (Protobuf against JSON, on this machine):"
     )
-    check_tables(text_tables(stdout), identities(run_dir), means(run_dir))
-
-
-def test_every_report_row_is_one_identity_and_telemetry_has_no_winner(run):
-    run_dir, _stdout = run
     markdown = (run_dir / "report.md").read_text()
     # Every line of its tables fits 120 columns (issue 31), the split ones joined back.
     wide = [line for line in markdown.splitlines() if line.startswith("|") and len(line) > 120]
     assert wide == [], wide
     # the environment box first, then the answer
     assert markdown.split("\n## ", 3)[2].startswith("The answer: Protobuf against JSON")
-    check_tables(markdown_tables(markdown), identities(run_dir), means(run_dir))
+    found, facts = identities(run_dir), means(run_dir)
+    for tables in (text_tables(stdout), markdown_tables(markdown)):
+        check_tables(tables, found, facts)
 
 
 def _equal_weights(samples: list[dict], codec: str) -> list[float]:
@@ -261,44 +258,6 @@ def test_a_pooled_row_would_be_caught(run):
         match_rows([row], found, (2, 3))
 
 
-def test_percent_diff_cells_and_verdict_agree_in_sign(run):
-    """On every tested row of the terminal table: the candidate's cell against the
-    baseline's, % Diff, and a named winner (with the metric's direction) say the same;
-    an interval printed beside a row whose p (Holm) is >= 0.05 holds 1."""
-    _run_dir, stdout = run
-    comparison = verdict_table(text_tables(stdout))
-    header = [c.strip() for c in comparison[0]]
-    column = {name: header.index(name) for name in header}
-    checked = 0
-    for row in comparison[1:]:
-        cells = [c.strip() for c in row]
-        verdict = cells[column["Verdict"]]
-        if verdict == "fact" or cells[column["Change (est.)"]] == "-":
-            continue
-        change = signed_change(cells[column["Change (est.)"]])
-        base, cand = number(cells[2]), number(cells[3])
-        # The cells are rounded to three digits: a change below half a unit of the last
-        # digit may show as equal cells, never as cells of the other sign.
-        assert cand == base or (cand > base) == (change > 0), row
-        label = cells[1]
-        metric = next(m for m, known in metrics.METRICS.items() if label.startswith(known.label))
-        lower_better = metrics.better(metric) == "lower"
-        if verdict in ("JSON", "Protobuf"):
-            candidate_better = verdict == "Protobuf"
-            assert (change < 0) == (candidate_better == lower_better), row
-        interval = cells[column["CI (Holm step)"]]
-        p_holm = cells[column["p (Holm)"]]
-        if interval != "-" and p_holm != "<1e-12" and float(p_holm) >= 0.05:
-            if " to " in interval:  # a difference in the row's unit ('-2.38 µs to +7.48 µs')
-                low, high = (float(bound.split()[0]) for bound in interval.split(" to "))
-                assert low <= 0 <= high, row
-            else:
-                low, high = (float(x) for x in interval.split("-"))
-                assert low <= 1 <= high, row
-        checked += 1
-    assert checked >= 5  # the codec suite's timed rows and the link's tested rows
-
-
 # --- the report's files -------------------------------------------------------------
 
 
@@ -331,7 +290,7 @@ def assert_real_image(png: bytes) -> None:
     assert pixels.std() > 0.01, "a blank image"
 
 
-def test_run_writes_report_with_the_plots_the_data_call_for(run):
+def test_run_writes_a_self_contained_report_with_the_plots_the_data_call_for(run):
     run_dir, stdout = run
     # Named once, on the screen's last lines, once the report exists.
     assert stdout.count(str(run_dir / "report.html")) == 1, stdout
@@ -349,10 +308,6 @@ def test_run_writes_report_with_the_plots_the_data_call_for(run):
         assert_real_image(base64.b64decode(png))
     for path in (run_dir / "plots").glob("*.png"):
         assert_real_image(path.read_bytes())
-
-
-def test_report_is_self_contained(run):
-    html = (run[0] / "report.html").read_text()
     assert "<script" not in html
     # No reference that would need a network or another file to open the report (links
     # to the page's own sections, '#answer', stay inside it).
@@ -431,10 +386,12 @@ CSV_COLUMNS = [
 TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}
 
 
-def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(run):
-    """comparison.csv (written by evbench run) holds the table's rows in the same words,
-    numbers and intervals; evbench report writes the same file again; JUnit carries each
-    tested record's verdict in the same words."""
+def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
+    """comparison.csv (written by evbench run) holds the terminal table's rows in the same
+    words, numbers and intervals; on each tested row the candidate's cell against the
+    baseline's, the change and a named winner (with the metric's direction) say the same,
+    and an interval beside a p (Holm) >= 0.05 holds 1 (0 for a difference); evbench report
+    writes the same file again; JUnit carries each tested record's verdict in the same words."""
     run_dir, stdout = run
     path = run_dir / "comparison.csv"
     with path.open(newline="") as handle:
@@ -445,6 +402,7 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
     header = [c.strip() for c in table[0]]
     rows = [[c.strip() for c in row] for row in table[1:]]
     assert len(lines) == len(rows)
+    checked = 0
     for line, row in zip(lines, rows, strict=True):
         assert (line["profile"], line["label"]) == (row[0], row[1].removesuffix(" *"))
         assert line["baseline"] == "json" and line["candidate"] == "protobuf"
@@ -453,8 +411,17 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
         assert word in VERDICTS | {"fact"}
         if line["verdict"] == "fact":
             continue
+        checked += 1
         change = row[header.index("Change (est.)")]
         assert change == line["change"] or change == f"{(float(line['estimate']) - 1) * 100:+.1f}%"
+        # The cells are rounded to three digits: a change below half a unit of the last
+        # digit may show as equal cells, never as cells of the other sign.
+        base, cand = number(row[2]), number(row[3])
+        assert cand == base or (cand > base) == (signed_change(change) > 0), row
+        metric = next(m for m, known in metrics.METRICS.items() if row[1].startswith(known.label))
+        if word in ("JSON", "Protobuf"):
+            lower_better = metrics.better(metric) == "lower"
+            assert (signed_change(change) < 0) == ((word == "Protobuf") == lower_better), row
         ratio = float(line["estimate"])
         if change.endswith("%"):  # below 2x: the change in percent
             assert 0.5 < ratio < 2
@@ -477,7 +444,16 @@ def test_comparison_csv_has_one_line_per_table_row_and_report_writes_it_again(ru
                 assert low <= 1 <= high, line
         else:
             assert interval == "-" and line["verdict"] == "n too small"
+        p_shown = row[header.index("p (Holm)")]  # the same, as the table prints them
+        if interval != "-" and p_shown != "<1e-12" and float(p_shown) >= 0.05:
+            if " to " in interval:  # a difference in the row's unit ('-2.38 µs to +7.48 µs')
+                low, high = (float(bound.split()[0]) for bound in interval.split(" to "))
+                assert low <= 0 <= high, row
+            else:
+                low, high = (float(x) for x in interval.split("-"))
+                assert low <= 1 <= high, row
         assert row[header.index("n")].startswith(line["n"] + " ")
+    assert checked >= 5  # the codec suite's timed rows and the link's tested rows
     junit = junit_numbers(run_dir / "junit.xml")
     said = {f["system-out"].get("verdict") for f in junit.values()} - {None}
     assert said and said <= {"json", "protobuf", "equal", "negligible", "undecided", "n too small"}
