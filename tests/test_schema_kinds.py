@@ -10,7 +10,6 @@ module's constants.
 
 from __future__ import annotations
 
-import base64
 import importlib.util
 import json
 import math
@@ -21,7 +20,7 @@ import pytest
 from conftest import ROOT, require
 from google.protobuf import json_format
 from test_decode_access import _check_profile
-from test_user_schema import _varint
+from test_user_schema import _document, _varint
 
 from evbench_agent import codecs
 from evbench_agent.payloads import samples, user_schema
@@ -60,8 +59,7 @@ def sets(tmp_path_factory) -> dict[str, bytes]:
 
 
 def _profile(serialized: bytes, message: str, **extra) -> user_schema.SchemaProfile:
-    document = {"descriptor_set": base64.b64encode(serialized).decode(), "message": message}
-    return user_schema.build_profile({**document, **extra})
+    return user_schema.build_profile(_document(serialized, message, **extra))
 
 
 def _rules(fields: dict) -> dict:

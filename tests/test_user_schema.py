@@ -22,6 +22,7 @@ import pytest
 import yaml
 from conftest import ROOT, require
 from google.protobuf import json_format
+from test_decode_access import _check_profile
 
 from evbench_agent import codecs, spec
 from evbench_agent.payloads import samples, user_schema
@@ -249,6 +250,34 @@ def test_protobuf_is_the_generated_codes_and_proto3_json_is_json_formats(
             # json_format prints ", " and ": "; the json codec writes compact separators.
             compact = json.dumps(json.loads(printed), separators=(",", ":"), ensure_ascii=False)
             assert to_json(item.plain) == compact.encode()
+
+
+#: Leave unset what can be: optional scalars, sub-messages, oneofs, empty lists.
+SPARSE = {"fields": {
+    "maybe": {"presence": 0.3}, "position": {"presence": 0.3}, "stamp": {"presence": 0.5},
+    "reading": {"presence": 0.5}, "source": {"presence": 0.4}, "names": {"count": [0, 1]},
+    "gauges": {"count": [0, 1]},
+}}  # fmt: skip
+
+
+@pytest.mark.parametrize("style", ["proto3", "fields"])
+@pytest.mark.parametrize("rules", [None, SPARSE], ids=["dense", "sparse"])
+def test_a_user_schema_reads_the_same_leaves(descriptor_sets, style, rules):
+    """Counted from the JSON text by the standard library (test_decode_access)."""
+    generator = {"document": rules} if rules else None
+    profile = _profile(descriptor_sets, "rich", RICH, json_style=style, generator=generator)
+    assert _check_profile(profile, 40) > 0
+
+
+def test_unset_sub_messages_are_not_read(descriptor_sets):
+    """A hand-made message: the leaves are counted by hand, not by either walker."""
+    profile = _profile(descriptor_sets, "rich", RICH)
+    message = profile.message_type(i32=5, label="x")
+    message.names.extend(["a", "b"])
+    message.gauges["p"] = 1.5
+    message.stamp.seconds = 1  # a Timestamp is one JSON value: "1970-01-01T00:00:01Z"
+    reader = codecs.get("protobuf").bind(profile).access
+    assert reader(message) == 1 + 1 + 2 + 1 + 1
 
 
 def _rules(fields: dict) -> dict:
