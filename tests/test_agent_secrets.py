@@ -1,13 +1,14 @@
-"""An agent started by hand with secrets in its environment passes none on (issue 16,
-item 6): real `python -m evbench_agent` processes, their children's /proc/PID/environ read
-while they run. The host's own rule (it strips EVBENCH_PASSWORD from what it starts) is
-tested in test_board_secrets.py; these start the agent without the host."""
+"""Secrets stay out of children, and a killed agent leaves an honest partial run (issue
+16, item 6): real processes, their children's /proc/PID/environ read while they run.
+An agent started by hand with secrets in its environment passes none on; `evbench run
+--board local` passes the board password to none either (the host strips it)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,11 +20,10 @@ from process_tree import descendants, read_proc
 
 from evbench_core import results
 
-#: Five real runs (about 2 min on a loaded 2-core machine): over the fast tier's share.
-pytestmark = pytest.mark.slow
-
 AGENT = [sys.executable, "-m", "evbench_agent"]
-QUICK_CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
+EVBENCH = [sys.executable, "-m", "evbench"]
+CODEC = ["--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
+QUICK_CODEC = [*CODEC, "--quick"]
 QUICK_LINK = ["--suite", "link", "--profile", "seed", "--codecs", "json,protobuf", "--quick"]
 WAIT_S = 300
 
@@ -88,6 +88,9 @@ def run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
     return watch, stderr
 
 
+# The agent started by hand: five real runs (about 2 min on a loaded 2-core machine),
+# over the fast tier's share. The host's two tests below stay in the fast tier.
+@pytest.mark.slow
 def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(tmp_path):
     secrets = _secrets("codec")
     out = tmp_path / "run"
@@ -113,6 +116,7 @@ def serving_with_token(token: str) -> Iterator[int]:
         responder.stdout.close()
 
 
+@pytest.mark.slow
 def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
     secrets = _secrets("link")
     with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
@@ -131,6 +135,7 @@ def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
     assert (tmp_path / "peer" / results.COMPLETE).exists()
 
 
+@pytest.mark.slow
 def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_path):
     secrets = _secrets("launch")
     run_dir = tmp_path / "detached"
@@ -155,3 +160,52 @@ def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_pa
     assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
     assert watch.leaked == {}
     assert (run_dir / "results" / results.COMPLETE).exists()
+
+
+def _cmdline(pid: int) -> str:
+    return read_proc(pid, "cmdline").replace(b"\0", b" ").decode()
+
+
+def test_no_child_of_a_run_inherits_the_password(tmp_path):
+    secrets = {"EVBENCH_PASSWORD": "evbench-sentinel-" + os.urandom(6).hex()}
+    out = tmp_path / "run"
+    argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--out", str(out)]
+    watch, _stderr = run_watched(argv, secrets)
+    assert watch.saw("evbench_agent"), watch.seen  # it did look
+    assert watch.leaked == {}
+    assert watch.files_holding(out) == []  # nor does any file the run leaves
+
+
+def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
+    out = tmp_path / "run"
+    argv = [*EVBENCH, "run", "--board", "local", *CODEC, "--out", str(out)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / results.SAMPLES).exists():
+            assert time.monotonic() < deadline and process.poll() is None, "the run never began"
+            time.sleep(0.05)
+        agents = [p for p in descendants(process.pid) if "evbench_agent run" in _cmdline(p)]
+        assert agents, "no agent process found"
+        while not (workers := descendants(agents[0])):  # its workers and sampler
+            assert time.monotonic() < deadline, "the agent started no worker"
+            time.sleep(0.02)
+        os.kill(agents[0], signal.SIGKILL)  # as the OOM killer would
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 4, stderr
+    assert "PARTIAL" in stderr and "partial results in" in stderr and "killed" in stderr
+    manifest = json.loads((out / results.MANIFEST).read_text())
+    assert manifest["status"] == "partial"
+    assert manifest["reason"] == "the agent was killed (signal 9)"
+    assert stdout.splitlines()[0] == "PARTIAL: the agent was killed (signal 9)"  # said first
+    report = (out / "report.md").read_text()
+    assert report.splitlines()[0] == "**PARTIAL: the agent was killed (signal 9)**"
+    assert not (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
+    summary = json.loads((out / results.SUMMARY).read_text())
+    assert summary["partial"] is True
+    # No worker of the dead agent goes on writing into the sealed run.
+    assert [pid for pid in workers if _cmdline(pid)] == []
