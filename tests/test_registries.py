@@ -87,11 +87,6 @@ def test_every_entry_has_its_row_and_every_row_is_an_entry(doc, heading, declare
     assert differences(documented, declared) == []
 
 
-@pytest.mark.parametrize("name", list(registry.REGISTRY))
-def test_a_suite_module_calls_itself_by_its_registry_name(name: str) -> None:
-    assert name == registry.load(name).SUITE
-
-
 def test_a_codec_declared_without_a_row_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     added = codecs.Codec("scratch", "evbench_scratch", None, codecs.PLAIN, "", None, yocto=None)
     monkeypatch.setitem(codecs.CODECS, "scratch", added)
@@ -250,7 +245,7 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
     assert list(native_types.NATIVE_PROTOS) == listed
 
 
-def test_every_suite_module_is_registered() -> None:
+def test_every_suite_module_is_registered_under_the_name_it_calls_itself() -> None:
     # A module of suites/ (or of a suite's package there) that declares SUITE is a suite:
     # the registry must find it (its package), or no run can ask for it. Read here with
     # ast, not the registry's line pattern, so a declaration it misses fails.
@@ -267,6 +262,8 @@ def test_every_suite_module_is_registered() -> None:
     assert declared["codec"] == "evbench_agent.suites.codec"  # the scan finds the known ones
     assert declared["link"] == "evbench_agent.suites.link"
     assert declared == registry.REGISTRY
+    # and each, loaded, calls itself by its registry name
+    assert {name: registry.load(name).SUITE for name in declared} == {n: n for n in declared}
 
 
 def test_the_suites_a_record_may_name_are_those_a_real_run_records() -> None:
