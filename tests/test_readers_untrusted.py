@@ -1,14 +1,9 @@
-"""Readers that cannot crash. Of a run directory: a run interrupted before its
-summary.json (the report rebuilds it from samples.jsonl), a sample set with no values
-or with values at the edge of the float range, and a manifest whose fields have the
-wrong types. Each case once crashed `evbench report` or `compare` with exit 1 (the
-code for a bug); each is now a partial run rendered with its problem named (exit 4).
-Found by an independent attack; the fuzz campaigns benchmarks/fuzz/summarize_samples.py
-and report_manifest.py cover the same readers at scale.
-
-And the typed readers beyond the report and history (issue 30's leftover): lab.json,
-LAB.yaml and the history's change points. A field of the wrong type is named and ends in
-the project's own error (exit 2), never in a traceback (exit 1) as each case once did."""
+"""Readers that cannot crash, on cases an independent attack found (the fuzz campaigns
+benchmarks/fuzz/summarize_samples.py and report_manifest.py cover the same readers at
+scale). A run with a sample set the format refuses (and no summary.json: the report
+rebuilds it from samples.jsonl) or a manifest field of the wrong type renders partial, its
+problem named (exit 4); lab.json, LAB.yaml and the history's change points (issue 30) name
+a field of the wrong type (exit 2). Each case was once a traceback (exit 1, a bug's code)."""
 
 from __future__ import annotations
 
@@ -101,11 +96,19 @@ def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
     assert both_ends.median == 0.0 and both_ends.mean == 0.0
 
 
-def _edit(manifest: dict, path: str, value) -> None:
-    *steps, last = path.split(".")
-    for step in steps:
-        manifest = manifest[step]
-    manifest[last] = value
+def _with_manifest(tmp_path: Path, name: str, edits: dict) -> Path:
+    """A copy of the committed run with these manifest fields (dotted paths) replaced."""
+    run = tmp_path / name
+    shutil.copytree(COMMITTED, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    for path, value in edits.items():
+        *steps, last = path.split(".")
+        field = manifest
+        for step in steps:
+            field = field[step]
+        field[last] = value
+    (run / "manifest.json").write_text(json.dumps(manifest))  # "\ud800" as JSON escapes it
+    return run
 
 
 @pytest.mark.slow
@@ -118,12 +121,7 @@ def _edit(manifest: dict, path: str, value) -> None:
     ids=["top-level fields", "nested fields"],
 )
 def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, edits):
-    run = tmp_path / "run"
-    shutil.copytree(COMMITTED, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    for path, value in edits.items():
-        _edit(manifest, path, value)
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    run = _with_manifest(tmp_path, "run", edits)
     done = evbench("report", str(run))
     assert done.returncode == 4, done.stderr  # the checksum no longer matches, and the fields
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
@@ -133,21 +131,12 @@ def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, 
     assert "(ignored)" in markdown
 
 
-def _with_manifest_field(tmp_path: Path, name: str, value) -> Path:
-    run = tmp_path / name
-    shutil.copytree(COMMITTED, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["platform"]["hostname"] = value
-    (run / "manifest.json").write_text(json.dumps(manifest))  # "\ud800" as JSON escapes it
-    return run
-
-
 @pytest.mark.slow
 def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
     """JSON can escape a lone surrogate ("\\ud800"), which no UTF-8 report can hold: the
     manifest is refused as not UTF-8 text, as a file with an invalid byte is (issue 44,
     item 12; it was an internal error, UnicodeEncodeError, from report and compare)."""
-    run = _with_manifest_field(tmp_path, "surrogate", "board-\ud800-1")
+    run = _with_manifest(tmp_path, "surrogate", {"platform.hostname": "board-\ud800-1"})
     before = {path.name: path.read_bytes() for path in run.iterdir()}
     expected = f"{run / 'manifest.json'} cannot be read: not UTF-8 text: a lone surrogate"
     done = evbench("report", str(run))
@@ -159,7 +148,7 @@ def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
     assert compared.returncode == 2, compared.stderr
     assert expected in compared.stderr and "internal error" not in compared.stderr
     # a pair of surrogates is one character (U+1F600): text like any other
-    paired = _with_manifest_field(tmp_path, "paired", "board-\U0001f600")
+    paired = _with_manifest(tmp_path, "paired", {"platform.hostname": "board-\U0001f600"})
     assert "\\ud83d\\ude00" in (paired / "manifest.json").read_text()
     done = evbench("report", str(paired))
     assert done.returncode == 4, done.stderr  # only the checksum no longer matches
