@@ -41,8 +41,8 @@ LONGEST_FILES = (
     "test_labgrid_board.py",  # 91 s
     "test_release_wheels.py",  # 90 s
     "test_console_commands.py",  # about 85 s: console_faults 55, console_diag 30, console_command
+    "test_log_secrets.py",  # about 80 s: test_console_run's 73 s merged in
     "test_console_shell.py",  # 78 s
-    "test_console_run.py",  # 73 s
     "test_ssh_run.py",  # 66 s
     "test_lab_run.py",  # 64 s
     "test_schema_acceptance.py",  # 59 s
