@@ -128,30 +128,27 @@ class Lab:
                     process.wait(timeout=5)
 
 
-def two_place_lab(sshd, directory: Path, power_url: str | None = None) -> Lab:
-    """Two places, am62x-a and am62x-b, each with a NetworkService for the loopback sshd;
-    with `power_url`, a third, am62x-p, whose NetworkPowerPort (simplerest) is that switch."""
-    service = (
-        "  NetworkService:\n"
-        "    address: 127.0.0.1\n"
-        f"    username: {sshd.user}\n"
-        f"    port: {sshd.port}\n"
-    )
-    groups = f"board-a:\n{service}board-b:\n{service}"
-    if power_url:
-        groups += (
-            f"board-p:\n{service}"
-            "  NetworkPowerPort:\n"
-            "    model: simplerest\n"
-            f"    host: '{power_url}'\n"
-            "    index: '1'\n"
-        )
-    lab = Lab(directory, groups)
+def network_service(group: str, server) -> str:
+    """Exporter resources: the group `group`, a NetworkService for the sshd `server`."""
+    return (f"{group}:\n  NetworkService:\n    address: 127.0.0.1\n"
+            f"    username: {server.user}\n    port: {server.port}\n")  # fmt: skip
+
+
+def power_port(switch: PowerSwitch) -> str:
+    """A NetworkPowerPort for the group before it: outlet 1 of `switch` (model simplerest)."""
+    return (f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
+            "    index: '1'\n")  # fmt: skip
+
+
+def two_place_lab(sshd, directory: Path, switch: PowerSwitch) -> Lab:
+    """Places am62x-a and am62x-b, each a NetworkService for the loopback sshd, and
+    am62x-p, another whose NetworkPowerPort is `switch`."""
+    groups = "".join(network_service(f"board-{unit}", sshd) for unit in "abp")
+    lab = Lab(directory, groups + power_port(switch))
     try:
         lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})
         lab.make_place("am62x-b", "board-b", {"board": "am62x", "site": "loop", "unit": "b"})
-        if power_url:
-            lab.make_place("am62x-p", "board-p", {"board": "am62x", "site": "power"})
+        lab.make_place("am62x-p", "board-p", {"board": "am62x", "site": "power"})
     except BaseException:
         lab.stop()
         raise

@@ -12,11 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from process_tree import descendants, read_proc
+from test_labgrid_board import wait_while_running
 
 from evbench_core import results
 
@@ -78,11 +78,7 @@ def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> N
         job = _start(tmp_path, _plan(tmp_path, "[--quick]"), lab_dir)
         marker = lab_dir / "runs" / ENTRY / results.COMPLETE
         try:
-            deadline = time.monotonic() + 300
-            while not marker.exists():
-                assert job.poll() is None, job.communicate()[0]
-                assert time.monotonic() < deadline, "the entry never completed"
-                time.sleep(0.005)
+            wait_while_running(job, marker.exists, "the entry never completed", 300, 0.005)
             # SIGTERM as systemd stopping the lab sends it; the lab passes it on to the
             # entry's `evbench run` (every 0.5 s): here it reaches the entry at once too.
             entries = _children(job.pid)
@@ -112,14 +108,9 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
     # The full plan: long enough to be running when the lab is killed.
     job = _start(tmp_path, _plan(tmp_path, "[]", "['seed,ev-full,int,double']"), lab_dir)
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert job.poll() is None, job.communicate()[0]
-            assert time.monotonic() < deadline, "the entry never started"
-            index = lab_dir / "lab.json"
-            if index.exists() and '"running"' in index.read_text():
-                break
-            time.sleep(0.05)
+        index = lab_dir / "lab.json"
+        started = lambda: index.exists() and '"running"' in index.read_text()  # noqa: E731
+        wait_while_running(job, started, "the entry never started", 300, 0.05)
         running = _status(lab_dir)
         assert running.returncode == 0, running.stderr
         assert running.stdout.rstrip().endswith("the lab is running"), running.stdout

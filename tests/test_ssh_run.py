@@ -1,8 +1,11 @@
-"""deploy, run, fetch and resume through a real OpenSSH sshd on loopback.
+"""deploy, run, fetch and resume through a real OpenSSH sshd on loopback, and the link
+suite across the SSH connection (`--peer host` and `--peer board`).
 
 The "board" is this machine over ssh://USER@127.0.0.1:PORT; its python3 is
 Debian's /usr/bin/python3 with python3-protobuf and python3-psutil, as on a
 board image. Connections are dropped for real by killing their sshd process.
+Against it the "network" is loopback, so the link tests check the wiring (who listens
+where, who measures, that the responder goes away), not the wire's figures.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import time
 from pathlib import Path
 
 import process_tree
+import psutil
 import pytest
-from conftest import require, require_command
+from conftest import ROOT, require, require_command
 
 from evbench.cli import evbench
 from evbench_agent.run import detached
@@ -32,6 +36,10 @@ AGENT_SRC = Path(__file__).resolve().parent.parent / "agent" / "src"
 QUICK = ["--quick", "--suite", "codec", "--codecs", "json,protobuf"]
 #: Long enough (several seconds) to stop the run while it measures.
 SLOW_PROFILES = ["--profile", "seed,ev-full,int,double,ten-strings"]
+#: The quick link plan at 100 Hz (20 Hz by default): the link tests check the wiring and the
+#: resuming, not the figures. With the plan's 6 messages a phase, a phase takes 0.06 s.
+LINK = ["--suite", "link", "--codecs", "json,protobuf", "--profile", "seed", "--quick",
+        "--rate", "100"]  # fmt: skip
 
 
 @pytest.fixture
@@ -167,6 +175,32 @@ def test_ssh_run_matches_a_local_run_and_starts_the_agent_twice(sshd, ssh_home, 
     assert_each_sample_once(remote_out, run_dir / detached.RESULTS)
 
 
+def _sizes(out: Path) -> dict[str, tuple]:
+    summary = json.loads((out / "summary.json").read_text())
+    sizes = [r for r in summary["records"] if r["metric"] == "size"]
+    return {r["codec"]: (r["profile"], r["n"], r["min"], r["max"], r["mean"]) for r in sizes}
+
+
+def test_a_user_schema_runs_over_ssh_like_locally(board, tmp_path, capsys):
+    """The spec file travels, no protoc on the board: its python3 (Debian's, protobuf 4.21,
+    cpp backend) builds the message class."""
+    _work, url = board
+    data, message = ROOT / "tests" / "data" / "bms", "evbench.example.BmsStatus"
+    run = [*QUICK, "--schema", str(data / "bms.proto"), "--message", message,
+           "--samples", str(data / "bms_samples.jsonl")]  # fmt: skip
+    remote_out, local_out = tmp_path / "remote", tmp_path / "local"
+    assert evbench(["run", "--board", url, *run, "--out", str(remote_out)]) == 0
+    assert f"schema:{message}" in capsys.readouterr().out
+    local = run_cli("run", "--board", "local", *run, "--out", str(local_out), timeout=600)
+    assert local.returncode == 0, local.stderr
+    assert (remote_out / "complete").exists()
+    manifest = json.loads((remote_out / "manifest.json").read_text())
+    assert manifest["platform"]["protobuf"] == "4.21.12"  # the board's runtime built the class
+    assert manifest["spec"]["schema"]["message"] == message
+    remote, local = _sizes(remote_out), _sizes(local_out)
+    assert remote == local and remote["protobuf"][1] == 12  # the file's 12 lines, both places
+
+
 def test_the_acceptance_command_as_typed_resumes_the_same_run_after_a_drop(sshd, board, tmp_path):
     """`evbench run --board ssh://USER@127.0.0.1:PORT --quick`: every default suite, its
     connection dropped mid-run; the run it started goes on, never relaunched."""
@@ -190,6 +224,76 @@ def test_the_acceptance_command_as_typed_resumes_the_same_run_after_a_drop(sshd,
     assert on_board <= fetched  # every file the agent wrote came over
     assert {r["suite"] for r in results.load_run(out).records} >= {"codec", "link"}
     assert_each_sample_once(out, run_dir / detached.RESULTS)
+
+
+def link_peers(out: Path) -> set[str]:
+    records = results.load_run(out).records
+    # every link record but the board's wake-up probe, which involves no peer
+    return {r["params"]["peer"] for r in records if r["suite"] == "link" and "peer" in r["params"]}
+
+
+def responders_running(zipapp: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if str(zipapp) in cmdline and "serve" in cmdline:
+            found.append(process)
+    return found
+
+
+@pytest.mark.parametrize(("peer", "where"), [("host", "this host"), ("board", "the board")])
+def test_the_peer_puts_the_responder_where_it_says(board, tmp_path, peer, where):
+    work, url = board
+    out = tmp_path / "out"
+    argv = ["run", "--board", url, *LINK, "--count", "6", "--peer", peer, "--out", str(out)]
+    result = run_cli(*argv, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert f"link responder on {where} at 127.0.0.1:" in result.stderr
+    [address] = link_peers(out)
+    assert address.startswith("127.0.0.1:")  # not the agent's own loopback responder
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
+    if peer == "host":  # measured by the agent on the board
+        [run_dir] = (work / "runs").iterdir()
+        on_the_board = (run_dir / "results" / results.SAMPLES).read_bytes()
+        assert on_the_board == (out / results.SAMPLES).read_bytes()
+    else:  # this host measured; the board only answered, and its responder is gone
+        assert not (work / "runs").exists()
+        assert responders_running(work / "agent" / "evbench-agent.pyz") == []
+
+
+def test_peer_host_needs_a_network_board(tmp_path):
+    out = tmp_path / "o"
+    result = run_cli("run", "--board", "local", *LINK, "--peer", "host", "--out", str(out))
+    assert result.returncode == 2
+    assert "--peer host needs a board over the network" in result.stderr
+
+
+def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, tmp_path):
+    work, url = board
+    out = tmp_path / "out"
+    # 40 messages per periodic phase: 32 phases of 0.4 s, so the drop (once the run has
+    # advanced) comes mid-run, with most of the run still to follow
+    count = 40
+    process = start_cli("run", "--board", url, *LINK, "--count", str(count), "--out", str(out))
+    wait_for(lambda: any(map(advances, board_runs(work))), "the link run to start")
+    [run_dir] = board_runs(work)
+    assert not (run_dir / detached.EXIT).exists(), "the run ended before the drop"
+    assert sshd.drop_connections() >= 1
+    _stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "reconnecting" in stderr
+    assert board_runs(work) == [run_dir]
+    samples = [s for s in results.read_samples(out) if s.suite == "link"]
+    rtt = {(s.codec, s.worker): s for s in samples if s.metric == "rtt"}
+    lost = {(s.codec, s.worker): s.values[0] for s in samples if s.metric == "lost"}
+    # 2 codecs x the quick link plan's phases (16 pairs, docs/link.md), as recorded
+    phases = {s.params["phases"] for s in samples if s.metric == "rtt"}
+    assert phases == {16}
+    assert len(rtt) == len([s for s in samples if s.metric == "rtt"]) == 2 * 16
+    for phase, sample_set in rtt.items():
+        # Each message of the phase is measured once (or counted lost), none twice.
+        assert len(sample_set.values) + lost[phase] == count
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
 
 
 def test_fetch_by_id_and_errors(finished, tmp_path, capsys):
