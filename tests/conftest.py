@@ -143,7 +143,7 @@ def _no_user_schema_left(monkeypatch: pytest.MonkeyPatch):
     """A test that activates a user's schema in this process (`evbench run --schema` run
     in-process, spec.from_dict) registers its profile and sets EVBENCH_AGENT_SCHEMA for the
     agents started after it: both undone after the test. Left, every later test of this
-    worker saw them (test_run_help after test_user_schema_ssh listed a profile that the
+    worker saw them (test_run_help after test_ssh_run's user schema listed a profile that the
     `--help` it ran did not have, and failed)."""
     monkeypatch.setenv("EVBENCH_AGENT_SCHEMA", "")
     monkeypatch.delenv("EVBENCH_AGENT_SCHEMA")  # absent, and absent again after the test

@@ -28,7 +28,7 @@ def test_every_entry_is_deflated_and_the_build_is_reproducible() -> None:
         plain = sum(entry.file_size for entry in entries)
     assert {entry.compress_type for entry in entries} == {zipfile.ZIP_DEFLATED}
     # Python source deflates to well under half its size: a third of the bytes over a
-    # console line at 115200 baud (stored, 0.8 MB took 136 s in tests/test_console_run.py)
+    # console line at 115200 baud (stored, 0.8 MB took 136 s in tests/test_log_secrets.py)
     assert len(data) < plain / 2, (len(data), plain)
     assert build_zipapp() == data  # the same bytes again
 
