@@ -31,34 +31,33 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
 #: (--dist loadfile --no-loadscope-reorder), so these start first and the short files fill
 #: in behind them: a long file handed out last would run on alone while the other workers
 #: sat idle. The files not named here follow by their number of tests, which says little
-#: of their time (test_link_crowd.py has few tests and takes 51 s). Seconds: the
-#: integration tier's "longest files" summary (below) of a fresh-clone CI run at 5c84b17
+#: of their time (test_link_crowd.py has few tests and takes 48 s). Seconds: the
+#: integration tier's "longest files" summary (below) of a fresh-clone CI run at 4eeb4fe
 #: (2026-12-06, idle 2-core machine, 2 workers, the e2e tier beside); the files not named
-#: here took 10 s or less.
+#: here took 11 s or less.
 LONGEST_FILES = (
-    "test_docs.py",  # 350 s
-    "test_labgrid_board.py",  # 155 s with test_lab_run
+    "test_docs.py",  # 312 s
+    "test_labgrid_board.py",  # 145 s
+    "test_ssh_run.py",  # 140 s
     "test_link_soak.py",  # 121 s
-    "test_ssh_run.py",  # 100 s with test_ssh_link
-    "test_release_wheels.py",  # 90 s
-    "test_console_commands.py",  # about 85 s: console_faults 55, console_diag 30, console_command
-    "test_labgrid_places.py",  # 84 s: labgrid_serial, labgrid_recovery, labgrid_isolated
-    "test_log_secrets.py",  # about 80 s: test_console_run's 73 s merged in
-    "test_console_shell.py",  # 78 s
-    "test_schema_acceptance.py",  # 59 s
-    "test_link_crowd.py",  # 51 s
-    "test_lava.py",  # 37 s
-    "test_history_cli.py",  # 36 s
-    "test_agent_secrets.py",  # 32 s
-    "test_one_screen.py",  # 30 s
-    "test_native_responder.py",  # 29 s
+    "test_labgrid_places.py",  # 84 s
+    "test_console_commands.py",  # 82 s
+    "test_release_wheels.py",  # 80 s
+    "test_log_secrets.py",  # 74 s
+    "test_console_shell.py",  # 70 s
+    "test_lava.py",  # 64 s
+    "test_schema_acceptance.py",  # 51 s
+    "test_link_crowd.py",  # 48 s
+    "test_history_cli.py",  # 38 s
+    "test_one_screen.py",  # 35 s
+    "test_agent_secrets.py",  # 31 s
+    "test_native_responder.py",  # 30 s
     "test_compat.py",  # 24 s
-    "test_peer_host_bus.py",  # 20 s
-    "test_readers_untrusted.py",  # 14 s
-    "test_native_runtimes.py",  # 14 s
-    "test_payload_identity.py",  # 14 s
-    "test_user_schema_run.py",  # 13 s
-    "test_native_deploy.py",  # 13 s
+    "test_peer_host_bus.py",  # 23 s
+    "test_native_runtimes.py",  # 18 s
+    "test_readers_untrusted.py",  # 16 s
+    "test_user_schema_run.py",  # 15 s
+    "test_native_deploy.py",  # 12 s
 )
 
 
