@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -73,21 +74,55 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _FILE_SECONDS: Counter[str] = Counter()
+_FILE_CPU_SECONDS: Counter[str] = Counter()
+_CPU_AT_START = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU time and its reaped children's (servers a fixture started and
+    waited for count; the e2e tier's emulator runs apart and does not)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    item.stash[_CPU_AT_START] = _cpu_seconds()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    try:
+        return (yield)
+    finally:
+        # The teardown report carries it (pytest-xdist sends user_properties on).
+        item.user_properties.append(("cpu_seconds", _cpu_seconds() - item.stash[_CPU_AT_START]))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Each file's time, setup and teardown included (with pytest-xdist the controller
     sees every worker's reports), for the summary below."""
-    _FILE_SECONDS[report.nodeid.split("::", 1)[0]] += report.duration
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] += report.duration
+    if report.when == "teardown":
+        _FILE_CPU_SECONDS[path] += dict(report.user_properties).get("cpu_seconds", 0.0)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The 30 longest files, seconds each: what LONGEST_FILES above is kept from."""
+    """The 30 longest files, seconds and CPU seconds each: what LONGEST_FILES above is
+    kept from, and where the tiers' CPU goes (both cores are busy for most of a run)."""
     if not _FILE_SECONDS:
         return
-    terminalreporter.write_sep("=", "longest files (seconds, setup and teardown included)")
+    terminalreporter.write_sep(
+        "=", "longest files (seconds and CPU seconds, setup and teardown included)"
+    )
     for path, seconds in _FILE_SECONDS.most_common(30):
-        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
+        terminalreporter.write_line(f"{seconds:8.1f} {_FILE_CPU_SECONDS[path]:8.1f}  {path}")
+    terminalreporter.write_line(f"CPU seconds, every file: {sum(_FILE_CPU_SECONDS.values()):.0f}")
 
 
 def require(condition: bool, what: str) -> None:
