@@ -11,13 +11,12 @@
 #                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
-# The fast and integration tiers run their tests in parallel (pytest-xdist), one worker
-# per core. The integration tier keeps about one core of two busy (its tests mostly wait:
-# links paced at 20 Hz, consoles, labgrid places, servers), but at two workers per core
-# (681 s instead of 972 s on an idle machine) three tests failed: test_docs tidied
-# results/ under a labgrid console run, and the history nights and the C responder's
-# crowd test are timing-sensitive. EVBENCH_TEST_WORKERS says how many for both (1 runs
-# them in this process, one at a time). A test file's tests all run on one
+# The fast and integration tiers run their tests in parallel (pytest-xdist): the fast tier
+# one worker per core, the integration tier one more than that. Its tests mostly wait
+# (links paced at 20 Hz, consoles, labgrid places, servers): at one worker per core they
+# used 744 CPU seconds in 736 s on an idle 2-core machine (2026-12-06, the e2e tier's
+# 385 beside them), half a core per worker. EVBENCH_TEST_WORKERS says how many for both
+# (1 runs them in this process, one at a time). A test file's tests all run on one
 # worker, one after another: its module fixtures (a native build, a lab, runs to report
 # on) are made once, and tests that share a place (test_docs.py's documents write
 # results/) never run side by side. Files start longest first (tests/conftest.py,
@@ -67,7 +66,7 @@ e2e_tier() {
 
 xdist "${workers:-$cores}"
 tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
-xdist "${workers:-$cores}"
+xdist "${workers:-$((cores + 1))}"
 if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
     tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
     e2e_tier "$@" || failed+=(e2e)
