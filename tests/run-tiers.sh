@@ -11,11 +11,14 @@
 #                `lab` too: `pytest -m lab` runs those alone)
 #   e2e          the virtual ARM64 board under QEMU (tests/board/run-e2e.sh builds or
 #                reuses its image, with budgets of its own)
-# The fast and integration tiers run their tests in parallel (pytest-xdist): the fast tier
-# one worker per core, the integration tier one more than that. Its tests mostly wait
-# (links paced at 20 Hz, consoles, labgrid places, servers): at one worker per core they
-# used 744 CPU seconds in 736 s on an idle 2-core machine (2026-12-06, the e2e tier's
-# 385 beside them), half a core per worker. EVBENCH_TEST_WORKERS says how many for both
+# The fast and integration tiers run their tests in parallel (pytest-xdist), one worker
+# per core. The integration tier's tests mostly wait (links paced at 20 Hz, consoles,
+# labgrid places, servers), yet a third worker on two cores made it slower: in fresh-clone
+# runs on an idle machine (2026-12-06) two workers took 736 s beside the e2e tier (744 CPU
+# seconds, the e2e tier's 385), three took 761 s (842 and 518 CPU seconds: both cores
+# were busy throughout, and the same tests took more CPU time under that contention).
+# Four (two per core) made three timing-sensitive tests fail (commit 811d331). The cores
+# bound the tiers, not the workers. EVBENCH_TEST_WORKERS says how many for both
 # (1 runs them in this process, one at a time). A test file's tests all run on one
 # worker, one after another: its module fixtures (a native build, a lab, runs to report
 # on) are made once, and tests that share a place (test_docs.py's documents write
@@ -66,7 +69,7 @@ e2e_tier() {
 
 xdist "${workers:-$cores}"
 tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
-xdist "${workers:-$((cores + 1))}"
+xdist "${workers:-$cores}"
 if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
     tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
     e2e_tier "$@" || failed+=(e2e)
