@@ -79,8 +79,8 @@ _CPU_AT_START = pytest.StashKey[float]()
 
 
 def _cpu_seconds() -> float:
-    """This process's CPU time and its reaped children's (servers a fixture started and
-    waited for count; the e2e tier's emulator runs apart and does not)."""
+    """This process's CPU time and its reaped children's: a server or emulator a fixture
+    started counts once it is waited for, charged to the test whose teardown reaps it."""
     own, children = (
         resource.getrusage(resource.RUSAGE_SELF),
         resource.getrusage(resource.RUSAGE_CHILDREN),
