@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs the test tiers, each with its time budget printed, and fails when any tier
-# fails. Extra arguments go to every pytest call. The fast tier runs first, alone; then
-# the integration and e2e tiers run side by side (the integration tier's tests mostly
-# wait, and the emulated board's boots and runs are long), the e2e tier's output kept
-# apart and printed when both are done. EVBENCH_E2E_APART=1 runs the e2e tier after the
-# integration tier instead, as a loaded machine may need.
+# fails. Extra arguments go to every pytest call. The e2e tier starts first, in the
+# background at nice 10; the fast tier, then the integration tier, run in the foreground
+# beside it. Its output is kept apart and printed when all are done. Niced, the emulated
+# board takes what the two tiers leave of the cores (the fast tier's workers wait on
+# subprocesses a quarter of the time, the integration tier's on links, consoles and
+# servers half of it) instead of contending with them for it. EVBENCH_E2E_APART=1 runs
+# the e2e tier after the integration tier instead, as a loaded machine may need.
 #   fast         unit tests and local runs (no real external component)
 #   integration  real components: sshd, login shells on ptys, ser2net, loop devices,
 #                other protobuf runtimes, a labgrid coordinator and exporter (marked
@@ -62,24 +64,24 @@ tier() {
 e2e_tier() {
     echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
     local start=$SECONDS status=0
-    tests/board/run-e2e.sh "$@" || status=$?
+    nice -n 10 tests/board/run-e2e.sh "$@" || status=$?
     echo "=== tier e2e: $((SECONDS - start))s, exit $status"
     return "$status"
 }
 
 xdist "${workers:-$cores}"
+apart=${EVBENCH_E2E_APART:-0}
+if [ "$apart" != 1 ]; then
+    e2e_log="$EVBENCH_TEST_BUILDS/e2e.log"
+    echo "=== tier e2e: started at nice 10 beside the fast and integration tiers (its output follows theirs)"
+    e2e_tier "$@" >"$e2e_log" 2>&1 &
+    e2e_pid=$!
+fi
 tier fast 300 "not integration and not compat and not e2e and not slow" "${xdist_args[@]}" "$@"
-xdist "${workers:-$cores}"
-if [ "${EVBENCH_E2E_APART:-0}" = 1 ]; then
+if [ "$apart" = 1 ]; then
     tier integration 900 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
     e2e_tier "$@" || failed+=(e2e)
 else
-    e2e_log="$EVBENCH_TEST_BUILDS/e2e.log"
-    echo "=== tier e2e: started beside the integration tier (its output follows that tier's)"
-    e2e_tier "$@" >"$e2e_log" 2>&1 &
-    e2e_pid=$!
-    # The board's emulation takes most of a core: on an idle 2-core machine the tier took
-    # 1083 s beside it (854 s alone), and the whole run 22 min instead of 28.
     tier integration 1200 "(integration or compat or slow) and not e2e" "${xdist_args[@]}" "$@"
     wait "$e2e_pid" || failed+=(e2e)
     cat "$e2e_log"
