@@ -140,7 +140,7 @@ def ssh_command(url: str, config: Path | None) -> list[str]:
 def copy_agent(url: str, env: dict, config: Path | None) -> None:
     """The zipapp `evbench deploy` would install, copied with OpenSSH: for a board too slow
     for paramiko's 15 s wait for the SSH banner (the emulated one on a loaded machine)."""
-    from evbench.deploy import build_zipapp
+    from evbench.usecases.deploy import build_zipapp
 
     remote = f"mkdir -p {Path(ZIPAPP).parent} && cat > {ZIPAPP}.new && mv {ZIPAPP}.new {ZIPAPP}"
     done = subprocess.run(

@@ -224,7 +224,7 @@ class ThrowawayUser:
 
     def install_agent(self) -> None:
         """The agent's zipapp where `evbench deploy` puts it, owned by this user."""
-        from evbench import deploy
+        from evbench.usecases import deploy
 
         target = self.home / ".evbench" / "agent" / "evbench-agent.pyz"
         target.parent.mkdir(parents=True, exist_ok=True)

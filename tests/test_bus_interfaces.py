@@ -100,8 +100,8 @@ AM62X_PROBE = (
 
 
 def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
-    from evbench import diag
     from evbench.commands import diag as diag_command
+    from evbench.usecases import diag
 
     section = diag.PARSERS["buses"](AM62X_PROBE)
     assert section["can"] == [
@@ -122,7 +122,7 @@ def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
 def test_the_real_sysfs_read_by_the_agent_and_by_the_diag_probe_in_sh() -> None:
     """The agent lists every tty with a UART behind it and every CAN interface; the diag
     probe agrees with it."""
-    from evbench import diag
+    from evbench.usecases import diag
 
     found = bus_interfaces.collect()
     ttys = Path("/sys/class/tty")

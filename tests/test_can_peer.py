@@ -30,8 +30,8 @@ import pytest
 from conftest import ROOT
 from native_cross import expected_ack, receipt_time
 
-from evbench import can_peer
 from evbench.cli import evbench
+from evbench.usecases import can_peer
 from evbench_agent.link import bus_connection, bus_responder, client, framing, handshake, messages
 from evbench_core.errors import UserError
 
@@ -261,11 +261,13 @@ def test_damaged_messages_are_logged_unanswered_and_the_responder_goes_on(
     assert after.endswith(b"intact")
     lines = [(r.name, r.getMessage()) for r in caplog.records if r.levelname == "WARNING"]
     assert any(
-        name == "evbench.can_peer" and "link frame says 116 bytes but the PDU has 16" in text
+        name == "evbench.usecases.can_peer"
+        and "link frame says 116 bytes but the PDU has 16" in text
         for name, text in lines
     ), lines
     assert any(
-        name == "evbench.can_peer.isotp" and "consecutive" in text.lower() for name, text in lines
+        name == "evbench.usecases.can_peer.isotp" and "consecutive" in text.lower()
+        for name, text in lines
     ), lines
 
 
@@ -321,7 +323,7 @@ def test_python_can_and_can_isotp_are_the_hosts_extra_loaded_only_for_a_pycan_po
     assert 'can = ["python-can>=4.3", "can-isotp>=2.0"]' in host
     probe = (
         "import json, sys\n"
-        "import evbench.cli, evbench.commands.serve, evbench.can_peer\n"
+        "import evbench.cli, evbench.commands.serve, evbench.usecases.can_peer\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'can', 'isotp'})))\n"
     )
     result = subprocess.run(

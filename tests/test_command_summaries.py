@@ -2,7 +2,7 @@
 `evbench run --help` (and the agent's) what each suite, profile and codec is, read from
 the registries: a codec added to a registry shows up without a hand edit.
 
-The listing comes from evbench.command_summaries, kept equal here to each command
+The listing comes from evbench.commands.SUMMARIES, kept equal here to each command
 module's own HELP; a fresh interpreter shows that printing it or refusing a typo imports
 no command module and no protobuf (what the start-up time follows from; nothing is timed).
 """
@@ -18,12 +18,13 @@ import sys
 import pytest
 from conftest import ROOT
 
-from evbench.command_summaries import SUMMARIES
+from evbench.commands import SUMMARIES
 from evbench_agent import catalogue, codecs, payloads, registry
 
 #: From the folder, not from the CLI's table, so a new command without a summary is caught.
 COMMANDS = (ROOT / "host_tools/src/evbench/commands").glob("*.py")
-COMMAND_NAMES = sorted(path.stem for path in COMMANDS if path.stem != "__init__")
+#: A module whose name starts with "_" (`__init__`, the commands' helpers) is no command.
+COMMAND_NAMES = sorted(path.stem for path in COMMANDS if not path.stem.startswith("_"))
 
 _PROBE = (
     "import json, sys\n"
@@ -32,7 +33,8 @@ _PROBE = (
     "    code = evbench(sys.argv[1:])\n"
     "except SystemExit as stop:  # --help prints and exits\n"
     "    code = stop.code\n"
-    "loaded = sorted(n for n in sys.modules if n.startswith(('evbench.commands.', 'google')))\n"
+    "loaded = sorted(n for n in sys.modules if n.startswith(('evbench.commands.', 'google'))\n"
+    "                and not n.startswith('evbench.commands._'))  # a helper is no command\n"
     "print(json.dumps({'code': int(code), 'loaded': loaded}))\n"
 )
 
@@ -47,7 +49,9 @@ def _listing(*argv: str) -> tuple[dict, str]:
 
 def test_every_command_in_the_folder_has_its_own_help_as_its_summary():
     missing = set(COMMAND_NAMES) - set(SUMMARIES)
-    assert not missing, f"add the HELP of {sorted(missing)} to evbench/command_summaries.py"
+    assert not missing, (
+        f"add the HELP of {sorted(missing)} to SUMMARIES in evbench/commands/__init__.py"
+    )
     for name in COMMAND_NAMES:
         module = importlib.import_module(f"evbench.commands.{name}")
         assert SUMMARIES[name] == module.HELP, name

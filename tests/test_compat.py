@@ -24,7 +24,8 @@ import pytest
 from conftest import AGENT_SRC, ROOT, require
 from test_schema_kinds import compile_set
 
-from evbench_agent import payload_identity, payloads
+from evbench_agent import payloads
+from evbench_agent.payloads import identity as payload_identity
 
 pytestmark = pytest.mark.compat
 
@@ -164,7 +165,8 @@ message Old { optional int32 level = 1; }
 SCRIPT = r"""
 import base64, json, sys
 from google.protobuf import json_format
-from evbench_agent import codecs, payload_identity
+from evbench_agent import codecs
+from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.payloads import user_schema
 serialized, roots, set_values = json.load(sys.stdin)
 digests = [payload_identity.payload_digest(name, 20, 3) for name in ("ev-full", "seed")]

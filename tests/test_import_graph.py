@@ -269,7 +269,7 @@ def graph() -> Graph:
 def test_the_checker_sees_both_packages_and_their_lazy_imports(graph):
     assert {f"{CORE}.results", f"{AGENT}.cli", f"{HOST}.boards.base"} <= set(graph)
     # run.py imports deploy inside a function (_run_remote): a lazy edge, and it counts.
-    assert f"{HOST}.deploy" in graph[f"{HOST}.commands.run"]
+    assert f"{HOST}.usecases.deploy" in graph[f"{HOST}.commands.run"]
 
 
 @pytest.mark.parametrize("find", [circles, package_circles], ids=["modules", "packages"])

@@ -18,7 +18,8 @@ import pytest
 from google.protobuf import descriptor_pb2
 from test_user_schema import BMS, DATA, _profile, _protoc
 
-from evbench_agent import payload_identity, payloads
+from evbench_agent import payloads
+from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.payloads import samples
 from evbench_core.analysis import identity
 

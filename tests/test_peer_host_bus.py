@@ -27,7 +27,7 @@ import pytest
 from conftest import require_command
 
 from evbench import cli as host_cli
-from evbench import link_peer
+from evbench.usecases import link_peer
 from evbench_core import results
 from evbench_core.errors import UserError
 

@@ -439,7 +439,7 @@ def test_the_writer_refuses_a_key_outside_its_list_and_the_list_is_the_documente
 def test_a_board_agent_is_usable_when_the_host_reads_its_format(results_format, usable):
     """An image's agent written before minors says 1; a newer minor is still read."""
     import evbench_agent
-    from evbench import deploy
+    from evbench.usecases import deploy
 
     info = {"agent": evbench_agent.__version__, "results_format": results_format}
     assert deploy.compatible(info) is usable

@@ -27,8 +27,8 @@ from google.protobuf import descriptor_pb2, json_format
 from report_helpers import evbench
 from test_schema_kinds import compile_set
 
-from evbench import schema as host_schema
 from evbench.commands import run as run_command
+from evbench.usecases import schema as host_schema
 from evbench_agent.payloads import user_schema
 
 DATA = ROOT / "tests" / "data" / "bms"

@@ -11,7 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from evbench.deploy import build_zipapp
+from evbench.usecases.deploy import build_zipapp
 
 
 @functools.cache

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
 
-from evbench.deploy import build_zipapp
+from evbench.usecases.deploy import build_zipapp
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 

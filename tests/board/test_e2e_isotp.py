@@ -19,7 +19,7 @@ import json
 import pytest
 from evboard_fixture import BoardSession, evboard_session  # noqa: F401 (fixture `evboard`)
 
-from evbench.deploy import build_zipapp
+from evbench.usecases.deploy import build_zipapp
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from evbench import __version__, commands, interrupts
-from evbench.command_summaries import SUMMARIES
 from evbench_agent.command_line import add_command, new_parser, run_program
 
 PROG = "evbench"
@@ -47,8 +46,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser, sub = new_parser(PROG, "evbench: Protobuf vs JSON on your own boards", __version__)
     wanted = _wanted(argv)
     for name in wanted:
-        if argv is not None and len(wanted) > 1 and name in SUMMARIES:
-            add_command(sub, name, _not_loaded, SUMMARIES[name])
+        if argv is not None and len(wanted) > 1 and name in commands.SUMMARIES:
+            add_command(sub, name, _not_loaded, commands.SUMMARIES[name])
             continue
         module = importlib.import_module(f"evbench.commands.{name}")
         module.setup_parser(add_command(sub, module.NAME, module.run, module.HELP))

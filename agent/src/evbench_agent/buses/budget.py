@@ -134,7 +134,7 @@ def native_can_frames(bus: Bus, payload: bytes) -> list[tuple[int, bytes]]:
     """A dbc payload's own CAN frames as `bus` sends them: the CAN FD messages as they are;
     on classic CAN each message's 8-byte slices (no signal of the DBC crosses one), each
     counted with its message's id. No evbench header, no ISO-TP."""
-    from evbench_agent import dbc
+    from evbench_agent.payloads import dbc
 
     sent = []
     for can_id, data in dbc.frames(payload):

@@ -47,7 +47,7 @@ def _reply(codec: str, profile: str, sequence: int) -> bytes:
     from evbench_agent.link import messages
 
     if codecs.original_name(codec) in budget.NATIVE_CAN_CODECS:
-        from evbench_agent import dbc
+        from evbench_agent.payloads import dbc
 
         return dbc.blank_payload(messages.message_name(messages.ACK_PROFILE))
     return messages.bind(codec, profile).encode_ack(sequence, budget.TYPICAL_RECEIVE_NS)
@@ -56,8 +56,9 @@ def _reply(codec: str, profile: str, sequence: int) -> bytes:
 def _native_message(profile: str, size: int) -> bytes:
     """A dbc message of `size` bytes: its content only sets stuff bits, which are bounded here.
     (Any other codec's message is `size` zero bytes, never made whole: `_zero_exchange`.)"""
-    from evbench_agent import dbc, payloads
+    from evbench_agent import payloads
     from evbench_agent.link import messages
+    from evbench_agent.payloads import dbc
 
     blank = dbc.blank_payload(messages.message_name(payloads.get(profile)))
     if len(blank) != size:

@@ -1,4 +1,4 @@
-"""dbc: CAN FD signals packed by cantools from protos/ev_data.dbc (evbench_agent.dbc).
+"""dbc: CAN FD signals packed by cantools from protos/ev_data.dbc (evbench_agent.payloads.dbc).
 
 Only the profiles the DBC describes (seed, ev-full), at each signal's resolution.
 """
@@ -12,7 +12,7 @@ from evbench_agent.payloads import Profile
 
 
 def can_carry(profile: Profile) -> bool:
-    from evbench_agent import dbc
+    from evbench_agent.payloads import dbc
 
     return dbc.describes(profile)
 
@@ -28,6 +28,6 @@ def can_carry(profile: Profile) -> bool:
     can_carry=can_carry,
 )
 def bind(module: ModuleType, profile: Profile) -> Pair:
-    from evbench_agent import dbc  # only where a run uses it
+    from evbench_agent.payloads import dbc  # only where a run uses it
 
     return dbc.bind(module, profile)

@@ -27,7 +27,7 @@ from evbench_core.errors import UserError
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
-    from evbench_agent.protobuf_types import Descriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor
 
 
 @codec(

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from evbench_agent import access
 from evbench_agent.native import codec as native_codec
 from evbench_agent.native.codec import CODECS as NATIVE_CODECS
 from evbench_agent.native.codec import NativeCodec
-from evbench_agent.payloads import Payload, Profile
+from evbench_agent.payloads import Payload, Profile, access
 from evbench_agent.platform import installed_version
 
 # The A/A copy's name is the core's (a record names it); exported here with the codecs.

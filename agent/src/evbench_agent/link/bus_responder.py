@@ -126,7 +126,7 @@ def serve_transport(
     """Answer on the transport `url` until SIGTERM; say on stdout (JSON) where it listens.
 
     `opener` makes the port from `url` and `max_frame`: the host passes its own
-    (evbench.can_peer, python-can), which the agent cannot depend on."""
+    (evbench.usecases.can_peer, python-can), which the agent cannot depend on."""
     port = opener(url, max_frame)
     responder = BusResponder(port, max_frame, private_environment.link_token())
     try:

@@ -25,7 +25,7 @@ from evbench_core.analysis import metrics
 if TYPE_CHECKING:
     from evbench_agent.native.protocol import Harness, Loaded
     from evbench_agent.payloads import Payload, Profile
-    from evbench_agent.protobuf_types import Descriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ PROTOBUF, JSON = "protobuf", "json"
 #: Where installs put the harnesses, under a prefix.
 LIBEXEC = Path("libexec") / "evbench-native"
 #: The file the zipapp's first start writes last into the copy of the archive it unpacks
-#: beside it (evbench.deploy.ZIPAPP_MAIN): a directory holding it is a whole copy.
+#: beside it (evbench.usecases.deploy.ZIPAPP_MAIN): a directory holding it is a whole copy.
 UNPACKED_MARKER = "UNPACKED"
 ENVIRONMENT = "EVBENCH_NATIVE_DIR"
 #: The link suite's responder in C (native/responder), installed beside the harnesses.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 if TYPE_CHECKING:
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor
 
 _LABEL_REQUIRED = 2
 _LABEL_REPEATED = 3

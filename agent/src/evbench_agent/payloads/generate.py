@@ -55,7 +55,7 @@ from evbench_core.errors import UserError
 if TYPE_CHECKING:
     from google.protobuf import any_pb2, duration_pb2
 
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor
 
 __all__ = ["MAX_COUNT", "OPTIONS", "Generator", "load_rules", "real_oneofs", "rules_are_valid"]
 

@@ -28,7 +28,7 @@ from evbench_agent.payloads.convert import all_extensions, is_map, is_repeated, 
 if TYPE_CHECKING:
     from google.protobuf import any_pb2
 
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor
 
 NEW_OPTION = "always_print_fields_with_no_presence"
 OLD_OPTION = "including_default_value_fields"

@@ -32,8 +32,8 @@ from evbench_agent.payloads.convert import extensions, is_map, is_repeated, json
 from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
-    from evbench_agent.protobuf_types import Descriptor
-    from evbench_agent.protobuf_types import FieldDescriptor as AnyFieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor
+    from evbench_agent.payloads.protobuf_types import FieldDescriptor as AnyFieldDescriptor
 
 STYLES = ("proto3", "fields")
 _FLOAT = FieldDescriptor.TYPE_FLOAT
@@ -56,7 +56,7 @@ def shortest_float32(value: float) -> float:
 
 class JsonStyle:
     name = ""
-    #: The leaves the plain form holds (evbench_agent.access modes).
+    #: The leaves the plain form holds (evbench_agent.payloads.access modes).
     leaves = "every-field"
 
     def to_plain(self, message: Message) -> Any:

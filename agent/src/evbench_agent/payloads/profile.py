@@ -39,7 +39,7 @@ class Profile:
     #: The path `decode_access` reads; None reads every leaf.
     access: tuple[str, ...] | None = None
     #: Which leaves the plain form holds, so the protobuf side reads the same ones
-    #: (evbench_agent.access: "every-field" or "set-fields").
+    #: (evbench_agent.payloads.access: "every-field" or "set-fields").
     leaves: str = "every-field"
 
     def to_message(self, plain: Mapping[str, Any]) -> Message:

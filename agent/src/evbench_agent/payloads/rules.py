@@ -26,7 +26,7 @@ from evbench_core.errors import UserError
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor, OneofDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor, OneofDescriptor
 
 #: The generator file's keys and types; docs/own-messages.md's table is made from it.
 SCHEMA = json_schema.load("evbench_agent.payloads", "generator.schema.json")

@@ -50,8 +50,9 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from evbench_agent import codecs, payload_identity, payloads
+from evbench_agent import codecs, payloads
 from evbench_agent.native.codec import NativeBound
+from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.processes.workers import run_worker
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext

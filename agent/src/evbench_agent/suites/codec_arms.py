@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evbench_agent import arms, payload_identity
+from evbench_agent import arms
+from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.processes import child_exit, workers
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.codec import OPERATIONS, SUITE, make_task, round_steps, timed_params

@@ -83,7 +83,8 @@ class PipedCommand(abc.ABC):
 
 @dataclass(frozen=True)
 class BoardOptions:
-    """The `--board` switches besides the URL (board_options.py); a transport uses its own."""
+    """The `--board` switches besides the URL (commands/_board_options.py); a transport
+    uses its own."""
 
     #: SSH: trust an unknown host key and save it (trust on first use).
     accept_new_host_key: bool = False

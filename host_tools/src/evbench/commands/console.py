@@ -14,12 +14,12 @@ import termios
 import tty
 from pathlib import Path
 
-from evbench.board_options import add_board_options
 from evbench.boards.base import PASSWORD_VARIABLE
 from evbench.boards.serial import transcript
 from evbench.boards.serial.address import CONSOLE, parse_console_url
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.urls import usage
+from evbench.commands._board_options import add_board_options
 from evbench_core.errors import ExitCode
 
 NAME = "console"

@@ -7,9 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evbench import deploy
-from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import RemoteBoard
+from evbench.commands._board_options import add_board_options, open_board_from
+from evbench.usecases import deploy
 from evbench_core.errors import ExitCode, UserError
 
 NAME = "deploy"
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             )
         install = deploy.ensure_agent(board, Path(staging), force=args.force)
         if args.native is not None:
-            from evbench import deploy_native
+            from evbench.usecases import deploy_native
 
             names = deploy_native.deploy_harnesses(board, args.native)
             print(f"native executables: {', '.join(names)}", file=sys.stderr)

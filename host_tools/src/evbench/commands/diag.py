@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evbench import diag
-from evbench.board_options import add_board_options, open_board_from
+from evbench.commands._board_options import add_board_options, open_board_from
+from evbench.usecases import diag
 from evbench_core import results
 from evbench_core.errors import ExitCode
 

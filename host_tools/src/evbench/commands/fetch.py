@@ -7,9 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evbench import deploy, remote_run
-from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import RemoteBoard
+from evbench.commands._board_options import add_board_options, open_board_from
+from evbench.usecases import deploy, remote_run
 from evbench_core import results
 from evbench_core.errors import ExitCode, UserError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evbench.board_options import add_board_options
+from evbench.commands._board_options import add_board_options
 
 NAME = "flash"
 HELP = "write an image (plain, xz, gz, bz2, zstd; bmap-aware) to a card, a file or a board's eMMC"

@@ -10,13 +10,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evbench import link_peer, schema
-from evbench.board_options import add_board_options, open_board_from
 from evbench.boards import Board, RemoteBoard, open_board
+from evbench.commands._board_options import add_board_options, open_board_from
 from evbench.history.after_run import add_history_options, record_run
 from evbench.progress import ProgressView, quiet
 from evbench.report import answer, glance, runtimes, table, terminal
 from evbench.report.headline import partial_headline
+from evbench.usecases import link_peer, schema
 from evbench_agent import options
 from evbench_core import results, write_failures
 from evbench_core.comparison import Comparison, compare_recorded
@@ -215,7 +215,7 @@ def _run(args: argparse.Namespace) -> int:
         if not isinstance(board, RemoteBoard):  # the local board
             status, log = _run_local(board, args, run_id, out)
         else:
-            from evbench.remote_run import FetchCutShort
+            from evbench.usecases.remote_run import FetchCutShort
 
             try:
                 status, log = _run_remote(board, args, run_id, out)
@@ -253,7 +253,7 @@ def _run_remote(
     """Deploy when needed, run detached on the board, follow, fetch and verify."""
     import tempfile
 
-    from evbench import deploy, remote_run
+    from evbench.usecases import deploy, remote_run
 
     with tempfile.TemporaryDirectory(prefix="evbench-deploy-") as staging:
         install = deploy.ensure_agent(board, Path(staging))

@@ -1,7 +1,7 @@
 """evbench serve --transport URL: the link responder on the lab PC's bus, until SIGTERM or Ctrl-C.
 
 `pycan://INTERFACE/CHANNEL?tx=..&rx=..` answers over a CAN adapter through
-python-can (evbench.can_peer), so a board's `--link-transport isotp://...` run
+python-can (evbench.usecases.can_peer), so a board's `--link-transport isotp://...` run
 can measure against this PC; uart:// and isotp:// open as `evbench-agent serve
 --transport` opens them. The serve loop is the agent's (link.bus_responder):
 one line of JSON on standard output once the port is open, exit 0 on SIGTERM.
@@ -33,7 +33,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> ExitCode:
     # Imported here: python-can is loaded only when a pycan:// port opens.
-    from evbench import can_peer
+    from evbench.usecases import can_peer
     from evbench_agent.link.bus_responder import serve_transport
 
     if args.max_frame < 64:

@@ -11,8 +11,8 @@ import abc
 from typing import Any
 
 from evbench_agent import codecs as codec_registry
-from evbench_agent import payload_identity
 from evbench_agent.link import client, figures, messages, placement, timing, wakeup
+from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.suites import RunContext
 from evbench_agent.suites.link.plan import SUITE, TRANSPORT, Settings
 from evbench_agent.suites.link.responder import name_the_responder

@@ -128,7 +128,7 @@ def host_transport(args: Any) -> str | None:
 
 def _bus_end(url: str, flag: str) -> tuple[str, tuple[int, int] | None]:
     """The kind of bus a transport URL is on, and its (tx, rx) ids on CAN."""
-    from evbench import can_peer
+    from evbench.usecases import can_peer
     from evbench_agent.buses import transport as bus_transport
 
     if url.startswith(f"{can_peer.SCHEME}://"):

@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from evbench.boards.base import RemoteBoard
-from evbench.deploy import COMMAND_TIMEOUT, INSTALL
+from evbench.usecases.deploy import COMMAND_TIMEOUT, INSTALL
 from evbench_agent.native import runtimes
 from evbench_core.errors import UserError
 

@@ -170,7 +170,7 @@ class PythonCanPort:
     through our read and write functions, so an adapter that fails mid-run is
     remembered there and reported by the next receive, not lost in a thread.
     A transfer that fails (cut short, no flow control) is logged by can-isotp
-    under this module's logger (`evbench.can_peer.isotp`) and dropped."""
+    under this module's logger (`evbench.usecases.can_peer.isotp`) and dropped."""
 
     def __init__(self, address: PycanAddress) -> None:
         can, isotp = _libraries()

@@ -35,7 +35,7 @@ from evbench_agent.payloads.convert import is_repeated
 from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor
 
 DBC_FILE = "ev_data.dbc"
 #: One frame's header in an encoded payload: CAN id, data length.

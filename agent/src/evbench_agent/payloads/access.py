@@ -37,7 +37,7 @@ from evbench_agent.payloads.json_mapping import ONE_VALUE
 if TYPE_CHECKING:
     from google.protobuf import any_pb2, struct_pb2
 
-    from evbench_agent.protobuf_types import Descriptor, FieldDescriptor
+    from evbench_agent.payloads.protobuf_types import Descriptor, FieldDescriptor
 
 EVERY_FIELD = "every-field"
 SET_FIELDS = "set-fields"

@@ -265,7 +265,7 @@ def _probe(board: Board, name: str, report: dict[str, Any]) -> None:
 
 
 def _agent_candidates(board: Board) -> list[list[str]]:
-    from evbench.deploy import IMAGE_AGENT
+    from evbench.usecases.deploy import IMAGE_AGENT
 
     candidates = [board.agent_command(), [IMAGE_AGENT]]
     return [c for i, c in enumerate(candidates) if c not in candidates[:i]]
