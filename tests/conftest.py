@@ -62,12 +62,34 @@ LONGEST_FILES = (
 )
 
 
+#: The integration tier's files that mostly wait on real time (a paced serial line, a
+#: dropped connection's timeouts, a console's prompts): seconds and CPU seconds in the four
+#: fresh-clone runs of 2026-12-06 (1e6d2eb three times, 6069242), idle 2-core machine.
+#: Each is marked `waits` at collection, and tests/run-tiers.sh runs them in a lane of
+#: their own beside the workers, which they would otherwise hold for minutes at a few
+#: percent of a core. A file that computes (test_labgrid_places.py: 89-120 s, 39-45 CPU s)
+#: or whose checks need a quiet core (test_native_responder.py's idle slot) stays out.
+WAITING_FILES = (
+    "test_ssh_run.py",  # 160-173 s, 28-29 CPU s
+    "test_console_commands.py",  # 82-87 s, 5-6 CPU s
+    "test_console_shell.py",  # 67-82 s, 18 CPU s
+    "test_log_secrets.py",  # 69-79 s, 13-15 CPU s
+    "test_peer_host_bus.py",  # 20-24 s, 3-4 CPU s
+)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.path.name in WAITING_FILES:
+        item.add_marker(pytest.mark.waits)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files of LONGEST_FILES first, in its order; then the others, those with more
     tests first (what pytest-xdist's own --loadscope-reorder does)."""
-    gone = [name for name in LONGEST_FILES if not (ROOT / "tests" / name).is_file()]
-    if gone:
-        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FILES names no such file: {gone}")
+    for table, names in (("LONGEST_FILES", LONGEST_FILES), ("WAITING_FILES", WAITING_FILES)):
+        gone = [name for name in names if not (ROOT / "tests" / name).is_file()]
+        if gone:
+            raise pytest.UsageError(f"tests/conftest.py: {table} names no such file: {gone}")
     rank = {name: index for index, name in enumerate(LONGEST_FILES)}
     tests_in = Counter(item.path for item in items)
     items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -tests_in[item.path]))
