@@ -256,7 +256,7 @@ def group(sample_sets: Iterable[SampleSet]) -> Grouped:
 
 def _side(codec: str, replicates: dict[Any, list[float]]) -> Side:
     values = [v for vs in replicates.values() for v in vs]
-    medians = [statistics.median(vs) for vs in replicates.values() if vs]
+    medians = _replicate_medians(replicates)
     return Side(
         codec=codec,
         summary=stats.summarize(values),
@@ -323,26 +323,63 @@ def _evidence(
     """The test's input for one row, and what its n counts. `paired`: both sides are
     from one run, so a suite in PAIRED_SUITES pairs them by replicate."""
     if paired and key.suite in PAIRED_SUITES:
-        shared = sorted((r for r in base if r in cand), key=str)
-        pair_ratio, pair_difference = PAIR_RATIO[key.suite], PAIR_DIFFERENCE[key.suite]
-        ratios = [pair_ratio(base[r], cand[r]) for r in shared]
-        differences = [pair_difference(base[r], cand[r]) for r in shared]
-        evidence = verdicts.Paired(
-            label,
-            better,
-            [d for d in ratios if math.isfinite(d)],
-            statistics.median(v for r in shared for v in base[r]) if shared else math.nan,
-            statistics.median(v for r in shared for v in cand[r]) if shared else math.nan,
-            [d for d in differences if math.isfinite(d)],
-        )
+        evidence = _paired_evidence(key.suite, label, better, base, cand)
         return evidence, PAIRED_SUITES[key.suite]
-    per_base = [statistics.median(vs) for vs in base.values() if vs]
-    per_cand = [statistics.median(vs) for vs in cand.values() if vs]
-    if paired:
-        counts = INDEPENDENT_SUITES.get(key.suite, "replicates per codec")
-    else:
-        counts = RUN_COUNTS.get(key.suite, "replicates per run")
+    per_base, per_cand = _replicate_medians(base), _replicate_medians(cand)
+    counts = _independent_counts(key.suite, paired)
     return verdicts.Independent(label, better, per_base, per_cand), counts
+
+
+def _paired_evidence(
+    suite: str,
+    label: str,
+    better: str,
+    base: dict[Any, list[float]],
+    cand: dict[Any, list[float]],
+) -> verdicts.Paired:
+    """Paired evidence over the replicates both codecs measured: one log-ratio (and one
+    difference, for a margin in seconds) per replicate, the suite's way (PAIR_RATIO,
+    PAIR_DIFFERENCE), and each side's median over exactly those replicates."""
+    shared = sorted((r for r in base if r in cand), key=str)
+    pair_ratio, pair_difference = PAIR_RATIO[suite], PAIR_DIFFERENCE[suite]
+    ratios = [pair_ratio(base[r], cand[r]) for r in shared]
+    differences = [pair_difference(base[r], cand[r]) for r in shared]
+    return verdicts.Paired(
+        label,
+        better,
+        _finite(ratios),
+        _pooled_median(base, shared),
+        _pooled_median(cand, shared),
+        _finite(differences),
+    )
+
+
+def _finite(values: Iterable[float]) -> list[float]:
+    """The values a test can use: a replicate whose ratio or difference is undefined
+    (NaN: an empty or non-positive side) drops out rather than poisoning the test."""
+    return [v for v in values if math.isfinite(v)]
+
+
+def _pooled_median(replicates: dict[Any, list[float]], shared: Sequence[Any]) -> float:
+    """One side's median over every value of the paired replicates only (NaN when none
+    is shared), so both sides' levels describe the same replicates as the test."""
+    if not shared:
+        return math.nan
+    return statistics.median(v for r in shared for v in replicates[r])
+
+
+def _replicate_medians(replicates: dict[Any, list[float]]) -> list[float]:
+    """Each replicate's median (empty replicates skipped): one value per replicate, what
+    independent samples and a side's replicate summary are made of."""
+    return [statistics.median(vs) for vs in replicates.values() if vs]
+
+
+def _independent_counts(suite: str, paired: bool) -> str:
+    """What n counts when per-replicate medians are compared as independent samples:
+    replicates per codec within one run, replicates per run across two (`paired` False)."""
+    if paired:
+        return INDEPENDENT_SUITES.get(suite, "replicates per codec")
+    return RUN_COUNTS.get(suite, "replicates per run")
 
 
 # --- labels and order ---------------------------------------------------------------
