@@ -291,6 +291,120 @@ def relative_band(min_effect: float) -> margins.Band:
     return margins.Band(margins.RATIO, min_effect, f"{min_effect * 100:g} %")
 
 
+@dataclass(frozen=True)
+class _Family:
+    """What every row's decision shares: the family's size m and its level alpha."""
+
+    size: int
+    alpha: float
+
+
+def _chosen_bands(
+    m: int, min_effect: float, bands: Sequence[margins.Band | None] | None
+) -> list[margins.Band]:
+    """Each row's band: its own (margins.resolve), or 1 +/- `min_effect` for a row given
+    none (every row when `bands` is None)."""
+    given = bands if bands is not None else [None] * m
+    return [band or relative_band(min_effect) for band in given]
+
+
+def _first_step_interval(
+    row: Paired | Independent, band: margins.Band, found: _Evidence, family: _Family
+) -> tuple[float, float] | None:
+    """The row's interval at Holm's first step (1 - alpha / m), or None when the plan could
+    not have reached a verdict at this n: no interval at that level, or an exact test that
+    cannot reach alpha / m. Whatever the row's own step, this says whether it is TOO_SMALL
+    and gives its minimum detectable effect."""
+    strict = _interval(row, 1 - family.alpha / family.size, band.scale)
+    reachable = strict is not None and found.min_p * family.size < family.alpha
+    return strict if reachable else None
+
+
+def _holding_no_difference(
+    interval: tuple[float, float] | None, rejected: bool
+) -> tuple[float, float] | None:
+    """The verdict's interval, widened to hold no difference (0 on its scale) when Holm
+    does not reject the row: the exact test and its inverted interval can disagree at the
+    edge (ties, the normal approximation), and the interval keeps 1 when Holm does."""
+    if interval is None or rejected or interval[0] <= 0 <= interval[1]:
+        return interval
+    return (min(interval[0], 0.0), max(interval[1], 0.0))
+
+
+def _judged(
+    better: str, interval: tuple[float, float] | None, rejected: bool, band: margins.Band
+) -> tuple[str, tuple[float, float] | None]:
+    """The row's outcome and the interval it shows on the band's scale: the ratio interval
+    (exp of the log-ratio one) against 1 +/- m, or the difference's against 0 +/- d;
+    TOO_SMALL, with no interval, when the plan could not reach a verdict."""
+    if interval is None:
+        return TOO_SMALL, None
+    if band.scale == margins.RATIO:
+        shown = (math.exp(interval[0]), math.exp(interval[1]))
+        return _outcome(better, *shown, rejected, band.ratio_limits, 1.0), shown
+    limits = (-band.half_width, band.half_width)
+    return _outcome(better, *interval, rejected, limits, 0.0), interval
+
+
+#: A verdict's pair of bounds on a scale it was not decided on.
+_NO_BOUNDS: tuple[float | None, float | None] = (None, None)
+
+
+def _bounds_by_scale(
+    shown: tuple[float, float] | None, on_ratio: bool
+) -> tuple[tuple[float | None, float | None], tuple[float | None, float | None]]:
+    """The shown interval as (ratio_low, ratio_high) and (diff_low, diff_high): the pair
+    of the scale it was decided on holds it, the other pair is None."""
+    if shown is None:
+        return _NO_BOUNDS, _NO_BOUNDS
+    return (shown, _NO_BOUNDS) if on_ratio else (_NO_BOUNDS, shown)
+
+
+def _decide_row(
+    row: Paired | Independent,
+    found: _Evidence,
+    band: margins.Band,
+    p_holm: float,
+    level: float,
+    family: _Family,
+) -> Verdict:
+    """One row's verdict, from its evidence and band and its place in Holm's procedure:
+    the adjusted p, and the level of its step's interval (`holm_levels`)."""
+    first_step = _first_step_interval(row, band, found, family)
+    interval = _interval(row, level, band.scale) if first_step is not None else None
+    rejected = p_holm < family.alpha
+    interval = _holding_no_difference(interval, rejected)
+    winner, shown = _judged(row.better, interval, rejected, band)
+    on_ratio = band.scale == margins.RATIO
+    (ratio_low, ratio_high), (diff_low, diff_high) = _bounds_by_scale(shown, on_ratio)
+    ratio = math.exp(found.estimate) if found.estimate is not None else None
+    return Verdict(
+        label=row.label,
+        better=row.better,
+        baseline_median=found.baseline_median,
+        candidate_median=found.candidate_median,
+        pct_diff=(ratio - 1) * 100 if ratio is not None else math.nan,
+        p_value=found.p,
+        p_holm=p_holm,
+        ratio_low=ratio_low,
+        ratio_high=ratio_high,
+        winner=winner,
+        ratio=ratio,
+        n=found.n,
+        method=found.method,
+        min_detectable=_min_detectable(first_step, band),
+        min_p=found.min_p,
+        family_size=family.size,
+        interval_level=level if interval else None,
+        scale=band.scale,
+        margin=band.words,
+        margin_width=band.half_width,
+        difference=found.difference,
+        diff_low=diff_low,
+        diff_high=diff_high,
+    )
+
+
 def decide_family(
     rows: Sequence[Paired | Independent],
     alpha: float = ALPHA,
@@ -306,68 +420,20 @@ def decide_family(
     interval is the one at Holm's step for the row (`holm_levels`), and the minimum
     detectable effect comes from the row's own interval at level 1 - alpha / m.
     """
-    m = len(rows)
+    family = _Family(size=len(rows), alpha=alpha)
     for row in rows:
         _check_direction(row.better)
-    chosen = [
-        band or relative_band(min_effect) for band in (bands if bands is not None else [None] * m)
-    ]
+    chosen = _chosen_bands(family.size, min_effect, bands)
     evidence = [_evidence(row, band.scale) for row, band in zip(rows, chosen, strict=True)]
     raw = [e.p for e in evidence]
     adjusted = stats.holm(raw)
     levels = holm_levels(raw, alpha)
-    verdicts = []
-    for row, found, p_holm, level, band in zip(
-        rows, evidence, adjusted, levels, chosen, strict=True
-    ):
-        strict = _interval(row, 1 - alpha / m, band.scale)
-        reachable = strict is not None and found.min_p * m < alpha
-        interval = _interval(row, level, band.scale) if reachable else None
-        rejected = p_holm < alpha
-        if interval is not None and not rejected and not interval[0] <= 0 <= interval[1]:
-            # The exact test and its inverted interval can disagree at the edge (ties,
-            # the normal approximation): the verdict's interval keeps 1 when Holm does.
-            interval = (min(interval[0], 0.0), max(interval[1], 0.0))
-        on_ratio = band.scale == margins.RATIO
-        if interval is None:
-            winner = TOO_SMALL
-            shown: tuple[float, float] | None = None
-        elif on_ratio:
-            shown = (math.exp(interval[0]), math.exp(interval[1]))
-            winner = _outcome(row.better, *shown, rejected, band.ratio_limits, 1.0)
-        else:
-            shown = interval
-            limits = (-band.half_width, band.half_width)
-            winner = _outcome(row.better, *shown, rejected, limits, 0.0)
-        ratio = math.exp(found.estimate) if found.estimate is not None else None
-        verdicts.append(
-            Verdict(
-                label=row.label,
-                better=row.better,
-                baseline_median=found.baseline_median,
-                candidate_median=found.candidate_median,
-                pct_diff=(ratio - 1) * 100 if ratio is not None else math.nan,
-                p_value=found.p,
-                p_holm=p_holm,
-                ratio_low=shown[0] if shown and on_ratio else None,
-                ratio_high=shown[1] if shown and on_ratio else None,
-                winner=winner,
-                ratio=ratio,
-                n=found.n,
-                method=found.method,
-                min_detectable=_min_detectable(strict, band) if reachable else None,
-                min_p=found.min_p,
-                family_size=m,
-                interval_level=level if interval else None,
-                scale=band.scale,
-                margin=band.words,
-                margin_width=band.half_width,
-                difference=found.difference,
-                diff_low=shown[0] if shown and not on_ratio else None,
-                diff_high=shown[1] if shown and not on_ratio else None,
-            )
+    return [
+        _decide_row(row, found, band, p_holm, level, family)
+        for row, found, p_holm, level, band in zip(
+            rows, evidence, adjusted, levels, chosen, strict=True
         )
-    return verdicts
+    ]
 
 
 __all__ = [
