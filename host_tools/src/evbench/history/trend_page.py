@@ -40,6 +40,7 @@ matplotlib.use("Agg")  # before pyplot: no display on a lab PC or in CI
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -47,7 +48,7 @@ from evbench.history import nightly_watch, window_tests
 from evbench.history.board_change import Change
 from evbench.history.run_differences import plan, version_changes
 from evbench.history.store import SeriesPoint, Store
-from evbench.history.trends import series_name, survey, tested
+from evbench.history.trends import Key, series_name, survey, tested
 from evbench.report.html import POLICY, STYLE
 from evbench.report.units import display_scale
 from evbench_core.analysis import metrics
@@ -65,6 +66,8 @@ PAGE = "trends.html"
 LOG_SPAN = 10.0
 #: The page's own additions to the report's style: a regressed change stands out.
 TREND_STYLE = "li.regressed{color:#a00;font-weight:bold}li.improved{color:#176317}"
+#: A series of one board: the board's name and the series' key.
+BoardSeries = tuple[str, Key]
 
 
 def _png(figure: Figure) -> bytes:
@@ -84,19 +87,45 @@ def _plot(
     moved: list[tuple[int, str]],
     title: str,
 ) -> bytes:
+    """One series' full plot as a PNG: its nights, its change points, its version changes."""
     medians = [float(p.record["median"]) for p in points]
     scale, unit = display_scale(medians, str(points[0].record["unit"]))
     figure, axes = plt.subplots(figsize=(9, 3.4), dpi=DPI)
     times = [_time(p) for p in points]
+    _draw_nights(axes, points, times, medians, scale)
+    _log_axis_if_wide(axes, medians)
+    _mark_changes(axes, points, times, found)
+    _mark_version_moves(axes, times, moved)
+    _label_axes(axes, unit, title)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _error_bars(points: list[SeriesPoint], medians: list[float], scale: float) -> list[list[float]]:
+    """Each night's 95 % interval as its distances below and above the median, in the
+    display unit (matplotlib's `yerr`); a night stored without one gets none (zero)."""
     low = [p.record["ci95_low"] if p.record["ci95_low"] is not None else m
            for p, m in zip(points, medians, strict=True)]  # fmt: skip
     high = [p.record["ci95_high"] if p.record["ci95_high"] is not None else m
             for p, m in zip(points, medians, strict=True)]  # fmt: skip
-    errors = [[(m - lo) / scale for m, lo in zip(medians, low, strict=True)],
-              [(hi - m) / scale for m, hi in zip(medians, high, strict=True)]]  # fmt: skip
+    return [[(m - lo) / scale for m, lo in zip(medians, low, strict=True)],
+            [(hi - m) / scale for m, hi in zip(medians, high, strict=True)]]  # fmt: skip
+
+
+def _draw_nights(
+    axes: Axes,
+    points: list[SeriesPoint],
+    times: list[dt.datetime],
+    medians: list[float],
+    scale: float,
+) -> None:
+    """The nightly medians with their intervals: partial runs hollow, because the
+    detection leaves them out and the eye should too."""
+    errors = _error_bars(points, medians, scale)
     complete = [i for i, p in enumerate(points) if not p.run["partial"]]
     partial = [i for i, p in enumerate(points) if p.run["partial"]]
-    for indices, face in ((complete, "C0"), (partial, "none")):
+    kinds = ((complete, "C0", "median, 95% CI"), (partial, "none", "partial run"))
+    for indices, face, label in kinds:
         if indices:
             axes.errorbar(
                 [times[i] for i in indices],  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
@@ -106,8 +135,13 @@ def _plot(
                 color="C0",
                 markerfacecolor=face,
                 capsize=2,
-                label="partial run" if face == "none" else "median, 95% CI",
+                label=label,
             )
+
+
+def _log_axis_if_wide(axes: Axes, medians: list[float]) -> None:
+    """A log axis where the (all positive) medians span LOG_SPAN or more: on a linear
+    one a ten-fold step would flatten the nights on either side of it."""
     positive = [m for m in medians if m > 0]
     if positive and len(positive) == len(medians) and max(positive) >= LOG_SPAN * min(positive):
         axes.set_yscale("log")
@@ -115,29 +149,43 @@ def _plot(
         axes.yaxis.set_major_formatter(plain)
         axes.yaxis.set_minor_formatter(plain)
 
-    def between(index: int) -> dt.datetime:
-        """Halfway between night `index` and the one before it: where a change lies."""
-        return times[index] - (times[index] - times[index - 1]) / 2 if index else times[0]
 
+def _between(times: list[dt.datetime], index: int) -> dt.datetime:
+    """Halfway between night `index` and the one before it: where a change lies."""
+    return times[index] - (times[index] - times[index - 1]) / 2 if index else times[0]
+
+
+def _mark_changes(
+    axes: Axes, points: list[SeriesPoint], times: list[dt.datetime], found: list[Change]
+) -> None:
+    """Each change point as a dashed line (red worse, green better) with its size on top."""
     by_run = {p.run["run_id"]: i for i, p in enumerate(points)}
     for change in found:
-        where = between(by_run[change.run_id])
+        where = _between(times, by_run[change.run_id])
         colour = "C3" if change.worse else "C2"
         axes.axvline(where, color=colour, linestyle="--", linewidth=2)  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
         axes.annotate(f"{change.pct:+.1f}%", (where, 1.0), xycoords=("data", "axes fraction"),
                       color=colour, ha="left", va="top", fontsize=8)  # fmt: skip
+
+
+def _mark_version_moves(axes: Axes, times: list[dt.datetime], moved: list[tuple[int, str]]) -> None:
+    """Each night on which a version changed as a dotted line, named underneath: a change
+    point beside one has a likely cause."""
     for index, label in moved:
-        axes.axvline(between(index), color="0.5", linestyle=":")  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
-        axes.annotate(label, (between(index), 0.0), xycoords=("data", "axes fraction"),
+        where = _between(times, index)
+        axes.axvline(where, color="0.5", linestyle=":")  # type: ignore[arg-type]  # matplotlib converts datetimes; its annotations say float
+        axes.annotate(label, (where, 0.0), xycoords=("data", "axes fraction"),
                       color="0.35", rotation=90, ha="right", va="bottom", fontsize=7)  # fmt: skip
+
+
+def _label_axes(axes: Axes, unit: str, title: str) -> None:
+    """The plot's title, axis labels, grid and legend, in small type: a page holds MAX_PLOTS."""
     axes.tick_params(axis="x", labelsize=7, labelrotation=30)
     axes.set_xlabel("run start (UTC)", fontsize=8)
     axes.set_ylabel(unit)
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7, loc="upper left")
-    figure.tight_layout()
-    return _png(figure)
 
 
 def _size(change: Change) -> float:
@@ -245,6 +293,127 @@ def _quiet(_message: str) -> None:
     pass
 
 
+def _plot_order(
+    store: Store, boards: list[str], found: list[Change]
+) -> tuple[list[BoardSeries], list[BoardSeries]]:
+    """The series with a change, ordered by their first change listed (worse first, then
+    larger), and every other series, tested ones first: the page's two parts in order."""
+    order = {
+        (c.board, c.series): rank
+        for rank, c in reversed(
+            list(enumerate(sorted(found, key=lambda c: (not c.worse, -_size(c)))))
+        )
+    }
+    keys = [(name, key) for name in boards for key in store.series_keys(name)]
+    changed = sorted((k for k in keys if k in order), key=lambda k: order[k])
+    rest = sorted((k for k in keys if k not in order), key=lambda k: (not tested(k[1]), k))
+    return changed, rest
+
+
+def _full_plots(
+    store: Store,
+    changed: list[BoardSeries],
+    found: list[Change],
+    progress: Callable[[str], None],
+) -> list[str]:
+    """A full plot of each series with a change, at most MAX_PLOTS, with its changes:
+    matplotlib is the page's slow part, so each plot is reported as it is drawn."""
+    per_series: dict[BoardSeries, list[Change]] = defaultdict(list)
+    for change in found:
+        per_series[(change.board, change.series)].append(change)
+    figures: list[str] = []
+    for number, (name, key) in enumerate(changed[:MAX_PLOTS], 1):
+        progress(f"trend page: plot {number} of {min(len(changed), MAX_PLOTS)}: "
+                 f"{name} {series_name(key)}")  # fmt: skip
+        figures.append(_full_figure(store, name, key, per_series[(name, key)]))
+    return figures
+
+
+def _full_figure(store: Store, name: str, key: Key, changes: list[Change]) -> str:
+    """One changed series' plot (partial runs included, hollow), its change points listed
+    underneath in words."""
+    points = store.series(name, key, include_partial=True)
+    label = metrics.METRICS.get(key[3].split("[", 1)[0])
+    title = f"{name}: {series_name(key)}" + (f" ({label.label})" if label else "")
+    png = _plot(points, changes, _version_moves(points), title)
+    notes = "".join(
+        f"<li>{escape(c.describe())}{' (accepted)' if c.accepted else ''}</li>" for c in changes
+    )
+    caption = (f"{escape(title)}: nightly median and its 95% CI (n per run in the store); "
+               f"dashed: change points, dotted: version changes.<ul>{notes}</ul>")  # fmt: skip
+    return _figure(title, png, caption)
+
+
+def _small_plots(
+    store: Store,
+    rest: list[BoardSeries],
+    short: set[BoardSeries],
+    progress: Callable[[str], None],
+) -> list[str]:
+    """A small plot of each other series, at most MAX_SMALL; one of fewer than 2 nights
+    has nothing to draw and is left out."""
+    if rest:
+        progress(f"trend page: {min(len(rest), MAX_SMALL)} small plots of the other series")
+    small: list[str] = []
+    for name, key in rest[:MAX_SMALL]:
+        figure = _small_figure(store, name, key, (name, key) in short)
+        if figure is not None:
+            small.append(figure)
+    return small
+
+
+def _small_figure(store: Store, name: str, key: Key, too_short: bool) -> str | None:
+    """One unchanged series' sparkline, captioned with its nights, newest value, range and
+    why it has no change (too short, watched, or never tested); None below 2 nights."""
+    points = [p for p in store.series(name, key) if p.record["median"] is not None]
+    if len(points) < 2:
+        return None
+    values = [float(p.record["median"]) for p in points]
+    scale, unit = display_scale(values, str(points[0].record["unit"]))
+    what = ("too short to judge" if too_short else "watched, no change"
+            if tested(key) else "context: never tested")  # fmt: skip
+    title = f"{name}: {series_name(key)}"
+    caption = (f"{escape(title)}: {len(values)} nights, newest {values[-1] / scale:.4g} "
+               f"{escape(unit)} (range {min(values) / scale:.4g} to "
+               f"{max(values) / scale:.4g}); {what}")  # fmt: skip
+    return _figure(title, sparkline(values), caption)
+
+
+def _summary(
+    *, runs: int, plotted: int, small: int, left_out: int, changes: int, too_short: int
+) -> str:
+    """The page's first line: what it counted and drew, and how many it left out."""
+    return (
+        f"<p>{runs} runs, {plotted} series with a change plotted, "
+        f"{small} others drawn small"
+        + (f", {left_out} more not drawn" if left_out else "")
+        + f", {changes} change points, {too_short} tested series too short.</p>"
+    )
+
+
+def _document(
+    title: str,
+    summary: str,
+    moved: str,
+    figures: list[str],
+    small: list[str],
+    runs: list[dict[str, Any]],
+) -> str:
+    """The page itself: head (the report's policy and style), what moved, the full plots,
+    the method, the small plots, the runs."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+        f"<title>{escape(title)}</title><style>{STYLE}{TREND_STYLE}</style></head>\n"
+        f"<body><h1>{escape(title)}</h1>\n{summary}\n"
+        f"{moved}\n"
+        f"<h2>Series that changed</h2>{''.join(figures) or '<p>None.</p>'}\n"
+        f'<p class="note">Method: {escape(METHOD)}</p>\n'
+        f"<h2>Every other series</h2>{''.join(small) or '<p>None.</p>'}\n"
+        f"{_run_links(runs)}\n</body></html>\n"
+    )
+
+
 def render(
     store: Store, board: str | None = None, progress: Callable[[str], None] = _quiet
 ) -> tuple[str, int, list[Change]]:
@@ -262,71 +431,16 @@ def render(
     short = {(st.series.board, st.series.key) for st in surveyed.too_short}
     progress(f"trend page: {len(found)} change points, {len(surveyed.statuses)} tested series "
              f"({time.monotonic() - started:.1f} s)")  # fmt: skip
-    per_series: dict[tuple[str, tuple], list[Change]] = defaultdict(list)
-    for change in found:
-        per_series[(change.board, change.series)].append(change)
-    order = {
-        (c.board, c.series): rank
-        for rank, c in reversed(
-            list(enumerate(sorted(found, key=lambda c: (not c.worse, -_size(c)))))
-        )
-    }
-    keys = [(name, key) for name in boards for key in store.series_keys(name)]
-    changed = sorted((k for k in keys if k in order), key=lambda k: order[k])
-    rest = sorted((k for k in keys if k not in order), key=lambda k: (not tested(k[1]), k))
-    figures: list[str] = []
-    for number, (name, key) in enumerate(changed[:MAX_PLOTS], 1):
-        progress(f"trend page: plot {number} of {min(len(changed), MAX_PLOTS)}: "
-                 f"{name} {series_name(key)}")  # fmt: skip
-        points = store.series(name, key, include_partial=True)
-        label = metrics.METRICS.get(key[3].split("[", 1)[0])
-        title = f"{name}: {series_name(key)}" + (f" ({label.label})" if label else "")
-        png = _plot(points, per_series[(name, key)], _version_moves(points), title)
-        notes = "".join(
-            f"<li>{escape(c.describe())}{' (accepted)' if c.accepted else ''}</li>"
-            for c in per_series[(name, key)]
-        )
-        caption = (f"{escape(title)}: nightly median and its 95% CI (n per run in the store); "
-                   f"dashed: change points, dotted: version changes.<ul>{notes}</ul>")  # fmt: skip
-        figures.append(_figure(title, png, caption))
-    left_out = max(0, len(changed) - MAX_PLOTS)
-    small: list[str] = []
-    if rest:
-        progress(f"trend page: {min(len(rest), MAX_SMALL)} small plots of the other series")
-    for name, key in rest[:MAX_SMALL]:
-        points = [p for p in store.series(name, key) if p.record["median"] is not None]
-        if len(points) < 2:
-            continue
-        values = [float(p.record["median"]) for p in points]
-        scale, unit = display_scale(values, str(points[0].record["unit"]))
-        what = ("too short to judge" if (name, key) in short else "watched, no change"
-                if tested(key) else "context: never tested")  # fmt: skip
-        title = f"{name}: {series_name(key)}"
-        caption = (f"{escape(title)}: {len(values)} nights, newest {values[-1] / scale:.4g} "
-                   f"{escape(unit)} (range {min(values) / scale:.4g} to "
-                   f"{max(values) / scale:.4g}); {what}")  # fmt: skip
-        small.append(_figure(title, sparkline(values), caption))
-    left_out += max(0, len(rest) - MAX_SMALL)
+    changed, rest = _plot_order(store, boards, found)
+    figures = _full_plots(store, changed, found, progress)
+    small = _small_plots(store, rest, short, progress)
+    left_out = max(0, len(changed) - MAX_PLOTS) + max(0, len(rest) - MAX_SMALL)
     runs = store.runs(board=board)
-    summary = (
-        f"<p>{len(runs)} runs, {len(figures)} series with a change plotted, "
-        f"{len(small)} others drawn small"
-        + (f", {left_out} more not drawn" if left_out else "")
-        + f", {len(found)} change points, {len(short)} tested series too short.</p>"
-    )
+    summary = _summary(runs=len(runs), plotted=len(figures), small=len(small),
+                       left_out=left_out, changes=len(found), too_short=len(short))  # fmt: skip
     title = "evbench trends" + (f": {board}" if board else "")
-    too_short = _too_short_text(surveyed.too_short)
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
-        f"<title>{escape(title)}</title><style>{STYLE}{TREND_STYLE}</style></head>\n"
-        f"<body><h1>{escape(title)}</h1>\n{summary}\n"
-        f"{_moved_list(found, too_short)}\n"
-        f"<h2>Series that changed</h2>{''.join(figures) or '<p>None.</p>'}\n"
-        f'<p class="note">Method: {escape(METHOD)}</p>\n'
-        f"<h2>Every other series</h2>{''.join(small) or '<p>None.</p>'}\n"
-        f"{_run_links(runs)}\n</body></html>\n"
-    )
+    moved = _moved_list(found, _too_short_text(surveyed.too_short))
+    page = _document(title, summary, moved, figures, small, runs)
     progress(f"trend page: done in {time.monotonic() - started:.1f} s")
     return page, len(figures) + len(small), found
 
