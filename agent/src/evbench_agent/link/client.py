@@ -379,21 +379,61 @@ def run_periodic(
     `error` set and the unanswered messages counted lost.
     """
     exchange = Exchange(connection, data)
-    period = round(1e9 / rate_hz)
     wait_lost = round(lost_after(deadline_s) * 1e9)
-    # Right after a send, the reply is awaited in recv() itself for up to half a
-    # period: the kernel's timeout is coarse (a scheduler tick, up to 4 ms), so
-    # this needs a period of at least BLOCKING_MIN_PERIOD_S; then select() takes over
-    # until the next tick, which it times to the microsecond.
-    block_ns = period // 2 if period >= BLOCKING_MIN_PERIOD_S * 1e9 else 0
-    if block_ns:
-        exchange.set_receive_timeout(block_ns / 1e9)
-    # The first wake-up may come up to the timer slack late: keep it before the tick.
-    pre_wake = min(round(PRE_WAKE_S * 1e9) + (timer_slack_ns() or 0), period // 10)
+    sender = _PeriodicSender(exchange, round(1e9 / rate_hz))
     result = PhaseResult(lost_after_ns=wait_lost)
-    start = clock_ns()
-    cpu_start = None
     try:
+        sender.send_all(warmup_count, count, result.lateness)
+        last_send = exchange.sent_at[exchange.next_sequence - 1][1]
+        exchange.request_stats()
+        drain(exchange, last_send + wait_lost, stats_wanted=2)
+    except framing.PeerClosed as error:
+        result.error = f"the responder at {connection.address} went away: {error}"
+    if sender.cpu_start is not None:
+        result.client_cpu_ns = thread_cpu_ns() - sender.cpu_start
+    _record(exchange, result, warmup_count)
+    return result
+
+
+def _blocking_wait_ns(period: int) -> int:
+    """How long to await the reply in recv() itself right after a send (0: not at all).
+
+    Half a period: the kernel's timeout is coarse (a scheduler tick, up to 4 ms), so
+    this needs a period of at least BLOCKING_MIN_PERIOD_S; then select() takes over
+    until the next tick, which it times to the microsecond."""
+    return period // 2 if period >= BLOCKING_MIN_PERIOD_S * 1e9 else 0
+
+
+def _pre_wake_ns(period: int) -> int:
+    """How long before each tick the first of its two sleeps ends.
+
+    The first wake-up may come up to the timer slack late: keep it before the tick."""
+    return min(round(PRE_WAKE_S * 1e9) + (timer_slack_ns() or 0), period // 10)
+
+
+class _PeriodicSender:
+    """The periodic sender's timing loop (see the module's docstring), sending on one
+    exchange every `period` ns. It keeps `cpu_start`, the thread's CPU time when the
+    measured messages began (None before), where a peer's death mid-loop cannot lose it."""
+
+    def __init__(self, exchange: Exchange, period: int) -> None:
+        self.exchange, self.period = exchange, period
+        self.block_ns = _blocking_wait_ns(period)
+        if self.block_ns:
+            exchange.set_receive_timeout(self.block_ns / 1e9)
+        self.pre_wake = _pre_wake_ns(period)
+        self.cpu_start: int | None = None
+
+    def send_all(self, warmup_count: int, count: int, lateness: list[int]) -> None:
+        """Send `warmup_count` + `count` messages, one per tick; append each measured one's
+        lateness (its send's wake-up after its tick, in ns) to `lateness`.
+
+        One loop, with no call layer of its own between a tick's wake-up, its send and
+        the wait for its reply: all of it is in the measured timing."""
+        # Locals, not attributes: the loop reads them at every tick.
+        exchange, period = self.exchange, self.period
+        pre_wake, block_ns = self.pre_wake, self.block_ns
+        start = clock_ns()
         for sequence in range(warmup_count + count):
             deadline = start + sequence * period
             while (now := clock_ns()) < deadline:
@@ -407,23 +447,21 @@ def run_periodic(
                     # the task's own; select() would add 0.1 % of the timeout (0.5 % niced).
                     time.sleep((target - now) / 1e9)
             if sequence == warmup_count:
-                cpu_start = thread_cpu_ns()
+                self.cpu_start = thread_cpu_ns()
                 exchange.request_stats()
             exchange.send_next()
             if sequence >= warmup_count:
-                result.lateness.append(now - deadline)
+                lateness.append(now - deadline)
             while block_ns and exchange.outstanding() and clock_ns() < deadline + block_ns:
                 if not exchange.block():
                     break
         if block_ns:
             exchange.set_receive_timeout(0)
-        last_send = exchange.sent_at[exchange.next_sequence - 1][1]
-        exchange.request_stats()
-        drain(exchange, last_send + wait_lost, stats_wanted=2)
-    except framing.PeerClosed as error:
-        result.error = f"the responder at {connection.address} went away: {error}"
-    if cpu_start is not None:
-        result.client_cpu_ns = thread_cpu_ns() - cpu_start
+
+
+def _record(exchange: Exchange, result: PhaseResult, warmup_count: int) -> None:
+    """Copy into `result` what the exchange measured, the warm-up left out: the messages,
+    their replies, and what the responder counted between the two STATS replies."""
     result.total_sent = exchange.next_sequence
     for sequence, (encode_start, send, payload, frame) in exchange.sent_at.items():
         if sequence >= warmup_count:
@@ -434,4 +472,3 @@ def run_periodic(
     if len(exchange.stats) == 2:
         first, last = exchange.stats
         result.responder = {key: last[key] - first[key] for key in ("messages", "cpu_ns")}
-    return result
