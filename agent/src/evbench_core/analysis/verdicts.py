@@ -256,21 +256,34 @@ class _Evidence:
 
 
 def _evidence(row: Paired | Independent, scale: str) -> _Evidence:
+    """The row's test and estimates on `scale`, by its design."""
     if isinstance(row, Paired):
-        tested = _paired_values(row, scale)
-        logs = _paired_values(row, margins.RATIO)
-        return _Evidence(
-            n=len(tested),
-            p=stats.signed_rank(tested)[1] if tested else 1.0,
-            estimate=stats.center_estimate(logs) if logs else None,
-            difference=(
-                stats.center_estimate(tested) if tested and scale == margins.DIFFERENCE else None
-            ),
-            min_p=stats.min_p_signed_rank(len(tested)),
-            method=PAIRED_METHOD,
-            baseline_median=row.baseline_median,
-            candidate_median=row.candidate_median,
-        )
+        return _paired_evidence(row, scale)
+    return _independent_evidence(row, scale)
+
+
+def _paired_evidence(row: Paired, scale: str) -> _Evidence:
+    """Wilcoxon's signed-rank test on the tested values (log-ratios, or differences on the
+    DIFFERENCE scale); the ratio's estimate always from the log-ratios."""
+    tested = _paired_values(row, scale)
+    logs = _paired_values(row, margins.RATIO)
+    return _Evidence(
+        n=len(tested),
+        p=stats.signed_rank(tested)[1] if tested else 1.0,
+        estimate=stats.center_estimate(logs) if logs else None,
+        difference=(
+            stats.center_estimate(tested) if tested and scale == margins.DIFFERENCE else None
+        ),
+        min_p=stats.min_p_signed_rank(len(tested)),
+        method=PAIRED_METHOD,
+        baseline_median=row.baseline_median,
+        candidate_median=row.candidate_median,
+    )
+
+
+def _independent_evidence(row: Independent, scale: str) -> _Evidence:
+    """Mann-Whitney's test on the two sides' values; the ratio's estimate only when every
+    value is positive, the shift's only on the DIFFERENCE scale."""
     base, cand = list(row.baseline), list(row.candidate)
     usable = _positive(base) and _positive(cand)
     shift = scale == margins.DIFFERENCE and base and cand
