@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
@@ -124,8 +125,7 @@ def check_schema(schema: Any, root: Any = None) -> None:
     unknown = sorted(set(schema) - KEYWORDS)
     if unknown:
         raise SchemaError(f"keywords outside the subset: {', '.join(unknown)}")
-    kinds = schema.get("type", [])
-    for kind in [kinds] if isinstance(kinds, str) else kinds:
+    for kind in _types(schema):
         if kind not in TYPES:
             raise SchemaError(f"unknown type {kind!r}")
     if "$ref" in schema:
@@ -151,6 +151,12 @@ def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
     return cast("dict[str, Any]", root["$defs"][ref[len(prefix) :]])
 
 
+def _types(schema: dict[str, Any], default: Sequence[str] = ()) -> list[str]:
+    """The type names a schema allows, as a new list: its `type` is a name or a list."""
+    kinds = schema.get("type", default)
+    return [kinds] if isinstance(kinds, str) else list(kinds)
+
+
 def is_type(value: Any, kind: str) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
@@ -166,41 +172,58 @@ def is_type(value: Any, kind: str) -> bool:
     return isinstance(value, kinds[kind])
 
 
+#: The keywords that each say by themselves what a schema accepts, asked in this order
+#: (the first one present is the answer): a `$ref` is said as its target, a `title` is
+#: the schema's own name for what it accepts. A schema with none is said by its type.
+_SAID_BY: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    "$ref": lambda schema, root: describe(_resolve(root, schema["$ref"]), root),
+    "title": lambda schema, root: str(schema["title"]),
+    "enum": lambda schema, root: " or ".join(_literal(v) for v in schema["enum"]),
+    "const": lambda schema, root: _literal(schema["const"]),
+    "anyOf": lambda schema, root: " or ".join(describe(o, root) for o in schema["anyOf"]),
+}
+#: A number's bounds in words, said in this order: 'of at least 1 and at most 5'.
+_BOUND_WORDS = {
+    "minimum": "of at least",
+    "exclusiveMinimum": "above",
+    "maximum": "at most",
+    "exclusiveMaximum": "below",
+}
+
+
 def describe(schema: dict[str, Any], root: dict[str, Any] | None = None) -> str:
     """What a schema accepts, in a few words: 'a whole number of at least 1'."""
     root = schema if root is None else root
-    if "$ref" in schema:
-        return describe(_resolve(root, schema["$ref"]), root)
-    if "title" in schema:  # a schema's own name for what it accepts
-        return str(schema["title"])
-    if "enum" in schema:
-        return " or ".join(_literal(v) for v in schema["enum"])
-    if "const" in schema:
-        return _literal(schema["const"])
-    if "anyOf" in schema:
-        return " or ".join(describe(option, root) for option in schema["anyOf"])
-    kinds = schema.get("type", [])
-    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-    nullable = "null" in kinds and len(kinds) > 1  # said last: "a number of at least 1, or null"
+    for keyword, say in _SAID_BY.items():
+        if keyword in schema:
+            return say(schema, root)
+    return _describe_type(schema, root)
+
+
+def _describe_type(schema: dict[str, Any], root: dict[str, Any]) -> str:
+    """A schema said by its types and bounds, null said last: 'a number above 0, or null'."""
+    kinds = _types(schema)
+    nullable = "null" in kinds and len(kinds) > 1
     if nullable:
         kinds.remove("null")
-    text = " or ".join(_KIND[kind] for kind in kinds) or "anything"
-    if kinds == ["array"] and isinstance(schema.get("items"), dict):
-        items = describe(schema["items"], root)
-        text = f"a {'non-empty ' if schema.get('minItems') else ''}list of {items}"
-    bounds = [
-        f"{word} {schema[key]:g}"
-        for key, word in (
-            ("minimum", "of at least"),
-            ("exclusiveMinimum", "above"),
-            ("maximum", "at most"),
-            ("exclusiveMaximum", "below"),
-        )
-        if key in schema
-    ]
-    if bounds:
-        text += f" {' and '.join(bounds)}"
+    text = _describe_kinds(kinds, schema, root) + _describe_bounds(schema)
     return f"{text}, or null" if nullable else text
+
+
+def _describe_kinds(kinds: list[str], schema: dict[str, Any], root: dict[str, Any]) -> str:
+    """The types by name; a list said with its items, as a reader would: 'a list of text'."""
+    if kinds == ["array"] and isinstance(schema.get("items"), dict):
+        non_empty = "non-empty " if schema.get("minItems") else ""
+        return f"a {non_empty}list of {describe(schema['items'], root)}"
+    return " or ".join(_KIND[kind] for kind in kinds) or "anything"
+
+
+def _describe_bounds(schema: dict[str, Any]) -> str:
+    """A number's bounds, led by a space to follow its type (' above 0'); '' if it has none."""
+    bounds = " and ".join(
+        f"{word} {schema[key]:g}" for key, word in _BOUND_WORDS.items() if key in schema
+    )
+    return f" {bounds}" if bounds else ""
 
 
 def _literal(value: Any) -> str:
@@ -230,31 +253,78 @@ def first_problem(document: Any, schema: dict[str, Any]) -> Problem | None:
     return _check(document, schema, schema, ())
 
 
+@dataclass(frozen=True)
+class _Spot:
+    """A value at its place and the schema it must meet there: what a keyword's checker needs."""
+
+    value: Any
+    schema: dict[str, Any]
+    root: dict[str, Any]
+    path: Where
+
+    def mismatch(self, keyword: str) -> Problem:
+        """The value is not one the schema accepts, said with what it accepts."""
+        message = f"must be {describe(self.schema, self.root)}, not {_shown(self.value)}"
+        return Problem(self.path, keyword, message, self.value, self.schema)
+
+
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: Where) -> Problem | None:
+    """The first problem with `value` at `path`: first the keywords any value meets (what
+    it is), then those of its own kind (what it holds)."""
     if "$ref" in schema:
         return _check(value, _resolve(root, schema["$ref"]), root, path)
+    spot = _Spot(value, schema, root, path)
+    for keyword, check in _CHECKS.items():
+        found = check(spot) if keyword in schema else None
+        if found is not None:
+            return found
+    return _check_content(value, schema, root, path)
 
-    def problem(keyword: str, message: str) -> Problem:
-        return Problem(path, keyword, message, value, schema)
 
-    if "anyOf" in schema:
-        found = [_check(value, option, root, path) for option in schema["anyOf"]]
-        if all(found):
-            # One alternative of the value's own type: its problem says the most.
-            pairs = zip(found, schema["anyOf"], strict=True)
-            typed = [f for f, option in pairs if _of_type(value, option, root)]
-            if len(typed) == 1:
-                return typed[0]
-            return problem("anyOf", f"must be {describe(schema, root)}, not {_shown(value)}")
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not any(is_type(value, kind) for kind in kinds):
-            return problem("type", f"must be {describe(schema, root)}, not {_shown(value)}")
-    if "enum" in schema and not any(_equal(value, option) for option in schema["enum"]):
-        return problem("enum", f"must be {describe(schema, root)}, not {_shown(value)}")
-    if "const" in schema and not _equal(value, schema["const"]):
-        return problem("const", f"must be {describe(schema, root)}, not {_shown(value)}")
+def _check_any_of(spot: _Spot) -> Problem | None:
+    """No alternative accepts the value: when one alternative is of the value's own type,
+    its problem says the most; otherwise the alternatives are named together."""
+    options = spot.schema["anyOf"]
+    found = [_check(spot.value, option, spot.root, spot.path) for option in options]
+    if not all(found):
+        return None
+    pairs = zip(found, options, strict=True)
+    typed = [f for f, option in pairs if _of_type(spot.value, option, spot.root)]
+    return typed[0] if len(typed) == 1 else spot.mismatch("anyOf")
+
+
+def _check_type(spot: _Spot) -> Problem | None:
+    if any(is_type(spot.value, kind) for kind in _types(spot.schema)):
+        return None
+    return spot.mismatch("type")
+
+
+def _check_enum(spot: _Spot) -> Problem | None:
+    if any(_equal(spot.value, option) for option in spot.schema["enum"]):
+        return None
+    return spot.mismatch("enum")
+
+
+def _check_const(spot: _Spot) -> Problem | None:
+    return None if _equal(spot.value, spot.schema["const"]) else spot.mismatch("const")
+
+
+#: The checkers of the keywords any value meets, tried in this order (the first problem is
+#: the one reported): a value no alternative accepts, or of the wrong type, is said to be
+#: so before anything inside it is looked at.
+_CHECKS: dict[str, Callable[[_Spot], Problem | None]] = {
+    "anyOf": _check_any_of,
+    "type": _check_type,
+    "enum": _check_enum,
+    "const": _check_const,
+}
+
+
+def _check_content(
+    value: Any, schema: dict[str, Any], root: dict[str, Any], path: Where
+) -> Problem | None:
+    """The keywords of the value's own kind: an object's keys, a list's items, text's
+    length and pattern, a number's bounds (true, false and null have none)."""
     if isinstance(value, dict):
         return _check_object(value, schema, root, path)
     if isinstance(value, list):
@@ -269,8 +339,7 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: Where
 def _of_type(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
     if "$ref" in schema:
         schema = _resolve(root, schema["$ref"])
-    kinds = schema.get("type", TYPES)
-    return any(is_type(value, kind) for kind in ([kinds] if isinstance(kinds, str) else kinds))
+    return any(is_type(value, kind) for kind in _types(schema, TYPES))
 
 
 def _check_object(
