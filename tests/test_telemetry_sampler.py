@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from telemetry_am62x import INTERVAL_S, Am62xTree, sampling, wait_for_samples, write
+from telemetry_am62x import Am62xTree, sampling, wait_for_samples, write
 
 from evbench_agent.telemetry import phase_records, sysfs, throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
@@ -184,17 +184,15 @@ def test_without_a_power_monitor_no_energy_is_reported(board, tmp_path):
 
 
 def test_its_readings_in_si_units_and_a_lost_sensor_logged_once_sampling_goes_on(board, tmp_path):
-    telemetry = tmp_path / "telemetry.jsonl"
-    sampler = SamplerProcess(sysfs.discover(board.root), telemetry, INTERVAL_S, cpu=None)
-    sampler.start()
-    try:
+    with sampling(board.root, tmp_path) as (telemetry, _timeline):
         before = len(wait_for_samples(telemetry, 2))
         shutil.rmtree(board.root / "class/hwmon/hwmon0")  # the INA226 was hot-unplugged
         write(board.root / "class/thermal/thermal_zone1/temp", "garbage")
         wait_for_samples(telemetry, before + 5)
-    finally:
-        assert sampler.stop() == 0
-    _, samples, events = phase_records.read_telemetry(telemetry)
+    header, samples, events = phase_records.read_telemetry(telemetry)
+    assert header["type"] == "header"
+    # stopped (exit status 0, checked by `sampling`): no death recorded
+    assert not [e for e in events if e["type"] == "sampler_died"]
     lost = [(e["sensor"], e["error"]) for e in events if e["type"] == "sensor_lost"]
     gone = ["hwmon0/curr1", "hwmon0/in0", "hwmon0/in1", "hwmon0/power1", "thermal_zone1"]
     assert sorted(sensor for sensor, _ in lost) == gone  # once each, not once per sample
@@ -250,13 +248,3 @@ def test_a_line_torn_by_the_death_stays_apart_from_the_traceback(tmp_path: Path)
     lines = output.read_text().splitlines()
     assert lines[:2] == ['{"type":"header"}', '{"type":"sample","t_ns":12']
     assert json.loads(lines[2])["type"] == "sampler_died" and len(lines) == 3
-
-
-def test_a_sampler_that_is_stopped_records_no_death(tmp_path: Path) -> None:
-    output = tmp_path / "telemetry.jsonl"
-    sampler = SamplerProcess(sysfs.discover("/sys"), output, 0.1, None)
-    sampler.start()
-    assert sampler.stop() == 0
-    header, samples, events = phase_records.read_telemetry(output)
-    assert header["type"] == "header" and samples
-    assert not [e for e in events if e["type"] == "sampler_died"]
