@@ -19,6 +19,7 @@ import contextlib
 import os
 import random
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -371,3 +372,39 @@ def transcript_streams(path: Path) -> dict[str, bytes]:
         if direction in joined:
             joined[direction] += ast.literal_eval(payload)
     return joined
+
+
+def read_until(fd: int, wanted: bytes | None) -> bytes:
+    """What `fd` gives up to and including `wanted` (None: up to its end), within 60 s."""
+    seen, deadline = b"", time.monotonic() + 60
+    while wanted is None or wanted not in seen:
+        assert time.monotonic() < deadline, seen
+        if select.select([fd], [], [], 0.5)[0]:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:  # EIO: the other end of the pty was closed
+                data = b""
+            if not data:
+                assert wanted is None, seen  # it ended before saying `wanted`
+                return seen
+            seen += data
+    return seen
+
+
+def typed_on_a_terminal(
+    setsid: str, argv: list, prompt: bytes, answer: bytes, cwd: Path | None = None
+) -> tuple[int, bytes]:
+    """`argv` on a pty made its controlling terminal (`setsid --ctty`: getpass reads it),
+    `answer` typed once `prompt` shows: its exit status and everything on the screen."""
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        [setsid, "--ctty", *argv], stdin=slave, stdout=slave, stderr=slave, cwd=cwd
+    )
+    os.close(slave)
+    try:
+        screen = read_until(master, prompt)
+        os.write(master, answer)
+        screen += read_until(master, None)  # up to the end: it closed the terminal
+    finally:
+        os.close(master)
+    return process.wait(timeout=60), screen

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 import serial
 from conftest import require_command
-from console_rig import Ser2net, transcript_streams
+from console_rig import Ser2net, read_until, transcript_streams, typed_on_a_terminal
 
 from evbench.boards.base import ConnectionLost
 from evbench.boards.serial import SerialBoard
@@ -39,23 +38,6 @@ from evbench.cli import evbench
 pytestmark = pytest.mark.integration
 
 EVBENCH = str(Path(sys.executable).parent / "evbench")
-
-
-def read_until(fd: int, wanted: bytes | None) -> bytes:
-    """What `fd` gives up to and including `wanted` (None: up to its end), within 60 s."""
-    seen, deadline = b"", time.monotonic() + 60
-    while wanted is None or wanted not in seen:
-        assert time.monotonic() < deadline, seen
-        if select.select([fd], [], [], 0.5)[0]:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:  # EIO: the other end of the pty was closed
-                data = b""
-            if not data:
-                assert wanted is None, seen  # it ended before saying `wanted`
-                return seen
-            seen += data
-    return seen
 
 
 def _check_report(out, text, board_url):
@@ -80,16 +62,11 @@ def test_diag_over_serial_without_agent_asking_the_password_only_at_its_prompt(
     monkeypatch.delenv("EVBENCH_PASSWORD")
     url = f"{console_line.url}?user={console_user.name}"
     out = tmp_path / "diag"
-    master, slave = os.openpty()
-    # `setsid --ctty` makes the pty the controlling terminal, which getpass reads.
-    argv = [require_command("setsid"), "--ctty", EVBENCH, "diag", "--board", url, "--out", out]
-    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path)
-    os.close(slave)
-    screen = read_until(master, f"password for {console_user.name} on {url}: ".encode())
-    os.write(master, console_user.password.encode() + b"\n")
-    screen += read_until(master, None)  # up to the end: evbench closed the terminal
-    os.close(master)
-    assert process.wait(timeout=60) == 0, screen.decode(errors="replace")
+    argv = [EVBENCH, "diag", "--board", url, "--out", out]
+    prompt = f"password for {console_user.name} on {url}: ".encode()
+    answer = console_user.password.encode() + b"\n"
+    status, screen = typed_on_a_terminal(require_command("setsid"), argv, prompt, answer, tmp_path)
+    assert status == 0, screen.decode(errors="replace")
     assert console_user.password.encode() not in screen  # not echoed, not printed
     text = screen.decode(errors="replace")
     report = _check_report(out, text, url)

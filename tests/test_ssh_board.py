@@ -5,8 +5,6 @@ The "board" is this machine, reached over ssh://USER@127.0.0.1:PORT.
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
 import sys
 import time
@@ -14,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_command
+from console_rig import typed_on_a_terminal
 
 from evbench.boards import ConnectionLost, open_board
 from evbench.boards._ssh_address import parse_address
@@ -151,32 +150,9 @@ def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monk
 def test_password_prompt_on_a_terminal_does_not_echo(sshd, ssh_home, console_user):
     (ssh_home / ".ssh" / "id_ed25519").unlink()
     url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
-    master, slave = os.openpty()
-    # `setsid --ctty` makes the pty the controlling terminal, as a login's is.
-    process = subprocess.Popen(
-        [require_command("setsid"), "--ctty", EVBENCH, "deploy", "--board", url],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-    )
-    os.close(slave)
-    screen = bytearray()
-
-    def read_until(done) -> None:
-        deadline = time.monotonic() + 60
-        while not done() and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.5)[0]:
-                try:
-                    screen.extend(os.read(master, 4096))
-                except OSError:  # EIO: the other side closed the terminal
-                    return
-
-    read_until(lambda: b"password for" in screen)
-    assert b"password for" in screen, screen.decode(errors="replace")
-    os.write(master, console_user.password.encode() + b"\n")
-    read_until(lambda: False)
-    os.close(master)
-    assert process.wait(timeout=60) == 0, screen.decode(errors="replace")
+    argv, answer = [EVBENCH, "deploy", "--board", url], console_user.password.encode() + b"\n"
+    status, screen = typed_on_a_terminal(require_command("setsid"), argv, b"password for", answer)
+    assert status == 0, screen.decode(errors="replace")
     assert console_user.password.encode() not in screen  # not echoed, not printed
     assert b"installed" in screen or b"up to date" in screen
 
