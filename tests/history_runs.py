@@ -1,10 +1,6 @@
-"""Runs for the history tests, made from the committed sample run (tests/data/runs/core-v1),
-and the step test's expected p worked out independently (`step_p`).
-
-`night` copies it under a new run id and start time, optionally with every
-timing sample multiplied by a factor and with other versions in its
-manifest, then rewrites its summary and SHA256SUMS as the agent would, so
-the copy is a valid, verified run directory.
+"""Runs for the history tests: `night` copies the committed sample run (tests/data/runs/
+core-v1) under a new id and time, its timings scaled, re-summarized and re-checksummed as
+the agent would; `stored` puts runs in a store; `step_p` is the step test's p, worked apart.
 """
 
 from __future__ import annotations
@@ -19,6 +15,8 @@ from typing import Any
 import numpy as np
 from conftest import ROOT
 
+from evbench.history import open_store, parse_url
+from evbench.history.indexing import index_run
 from evbench_core import results
 
 CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
@@ -68,6 +66,15 @@ def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] 
     results.write_checksums(directory)
     (directory / results.COMPLETE).write_text(f"{run_id}\n")
     return directory
+
+
+def stored(path: Path, directories: list[Path]) -> Any:
+    """A store at `path` holding these run directories, added in turn: its parsed URL."""
+    url = parse_url(str(path))
+    with open_store(url) as store:
+        for directory in directories:
+            store.add(index_run(directory))
+    return url
 
 
 def step_p(logs: Any, first: int, walk_variance: float = 0.0, walk_df: int = 0) -> float:
