@@ -1,10 +1,9 @@
 """The nightly watch on hand-worked series and on stores of copied nights.
 
-Expectations are worked out by hand from the exact rank test: the newest 3
-nights all beyond r reference nights is one of C(r + 3, 3) equally likely
-orders under no change, so its two-sided p is 2 / C(r + 3, 3). The nights are
-copies of the committed sample run (tests/history_runs.py) with every timing
-multiplied by a known factor, each night a hair (0.1 %) apart so no two tie.
+Expectations are worked by hand from the exact rank test: the newest 3 nights all beyond
+r reference nights is one of C(r + 3, 3) equally likely orders under no change (two-sided
+p 2 / C(r + 3, 3)). The nights (tests/history_runs.py) have every timing times a known
+factor, each night a hair (0.1 %) apart so no two tie.
 """
 
 from __future__ import annotations
@@ -14,10 +13,10 @@ import os
 
 import numpy as np
 import pytest
-from history_runs import night, step_p
+from history_runs import night, step_p, stored
 from report_helpers import evbench
 
-from evbench.history import nightly_watch, open_store, parse_url, series_changes
+from evbench.history import nightly_watch, open_store, series_changes
 from evbench.history.indexing import index_run
 from evbench.history.trends import regressions, survey
 from evbench.report.criteria import Criteria
@@ -156,8 +155,7 @@ def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
     # watch tests against moved nights until 10 nights since the step suffice alone (the
     # windows beginning at nights 15 to 21): 7 tests a series, so at most 7 x 0.05 / 12
     # = 2.9 % of the series may alarm there. The level the nights are moved to rests on
-    # 3 to 9 nights; tested by ranks alone, its error raised an alarm in 22 of them
-    # (3.7 %), beyond what alpha allows; the t test beside it counts that error.
+    # 3 to 9 nights: the t test beside the ranks counts its error.
     rng = np.random.default_rng(7)
     alpha, runs = 0.05 / FAMILY, 600
     extra = 0
@@ -169,14 +167,6 @@ def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
     assert extra <= 7 * alpha * runs, extra
 
 
-def _store(tmp_path, nights):
-    url = parse_url(str(tmp_path / "store.sqlite"))
-    with open_store(url) as store:
-        for directory in nights:
-            store.add(index_run(directory))
-    return url
-
-
 def _survey(url):
     with open_store(url) as store:
         return survey(store)
@@ -186,7 +176,7 @@ def test_only_tested_metrics_raise_changes_and_context_is_shown_beside(tmp_path)
     # Machine CPU doubles at night 7 and nothing else moves: no change.
     quiet = [night(tmp_path, i, FLAT_14[i], machine_cpu=50.0 if i < 7 else 100.0)
              for i in range(14)]  # fmt: skip
-    found = _survey(_store(tmp_path, quiet))
+    found = _survey(stored(tmp_path / "store.sqlite", quiet))
     assert found.changes == []
     assert all(s.series.key[0] == "codec" for s in found.statuses)  # telemetry not watched
     assert len(found.statuses) == TESTED_SERIES
@@ -199,7 +189,7 @@ def stepped(tmp_path_factory):
     base = tmp_path_factory.mktemp("stepped")
     nights = [night(base, i, (1.5 if i >= 14 else 1.0) * FLAT_14[i],
                     machine_cpu=100.0 if i >= 14 else 50.0) for i in range(17)]  # fmt: skip
-    return _store(base, nights)
+    return stored(base / "store.sqlite", nights)
 
 
 def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
@@ -230,7 +220,7 @@ def test_check_fails_on_the_night_it_first_shows_the_step_only(stepped):
 
 def test_three_nights_before_and_six_after_a_150x_step_say_too_short_or_find_it(tmp_path):
     nights = [night(tmp_path, i, (150.0 if i >= 3 else 1.0) * FLAT_14[i]) for i in range(9)]
-    url = _store(tmp_path, nights)
+    url = stored(tmp_path / "store.sqlite", nights)
     found = _survey(url)
     placed = {c.series for c in found.changes if c.run_id.startswith("20260003T")}
     # Watched from night 7, but the step lies in the first 4 nights the watch starts on,
@@ -248,7 +238,7 @@ def test_nights_whose_payloads_differ_are_never_one_series(tmp_path):
               codec_params={"payload_digest": "b" * 8 if i >= 10 else "a" * 8})
         for i in range(13)
     ]  # fmt: skip
-    found = _survey(_store(tmp_path, nights))
+    found = _survey(stored(tmp_path / "store.sqlite", nights))
     assert found.changes == []  # 10 nights of one payload set, 3 of another: no step
     lengths = sorted(s.nights for s in found.statuses)
     assert lengths == [3] * TESTED_SERIES + [10] * TESTED_SERIES
@@ -268,7 +258,7 @@ def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_pat
             "json": 1.1 if i >= 14 else 1.0, "protobuf": 1 / FLAT_14[i]})
         for i in range(17)
     ]  # fmt: skip
-    found = _survey(_store(tmp_path, nights))
+    found = _survey(stored(tmp_path / "store.sqlite", nights))
     # The absolute series swing by 30 % a night: a 10 % step is no change of level there.
     # Relative to protobuf of the same night the load cancels: json / protobuf is
     # FLAT_14[i] before (1.000 .. 1.013), 1.1 x FLAT_14[i] after (1.1 .. 1.1022), in each
@@ -299,7 +289,7 @@ def test_the_check_places_one_operations_change_with_the_codecs_other_operations
                for i in range(17)]  # fmt: skip
     factors[14][("json", "decode")] = 1.45
     nights = [night(tmp_path, i, operation_factors=factors[i]) for i in range(17)]
-    found = _survey(_store(tmp_path, nights))
+    found = _survey(stored(tmp_path / "store.sqlite", nights))
     # json decode absolute: night 16's window (1.45, 1.5015, 1.503) beyond all 14 nights
     # before: p = 1 / C(17, 3) = 1 / 680. The other absolute operations' windows hold
     # night 14 at the old level (1.000, the lowest with night 13): no alarm there. json's
@@ -366,7 +356,7 @@ def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp
         night(tmp_path, i, operation_factors={("json", op): SLOW_START[i] for op in OPERATIONS})
         for i in range(16)
     ]
-    url = _store(tmp_path, nights[:14])
+    url = stored(tmp_path / "store.sqlite", nights[:14])
     env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
     alarm = evbench("history", "check", "--since", "2026-11-14", env=env)  # night 13's day
     assert alarm.returncode == 3, alarm.stdout + alarm.stderr
@@ -404,13 +394,10 @@ STEP_AFTER_HIGH = [*HIGH_BEFORE, 1.3, 1.301, 1.302]
 
 
 def test_a_step_in_the_newest_nights_never_lends_its_nights_to_an_earlier_split():
-    # The only change is at night 16, by construction. On night 16 one night of the new
-    # level is in: the segmentation cannot place a change with fewer than 3 nights after
-    # it, and the watch's window (14, 15, 16) holds two nights of the old level. Scanning
-    # every night, the segmentation made the two high nights 14 and 15 plus the step's
-    # first night an "after" side and showed a change at night 14, 6 % worse: wrong. A
-    # change of the scan must now also be found over the nights before the newest 3
-    # (nights 0-13), which hold no change: nothing yet.
+    # The only change is at night 16. On night 16 the segmentation cannot place a change
+    # with fewer than 3 nights after it, the watch's window (14, 15, 16) holds two nights
+    # of the old level, and a change of the scan must also be found over the nights before
+    # the newest 3 (nights 0-13, no change; nights 14-16 are no "after" side): nothing yet.
     assert series_changes.changes_of(STEP_AFTER_HIGH[:17], 0.05, worse="higher") == []
     # Night 17: the window (1.046, 1.3, 1.301) against nights 0-14. Ranks among the 18:
     # 1.3 and 1.301 are 17 and 18, 1.046 is 14 (only 1.058 and 1.061 lie above it):
