@@ -1,20 +1,14 @@
 """Change detection across nights: the segmentation on hand-worked series and on 200
 synthetic series per case; the step test with a wandering lab (issue 43: drift is not a
-change, and a codec's relative series are tested together, ranked about their drift); a
-lab's first week (36 series tested by night 7) and a quiet check where nothing moved.
+change; a codec's relative series are tested together); a lab's first week; a quiet check.
 
-The synthetic nights model what a nightly benchmark sees: each night is the
-median of 10 raw samples with 3 % noise (log-normal, sigma 0.03); a raw
-sample is now and then an outlier (3 %: 1.2 to 2 times slower) and a night
-is now and then disturbed as a whole (4 %: 1.5 to 2.5 times slower, a job
-running beside it). A step multiplies every night from its place on. The
-place is drawn uniformly from night 3 to night 27 of 30 (the method needs 3
-nights on each side). Expectations come from how the series were built, are
-worked by hand (the exact rank test: the newest 3 nights beyond r reference nights
-is 1 of C(r + 3, 3) equally likely orders; the walk's variance from the differences'
-variogram; the Benjamini-Hochberg thresholds k q / m) or come from numpy's least
-squares with Student's t tail (history_runs.step_p) and SciPy's Theil-Sen slope and
-exact Mann-Whitney test, never from the module's own output.
+Synthetic nights: each the median of 10 raw samples with 3 % log-normal noise, a raw
+sample now and then (3 %) 1.2 to 2 times slower, a night now and then (4 %) 1.5 to 2.5
+times slower; a step multiplies every night from a place drawn from nights 3 to 27 of 30.
+Expectations are worked by hand (exact rank test: the newest 3 nights beyond r reference
+nights is 1 of C(r + 3, 3) orders; Benjamini-Hochberg's k q / m) or come from numpy's
+least squares with Student's t (history_runs.step_p) and SciPy's Theil-Sen and exact
+Mann-Whitney, never from the module's own output.
 """
 
 from __future__ import annotations
@@ -26,12 +20,11 @@ import statistics
 
 import numpy as np
 import pytest
-from history_runs import night, step_p
+from history_runs import night, step_p, stored
 from report_helpers import evbench
 from scipy import stats as scipy_stats
 
-from evbench.history import open_store, parse_url, run_differences, segmentation, window_tests
-from evbench.history.indexing import index_run
+from evbench.history import run_differences, segmentation, window_tests
 from evbench.history.store import SeriesPoint
 from evbench.history.trends import Series, board_changes, joint_values, relative_series
 
@@ -279,8 +272,6 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     logs = [v / 100 for v in DRIFTING]
     # One reference night (13, +14.6 %) lies beyond 5 robust spreads of the nights'
     # Theil-Sen line; p with it tamed is 0.026, far above a board of 18 series' 0.05 / 18.
-    # A running median of 5 took 6 of these 12 nights for wild and smoothed the scatter
-    # away: p 1.2e-5, a false alarm.
     tamed, count = _tamed(logs[9:21])
     assert count == 1
     expected = step_p([*tamed, *logs[21:]], 12)
@@ -364,10 +355,7 @@ def test_36_series_get_a_tested_answer_on_night_7():
 def test_check_quiet_prints_nothing_when_nothing_moved(tmp_path):
     # Nine nights of identical code, each a hair (0.1 %) apart, never rising at the end.
     factors = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 6, 0)]
-    url = parse_url(str(tmp_path / "h.sqlite"))
-    with open_store(url) as store:
-        for i, factor in enumerate(factors):
-            store.add(index_run(night(tmp_path, i, factor)))
+    url = stored(tmp_path / "h.sqlite", [night(tmp_path, i, f) for i, f in enumerate(factors)])
     env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
     quiet = evbench("history", "check", "--quiet", env=env)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
