@@ -1,8 +1,6 @@
-"""The codec comparison: one row per record identity, verdicts on replicates.
-
-Synthetic runs are built from SampleSets shaped as the suites write them, with
-known answers (a 10 % slower arm, a 20 % faster RTT, identical arms); the
-committed core-v1 run checks that old runs still compare.
+"""The codec comparison: one row per record identity, verdicts on replicates, on synthetic
+runs with known answers (a 10 % slower arm, a 20 % faster RTT, identical arms); the
+committed core-v1 run still compares.
 """
 
 from __future__ import annotations

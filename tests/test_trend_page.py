@@ -1,15 +1,10 @@
-"""The trend page opens on what moved (issues 31, 43): a known 10x step is listed first,
-coloured as a regression, drawn first with its change point marked (in headless
-Chromium); it says what it does on stderr and stays bounded: full plots only for
-series that changed, small ones for the rest.
+"""The trend page opens on what moved (issues 31, 43): a known 10x step listed first,
+coloured as a regression, drawn first with its change point marked (headless Chromium);
+progress on stderr; full plots only for series that changed, small ones for the rest.
 
-The nights are copies of the committed sample run (tests/history_runs.py): 8 nights
-0.1 % apart, then 9 on which protobuf's timings are 10x: a step of +900 % (to the
-0.1 % the nights differ by) that the scan must find, and nothing in json. With 8
-nights before it the watch cannot test it (it needs 10 at 0.05 / 12); the scan
-shows it once it finds it over the nights before the newest 3 as well
-(docs/history.md): 8 before and 6 after, 3 nights after the 14 it needed alone.
-The plots' pixels are read back by matplotlib's PNG reader (not the module's writer).
+8 copied nights 0.1 % apart (tests/history_runs.py), then 9 with protobuf 10x: the watch
+cannot test it (it needs 10 nights before at 0.05 / 12), the scan finds it with 8 before
+and 6 after (docs/history.md). Pixels are read back by matplotlib's PNG reader.
 """
 
 from __future__ import annotations
