@@ -1,21 +1,12 @@
-"""evbench compare on synthetic runs whose answer is known by construction, and a change
-confirmed against the board's history of nights.
+"""evbench compare, in process, on runs written by the real writer whose answer is known by
+construction, and a change confirmed against the board's history of nights.
 
-Runs are written with the real results writer (evbench_core.results.RunWriter)
-and compared by the real command, in process. Every figure a test expects is
-worked out here from how the data were built, not read from the code:
-
-- per-process values are symmetric around the process's centre, so each
-  process's median is its centre exactly; process centres spread over a fixed,
-  symmetric set of offsets, the same set in both runs;
-- a run whose codec is 20 % slower in every process has every per-process median
-  exactly 1.2 times one of the other run's, so its 10 medians lie above all 10 of
-  the baseline's: the exact two-sided Mann-Whitney p is 2 / C(20, 10) and the
-  Hodges-Lehmann ratio (the median of all 100 pairwise ratios) is 1.2 exactly;
-- the nights are copies of the committed sample run (tests/history_runs.py) with every
-  timing multiplied by a known factor, so each tested row's nightly median moves by
-  exactly that factor and the night-to-night log differences are log(f[i+1] / f[i]);
-  their p-values come from scipy's Student t and Holm's rule applied by hand.
+Per-process values are symmetric about the process's centre (its median exactly), the
+centres a fixed symmetric set, the same in both runs: a codec 20 % slower in every
+process puts its 10 medians above all 10 of the baseline's, so the exact two-sided
+Mann-Whitney p is 2 / C(20, 10) and the Hodges-Lehmann ratio 1.2 exactly. The nights
+(tests/history_runs.py) have every timing times a known factor: night-to-night log
+differences log(f[i+1] / f[i]), p from scipy's Student t and Holm's rule by hand.
 """
 
 from __future__ import annotations
@@ -25,12 +16,10 @@ import math
 from pathlib import Path
 
 import pytest
-from history_runs import night
+from history_runs import night, stored
 from scipy import stats as scipy_stats
 
 from evbench.cli import evbench
-from evbench.history import open_store, parse_url
-from evbench.history.indexing import index_run
 from evbench.history.night_spread import NightSpread, of_values
 from evbench.report import compare, criteria
 from evbench.report.context import load_context
@@ -113,10 +102,12 @@ def write_run(directory: Path, sets: list[SampleSet], **platform: str) -> Path:
     return directory
 
 
-def run_compare(capsys, *argv: str) -> tuple[int, str, str]:
-    code = evbench(["compare", *map(str, argv)])
+def run_compare(capsys, *argv: str, code: int | None) -> tuple[str, str]:
+    """`evbench compare ARGV` in process: its output and error; it must exit with `code`."""
+    done = evbench(["compare", *map(str, argv)])
     out, err = capsys.readouterr()
-    return code, out, err
+    assert code is None or done == code, out + err
+    return out, err
 
 
 def table_rows(out: str) -> dict[tuple[str, str, str], list[str]]:
@@ -138,8 +129,8 @@ def json_slower(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_two_runs_do_not_confirm_a_twenty_percent_change(json_slower, capsys):
     base, slow = json_slower
-    code, out, err = run_compare(capsys, "--baseline", base, slow)
-    assert code == 0, out + err  # the processes of one run share its night: 2 nights only
+    # the processes of one run share its night: 2 nights only
+    out, _err = run_compare(capsys, "--baseline", base, slow, code=0)
     encode = table_rows(out)[("codec", "JSON", "Serialization")]
     assert encode[6:8] == ["+20.0%", "worse (not confirmed: 2 nights)"]
     assert "not confirmed: 2 nights: two runs cannot tell a change" in out
@@ -150,10 +141,9 @@ def test_a_codec_twenty_percent_slower_beyond_max_change_regresses_and_is_named(
 ):
     base, slow = json_slower
     junit = tmp_path / "junit.xml"
-    code, out, err = run_compare(
-        capsys, "--baseline", base, slow, "--junit", junit, "--max-change", "10"
+    out, err = run_compare(
+        capsys, "--baseline", base, slow, "--junit", junit, "--max-change", "10", code=3
     )
-    assert code == 3, out + err
     # Every timed json row, none of protobuf's (identical in both runs).
     for operation in OPERATIONS:
         assert (
@@ -198,8 +188,7 @@ def test_identical_rows_name_no_winner_and_telemetry_is_context_even_when_it_dou
 ):
     run = write_run(tmp_path / "a", codec_sets() + link_sets(7, cpu=2.0))
     busy = write_run(tmp_path / "b", codec_sets() + link_sets(7, cpu=4.0))  # all else alike
-    code, out, err = run_compare(capsys, "--baseline", run, busy)
-    assert code == 0, out + err
+    out, err = run_compare(capsys, "--baseline", run, busy, code=0)
     assert "| REGRESSION" not in out and "regressed" not in err
     changes = {cells[7] for cells in table_rows(out).values()}
     assert changes <= {EQUAL, UNDECIDED, "fact"} and "fact" in changes
@@ -231,8 +220,7 @@ def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(
     # loops differ (an outcome): same rows. The encode plan differs (payloads, identity):
     # encode is a different measurement in each run, so neither run's encode is compared.
     other = write_run(tmp_path / "b", codec_sets(loops=64, payloads={"encode": 40}))
-    code, out, err = run_compare(capsys, base, other)
-    assert code == 0, out + err
+    out, _err = run_compare(capsys, base, other, code=0)
     rows = table_rows(out)
     metrics = sorted({metric for (_suite, _codec, metric) in rows})
     assert metrics == ["Deserialization", "Deserialization + access", "Size"]
@@ -263,8 +251,7 @@ def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, 
     # Three phases per run: best p 2 / C(6, 3) = 0.1 > 0.05, whatever the data.
     base = write_run(tmp_path / "a", link_sets(3))
     slow = write_run(tmp_path / "b", link_sets(3, rtt_factor=1.3))  # within --max-change
-    code, out, err = run_compare(capsys, "--baseline", base, slow)
-    assert code == 0, out + err
+    out, _err = run_compare(capsys, "--baseline", base, slow, code=0)
     rtt_cells = table_rows(out)[("link", "JSON", "RTT, encode to decoded reply")]
     assert rtt_cells[6:8] == ["+30.0%", "n too small"]
     assert rtt_cells[11] == "none reachable"
@@ -278,21 +265,20 @@ def test_a_185_percent_capacity_gain_is_better_never_a_regression(tmp_path, caps
     # every phase carries 2.85 times the baseline's messages a second: +185 % by construction.
     base = write_run(tmp_path / "a", link_sets(10))
     gain = write_run(tmp_path / "b", link_sets(10, capacity_factor=2.85))
-    code, out, err = run_compare(capsys, "--baseline", base, gain)
+    # A change this large fails either way (--max-change 50 %), said as one that improved.
+    out, err = run_compare(capsys, "--baseline", base, gain, code=3)
     rows = [cells for (_s, _c, metric), cells in table_rows(out).items() if "Capacity" in metric]
     assert len(rows) == 2, out  # json's and protobuf's
     for cells in rows:
         assert "+185.0%" in cells and "REGRESSION" not in "|".join(cells), cells
         assert any(cell.startswith("better") for cell in cells), cells
-    # A change this large fails either way (--max-change 50 %), said as one that improved.
-    assert code == 3 and "improved beyond --max-change" in err and "regressed" not in err, err
+    assert "improved beyond --max-change" in err and "regressed" not in err, err
 
 
 def test_a_fact_that_grew_beyond_its_threshold_regresses_exactly(tmp_path, capsys):
     base = write_run(tmp_path / "a", codec_sets())
     bigger = write_run(tmp_path / "b", codec_sets(slower={"protobuf-size": 1.1}))
-    code, out, err = run_compare(capsys, "--baseline", base, bigger)
-    assert code == 3, out + err
+    _out, err = run_compare(capsys, "--baseline", base, bigger, code=3)
     # mean size 309.5 -> 339.5 (every payload 30 B larger): +9.7 %
     assert "codec/seed/protobuf/size regressed +9.7%" in err
     assert "exact figure, not tested" in err
@@ -302,10 +288,9 @@ def test_criteria_thresholds_apply_to_the_new_rows(json_slower, tmp_path, capsys
     base, slow = json_slower
     limits = tmp_path / "criteria.json"
     limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
-    code, out, err = run_compare(
-        capsys, "--baseline", base, slow, "--criteria", limits, "--max-change", "10"
+    out, err = run_compare(
+        capsys, "--baseline", base, slow, "--criteria", limits, "--max-change", "10", code=3
     )
-    assert code == 3, out + err
     assert "codec/seed/json/decode_access changed" in err  # default 5 %
     assert "json/encode changed" not in err and "json/decode changed" not in err
     rows = table_rows(out)
@@ -323,8 +308,7 @@ def test_a_run_without_raw_samples_is_refused(tmp_path, capsys):
     empty = tmp_path / "b"
     empty.mkdir()
     (empty / "summary.json").write_bytes((base / "summary.json").read_bytes())
-    code, _out, err = run_compare(capsys, base, empty)
-    assert code == 2
+    _out, err = run_compare(capsys, base, empty, code=2)
     assert "holds no raw samples" in err
 
 
@@ -347,8 +331,7 @@ def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path,
         # Five process centres, symmetric as the baseline's: the ratio estimate is 10 exactly.
         _with_params(codec_sets(slower={"json": 10.0}, offsets=QUICK_OFFSETS), values=3),
     )
-    code, out, err = run_compare(capsys, "--baseline", base, quick)
-    assert code == 3, out + err  # a 10x change never passes
+    out, err = run_compare(capsys, "--baseline", base, quick, code=3)  # 10x never passes
     for operation in OPERATIONS:
         assert f"codec/seed/json/{operation} changed +900.0% (x10) against the baseline" in err
     rows = table_rows(out)
@@ -356,15 +339,14 @@ def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path,
     assert rows[("codec", "Protobuf", "Serialization")][7] in (EQUAL, UNDECIDED)
     assert rows[("codec", "JSON", "Serialization")][10] == "5 processes per run"
     # Without --baseline too: a side-by-side never passes a 10x change.
-    code, _out, err = run_compare(capsys, base, quick)
-    assert code == 3 and "beyond --max-change 50%" in err
+    _out, err = run_compare(capsys, base, quick, code=3)
+    assert "beyond --max-change 50%" in err
 
 
 def test_rows_whose_payloads_differ_are_listed_and_nothing_comparable_is_exit_2(tmp_path, capsys):
     base = write_run(tmp_path / "a", _with_params(codec_sets(), payload_digest="a" * 16))
     other = write_run(tmp_path / "b", _with_params(codec_sets(), payload_digest="b" * 16))
-    code, out, err = run_compare(capsys, "--baseline", base, other)
-    assert code == 2, out + err
+    out, err = run_compare(capsys, "--baseline", base, other, code=2)
     assert "no tested row can be compared between these runs" in err
     lines = out.split("not comparable (16 rows, each not in every run):\n")[1].splitlines()
     assert len([line for line in lines if line.endswith("payloads differ")]) == 16
@@ -379,8 +361,7 @@ def test_the_environment_that_changed_is_named_beside_the_rows(tmp_path, capsys)
 
     base = run(tmp_path / "a", "upb", 1.0)
     pure = run(tmp_path / "b", "python", 135.0)
-    code, out, err = run_compare(capsys, "--baseline", base, pure)
-    assert code == 3, out + err
+    out, err = run_compare(capsys, "--baseline", base, pure, code=3)
     assert "protobuf backend: upb -> python" in out and "protobuf backend: upb -> python" in err
     assert "telemetry/seed/-/cpu_util[phase=codec] (percent): 51 -> 100" in out
 
@@ -424,10 +405,7 @@ def _nights(tmp_path, factors, **later):
     """Nights 1..n with these factors in a store, and night n + 1 made with `later`."""
     runs = tmp_path / "runs"  # made by night()
     directories = [night(runs, number, factor) for number, factor in enumerate(factors, 1)]
-    url = parse_url(str(tmp_path / "store.sqlite"))
-    with open_store(url) as store:
-        for directory in directories:
-            store.add(index_run(directory))
+    stored(tmp_path / "store.sqlite", directories)
     candidate = night(runs, len(factors) + 1, **later)
     return str(tmp_path / "store.sqlite"), directories[-1], candidate
 
@@ -436,8 +414,7 @@ def test_a_real_step_is_confirmed_against_the_history_and_fails(tmp_path, capsys
     # protobuf 25 % slower in the candidate, json unchanged (same factor as the baseline).
     slower = {"factor": NOISE[-1], "codec_factors": {"protobuf": 1.25}}
     store, baseline, candidate = _nights(tmp_path, NOISE, **slower)
-    code, out, err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store)
-    assert code == 3, out + err
+    out, err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store, code=3)
     # The history is nights 1..11 (the baseline is one of the compared runs): 10 steps,
     # floor(20 / 3) = 6 degrees of freedom; the three protobuf rows and three json rows
     # (p 1) are tested together, so Holm multiplies the protobuf rows' p by 6.
@@ -456,12 +433,10 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path, capsys):
     # Every codec 3 % slower than the baseline night: the history says nights move that
     # much (the sample run's 2 processes a run could name nothing alone).
     store, baseline, candidate = _nights(tmp_path, NOISE, factor=1.04)
-    code, out, err = run_compare(capsys, "--baseline", baseline, candidate, "--no-history")
-    assert code == 0, out + err
+    out, _err = run_compare(capsys, "--baseline", baseline, candidate, "--no-history", code=0)
     assert "history: not used (--no-history)" in out
     assert "nights)" not in out
-    code, out, err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store)
-    assert code == 0, out + err
+    out, _err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store, code=0)
     assert out.count("(not confirmed: 11 nights)") == TESTED_ROWS
     p = 2 * scipy_stats.t.sf(math.log(1.04 / NOISE[-1]) / _rms(NOISE[:11]), 6)
     assert p > 0.05  # the hand-worked reason it is not confirmed, even before Holm
@@ -470,11 +445,10 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path, capsys):
 def test_a_short_history_confirms_nothing_and_another_boards_is_not_used(tmp_path, capsys):
     slower = {"factor": NOISE[3], "codec_factors": {"protobuf": 1.25}}
     store, baseline, candidate = _nights(tmp_path, NOISE[:4], **slower)
-    code, out, err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store)
-    assert code == 0, out + err
+    out, _err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store, code=0)
     assert out.count("(not confirmed: 3 nights)") == 3
     other = night(tmp_path / "runs", 20, board="name:bench-2")
-    code, out, err = run_compare(capsys, "--baseline", baseline, other, "--history", store)
+    out, _err = run_compare(capsys, "--baseline", baseline, other, "--history", store, code=None)
     assert "history: not used: the runs are of different boards" in out
 
 
