@@ -1,12 +1,7 @@
-"""The history store on SQLite and on a real PostgreSQL server: the same tests on both;
-PostgreSQL's own cases on a real server on loopback (tests/postgres.py): clear errors
-when the server is not there or the password is wrong, and copies between SQLite and
-PostgreSQL that come back identical; and the board identity runs are kept under, read
-from a real directory tree laid out as /proc and /sys are, each source taken away in turn
-to show which one wins.
-
-Expected values come from the run directories themselves (their summary and
-samples.jsonl read with json), never from the store's own code.
+"""The history store, the same tests on SQLite and on a real PostgreSQL server on loopback
+(tests/postgres.py), PostgreSQL's own errors and copies both ways; and the board identity
+from a directory tree laid out as /proc and /sys, each source taken away in turn.
+Expected values come from the run directories read with json, never from the store.
 """
 
 from __future__ import annotations
