@@ -11,17 +11,14 @@
 
 from __future__ import annotations
 
-import base64
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT
 from google.protobuf import text_format
 from test_decode_access import _check_profile
+from test_user_schema import _document, compile_set, protoc
 
 from evbench_agent.payloads import samples, user_schema
 from evbench_agent.payloads.convert import is_map, is_repeated, is_required
@@ -41,43 +38,27 @@ SCHEMAS = {
 DEPTH = 4  # docs/own-messages.md: message fields are set down to a depth of 4
 
 
-def _protoc(*argv: str, stdin: bytes | None = None) -> bytes:
-    require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
-    protoc = [sys.executable, "-m", "grpc_tools.protoc"]
-    done = subprocess.run([*protoc, *argv], input=stdin, capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr.decode()
-    return done.stdout
+def compiled(name: str, out: Path) -> bytes:
+    """The descriptor set of SCHEMAS[name], compiled into `out`."""
+    proto, include, _message, _samples = SCHEMAS[name]
+    return compile_set(include[0], proto, out, *include[1:])
 
 
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("vendor")
-    compiled = {}
-    for name, (proto, include, _message, _samples) in SCHEMAS.items():
-        target = out / f"{name}.binpb"
-        _protoc(*[f"-I{d}" for d in include], "--include_imports",
-                f"--descriptor_set_out={target}", str(proto))  # fmt: skip
-        compiled[name] = target.read_bytes()
-    return compiled
+    return {name: compiled(name, out) for name in SCHEMAS}
 
 
 def _profile(sets, name: str, **extra) -> user_schema.SchemaProfile:
-    descriptor_set = base64.b64encode(sets[name]).decode()
-    document = {"descriptor_set": descriptor_set, "message": SCHEMAS[name][2], **extra}
-    return user_schema.build_profile(document)
+    return user_schema.build_profile(_document(sets[name], SCHEMAS[name][2], **extra))
 
 
 def _protoc_sizes(name: str, messages) -> list[int]:
     """What protoc --encode makes of each message's text format, in bytes."""
     proto, include, message_name, _ = SCHEMAS[name]
-    sizes = []
-    for message in messages:
-        text = text_format.MessageToString(message).encode()
-        encoded = _protoc(
-            *[f"-I{d}" for d in include], f"--encode={message_name}", str(proto), stdin=text
-        )
-        sizes.append(len(encoded))
-    return sizes
+    argv = [*[f"-I{d}" for d in include], f"--encode={message_name}", str(proto)]
+    return [len(protoc(*argv, stdin=text_format.MessageToString(m).encode())) for m in messages]
 
 
 @pytest.mark.parametrize("written", [True, False], ids=["hand-written", "generated"])

@@ -15,7 +15,6 @@ what the real protoc makes of the same messages (`protoc --encode`).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -25,10 +24,10 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from google.protobuf import text_format
-from test_real_schemas import SCHEMAS, _protoc
+from test_real_schemas import SCHEMAS, _profile, compiled
+from test_real_schemas import _protoc_sizes as protoc_sizes
 
-from evbench_agent.payloads import samples, user_schema
+from evbench_agent.payloads import samples
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -78,21 +77,9 @@ def _check_measured(out: Path, profile: str) -> dict[str, dict]:
 
 def _protoc_sizes(name: str, count: int, tmp_path: Path) -> list[int]:
     """protoc --encode's sizes of the samples file's first `count` messages."""
-    proto, include, message, path = SCHEMAS[name]
-    target = tmp_path / f"{name}.binpb"
-    _protoc(*[f"-I{d}" for d in include], "--include_imports",
-            f"--descriptor_set_out={target}", str(proto))  # fmt: skip
-    document = {
-        "descriptor_set": base64.b64encode(target.read_bytes()).decode(),
-        "message": message,
-        "samples": samples.source_from_file(path),
-    }
-    messages = [p.message for p in user_schema.build_profile(document).payloads(count)]
-    return [
-        len(_protoc(*[f"-I{d}" for d in include], f"--encode={message}", str(proto),
-                    stdin=text_format.MessageToString(m).encode()))
-        for m in messages
-    ]  # fmt: skip
+    source = samples.source_from_file(SCHEMAS[name][3])
+    profile = _profile({name: compiled(name, tmp_path)}, name, samples=source)
+    return protoc_sizes(name, [item.message for item in profile.payloads(count)])
 
 
 def test_real_schemas_are_measured_locally_and_over_ssh(sshd, ssh_home, tmp_path):

@@ -10,17 +10,14 @@ module's constants.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT
 from google.protobuf import json_format
 from test_decode_access import _check_profile
-from test_user_schema import _document, _varint
+from test_user_schema import _document, _rules, _varint, compile_set
 
 from evbench_agent import codecs
 from evbench_agent.payloads import samples, user_schema
@@ -39,18 +36,6 @@ EVERY_KIND = [
 ]
 
 
-def compile_set(directory, proto: str, out) -> bytes:
-    require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
-    target = out / f"{proto}.binpb"
-    done = subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{directory}", "--include_imports",
-         f"--descriptor_set_out={target}", str(directory / proto)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return target.read_bytes()
-
-
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("kinds")
@@ -60,10 +45,6 @@ def sets(tmp_path_factory) -> dict[str, bytes]:
 
 def _profile(serialized: bytes, message: str, **extra) -> user_schema.SchemaProfile:
     return user_schema.build_profile(_document(serialized, message, **extra))
-
-
-def _rules(fields: dict) -> dict:
-    return {"generator": {"name": "g.json", "document": {"fields": fields}}}
 
 
 def _as_json(message) -> dict:
@@ -196,7 +177,7 @@ def test_ranges_at_the_types_limits_do_not_crash(sets):
         # the node budget names the field path that blows it
         ("fanout", FANOUT, {"many": {"count": 60}, "many.many": {"count": 60},
                             "many.many.many": {"count": 60}},
-         r"g\.json: payload 0: field 'many\.many\.many[^']*' takes .* budget per payload"),
+         r"g\.yaml: payload 0: field 'many\.many\.many[^']*' takes .* budget per payload"),
     ],
 )  # fmt: skip
 def test_bad_rules_are_refused(sets, name, message, fields, expected):

@@ -17,6 +17,7 @@ import os
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,25 +35,34 @@ RICH = "evbench.test.Rich"
 #: Codecs bound to messages of their own (dbc: only what protos/ev_data.dbc describes):
 #: a user's schema is refused with a clear error, not carried.
 FIXED_SCHEMA = {"dbc"}
-#: protoc from grpcio-tools: the host's compiler, and the generated code's.
-PROTOC = [sys.executable, "-m", "grpc_tools.protoc", f"-I{DATA}"]
 
 
-def _protoc(*argv: str) -> None:
+def protoc(*argv: str, stdin: bytes | None = None) -> bytes:
+    """protoc from grpcio-tools (the host's compiler, and the generated code's): its output."""
     require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
-    done = subprocess.run([*PROTOC, *argv], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    command = [sys.executable, "-m", "grpc_tools.protoc", *argv]
+    done = subprocess.run(command, input=stdin, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+def _protoc(*argv: str) -> bytes:
+    return protoc(f"-I{DATA}", *argv)
+
+
+def compile_set(directory: Path, proto: str | Path, out: Path, *include: Path) -> bytes:
+    """The descriptor set, imports included, of `proto` (a path in `directory`, the first
+    import directory of the `include` ones), compiled into `out`."""
+    target = out / f"{Path(proto).name}.binpb"
+    imports = [f"-I{d}" for d in (directory, *include)]
+    protoc(*imports, "--include_imports", f"--descriptor_set_out={target}", str(directory / proto))
+    return target.read_bytes()
 
 
 @pytest.fixture(scope="module")
 def descriptor_sets(tmp_path_factory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("descriptors")
-    sets = {}
-    for name in ("bms", "rich"):
-        target = out / f"{name}.binpb"
-        _protoc("--include_imports", f"--descriptor_set_out={target}", str(DATA / f"{name}.proto"))
-        sets[name] = target.read_bytes()
-    return sets
+    return {name: compile_set(DATA, f"{name}.proto", out) for name in ("bms", "rich")}
 
 
 @pytest.fixture(scope="module")
