@@ -473,19 +473,6 @@ def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(finished, full_
     assert not (out / "bulk.bin").exists() and not (out / results.COMPLETE).exists()
 
 
-def test_fetch_marks_complete_only_when_the_board_says_complete(finished, tmp_path, capsys):
-    _work, url, run_dir = finished
-    board_results = run_dir / detached.RESULTS
-    assert (board_results / results.COMPLETE).exists()
-    # The board's own word: the run ended partial (exit 4), whatever files lie about.
-    (run_dir / detached.EXIT).write_text("4\n")
-    out = tmp_path / "stale-marker"
-    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 4
-    assert "PARTIAL" in capsys.readouterr().err
-    assert not (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-
-
 ODD_LISTINGS = [
     (b"  complete\n", "bad line"),  # the marker itself: never in a listing the agent writes
     (b"  .\n", "bad line"),
@@ -510,12 +497,22 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsy
     assert not (tmp_path / "escape").exists()
 
 
-def test_fetch_of_a_run_that_failed_on_the_board_is_not_a_bug(finished, tmp_path, capsys):
-    # Exit 1 is evbench's own bug (README, exit codes); a run that failed on the board is
-    # not one: what it measured is fetched as partial (4), and with nothing sealed its
-    # failure is a failed check of the board's run (3).
+def test_fetch_goes_by_the_boards_word_and_a_run_failed_there_is_not_a_bug(
+    finished, tmp_path, capsys
+):
+    """The board's exit status decides, whatever its files say. Exit 1 is evbench's own
+    bug (README, exit codes); a run that failed on the board is not one: what it measured
+    is fetched as partial (4), and with nothing sealed its failure is a failed check of the
+    board's run (3)."""
     _work, url, run_dir = finished
     board_results = run_dir / detached.RESULTS
+    assert (board_results / results.COMPLETE).exists()
+    (run_dir / detached.EXIT).write_text("4\n")  # the run ended partial, says the board
+    out = tmp_path / "stale-marker"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 4
+    assert "PARTIAL" in capsys.readouterr().err
+    assert not (out / results.COMPLETE).exists()
+    assert results.verify_checksums(out) == []
     manifest = json.loads((board_results / results.MANIFEST).read_text())
     manifest["status"] = "failed"  # as the runner leaves a run an exception ended
     results.write_json(board_results / results.MANIFEST, manifest)
