@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from test_decode_access import _leaves
 
 from evbench_agent import codecs, payloads
 from evbench_agent.payloads.profiles import seed
@@ -126,21 +127,6 @@ def test_round_trip_keeps_every_value(codec_name, profile_name):
             assert decoded == item.message  # exact: the message's own field types
         else:
             assert _same(item.plain, decoded, rel=0.0)  # doubles survive exactly
-
-
-def _leaves(value) -> int:
-    """The values plain data holds, counted here: each dict value and list item, down to
-    what is neither (a number, a string, a bool, None)."""
-    if isinstance(value, dict):
-        return sum(_leaves(item) for item in value.values())
-    if isinstance(value, list):
-        return sum(_leaves(item) for item in value)
-    return 1
-
-
-def test_the_leaf_count_is_worked_out_by_hand():
-    # a, then c and d (the empty list holds nothing), e (None is a value) and f: 5.
-    assert _leaves({"a": 1, "b": [{"c": "x", "d": 2.0}, []], "e": None, "f": True}) == 5
 
 
 @pytest.mark.parametrize("profile_name", PROFILES)

@@ -29,16 +29,12 @@ NOT_CARRIED = {
 }
 
 
-def _cantools():
+@pytest.fixture(scope="module")
+def database():
     require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
     import cantools
 
-    return cantools
-
-
-@pytest.fixture(scope="module")
-def database():
-    return _cantools().database.load_file(DBC, strict=True)
+    return cantools.database.load_file(DBC, strict=True)
 
 
 def _leaf_paths(descriptor, prefix=""):
@@ -155,15 +151,6 @@ def test_a_seed_frame_packed_by_hand_equals_cantools_and_the_codec(database):
     assert decoded["motor_temp"] == -40 and type(decoded["motor_temp"]) is int
 
 
-def _resolutions(database, full_name):
-    return {
-        signal.comment: signal.scale
-        for message in database.messages
-        if message.comment == full_name
-        for signal in message.signals
-    }
-
-
 def _check(expected, actual, path, resolution):
     if isinstance(expected, dict):
         for key, value in expected.items():
@@ -190,7 +177,12 @@ def _check(expected, actual, path, resolution):
 def test_round_trip_is_within_each_signals_resolution(database, profile_name, rename):
     profile = payloads.get(profile_name)
     full_name = profile.message_type.DESCRIPTOR.full_name
-    steps = _resolutions(database, full_name)
+    steps = {
+        signal.comment: signal.scale
+        for message in database.messages
+        if message.comment == full_name
+        for signal in message.signals
+    }
 
     def resolution(plain_path: str) -> float:
         """The scale of the signal carrying a plain path ("gps_latitude" -> gpsLat's 1e-7)."""
