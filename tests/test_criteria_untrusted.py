@@ -1,10 +1,6 @@
-"""The criteria reader on hostile or broken files: Criteria or the project's UserError.
-
-Regression cases from the fuzzing probe (issue 16, item 4): a huge integer used to
-reach math.isfinite()/float() and overflow, deep nesting raised RecursionError;
-both were "internal error" (exit 1). The properties (hypothesis, a bounded budget)
-feed any JSON value and any bytes.
-"""
+"""The criteria reader on hostile or broken files (issue 16, item 4: huge integers, deep
+nesting): Criteria or the project's UserError, never an internal error; the properties
+(hypothesis) feed any JSON value and any bytes."""
 
 from __future__ import annotations
 
@@ -47,11 +43,17 @@ def test_hostile_criteria_are_refused_with_a_clear_error(tmp_path, case):
     assert len(str(refused.value)) < 600, "the error must not echo the whole file"
 
 
-def test_a_reasonable_file_is_read_as_written(tmp_path):
-    loaded = criteria.load(write(tmp_path, '{"default_percent": 4, "metrics": {"decode": 2.5}}'))
-    assert loaded.default_percent == 4.0
-    assert loaded.threshold("codec", "seed", "json", "decode") == 2.5
-    assert loaded.threshold("codec", "seed", "json", "encode") == 4.0
+def test_the_most_specific_key_wins_and_a_value_not_a_number_is_refused(tmp_path):
+    metrics = {"decode": 3, "seed/json/decode": 2, "codec/seed/json/encode": 9}
+    limits = criteria.load(write(tmp_path, json.dumps({"default_percent": 7, "metrics": metrics})))
+    assert limits.default_percent == 7
+    assert limits.threshold("codec", "seed", "json", "decode") == 2
+    assert limits.threshold("codec", "seed", "protobuf", "decode") == 3
+    assert limits.threshold("codec", "seed", "json", "encode") == 9
+    assert limits.threshold("codec", "seed", "json", "size") == 7
+    assert criteria.Criteria().threshold("codec", "seed", "json", "size") == 5
+    with pytest.raises(UserError, match="must be a number of percent"):
+        criteria.load(write(tmp_path, json.dumps({"metrics": {"decode": "fast"}})))
 
 
 def _load(content: str | bytes) -> criteria.Criteria | None:

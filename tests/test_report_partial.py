@@ -16,11 +16,10 @@ from conftest import ROOT
 from report_helpers import evbench, local_run
 
 from evbench.commands import run as run_command
-from evbench.report import criteria, plots
+from evbench.report import plots
 from evbench.report.context import load_context
 from evbench.report.headline import partial_headline
 from evbench_core import results
-from evbench_core.errors import UserError
 
 OLD_RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
 
@@ -145,21 +144,6 @@ def test_a_failing_report_only_warns_after_a_run(finished_run, tmp_path, caplog)
     # A warning record (the CLI's handler prints it as "evbench: warning: ..."; --quiet hides it).
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("no report" in w and f"evbench report {run}" in w for w in warnings), warnings
-
-
-def test_criteria_most_specific_key_wins(tmp_path):
-    path = tmp_path / "criteria.json"
-    metrics = {"decode": 3, "seed/json/decode": 2, "codec/seed/json/encode": 9}
-    path.write_text(json.dumps({"default_percent": 7, "metrics": metrics}))
-    limits = criteria.load(path)
-    assert limits.threshold("codec", "seed", "json", "decode") == 2
-    assert limits.threshold("codec", "seed", "protobuf", "decode") == 3
-    assert limits.threshold("codec", "seed", "json", "encode") == 9
-    assert limits.threshold("codec", "seed", "json", "size") == 7
-    assert criteria.Criteria().threshold("codec", "seed", "json", "size") == 5
-    path.write_text(json.dumps({"metrics": {"decode": "fast"}}))
-    with pytest.raises(UserError, match="must be a number of percent"):
-        criteria.load(path)
 
 
 def test_an_older_run_renders_complete(tmp_path):
