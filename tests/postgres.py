@@ -1,11 +1,9 @@
-"""A real PostgreSQL server for the history tests, started on loopback and thrown away.
+"""A real PostgreSQL server for the history tests, on loopback and thrown away.
 
-Debian's `postgresql` package provides initdb, pg_ctl and postgres under
-/usr/lib/postgresql/VERSION/bin. The server refuses to run as root, so under
-root (as the tests run here and in CI) the cluster belongs to `nobody`, in a
-directory of its own under /tmp (pytest's tmp dirs are root's, mode 0700). It
-listens on 127.0.0.1 only, on a free port, with its socket in that directory;
-the superuser `evbench` has a random password (scram-sha-256 over TCP).
+Debian's `postgresql` package: initdb, pg_ctl and postgres under /usr/lib/postgresql/
+VERSION/bin. The server refuses root, so under root the cluster belongs to `nobody`, in a
+directory of its own under /tmp (pytest's are root's, mode 0700). It listens on 127.0.0.1,
+a free port; the superuser `evbench` has a random password (scram-sha-256 over TCP).
 """
 
 from __future__ import annotations

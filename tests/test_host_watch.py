@@ -1,9 +1,7 @@
-"""The agent stops when its host goes away (docs/running.md, "When the host goes away").
-
-Real processes: `evbench run --board local` is SIGKILLed mid-run, and the agent it
-started (reparented to init) and the agent's own link responder must end within the
-documented 0.5 s watch interval plus the time a run takes to stop; the run directory
-is kept, marked interrupted. Without the watch the agent measured on for minutes.
+"""The agent stops when its host goes away (docs/running.md, "When the host goes away"):
+`evbench run --board local` SIGKILLed mid-run, its agent (reparented to init) and the
+agent's link responder end within the 0.5 s watch plus a run's stop; the run is kept,
+marked interrupted.
 """
 
 from __future__ import annotations

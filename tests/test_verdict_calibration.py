@@ -1,8 +1,5 @@
-"""benchmarks/verdict_calibration.py's own logic: bounds and judging, on synthetic runs.
-
-The real calibration (real runs of the agent, minutes each) is run by hand; here
-its Clopper-Pearson bounds are checked against SciPy's beta quantiles and its
-judging against synthetic runs whose answer is known.
+"""benchmarks/verdict_calibration.py's own logic (the real calibration is run by hand): its
+Clopper-Pearson bounds against SciPy's beta quantiles, its judging on synthetic runs.
 """
 
 from __future__ import annotations
