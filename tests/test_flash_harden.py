@@ -1,21 +1,8 @@
-"""Flash cannot destroy its source, nor be sent elsewhere (issue 16, item 3; an independent
-attack; issue 44, item 11): a path swapped after inspection (by an attacker, a udev rule or
-a careless script) must not get the write. Each of these was found broken:
-
-- a loop device reading the image (directly, through a chain of loops, or through a hard
-  link of it whose name was then removed) was overwritten and reported "verified" (only
-  the top loop's backing_file was compared, by name): now the kernel's device and inode
-  of every loop's file (LOOP_GET_STATUS64) are compared, down the chain, before writing;
-- a compressed image without a bmap on a too-small card was written until ENOSPC ("wrote
-  4194304 of 0 bytes"): the size xz's index and zstd's frame headers declare refuses the
-  card first, here and on a board;
-- a new file was created through a parent directory swapped for a link (19 of 60 races):
-  the directory is opened one component at a time without following links, checked,
-  and the file made inside it with openat;
-- a path changing while inspected gave an internal error (EINVAL from Path.resolve, 42 of
-  120 races): now "the target changed", exit 2.
-Real loop devices (losetup), their bytes checked; the swaps go through the documented seam
-`evbench.flash.target.before_open`, which runs between inspection and opening.
+"""Flash cannot destroy its source nor be sent elsewhere (issue 16 item 3, issue 44 item 11):
+a loop device reading the image (through a chain of loops or a removed hard link), a card
+too small for a compressed image, a target or its directory swapped after inspection (the
+documented seam `evbench.flash.target.before_open`), a path changing while inspected.
+Real loop devices (losetup); the victims' bytes are checked.
 """
 
 from __future__ import annotations

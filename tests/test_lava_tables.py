@@ -1,11 +1,6 @@
-"""evbench's two LAVA tables: its device types (lava/job.py's registry) against
-docs/lava.md and the CLI, and its units between results and LAVA's test cases.
-
-What each device type's job must hold is written here by hand, from LAVA's own
-device-type templates (a U-Boot board boots over TFTP and NFS, QEMU from tmpfs with
-the guest's architecture in the job's context; tests/test_lava.py checks the jobs
-with LAVA's code), so a device type registered without its expectations, its docs
-row or its job arguments in tests/test_lava.py fails.
+"""evbench's LAVA tables: its device types (lava/job.py) against docs/lava.md, the CLI and
+what each job must hold, written here by hand from LAVA's device-type templates (U-Boot
+boots over TFTP and NFS, QEMU from tmpfs with a context); its units in LAVA's test cases.
 """
 
 from __future__ import annotations
@@ -34,10 +29,6 @@ EXPECTED = {
 }  # fmt: skip
 
 
-def test_every_registered_device_type_is_expected_here_and_has_job_arguments():
-    assert set(job.device_types()) == set(EXPECTED) == set(JOB_ARGS)
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_device_types_job_deploys_and_boots_as_its_template_does(name):
     files, (deploy_to, boot_method, has_context) = EXPECTED[name]
@@ -56,15 +47,13 @@ def test_an_unknown_device_type_is_refused_naming_the_known_ones():
     assert all(name in raised.value.hint for name in EXPECTED)
 
 
-def test_the_docs_table_has_a_row_for_every_device_type():
+def test_every_registered_device_type_is_expected_here_documented_and_offered_by_the_cli():
+    assert set(job.device_types()) == set(EXPECTED) == set(JOB_ARGS)
     text = LAVA_DOC.read_text()
     table = text.split("| device type | the device dictionary must set |", 1)[1].split("\n\n")[0]
     rows = table.splitlines()[2:]
     documented = [name for line in rows for name in re.findall(r"`([^`]+)`", line.split("|")[1])]
     assert sorted(documented) == sorted(job.device_types())
-
-
-def test_the_cli_offers_every_device_type():
     argv = [sys.executable, "-m", "evbench", "lava", "job", "--help"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     assert "{k3-am625-sk,qemu,qemu-aarch64}" in done.stdout
