@@ -90,7 +90,9 @@ def test_login_through_ssh_agent(sshd, ssh_home, tmp_path, monkeypatch):
         agent.wait(timeout=10)
 
 
-def test_unknown_host_key_refused_then_accepted_with_the_flag(sshd, ssh_home, tmp_path, capsys):
+def test_unknown_host_key_refused_until_accepted_a_changed_one_always(
+    sshd, ssh_home, tmp_path, capsys
+):
     known_hosts = ssh_home / ".ssh" / "known_hosts"
     known_hosts.unlink()
     url = board_url(sshd, tmp_path)
@@ -101,15 +103,11 @@ def test_unknown_host_key_refused_then_accepted_with_the_flag(sshd, ssh_home, tm
     assert evbench(["deploy", "--board", url, "--accept-new-host-key"]) == 0
     assert known_hosts.read_text().split()[:3] == sshd.host_key_line().split()[:3]
     assert evbench(["deploy", "--board", url]) == 0  # trusted from now on
-
-
-def test_changed_host_key_is_always_refused(sshd, ssh_home, tmp_path, capsys):
+    # Then the host's key changes: refused always, with the flag too.
     other = tmp_path / "other_host_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     key_type, key_data = other.with_suffix(".pub").read_text().split()[:2]
-    known_hosts = ssh_home / ".ssh" / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{sshd.port} {key_type} {key_data}\n")
-    url = board_url(sshd, tmp_path)
     for flags in ([], ["--accept-new-host-key"]):
         assert evbench(["deploy", "--board", url, *flags]) == 2
         err = capsys.readouterr().err
