@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 from history_runs import CORE_V1, night
 from report_helpers import evbench
+from sshd import free_port
 
 from evbench.history import open_store, parse_url
 from evbench.history.copying import copy
@@ -238,16 +238,10 @@ def test_the_default_store_is_in_the_data_directory(history_store, monkeypatch, 
     assert default_url("/other.sqlite").path == Path("/other.sqlite")
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # closed again when the block ends: nothing listens
-
-
 @pytest.mark.integration
 def test_a_server_that_is_not_there_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("PGPASSWORD", "whatever")
-    url = f"postgresql://evbench@127.0.0.1:{_closed_port()}/history"
+    url = f"postgresql://evbench@127.0.0.1:{free_port()}/history"  # closed: nothing listens
     with pytest.raises(UserError, match=r"cannot connect to the history store .*refused"):
         open_store(parse_url(url))
 
