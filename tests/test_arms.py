@@ -1,9 +1,6 @@
-"""Two builds in one run (`--arm`): the options, the turn order, real arms end to end.
-
-The arms are the real interpreters tests/setup_envs.py installs: .venv-pb425
-(protobuf 4.25.8) and .venv (the newest protobuf). Expected versions come from
-those interpreters themselves; the turn order and the counts are worked by hand
-from the plan (docs/method.md).
+"""Two builds in one run (`--arm`): the options, the turn order worked by hand from the plan
+(docs/method.md), and real arms end to end: tests/setup_envs.py's .venv-pb425 (protobuf
+4.25.8) and .venv (the newest), whose versions they report themselves.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The codec suite's rounds: their order, the calibration, the A/A copy's slowdown.
 
-No role bias (issue 43, item 5): in a round the codecs take their samples operation by
-operation, A B in even rounds and B A in odd ones, and each operation's first sample is
-primed by the same operation of another codec. Unprimed, that sample followed another
-operation and came out about 1 % slower than the second, warm, one; the quick plan's
-rounds (3 values after one warm-up: B A, A B, B A) gave the penalty to the A/A copy.
-What ran before what is read from the worker's own calls, not timings. Timed parts use
-a spin of known cost (preemption can only make a spin longer), or a clock that moves by
-the operations' stated costs alone where a preempted call could change the answer.
+No role bias (issue 43, item 5): codecs take their samples operation by operation, A B in
+even rounds and B A in odd ones, each operation's first sample primed by the same operation
+of another codec (unprimed, it came out about 1 % slower, a penalty the quick plan gave the
+A/A copy). Order is read from the worker's own calls, not timings; timed parts use a spin of
+known cost or a clock that moves by the operations' stated costs alone.
 """
 
 from __future__ import annotations

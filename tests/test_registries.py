@@ -1,11 +1,6 @@
-"""Every registry entry is documented, and every row of the docs' tables is an entry.
-
-The registries (codecs: evbench_agent.codecs and evbench_agent.native.runtimes;
-payload profiles: evbench_agent.payloads; suites: evbench_agent.registry) are the
-one place each extension is declared. The tables of docs/running.md and
-docs/native-codecs.md are read here, by their headings, and compared with them in
-both directions; so is the agent's pyproject, which must install each codec's
-PyPI distribution in an extra (tests/test_codecs.py round-trips every codec).
+"""Every registry entry (codecs, native runtimes, payload profiles, suites) has its row in
+docs/running.md's and docs/native-codecs.md's tables and every row is an entry; the agent's
+pyproject installs each codec's distribution; a module added is collected without a list.
 """
 
 from __future__ import annotations

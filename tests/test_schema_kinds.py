@@ -1,11 +1,7 @@
-"""Every kind of field a team's schema has: Any, Struct, the wrappers, FieldMask, recursion,
-proto2 required fields, defaults, extensions and groups (issue 29), and a generator
-that stays bounded (issue 30).
-
-The schemas are tests/data/kinds/*.proto, compiled by the real protoc
-(grpcio-tools). Expected values come from the .proto (the fields it declares),
-from protobuf's own json_format and from the rules given, never from the
-module's constants.
+"""Every kind of field a team's schema has (issue 29): Any, Struct, the wrappers, FieldMask,
+recursion, proto2 required fields, defaults, extensions and groups; a bounded generator
+(issue 30). tests/data/kinds/*.proto through the real protoc; expected values from the
+.proto, protobuf's json_format and the rules given.
 """
 
 from __future__ import annotations

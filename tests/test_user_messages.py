@@ -1,9 +1,6 @@
-"""Messages that say what to do: a typo gets the nearest flag, an impossible value the
-option and its range; counts and facts read as English; a progress line drawn over a longer
-one leaves nothing behind (a real pty). And what a person meets following the docs with
-paths that are not quite runs (issue 44, item 15): `evbench report` on a folder that is not
-a run, `history add results/*` over what the documented workflow leaves in results/, and
-the `--arm` example without its environment. The real commands, as a person runs them.
+"""Messages that say what to do: the nearest flag, an option's range, counts and facts in
+English, a progress line on a real pty; and what a person meets following the docs with
+paths that are not quite runs (issue 44, item 15), through the real commands.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """`evbench run --schema`: a user's .proto from the command line to the table, the agent a
-real separate process on the local board; and its refusals (issue 29, item 5), each the real
-command in its own process, as a person types it.
-
-A refusal comes up front: exit 2 before a run directory exists, one line naming what is
-wrong, with what to do; `--debug` shows the agent's own traceback. Some files were once an
-internal error or a hang (an independent attack): --generate with a byte that is not UTF-8
-(UnicodeDecodeError), a --json-map nested 100,000 deep (RecursionError), a FIFO as
---samples (blocked for ever), a 25 MiB samples line (136 s and 651 MB on the host)
-(docs/own-messages.md).
+real separate process on the local board; and its refusals (issue 29, item 5), as a person
+types them: exit 2 before a run directory exists, one line naming what is wrong and what to
+do. The SLOW ones were an internal error or a hang (a 25 MiB samples line: 136 s and 651 MB
+on the host; docs/own-messages.md).
 """
 
 from __future__ import annotations
