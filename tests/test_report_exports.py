@@ -1,9 +1,5 @@
-"""The report's exports (report/exports/, one module each) against docs/reports.md.
-
-A real render of the committed sample run writes the files; the table of
-docs/reports.md must name exactly those (plots aside), so an export registered
-without its row, or a row for a file nothing writes, fails.
-"""
+"""The report's exports (report/exports/, one module each): a real render of the committed
+run writes exactly the files docs/reports.md's table names (plots aside)."""
 
 from __future__ import annotations
 
@@ -50,36 +46,26 @@ def test_an_export_registered_twice_is_a_bug():
     assert [entry.file for entry in exports.registered()].count("junit.xml") == 1
 
 
-def _exports_of_copy(tmp_path, added: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The exports a copy of the host package lists, with the modules `added` (name ->
-    text) in its report/exports/."""
-    copy = tmp_path / "evbench"
-    shutil.copytree(HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for name, text in added.items():
-        (copy / "report" / "exports" / name).write_text(text)
-    code = (
-        "from evbench.report import exports\nprint(' '.join(e.file for e in exports.registered()))"
-    )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-
-
-def test_an_export_module_is_collected_without_a_list_to_extend(tmp_path):
-    # A helper module (its name starts with `_`) beside it declares nothing and is left.
-    added = (
+def test_export_modules_are_collected_and_one_declaring_nothing_is_refused(tmp_path):
+    # In a copy of the host package: no list to extend, a module is found by its file.
+    shutil.copytree(HOST, tmp_path / "evbench", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = tmp_path / "evbench" / "report" / "exports"
+    (folder / "added_by_test.py").write_text(
         "from evbench.report.exports.registry import export\n\n"
         "@export('added-by-test.txt')\n"
         "def make(context, comparison):\n    return b'run ' + context.run_id.encode()\n"
     )
-    done = _exports_of_copy(tmp_path, {"added_by_test.py": added, "_helper.py": "HELPER = 1\n"})
+    # A helper module (its name starts with `_`) beside it declares nothing and is left.
+    (folder / "_helper.py").write_text("HELPER = 1\n")
+    code = (
+        "from evbench.report import exports\nprint(' '.join(e.file for e in exports.registered()))"
+    )
+    argv, env = [sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     listed = done.stdout.split()
     assert sorted(listed) == sorted([*(e.file for e in exports.registered()), "added-by-test.txt"])
-
-
-def test_an_export_module_that_declares_nothing_is_refused(tmp_path):
-    done = _exports_of_copy(tmp_path, {"added_by_test.py": "HELPER = 1\n"})
+    (folder / "declares_nothing.py").write_text("HELPER = 1\n")
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 1
-    assert "report.exports.added_by_test declares no export" in done.stderr
+    assert "report.exports.declares_nothing declares no export" in done.stderr
