@@ -59,7 +59,7 @@ def _figures() -> dict:
     }  # fmt: skip
 
 
-def test_table_rows_from_hand_made_figures() -> None:
+def test_table_rows_from_hand_made_figures_and_none_for_parts_not_measured() -> None:
     rows = {r["what"]: r for r in board_costs.table(_figures())}
     cpu = rows["evbench-agent --help, CPU"]
     assert cpu["ratio"] == pytest.approx({"median": 3.0, "min": 2.0, "max": 3.0, "n": 3})  # 2, 3, 3
@@ -74,9 +74,7 @@ def test_table_rows_from_hand_made_figures() -> None:
     assert telemetry["subject"] == pytest.approx({"median": 0.25, "min": 0.2, "max": 0.3, "n": 2})
     assert telemetry["bare"]["median"] == pytest.approx(0.15)
     assert telemetry["ratio"] == pytest.approx({"median": 1.75, "min": 1.5, "max": 2.0, "n": 2})
-
-
-def test_table_leaves_out_the_parts_not_measured() -> None:
+    # The parts not measured are left out.
     figures = _figures()
     del figures["run"], figures["telemetry"]
     assert [r["what"] for r in board_costs.table(figures)] == [
