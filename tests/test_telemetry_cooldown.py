@@ -148,7 +148,7 @@ def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board, monkeypatc
     ]
 
 
-def test_the_governor_is_set_for_the_run_and_restored(board, tmp_path):
+def test_the_governor_is_set_and_restored_and_one_the_board_lacks_refused(board, tmp_path):
     session, _ = _session(tmp_path, governor="performance")
     session.governor.set()
     assert sysfs.read_text(board.governor_file) == "performance"
@@ -158,9 +158,6 @@ def test_the_governor_is_set_for_the_run_and_restored(board, tmp_path):
         {"policy": "policy0", "action": "set", "from": "schedutil", "to": "performance"},
         {"policy": "policy0", "action": "restored", "to": "schedutil"},
     ]
-
-
-def test_a_governor_the_board_does_not_offer_is_refused(board, tmp_path):
     with pytest.raises(UserError, match="'turbo' is not available") as error:
         _session(tmp_path, governor="turbo")
     assert "performance" in error.value.hint
