@@ -1,15 +1,9 @@
-"""The bmap parser, on bmap files made by the real bmaptool (Debian bmap-tools) and on
-hostile or broken ones: it returns a Bmap or refuses with the project's own errors
-(UserError, CheckFailed -> exit 2 or 3), never anything else.
-
-bmaptool 3.6 writes only format 2.0 (sha256). The 1.3 (SHA-1) and 1.2 (no
-checksums) files are derived from its output by the format's documented
-differences (tag and attribute names, checksum type), then sealed with their
-own file checksum, as bmaptool's own compatibility tests keep old formats.
-The hostile cases are the ones a fuzzing probe found crashing (issue 16, item 4); the
-properties (hypothesis, a bounded budget for the fast tier) keep it that way. They start
-from a bmap written by hand from the format (bmaptool's 2.0 layout), its checksums
-computed with hashlib, so no expectation comes from evbench itself.
+"""The bmap parser on bmap files made by the real bmaptool (Debian bmap-tools; formats 1.3
+and 1.2 derived from its 2.0 output by the format's documented differences, as bmaptool's
+own compatibility tests keep them) and on hostile ones (issue 16 item 4: what a fuzzing
+probe found crashing, then hypothesis properties): a Bmap or the project's own errors
+(UserError, CheckFailed), never anything else. The hand-written bmap follows bmaptool's
+2.0 layout, its checksums from hashlib, so no expectation comes from evbench itself.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""lab.html and the nightly comparison it shows.
-
-The comparison picks the same board's previous run of the same entry. Two boards of one
-lab share one machine here (their runs carry one board identity, as two ssh:// boards on
-one host do), and run in parallel: board b's run of a night starts before board a's ends.
-The runs are copies of the committed sample run (tests/history_runs.py) laid out as
-`evbench lab run` lays them out, with the lab.json the lab writes (evbench.lab.index),
-indexed into a real SQLite history store.
-
-The page, in a real headless Chromium: figures in readable units, a regressed entry's
-row coloured (issue 31). It is rendered from a lab index naming the committed sample run
-(tests/data/runs/core-v1) for two boards, one of them regressed against its previous
-night. The expected cells are worked out from that run's summary by hand: json's
-encode median is 5.7077e-05 s, 57.1 µs to three digits; its size 995 B.
+"""lab.html and the nightly comparison it shows, from copies of the committed sample run
+(tests/history_runs.py) laid out as `evbench lab run` lays them out, indexed into a real
+SQLite history store. Two boards share one machine here (one board identity, as two ssh://
+boards on one host) and run in parallel, so each must be compared only with itself.
+The page opens in a real headless Chromium; its cells are worked out by hand from
+core-v1's summary: json's encode median 5.7077e-05 s is 57.1 µs, its size 995 B.
 """
 
 from __future__ import annotations
