@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import process_tree
-import psutil
 import pytest
 from report_helpers import local_run
 from telemetry_am62x import Am62xTree, wait_for_samples
@@ -99,14 +98,9 @@ def test_its_report_plots_cpu_frequency_temperature_phases_and_throttling(am62x_
 def _sampler_pid(agent_pid: int, timeout_s: float = 30.0) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for child in psutil.Process(agent_pid).children():
-            try:
-                command = " ".join(child.cmdline())
-            except (psutil.ZombieProcess, psutil.NoSuchProcess):
-                # another child that just ended (the plan's probe interpreter): not it
-                continue
-            if "evbench_agent.telemetry.sampler" in command:
-                return child.pid
+        for child in process_tree.descendants(agent_pid):
+            if b"evbench_agent.telemetry.sampler" in process_tree.read_proc(child, "cmdline"):
+                return child
         time.sleep(0.05)
     raise AssertionError("no sampler process started")
 
