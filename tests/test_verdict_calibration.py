@@ -61,9 +61,11 @@ def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
     # two runs cannot bound a false-winner rate below 10 %: the target is missed, exit 3
     assert summary["codec-aa"]["meets_target"] is False and code == 3
     assert "Clopper-Pearson" in capsys.readouterr().out
-    # Without --hog only link-delay-hog runs beside the one-core hog.
+    # Without --hog only link-delay-hog runs beside the one-core hog; with it, every one.
     assert summary["link-hold-beyond"]["beside_hog"] is False
     assert summary["link-delay-hog"]["beside_hog"] is True
+    _code, summary = _synthetic(tmp_path, "--only", "link-hold-beyond", "--runs", "2", "--hog")
+    assert summary["link-hold-beyond"]["beside_hog"] is True
 
 
 def test_the_link_experiments_at_their_full_counts_and_what_each_row_can_detect(tmp_path, capsys):
@@ -113,8 +115,3 @@ def test_holds_beyond_and_inside_the_default_margin_are_named_and_shown_equal(tm
     assert rtt["median"] == pytest.approx(56.8e-6, abs=3e-6)
     printed = [line for line in capsys.readouterr().out.splitlines() if "detectable, RTT" in line]
     assert printed and all(" µs " in line and "%" not in line for line in printed)
-
-
-def test_hog_runs_every_chosen_experiment_beside_the_hog(tmp_path):
-    _code, summary = _synthetic(tmp_path, "--only", "link-hold-beyond", "--runs", "2", "--hog")
-    assert summary["link-hold-beyond"]["beside_hog"] is True
