@@ -1,22 +1,13 @@
-"""`evbench history` as a user runs it, on real quick local runs; `evbench run` adding
-its run at its end (to --history's store, else EVBENCH_HISTORY's; --no-history: nowhere);
-and history that reads without writing (docs/history.md, "Reading never writes").
+"""`evbench history` as a user runs it, on real quick local runs; `evbench run` adding its
+run (to --history's store, else EVBENCH_HISTORY's; --no-history: nowhere); and reading
+that never writes (docs/history.md, "Reading never writes").
 
-Thirteen quick json codec runs: ten as they are, then three with json.loads made to do
-its work 200 times by a sitecustomize (far beyond what a loaded machine does to a night),
-as a release that slowed it would. The history must find the change at the first slowed
-run, the check must fail on it (exit 3) until it is accepted, and the trend page must
-open in a real headless Chromium without a broken image or an error.
-
-Reading is attacked as an independent review did, against real SQLite files and the
-real command (each case a new process, seconds each):
-- `history list` on someone else's SQLite file once added evbench's tables to it and
-  switched it to WAL: now refused (exit 2), the file byte for byte as it was;
-- a store on a read-only file system could not be read at all: now it is listed;
-- a missing or empty store reads as empty, and nothing is created;
-- damaged pages, a bad schema_version and malformed rows once gave internal errors
-  (exit 1): now exit 2 naming the store;
-- `--history file:/x` once created a directory named `file:`: now refused.
+Thirteen quick json codec runs, the last three with json.loads doing its work 200 times (a
+sitecustomize): the check must find the step at the first slowed run and fail (exit 3)
+until it is accepted, and the trend page must open in headless Chromium without a broken
+image or an error. Reading, each case a new process on a real SQLite file (someone else's,
+on a read-only mount, missing, empty, damaged, malformed, a `file:` look-alike): read, or
+refused with exit 2 naming the store, and never written.
 """
 
 from __future__ import annotations
@@ -403,11 +394,8 @@ def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_pa
 def test_reading_a_wal_store_writes_nothing_and_leaves_no_wal_or_shm(
     tmp_path, committed, folder_mode
 ):
-    """Reading with mode=ro made the WAL store's -wal and -shm and, read-only, could not
-    remove them (issue 44, item 12); a store no one has open is read through a connection
-    that may remove them, and never writes (query_only). In a read-only folder no -shm can
-    be made: SQLite said "attempt to write a readonly database" (SQLITE_READONLY_DIRECTORY),
-    once not taken for a reason to open it immutable: exit 2, "not an SQLite history store"."""
+    """Issue 44, item 12: reading leaves no -wal or -shm and never writes; in a read-only
+    folder, where no -shm can be made (SQLITE_READONLY_DIRECTORY), the store is read too."""
     folder = tmp_path / "lab-store"
     folder.mkdir()
     store = Path(shutil.copy(committed, folder / "history.sqlite"))
