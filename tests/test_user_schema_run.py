@@ -20,7 +20,7 @@ import pytest
 from conftest import AGENT_SRC, ROOT
 from google.protobuf import descriptor_pb2, json_format
 from report_helpers import evbench
-from test_schema_kinds import compile_set
+from test_user_schema import _document, compile_set
 
 from evbench.commands import run as run_command
 from evbench.usecases import schema as host_schema
@@ -209,12 +209,9 @@ def test_a_refusal_comes_before_a_run_directory(tmp_path, files, argv, in_error,
 def test_the_agent_refuses_before_writing_anything_too(tmp_path):
     """The agent alone (evbench-agent run --spec): the same refusal, nothing written."""
     serialized = compile_set(KINDS, "fanout.proto", tmp_path)
+    rules = {"name": "g.json", "document": {"fields": {"many": {"count": 100_000}}}}
     spec = {
-        "schema": {
-            "descriptor_set": base64.b64encode(serialized).decode(),
-            "message": "evbench.kinds.M",
-            "generator": {"name": "g.json", "document": {"fields": {"many": {"count": 100_000}}}},
-        },
+        "schema": _document(serialized, "evbench.kinds.M", generator=rules),
         "suites": ["codec"],
         "codecs": ["json", "protobuf"],
         "quick": True,
