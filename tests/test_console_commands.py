@@ -1,14 +1,8 @@
-"""evbench's commands through a real login shell on a serial line (tests/console_rig.py):
-diag (directly and through ser2net; the same report locally and over ssh) and the console
-command (a pass-through terminal, the quit key, the transcript); and the console's faults,
-each ending with a clear one-line message and the transcript saved.
-
-The faults are real where they can be (a wrong password at a real login, a command that
-never returns, SIGTERM or SIGHUP, which a service or a closed terminal sends, ending the
-console as quitting does, exit 130); the line's faults (mute, garbled as at a wrong baud
-rate, silent mid-transfer) come from the test line between the two pseudo-terminals,
-because a pty has no baud rate and no cable to pull.
-"""
+"""diag and the console command through a real login shell on a serial line
+(tests/console_rig.py), directly and through ser2net; and the console's faults, each a
+one-line message with the transcript saved. The faults are real where they can be (a wrong
+password, a command that never returns, SIGTERM or SIGHUP); the line's (mute, garbled as at
+a wrong baud rate, silent) come from the rig's line: a pty has no baud rate and no cable."""
 
 from __future__ import annotations
 
@@ -182,13 +176,9 @@ def test_a_command_that_never_returns_then_a_line_silent_mid_transfer(
     assert any("# error: " in line and "went silent" in line for line in noted)
 
 
-# A console behind a real ser2net (RFC 2217) whose ser2net dies: every read and write after
-# that is a ConnectionLost (which reconnects or ends the run partial), never a raw
-# BrokenPipeError or pyserial error. In a lab run an exporter killed mid-run once ended its
-# entry "internal error: BrokenPipeError": the read's timeout change, an RFC 2217 parameter
-# negotiation on the wire, was outside the read's error handling.
-# pyserial's rfc2217 close() skips closing a socket whose peer is gone (its shutdown()
-# raises first): the unclosed-socket warning is pyserial's, not evbench's.
+# ser2net (RFC 2217) dies: every read and write after is a ConnectionLost, never a raw
+# BrokenPipeError: a read's timeout change is an RFC 2217 negotiation on the wire too.
+# The unclosed-socket warning is pyserial's: its close() skips a socket whose peer is gone.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_reads_and_writes_after_ser2net_died_are_connection_lost(tmp_path):
     board_end, host_end = os.openpty()
