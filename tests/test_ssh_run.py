@@ -1,12 +1,7 @@
 """deploy, run, fetch and resume through a real OpenSSH sshd on loopback, and the link
-suite across the SSH connection (`--peer host` and `--peer board`).
-
-The "board" is this machine over ssh://USER@127.0.0.1:PORT; its python3 is
-Debian's /usr/bin/python3 with python3-protobuf and python3-psutil, as on a
-board image. Connections are dropped for real by killing their sshd process.
-Against it the "network" is loopback, so the link tests check the wiring (who listens
-where, who measures, that the responder goes away), not the wire's figures.
-"""
+suite over it (`--peer host`, `--peer board`). The board is this machine, its python3
+Debian's with python3-protobuf and python3-psutil, as on a board image; a drop kills the
+connection's sshd. On loopback the link tests check the wiring, not the wire's figures."""
 
 from __future__ import annotations
 
