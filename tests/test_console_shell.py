@@ -1,10 +1,6 @@
-"""Commands and files through a real login shell on a throttled, noisy serial line.
-
-The board is agetty, login and bash on a pseudo-terminal (tests/console_rig.py);
-kernel-style lines break into its output at random moments. The tests share one line
-and one login (8 s at 115200 baud here): each sets the faults it needs and
-counts what it caused from where the line's counters stood.
-"""
+"""Commands and files through a real login shell on a throttled serial line with kernel
+noise (tests/console_rig.py). The tests share one line and one login (8 s at 115200 baud):
+each sets the faults it needs and counts what it caused from the line's counters."""
 
 from __future__ import annotations
 
@@ -140,10 +136,8 @@ def test_stream_and_stdin(line):
 
 
 def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line):
-    # The output's one data frame and the end frame spoiled, then both again in the
-    # answer to the first asking: that round brings back no frame at all, so it ends
-    # only by waiting out the silence limit (6 s). A CI run gave up after it, as the
-    # repair's whole time was one silence limit; a second round must follow.
+    # The data and end frames spoiled, then both again in the answer to the first asking:
+    # that round brings no frame and ends at the silence limit (6 s); a second must follow.
     rig, board = line
     spoiled, retried = spoil(rig, (b" D ", b" E "), 4), board.session.retried
     result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
