@@ -6,11 +6,8 @@ framing and IEEE 802.3 framing, never read from the modules' constants: for the
 codecs' messages, for the dbc codec's own CAN frames (no ISO-TP, no evbench header),
 and for the sizes a real quick local run measured, as `evbench run` and its report show.
 
-Sizes a record claims (issue 44, item 9): a run's summary is anyone's file, and `evbench
-report` made a message of the record's `max` bytes to budget it (1e8: 46 s and 958 MB; 1e9:
-over 5 GB; 2^64: an internal error). Now no large message is made: a zero-filled message's
-frames repeat, so its cost is worked without it, and a size no link frame can carry is left
-out with its reason.
+Sizes a record claims (issue 44, item 9: a run's summary is anyone's file) are budgeted
+without making the message; a size no link frame can carry is left out with its reason.
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from conftest import require
 
 from evbench.cli import evbench
 from evbench_agent.buses import budget, can_classic, can_fd, ethernet, isotp, measured, uart
+from evbench_agent.cli import agent
 from evbench_core.errors import ExitCode
 
 # Classic base data frame, field by field (ISO 11898-1).
@@ -109,7 +107,7 @@ def test_isotp_frames_byte_by_byte() -> None:
     assert len(isotp.segment(bytes(6 + 7 * 10), 8, block_size=4).flow_control) == 3
 
 
-def test_a_64_byte_can_fd_frame_at_500k_2m_worked_by_hand() -> None:
+def test_can_fd_frames_at_500k_2m_worked_by_hand() -> None:
     # Nominal rate: SOF, id, RRS, IDE, FDF, res, BRS = 17; CRC delim, ACK, ACK delim,
     # EOF, IFS = 13. Data rate: ESI 1, DLC 4, 512 data bits, stuff count 4, CRC-21,
     # fixed stuff bits: one before the stuff count and one after every 4 bits of the
@@ -126,20 +124,14 @@ def test_a_64_byte_can_fd_frame_at_500k_2m_worked_by_hand() -> None:
     expected = nominal / 500_000 + (data + 1) / 2_000_000  # 60 us + 275 us
     assert frame.seconds(500_000, 2_000_000) == pytest.approx(335e-6)
     assert frame.seconds(500_000, 2_000_000) == pytest.approx(expected)
+    # 12 bytes or fewer: CRC-17, and 1 + (4 + 17) // 4 = 6 fixed stuff bits
+    assert can_fd.frame_bits(bytes(12)).data == 1 + 4 + 96 + 4 + 17 + (1 + (4 + 17) // 4)
 
 
-def test_a_short_can_fd_frame_uses_crc_17_and_6_fixed_stuff_bits() -> None:
-    frame = can_fd.frame_bits(bytes(12))
-    assert frame.data == 1 + 4 + 96 + 4 + 17 + (1 + (4 + 17) // 4)
-
-
-def test_uart_8n1_time_for_the_seed_json_message() -> None:
+def test_a_uart_message_longer_than_its_period_cannot_be_sustained() -> None:
     # Start bit, 8 data bits, stop bit: 10 bits a byte; 995 B at 115200 baud.
     assert uart.seconds(995, 115_200) == pytest.approx(995 * 10 / 115_200)
     assert uart.seconds(995, 115_200) == pytest.approx(0.0864, abs=5e-5)
-
-
-def test_a_message_longer_than_its_period_cannot_be_sustained() -> None:
     row = budget.rows(budget.bus("uart-115200"), "json", "seed", [bytes(995)], [bytes(41)], 20)
     # 995 B + 13-byte evbench header + 2-byte sync word + CRC-16 of the header + CRC-32
     # = 1016 B = 88.2 ms > 50 ms.
@@ -169,7 +161,7 @@ def test_100base_t1_frames_and_bits_for_the_tcp_stream() -> None:
     assert ethernet.tcp_segments(1) == (1, (38 + 53) * 8)  # 53 >= the 46-byte minimum
 
 
-def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
+def test_evbench_and_the_agent_print_whether_the_seed_fits_at_20_hz(capsys) -> None:
     require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
     code = evbench(["budget", "--profile", "seed", "--rate", "20", "--count", "3", "--json"])
     assert code == ExitCode.OK
@@ -190,6 +182,13 @@ def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
     # a profile the DBC does not describe leaves dbc out
     assert evbench(["budget", "--profile", "int", "--count", "2", "--json"]) == ExitCode.OK
     assert {row["codec"] for row in json.loads(capsys.readouterr().out)} == {"json", "protobuf"}
+    # the agent prints the same budget on a board
+    arguments = ["budget", "--count", "2", "--bus", "can-500k", "--json"]
+    assert agent(arguments) == ExitCode.OK
+    on_board = json.loads(capsys.readouterr().out)
+    assert evbench(arguments) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out) == on_board
+    assert {row["codec"] for row in on_board} == {"json", "protobuf", "dbc"}
 
 
 @pytest.mark.parametrize(
@@ -199,17 +198,6 @@ def test_evbench_budget_prints_whether_the_seed_fits_at_20_hz(capsys) -> None:
 def test_evbench_budget_refuses_bad_input(arguments: list[str], capsys) -> None:
     assert evbench(["budget", "--count", "1", *arguments]) == ExitCode.USAGE
     assert "error" in capsys.readouterr().err
-
-
-def test_the_agent_prints_the_same_budget_on_a_board(capsys: pytest.CaptureFixture[str]) -> None:
-    from evbench_agent.cli import agent
-
-    arguments = ["budget", "--count", "2", "--bus", "can-500k", "--json"]
-    assert agent(arguments) == ExitCode.OK
-    on_board = json.loads(capsys.readouterr().out)
-    assert evbench(arguments) == ExitCode.OK
-    assert json.loads(capsys.readouterr().out) == on_board
-    assert {row["codec"] for row in on_board} == {"json", "protobuf", "dbc"}  # cantools: dev
 
 
 def test_the_dbc_codec_is_its_own_can_frames_on_each_bus() -> None:
