@@ -1,4 +1,5 @@
-"""evbench compare on real local runs, one of them with a codec slowed for real."""
+"""evbench compare on real local runs, one of them with a codec slowed for real, one with
+protobuf's own switch to its pure-Python backend (which the run itself warns of)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ OTHER_PLAN = ("--processes", "4", "--values", "3")
 
 
 def codec_run(out: Path, codecs="json,protobuf", env: dict | None = None, extra=()) -> Path:
-    local_run(out, "--suite", "codec", *extra, codecs=codecs, env=env)
+    """The run's directory; what it printed is in `NAME.stdout` beside it."""
+    done = local_run(out, "--suite", "codec", *extra, codecs=codecs, env=env)
+    out.with_suffix(".stdout").write_text(done.stdout)
     return out
 
 
@@ -107,6 +110,24 @@ def test_a_pure_python_protobuf_under_another_plan_fails_and_names_the_backend(r
     assert "processes:" in done.stdout  # the plan differs, and is named
     # Timed rows were compared across the plans: none is listed as not comparable.
     assert "not comparable" not in done.stdout
+
+
+def test_the_pure_python_run_warns_before_the_answer_in_terminal_and_report(runs):
+    out = runs["pure"]
+    printed = out.with_suffix(".stdout").read_text().splitlines()
+    assert printed[0].startswith("WARNING: protobuf ran on its pure-Python backend (this run)")
+    assert printed.index("") < next(i for i, line in enumerate(printed) if "answer" in line)
+    assert max(len(line) for line in printed[: printed.index("")]) <= 100
+    markdown = (out / "report.md").read_text().splitlines()
+    headings = [line for line in markdown if line.startswith("## ")]
+    assert headings[0] == "## **Environment: WARNING, these numbers do not stand for the board**"
+    assert headings[1].startswith("## The answer")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["platform"]["protobuf_backend"] == "python"  # what protobuf said it ran
+    assert f"- protobuf: {manifest['platform']['protobuf']}, python backend" in markdown
+    html = (out / "report.html").read_text()
+    box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
+    assert '<div class="warning">' in box and "pure-Python backend" in box
 
 
 def test_bad_criteria_file_is_refused_with_one_line(runs, tmp_path):

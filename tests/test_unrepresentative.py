@@ -1,14 +1,11 @@
-"""Numbers that do not stand for the board, said before the answer. A run that timed
-protobuf on its pure-Python backend says so in the terminal and at the top of the report
-(a real run with the real runtime switched to it); debug builds, unoptimised harnesses
-and throttling are named. The machine's state around a replicate (telemetry.contention):
-the arithmetic on hand-made snapshots, the bound on hand-made figures, and on real
-processes that a CPU hog outside the run counts as other processes' CPU while the run's
-own children do not."""
+"""Numbers that do not stand for the board, said before the answer: protobuf's pure-Python
+backend (a real run's warning: test_report_compare.py), debug builds, unoptimised harnesses,
+throttling. The machine's state around a replicate (telemetry.contention): arithmetic on
+hand-made snapshots and figures, and on real processes that a CPU hog outside the run
+counts as other processes' CPU while the run's own children do not."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,33 +21,7 @@ from evbench_core import comparison
 from evbench_core.analysis import contention as bounds
 from evbench_core.results import SampleSet
 
-EVBENCH = [sys.executable, "-m", "evbench"]
-SMALL_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
 SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
-
-
-@pytest.mark.integration  # a real agent run
-def test_a_pure_python_protobuf_run_warns_before_the_answer_in_terminal_and_report(tmp_path):
-    out = tmp_path / "run"
-    # protobuf's own switch to its pure-Python implementation (any protobuf 4.21+)
-    environment = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
-    argv = [*EVBENCH, *SMALL_RUN, "--quick", "--no-history", "--out", str(out)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=environment)
-    assert done.returncode == 0, done.stderr
-    printed = done.stdout.splitlines()
-    assert printed[0].startswith("WARNING: protobuf ran on its pure-Python backend (this run)")
-    assert printed.index("") < next(i for i, line in enumerate(printed) if "answer" in line)
-    assert max(len(line) for line in printed[: printed.index("")]) <= 100
-    markdown = (out / "report.md").read_text().splitlines()
-    headings = [line for line in markdown if line.startswith("## ")]
-    assert headings[0] == "## **Environment: WARNING, these numbers do not stand for the board**"
-    assert headings[1].startswith("## The answer")
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["platform"]["protobuf_backend"] == "python"  # what protobuf said it ran
-    assert f"- protobuf: {manifest['platform']['protobuf']}, python backend" in markdown
-    html = (out / "report.html").read_text()
-    box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
-    assert '<div class="warning">' in box and "pure-Python backend" in box
 
 
 def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict:
