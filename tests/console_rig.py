@@ -2,14 +2,11 @@
 
     host pty (socat) <-tcp-> LineSimulator <-tcp-> board pty (socat) <- agetty, login, bash
 
-Both ends are pseudo-terminals made by socat. Between them LineSimulator
-carries the bytes at 115200 baud (a pty alone moves them at memory speed)
-and can break the line on purpose: mute it, garble it, go silent after a
-number of bytes, or spoil frames of chosen kinds; with noise on, it also puts
-kernel-style lines at random bytes of the board's output, as printk on a
-UART console does. KernelNoise writes such lines into the board end at
-random moments too.
-agetty exits after each logout, so it is restarted as systemd would.
+LineSimulator carries the bytes at 115200 baud (a pty moves them at memory speed) and
+breaks the line on demand: mute, garbled, silent after N bytes, frames of chosen kinds
+spoiled, kernel-style lines put at random bytes as printk on a UART console does.
+KernelNoise writes such lines into the board end at random moments. agetty exits after
+each logout, so it is restarted as systemd would.
 """
 
 from __future__ import annotations
