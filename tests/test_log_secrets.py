@@ -1,9 +1,8 @@
 """`-vv` tells the protocol's detail and no secret: real `evbench -vv run` processes with the
 board password and a link token in the environment, over the loopback sshd (a password
-login) and over the serial console rig (the agent deployed over the line, 280 KB deflated,
-under a minute at 115200 baud, kernel noise included; the run detached and brought home
-verified). Everything each leaves is read: standard output and error, the run's files,
-logs and transcripts, the board's copy."""
+login) and the serial console rig (the agent deployed over the line, under a minute at
+115200 baud). Everything each leaves is read: output, the run's files, logs, transcripts,
+the board's copy."""
 
 from __future__ import annotations
 
