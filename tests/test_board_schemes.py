@@ -1,11 +1,7 @@
-"""The registry of board URL schemes (boards/urls.py) against what depends on it.
-
-Each transport module of boards/ declares its schemes, once each, by `@scheme` on
-its parser, with a URL of it (`example`): every registered scheme must parse its
-example and open a Board of its own module that writes every required method of the
-Board protocol, and its forms must be rows of docs/boards.md's table naming that
-module. Everything here is derived from the registry: a new transport needs no line.
-"""
+"""The registry of board URL schemes (boards/urls.py) against what depends on it: each
+scheme parses its example and opens a complete Board of its own module, and each form is a
+row of docs/boards.md's table naming that module. All derived from the registry: a new
+transport needs no line here."""
 
 from __future__ import annotations
 
