@@ -1,10 +1,6 @@
 """Console transcripts: raw bytes kept, private copies, and no password, however the board
-splits or echoes it (issue 16).
-
-The split property drives the real Transcript with any way to cut a stream; the board
-test is a fake console on a real TCP socket (pyserial's socket://), since no real UART
-here echoes a password byte by byte: it says so.
-"""
+splits or echoes it (issue 16). The split property drives the real Transcript; the board
+is a fake console on a real TCP socket (socket://): no UART here echoes a password."""
 
 from __future__ import annotations
 
