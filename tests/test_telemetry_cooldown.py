@@ -93,8 +93,7 @@ def test_a_damaged_markers_file_costs_the_telemetry_records_not_the_run(tmp_path
 
 class _Clock:
     """The guard's clock (its module's `time`): a sleep moves it on at once, then runs
-    `while_asleep`, so the waits are worked out by hand whatever the machine's load (on
-    the real clock the countdown's length and the time waited were flakes)."""
+    `while_asleep`, so the waits are worked out by hand whatever the machine's load."""
 
     def __init__(self, while_asleep: Callable[[], object] = lambda: None) -> None:
         self.now = 1000.0
