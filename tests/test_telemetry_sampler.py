@@ -212,9 +212,8 @@ def test_its_readings_in_si_units_and_a_lost_sensor_logged_once_sampling_goes_on
         assert sample["power_w"] == pytest.approx(0.33)
 
 
-# The sampler's standard error may be read by nobody (the host captures the agent's
-# output): its death must leave the error and traceback in telemetry.jsonl (`sampler_died`)
-# and the manifest's facts. Made real by pinning it to a CPU this machine does not have.
+# Nobody may read the sampler's standard error: its death is in telemetry.jsonl
+# (`sampler_died`) and the manifest's facts. Made real by pinning it to a CPU not here.
 
 
 def test_a_sampler_that_dies_leaves_its_traceback_in_the_telemetry_file(tmp_path: Path) -> None:
