@@ -36,14 +36,11 @@ def tcp_pair():
     server.close()
 
 
-def test_pack_layout_is_the_documented_one():
+def test_pack_layout_is_the_documented_one_and_a_reply_carries_the_processing_time_first():
     data = framing.pack(framing.MESSAGE, 0x0102030405060708, b"abc")
     # length 12 = kind 1 + sequence 8 + body 3, little-endian; kind MESSAGE = 1;
     # the sequence little-endian; the body
     assert data == bytes.fromhex("0c000000 01 0807060504030201") + b"abc"
-
-
-def test_a_reply_carries_the_processing_time_first():
     data = framing.pack_reply(5, 300_000, b"ok")
     # length 19 = 1 + 8 + processing 8 + 2; kind REPLY = 2; sequence 5; 300000 = 0x493e0
     assert data == bytes.fromhex("13000000 02 0500000000000000 e093040000000000") + b"ok"
