@@ -16,27 +16,19 @@ from evbench.boards.urls import scheme_of, schemes, transport_of
 from evbench_core.errors import UserError
 
 
-def test_serial_url_takes_evbench_options_out():
+def test_console_urls_take_evbench_options_out_and_keep_the_rest():
     address = parse_console_url("serial:///dev/ttyUSB0?baud=921600&user=field&dir=/data/evb")
     assert (address.port, address.baud, address.user) == ("/dev/ttyUSB0", 921600, "field")
     assert (address.python, address.work_dir) == ("python3", "/data/evb")
     assert not address.is_network
-
-
-def test_serial_url_defaults():
-    address = parse_console_url("serial:///dev/ttyS2")
-    assert (address.baud, address.user, address.work_dir) == (115200, "root", ".evbench")
-
-
-def test_rfc2217_gets_ign_set_control_and_keeps_pyserial_options():
+    defaults = parse_console_url("serial:///dev/ttyS2")
+    assert (defaults.baud, defaults.user, defaults.work_dir) == (115200, "root", ".evbench")
+    # rfc2217: ign_set_control added once, pyserial's own options kept; socket: left alone
     address = parse_console_url("rfc2217://lab:7000?user=root&logging=debug")
     assert address.port == "rfc2217://lab:7000?logging=debug&ign_set_control="
     assert address.is_network and address.user == "root"
     given = parse_console_url("rfc2217://lab:7000?ign_set_control")
     assert given.port.count("ign_set_control") == 1
-
-
-def test_socket_url_is_left_alone():
     assert parse_console_url("socket://10.0.0.9:4001").port == "socket://10.0.0.9:4001"
 
 
