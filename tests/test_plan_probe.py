@@ -56,21 +56,6 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
     assert all(re.search(r", about (\d+ s|\d+ min \d\d s) left$", line) for line in steps), steps
 
 
-def test_the_agents_own_progress_lines_carry_the_eta(tmp_path):
-    done = subprocess.run(
-        [
-            str(BIN / "evbench-agent"), "run", "--suite", "codec", "--profile", "seed",
-            "--codecs", "json", "--quick", "--progress", "json", "--out", str(tmp_path / "r"),
-        ],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    advances = [e for e in events if e.get("event") == "advance"]
-    assert advances and all(e["eta_s"] >= 0 for e in advances), advances
-    assert advances[-1]["eta_s"] == 0  # the codec suite is the whole run: nothing left
-
-
 def test_a_round_counts_each_operations_prime():
     # Worked by hand from suites/codec.py: a sample spans max(1.2 min_time, call) x 1.5;
     # a prime runs 1/8 of the priming cell's loops, at least one call, once per operation

@@ -231,12 +231,18 @@ def test_agent_info_reports_platform_versions_and_codecs():
     assert info["clock"]["timer"] == "time.perf_counter_ns"
 
 
-def test_an_aa_run_records_its_arms_and_plan_in_the_manifest(tmp_path):
+def test_an_aa_run_records_its_arms_and_plan_and_its_progress_carries_the_eta(tmp_path):
     out = tmp_path / "run"
     argv = ["run", "--suite", "codec", "--profile", "seed", "--quick", "--processes", "2"]
-    done = _run([*AGENT, *argv, "--aa", "json", "--aa-slowdown", "0.2", "--out", str(out)])
+    argv += ["--aa", "json", "--aa-slowdown", "0.2", "--progress", "json", "--out", str(out)]
+    done = _run([*AGENT, *argv])
     assert done.returncode == 0, done.stderr
-    assert "planned duration: about" in done.stderr.splitlines()[1]  # before anything runs
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    # the plan is said second, after the run's directory and before anything runs
+    assert events[1]["text"].startswith("planned duration: about"), events[:3]
+    advances = [e for e in events if e.get("event") == "advance"]
+    assert advances and all(e["eta_s"] >= 0 for e in advances), advances
+    assert advances[-1]["eta_s"] == 0  # the codec suite is the whole run: nothing left
     manifest = json.loads((out / "manifest.json").read_text())
     found = manifest["aa"].pop("result")
     assert manifest["aa"] == {"codec": "json", "copy": "json-aa", "slowdown": 0.2}
