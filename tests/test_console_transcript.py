@@ -49,13 +49,10 @@ def test_a_password_split_anywhere_in_the_stream_is_redacted(cuts):
     assert received == STREAM.replace(PASSWORD, b"<password redacted>")
 
 
-def test_a_password_cut_off_by_the_end_of_the_session_leaves_no_piece(tmp_path):
+def test_a_password_cut_off_leaves_no_piece_and_the_echo_after_one_is_counted(tmp_path):
     # The line died mid-password.
     received = replay(tmp_path / "cut.transcript", [b"it is " + PASSWORD[:6]])
     assert PASSWORD[:6] not in received and received.startswith(b"it is ")
-
-
-def test_the_echo_after_the_password_is_counted_not_kept(tmp_path):
     # A board that echoes a mistyped password (not the secret itself), one byte a read.
     echo = [bytes([byte]) for byte in b"Pa55-w0rd!y"]
     path = tmp_path / "echo.transcript"
