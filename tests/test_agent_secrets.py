@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +59,17 @@ class Watch:
             if any(needle in environ for needle in self.needles):
                 self.leaked[pid] = command
 
+    def until(self, done: Callable[[], bool], roots: list[int], roots_too: bool = False) -> None:
+        """Look below `roots` (and at them, with `roots_too`) every 10 ms until `done()`."""
+        deadline = time.monotonic() + WAIT_S
+        while not done():
+            assert time.monotonic() < deadline, f"not done within {WAIT_S} s"
+            for root in roots if roots_too else []:
+                if any(needle in read_proc(root, "environ") for needle in self.needles):
+                    self.leaked[root] = _cmdline(root)
+            self.look(roots)
+            time.sleep(0.01)
+
     def saw(self, word: str) -> bool:
         return any(word in command for command in self.seen.values())
 
@@ -76,10 +87,7 @@ def run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
         text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + WAIT_S
-        while process.poll() is None and time.monotonic() < deadline:
-            watch.look([process.pid])
-            time.sleep(0.01)
+        watch.until(lambda: process.poll() is not None, [process.pid])
         _stdout, stderr = process.communicate(timeout=WAIT_S)
     finally:
         if process.poll() is None:
@@ -148,14 +156,7 @@ def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_pa
         assert launched.returncode == 0, launched.stderr
         supervisor = json.loads(launched.stdout)["pid"]  # detached: no longer our descendant
         watch = Watch(secrets)
-        deadline = time.monotonic() + WAIT_S
-        while not (run_dir / "exit").exists():
-            assert time.monotonic() < deadline, "the detached run did not end"
-            environ = read_proc(supervisor, "environ")
-            if any(needle in environ for needle in watch.needles):
-                watch.leaked[supervisor] = "supervise"
-            watch.look([supervisor])
-            time.sleep(0.01)
+        watch.until((run_dir / "exit").exists, [supervisor], roots_too=True)
     assert (run_dir / "exit").read_text().strip() == "0", (run_dir / "agent.log").read_text()
     assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
     assert watch.leaked == {}
