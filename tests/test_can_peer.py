@@ -377,9 +377,8 @@ def test_an_adapter_that_fails_while_serving_is_one_user_error(channel: str) -> 
 
 
 # --- The serve loop's errors (evbench_agent.link.bus_responder, which `serve` runs) --------
-# A port that hands the loop prepared results stands in for the kernel's ISO-TP socket, which
-# cannot run on this host (no AF_CAN): IsotpPort raises FrameError for a PDU that is not a
-# link frame. The real ISO-TP path runs on the virtual board (tests/board/test_e2e_isotp.py).
+# A port of prepared results stands in for the kernel's ISO-TP socket (no AF_CAN here; the
+# real one runs on the virtual board, tests/board/test_e2e_isotp.py).
 
 
 class PreparedPort:
@@ -405,7 +404,7 @@ class PreparedPort:
         self.closed = True
 
 
-def test_a_pdu_that_is_not_a_link_frame_is_dropped_and_serving_goes_on(caplog) -> None:
+def test_serving_drops_a_pdu_that_is_not_a_link_frame_and_ends_on_other_errors(caplog) -> None:
     before_hello = framing.Frame(framing.MESSAGE, 7, b"x")
     port = PreparedPort(
         [framing.FrameError("unknown frame kind 99"), [before_hello], framing.FrameError("short")]
@@ -419,9 +418,6 @@ def test_a_pdu_that_is_not_a_link_frame_is_dropped_and_serving_goes_on(caplog) -
     assert sum("not a link frame" in w for w in warnings) == 2
     # Two bad transfers and one MESSAGE before any HELLO: three dropped, none answered.
     assert "answered 0, dropped 3" in caplog.text
-
-
-def test_an_error_that_is_not_about_framing_still_ends_serving() -> None:
     port = PreparedPort([OSError("the interface went down")])
     with pytest.raises(OSError):
         bus_responder.serve_transport("isotp://can0", opener=lambda url, max_frame: port)
