@@ -80,6 +80,9 @@ def test_the_page_opens_on_what_moved_with_progress_and_bounded(report, monkeypa
 @pytest.mark.integration
 def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path):
     html = report["page"].read_text()
+    # Self-contained: nothing fetched, no script, no link to a report that is not on disk.
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert '<a href="file://' not in html
     moved = html[html.index('<h2 id="moved">') : html.index("<h2>Series that changed</h2>")]
     items = re.findall(r'<li class="(\w+)">(.*?)</li>', moved)
     assert items, moved
@@ -88,6 +91,7 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
     assert re.search(r"codec/seed/protobuf/\w+( \{[^}]*\})?: \+(899|900|901)\.\d% worse", first), (
         first
     )
+    assert "(run 20260009T020000Z-000009," in first, first  # night 9, the step's first
     # json never moved: no change of its own is listed (only relative to protobuf, better).
     assert not any("json/" in text and "worse" in text for _kind, text in items), items
 
@@ -111,4 +115,6 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
     assert shown.errors == []
     top, colour = shown.value
     assert top < 900 and colour == "rgb(170, 0, 0)"  # in the first viewport; #a00
-    assert all(complete and width > 100 for complete, width, _height in shown.images)
+    assert len(shown.images) == html.count("data:image/png;base64,")  # every plot shown
+    for complete, width, height in shown.images:
+        assert complete and width > 100 and height > 100, shown.images
