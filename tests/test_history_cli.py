@@ -4,10 +4,10 @@ that never writes (docs/history.md, "Reading never writes").
 
 Thirteen quick json codec runs, the last three with json.loads doing its work 200 times (a
 sitecustomize): the check must find the step at the first slowed run and fail (exit 3)
-until it is accepted, and the trend page must open in headless Chromium without a broken
-image or an error. Reading, each case a new process on a real SQLite file (someone else's,
-on a read-only mount, missing, empty, damaged, malformed, a `file:` look-alike): read, or
-refused with exit 2 naming the store, and never written.
+until it is accepted (the trend page in Chromium: tests/test_trend_page.py). Reading, each
+case a new process on a real SQLite file (someone else's, on a read-only mount, missing,
+empty, damaged, malformed, a `file:` look-alike): read, or refused with exit 2 naming the
+store, and never written.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from chromium import open_page
 from conftest import require_command
 from report_helpers import evbench, local_run
 
@@ -183,24 +182,6 @@ def test_prune_and_copy(nights, tmp_path):
     assert len(listing.stdout.splitlines()) == 2 + 3
     by_days = evbench("history", "prune", "--keep", "90d", env=env)  # all from today: kept
     assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout
-
-
-@pytest.mark.integration
-def test_the_trend_page_opens_in_chromium_without_broken_images_or_errors(nights, tmp_path):
-    out = tmp_path / "trends"
-    done = evbench("history", "report", "--out", str(out), env=nights["env"])
-    assert done.returncode == 0, done.stderr
-    page = out / "trends.html"
-    html = page.read_text()
-    assert "http://" not in html and "https://" not in html and "<script" not in html
-    assert html.count("data:image/png;base64,") >= 5  # one per json metric and telemetry
-    assert "codec/seed/json/decode" in html and nights["first_slowed"] in html
-    assert html.count('<a href="file://') == 0  # agent-only runs: no report.html on disk
-    shown = open_page(page, tmp_path / "profile")
-    assert shown.errors == []
-    assert len(shown.images) == html.count("data:image/png;base64,")
-    for complete, width, height in shown.images:
-        assert complete and width > 100 and height > 100, shown.images
 
 
 #: `evbench run`'s own small plan: where its run is added does not hang on its figures.
