@@ -1,11 +1,7 @@
-"""evbench flash to real block devices, and the safety checks on them: loop devices stand in
-for SD cards here and for a board's eMMC (--board: this machine through the built-in local
-board, and through a real OpenSSH sshd on loopback, flash_images.flash_board).
-
-Loop devices (losetup, /dev/loop-control): their kernel names them fixed disks, so writing
-them needs --allow-fixed, which is itself tested. This kernel reads no partition tables, so
-partitions are added with `partx`, as on a card reader that did not rescan. Whether an image
-fits the device, and the swapped targets: test_flash_harden.py.
+"""evbench flash to real block devices and its safety checks: loop devices stand in for SD
+cards and for a board's eMMC (--board: the local board, and a real sshd on loopback). Their
+kernel names them fixed disks (--allow-fixed, itself tested); partitions are added with
+`partx`, as on a card reader that did not rescan. Fit and swapped targets: test_flash_harden.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader.
-
-labgrid renders an exporter file with Jinja2 (line statements start with `#`)
-before YAML: the example once began with a `#` comment, which labgrid refused.
+"""docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader, which
+renders it with Jinja2 (line statements start with `#`) before YAML.
 """
 
 from __future__ import annotations
