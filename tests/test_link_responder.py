@@ -208,7 +208,7 @@ def _hand_phase() -> client.PhaseResult:
     )  # fmt: skip
 
 
-def test_phase_figures_worked_by_hand():
+def test_phase_figures_wire_bytes_and_rfc3550_jitter_worked_by_hand():
     result = _hand_phase()
     # the third reply came, but past its own timeout: lost
     assert 2 in result.replies and result.answered() == [0, 1] and result.lost == 1
@@ -226,17 +226,11 @@ def test_phase_figures_worked_by_hand():
     assert measured.bandwidth_wire == pytest.approx((23 + 90 + 33 + 90) / 0.1)
     assert measured.cpu_per_msg_client == pytest.approx(1e-3)  # 3 ms over 3 messages
     assert measured.cpu_per_msg_responder == pytest.approx(200e-6)
-
-
-def test_wire_bytes_by_hand():
     # MSS = 1500 - IPv4 20 - TCP 20 - timestamps 12 = 1448 bytes per segment
     assert figures.wire_bytes(100) == 190
     assert figures.wire_bytes(1448) == 1448 + 90
     assert figures.wire_bytes(1449) == 1449 + 180
-
-
-def test_rfc3550_jitter_follows_the_estimator():
-    # D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
+    # RFC 3550 jitter: D = 10 then 0: J = 10/16, then J = 10/16 - (10/16)/16
     assert figures.rfc3550_jitter([5.0, 15.0, 15.0]) == pytest.approx(10 / 16 * 15 / 16)
     assert figures.rfc3550_jitter([1.0]) == 0.0
 
