@@ -1,10 +1,13 @@
 """evbench compare on real local runs, one of them with a codec slowed for real, one with
-protobuf's own switch to its pure-Python backend (which the run itself warns of)."""
+protobuf's own switch to its pure-Python backend (which the run itself warns of); damaged
+copies of a run render what exists, marked partial."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,3 +147,51 @@ def test_compare_needs_two_runs(runs):
     done = evbench("compare", str(runs["a"]))
     assert done.returncode == 2
     assert "compare needs two runs or more" in done.stderr
+
+
+#: A copy of run A, damaged (files taken away, samples.jsonl edited): its copied
+#: manifest gives no reason, so the first line says what the reader found; report.md names
+#: what is missing or wrong and keeps the figures (patterns: {last} is samples.jsonl's last
+#: line; a row measured on a busy machine carries the contention mark " *").
+DAMAGED = {
+    # the summary is rebuilt from the raw samples: the figures are all there
+    "no-summary": (["summary.json", "complete"], None, "missing summary.json, complete",
+                   [r"\| seed \| Deserialization( \*)? \|"]),
+    "only-samples": (["manifest.json", "summary.json", "SHA256SUMS", "complete"], None,
+                     "missing manifest.json, summary.json, SHA256SUMS, complete",
+                     [r"\| codec \| seed \| protobuf \| Serialization \| 24 \|"]),  # 8 x 3 values
+    "changed-file": ([], lambda text: text.replace('"values": [', '"values": [1e-3, ', 1),
+                     "checksum: samples.jsonl: checksum mismatch",
+                     [r"checksum: samples\.jsonl: checksum mismatch\."]),
+    "unreadable-line": (["summary.json"], lambda text: text + "not json\n", "missing summary.json",
+                        [r"samples\.jsonl line {last} cannot be read\.",
+                         r"\| seed \| Serialization( \*)? \|"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("drop", "edit", "said", "patterns"), DAMAGED.values(), ids=DAMAGED)
+def test_a_damaged_run_renders_what_exists_marked_partial(
+    runs, tmp_path, drop, edit, said, patterns
+):
+    run = tmp_path / "copy"
+    shutil.copytree(runs["a"], run, ignore=shutil.ignore_patterns("report.*", "plots", "*.csv"))
+    for name in drop:
+        (run / name).unlink()
+    samples = run / "samples.jsonl"
+    if edit:
+        samples.write_text(edit(samples.read_text()))
+    done = evbench("report", str(run))
+    assert done.returncode == 4, done.stderr
+    first, rendered = done.stderr.splitlines()[:2]
+    assert first == f"PARTIAL: {said}"
+    assert rendered.startswith(f"PARTIAL run rendered ({', '.join(drop)}")
+    markdown = (run / "report.md").read_text()
+    first, _blank, title = markdown.splitlines()[:3]
+    assert first == f"**PARTIAL: {said}**"
+    assert title.startswith("# evbench run ") and "(PARTIAL)" in title
+    assert not drop or f"Missing files: {', '.join(drop)}." in markdown
+    last = samples.read_text().count("\n")
+    for pattern in patterns:
+        assert re.search(pattern.format(last=last), markdown), pattern
+    assert (run / "plots" / "codec-times.png").exists()
+    assert 'class="partial"' in (run / "report.html").read_text()

@@ -1,19 +1,18 @@
-"""Bad input: partial runs render what exists, marked, their first line the manifest's
-reason made safe to print (it may come from a board) or what the reader found instead;
-newer formats are refused; a run of the first agent (codec suite only, before telemetry,
-kept in tests/data/runs) renders complete. Real kills are in test_run_local.py."""
+"""Bad input: a partial run's first line is the manifest's reason made safe to print (it
+may come from a board) or what the reader found instead; newer formats are refused; a run
+of the first agent (tests/data/runs/core-v1) renders complete. Damaged copies of a fresh
+run are test_report_compare.py's; real kills are test_run_local.py's."""
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from report_helpers import evbench, local_run
+from report_helpers import evbench
 
 from evbench.commands import run as run_command
 from evbench.report import plots
@@ -24,64 +23,10 @@ from evbench_core import results
 OLD_RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("partial") / "run"
-    local_run(out, "--suite", "codec")
-    return out
-
-
 def copy_run(run: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "copy"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report.*", "plots", "*.csv"))
     return copy
-
-
-#: A copy of the finished run, damaged (files taken away, samples.jsonl edited): its copied
-#: manifest gives no reason, so the first line says what the reader found; report.md names
-#: what is missing or wrong and keeps the figures (patterns: {last} is samples.jsonl's last
-#: line; a row measured on a busy machine carries the contention mark " *").
-DAMAGED = {
-    # the summary is rebuilt from the raw samples: the figures are all there
-    "no-summary": (["summary.json", "complete"], None, "missing summary.json, complete",
-                   [r"\| seed \| Deserialization( \*)? \|"]),
-    "only-samples": (["manifest.json", "summary.json", "SHA256SUMS", "complete"], None,
-                     "missing manifest.json, summary.json, SHA256SUMS, complete",
-                     [r"\| codec \| seed \| protobuf \| Serialization \| 24 \|"]),  # 8 x 3 values
-    "changed-file": ([], lambda text: text.replace('"values": [', '"values": [1e-3, ', 1),
-                     "checksum: samples.jsonl: checksum mismatch",
-                     [r"checksum: samples\.jsonl: checksum mismatch\."]),
-    "unreadable-line": (["summary.json"], lambda text: text + "not json\n", "missing summary.json",
-                        [r"samples\.jsonl line {last} cannot be read\.",
-                         r"\| seed \| Serialization( \*)? \|"]),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize(("drop", "edit", "said", "patterns"), DAMAGED.values(), ids=DAMAGED)
-def test_a_damaged_run_renders_what_exists_marked_partial(
-    finished_run, tmp_path, drop, edit, said, patterns
-):
-    run = copy_run(finished_run, tmp_path)
-    for name in drop:
-        (run / name).unlink()
-    samples = run / "samples.jsonl"
-    if edit:
-        samples.write_text(edit(samples.read_text()))
-    done = evbench("report", str(run))
-    assert done.returncode == 4, done.stderr
-    first, rendered = done.stderr.splitlines()[:2]
-    assert first == f"PARTIAL: {said}"
-    assert rendered.startswith(f"PARTIAL run rendered ({', '.join(drop)}")
-    markdown = (run / "report.md").read_text()
-    first, _blank, title = markdown.splitlines()[:3]
-    assert first == f"**PARTIAL: {said}**"
-    assert title.startswith("# evbench run ") and "(PARTIAL)" in title
-    assert not drop or f"Missing files: {', '.join(drop)}." in markdown
-    last = samples.read_text().count("\n")
-    for pattern in patterns:
-        assert re.search(pattern.format(last=last), markdown), pattern
-    assert (run / "plots" / "codec-times.png").exists()
-    assert 'class="partial"' in (run / "report.html").read_text()
 
 
 @pytest.mark.parametrize(
@@ -119,8 +64,8 @@ def test_without_a_reason_the_first_line_says_what_the_reader_found(
     assert partial_headline(manifest, missing, problems) == "PARTIAL: " + said
 
 
-def test_newer_format_version_is_refused_naming_it(finished_run, tmp_path):
-    run = copy_run(finished_run, tmp_path)
+def test_newer_format_version_is_refused_naming_it(tmp_path):
+    run = copy_run(OLD_RUN, tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["version"] = 99
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -136,8 +81,8 @@ def test_not_a_run_directory(tmp_path):
     assert "holds no evbench results" in done.stderr
 
 
-def test_a_failing_report_only_warns_after_a_run(finished_run, tmp_path, caplog):
-    run = copy_run(finished_run, tmp_path)
+def test_a_failing_report_only_warns_after_a_run(tmp_path, caplog):
+    run = copy_run(OLD_RUN, tmp_path)
     (run / "manifest.json").write_text('{"format": "evbench-results", "version": 99}')
     with caplog.at_level(logging.WARNING, logger="evbench"):
         run_command._write_report(run)  # must not raise: the run is kept
