@@ -119,14 +119,6 @@ def test_bad_isotp_addresses_are_user_errors(url: str) -> None:
         isotp_port.parse(url)
 
 
-def test_a_missing_or_non_can_interface_is_one_line() -> None:
-    # The real /sys/class/net of this machine: no such interface, and loopback.
-    with pytest.raises(UserError, match="no network interface 'evcan9'"):
-        isotp_port.IsotpPort(isotp_port.parse("isotp://evcan9?tx=1&rx=2"))
-    with pytest.raises(UserError, match="'lo' is not a CAN interface"):
-        isotp_port.IsotpPort(isotp_port.parse("isotp://lo?tx=1&rx=2"))
-
-
 def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
     # A stand-in for /sys/class/net/can0: this host has no CAN interface to read.
     where = root / "can0"
@@ -136,7 +128,12 @@ def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
     return root
 
 
-def test_a_down_interface_and_a_classic_one_for_fd_are_one_line(tmp_path: Path) -> None:
+def test_a_missing_non_can_down_or_classic_for_fd_interface_is_one_line(tmp_path: Path) -> None:
+    # The real /sys/class/net of this machine: no such interface, and loopback.
+    with pytest.raises(UserError, match="no network interface 'evcan9'"):
+        isotp_port.IsotpPort(isotp_port.parse("isotp://evcan9?tx=1&rx=2"))
+    with pytest.raises(UserError, match="'lo' is not a CAN interface"):
+        isotp_port.IsotpPort(isotp_port.parse("isotp://lo?tx=1&rx=2"))
     down = fake_can_interface(tmp_path / "down", flags=0x80, mtu=16)
     with pytest.raises(UserError, match="is down") as raised:
         isotp_port.check_interface(isotp_port.parse("isotp://can0?tx=1&rx=2"), down)
