@@ -256,11 +256,10 @@ def test_the_peer_puts_the_responder_where_it_says(board, tmp_path, peer, where)
         assert responders_running(work / "agent" / "evbench-agent.pyz") == []
 
 
-def test_peer_host_needs_a_network_board(tmp_path):
+def test_peer_host_needs_a_network_board(tmp_path, capsys):
     out = tmp_path / "o"
-    result = run_cli("run", "--board", "local", *LINK, "--peer", "host", "--out", str(out))
-    assert result.returncode == 2
-    assert "--peer host needs a board over the network" in result.stderr
+    assert evbench(["run", "--board", "local", *LINK, "--peer", "host", "--out", str(out)]) == 2
+    assert "--peer host needs a board over the network" in capsys.readouterr().err
 
 
 def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, tmp_path):
