@@ -354,9 +354,13 @@ def test_a_row_keeps_the_verdict_of_the_look_that_decided_it():
     assert row.outcome == v.BASELINE and row.verdict.look == 1 and row.n == 10
 
 
-def test_the_one_line_verdict_says_what_comparison_csv_says():
-    run = results.load_run(RUN)
-    found = comparison.compare_run(run, "json", "protobuf")
+@pytest.fixture(scope="module")
+def found() -> comparison.Comparison:
+    """The committed codec-link run's comparison, JSON against Protobuf (tests only read it)."""
+    return comparison.compare_run(results.load_run(RUN), "json", "protobuf")
+
+
+def test_the_one_line_verdict_says_what_comparison_csv_says(found):
     (line,) = verdict_line.lines(found)
     assert len(line) <= verdict_line.WIDTH and line.startswith("seed: Protobuf - ")
     rows = list(csv.DictReader(io.StringIO(exports.comparison_csv(found))))
@@ -372,11 +376,9 @@ def test_the_one_line_verdict_says_what_comparison_csv_says():
     assert line.endswith(f"{undecided} undecided")
 
 
-def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words():
-    """A line that names a leader says how many rows are still open before anything
-    else it could say: the seed's line at 100 columns once kept its bus fit and dropped
-    "1 undecided"."""
-    found = comparison.compare_run(results.load_run(RUN), "json", "protobuf")
+def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(found):
+    """A line that names a leader says how many rows are still open before anything else
+    it could say (the seed's line at 100 columns kept its bus fit and dropped it)."""
     (bare,) = verdict_line.lines(found)
     count = re.search(r"; (\d+) undecided$", bare)
     assert count and int(count[1]) >= 1, bare
@@ -395,12 +397,11 @@ def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words():
     assert verdict_line.lines(found, fits, width=len(narrow)) == [narrow]
 
 
-def test_the_report_and_compare_open_on_the_one_line_verdict(tmp_path):
+def test_the_report_and_compare_open_on_the_one_line_verdict(found, tmp_path):
     """Where the line stands (its words are checked above): report.md's answer and
     `evbench compare` say it first, before anything else of the run."""
     run = tmp_path / "run"
-    shutil.copytree(RUN, run)
-    found = comparison.compare_run(results.load_run(run), "json", "protobuf")
+    shutil.copytree(RUN, run)  # the report is written into it
     (line,) = verdict_line.lines(found)
     done = evbench("report", str(run))
     assert done.returncode == 0, done.stderr
