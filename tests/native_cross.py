@@ -1,16 +1,7 @@
-"""Native builds for the tests: native/ built with the documented command, the C link
-responder run from it, and a cross-built aarch64 native harness, as docs/native-codecs.md
-says to build one for the AM62x: Debian's g++-aarch64-linux-gnu, the toolchain file
-native/cmake/aarch64-linux-gnu.cmake and EVBENCH_STATIC=ON, so the board needs nothing but
-the file.
-
-The runtime is nlohmann::json's: header-only, so the cross-build needs no arm64 library
-packages. tests/test_native_deploy.py runs it through qemu-user; the e2e tier on the QEMU board.
-
-Each configuration is built once for the whole session, whichever test file asks first
-(shared_build): test_native_runtimes, test_native_responder and test_link_crowd all use
-the documented build, on different pytest-xdist workers. The docs' own builds
-(tests/test_docs.py) stay the documented commands, in native/build.
+"""Native builds for the tests, each configuration built once a session under a file lock
+(shared_build, shared by pytest-xdist workers): native/ with the documented command, the C
+link responder, and an aarch64 nlohmann::json harness cross-built as docs/native-codecs.md
+says (g++-aarch64-linux-gnu, native/cmake/aarch64-linux-gnu.cmake, EVBENCH_STATIC=ON).
 """
 
 from __future__ import annotations
