@@ -1,12 +1,6 @@
-"""The agent under the protobuf runtimes it must support, and its minimum Python.
-
-- protobuf 4.25.8 (Yocto scarthgap) in .venv-pb425;
-- the newest protobuf, in the main test environment;
-- Debian 12's python3 with its own python3-protobuf (4.21.12, cpp backend).
-
-On each, the agent runs a quick suite, protobuf-json prints every scalar type at its
-zero value as the proto3 JSON mapping says (issue 44, item 1; below), and a payload
-set has one digest (`payload_digest`).
+"""The agent under the protobuf runtimes it supports (4.25.8 in .venv-pb425, the newest in
+the main venv, Debian 12's python3 with 4.21.12 cpp) and its minimum Python: a quick run,
+protobuf-json's zero values by the proto3 JSON mapping, one payload digest per set.
 """
 
 from __future__ import annotations
