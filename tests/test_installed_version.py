@@ -1,8 +1,5 @@
-"""evbench_agent.platform.installed_version: a distribution's version from its metadata file.
-
-Expectations: hand-made metadata directories laid out as pip (dist-info) and
-Debian/Yocto setuptools packages (egg-info directory or file) lay them out, and
-importlib.metadata's own answer for every codec library installed here.
+"""distribution_version against hand-made metadata laid out as pip (dist-info) and
+Debian/Yocto setuptools (egg-info directory or file) lay it out, and importlib.metadata.
 """
 
 from __future__ import annotations
