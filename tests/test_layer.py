@@ -1,18 +1,8 @@
-"""meta-evbench and the kas files, checked offline (CI cannot download the layers).
-
-- The agent recipe's RDEPENDS are exactly the packages the agent imports: the
-  imports are read from the tree at test time with `ast`, and standard-library
-  modules are mapped to packages with openembedded-core's python3 manifest
-  (tests/data/yocto/python3-manifest.scarthgap.json, copied with its source).
-- The recipe's version is the agent's.
-- Every kas file validates against the JSON schema the kas package ships.
-- oelint-adv (release scarthgap) reports nothing.
-- The systemd unit passes `systemd-analyze verify` in a staged root whose
-  /usr/bin/evbench-agent is the agent installed in this venv.
-- The evbench-can recipe's can0 file loads in the real systemd-networkd (run in
-  a network and mount namespace of its own) without a word from it.
-
-The real bitbake parse needs the layers' sources; the README says how to run it.
+"""meta-evbench and the kas files, checked offline (CI cannot download the layers; the
+README says how to run the real bitbake parse): the agent recipe's RDEPENDS against the
+agent's imports (read with `ast`, mapped with oe-core's python3 manifest in tests/data/yocto),
+its version, the kas schema, oelint-adv, `systemd-analyze verify` of the unit and the can0
+file in a real systemd-networkd.
 """
 
 from __future__ import annotations
