@@ -1,15 +1,8 @@
 """A cross-built aarch64 harness (tests/native_cross.py), deployed with `evbench deploy
---native`, measures in a codec run over SSH: a real sshd on loopback stands for the board, and
-the aarch64 executable runs through qemu-user (binfmt_misc, qemu-user-static) as it would run
-natively on the AM62x. tests/board/test_e2e_native.py runs it on the QEMU board.
-
-A harness built for another architecture than the board's is said, recorded and reported
-(issue 44, item 3): an aarch64 harness run on x86 under user-mode emulation was measured
-without a word, nlohmann's decode at 130 µs instead of 10.7. `file` (libmagic) is the
-independent reader of the architectures. The emulated run registers Debian's qemu-aarch64
-rule (qemu-user-static's /usr/lib/binfmt.d/qemu-aarch64.conf) in a binfmt_misc instance of
-its own (a new user namespace, Linux 6.7 or newer), so nothing outside the test sees it. A
-harness of this machine's architecture is not said (tests/test_native_runtimes.py's run).
+--native`, measures in a codec run over a loopback sshd through qemu-user (binfmt_misc), as
+on the AM62x. A harness of another architecture than the machine's is said, recorded and
+reported (issue 44, item 3; `file` reads the ELF header independently); the emulated run
+registers Debian's qemu-aarch64 rule in a binfmt_misc of its own user namespace.
 """
 
 from __future__ import annotations
