@@ -1,10 +1,6 @@
-"""The agent's side of the native harness protocol, against hostile harnesses.
-
-The harness here is tests/native_stand_in.py, a stand-in that breaks the
-protocol on purpose (no real harness crashes, hangs or lies on demand); the
-real harnesses are tested in test_native_runtimes.py. Each failure must be a
-clear HarnessError (a PartialRun) naming the codec and what went wrong, and a
-run whose harness fails part-way must keep what it measured, marked partial.
+"""The agent's side of the native harness protocol against tests/native_stand_in.py, a
+harness that crashes, hangs or lies on demand: each failure a clear HarnessError (a
+PartialRun) naming the codec and the fault, and a run keeps what it measured, partial.
 """
 
 from __future__ import annotations
