@@ -1,16 +1,7 @@
 """The real native harnesses, built from native/ with Debian's packages, against the
-Python codecs, protoc --decode and hand-worked counts.
-
-- Protobuf runtimes (protobuf-c, nanopb, libprotobuf) write the bytes Python writes.
-- nlohmann::json writes text that parses to the same values, of Python's size but for the
-  digits it writes beyond the shortest form of a double (tests/native_sizes.py).
-- cJSON writes what its documented number printing gives (a model written here
-  from cJSON 1.7's print_number: 15 significant digits when they compare equal
-  within DBL_EPSILON, else 17; an integral double as an int): its size differs
-  from Python's, and the test says by how much, from that model.
-- decode_access reads the leaves a reader of the JSON form reads, counted by hand.
-- A run names each runtime's library and version, and the report pairs each language's
-  JSON and protobuf runtimes.
+Python codecs, protoc --decode, a model of cJSON 1.7's number printing (cjson_number),
+nlohmann's size rule (tests/native_sizes.py) and hand-counted leaves; and what a run and
+its report say of each runtime.
 """
 
 from __future__ import annotations
