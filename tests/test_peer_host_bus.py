@@ -1,12 +1,7 @@
 """`evbench run --peer host --host-transport URL`: the bus responder on this host for a run.
-
-The board is this machine over the loopback sshd (tests/sshd.py); the bus is a
-UART, a real pty pair made by socat, since there is no SocketCAN here (the
-pycan:// port itself is tested on python-can's virtual bus in test_can_peer.py).
-The board's agent runs under this venv's Python: a UART link needs pyserial,
-which Debian's python3 here does not have. Expected counts come from the
-options the test gives (`--count`, `--codecs`) and the quick plan's sixteen
-phases per codec (docs/link.md).
+The board is this machine over the loopback sshd; the bus a UART, a pty pair made by socat
+(no SocketCAN here; pycan:// is test_can_peer.py's). Expected counts: `--count`, `--codecs`
+and the quick plan's sixteen phases per codec (docs/link.md).
 """
 
 from __future__ import annotations
