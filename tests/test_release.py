@@ -1,9 +1,6 @@
-"""The release's version is one version (docs/releases.md, "The version").
-
-The agent's and the host's `__version__`, the host's requirement on the agent and the
-newest release of CHANGELOG.md agree; the changelog keeps Keep a Changelog's shape.
-The recipe's file name is tests/test_layer.py's. The wheels themselves, and the
-compatibility rule with the previous release, are tests/test_release_wheels.py's.
+"""The release's version is one version (docs/releases.md, "The version"): the agent's and
+the host's `__version__`, the host's requirement on the agent and CHANGELOG.md's newest
+release agree, and the changelog keeps Keep a Changelog's shape.
 """
 
 from __future__ import annotations
