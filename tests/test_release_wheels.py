@@ -1,18 +1,8 @@
-"""The release as a lab installs it, and the host/agent rule against the real previous
-release (docs/releases.md).
-
-The wheels of this checkout and of the previous release (built from the commit
-CHANGELOG.md names for it, taken out of git history) are built by hatchling 1.21.1
-(.venv-build, Yocto scarthgap's hatchling), offline. Each release is installed from its
-two wheel files into a clean virtual environment, its dependencies from PyPI, no
-editable install. Then:
-
-- this release's installed `evbench run --board local --quick` completes (the issue's
-  acceptance);
-- pip refuses this release's host beside the previous release's agent;
-- each release's `evbench report` reads the other release's run;
-- over a real sshd, each release's host refuses the other release's agent in a board's
-  image (exit 2, naming both versions and `--force`), then deploys its own with `--force`.
+"""The release as a lab installs it, against the real previous release (docs/releases.md):
+both built by hatchling 1.21.1 (.venv-build) offline, the previous one from the commit
+CHANGELOG.md names, each installed from its two wheels into a clean venv. Checked: the quick
+local run, pip's refusal of the mixed pair, each release reading the other's run, and each
+host refusing the other's agent in an image over a real sshd, then deploying with --force.
 """
 
 from __future__ import annotations
