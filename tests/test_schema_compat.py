@@ -1,12 +1,7 @@
-"""protobuf-json writes the same bytes on protobuf 4.21 (Debian 12), 4.25 (Yocto scarthgap)
-and the newest, for proto2 and proto3 messages with defaults, Any and extensions; and the
-agent measures a user's message alike on each (issue 29).
-
-Each runtime's interpreter builds the classes from the same descriptor sets (compiled
-here by grpcio-tools' protoc), generates the same payloads and prints each codec's
-bytes; the test compares their digests across runtimes. A repeated extension, which
-json_format before 5.26 cannot read back, must be refused there up front, by name.
-Debian 12's python3 has the cpp backend, without GetMessageClass.
+"""protobuf-json writes the same bytes on protobuf 4.21 (Debian 12, cpp backend), 4.25
+(scarthgap) and the newest, for proto2/proto3 messages with defaults, Any and extensions,
+and the agent measures a user's message alike on each (issue 29). A repeated extension,
+which json_format before 5.26 cannot read back, is refused there up front, by name.
 """
 
 from __future__ import annotations
