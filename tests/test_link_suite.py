@@ -133,14 +133,12 @@ def test_the_power_bound_reads_a_real_runs_duets_and_prints_every_row(loopback_r
         assert "    15 " in line  # 3 duets x 5 messages of each codec
 
 
-def test_the_duets_a_row_would_need_scale_with_the_square_of_its_interval():
+def test_the_power_bound_by_hand_duets_needed_and_identical_duets():
+    # the duets a row would need scale with the square of its interval:
     # 37.2 % with 30 pairs: half-width log(1.372 / 1.02) = 0.29648 against the aim's
     # log(1.2 / 1.02) = 0.16252; (0.29648 / 0.16252)^2 = 3.3280, x 30 = 99.84 pairs
     assert bound.duets_for_aim(0.372, 30) == pytest.approx(99.84, abs=0.05)
     assert bound.duets_for_aim(0.20, 30) == pytest.approx(30)  # at the aim already
-
-
-def test_identical_duets_give_no_spread_and_the_ratio_of_the_statistics():
     # every duet the same: each resample is too, so se = 0 and detectable is the band
     pairs = [{"json": [1.0, 2.0, 3.0], "protobuf": [2.0, 4.0, 6.0]}] * 5
     median = bound.ROWS["RTT, transport (periodic)"][1]
@@ -154,21 +152,18 @@ def test_identical_duets_give_no_spread_and_the_ratio_of_the_statistics():
     assert found["ratio"] == pytest.approx(2.0)
 
 
-def test_the_link_suite_measures_the_tables_two_codecs_unless_told_all(tmp_path):
+def test_the_plan_measures_the_tables_two_codecs_unless_told_all_and_adds_up_its_time():
     document = {"codecs": ["json", "protobuf", "msgpack"]}
     assert link_suite.link_codecs(_spec(**document)) == ("json", "protobuf")
     every = ("json", "protobuf", "msgpack")
     assert link_suite.link_codecs(_spec(**document, link_all_codecs=True)) == every
     assert link_suite.link_codecs(_spec(codecs=["msgpack"])) == ("msgpack",)
     assert link_suite.link_codecs(_spec(aa="json")) == ("json", "json-aa")
-
-
-def test_the_planned_duration_adds_up_the_phases():
-    # 2 duets (both codecs' periodic phases at once) of (2 + 6) / 100 Hz, plus the second
-    # codec's offset of a period (0.01) and 0.1 of overhead; 2 capacity pairs, in each of
-    # which each of the 2 codecs has 4 blocks (the full plan's) after a warm-up of
-    # 0.02 / 2 each, 0.1 s measured, and 0.1 of overhead; the probe 100 / 100 Hz and the
-    # responder's start 0.5: worked by hand
+    # the planned time, by hand: 2 duets (both codecs' periodic phases at once) of
+    # (2 + 6) / 100 Hz, plus the second codec's offset of a period (0.01) and 0.1 of
+    # overhead; 2 capacity pairs, in each of which each of the 2 codecs has 4 blocks (the
+    # full plan's) after a warm-up of 0.02 / 2 each, 0.1 s measured, and 0.1 of overhead;
+    # the probe 100 / 100 Hz and the responder's start 0.5
     planned = link_suite.planned_seconds(_spec(link_count=6))
     duets = 2 * (0.08 + 0.01 + 0.1)
     capacity = 2 * 2 * (4 * 0.01 + 0.1 + 0.1)
