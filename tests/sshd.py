@@ -1,9 +1,6 @@
-"""A real OpenSSH server on a free loopback port, for the SSH transport tests.
-
-It has a throwaway host key and one authorized client key in a temporary
-directory, listens on 127.0.0.1 only, and lets the tests drop connections
-for real by killing the per-connection sshd processes.
-"""
+"""A real OpenSSH server on a free loopback port, with a throwaway host key and one
+authorized client key; the tests drop connections for real by killing the per-connection
+sshd processes."""
 
 from __future__ import annotations
 
@@ -118,11 +115,8 @@ class Sshd:
         raise RuntimeError(f"sshd did not listen within {START_TIMEOUT} s: {self.log_text()}")
 
     def connection_processes(self) -> list[psutil.Process]:
-        """The sshd processes serving connections (the listener's sshd children).
-
-        The commands they run are left alone: they find out as they would on
-        a board, from the closed pipes.
-        """
+        """The sshd processes serving connections (the listener's sshd children); the
+        commands they run are left alone, to find out from the closed pipes as on a board."""
         if self.process is None:
             return []
         children = psutil.Process(self.process.pid).children(recursive=True)
