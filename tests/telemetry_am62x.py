@@ -1,15 +1,9 @@
-"""A sysfs tree laid out like a TI AM62x starter kit's, for the telemetry tests.
-
-This machine (and CI) has no thermal zones, no cpufreq and no power monitors,
-so the tests build the files the kernel would show on the board: two K3
-thermal zones with their passive and critical trip points (the AM62x device
-tree's 105 °C alert and 125 °C critical), the cpufreq cooling device, one
-cpufreq policy shared by the four Cortex-A53 cores (200 MHz to 1.4 GHz), an
-INA226-style power monitor (power in µW, current in mA, voltage in mV) and an
-INA219-style one that gives only current and voltage. The telemetry code reads
-these files exactly as it reads /sys. `sampling` runs the real sampler process on
-such a tree.
-"""
+"""A sysfs tree laid out like a TI AM62x starter kit's (this machine and CI have none), read
+by the telemetry code exactly as /sys: two K3 thermal zones with the AM62x device tree's
+105 °C passive and 125 °C critical trip points, the cpufreq cooling device, one cpufreq
+policy for the four Cortex-A53 cores (200 MHz to 1.4 GHz), an INA226-style power monitor
+(µW, mA, mV) and an INA219-style one with current and voltage only. `sampling` runs the
+real sampler process on such a tree."""
 
 from __future__ import annotations
 
