@@ -17,9 +17,8 @@ from evbench.boards.serial import SerialBoard, shell, transfer
 
 pytestmark = pytest.mark.integration
 
-#: The silence limit in the tests that a spoiled end frame must not wait out: far
-#: beyond what a loaded machine adds to a request (a CI run once took 6.1 s, past the
-#: 6 s limit itself), so only waiting it out fails them.
+#: The silence limit a spoiled end frame must not wait out: far beyond what a loaded
+#: machine adds to a request (6.1 s in a CI run, past the real 6 s limit).
 LONG_SILENCE = 60.0
 
 
