@@ -1,19 +1,13 @@
 """A bus interface's counters around each link phase (evbench_agent.telemetry.bus_stats).
 
-The generic counters are read from a real interface here: a veth pair made for the
-test, with frames really sent through it by a packet socket, so the rises are
-compared with the frames and bytes sent (a veth counts each frame's length as
-handed to it, no FCS, no padding). A peer that is down makes the sender drop every
-frame, a real error counter (tx_dropped) rising: a flagged phase.
+Generic counters come from a real veth pair made here, frames really sent through it by a
+packet socket (a veth counts each frame's length, no FCS, no padding); a peer that is down
+makes the sender drop every frame, a real error counter (tx_dropped) rising.
 
-The host has no SocketCAN (no AF_CAN, no CAN modules), so the CAN fields (state,
-berr_counter, the driver's can_device_stats) cannot come from a real controller here.
-Those cases read documents written below as `ip -details -statistics -json link show
-can0` prints them: a fake standing in for real CAN, with the field names iproute2's
-ip/iplink_can.c uses (info_data: state, berr_counter {tx, rx}, bittiming.bitrate,
-data_bittiming.bitrate; info_xstats: restarts, bus_error, arbitration_lost,
-error_warning, error_passive, bus_off) and ip/ipaddress.c's stats64. The e2e tier
-(tests/board/test_e2e_isotp.py) reads a real vcan on the virtual board.
+This host has no SocketCAN, so the CAN fields are read from documents written below as
+`ip -details -statistics -json link show can0` prints them (field names from iproute2's
+ip/iplink_can.c and ip/ipaddress.c); the e2e tier (tests/board/test_e2e_isotp.py) reads a
+real vcan.
 """
 
 from __future__ import annotations
