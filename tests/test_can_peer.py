@@ -1,13 +1,8 @@
-"""The host's CAN responder (`evbench serve --transport pycan://...`) on python-can's virtual bus.
-
-The responder is the real command, run in this process's main thread (python-can's
-`virtual` interface joins buses of one process only); the client runs in a second
-thread, built here from can-isotp's own CanStack on its own virtual bus and the
-agent's framing, and sends HELLO, MESSAGEs and STATS as the link client does. A
-third bus on the same channel sees every CAN frame, so frame counts and bytes are
-checked against ISO 15765-2 worked out here. The client ends the responder with
-SIGTERM, as a user would. This host has no CAN adapter; the virtual bus is
-python-can's own, not a fake of ours.
+"""The host's CAN responder (`evbench serve --transport pycan://...`) on python-can's own
+virtual bus (this host has no CAN adapter): the real command in this process's main thread
+(a `virtual` bus joins buses of one process only), a client from can-isotp's CanStack and
+the agent's framing in a second thread, ended with SIGTERM as a user would; a third bus
+sees every CAN frame, checked against ISO 15765-2 worked out here.
 """
 
 from __future__ import annotations
