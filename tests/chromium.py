@@ -1,11 +1,6 @@
-"""Headless Chromium for the tests, driven over the DevTools protocol on a pipe.
-
-Chromium talks DevTools on a pipe (--remote-debugging-pipe: it reads commands
-on fd 3 and writes on fd 4, NUL-terminated JSON), so no port is opened, and
-background networking is off. `open_page` loads a local page and reports what
-a person would notice: images that did not decode, console errors and
-uncaught exceptions, and (when asked) a screenshot.
-"""
+"""Headless Chromium for the tests: DevTools on a pipe (--remote-debugging-pipe: fds 3 and 4,
+NUL-terminated JSON; no port), background networking off. `open_page` reports what a person
+would notice: undecoded images, console errors, uncaught exceptions, a screenshot."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The one screen `evbench run` ends on, measured on the output of real quick runs: with
-both suites, the answer, the key rows and where the rest is, in at most 50 lines of at most
-120 columns, the full tables one command away (`evbench report --terminal RUN`); with the
-codec suite and a C runtime pair beside JSON and Protobuf (protobuf-c against cJSON, built
-by the documented command), the same fitting an 80-column pseudo-terminal (python's pty,
-TIOCSWINSZ; issue 44, item 13 and the terminal part of item 4), with `evbench report
---terminal` there too and `evbench compare` with COLUMNS=80. Widths are counted on the
-printed lines."""
+"""The one screen `evbench run` ends on (issue 44, items 4 and 13), on real quick runs: both
+suites in at most 50 lines of 120 columns; the codec suite with a C runtime pair (protobuf-c
+against cJSON, built by the documented command) on an 80-column pty, with `evbench report
+--terminal` and `evbench compare` there too."""
 
 from __future__ import annotations
 

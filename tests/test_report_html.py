@@ -1,9 +1,6 @@
-"""report.html in a real headless Chromium (tests/chromium.py: DevTools on a pipe, no port,
-background networking off): every image decodes, no console error or uncaught exception,
-the answer in the first window; report.md's opening and its environment box; the run's
-telemetry per phase, from this machine's own sensors (the AM62x-like tree's runs are in
-test_telemetry_run.py).
-"""
+"""report.html in a real headless Chromium (tests/chromium.py): images decode, no console
+error, the answer in the first window; report.md's opening and environment box; the run's
+telemetry per phase from this machine's own sensors."""
 
 from __future__ import annotations
 

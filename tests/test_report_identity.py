@@ -1,13 +1,8 @@
-"""The report of one real quick local run (codec and link suites, both link phases,
-telemetry): the plots its data call for, decodable images, a CSV and a JUnit file
-(xmllint, against the JUnit schema of Jenkins' xUnit plugin) with the summary's numbers.
-
-Every row of the terminal table and of report.md is exactly one record identity of
-summary.json (evbench_core.analysis.identity: the results format's definition), every
-identity both codecs measured has its row, no telemetry or energy row carries a winner, and
-% Diff, the cells beside it and the verdict never disagree. A row names an identity by its
-profile, metric label and the params that set it apart (phase, kind, mode, operation), its
-codecs' cells the medians recomputed here from samples.jsonl (per replicate first)."""
+"""One real quick local run (codec and link suites, both link phases, telemetry): its plots,
+CSV and JUnit (xmllint, Jenkins' xUnit schema) hold the summary's numbers; every row of the
+terminal table and report.md is exactly one record identity of summary.json (the results
+format's definition), its cells the medians recomputed here from samples.jsonl (per
+replicate first), and no telemetry or energy row carries a winner."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The report's plots as a reader sees them (issue 44, item 14).
-
-Every check reads the figure `plots.draw` saved as PNG: the test catches each figure
-as it is saved (Figure.savefig, wrapped), then reads what matplotlib (Agg) drew: the
-tick labels on the axes, the bars' heights and face colours, the whiskers' ends, the
-text's window extents against the figure's box. Expected values come from the run's
-files (samples.jsonl, read here with json) or from arithmetic, never from plots.py.
-"""
+"""The report's plots as a reader sees them (issue 44, item 14): each figure plots.draw saves,
+caught at Figure.savefig and read back as Agg drew it (tick labels, bars, whiskers, text
+extents); expected values from the run's files or arithmetic, never from plots.py."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Output that reads and fits: values in three significant digits in a unit that fits
-(memory in MiB); the terminal's width (issue 31; issue 44, item 13), never a word broken
-or a number split from its unit, the key table's names giving way to its figures, a wide
-table split into column groups that repeat the columns naming a row, and report.md's
-tables within 120 columns. Expected values are worked out by hand from the inputs (the
-stored SI values shown beside each case), not from the modules' tables."""
+"""Output that reads and fits (issue 31; issue 44, item 13): three significant digits in a
+unit that fits; the terminal's width, never a word broken or a number split from its unit;
+wide tables split into column groups that repeat a row's names. Expected values by hand."""
 
 from __future__ import annotations
 
