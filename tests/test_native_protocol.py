@@ -94,23 +94,29 @@ def test_a_missing_executable_is_a_clear_error(tmp_path):
         Harness("c:stand-in", str(tmp_path / "nowhere"))
 
 
+def agent_run(tmp_path: Path, mode: list, argv: list, timeout: int) -> subprocess.CompletedProcess:
+    """`evbench-agent run ARGV --codecs json,c:cjson`, the stand-in in `mode` as c:cjson."""
+    directory = tmp_path / "libexec"
+    directory.mkdir()
+    stand_in(directory, *mode, name="evbench-native-c-cjson")
+    return subprocess.run(
+        [sys.executable, "-m", "evbench_agent", "run", *argv, "--codecs", "json,c:cjson",
+         "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=timeout, check=False,
+        env=dict(os.environ, EVBENCH_NATIVE_DIR=str(directory)),
+    )  # fmt: skip
+
+
 @pytest.mark.integration
 def test_a_harness_dying_in_the_second_worker_leaves_a_partial_run(tmp_path):
     """The stand-in takes c:cjson's place; it crashes at its 4th start: the 1st is the
     sizes (manager), the 2nd the calibration worker, the 3rd worker 1, the 4th worker 2."""
-    directory = tmp_path / "libexec"
-    directory.mkdir()
-    stand_in(directory, "crash-late", "4", str(tmp_path / "starts"), name="evbench-native-c-cjson")
-    out = tmp_path / "run"
-    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(directory))
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile", "int",
-         "--codecs", "json,c:cjson", "--processes", "3", "--values", "3",
-         "--min-time", "0.001", "--payloads", "10", "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+    codec_run = ["--suite", "codec", "--profile", "int", "--processes", "3", "--values", "3",
+                 "--min-time", "0.001", "--payloads", "10"]  # fmt: skip
+    done = agent_run(tmp_path, ["crash-late", "4", str(tmp_path / "starts")], codec_run, 300)
     assert done.returncode == ExitCode.PARTIAL, done.stderr
     assert "native codec c:cjson" in done.stderr and "exit 3" in done.stderr
+    out = tmp_path / "run"
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert "c:cjson" in manifest["reason"]
@@ -121,16 +127,8 @@ def test_a_harness_dying_in_the_second_worker_leaves_a_partial_run(tmp_path):
 
 
 def test_the_link_suite_refuses_native_codecs_before_the_run(tmp_path):
-    directory = tmp_path / "libexec"
-    directory.mkdir()
-    stand_in(directory, "honest", name="evbench-native-c-cjson")
-    out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
-         "--codecs", "json,c:cjson", "--link-all-codecs", "--out", str(out)],
-        capture_output=True, text=True, timeout=120, check=False,
-        env=dict(os.environ, EVBENCH_NATIVE_DIR=str(directory)),
-    )  # fmt: skip
+    link_run = ["--suite", "link", "--quick", "--link-all-codecs"]
+    done = agent_run(tmp_path, ["honest"], link_run, 120)
     assert done.returncode == ExitCode.USAGE, done.stderr
     assert "the link suite cannot carry native codecs (c:cjson)" in done.stderr
-    assert not out.exists()  # refused before the run wrote anything
+    assert not (tmp_path / "run").exists()  # refused before the run wrote anything
