@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from report_helpers import evbench
 from test_real_schemas import SCHEMAS, _profile, compiled
 from test_real_schemas import _protoc_sizes as protoc_sizes
 
@@ -59,10 +59,7 @@ def _evbench_run(name: str, board: str, tmp_path: Path) -> subprocess.CompletedP
     """`evbench run` into tmp_path/NAME in its own process, as a person types it."""
     argv = ["run", "--board", board, *SHORT, *RUNS[name][1], "--out", str(tmp_path / name)]
     env = {**os.environ, "EVBENCH_HISTORY": str(tmp_path / f"{name}.sqlite")}
-    return subprocess.run(
-        [sys.executable, "-m", "evbench", *argv], capture_output=True, text=True, timeout=900,
-        env=env,
-    )  # fmt: skip
+    return evbench(*argv, env=env, timeout=900)
 
 
 def _check_measured(out: Path, profile: str) -> dict[str, dict]:
