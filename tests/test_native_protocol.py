@@ -99,20 +99,18 @@ def agent_run(tmp_path: Path, mode: list, argv: list, timeout: int) -> subproces
     directory = tmp_path / "libexec"
     directory.mkdir()
     stand_in(directory, *mode, name="evbench-native-c-cjson")
-    return subprocess.run(
-        [sys.executable, "-m", "evbench_agent", "run", *argv, "--codecs", "json,c:cjson",
-         "--out", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=timeout, check=False,
-        env=dict(os.environ, EVBENCH_NATIVE_DIR=str(directory)),
-    )  # fmt: skip
+    env = dict(os.environ, EVBENCH_NATIVE_DIR=str(directory))
+    argv = ["--codecs", "json,c:cjson", *argv, "--out", str(tmp_path / "run")]
+    agent = [sys.executable, "-m", "evbench_agent", "run", *argv]
+    return subprocess.run(agent, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.mark.integration
 def test_a_harness_dying_in_the_second_worker_leaves_a_partial_run(tmp_path):
     """The stand-in takes c:cjson's place; it crashes at its 4th start: the 1st is the
     sizes (manager), the 2nd the calibration worker, the 3rd worker 1, the 4th worker 2."""
-    codec_run = ["--suite", "codec", "--profile", "int", "--processes", "3", "--values", "3",
-                 "--min-time", "0.001", "--payloads", "10"]  # fmt: skip
+    codec_run = ["--suite", "codec", "--profile", "int", "--processes", "3", "--values", "3"]
+    codec_run += ["--min-time", "0.001", "--payloads", "10"]
     done = agent_run(tmp_path, ["crash-late", "4", str(tmp_path / "starts")], codec_run, 300)
     assert done.returncode == ExitCode.PARTIAL, done.stderr
     assert "native codec c:cjson" in done.stderr and "exit 3" in done.stderr
