@@ -1,13 +1,8 @@
 """`--board labgrid://...` and `evbench lab run` against a real labgrid 26 coordinator and
-exporter on loopback.
-
-The exporter exports, for two places, a NetworkService for the loopback sshd of
-tests/sshd.py; evbench drives the real labgrid-client from .venv-labgrid. Another lab
-user is another LG_USERNAME: labgrid tells owners apart by HOST/USER.
-Each labgrid-client call takes seconds on this loaded machine (it connects anew).
-`evbench lab run` runs its places in parallel, each with a board work directory of its
-own; each entry is an ordinary run directory that verifies like any run, lab.json says
-what ran where, and the lab report opens in headless Chromium without errors.
+exporter on loopback: two places, each a NetworkService for tests/sshd.py's sshd, driven by
+the real labgrid-client of .venv-labgrid (each call takes seconds here: it connects anew).
+Another lab user is another LG_USERNAME (labgrid tells owners apart by HOST/USER). Every run
+verifies like any run; lab.json says what ran where; the lab page opens in Chromium.
 """
 
 from __future__ import annotations
@@ -73,10 +68,21 @@ def evbench(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedPro
     )
 
 
-def start_evbench(*argv: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+@contextlib.contextmanager
+def running(*argv: str, **popen) -> Iterator[subprocess.Popen]:
+    """`evbench ARGV` started (its output piped unless `popen` says otherwise), and killed
+    if it still runs when the block ends."""
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+    job = subprocess.Popen([EVBENCH, *argv], **popen)
+    try:
+        yield job
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+        for pipe in (job.stdout, job.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def deploy(place: str, tmp_path: Path, *more: str) -> subprocess.CompletedProcess:
@@ -157,8 +163,8 @@ def test_a_place_held_by_someone_else_times_out_with_exit_2(lab, tmp_path):
 
 
 def test_a_held_place_is_waited_for_and_used_once_released(lab, tmp_path):
-    with held(lab, "am62x-b", "alice"):
-        job = start_evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
+    url = board_url("am62x-b", tmp_path / "board")
+    with held(lab, "am62x-b", "alice"), running("deploy", "--board", url) as job:
         # evbench waits in a reservation: it is listed as waiting, under this job's owner.
         waiting = lambda: "state: waiting" in lab.reservations()  # noqa: E731
         wait_while_running(job, waiting, "evbench made no reservation", 180, 1)
@@ -246,10 +252,8 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
     # systemd, CI cancellations and `timeout` send SIGTERM; a user at a terminal, SIGINT.
     slow = ["--suite", "codec", "--profile", "seed,ev-full,int,double", "--codecs", "json,protobuf"]
     out = tmp_path / "run"
-    job = start_evbench(
-        "run", "--board", board_url("am62x-a", tmp_path / "board"), *slow, "--out", str(out)
-    )
-    try:
+    url = board_url("am62x-a", tmp_path / "board")
+    with running("run", "--board", url, *slow, "--out", str(out)) as job:
         # Acquired, and the agent measuring on the board: its samples file exists there.
         measuring = lambda: any((tmp_path / "board").glob("runs/*/results/samples.jsonl"))  # noqa: E731
         wait_while_running(job, measuring, "the run never started on the board", 300, 0.5)
@@ -259,12 +263,6 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
         signalled = time.monotonic()
         job.wait(timeout=300)
         err = "".join(line for _, line in lines.join())
-    finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
-        job.stdout.close()
-        job.stderr.close()
     # When evbench said it released the place: after labgrid-client release returned, so
     # an upper bound on the moment the coordinator freed it (a check from here, itself a
     # labgrid-client call of seconds on a loaded machine, would add its own time).
@@ -292,12 +290,13 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
 
 def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(lab, tmp_path):
     # SIGKILL leaves no chance to release: the place stays acquired by the dead job.
-    job = start_evbench("deploy", "--board", board_url("am62x-b", tmp_path / "board"))
+    url = board_url("am62x-b", tmp_path / "board")
     try:
-        acquired = lambda: "+evbench-" in (lab.acquired_by("am62x-b") or "")  # noqa: E731
-        wait_while_running(job, acquired, "the place was never acquired", 300, 0.2)
-        job.kill()
-        job.communicate(timeout=60)
+        with running("deploy", "--board", url) as job:
+            acquired = lambda: "+evbench-" in (lab.acquired_by("am62x-b") or "")  # noqa: E731
+            wait_while_running(job, acquired, "the place was never acquired", 300, 0.2)
+            job.kill()
+            job.communicate(timeout=60)
         holder = lab.acquired_by("am62x-b")
         assert holder.endswith(f"+evbench-{job.pid}")
         done = deploy("am62x-b", tmp_path, "--place-timeout", "3")
@@ -310,9 +309,6 @@ def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(la
         lab.client(*command.split()[1:], user="lab-admin")
         assert lab.acquired_by("am62x-b") is None
     finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
         if lab.acquired_by("am62x-b") is not None:
             lab.client("-p", "am62x-b", "release", "--kick", user="lab-admin")
 
@@ -439,11 +435,7 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
         logs = lab_dir.glob("logs/**/*.log")
         return any("released place am62x-a" in p.read_text(errors="replace") for p in logs)
 
-    job = subprocess.Popen(
-        [EVBENCH, "lab", "run", str(path), "--out", str(lab_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
+    with running("lab", "run", str(path), "--out", str(lab_dir)) as job:
         measuring = lambda: any((tmp_path / "board-a").glob("runs/*/results/samples.jsonl"))  # noqa: E731
         wait_while_running(job, measuring, "the first entry never started measuring", 300, 0.5)
         job.send_signal(signal.SIGTERM)
@@ -451,10 +443,6 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
         wait_while_running(job, released, "the place was never released", 300, 0.05)
         freed_after = time.monotonic() - signalled
         _, err = job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
     assert freed_after < 10, f"the place was released {freed_after:.1f} s after the signal"
     assert lab.acquired_by("am62x-a") is None
     assert job.returncode == 130, err
