@@ -90,12 +90,7 @@ def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_p
     assert faster["exit_code"] == slower["exit_code"] == 3  # compare fails either way
     assert faster["regressed"] is False and faster.get("improved_beyond_max_change") is True
     assert slower["regressed"] is True and slower.get("improved_beyond_max_change") is False
-    entries = [
-        {"board": "a", "suite": "codec", "profile": "seed", "codecs": "json,protobuf",
-         "status": "complete", "exit_code": 3, "duration_s": 1.0, "run_dir": None,
-         "comparison": comparison}
-        for comparison in (faster, slower)
-    ]  # fmt: skip
+    entries = [_entry("a", None, comparison=c, exit_code=3, run_dir=None) for c in (faster, slower)]
     page = report.render(tmp_path, {"plan": "LAB.yaml", "entries": entries})
     rows = page.split("<tr")[2:]  # the header row first
     assert "REGRESSED" not in rows[0] and "improved beyond --max-change" in rows[0]
@@ -103,12 +98,12 @@ def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_p
     assert "REGRESSED" in rows[1] and "regressed-entry" in rows[1]
 
 
-def _entry(board: str, regressed: bool) -> dict:
+def _entry(board: str, regressed: bool | None, **changes) -> dict:
     previous = {"baseline": "previous", "baseline_run_id": f"{board}-previous-night"}
     return {
         "board": board, "suite": "codec", "profile": "seed", "codecs": "json,protobuf",
         "status": "complete", "exit_code": 0, "duration_s": 31.0, "error": None,
-        "run_dir": board, "comparison": {**previous, "regressed": regressed},
+        "run_dir": board, "comparison": {**previous, "regressed": regressed}, **changes,
     }  # fmt: skip
 
 
