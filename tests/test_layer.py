@@ -361,12 +361,9 @@ def _oelint(layer: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-def test_oelint_reports_nothing() -> None:
+def test_oelint_reports_nothing_and_finds_a_style_fault(tmp_path: Path) -> None:
     result = _oelint(LAYER)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
-
-
-def test_oelint_finds_a_style_fault(tmp_path: Path) -> None:
     layer = tmp_path / "meta-evbench"
     shutil.copytree(LAYER, layer)
     recipe = layer / agent_recipe().relative_to(LAYER)
