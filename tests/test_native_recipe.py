@@ -1,10 +1,8 @@
 """What native/ is built from agrees with its sources: the harnesses' committed type table
-and proto2 forms are what protos/ gives, and meta-evbench's evbench-native recipe, read
-offline (bitbake needs the layers' sources), builds the agent's runtimes as CMake names them.
-
-The recipe's DEPENDS function runs here against a stand-in for bitbake's datastore (a fake:
-bitbake cannot run in CI). oelint-adv checks it with the whole layer
-(tests/test_layer.py::test_oelint_reports_nothing).
+and proto2 forms are what protos/ gives, and meta-evbench's evbench-native recipe (read
+offline; its DEPENDS function run against a stand-in for bitbake's datastore, since bitbake
+cannot run in CI) builds the agent's runtimes as CMake names them. oelint-adv checks the
+recipe with the whole layer (tests/test_layer.py, its oelint test).
 """
 
 from __future__ import annotations
