@@ -52,6 +52,9 @@ def test_a_deployed_aarch64_harness_measures_in_a_codec_run(
     require(Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists(), "qemu-aarch64 in binfmt_misc")
     work = tmp_path / "board"
     url = f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
+    # a directory without harnesses is refused
+    assert evbench(["deploy", "--board", url, "--native", str(tmp_path)]) == 2
+    assert "holds no harness" in capsys.readouterr().err
     assert evbench(["deploy", "--board", url, "--native", str(aarch64_dir)]) == 0
     assert "native executables: evbench-native-cpp-nlohmann" in capsys.readouterr().err
     deployed = work / "agent" / "libexec" / "evbench-native" / "evbench-native-cpp-nlohmann"
@@ -69,13 +72,6 @@ def test_a_deployed_aarch64_harness_measures_in_a_codec_run(
     sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     timed = [s for s in sets if s["codec"] == "cpp:nlohmann" and s["metric"] == "encode"]
     assert timed and all(v > 0 for s in timed for v in s["values"])
-
-
-@pytest.mark.slow
-def test_deploy_refuses_a_directory_without_harnesses(sshd, ssh_home, tmp_path, capsys):
-    url = f"ssh://{sshd.address}?dir={tmp_path / 'board'}&python={BOARD_PYTHON}"
-    assert evbench(["deploy", "--board", url, "--native", str(tmp_path)]) == 2
-    assert "holds no harness" in capsys.readouterr().err
 
 
 def file_architecture(path: Path) -> str | None:
