@@ -1,9 +1,7 @@
-"""Readers that cannot crash, on cases an independent attack found (the fuzz campaigns
-benchmarks/fuzz/summarize_samples.py and report_manifest.py cover the same readers at
-scale). A run with a sample set the format refuses (and no summary.json: the report
-rebuilds it from samples.jsonl) or a manifest field of the wrong type renders partial, its
-problem named (exit 4); lab.json, LAB.yaml and the history's change points (issue 30) name
-a field of the wrong type (exit 2). Each case was once a traceback (exit 1, a bug's code)."""
+"""Readers that cannot crash, on cases an independent attack found (benchmarks/fuzz/ covers the
+same readers at scale): a run's refused sample set or wrong-typed manifest field renders
+partial, named (exit 4); lab.json, LAB.yaml and the history's change points (issue 30) name a
+wrong-typed field (exit 2). Each case was a traceback (exit 1, a bug's code)."""
 
 from __future__ import annotations
 
@@ -24,15 +22,25 @@ from evbench_core.errors import FormatError, UserError
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 
 
-def _interrupted_copy(tmp_path: Path, name: str, extra_line: dict | None = None) -> Path:
-    """The committed run as an interruption leaves it: no summary.json, no complete."""
+def _copy(tmp_path: Path, name: str, edits: dict | None = None, extra: dict | None = None) -> Path:
+    """The committed run with these manifest fields (dotted paths) replaced; with `extra`, as
+    an interruption leaves it (no summary.json, no complete) plus that sample line."""
     run = tmp_path / name
     shutil.copytree(COMMITTED, run)
-    (run / "summary.json").unlink()
-    (run / "complete").unlink()
-    if extra_line is not None:
+    if edits:
+        manifest = json.loads((run / "manifest.json").read_text())
+        for path, value in edits.items():
+            *steps, last = path.split(".")
+            field = manifest
+            for step in steps:
+                field = field[step]
+            field[last] = value
+        (run / "manifest.json").write_text(json.dumps(manifest))  # "\ud800" as JSON escapes it
+    if extra is not None:
+        (run / "summary.json").unlink()
+        (run / "complete").unlink()
         with open(run / "samples.jsonl", "a", encoding="utf-8") as samples:
-            samples.write(json.dumps(extra_line) + "\n")
+            samples.write(json.dumps(extra) + "\n")
     return run
 
 
@@ -64,8 +72,8 @@ def test_report_and_compare_of_a_run_without_summary_do_not_crash(tmp_path, valu
     """A sample set the format refuses is named, the rest of the run rendered (partial)."""
     extra = _sample_set(values)
     extra["params"] = {**extra["params"], **params}
-    first = _interrupted_copy(tmp_path, "a", extra)
-    second = _interrupted_copy(tmp_path, "b", extra)
+    first = _copy(tmp_path, "a", extra=extra)
+    second = _copy(tmp_path, "b", extra=extra)
     done = evbench("report", str(first))
     assert done.returncode == 4, done.stderr  # partial, not 1 (a bug)
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
@@ -96,21 +104,6 @@ def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
     assert both_ends.median == 0.0 and both_ends.mean == 0.0
 
 
-def _with_manifest(tmp_path: Path, name: str, edits: dict) -> Path:
-    """A copy of the committed run with these manifest fields (dotted paths) replaced."""
-    run = tmp_path / name
-    shutil.copytree(COMMITTED, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    for path, value in edits.items():
-        *steps, last = path.split(".")
-        field = manifest
-        for step in steps:
-            field = field[step]
-        field[last] = value
-    (run / "manifest.json").write_text(json.dumps(manifest))  # "\ud800" as JSON escapes it
-    return run
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "edits",
@@ -121,7 +114,7 @@ def _with_manifest(tmp_path: Path, name: str, edits: dict) -> Path:
     ids=["top-level fields", "nested fields"],
 )
 def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, edits):
-    run = _with_manifest(tmp_path, "run", edits)
+    run = _copy(tmp_path, "run", edits)
     done = evbench("report", str(run))
     assert done.returncode == 4, done.stderr  # the checksum no longer matches, and the fields
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
@@ -136,7 +129,7 @@ def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
     """JSON can escape a lone surrogate ("\\ud800"), which no UTF-8 report can hold: the
     manifest is refused as not UTF-8 text, as a file with an invalid byte is (issue 44,
     item 12; it was an internal error, UnicodeEncodeError, from report and compare)."""
-    run = _with_manifest(tmp_path, "surrogate", {"platform.hostname": "board-\ud800-1"})
+    run = _copy(tmp_path, "surrogate", {"platform.hostname": "board-\ud800-1"})
     before = {path.name: path.read_bytes() for path in run.iterdir()}
     expected = f"{run / 'manifest.json'} cannot be read: not UTF-8 text: a lone surrogate"
     done = evbench("report", str(run))
@@ -148,7 +141,7 @@ def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
     assert compared.returncode == 2, compared.stderr
     assert expected in compared.stderr and "internal error" not in compared.stderr
     # a pair of surrogates is one character (U+1F600): text like any other
-    paired = _with_manifest(tmp_path, "paired", {"platform.hostname": "board-\U0001f600"})
+    paired = _copy(tmp_path, "paired", {"platform.hostname": "board-\U0001f600"})
     assert "\\ud83d\\ude00" in (paired / "manifest.json").read_text()
     done = evbench("report", str(paired))
     assert done.returncode == 4, done.stderr  # only the checksum no longer matches
