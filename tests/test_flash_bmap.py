@@ -147,11 +147,8 @@ DECLARING = '<?xml version="1.0" encoding="{}"?>'
 
 #: name: (the bmap file, the error, what its message says; None: any message will do).
 REFUSED = {
-    # The file checksum in another script: .encode("ascii") used to raise.
     "non-ASCII file checksum": (bmap_text().replace("0" * 64, "\u00e9" * 64), UserError, None),
-    # An encoding expat does not know: LookupError used to escape.
     "unknown XML encoding": (sealed(declaration=DECLARING.format("x-evbench")), UserError, None),
-    # A multi-byte encoding declared (expat refused it already before; kept as a case).
     "UTF-16 in an ASCII file": (sealed(declaration=DECLARING.format("utf-16")), UserError, None),
     # Superscript two passes str.isdigit() but not int().
     "superscript digit size": (sealed(image_size="\u00b2"), UserError, None),
