@@ -1,13 +1,6 @@
-"""Create the extra Python environments the compat tests run the agent in.
-
-- .venv-pb425: protobuf 4.25.8 (Yocto scarthgap's runtime) and grpcio-tools
-  1.62 (protoc 25.1), which also regenerates the schema for the drift test;
-- .venv-build: hatchling 1.21.1, which builds the release's wheels;
-- .venv-labgrid: labgrid 26 (coordinator, exporter, client) for the lab tests;
-- the main .venv has the newest protobuf;
-- Debian's own python3 with python3-protobuf comes from tests/setup-system.sh.
-
-Each environment is rebuilt only when its requirements change.
+"""Create the extra Python environments the tests use (ENVIRONMENTS; the main .venv has
+the newest protobuf, Debian's python3-protobuf comes from tests/setup-system.sh), each
+rebuilt only when its requirements change.
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 ENVIRONMENTS = {
+    # Yocto scarthgap's protobuf, and protoc 25.1 that regenerates the schema (drift test)
     ".venv-pb425": ["protobuf==4.25.8", "psutil", "grpcio-tools==1.62.3"],
     # The release's wheels are built here (tests/test_release_wheels.py, pip wheel
     # --no-build-isolation): hatchling at Yocto scarthgap's version, the oldest the
