@@ -1,9 +1,6 @@
-"""A hostile native harness: a stand-in that breaks the pipe protocol on purpose.
-
-No real harness can be made to crash, hang or lie on demand, so the protocol
-tests run this script in its place (tests/test_native_protocol.py says so).
-It speaks the protocol honestly (its "encoding" of a payload is the payload's
-own bytes, its timings a fixed 1000 ns a loop) until its MODE says otherwise:
+"""A hostile native harness for tests/test_native_protocol.py (no real one crashes, hangs
+or lies on demand): it speaks the pipe protocol honestly (its "encoding" of a payload is
+the payload's own bytes, its timings a fixed 1000 ns a loop) until its MODE says otherwise:
 
     honest          never breaks
     crash           exits 3 at the first `time` request
