@@ -95,10 +95,6 @@ def hello_bytes(codec: str, profile: str = "seed", mode: str = "echo", change=No
     return json.dumps(hello_document(codec, profile, mode) | (change or {})).encode()
 
 
-def samples(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-
-
 @pytest.mark.parametrize(
     ("mode", "profile"), [("echo", "seed"), ("ack", "seed"), ("ack", "ev-full")]
 )
@@ -136,14 +132,11 @@ def test_every_message_is_answered_as_the_python_responder_answers_it(
             assert before <= receipt <= after
             assert body == expected_ack(codec, sequence, receipt)
             assert link.decode_ack(body) == (sequence, receipt)  # what the client reads
-    check_stats(frames_c[-1], frames_py[-1], len(bodies))
-
-
-def check_stats(stats_c: framing.Frame, stats_py: framing.Frame, messages_sent: int) -> None:
+    stats_c, stats_py = frames_c[-1], frames_py[-1]
     assert (stats_c.kind, stats_c.sequence) == (stats_py.kind, stats_py.sequence) == (4, 7)
     counts_c, counts_py = json.loads(stats_c.body), json.loads(stats_py.body)
     assert counts_c.keys() == counts_py.keys() == {"messages", "cpu_ns"}
-    assert counts_c["messages"] == counts_py["messages"] == messages_sent
+    assert counts_c["messages"] == counts_py["messages"] == len(bodies)
     assert type(counts_c["cpu_ns"]) is int and counts_c["cpu_ns"] > 0
 
 
@@ -432,7 +425,7 @@ LINK_RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--
 def measured_link_run(out: Path, mode: str) -> list[dict]:
     """The run's sample sets, once every phase of both codecs was answered in `mode` and
     the responder's CPU measured."""
-    sets = samples(out)
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     rtt = [s for s in sets if s["metric"] == "rtt"]
     assert {s["codec"] for s in rtt} == {"json", "protobuf"}
     assert all(s["params"]["mode"] == mode for s in rtt)
