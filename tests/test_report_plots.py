@@ -36,9 +36,8 @@ CORE = RUNS / "core-v1"
 LONG_PROFILE = "schema:com.example.vehicle.battery.v1.BatteryManagementSystemStatus"
 
 
-@pytest.fixture
-def render(monkeypatch):
-    """`render(context)`: {plot name: the Figure plots.draw saved for it}."""
+def render(context: RunContext) -> dict[str, Figure]:
+    """{plot name: the Figure plots.draw saved for it}, caught at Figure.savefig."""
     original = Figure.savefig
     saved: list[Figure] = []
 
@@ -46,14 +45,17 @@ def render(monkeypatch):
         saved.append(self)
         return original(self, *args, **kwargs)
 
-    def render(context: RunContext) -> dict[str, Figure]:
-        saved.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", spy)
         drawn = plots.draw(context)
-        assert len(saved) == len(drawn)
-        return {plot.name: figure for plot, figure in zip(drawn, saved, strict=True)}
+    assert len(saved) == len(drawn)
+    return {plot.name: figure for plot, figure in zip(drawn, saved, strict=True)}
 
-    monkeypatch.setattr(Figure, "savefig", spy)  # undone after the test
-    return render
+
+@pytest.fixture(scope="module")
+def codec_link() -> dict[str, Figure]:
+    """codec-link-v1's figures, drawn once for the tests that only read them."""
+    return render(load_context(CODEC_LINK))
 
 
 def shown_axes(figure: Figure) -> list[Axes]:
@@ -102,22 +104,21 @@ def bars(axis: Axes) -> list[Rectangle]:
 # --- the send-lateness panel has y tick values ---------------------------------------
 
 
-def test_every_send_lateness_panel_labels_its_y_axis(render) -> None:
+def test_every_send_lateness_panel_labels_its_y_axis(codec_link) -> None:
     # codec-link-v1's lateness runs from 0.16 µs to 76 ms: over five decades on a panel
     # 1.5 inches high. matplotlib's LogLocator, given 1-2-5 subs, draws no tick at all
     # once it must skip decades.
-    figures = render(load_context(CODEC_LINK))
-    panels = shown_axes(figures["lateness-time"])
+    panels = shown_axes(codec_link["lateness-time"])
     titles = [axis.get_title(loc="left") for axis in panels]
     assert titles == ["json periodic (6 phases)", "protobuf periodic (6 phases)"]
     for axis in panels:
         assert axis.get_yscale() == "log"
         assert_labelled_y_axis(axis)
-    for axis in shown_axes(figures["rtt-time"]) + shown_axes(figures["codec-times"]):
+    for axis in shown_axes(codec_link["rtt-time"]) + shown_axes(codec_link["codec-times"]):
         assert_labelled_y_axis(axis)  # the other log axes too
 
 
-def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled(render) -> None:
+def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled() -> None:
     # Every lateness between 55 and 95 µs: no 1, 2 or 5 x 10^k inside the view.
     context = load_context(CODEC_LINK)
     narrowed = [
@@ -177,7 +178,7 @@ def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]
     return drawn
 
 
-def test_each_codec_keeps_its_colour_whatever_the_run_order(render, tmp_path) -> None:
+def test_each_codec_keeps_its_colour_whatever_the_run_order(tmp_path) -> None:
     # The third run named a codec more, first, which measured nothing here.
     orders = (["json", "protobuf"], ["protobuf", "json"], ["orjson", "protobuf", "json"])
     first, *others = (
@@ -250,7 +251,7 @@ def assert_nothing_cut(figure: Figure) -> None:
 
 
 @pytest.mark.parametrize("plot", ["codec-times", "codec-sizes"])
-def test_a_user_schemas_profile_name_is_not_cut(render, plot: str) -> None:
+def test_a_user_schemas_profile_name_is_not_cut(plot: str) -> None:
     context = load_context(CORE)
     context.records[:] = [dict(r, profile=LONG_PROFILE) for r in context.records]
     figure = render(context)[plot]
@@ -260,19 +261,18 @@ def test_a_user_schemas_profile_name_is_not_cut(render, plot: str) -> None:
     assert [label.replace("\n", "") for label in labels] == [LONG_PROFILE]
 
 
-@pytest.mark.parametrize("run", [CORE, CODEC_LINK], ids=lambda p: p.name)
-def test_no_plot_of_a_real_run_is_cut(render, run: Path) -> None:
-    for figure in render(load_context(run)).values():
+def test_no_plot_of_a_real_run_is_cut(codec_link) -> None:
+    for figure in [*render(load_context(CORE)).values(), *codec_link.values()]:
         assert_nothing_cut(figure)
 
 
 # --- the size bars give the figure the text gives --------------------------------------
 
 
-def test_size_bars_are_the_mean_the_report_text_gives(render, tmp_path) -> None:
+def test_size_bars_are_the_mean_the_report_text_gives(codec_link, tmp_path) -> None:
     run = tmp_path / "run"
     shutil.copytree(CODEC_LINK, run)
-    figure = render(load_context(run))["codec-sizes"]
+    figure = codec_link["codec-sizes"]
     colours = legend_colours(figure)
     done = evbench("report", str(run))
     assert done.returncode == 0, done.stderr
