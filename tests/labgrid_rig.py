@@ -1,10 +1,6 @@
-"""A real labgrid lab on loopback: coordinator, exporter and places, for the lab tests.
-
-labgrid 26 lives in its own venv (.venv-labgrid, made by tests/setup_envs.py): its
-`pyserial-labgrid` would replace pyserial's `serial` package in the main venv. The
-coordinator listens on 127.0.0.1 only (its default is every interface) and keeps its
-places.yaml in a temporary working directory; the exporter exports the resources it is
-given under `--hostname 127.0.0.1`.
+"""A real labgrid lab on loopback for the lab tests: coordinator (on 127.0.0.1 only, its
+places.yaml in a temporary directory), exporters (`--hostname 127.0.0.1`) and places.
+labgrid 26 lives in .venv-labgrid: its `pyserial-labgrid` would replace pyserial here.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
-"""Places beyond a plain exporter's, on one real labgrid 26 lab on loopback: behind an
-isolated exporter, with a power switch that recovers a silent board, over a serial
-console; and an exporter killed mid-run.
+"""Places beyond a plain exporter's, on one real labgrid 26 lab on loopback (one coordinator;
+place am62x-a a NetworkService for tests/sshd.py's sshd; each other place added with an
+exporter of its own by its module fixture, so a test starts only the parts it uses):
 
-One coordinator; its first exporter exports place am62x-a, a NetworkService for the
-loopback sshd of tests/sshd.py. Each other place comes with an exporter of its own,
-added by its module fixture, so a test starts only the parts it uses:
-
-- am62x-iso: an exporter started with `--isolated` marks its resources
-  `proxy_required`, naming its own host (its fqdn) as the proxy. A second loopback sshd
-  plays that exporter host; ~/.ssh/config maps the proxy's name to it, as a lab's users
-  map their exporter hosts. evbench jumps through it with a direct-tcpip channel
-  (paramiko), verifying its host key too.
-- am62x-r: a board with a loopback sshd of its own, whose NetworkPowerPort (model
-  simplerest) is labgrid_rig.py's HTTP switch, which really powers it: off stops its
-  sshd, on starts it again. The run's agent processes are this machine's, so "off" does
-  not stop them: after the recovery the run goes on and completes. On a real board a
-  reboot ends the run, and the agent reports it (partial, "the board rebooted during the
-  run"), which the detached-run tests cover.
-- am62x-s: the console tests' real line (tests/console_rig.py: agetty, login and bash
-  behind a pty pair at 115200 baud, no kernel noise here), exported by `serial-exporter`
-  as a RawSerialPort (the resolved /dev/pts/N: labgrid wants a /dev path); clients see a
-  NetworkSerialPort, and the exporter starts ser2net (RFC 2217) when the place is
-  acquired.
+- am62x-iso: behind an exporter started with `--isolated` (resources `proxy_required`, its
+  fqdn the proxy). A second loopback sshd plays that host, mapped to the proxy's name in
+  ~/.ssh/config; evbench jumps through it (paramiko direct-tcpip), its host key verified.
+- am62x-r: a board with its own sshd, powered by labgrid_rig.PowerSwitch (model
+  simplerest): off stops its sshd, on starts it. The agent's processes are this machine's,
+  so the run goes on and completes after the recovery (a real reboot ends it: the
+  detached-run tests cover that).
+- am62x-s: tests/console_rig.py's serial line (agetty, login, bash behind a 115200-baud
+  pty pair) exported as a RawSerialPort (its /dev/pts/N); clients see a NetworkSerialPort
+  that ser2net serves (RFC 2217) once acquired.
 """
 
 from __future__ import annotations
@@ -30,13 +20,19 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import labgrid_rig
 import pytest
 from conftest import require_command
 from console_rig import ConsoleRig
-from test_labgrid_board import BOARD_PYTHON, EVBENCH, board_url, evbench, plan, wait_while_running
+from test_labgrid_board import (
+    BOARD_PYTHON,
+    board_url,
+    evbench,
+    plan,
+    running,
+    wait_while_running,
+)
 
 from evbench_core import results
 from evbench_core.errors import UserError
@@ -219,24 +215,15 @@ def test_a_board_silent_mid_run_is_power_cycled_and_the_run_completes(
     out = tmp_path / "run"
     work = tmp_path / "board"
     log = tmp_path / "evbench.err"
-    with open(log, "w") as stderr:
-        job = subprocess.Popen(
-            [EVBENCH, "run", "--board", board_url(POWERED, work, recover_after="3"), *LONG,
-             "--out", str(out)],
-            stdout=subprocess.DEVNULL, stderr=stderr, text=True,
-        )  # fmt: skip
+    argv = ["run", "--board", board_url(POWERED, work, recover_after="3"), *LONG, "--out", str(out)]
+    quiet = {"stdout": subprocess.DEVNULL}
     try:
-        deadline = time.monotonic() + 300
-        while not list(work.glob("runs/*")):
-            assert job.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the run never started on the board"
-            time.sleep(0.5)
-        board.stop()  # the board stops answering: no SSH any more, connections cut
-        job.wait(timeout=600)
+        with log.open("w") as stderr, running(*argv, **quiet, stderr=stderr) as job:
+            started = lambda: bool(list(work.glob("runs/*")))  # noqa: E731
+            wait_while_running(job, started, "the run never started on the board", 300, 0.5)
+            board.stop()  # the board stops answering: no SSH any more, connections cut
+            job.wait(timeout=600)
     finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
         if board.process is None:
             board.start()
     err = log.read_text()
@@ -324,20 +311,12 @@ def test_an_exporter_killed_mid_run_leaves_its_entry_partial_and_the_other_compl
     before = set(runs.glob("*")) if runs.is_dir() else set()
     lab_dir = tmp_path / "lab"
     console_user.install_agent()
-    job = subprocess.Popen(
-        [EVBENCH, "lab", "run", str(lab_file), "--out", str(lab_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
+    with running("lab", "run", str(lab_file), "--out", str(lab_dir)) as job:
         # The run has started on the serial board: its run directory is there.
         started = lambda: runs.is_dir() and bool(set(runs.glob("*")) - before)  # noqa: E731
         wait_while_running(job, started, "the serial entry never started on the board", 300, 0.5)
         lab.kill_exporter("serial-exporter")
         _, err = job.communicate(timeout=600)
-    finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
     assert job.returncode == 4, err  # some entry did not complete
     index = json.loads((lab_dir / "lab.json").read_text())
     entries = {entry["board"]: entry for entry in index["entries"]}
