@@ -54,8 +54,8 @@ def run(tmp_path_factory) -> tuple[Path, str]:
 
 
 def replicate(sample: dict) -> object:
-    """Which repetition a sample set is (the results format's replicate params), else its
-    worker: a worker process in the codec suite, a phase in the link suite."""
+    """Which repetition a sample set is: its replicate param (the results format's), else
+    its worker."""
     params = sample.get("params") or {}
     for name in ("process", "process_index", "phase_index"):
         if name in params:
@@ -69,10 +69,10 @@ def _samples(run_dir: Path) -> list[dict]:
     return [s for s in map(json.loads, lines) if s["codec"] in CODECS]
 
 
-def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
-    """Every identity of summary.json both codecs measured -> codec -> its median
-    (recomputed from samples.jsonl): with several replicates the median of the
-    replicates' medians, with one the median of every value."""
+def identities(run_dir: Path) -> tuple[dict, dict]:
+    """Every identity of summary.json both codecs measured -> codec -> its median: of the
+    replicates' medians with several, else of every value (samples.jsonl); and every
+    identity -> codec -> the mean of every value (what a fact row shows)."""
     records = json.loads((run_dir / "summary.json").read_text())["records"]
     known = {identity.of_record(r) for r in records if r["codec"] in CODECS}
     values: dict[tuple, dict[object, list[float]]] = {}
@@ -80,21 +80,16 @@ def identities(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
         key = (identity.of_record(sample), sample["codec"])
         values.setdefault(key, {}).setdefault(replicate(sample), []).extend(sample["values"])
     found: dict[identity.Identity, dict[str, float]] = {}
+    means: dict[identity.Identity, dict[str, float]] = {}
     for (key, codec), replicates in values.items():
         assert key in known, key  # the summary holds every identity the samples have
         medians = [statistics.median(v) for v in replicates.values()]
         every = [v for vs in replicates.values() for v in vs]
         shown = statistics.median(medians) if len(medians) > 1 else statistics.median(every)
         found.setdefault(key, {})[codec] = shown
-    return {key: medians for key, medians in found.items() if set(medians) == set(CODECS)}
-
-
-def means(run_dir: Path) -> dict[identity.Identity, dict[str, float]]:
-    """Every identity -> codec -> the mean of every value (what a fact row shows)."""
-    values: dict[identity.Identity, dict[str, list[float]]] = {}
-    for s in _samples(run_dir):
-        values.setdefault(identity.of_record(s), {}).setdefault(s["codec"], []).extend(s["values"])
-    return {key: {c: statistics.fmean(v) for c, v in by.items()} for key, by in values.items()}
+        means.setdefault(key, {})[codec] = statistics.fmean(every)
+    both = {key: medians for key, medians in found.items() if set(medians) == set(CODECS)}
+    return both, means
 
 
 def number(cell: str) -> float:
@@ -105,9 +100,8 @@ def number(cell: str) -> float:
 
 
 def names(row_label: str, profile: str, key: identity.Identity, found: dict) -> bool:
-    """Whether a row's profile and label name this identity: its metric's label, and the
-    value of each param (phase, kind, mode, operation) that sets it apart from the other
-    identities of its metric."""
+    """Whether a row's profile and label name this identity: its metric's label and each
+    NAMED_PARAMS value that sets it apart from its metric's other identities."""
     metric = metrics.METRICS[key.metric].label
     siblings = [
         k.params_dict
@@ -133,10 +127,9 @@ def match_rows(
     columns: tuple[int, ...],
     facts: dict | None = None,
 ) -> dict:
-    """Each row -> the one identity it shows; fails on none or more than one. `columns`
-    are the codecs' cells that show their medians (the comparison table: the baseline's
-    only, the candidate's is the test's estimate); with `facts` (each codec's means) a
-    fact row's two cells are its means."""
+    """Each row -> the one identity it shows, else fails. `columns`: the cells showing
+    medians (the comparison table: the baseline's only); with `facts` (each codec's
+    means) a fact row's two cells are its means."""
     mapped = {}
     for row in rows:
         profile, label = row[0].strip(), row[1].strip()
@@ -170,8 +163,8 @@ def signed_change(cell: str) -> float:
 
 
 def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> None:
-    """The comparison table (with Verdict) and the context table (without) together show
-    every identity exactly once; context metrics only in the table without a verdict."""
+    """The comparison table and the context table (no Verdict) show every identity once
+    between them; context metrics only in the context table."""
     comparison = verdict_table(tables)
     header = [c.strip() for c in comparison[0]]
     assert header[:6] == [
@@ -191,7 +184,7 @@ def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> Non
 
 def test_the_run_measured_what_this_test_needs(run):
     run_dir, _stdout = run
-    found = identities(run_dir)
+    found, _means = identities(run_dir)
     phases = {k.params_dict.get("phase") for k in found if k.suite == "link"}
     assert {"periodic", "capacity"} <= phases
     records = json.loads((run_dir / "summary.json").read_text())["records"]
@@ -216,7 +209,7 @@ def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winn
     assert wide == [], wide
     # the environment box first, then the answer
     assert markdown.split("\n## ", 3)[2].startswith("The answer: Protobuf against JSON")
-    found, facts = identities(run_dir), means(run_dir)
+    found, facts = identities(run_dir)
     for tables in (text_tables(stdout), markdown_tables(markdown)):
         check_tables(tables, found, facts)
 
@@ -238,12 +231,11 @@ def _equal_weights(samples: list[dict], codec: str) -> list[float]:
 
 
 def test_a_pooled_row_would_be_caught(run):
-    """The check can fail: a row showing the median of two phases pooled (what the old
-    table printed) names no identity. The phases weigh the same: pooled by count, the
-    capacity phase's thousands of round trips outweigh the periodic phase's 40 per
-    process, and that median can round to the capacity row's own (a flake once)."""
+    """The check can fail: a row showing the median of two phases pooled names no
+    identity. The phases weigh the same: pooled by count, the capacity phase's thousands
+    of round trips outweigh the periodic phase's 40, and can round to its row's own."""
     run_dir, _stdout = run
-    found = identities(run_dir)
+    found, _means = identities(run_dir)
     keys = [k for k in found if k.metric == "rtt_transport"]
     rtt = [s for s in _samples(run_dir) if s["metric"] == "rtt_transport"]
     pooled = [statistics.median(_equal_weights(rtt, codec)) for codec in CODECS]
@@ -382,11 +374,10 @@ TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}
 
 
 def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
-    """comparison.csv (written by evbench run) holds the terminal table's rows in the same
-    words, numbers and intervals; on each tested row the candidate's cell against the
-    baseline's, the change and a named winner (with the metric's direction) say the same,
-    and an interval beside a p (Holm) >= 0.05 holds 1 (0 for a difference); evbench report
-    writes the same file again; JUnit carries each tested record's verdict in the same words."""
+    """comparison.csv holds the terminal table's rows; on each tested row the cells, the
+    change and a named winner (with the metric's direction) agree, and an interval beside
+    p (Holm) >= 0.05 holds 1 (0 for a difference); evbench report writes the same file;
+    JUnit carries the verdicts in the same words."""
     run_dir, stdout = run
     path = run_dir / "comparison.csv"
     with path.open(newline="") as handle:
