@@ -1,9 +1,6 @@
-"""evbench_core.digests: SHA-256 and constant-time comparison without OpenSSL.
-
-Expectations: the FIPS 180-2 example digests (appendix B) and hashlib/hmac,
-which use OpenSSL here, as the independent implementations. That calling them loads no
-OpenSSL is tests/test_import_weight.py's run-path check.
-"""
+"""evbench_core.digests: SHA-256 and constant-time comparison without OpenSSL, against the
+FIPS 180-2 examples (appendix B) and hashlib/hmac (OpenSSL here); that calling them loads no
+OpenSSL is tests/test_import_weight.py's run-path check."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The payload set's digest (`payload_digest`), on every codec and link record.
-
-The hand-worked digest follows the scheme docs/results-format.md describes, built
-here with hashlib from the samples file's own lines and the descriptor set protoc
-wrote. That each runtime's run puts it on every codec and link record, and that protobuf
-4.21, 4.25 and the newest give one digest, is tests/test_compat.py's.
-"""
+"""The payload set's digest (`payload_digest`), worked by hand with hashlib as
+docs/results-format.md describes it (the samples file's lines, protoc's descriptor set); that
+every runtime's run puts it on every codec and link record, one digest across protobuf 4.21,
+4.25 and the newest, is tests/test_compat.py's."""
 
 from __future__ import annotations
 
