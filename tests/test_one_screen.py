@@ -6,7 +6,6 @@ against cJSON, built by the documented command) on an 80-column pty, with `evben
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 from native_cross import build_documented
 from report_helpers import evbench
-from test_terminal_width import on_pty
+from test_terminal_width import on_pty, terminal_env
 
 from evbench_agent.native import runtimes
 
@@ -70,11 +69,6 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
     assert f"Report with plots: {out / 'report.html'}" in done.stdout
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return {**env, **extra}
-
-
 @pytest.fixture(scope="module")
 def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """The harness directory, the run directory and what `evbench run` printed on an
@@ -82,7 +76,7 @@ def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, st
     names = [runtimes.RUNTIMES[codec].executable_name for codec in PAIR]
     build = build_documented(tmp_path_factory, *names)
     out = tmp_path_factory.mktemp("width") / "run"
-    env = _env(EVBENCH_NATIVE_DIR=str(build))
+    env = terminal_env(EVBENCH_NATIVE_DIR=str(build))
     code, printed, stderr = on_pty([*RUN, "--out", str(out)], 80, env)
     assert code == 0, stderr + printed
     return build, out, printed
@@ -116,7 +110,7 @@ def test_the_one_screen_fits_80_columns_and_answers_each_native_pair(native_run)
 
 def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
     build, out, _printed = native_run
-    env = _env(EVBENCH_NATIVE_DIR=str(build))
+    env = terminal_env(EVBENCH_NATIVE_DIR=str(build))
     code, printed, stderr = on_pty([*EVBENCH, "report", "--terminal", str(out)], 80, env)
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
@@ -140,7 +134,7 @@ def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
 def test_compare_fits_80_columns(native_run):
     _build, out, _printed = native_run
     argv = [*EVBENCH, "compare", "--no-history", str(out), str(out)]
-    code, printed, stderr = on_pty(argv, 80, _env())
+    code, printed, stderr = on_pty(argv, 80, terminal_env())
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
     keyed = [line for line in lines if line.startswith("Suite ")]
@@ -154,7 +148,7 @@ def test_item_4_the_piped_one_screen_answers_each_native_pair(native_run, tmp_pa
     build, _out, _printed = native_run
     out = str(tmp_path / "run")
     done = subprocess.run([*RUN, "--out", out], capture_output=True, text=True, timeout=900,
-                          env=_env(EVBENCH_NATIVE_DIR=str(build)))  # fmt: skip
+                          env=terminal_env(EVBENCH_NATIVE_DIR=str(build)))  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = _check_fits(done.stdout, 120)
     assert len(lines) <= 50

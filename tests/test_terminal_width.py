@@ -42,6 +42,12 @@ def on_pty(argv: list[str], columns: int, env: dict[str, str]) -> tuple[int, str
     return code, said.decode().replace("\r\n", "\n"), stderr
 
 
+def terminal_env(**extra: str) -> dict[str, str]:
+    """os.environ without COLUMNS and LINES (they override the terminal's size), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, **extra}
+
+
 def _width_under_pty(columns: int, env: dict[str, str]) -> int:
     """terminal.width() in a child whose standard output is a pty of `columns` columns."""
     code, said, stderr = on_pty([sys.executable, "-c", PROBE], columns, env)
@@ -50,7 +56,7 @@ def _width_under_pty(columns: int, env: dict[str, str]) -> int:
 
 
 def test_the_width_is_the_terminals_with_columns_honoured_else_120():
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env = terminal_env()
     assert _width_under_pty(80, env) == 80
     assert _width_under_pty(100, env) == 100
     assert _width_under_pty(80, {**env, "COLUMNS": "72"}) == 72  # COLUMNS honoured
