@@ -26,6 +26,7 @@ REFUSED = {
     "not UTF-8": b'{"metrics": {"\xff": 3}}',
     "infinite": '{"default_percent": Infinity}',
     "a huge key list": '{"' + '": 1, "'.join(f"k{i}" for i in range(20_000)) + '": 1}',
+    "an unknown key": '{"default": 5}',
 }
 
 
@@ -88,12 +89,19 @@ def test_any_json_value_or_bytes_give_sane_criteria_or_a_user_error(content):
     _sane(_load(content))
 
 
-@pytest.mark.parametrize("case", ["an integer beyond a float", "deep nesting"])
-def test_the_command_line_exits_2_naming_the_file(tmp_path, capsys, case):
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ("an integer beyond a float", "default_percent is a huge integer"),
+        ("deep nesting", "is nested too deeply"),
+        ("an unknown key", "unknown criteria keys ['default']"),
+    ],
+)
+def test_the_command_line_exits_2_naming_the_file(tmp_path, capsys, case, said):
     # The criteria are read before any run is: two copies of the checked-in run will do.
     run = Path(__file__).parent / "data" / "runs" / "core-v1"
     path = write(tmp_path, REFUSED[case])
     code = evbench(["compare", str(run), str(run), "--criteria", str(path)])
     _, err = capsys.readouterr()
     assert code == 2, err
-    assert str(path) in err and "internal error" not in err
+    assert str(path) in err and said in err and "internal error" not in err
