@@ -349,13 +349,6 @@ def test_a_minor_reads_another_major_is_named_by_age_and_a_malformed_version_is_
 # --- every manifest key documented -------------------------------------------------
 
 
-def _section(title: str) -> str:
-    text = DOC.read_text(encoding="utf-8")
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
-
-
 def _tables(section: str) -> list[dict[str, str]]:
     """Each markdown table of `section` as {first-column name: the row's content}."""
     tables: list[dict[str, str]] = []
@@ -378,7 +371,10 @@ def _tables(section: str) -> list[dict[str, str]]:
 
 def _documented() -> list[dict[str, str]]:
     """The manifest's top-level keys and its platform section's keys, as documented."""
-    return _tables(_section("The manifest"))[:2]
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index("\n## The manifest\n")
+    end = text.find("\n## ", start + 1)
+    return _tables(text[start : end if end != -1 else len(text)])[:2]
 
 
 @pytest.fixture(scope="module")
