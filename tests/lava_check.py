@@ -20,13 +20,9 @@ unpacked by tests/setup_envs.py into tests/cache/lava/root, and prints JSON:
                              unpacks the overlay tarball into DIR, where the job's
                              lava_test_results_dir is (the device dictionary sets it)
 
-EVBENCH_LAVA_SOURCE=DIR reads LAVA from a source tree instead (a checkout of LAVA's
-own repository, for trying a newer release; its Python dependencies must be in the
-interpreter that runs this file).
-
-One part is faked, and only because it cannot be installed from PyPI: the
-libguestfs Python bindings (`guestfs`), which lava-dispatcher imports at module
-level to build guest images and which strategy selection never calls.
+EVBENCH_LAVA_SOURCE=DIR reads LAVA from a checkout of its repository instead (a newer
+release; its dependencies in the interpreter that runs this file). One module is faked, as
+PyPI has none: libguestfs's `guestfs`, imported by lava-dispatcher, never called here.
 """
 
 from __future__ import annotations

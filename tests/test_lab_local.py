@@ -1,7 +1,6 @@
-"""`evbench lab run` on the local board (no labgrid): what lab.json and `lab status` say
-when the lab is stopped after an entry's measurement, or killed outright (issue 44,
-item 5). The lab, its entries and the agent are the real ones; the signals are sent as
-systemd stopping the lab (SIGTERM) and the OOM killer (SIGKILL) would.
+"""`evbench lab run` on the local board: what lab.json and `lab status` say when the lab is
+stopped after an entry's measurement (SIGTERM, as systemd sends it) or killed outright
+(SIGKILL, as the OOM killer does; issue 44 item 5). The lab, its entries and the agent are real.
 """
 
 from __future__ import annotations
@@ -69,10 +68,8 @@ def _end_group(job: subprocess.Popen) -> None:
 
 def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> None:
     # The lab stopped once the entry's run holds its `complete` marker (the agent may
-    # still be exiting, or the entry drawing its report): the entry's run is whole, so
-    # the entry is complete. Killed after sealing, the agent's run stays sealed
-    # (commands/run.py, _after_a_killed_agent); once, a killed agent's complete run was
-    # sealed partial (exit 4).
+    # still be exiting, or the entry drawing its report): the run is whole and stays
+    # sealed (commands/run.py, _after_a_killed_agent), so the entry is complete.
     for _attempt in range(3):  # the entry may end before the signal lands: try again
         lab_dir = tmp_path / f"lab{_attempt}"
         job = _start(tmp_path, _plan(tmp_path, "[--quick]"), lab_dir)

@@ -1,12 +1,7 @@
-"""evbench under LAVA (issue 20), checked with LAVA's own code.
-
-Debian 12's lava-common, lava-dispatcher and lava-server (2023.01) are unpacked
-by tests/setup_envs.py (apt-get download + dpkg -x, the system untouched) and
-run in .venv-lava through tests/lava_check.py: the job schema
-(`lava_common.schemas.validate`), the device-type templates with lava-dispatcher's
-strategy selection, and the test shell's signal parsing (`handle_testcase`,
-`SignalMatch`). Expected test cases come from summary.json read here, not from
-evbench's LAVA module.
+"""evbench under LAVA (issue 20), checked with LAVA's own code: Debian 12's lava-common,
+lava-dispatcher and lava-server (2023.01, unpacked by tests/setup_envs.py) run in .venv-lava
+through tests/lava_check.py (job schema, device-type templates and strategy selection, the
+test shell's signal parsing). Expected test cases come from summary.json, not evbench's code.
 """
 
 from __future__ import annotations
