@@ -34,12 +34,34 @@ def _interpreters() -> dict[str, str]:
     }
 
 
+def _agent_alone() -> dict[str, str]:
+    """Only agent/src on the path: the agent must stand alone, without the host tools."""
+    return dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+
+
 def _agent(python: str, *argv: str) -> subprocess.CompletedProcess:
-    # Only agent/src on the path: the agent must stand alone, without the host tools.
-    env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-    return subprocess.run(
-        [python, "-m", "evbench_agent", *argv], capture_output=True, text=True, env=env, timeout=600
-    )
+    command = [python, "-m", "evbench_agent", *argv]
+    return subprocess.run(command, capture_output=True, text=True, env=_agent_alone(), timeout=600)
+
+
+def on_each_runtime(argv, stdin: str = "", timeout: float = 600) -> dict[str, str]:
+    """Each runtime's stdout of `python argv(runtime)`, the agent alone on its path, the
+    runtimes at once."""
+    interpreters = _interpreters()
+    for runtime, python in interpreters.items():
+        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
+
+    options = {"input": stdin, "capture_output": True, "text": True, "timeout": timeout}
+
+    def run(runtime: str) -> subprocess.CompletedProcess:
+        command = [interpreters[runtime], *argv(runtime)]
+        return subprocess.run(command, env=_agent_alone(), **options)
+
+    with ThreadPoolExecutor(len(interpreters)) as pool:
+        done = dict(zip(interpreters, pool.map(run, interpreters), strict=True))
+    for runtime, finished in done.items():
+        assert finished.returncode == 0, f"{runtime}: {finished.stderr}"
+    return {runtime: finished.stdout for runtime, finished in done.items()}
 
 
 RUN = ["run", "--quick", "--profile", "seed,ev-full,string-map",
@@ -111,15 +133,10 @@ def test_agent_source_needs_no_python_newer_than_3_10():
 
 
 # -- protobuf-json's zero values on each runtime (issue 44, item 1) ----------------------
-# Before 5.26, json_format's option that prints fields without presence also prints unset
-# proto2 `optional` scalars, so for a message that can hold one (through an Any, or a
-# proto2 sub-message) the agent prints without it and adds the defaults itself. It wrote
-# "" for the 32-bit integers, and the runtime's own Parse refused that ("invalid literal
-# for int() with base 10: ''"). Expected values are the proto3 JSON mapping's
-# (protobuf.dev, "JSON Mapping"): the 32-bit integers are JSON numbers, the 64-bit ones
-# strings; float and double numbers; bytes base64 (of nothing: ""); an enum its value's
-# name. Each runtime prints through the agent's codec on a schema protoc compiles here,
-# and its own Parse must read back what it printed.
+# Before 5.26 the agent adds proto3 defaults itself (json_format's option would print unset
+# proto2 `optional` scalars); it once wrote "" for int32, which Parse refused. Expected: the
+# proto3 JSON mapping (protobuf.dev, "JSON Mapping"): 32-bit integers numbers, 64-bit ones
+# strings, bytes base64, an enum its value's name; and each runtime's Parse reads it back.
 
 #: Every scalar type of protobuf, with the JSON form of its zero value by the mapping.
 SCALARS = {
@@ -198,22 +215,9 @@ def printed(tmp_path_factory) -> dict[str, list]:
     (folder / "zero.proto").write_text(PROTO3)
     serialized = base64.b64encode(compile_set(folder, "zero.proto", folder)).decode()
     set_values = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
-    interpreters = _interpreters()
-    for runtime, python in interpreters.items():
-        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-    env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-
-    def run(python: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [python, "-c", SCRIPT], input=json.dumps([serialized, ROOTS, set_values]),
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
-
-    with ThreadPoolExecutor(len(interpreters)) as pool:  # the runtimes at once
-        done = dict(zip(interpreters, pool.map(run, interpreters.values()), strict=True))
-    for runtime, finished in done.items():
-        assert finished.returncode == 0, f"{runtime}: {finished.stderr}"
-    return {runtime: json.loads(finished.stdout) for runtime, finished in done.items()}
+    stdin = json.dumps([serialized, ROOTS, set_values])
+    printed = on_each_runtime(lambda _: ["-c", SCRIPT], stdin, timeout=300)
+    return {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
 
 
 def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):

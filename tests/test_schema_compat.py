@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-from collections.abc import Callable
 
 import pytest
-from conftest import AGENT_SRC, ROOT, require
-from test_compat import _interpreters
+from conftest import ROOT
+from test_compat import on_each_runtime
 from test_schema_kinds import compile_set
 
 pytestmark = pytest.mark.compat
@@ -75,24 +72,11 @@ print(json.dumps(out))
 """
 
 
-def _on_each_runtime(argv: Callable[[str], list[str]], stdin: str = "") -> dict[str, str]:
-    """Each runtime's stdout of `python argv(runtime)`, the agent alone on its path."""
-    out = {}
-    for runtime, python in _interpreters().items():
-        require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-        env = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
-        done = subprocess.run([python, *argv(runtime)], input=stdin, capture_output=True,
-                              text=True, env=env, timeout=600)  # fmt: skip
-        assert done.returncode == 0, f"{runtime}: {done.stderr}"
-        out[runtime] = done.stdout
-    return out
-
-
 def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
     names = ("legacy", "well_known", "fanout")
     sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", tmp_path)).decode() for n in names}
     cases = {case: (sets[proto], message) for case, (proto, message) in CASES.items()}
-    printed = _on_each_runtime(lambda _: ["-c", SCRIPT % (MAPS,)], json.dumps(cases))
+    printed = on_each_runtime(lambda _: ["-c", SCRIPT % (MAPS,)], json.dumps(cases))
     results = {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
     newest = results["newest"]
     differ = []
@@ -127,7 +111,7 @@ def test_each_runtime_measures_the_same_user_message(tmp_path):
     }  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     run = ["-m", "evbench_agent", "run", "--spec", str(tmp_path / "spec.json"), "--out"]
-    runtimes = _on_each_runtime(lambda runtime: [*run, str(tmp_path / runtime)])
+    runtimes = on_each_runtime(lambda runtime: [*run, str(tmp_path / runtime)])
     sizes = {}
     for runtime in runtimes:
         assert (tmp_path / runtime / "complete").exists()
