@@ -48,23 +48,13 @@ class Release:
         return str(self.env / "bin" / name)
 
 
-def clean_environment() -> dict[str, str]:
-    """This process's environment without what would put the checkout's packages, or
-    the user's, on an installed release's path."""
+def run(argv: list, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`argv` without what would put the checkout's packages, or the user's, on an
+    installed release's path."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env["PYTHONNOUSERSITE"] = "1"
-    return env
-
-
-def run(argv: list, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(part) for part in argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env=clean_environment(),
-    )
+    argv = [str(part) for part in argv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def build_wheels(source: Path, out: Path) -> dict[str, Path]:
