@@ -88,6 +88,17 @@ def deploy(place: str, tmp_path: Path, *more: str) -> subprocess.CompletedProces
     return evbench("deploy", "--board", board_url(place, tmp_path / "board"), *more)
 
 
+def place_run(run_dir: Path, place: str) -> dict:
+    """The manifest of `run_dir`, asserted an ordinary complete run (every listed file's
+    checksum matches) on labgrid place `place`."""
+    assert (run_dir / results.COMPLETE).exists(), run_dir
+    assert results.verify_checksums(run_dir) == []
+    manifest = json.loads((run_dir / results.MANIFEST).read_text())
+    assert manifest["board_identity"]["id"] == f"place:{place}"
+    assert manifest["lab"]["place"] == place
+    return manifest
+
+
 def wait_while_running(job: subprocess.Popen, done: Callable[[], bool], what: str,
                        within_s: float, every_s: float) -> None:  # fmt: skip
     """Until `done()`, the job still running; `what` failed if not within `within_s`."""
@@ -118,16 +129,11 @@ def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab, sshd, 
     assert done.returncode == 0, done.stderr
     assert "acquired place am62x-a as " in done.stderr
     assert "released place am62x-a" in done.stderr
-    # An ordinary run directory: complete, every listed file's checksum matches.
-    assert (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-    manifest = json.loads((out / results.MANIFEST).read_text())
-    assert manifest["board_identity"]["id"] == "place:am62x-a"
-    assert manifest["board_identity"]["source"] == "lab place"
     # The place, written by the agent into the manifest it checksums (not beside it).
+    manifest = place_run(out, "am62x-a")
+    assert manifest["board_identity"]["source"] == "lab place"
     place = manifest["lab"]
     assert not (out / "labgrid.json").exists()
-    assert place["place"] == "am62x-a"
     assert place["tags"] == {"board": "am62x", "site": "loop", "unit": "a"}
     assert place["exporters"] == ["exporter"]
     assert [r["class"] for r in place["resources"]] == ["NetworkService"]
@@ -327,13 +333,7 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, tmp_path):
     spans = {}
     for name, entry in entries.items():
         assert (entry["status"], entry["exit_code"], entry["attempts"]) == ("complete", 0, 1)
-        run_dir = lab_dir / entry["run_dir"]
-        # An ordinary run: complete, every checksum matches, on its own place.
-        assert (run_dir / results.COMPLETE).exists()
-        assert results.verify_checksums(run_dir) == []
-        manifest = json.loads((run_dir / results.MANIFEST).read_text())
-        assert manifest["board_identity"]["id"] == f"place:{name}"
-        assert manifest["lab"]["place"] == name
+        manifest = place_run(lab_dir / entry["run_dir"], name)  # on its own place
         assert manifest["lab"]["tags"]["unit"] == name[-1]
         assert entry["comparison"]["baseline"] is None  # the first night of these boards
         spans[name] = (manifest["start_time"], manifest["end_time"])

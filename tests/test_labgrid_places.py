@@ -29,6 +29,7 @@ from test_labgrid_board import (
     BOARD_PYTHON,
     board_url,
     evbench,
+    place_run,
     plan,
     running,
     wait_while_running,
@@ -114,10 +115,7 @@ def test_a_run_goes_through_the_exporter_host_whose_key_is_verified(
     assert f"through the jump host {jump}" in done.stderr
     # The exporter host saw evbench log in (it logs in there only to jump).
     assert exporter_host.log_text().count("Accepted publickey") > logins_before
-    assert (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-    lab_record = json.loads((out / results.MANIFEST).read_text())["lab"]
-    assert lab_record["place"] == ISOLATED
+    lab_record = place_run(out, ISOLATED)["lab"]
     assert lab_record["jump"] == jump
     assert lab.acquired_by(ISOLATED) is None
 
@@ -240,9 +238,7 @@ def test_a_board_silent_mid_run_is_power_cycled_and_the_run_completes(
     assert re.search(rf"reconnected to .* \(attempt {len(numbers) + 1}\)", err)
     # labgrid's own simplerest driver, run by labgrid-client: off, then on, once.
     assert switch.seen == ["/outlet/1/0", "/outlet/1/1"]
-    assert (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-    assert json.loads((out / results.MANIFEST).read_text())["lab"]["place"] == POWERED
+    place_run(out, POWERED)  # complete, every checksum matching, on its place
     assert lab.acquired_by(POWERED) is None
 
 
@@ -278,11 +274,7 @@ def test_a_run_on_a_place_over_its_serial_console(lab_env, console_user, tmp_pat
     done = evbench("run", "--board", url, *QUICK, "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "acquired place am62x-s" in done.stderr and "released place am62x-s" in done.stderr
-    assert (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-    manifest = json.loads((out / results.MANIFEST).read_text())
-    assert manifest["board_identity"]["id"] == "place:am62x-s"
-    place = manifest["lab"]
+    place = place_run(out, "am62x-s")["lab"]
     assert place["exporters"] == ["serial-exporter"]
     # What the exporter exported as a RawSerialPort, the client sees served by ser2net.
     assert [r["class"] for r in place["resources"]] == ["NetworkSerialPort"]
