@@ -345,22 +345,12 @@ def _of_type(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
 def _check_object(
     value: dict[Any, Any], schema: dict[str, Any], root: dict[str, Any], path: Where
 ) -> Problem | None:
-    def problem(keyword: str, message: str) -> Problem:
+    keys = _keys_problem(value, schema)
+    if keys is not None:
+        keyword, message = keys
         return Problem(path, keyword, message, value, schema)
-
-    strange = [key for key in value if not isinstance(key, str)]
-    if strange:
-        return problem("type", f"has a key that is not text: {_shown(strange[0])}")
     properties = schema.get("properties", {})
     extra = schema.get("additionalProperties", True)
-    if extra is False:
-        unknown = [key for key in value if key not in properties]
-        if unknown:
-            keys = ", ".join(repr(key) for key in unknown)
-            return problem("additionalProperties", f"unknown key{'s'[: len(unknown) - 1]} {keys}")
-    missing = [key for key in schema.get("required", []) if key not in value]
-    if missing:
-        return problem("required", f"{missing[0]!r} is missing")
     for key, item in value.items():
         child = properties.get(key, extra if isinstance(extra, dict) else None)
         if child is not None:
@@ -368,6 +358,29 @@ def _check_object(
             if found is not None:
                 return found
     return None
+
+
+def _keys_problem(value: dict[Any, Any], schema: dict[str, Any]) -> tuple[str, str] | None:
+    """The first wrong key of an object (not text, unknown or missing): (keyword, message)."""
+    strange = [key for key in value if not isinstance(key, str)]
+    if strange:
+        return "type", f"has a key that is not text: {_shown(strange[0])}"
+    unknown = _unknown_keys(value, schema)
+    if unknown:
+        keys = ", ".join(repr(key) for key in unknown)
+        return "additionalProperties", f"unknown key{'s'[: len(unknown) - 1]} {keys}"
+    missing = [key for key in schema.get("required", []) if key not in value]
+    if missing:
+        return "required", f"{missing[0]!r} is missing"
+    return None
+
+
+def _unknown_keys(value: dict[Any, Any], schema: dict[str, Any]) -> list[str]:
+    """The keys a closed object (additionalProperties false) does not name."""
+    if schema.get("additionalProperties", True) is not False:
+        return []
+    properties = schema.get("properties", {})
+    return [key for key in value if key not in properties]
 
 
 def _check_array(
