@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 from evboard_fixture import (  # noqa: F401 (fixture `evboard`)
-    FEWER_WORKERS,
+    ONE_WORKER,
     BoardSession,
     evboard_session,
 )
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 QUICK_RUN = (
     "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf", "--quick",
-    *FEWER_WORKERS,
+    *ONE_WORKER,
 )  # fmt: skip
 
 
@@ -158,7 +158,7 @@ def test_a_user_schema_over_ssh(evboard: BoardSession, tmp_path: Path) -> None:
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--codecs", "json,protobuf",
-        "--quick", *FEWER_WORKERS, "--schema", str(data / "bms.proto"), "--message", message,
+        "--quick", *ONE_WORKER, "--schema", str(data / "bms.proto"), "--message", message,
         "--samples", str(data / "bms_samples.jsonl"), "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

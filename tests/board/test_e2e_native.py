@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from evboard_fixture import (  # noqa: F401 (fixture `evboard`)
-    FEWER_WORKERS,
+    ONE_WORKER,
     BoardSession,
     evboard_session,
 )
@@ -56,7 +56,7 @@ def test_a_cross_built_harness_measures_on_the_board(
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--profile", PROFILE,
-        "--codecs", f"json,{CODEC}", "--quick", *FEWER_WORKERS, "--out", str(out),
+        "--codecs", f"json,{CODEC}", "--quick", *ONE_WORKER, "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (out / "complete").is_file(), f"the run in {out} is partial"
