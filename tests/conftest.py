@@ -67,10 +67,13 @@ LONGEST_FILES = (
 #: fresh-clone runs of 2026-12-06 (1e6d2eb three times, 6069242), idle 2-core machine.
 #: Each is marked `waits` at collection, and tests/run-tiers.sh runs them in a lane of
 #: their own beside the workers, which they would otherwise hold for minutes at a few
-#: percent of a core. A file that computes (test_labgrid_places.py: 89-120 s, 39-45 CPU s)
-#: or whose checks need a quiet core (test_native_responder.py's idle slot) stays out.
+#: percent of a core. test_labgrid_places.py, at about 40 % of a core, joined them on
+#: 2026-12-06: with it on a worker, the integration tier's last ~170 s ran at 77-80 % CPU
+#: busy (three idle runs, 635-677 s); in the lane, 597 s. A file whose checks need a quiet
+#: core (test_native_responder.py's idle slot) stays out.
 WAITING_FILES = (
     "test_ssh_run.py",  # 160-173 s, 28-29 CPU s
+    "test_labgrid_places.py",  # 84-136 s, 35-45 CPU s: waits on places and power cycles
     "test_console_commands.py",  # 82-87 s, 5-6 CPU s
     "test_console_shell.py",  # 67-82 s, 18 CPU s
     "test_log_secrets.py",  # 69-79 s, 13-15 CPU s
