@@ -69,8 +69,9 @@ LONGEST_FILES = (
 #: their own beside the workers, which they would otherwise hold for minutes at a few
 #: percent of a core. test_labgrid_places.py, at about 40 % of a core, joined them on
 #: 2026-12-06: with it on a worker, the integration tier's last ~170 s ran at 77-80 % CPU
-#: busy (three idle runs, 635-677 s); in the lane, 597 s. A file whose checks need a quiet
-#: core (test_native_responder.py's idle slot) stays out.
+#: busy (three idle runs of 8d86e05, tier 635-677 s); in the lane, 597 and 647 s (two
+#: runs). A file whose checks need a quiet core (test_native_responder.py's idle slot)
+#: stays out.
 WAITING_FILES = (
     "test_ssh_run.py",  # 160-173 s, 28-29 CPU s
     "test_labgrid_places.py",  # 84-136 s, 35-45 CPU s: waits on places and power cycles
