@@ -22,6 +22,7 @@ the console transcript, and stop() kills only the QEMU started here.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -210,6 +211,16 @@ class VirtualBoard:
             if ready:
                 self._seen += os.read(self._fd, 4096).decode(errors="replace")
 
+    def _read_to_line_end(self, timeout: float) -> None:
+        """Read the console through the end of the line under way, so that the transcript
+        (console.log) holds all of it: QEMU writes each piece of console output to the
+        pseudo-terminal first and to its log after (qemu_chr_write_buffer in chardev/char.c,
+        under one lock), so a line's end read here means the log has everything before it.
+        Reading the log at once lost the line's tail once ("…cannot mount /dev/vdz", without
+        "; dropping to a shell"). A line that never ends is left at the deadline."""
+        with contextlib.suppress(BoardBootError):
+            self.expect(r"\n", timeout, "the end of the console's line")
+
     def shell(self, command: str, timeout: float = 60) -> str:
         """Run one command in the logged-in console shell; return its output."""
         self.send(f"{command}; echo EVB-END-$((40+2))\r")
@@ -225,6 +236,7 @@ class VirtualBoard:
         self.open_console()
         found = self.expect(BOOT_OUTCOME, boot_timeout, "login prompt")
         if found.group(0).startswith("evboard-initramfs"):
+            self._read_to_line_end(timeout=30)
             self.fail(f"no root file system ({found.group(0)})")
         self.send("root\r")
         self.expect(r"Password: ?", 60, "password prompt")
