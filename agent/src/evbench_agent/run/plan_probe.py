@@ -16,6 +16,11 @@ suites/codec.py runs it (each operation's primed first sample included), and the
 planned duration is the larger of that and the suite's model. Other suites keep their
 model (their phases are paced by the clock).
 
+Each of the probe's measurements is taken twice, apart in time, and the shorter counts:
+a stall of the machine (another process's start, a disk read) only lengthens one, and a
+plan multiplies the interpreter's start and the payloads' building by the run's processes
+(a CI run planned 42 s for a run of 19 s when one of them was taken in such a stall).
+
 The probe takes about a second for the built-in payloads; it never fails a run: a
 codec it cannot time here (a native harness) keeps the model's figures.
 """
@@ -73,6 +78,13 @@ def _shortest(function: Any, argument: Any) -> float:
     return best
 
 
+def _seconds(function: Any) -> float:
+    """Seconds one call of `function` takes."""
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
 class _Cost:
     """What one profile costs the codec suite's processes, measured."""
 
@@ -81,29 +93,46 @@ class _Cost:
         count = min(spec.payloads, PROBE_PAYLOADS)
         started = time.perf_counter()
         items = profile.payloads(count, spec.seed)
-        #: Seconds to build the plan's payloads of the profile (every process does).
-        self.build = (time.perf_counter() - started) / max(1, len(items)) * spec.payloads
-        #: Per codec: seconds to make one payload's data and encode it (a process does it
-        #: for each payload it uses), and to deflate its encoding (the sizes).
-        self.prepare: dict[str, float] = {}
-        self.deflate: dict[str, float] = {}
+        built = time.perf_counter() - started
+        item = items[0]
+        bound = {
+            name: codecs.get(name).bind(profile)
+            for name in spec.codecs
+            # timed in a harness: the model's figures (binding one would start its harness
+            # once more, for nothing)
+            if not isinstance(codecs.get(name), NativeCodec)
+        }
+        # What every process pays per payload, taken twice apart in time; the shorter counts.
+        first = {None: built, **self._prepare(bound, item)}
         #: Per (codec, operation): seconds of one call.
         self.calls: dict[tuple[str, str], float] = {}
-        item = items[0]
-        for name in spec.codecs:
-            codec = codecs.get(name)
-            if isinstance(codec, NativeCodec):  # timed in a harness: the model's figures
-                continue  # (binding one would start its harness once more, for nothing)
-            bound = codec.bind(profile)
-            started = time.perf_counter()
-            data = bound.data(item)
-            blob = bound.encode(data)
-            self.prepare[name] = time.perf_counter() - started
+        #: Per codec: seconds to deflate a payload's encoding (the sizes).
+        self.deflate: dict[str, float] = {}
+        for name, codec in bound.items():
+            blob = codec.encode(codec.data(item))
             self.deflate[name] = _shortest(
                 lambda value: zlib.compress(value, codec_suite.DEFLATE_LEVEL), blob
             )
-            for operation, (function, arguments) in codec_suite.operations(bound, [item]).items():
+            for operation, (function, arguments) in codec_suite.operations(codec, [item]).items():
                 self.calls[(name, operation)] = _shortest(function, arguments[0])
+        second = {
+            None: _seconds(lambda: profile.payloads(count, spec.seed)),
+            **self._prepare(bound, item),
+        }
+        shorter = {key: min(first[key], second[key]) for key in first}
+        #: Seconds to build the plan's payloads of the profile (every process does).
+        self.build = shorter.pop(None) / len(items) * spec.payloads
+        #: Per codec: seconds to make one payload's data and encode it (a process does it
+        #: for each payload it uses).
+        self.prepare: dict[str, float] = {str(name): seconds for name, seconds in shorter.items()}
+
+    @staticmethod
+    def _prepare(bound: dict[str, Any], item: Any) -> dict[str | None, float]:
+        """Per codec: seconds to make one payload's data and encode it."""
+        return {
+            name: _seconds(lambda codec=codec: codec.encode(codec.data(item)))
+            for name, codec in bound.items()
+        }
 
 
 def round_seconds(calls: dict[str, float], min_time: float) -> float:
@@ -130,9 +159,11 @@ def codec_seconds(spec: Any) -> float:
     # A sample spans min_time (more for slower payloads) or, when one call takes longer,
     # one call per payload.
     repeats = codec_suite.CALIBRATION_REPEATS
+    costs = [_Cost(spec, profile_name) for profile_name in spec.profiles]
+    # the start once more, after the profiles' probe: the shorter counts
+    start = min(start, _interpreter_start(list(spec.codecs)))
     sizes, calibration, worker = 0.0, start, start
-    for profile_name in spec.profiles:
-        cost = _Cost(spec, profile_name)
+    for cost in costs:
         model_call = plan.min_time / 2  # a codec the probe could not time
         sizes += cost.build + spec.payloads * sum(
             cost.prepare.get(name, model_call) + cost.deflate.get(name, 0.0) for name in spec.codecs
