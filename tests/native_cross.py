@@ -1,7 +1,9 @@
 """Native builds for the tests, each configuration built once a session under a file lock
 (shared_build, shared by pytest-xdist workers): native/ with the documented command, the C
 link responder, and an aarch64 nlohmann::json harness cross-built as docs/native-codecs.md
-says (g++-aarch64-linux-gnu, native/cmake/aarch64-linux-gnu.cmake, EVBENCH_STATIC=ON).
+says (g++-aarch64-linux-gnu, native/cmake/aarch64-linux-gnu.cmake, EVBENCH_STATIC=ON). The
+two configurations the docs build are built where the docs build them (native/build and
+native/build-aarch64), and the docs' commands run under their locks (tests/test_docs.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,18 @@ RESPONDER = "evbench-link-responder"
 TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 
 
+#: The options of the two configurations the docs build (docs/native-codecs.md, docs/link.md).
+DOCUMENTED = ("-DCMAKE_BUILD_TYPE=Release",)
+AARCH64 = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+           "-DEVBENCH_STATIC=ON")  # fmt: skip
+#: Where the docs build them: a test wanting one builds there, so that the docs' commands
+#: (tests/test_docs.py, under documented_builds_locked) find it made instead of making it
+#: again (about 30 CPU s in a fresh clone).
+DOCUMENTED_DIRECTORIES = {
+    DOCUMENTED: ROOT / "native" / "build",
+    AARCH64: ROOT / "native" / "build-aarch64",
+}
+
 #: A directory kept for a whole `tests/run-tiers.sh` run (it sets it), so the e2e tier
 #: reuses the integration tier's builds; without it, the pytest session's own.
 BUILDS_ENVIRONMENT = "EVBENCH_TEST_BUILDS"
@@ -43,6 +57,31 @@ def _builds_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "native-builds"
 
 
+@contextlib.contextmanager
+def _configuration_locked(
+    tmp_path_factory: pytest.TempPathFactory, options: tuple[str, ...]
+) -> Iterator[Path]:
+    """The file lock of the configuration `options` held; its build directory. A documented
+    one's lock is in its directory, so that two pytest sessions share it too."""
+    root = _builds_root(tmp_path_factory)
+    key = hashlib.sha256("\0".join((str(ROOT), *options)).encode()).hexdigest()[:16]
+    build = DOCUMENTED_DIRECTORIES.get(options, root / key)
+    build.mkdir(parents=True, exist_ok=True)
+    with open(build / ".tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield build
+
+
+@contextlib.contextmanager
+def documented_builds_locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Both documented configurations' locks held (in one order, so never a deadlock: a
+    build holds only its own): the docs' commands build there while no test does."""
+    with contextlib.ExitStack() as held:
+        for options in DOCUMENTED_DIRECTORIES:
+            held.enter_context(_configuration_locked(tmp_path_factory, options))
+        yield
+
+
 def shared_build(
     tmp_path_factory: pytest.TempPathFactory, options: tuple[str, ...], targets: tuple[str, ...]
 ) -> Path:
@@ -51,12 +90,7 @@ def shared_build(
     wanting the same configuration waits for this build, then reuses it (CMake makes only
     what is missing or out of date). A runtime's missing package fails the test by name."""
     cmake = require_command("cmake")
-    root = _builds_root(tmp_path_factory)
-    root.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256("\0".join((str(ROOT), *options)).encode()).hexdigest()[:16]
-    build = root / key
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _configuration_locked(tmp_path_factory, options) as build:
         configure = subprocess.run(
             [cmake, "-S", str(ROOT / "native"), "-B", str(build), *options],
             capture_output=True, text=True, check=False,
@@ -78,7 +112,7 @@ def build_documented(
 ) -> Path:
     """native/ configured with the documented command (Release) and `options`, only
     `targets` built when given (shared_build); its build directory."""
-    return shared_build(tmp_path_factory, ("-DCMAKE_BUILD_TYPE=Release", *options), targets)
+    return shared_build(tmp_path_factory, (*DOCUMENTED, *options), targets)
 
 
 def build_responder(tmp_path_factory: pytest.TempPathFactory, codecs: str | None = None) -> Path:
@@ -157,9 +191,7 @@ def build_aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runtime) cross-built, a directory for `evbench deploy --native`; `file` confirms
     aarch64, statically linked executables."""
     require_command("aarch64-linux-gnu-g++")
-    options = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
-               "-DEVBENCH_STATIC=ON")  # fmt: skip
-    build = shared_build(tmp_path_factory, options, ())
+    build = shared_build(tmp_path_factory, AARCH64, ())
     for name in (runtimes.RUNTIMES[CODEC].executable_name, RESPONDER):
         described = subprocess.run(["file", str(build / name)], capture_output=True, text=True)
         assert "ARM aarch64" in described.stdout, described.stdout + described.stderr

@@ -14,6 +14,7 @@ pytest with -s, or read the test's output on failure); nothing else is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from native_cross import documented_builds_locked
 
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
@@ -123,18 +125,24 @@ def _with_commands() -> list[Path]:
 # One at a time (tests/run-tiers.sh runs a file's tests on one pytest-xdist worker): each
 # removes what appeared in results/ while it ran, so two at once would remove each other's.
 @pytest.mark.parametrize("document", _with_commands(), ids=_label)
-def test_every_command_a_document_shows_runs(document: Path, tmp_path: Path) -> None:
+def test_every_command_a_document_shows_runs(
+    document: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     runnable = [b for b in blocks(document) if b.skip_reason is None]
     results = ROOT / "results"
     before = set(results.iterdir()) if results.exists() else set()
     script = "set -euo pipefail\n" + "\n".join(
         f"# {_label(b.path)}:{b.line}\n{b.text}" for b in runnable
     )
+    # A document that builds native/ does it where the native tests build (native_cross),
+    # under their locks: one build for both, never two builds in one directory at once.
+    native = "native/build" in script
     try:
-        finished = subprocess.run(
-            ["bash", "-c", script], cwd=ROOT, env=_scratch_environment(tmp_path),
-            capture_output=True, text=True, timeout=DOC_TIMEOUT_S, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        with documented_builds_locked(tmp_path_factory) if native else contextlib.nullcontext():
+            finished = subprocess.run(
+                ["bash", "-c", script], cwd=ROOT, env=_scratch_environment(tmp_path),
+                capture_output=True, text=True, timeout=DOC_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
     finally:
         # The docs write into results/ (ignored by git) as a user would; leave it as found.
         for made in (set(results.iterdir()) if results.exists() else set()) - before:
