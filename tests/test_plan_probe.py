@@ -78,9 +78,10 @@ def test_a_stall_during_the_probe_lengthens_one_of_two_measurements_not_the_plan
     # A stall of the machine (a CI run planned 42 s for 19 s) stands in as sleeps: the first
     # interpreter start and the first payload build each take 2 s longer. Counted, they would
     # add 2 s for the calibration and each of the quick plan's 8 processes (18 s), and 2 s
-    # of building 3 payloads scaled to 100, in the sizes, the calibration and each process
-    # (10 x 2 x 100 / 3 s); the probe's second measurements leave them out. The bound is
-    # half the smaller effect, so the calm probe's own spread on a loaded machine is not it.
+    # of building 3 payloads scaled to the default 200, in the sizes, the calibration and
+    # each process (10 x 2 x 200 / 3 s); the probe's second measurements leave them out. The
+    # bound is half the smaller effect, so the calm probe's own spread on a loaded machine
+    # is not it.
     from evbench_agent import spec
     from evbench_agent.payloads.profile import Profile
     from evbench_agent.run import plan_probe
