@@ -78,11 +78,11 @@ def _shortest(function: Any, argument: Any) -> float:
     return best
 
 
-def _seconds(function: Any) -> float:
-    """Seconds one call of `function` takes."""
+def _timed(function: Any) -> tuple[Any, float]:
+    """What one call of `function` returns, and the seconds it took."""
     started = time.perf_counter()
-    function()
-    return time.perf_counter() - started
+    result = function()
+    return result, time.perf_counter() - started
 
 
 class _Cost:
@@ -91,19 +91,19 @@ class _Cost:
     def __init__(self, spec: Any, profile_name: str) -> None:
         profile = payloads.get(profile_name)
         count = min(spec.payloads, PROBE_PAYLOADS)
-        started = time.perf_counter()
-        items = profile.payloads(count, spec.seed)
-        built = time.perf_counter() - started
+        items, built = _timed(lambda: profile.payloads(count, spec.seed))
         item = items[0]
+        chosen = {name: codecs.get(name) for name in spec.codecs}
         bound = {
-            name: codecs.get(name).bind(profile)
-            for name in spec.codecs
+            name: codec.bind(profile)
+            for name, codec in chosen.items()
             # timed in a harness: the model's figures (binding one would start its harness
             # once more, for nothing)
-            if not isinstance(codecs.get(name), NativeCodec)
+            if not isinstance(codec, NativeCodec)
         }
-        # What every process pays per payload, taken twice apart in time; the shorter counts.
-        first = {None: built, **self._prepare(bound, item)}
+        # What every process pays per payload is taken again after the calls, apart in
+        # time; the shorter counts.
+        prepared = self._prepare(bound, item)
         #: Per (codec, operation): seconds of one call.
         self.calls: dict[tuple[str, str], float] = {}
         #: Per codec: seconds to deflate a payload's encoding (the sizes).
@@ -115,22 +115,19 @@ class _Cost:
             )
             for operation, (function, arguments) in codec_suite.operations(codec, [item]).items():
                 self.calls[(name, operation)] = _shortest(function, arguments[0])
-        second = {
-            None: _seconds(lambda: profile.payloads(count, spec.seed)),
-            **self._prepare(bound, item),
-        }
-        shorter = {key: min(first[key], second[key]) for key in first}
+        built = min(built, _timed(lambda: profile.payloads(count, spec.seed))[1])
+        again = self._prepare(bound, item)
         #: Seconds to build the plan's payloads of the profile (every process does).
-        self.build = shorter.pop(None) / len(items) * spec.payloads
+        self.build = built / len(items) * spec.payloads
         #: Per codec: seconds to make one payload's data and encode it (a process does it
         #: for each payload it uses).
-        self.prepare: dict[str, float] = {str(name): seconds for name, seconds in shorter.items()}
+        self.prepare = {name: min(prepared[name], again[name]) for name in prepared}
 
     @staticmethod
-    def _prepare(bound: dict[str, Any], item: Any) -> dict[str | None, float]:
+    def _prepare(bound: dict[str, Any], item: Any) -> dict[str, float]:
         """Per codec: seconds to make one payload's data and encode it."""
         return {
-            name: _seconds(lambda codec=codec: codec.encode(codec.data(item)))
+            name: _timed(lambda codec=codec: codec.encode(codec.data(item)))[1]
             for name, codec in bound.items()
         }
 
