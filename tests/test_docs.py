@@ -1,4 +1,5 @@
-"""The docs a newcomer reads hold (issue 14): every command they show runs.
+"""The docs a newcomer reads hold (issue 14): every command they show runs, and the
+comparison tables they show as its output have the columns and metrics it prints.
 
 Every ```sh block of README.md, docs/*.md and the packages' READMEs is run, in
 order, one bash per document (so a later block may use what an earlier one
@@ -27,6 +28,8 @@ import pytest
 from conftest import ROOT
 from native_cross import documented_builds_locked
 
+from evbench.report.table import BUSY_MARK
+
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 PACKAGES = ("agent", "host_tools", "meta-evbench", "tests", "benchmarks")
@@ -37,6 +40,8 @@ SKIP = re.compile(r"^\*Not run by the tests: (?P<reason>.+?)\.?\*$")
 ALLOWED_REASONS = ("needs a board", "needs a network", "needs a build farm", "is the test suite")
 #: The longest a document's commands may take here (make run's full plan is ~3 minutes).
 DOC_TIMEOUT_S = 900
+#: The header of a comparison table a document shows as a command's output.
+TABLE_HEADER = re.compile(r"^Profile\s*\|")
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,71 @@ def blocks(path: Path) -> list[Block]:
             found.append(Block(path, start, text, skip.group("reason") if skip else None))
         index = end + 1
     return found
+
+
+@dataclass(frozen=True)
+class ShownTable:
+    line: int
+    columns: list[str]
+    metrics: list[str]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.split("|")]
+
+
+def shown_tables(path: Path) -> list[ShownTable]:
+    """The comparison tables a Markdown file shows as output, in ``` or ```text blocks:
+    a `Profile | ...` header and the lines with a `|` right under it. "..." stands for
+    columns left out."""
+    found: list[ShownTable] = []
+    language, table = None, None  # the open block's language; the table being read
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fence = FENCE.match(line)
+        if fence:
+            language, table = (fence.group(1) if language is None else None), None
+        elif language in ("", "text") and TABLE_HEADER.match(line):
+            table = ShownTable(number, [cell for cell in _cells(line) if cell != "..."], [])
+            found.append(table)
+        elif table is not None and line and set(line) <= set("-+| "):
+            continue  # the rule under the header
+        elif table is not None and "|" in line:
+            table.metrics.append(_cells(line)[1].removesuffix(BUSY_MARK))
+        else:
+            table = None
+    return found
+
+
+def not_printed(table: ShownTable, output: str) -> list[str]:
+    """The columns and metrics `table` shows that no table in `output` has."""
+    printed = [_cells(line) for line in output.splitlines() if "|" in line]
+    headers = {cell for cells in printed if cells[0] == "Profile" for cell in cells}
+    metrics = {cells[1].removesuffix(BUSY_MARK) for cells in printed if len(cells) > 1}
+    return [f"column {name!r}" for name in table.columns if name not in headers] + [
+        f"metric {name!r}" for name in table.metrics if name not in metrics
+    ]
+
+
+def test_a_shown_table_is_read_and_what_the_output_lacks_is_named(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.md"
+    sample.write_text(
+        "```sh\nevbench run\n```\n\n```text\nseed: Protobuf - 3.6x smaller\n\n"
+        "Profile | Metric    | JSON   | % Diff (est.) | ...\n"
+        "--------+-----------+--------+---------------\n"
+        "seed    | Size *    | 995 B  | -72%\n"
+        "seed    | Encode    | 16 µs  | -97%\n\nProfile is not a table here\n```\n"
+        "```sh\nProfile | Metric  # a command, not output\n```\n"
+    )
+    (table,) = shown_tables(sample)
+    assert (table.line, table.columns) == (8, ["Profile", "Metric", "JSON", "% Diff (est.)"])
+    assert table.metrics == ["Size", "Encode"]
+    printed = (
+        "The answer: ...\n"
+        "Profile | Metric            | JSON  | Change (est.)\n"
+        "seed    | Size *            | 990 B | 3.6x smaller\n"
+        "seed    | Serialization     | 16 µs | 45x faster\n"
+    )
+    assert not_printed(table, printed) == ["column '% Diff (est.)'", "metric 'Encode'"]
 
 
 def _label(path: Path) -> str:
@@ -150,4 +220,8 @@ def test_every_command_a_document_shows_runs(
     assert finished.returncode == 0, (
         f"{_label(document)}: exit {finished.returncode}\n"
         f"--- stdout (end)\n{finished.stdout[-3000:]}\n--- stderr (end)\n{finished.stderr[-3000:]}"
+    )
+    stale = {t.line: not_printed(t, finished.stdout) for t in shown_tables(document)}
+    assert {line: lacks for line, lacks in stale.items() if lacks} == {}, (
+        f"{_label(document)}: a table shown at these lines has what its commands do not print"
     )

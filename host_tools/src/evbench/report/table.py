@@ -10,9 +10,9 @@ out. Rows by role:
 
 - tested rows carry the verdict of the replication-aware test (a codec,
   "equal", "undecided", or "n too small" when the plan could not have named
-  one), the interval that verdict used, and the test's own estimate: % Diff,
+  one), the interval that verdict used, and the test's own estimate ("Change (est.)"),
   and the candidate's cell as the baseline's times the estimated ratio, so the
-  cells, % Diff and the verdict never point different ways. Each codec's own
+  cells, the change and the verdict never point different ways. Each codec's own
   medians are apart ("Medians per codec");
 - facts (sizes, bandwidth from sizes and the nominal rate) carry their exact
   difference of the means, the means in the cells, and "fact" instead of a
