@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -112,6 +113,17 @@ class Lab:
 
     def reservations(self) -> str:
         return self.client("reservations").stdout
+
+    def cancel_reservations_of(self, owner_suffix: str) -> list[str]:
+        """Cancel, as the lab's administrator, the reservations whose owner ends with
+        `owner_suffix`; their tokens. A job killed after taking its place but before
+        cancelling its reservation leaves one, and the coordinator keeps the place for it
+        until a minute after the place is released."""
+        found = re.findall(r"^Reservation '(\w+)':\n  owner: (\S+)$", self.reservations(), re.M)
+        tokens = [token for token, owner in found if owner.endswith(owner_suffix)]
+        for token in tokens:
+            self.client("cancel-reservation", token, user="lab-admin")
+        return tokens
 
     def stop(self) -> None:
         for process in reversed(self._processes):

@@ -274,8 +274,10 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
 def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(lab, tmp_path):
     # SIGKILL leaves no chance to release: the place stays acquired by the dead job.
     url = board_url("am62x-b", tmp_path / "board")
+    killed = None
     try:
         with running("deploy", "--board", url) as job:
+            killed = job.pid
             acquired = lambda: "+evbench-" in (lab.acquired_by("am62x-b") or "")  # noqa: E731
             wait_while_running(job, acquired, "the place was never acquired", 300, 0.2)
             job.kill()
@@ -294,6 +296,12 @@ def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(la
     finally:
         if lab.acquired_by("am62x-b") is not None:
             lab.client("-p", "am62x-b", "release", "--kick", user="lab-admin")
+        # Killed between its acquire and cancelling its reservation (a window of one
+        # labgrid-client call, wider on a loaded machine), the job left that reservation:
+        # the next test's run on am62x-b would wait for it to expire (75 s, seen in CI).
+        if killed is not None:
+            lab.cancel_reservations_of(f"+evbench-{killed}")
+    assert "Reservation" not in lab.reservations()
 
 
 # `evbench lab run` on these places: a two-place matrix, a failing board and the next
