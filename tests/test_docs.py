@@ -81,8 +81,8 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
-@dataclass(frozen=True)
-class ShownTable:
+@dataclass
+class ShownTable:  # its metrics are added as its rows are read
     line: int
     columns: list[str]
     metrics: list[str]
