@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -301,6 +302,35 @@ def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(la
         # the next test's run on am62x-b would wait for it to expire (75 s, seen in CI).
         if killed is not None:
             lab.cancel_reservations_of(f"+evbench-{killed}")
+    assert "Reservation" not in lab.reservations()
+
+
+def test_a_reservation_left_by_a_dead_job_is_named_with_the_command_that_ends_it(lab, tmp_path):
+    # A job killed between its reservation and its acquire (or before cancelling the
+    # reservation) leaves it, and the coordinator keeps the place for it. Made here as that
+    # job made it: labgrid-client reserve under the owner evbench gives a job, whose
+    # process has ended.
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    owner = f"{socket.gethostname()}/nightly+evbench-{ended.pid}"
+    made = lab.client("reserve", "--shell", "name=am62x-b", user=f"nightly+evbench-{ended.pid}")
+    (token,) = re.findall(r"LG_TOKEN=(\w+)", made.stdout)
+    try:
+        assert f"reservation: {token}" in lab.client("-p", "am62x-b", "show").stdout
+        done = deploy("am62x-b", tmp_path, "--place-timeout", "3")
+        assert done.returncode == 2, done.stderr
+        assert (
+            f"reserved for {owner} (reservation {token}), an evbench job {ended.pid} of nightly "
+            f"on {socket.gethostname()} that no longer runs"
+        ) in done.stderr
+        ends = r"end it now with: (labgrid-client \S+ \S+ \S+ \w+)"
+        commands = set(re.findall(ends, done.stderr))
+        assert commands == {f"labgrid-client -x {lab.coordinator} cancel-reservation {token}"}
+        # The command it names frees the place, run by another lab user.
+        lab.client(*commands.pop().split()[1:], user="lab-admin")
+        assert "reservation:" not in lab.client("-p", "am62x-b", "show").stdout
+    finally:
+        lab.client("cancel-reservation", token, check=False)
     assert "Reservation" not in lab.reservations()
 
 

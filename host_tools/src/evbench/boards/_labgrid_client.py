@@ -82,6 +82,8 @@ class Place:
     tags: dict[str, str]
     acquired: str | None  # "HOST/USER", or None when free
     resources: list[Resource] = field(default_factory=list)
+    #: The token of the reservation the coordinator keeps the place for, if any.
+    reservation: str | None = None
 
 
 def _parse_tags(text: str) -> dict[str, str]:
@@ -101,6 +103,7 @@ def parse_place(text: str) -> Place:
         raise UserError(f"labgrid-client show printed no place: {text[:200]!r}")
     tags: dict[str, str] = {}
     acquired: str | None = None
+    reservation: str | None = None
     resources: list[Resource] = []
     index = 1
     while index < len(lines):
@@ -111,6 +114,8 @@ def parse_place(text: str) -> Place:
         elif stripped.startswith("acquired:") and line.startswith("  ") and not resources:
             owner = stripped.removeprefix("acquired:").strip()
             acquired = None if owner in ("", "None") else owner
+        elif stripped.startswith("reservation:") and line.startswith("  ") and not resources:
+            reservation = stripped.removeprefix("reservation:").strip() or None
         header = _RESOURCE_HEADER.match(line)
         if header:
             body = []
@@ -121,7 +126,7 @@ def parse_place(text: str) -> Place:
             resources.append(_resource(header.group(1), header.group(2), "\n".join(body)))
             continue
         index += 1
-    return Place(head.group(1), tags, acquired, resources)
+    return Place(head.group(1), tags, acquired, resources, reservation)
 
 
 def _resource(name: str, path: str, body: str) -> Resource:
@@ -141,18 +146,21 @@ def _resource(name: str, path: str, body: str) -> Resource:
     )
 
 
+def _this_host() -> str:
+    """The host part of this machine's labgrid owners (labgrid-client's own rule)."""
+    return os.environ.get("LG_HOSTNAME") or socket.gethostname()
+
+
 def user_identity() -> str:
     """The owner labgrid gives this user's own acquisitions: HOST/USER."""
-    host = os.environ.get("LG_HOSTNAME") or socket.gethostname()
     user = os.environ.get("LG_USERNAME") or getpass.getuser()
-    return f"{host}/{user}"
+    return f"{_this_host()}/{user}"
 
 
 def job_identity() -> tuple[str, str]:
     """(LG_HOSTNAME, LG_USERNAME) for one evbench job: the user, tagged with this process."""
-    host = os.environ.get("LG_HOSTNAME") or socket.gethostname()
     user = os.environ.get("LG_USERNAME") or getpass.getuser()
-    return host, f"{user}+evbench-{os.getpid()}"
+    return _this_host(), f"{user}+evbench-{os.getpid()}"
 
 
 #: The owner `job_identity` gives: HOST/USER+evbench-PID.
@@ -175,17 +183,43 @@ def describe_holder(place: str, owner: str, coordinator: str) -> tuple[str, str]
         )
     host, pid = match.group("host"), int(match.group("pid"))
     job = f"evbench job {pid} of {match.group('user')} on {host}"
-    this_host = host == (os.environ.get("LG_HOSTNAME") or socket.gethostname())
-    if this_host and not _process_exists(pid):
+    if _gone_from_this_host(host, pid):
         return (
             f"acquired by {owner}, an {job} that no longer runs",
             f"that job was killed before it could release the place; free it with: {free}",
         )
+    this_host = host == _this_host()
     return (
         f"acquired by {owner}, a running {job}" if this_host else f"acquired by {owner}, {job}",
         f"wait for it or stop it (kill {pid} on {host}: it releases the place); "
         f"if it is gone, free it with: {free}",
     )
+
+
+def describe_reservation(token: str, owner: str, coordinator: str) -> tuple[str, str]:
+    """The reservation a place is kept for, and how to end it: (what, hint).
+
+    evbench reserves a place, acquires it, then cancels the reservation. A job killed
+    between those calls leaves the reservation behind, and the coordinator keeps the
+    place for it, released or not, until it expires: about a minute after its last
+    renewal (labgrid 26). Any lab user may cancel a reservation by its token.
+    """
+    cancel = f"labgrid-client -x {coordinator} cancel-reservation {token}"
+    what = f"reserved for {owner} (reservation {token})"
+    match = _JOB_OWNER.match(owner)
+    if match is not None and _gone_from_this_host(match.group("host"), int(match.group("pid"))):
+        job = f"evbench job {match.group('pid')} of {match.group('user')} on {match.group('host')}"
+        return (
+            f"{what}, an {job} that no longer runs",
+            "that job was killed before it could cancel its reservation, which keeps the "
+            f"place for about a minute; end it now with: {cancel}",
+        )
+    return (what, f"its job takes the place next; if that job is gone, end it with: {cancel}")
+
+
+def _gone_from_this_host(host: str, pid: int) -> bool:
+    """Whether an evbench job's process is known to be gone: it ran here and has ended."""
+    return host == _this_host() and not _process_exists(pid)
 
 
 def _process_exists(pid: int) -> bool:
@@ -295,18 +329,29 @@ class LabgridClient:
 
     def allocation(self, token: str) -> str | None:
         """The place a reservation was given, or None while it waits."""
-        text = self.call("reservations")
-        block = re.search(
-            rf"^Reservation '{re.escape(token)}':\n((?:  .*\n?)*)", text, flags=re.MULTILINE
-        )
-        if block is None:
+        body = self._reservation(token)
+        if body is None:
             raise UserError(f"the labgrid reservation {token} has gone (expired or cancelled)")
-        body = block.group(1)
         if "allocations:" not in body:
             return None
         allocations = body.split("allocations:", 1)[1]
         allocated = re.search(r"^\s+main: (\S+)\s*$", allocations, flags=re.MULTILINE)
         return allocated.group(1) if allocated else None
+
+    def reservation_owner(self, token: str) -> str | None:
+        """Who made a reservation ("HOST/USER"), or None once it has gone."""
+        body = self._reservation(token)
+        owner = re.search(r"^\s+owner: (\S+)\s*$", body or "", flags=re.MULTILINE)
+        return owner.group(1) if owner else None
+
+    def _reservation(self, token: str) -> str | None:
+        """The lines `labgrid-client reservations` prints for one reservation, if it exists."""
+        block = re.search(
+            rf"^Reservation '{re.escape(token)}':\n((?:  .*\n?)*)",
+            self.call("reservations"),
+            flags=re.MULTILINE,
+        )
+        return block.group(1) if block else None
 
     def places(self) -> list[Place]:
         """Every place with its tags (`labgrid-client -v places`)."""

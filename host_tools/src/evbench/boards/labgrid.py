@@ -29,6 +29,7 @@ from evbench.boards._labgrid_client import (
     Place,
     Resource,
     describe_holder,
+    describe_reservation,
     job_identity,
 )
 from evbench.boards.base import (
@@ -163,11 +164,19 @@ class LabgridBoard(RemoteBoard):
                 return place
             filters = [f"name={place.name}"]
             what = f"place {place.name}"
+            hints = []
             if place.acquired:
                 holder, how_to_free = describe_holder(place.name, place.acquired, users.coordinator)
                 what += f" ({holder})"
-                self._holder_hint = how_to_free
+                hints.append(how_to_free)
                 notice(f"place {place.name} is {holder}; {how_to_free}")
+            owner = users.reservation_owner(place.reservation) if place.reservation else None
+            if place.reservation and owner:
+                kept, how_to_end = describe_reservation(place.reservation, owner, users.coordinator)
+                what += f" ({kept})"
+                hints.append(how_to_end)
+                notice(f"place {place.name} is {kept}; {how_to_end}")
+            self._holder_hint = "; and ".join(hints) or None
         else:
             filters = [f"{key}={value}" for key, value in self.address.tags]
             wanted = dict(self.address.tags)
