@@ -38,9 +38,13 @@ def test_a_mistyped_flag_gets_the_nearest_one_and_an_impossible_rate_its_range(t
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "evbench: error: unrecognized arguments: --quik",
-        "evbench: hint: did you mean --quick for --quik? (see 'evbench --help')",
+        "evbench: hint: did you mean --quick for --quik? (see 'evbench run --help')",
     ]
     assert not (tmp_path / "run").exists()
+    # A command's command: its own help page is the one named.
+    done = _evbench("history", "add", str(tmp_path / "store"), "--quik")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[1].endswith("(see 'evbench history add --help')")
     done = _evbench("run", "--rate", "0", "--out", str(tmp_path / "run"))
     assert done.returncode == 2
     error, hint = done.stderr.splitlines()

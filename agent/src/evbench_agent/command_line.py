@@ -36,6 +36,29 @@ if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[Parser]
 
 
+def _parse(parser: argparse.ArgumentParser, arguments: list[str]) -> argparse.Namespace:
+    """`parser.parse_args`, but arguments nobody knows are the chosen command's error:
+    its help page and its options are the ones to name (argparse blames the program)."""
+    parsed, unknown = parser.parse_known_args(arguments)
+    if unknown:
+        command = _chosen_command(parser, parsed) or parser
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return parsed
+
+
+def _chosen_command(
+    parser: argparse.ArgumentParser, parsed: argparse.Namespace
+) -> argparse.ArgumentParser | None:
+    """The innermost subcommand's parser the arguments chose (`lab run`), if any."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(parsed, action.dest or "", None)
+            found = action.choices.get(chosen) if isinstance(chosen, str) else None
+            if isinstance(found, argparse.ArgumentParser):
+                return _chosen_command(found, parsed) or found
+    return None
+
+
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     """Every option the parser and the commands it loaded know (a typo's candidates)."""
     found: list[str] = []
@@ -129,7 +152,7 @@ def run_program(
     arguments = list(sys.argv[1:] if argv is None else argv)
 
     def dispatch() -> int:
-        args = build_parser().parse_args(arguments)
+        args = _parse(build_parser(), arguments)
         setup_logging(
             prog,
             getattr(args, "verbose", None) or 0,
