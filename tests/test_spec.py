@@ -8,6 +8,7 @@ import ast
 import dataclasses
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,15 @@ def test_a_spec_file_that_is_not_a_json_object_is_a_user_error(tmp_path, text, c
     # The agent merges its run options into the spec's keys: one line and exit 2, no traceback.
     assert agent_cli.agent(["run", "--spec", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "is not a JSON object" in capsys.readouterr().err
+
+
+def test_a_spec_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)  # no writer: reading it would wait for ever
+    for path in ("/dev/zero", fifo):  # /dev/zero: read whole, it would fill the memory
+        assert agent_cli.agent(["run", "--spec", str(path), "--out", str(tmp_path / "out")]) == 2
+        assert f"the spec {path} is not a regular file" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:

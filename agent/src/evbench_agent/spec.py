@@ -21,7 +21,7 @@ from evbench_agent import codecs
 from evbench_agent.link.address import parse_peer
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, PROFILES
 from evbench_agent.registry import REGISTRY
-from evbench_core import json_schema
+from evbench_core import json_schema, regular_file
 from evbench_core.errors import UserError
 
 #: Suites this agent can run, in the order a run takes them.
@@ -388,10 +388,20 @@ def _preflight_schema(spec: Spec) -> None:
                 codec.bind(profile)
 
 
+#: A spec holds the run's options and, for a user schema, its samples (at most 32 MiB
+#: read from a file, base64 in the JSON): anything longer is not a spec.
+MAX_SPEC = 64 << 20
+
+
 def load(path: Path | str) -> dict[str, Any]:
     """Read a spec file ('-' for standard input) as a JSON object."""
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+        if str(path) == "-":
+            text = sys.stdin.read(MAX_SPEC + 1)
+            if len(text) > MAX_SPEC:
+                raise UserError(f"the spec on standard input is over {MAX_SPEC} characters")
+        else:  # a regular file only: a device or FIFO would be read without end
+            text = regular_file.read_regular(Path(path), MAX_SPEC, "spec").decode("utf-8")
         document = json.loads(text)
     except OSError as error:
         raise UserError(f"cannot read the spec {path}: {error.strerror}") from error
