@@ -4,6 +4,7 @@ printed on loopback (copied here from a real session)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,18 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
 def test_a_bad_plan_is_refused_naming_what(document, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         plan.parse(document)
+
+
+def test_a_plan_that_is_not_a_regular_file_or_too_long_is_refused_at_once(tmp_path: Path):
+    fifo = tmp_path / "LAB.fifo"
+    os.mkfifo(fifo)  # no writer: reading it would wait for ever
+    for path in (tmp_path, fifo, Path("/dev/zero")):  # /dev/zero: read whole, without end
+        with pytest.raises(UserError, match=f"the lab plan {path} is not a regular file"):
+            plan.load(path)
+    long = tmp_path / "LAB.yaml"
+    long.write_text(LAB + "#" * (1 << 20))  # 1 MiB of comment past a valid plan
+    with pytest.raises(UserError, match=f"the lab plan {long} is .* bytes, over 1048576"):
+        plan.load(long)
 
 
 def test_labgrid_urls_name_a_place_or_tags():

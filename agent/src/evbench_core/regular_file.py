@@ -18,13 +18,14 @@ def read_regular(path: Path, cap: int, what: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise UserError(f"cannot read the {what} {path}: {error.strerror}") from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):  # before fdopen: it refuses a directory itself
+        os.close(fd)
+        raise UserError(
+            f"the {what} {path} is not a regular file",
+            hint="give a file (a FIFO, device or directory cannot be read whole)",
+        )
     with os.fdopen(fd, "rb") as stream:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise UserError(
-                f"the {what} {path} is not a regular file",
-                hint="give a file (a FIFO, device or directory cannot be read whole)",
-            )
         if status.st_size > cap:
             raise UserError(f"the {what} {path} is {status.st_size} bytes, over {cap}")
         try:

@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evbench_core import json_schema
+from evbench_core import json_schema, regular_file
 from evbench_core.errors import UserError
 
 SCHEMA = json_schema.load("evbench.lab", "lab.schema.json")
 MAX_ENTRIES = 1000
+#: A LAB.yaml lists boards and a matrix: a few kilobytes; anything this long is not one.
+MAX_PLAN_BYTES = 1 << 20
 #: evbench lab sets these per entry itself.
 RESERVED_OPTIONS = ("--board", "--out", "--suite", "--profile", "--codecs", "--place-timeout")
 
@@ -146,10 +148,8 @@ def parse(document: Any) -> Plan:
 def load(path: Path) -> Plan:
     import yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UserError(f"cannot read {path}: {error.strerror}") from None
+    try:  # a regular file only: a device or FIFO would be read without end
+        text = regular_file.read_regular(path, MAX_PLAN_BYTES, "lab plan").decode("utf-8")
     except UnicodeDecodeError as error:
         raise UserError(f"{path} is not UTF-8 text (byte {error.start})") from None
     try:
