@@ -193,6 +193,11 @@ def test_the_command_line_exits_2_naming_the_problem(tmp_path, capsys):
     assert code == 2, err
     assert "<ImageSize> has 5000 digits" in err and "internal error" not in err
     assert not (tmp_path / "out").exists()
+    # A bmap that exists but is not a file (a device) is named as what it is.
+    code = evbench(["flash", str(image), "--bmap", "/dev/zero", "--device", str(tmp_path / "out")])
+    assert code == 2
+    assert "the bmap /dev/zero does not exist or is not a file" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def _only_own_errors(content: str | bytes) -> Bmap | None:

@@ -35,7 +35,9 @@ def load_bmap(image: Path, bmap_path: Path | None = None, use_bmap: bool = True)
     if not use_bmap:
         return None
     if bmap_path is not None and not bmap_path.is_file():
-        raise UserError(f"the bmap {bmap_path} does not exist", hint="or flash with --no-bmap")
+        raise UserError(
+            f"the bmap {bmap_path} does not exist or is not a file", hint="or flash with --no-bmap"
+        )
     path = bmap_path or find_bmap(image)
     return parse_bmap(path) if path is not None else None
 
