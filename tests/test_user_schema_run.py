@@ -149,6 +149,9 @@ SLOW = pytest.mark.slow  # once an internal error or a hang
         pytest.param({}, [*CODEC, "--schema", str(DATA / "broken.proto"), "--message", "x.Y"],
                      ["protoc cannot compile"], ['broken.proto:7:3: "flaot" is not defined.'],
                      id="does not compile"),  # protoc's own message
+        pytest.param({"fifo.proto": None}, [*CODEC, "--schema", "fifo.proto", "--message", "x.Y"],
+                     ["the .proto file", "fifo.proto does not exist or is not a file"], [],
+                     id="FIFO as schema"),
         pytest.param({}, [*CODEC, "--schema", str(DATA / "bms.proto"), "--message", "BmsStatus"],
                      ["no message 'BmsStatus'"], [f"messages there: {BMS}"], id="no such message"),
         pytest.param({}, [*CODEC, "--schema", str(DATA / "rich.proto"), "-I", "TMP", "--message",

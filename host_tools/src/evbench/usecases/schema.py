@@ -86,7 +86,7 @@ def protoc_command() -> list[str]:
 def compile_schema(proto: Path, include: list[Path] | None = None) -> bytes:
     """The serialized FileDescriptorSet of `proto` and its imports; protoc's errors as is."""
     if not proto.is_file():
-        raise UserError(f"no such .proto file: {proto}")
+        raise UserError(f"the .proto file {proto} does not exist or is not a file")
     include = include or [proto.parent]
     with tempfile.TemporaryDirectory(prefix="evbench-protoc-") as scratch:
         out = Path(scratch) / "schema.binpb"
