@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 
 import pytest
 from hypothesis import example, given, settings
@@ -78,14 +79,26 @@ def test_transfer_estimate_at_115200_baud():
     assert 0.9 < estimate_seconds(8192, 115200) < 1.3
 
 
-def test_a_missing_device_is_one_clear_error(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("url", "hint"),
+    [
+        ("serial:///dev/evbench-no-such-tty", "check the device path"),
+        # a port nothing listens on (a closed socket's): the console server is not there
+        ("rfc2217://127.0.0.1:PORT", "is ser2net (or the console server) running"),
+        ("socket://127.0.0.1:PORT", "is ser2net (or the console server) running"),
+    ],
+)
+def test_a_missing_device_or_server_is_one_clear_error(url, hint, tmp_path, monkeypatch, capsys):
     from evbench.cli import evbench
 
     monkeypatch.chdir(tmp_path)
-    assert evbench(["diag", "--board", "serial:///dev/evbench-no-such-tty"]) == 2
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connecting is refused
+        url = url.replace("PORT", str(closed.getsockname()[1]))
+        assert evbench(["diag", "--board", url]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[0].startswith("evbench: error: cannot open console serial:///dev/evbench-no-such")
-    assert lines[1].startswith("evbench: hint: check the device path")
+    assert lines[0].startswith(f"evbench: error: cannot open console {url}")
+    assert lines[1].startswith(f"evbench: hint: {hint}")
     assert len(lines) == 2
 
 

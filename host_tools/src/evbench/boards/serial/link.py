@@ -70,9 +70,7 @@ class ConsoleLink:
             transcript.note(f"cannot open {address.port}: {error}")
             transcript.close()
             hint = "check the device path and that you may open it (group dialout)"
-            if address.port.startswith("rfc2217://") and "control" in str(error).lower():
-                hint = "add ign_set_control to the URL: the port behind ser2net has no modem lines"
-            elif address.is_network:
+            if address.is_network:  # (ign_set_control is in every rfc2217 URL already)
                 hint = "is ser2net (or the console server) running and listening there?"
             # ConnectionLost: after a drop, a reconnect retries this until the adapter is back.
             raise ConnectionLost(
