@@ -112,3 +112,26 @@ def test_an_older_run_renders_complete(tmp_path):
     assert "| seed | Serialization | 57.2 µs | 1.13 µs | 51x faster |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
+
+
+def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(tmp_path):
+    # The run's plots/ a link to a folder of the user's: its pictures were cleared as stale
+    # plots and ours written there. Now refused before anything is written.
+    run = copy_run(OLD_RUN, tmp_path)
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    (pictures / "holiday.png").write_bytes(b"not ours")
+    (run / "plots").symlink_to(pictures, target_is_directory=True)
+    done = evbench("report", str(run))
+    assert done.returncode == 2, done.stderr
+    assert f"{run / 'plots'} is not a directory of the run" in done.stderr
+    assert [p.name for p in pictures.iterdir()] == ["holiday.png"]
+    assert (pictures / "holiday.png").read_bytes() == b"not ours"
+    assert not (run / "report.md").exists()
+    # A file the report cannot write (a directory holds its name): the user's error, exit 2.
+    (run / "plots").unlink()
+    (run / "report.md").mkdir()
+    done = evbench("report", str(run))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"evbench: error: cannot write the results in {run}: ")
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr

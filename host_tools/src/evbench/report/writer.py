@@ -15,7 +15,9 @@ from evbench.report import exports, html, markdown, plots, sections
 from evbench.report.context import RunContext, load_context
 from evbench.report.headline import partial_headline
 from evbench_core.comparison import Comparison
+from evbench_core.errors import UserError
 from evbench_core.results import write_atomic
+from evbench_core.write_failures import writing
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
@@ -50,22 +52,31 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
     directory = context.directory
     files = []
     plot_directory = directory / markdown.PLOT_DIRECTORY
-    if drawn:
-        plot_directory.mkdir(exist_ok=True)
-    current = {f"{plot.name}.png" for plot in drawn}
-    for stale in plot_directory.glob("*.png") if plot_directory.is_dir() else ():
-        if stale.name not in current:  # from an earlier render whose data is gone
-            stale.unlink()
-    for plot in drawn:
-        path = plot_directory / f"{plot.name}.png"
-        write_atomic(path, plot.png)
-        files.append(path)
+    if plot_directory.is_symlink() or (plot_directory.exists() and not plot_directory.is_dir()):
+        # A link would take the plots, and the clearing of stale ones, out of the run.
+        raise UserError(
+            f"{plot_directory} is not a directory of the run (a symbolic link or a file); "
+            "nothing was written",
+            hint="remove it, or render a copy of the run",
+        )
     outputs = {
         REPORT_MD: markdown.render(title, content, drawn, first).encode(),
         REPORT_HTML: html.render(title, content, drawn, first).encode(),
         **{entry.file: entry.make(context, comparison) for entry in exports.registered()},
     }
-    for name, data in outputs.items():
-        write_atomic(directory / name, data)
-        files.append(directory / name)
+    with writing(directory):  # a read-only or full directory: the user's error
+        if drawn:
+            plot_directory.mkdir(exist_ok=True)
+        current = {f"{plot.name}.png" for plot in drawn}
+        for stale in plot_directory.glob("*.png") if plot_directory.is_dir() else ():
+            # from an earlier render whose data is gone: only a file of ours goes
+            if stale.name not in current and stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+        for plot in drawn:
+            path = plot_directory / f"{plot.name}.png"
+            write_atomic(path, plot.png)
+            files.append(path)
+        for name, data in outputs.items():
+            write_atomic(directory / name, data)
+            files.append(directory / name)
     return Written(context, files, drawn, first)
