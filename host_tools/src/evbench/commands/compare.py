@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evbench.commands import _outputs
 from evbench.report import table, terminal
 from evbench_core.errors import CheckFailed, ExitCode, UserError
-from evbench_core.results import write_atomic
 
 if TYPE_CHECKING:
     from evbench.report import compare
@@ -107,10 +107,13 @@ def run(args: argparse.Namespace) -> int:
         if result.left_out:
             why += f" ({len(result.left_out)} rows not comparable, listed above)"
         raise UserError(why, hint="compare runs of the same codecs, payloads and settings")
+    files = {}  # both made before either is written
     if args.csv:
-        write_atomic(args.csv, exports.table_csv(headers, body).encode())
+        files["--csv"] = (args.csv, exports.table_csv(headers, body).encode())
     if args.junit:
-        write_atomic(args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
+        files["--junit"] = (args.junit, _junit(result, contexts[-1].records, contexts[-1].run_id))
+    for option, (path, data) in files.items():
+        _outputs.write_file(path, data, option, runs_read=[c.directory for c in contexts])
     if result.regressions:
         raise _failed(result)
     if any(c.partial for c in contexts):

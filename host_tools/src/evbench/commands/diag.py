@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evbench.commands import _outputs
 from evbench.commands._board_options import add_board_options, open_board_from
 from evbench.usecases import diag
 from evbench_core import results
@@ -171,7 +172,7 @@ def render(report: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     out = args.out.resolve() if args.out else None
     if out:
-        out.mkdir(parents=True, exist_ok=True)
+        _outputs.make_directory(out, "--out")
     with open_board_from(args) as board:
         try:
             report = diag.gather(board)

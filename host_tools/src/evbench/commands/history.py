@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
+from evbench.commands import _outputs
 from evbench_agent.command_line import Parser, add_output_options
 from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, UserError
 from evbench_core.log_output import quiet
-from evbench_core.results import write_atomic
 
 if TYPE_CHECKING:  # the store loads only when a history command runs
     from evbench.history.store import Store
@@ -221,7 +221,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.csv == "-":
         sys.stdout.write(text)
     else:
-        write_atomic(Path(args.csv), text.encode())
+        _outputs.write_file(Path(args.csv), text.encode(), "--csv")
         print(f"{text.count(chr(10)) - 1} records -> {args.csv}", file=sys.stderr)
     return ExitCode.OK
 
@@ -333,9 +333,9 @@ def _report(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         page, plots, found = render(store, _board(store, args.board), progress)
-    args.out.mkdir(parents=True, exist_ok=True)
+    _outputs.make_directory(args.out, "--out")
     path = args.out / PAGE
-    write_atomic(path, page.encode())
+    _outputs.write_file(path, page.encode(), "--out")
     print(path)
     print(f"{plots} plots, {len(found)} change points", file=sys.stderr)
     return ExitCode.OK

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from evbench.commands import _outputs
 from evbench_core.errors import UserError
 
 NAME = "lab"
@@ -42,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     out = out.resolve()
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out} is not empty", hint="give a new --out directory")
-    out.mkdir(parents=True, exist_ok=True)
+    _outputs.make_directory(out, "--out")
     lab_index = index.LabIndex(out, args.plan.resolve(), lab_plan.entries)
     boards = len({entry.board.label for entry in lab_plan.entries})
     print(

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evbench.commands import _outputs
 from evbench_core.errors import ExitCode, UserError
 
 NAME = "lava"
@@ -107,10 +108,8 @@ def _job(args: argparse.Namespace) -> ExitCode:
     )
     text = yaml.safe_dump(job.build(options), sort_keys=False)
     if args.out:
-        from evbench_core.results import write_atomic
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.out, text.encode())
+        _outputs.make_directory(args.out.parent, "the folder of --out")
+        _outputs.write_file(args.out, text.encode(), "--out")
     else:
         sys.stdout.write(text)
     if args.submit:
