@@ -151,6 +151,8 @@ def test_list_filters_by_board_date_codec_and_profile(nights):
         (("--codec", "json", "--profile", "seed"), NORMAL_RUNS + SLOWED_RUNS),
         (("--codec", "protobuf"), 0),
         (("--since", "2999-01-01"), 0),
+        # further back than the calendar goes (year 1): from the start, every run
+        (("--since", "99999999999d"), NORMAL_RUNS + SLOWED_RUNS),
     ):
         done = evbench("history", "list", *filters, env=nights["env"])
         assert done.returncode == 0, done.stderr
@@ -180,8 +182,9 @@ def test_prune_and_copy(nights, tmp_path):
     )
     listing = evbench("history", "list", env=env)
     assert len(listing.stdout.splitlines()) == 2 + 3
-    by_days = evbench("history", "prune", "--keep", "90d", env=env)  # all from today: kept
-    assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout
+    for days in ("90d", "1000000d"):  # all from today: kept (a million days: past year 1)
+        by_days = evbench("history", "prune", "--keep", days, env=env)
+        assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout, by_days.stderr
 
 
 #: `evbench run`'s own small plan: where its run is added does not hang on its figures.

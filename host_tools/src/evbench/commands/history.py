@@ -108,8 +108,9 @@ def _since(text: str | None) -> str | None:
         return None
     days = _DAYS.fullmatch(text.strip())
     if days:
-        moment = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=int(days.group(1)))
-        return moment.isoformat(timespec="seconds")
+        from evbench.history.pruning import days_back
+
+        return days_back(int(days.group(1))).isoformat(timespec="seconds")
     try:
         dt.datetime.fromisoformat(text)
     except ValueError:

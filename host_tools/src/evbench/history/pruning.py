@@ -20,11 +20,19 @@ def parse_keep(text: str) -> tuple[int | None, int | None]:
     return (None, number) if match.group(2) else (number, None)
 
 
+def days_back(days: int) -> dt.datetime:
+    """Now less `days` days; a span longer than the calendar reaches back to its start."""
+    try:
+        return dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)
+    except OverflowError:
+        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
 def select(store: Store, runs_per_board: int | None, days: int | None) -> list[str]:
     """The run ids `--keep` lets go, oldest first."""
     doomed = []
     if days is not None:
-        cutoff = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)).isoformat()
+        cutoff = days_back(days).isoformat()
         doomed = [r["run_id"] for r in store.runs() if r["start_time"] < cutoff]
     if runs_per_board is not None:
         for board in store.boards():
