@@ -6,6 +6,11 @@ starts (as bmaptool does). Ranges without a checksum (bmap 1.0-1.2), and
 images without a bmap, are verified by reading the target back after fsync,
 with the page cache dropped, against a digest taken while writing.
 
+Whatever stops a flash once writing has begun (corrupt or cut-off image data,
+a range checksum, a write, sync or read-back error) leaves the target neither
+its old contents nor the image: write_image adds how many bytes were written,
+and that the target is incomplete, to every such error in one place.
+
 A sink is where bytes go: `FileSink` writes a local file or device;
 emmc.BoardSink sends them to a receiver on a board, which reads back every range.
 """
@@ -24,7 +29,7 @@ from evbench.flash.bmap import BlockRange, Bmap
 from evbench.flash.progress import FlashProgress
 from evbench.flash.readback import read_back_digest
 from evbench.flash.source import ImageSource
-from evbench_core.errors import CheckFailed
+from evbench_core.errors import CheckFailed, EvbenchError
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +41,14 @@ class FlashReport:
     """What one flash did; `seconds` runs from the first read to the end of verification."""
 
     bytes_written: int = 0
-    bytes_total: int = 0
+    #: None while unknown: a compressed image without a bmap tells its size only at its end.
+    bytes_total: int | None = None
     image_size: int = 0
     ranges_checked: int = 0
     seconds: float = 0.0
     method: list[str] = field(default_factory=list)
+    #: Every byte has gone to the sink: a failure now is the target not holding them.
+    all_sent: bool = False
 
     def summary(self) -> str:
         rate = self.bytes_written / self.seconds / MiB if self.seconds else 0.0
@@ -52,8 +60,15 @@ class FlashReport:
         )
 
     def progress_note(self) -> str:
+        """How far a flash that failed got, for the end of its error message."""
+        if self.all_sent:
+            return (
+                f"all {self.bytes_written} bytes were written, but the target does not hold "
+                "them: it is incomplete, flash it again"
+            )
+        of_total = f" of {self.bytes_total}" if self.bytes_total is not None else ""
         return (
-            f"wrote {self.bytes_written} of {self.bytes_total} bytes before stopping; "
+            f"wrote {self.bytes_written}{of_total} bytes before stopping; "
             "the target is incomplete: flash it again"
         )
 
@@ -154,7 +169,7 @@ class FileSink:
             if found != expected:
                 raise CheckFailed(
                     f"read-back mismatch for bytes {offset}-{offset + length - 1}: the target "
-                    f"holds {algorithm} {found}, {expected} was written; it is not a good copy",
+                    f"holds {algorithm} {found}, {expected} was written",
                     hint="the card may be failing or fake (smaller than it claims)",
                 )
         if not self._read_back:
@@ -168,24 +183,57 @@ def _check_range(bmap: Bmap, block_range: BlockRange, digest: str, report: Flash
         raise CheckFailed(
             f"checksum mismatch for blocks {block_range.first}-{block_range.last} "
             f"(bytes {start}-{start + length - 1}): calculated {digest}, the bmap says "
-            f"{block_range.checksum}; {report.progress_note()}",
+            f"{block_range.checksum}",
             hint="the image or its bmap is damaged: download both again",
         )
     report.ranges_checked += 1
 
 
+def _new_report(source: ImageSource, bmap: Bmap | None) -> FlashReport:
+    """The report before the first byte, with the sizes known ahead."""
+    report = FlashReport()
+    if bmap is not None:
+        report.image_size, report.bytes_total = bmap.image_size, bmap.mapped_bytes
+    else:
+        report.image_size, report.bytes_total = source.plain_size or 0, source.plain_size
+    return report
+
+
 def write_image(
     source: ImageSource, sink: Sink, bmap: Bmap | None, progress: FlashProgress
 ) -> FlashReport:
-    """Stream the image into `sink`; raise CheckFailed (saying how far it got) on any fault."""
+    """Stream the image into `sink`, then sync and verify it.
+
+    Raises CheckFailed on any fault; once the target is open for writing, every
+    error (whatever its class) ends by saying how far the flash got.
+    """
     started = time.monotonic()
-    report = FlashReport()
+    report = _new_report(source, bmap)
+    try:
+        _stream(source, sink, bmap, progress, report)
+        report.all_sent = True
+        _finish(sink, report)
+    except EvbenchError as error:
+        _add_progress_note(error, report)
+        raise
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _add_progress_note(error: EvbenchError, report: FlashReport) -> None:
+    """End the error's message with how far the flash got. The error itself is kept,
+    not rebuilt: its class sets the exit code and its hint says what to do."""
+    error.args = (f"{error}; {report.progress_note()}",)
+
+
+def _stream(
+    source: ImageSource, sink: Sink, bmap: Bmap | None, progress: FlashProgress, report: FlashReport
+) -> None:
+    """Write every mapped range, checking each against the bmap as it passes."""
     if bmap is not None:
         spans: list[tuple[int, int | None]] = [bmap.byte_span(r) for r in bmap.ranges]
-        report.image_size, report.bytes_total = bmap.image_size, bmap.mapped_bytes
     else:
         spans = [(0, source.plain_size)]
-        report.image_size = report.bytes_total = source.plain_size or 0
     index, hasher, algorithm, range_end = -1, hashlib.sha256(), "sha256", -1
     for offset, data in source.chunks(spans):
         if offset >= range_end:  # the first chunk of the next range
@@ -203,8 +251,7 @@ def write_image(
             sink.write(offset, data)
         except OSError as error:
             raise CheckFailed(
-                f"writing at byte {offset} failed: {error.strerror or error}; "
-                f"{report.progress_note()}",
+                f"writing at byte {offset} failed: {error.strerror or error}",
                 hint="the device may have been removed, be full, or be failing",
             ) from error
         report.bytes_written += len(data)
@@ -227,14 +274,15 @@ def write_image(
         sink.end_range(0, report.bytes_written, "sha256", hasher.hexdigest(), False)
     if report.ranges_checked:
         report.method.append(f"{report.ranges_checked} range checksums from the bmap")
+
+
+def _finish(sink: Sink, report: FlashReport) -> None:
+    """Sync the target and verify what the bmap did not."""
     log.info("wrote %d bytes; syncing and reading them back", report.bytes_written)
     try:
         report.method += sink.finish()
     except OSError as error:  # a failing card often reports it only when the cache is flushed
         raise CheckFailed(
-            f"syncing or reading back the target failed: {error.strerror or error}; all "
-            f"{report.bytes_written} bytes were sent, but the device did not store them",
+            f"syncing or reading back the target failed: {error.strerror or error}",
             hint="the device may have been removed or is failing: try another card",
         ) from error
-    report.seconds = time.monotonic() - started
-    return report
