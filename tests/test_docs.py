@@ -171,6 +171,33 @@ def test_readme_is_a_newcomers_page_that_links_every_doc() -> None:
     assert unlinked == []
 
 
+#: A file of the repository a document names in backticks, e.g. `tests/test_docs.py`.
+FOLDERS = "|".join((*PACKAGES, "docs", "native", "protos"))
+NAMED_PATH = re.compile(rf"`((?:{FOLDERS})/[\w./-]+)`")
+#: Names that stand for a file the reader makes: NAME, X.Y.Z.
+PLACEHOLDER = re.compile(r"NAME|X\.Y\.Z")
+
+
+def _exists(name: str, beside: Path) -> bool:
+    """From the root, or (a package's README) from its folder or its sources."""
+    return any((base / name).exists() for base in (ROOT, beside, *beside.glob("src/*")))
+
+
+def test_every_file_a_document_names_exists() -> None:
+    named = {
+        (path, match.group(1).rstrip("."))
+        for path in documents()
+        for match in NAMED_PATH.finditer(path.read_text(encoding="utf-8"))
+    }
+    assert len(named) > 100  # the pattern still finds what the documents name
+    gone = [
+        f"{_label(path)}: {name}"
+        for path, name in sorted(named)
+        if not PLACEHOLDER.search(name) and not _exists(name, path.parent)
+    ]
+    assert gone == []
+
+
 def test_skipped_blocks_are_listed() -> None:
     skipped = [b for doc in documents() for b in blocks(doc) if b.skip_reason]
     for block in skipped:
