@@ -339,3 +339,19 @@ def test_what_the_lab_writes_its_reader_reads(tmp_path):
     document = index.read(tmp_path)
     assert [entry["status"] for entry in document["entries"]] == ["complete", "failed"]
     assert document["finished"] is not None
+
+
+def test_a_directory_in_place_of_the_samples_is_named_not_a_crash(tmp_path):
+    run = _copy(tmp_path, "run")
+    (run / "samples.jsonl").unlink()
+    (run / "samples.jsonl").mkdir()
+    report = evbench("report", str(run))
+    assert report.returncode == 4, report.stderr  # rendered, partial: what it holds is named
+    assert "samples.jsonl cannot be read: Is a directory" in report.stdout + report.stderr
+    for argv in (
+        ["report", "--terminal", str(run)],
+        ["compare", "--no-history", str(run), str(COMMITTED)],
+    ):
+        done = evbench(*argv)
+        assert done.returncode == 2 and "samples.jsonl" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr

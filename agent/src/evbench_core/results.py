@@ -501,7 +501,15 @@ def read_samples(
     path = Path(directory) / SAMPLES
     if not path.exists():
         return
-    with open(path, "rb") as stream:
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as error:  # a directory in its place, a file this user may not read
+        if errors == "strict":
+            raise FormatError(f"{path} cannot be read: {error.strerror}") from None
+        if problems is not None:
+            problems.append(f"{SAMPLES} cannot be read: {error.strerror}")
+        return
+    with stream:
         for number, raw in enumerate(stream, 1):
             if not raw.endswith(b"\n"):
                 break
