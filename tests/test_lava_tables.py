@@ -1,13 +1,16 @@
 """evbench's LAVA tables: its device types (lava/job.py) against docs/lava.md, the CLI and
 what each job must hold, written here by hand from LAVA's device-type templates (U-Boot
-boots over TFTP and NFS, QEMU from tmpfs with a context); its units in LAVA's test cases.
+boots over TFTP and NFS, QEMU from tmpfs with a context); its units in LAVA's test cases;
+the test-case files `evbench lava results --test-cases` refuses, and how.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -91,3 +94,97 @@ def test_what_older_agents_sent_still_reads(old: str, unit: str) -> None:
 def test_an_unknown_spelling_is_named() -> None:
     with pytest.raises(lava_units.UnknownUnit, match="furlongs"):
         lava_units.from_lava("furlongs")
+
+
+#: One record case as lavacli lists it: with it, a file is refused only for what a test adds.
+GOOD_CASE = """- name: codec.seed.json.decode.2d04ed79
+  result: pass
+  suite: 1_evbench
+  measurement: '3.823620312e-05'
+  unit: s
+"""
+
+
+def _refused(tmp_path: Path, results_file: Path) -> str:
+    """The one error line of `evbench lava results --test-cases results_file`, checked to
+    be a user error (exit 2, docs/lava.md) that leaves no --out behind."""
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "evbench", "lava", "results", "9", "--test-cases"]
+    argv += [str(results_file), "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("evbench: error:")]
+    assert (done.returncode, len(errors)) == (2, 1), done.stderr[:2000]
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
+    return errors[0]
+
+
+def _alias_bomb(width: int = 10, depth: int = 6) -> str:
+    """Anchors a0..a(depth-1), each `width` aliases of the one before: the last stands for
+    width**depth items in a few hundred bytes (the 3 KB original went 9 deep)."""
+    levels = [f"    a0: &a0 [{', '.join(['x'] * width)}]"]
+    for level in range(1, depth):
+        aliases = ", ".join([f"*a{level - 1}"] * width)
+        levels.append(f"    a{level}: &a{level} [{aliases}]")
+    return "- name: job\n  result: pass\n  suite: lava\n  metadata:\n" + "\n".join(levels) + "\n"
+
+
+@pytest.mark.parametrize("case", ["codec.seed.json.encode.2d04ed79", "verdict.codec.seed"])
+def test_a_yaml_alias_is_refused_before_it_expands(tmp_path: Path, case: str) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    used = f"- name: {case}\n  result: pass\n  suite: 1_evbench\n  measurement: *a5\n  unit: s\n"
+    bomb.write_text(_alias_bomb() + used + GOOD_CASE)
+    error = _refused(tmp_path, bomb)
+    assert str(bomb) in error
+    assert "alias" in error
+    assert len(error) < 300  # nothing of the expansion in it
+
+
+@pytest.mark.parametrize(
+    ("case", "field", "value"),
+    [
+        ("codec.seed.json.encode.2d04ed79", "measurement", "{payload: 3}"),
+        ("verdict.codec.seed", "measurement", "{payload: 3}"),
+        ("codec.seed.json.encode.2d04ed79", "unit", "[payload, s]"),
+        ("verdict.codec.seed", "result", "[payload]"),
+    ],
+)
+def test_a_list_or_mapping_where_a_case_holds_one_value_is_named_not_printed(
+    tmp_path: Path, case: str, field: str, value: str
+) -> None:
+    fields = {"result": "pass", "measurement": "'1.5'", "unit": "s", field: value}
+    listed = "".join(f"  {key}: {item}\n" for key, item in fields.items())
+    results_file = tmp_path / "cases.yaml"
+    results_file.write_text(f"- name: {case}\n  suite: 1_evbench\n{listed}" + GOOD_CASE)
+    error = _refused(tmp_path, results_file)
+    assert case in error
+    assert field in error
+    assert "payload" not in error  # the value is not turned into text: it may be huge
+
+
+def test_a_measurement_beyond_what_a_results_file_holds_is_refused_at_import(tmp_path) -> None:
+    case = "codec.seed.json.encode.2d04ed79"
+    results_file = tmp_path / "cases.yaml"
+    huge = f"- name: {case}\n  result: pass\n  suite: 1_evbench\n  measurement: '1e200'\n"
+    results_file.write_text(huge + "  unit: s\n" + GOOD_CASE)
+    error = _refused(tmp_path, results_file)
+    assert case in error
+    assert "measurement" in error
+    assert f"{results.MAX_VALUE:g}" in error  # the bound it is beyond
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "over 64 MiB"])
+def test_a_results_path_that_is_no_regular_file_or_too_big_is_refused_unread(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "cases.yaml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(path)  # reading it whole would wait for a writer for ever
+    else:
+        with path.open("wb") as sparse:  # sparse: no 64 MiB written
+            sparse.truncate((64 << 20) + 1)
+    error = _refused(tmp_path, path)
+    assert str(path) in error
+    assert ("67108864" if kind == "over 64 MiB" else "not a regular file") in error

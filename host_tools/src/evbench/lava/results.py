@@ -18,7 +18,6 @@ from, the verdict cases): the host's note, not listed in the board's SHA256SUMS.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tarfile
 from decimal import Decimal, InvalidOperation
@@ -29,11 +28,14 @@ from evbench_agent import registry
 from evbench_agent.integrations import lava_units
 from evbench_core import results
 from evbench_core.errors import CheckFailed, FormatError, UserError
+from evbench_core.regular_file import read_regular
 
 NOTE = "lava.json"
 #: Bounds on what a results file may hold (it comes from a server).
 MAX_CASES = 100_000
 MAX_ARCHIVE_BYTES = 1 << 30
+#: MAX_CASES test cases of a few hundred bytes each, with room to spare.
+MAX_RESULTS_BYTES = 64 << 20
 
 
 def _inside(name: str) -> bool:
@@ -98,6 +100,50 @@ def _pages(document: Any) -> Any:
     return document
 
 
+def _parse(text: str, source: Path) -> Any:
+    """The YAML (or JSON) document of a results file, any alias in it refused.
+
+    LAVA writes no anchors or aliases; refusing aliases refuses every document that a
+    few lines expand into 10^9 items (nested aliases, "billion laughs"), before any is
+    expanded.
+    """
+    import yaml  # a host dependency of the report's exports already; only needed here
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                problem = "a YAML alias (LAVA writes none)"
+                raise yaml.composer.ComposerError(None, None, problem, mark)
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=NoAliasLoader)  # a SafeLoader: plain data only
+    except yaml.MarkedYAMLError as error:
+        # PyYAML's own message spans several lines; the error is shown as one.
+        where = error.problem_mark
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = error.problem or type(error).__name__
+        raise FormatError(f"cannot read LAVA results {source}{at}: {problem}") from None
+    except (yaml.YAMLError, ValueError, RecursionError) as error:
+        # ValueError: an integer of thousands of digits or a date that is none;
+        # RecursionError: lists nested thousands deep.
+        problem = next(iter(str(error).splitlines()), type(error).__name__)
+        raise FormatError(f"cannot read LAVA results {source}: {problem:.200}") from None
+
+
+def _read_cases(results_file: Path) -> list[dict[str, Any]]:
+    """The test cases of a results file, but LAVA's own."""
+    # A regular file only (a FIFO would block, a device never end), read to a cap.
+    data = read_regular(results_file, MAX_RESULTS_BYTES, "LAVA results file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise FormatError(f"cannot read LAVA results {results_file}: {error.reason}") from None
+    document = _parse(text, results_file)
+    return [c for c in _cases(document, results_file) if c.get("suite") != "lava"]
+
+
 def _cases(document: Any, source: Path) -> list[dict[str, Any]]:
     document = _pages(document)
     if not isinstance(document, list) or len(document) > MAX_CASES:
@@ -110,31 +156,58 @@ def _cases(document: Any, source: Path) -> list[dict[str, Any]]:
     return cases
 
 
+def _named(case: dict[str, Any]) -> str:
+    return f"test case {case['name']!r:.100}"
+
+
+def _field(case: dict[str, Any], key: str) -> Any:
+    """A case's field that is one value (text, a number, true/false or null) in LAVA's
+    results; a list or mapping there is refused, never turned into text: it may be huge."""
+    value = case.get(key)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    kind = "mapping" if isinstance(value, dict) else type(value).__name__
+    raise FormatError(f"{_named(case)}: its {key} is a {kind}, not one value")
+
+
 def _measurement(case: dict[str, Any]) -> float | None:
-    value = case.get("measurement")
+    value = _field(case, "measurement")
     if value in (None, "", "None"):
         return None
     try:
-        number = float(Decimal(str(value)))
+        number = Decimal(str(value))
     except (InvalidOperation, ValueError):
-        raise FormatError(f"test case {case['name']!r}: measurement {value!r}") from None
-    return number if math.isfinite(number) else None
+        raise FormatError(f"{_named(case)}: measurement {value!r:.100}") from None
+    if not number.is_finite():
+        return None  # the agent sends no measurement for a NaN: one that came is no number
+    measured = float(number)
+    # Refused here, naming the case, rather than imported for `report` to refuse the run.
+    if not results.is_value(measured):
+        raise FormatError(
+            f"{_named(case)}: measurement {value!r:.40} is beyond {results.MAX_VALUE:g}, "
+            "the largest a results file holds"
+        )
+    return measured
 
 
-def _record(case: dict[str, Any], value: float) -> dict[str, Any] | None:
-    """A summary record from a record case id `suite.profile.codec.metric[.phase].hash`."""
+def _record(case: dict[str, Any]) -> dict[str, Any] | None:
+    """A summary record from a passed, measured case whose id is
+    `suite.profile.codec.metric[.phase].hash`; None for any other case (not evbench's:
+    its measurement is left unchecked)."""
     parts = case["name"].split(".")
     if len(parts) < 5 or parts[0] not in registry.RECORD_SUITES:
         return None
+    if _field(case, "result") != "pass" or (value := _measurement(case)) is None:
+        return None
     suite, profile, codec, metric, *rest = parts
     # lavacli and the REST API v0.2 say "unit"; the older REST API said "units".
-    spelling = str(case.get("unit") or case.get("units") or "")
+    spelling = str(_field(case, "unit") or _field(case, "units") or "")
     try:
         unit = lava_units.from_lava(spelling)
     except lava_units.UnknownUnit as error:
-        raise FormatError(f"test case {case['name']!r}: {error}") from None
+        raise FormatError(f"{_named(case)}: {error}") from None
     if unit not in results.UNITS:
-        raise FormatError(f"test case {case['name']!r}: unit {unit!r} is not a record's")
+        raise FormatError(f"{_named(case)}: unit {unit!r} is not a record's")
     # The id's last part is the hash of the identity's params, the same for every codec:
     # it keeps records of different settings apart and pairs the codecs of one setting.
     params: dict[str, Any] = {"lava_identity": rest[-1]}
@@ -160,30 +233,20 @@ def _record(case: dict[str, Any], value: float) -> dict[str, Any] | None:
 
 def from_test_cases(results_file: Path, out: Path, job: str) -> Path:
     """A run directory from the job's test cases (YAML or JSON, as lavacli prints them)."""
-    import yaml  # a host dependency of the report's exports already; only needed here
-
-    try:
-        document = yaml.safe_load(results_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise UserError(f"cannot read LAVA results {results_file}: {error}") from None
-    cases = [c for c in _cases(document, results_file) if c.get("suite") != "lava"]
     records, verdicts, complete = [], [], False
-    for case in cases:
+    for case in _read_cases(results_file):
         name = case["name"]
         if name == "run.complete":
-            complete = case.get("result") == "pass"
+            complete = _field(case, "result") == "pass"
         elif name.startswith("verdict."):
-            verdicts.append({k: case.get(k) for k in ("name", "result", "measurement")})
-        elif case.get("result") == "pass" and (value := _measurement(case)) is not None:
-            record = _record(case, value)
-            if record is not None:
-                records.append(record)
+            verdicts.append({k: _field(case, k) for k in ("name", "result", "measurement")})
+        elif (record := _record(case)) is not None:
+            records.append(record)
     if not records:
         raise UserError(
             f"{results_file} holds no evbench test cases",
             hint="is it the results of a job that ran lava/evbench.yaml?",
         )
-    results.prepare_output(out)
     run_id = f"lava-{job}"
     manifest = {
         "format": results.FORMAT,
@@ -194,7 +257,6 @@ def from_test_cases(results_file: Path, out: Path, job: str) -> Path:
         "source": {"lava": {"job": job, "from": "test cases"}},
     }
     results.check_manifest_keys(manifest)
-    results.write_json(out / results.MANIFEST, manifest)
     summary = {
         "format": results.FORMAT,
         "version": results.VERSION,
@@ -202,14 +264,20 @@ def from_test_cases(results_file: Path, out: Path, job: str) -> Path:
         "partial": not complete,
         "records": records,
     }
+    # Every check the reading side makes, before --out is made: a refused file leaves
+    # nothing behind, and nothing is written that `report` would refuse.
+    results.read_records(summary, results_file)
+    results.prepare_output(out)
+    results.write_json(out / results.MANIFEST, manifest)
     results.write_json(out / results.SUMMARY, summary)
     # No raw samples came back (a test case holds one number): an empty samples file
     # says so, where a missing one would mean a run cut short.
     results.write_atomic(out / results.SAMPLES, b"")
     results.write_checksums(out)
+    _note(out, {"job": job, "source": "test cases", "verdicts": verdicts, "complete": complete})
+    # The marker last: it says the directory holds everything.
     if complete:
         results.write_atomic(out / results.COMPLETE, b"")
-    _note(out, {"job": job, "source": "test cases", "verdicts": verdicts, "complete": complete})
     return out
 
 
