@@ -27,6 +27,21 @@ REFUSED = {
     "infinite": '{"default_percent": Infinity}',
     "a huge key list": '{"' + '": 1, "'.join(f"k{i}" for i in range(20_000)) + '": 1}',
     "an unknown key": '{"default": 5}',
+    "a misspelt metric": '{"metrics": {"decodee": 3}}',
+    "a huge metric key": '{"metrics": {"' + "x" * 100_000 + '": 3}}',
+}
+
+#: Metric keys no record can match, and why (docs/reports.md: a key is a metric,
+#: profile/codec/metric or suite/profile/codec/metric; a metric is one evbench records).
+NEVER_MATCHED = {
+    "decodee": ("evbench records no metric 'decodee'", "did you mean 'decode'?"),
+    "a/b/c/d/e": ("5 parts, not 1, 3 or 4", "a key is a metric"),
+    "json/encode": ("2 parts, not 1, 3 or 4", "profile/codec/metric"),
+    "seed//encode": ("an empty part", "suite/profile/codec/metric"),
+    "cdec/seed/json/encode": ("evbench records no suite 'cdec'", "did you mean 'codec'?"),
+    "seed/json/speed": ("evbench records no metric 'speed'", "known: size, size_deflate, encode"),
+    # History's qualified names are looked up by their metric alone: never with "[...]".
+    "encode[phase=periodic]": ("no metric 'encode[phase=periodic]'", "did you mean 'encode'?"),
 }
 
 
@@ -55,6 +70,26 @@ def test_the_most_specific_key_wins_and_a_value_not_a_number_is_refused(tmp_path
     assert criteria.Criteria().threshold("codec", "seed", "json", "size") == 5
     with pytest.raises(UserError, match="must be a number of percent"):
         criteria.load(write(tmp_path, json.dumps({"metrics": {"decode": "fast"}})))
+
+
+@pytest.mark.parametrize("key", sorted(NEVER_MATCHED))
+def test_a_metric_key_that_can_never_match_is_refused_naming_it_and_the_forms(tmp_path, key):
+    said, hinted = NEVER_MATCHED[key]
+    with pytest.raises(UserError) as refused:
+        criteria.load(write(tmp_path, json.dumps({"metrics": {"decode": 3, key: 1}})))
+    assert f"the metrics key {key!r} can never match: " in str(refused.value)
+    assert said in str(refused.value)
+    assert hinted in (refused.value.hint or "")
+
+
+def test_every_documented_key_form_is_accepted_with_any_profile_or_codec_name(tmp_path):
+    # docs/reports.md's examples, then a user's profile, a native codec and an A/A copy
+    # (names evbench does not list), and a telemetry record's metric.
+    keys = ["decode", "seed/json/encode", "link/seed/protobuf/rtt", "codec/seed/json/decode"]
+    keys += ["schema:bms.Pack/json/encode", "seed/nanopb-c/decode", "codec/seed/json-aa/size"]
+    keys += ["telemetry/seed/json/cpu_util"]
+    limits = criteria.load(write(tmp_path, json.dumps({"metrics": dict.fromkeys(keys, 9)})))
+    assert limits.metrics == dict.fromkeys(keys, 9.0)
 
 
 def _load(content: str | bytes) -> criteria.Criteria | None:
@@ -95,6 +130,7 @@ def test_any_json_value_or_bytes_give_sane_criteria_or_a_user_error(content):
         ("an integer beyond a float", "default_percent is a huge integer"),
         ("deep nesting", "is nested too deeply"),
         ("an unknown key", "unknown criteria keys ['default']"),
+        ("a misspelt metric", "the metrics key 'decodee' can never match"),
     ],
 )
 def test_the_command_line_exits_2_naming_the_file(tmp_path, capsys, case, said):

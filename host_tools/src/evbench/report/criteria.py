@@ -7,22 +7,34 @@
 
 A key is a metric name, `profile/codec/metric` or `suite/profile/codec/metric`;
 the most specific key that matches wins. Thresholds are percentages of the
-baseline's median, in the metric's worse direction.
+baseline's median, in the metric's worse direction. A key no record can match (a
+misspelt metric or suite, two parts, five) is refused, naming it: accepted, it would
+leave the default threshold in place without a word.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
+from evbench_agent.registry import RECORD_SUITES
+from evbench_core.analysis.metrics import METRICS
 from evbench_core.errors import UserError
 
 DEFAULT_PERCENT = 5.0
 KEYS = frozenset({"default_percent", "metrics"})
 #: A criteria file is a few lines; anything larger is not one.
 MAX_BYTES = 1024 * 1024
+#: The keys threshold() looks up, by their number of parts: the metric alone,
+#: profile/codec/metric, suite/profile/codec/metric.
+KEY_PARTS = (1, 3, 4)
+KEY_FORMS = "a metric (decode), profile/codec/metric (seed/json/decode) or"
+KEY_FORMS += " suite/profile/codec/metric (codec/seed/json/decode)"
 #: No threshold is meaningful above this many percent (and a huge integer must not
 #: reach float(), which overflows).
 MAX_PERCENT = 1e6
@@ -59,6 +71,42 @@ def _percent(value: object, where: str, path: Path) -> float:
     return float(value)
 
 
+def _metric_key(key: str, path: Path) -> str:
+    """`key` when some record could match it; refused, naming why, when none ever could.
+
+    The metric and the suite are closed lists (metrics.METRICS, the suites' registry);
+    profiles and codecs are not (a user's schema:NAME profile, a native codec, an A/A
+    copy), so any non-empty name passes there."""
+    parts = key.split("/")
+    if len(parts) not in KEY_PARTS:
+        _refuse_key(key, f"{len(parts)} parts, not 1, 3 or 4", path)
+    if "" in parts:
+        _refuse_key(key, "an empty part", path)
+    if parts[-1] not in METRICS:
+        # A qualified name as history shows it (encode[phase=...]) means its metric.
+        meant = _closest(parts[-1].split("[", 1)[0], METRICS)
+        _refuse_key(key, f"evbench records no metric {_shown(parts[-1])}", path, meant)
+    if len(parts) == 4 and parts[0] not in RECORD_SUITES:
+        meant = _closest(parts[0], RECORD_SUITES)
+        _refuse_key(key, f"evbench records no suite {_shown(parts[0])}", path, meant)
+    return key
+
+
+def _closest(name: str, known: Iterable[str]) -> str:
+    """A hint's opening: the known name `name` may have meant, or every known name."""
+    names = list(known)
+    # Cut: difflib's cost grows with the name's length, and no known name is this long.
+    close = difflib.get_close_matches(name[:64], names, n=1)
+    return f"did you mean {close[0]!r}? " if close else f"known: {', '.join(names)}; "
+
+
+def _refuse_key(key: str, why: str, path: Path, opening: str = "") -> NoReturn:
+    raise UserError(
+        f"{path}: the metrics key {_shown(key)} can never match: {why}",
+        hint=f"{opening}a key is {KEY_FORMS}",
+    )
+
+
 def load(path: Path) -> Criteria:
     """Read a criteria file; anything unexpected is refused, naming it."""
     try:
@@ -88,5 +136,8 @@ def load(path: Path) -> Criteria:
         raise UserError(f"{path}: 'metrics' must map metric keys to percentages")
     return Criteria(
         _percent(document.get("default_percent", DEFAULT_PERCENT), "default_percent", path),
-        {str(k): _percent(v, f"metrics[{_shown(k)}]", path) for k, v in per_metric.items()},
+        {
+            _metric_key(k, path): _percent(v, f"metrics[{_shown(k)}]", path)
+            for k, v in per_metric.items()
+        },
     )
