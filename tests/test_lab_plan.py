@@ -4,6 +4,7 @@ printed on loopback (copied here from a real session)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from evbench.boards._labgrid_client import parse_place
 from evbench.boards.labgrid import parse_labgrid_url
 from evbench.boards.urls import transport_of
+from evbench.cli import build_parser, evbench
 from evbench.lab import plan
 from evbench_core.errors import UserError
 
@@ -67,6 +69,29 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
         ({"boards": ["rfc2217://lab:99999"], "matrix": {}}, "bad port in 'rfc2217://lab:99999'"),
         ({"boards": ["local", "local"], "matrix": {}}, "two boards are named 'local'"),
         ({"boards": ["local"], "matrix": {}, "options": ["--out", "x"]}, "may not give --out"),
+        # argparse takes an unambiguous prefix for the option, and --opt=value for --opt x:
+        # each of these would set what evbench lab sets per entry.
+        (
+            {"boards": ["local"], "matrix": {}, "options": ["--ou", "x"]},
+            "--ou: it abbreviates --out",
+        ),
+        ({"boards": ["local"], "matrix": {}, "options": ["--out=x"]}, "may not give --out=x"),
+        (
+            {"boards": ["local"], "matrix": {}, "options": ["--ou=x"]},
+            "--ou=x: it abbreviates --out",
+        ),
+        ({"boards": ["local"], "matrix": {}, "options": ["--cod", "json"]}, "abbreviates --codecs"),
+        ({"boards": ["local"], "matrix": {}, "options": ["--su=link"]}, "abbreviates --suite"),
+        (
+            {"boards": ["local"], "matrix": {}, "options": ["--pl", "1"]},
+            "abbreviates --place-timeout",
+        ),
+        # A board's options too, and a prefix of two reserved options (which argparse would
+        # call ambiguous), named with both.
+        (
+            {"boards": [{"board": "local", "options": ["--p", "x"]}], "matrix": {}},
+            r"boards\[0\].options may not give --p: it abbreviates --profile or --place-timeout",
+        ),
         ({"boards": ["local"], "matrix": {}, "retries": 9}, "retries must be"),
         ({"boards": ["local"], "matrix": {"suites": []}}, "matrix.suites must be"),
     ],
@@ -74,6 +99,88 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
 def test_a_bad_plan_is_refused_naming_what(document, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         plan.parse(document)
+
+
+#: A value of each reserved option other than the one the entry below sets itself.
+OTHER_VALUE = {
+    "--board": "ssh://elsewhere",
+    "--out": "elsewhere",
+    "--suite": "link",
+    "--profile": "other",
+    "--codecs": "cbor",
+    "--place-timeout": "7",
+}
+
+
+def _entry_args(options: tuple[str, ...]) -> argparse.Namespace:
+    """What `evbench run` parses from an entry's argv with these options last."""
+    board = plan.Board("local", "local", ())
+    argv = plan.Entry(board, "codec", "seed", "json", options).run_argv(Path("lab/run"), 600.0)
+    return build_parser(argv).parse_args(argv)
+
+
+def _run_flags() -> set[str]:
+    parser = build_parser(["run"])
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {flag for action in commands.choices["run"]._actions for flag in action.option_strings}
+
+
+@pytest.mark.parametrize("reserved", plan.RESERVED_OPTIONS)
+def test_every_spelling_argparse_takes_for_a_reserved_option_is_refused(reserved):
+    """Each prefix of a reserved option, as `--opt value` and `--opt=value`: the real
+    `evbench run` parser either lets it override the entry's own setting or refuses it
+    as ambiguous (every entry would fail); the plan refuses it either way."""
+    own = _entry_args(())
+    dest = reserved[2:].replace("-", "_")
+    value = OTHER_VALUE[reserved]
+    for end in range(3, len(reserved) + 1):
+        for spelling in ((reserved[:end], value), (f"{reserved[:end]}={value}",)):
+            try:
+                overridden = getattr(_entry_args(spelling), dest) != getattr(own, dest)
+            except UserError as refused:  # argparse's own refusal: an ambiguous prefix
+                overridden = "ambiguous option" in str(refused)
+            assert overridden, spelling
+            with pytest.raises(UserError, match=f"may not give {spelling[0]}"):
+                plan.parse({"boards": ["local"], "matrix": {}, "options": list(spelling)})
+
+
+def test_every_other_option_of_evbench_run_is_accepted_in_full():
+    # None of them is a prefix of a reserved one (--board-name is longer than --board).
+    others = sorted(_run_flags() - set(plan.RESERVED_OPTIONS))
+    assert "--board-name" in others and "--profile-name" in others
+    for flag in others:
+        lab = plan.parse({"boards": ["local"], "matrix": {}, "options": [flag]})
+        assert lab.entries[0].options == (flag,)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # The flow sequence opened at "[" (9th character) is not closed where "matrix:"
+        # puts a mapping value, at its ":" (7th character) on line 2.
+        (
+            "boards: [local\nmatrix: {}\n",
+            "line 2, column 7: expected ',' or ']', but got ':'"
+            " (while parsing a flow sequence that began at line 1, column 9)",
+        ),
+        # A tab cannot start a token in YAML: the first character of line 2.
+        ("boards: [local]\n\tmatrix: {}\n", "line 2, column 1: found character '\\t'"),
+        # A control character is refused while reading, before any parsing: no mark, only
+        # its index in the text, which is line 3, column 3 ("# " before it).
+        (
+            "boards: [local]\nmatrix: {}\n# \x01\n",
+            "line 3, column 3: unacceptable character #x0001: special characters are not allowed",
+        ),
+    ],
+    ids=["parser", "scanner", "reader"],
+)
+def test_a_plan_that_is_not_yaml_is_one_error_line_saying_where(tmp_path, capsys, text, said):
+    path = tmp_path / "LAB.yaml"
+    path.write_text(text)
+    assert evbench(["lab", "run", str(path), "--out", str(tmp_path / "lab")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"evbench: error: {path} is not valid YAML: {said}")
+    assert err.count("\n") == 1, err  # one line: no quoted source, no caret
 
 
 def test_a_plan_that_is_not_a_regular_file_or_too_long_is_refused_at_once(tmp_path: Path):

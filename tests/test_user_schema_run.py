@@ -174,6 +174,11 @@ SLOW = pytest.mark.slow  # once an internal error or a hang
                      [*CODEC, *SCHEMA, "--generate", "rules.yaml"],
                      ["rules.yaml is not UTF-8 text (byte 44)"], [], id="generator not UTF-8",
                      marks=SLOW),
+        # a flow list left open: the file ends, after its one line, inside it
+        pytest.param({"rules.yaml": b"fields: [soc_percent\n"},
+                     [*CODEC, *SCHEMA, "--generate", "rules.yaml"],
+                     ["rules.yaml is not valid YAML: line 2, column 1: "], [],
+                     id="generator YAML in one line"),
         pytest.param({"map.json": b"[" * 100_000 + b"]" * 100_000},
                      [*CODEC, *SCHEMA, "--json-map", "map.json"],
                      ["map.json nests too deeply to read"], [], id="json map 100000 deep",

@@ -806,6 +806,7 @@ __all__ = [
     "COMPLETE",
     "FORMAT",
     "MANIFEST",
+    "MAX_VALUE",
     "RECORD_FIELDS",
     "SAMPLES",
     "SUMMARY",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from evbench import yaml_errors
 from evbench_core import json_schema, regular_file
 from evbench_core.errors import UserError
 
@@ -84,11 +85,34 @@ class Plan:
     place_timeout: float
 
 
+def _reserved_meant(item: str) -> list[str]:
+    """The reserved options argparse could take `item` for: itself, or any option it is
+    a prefix of (argparse accepts `--ou` for `--out`, and `--ou=x` as `--out x`).
+
+    A prefix shared with an option that is not reserved (`--pro`: --profile or
+    --processes; `--boa`: --board or --board-name) is refused too: argparse would call
+    it ambiguous and every entry would fail with exit 2, so it is refused here, before
+    anything runs. No option of `evbench run` is itself a prefix of a reserved one (the
+    LAB.yaml tests check against the real parser), so no exact option is refused."""
+    name = item.split("=", 1)[0]
+    if not name.startswith("--") or name == "--":  # "--" ends the options: nothing to mean
+        return []
+    return [option for option in RESERVED_OPTIONS if option.startswith(name)]
+
+
 def _strings(value: list[str | int | float], where: str) -> tuple[str, ...]:
     items = tuple(str(v) for v in value)
     for item in items:
-        if item.split("=", 1)[0] in RESERVED_OPTIONS:
+        meant = _reserved_meant(item)
+        if item.split("=", 1)[0] in meant:
             raise UserError(f"LAB.yaml: {where} may not give {item}: evbench lab sets it")
+        if meant:
+            raise UserError(
+                f"LAB.yaml: {where} may not give {item}: it abbreviates {' or '.join(meant)},"
+                " which evbench lab sets",
+                hint=f"evbench lab sets {', '.join(RESERVED_OPTIONS)} per entry;"
+                " write other options in full",
+            )
     return items
 
 
@@ -155,7 +179,7 @@ def load(path: Path) -> Plan:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise UserError(f"{path} is not valid YAML: {error}") from None
+        raise UserError(f"{path} is not valid YAML: {yaml_errors.one_line(error, text)}") from None
     except RecursionError:
         raise UserError(f"{path} nests too deeply to be a LAB.yaml") from None
     return parse(document)

@@ -24,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from evbench import yaml_errors
 from evbench_agent import registry
 from evbench_agent.integrations import lava_units
 from evbench_core import results
@@ -119,13 +120,10 @@ def _parse(text: str, source: Path) -> Any:
 
     try:
         return yaml.load(text, Loader=NoAliasLoader)  # a SafeLoader: plain data only
-    except yaml.MarkedYAMLError as error:
-        # PyYAML's own message spans several lines; the error is shown as one.
-        where = error.problem_mark
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
-        problem = error.problem or type(error).__name__
-        raise FormatError(f"cannot read LAVA results {source}{at}: {problem}") from None
-    except (yaml.YAMLError, ValueError, RecursionError) as error:
+    except yaml.YAMLError as error:
+        why = yaml_errors.one_line(error, text)
+        raise FormatError(f"cannot read LAVA results {source}: {why}") from None
+    except (ValueError, RecursionError) as error:
         # ValueError: an integer of thousands of digits or a date that is none;
         # RecursionError: lists nested thousands deep.
         problem = next(iter(str(error).splitlines()), type(error).__name__)

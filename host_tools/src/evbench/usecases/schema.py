@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evbench import yaml_errors
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, samples, user_schema
 from evbench_agent.payloads.json_style import STYLES
 from evbench_core import regular_file
@@ -137,7 +138,8 @@ def _read_document(path: Path, what: str) -> Any:
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as error:
-            raise UserError(f"the {what} {path} is not valid YAML: {error}") from None
+            why = yaml_errors.one_line(error, text)
+            raise UserError(f"the {what} {path} is not valid YAML: {why}") from None
         except RecursionError:
             raise UserError(f"the {what} {path} nests too deeply to read") from None
     try:
