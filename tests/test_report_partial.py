@@ -135,3 +135,16 @@ def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(t
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"evbench: error: cannot write the results in {run}: ")
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_the_terminal_report_says_partial_as_the_written_one_does(tmp_path):
+    # A changed figure: the tables print, and the checksum that no longer matches is said
+    # (docs/reports.md: a changed or missing file is PARTIAL, exit 4), as `report` says it.
+    run = copy_run(OLD_RUN, tmp_path)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["records"][0]["median"] *= 10
+    (run / "summary.json").write_text(json.dumps(summary))
+    for argv in (["report", "--terminal", str(run)], ["report", str(run)]):
+        done = evbench(*argv)
+        assert done.returncode == 4, done.stderr
+        assert "PARTIAL: checksum: summary.json: checksum mismatch" in done.stderr, done.stderr

@@ -26,11 +26,18 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 def _terminal(run_dir: Path) -> int:
     """What `evbench run --details` prints, for a run measured earlier."""
     from evbench.commands.run import print_tables
+    from evbench.report.context import load_context
+    from evbench.report.headline import partial_headline
     from evbench_core import results
 
     run = results.load_run(run_dir)
+    # What the written report checks too: missing files, checksums, the run's status.
+    context = load_context(run_dir)
     print_tables(run, argparse.Namespace(baseline_codec="json", candidate_codec="protobuf"))
-    return ExitCode.OK if run.complete else ExitCode.PARTIAL
+    if run.complete and not context.partial:
+        return ExitCode.OK
+    print(partial_headline(context.manifest, context.missing, context.problems), file=sys.stderr)
+    return ExitCode.PARTIAL
 
 
 def _refuse_what_is_not_a_run(run_dir: Path) -> None:
