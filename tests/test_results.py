@@ -427,3 +427,15 @@ def test_a_board_agent_is_usable_when_the_host_reads_its_format(results_format, 
 
     info = {"agent": evbench_agent.__version__, "results_format": results_format}
     assert deploy.compatible(info) is usable
+
+
+def test_a_listing_that_leaves_out_a_file_of_the_run_does_not_vouch_for_it(tmp_path):
+    # An emptied SHA256SUMS listed nothing, so nothing mismatched: a changed summary.json
+    # passed as verified. Each of the run's own files present must be listed.
+    run = _finished_run(tmp_path / "run")
+    (run / "SHA256SUMS").write_bytes(b"")
+    assert results.verify_checksums(run) == [
+        "manifest.json: not listed in SHA256SUMS",
+        "summary.json: not listed in SHA256SUMS",
+        "samples.jsonl: not listed in SHA256SUMS",
+    ]

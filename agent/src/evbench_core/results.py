@@ -604,7 +604,14 @@ def verify_checksums(directory: Path) -> list[str]:
         entries = parse_checksums(listing.read_bytes(), str(directory))
     except FormatError as error:
         return [str(error)]
-    problems = []
+    # The writer lists every file of the run: one of the run's own files left out (an
+    # emptied listing, one cut at a line's end) would pass unverified.
+    listed = {name for _, name in entries}
+    problems = [
+        f"{name}: not listed in {CHECKSUMS}"
+        for name in (MANIFEST, SUMMARY, SAMPLES)
+        if name not in listed and os.path.lexists(directory / name)
+    ]
     for expected, name in entries:
         path = directory / name
         # Names never climb out (parse_checksums), and no symbolic link is followed out either.
