@@ -222,6 +222,37 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     assert ("interrupted; the run is kept as partial" if start == AGENT else "PARTIAL") in stderr
 
 
+@pytest.mark.parametrize("start", [EVBENCH, AGENT], ids=["evbench", "agent"])
+def test_ctrl_c_before_the_run_began_leaves_nothing_and_exits_130(tmp_path, start):
+    # The folder is made, then the plan's probe runs (a second or more: it starts
+    # interpreters), then the manifest is written: the run begins. Ctrl-C as soon as the
+    # folder appears lands in the probe; it said "manifest.json is missing" (exit 2) or
+    # "the agent failed" (exit 1), and left the folder with its hidden disk reserve.
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [*start, *CODEC_RUN, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists():
+            assert time.monotonic() < deadline and process.poll() is None, "no run folder"
+            time.sleep(0.002)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "error" not in stderr, stderr
+    if (out / "manifest.json").exists():  # began all the same (a fast machine): kept
+        assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    else:
+        assert not out.exists(), sorted(p.name for p in out.iterdir())
+        assert "interrupted" in stderr and "kept as partial" not in stderr, stderr
+
+
 def test_agent_info_reports_platform_versions_and_codecs():
     done = _run([*AGENT, "info", "--json"])
     assert done.returncode == 0, done.stderr

@@ -78,6 +78,13 @@ def _run(args: argparse.Namespace) -> ExitCode:
     progress.message(f"run {run_id} -> {out}")
     try:
         runner.run(spec, out, run_id, progress)
+    except KeyboardInterrupt:
+        from evbench_core.results import MANIFEST
+
+        kept = (out / MANIFEST).exists()  # else stopped before the run began: none is left
+        said = "the run is kept as partial" if kept else "before the run began; nothing was kept"
+        print(f"{PROG}: interrupted; {said}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     finally:
         # Under LAVA a partial run signals too: its missing records become failing cases.
         if _lava_wanted(args.lava) and out.is_dir():
@@ -286,9 +293,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def agent(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv`; return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    return run_program(
-        PROG, lambda: build_parser(arguments), arguments, "interrupted; the run is kept as partial"
-    )
+    return run_program(PROG, lambda: build_parser(arguments), arguments, "interrupted")
 
 
 def main() -> None:

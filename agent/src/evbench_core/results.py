@@ -42,6 +42,7 @@ never a crash):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -351,6 +352,7 @@ class RunWriter:
     def __init__(self, directory: Path, run_id: str) -> None:
         self.directory = Path(directory)
         self.run_id = run_id
+        self._made_directory = not self.directory.exists()
         prepare_output(self.directory)
         self.reserve = SpaceReserve(self.directory)
         self.reserve.take()
@@ -359,6 +361,14 @@ class RunWriter:
 
     def release_reserve(self) -> None:
         self.reserve.release()
+
+    def abandon(self) -> None:
+        """The run never began (no manifest): give back the reserve, and the directory
+        too when this writer made it and nothing else is in it."""
+        self.reserve.release()
+        if self._made_directory:
+            with contextlib.suppress(OSError):  # something else is in it: it stays
+                self.directory.rmdir()
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         document = {"format": FORMAT, "version": VERSION, "run_id": self.run_id, **manifest}

@@ -168,22 +168,16 @@ def run_until_decided(context: RunContext, manifest: dict[str, Any], stage_s: fl
         suites = [s for s in spec.suites if s in sequential.suites_to_grow(found)]
 
 
-def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
-    """Measure every suite of `spec` into `directory`.
-
-    SIGTERM is handled like Ctrl-C. Whatever stops the run, the samples
-    measured so far are kept, summarized and checksummed, and the run is left
-    without its `complete` marker.
-    """
-    notes = registry.preflight(spec)  # before anything is written: may refuse the run
-    arm_versions = None
-    if spec.arms:  # each arm's interpreter answers its versions, or refuses the run here
-        from evbench_agent import arms
-
-        arm_versions = arms.probe_all(spec.arms, list(spec.codecs))
-    for note in notes:
-        log.warning("%s", note)
-    writer = RunWriter(directory, run_id)
+def _begin(
+    spec: Spec,
+    writer: RunWriter,
+    arm_versions: dict[str, Any] | None,
+    notes: list[str],
+    progress: Progress,
+) -> tuple[dict[str, Any], dict[str, float], TelemetrySession]:
+    """The run's first manifest, written once the plan and telemetry are settled: from
+    then on the directory is a run (partial at worst)."""
+    directory = writer.directory
     manifest: dict[str, Any] = {
         "spec": spec.as_dict(),
         "quick": spec.quick,
@@ -219,12 +213,39 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     telemetry = TelemetrySession(spec, directory, progress)  # refuses bad settings first
     manifest["telemetry"] = telemetry.manifest()
     writer.write_manifest(manifest)
-    # The host stops a run with SIGINT (or SIGTERM). A run started by a background job
-    # of a script or under nohup inherits SIGINT ignored and would run on to the end.
+    return manifest, planned, telemetry
+
+
+def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
+    """Measure every suite of `spec` into `directory`.
+
+    SIGTERM is handled like Ctrl-C. Whatever stops the run, the samples
+    measured so far are kept, summarized and checksummed, and the run is left
+    without its `complete` marker.
+    """
+    notes = registry.preflight(spec)  # before anything is written: may refuse the run
+    arm_versions = None
+    if spec.arms:  # each arm's interpreter answers its versions, or refuses the run here
+        from evbench_agent import arms
+
+        arm_versions = arms.probe_all(spec.arms, list(spec.codecs))
+    for note in notes:
+        log.warning("%s", note)
+    # The host stops a run with SIGINT (or SIGTERM), during its probe too. A run started
+    # by a background job of a script or under nohup inherits SIGINT ignored and would
+    # run on to the end.
     previous = {
         signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_interrupt),
         signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
     }
+    writer = RunWriter(directory, run_id)
+    try:
+        manifest, planned, telemetry = _begin(spec, writer, arm_versions, notes, progress)
+    except BaseException:  # stopped in the probe, or a setting refused: no run began
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        writer.abandon()
+        raise
     status = "interrupted"
     try:
         telemetry.start()

@@ -207,13 +207,20 @@ def _run(args: argparse.Namespace) -> int:
         link_peer.check_peer(board, getattr(args, "peer", None))
         if host_bus:  # open before anything is written or started: its failure stops all here
             responder.enter_context(link_peer.host_bus_responder(host_bus))
+        made = not out.exists()
         results.prepare_output(out)
         logger.info("run %s on board %s into %s", run_id, getattr(board, "url", "local"), out)
         place = getattr(board, "place", None)  # a labgrid place: the board's identity
         if place and getattr(args, "board_place", None) is None:
             args = argparse.Namespace(**{**vars(args), "board_place": place})
         if not isinstance(board, RemoteBoard):  # the local board
-            status, log = _run_local(board, args, run_id, out)
+            try:
+                status, log = _run_local(board, args, run_id, out)
+            except KeyboardInterrupt:  # before the run began: the folder made for it goes
+                if made:
+                    with contextlib.suppress(OSError):  # not empty: something of it stays
+                        out.rmdir()
+                raise
         else:
             from evbench.usecases.remote_run import FetchCutShort
 
@@ -244,6 +251,8 @@ def _run_local(board: Board, args: argparse.Namespace, run_id: str, out: Path) -
     except KeyboardInterrupt:
         command.interrupt()
         status = command.wait(AGENT_EXIT_TIMEOUT)
+        if not (out / results.MANIFEST).exists():
+            raise  # stopped before the run began (the agent kept nothing): exit 130
     return status, command.stderr()
 
 
