@@ -258,3 +258,20 @@ def test_a_run_that_sends_the_responder_no_user_message_is_not_refused():
     for given in ({"suite": "codec"}, {"link_profile": "seed"}, {"peer": "host"}, {"peer": None}):
         fine = run_command.argparse.Namespace(**{**base, **given})
         assert host_schema._check_peer_knows_it(fine, "schema:x.Y") is None  # no UserError
+
+
+def test_an_empty_message_is_measured_and_its_size_change_is_minus_100_percent(tmp_path):
+    # `message Empty {}` (a heartbeat, an ack): protobuf encodes it in 0 bytes, json as "{}"
+    # (2 bytes): a change of -100 %, which a factor ("Nx smaller") cannot say. It crashed
+    # the table with a division by zero after the agent had measured it.
+    proto = tmp_path / "empty.proto"
+    proto.write_text('syntax = "proto3";\npackage odd;\nmessage Empty {}\n')
+    out = tmp_path / "run"
+    done = evbench("run", *QUICK, "--schema", str(proto), "--message", "odd.Empty",
+                   "--suite", "codec", "--processes", "2", "--payloads", "5", "--no-history",
+                   "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ((size_json,), (size_protobuf,)) = (_records(out, "size", c) for c in ("json", "protobuf"))
+    assert (size_json["mean"], size_protobuf["mean"]) == (2, 0)
+    (size_row,) = [line for line in done.stdout.splitlines() if "| Size" in line][:1]
+    assert "-100.0%" in size_row, done.stdout

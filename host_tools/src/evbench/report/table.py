@@ -192,7 +192,7 @@ def change_cell(row: Row) -> str:
     change = difference(row)
     if change is None:
         return "-"
-    if ratios.factor(1 + change) >= ratios.FACTOR_FROM and change > -1:
+    if change > -1 and ratios.factor(1 + change) >= ratios.FACTOR_FROM:
         return ratios.change_text(1 + change, row.identity.metric)
     return f"{change * 100:+.1f}%"
 
