@@ -57,6 +57,10 @@ def test_defaults_all_expansion_and_the_quick_plan():
         ({"aa": ["json"]}, "'aa' must be the name of one installed codec"),
         ({"aa": "yaml"}, "unknown codec 'yaml'"),
         ({"cpu": 4096}, "cannot pin to CPU 4096"),
+        # capped: a rate no link carries ran 3 x 10^8 messages a phase under a 13 s plan;
+        # a window past what sockets hold locked both ends of the link
+        ({"link_rate_hz": 1e9}, "'link_rate_hz' must be a number of at least 0.01 and at most"),
+        ({"link_window": 1001}, "'link_window' must be a whole number of at least 1 and at most"),
     ],
 )
 def test_bad_specs_are_refused_naming_what_is_wrong(document, message):
