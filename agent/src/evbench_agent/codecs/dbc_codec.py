@@ -26,6 +26,7 @@ def can_carry(profile: Profile) -> bool:
     carries=PLAIN,
     description="CAN FD signals packed by cantools from protos/ev_data.dbc (seed, ev-full)",
     can_carry=can_carry,
+    exact=False,  # each value to its signal's resolution
 )
 def bind(module: ModuleType, profile: Profile) -> Pair:
     from evbench_agent.payloads import dbc  # only where a run uses it

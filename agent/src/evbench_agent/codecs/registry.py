@@ -70,6 +70,10 @@ class Codec:
     #: recipe does, so the codec is absent there (tests/test_layer.py builds the
     #: layer's package map from these).
     yocto: str | None = field(kw_only=True)
+    #: Whether decoding gives back the value encoded; False for a codec that keeps each
+    #: value only to a resolution (dbc's signals): its round trip is stable instead, the
+    #: decoded value encoding to the same bytes.
+    exact: bool = field(default=True, kw_only=True)
 
     @property
     def optional(self) -> bool:
@@ -156,12 +160,14 @@ def codec(
     carries: str,
     description: str,
     can_carry: Callable[[Profile], bool] | None = None,
+    exact: bool = True,
 ) -> Callable[[Callable[[ModuleType, Profile], Pair]], Callable[[ModuleType, Profile], Pair]]:
     """Declare codec `name`, bound to a profile by the decorated `bind(module, profile)`.
 
     `module` is imported only when the codec is used, and a codec whose module does not
     import is unavailable, never an error; `distribution` (PyPI) and `yocto` (the
-    scarthgap package, None if there is none) say what installs it.
+    scarthgap package, None if there is none) say what installs it; `exact=False` for
+    a codec that keeps values only to a resolution.
     """
 
     def declare(
@@ -170,8 +176,9 @@ def codec(
         if name in CODECS:
             raise RuntimeError(f"codec {name!r} is declared twice")
         CODECS[name] = Codec(
-            name, module, distribution, carries, description, bind, can_carry, yocto=yocto
-        )
+            name, module, distribution, carries, description, bind, can_carry,
+            yocto=yocto, exact=exact,
+        )  # fmt: skip
         return bind
 
     return declare

@@ -150,7 +150,9 @@ def _agent_lines(report: dict[str, Any]) -> list[str]:
         if "error" in check:
             lines.append(f"codec {codec}: ERROR {check['error']}")
         else:
-            verdict = "round trip ok" if check["round_trip"] else "round trip DIFFERS"
+            verdict = "round trip DIFFERS"
+            if check["round_trip"]:  # a codec that is not exact: to its values' resolution
+                verdict = "round trip ok" + ("" if check.get("exact", True) else ", to resolution")
             lines.append(
                 f"codec {codec}: {verdict}, {check['mean_size']:.1f} bytes mean (n = {check['n']})"
             )
