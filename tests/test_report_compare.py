@@ -178,7 +178,8 @@ def test_a_damaged_run_renders_what_exists_marked_partial(
     assert done.returncode == 4, done.stderr
     first, rendered = done.stderr.splitlines()[:2]
     assert first == f"PARTIAL: {said}"
-    assert rendered.startswith(f"PARTIAL run rendered ({', '.join(drop)}")
+    missing = f"missing {', '.join(drop)}" if drop else ""  # a file's name, said as missing
+    assert rendered.startswith(f"PARTIAL run rendered ({missing}")
     markdown = (run / "report.md").read_text()
     first, _blank, title = markdown.splitlines()[:3]
     assert first == f"**PARTIAL: {said}**"

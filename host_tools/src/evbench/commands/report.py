@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         print(path)
     context = written.context
     if context.partial:
-        what = ", ".join(context.missing + context.problems) or "status not complete"
+        missing = [f"missing {', '.join(context.missing)}"] if context.missing else []
+        what = "; ".join(missing + context.problems) or "status not complete"
         print(written.headline, file=sys.stderr)
         print(f"PARTIAL run rendered ({what})", file=sys.stderr)
         return ExitCode.PARTIAL
