@@ -242,6 +242,11 @@ def test_recorded_lava_results_become_a_run_that_renders(tmp_path: Path) -> None
     report = evbench("report", str(out), check=False)
     assert report.returncode == 0, report.stderr
     assert (out / "report.html").exists()
+    # docs/lava.md: history add refuses it (one number per record, no replicates), saying so
+    store = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    added = evbench("history", "add", "--history", store, str(out), check=False)
+    assert added.returncode == 2, added.stderr
+    assert "test cases: one number per record and no replicates" in added.stderr
 
 
 def _stored(value: float) -> Decimal:

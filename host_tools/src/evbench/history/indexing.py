@@ -139,6 +139,19 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def _refuse_test_cases(manifest: dict, directory: Path) -> None:
+    """A run `evbench lava results --test-cases` made holds one number per record and no
+    replicates, which the history's checks test: refused as docs/lava.md says, why named."""
+    source = manifest.get("source")
+    lava = source.get("lava") if isinstance(source, dict) else None
+    if isinstance(lava, dict) and lava.get("from") == "test cases":
+        raise UserError(
+            f"{directory} was made from LAVA job {lava.get('job')}'s test cases: one number "
+            "per record and no replicates, which the history tests; not indexed",
+            hint="import the run the board uploaded: evbench lava results JOB --uploaded FILE",
+        )
+
+
 def index_run(directory: Path) -> IndexedRun:
     """Read and verify a run directory; its rows, ready for `Store.add`."""
     directory = Path(directory).resolve()
@@ -146,6 +159,7 @@ def index_run(directory: Path) -> IndexedRun:
         raise UserError(f"{directory} is not a run directory")
     manifest = _load(directory / results.MANIFEST)
     _checked_manifest(manifest, directory / results.MANIFEST)
+    _refuse_test_cases(manifest, directory)
     complete = (directory / results.COMPLETE).exists()
     digest, unverified = _verify(directory, complete)
     try:
