@@ -152,6 +152,9 @@ def test_a_cut_off_image_says_how_many_bytes_the_target_got(kind, tmp_path, caps
     assert f"wrote {written} bytes before stopping; the target is incomplete" in err
     assert "Traceback" not in err and "internal error" not in err
     assert "verified" not in out
+    # the decompressor's word, named once: "xz: FILE: ...", not "xz: /usr/bin/xz: FILE: ..."
+    tool = COMPRESSORS[kind][0]
+    assert f"of its data: {tool}: {cut}: " in err, err
 
 
 def test_bad_arguments_are_one_line_errors(images, tmp_path, capsys):

@@ -96,6 +96,7 @@ class _DecompressPipe:
 
     def __init__(self, command: str, arguments: tuple[str, ...], path: Path) -> None:
         self.name = Path(command).name
+        self._command = command
         self._process = subprocess.Popen(
             [command, *arguments, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -110,7 +111,10 @@ class _DecompressPipe:
             self._process.wait()
             if self._process.returncode != 0:
                 message = self._stderr.read(4096).decode(errors="replace").strip()
-                raise OSError(f"{self.name}: {message.splitlines()[-1] if message else 'failed'}")
+                line = message.splitlines()[-1] if message else "failed"
+                for own in (self._command, self.name):  # the tool names itself: once is enough
+                    line = line.removeprefix(f"{own}: ")
+                raise OSError(f"{self.name}: {line}")
         return data
 
     def close(self) -> None:
