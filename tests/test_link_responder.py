@@ -25,10 +25,11 @@ MS = 1_000_000  # ns
 
 @pytest.fixture(scope="module")
 def responder():
-    # Slots to spare: an earlier test's slot is freed only once the responder has read
-    # the end of its connection, which a loaded machine can delay past the next test's
-    # start, and one test here holds two connections.
-    with start_responder(max_frame=4096, max_connections=4) as process:
+    # A slot for every connection the module's tests open (fewer than 20): an earlier
+    # test's slot is freed only once the responder has read the end of its connection,
+    # which a loaded machine can delay past the next test's start; with 4 slots, the
+    # interleaved test's two connections could find them taken and be refused busy.
+    with start_responder(max_frame=4096, max_connections=32) as process:
         yield process
 
 
