@@ -16,6 +16,7 @@ from report_helpers import evbench
 
 from evbench.history import run_differences
 from evbench.lab import index, nightly_compare, plan
+from evbench_core import results
 from evbench_core.analysis import stats
 from evbench_core.errors import FormatError, UserError
 
@@ -355,3 +356,24 @@ def test_a_directory_in_place_of_the_samples_is_named_not_a_crash(tmp_path):
         done = evbench(*argv)
         assert done.returncode == 2 and "samples.jsonl" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("start", "said"),
+    [
+        ("yesterday", "is not an ISO 8601 time in UTC"),
+        ("2026-13-45T99:00:00", "is not an ISO 8601 time in UTC"),
+        ("2026-12-01T02:00:00+02:00", "is not an ISO 8601 time in UTC"),  # sorts as text
+        ("2099-01-01T00:00:00+00:00", "is in the future"),
+    ],
+)
+def test_history_add_refuses_a_start_time_the_store_cannot_order(tmp_path, start, said):
+    # The store orders, filters (--since) and prunes by start_time as text: indexed, such a
+    # run broke the trend page for good and made `prune --keep 3` delete the real nights.
+    run = _copy(tmp_path, "run", {"start_time": start})
+    results.write_checksums(run)  # an intact run in every other way
+    store = tmp_path / "h.sqlite"
+    done = evbench("history", "add", "--history", str(store), str(run))
+    assert done.returncode == 2, done.stderr
+    assert f"start_time {start!r} {said}; not indexed" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

@@ -135,6 +135,25 @@ def _checked_manifest(manifest: dict[str, Any], path: Path) -> None:
         raise FormatError(f"{path}: {'; '.join(wrong[:5])}; not indexed")
 
 
+def _checked_start_time(text: str, path: Path) -> None:
+    """The store orders, filters (--since), prunes and plots runs by start_time as text:
+    only an ISO 8601 time in UTC (as evbench writes it) sorts and parses right."""
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    if when is None or when.utcoffset() != dt.timedelta(0):
+        raise FormatError(
+            f"{path}: start_time {text[:40]!r} is not an ISO 8601 time in UTC; not indexed",
+            hint="the manifest was edited by hand; index an intact copy",
+        )
+    if when > dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1):
+        raise FormatError(
+            f"{path}: start_time {text[:40]!r} is in the future; not indexed",
+            hint="the board's clock was ahead when it ran (no RTC or NTP?): set its clock",
+        )
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -176,6 +195,7 @@ def index_run(directory: Path) -> IndexedRun:
     run_id = str(manifest.get("run_id") or "")
     if not run_id or not manifest.get("start_time"):
         raise FormatError(f"{directory / results.MANIFEST} has no run_id or start_time")
+    _checked_start_time(str(manifest["start_time"]), directory / results.MANIFEST)
     platform = manifest.get("platform") or {}
     spec = manifest.get("spec") or {}
     board, source = board_identity(manifest)
