@@ -404,3 +404,28 @@ def test_the_manifest_of_a_run_carries_it(tmp_path):
 
     manifest = {"board_identity": board_identity.identify("bench-3"), "platform": {}}
     assert stored(manifest) == ("name:bench-3", "--board-name")
+
+
+def test_show_says_which_series_a_night_is_of_when_their_settings_differ(tmp_path: Path):
+    # Two nights of 200 payloads, then one of 50: two series, as `check` keeps them. `show`
+    # listed the three medians as one column, the third reading as a change of the first two.
+    nights = [
+        night(tmp_path, 1),
+        night(tmp_path, 2),
+        night(tmp_path, 3, codec_params={"payloads": 50}),
+    ]
+    store = tmp_path / "h.sqlite"
+    added = evbench("history", "add", "--history", str(store), *map(str, nights))
+    assert added.returncode == 0, added.stderr
+    argv = ["history", "show", "decode", "--board", "bench-1", "--codec", "json"]
+    show = evbench(*argv, "--history", str(store))
+    assert show.returncode == 0, show.stderr
+    header, _rule, *rows = show.stdout.splitlines()[1:6]
+    assert header.split("|")[-1].strip() == "Series (not comparable across)"
+    assert [row.split("|")[-1].strip() for row in rows] == ["payloads=200"] * 2 + ["payloads=50"]
+    # One series: no such column
+    added = evbench(
+        "history", "add", "--history", str(tmp_path / "one.sqlite"), *map(str, nights[:2])
+    )
+    one = evbench(*argv, "--history", str(tmp_path / "one.sqlite"))
+    assert one.returncode == 0 and "Series" not in one.stdout, one.stdout

@@ -77,11 +77,15 @@ def series_cells(
 ) -> tuple[list[str], list[list[str]]]:
     """One metric over time: date, run, median [95 % CI] (n), what changed since the last."""
     from evbench.history.run_differences import version_changes
+    from evbench.history.trends import comparable_identity, record_params
 
     points = store.series(board, key, include_partial=True)
+    # Nights whose payloads or settings differ are separate series (as `check` and the
+    # trend page keep them): a column says which row is of which, by what differs.
+    series = _series_labels([comparable_identity(record_params(p.record)) for p in points])
     rows: list[list[str]] = []
     previous: dict[str, Any] | None = None
-    for point in points:
+    for point, label in zip(points, series, strict=True):
         record, run = point.record, point.run
         moved = version_changes(previous, run) if previous else {}
         rows.append(
@@ -94,11 +98,26 @@ def series_cells(
                 + f" (n={record['n']})",
                 "PARTIAL" if run["partial"] else "",
                 "; ".join(f"{k} {a} -> {b}" for k, (a, b) in moved.items()),
+                *([label] if label else []),
             ]
         )
         if not run["partial"]:
             previous = run
-    return ["Started", "Run", "Median [95% CI] (n)", "Status", "Changed since the last"], rows
+    headers = ["Started", "Run", "Median [95% CI] (n)", "Status", "Changed since the last"]
+    return headers + (["Series (not comparable across)"] if any(series) else []), rows
+
+
+def _series_labels(identities: list[str]) -> list[str]:
+    """Each night's series by the settings that tell the series apart (payloads=50);
+    all empty when the nights are one series."""
+    import json
+
+    if len(set(identities)) < 2:
+        return ["" for _ in identities]
+    params = [json.loads(identity) for identity in identities]
+    keys = sorted({key for each in params for key in each})
+    differing = [key for key in keys if len({str(each.get(key)) for each in params}) > 1]
+    return [", ".join(f"{key}={each.get(key)}" for key in differing) for each in params]
 
 
 def export_csv(store: Store, board: str | None = None, since: str | None = None) -> str:
