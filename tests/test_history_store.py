@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import require, require_command
 from history_runs import CORE_V1, night
 from report_helpers import evbench
 from sshd import free_port
@@ -429,3 +430,27 @@ def test_show_says_which_series_a_night_is_of_when_their_settings_differ(tmp_pat
     )
     one = evbench(*argv, "--history", str(tmp_path / "one.sqlite"))
     assert one.returncode == 0 and "Series" not in one.stdout, one.stdout
+
+
+@pytest.mark.integration  # a real read-only bind mount (root)
+def test_a_store_that_cannot_be_written_here_is_not_called_foreign_or_damaged(tmp_path: Path):
+    # A store on a read-only mount was "not an SQLite history store", hint "give the path
+    # of an evbench history store": a lab told that of its store may delete or restore it.
+    require(os.geteuid() == 0, "root, to mount")
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    store = folder / "h.sqlite"
+    added = evbench("history", "add", "--history", str(store), str(night(tmp_path, 1)))
+    assert added.returncode == 0, added.stderr
+    mount = require_command("mount")
+    subprocess.run([mount, "--bind", str(folder), str(folder)], check=True)
+    try:
+        subprocess.run([mount, "-o", "remount,bind,ro", str(folder)], check=True)
+        done = evbench("history", "add", "--history", str(store), str(night(tmp_path, 2)))
+        listed = evbench("history", "list", "--history", str(store))
+    finally:
+        subprocess.run([require_command("umount"), str(folder)], check=True)
+    assert done.returncode == 2, done.stderr
+    assert "not an SQLite history store" not in done.stderr and "damaged" not in done.stderr
+    assert "cannot be written here (a read-only mount?)" in done.stderr, done.stderr
+    assert listed.returncode == 0 and "1 runs in" in listed.stderr, listed.stderr

@@ -97,6 +97,9 @@ class SqliteStore(Store):
             _use_wal(connection, url)
             connection.execute("PRAGMA foreign_keys=ON")
             store.ensure_schema()
+        except sqlite3.OperationalError as error:
+            store.close()
+            raise store._unreadable(error) from error
         except sqlite3.DatabaseError as error:
             store.close()
             raise _not_a_store(url, error) from error
@@ -172,6 +175,10 @@ class SqliteStore(Store):
 
     def _unreadable(self, error: BaseException) -> FormatError:
         assert isinstance(error, Exception)
+        if isinstance(error, sqlite3.OperationalError) and (
+            _cannot_open(error) or "locked" in str(error)
+        ):
+            return self._failed(error)  # a store that cannot be written here, not a foreign file
         return _not_a_store(self.url, error)
 
     def _table_names(self) -> list[str]:

@@ -73,10 +73,17 @@ class Store:
 
     def _failed(self, error: BaseException | str) -> FormatError:
         said = " ".join(str(error).split())[:200] or type(error).__name__
-        return FormatError(
-            f"the history store {self.url.display} failed: {said}",
-            hint="the store was damaged or edited by hand: it is left as it is",
-        )
+        lowered = said.lower()
+        if "locked" in lowered or "busy" in lowered:
+            hint = ("another process held the store for longer than evbench waits; "
+                    "nothing was written: try again when it is done")  # fmt: skip
+        elif "disk is full" in lowered or "no space" in lowered:
+            hint = "its file system is full; nothing was written: free space and add again"
+        elif "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered:
+            hint = "the store or its directory cannot be written here (a read-only mount?)"
+        else:
+            hint = "the store was damaged or edited by hand: it is left as it is"
+        return FormatError(f"the history store {self.url.display} failed: {said}", hint=hint)
 
     def _unreadable(self, error: BaseException) -> FormatError:
         """The error for a database that cannot even list its tables."""
