@@ -362,3 +362,8 @@ def test_check_quiet_prints_nothing_when_nothing_moved(tmp_path):
     assert loud.returncode == 0
     assert loud.stdout.splitlines() == [loud.stdout.strip()]
     assert loud.stdout.startswith("too short: 6 tested series have 9 nights")
+    # the summary says the same of them: watched, too short yet for the segmentation
+    assert loud.stderr.strip().endswith(
+        "; 6 tested series: 6 watched (6 too short yet to place an older change), "
+        "0 too short to watch (context metrics are never tested)"
+    ), loud.stderr

@@ -253,11 +253,15 @@ def _check(args: argparse.Namespace) -> int:
         if short:
             print(_too_short_line(short))
         watched = len(found.statuses) - len(found.too_short)
+        # Two lengths: the watch's, and the segmentation's (a watched series may not yet
+        # have the nights to place an older change): the line above counts both.
+        scan_short = sum(1 for s in found.statuses if s.scan_short)
         print(
             f"{len(shown)} change points"
             + (f" first shown since {since}" if since else "")
-            + f"; {len(found.statuses)} tested series, {watched} watched, "
-            f"{len(found.too_short)} too short (context metrics are never tested)",
+            + f"; {len(found.statuses)} tested series: {watched} watched"
+            + (f" ({scan_short} too short yet to place an older change)" if scan_short else "")
+            + f", {len(found.too_short)} too short to watch (context metrics are never tested)",
             file=sys.stderr,
         )
     failing = regressions(found.changes, limits, since)
