@@ -178,11 +178,15 @@ def _check_schema(document: dict[str, Any]) -> None:
     named = f"{flag}: spec key {key!r}" if flag else f"spec key {key!r}"
     inner = f" ({json_schema.where(found.path[1:])})" if len(found.path) > 1 else ""
     hint = None
-    if found.keyword == "minimum":
-        hint = (
-            f"give {flag or key} {found.schema['minimum']:g} or more, or leave it out for the "
-            "default (see --help)"
-        )
+    if found.keyword in ("minimum", "maximum"):
+        low, high = found.schema.get("minimum"), found.schema.get("maximum")
+        if high is None:
+            span = f"{low:g} or more"
+        elif low is None:
+            span = f"{high:g} or less"
+        else:
+            span = f"{low:g} to {high:g}"
+        hint = f"give {flag or key} {span}, or leave it out for the default (see --help)"
     raise UserError(f"{named}{inner} {found.message}", hint=hint)
 
 
