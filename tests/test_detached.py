@@ -117,6 +117,32 @@ def test_launch_refuses_a_run_id_that_exists(tmp_path):
     assert list(run_dir.iterdir()) == []  # nothing written into the other run
 
 
+def test_launch_names_what_it_cannot_create_as_a_users_error(tmp_path):
+    # The board's directory is the user's choice (dir=PATH): an OSError making the run's
+    # directory is theirs to fix, named, never an internal error. Root, the tests' user,
+    # passes every permission: a file in the way, and a name over the 255 bytes a file
+    # name may have, refuse instead.
+    in_the_way = tmp_path / "in-the-way"
+    in_the_way.write_text("")
+    too_long = tmp_path / "runs" / ("r" * 300)
+    refused = {
+        in_the_way / "runs" / "r1": f"cannot create {in_the_way}/runs for the run: Not a directory",
+        # A file where the runs' folder goes: no run "already exists" there.
+        in_the_way / "r1": f"cannot create {in_the_way} for the run: File exists",
+        # Cut in the message: a run id may be as long as its caller made it.
+        too_long: f"cannot create {str(too_long)[:200]}... for the run: File name too long",
+    }
+    for run_dir, says in refused.items():
+        with pytest.raises(UserError) as raised:
+            detached.launch(run_dir, ["run", "--quick"])
+        assert str(raised.value) == says
+    # As the host meets it: the agent's one error line, exit 2.
+    argv = [sys.executable, "-m", "evbench_agent", "launch", "--run-dir", str(in_the_way / "r1")]
+    done = subprocess.run([*argv, "--", "run", "--quick"], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"evbench-agent: error: cannot create {in_the_way} "), done.stderr
+
+
 def test_launch_with_relative_paths_runs_where_the_caller_meant(tmp_path, monkeypatch):
     # The remote path passes the board's work directory as given, often relative.
     monkeypatch.chdir(tmp_path)

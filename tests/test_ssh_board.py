@@ -5,6 +5,9 @@ The "board" is this machine, reached over ssh://USER@127.0.0.1:PORT.
 
 from __future__ import annotations
 
+import re
+import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -166,3 +169,84 @@ def test_deploy_refused_names_its_cause_in_one_line(sshd, ssh_home, tmp_path, ca
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     assert evbench(["deploy", "--board", board_url(sshd, tmp_path)]) == 2
     assert "refused the login" in capsys.readouterr().err
+
+
+def test_url_parts_are_used_as_written_or_refused(ssh_home):
+    # RFC 3986: in a query `+` is a plus (a space only in HTML form data) and %XX a byte.
+    address = parse_address("ssh://b?dir=/opt/c++/ev&python=/opt/my%20py/bin/python3")
+    assert (address.work_dir, address.python) == ("/opt/c++/ev", "/opt/my py/bin/python3")
+    assert parse_address("ssh://first.last%40corp@b").user == "first.last@corp"
+    assert parse_address("ssh://b/").work_dir == ".evbench"  # a bare trailing slash is no path
+    refused = [
+        ("ssh://b:0", "bad port"),  # was taken as 22
+        ("ssh://b:22/some/path", "has no path"),  # was ignored
+        ("ssh://b?dir=/data/ev#runs", "has no #fragment"),  # cut the dir short
+        ("ssh://b?dir=", "invalid dir ''"),  # was the default
+        ("ssh://b?python=%20", "invalid python ' '"),
+        ("ssh://b?dir=/a&dir=/b", "given twice"),  # the last one won
+        ("ssh://b?dir=/data/%FF", "not UTF-8"),  # was U+FFFD
+        ("ssh://b?dir=~pi/ev", "only ~/"),  # another user's home: not expanded
+    ]
+    for url, says in refused:
+        with pytest.raises(UserError, match=re.escape(says)):
+            parse_address(url)
+
+
+def test_dir_under_the_home_is_the_login_users_home_on_the_board(
+    sshd, ssh_home, console_user, monkeypatch, capsys
+):
+    # docs/boards.md: dir defaults to ~/.evbench, the board's home; ~/PATH is there too.
+    # A password: sshd reads the test key list as the user, and it is in root's tmp.
+    monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
+    name = f"evb-tilde-{secrets.token_hex(3)}"
+    url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?dir=~/{name}&python={BOARD_PYTHON}"
+    try:
+        assert evbench(["deploy", "--board", url]) == 0, capsys.readouterr().err
+        assert (console_user.home / name / "agent" / "evbench-agent.pyz").is_file()
+        assert not (console_user.home / "~").exists()  # no folder named ~
+    finally:
+        for made in (console_user.home / name, console_user.home / "~"):
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def one_error(capsys) -> str:
+    """The one `evbench: error:` line a user's mistake gives (and at most a hint)."""
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert [line.split(":")[1] for line in lines] in ([" error"], [" error", " hint"]), err
+    return lines[0]
+
+
+def test_a_damaged_known_hosts_or_ssh_config_is_named_in_one_line(sshd, ssh_home, tmp_path, capsys):
+    url = board_url(sshd, tmp_path)
+    known_hosts = ssh_home / ".ssh" / "known_hosts"
+    trusted = sshd.host_key_line()
+    damaged = {
+        "not UTF-8": b"\xff\xfe\n" + trusted.encode(),
+        "no host key": b"[192.0.2.7]:22 ssh-ed25519 AAAA!!not-base64\n" + trusted.encode(),
+    }
+    for says, content in damaged.items():
+        known_hosts.write_bytes(content)
+        assert evbench(["deploy", "--board", url]) == 2
+        error = one_error(capsys)
+        assert str(known_hosts) in error and says in error, error
+    known_hosts.unlink()
+    known_hosts.mkdir()  # was skipped, then saving the key into it read as "cannot reach"
+    assert evbench(["deploy", "--board", url, "--accept-new-host-key"]) == 2
+    error = one_error(capsys)
+    assert str(known_hosts) in error and "Is a directory" in error, error
+    known_hosts.rmdir()
+    # UserKnownHostsFile under a file: the new key cannot be saved, and says so.
+    config = ssh_home / ".ssh" / "config"
+    blocked = tmp_path / "a-file" / "known_hosts"
+    blocked.parent.write_text("")
+    config.write_text(f"Host 127.0.0.1\n  UserKnownHostsFile {blocked}\n")
+    assert evbench(["deploy", "--board", url, "--accept-new-host-key"]) == 2
+    error = one_error(capsys)
+    assert f"cannot save the host key of [127.0.0.1]:{sshd.port} to {blocked}" in error, error
+    # A Port that is no port number, and a config that is not UTF-8.
+    for text, says in ((b"Host lab\n  Port abc\n", "bad Port 'abc'"), (b"\xff\n", "not UTF-8")):
+        config.write_bytes(text)
+        assert evbench(["deploy", "--board", "ssh://lab"]) == 2
+        error = one_error(capsys)
+        assert str(config) in error and says in error, error

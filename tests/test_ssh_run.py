@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,9 +21,12 @@ import psutil
 import pytest
 from conftest import ROOT, require, require_command
 
+from evbench.boards.base import ConnectionLost
 from evbench.cli import evbench
+from evbench.usecases import remote_run
 from evbench_agent.run import detached
 from evbench_core import results
+from evbench_core.errors import UserError
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,6 +59,13 @@ def start_cli(*argv: str) -> subprocess.Popen:
 def run_cli(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     """evbench run to its end as a person would type it (its own process)."""
     return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
+
+
+def shell_words(command: str) -> list[str]:
+    """`command` split as a POSIX shell splits it, its operators (&, ;, |) words apart."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    return list(lexer)
 
 
 def board_runs(work: Path) -> list[Path]:
@@ -127,7 +139,9 @@ def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_
             f'#!/bin/sh\nPYTHONPATH={old} exec {BOARD_PYTHON} -m evbench_agent "$@"\n'
         )
         assert evbench(["deploy", "--board", url]) == 2
-        assert "--force" in capsys.readouterr().err
+        hint = capsys.readouterr().err.split("hint: ", 1)[1]
+        # Pasted into a shell as given: the URL's & would send the command to the background.
+        assert shell_words(hint.split("`")[1]) == ["evbench", "deploy", "--board", url, "--force"]
         assert evbench(["deploy", "--board", url, "--force"]) == 0
         assert zipapp.exists()
     finally:
@@ -319,6 +333,18 @@ def test_fetch_by_id_and_errors(finished, tmp_path, capsys):
     assert not list(damaged.glob(".*"))
 
 
+def test_fetch_refuses_what_is_no_run_id_in_one_short_line(board, capsys):
+    # Refused here, before the board is asked: 5000 characters made the agent's internal
+    # error (a file name longer than 255 bytes) a line of 5 KB.
+    _work, url = board
+    for run_id in ("a" * 5000, "é" * 60, "20261130T000000Z-c0ffee\x1b[2J", ".hidden", "a/b"):
+        assert evbench(["fetch", "--board", url, run_id]) == 2
+        err = capsys.readouterr().err
+        first = err.splitlines()[0]
+        assert first.startswith("evbench: error: not a run id: ") and len(first) < 200, err
+        assert "internal error" not in err
+
+
 def launch_on_board(url: str, work: Path, run_id: str, *profiles: str) -> Path:
     """Deploy, then start a run on the board directly (the board is this machine)."""
     assert evbench(["deploy", "--board", url]) == 0
@@ -454,6 +480,36 @@ def test_full_disk_on_the_board_stops_deploy_with_a_hint(sshd, ssh_home, full_di
     assert not (full_disk / "agent" / "evbench-agent.pyz").exists()
 
 
+def test_a_board_directory_the_user_cannot_write_is_named_with_its_cause(
+    sshd, ssh_home, console_user, tmp_path, monkeypatch, capsys
+):
+    """Directories of the login user's home that root owns (root, the tests' user, passes
+    every permission; the board's user does not): deploy, then a run, say why."""
+    monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
+    tag = secrets.token_hex(3)
+    locked = console_user.home / f"evb-locked-{tag}"  # root's, 0755: not the user's to write
+    work = console_user.home / f"evb-work-{tag}"  # the user's, but its runs/ is root's
+    locked.mkdir(mode=0o755)
+    (work / "runs").mkdir(parents=True, mode=0o755)
+    shutil.chown(work, console_user.name, console_user.name)
+    login = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}"
+    try:
+        url = f"{login}?dir={locked}/ev&python={BOARD_PYTHON}"
+        assert evbench(["deploy", "--board", url]) == 2
+        err = capsys.readouterr().err
+        # Not the copy's "No such file" that followed: the cause, and where.
+        assert f"cannot create {locked}/ev/agent on {url}: Permission denied" in err, err
+        url = f"{login}?dir={work}&python={BOARD_PYTHON}"
+        argv = ["run", "--board", url, *QUICK, "--profile", "int", "--no-history"]
+        assert evbench([*argv, "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot create {work}/runs/" in err and "Permission denied" in err, err
+        assert "internal error" not in err and "Traceback" not in err
+    finally:
+        shutil.rmtree(locked)
+        shutil.rmtree(work)
+
+
 def test_full_disk_on_the_host_stops_fetch_and_keeps_what_it_has(finished, full_disk):
     _work, url, run_dir = finished
     with_bulk(run_dir)
@@ -545,3 +601,29 @@ def test_a_remote_run_whose_fetch_fills_the_host_disk_ends_in_one_line(board, fu
         assert manifest["status"] != "running", manifest
         if done.returncode == 4:
             assert manifest["status"] == "partial" and "No space" in manifest["reason"]
+
+
+class UnreachableBoard:
+    """A board whose connection is gone for good (what the two hints need of one)."""
+
+    url = "ssh://root@192.0.2.7:2222?python=/usr/bin/python3&dir=/data/c++ runs"
+    work_dir = "/data/c++ runs"
+
+    def reconnect(self) -> None:
+        raise ConnectionLost("cannot reach root@192.0.2.7:2222: no route to host")
+
+    def run(self, argv, timeout, stdin=None):
+        raise ConnectionLost("the connection to root@192.0.2.7:2222 dropped")
+
+
+def test_the_collect_it_later_hints_paste_into_a_shell_as_one_command():
+    # Unquoted, the URL's & sent `evbench fetch` to the background and ran `dir=...`.
+    board = UnreachableBoard()
+    expected = ["evbench", "fetch", "--board", board.url, RUN_ID]
+    session = remote_run.RemoteRun(board, ["agent"], RUN_ID, reconnect_deadline=0)
+    with pytest.raises(ConnectionLost) as lost:
+        session._reconnect()
+    with pytest.raises(UserError) as stopped:
+        remote_run._stop_interrupted(session, board, RUN_ID)
+    for error in (lost.value, stopped.value):
+        assert shell_words(error.hint.split("`")[1]) == expected, error.hint

@@ -73,9 +73,29 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
 
     Relative paths (the run directory, the agent's --out) mean the same to the
     detached process as to the caller: it keeps the caller's working directory.
+    Any OSError (a directory the login user cannot write, a full disk) is a UserError
+    naming the path: the board's directory is the user's to choose (dir=PATH).
     """
     run_dir = run_dir.absolute()
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    _claim(run_dir)
+    try:
+        document = _start_detached(run_dir, run_argv)
+    except OSError as error:
+        where = error.filename if isinstance(error.filename, str) else run_dir
+        raise UserError(
+            f"cannot start the run in {_shown(where)}: {error.strerror or error}",
+            hint="check the board's free space (df) and that the directory is writable",
+        ) from None
+    log.info("launched run %s detached (pid %d)", run_dir.name, document["pid"])
+    return document
+
+
+def _claim(run_dir: Path) -> None:
+    """Create the run's directory: that claims the run id (mkdir is atomic)."""
+    try:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # FileExistsError too: a file where the runs' folder goes
+        raise _cannot_create(run_dir.parent, error) from None
     try:
         run_dir.mkdir()
     except FileExistsError:
@@ -83,6 +103,25 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
             f"a run with id {run_dir.name} already exists on this board",
             hint="collect it with `evbench fetch RUN_ID`, or start a new run",
         ) from None
+    except OSError as error:
+        raise _cannot_create(run_dir, error) from None
+
+
+def _cannot_create(path: Path, error: OSError) -> UserError:
+    return UserError(
+        f"cannot create {_shown(path)} for the run: {error.strerror or error}",
+        hint="give the board a directory the login user can write (dir=PATH in its URL)",
+    )
+
+
+def _shown(path: Path | str, limit: int = 200) -> str:
+    """A path cut for a one-line message (a run id may be any length the caller gave)."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _start_detached(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
+    """Start the supervisor of the run in `run_dir` (claimed) and record its launch."""
     argv = [sys.executable, "-m", "evbench_agent", "supervise", "--run-dir", str(run_dir)]
     token = private_environment.link_token()
     if token:  # over a pipe: a child's environment is readable in /proc/PID/environ
@@ -103,7 +142,6 @@ def launch(run_dir: Path, run_argv: list[str]) -> dict[str, Any]:
                 process.stdin.write(token.encode("utf-8", "surrogateescape"))
     document = {"pid": process.pid, "boot_id": boot_id(), "started": time.time()}
     results.write_json(run_dir / LAUNCH, document)
-    log.info("launched run %s detached (pid %d)", run_dir.name, process.pid)
     return document
 
 

@@ -296,7 +296,7 @@ class LabgridBoard(RemoteBoard):
             from evbench.boards.ssh import SshBoard
 
             return SshBoard(
-                f"ssh://{user}{host}{port}?{urlencode(options)}",
+                f"ssh://{user}{host}{port}?{urlencode(options, quote_via=quote)}",
                 accept_new_host_key=accept_new_host_key,
                 jump=jump,
             )
@@ -317,7 +317,7 @@ class LabgridBoard(RemoteBoard):
             from evbench.boards.serial import SerialBoard
 
             speed = params.get("speed") or 115200
-            query = urlencode({**options, "user": address.user, "baud": speed})
+            query = urlencode({**options, "user": address.user, "baud": speed}, quote_via=quote)
             return SerialBoard(f"rfc2217://{params['host']}:{params['port']}?{query}")
         found = ", ".join(f"{r.cls} ({r.path})" for r in self.place_info.resources) or "none"
         raise UserError(

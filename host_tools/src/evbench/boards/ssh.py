@@ -26,6 +26,7 @@ from evbench.boards._ssh_address import (
     SshUrl,
     fingerprint,
     host_key_policy,
+    load_known_hosts,
     parse_address,
     password_for,
     read_ssh_url,
@@ -232,9 +233,7 @@ class SshBoard(RemoteBoard):
         import paramiko
 
         client = paramiko.SSHClient()
-        client.load_system_host_keys()
-        if self.address.known_hosts.is_file():
-            client.load_host_keys(str(self.address.known_hosts))
+        load_known_hosts(client, self.address)
         client.set_missing_host_key_policy(host_key_policy(self.address, self.accept_new_host_key))
         return client
 

@@ -15,6 +15,10 @@ from evbench_core.errors import ExitCode, UserError
 
 NAME = "fetch"
 HELP = "collect a run from a board by its id (waits for it to end)"
+#: Longer is no id `evbench run` gave (23 characters): refused here, before the board is
+#: asked (a board's file names end at 255 bytes: UTF-8 bytes are counted), and echoed
+#: cut to this many characters.
+MAX_RUN_ID = 100
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,9 +38,24 @@ def _prepare(out: Path, run_id: str) -> None:
     results.prepare_output(out)
 
 
+def _check_run_id(run_id: str) -> None:
+    """A run id names a directory on the board: one name, printable, not hidden."""
+    if (
+        run_id
+        and run_id.isprintable()  # no control character, no byte that is no UTF-8
+        and len(run_id.encode()) <= MAX_RUN_ID
+        and "/" not in run_id
+        and not run_id.startswith(".")
+    ):
+        return
+    shown = repr(run_id)
+    if len(shown) > MAX_RUN_ID:
+        shown = f"{shown[:MAX_RUN_ID]}... ({len(run_id)} characters)"
+    raise UserError(f"not a run id: {shown}", hint="give the id `evbench run` printed")
+
+
 def run(args: argparse.Namespace) -> int:
-    if not args.run_id or "/" in args.run_id or args.run_id.startswith("."):
-        raise UserError(f"not a run id: {args.run_id!r}", hint="give the id `evbench run` printed")
+    _check_run_id(args.run_id)
     out = (args.out or Path("results") / args.run_id).resolve()
     with open_board_from(args) as board:
         if not isinstance(board, RemoteBoard):  # the local board

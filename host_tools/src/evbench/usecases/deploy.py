@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import logging
+import shlex
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,15 @@ if digest != expected:
     os.unlink(new)
     sys.exit("checksum mismatch: " + digest)
 os.replace(new, final)
+"""
+
+#: Run by the board's python3: make the agent's directory, or say in one line why not.
+MAKE_DIRECTORY = """\
+import os, sys
+try:
+    os.makedirs(sys.argv[1], exist_ok=True)
+except OSError as error:
+    sys.exit(error.strerror or str(error))
 """
 
 
@@ -214,12 +224,24 @@ def _install(info: dict, command: list[str], source: str, action: str) -> AgentI
     return AgentInstall(tuple(command), version, results_format, source, action)
 
 
+def make_directory(board: RemoteBoard, directory: str) -> None:
+    """Create `directory` on the board. Its failure (permission denied) is the cause to
+    report: the copy into it that follows would only say "no such file"."""
+    made = board.run([board.python, "-c", MAKE_DIRECTORY, directory], COMMAND_TIMEOUT)
+    if made.returncode != 0:
+        said = made.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise UserError(
+            f"cannot create {directory} on {board.url}: {said[0]}",
+            hint="check that the login user may write there and the board's free space "
+            "(df), or give another directory with dir=PATH",
+        )
+
+
 def upload_zipapp(board: RemoteBoard, archive: bytes, staging: Path) -> None:
     """Copy the zipapp over, check it by SHA-256 on the board, move it in place."""
     final = board.zipapp_path
     new = f"{final}.new"
-    make_directory = "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)"
-    board.run([board.python, "-c", make_directory, final.rsplit("/", 1)[0]], COMMAND_TIMEOUT)
+    make_directory(board, final.rsplit("/", 1)[0])
     local = staging / "evbench-agent.pyz"
     local.write_bytes(archive)
     log.info("deploying the agent (%d bytes) to %s on %s", len(archive), final, board.url)
@@ -255,7 +277,8 @@ def ensure_agent(board: RemoteBoard, staging: Path, force: bool = False) -> Agen
             f"the agent in {board.url}'s image is {image.get('agent')} (results format "
             f"{image.get('results_format')}); this host needs {evbench_agent.__version__} "
             f"(format {results.VERSION})",
-            hint=f"run `evbench deploy --board {board.url} --force` to install a matching agent",
+            hint=f"run `evbench deploy --board {shlex.quote(board.url)} --force` to install "
+            "a matching agent",
         )
     upload_zipapp(board, archive, staging)
     info = _agent_info(board, zipapp_command)

@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -97,8 +98,8 @@ class RemoteRun:
                     raise ConnectionLost(
                         f"lost {self.board.url} and could not reconnect within "
                         f"{self.reconnect_deadline:.0f} s ({error})",
-                        hint=f"the run goes on on the board: collect it later with "
-                        f"`evbench fetch --board {self.board.url} {self.run_id}`",
+                        hint="the run goes on on the board: collect it later with "
+                        f"`{fetch_command(self.board.url, self.run_id)}`",
                     ) from None
                 delay = min(delay * 2, MAX_BACKOFF)
 
@@ -315,6 +316,12 @@ def _with_state(status: dict[str, Any], where: str) -> dict[str, Any]:
     return status
 
 
+def fetch_command(board_url: str, run_id: str) -> str:
+    """The command that collects the run later, quoted to paste into a shell: a board
+    URL's `&` would send the command to the background, its `?` is a glob."""
+    return shlex.join(["evbench", "fetch", "--board", board_url, run_id])
+
+
 def _first_line(text: str, limit: int = 200) -> str:
     return (text.strip().splitlines() or ["no reason given"])[0][:limit]
 
@@ -331,7 +338,7 @@ def _stop_interrupted(session: RemoteRun, board: Board, run_id: str) -> dict[str
         reason = "interrupted again" if isinstance(error, KeyboardInterrupt) else str(error)
         stopped = UserError(
             f"stopped following run {run_id}; it goes on on the board ({reason})",
-            hint=f"collect it with `evbench fetch --board {board.url} {run_id}`",
+            hint=f"collect it with `{fetch_command(board.url, run_id)}`",
         )
         stopped.exit_code = ExitCode.INTERRUPTED
         raise stopped from None
