@@ -120,6 +120,9 @@ def test_diag_local_and_over_ssh_is_the_same_report(sshd, ssh_home, tmp_path, ca
     without = json.loads((before / "diag.json").read_text())
     with_agent = json.loads((after / "diag.json").read_text())
     assert without["agent"] is None and "codec_check" not in without
+    # the deploy command it names pastes into a shell whole (an unquoted & backgrounded it)
+    (missing,) = [m for m in without["missing"] if m.startswith("agent: not on the board")]
+    assert f"`evbench deploy --board '{url}'`" in missing
     assert with_agent["codec_check"]["json"]["round_trip"] is True
     for name in ("kernel", "memory", "network", "disk"):
         assert set(without["sections"][name]) == set(report["sections"][name]), name

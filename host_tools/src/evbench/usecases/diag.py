@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -305,7 +306,8 @@ def _agent(board: Board, report: dict[str, Any]) -> None:
         return
     report["agent"] = None
     report["missing"].append(
-        f"agent: not on the board (`evbench deploy --board {board.url}` installs it);"
+        f"agent: not on the board (`evbench deploy --board {shlex.quote(board.url)}`"
+        " installs it);"
         " without it: agent and codec versions, the codec check"
     )
 
