@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from evbench.boards import Board, BoardOptions, RemoteBoard, open_board
+from evbench.boards._ssh_address import read_ssh_url
+from evbench.boards.labgrid import parse_labgrid_url
+from evbench.boards.serial.address import parse_console_url
 from evbench.boards.urls import NOT_TRANSPORTS, collect, scheme, scheme_of, schemes, transport_of
 from evbench_core.errors import UserError
 
@@ -169,3 +172,19 @@ def test_the_board_help_lists_every_scheme():
         else:
             assert "serial:///dev/TTY, rfc2217://HOST:PORT, socket://HOST:PORT" in text
             assert "ssh://" not in text.split("--board URL", 1)[1].split("--", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("read", "url"),
+    [
+        ("ssh", "ssh://root@board?dir=/x/c++%20d"),
+        ("console", "serial:///dev/ttyS1?dir=/x/c++%20d"),
+        ("console", "rfc2217://lab:7000?dir=/x/c++%20d"),
+        ("labgrid", "labgrid://am62x-1?dir=/x/c++%20d"),
+    ],
+)
+def test_every_scheme_reads_its_query_as_a_url_does(read, url):
+    # RFC 3986: + is a plus and %20 a space. Read as HTML form data (parse_qsl), the
+    # folder /x/c++ d became '/x/c   d' on the board.
+    parse = {"ssh": read_ssh_url, "console": parse_console_url, "labgrid": parse_labgrid_url}
+    assert parse[read](url).work_dir == "/x/c++ d"

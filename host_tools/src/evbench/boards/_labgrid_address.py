@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import SplitResult, parse_qsl
+from urllib.parse import SplitResult
 
-from evbench.boards.urls import DEFAULT_PYTHON, DEFAULT_USER, DEFAULT_WORK_DIR, split_url
+from evbench.boards.urls import (
+    DEFAULT_PYTHON,
+    DEFAULT_USER,
+    DEFAULT_WORK_DIR,
+    query_pairs,
+    split_url,
+)
 from evbench_core.errors import UserError
 
 LABGRID_SCHEME = "labgrid"
@@ -80,7 +86,7 @@ def read_labgrid_url(url: str) -> LabgridUrl:
 
 def _labgrid_options(query: str, url: str) -> dict[str, str]:
     """The URL's options, each known (LABGRID_OPTIONS) and given once."""
-    pairs = parse_qsl(query, keep_blank_values=True)
+    pairs = query_pairs(query, url)
     seen = [key for key, _ in pairs]
     unknown = sorted(set(seen) - set(LABGRID_OPTIONS))
     if unknown:

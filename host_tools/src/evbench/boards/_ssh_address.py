@@ -22,10 +22,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, unquote
+from urllib.parse import SplitResult
 
 from evbench.boards.base import PASSWORD_VARIABLE
-from evbench.boards.urls import DEFAULT_PYTHON, DEFAULT_WORK_DIR, split_url
+from evbench.boards.urls import (
+    DEFAULT_PYTHON,
+    DEFAULT_WORK_DIR,
+    query_pairs,
+    split_url,
+    unescaped,
+)
 from evbench_core.errors import UserError
 
 if TYPE_CHECKING:
@@ -66,7 +72,7 @@ def read_ssh_url(url: str) -> SshUrl:
         host=parts.hostname,
         port=parts.port,
         # Escaped as in any URL (labgrid writes USER@ so): user%40corp is user@corp.
-        user=_unescaped(parts.username, url) if parts.username else None,
+        user=unescaped(parts.username, url) if parts.username else None,
         python=_under_login_directory(options.get("python", DEFAULT_PYTHON), "python", url),
         work_dir=_under_login_directory(options.get("dir", DEFAULT_WORK_DIR), "dir", url),
     )
@@ -93,10 +99,7 @@ def _options(query: str, url: str) -> dict[str, str]:
     """The URL's options, each known, given once, and a path. Read as RFC 3986 writes a
     query, %XX an escaped byte and `+` a plus: parse_qs reads HTML form data, where `+`
     is a space (dir=/x/c++ became '/x/c  ')."""
-    pairs = [
-        (_unescaped(key, url), _unescaped(value, url))
-        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
-    ]
+    pairs = query_pairs(query, url)
     keys = [key for key, _ in pairs]
     unknown = sorted(set(keys) - set(OPTIONS))
     if unknown:
@@ -117,18 +120,6 @@ def _options(query: str, url: str) -> dict[str, str]:
                 hint=f"give a path in {key}=PATH, or leave it out for the default",
             )
     return dict(pairs)
-
-
-def _unescaped(text: str, url: str) -> str:
-    """`text` with its %XX escapes decoded; bytes that are no UTF-8 are refused, not
-    replaced by U+FFFD (a path that exists nowhere)."""
-    try:
-        return unquote(text, errors="strict")
-    except UnicodeDecodeError:
-        raise UserError(
-            f"malformed board URL {url!r}: a %-escape that is not UTF-8",
-            hint="write a character that is not ASCII as its UTF-8 bytes, %XX each",
-        ) from None
 
 
 def _under_login_directory(path: str, key: str, url: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from evbench_core import extensions
 from evbench_core.errors import UserError
@@ -149,6 +149,28 @@ def split_url(url: str) -> SplitResult:
     except ValueError:
         raise UserError(f"bad port in {url!r}", hint="the port is a number 1-65535") from None
     return parts
+
+
+def query_pairs(query: str, url: str) -> list[tuple[str, str]]:
+    """A board URL's ?NAME=VALUE pairs, in order, as RFC 3986 writes a query: %XX an
+    escaped byte and `+` a plus. (parse_qsl reads HTML form data, where `+` is a space:
+    dir=/x/c++ became '/x/c  '.) A bare NAME is NAME with an empty value."""
+    return [
+        (unescaped(key, url), unescaped(value, url))
+        for key, _, value in (pair.partition("=") for pair in query.split("&") if pair)
+    ]
+
+
+def unescaped(text: str, url: str) -> str:
+    """`text` with its %XX escapes decoded; bytes that are no UTF-8 are refused, not
+    replaced by U+FFFD (a path that exists nowhere)."""
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise UserError(
+            f"malformed board URL {url!r}: a %-escape that is not UTF-8",
+            hint="write a character that is not ASCII as its UTF-8 bytes, %XX each",
+        ) from None
 
 
 def scheme_of(url: str) -> Scheme:

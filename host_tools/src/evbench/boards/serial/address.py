@@ -12,12 +12,13 @@ the URL: pyserial refuses query options it does not know.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import SplitResult, parse_qsl, urlencode, urlunsplit
+from urllib.parse import SplitResult, quote, urlencode, urlunsplit
 
 from evbench.boards.urls import (
     DEFAULT_PYTHON,
     DEFAULT_USER,
     DEFAULT_WORK_DIR,
+    query_pairs,
     scheme,
     schemes,
     split_url,
@@ -100,7 +101,7 @@ def parse_console_url(url: str) -> ConsoleAddress:
     parts = split_url(url)
     if parts.scheme not in {entry.name for entry in schemes() if entry.transport == CONSOLE}:
         raise UserError(f"not a console URL: {url!r}", hint=f"use {usage(CONSOLE)}")
-    own, rest = _own_options(parse_qsl(parts.query, keep_blank_values=True), url)
+    own, rest = _own_options(query_pairs(parts.query, url), url)
     user = own.get("user", DEFAULT_USER)
     python = own.get("python", DEFAULT_PYTHON)
     work_dir = own.get("dir", DEFAULT_WORK_DIR)
@@ -147,4 +148,5 @@ def _network_port(parts: SplitResult, rest: list[tuple[str, str]], url: str) -> 
         # A pseudo-terminal behind ser2net has no modem lines: without this
         # option pyserial fails on the first RTS/DTR request.
         rest.append(("ign_set_control", ""))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), ""))
+    query = urlencode(rest, quote_via=quote)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
