@@ -352,7 +352,6 @@ class RunWriter:
     def __init__(self, directory: Path, run_id: str) -> None:
         self.directory = Path(directory)
         self.run_id = run_id
-        self._made_directory = not self.directory.exists()
         prepare_output(self.directory)
         self.reserve = SpaceReserve(self.directory)
         self.reserve.take()
@@ -361,14 +360,6 @@ class RunWriter:
 
     def release_reserve(self) -> None:
         self.reserve.release()
-
-    def abandon(self) -> None:
-        """The run never began (no manifest): give back the reserve, and the directory
-        too when this writer made it and nothing else is in it."""
-        self.reserve.release()
-        if self._made_directory:
-            with contextlib.suppress(OSError):  # something else is in it: it stays
-                self.directory.rmdir()
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         document = {"format": FORMAT, "version": VERSION, "run_id": self.run_id, **manifest}
@@ -477,6 +468,15 @@ def partial_reason(manifest: dict[str, Any]) -> str | None:
     if len(line) > MAX_REASON:
         line = line[: MAX_REASON - 3] + "..."
     return line or None
+
+
+def abandon(directory: Path, made: bool) -> None:
+    """Take back a run directory no run began in (no manifest yet): its disk reserve, and
+    the folder itself when this run `made` it and nothing else is in it."""
+    SpaceReserve(directory).release()
+    if made:
+        with contextlib.suppress(OSError):  # something else is in it: it stays
+            directory.rmdir()
 
 
 def prepare_output(directory: Path) -> None:
@@ -831,6 +831,7 @@ __all__ = [
     "VERSION",
     "Run",
     "SampleSet",
+    "abandon",
     "check_manifest_keys",
     "is_value",
     "load_run",

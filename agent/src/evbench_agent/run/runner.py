@@ -216,6 +216,11 @@ def _begin(
     return manifest, planned, telemetry
 
 
+def _restore_handlers(previous: dict[signal.Signals, Any]) -> None:
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+
+
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     """Measure every suite of `spec` into `directory`.
 
@@ -238,13 +243,13 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_interrupt),
         signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
     }
-    writer = RunWriter(directory, run_id)
+    made = not directory.exists()  # else the host made it, and takes it back itself
     try:
+        writer = RunWriter(directory, run_id)
         manifest, planned, telemetry = _begin(spec, writer, arm_versions, notes, progress)
-    except BaseException:  # stopped in the probe, or a setting refused: no run began
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        writer.abandon()
+    except BaseException:  # stopped before the run began (even in the writer's making)
+        _restore_handlers(previous)
+        results.abandon(directory, made)
         raise
     status = "interrupted"
     try:
@@ -273,8 +278,7 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         status = "failed"
         raise
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        _restore_handlers(previous)
         _stop_telemetry(telemetry, writer, manifest)
         sampler_exit = manifest["telemetry"].get("sampler_exit")
         if status == "complete" and sampler_exit not in (0, None):

@@ -208,32 +208,41 @@ def _run(args: argparse.Namespace) -> int:
         if host_bus:  # open before anything is written or started: its failure stops all here
             responder.enter_context(link_peer.host_bus_responder(host_bus))
         made = not out.exists()
-        results.prepare_output(out)
-        logger.info("run %s on board %s into %s", run_id, getattr(board, "url", "local"), out)
-        place = getattr(board, "place", None)  # a labgrid place: the board's identity
-        if place and getattr(args, "board_place", None) is None:
-            args = argparse.Namespace(**{**vars(args), "board_place": place})
-        if not isinstance(board, RemoteBoard):  # the local board
-            try:
-                status, log = _run_local(board, args, run_id, out)
-            except KeyboardInterrupt:  # before the run began: the folder made for it goes
-                if made:
-                    with contextlib.suppress(OSError):  # not empty: something of it stays
-                        out.rmdir()
-                raise
-        else:
-            from evbench.usecases.remote_run import FetchCutShort
-
-            try:
-                status, log = _run_remote(board, args, run_id, out)
-            except FetchCutShort as cut:  # the host's disk filled: one line, the run kept
-                print(cut.args[0], file=sys.stderr)
-                return ExitCode.PARTIAL
-            finally:
-                # A console session's transcript goes beside the results it brought back.
-                if out.is_dir():
-                    board.save_transcript(out)
+        try:
+            results.prepare_output(out)
+            outcome = _run_on(board, args, run_id, out)
+        except KeyboardInterrupt:
+            if not (out / results.MANIFEST).exists():  # before the run began: its folder goes
+                results.abandon(out, made)
+            raise
+    if isinstance(outcome, int):
+        return outcome
+    status, log = outcome
     return _finish(args, out, status, log)
+
+
+def _run_on(
+    board: Board, args: argparse.Namespace, run_id: str, out: Path
+) -> tuple[int, str] | int:
+    """The agent's run on `board` into `out`: its exit status and log, or evbench's own exit
+    code when the run ended here (the host's disk filled while fetching it)."""
+    logger.info("run %s on board %s into %s", run_id, getattr(board, "url", "local"), out)
+    place = getattr(board, "place", None)  # a labgrid place: the board's identity
+    if place and getattr(args, "board_place", None) is None:
+        args = argparse.Namespace(**{**vars(args), "board_place": place})
+    if not isinstance(board, RemoteBoard):  # the local board
+        return _run_local(board, args, run_id, out)
+    from evbench.usecases.remote_run import FetchCutShort
+
+    try:
+        return _run_remote(board, args, run_id, out)
+    except FetchCutShort as cut:  # the host's disk filled: one line, the run kept
+        print(cut.args[0], file=sys.stderr)
+        return ExitCode.PARTIAL
+    finally:
+        # A console session's transcript goes beside the results it brought back.
+        if out.is_dir():
+            board.save_transcript(out)
 
 
 def _run_local(board: Board, args: argparse.Namespace, run_id: str, out: Path) -> tuple[int, str]:
