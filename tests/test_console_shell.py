@@ -161,5 +161,10 @@ def test_a_spoiled_end_frame_does_not_stall(line, long_silence):
     took = time.monotonic() - started
     assert rig.line.spoiled - spoiled == 1
     assert (result.returncode, result.stdout) == (9, b"end\n")
-    # The shell's unique prompt ends the request: no waiting out the silence limit.
-    assert took < LONG_SILENCE / 2, took
+    # The shell's unique prompt ends the request: no waiting out the silence limit. (This
+    # failed twice in about 20 fresh-clone runs, cause not found: the line's transcript
+    # then says what came and when.)
+    assert took < LONG_SILENCE / 2, (
+        took,
+        board.transcript_path.read_text(errors="replace")[-6000:],
+    )
