@@ -216,7 +216,11 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
         if line.startswith("seed ")
     }
     for metric in ("Serialization", "Deserialization", "Deserialization + access"):
-        assert rows[metric] in ("protobuf@pb425", "protobuf@newest", "equal", "undecided"), rows
+        # A word of docs/method.md's verdict table, the winner one of the arms: which, the
+        # machine says (a loaded one made a difference negligible). Not "n too small": the
+        # quick plan's 8 processes reach p = 2/256, times the 3 operations, below 0.05.
+        verdicts = ("protobuf@pb425", "protobuf@newest", "equal", "negligible", "undecided")
+        assert rows[metric] in verdicts, rows
     report = (out / "report.html").read_text(encoding="utf-8")
     assert f"protobuf {old}" in report and f"protobuf {new}" in report  # its Arms section
     # The quick plan by hand: 8 replicates x 3 values per arm and operation, no more.
