@@ -52,6 +52,10 @@ class LineSimulator:
         # that userspace is printing: one line every `noise_every` bytes or so.
         self.noise_every: int | None = None
         self.noise_injected = 0
+        #: (marker, line): `line` put right after the next `marker` (a kernel line that
+        #: comes just after the shell's prompt, so a read takes both at once).
+        self.line_after: tuple[bytes, bytes] | None = None
+        self._tail = b""
         self._random = random.Random(2217)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -90,10 +94,25 @@ class LineSimulator:
             line = f"[{stamp:12.6f}] mmc0: error -110 whilst initialising SD card\r\n".encode()
             data = data[:at] + line + data[at:]
             self.noise_injected += 1
+        if self.line_after:
+            data = self._put_line_after(data, *self.line_after)
         if self._spoil_next and data:
             data = b"#" + data[1:]  # the marker ended the last piece: spoil what follows it
             self._spoil_next = False
         return self._spoiled(data)
+
+    def _put_line_after(self, data: bytes, marker: bytes, line: bytes) -> bytes:
+        """`data` with `line` after the marker's end, also when the marker began in the
+        piece before (the last piece's tail is kept for that)."""
+        seen = self._tail + data
+        where = seen.find(marker)
+        self._tail = seen[-(len(marker) - 1) :] if len(marker) > 1 else b""
+        if where < 0:
+            return data
+        at = where + len(marker) - len(seen) + len(data)
+        self.line_after = None
+        self._tail = b""
+        return data[:at] + line + data[at:]
 
     def _spoiled(self, data: bytes) -> bytes:
         """`data` with the byte after each marker made '#', while frames are left to spoil."""

@@ -68,6 +68,30 @@ def test_frames_survive_noise_and_refuse_spoiled_or_foreign_ones():
     assert buffer == bytearray(b"partial @@")  # the incomplete line waits for its end
 
 
+def test_the_prompt_after_a_request_s_frames_ends_it_though_a_kernel_line_follows():
+    tag, prompt = frames.new_tag(), b"evb-1234abcd> "
+    status = _frame(tag, "R 9")
+    spoiled_end = _frame(tag, "E").replace(b" E ", b" F ")
+    kernel = b"\r\n[   12.5] usb 1-1: new device\r\n"
+    # The prompt before the request (still in the buffer) does not end it.
+    buffer = bytearray(prompt + b"\n" + status + b"\r\n")
+    reader = frames.FrameReader(buffer, (tag,), prompt)
+    assert reader.take() == [frames.Frame(tag, "R", ("9",))]
+    assert not reader.prompt_after
+    # The spoiled end frame, the prompt, and a kernel line all in one read: the kernel
+    # line ends the prompt's line, and taking the lines must not lose the prompt.
+    buffer += b"\n" + spoiled_end + b"\n" + prompt + kernel
+    assert reader.take() == []
+    assert buffer == bytearray()
+    assert reader.prompt_after
+    # The prompt still arriving, no newline after it yet: seen in what is left.
+    late = frames.FrameReader(bytearray(b"\n" + status + b"\n" + prompt[:5]), (tag,), prompt)
+    late.take()
+    assert not late.prompt_after
+    late.buffer += prompt[5:]
+    assert late.take() == [] and late.prompt_after
+
+
 def test_tags_never_spell_alarm_words():
     for _ in range(200):
         tag = frames.new_tag()

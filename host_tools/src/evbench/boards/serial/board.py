@@ -78,7 +78,7 @@ class SerialStreamedCommand(StreamedCommand):
         shown_bytes = 0
         link = self._session.link
         silence = Deadline(STREAM_SILENCE)
-        answered = False
+        reader = frames.FrameReader(link.buffer, (self._tag,), self._session.prompt)
         while not self._reply.ended:
             link.read_some(Deadline(0.2))
             if silence.expired:  # kernel lines may come; the command's own did not
@@ -87,14 +87,13 @@ class SerialStreamedCommand(StreamedCommand):
                     f" for {STREAM_SILENCE:.0f} s",
                     hint=f"check the cable; transcript: {link.transcript_path}",
                 )
-            for frame in frames.take_frames(link.buffer, self._tag):
-                answered = True
+            for frame in reader.take():
                 silence = Deadline(STREAM_SILENCE)
                 try:
                     self._reply.add(frame)
                 except ValueError as error:
                     raise link.error(str(error)) from error
-            if answered and self._session.prompt in link.buffer:
+            if reader.prompt_after:
                 break  # the shell is back: the end frame was spoiled on the line
             # Lines come in order; one the line spoiled is taken from the
             # board's copy once the command ends, so later lines wait for it.

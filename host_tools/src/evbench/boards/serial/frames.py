@@ -106,15 +106,55 @@ def parse_line(line: bytes, *tags: str) -> Frame | None:
     return Frame(tag, kind, tuple(fields))
 
 
-def take_frames(buffer: bytearray, *tags: str) -> list[Frame]:
-    """The verified frames of `tags` among the complete lines of `buffer`, which loses
-    those lines."""
+def take_lines(buffer: bytearray) -> list[bytes]:
+    """The complete lines of `buffer`, which loses them (a partial last line stays)."""
     end = buffer.rfind(b"\n")
     if end < 0:
         return []
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
-    return [frame for line in lines if (frame := parse_line(line, *tags)) is not None]
+    return lines
+
+
+def take_frames(buffer: bytearray, *tags: str) -> list[Frame]:
+    """The verified frames of `tags` among the complete lines of `buffer`, which loses
+    those lines."""
+    return [frame for line in take_lines(buffer) if (frame := parse_line(line, *tags)) is not None]
+
+
+class FrameReader:
+    """The frames of `tags` as they come, and whether the shell's prompt followed one.
+
+    A kernel line can spoil a request's end frame; the shell's unique prompt after
+    the request's frames then says the request is over. The prompt is looked for in
+    the lines as they are taken, not only in what is left: a kernel line that comes
+    right after the prompt ends that line, and taking it must not lose the prompt
+    (it did, and the request waited out the silence limit). A prompt before the
+    request's first frame is the one before it, and does not count.
+    """
+
+    def __init__(self, buffer: bytearray, tags: tuple[str, ...], prompt: bytes) -> None:
+        self.buffer = buffer
+        self.tags = tags
+        self.prompt = prompt
+        #: A frame of `tags` came.
+        self.answered = False
+        #: The prompt came after a frame of `tags`.
+        self.prompt_after = False
+
+    def take(self) -> list[Frame]:
+        """The frames among the complete lines now in the buffer, which loses those lines."""
+        found = []
+        for line in take_lines(self.buffer):
+            frame = parse_line(line, *self.tags)
+            if frame is not None:
+                found.append(frame)
+                self.answered = True
+            elif self.answered and self.prompt in line:
+                self.prompt_after = True
+        if self.answered and self.prompt in self.buffer:
+            self.prompt_after = True
+        return found
 
 
 @dataclass

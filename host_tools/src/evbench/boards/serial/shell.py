@@ -193,11 +193,10 @@ class ShellSession:
         running command may be quiet). What is missing is asked for again.
         """
         quiet = Deadline(SILENCE)
-        answered = False
+        reader = frames.FrameReader(self.link.buffer, (tag,), self.prompt)
         while not deadline.expired:
             self.link.read_some(deadline)
-            for frame in frames.take_frames(self.link.buffer, tag):
-                answered = True
+            for frame in reader.take():
                 quiet = Deadline(SILENCE)
                 try:
                     reply.add(frame)
@@ -207,7 +206,7 @@ class ShellSession:
                     on_frame(frame)
                 if frame.kind == "E":
                     return True
-            if answered and self.prompt in self.link.buffer:
+            if reader.prompt_after:
                 return False
             if started(reply) and quiet.expired:
                 return False

@@ -195,21 +195,22 @@ def _gather(
     """
     oldest = lines[0]
     quiet = Deadline(SILENCE)
-    heard = False
+    tags = tuple(line.tag for line in lines)
+    reader = frames.FrameReader(session.link.buffer, tags, session.prompt)
     while not oldest.deadline.expired and not quiet.expired:
         session.link.read_some(oldest.deadline)
-        for frame in frames.take_frames(session.link.buffer, *(line.tag for line in lines)):
+        for frame in reader.take():
             quiet = Deadline(SILENCE)
             position = next(i for i, line in enumerate(lines) if line.tag == frame.tag)
             for earlier in lines[:position]:
                 earlier.ended = True
-            heard = heard or position == 0
             line = lines[position]
             if frame.kind == "E":
                 line.ended = True
             elif frame.kind == "A" and _acknowledges(frame, line.batch, chunks):
                 line.acknowledged.add(int(frame.fields[0]))
-        if oldest.ended or (heard and session.prompt in session.link.buffer):
+        # A prompt after any line's frames: the lines before that one ended already.
+        if oldest.ended or reader.prompt_after:
             break
     oldest.ended = True
     ended = [line for line in lines if line.ended]
