@@ -180,8 +180,11 @@ def test_prune_and_copy(nights, tmp_path):
     assert (
         pruned.returncode == 0 and f"deleted {NORMAL_RUNS + SLOWED_RUNS - 3} runs" in pruned.stdout
     )
-    listing = evbench("history", "list", env=env)
-    assert len(listing.stdout.splitlines()) == 2 + 3
+    # --history before the action names the store too (the environment's is another).
+    listing = evbench("history", "--history", str(copy), "list", env=nights["env"])
+    assert len(listing.stdout.splitlines()) == 2 + 3, listing.stderr
+    refused = evbench("history", "--history", str(copy), "copy", str(copy), str(tmp_path / "c"))
+    assert refused.returncode == 2 and "takes both stores as FROM and TO" in refused.stderr
     for days in ("90d", "1000000d"):  # all from today: kept (a million days: past year 1)
         by_days = evbench("history", "prune", "--keep", days, env=env)
         assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout, by_days.stderr

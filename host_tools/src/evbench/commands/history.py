@@ -39,16 +39,18 @@ HELP = "index runs in a results store; trends, change points, checks and a trend
 _DAYS = re.compile(r"(\d+)d")
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
+def _store_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     parser.add_argument(
         "--history",
         metavar="URL",
+        default=default,
         help="the store: a path, sqlite:///PATH or postgresql://USER@HOST/DB "
         "(default: EVBENCH_HISTORY, else $XDG_DATA_HOME/evbench/history.sqlite)",
     )
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
+    _store_option(parser)  # before the action (`history --history URL add RUN`) or after it
     actions = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
 
     add = actions.add_parser("add", help="index run directories (verified against SHA256SUMS)")
@@ -96,7 +98,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--board")
 
     for action in (add, listing, show, export, check, accept, prune, report):
-        _store_option(action)
+        _store_option(action, argparse.SUPPRESS)
     # -v, --quiet and --debug after the action too (`history check --quiet` under cron).
     for action in (add, listing, show, export, check, accept, prune, copy, report):
         add_output_options(action, argparse.SUPPRESS)
@@ -321,6 +323,11 @@ def _prune(args: argparse.Namespace) -> int:
 def _copy(args: argparse.Namespace) -> int:
     from evbench.history.copying import copy
 
+    if args.history:
+        raise UserError(
+            "history copy takes both stores as FROM and TO, not --history",
+            hint=f"evbench history copy {args.history} TO",
+        )
     with _open(args, args.source, read_only=True) as source, _open(args, args.target) as target:
         copied = copy(source, target)
         where = f"{source.url.display} -> {target.url.display}"
