@@ -116,6 +116,20 @@ def test_another_run_under_the_same_id_is_refused(store_url, tmp_path):
         store.add(index_run(first))
         with pytest.raises(UserError, match="another run with the id"):
             store.add(index_run(second))
+        # A copy into that store: the other run under the id is refused, the rest copied,
+        # and only the acceptance of a copied run goes with it.
+        with open_store(parse_url(str(tmp_path / "source.sqlite"))) as source:
+            for run in (second, night(tmp_path / "b", 2), night(tmp_path / "b", 3)):
+                source.add(index_run(run))
+            for run_id in ("20260001T020000Z-000001", "20260003T020000Z-000003"):
+                source.accept("name:bench-1", run_id, "*", "ana", "known")
+            copied = copy(source, store)
+        assert (copied.added, copied.already, copied.acceptances) == (2, 0, 1)
+        assert [str(error) for error in copied.refused] == [
+            f"the store {store.url.display} holds another run with the id "
+            "20260001T020000Z-000001 (different content)"
+        ]
+        assert [row["run_id"] for row in store.acceptances()] == ["20260003T020000Z-000003"]
 
 
 def test_accept_records_who_and_why(store_url, tmp_path):

@@ -331,9 +331,12 @@ def _copy(args: argparse.Namespace) -> int:
     with _open(args, args.source, read_only=True) as source, _open(args, args.target) as target:
         copied = copy(source, target)
         where = f"{source.url.display} -> {target.url.display}"
-        print(f"{copied.added} runs copied, {copied.already} already there, "
+        for error in copied.refused:
+            print(f"evbench: error: {error}", file=sys.stderr)
+        refused = f", {len(copied.refused)} refused" if copied.refused else ""
+        print(f"{copied.added} runs copied, {copied.already} already there{refused}, "
               f"{copied.acceptances} acceptances: {where}")  # fmt: skip
-    return ExitCode.OK
+    return max((error.exit_code for error in copied.refused), default=ExitCode.OK)
 
 
 def _report(args: argparse.Namespace) -> int:
