@@ -118,3 +118,17 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
     assert len(shown.images) == html.count("data:image/png;base64,")  # every plot shown
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
+
+
+def test_a_store_of_one_night_draws_no_plot_and_says_so(tmp_path):
+    # One night: no series has the two nights a plot needs, and the progress says none
+    # was drawn (it said "N small plots" for the series it would try).
+    from evbench.history.indexing import index_run
+
+    said: list[str] = []
+    with open_store(parse_url(str(tmp_path / "store.sqlite"))) as store:
+        store.add(index_run(night(tmp_path, 1)))
+        page, plots, found = trend_page.render(store, progress=said.append)
+    assert (plots, page.count("<figure>"), found) == (0, 0, [])
+    assert any(re.fullmatch(r"trend page: 0 small plots of [1-9]\d* other series", line)
+               for line in said), said  # fmt: skip

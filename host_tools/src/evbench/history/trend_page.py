@@ -352,13 +352,13 @@ def _small_plots(
 ) -> list[str]:
     """A small plot of each other series, at most MAX_SMALL; one of fewer than 2 nights
     has nothing to draw and is left out."""
-    if rest:
-        progress(f"trend page: {min(len(rest), MAX_SMALL)} small plots of the other series")
     small: list[str] = []
     for name, key in rest[:MAX_SMALL]:
         figure = _small_figure(store, name, key, (name, key) in short)
         if figure is not None:
             small.append(figure)
+    if rest:  # counted once drawn: a series of one night has none (sparklines are quick)
+        progress(f"trend page: {len(small)} small plots of {len(rest)} other series")
     return small
 
 
