@@ -275,6 +275,23 @@ def test_a_ping_pong_cannot_exceed_one_message_per_round_trip(responder):
     assert result.total_sent >= result.messages
 
 
+def test_a_window_of_large_echo_messages_keeps_moving():
+    # 1000 messages of 60 KB in flight each way: 60 MB, beyond what the kernel's socket
+    # buffers hold (net.ipv4.tcp_rmem / tcp_wmem). A client that only waited to write
+    # stopped the responder, and both waited until the send timeout dropped the link
+    # (20 s, no message counted); one that reads while it waits keeps the window moving.
+    link = messages.bind("json", "seed")
+    data = [dict(item, pad="x" * 60_000) for item in link.sample_data(4, 1)]
+    with (
+        start_responder(max_frame=1 << 20, max_connections=2) as large,
+        client.Connection(large.address, link, "echo") as connection,
+    ):
+        result = saturation.run_saturation(connection, data, 1000, 0.3, 0.05, 0.5)
+    assert result.error is None
+    assert result.messages == len(result.rtt_transport) > 0
+    assert result.total_sent >= result.messages + 1000  # the window stayed full
+
+
 def test_interleaved_capacity_blocks_alternate_a_b_b_a_and_never_overlap(responder):
     # Two codecs, 4 blocks each over 0.2 s: A B, B A, A B, B A (the counterbalanced
     # order), each block 0.05 s measured after its warm-up, its replies all taken in

@@ -18,6 +18,7 @@ transport RTT can leave it out. A message is lost when no reply came within
 
 from __future__ import annotations
 
+import collections
 import json
 import select
 import socket
@@ -113,6 +114,10 @@ class Connection:
         deadline = time.monotonic() + RETRY_BUDGET * timeout_s
         #: How many handshakes it took (1 unless one was lost on the way).
         self.attempts = 0
+        self._send_timeout_s = timeout_s
+        #: Frames read while a send waited for room, each batch with its arrival time.
+        self._early: collections.deque[tuple[list[framing.Frame], int]] = collections.deque()
+        self._received_ns = 0
         for wait_s in (*RETRY_WAITS_S, None):
             self.attempts += 1
             try:
@@ -180,19 +185,60 @@ class Connection:
         return framing.pack(kind, sequence, body)
 
     def send(self, data: bytes) -> None:
-        framing.send(self.sock, data)
+        """Send one frame; while the socket is full, take in what the responder sends.
+
+        A window of large messages fills both directions' socket buffers: a client
+        that only waits to write stops the responder, whose replies then fill its own
+        buffers, and neither moves again until the send timeout drops the connection
+        (60 KB echo messages, window 1000). Replies read meanwhile wait, with their
+        arrival times, for the next wait_frames or block_frames. One non-blocking
+        send() is the usual whole path, as cheap as sendall()."""
+        view = memoryview(data)
+        try:
+            while view:
+                try:
+                    view = view[self.sock.send(view, socket.MSG_DONTWAIT) :]
+                except BlockingIOError:
+                    self._read_while_full()
+        except (BrokenPipeError, ConnectionResetError) as error:
+            raise framing.PeerClosed(
+                f"the peer closed the connection ({error.strerror})"
+            ) from error
+
+    def _read_while_full(self) -> None:
+        """Wait until the socket takes more bytes; keep what the responder sends meanwhile."""
+        readable, writable, _ = select.select([self.sock], [self.sock], [], self._send_timeout_s)
+        if not readable and not writable:
+            raise framing.PeerClosed("the peer stopped reading (send timed out)")
+        if readable:
+            frames = self.reader.receive()
+            if frames:
+                self._early.append((frames, self.reader.received_ns))
 
     def wait_frames(self, timeout_ns: int) -> list[framing.Frame] | None:
         """Frames once data arrives within `timeout_ns`; None when none did."""
+        if self._early:
+            return self._take_early()
         readable, _, _ = select.select([self.sock], [], [], max(timeout_ns, 0) / 1e9)
-        return self.reader.receive() if readable else None
+        return self._receive() if readable else None
 
     def block_frames(self) -> list[framing.Frame] | None:
         """Frames from a recv() bounded by the receive timeout; None when it expired."""
+        if self._early:
+            return self._take_early()
         try:
-            return self.reader.receive()
+            return self._receive()
         except BlockingIOError:
             return None
+
+    def _take_early(self) -> list[framing.Frame]:
+        frames, self._received_ns = self._early.popleft()
+        return frames
+
+    def _receive(self) -> list[framing.Frame]:
+        frames = self.reader.receive()
+        self._received_ns = self.reader.received_ns
+        return frames
 
     def set_receive_timeout(self, seconds: float) -> None:
         """The kernel's bound on block_frames() (0: none); its resolution is a scheduler tick."""
@@ -201,7 +247,7 @@ class Connection:
     @property
     def received_ns(self) -> int:
         """When the data of the last receive arrived."""
-        return self.reader.received_ns
+        return self._received_ns
 
     def close(self) -> None:
         self.sock.close()
