@@ -43,6 +43,36 @@ class CapacityResult:
     spans: list[tuple[int, int]] = field(default_factory=list)
 
 
+@dataclass
+class _Counted:
+    """Which replies of a block were looked at, and the last one counted."""
+
+    measure_from: int
+    end: int
+    last: int
+    #: How many of the exchange's replies were looked at already.
+    seen: int
+
+    def take(self, exchange: client.Exchange, result: CapacityResult) -> int:
+        """Count the replies taken in since the last call that arrived in the measured
+        window into `result`; how many arrived before the window closed (each makes
+        room for a new message)."""
+        room = 0
+        for sequence in exchange.arrivals[self.seen :]:
+            arrival, _decoded, processing = exchange.replies[sequence]
+            if arrival > self.end:
+                continue  # the window has closed: no new message
+            room += 1
+            if arrival >= self.measure_from:
+                result.messages += 1
+                self.last = max(self.last, arrival)
+                _encode_start, sent, payload_bytes, _frame_bytes = exchange.sent_at[sequence]
+                result.payload_bytes += payload_bytes
+                result.rtt_transport.append((arrival - sent - processing) / 1e9)
+        self.seen = len(exchange.arrivals)
+        return room
+
+
 def _block(
     exchange: client.Exchange,
     result: CapacityResult,
@@ -57,32 +87,25 @@ def _block(
     start = clock_ns()
     measure_from = start + round(warmup_s * 1e9)
     end = measure_from + round(duration_s * 1e9)
-    last_counted = measure_from
+    # (An interleaved codec's exchange holds its earlier blocks' replies: not this one's.)
+    counted = _Counted(measure_from, end, last=measure_from, seen=len(exchange.arrivals))
     exchange.set_receive_timeout(wait_lost / 1e9)  # a window is always in flight: block
     try:
         for _ in range(window):
             exchange.send_next()
         while clock_ns() < end:
-            before = len(exchange.arrivals)
             if not exchange.block():
                 raise framing.PeerClosed(f"no reply for {wait_lost / 1e9:g} s")
-            for sequence in exchange.arrivals[before:]:
-                arrival = exchange.replies[sequence][0]
-                if arrival > end:
-                    continue  # the window has closed: no new message
-                if arrival >= measure_from:
-                    result.messages += 1
-                    last_counted = arrival
-                    result.payload_bytes += exchange.sent_at[sequence][2]
-                    processing = exchange.replies[sequence][2]
-                    sent = exchange.sent_at[sequence][1]
-                    result.rtt_transport.append((arrival - sent - processing) / 1e9)
+            for _ in range(counted.take(exchange, result)):
                 exchange.send_next()
         exchange.set_receive_timeout(0)
         client.drain(exchange, clock_ns() + wait_lost)
+        # Replies that arrived in the window but were taken in after it: read while a
+        # long burst of large messages was being sent (Connection.send keeps them).
+        counted.take(exchange, result)
     except framing.PeerClosed as problem:
         result.error = f"the responder at {exchange.connection.address} went away: {problem}"
-    result.seconds += (last_counted - measure_from) / 1e9
+    result.seconds += (counted.last - measure_from) / 1e9
     result.total_sent = exchange.next_sequence
     result.spans.append((start, clock_ns()))
 
