@@ -352,6 +352,19 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
     assert f'<body><p class="partial" id="headline"><strong>PARTIAL: {reason}' in html
 
 
+def test_a_worker_killed_before_it_reads_its_task_is_a_partial_run(tmp_path, monkeypatch):
+    # The test above's race made certain (it lost it once, s12-idle3: an internal
+    # BrokenPipeError): the worker kills itself (SIGKILL, from a sitecustomize) before it
+    # reads a task larger than a pipe holds, so writing the task finds the pipe broken.
+    from evbench_agent.processes import workers
+    from evbench_core.errors import PartialRun
+
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.kill(os.getpid(), 9)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with pytest.raises(PartialRun, match=r"^a codec worker was killed \(signal 9, SIGKILL\)$"):
+        workers.run_worker({"suite": "codec", "padding": "x" * (1 << 20)}, print)
+
+
 @pytest.mark.parametrize("sealed", [True, False], ids=["after-its-complete-marker", "before"])
 def test_an_agent_killed_after_sealing_its_run_leaves_it_complete(tmp_path, sealed):
     # A lab stopped while the entry's agent was exiting: the run it had sealed (marker,

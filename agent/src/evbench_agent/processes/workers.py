@@ -8,6 +8,7 @@ answers with JSON lines on its standard output: progress, then one result.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -50,8 +51,12 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
         result = None
         assert process.stdin is not None and process.stdout is not None  # both PIPE
         try:
-            process.stdin.write(json.dumps(task))
-            process.stdin.close()
+            # A worker killed before it read its task (the OOM killer, kill -9) breaks
+            # the pipe: its exit status below says what happened, as for any other kill.
+            with contextlib.suppress(BrokenPipeError):
+                process.stdin.write(json.dumps(task))
+            with contextlib.suppress(BrokenPipeError):
+                process.stdin.close()
             for line in process.stdout:
                 message = json.loads(line)
                 if "progress" in message:
@@ -65,6 +70,8 @@ def run_worker(task: dict[str, Any], on_progress: ProgressCallback) -> Any:
             process.kill()
             process.wait()
             raise
+        finally:
+            process.stdout.close()
         if child_exit.killed(returncode):  # the OOM killer, kill -9: not a bug, a cut-short run
             raise PartialRun(
                 f"a {task.get('suite', '')} worker was killed ({child_exit.describe(returncode)})"

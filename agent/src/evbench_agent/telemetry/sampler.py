@@ -217,8 +217,11 @@ class SamplerProcess:
             stdout=subprocess.DEVNULL,  # the agent's stdout may be the host's progress channel
         )
         assert self.process.stdin is not None  # stdin=PIPE
-        self.process.stdin.write((json.dumps(self.config) + "\n").encode())
-        self.process.stdin.flush()
+        # A sampler killed before it read its configuration breaks the pipe; stop()
+        # gives its exit status, which makes the run partial, as any other death does.
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.write((json.dumps(self.config) + "\n").encode())
+            self.process.stdin.flush()
 
     def stop(self) -> int | None:
         """Close the control pipe and wait; kill if the sampler does not end. Its exit code."""
