@@ -30,15 +30,8 @@ def connect_from(source: str, address: tuple[str, int]) -> socket.socket:
 
 def hello_bytes(**extra: object) -> bytes:
     """A HELLO frame (json, seed, ack unless `extra` says otherwise)."""
-    document = {
-        "codec": "json",
-        "profile": "seed",
-        "message": "evbench.seed.BackendDataPacket",
-        "mode": "ack",
-        "protocol": "evbench-link",
-        "version": 2,
-        **extra,
-    }
+    document = {"codec": "json", "profile": "seed", "message": "evbench.seed.BackendDataPacket"}
+    document |= {"mode": "ack", "protocol": "evbench-link", "version": 2, **extra}
     body = json.dumps(document).encode()
     # length (kind + sequence + body), kind 0, sequence 0
     return struct.pack("<I", 9 + len(body)) + b"\x00" + b"\x00" * 8 + body

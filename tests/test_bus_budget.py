@@ -1,14 +1,8 @@
-"""The bus budget against examples worked by hand from the standards' frame layouts.
-
-Every expected figure here is computed in the test from the field widths of
-ISO 11898-1 (classic CAN and CAN FD), ISO 15765-2 (ISO-TP), 8N1 character
-framing and IEEE 802.3 framing, never read from the modules' constants: for the
-codecs' messages, for the dbc codec's own CAN frames (no ISO-TP, no evbench header),
-and for the sizes a real quick local run measured, as `evbench run` and its report show.
-
-Sizes a record claims (issue 44, item 9: a run's summary is anyone's file) are budgeted
-without making the message; a size no link frame can carry is left out with its reason.
-"""
+"""The bus budget against examples worked by hand from the field widths of ISO 11898-1
+(classic CAN, CAN FD), ISO 15765-2 (ISO-TP), 8N1 and IEEE 802.3, never from the modules'
+constants: the codecs' messages, the dbc codec's own CAN frames, the sizes of a real quick
+run, and sizes a record merely claims (budgeted without making the message, or left out
+with the reason no link frame carries them)."""
 
 from __future__ import annotations
 
@@ -38,16 +32,15 @@ TAIL = CRC_DELIM + ACK_SLOT + ACK_DELIM + EOF + IFS
 @pytest.mark.parametrize(
     ("data", "can_id", "extended", "region", "unstuffed", "worst", "stuff"),
     [
-        # 8 bytes, 11-bit id: a stuffed region of 98 bits. Worst case: a stuff bit after the
-        # first 5 bits, then one every 4 (each stuff bit begins the next run): 1 + 93 // 4 = 24.
+        # 8 bytes, 11-bit id: a stuffed region of 98 bits. Worst case: a stuff bit after 5
+        # bits, then one every 4 (each begins the next run): 1 + 93 // 4 = 24.
         (bytes(range(8)), 0x123, False, SOF + ID11 + RTR + IDE + R0 + DLC + 8 * 8 + CRC15, 111,
          24, range(25)),
         # an extended id adds SRR (1), the 18-bit extension and r1 (1)
         (bytes(8), 0x18DAF110, True, SOF + ID11 + 1 + IDE + 18 + RTR + 1 + R0 + DLC + 64 + CRC15,
          131, 29, range(30)),
-        # id 0, no data: SOF, id, RTR, IDE, r0 and DLC are 19 zeros; the CRC-15 of zeros from a
-        # zero register is zero, so the stuffed region is 34 zeros: a stuff bit (a one) after
-        # each 5 zeros, and the next zero starts a new run: 34 // 5 = 6 stuff bits.
+        # id 0, no data: 19 zeros, and the CRC-15 of zeros is zero: 34 zeros, a stuff bit
+        # (a one) after each 5, the next zero starting a new run: 34 // 5 = 6.
         (b"", 0, False, 19 + 15, 47, 8, [6]),
     ],
     ids=["8-bytes-111-bits", "extended-id-131-bits", "all-dominant"],
@@ -71,8 +64,7 @@ def test_stuff_bits_counted_by_hand(bits: list[int], stuffed: int) -> None:
 
 
 def test_crc15_gives_the_catalogued_check_value() -> None:
-    # CRC-15/CAN in the CRC RevEng catalogue: poly 0x4599, init 0, check 0x059E
-    # (the CRC of the ASCII string "123456789").
+    # CRC-15/CAN in the CRC RevEng catalogue: poly 0x4599, init 0, check("123456789") 0x059E
     bits = [int(bit) for byte in b"123456789" for bit in f"{byte:08b}"]
     assert can_classic.crc15(bits) == 0x059E
 
@@ -82,8 +74,7 @@ def test_crc15_gives_the_catalogued_check_value() -> None:
     [
         # classic: a Single Frame holds 7; a First Frame 6, then 7 per Consecutive Frame
         (8, 7, 6, [(7, 1), (8, 2), (62, 9), (63, 10), (277, 40), (995, 143)]),
-        # CAN FD: a Single Frame (escape form: 0x00, length) holds 62; a First Frame 62,
-        # then 63 per CF
+        # CAN FD: a Single Frame (escape form: 0x00, length) 62; a First Frame 62; a CF 63
         (64, 62, 62, [(7, 1), (62, 1), (63, 2), (277, 5), (995, 16)]),
     ],
 )
@@ -108,16 +99,14 @@ def test_isotp_frames_byte_by_byte() -> None:
 
 
 def test_can_fd_frames_at_500k_2m_worked_by_hand() -> None:
-    # Nominal rate: SOF, id, RRS, IDE, FDF, res, BRS = 17; CRC delim, ACK, ACK delim,
-    # EOF, IFS = 13. Data rate: ESI 1, DLC 4, 512 data bits, stuff count 4, CRC-21,
-    # fixed stuff bits: one before the stuff count and one after every 4 bits of the
-    # 25-bit stuff count + CRC: 1 + 25 // 4 = 7.
+    # Nominal: SOF, id, RRS, IDE, FDF, res, BRS = 17; CRC delim, ACK, ACK delim, EOF,
+    # IFS = 13. Data: ESI 1, DLC 4, 512 data bits, stuff count 4, CRC-21, fixed stuff
+    # bits before the stuff count and after every 4 bits of the 25 after it: 1 + 25 // 4 = 7.
     nominal = 17 + 13
     data = 1 + 4 + 64 * 8 + 4 + 21 + (1 + (4 + 21) // 4)
     assert (nominal, data) == (30, 549)
-    # id 0x2AA = 01010101010: SOF 0, id, RRS 0, IDE 0, FDF 1, res 0, BRS 1 has no run
-    # of five. Then ESI 0, DLC 1111 (64 bytes) and the first bit of 0xAA make five
-    # ones: one stuff bit (a zero), then the data alternates: 1 stuff bit in all.
+    # id 0x2AA = 01010101010: SOF, id, RRS 0, IDE 0, FDF 1, res 0, BRS 1 has no run of
+    # five; ESI 0, DLC 1111 and 0xAA's first bit make five ones: 1 stuff bit in all.
     frame = can_fd.frame_bits(b"\xaa" * 64, can_id=0x2AA)
     assert (frame.nominal, frame.data) == (nominal, data)
     assert (frame.nominal_stuff, frame.data_stuff) == (0, 1)
@@ -129,33 +118,31 @@ def test_can_fd_frames_at_500k_2m_worked_by_hand() -> None:
 
 
 def test_a_uart_message_longer_than_its_period_cannot_be_sustained() -> None:
-    # Start bit, 8 data bits, stop bit: 10 bits a byte; 995 B at 115200 baud.
+    # start bit, 8 data bits, stop bit: 10 bits a byte
     assert uart.seconds(995, 115_200) == pytest.approx(995 * 10 / 115_200)
     assert uart.seconds(995, 115_200) == pytest.approx(0.0864, abs=5e-5)
     row = budget.rows(budget.bus("uart-115200"), "json", "seed", [bytes(995)], [bytes(41)], 20)
-    # 995 B + 13-byte evbench header + 2-byte sync word + CRC-16 of the header + CRC-32
-    # = 1016 B = 88.2 ms > 50 ms.
+    # 995 B + 13 header + 2 sync word + 2 CRC-16 + 4 CRC-32 = 1016 B = 88.2 ms > 50 ms
     assert row.max_message_seconds == pytest.approx((995 + 13 + 2 + 2 + 4) * 10 / 115_200)
     assert row.verdict == "cannot sustain"
 
 
 def test_a_classic_can_exchange_lies_between_unstuffed_and_worst_stuffed_frames() -> None:
     row = budget.rows(budget.bus("can-500k"), "json", "seed", [bytes(995)], [bytes(9)], 20)
-    # Request: 995 + 13 = 1008 B -> 1 + ceil(1002 / 7) = 145 frames, plus one flow
-    # control; reply 13 + 8 + 9 = 30 B -> 1 + ceil(24 / 7) = 5 frames, plus one flow
-    # control. All padded to 8 bytes: 111 bits each, at most 24 stuff bits each.
+    # Request 995 + 13 = 1008 B -> 1 + ceil(1002 / 7) = 145 frames; reply 13 + 8 + 9 = 30 B
+    # -> 1 + ceil(24 / 7) = 5; one flow control each. 111 bits each, at most 24 stuffed.
     frames = 145 + 1 + 5 + 1
     assert row.max_frames == 145
     assert frames * 111 / 500_000 <= row.mean_seconds <= row.worst_seconds
     assert row.worst_seconds == pytest.approx(frames * 135 / 500_000)
-    # At most 152 x 135 bits = 41.0 ms: it fits in 50 ms, but at least 152 x 111 bits
-    # = 33.7 ms is 67 % of the period, over the 40 % ceiling.
+    # at most 152 x 135 bits = 41.0 ms fits in 50 ms, but at least 152 x 111 = 33.7 ms is
+    # 67 % of the period, over the 40 % ceiling
     assert row.verdict == "over ceiling"
 
 
 def test_100base_t1_frames_and_bits_for_the_tcp_stream() -> None:
-    # Preamble 7 + SFD 1 + MACs 12 + EtherType 2 + FCS 4 + gap 12 = 38 bytes around
-    # IPv4 20 + TCP 20 + timestamps 12 + data; a segment carries 1500 - 52 = 1448.
+    # preamble 7 + SFD 1 + MACs 12 + EtherType 2 + FCS 4 + gap 12 = 38 bytes around
+    # IPv4 20 + TCP 20 + timestamps 12 + data; a segment carries 1500 - 52 = 1448
     assert ethernet.tcp_segments(1000) == (1, (38 + 52 + 1000) * 8)
     assert ethernet.tcp_segments(1449) == (2, (38 + 1500 + 38 + 52 + 1) * 8)
     assert ethernet.tcp_segments(1) == (1, (38 + 53) * 8)  # 53 >= the 46-byte minimum
@@ -204,46 +191,36 @@ def test_the_dbc_codec_is_its_own_can_frames_on_each_bus() -> None:
     require(importlib.util.find_spec("cantools") is not None, "cantools (requirements-dev.txt)")
     buses = [budget.bus(name) for name in ("can-500k", "canfd-500k-2M", "uart-115200")]
     rows = {row.bus: row for row in budget.codec_rows("dbc", "seed", buses, 20.0, 5)}
-    # Classic CAN: SeedPacket is one 64-byte message, 8 classic frames; the LinkAck reply
-    # (16 bytes) 2. Each 8-byte frame with an 11-bit id is 47 + 64 = 111 bits, worst-case
-    # stuffing adds floor((98 - 1) / 4) = 24: 10 frames are 1110 bits (2.22 ms at 500 kbit/s)
-    # before stuffing and 1350 bits (2.70 ms) at worst.
+    # Classic: the 64-byte SeedPacket is 8 frames, the 16-byte LinkAck 2; 47 + 64 = 111 bits
+    # each, worst-case stuffing floor((98 - 1) / 4) = 24 more: 1110 bits (2.22 ms at
+    # 500 kbit/s) before stuffing, 1350 bits (2.70 ms) at worst.
     on_can = rows["can-500k"]
     assert on_can.max_frames == 8 and on_can.mean_frames == 8
     assert 1110 / 500_000 < on_can.mean_seconds <= 1350 / 500_000
     assert on_can.worst_seconds == pytest.approx(1350 / 500_000)
     assert on_can.verdict == "fits"
-    # CAN FD: one frame. 64 bytes: 30 bits at 500 k (60 us) + 1 + 4 + 512 + 4 + 21 + 7 = 549
-    # at 2 M (274.5 us); the 16-byte LinkAck: 30 bits (60 us) + 1 + 4 + 128 + 4 + 17 + 6 = 160
-    # (80 us).
+    # CAN FD, one frame: 64 bytes are 30 bits at 500 k (60 us) + 1 + 4 + 512 + 4 + 21 + 7 =
+    # 549 at 2 M (274.5 us); the LinkAck 30 (60 us) + 1 + 4 + 128 + 4 + 17 + 6 = 160 (80 us).
     on_fd = rows["canfd-500k-2M"]
     assert on_fd.max_frames == 1
     unstuffed = 60e-6 + 274.5e-6 + 60e-6 + 80e-6
     assert unstuffed < on_fd.mean_seconds < on_fd.worst_seconds
-    # Worst case: 4 stuff bits in the arbitration phase (8 us), the rest of floor((L-1)/4)
-    # at 2 M: L = 17 + 5 + 512 = 534 for 64 bytes -> 133 - 4 = 129 (64.5 us); L = 150 for
-    # the ack -> 37 - 4 = 33 (16.5 us).
+    # Worst case: 4 stuff bits at 500 k (8 us), the rest of floor((L-1)/4) at 2 M: L = 17 +
+    # 5 + 512 = 534 for 64 bytes -> 133 - 4 = 129 (64.5 us); L = 150, the ack's -> 33 (16.5 us).
     assert on_fd.worst_seconds == pytest.approx(unstuffed + 2 * 8e-6 + 64.5e-6 + 16.5e-6)
-    # A UART carries the payload in the link frame: one frame header (5 bytes) + 64 = 69
-    # bytes; the link frame adds 13, the UART framing 8: 90 bytes of 10 bits at 115200 baud
-    # (full duplex: the busier way).
+    # UART: a frame header (5 bytes) + 64 = 69 in the link frame (+ 13), UART framing 8:
+    # 90 bytes of 10 bits at 115200 baud (full duplex: the busier way).
     assert rows["uart-115200"].max_size == 69
     assert rows["uart-115200"].mean_seconds == pytest.approx(90 * 10 / 115_200)
-    # ev-full on CAN FD: three 64-byte cell-voltage messages, BMS + inverter (64) and
-    # dynamics + charger (48): five frames
+    # ev-full on CAN FD: 3 cell-voltage (64 B), BMS + inverter (64), dynamics + charger (48)
     (ev_full,) = budget.codec_rows("dbc", "ev-full", [budget.bus("canfd-500k-2M")], 20.0, 3)
     assert ev_full.max_frames == 5 and ev_full.max_size == 4 * 69 + 53
 
 
-# --- Sizes a record claims --------------------------------------------------------------
-
 COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
-#: The link's frame header: 4-byte length, kind, 8-byte sequence.
-HEADER = 4 + 1 + 8
-#: A UART frame adds a 2-byte sync word, a CRC-16 of the header and a CRC-32 of the frame.
-UART_OVERHEAD = 2 + 2 + 4
-#: The largest message a link frame's 4-byte length can say (it counts kind and sequence).
-MAX_MESSAGE = 2**32 - 1 - (1 + 8)
+HEADER = 4 + 1 + 8  # the link frame's length, kind, sequence
+UART_OVERHEAD = 2 + 2 + 4  # sync word, CRC-16 of the header, CRC-32 of the frame
+MAX_MESSAGE = 2**32 - 1 - (1 + 8)  # what a 4-byte length counting kind and sequence allows
 
 
 def _size_record(mean: float, largest: float) -> dict:
@@ -262,21 +239,20 @@ def _rows(largest: float, buses=("uart-115200", "can-500k", "100base-t1")) -> di
 @pytest.mark.parametrize("size", [10**8, 10**9, MAX_MESSAGE])
 def test_a_huge_claimed_size_is_budgeted_from_the_frame_layout(size: int) -> None:
     rows = _rows(size)
-    # UART 8N1: 10 bits a byte, the message in its link frame and the UART frame's bytes.
+    # UART 8N1: 10 bits a byte of the message, its link frame and the UART frame
     on_uart = rows["uart-115200"]
     assert on_uart.max_frames == 1
     uart_seconds = (size + HEADER + UART_OVERHEAD) * 10 / 115_200
     assert math.isclose(on_uart.max_message_seconds, uart_seconds, rel_tol=1e-12)
-    # ISO-TP on classic CAN: above 4095 bytes the First Frame has a 6-byte PCI (2 bytes of
-    # the link frame), every Consecutive Frame 7; padded to 8 bytes (an 8-byte frame with an
-    # 11-bit id, without dynamic stuff bits), plus one flow control.
+    # ISO-TP on classic CAN: above 4095 bytes the FF has a 6-byte PCI (2 bytes of the link
+    # frame), every CF 7; 8-byte frames, 11-bit id, no dynamic stuff bits; one flow control.
     on_can = rows["can-500k"]
     frames = 1 + math.ceil((size + HEADER - 2) / 7)
     assert on_can.max_frames == frames
     can_seconds = (frames + 1) * (SOF + ID11 + RTR + IDE + R0 + DLC + 64 + CRC15 + TAIL) / 500_000
     assert math.isclose(on_can.max_message_seconds, can_seconds, rel_tol=1e-12)
-    # 100BASE-T1: the TCP stream (the link frame) in segments of 1448 bytes, each with 52
-    # bytes of IP and TCP headers and 38 of Ethernet (preamble, SFD, MACs, type, FCS, gap).
+    # 100BASE-T1: segments of 1448 bytes, each with 52 of IP and TCP headers and 38 of
+    # Ethernet (preamble, SFD, MACs, type, FCS, gap)
     on_ethernet = rows["100base-t1"]
     full, last = divmod(size + HEADER, 1448)
     wire_bytes = full * (1500 + 38) + (max(46, 52 + last) + 38 if last else 0)
@@ -320,9 +296,8 @@ def test_a_size_no_link_frame_carries_is_left_out_with_its_reason(mean, largest,
 
 @pytest.mark.slow
 def test_evbench_report_of_claimed_huge_sizes_stays_small(tmp_path: Path) -> None:
-    """`evbench report` under a 600 MB address-space limit: a message of a claimed size is
-    never made (1e9 bytes failed with MemoryError, 2^64 with OverflowError: exit 1). One
-    report, each claim on its codec's records."""
+    """`evbench report` under a 600 MB address-space limit never makes a message of a claimed
+    size (1e9 bytes would be a MemoryError, 2^64 an OverflowError)."""
     run = tmp_path / "run"
     shutil.copytree(COMMITTED, run)
     summary = json.loads((run / "summary.json").read_text())
@@ -343,9 +318,6 @@ def test_evbench_report_of_claimed_huge_sizes_stays_small(tmp_path: Path) -> Non
     assert "Not budgeted: protobuf on seed (a largest message of 1.84467e+19 bytes" in budget_part
     line = next(x for x in budget_part.splitlines() if "uart-115200" in x and "json" in x)
     assert line.startswith("| seed | uart-115200 | json | 995.5/1000000000 | 1 |"), line
-
-
-# --- After a real quick local run (docs/buses.md) ----------------------------------------
 
 
 def _terminal_rows(text: str) -> dict[tuple[str, str], list[str]]:
@@ -376,15 +348,14 @@ def test_evbench_run_prints_the_budget_of_its_sizes_and_the_report_shows_it(tmp_
              if r["metric"] == "size" and r["profile"] == "seed"}  # fmt: skip
     # dbc: one 64-byte message (+ 5 bytes of id and length) = 69 bytes, every payload.
     assert sizes["dbc"] == (69, 69)
-    # On classic CAN its 8 slices and the ack's 2, 111 bits each before stuffing: 1110 bits,
-    # 2.22 ms at 500 kbit/s; with 24 worst-case stuff bits each, 1350 bits: 2.70 ms.
+    # classic CAN: 8 + 2 frames of 111 bits (2.22 ms at 500 k), 135 at worst (2.70 ms)
     assert rows[("can-500k", "dbc")][:4] == ["69.0/69", "8", "2.22", "2.70"]
     assert rows[("can-500k", "dbc")][-1] == "fits"
-    # The largest JSON message on a UART: (max + 13 + 8) bytes of 10 bits at 115200 baud.
+    # the largest JSON message on a UART: (max + 13 + 8) bytes of 10 bits at 115200 baud
     uart_row = rows[("uart-115200", "json")]
     assert uart_row[3] == f"{(int(sizes['json'][1]) + 21) * 10 / 115_200 * 1e3:.2f}"
     assert uart_row[-1] == "sustain"  # "cannot sustain": longer than the 50 ms period
-    # Protobuf's mean message + 13 on 64-byte CAN FD: 1 + ceil((n + 13 - 62) / 63) frames.
+    # protobuf's mean message + 13 on 64-byte CAN FD: 1 + ceil((n + 13 - 62) / 63) frames
     mean = round(sizes["protobuf"][0])
     assert rows[("canfd-500k-2M", "protobuf")][1] == str(1 + -(-(mean + 13 - 62) // 63))
     # report.md and report.html show the same table

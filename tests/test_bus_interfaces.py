@@ -1,9 +1,5 @@
-"""`evbench-agent info` lists CAN interfaces and UARTs from sysfs.
-
-This host has no SocketCAN (no AF_CAN, no CAN modules), so no sysfs entry of type 280
-exists here: the CAN cases, and the exact UART figures, read a fake sysfs tree in
-tmp_path laid out as the kernel lays out /sys. The real /sys is read too (its UARTs).
-"""
+"""`evbench-agent info` lists CAN interfaces and UARTs from sysfs: a fake tree laid out as
+the kernel's (no SocketCAN here, so no type 280 entry in /sys), and the real /sys too."""
 
 from __future__ import annotations
 
@@ -71,7 +67,6 @@ def test_can_interfaces_and_uarts_of_a_fake_sysfs_and_evbench_agent_info(tmp_pat
     lines = bus_interfaces.describe(found)
     assert lines["CAN interfaces"] == "can0 (up, CAN FD, m_can_platform), vcan0 (unknown, classic)"
     assert lines["UARTs"] == "ttyS0 (16550A, omap8250, up to 3000000 baud)"
-    # `evbench-agent info` lists them
     env = dict(os.environ, EVBENCH_TELEMETRY_SYSFS=str(sysfs))
     command = [sys.executable, "-m", "evbench_agent", "info"]
     done = subprocess.run(
@@ -85,8 +80,8 @@ def test_can_interfaces_and_uarts_of_a_fake_sysfs_and_evbench_agent_info(tmp_pat
     assert "CAN interfaces: can0 (up, CAN FD, m_can_platform)" in done.stdout
 
 
-#: What the diag probe prints on an AM62x with can0 up as CAN FD 500 k / 2 M (ip -details
-#: output as iproute2 6.x writes it, newlines turned into spaces by the probe) and a vcan.
+#: The diag probe on an AM62x with can0 up as CAN FD 500 k / 2 M (iproute2 6.x's ip -details,
+#: newlines turned into spaces) and a vcan.
 AM62X_PROBE = (
     "can can0 72 up 3: can0: <NOARP,UP,LOWER_UP,ECHO> mtu 72 qdisc pfifo_fast state UP"
     "     link/can  promiscuity 0 minmtu 0 maxmtu 0      can <FD> state ERROR-ACTIVE"
@@ -120,8 +115,7 @@ def test_diag_reads_can_bit_rates_and_uarts_from_its_probe() -> None:
 
 
 def test_the_real_sysfs_read_by_the_agent_and_by_the_diag_probe_in_sh() -> None:
-    """The agent lists every tty with a UART behind it and every CAN interface; the diag
-    probe agrees with it."""
+    """The agent lists every tty with a UART behind it and every CAN interface; so does diag."""
     from evbench.usecases import diag
 
     found = bus_interfaces.collect()

@@ -1,13 +1,9 @@
 """A bus interface's counters around each link phase (evbench_agent.telemetry.bus_stats).
 
-Generic counters come from a real veth pair made here, frames really sent through it by a
-packet socket (a veth counts each frame's length, no FCS, no padding); a peer that is down
-makes the sender drop every frame, a real error counter (tx_dropped) rising.
-
-This host has no SocketCAN, so the CAN fields are read from documents written below as
-`ip -details -statistics -json link show can0` prints them (field names from iproute2's
-ip/iplink_can.c and ip/ipaddress.c); the e2e tier (tests/board/test_e2e_isotp.py) reads a
-real vcan.
+Generic counters come from a real veth pair, frames sent through it by a packet socket (a
+veth counts each frame's length, no FCS or padding); a peer that is down makes it drop every
+frame (tx_dropped). No SocketCAN here: CAN fields are read from documents as `ip -details
+-statistics -json link show can0` prints them (iproute2's ip/iplink_can.c, ip/ipaddress.c).
 """
 
 from __future__ import annotations
@@ -38,8 +34,7 @@ from evbench_core.analysis import identity
 from evbench_core.errors import UserError
 from evbench_core.results import RunWriter
 
-#: A frame of this many bytes: broadcast destination, a local source, the IEEE
-#: "local experimental" EtherType 0x88B5, then zeros.
+#: Broadcast destination, a local source, the "local experimental" EtherType, zeros.
 FRAME_BYTES = 100
 FRAME = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(FRAME_BYTES - 14)
 
@@ -128,9 +123,8 @@ class _Said(Progress):
 def test_the_link_suite_records_each_phases_counters_and_the_report_names_the_errors(
     veth: tuple[str, str], tmp_path: Path
 ) -> None:
-    """The suite's own hook, on a real interface standing in for the bus: a clean phase
-    per codec, then one with dropped frames per codec; the records as they land in
-    samples.jsonl, and what the terminal and the report say of them."""
+    """The suite's own hook on a real interface standing in for the bus: a clean phase, then
+    one with dropped frames, per codec; the records, and what the terminal and report say."""
     a, b = veth
     url = f"isotp://{a}?tx=0x7E0&rx=0x7E8&fd=1&dlen=64&bitrate=500000&dbitrate=2000000"
     run_spec = specs.from_dict({"link_transport": url, "codecs": ["json", "protobuf"]})
@@ -183,9 +177,6 @@ def test_the_link_suite_records_each_phases_counters_and_the_report_names_the_er
     _headers, cells = table.context_cells(comparison.compare(report.samples(), "json", "protobuf"))
     labels = [row[1] for row in cells]
     assert labels == ["Bus error events (periodic)"], labels  # as lost and late are labelled
-
-
-# --- CAN: documents as iproute2 prints them (a fake: no AF_CAN on this host) ----------
 
 
 def _can0(state: str, berr: tuple[int, int], xstats: dict[str, int], tx: tuple[int, int]) -> str:
@@ -257,9 +248,6 @@ def test_a_can_phases_counters_worked_by_hand(before, after, rises, bus_errors, 
     assert change.flagged is bool(reasons) and change.reasons() == reasons
 
 
-# --- UART ---------------------------------------------------------------------------
-
-
 def test_a_uarts_counts_from_a_serial_icounter_struct_worked_by_hand() -> None:
     # cts dsr rng dcd rx tx frame overrun parity brk buf_overrun reserved[9]
     data = struct.pack("20i", 1, 2, 3, 4, 995, 277, 2, 1, 0, 0, 5, *range(9))
@@ -272,8 +260,7 @@ def test_a_uarts_counts_from_a_serial_icounter_struct_worked_by_hand() -> None:
 
 
 def test_no_counters_from_an_ip_answer_without_them_no_such_interface_or_a_pty() -> None:
-    """Nothing is recorded for them, and nothing fails. The link's UART tests run over
-    ptys: TIOCGICOUNT is a serial_core call a pty does not implement."""
+    """Nothing is recorded, nothing fails (a pty has no serial_core TIOCGICOUNT)."""
     for document in ([], [{"ifname": "can0"}], {"not": "a list"}, [7]):
         assert bus_stats.parse_ip_link(document, "can0") is None
     controller, terminal = os.openpty()
@@ -290,8 +277,7 @@ def test_no_counters_from_an_ip_answer_without_them_no_such_interface_or_a_pty()
 
 
 def test_phases_of_one_counter_pool_into_one_context_record() -> None:
-    """Each phase is its own sample set (its index the replicate); the summary has one
-    record per counter with n = phases, and the counter tells records apart."""
+    """Each phase is its own sample set; the summary has one record per counter, n = phases."""
     counters = bus_stats.BusCounters("isotp", "can0")
     params = {"phase": "periodic", "rate_hz": 20.0, "transport": "isotp"}
     sets = []
@@ -309,10 +295,9 @@ def test_phases_of_one_counter_pool_into_one_context_record() -> None:
 def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
     veth: tuple[str, str], tmp_path: Path
 ) -> None:
-    """No answer to HELLO can be a controller gone bus-off: the suite says the bus's
-    errors before the error itself. Here the phase fails for real (this host has no
-    AF_CAN, so the ISO-TP port cannot open) after 5 frames were dropped on the
-    interface within it, just before its port opens."""
+    """No answer to HELLO can be a controller gone bus-off: the bus's errors are said before
+    the error. The phase fails for real (no AF_CAN here: the ISO-TP port cannot open) after
+    5 frames were dropped within it."""
     a, b = veth
     subprocess.run(["ip", "link", "set", b, "down"], check=True)
     run_spec = specs.from_dict({"link_transport": f"isotp://{a}?tx=0x7E0&rx=0x7E8"})
@@ -337,8 +322,7 @@ def test_a_phase_that_fails_to_start_still_says_the_bus_errors_first(
 
 
 def test_an_interface_at_other_rates_than_the_url_is_said() -> None:
-    """The bus load is counted against the URL's rates; the MCAN above runs at
-    500 k / 2 M (its document's bittiming and data_bittiming)."""
+    """The bus load is counted against the URL's rates; the MCAN above runs at 500 k / 2 M."""
     mcan = _snapshot(_can0(ACTIVE, CLEAN, {}, (0, 0)))
     assert (mcan.bit_rate, mcan.data_bit_rate, mcan.state) == (500000, 2000000, ACTIVE)
     assert bus_stats.rate_mismatch(500000, 2000000, mcan) is None

@@ -1,9 +1,7 @@
-"""The host's CAN responder (`evbench serve --transport pycan://...`) on python-can's own
-virtual bus (this host has no CAN adapter): the real command in this process's main thread
-(a `virtual` bus joins buses of one process only), a client from can-isotp's CanStack and
-the agent's framing in a second thread, ended with SIGTERM as a user would; a third bus
-sees every CAN frame, checked against ISO 15765-2 worked out here.
-"""
+"""The host's CAN responder (`evbench serve --transport pycan://...`) on python-can's virtual
+bus, which joins buses of one process only: the command in the main thread, a client (can-isotp
+and the agent's framing) in another, ended with SIGTERM; a third bus sees every CAN frame,
+checked against ISO 15765-2 worked out here."""
 
 from __future__ import annotations
 
@@ -86,17 +84,18 @@ class Client:
             seen.append(message)
         return seen
 
-    def close(self) -> None:
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         self.stack.stop()
         self.bus.shutdown()
         self.sniffer.shutdown()
 
 
 def serve_while(url: str, talk: Callable[[], Any]) -> Any:
-    """Run `evbench serve --transport url` here while `talk` runs in a thread; then SIGTERM.
-
-    The thread signals only while the command runs: a command that ended by itself
-    (a failed test) must not leave a SIGTERM on its way to pytest."""
+    """Run `evbench serve --transport url` here while `talk` runs in a thread, then SIGTERM,
+    only while the command runs (one that ended by itself must not leave one for pytest)."""
     outcome: dict[str, Any] = {}
     lock, serving = threading.Lock(), [True]
 
@@ -149,8 +148,7 @@ def test_echo_and_ack_replies_and_the_frames_on_the_bus(channel: str, fd: bool) 
     message = seed.encode(seed.sample_data(1, 1)[0])
 
     def talk() -> dict[str, Any]:
-        client = Client(channel, fd)
-        try:
+        with Client(channel, fd) as client:
             seen: dict[str, Any] = {"hello": client.hello("protobuf", "echo")}
             client.frames()
             # Echo: a MESSAGE whose ISO-TP PDU is 277 bytes (13 of link header + 264).
@@ -175,8 +173,6 @@ def test_echo_and_ack_replies_and_the_frames_on_the_bus(channel: str, fd: bool) 
             client.send(framing.STATS, 9)
             seen["stats"] = client.receive()
             return seen
-        finally:
-            client.close()
 
     seen = serve_while(_url(channel, fd), talk)
 
@@ -227,8 +223,7 @@ def test_damaged_messages_are_logged_unanswered_and_the_responder_goes_on(
     caplog.set_level("WARNING")
 
     def talk() -> dict[str, Any]:
-        client = Client(channel, fd=False)
-        try:
+        with Client(channel, fd=False) as client:
             assert client.hello("protobuf", "echo")["ok"] is True
             # 1. A PDU whose link length says 100 bytes more than it has.
             good = framing.pack(framing.MESSAGE, 1, b"corrupt")
@@ -246,8 +241,6 @@ def test_damaged_messages_are_logged_unanswered_and_the_responder_goes_on(
             # 3. Then an intact message is answered as ever.
             client.send(framing.MESSAGE, 2, b"intact")
             return {"unanswered": unanswered, "after": client.receive()}
-        finally:
-            client.close()
 
     seen = serve_while(_url(channel, fd=False), talk)
     assert seen["unanswered"] == [None, None]
@@ -310,8 +303,7 @@ def test_bad_addresses_are_one_line_user_errors_and_the_command_exits_2(
 
 
 def test_python_can_and_can_isotp_are_the_hosts_extra_loaded_only_for_a_pycan_port() -> None:
-    """Never the agent's dependency; they load when a pycan:// port opens, not for
-    `evbench --help` or any other command."""
+    """Never the agent's dependency; not loaded for `evbench --help` or any other command."""
     agent = (ROOT / "agent" / "pyproject.toml").read_text(encoding="utf-8")
     host = (ROOT / "host_tools" / "pyproject.toml").read_text(encoding="utf-8")
     assert "python-can" not in agent and "can-isotp" not in agent
@@ -329,8 +321,8 @@ def test_python_can_and_can_isotp_are_the_hosts_extra_loaded_only_for_a_pycan_po
 
 
 def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
-    """The link suite's client code (BusConnection, run_periodic) on a pycan:// port with
-    the ids swapped: 20 seed messages at 20 Hz over CAN FD, every one answered in ack mode."""
+    """BusConnection and run_periodic on a pycan:// port with the ids swapped: 20 seed
+    messages at 20 Hz over CAN FD, every one answered in ack mode."""
     client_url = f"pycan://virtual/{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1"
     transport_url = f"isotp://{channel}?tx={REQUEST_ID:#x}&rx={RESPONSE_ID:#x}&fd=1&bitrate=500000"
     link = messages.bind("protobuf", "seed")
@@ -359,8 +351,8 @@ def test_the_agent_s_own_link_client_measures_against_it(channel: str) -> None:
 
 
 def test_an_adapter_that_fails_while_serving_is_one_user_error(channel: str) -> None:
-    """The bus closed under the port (as an unplugged adapter): python-can's own error in the
-    ISO-TP thread comes out of the next receive as a UserError naming the adapter."""
+    """The bus closed under the port (an unplugged adapter): python-can's error in the ISO-TP
+    thread comes out of the next receive as a UserError naming the adapter."""
     with can_peer.open_port(_url(channel, fd=False)) as port:
         port.bus.shutdown()
         deadline = time.monotonic() + CAP_S
@@ -371,13 +363,9 @@ def test_an_adapter_that_fails_while_serving_is_one_user_error(channel: str) -> 
     assert "CanOperationError" in str(caught.value)
 
 
-# --- The serve loop's errors (evbench_agent.link.bus_responder, which `serve` runs) --------
-# A port of prepared results stands in for the kernel's ISO-TP socket (no AF_CAN here; the
-# real one runs on the virtual board, tests/board/test_e2e_isotp.py).
-
-
 class PreparedPort:
-    """Returns, call by call, a list of frames or raises the exception it was given."""
+    """For bus_responder's serve loop, in place of the kernel's ISO-TP socket (no AF_CAN
+    here): returns, call by call, a list of frames or raises the exception it was given."""
 
     def __init__(self, results: list) -> None:
         self.results = list(results)

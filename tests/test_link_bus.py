@@ -1,15 +1,10 @@
-"""The link over a UART, on real pseudo-terminals: framing that resynchronises through
-noise, damaged, dropped and duplicated bytes, the responder answering through them, and
-the link suite end to end (`evbench-agent run --link-transport uart://...` against
-`evbench-agent serve --transport uart://...`, both real processes).
+"""The link over a UART on real pseudo-terminals: framing that resynchronises through noise
+and damaged, dropped or duplicated bytes, the responder answering through it, and the link
+suite end to end (`evbench-agent run` against `evbench-agent serve`, both over uart://).
 
-A pseudo-terminal moves bytes at memory speed, so the line between the two ends is
-socat pty <-tcp-> LineSimulator <-tcp-> socat pty (tests/console_rig.py), which
-carries them at the baud rate (10 bits per byte, 8N1), as a UART would. The frame
-layout is built by hand from docs/buses.md (sync word, header, CRC-16/XMODEM, body,
-CRC-32), and expected figures are worked out here from it: each link frame on a UART
-is 2 (sync) + 13 (length, kind, sequence) + 2 (CRC-16) + body + 4 (CRC-32) = 21 + body
-bytes.
+The line is socat pty <-tcp-> LineSimulator <-tcp-> socat pty (tests/console_rig.py), paced
+at the baud rate (8N1: 10 bits a byte). Frames are built by hand from docs/buses.md: 2 (sync)
++ 13 (length, kind, sequence) + 2 (CRC-16/XMODEM) + body + 4 (CRC-32) = 21 + body bytes.
 """
 
 from __future__ import annotations
@@ -38,13 +33,10 @@ from evbench_agent.link import handshake, messages, uart_framing, uart_port
 from evbench_agent.link.framing import MESSAGE, REPLY, Frame, PeerClosed
 from evbench_core.errors import UserError
 
-#: Bytes a UART frame adds to a message body (worked out in the module docstring).
-FRAME_BYTES = 2 + 13 + 2 + 4
-#: A reply's body holds at least the responder's 8-byte processing time.
-MIN_REPLY_BYTES = FRAME_BYTES + 8
+FRAME_BYTES = 2 + 13 + 2 + 4  # around a message body (module docstring)
+MIN_REPLY_BYTES = FRAME_BYTES + 8  # a reply holds at least the 8-byte processing time
 BITS_PER_BYTE = 10
-#: The fastest UART rate, for the tests that measure nothing: 11 KB in about 0.1 s.
-FAST_BAUD = 921600
+FAST_BAUD = 921600  # the fastest rate, for the tests that measure nothing
 
 
 def by_hand(kind: int, sequence: int, body: bytes) -> bytes:
@@ -55,8 +47,7 @@ def by_hand(kind: int, sequence: int, body: bytes) -> bytes:
 
 
 def test_a_frame_is_laid_out_as_documented() -> None:
-    # by_hand's CRCs are the catalogued ones: CRC-16/XMODEM and CRC-32 (ISO-HDLC) check
-    # values in the CRC RevEng catalogue.
+    # CRC-16/XMODEM and CRC-32 (ISO-HDLC) check values from the CRC RevEng catalogue
     assert binascii.crc_hqx(b"123456789", 0) == 0x31C3
     assert zlib.crc32(b"123456789") == 0xCBF43926
     frame = uart_framing.encode(MESSAGE, 5, b"hello")
@@ -100,8 +91,7 @@ def damaged_stream(count: int, seed: int) -> tuple[bytes, list[Frame]]:
 
 @contextlib.contextmanager
 def paced_line(directory: Path, baud: int) -> Iterator[tuple[str, str]]:
-    """Two pty ends joined by a line carrying bytes at `baud`: the client's and the
-    responder's uart:// URLs."""
+    """Two pty ends joined by a line at `baud`: the client's and the responder's URLs."""
     socat = require_command("socat")
     line = LineSimulator(baud)
     line.start()
@@ -117,8 +107,7 @@ def paced_line(directory: Path, baud: int) -> Iterator[tuple[str, str]]:
         while not all(end.exists() for end in ends):
             assert time.monotonic() < deadline, "socat made no ptys in 20 s"
             time.sleep(0.02)
-        # socat ends the line when its pty has no one on the other side (EIO): hold
-        # both open for the test, as a UART stays present when no program has it open.
+        # socat ends the line when no one holds its pty (EIO): hold both, as a UART stays
         holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
         client, far = (f"uart://{end}?baud={baud}" for end in ends)
         yield client, far
@@ -132,16 +121,13 @@ def paced_line(directory: Path, baud: int) -> Iterator[tuple[str, str]]:
 
 
 def receive_all(port: uart_port.UartPort, want: int, timeout_s: float) -> list[Frame]:
-    frames: list[Frame] = []
-    deadline = time.monotonic() + timeout_s
+    frames, deadline = [], time.monotonic() + timeout_s
     while len(frames) < want and time.monotonic() < deadline:
         frames += port.receive(0.2)
     return frames
 
 
-def test_noise_and_damaged_frames_over_a_real_pty_pair_lose_only_themselves(
-    tmp_path: Path,
-) -> None:
+def test_noise_and_damaged_frames_over_a_real_pty_pair_lose_only_themselves(tmp_path):
     stream, intact = damaged_stream(60, seed=7)
     assert len(intact) == 60 - 6 - 7 - 6  # sequences 3, 12.. (6); 6, 15.. (7); 9, 18.. (6)
     with (
@@ -167,7 +153,7 @@ def test_bad_uart_addresses_are_user_errors(url: str) -> None:
 
 
 def test_a_line_that_goes_away_mid_run_is_peer_closed() -> None:
-    # A USB adapter pulled out: the pseudo-terminal's other end closes, reads fail (EIO).
+    # a USB adapter pulled out: the pty's other end closes, reads fail (EIO)
     board_end, host_end = os.openpty()
     with uart_port.UartPort(uart_port.parse(f"uart://{os.ttyname(host_end)}?baud=115200")) as port:
         os.close(board_end)
@@ -258,11 +244,8 @@ def bodies(codec: str, params: dict) -> list[bytes]:
 
 
 def by_phase(found: list[dict], metric: str) -> dict[int, dict]:
-    return {
-        r["worker"]: r  # the phase index
-        for r in found
-        if r["metric"] == metric and r["params"].get("phase") == "periodic"
-    }
+    periodic = [r for r in found if r["params"].get("phase") == "periodic"]
+    return {r["worker"]: r for r in periodic if r["metric"] == metric}  # worker: phase index
 
 
 def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) -> None:
@@ -271,7 +254,7 @@ def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) 
     with paced_line(tmp_path, baud) as (client, far), serving(far, token="bus-token-7"):
         refused = run_link(tmp_path / "without", client, "--codecs", "protobuf", "--count", "2",
                            spec={"link_phases": 1})  # fmt: skip
-        # The quick plan at 20 Hz, two phases (not six) to keep the test short.
+        # the quick plan at 20 Hz, two phases (not six) to keep the test short
         done = run_link(out, client, "--codecs", "protobuf", "--payloads", "5",
                         spec={"link_phases": 2}, token="bus-token-7")  # fmt: skip
     assert refused.returncode != 0 and "token" in refused.stderr, refused.stderr
@@ -286,11 +269,8 @@ def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) 
     assert (count, warmup) == (6, 1)  # quick: 0.3 s and 0.05 s at 20 Hz
     sent = bodies("protobuf", params)
     sequences = range(warmup, warmup + count)
-    ends = [
-        json.loads(line)
-        for line in (out / "markers.jsonl").read_text().splitlines()
-        if '"end"' in line and "periodic" in line
-    ]
+    markers = (out / "markers.jsonl").read_text().splitlines()
+    ends = [json.loads(line) for line in markers if '"end"' in line and "periodic" in line]
     for phase in (0, 1):
         # One record per message sent, none lost, every one answered.
         assert len(rtt[phase]["values"]) == count
@@ -299,9 +279,8 @@ def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) 
         for sequence, measured in zip(sequences, rtt[phase]["values"], strict=True):
             on_the_wire = FRAME_BYTES + len(sent[sequence % len(sent)]) + MIN_REPLY_BYTES
             assert measured > on_the_wire * BITS_PER_BYTE / baud
-        # Bus load: what the phase offered, the measured messages' bits over one
-        # period (1/20 s) per message. The line is full duplex and the acks are far
-        # smaller than the messages, so the messages' direction is the busier one.
+        # Bus load: the measured messages' bits over one period (1/20 s) each; full duplex,
+        # and the acks are far smaller, so the messages' direction is the busier one.
         counted = [len(sent[s % len(sent)]) for s in sequences]
         bits = sum(FRAME_BYTES + size for size in counted) * BITS_PER_BYTE
         load = by_phase(found, "bus_load")[phase]
@@ -313,15 +292,10 @@ def test_the_link_suite_over_a_uart_at_115200_baud_with_a_token(tmp_path: Path) 
 
 
 @pytest.mark.integration  # two runs over a paced line: about 10 s on an idle machine
-def test_an_overloaded_uart_is_said_up_front_and_offers_the_same_load_short_or_long(
-    tmp_path: Path,
-) -> None:
-    """At 9600 baud protobuf's seed message (about 300 B, 21 B of framing: about
-    0.33 s a message at 10 bits a byte) cannot go out 20 times a second: a warning says
-    so before the phase, and every message is answered late or lost. The load a
-    phase offered is its messages' bits over one 50 ms period each, whatever the
-    phase's length: 10 and 60 messages give the same figure (within 5 %: their
-    payloads differ), above 100 %, and a line says the line cannot carry it."""
+def test_an_overloaded_uart_is_said_up_front_and_offers_the_same_load_short_or_long(tmp_path):
+    """At 9600 baud protobuf's seed message (~300 B + 21: ~0.33 s) cannot go out at 20 Hz:
+    warned before the phase, every message late or lost. The offered load (bits over one
+    50 ms period each) is the same for 10 and 60 messages (within 5 %: payloads differ)."""
     baud = 9600
     runs, loads, said = {}, {}, {}
     with paced_line(tmp_path, baud) as (client, far):
@@ -342,7 +316,7 @@ def test_an_overloaded_uart_is_said_up_front_and_offers_the_same_load_short_or_l
         found = records(out)
         lost = by_phase(found, "lost")[0]["values"][0]
         answered = len(by_phase(found, "rtt").get(0, {"values": []})["values"])
-        # Every message is accounted for: answered (and then late) or lost; none on time.
+        # every message answered (and then late) or lost; none on time
         assert lost + answered == count and lost >= 1
         assert by_phase(found, "late")[0]["values"][0] == answered
         params = by_phase(found, "rtt_transport").get(0, by_phase(found, "lost")[0])["params"]

@@ -1,16 +1,7 @@
-"""The two responders live on loopback: the real `evbench-agent serve` process and the C
-responder (evbench-link-responder, docs/link.md "A responder in C"), each with its
-command's defaults (16 slots, a 5 s handshake deadline, docs/link.md), against crowds,
-and as the link suite records them. Each attack comes from the issue that found it (real
-clients served: 27 of 72, 0 of 55, none):
-
-- a slow-loris crowd of 100 connections (one byte every 8 s, each reconnecting when
-  dropped) while real clients keep coming: SERVED_AT_LEAST of them must be served;
-- 16 slot hogs sending only a STATS frame every 4 s (not measuring traffic): a new
-  client must be served within the documented idle budget (2 s without a MESSAGE);
-- 16 slot hogs sending one small MESSAGE every 3 s (inside the old 5 s budget), from one
-  peer address or from 16, reconnecting when dropped (issue 44 item 7).
-"""
+"""Both responders live on loopback (`evbench-agent serve` and the C evbench-link-responder),
+with their defaults (16 slots, a 5 s handshake deadline), against crowds: 100 slow-loris
+connections, 16 slot hogs sending only STATS, 16 hogs sending a small MESSAGE every 3 s from
+one address or 16; and as the link suite records them."""
 
 from __future__ import annotations
 
@@ -34,10 +25,8 @@ from native_cross import RESPONDER_KINDS, build_responder, link_responder
 from evbench.report import context
 from evbench_agent.link import client, framing, handshake, messages
 
-#: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.
-DOCUMENTED_IDLE_BUDGET_S = 2.0
-#: docs/link.md: the default --max-connections.
-DOCUMENTED_SLOTS = 16
+DOCUMENTED_IDLE_BUDGET_S = 2.0  # docs/link.md: no MESSAGE this long gives up the slot
+DOCUMENTED_SLOTS = 16  # docs/link.md: the default --max-connections
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +106,12 @@ class LorisCrowd:
                     sock.close()
 
 
-def _probe(address: tuple[str, int], link: messages.LinkCodec, data: list) -> str | None:
+def _probe(address: tuple[str, int]) -> str | None:
     """One real client: handshake and 3 messages at 50 Hz; None when served, else why not."""
+    link = messages.bind("json", "seed")
     try:
         with client.Connection(address, link, "ack", timeout_s=5.0) as connection:
-            result = client.run_periodic(connection, data, 50.0, 3, 0, 1.0)
+            result = client.run_periodic(connection, link.sample_data(3, 1), 50.0, 3, 0, 1.0)
     except Exception as error:  # the probe's verdict is the point: say what went wrong
         return f"{type(error).__name__}: {error}"
     if result.error or result.lost:
@@ -129,16 +119,13 @@ def _probe(address: tuple[str, int], link: messages.LinkCodec, data: list) -> st
     return None
 
 
-#: The share of real clients each responder must serve through the crowd (a probe whose
-#: HELLO is late on a loaded machine loses its pending place to reconnecting loris
-#: clients): beside four busy loops, C served 201 of 207 probes, Python 216 of 218.
+#: Real clients served through the crowd (a probe whose HELLO is late on a loaded machine
+#: loses its pending place to reconnecting loris clients).
 SERVED_AT_LEAST = 0.9
 
 
 @pytest.mark.integration
 def test_real_clients_are_served_through_a_slow_loris_crowd_of_100(responder):
-    link = messages.bind("json", "seed")
-    data = link.sample_data(3, 1)
     with LorisCrowd(responder.address, 100, 8.0) as crowd:
         deadline = time.monotonic() + 10.0
         while crowd.connects < 100:  # the crowd is in: 100 connections, each in its handshake
@@ -147,7 +134,7 @@ def test_real_clients_are_served_through_a_slow_loris_crowd_of_100(responder):
         answers, started = [], time.monotonic()
         # 12 s: past two 5 s handshake deadlines, so the crowd has reconnected twice
         while time.monotonic() - started < 12.0:
-            answers.append(_probe(responder.address, link, data))
+            answers.append(_probe(responder.address))
             time.sleep(0.15)
         assert responder.alive()
         crowd_connects = crowd.connects
@@ -163,13 +150,10 @@ def test_real_clients_are_served_through_a_slow_loris_crowd_of_100(responder):
 def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_idle_budget(
     responder,
 ):
-    link = messages.bind("json", "seed")
-    data = link.sample_data(3, 1)
     sources = [f"127.0.0.{2 + i}" for i in range(DOCUMENTED_SLOTS)]  # one slot each
     with MessageHogs(responder.address, DOCUMENTED_SLOTS, sources, 4.0, framing.STATS) as hogs:
         assert hogs.held == DOCUMENTED_SLOTS
-        # while the hogs are fresh, the slots are theirs: the refusal says busy (a raw
-        # HELLO: the module's client would try again until one is silent long enough)
+        # fresh hogs keep their slots: busy (a raw HELLO: the client would retry)
         with connect_from("127.0.0.1", responder.address) as sock:
             sock.sendall(hello_bytes())
             refused = answer(sock)
@@ -177,7 +161,7 @@ def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_i
         started = time.monotonic()
         attempts = []
         while time.monotonic() - started < DOCUMENTED_IDLE_BUDGET_S + 5.0:
-            why = _probe(responder.address, link, data)
+            why = _probe(responder.address)
             attempts.append(why)
             if why is None:
                 break
@@ -189,10 +173,9 @@ def test_a_new_client_gets_a_slot_from_16_hogs_that_send_only_stats_within_the_i
 
 
 class MessageHogs:
-    """`count` slot hogs from `sources` (round robin): each completes a handshake (echo
-    mode) and then sends one frame of `kind` (a 16-byte MESSAGE, or STATS) every `every_s`,
-    taking in its reply; dropped or refused, it connects again after 0.2 s. Raw sockets,
-    not the module's client."""
+    """`count` slot hogs from `sources` (round robin), raw sockets: each completes an echo
+    handshake, then sends a frame of `kind` (a 16-byte MESSAGE, or STATS) every `every_s`
+    and takes its reply; dropped or refused, it connects again after 0.2 s."""
 
     def __init__(self, address: tuple[str, int], count: int, sources: list[str], every_s: float,
                  kind: int = framing.MESSAGE) -> None:  # fmt: skip
@@ -252,40 +235,32 @@ class MessageHogs:
             self.halt.wait(0.2)
 
 
-#: Real clients that must be served beside the hogs (issue 44's bar is 95 % over many;
-#: here 10 in a row, each a handshake and 3 messages).
-HOG_PROBES = 10
+HOG_PROBES = 10  # real clients in a row, each served beside the hogs
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("sources", ["one address", "16 addresses"])
 def test_real_clients_are_served_beside_16_hogs_that_send_a_message_every_3_s(responder, sources):
-    """Issue 44 item 7: 16 hogs with one small MESSAGE every 3 s held every slot. Every real
-    client (from 127.0.0.1; the hogs from 127.0.0.2, or .2 to .17) must be served (docs/link.md:
-    a peer's share of slots, the idle budget, the quiet penalty, the client's retries)."""
+    """Every real client (from 127.0.0.1; the hogs from .2, or .2 to .17) is served through a
+    peer's share of slots, the idle budget, the quiet penalty and the client's retries."""
     hog_sources = [f"127.0.0.{2 + i}" for i in range(1 if sources == "one address" else 16)]
-    link = messages.bind("json", "seed")
-    data = link.sample_data(3, 1)
     with MessageHogs(responder.address, DOCUMENTED_SLOTS, hog_sources, 3.0) as hogs:
         held = hogs.held
-        answers = [_probe(responder.address, link, data) for _ in range(HOG_PROBES)]
+        answers = [_probe(responder.address) for _ in range(HOG_PROBES)]
         assert responder.alive()
     assert held >= DOCUMENTED_SLOTS - 2, held  # the hogs did take the slots
     failures = [why for why in answers if why is not None]
     assert failures == [], failures[:3]
 
 
-#: What the rows and the report say answered (issue 44 item 2: a C responder started by
-#: hand and reached with --peer was recorded as the Python one).
+#: What the rows and the report say answered a --peer run.
 RECORDED = {"c": ("c", "C (evbench-link-responder), "), "python": ("(no param)", "")}
 
 
 @pytest.mark.integration
 def test_a_responder_started_by_hand_is_recorded_as_the_one_it_is(request, responder, tmp_path):
-    """Every periodic and capacity row of a --peer run (the quick plan, 6 messages a phase
-    at 100 Hz) names the C responder, whatever the spec said, and so does the report's
-    context. The control: `evbench-agent serve` names itself evbench-agent; its rows carry
-    no `responder` param, as every run's rows against it always have."""
+    """Every periodic and capacity row of a --peer run names the C responder, whatever the
+    spec said, and so does the report; `evbench-agent serve`'s rows carry no `responder`."""
     recorded, said = RECORDED[request.node.callspec.params["responder"]]
     host, port = responder.address
     out = tmp_path / "run"

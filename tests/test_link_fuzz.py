@@ -1,8 +1,7 @@
-"""Link framing over real sockets on 127.0.0.1: the documented layout by hand, partial
-reads, several frames per read, oversize lengths, garbage and truncated frames; then the
-fuzz tier: the frame reader and the handshake refuse any input with the project's own
-errors, never another exception, and never hang (hypothesis, a bounded budget that fits
-the fast tier; benchmarks/fuzz/ has the long atheris campaigns)."""
+"""Link framing over real sockets on 127.0.0.1: the documented layout by hand, partial reads,
+several frames a read, oversize, garbage and cut frames; and fuzzing (hypothesis, a budget
+for the fast tier; benchmarks/fuzz/ has the long runs): the frame reader and the handshake
+refuse any input with the project's own errors, never another exception, and never hang."""
 
 from __future__ import annotations
 
@@ -31,15 +30,13 @@ def tcp_pair():
     framing.configure(client, 5.0)
     framing.configure(server, 5.0)
     server.settimeout(5.0)  # a broken test fails instead of hanging
-    yield client, server
-    client.close()
-    server.close()
+    with client, server:
+        yield client, server
 
 
 def test_pack_layout_is_the_documented_one_and_a_reply_carries_the_processing_time_first():
     data = framing.pack(framing.MESSAGE, 0x0102030405060708, b"abc")
-    # length 12 = kind 1 + sequence 8 + body 3, little-endian; kind MESSAGE = 1;
-    # the sequence little-endian; the body
+    # length 12 = kind 1 + sequence 8 + body 3; kind MESSAGE = 1; sequence; all little-endian
     assert data == bytes.fromhex("0c000000 01 0807060504030201") + b"abc"
     data = framing.pack_reply(5, 300_000, b"ok")
     # length 19 = 1 + 8 + processing 8 + 2; kind REPLY = 2; sequence 5; 300000 = 0x493e0

@@ -1,10 +1,7 @@
-"""The responder under attack, live on 127.0.0.1: slow clients (slow loris), clients that
-stall holding a slot, a deeply nested HELLO, frames in the same write as the HELLO, a
-first frame that claims 1 MiB, and the shared token.
-
-The slot and deadline tests run a real `Responder` in a thread of this process, so their
-deadlines can be about a second (the command's are 5 s and 120 s); the others run the
-real `evbench-agent serve` process."""
+"""The responder under attack on 127.0.0.1: slow loris, clients stalled holding a slot, a
+deeply nested HELLO, frames in the HELLO's write, a first frame claiming 1 MiB, the token.
+Slot and deadline tests run a real `Responder` in a thread, with deadlines of about a second
+(the command's are 5 s and 120 s); the others the real `evbench-agent serve` process."""
 
 from __future__ import annotations
 
@@ -55,8 +52,7 @@ def live():
 
 @pytest.fixture
 def opened() -> Iterator[list[socket.socket]]:
-    """The sockets a test opens, closed after it."""
-    socks: list[socket.socket] = []
+    socks: list[socket.socket] = []  # the sockets a test opens, closed after it
     yield socks
     for sock in socks:
         sock.close()
@@ -70,8 +66,8 @@ def served():
 
 @contextlib.contextmanager
 def dribbling(socks: list[socket.socket], data: bytes) -> Iterator[None]:
-    """`data` to each of `socks`, one byte every 0.2 s (each recv() gets data long before
-    any per-recv limit), from threads stopped at the end of the block."""
+    """`data` to each of `socks`, one byte every 0.2 s (well within any per-recv limit),
+    from threads stopped at the end of the block."""
     stop = threading.Event()
 
     def dribble(sock: socket.socket) -> None:
@@ -96,7 +92,6 @@ def test_slow_clients_are_dropped_at_the_handshake_deadline_and_logged_once(live
     opened.extend(socket.create_connection(responder.address) for _ in range(4))
     started = time.monotonic()
     # a HELLO of ~150 bytes at 5 bytes/s would take 30 s: the deadline ends it at 1 s
-    # (the margin is for a loaded machine)
     with dribbling(opened, hello_bytes()):
         for sock in opened:
             assert closed(sock, 6 * DEADLINE_S)
@@ -223,10 +218,9 @@ def test_an_impossible_first_frame_is_refused_at_once_and_quoted_short(served, s
 
 
 def test_a_client_whose_hello_has_come_keeps_its_pending_place_when_room_is_made(opened):
-    # The accepting thread is driven by hand here, so the HELLO can arrive between its
-    # connection's accept and the read of it, where a loaded machine puts it at random;
-    # then slow clients from the same address need room. 1 slot: 8 pending places, 2 per
-    # peer address (a quarter).
+    # The accepting code is driven by hand, so the HELLO arrives between its connection's
+    # accept and its read; then slow clients from the same address need room. 1 slot: 8
+    # pending places, 2 per peer address (a quarter).
     responder = Responder(port=0, max_connections=1, log=lambda _line: None)
     try:
         with selectors.DefaultSelector() as selector:
@@ -268,19 +262,17 @@ def _raw_answer(source: str, address: tuple[str, int], opened: list[socket.socke
 
 
 def _closed_count(socks: list[socket.socket]) -> int:
-    """How many of `socks` the responder has closed: a silent client's socket is readable
-    only at its end, so all are watched at once (not 0.5 s each) for the first close, then
-    0.5 s more for any other."""
+    """How many of `socks` the responder has closed: all watched at once for the first close
+    (a silent client's socket is readable only at its end), then 0.5 s more for others."""
     ready, _, _ = select.select(socks, [], [], 5.0)
     more, _, _ = select.select([sock for sock in socks if sock not in ready], [], [], 0.5)
     return sum(closed(sock, 0.5) for sock in ready + more)
 
 
 def test_one_peer_holds_at_most_its_share_of_the_slots_and_loses_silent_ones_for_a_while(opened):
-    """Issue 44 item 7. 8 slots: one peer address holds at most 7 (all but an eighth).
-    Past the idle budget, a newcomer from another address takes the slot of the peer
-    holding the most; that peer, having lost a silent client so, takes no silent client's
-    slot (its own neither) for the quiet penalty, while a free slot it still may."""
+    """8 slots: one peer address holds at most 7. Past the idle budget a newcomer from another
+    address takes a slot of the peer holding the most; that peer then takes no silent
+    client's slot (its own neither) for the quiet penalty, though a free slot it may."""
     logged: list[str] = []
     with serving(max_connections=8, log=logged.append, idle_budget_s=DEADLINE_S) as responder:
         answers = [_raw_answer("127.0.0.2", responder.address, opened) for _ in range(8)]

@@ -1,12 +1,7 @@
-"""ISO-TP over SocketCAN: the option structs of linux/can/isotp.h packed by hand,
-the isotp:// address, and the one-line errors for what a host gets wrong.
-
-The struct layouts are worked out here from the header's declarations (C
-alignment: __u32 on 4 bytes, no padding between them and the __u8s, none at
-the end of a 12-byte struct) and compared with what gcc makes of the real
-header. This host has no SocketCAN, so the real-socket test runs on the
-virtual board (not yet: docs/buses.md); here the kernel's own refusal is tested.
-"""
+"""ISO-TP over SocketCAN: linux/can/isotp.h's option structs packed by hand (__u32 on 4
+bytes, no padding before the __u8s nor at the end of the 12-byte struct) and checked against
+gcc's view of the header, the isotp:// address, and one-line errors for what a host gets
+wrong (no SocketCAN here: the kernel's own refusal)."""
 
 from __future__ import annotations
 
@@ -120,7 +115,7 @@ def test_bad_isotp_addresses_are_user_errors(url: str) -> None:
 
 
 def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
-    # A stand-in for /sys/class/net/can0: this host has no CAN interface to read.
+    """A stand-in for /sys/class/net/can0 (this host has none)."""
     where = root / "can0"
     where.mkdir(parents=True)
     for name, value in (("type", "280"), ("flags", f"{flags:#x}"), ("mtu", f"{mtu}")):
@@ -129,7 +124,7 @@ def fake_can_interface(root: Path, flags: int, mtu: int) -> Path:
 
 
 def test_a_missing_non_can_down_or_classic_for_fd_interface_is_one_line(tmp_path: Path) -> None:
-    # The real /sys/class/net of this machine: no such interface, and loopback.
+    # the real /sys/class/net: no such interface, and loopback
     with pytest.raises(UserError, match="no network interface 'evcan9'"):
         isotp_port.IsotpPort(isotp_port.parse("isotp://evcan9?tx=1&rx=2"))
     with pytest.raises(UserError, match="'lo' is not a CAN interface"):
@@ -145,7 +140,7 @@ def test_a_missing_non_can_down_or_classic_for_fd_interface_is_one_line(tmp_path
 
 
 def test_a_kernel_without_socketcan_is_one_line() -> None:
-    # The real kernel's answer. Where it has SocketCAN and can-isotp the socket opens.
+    # the real kernel's answer; where it has SocketCAN and can-isotp the socket opens
     try:
         probe = socket.socket(socket.AF_CAN, socket.SOCK_DGRAM, socket.CAN_ISOTP)
     except OSError as error:

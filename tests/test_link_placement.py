@@ -30,7 +30,6 @@ CPUS = sorted(os.sched_getaffinity(0))
 
 @pytest.fixture
 def two_cpus() -> None:
-    """Pinning apart needs a second CPU: its absence fails the test, as any missing part."""
     require(len(CPUS) >= 2, "a second CPU for this process (pinning apart)")
 
 
@@ -154,7 +153,7 @@ def test_a_responder_started_on_a_cpu_answers_from_it():
 )
 def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
     """With the sender alone pinned, the loopback responder keeps every CPU of the agent's
-    (it is started before the sender is pinned, or it would inherit the sender's CPU)."""
+    (started before the sender is pinned, or it would inherit the sender's CPU)."""
     document = {"suites": ["link"], "codecs": ["json", "protobuf"], "link_cpus": cpus}
     document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=3, link_count=10,
                     link_capacity_s=0.05)  # fmt: skip
@@ -162,7 +161,7 @@ def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
     done = threading.Event()
 
     def watch() -> None:  # runner.run takes signals: it runs on the main thread
-        # the last look counts: before it listens, the responder is not yet placed
+        # the last look counts: the responder is placed only once it listens
         while not done.is_set():
             for pid in process_tree.descendants(os.getpid()):
                 if b"serve" in process_tree.read_proc(pid, "cmdline"):
@@ -181,8 +180,7 @@ def test_a_run_pins_only_what_it_is_told_to(tmp_path, cpus, responder_on):
     assert found == {"responder": {responder_on or everything}}
 
 
-#: Real-time scheduling for the periodic sender, read back in a fresh process (this one
-#: stays ordinary): what is recorded is what the kernel granted, and it is undone.
+#: Real-time scheduling for the sender, read back in a fresh process (this one stays ordinary).
 REALTIME = """
 import json, os
 from evbench_agent.link import timing
@@ -191,13 +189,9 @@ granted = timing.enter_realtime()
 policy_now = os.sched_getscheduler(0)
 timing.leave_realtime(before)
 after = timing.current()
-print(json.dumps({
-    "granted": granted.as_params(),
-    "fifo_read_back": policy_now == os.SCHED_FIFO,
-    "slack_before": before.timer_slack_ns,
-    "after": after.as_params(),
-    "root": os.geteuid() == 0,
-}))
+print(json.dumps({"granted": granted.as_params(), "fifo_read_back": policy_now == os.SCHED_FIFO,
+                  "slack_before": before.timer_slack_ns, "after": after.as_params(),
+                  "root": os.geteuid() == 0}))
 """
 
 

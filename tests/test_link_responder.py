@@ -1,6 +1,5 @@
-"""The responder as a real `evbench-agent serve` process on 127.0.0.1, and how SIGTERM
-stops its serve loop; the link figures against values worked by hand (a phase whose times
-and sizes are set here), and against what a live phase to it really sent and timed."""
+"""The responder as a real `evbench-agent serve` process on 127.0.0.1, how SIGTERM stops its
+serve loop, and the link figures: worked by hand, and of a live phase to it."""
 
 from __future__ import annotations
 
@@ -25,10 +24,8 @@ MS = 1_000_000  # ns
 
 @pytest.fixture(scope="module")
 def responder():
-    # A slot for every connection the module's tests open (fewer than 20): an earlier
-    # test's slot is freed only once the responder has read the end of its connection,
-    # which a loaded machine can delay past the next test's start; with 4 slots, the
-    # interleaved test's two connections could find them taken and be refused busy.
+    # a slot for every connection the tests open (fewer than 20): a slot is freed only once
+    # the responder has read the end of its connection, late on a loaded machine
     with start_responder(max_frame=4096, max_connections=32) as process:
         yield process
 
@@ -99,10 +96,9 @@ def test_a_frame_over_the_cap_or_a_message_that_does_not_decode_closes_the_conne
 
 
 def test_the_connection_limit_is_a_clear_refusal():
-    # A responder of its own: the shared one frees a slot only once it has read the end of
-    # an earlier test's connection, late on a loaded machine (a CI run refused a second
-    # client). The holders send a message just before the third asks, once, by hand: the
-    # client's own retries would take a holder's slot after its idle budget (docs/link.md).
+    # A responder of its own (the shared one frees slots late). The holders send a message
+    # just before the third asks once, by hand: the client's retries would take a holder's
+    # slot after its idle budget (docs/link.md).
     link = messages.bind("json", "seed")
     body = link.encode(link.sample_data(1, 1)[0])
     hello = _hello(link.codec, link.profile.name, messages.message_name(link.profile))
@@ -149,10 +145,8 @@ def test_a_port_in_use_is_a_one_line_user_error():
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
-#: timeout(1) signals its child, then its process group: under load the child may leave
-#: its serve loop and put back the handler it had before the second SIGTERM comes. The
-#: host CLI's handler (here a stand-in) maps SIGTERM to exit 130: docs/buses.md's
-#: `timeout --preserve-status -s TERM 5 evbench serve ...` ended so in a CI run.
+#: timeout(1) signals its child, then its process group: the child may have left its serve
+#: loop and put back the host CLI's handler (here a stand-in: SIGTERM -> exit 130) by then.
 TWICE = """
 import os, signal, time
 from evbench_agent.link.stop_signal import until_sigterm
@@ -192,8 +186,8 @@ def test_a_sigterm_stops_the_serve_loop_once_and_the_previous_handler_comes_back
 
 
 def _hand_phase() -> client.PhaseResult:
-    """Three messages 50 ms apart; the third's reply comes 2 s after its send, past the
-    1 s lost_after of a 1 ms deadline (client.MIN_LOST_AFTER_S)."""
+    """Three messages 50 ms apart; the third's reply 2 s after its send, past the 1 s
+    lost_after of a 1 ms deadline (client.MIN_LOST_AFTER_S)."""
     # (encode_start, send, payload_bytes, frame_bytes): sent 1 us after encoding began
     sent = {k: client.Sent(k * 50 * MS, k * 50 * MS + 1_000, 10 * (k + 1), 23 + 10 * k)
             for k in range(3)}  # fmt: skip
@@ -246,8 +240,7 @@ def test_a_live_phase_figures_match_what_was_sent_and_timed(responder):
     assert result.total_sent == 25 and len(result.sent) == 20 and measured.lost == 0
     sends = [result.sent[s].send for s in sorted(result.sent)]
     # lateness is against absolute ticks start + k x 10 ms, taken just before encoding:
-    # send_k - lateness_k - k x period is that start plus one encode, the same for every k
-    # (a sender that drifted, or measured from its previous send, would not give this)
+    # send_k - lateness_k - k x period is that start plus one encode, for every k
     period = 10_000_000
     lateness = zip(sends, result.lateness, strict=True)
     starts = [send - late - k * period for k, (send, late) in enumerate(lateness)]
@@ -276,10 +269,8 @@ def test_a_ping_pong_cannot_exceed_one_message_per_round_trip(responder):
 
 
 def test_a_window_of_large_echo_messages_keeps_moving():
-    # 1000 messages of 60 KB in flight each way: 60 MB, beyond what the kernel's socket
-    # buffers hold (net.ipv4.tcp_rmem / tcp_wmem). A client that only waited to write
-    # stopped the responder, and both waited until the send timeout dropped the link
-    # (20 s, no message counted); one that reads while it waits keeps the window moving.
+    # 1000 messages of 60 KB in flight each way, beyond the kernel's socket buffers: a client
+    # that only waits to write deadlocks with the responder; one that reads meanwhile does not
     link = messages.bind("json", "seed")
     data = [dict(item, pad="x" * 60_000) for item in link.sample_data(4, 1)]
     with (
@@ -288,14 +279,13 @@ def test_a_window_of_large_echo_messages_keeps_moving():
     ):
         result = saturation.run_saturation(connection, data, 1000, 0.3, 0.05, 0.5)
     assert result.error is None and result.total_sent >= 1000
-    # Replies that came while the window's first sends waited for room count too.
+    # replies that came while the window's first sends waited for room count too
     assert result.messages == len(result.rtt_transport) > 0
 
 
 def test_interleaved_capacity_blocks_alternate_a_b_b_a_and_never_overlap(responder):
-    # Two codecs, 4 blocks each over 0.2 s: A B, B A, A B, B A (the counterbalanced
-    # order), each block 0.05 s measured after its warm-up, its replies all taken in
-    # before the other codec's block opens.
+    # two codecs, 4 blocks each over 0.2 s, counterbalanced, each 0.05 s measured after its
+    # warm-up, its replies all taken in before the other codec's block opens
     json_link, proto_link = messages.bind("json", "seed"), messages.bind("protobuf", "seed")
     with (
         client.Connection(responder.address, json_link, "ack") as first,

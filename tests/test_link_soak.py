@@ -33,8 +33,8 @@ def test_a_two_minute_soak_stays_flat_and_serves_every_real_client(tmp_path):
     served = summary["well_behaved"]
     assert served["clients"] == 40 and served["failed"] == 0, served["failures"]
     assert served["handshake_max_s"] < 5.0  # the responder's handshake deadline
-    # the attackers really attacked: 16 slow clients per cycle, dropped at the 5 s deadline,
-    # mostly reconnected once before 6 s; garbage clients looped; 8 stallers per cycle
+    # the attackers attacked: 16 slow clients a cycle, dropped at the 5 s deadline, mostly
+    # reconnected once before 6 s; garbage clients looped; 8 stallers a cycle
     attacks = summary["attacks"]
     assert attacks["slow"] > 10 * 16 * 1.5 and attacks["stall"] == 10 * 8
     assert attacks["garbage"] > 10 * 8

@@ -1,7 +1,6 @@
-"""The link suite end to end on 127.0.0.1: a complete small run, and a run whose
-responder is killed mid-phase (saved as partial, with its messages); and
-benchmarks/link_power_bound.py's own arithmetic, by hand, and its reading of the small
-run (the figures it prints for a full run are the note's)."""
+"""The link suite end to end on 127.0.0.1: a small run, a run whose responder is killed
+mid-phase (partial, with its messages), and benchmarks/link_power_bound.py's arithmetic by
+hand and its reading of the small run."""
 
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ PERIODIC_METRICS = {
     "bandwidth_payload", "bandwidth_wire", "cpu_per_msg_client", "cpu_per_msg_responder",
     "lost", "late",
 }  # fmt: skip
-#: The capacity phase's figures, and its back-to-back RTTs as their own records.
 CAPACITY_METRICS = {"capacity_msgs", "capacity_bytes", "rtt_transport"}
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "link_power_bound.py"
@@ -47,7 +45,7 @@ _loader.loader.exec_module(bound)
 
 
 def _spec(**link):
-    # `profiles` is the codec suite's: the link suite measures `link_profiles` (default seed)
+    # `profiles` is the codec suite's; the link suite measures `link_profiles` (seed)
     document = {"suites": ["link"], "profiles": ["ev-full"], "codecs": ["json", "protobuf"]}
     document.update(link_rate_hz=100.0, link_warmup_s=0.02, link_phases=2, link_capacity_s=0.1)
     document.update(link)
@@ -60,8 +58,7 @@ def _records(directory):
 
 @pytest.fixture(scope="module")
 def loopback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One small run, read by the tests of its records and of link_power_bound.py:
-    3 duets of 5 measured messages a codec, 3 capacity pairs."""
+    """One small run: 3 duets of 5 measured messages a codec, 3 capacity pairs."""
     run = tmp_path_factory.mktemp("link") / "run"
     runner.run(_spec(link_count=5, link_phases=3), run, "test-run", Progress())
     return run
@@ -71,7 +68,7 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(loopback_run):
     records = [r for r in _records(loopback_run) if r["suite"] == "link"]
     periodic = [r for r in records if r["params"].get("phase") == "periodic"]
     capacity = [r for r in records if r["params"].get("phase") == "capacity"]
-    # Around every phase the machine's state (context; the clock only where it is read).
+    # around every phase the machine's state (the clock only where it is read)
     machine = {"contention_others_cpu", "contention_steal"}
     optional = {"contention_freq_change"}
     for codec in ("json", "protobuf"):
@@ -94,8 +91,7 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(loopback_run):
     assert rtt["params"]["mode"] == "ack" and rtt["params"]["transport"] == "tcp"
     capacity_msgs = [r for r in capacity if r["metric"] == "capacity_msgs"]
     assert capacity_msgs[0]["params"]["window"] == 8
-    # each codec's 0.1 s of capacity in a pair is measured in the full plan's 4 blocks,
-    # each after half the warm-up (0.01 s)
+    # a codec's 0.1 s of capacity in a pair: the full plan's 4 blocks, after half the warm-up
     assert capacity_msgs[0]["params"]["blocks"] == 4
     assert capacity_msgs[0]["params"]["warmup_s"] == 0.01
     assert capacity_msgs[0]["n"] == 3  # one value per pair
@@ -105,15 +101,14 @@ def test_a_loopback_run_records_every_link_metric_for_both_codecs(loopback_run):
     (wakeup,) = [r for r in records if r["metric"] == "wakeup_latency"]
     assert wakeup["codec"] is None and wakeup["params"]["period_s"] == 0.01
     assert wakeup["n"] == 100 and wakeup["min"] >= 0
-    # energy per message divides each phase's window by every message it sent:
-    # 2 warm-up (0.02 s at 100 Hz) + 5 measured in a periodic phase
+    # energy per message counts every message a phase sent: 2 warm-up + 5 measured per codec
     markers = [json.loads(line) for line in (loopback_run / MARKERS).read_text().splitlines()]
     ends = [m for m in markers if m["event"] == "end" and m.get("suite") == "link"]
     periodic_ends = [m for m in ends if m.get("kind") == "periodic"]
-    # The periodic phases run as duets (both codecs at once): 3 duets of 2 x 7 messages.
+    # periodic phases run as duets (both codecs at once): 3 duets of 2 x 7 messages
     assert [m["messages"] for m in periodic_ends] == [14] * 3
     assert {m["codec"] for m in periodic_ends} == {None}
-    # The capacity phases run as interleaved pairs (every codec's blocks: codec none).
+    # capacity phases run as interleaved pairs (every codec's blocks: codec none)
     capacity_ends = [m for m in ends if m.get("kind") == "capacity"]
     assert len(capacity_ends) == 3 and {m["codec"] for m in capacity_ends} == {None}
     assert (loopback_run / COMPLETE).exists()
@@ -134,9 +129,9 @@ def test_the_power_bound_reads_a_real_runs_duets_and_prints_every_row(loopback_r
 
 
 def test_the_power_bound_by_hand_duets_needed_and_identical_duets():
-    # the duets a row would need scale with the square of its interval:
-    # 37.2 % with 30 pairs: half-width log(1.372 / 1.02) = 0.29648 against the aim's
-    # log(1.2 / 1.02) = 0.16252; (0.29648 / 0.16252)^2 = 3.3280, x 30 = 99.84 pairs
+    # duets needed scale with the square of the interval: 37.2 % with 30 pairs is a half-width
+    # log(1.372 / 1.02) = 0.29648 against the aim's log(1.2 / 1.02) = 0.16252;
+    # (0.29648 / 0.16252)^2 = 3.3280, x 30 = 99.84 pairs
     assert bound.duets_for_aim(0.372, 30) == pytest.approx(99.84, abs=0.05)
     assert bound.duets_for_aim(0.20, 30) == pytest.approx(30)  # at the aim already
     # every duet the same: each resample is too, so se = 0 and detectable is the band
@@ -159,11 +154,9 @@ def test_the_plan_measures_the_tables_two_codecs_unless_told_all_and_adds_up_its
     assert link_suite.link_codecs(_spec(**document, link_all_codecs=True)) == every
     assert link_suite.link_codecs(_spec(codecs=["msgpack"])) == ("msgpack",)
     assert link_suite.link_codecs(_spec(aa="json")) == ("json", "json-aa")
-    # the planned time, by hand: 2 duets (both codecs' periodic phases at once) of
-    # (2 + 6) / 100 Hz, plus the second codec's offset of a period (0.01) and 0.1 of
-    # overhead; 2 capacity pairs, in each of which each of the 2 codecs has 4 blocks (the
-    # full plan's) after a warm-up of 0.02 / 2 each, 0.1 s measured, and 0.1 of overhead;
-    # the probe 100 / 100 Hz and the responder's start 0.5
+    # planned, by hand: 2 duets of (2 + 6) / 100 Hz, the second codec's offset of a period
+    # (0.01) and 0.1 of overhead; 2 capacity pairs, in each 2 codecs of 4 blocks after a
+    # 0.02 / 2 warm-up, 0.1 s measured and 0.1 overhead; the probe 100 / 100 Hz; start 0.5
     planned = link_suite.planned_seconds(_spec(link_count=6))
     duets = 2 * (0.08 + 0.01 + 0.1)
     capacity = 2 * 2 * (4 * 0.01 + 0.1 + 0.1)
@@ -171,19 +164,17 @@ def test_the_plan_measures_the_tables_two_codecs_unless_told_all_and_adds_up_its
 
 
 def _tcp_bytes(fd: int) -> tuple[int, int]:
-    """What this process's socket `fd` has sent that its peer acknowledged, and received:
-    struct tcp_info's u64 tcpi_bytes_acked and tcpi_bytes_received (linux/tcp.h: after
-    8 u8, 24 u32 and two u64 rates, at offsets 120 and 128)."""
+    """Socket `fd`'s bytes acked by its peer and received: struct tcp_info's u64
+    tcpi_bytes_acked and tcpi_bytes_received (linux/tcp.h: offsets 120 and 128)."""
     with socket.socket(fileno=os.dup(fd)) as sock:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     return struct.unpack_from("QQ", info, 120)
 
 
 def _kill_mid_phase(process: subprocess.Popen, address: tuple[str, int]) -> None:
-    """Once both of the duet's connections have had replies (1000 bytes: the HELLO answer
-    and dozens of acks), stop the responder; once each has sent it more (messages in
-    flight, never answered), kill it. Told by the kernel's byte counts of the run's own
-    sockets: a fixed 0.3 s after the first connect could come before any reply under load."""
+    """Once both duet connections have had replies (1000 bytes), stop the responder; once
+    each has sent more (in flight, never answered), kill it. Told by the kernel's byte
+    counts of the run's sockets, not a fixed time that could come before any reply."""
 
     def duet() -> dict[int, tuple[int, int]]:
         while time.monotonic() < deadline:
@@ -261,9 +252,8 @@ def test_the_c_responder_is_refused_where_the_suite_does_not_start_it(other):
 
 
 def test_the_aa_reply_delay_holds_only_the_copys_replies(tmp_path):
-    # testing option: the responder holds each reply to json-aa 300 us after its message
-    # arrived and leaves the hold out of its processing time, so every transport RTT of
-    # the copy is at least 300 us; json's replies are not held
+    # the responder holds each json-aa reply 300 us, left out of its processing time, so
+    # every transport RTT of the copy is at least 300 us; json's replies are not held
     run_spec = _spec(aa="json", aa_reply_delay_s=0.0003, link_count=5, link_phases=1)
     runner.run(run_spec, tmp_path / "run", "test-run", Progress())
     periodic = {

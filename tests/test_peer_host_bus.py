@@ -1,8 +1,6 @@
 """`evbench run --peer host --host-transport URL`: the bus responder on this host for a run.
 The board is this machine over the loopback sshd; the bus a UART, a pty pair made by socat
-(no SocketCAN here; pycan:// is test_can_peer.py's). Expected counts: `--count`, `--codecs`
-and the quick plan's sixteen phases per codec (docs/link.md).
-"""
+(no SocketCAN here; pycan:// is test_can_peer.py's)."""
 
 from __future__ import annotations
 
@@ -48,8 +46,7 @@ def pty_pair(tmp_path: Path) -> Iterator[tuple[str, str]]:
             assert process.poll() is None, "socat exited"
             assert time.monotonic() < deadline, "socat made no ptys in 20 s"
             time.sleep(0.02)
-        # socat ends the line when a pty's last holder closes it (EIO); a UART stays
-        # present between the phases that open and close it, so hold both ends open.
+        # socat ends the line when a pty's last holder closes it (EIO): hold both, as a UART
         holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
         yield tuple(f"uart://{os.path.realpath(end)}?baud=115200" for end in ends)
     finally:
@@ -77,12 +74,8 @@ def peer_host_run(url: str, board_end: str, host_end: str, out: Path) -> list[st
 
 def serving(url: str) -> list[psutil.Process]:
     """`evbench serve` processes answering on `url`."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if "serve" in cmdline and url in cmdline:
-            found.append(process)
-    return found
+    found = [(p, p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
+    return [process for process, cmdline in found if "serve" in cmdline and url in cmdline]
 
 
 @pytest.mark.integration
@@ -96,8 +89,8 @@ def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair,
     [(said_url, pid)] = STARTED.findall(result.stderr)
     assert said_url == host_end
     assert not psutil.pid_exists(int(pid)) and serving(host_end) == []
-    # The board's agent measured (its run directory is there) over its end of the bus,
-    # given no --peer: its spec keeps the default and names the bus.
+    # the board's agent measured (its run directory is there) over its end of the bus,
+    # given no --peer: its spec keeps the default and names the bus
     assert len(list((work / "runs").iterdir())) == 1
     spec = json.loads((out / results.MANIFEST).read_text())["spec"]
     assert (spec["link_transport"], spec["link_peer"]) == (board_end, "loopback")
@@ -168,19 +161,15 @@ def test_an_interrupted_run_stops_the_responder(pty_pair, board, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (
-            ["--peer", "host", "--link-transport", "isotp://can0?tx=0x7E0&rx=0x7E8"],
-            "--peer host over a --link-transport bus needs --host-transport",
-        ),
-        (
-            ["--link-transport", "isotp://can0?tx=0x7E0&rx=0x7E8",
-             "--host-transport", "pycan://virtual/x?tx=0x7E8&rx=0x7E0"],
-            "--host-transport is the responder's end of a --link-transport bus",
-        ),
+        (["--peer", "host", "--link-transport", "isotp://can0?tx=0x7E0&rx=0x7E8"],
+         "--peer host over a --link-transport bus needs --host-transport"),
+        (["--link-transport", "isotp://can0?tx=0x7E0&rx=0x7E8",
+          "--host-transport", "pycan://virtual/x?tx=0x7E8&rx=0x7E0"],
+         "--host-transport is the responder's end of a --link-transport bus"),
     ],
 )  # fmt: skip
 def test_host_transport_and_peer_host_over_a_bus_go_together(extra, message, tmp_path):
-    # No board is reached: the options are checked before one is opened.
+    # no board is reached: the options are checked before one is opened
     out = tmp_path / "out"
     result = run_cli("run", "--board", "ssh://nobody@192.0.2.1", *LINK, *extra, "--out", str(out))
     assert result.returncode == 2
