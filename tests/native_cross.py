@@ -1,10 +1,7 @@
 """Native builds for the tests, each configuration built once a session under a file lock
-(shared_build, shared by pytest-xdist workers): native/ with the documented command, the C
-link responder, and an aarch64 nlohmann::json harness cross-built as docs/native-codecs.md
-says (g++-aarch64-linux-gnu, native/cmake/aarch64-linux-gnu.cmake, EVBENCH_STATIC=ON). The
-two configurations the docs build are built where the docs build them (native/build and
-native/build-aarch64), and the docs' commands run under their locks (tests/test_docs.py).
-"""
+shared by pytest-xdist workers: native/ by the documented command, the C link responder, and
+an aarch64 nlohmann::json harness cross-built as docs/native-codecs.md says; the link
+protocol's varints and acks worked by hand."""
 
 from __future__ import annotations
 
@@ -33,9 +30,8 @@ TOOLCHAIN = ROOT / "native" / "cmake" / "aarch64-linux-gnu.cmake"
 DOCUMENTED = ("-DCMAKE_BUILD_TYPE=Release",)
 AARCH64 = (f"-DEVBENCH_NATIVE_CODECS={CODEC}", f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
            "-DEVBENCH_STATIC=ON")  # fmt: skip
-#: Where the docs build them: a test wanting one builds there, so that the docs' commands
-#: (tests/test_docs.py, under documented_builds_locked) find it made instead of making it
-#: again (about 30 CPU s in a fresh clone).
+#: Where the docs build them: a test builds there, so that the docs' commands (test_docs.py,
+#: under documented_builds_locked) find it made instead of making it again (30 CPU s).
 DOCUMENTED_DIRECTORIES = {
     DOCUMENTED: ROOT / "native" / "build",
     AARCH64: ROOT / "native" / "build-aarch64",
@@ -85,10 +81,9 @@ def documented_builds_locked(tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def shared_build(
     tmp_path_factory: pytest.TempPathFactory, options: tuple[str, ...], targets: tuple[str, ...]
 ) -> Path:
-    """native/ configured with `options` and `targets` built (all when none) in the one
-    build directory of that configuration, under a file lock: a test on another worker
-    wanting the same configuration waits for this build, then reuses it (CMake makes only
-    what is missing or out of date). A runtime's missing package fails the test by name."""
+    """native/ configured with `options`, `targets` built (all when none) in that
+    configuration's one directory, under its file lock (another worker waits, then reuses
+    it). A runtime's missing package fails the test by name."""
     cmake = require_command("cmake")
     with _configuration_locked(tmp_path_factory, options) as build:
         configure = subprocess.run(
@@ -110,21 +105,19 @@ def shared_build(
 def build_documented(
     tmp_path_factory: pytest.TempPathFactory, *targets: str, options: tuple[str, ...] = ()
 ) -> Path:
-    """native/ configured with the documented command (Release) and `options`, only
-    `targets` built when given (shared_build); its build directory."""
+    """native/ by the documented command (Release) and `options`; its build directory."""
     return shared_build(tmp_path_factory, (*DOCUMENTED, *options), targets)
 
 
 def build_responder(tmp_path_factory: pytest.TempPathFactory, codecs: str | None = None) -> Path:
-    """native/ configured with the documented command (with only the runtimes `codecs`
-    when given), the C link responder built; its path."""
+    """The C link responder of the documented build (only the runtimes `codecs` when given)."""
     options = () if codecs is None else (f"-DEVBENCH_NATIVE_CODECS={codecs}",)
     return build_documented(tmp_path_factory, RESPONDER, options=options) / RESPONDER
 
 
 class NativeResponder:
-    """An evbench-link-responder process and the address its `listening` line gave; its
-    standard error goes to a file (a crowd's drop lines would fill a pipe nobody reads)."""
+    """An evbench-link-responder and the address its `listening` line gave; its stderr goes to
+    a file (a crowd's drop lines would fill a pipe nobody reads)."""
 
     def __init__(self, path: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by stop())
@@ -187,9 +180,8 @@ def build_host_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def build_aarch64_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CODEC harness and the C link responder (echo mode only: the build has no C
-    runtime) cross-built, a directory for `evbench deploy --native`; `file` confirms
-    aarch64, statically linked executables."""
+    """The CODEC harness and the C link responder (echo mode only) cross-built, a directory for
+    `evbench deploy --native`; `file` confirms aarch64, statically linked executables."""
     require_command("aarch64-linux-gnu-g++")
     build = shared_build(tmp_path_factory, AARCH64, ())
     for name in (runtimes.RUNTIMES[CODEC].executable_name, RESPONDER):
@@ -219,9 +211,8 @@ def read_varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def expected_ack(codec: str, sequence: int, receive_ns: int) -> bytes:
-    """docs/link.md's ack, by hand (both responders, test_native_responder and test_can_peer):
-    evbench.link.Ack (sequence = 1, receive_ns = 2, uint64, proto3: a zero is not written)
-    for protobuf, a compact JSON map for json."""
+    """docs/link.md's ack by hand: evbench.link.Ack (sequence = 1, receive_ns = 2, uint64,
+    proto3: a zero is not written) for protobuf, a compact JSON map for json."""
     if codec == "json":
         return f'{{"sequence":{sequence},"receive_ns":{receive_ns}}}'.encode()
     fields = [(1, sequence), (2, receive_ns)]

@@ -1,11 +1,7 @@
-"""The size nlohmann::json's text has against Python's json for the same values: one rule,
-for tests/test_native_runtimes.py and the e2e board test (tests/board/test_e2e_native.py).
-
-nlohmann::json's Grisu2 writes most doubles in their shortest round-trip form, as Python's
-repr does, but not all (3.0303974248042582 where repr writes 3.030397424804258): each such
-number is as many bytes longer as it has digits more than repr's. Everything else (keys,
-strings, integers, separators) is the same text.
-"""
+"""The size of nlohmann::json's text against Python's json for the same values. Its Grisu2
+writes most doubles in their shortest round-trip form, as repr does, but not all
+(3.0303974248042582 where repr writes 3.030397424804258): such a number is as many bytes
+longer as it has digits more; everything else is the same text."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The agent under the protobuf runtimes it supports (4.25.8 in .venv-pb425, the newest in
 the main venv, Debian 12's python3 with 4.21.12 cpp) and its minimum Python: a quick run,
-protobuf-json's zero values by the proto3 JSON mapping, one payload digest per set.
+protobuf-json's zero values by the proto3 JSON mapping, one payload digest per set; and
+protobuf-json's bytes and a user's message measured alike on each runtime.
 """
 
 from __future__ import annotations
@@ -34,28 +35,24 @@ def _interpreters() -> dict[str, str]:
     }
 
 
-def _agent_alone() -> dict[str, str]:
-    """Only agent/src on the path: the agent must stand alone, without the host tools."""
-    return dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
+#: Only agent/src on the path: the agent must stand alone, without the host tools.
+AGENT_ALONE = dict(os.environ, PYTHONPATH=str(AGENT_SRC), PYTHONNOUSERSITE="1")
 
 
 def _agent(python: str, *argv: str) -> subprocess.CompletedProcess:
     command = [python, "-m", "evbench_agent", *argv]
-    return subprocess.run(command, capture_output=True, text=True, env=_agent_alone(), timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, env=AGENT_ALONE, timeout=600)
 
 
 def on_each_runtime(argv, stdin: str = "", timeout: float = 600) -> dict[str, str]:
-    """Each runtime's stdout of `python argv(runtime)`, the agent alone on its path, the
-    runtimes at once."""
+    """Each runtime's stdout of `python argv(runtime)`, the runtimes at once."""
     interpreters = _interpreters()
     for runtime, python in interpreters.items():
         require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
-
     options = {"input": stdin, "capture_output": True, "text": True, "timeout": timeout}
 
     def run(runtime: str) -> subprocess.CompletedProcess:
-        command = [interpreters[runtime], *argv(runtime)]
-        return subprocess.run(command, env=_agent_alone(), **options)
+        return subprocess.run([interpreters[runtime], *argv(runtime)], env=AGENT_ALONE, **options)
 
     with ThreadPoolExecutor(len(interpreters)) as pool:
         done = dict(zip(interpreters, pool.map(run, interpreters), strict=True))
@@ -70,8 +67,7 @@ RUN = ["run", "--quick", "--profile", "seed,ev-full,string-map",
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, tuple]:
-    """Each runtime's `info --json`, and its quick run where that works, the runtimes at
-    once: (info, run or None, the run's folder); no entry for a missing interpreter."""
+    """Per runtime found, at once: (`info --json`, its quick run or None, the run's folder)."""
     top = tmp_path_factory.mktemp("runs")
     found = [name for name, python in _interpreters().items() if os.access(python, os.X_OK)]
 
@@ -132,9 +128,8 @@ def test_agent_source_needs_no_python_newer_than_3_10():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-# -- protobuf-json's zero values on each runtime (issue 44, item 1) ----------------------
-# Before 5.26 the agent adds proto3 defaults itself (json_format's option would print unset
-# proto2 `optional` scalars); it once wrote "" for int32, which Parse refused. Expected: the
+# protobuf-json's zero values on each runtime: before 5.26 the agent adds proto3 defaults
+# itself (json_format's option would print unset proto2 `optional` scalars). Expected: the
 # proto3 JSON mapping (protobuf.dev, "JSON Mapping"): 32-bit integers numbers, 64-bit ones
 # strings, bytes base64, an enum its value's name; and each runtime's Parse reads it back.
 
@@ -207,9 +202,8 @@ ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
 
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory) -> dict[str, list]:
-    """Per runtime: SCRIPT's printing and reading back of each root's messages (all at
-    zero, and each with one scalar set), and the digests of two built-in profiles'
-    payload sets; one interpreter start per runtime."""
+    """Per runtime, one interpreter start: SCRIPT's printing and reading back of each root's
+    messages (all at zero, and each with one scalar set), and two profiles' payload digests."""
     folder = tmp_path_factory.mktemp("zero")
     (folder / "legacy2.proto").write_text(PROTO2)
     (folder / "zero.proto").write_text(PROTO3)
@@ -220,9 +214,10 @@ def printed(tmp_path_factory) -> dict[str, list]:
     return {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
 
 
-def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
+def test_zeros_print_as_the_mapping_says_read_back_and_print_alike_on_each_runtime(printed):
     zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
     zero["fEnum"] = "MODE_IDLE"
+    assert len(printed["newest"][0]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
     for runtime, (found, _digests) in printed.items():
         for root in ROOTS:
             as_json = json.loads(found[f"{root}/all-zero"]["printed"])
@@ -230,11 +225,6 @@ def test_every_scalar_at_zero_is_printed_as_the_mapping_says(printed):
             assert as_json == zero, (runtime, root, as_json)
             types = {k: type(v) for k, v in as_json.items()}
             assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
-
-
-def test_each_runtime_reads_back_what_it_printed_and_all_print_alike(printed):
-    assert len(printed["newest"][0]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
-    for runtime, (found, _digests) in printed.items():
         unread = {k: v for k, v in found.items() if v["read back"] is not True}
         assert not unread, (runtime, unread)
     # byte for byte what the newest runtime prints with its own option; and one payload
@@ -243,3 +233,109 @@ def test_each_runtime_reads_back_what_it_printed_and_all_print_alike(printed):
     assert printed["protobuf-4.25"] == printed["newest"]
     ev_full, seed = printed["newest"][1]
     assert ev_full != seed  # two payload sets, two digests
+
+
+KINDS = ROOT / "tests" / "data" / "kinds"
+CASES = {
+    "proto2-defaults": ("legacy", "evbench.legacy.Chassis"),
+    "proto2-required": ("legacy", "evbench.legacy.Limits"),
+    "proto3-well-known": ("well_known", "evbench.kinds.Everything"),
+    "recursive": ("fanout", "evbench.kinds.M"),
+    "repeated-extension": ("legacy", "evbench.legacy.Diagnostics"),
+}
+#: Cases holding maps: the runtimes order a map's entries differently (protobuf binary too),
+#: so there the values and the sizes are compared, not the bytes.
+MAPS = ("proto3-well-known/",)
+CASES_SCRIPT = r"""
+import base64, hashlib, json, sys
+from google.protobuf.json_format import MessageToDict
+from evbench_agent import codecs
+from evbench_core.errors import UserError
+from evbench_agent.payloads import user_schema
+cases = json.load(sys.stdin)
+MAPS = %r
+out = {}
+for case, (serialized, message) in cases.items():
+    for style in ("proto3", "fields"):
+        profile = user_schema.build_profile(
+            {"descriptor_set": serialized, "message": message, "json_style": style}
+        )
+        items = profile.payloads(40, 7)
+        for name in ("protobuf", "json", "protobuf-json"):
+            try:
+                bound = codecs.get(name).bind(profile)
+            except UserError as error:
+                out[f"{case}/{style}/{name}"] = "refused: " + str(error)
+                continue
+            blobs = [bound.encode(bound.data(item)) for item in items]
+            decoded = [bound.decode(blob) for blob in blobs]
+            leaves = [bound.access(value) for value in decoded]
+            if name == "json":
+                canonical = [json.dumps(v, sort_keys=True).encode() for v in decoded]
+            elif not case.startswith(MAPS):
+                canonical = []  # the bytes themselves are compared
+            else:  # through the JSON mapping: an Any's bytes hold maps in their order too
+                pool = profile.message_type.DESCRIPTOR.file.pool
+                canonical = [
+                    json.dumps(MessageToDict(v, descriptor_pool=pool), sort_keys=True).encode()
+                    for v in decoded
+                ]
+            out[f"{case}/{style}/{name}"] = {
+                "bytes": hashlib.sha256(b"\0".join(blobs)).hexdigest(),
+                "values": hashlib.sha256(b"\0".join(canonical)).hexdigest(),
+                "size": sum(map(len, blobs)),
+                "leaves": sum(leaves),
+            }
+print(json.dumps(out))
+"""
+
+
+def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
+    names = ("legacy", "well_known", "fanout")
+    sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", tmp_path)).decode() for n in names}
+    cases = {case: (sets[proto], message) for case, (proto, message) in CASES.items()}
+    printed = on_each_runtime(lambda _: ["-c", CASES_SCRIPT % (MAPS,)], json.dumps(cases))
+    results = {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
+    newest = results["newest"]
+    differ = []
+    for runtime, found in results.items():
+        for key, value in found.items():
+            if key.startswith("repeated-extension/") and key.endswith("/protobuf-json"):
+                continue
+            expected = dict(newest[key])
+            if key.startswith(MAPS):  # map order is the runtime's: same values, same size
+                expected["bytes"] = value["bytes"]
+            if value != expected:
+                differ.append((runtime, key, value, newest[key]))
+    assert not differ, differ
+    # the newest carries a repeated extension; the older runtimes refuse it, by name
+    assert isinstance(newest["repeated-extension/proto3/protobuf-json"], dict)
+    for runtime in ("debian", "protobuf-4.25"):
+        refusal = results[runtime]["repeated-extension/fields/protobuf-json"]
+        assert refusal.startswith("refused: ") and "evbench.legacy.fault_codes" in refusal
+    # and the sizes are not all alike: the printing options matter for proto2 defaults
+    defaults = "proto2-defaults/proto3/"
+    assert newest[defaults + "protobuf-json"]["size"] > newest[defaults + "json"]["size"]
+
+
+def test_each_runtime_measures_the_same_user_message(tmp_path):
+    """The rich test schema, from a spec holding only its descriptor set."""
+    rich = compile_set(ROOT / "tests" / "data" / "bms", "rich.proto", tmp_path)
+    spec = {
+        "schema": {"descriptor_set": base64.b64encode(rich).decode(),
+                   "message": "evbench.test.Rich"},
+        "suites": ["codec"], "codecs": ["json", "protobuf", "protobuf-json"], "quick": True,
+        "payloads": 40,
+    }  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    run = ["-m", "evbench_agent", "run", "--spec", str(tmp_path / "spec.json"), "--out"]
+    runtimes = on_each_runtime(lambda runtime: [*run, str(tmp_path / runtime)])
+    sizes = {}
+    for runtime in runtimes:
+        assert (tmp_path / runtime / "complete").exists()
+        summary = json.loads((tmp_path / runtime / "summary.json").read_text())
+        records = [r for r in summary["records"] if r["metric"] == "size"]
+        sizes[runtime] = {r["codec"]: [r["min"], r["median"], r["max"], r["mean"]] for r in records}
+        assert set(sizes[runtime]) == {"json", "protobuf", "protobuf-json"}
+    first = next(iter(sizes.values()))
+    assert all(value == first for value in sizes.values()), sizes

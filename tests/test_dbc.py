@@ -47,18 +47,14 @@ def _leaf_paths(descriptor, prefix=""):
             yield path
 
 
+def _signals(database, full_name):
+    return [s for m in database.messages if m.comment == full_name for s in m.signals]
+
+
 def _carried(database, full_name):
     """Field paths (indices and len() dropped) the DBC's signals carry for a message type."""
-    paths = set()
-    for message in database.messages:
-        if message.comment != full_name:
-            continue
-        for signal in message.signals:
-            path = signal.comment
-            if path.startswith("len("):
-                continue
-            paths.add(".".join(part.split("[")[0] for part in path.split(".")))
-    return paths
+    paths = [s.comment for s in _signals(database, full_name) if not s.comment.startswith("len(")]
+    return {".".join(part.split("[")[0] for part in path.split(".")) for path in paths}
 
 
 @pytest.mark.parametrize("profile_name", ["seed", "ev-full"])
@@ -86,7 +82,6 @@ def test_can_fd_messages_of_64_bytes_signals_within_8_bytes_and_the_protos_enums
             assert signal.byte_order == "little_endian"
             first, last = signal.start, signal.start + signal.length - 1
             assert first // 64 == last // 64, (message.name, signal.name)
-    # the enums' value tables
     descriptor = payloads.get("ev-full").message_type.DESCRIPTOR
     fields = {"Contactor": "bms.contactor", "ChargerMode": "charger.mode",
               "Fault0Severity": "faults.severity"}  # fmt: skip
@@ -96,17 +91,6 @@ def test_can_fd_messages_of_64_bytes_signals_within_8_bytes_and_the_protos_enums
         signal = next(s for m in database.messages for s in m.signals if s.name == name)
         expected = {value.number: value.name for value in field.enum_type.values}
         assert {int(k): str(v) for k, v in signal.choices.items()} == expected
-
-
-def _seed_payload() -> dict:
-    """A seed packet whose signals are 0 raw except the ones the hand-packed frame sets."""
-    plain = {key: 0 for key in payloads.get("seed").rename}
-    plain.update(acc={"x": 0.0, "y": 0.0, "z": 0.0}, gyro={"x": 0.0, "y": 0.0, "z": 0.0})
-    for key in ("battery_temp", "motor_temp", "fw_temp", "rw_temp"):
-        plain[key] = -40  # offset -40: raw 0
-    plain.update(battery_soc=85.5, throttle=29.5, speed=23.4, dpad=3, killsw=1, battery_temp=29.0,
-                 charging_current=-12.3, gps_latitude=13.0827, errors=[7], alerts=[])  # fmt: skip
-    return plain
 
 
 def _hand_packed_seed_frame() -> bytes:
@@ -139,8 +123,15 @@ def _hand_packed_seed_frame() -> bytes:
 def test_a_seed_frame_packed_by_hand_equals_cantools_and_the_codec(database):
     expected = _hand_packed_seed_frame()
     assert expected[:5] == bytes([0xAB, 0x27, 0x91, 0x24, 0x2C])  # worked above, by eye
+    # a seed packet whose signals are 0 raw except the ones the hand-packed frame sets
+    plain = {key: 0 for key in payloads.get("seed").rename}
+    plain.update(acc={"x": 0.0, "y": 0.0, "z": 0.0}, gyro={"x": 0.0, "y": 0.0, "z": 0.0})
+    for key in ("battery_temp", "motor_temp", "fw_temp", "rw_temp"):
+        plain[key] = -40  # offset -40: raw 0
+    plain.update(battery_soc=85.5, throttle=29.5, speed=23.4, dpad=3, killsw=1, battery_temp=29.0,
+                 charging_current=-12.3, gps_latitude=13.0827, errors=[7], alerts=[])  # fmt: skip
     bound = codecs.get("dbc").bind(payloads.get("seed"))
-    blob = bound.encode(_seed_payload())
+    blob = bound.encode(plain)
     # the codec's layout: CAN id 0x100 (4 bytes, big-endian), length 64, the data
     assert blob == bytes([0, 0, 1, 0, 64]) + expected
     signals = database.get_message_by_frame_id(0x100).decode(expected)
@@ -171,18 +162,12 @@ def _check(expected, actual, path, resolution):
 
 
 @pytest.mark.parametrize(
-    ("profile_name", "rename"),
-    [("seed", payloads.get("seed").rename), ("ev-full", {})],
+    ("profile_name", "rename"), [("seed", payloads.get("seed").rename), ("ev-full", {})]
 )
 def test_round_trip_is_within_each_signals_resolution(database, profile_name, rename):
     profile = payloads.get(profile_name)
     full_name = profile.message_type.DESCRIPTOR.full_name
-    steps = {
-        signal.comment: signal.scale
-        for message in database.messages
-        if message.comment == full_name
-        for signal in message.signals
-    }
+    steps = {signal.comment: signal.scale for signal in _signals(database, full_name)}
 
     def resolution(plain_path: str) -> float:
         """The scale of the signal carrying a plain path ("gps_latitude" -> gpsLat's 1e-7)."""

@@ -1,14 +1,11 @@
-"""evbench_core.json_schema against the `jsonschema` package, an independent validator.
-
-Every schema evbench ships is a valid draft 2020-12 schema (jsonschema's own check) in
-the subset the agent's validator knows; over documents generated near each schema (its
-own keys, values of every JSON type), the two validators agree on what is valid. The
-stated differences (an integer has no fraction, a number is finite) are given to
-jsonschema as its type checker, so they are held too.
-"""
+"""evbench_core.json_schema against the `jsonschema` package: every shipped schema is valid
+draft 2020-12 in the agent's subset, and on documents generated near it the two validators
+agree (jsonschema's type checker given the stated differences: integers have no fraction,
+numbers are finite)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -37,9 +34,8 @@ def _oracle(schema: dict) -> jsonschema.protocols.Validator:
     def number(_checker: object, v: object) -> bool:
         return integer(_checker, v) or (isinstance(v, float) and math.isfinite(v))
 
-    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": integer, "number": number}
-    )
+    types = {"integer": integer, "number": number}
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(types)
     kind = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
     return kind(schema)
 
@@ -54,9 +50,7 @@ def _vocabulary(schema: object) -> tuple[list[str], list[object]]:
         if isinstance(item, dict):
             keys += [k for k in item.get("properties", {}) if isinstance(k, str)]
             values += list(item.get("enum", []))
-            for name in ("const", "default", "minimum", "maximum"):
-                if name in item:
-                    values.append(item[name])
+            values += [item[n] for n in ("const", "default", "minimum", "maximum") if n in item]
             pending += list(item.values())
         elif isinstance(item, list):
             pending += item
@@ -82,21 +76,16 @@ def _documents(schema: dict) -> st.SearchStrategy:
 
 def _paths(document: object, path: tuple = ()) -> list[tuple]:
     """Every place in a document: the paths of its objects' keys and lists' items."""
-    found = [path]
-    if isinstance(document, dict):
-        for key, value in document.items():
-            found += _paths(value, (*path, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            found += _paths(value, (*path, index))
-    return found
+    if not isinstance(document, (dict, list)):
+        return [path]
+    places = document.items() if isinstance(document, dict) else enumerate(document)
+    return [path, *(found for key, value in places for found in _paths(value, (*path, key)))]
 
 
 def _replaced(document: object, path: tuple, value: object) -> object:
     if not path:
         return value
-    copy = json.loads(json.dumps(document))
-    target = copy
+    copy = target = json.loads(json.dumps(document))
     for part in path[:-1]:
         target = target[part]
     target[path[-1]] = value
@@ -116,10 +105,7 @@ def _near_valid(schema: dict) -> st.SearchStrategy:
         if draw(st.booleans()) and path:
             return _replaced(example, path, value)
         parent = path[:-1] if path else ()
-        target = example
-        for part in parent:
-            target = target[part]
-        if isinstance(target, dict):
+        if isinstance(functools.reduce(lambda node, part: node[part], parent, example), dict):
             key = draw(st.sampled_from(keys) | st.text(max_size=3))
             return _replaced(example, (*parent, key), value)
         return example

@@ -1,9 +1,7 @@
-"""A cross-built aarch64 harness (tests/native_cross.py), deployed with `evbench deploy
---native`, measures in a codec run over a loopback sshd through qemu-user (binfmt_misc), as
-on the AM62x. A harness of another architecture than the machine's is said, recorded and
-reported (issue 44, item 3; `file` reads the ELF header independently); the emulated run
-registers Debian's qemu-aarch64 rule in a binfmt_misc of its own user namespace.
-"""
+"""A cross-built aarch64 harness, deployed with `evbench deploy --native`, measures in a codec
+run over a loopback sshd through qemu-user, as on the AM62x; a harness of another
+architecture than the machine's (`file` reads the ELF header independently) is said,
+recorded and reported."""
 
 from __future__ import annotations
 
@@ -30,7 +28,6 @@ HARNESS = runtimes.RUNTIMES[CODEC].executable_name
 RULE = Path("/usr/lib/binfmt.d/qemu-aarch64.conf")
 #: `file`'s words for the architectures here, and `uname -m`'s names for them.
 FILE_SAYS = {"ARM aarch64": "aarch64", "x86-64": "x86_64"}
-#: A quick codec run of json and the native codec.
 RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--quick",
        "--profile", "seed", "--codecs", f"json,{CODEC}"]  # fmt: skip
 
@@ -52,8 +49,7 @@ def test_a_deployed_aarch64_harness_measures_in_a_codec_run(
     require(Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists(), "qemu-aarch64 in binfmt_misc")
     work = tmp_path / "board"
     url = f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
-    # a directory without harnesses is refused
-    assert evbench(["deploy", "--board", url, "--native", str(tmp_path)]) == 2
+    assert evbench(["deploy", "--board", url, "--native", str(tmp_path)]) == 2  # no harnesses
     assert "holds no harness" in capsys.readouterr().err
     assert evbench(["deploy", "--board", url, "--native", str(aarch64_dir)]) == 0
     assert "native executables: evbench-native-cpp-nlohmann" in capsys.readouterr().err
@@ -99,8 +95,8 @@ def test_the_architecture_is_read_from_the_elf_header_as_file_reads_it(aarch64_d
 
 
 def _emulated(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """argv with qemu-aarch64 registered in a binfmt_misc of its own: a new user and mount
-    namespace mounts a private instance and registers Debian's rule there."""
+    """argv with Debian's qemu-aarch64 rule registered in a binfmt_misc instance of its own
+    (a new user and mount namespace)."""
     require(RULE.exists(), f"{RULE} (apt-get install qemu-user-static)")
     register = RULE.read_text().strip()
     script = (

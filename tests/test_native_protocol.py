@@ -1,7 +1,6 @@
-"""The agent's side of the native harness protocol against tests/native_stand_in.py, a
-harness that crashes, hangs or lies on demand: each failure a clear HarnessError (a
-PartialRun) naming the codec and the fault, and a run keeps what it measured, partial.
-"""
+"""The agent's side of the native harness protocol against a harness that crashes, hangs or
+lies on demand (native_stand_in.py): each failure a HarnessError (a PartialRun) naming the
+codec and the fault; a run keeps what it measured, partial."""
 
 from __future__ import annotations
 
@@ -33,10 +32,6 @@ def stand_in(directory: Path, mode: str, *extra: str, name: str = "stand-in") ->
     return path
 
 
-def started(tmp_path: Path, mode: str, **waits: float) -> Harness:
-    return Harness("c:stand-in", str(stand_in(tmp_path, mode)), **waits)
-
-
 def test_digest_is_fnv1a_64():
     # The published FNV-1a 64 test vectors (Fowler, Noll, Vo): "" and "a".
     assert protocol.fnv1a64(b"") == "cbf29ce484222325"
@@ -44,7 +39,7 @@ def test_digest_is_fnv1a_64():
 
 
 def test_an_honest_harness_loads_times_and_sends_its_encoding(tmp_path):
-    harness = started(tmp_path, "honest")
+    harness = Harness("c:stand-in", str(stand_in(tmp_path, "honest")))
     try:
         assert harness.about["library"] == "stand-in"
         loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
@@ -76,7 +71,7 @@ def test_an_honest_harness_loads_times_and_sends_its_encoding(tmp_path):
 def test_a_broken_or_lying_harness_is_a_clear_partial_run_error(
     tmp_path, mode, operation, waits, words
 ):
-    harness = started(tmp_path, mode, **waits)
+    harness = Harness("c:stand-in", str(stand_in(tmp_path, mode)), **waits)
     loaded = harness.load("evbench.shapes.OneInt", None, PAYLOAD)
     assert len(PAYLOAD) == 23
     with pytest.raises(HarnessError) as caught:

@@ -1,15 +1,13 @@
-"""What native/ is built from agrees with its sources: the harnesses' committed type table
-and proto2 forms are what protos/ gives, and meta-evbench's evbench-native recipe (read
-offline; its DEPENDS function run against a stand-in for bitbake's datastore, since bitbake
-cannot run in CI) builds the agent's runtimes as CMake names them. oelint-adv checks the
-recipe with the whole layer (tests/test_layer.py, its oelint test).
-"""
+"""native/'s sources agree: the committed type table and proto2 forms are what protos/ gives;
+meta-evbench's evbench-native recipe (its DEPENDS function run against a stand-in for
+bitbake's datastore: no bitbake in CI) builds the agent's runtimes as CMake names them."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 from conftest import ROOT, require
@@ -58,22 +56,16 @@ class _Datastore:
         return self.flags
 
 
-class _Bb:
-    @staticmethod
-    def fatal(message: str) -> None:
-        raise _Fatal(message)
-
-
-def _depends_function(text: str):
-    source = re.search(r"^def evbench_native_depends\(d\):\n(?:    .*\n|\n)+", text, re.M).group(0)
-    namespace: dict = {"bb": _Bb}
-    exec(source, namespace)  # the recipe's own Python, as bitbake would run it
-    return namespace["evbench_native_depends"]
+def _fatal(message: str) -> None:
+    raise _Fatal(message)
 
 
 def test_depends_follow_the_chosen_runtimes_and_an_unknown_one_stops_the_parse():
     text = RECIPE.read_text()
-    depends = _depends_function(text)
+    source = re.search(r"^def evbench_native_depends\(d\):\n(?:    .*\n|\n)+", text, re.M).group(0)
+    namespace: dict = {"bb": types.SimpleNamespace(fatal=_fatal)}
+    exec(source, namespace)  # the recipe's own Python, as bitbake would run it
+    depends = namespace["evbench_native_depends"]
     assert depends(_Datastore(text, "c:cjson c:nanopb")) == "cjson nanopb nanopb-native"
     assert 'DEPENDS = "${@evbench_native_depends(d)}"' in text
     with pytest.raises(_Fatal, match="unknown runtime c:yaml"):
@@ -108,9 +100,8 @@ def test_the_native_type_table_and_proto2_forms_match_the_protos(tmp_path):
 
 
 def test_protoc_c_names_follow_its_rule():
-    # protoc-c 1.4 names: packages joined by "__", a capital after a lower-case letter
-    # starts a word (checked against the .pb-c.h protoc-c writes, e.g.
-    # evbench__seed__backend_data_packet__descriptor).
+    # protoc-c 1.4: packages joined by "__", a capital after a lower-case letter starts a word
+    # (as in the .pb-c.h it writes: evbench__seed__backend_data_packet__descriptor)
     seed = native_types.protobuf_c_name("evbench.seed.BackendDataPacket")
     assert seed == "evbench__seed__backend_data_packet"
     assert native_types.protobuf_c_name("evbench.shapes.Vector3") == "evbench__shapes__vector3"
@@ -127,7 +118,6 @@ def test_the_proto2_form_keeps_presence_and_packing_and_refuses_what_it_cannot_c
     assert "  optional Sub s = 2;\n" in form
     assert "  repeated int32 r = 3 [packed = true];\n" in form
     assert "  repeated string t = 4;\n" in form  # strings are never packed
-    # and refuses what it cannot carry exactly
     text = 'syntax = "proto3";\nmessage M {\n  optional double a = 1;\n  int32 b = 2;\n}\n'
     with pytest.raises(ValueError, match="scalar b has no presence"):
         native_types.proto2_form(text, "m.proto")

@@ -1,7 +1,6 @@
-"""The C link responder (native/responder/, docs/link.md "A responder in C"): built by the
-native CMake, it answers the link suite's echo and ack modes on loopback TCP as
-`evbench-agent serve` does, byte for byte but the processing time and the ack's receipt time
-(each responder's own clock readings), and the link suite measures against it.
+"""The C link responder (native/responder/, docs/link.md "A responder in C"): it answers the
+link suite's echo and ack modes on loopback TCP byte for byte as `evbench-agent serve` does
+(but for each responder's own clock readings), and the link suite measures against it.
 """
 
 from __future__ import annotations
@@ -36,19 +35,18 @@ from evbench_agent.link import client, framing, handshake, messages, service
 pytestmark = pytest.mark.integration
 
 COUNT = 40
+#: The profiles whose messages the C responder decodes in ack mode (docs/link.md).
+ACK_PROFILES = {"seed", "ev-full"}
 
 
 @pytest.fixture(scope="module")
 def responder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """native/ configured with the documented command (the session's build of it); the
-    responder built."""
     return build_responder(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def native(responder_path: Path) -> Iterator[NativeResponder]:
-    """One C responder for the tests that only talk to it (one connection at a time); a
-    test that reads its log or its limits starts its own."""
+    """One C responder for the tests that only talk to it; one reading its log starts its own."""
     with NativeResponder(responder_path) as responder:
         yield responder
 
@@ -59,19 +57,22 @@ def python_responder() -> Iterator[service.ResponderProcess]:
         yield responder
 
 
-def conversation(address: tuple[str, int], hello: dict, bodies: list[bytes]) -> tuple:
-    """HELLO, then every MESSAGE and a STATS in one write; the answer, every frame back, and
+def receive(reader: framing.FrameReader, count: int) -> list[framing.Frame]:
+    frames: list[framing.Frame] = []
+    while len(frames) < count:
+        frames += reader.receive()
+    return frames
+
+
+def conversation(address: tuple[str, int], hello: bytes, bodies: list[bytes]) -> tuple:
+    """HELLO, every MESSAGE and a STATS in one write; the answer, the frames back, and
     CLOCK_MONOTONIC (both responders' clock) before and after."""
     before = time.monotonic_ns()
     with socket.create_connection(address, timeout=30) as sock:
-        reader = framing.FrameReader(sock)
-        stream = framing.pack(framing.HELLO, 0, json.dumps(hello).encode())
+        stream = framing.pack(framing.HELLO, 0, hello)
         stream += b"".join(framing.pack(framing.MESSAGE, i, body) for i, body in enumerate(bodies))
-        stream += framing.pack(framing.STATS, 7)
-        sock.sendall(stream)
-        frames: list[framing.Frame] = []
-        while len(frames) < 1 + len(bodies) + 1:
-            frames += reader.receive()
+        sock.sendall(stream + framing.pack(framing.STATS, 7))
+        frames = receive(framing.FrameReader(sock), 1 + len(bodies) + 1)
     assert frames[0].kind == framing.HELLO
     return json.loads(frames[0].body), frames[1:], before, time.monotonic_ns()
 
@@ -83,16 +84,21 @@ def first_answer(address: tuple[str, int], body: bytes) -> dict:
         return json.loads(framing.FrameReader(sock).receive()[0].body)
 
 
-def hello_document(codec: str, profile: str = "seed", mode: str = "echo") -> dict:
-    link = messages.bind(codec, profile)
-    return {
-        "protocol": "evbench-link", "version": 2, "codec": codec, "profile": profile,
-        "message": messages.message_name(link.profile), "mode": mode,
-    }  # fmt: skip
-
-
 def hello_bytes(codec: str, profile: str = "seed", mode: str = "echo", change=None) -> bytes:
-    return json.dumps(hello_document(codec, profile, mode) | (change or {})).encode()
+    link = messages.bind(codec, profile)
+    return json.dumps({
+        "protocol": "evbench-link", "version": 2, "codec": codec, "profile": profile,
+        "message": messages.message_name(link.profile), "mode": mode, **(change or {}),
+    }).encode()  # fmt: skip
+
+
+def about_fields(path: Path) -> dict[str, str]:
+    """`--about`'s one line: ok, then tab-separated key=value fields."""
+    done = subprocess.run([path, "--about"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    first, *fields = done.stdout.rstrip("\n").split("\t")
+    assert first == "ok" and done.stdout.count("\n") == 1, done.stdout
+    return dict(field.split("=", 1) for field in fields)
 
 
 @pytest.mark.parametrize(
@@ -102,14 +108,13 @@ def hello_bytes(codec: str, profile: str = "seed", mode: str = "echo", change=No
 def test_every_message_is_answered_as_the_python_responder_answers_it(
     codec, mode, profile, native, python_responder
 ):
-    """Echo mode: each message's own bytes back, never decoded. Ack mode: each message
-    decoded and read, answered with the ack the Python responder sends, byte for byte for
-    the same receipt time (a CLOCK_MONOTONIC reading taken between the send and the reply)."""
+    """Echo: each message's own bytes back, never decoded. Ack: each message decoded, answered
+    with the Python responder's ack, byte for byte for the same receipt time."""
     link = messages.bind(codec, profile)
     bodies = [link.encode(data) for data in link.sample_data(COUNT, seed=12)]
     if mode == "echo":
         bodies.append(b"\x00\xffnot a message at all")
-    hello = hello_document(codec, profile, mode)
+    hello = hello_bytes(codec, profile, mode)
     runs = [conversation(r.address, hello, bodies) for r in (native, python_responder)]
     (answer_c, frames_c, *_), (answer_py, frames_py, *_) = runs
     assert answer_c["ok"] is True and answer_py["ok"] is True, (answer_c, answer_py)
@@ -172,16 +177,8 @@ def test_a_worked_reply(native):
     with socket.create_connection(native.address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, hello_bytes("json")))
         sock.sendall(bytes.fromhex("0b000000 01 0500000000000000") + b"ok")
-        reader = framing.FrameReader(sock)
-        frames: list[framing.Frame] = []
-        while len(frames) < 2:
-            frames += reader.receive()
-    reply = frames[1]
+        reply = receive(framing.FrameReader(sock), 2)[1]
     assert (reply.kind, reply.sequence, reply.body[8:]) == (2, 5, b"ok")
-
-
-#: The profiles whose messages the C responder decodes in ack mode (docs/link.md).
-ACK_PROFILES = {"seed", "ev-full"}
 
 
 @pytest.mark.parametrize(
@@ -241,8 +238,8 @@ def test_the_client_shows_why_ack_mode_is_refused(native):
 def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
     codecs, served, refusal, tmp_path_factory
 ):
-    """EVBENCH_NATIVE_CODECS without c:cjson or c:protobuf-c: that codec's ack HELLO is
-    refused, saying why; echo mode needs neither."""
+    """A build without c:cjson or c:protobuf-c refuses that codec's ack HELLO, saying why;
+    echo mode needs neither."""
     path = build_responder(tmp_path_factory, codecs)
     assert about_fields(path)["ack_codecs"] == (served or "")
     with NativeResponder(path) as native:
@@ -254,19 +251,9 @@ def test_a_build_with_fewer_runtimes_acks_what_it_has_and_says_what_it_lacks(
                     assert refusal in answer["error"], answer
 
 
-def about_fields(path: Path) -> dict[str, str]:
-    """`--about`'s one line: ok, then tab-separated key=value fields."""
-    done = subprocess.run([path, "--about"], capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    first, *fields = done.stdout.rstrip("\n").split("\t")
-    assert first == "ok" and done.stdout.count("\n") == 1, done.stdout
-    return dict(field.split("=", 1) for field in fields)
-
-
 def test_about_and_ack_mode_name_the_built_in_profiles_it_serves(native, responder_path):
-    """`--about` names the responder as its HELLO answers do, and what ack mode decodes. Each
-    Python profile asked for in ack mode (its message type from the Python profile): served
-    for seed and ev-full, refused for the others, never a type mismatch."""
+    """`--about` names the responder as its HELLO answers do; in ack mode each Python profile
+    is served for seed and ev-full, refused for the others, never a type mismatch."""
     about = about_fields(responder_path)
     assert about["responder"] == first_answer(native.address, hello_bytes("json"))["responder"]
     assert about["ack_codecs"] == "json,protobuf"
@@ -336,10 +323,9 @@ def test_a_newcomer_closes_the_oldest_pending_connection_of_the_crowdedest_peer(
 
 
 def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(responder_path):
-    """2 slots held by clients that send nothing after their HELLO (one asks for STATS every
-    half second: not measuring traffic). Within the idle budget a newcomer is refused, busy;
-    past it, newcomers take their slots, longest idle first, and the log says why, once for
-    the two (once per peer address per minute)."""
+    """2 slots held by clients silent after their HELLO (one asks for STATS every 0.5 s: not
+    measuring traffic). Within the idle budget a newcomer is refused, busy; past it,
+    newcomers take the slots, longest idle first, and the log says why once for the two."""
     link = messages.bind("json", "seed")
     with NativeResponder(responder_path, "--max-connections", "2") as native:
         silent = client.Connection(native.address, link, "ack")
@@ -374,15 +360,6 @@ def test_a_client_stalled_after_its_handshake_gives_its_slot_to_a_new_client(res
     assert "127.0.0.1:" in lines[1] and idle in lines[1], lines
 
 
-def scheduling_of_threads(pid: int) -> dict[int, tuple[int, int]]:
-    """Each thread of `pid`: (policy, rt_priority), fields 41 and 40 of its /proc stat."""
-    threads = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        fields = (task / "stat").read_text().rpartition(")")[2].split()  # from field 3 on
-        threads[int(task.name)] = (int(fields[41 - 3]), int(fields[40 - 3]))
-    return threads
-
-
 @pytest.mark.parametrize("realtime", [True, False])
 def test_realtime_is_asked_for_before_the_connection_threads_start(realtime, responder_path):
     """`--realtime`: SCHED_FIFO 80 for the responder and each connection's thread, read in
@@ -393,7 +370,10 @@ def test_realtime_is_asked_for_before_the_connection_threads_start(realtime, res
             sock.sendall(framing.pack(framing.HELLO, 0, hello_bytes("json")))
             answer = framing.FrameReader(sock).receive()[0]  # its thread has served it
             assert json.loads(answer.body)["ok"] is True
-            threads = scheduling_of_threads(native.process.pid)
+            threads = {}  # each thread: (policy, rt_priority), /proc stat fields 41 and 40
+            for task in Path(f"/proc/{native.process.pid}/task").iterdir():
+                fields = (task / "stat").read_text().rpartition(")")[2].split()  # field 3 on
+                threads[int(task.name)] = (int(fields[41 - 3]), int(fields[40 - 3]))
         logged = native.stderr()
     assert len(threads) >= 2, threads  # the accepting thread and the connection's
     policies = set(threads.values())
@@ -446,9 +426,9 @@ def test_the_link_suite_measures_against_it_in_echo_mode(native, tmp_path):
 
 
 def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path, tmp_path):
-    """`--responder c`: the suite starts the C responder it finds where the native harnesses
-    are (EVBENCH_NATIVE_DIR here), its rows say so, and it stops with the run. With none
-    installed the run stops before writing anything, naming where it looked."""
+    """`--responder c`: the suite starts the C responder found where the native harnesses are
+    (EVBENCH_NATIVE_DIR), its rows say so, and it stops with the run. With none installed
+    the run stops before writing anything, naming where it looked."""
     installed = tmp_path / "libexec"
     installed.mkdir()
     env = dict(os.environ, EVBENCH_NATIVE_DIR=str(installed))
@@ -461,7 +441,6 @@ def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path,
     assert missing.returncode == 2, missing.stderr[-2000:]
     assert f"--responder c: no evbench-link-responder in {installed}," in missing.stderr
     assert not (tmp_path / "none").exists()
-
     shutil.copy2(responder_path, installed / responder_path.name)
     # a codec its ack mode does not decode (an A/A copy) is refused before the run starts
     copy = run("--aa", "json", "--out", str(tmp_path / "none"))
@@ -507,10 +486,9 @@ def _agent_child(agent: int, name: str, within_s: float) -> int | None:
 
 @pytest.mark.parametrize("how", ["host and agent", "agent"])
 def test_it_stops_when_the_agent_that_started_it_is_killed(how, responder_path, tmp_path):
-    """Issue 44 item 10: `--responder c` under an agent driven through a pipe (as `evbench`
-    drives it), killed outright (SIGKILL: the agent cannot stop its responder) with the
-    program that reads it, or alone: the C responder, reparented, must not stay listening.
-    Before, it ran on with parent 1 in 3 of 3 rounds."""
+    """`--responder c` under an agent driven through a pipe (as `evbench` drives it), killed
+    (SIGKILL: it cannot stop its responder) with the program reading it, or alone: the C
+    responder, reparented, must not stay listening."""
     host_code = (
         "import subprocess, sys, time\n"
         "agent = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)\n"

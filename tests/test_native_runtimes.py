@@ -1,8 +1,6 @@
-"""The real native harnesses, built from native/ with Debian's packages, against the
-Python codecs, protoc --decode, a model of cJSON 1.7's number printing (cjson_number),
-nlohmann's size rule (tests/native_sizes.py) and hand-counted leaves; and what a run and
-its report say of each runtime.
-"""
+"""The real native harnesses (Debian's packages) against the Python codecs, protoc --decode,
+a model of cJSON 1.7's number printing, nlohmann's size rule (native_sizes.py) and
+hand-counted leaves; and what a run and its report say of each runtime."""
 
 from __future__ import annotations
 
@@ -54,9 +52,8 @@ COUNT = 12
 
 @pytest.fixture(scope="module")
 def harness_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """native/ built with the one documented command (the session's build of it). The
-    responder first, alone: test_native_responder and test_link_crowd, on another worker,
-    wait for no more than that."""
+    """native/ by the documented command; the responder first, alone, so that the responder
+    tests on another worker wait for no more than that."""
     build_responder(tmp_path_factory)
     return build_documented(tmp_path_factory)
 
@@ -71,8 +68,7 @@ def started(harness_dir: Path, name: str) -> Iterator[Harness]:
 
 
 def each_payload(names, count: int) -> Iterator[tuple]:
-    """(profile name, profile, its message type's full name, payload), for `count` payloads
-    of each profile."""
+    """(profile name, profile, its message type's full name, payload), `count` a profile."""
     for profile_name in names:
         profile = payloads.get(profile_name)
         for item in profile.payloads(count):
@@ -126,35 +122,27 @@ def test_protobuf_runtimes_write_what_python_writes_and_protoc_decodes(harness_d
                 assert written == expected, (profile_name, name)
         for profile_name, proto in (("seed", "ev_data.proto"), ("ev-full", "ev_frame.proto")):
             profile = payloads.get(profile_name)
-            item = profile.payloads(1)[0]
+            blob = profile.payloads(1)[0].message.SerializeToString()
             type_name = profile.message_type.DESCRIPTOR.full_name
-            loaded = harness.load(type_name, None, item.message.SerializeToString())
+            encoded = harness.encoded(harness.load(type_name, None, blob))
             decode = [protoc, f"--decode={type_name}", f"-I{ROOT / 'protos'}", proto]
-            native = subprocess.run(
-                decode, input=harness.encoded(loaded), capture_output=True, check=True
-            ).stdout
-            python = subprocess.run(
-                decode, input=item.message.SerializeToString(), capture_output=True, check=True
-            ).stdout
+            native, python = (
+                subprocess.run(decode, input=data, capture_output=True, check=True).stdout
+                for data in (encoded, blob)
+            )
             assert native == python
             assert b"header {" in native or b"battery: " in native  # a real decode, not empty
 
 
-def test_nlohmann_writes_pythons_sizes_and_values(harness_dir):
-    with started(harness_dir, "cpp:nlohmann") as harness:
+def test_nlohmann_writes_pythons_sizes_and_values_and_cjson_its_number_printing(harness_dir):
+    differing = 0
+    with started(harness_dir, "cpp:nlohmann") as nlohmann, started(harness_dir, "c:cjson") as cjson:
         for profile_name, _profile, type_name, item in each_payload(BUILT_IN, COUNT):
             text = python_json(item.plain)
-            written = harness.encoded(harness.load(type_name, None, text))
+            written = nlohmann.encoded(nlohmann.load(type_name, None, text))
             assert json.loads(written) == item.plain, profile_name
             assert [len(written)] == nlohmann_sizes([text], [written]), profile_name
-
-
-def test_cjson_writes_what_its_number_printing_gives(harness_dir):
-    differing = 0
-    with started(harness_dir, "c:cjson") as harness:
-        for profile_name, _profile, type_name, item in each_payload(BUILT_IN, COUNT):
-            text = python_json(item.plain)
-            written = harness.encoded(harness.load(type_name, None, text)).decode()
+            written = cjson.encoded(cjson.load(type_name, None, text)).decode()
             assert written == cjson_text(item.plain), profile_name
             differing += len(written) != len(text)
     # seed's doubles need 16-17 digits and ev-full's uint64 timestamp is no double:
@@ -188,7 +176,6 @@ def test_decode_access_reads_the_leaves_of_the_json_form(harness_dir, name):
             assert leaves == _hand_counted(profile_name, item.plain), (profile_name, name)
 
 
-#: The run below: every runtime beside the Python codecs.
 CODECS = ["json", "protobuf", *PACKAGES]
 
 
@@ -233,9 +220,8 @@ def test_a_run_measures_every_runtime(run, harness_dir):
 
 
 def test_the_run_names_each_runtimes_library_version_and_architecture(run):
-    """Issue 44 items 3 and 4: each runtime's version is Debian's package's (dpkg-query, not
-    what the harness said), named in the report's boxes (they once showed `?`) and in the
-    answer per runtime pair; built for this machine, no emulation is said or warned of."""
+    """Each runtime's version is Debian's package's (dpkg-query, not the harness's word), named
+    in the report's boxes and each pair's answer; built here, no emulation is said."""
     out, stderr = run
     manifest = json.loads((out / "manifest.json").read_text())
     named, versions = [], {}
@@ -271,7 +257,7 @@ def test_the_run_names_each_runtimes_library_version_and_architecture(run):
 
 
 def test_the_report_pairs_each_languages_runtimes_and_names_library_and_version():
-    """On a stated manifest, no run (issue 44, item 4, the report's part)."""
+    """On a stated manifest, no run."""
     names = ["json", "protobuf", "c:protobuf-c", "c:cjson", "c:nanopb", "cpp:protobuf",
              "cpp:nlohmann"]  # fmt: skip
     found = [(p.baseline, p.candidate, p.language) for p in answers.pairs(names)]

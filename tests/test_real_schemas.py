@@ -1,13 +1,7 @@
-"""Public schemas no one here wrote (tests/data/vendor/README.md), measured like a team's own.
-
-- GTFS-realtime FeedMessage (proto2: required fields, defaults, extension ranges, here
-  extended by tests/data/kinds/gtfs_ev.proto), uProtocol UStatus (repeated Any) and
-  ONNX ModelProto (proto2, recursive, large).
-- Expected sizes come from Debian's way of encoding by hand: the real protoc's
-  `--encode` (grpcio-tools) of each message's text format; expected leaf counts from
-  the JSON text; the fields the generator must reach from the .proto files and the
-  documented depth bound (4), not from the generator.
-"""
+"""Public schemas no one here wrote (tests/data/vendor/README.md), measured like a team's own:
+GTFS-realtime (proto2, extended by tests/data/kinds/gtfs_ev.proto), uProtocol UStatus
+(repeated Any), ONNX ModelProto (recursive, large). Expected sizes from the real protoc's
+`--encode`; the fields to reach from the .proto files and the documented depth bound."""
 
 from __future__ import annotations
 
@@ -87,9 +81,7 @@ def _settable(root) -> set[str]:
     """Fields the default rules can set: by the documented depth bound, worked out from
     the descriptors (a type's shallowest depth from the root; scalars there at depth <= 4,
     sub-messages only above it, required ones anywhere)."""
-    depth = {root.full_name: 0}
-    order = [root]
-    found = set()
+    depth, order, found = {root.full_name: 0}, [root], set()
     while order:
         descriptor = order.pop(0)
         level = depth[descriptor.full_name]
@@ -100,13 +92,10 @@ def _settable(root) -> set[str]:
             target = field.message_type
             if is_map(field):
                 target = field.message_type.fields_by_name["value"].message_type
-            if target is None:
-                found.add(field.full_name)
-                continue
-            if level >= DEPTH and not is_required(field):
+            if target is not None and level >= DEPTH and not is_required(field):
                 continue
             found.add(field.full_name)
-            if target.full_name not in depth:
+            if target is not None and target.full_name not in depth:
                 depth[target.full_name] = level + 1
                 order.append(target)
     return found
@@ -115,16 +104,11 @@ def _settable(root) -> set[str]:
 def _seen(message, into: set[str]) -> None:
     for field, value in message.ListFields():
         into.add(field.full_name)
-        if field.message_type is None:
-            continue
-        if is_map(field):
-            values = value.values()
-            if field.message_type.fields_by_name["value"].message_type is None:
-                continue
-        elif is_repeated(field):
-            values = value
+        if is_map(field):  # a map of scalars has no messages below it
+            scalar = field.message_type.fields_by_name["value"].message_type is None
+            values = [] if scalar else value.values()
         else:
-            values = [value]
+            values = [] if field.message_type is None else value if is_repeated(field) else [value]
         for item in values:
             _seen(item, into)
 

@@ -1,17 +1,6 @@
-"""`evbench run --schema` measures real schemas in the codec and link suites, on the local
-board and over SSH (issue 29's acceptance).
-
-- a proto2 message with required fields and extensions (GTFS-realtime FeedMessage,
-  extended by tests/data/kinds/gtfs_ev.proto), from hand-written samples, locally;
-- Any, Struct and a recursive type together (tests/data/kinds Everything), generated,
-  locally;
-- Any, recursive through it (uProtocol UStatus), from samples, over SSH;
-- a recursive proto2 message (ONNX ModelProto), generated, over SSH.
-
-The SSH "board" is this machine through a real OpenSSH sshd on loopback, running
-Debian's /usr/bin/python3 with protobuf 4.21. Sizes measured from samples must equal
-what the real protoc makes of the same messages (`protoc --encode`).
-"""
+"""`evbench run --schema` measures real schemas (RUNS) in the codec and link suites, locally
+and over SSH (a real sshd on loopback, Debian's python3 with protobuf 4.21); sizes measured
+from samples equal what the real protoc makes of them (`protoc --encode`)."""
 
 from __future__ import annotations
 
@@ -43,7 +32,9 @@ def _schema_args(name: str) -> list[str]:
     return ["--schema", str(proto), *[f"-I{d}" for d in include], "--message", message]
 
 
-#: name: (over SSH, the schema's arguments, its profile)
+#: name: (over SSH, the schema's arguments, its profile). gtfs: proto2 with required fields
+#: and extensions, from samples; everything: Any, Struct and recursion, generated; uprotocol:
+#: recursive through Any, from samples; onnx: recursive proto2, generated.
 RUNS = {
     "gtfs": (False, [*_schema_args("gtfs"), "--samples", str(SCHEMAS["gtfs"][3])],
              "schema:transit_realtime.FeedMessage"),
@@ -80,8 +71,7 @@ def _protoc_sizes(name: str, count: int, tmp_path: Path) -> list[int]:
 
 
 def test_real_schemas_are_measured_locally_and_over_ssh(sshd, ssh_home, tmp_path):
-    """The four runs share nothing (each has its own board directory and history store),
-    so they run at once, and protoc works out the expected sizes meanwhile."""
+    """The four runs share nothing, so they run at once, and protoc works out sizes meanwhile."""
 
     def board(name: str) -> str:
         where = f"dir={tmp_path / (name + '-board')}&python=/usr/bin/python3"

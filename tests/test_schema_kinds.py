@@ -1,8 +1,6 @@
-"""Every kind of field a team's schema has (issue 29): Any, Struct, the wrappers, FieldMask,
-recursion, proto2 required fields, defaults, extensions and groups; a bounded generator
-(issue 30). tests/data/kinds/*.proto through the real protoc; expected values from the
-.proto, protobuf's json_format and the rules given.
-"""
+"""Every kind of field a team's schema has (tests/data/kinds/*.proto, by the real protoc):
+well-known types, recursion, proto2 required fields, defaults, extensions and groups; and a
+bounded generator. Expected values from the .proto, protobuf's json_format and the rules."""
 
 from __future__ import annotations
 
@@ -23,13 +21,10 @@ KINDS = ROOT / "tests" / "data" / "kinds"
 EVERYTHING = "evbench.kinds.Everything"
 CHASSIS = "evbench.legacy.Chassis"
 FANOUT = "evbench.kinds.M"
+DIAGNOSTICS = "evbench.legacy.Diagnostics"
 #: A schema of every kind: well-known types and recursion; proto2 defaults, required
 #: fields, extensions, groups; a repeated extension.
-EVERY_KIND = [
-    ("well_known", EVERYTHING),
-    ("legacy", CHASSIS),
-    ("legacy", "evbench.legacy.Diagnostics"),
-]
+EVERY_KIND = [("well_known", EVERYTHING), ("legacy", CHASSIS), ("legacy", DIAGNOSTICS)]
 
 
 @pytest.fixture(scope="module")
@@ -116,10 +111,8 @@ def test_a_recursive_type_with_fan_out_30_stays_small_by_default(sets):
     items = _profile(sets["fanout"], FANOUT).payloads(200, seed=1)
 
     def depth(message) -> int:
-        children = [v for f, v in message.ListFields() if f.message_type is not None]
-        flat = [
-            c for v in children for c in (v if isinstance(v, list) or hasattr(v, "add") else [v])
-        ]
+        kids = [v for f, v in message.ListFields() if f.message_type is not None]
+        flat = [c for v in kids for c in (v if isinstance(v, list) or hasattr(v, "add") else [v])]
         return 1 + max((depth(c) for c in flat), default=0)
 
     depths = [depth(i.message) for i in items]
@@ -137,16 +130,14 @@ def test_the_run_budget_stops_many_large_payloads(sets):
 
 
 def test_ranges_at_the_types_limits_do_not_crash(sets):
-    rules = _rules(
-        {
-            "readings.value": {"range": [0, 1.7976931348623157e308]},
-            "wide": {"range": [-1.7976931348623157e308, 1.7976931348623157e308], "presence": 1},
-            "readings": {"count": 3},
-            "stamp.seconds": {"range": [0, 100]},
-            "period.seconds": {"range": [-60, -1]},
-        }
-    )
-    for item in _profile(sets["well_known"], EVERYTHING, **rules).payloads(30, seed=4):
+    fields = {
+        "readings.value": {"range": [0, 1.7976931348623157e308]},
+        "wide": {"range": [-1.7976931348623157e308, 1.7976931348623157e308], "presence": 1},
+        "readings": {"count": 3},
+        "stamp.seconds": {"range": [0, 100]},
+        "period.seconds": {"range": [-60, -1]},
+    }
+    for item in _profile(sets["well_known"], EVERYTHING, **_rules(fields)).payloads(30, seed=4):
         message = item.message
         assert all(0 <= r.value <= 1.7976931348623157e308 for r in message.readings)
         assert math.isfinite(message.wide)
@@ -198,12 +189,9 @@ def test_presence_and_empty_defaults_and_overrides(sets):
 
 
 def test_samples_with_any_parse_through_the_schemas_types(sets, tmp_path):
+    reading = {"@type": "type.googleapis.com/evbench.kinds.Reading", "sensor": "cell-7"}
     line = {
-        "detail": {
-            "@type": "type.googleapis.com/evbench.kinds.Reading",
-            "sensor": "cell-7",
-            "value": 3.712,
-        },
+        "detail": reading | {"value": 3.712},
         "attributes": {"mode": "drive", "limits": [1, 2.5, None, True]},
         "anything": {"nested": {"deep": "yes"}},
         "mask": "readings,stamp",
@@ -228,8 +216,8 @@ def test_samples_with_any_parse_through_the_schemas_types(sets, tmp_path):
 
 @pytest.mark.parametrize(("name", "message"), EVERY_KIND)
 def test_generated_messages_read_back_as_json_and_binary_samples(sets, tmp_path, name, message):
-    """Every kind of field through both samples formats: what protobuf's own printer and
-    serializer write of generated messages reads back as the same messages."""
+    """What protobuf's own printer and serializer write of generated messages (every kind of
+    field) reads back as the same messages."""
     generated = [i.message for i in _profile(sets[name], message).payloads(12, seed=6)]
     pool = generated[0].DESCRIPTOR.file.pool
     jsonl = tmp_path / "generated.jsonl"

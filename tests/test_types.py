@@ -1,9 +1,5 @@
-"""The code type-checks: every mypy line of `make lint` passes (issue 32, checked types).
-
-The Makefile's lint recipe is the one list of what is checked and how strictly
-(the agent with --strict; mypy.ini holds the rest): each of its mypy lines runs
-here as it does there, and a failure shows mypy's own report.
-"""
+"""The code type-checks: every mypy line of the Makefile's `lint` recipe (the one list of what
+is checked and how strictly) runs here as there, and a failure shows mypy's own report."""
 
 from __future__ import annotations
 
@@ -64,8 +60,8 @@ def test_make_lint_mypy_line_passes(line, tmp_path):
 
 
 def test_the_strict_line_catches_what_strict_mypy_refuses(tmp_path):
-    # The same invocation on a module with one untyped function and one Any leaking out:
-    # both are errors under --strict only, so the check above cannot pass by being lax.
+    # One untyped function and one Any leaking out: errors under --strict only, so the
+    # check above cannot pass by being lax.
     module = tmp_path / "loose.py"
     module.write_text(
         "import json\n\n\n"

@@ -1,7 +1,6 @@
 """Messages that say what to do: the nearest flag, an option's range, counts and facts in
-English, a progress line on a real pty; and what a person meets following the docs with
-paths that are not quite runs (issue 44, item 15), through the real commands.
-"""
+English, a progress line on a real pty; and, through the real commands, what a person meets
+following the docs with paths that are not quite runs."""
 
 from __future__ import annotations
 
@@ -86,18 +85,10 @@ def test_equal_sizes_are_said_equal_and_different_ones_by_how_much():
 
 def _screen(raw: str) -> str:
     """What a terminal shows on the last line after carriage returns overwrite it."""
-    line: list[str] = []
-    column = 0
-    for char in raw.replace("\r\n", "\n").split("\n")[-1]:
-        if char == "\r":
-            column = 0
-            continue
-        if column < len(line):
-            line[column] = char
-        else:
-            line.append(char)
-        column += 1
-    return "".join(line).rstrip()
+    line = ""
+    for segment in raw.replace("\r\n", "\n").split("\n")[-1].split("\r"):
+        line = segment + line[len(segment) :]  # written from column 0 over what was there
+    return line.rstrip()
 
 
 def _drain(controller: int) -> str:
@@ -128,8 +119,7 @@ def _listing(directory: Path) -> list[str]:
 
 
 def test_report_refuses_a_folder_that_is_not_a_run_and_writes_nothing(tmp_path):
-    # A folder of someone else's data that happens to hold a samples.jsonl.
-    folder = tmp_path / "notes"
+    folder = tmp_path / "notes"  # someone else's data that happens to hold a samples.jsonl
     folder.mkdir()
     (folder / "samples.jsonl").write_text("")
     (folder / "readme.txt").write_text("lab notes\n")
@@ -142,8 +132,7 @@ def test_report_refuses_a_folder_that_is_not_a_run_and_writes_nothing(tmp_path):
 
 
 def test_history_add_over_results_skips_what_is_not_a_run_and_refuses_files_alone(tmp_path):
-    # results/ as docs/reports.md leaves it: two runs, a criteria file, a JUnit file,
-    # the store, a screenshots folder.
+    # results/ as docs/reports.md leaves it: two runs, criteria, JUnit, the store, screenshots
     results = tmp_path / "results"
     shutil.copytree(RUNS / "core-v1", results / "monday")
     shutil.copytree(RUNS / "codec-link-v1", results / "tuesday")
@@ -166,15 +155,13 @@ def test_history_add_over_results_skips_what_is_not_a_run_and_refuses_files_alon
     listed = _evbench("history", "list", "--history", str(store))
     assert listed.returncode == 0, listed.stderr
     assert "2 runs in" in listed.stderr
-    # nothing but files: refused
     done = _evbench("history", "add", "--history", str(store), str(results / "criteria.json"))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "none of the paths given is a run directory" in done.stderr
 
 
 def test_the_arm_example_without_its_environment_says_how_to_make_it(tmp_path):
-    # The docs' --arm example, in a checkout where only `make run` ran (.venv, no
-    # .venv-pb425): one line naming the missing environment and the make target.
+    # The docs' --arm example where only `make run` ran (.venv, no .venv-pb425).
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     done = _evbench(
         "run", "--board", "local", "--arm", "pb425=.venv-pb425", "--arm", "newest=.venv",

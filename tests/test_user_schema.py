@@ -1,10 +1,6 @@
-"""A user's own message: classes from descriptors, payloads, JSON styles, samples, rules.
-
-The schemas are tests/data/bms/*.proto, compiled by the real protoc
-(grpcio-tools). Expected values come from hand-worked encodings, from
-protobuf's own json_format, and from the regular generated code (protoc's
---python_out, compiled here), never from the module under test.
-"""
+"""A user's own message (tests/data/bms/*.proto, by the real protoc): classes, payloads, JSON
+styles, samples, rules. Expected values come from hand-worked encodings, protobuf's json_format
+and protoc's --python_out code, never from the module under test."""
 
 from __future__ import annotations
 
@@ -23,6 +19,7 @@ import pytest
 import yaml
 from conftest import ROOT, require
 from google.protobuf import json_format
+from native_cross import varint as _varint
 from test_decode_access import _check_profile
 
 from evbench_agent import codecs, spec
@@ -32,6 +29,7 @@ from evbench_core.errors import UserError
 DATA = ROOT / "tests" / "data" / "bms"
 BMS = "evbench.example.BmsStatus"
 RICH = "evbench.test.Rich"
+BMS_SAMPLES = DATA / "bms_samples.jsonl"
 #: Codecs bound to messages of their own (dbc: only what protos/ev_data.dbc describes):
 #: a user's schema is refused with a clear error, not carried.
 FIXED_SCHEMA = {"dbc"}
@@ -85,29 +83,15 @@ def _profile(descriptor_sets, name: str, message: str, **extra) -> user_schema.S
     return user_schema.build_profile(_document(descriptor_sets[name], message, **extra))
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-# -- classes from descriptors, the hand-worked example ------------------------
-
-
-def test_a_message_not_in_the_schema_or_its_imports_is_refused_naming_what_is(
-    descriptor_sets, tmp_path
-):
+def test_a_message_not_in_the_schema_or_its_imports_is_refused(descriptor_sets, tmp_path):
+    """Naming the messages there, those of the imported file too."""
     with pytest.raises(UserError) as caught:
         user_schema.find_message(descriptor_sets["rich"], "evbench.test.Missing")
     assert "evbench.test.Missing" in str(caught.value)
     listed = caught.value.hint
-    for name in ("evbench.test.Rich", "evbench.test.Rich.Position", "evbench.test.Fault"):
+    names = ["evbench.test.Rich", "evbench.test.Rich.Position", "evbench.test.Fault"]
+    for name in [*names, "evbench.test.units.Quantity", "google.protobuf.Timestamp"]:
         assert name in listed
-    assert "evbench.test.units.Quantity" in listed  # from the imported file
-    assert "google.protobuf.Timestamp" in listed
     target = tmp_path / "rich-alone.binpb"
     _protoc(f"--descriptor_set_out={target}", str(DATA / "rich.proto"))  # no --include_imports
     with pytest.raises(UserError, match=r"lacks imported files: .*units\.proto"):
@@ -121,9 +105,7 @@ def _hand_message(cls):
     return message
 
 
-def test_the_class_has_the_protos_fields_and_writes_the_wire_format_worked_by_hand(
-    descriptor_sets,
-):
+def test_the_class_has_the_protos_fields_and_writes_the_hand_worked_wire_format(descriptor_sets):
     cls = user_schema.find_message(descriptor_sets["bms"], BMS)
     fields = [f.name for f in cls.DESCRIPTOR.fields]
     assert fields[:4] == ["sequence", "timestamp_ms", "state", "cell_voltages_v"]
@@ -164,9 +146,6 @@ def test_the_json_styles_write_the_hand_worked_json_and_refuse_what_json_cannot(
         fields.to_plain(fields.message_type(soc_percent=math.inf))
 
 
-# -- generated payloads -------------------------------------------------------
-
-
 def test_generated_payloads_use_every_field_and_are_deterministic_per_seed(descriptor_sets):
     profile = _profile(descriptor_sets, "rich", RICH)
     seen: set[str] = set()
@@ -185,7 +164,7 @@ def test_generated_payloads_use_every_field_and_are_deterministic_per_seed(descr
     assert blobs(again, 5) == blobs(profile, 5)
 
 
-def test_generator_rules_shape_the_values(descriptor_sets):
+def test_generator_rules_shape_the_values_oneofs_and_maps(descriptor_sets):
     rules = yaml.safe_load((DATA / "bms_generate.yaml").read_text())
     for item in _profile(descriptor_sets, "bms", BMS, generator={"document": rules}).payloads(40):
         message = item.message
@@ -196,9 +175,7 @@ def test_generator_rules_shape_the_values(descriptor_sets):
             assert abs(millivolts - round(millivolts)) < 1e-3  # on the 1 mV step (float32)
         assert message.state in (1, 2, 3)  # STANDBY, DRIVE, CHARGE by name in the rules
         assert 1764000000000 <= message.timestamp_ms <= 1764086400000
-
-
-def test_oneof_and_map_rules(descriptor_sets):
+    # oneof and map rules
     rules = {"fields": {
         "source": {"choices": ["ecu_id"], "presence": 1}, "ecu_id": {"range": [16, 16]},
         "gauges": {"count": 3}, "gauges.value": {"range": [1.5, 1.5]}, "maybe": {"presence": 0},
@@ -216,9 +193,6 @@ def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
         _profile(descriptor_sets, "rich", RICH, generator={"name": "g.json", "document": rules})
     assert "g.json" in str(caught.value) and "evbench.test.Rich.Position" in str(caught.value)
     assert caught.value.hint == "fields there: latitude, longitude"
-
-
-# -- every codec, every style -------------------------------------------------
 
 
 @pytest.mark.parametrize("style", [{}, {"json_style": "fields"}], ids=["proto3", "fields"])
@@ -243,10 +217,8 @@ def test_round_trip_through_every_codec(descriptor_sets, codec_name, style):
 def test_protobuf_is_the_generated_codes_and_proto3_json_is_json_formats(
     descriptor_sets, generated
 ):
-    for name, message, generated_cls in (
-        ("rich", RICH, generated["rich"].Rich),
-        ("bms", BMS, generated["bms"].BmsStatus),
-    ):
+    for name, message, class_name in (("rich", RICH, "Rich"), ("bms", BMS, "BmsStatus")):
+        generated_cls = getattr(generated[name], class_name)
         profile = _profile(descriptor_sets, name, message)
         encode = codecs.get("protobuf").bind(profile).encode
         to_json = codecs.get("json").bind(profile).encode
@@ -309,10 +281,7 @@ def _rules(fields: dict) -> dict:
         (_rules({"soc_percent": {"presence": 0.5}}), "presence applies to fields with"),
         (_rules({"soc_percent": {"step": 0}}), "step must be a number above 0, not 0"),
         ({"generator": {"name": "g.yaml", "document": {"rules": {}}}}, "one key, 'fields'"),
-        (
-            _rules({}) | {"samples": samples.source_from_file(DATA / "bms_samples.jsonl")},
-            "not both",
-        ),
+        (_rules({}) | {"samples": samples.source_from_file(BMS_SAMPLES)}, "not both"),
         ({"json_map": {"voltage": "v"}}, "names no field of evbench.example.BmsStatus: voltage"),
         ({"json_map": {"sequence": "soc_percent"}}, "the same key 'soc_percent'"),
         ({"json_map": {"sequence": "seq"}, "json_style": "proto3"}, "goes with --json-style"),
@@ -325,11 +294,8 @@ def test_bad_generator_samples_and_json_settings_are_refused(descriptor_sets, ex
         _profile(descriptor_sets, "bms", BMS, **extra)
 
 
-# -- samples ---------------------------------------------------------------
-
-
 def test_jsonl_samples_give_the_lines_in_order_and_ship_only_what_a_run_takes(descriptor_sets):
-    path = DATA / "bms_samples.jsonl"
+    path = BMS_SAMPLES
     source = samples.source_from_file(path)
     assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert source["format"] == "jsonl"
@@ -343,19 +309,15 @@ def test_jsonl_samples_give_the_lines_in_order_and_ship_only_what_a_run_takes(de
     assert len(profile.payloads(500)) == 12  # all the file has
 
 
-def test_length_delimited_samples(descriptor_sets, generated, tmp_path):
+def test_length_delimited_samples_and_a_bad_line_or_record(descriptor_sets, generated, tmp_path):
     cls = generated["bms"].BmsStatus
     blobs = [cls(sequence=n, soc_percent=50.5).SerializeToString() for n in range(1, 4)]
     path = tmp_path / "bms.ld"
     path.write_bytes(b"".join(_varint(len(b)) + b for b in blobs))
     profile = _profile(descriptor_sets, "bms", BMS, samples=samples.source_from_file(path))
     assert [i.message.SerializeToString() for i in profile.payloads(10)] == blobs
-
-
-def test_a_bad_samples_line_or_record_is_named_by_file_and_place(
-    descriptor_sets, generated, tmp_path
-):
-    lines = (DATA / "bms_samples.jsonl").read_text().splitlines()
+    # a bad line or record is named by file and place
+    lines = BMS_SAMPLES.read_text().splitlines()
     lines[2] = lines[2].replace('"socPercent":71.3', '"socPercent":"full"')
     (tmp_path / "pack.jsonl").write_text("\n".join(lines) + "\n")
     blob = generated["bms"].BmsStatus(sequence=300).SerializeToString()
@@ -367,9 +329,6 @@ def test_a_bad_samples_line_or_record_is_named_by_file_and_place(
         source = samples.source_from_file(tmp_path / name)
         with pytest.raises(UserError, match=says):
             _profile(descriptor_sets, "bms", BMS, samples=source)
-
-
-# -- the spec (conftest's _no_user_schema_left undoes the activation) --------
 
 
 def test_a_spec_with_a_schema_measures_its_profile_under_a_name_of_its_own(descriptor_sets):

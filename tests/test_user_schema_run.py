@@ -1,9 +1,6 @@
-"""`evbench run --schema`: a user's .proto from the command line to the table, the agent a
-real separate process on the local board; and its refusals (issue 29, item 5), as a person
-types them: exit 2 before a run directory exists, one line naming what is wrong and what to
-do. The SLOW ones were an internal error or a hang (a 25 MiB samples line: 136 s and 651 MB
-on the host; docs/own-messages.md).
-"""
+"""`evbench run --schema`: a user's .proto from the command line to the table (the agent a
+real process on the local board), and its refusals as a person types them: exit 2 before a
+run directory exists, one line naming what is wrong and what to do."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ BMS = "evbench.example.BmsStatus"
 SAMPLES = DATA / "bms_samples.jsonl"
 SCHEMA = ["--schema", str(DATA / "bms.proto"), "--message", BMS]
 QUICK = ["--board", "local", "--quick", "--details", "--codecs", "json,protobuf"]
-#: The runs the slow tests read: each suite; five samples; all 12 (fewer than the rounds:
-#: the quick plan's eight workers). Two workers where the test reads no timing count.
+#: The runs the slow tests read; two workers where the test reads no timing count.
 RUNS = {
     "every suite": ["--processes", "2"],
     "five samples": ["--suite", "codec", "--samples", str(SAMPLES), "--payloads", "5",
@@ -44,8 +40,7 @@ RUNS = {
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
-    """The three runs at once: they share nothing (each has its own directory and history
-    store), so the file waits for the longest, not for the sum."""
+    """The three runs at once: they share nothing (each its own directory and history store)."""
     base = tmp_path_factory.mktemp("runs")
 
     def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -105,8 +100,7 @@ def test_samples_are_measured_in_file_order(runs):
 
 @pytest.mark.slow
 def test_a_samples_file_shorter_than_the_rounds_goes_round_again(runs):
-    """12 lines, and the quick plan's workers take 8 x 4 rounds: the rounds wrap round
-    the file (a worker once asked for line 13 of 12 and failed)."""
+    """12 lines, and the quick plan's 8 workers take 4 rounds each: the rounds wrap round."""
     done, out = runs["all samples"]
     assert done.returncode == 0, done.stderr
     (size,) = _records(out, "size", "protobuf")
@@ -114,8 +108,6 @@ def test_a_samples_file_shorter_than_the_rounds_goes_round_again(runs):
     (encode,) = _records(out, "encode", "protobuf")
     assert encode["n"] == 8 * 3  # every worker's values recorded
 
-
-# -- refusals, before a run directory exists -----------------------------------------
 
 CODEC = ["--suite", "codec"]
 WIDE = {"fields": {"many": {"count": 100}, "many.many": {"count": 100}}}
@@ -127,7 +119,7 @@ BAD_SAMPLES = b"".join(
     [*LINES[:4], LINES[4].replace(b'"state":"BMS_STATE_DRIVE"', b'"state":"BMS_STATE_FLYING"'),
      *LINES[5:]]
 )  # fmt: skip
-SLOW = pytest.mark.slow  # once an internal error or a hang
+SLOW = pytest.mark.slow  # once an internal error or a hang (a 25 MiB line: 136 s, 651 MB)
 
 
 @pytest.mark.parametrize(
@@ -218,12 +210,8 @@ def test_the_agent_refuses_before_writing_anything_too(tmp_path):
     """The agent alone (evbench-agent run --spec): the same refusal, nothing written."""
     serialized = compile_set(KINDS, "fanout.proto", tmp_path)
     rules = {"name": "g.json", "document": {"fields": {"many": {"count": 100_000}}}}
-    spec = {
-        "schema": _document(serialized, "evbench.kinds.M", generator=rules),
-        "suites": ["codec"],
-        "codecs": ["json", "protobuf"],
-        "quick": True,
-    }
+    schema = _document(serialized, "evbench.kinds.M", generator=rules)
+    spec = {"schema": schema, "suites": ["codec"], "codecs": ["json", "protobuf"], "quick": True}
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     out = tmp_path / "agent-run"
@@ -261,9 +249,8 @@ def test_a_run_that_sends_the_responder_no_user_message_is_not_refused():
 
 
 def test_an_empty_message_is_measured_and_its_size_change_is_minus_100_percent(tmp_path):
-    # `message Empty {}` (a heartbeat, an ack): protobuf encodes it in 0 bytes, json as "{}"
-    # (2 bytes): a change of -100 %, which a factor ("Nx smaller") cannot say. It crashed
-    # the table with a division by zero after the agent had measured it.
+    # `message Empty {}` (a heartbeat): protobuf writes 0 bytes, json "{}" (2): -100 %, which
+    # a factor ("Nx smaller") cannot say; the table once divided by zero there.
     proto = tmp_path / "empty.proto"
     proto.write_text('syntax = "proto3";\npackage odd;\nmessage Empty {}\n')
     out = tmp_path / "run"
