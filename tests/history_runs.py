@@ -28,12 +28,9 @@ def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] 
           codec_params: dict[str, Any] | None = None, codec_factors: dict[str, float] | None = None,
           operation_factors: dict[tuple[str, str], float] | None = None) -> Path:  # fmt: skip
     """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`.
-
-    `codec_factors`: a further factor on one codec's timings.
-    `operation_factors`: a further factor on one (codec, metric)'s timings.
-    `codec_params`: params added to every codec record (a payload digest, say).
-    `machine_cpu`: add the codec phase's machine CPU telemetry (a context metric), in %.
-    """
+    `codec_factors`, `operation_factors`: further factors on one codec's or one (codec,
+    metric)'s timings; `codec_params`: params added to every codec record (a payload digest,
+    say); `machine_cpu`: the codec phase's machine CPU telemetry (a context metric), in %."""
     directory = out / f"night-{number:02d}"
     shutil.copytree(source, directory)
     manifest = json.loads((directory / results.MANIFEST).read_text())

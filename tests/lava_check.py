@@ -1,28 +1,21 @@
-"""LAVA's own code, run by the LAVA tests in .venv-lava (python tests/lava_check.py ...).
+"""LAVA's own code for the LAVA tests, run in .venv-lava: `python tests/lava_check.py CMD ...`
+imports Debian 12's lava-common, lava-dispatcher and lava-server (2023.01, unpacked by
+tests/setup_envs.py into tests/cache/lava/root) and prints JSON. Commands:
 
-It imports Debian 12's lava-common, lava-dispatcher and lava-server (2023.01),
-unpacked by tests/setup_envs.py into tests/cache/lava/root, and prints JSON:
+    validate JOB             lava_common.schemas.validate(job, strict=True)
+    device-type JOB          the job's device-type template rendered (lava-server, a sample
+                             device dictionary), then lava-dispatcher's Deployment.select and
+                             Boot.select: the strategies that take the job's actions
+    job JOB                  both, in one process (each start of LAVA's code takes a while)
+    signals CONSOLE          a console log read as LAVA's test shell does (handle_testcase)
+    export CONSOLE           those cases as a LAVA server's REST API (v0.2) returns them
+    test-shell JOB DIR       lava-dispatcher parses, validates and runs the job's overlay
+                             actions (definition cloned, run.sh and helpers written), then
+                             unpacks the overlay into DIR at lava_test_results_dir
 
-    validate JOB.yaml        lava_common.schemas.validate(job, strict=True)
-    device-type JOB.yaml     render the job's device-type template from lava-server
-                             with a sample device dictionary, then ask lava-dispatcher's
-                             strategy selection (Deployment.select, Boot.select) which
-                             deploy and boot strategies take the job's actions
-    job JOB.yaml             both of the above, {"validate": ..., "device-type": ...},
-                             in one process (each start of LAVA's code takes a while)
-    signals CONSOLE.txt      read a console log as LAVA's test shell does: its signal
-                             pattern, handle_testcase, SignalMatch
-    export CONSOLE.txt       the job's test cases as a LAVA server's REST API (v0.2)
-                             returns them, built from the cases `signals` reads
-    test-shell JOB.yaml DIR  lava-dispatcher parses the job, validates it and runs its
-                             overlay actions (git clone of the test definition, the
-                             test shell's run.sh, install.sh and helper scripts), then
-                             unpacks the overlay tarball into DIR, where the job's
-                             lava_test_results_dir is (the device dictionary sets it)
-
-EVBENCH_LAVA_SOURCE=DIR reads LAVA from a checkout of its repository instead (a newer
-release; its dependencies in the interpreter that runs this file). One module is faked, as
-PyPI has none: libguestfs's `guestfs`, imported by lava-dispatcher, never called here.
+EVBENCH_LAVA_SOURCE=DIR reads LAVA from a checkout of its repository instead (its dependencies
+in the interpreter). libguestfs's `guestfs`, imported by lava-dispatcher and never called, is
+faked: PyPI has none.
 """
 
 from __future__ import annotations
@@ -151,13 +144,10 @@ MEASUREMENT_DIGITS, MEASUREMENT_PLACES = 30, 10
 
 
 def _stored_measurement(value: float) -> str:
-    """A measurement as the server stores it and the REST API prints it.
-
-    The test shell sends float(Decimal(text)) (TestShellAction.signal_test_case);
-    Django's DecimalField makes a Decimal of that float at max_digits and quantizes it
-    to decimal_places; Django REST framework prints it as a string. Django cannot run
-    here (it needs the server's database), so this follows the model's declaration.
-    """
+    """A measurement as the server stores it and the REST API prints it: the test shell sends
+    float(Decimal(text)); Django's DecimalField makes a Decimal of it at max_digits, quantized
+    to decimal_places; DRF prints it as text. (Django needs the server's database: this
+    follows the model's declaration.)"""
     context = decimal.Context(prec=MEASUREMENT_DIGITS)
     number = context.create_decimal_from_float(value)
     return str(number.quantize(decimal.Decimal(1).scaleb(-MEASUREMENT_PLACES), context=context))
@@ -241,9 +231,9 @@ def test_shell(path: str, dut: str) -> dict:
     )
     overlay.run(None, time.monotonic() + 120)
     tarball = overlay.get_namespace_data(action="compress-overlay", label="output", key="file")
-    # The board unpacks the tarball at its root. 2023.01's members start at lava-ID/,
-    # later releases' at the full path of lava_test_results_dir: either way, the test
-    # directory ends up where run.sh looks for it.
+    # The board unpacks the tarball at its root (2023.01's members start at lava-ID/, later
+    # releases' at lava_test_results_dir's full path): the test directory goes where run.sh
+    # looks for it.
     unpacked = dut_dir.parent / "overlay"
     with tarfile.open(tarball) as tar:
         tar.extractall(unpacked, filter="tar")
@@ -251,12 +241,9 @@ def test_shell(path: str, dut: str) -> dict:
     lava_dir = dut_dir / f"lava-{job_id}"
     dut_dir.mkdir(parents=True, exist_ok=True)
     found.rename(lava_dir)
-    return {
-        "runner": str(lava_dir / "bin" / "lava-test-runner"),
-        "stage": str(lava_dir / "0"),
-        "qemu": qemu,
-        "run_sh": sorted(str(p) for p in lava_dir.glob("0/tests/*/run.sh")),
-    }
+    run_sh = sorted(str(p) for p in lava_dir.glob("0/tests/*/run.sh"))
+    runner = str(lava_dir / "bin" / "lava-test-runner")
+    return {"runner": runner, "stage": str(lava_dir / "0"), "qemu": qemu, "run_sh": run_sh}
 
 
 def main() -> None:

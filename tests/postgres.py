@@ -1,9 +1,7 @@
-"""A real PostgreSQL server for the history tests, on loopback and thrown away.
-
-Debian's `postgresql` package: initdb, pg_ctl and postgres under /usr/lib/postgresql/
-VERSION/bin. The server refuses root, so under root the cluster belongs to `nobody`, in a
-directory of its own under /tmp (pytest's are root's, mode 0700). It listens on 127.0.0.1,
-a free port; the superuser `evbench` has a random password (scram-sha-256 over TCP).
+"""A real, throw-away PostgreSQL server for the history tests (Debian's `postgresql`: initdb
+and pg_ctl under /usr/lib/postgresql/VERSION/bin) on 127.0.0.1, a free port; the superuser
+`evbench` has a random password (scram-sha-256). The server refuses root: under root the
+cluster belongs to `nobody`, in a directory of its own under /tmp (pytest's are mode 0700).
 """
 
 from __future__ import annotations
@@ -38,13 +36,11 @@ class Postgres:
         self.root = Path(tempfile.mkdtemp(prefix="evbench-pg-"))
         self.data = self.root / "data"
         self._databases = 0
-        # The server refuses root: a system user that owns nothing else runs it.
         self.owner = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
 
     def _run(self, *argv: str, timeout: float = START_TIMEOUT_S) -> None:
-        kwargs = {}
-        if self.owner is not None:
-            kwargs = {"user": self.owner.pw_uid, "group": self.owner.pw_gid}
+        owner = self.owner
+        kwargs = {} if owner is None else {"user": owner.pw_uid, "group": owner.pw_gid}
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout, cwd=self.root, check=False,
             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, **kwargs,

@@ -1,14 +1,11 @@
-"""Change detection across nights: the segmentation on hand-worked series and on 200
-synthetic series per case; the step test with a wandering lab (issue 43: drift is not a
-change; a codec's relative series are tested together); a lab's first week; a quiet check.
-
-Synthetic nights: each the median of 10 raw samples with 3 % log-normal noise, a raw
-sample now and then (3 %) 1.2 to 2 times slower, a night now and then (4 %) 1.5 to 2.5
-times slower; a step multiplies every night from a place drawn from nights 3 to 27 of 30.
-Expectations are worked by hand (exact rank test: the newest 3 nights beyond r reference
-nights is 1 of C(r + 3, 3) orders; Benjamini-Hochberg's k q / m) or come from numpy's
-least squares with Student's t (history_runs.step_p) and SciPy's Theil-Sen and exact
-Mann-Whitney, never from the module's own output.
+"""Change detection across nights: the segmentation on hand-worked and on 200 synthetic
+series per case; the step test with a drifting lab (drift is not a change; a codec's relative
+series are tested together); a lab's first week; a quiet check. A synthetic night is the
+median of 10 raw samples (3 % log-normal noise; 3 % of samples 1.2-2x slower; 4 % of nights
+1.5-2.5x slower); a step multiplies every night from one of nights 3 to 27 of 30. Expectations
+are worked by hand (exact rank test: the newest 3 nights beyond r others is 1 of C(r + 3, 3)
+orders; Benjamini-Hochberg's k q / m) or come from numpy and SciPy (history_runs.step_p,
+Theil-Sen, exact Mann-Whitney), never from the module.
 """
 
 from __future__ import annotations
@@ -124,13 +121,9 @@ def test_eight_nights_can_show_a_change():
     assert split.index == 4 and 2 / 70 <= split.p < 0.05
 
 
-def test_the_same_series_gives_the_same_answer():
-    rng = random.Random(3)
-    values = _synthetic(rng, 0.1, 12)
+def test_the_same_series_gives_the_same_answer_and_bad_values_are_refused():
+    values = _synthetic(random.Random(3), 0.1, 12)
     assert segmentation.detect(values) == segmentation.detect(list(values))
-
-
-def test_bad_values_are_refused():
     with pytest.raises(ValueError, match="positive, finite"):
         segmentation.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 
@@ -172,12 +165,11 @@ def _residuals(reference, window):
 
 def test_a_step_off_a_drift_ranks_beyond_every_reference_night_and_a_drift_alone_does_not():
     # Raw, the step's nights (-0.05 to -0.07) lie below the first 5 reference nights (0 to
-    # -0.04): no worse than the reference, as ranks go.
+    # -0.04): no worse, as ranks go.
     raw = scipy_stats.mannwhitneyu(STEPPED, SINKING, alternative="greater", method="exact")
     assert raw.pvalue > 0.05
-    # About the line (slope -0.01: most pairs of nights lie on it exactly) each stepped
-    # night lies 0.05 above it, each reference night 0.002 off: all 3 beyond all 10, one
-    # of C(13, 3) = 286 orders.
+    # About the line (slope -0.01) each stepped night lies 0.05 above it, each reference
+    # night 0.002 off: all 3 beyond all 10, one of C(13, 3) = 286 orders.
     reference, window = _residuals(SINKING, STEPPED)
     assert min(window) > max(reference)
     exact = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
@@ -185,8 +177,8 @@ def test_a_step_off_a_drift_ranks_beyond_every_reference_night_and_a_drift_alone
     assert window_tests.detrended_rank_p(SINKING, STEPPED, "higher") == pytest.approx(1 / 286)
     # Slower is worse: the same nights asked "faster?" are no change.
     assert window_tests.detrended_rank_p(SINKING, STEPPED, "lower") == 1.0
-    # A drift alone, the line carried on +-0.2 % as before: the window's residuals rank
-    # among the reference's. SciPy's exact test on them is the expectation.
+    # A drift alone (the line carried on, +-0.2 %): the window's residuals rank among the
+    # reference's; SciPy's exact test on them is the expectation.
     window = [-0.01 * t + 0.002 * (-1) ** t for t in range(10, 13)]
     reference, residuals = _residuals(SINKING, window)
     expected = scipy_stats.mannwhitneyu(residuals, reference, alternative="greater",
@@ -196,10 +188,9 @@ def test_a_step_off_a_drift_ranks_beyond_every_reference_night_and_a_drift_alone
 
 
 def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
-    # A partner codec's disturbed night (its figure 1.6x) puts this codec 0.3 lower in
-    # logs, relative to the night's others. Against the reference's robust spread
-    # (1.4826 x 0.002 = 0.003) it lies 100 spreads below the window's median: put at that
-    # median, the window again lies beyond all 10 nights: 1 / 286, as without it.
+    # A partner codec's disturbed night (1.6x) puts this codec 0.3 lower in logs: 100 robust
+    # spreads (1.4826 x 0.002 = 0.003) below the window's median. Put at that median, the
+    # window again lies beyond all 10 nights: 1 / 286, as without it.
     wild = [STEPPED[0], STEPPED[1] - 0.3, STEPPED[2]]
     reference, window = _residuals(SINKING, wild)
     raw = scipy_stats.mannwhitneyu(window, reference, alternative="greater", method="exact")
@@ -211,15 +202,14 @@ def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
 
 
 def test_a_tie_across_the_sides_counts_a_half_of_the_exact_distribution():
-    # Reference nights 0 and +-0.001 by turns (a flat line: Theil-Sen's slope 0), the
-    # window 0.002, 0.003 and one night on a reference value, 0.001.
+    # Reference 0 and +-0.001 by turns (Theil-Sen's slope 0); the window 0.002, 0.003 and
+    # one night on a reference value, 0.001.
     reference = [0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0]
     window = [0.002, 0.003, 0.001]
-    # Each of the 2 high nights beats all 10 (20 pairs); 0.001 beats the 4 zeros and the
-    # 3 negatives (7) and ties the 3 at 0.001 (1.5): U = 28.5, held as U >= 28. Of the 286
-    # orders of 3 among 13, U >= 28 counts those with rank sum of the 3 at least
-    # 28 + 6 = 34 (rank sum = U + 3 x 4 / 2): {11,12,13} 36, {10,12,13} 35, {10,11,13}
-    # 34, {9,12,13} 34: 4 orders.
+    # The 2 high nights beat all 10 (20 pairs); 0.001 beats the 4 zeros and 3 negatives (7)
+    # and ties the 3 at 0.001 (1.5): U = 28.5, held as U >= 28, a rank sum of the 3 of at
+    # least 28 + 6 = 34 (U + 3 x 4 / 2). Of the 286 orders: {11,12,13} 36, {10,12,13} 35,
+    # {10,11,13} 34, {9,12,13} 34: 4.
     assert window_tests.detrended_rank_p(reference, window, "higher") == pytest.approx(4 / 286)
 
 
@@ -248,8 +238,8 @@ def test_a_codecs_joint_series_is_the_geometric_mean_of_its_relative_series():
     assert math.isclose(4.0 * 1.331 ** (1 / 3), 4.4)
 
 
-#: An absolute series of a lab whose load grows from 5 to 17 (issue 43's shape), in %
-#: of its first night: nights 9-20 are the step test's reference, 21-23 its window.
+#: An absolute series of a lab whose load grows from 5 to 17, in % of its first night:
+#: nights 9-20 are the step test's reference, 21-23 its window.
 DRIFTING = [0.0, -0.4, -3.7, -4.1, -3.6, -2.1, -1.9, 5.6, 6.1, 5.4, 8.9, 9.3, 9.5, 14.6,
             10.2, 8.6, 11.7, 12.2, 16.1, 12.9, 14.5, 18.2, 19.3, 18.4]  # fmt: skip
 
@@ -267,8 +257,8 @@ def _tamed(reference):
 
 def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     logs = [v / 100 for v in DRIFTING]
-    # One reference night (13, +14.6 %) lies beyond 5 robust spreads of the nights'
-    # Theil-Sen line; p with it tamed is 0.026, far above a board of 18 series' 0.05 / 18.
+    # One reference night (13, +14.6 %) lies beyond 5 robust spreads of the Theil-Sen line;
+    # p with it tamed is 0.026, far above a board of 18 series' 0.05 / 18.
     tamed, count = _tamed(logs[9:21])
     assert count == 1
     expected = step_p([*tamed, *logs[21:]], 12)
@@ -284,20 +274,19 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
 
 
 def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
-    # A walk: 12 reference nights, each 2 % from the last (up or down), then 3 nights on.
+    # A walk: 12 reference nights, each 2 % up or down from the last, then 3 nights on.
     moves = [1, 1, -1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1]
     logs = list(np.cumsum([0.0, *[0.02 * m for m in moves]]))
-    # Every night-to-night move taken for the walk's: the variance of the 11 differences
-    # about their mean (ddof 1), 10 df.
+    # The walk's variance: the 11 night-to-night differences' about their mean (ddof 1), 10 df.
     v = np.var(np.diff(logs[:12]), ddof=1)
     held = step_p(logs, 12, v, 10)
     line = step_p(logs, 12)
     assert line < 0.01 < 0.05 < held  # a line alone calls the walk's run a step
+    # A relative series (no walk: the load cancels) keeps the line's test.
     assert window_tests.step_test(logs, 0, 12, 14, "higher")[0] == pytest.approx(line, rel=1e-9)
     absolute = window_tests.step_test(logs, 0, 12, 14, "higher", wanders=True)[0]
     assert absolute == pytest.approx(held, rel=1e-9)
-    # A 30 % step is called all the same (p < 0.001), and a relative series (no walk:
-    # the load cancels) keeps the line's test.
+    # A 30 % step is called all the same (p < 0.001).
     stepped = [*logs[:12], *(v + 0.3 for v in logs[12:])]
     called = step_p(stepped, 12, v, 10)
     assert called < 0.001
@@ -325,15 +314,13 @@ def test_36_series_get_a_tested_answer_on_night_7():
     ]
     found, _family = board_changes(series)
     # 72 series (36 absolute, 36 relative to the other 11 codecs), each tested on night 7
-    # (index 6: the newest 3 nights against the 4 before). codec00 absolute: p from its
-    # own nights; relative: codec00 over the geometric mean of the others, whose hair a
-    # night is a straight line in logs to within 1e-6 (the trend takes it).
+    # (the newest 3 against the 4 before). codec00 relative: over the geometric mean of
+    # the others, whose hair a night is a line in logs to within 1e-6 (the trend takes it).
     absolute = step_p(np.log([_value(0, t) for t in range(7)]), 4)
     others = [math.exp(np.mean([math.log(_value(c, t)) for c in range(1, 12)])) for t in range(7)]
     relative = step_p(np.log([_value(0, t) / others[t] for t in range(7)]), 4)
-    # Bonferroni (0.05 / 72 = 0.00069 each) would call none of them; Benjamini-Hochberg
-    # calls the 6 smallest p when the 6th is below 6 x 0.05 / 72 = 0.0042 (every other
-    # series moved the better way or not at all: p 1).
+    # Bonferroni (0.05 / 72 = 0.00069) calls none; Benjamini-Hochberg calls the 6 smallest p
+    # when the 6th is below 6 x 0.05 / 72 = 0.0042 (every other series has p 1).
     for p in (absolute, relative):
         assert 0.05 / 72 < p < 6 * 0.05 / 72
     assert sorted(s.name for s, _seen in found) == sorted(
@@ -356,13 +343,11 @@ def test_check_quiet_prints_nothing_when_nothing_moved(tmp_path):
     env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
     quiet = evbench("history", "check", "--quiet", env=env)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
-    # Without --quiet: the too-short series in one line (9 nights: watched, too short for
-    # the segmentation), and the summary on standard error.
+    # Without --quiet: the too-short series in one line, the summary on standard error.
     loud = evbench("history", "check", env=env)
     assert loud.returncode == 0
     assert loud.stdout.splitlines() == [loud.stdout.strip()]
     assert loud.stdout.startswith("too short: 6 tested series have 9 nights")
-    # the summary says the same of them: watched, too short yet for the segmentation
     assert loud.stderr.strip().endswith(
         "; 6 tested series: 6 watched (6 too short yet to place an older change), "
         "0 too short to watch (context metrics are never tested)"

@@ -1,13 +1,10 @@
-"""`evbench history` as a user runs it, on real quick local runs; `evbench run` adding its
-run (to --history's store, else EVBENCH_HISTORY's; --no-history: nowhere); and reading
-that never writes (docs/history.md, "Reading never writes").
+"""`evbench history` as a user runs it, on real quick local runs; `evbench run` adding its run
+(to --history's store, else EVBENCH_HISTORY's; --no-history: nowhere); reading that never
+writes (docs/history.md, "Reading never writes"): each case a new process on a real SQLite
+file (someone else's, read-only, missing, empty, damaged, malformed, a `file:` look-alike).
 
-Thirteen quick json codec runs, the last three with json.loads doing its work 200 times (a
-sitecustomize): the check must find the step at the first slowed run and fail (exit 3)
-until it is accepted (the trend page in Chromium: tests/test_trend_page.py). Reading, each
-case a new process on a real SQLite file (someone else's, on a read-only mount, missing,
-empty, damaged, malformed, a `file:` look-alike): read, or refused with exit 2 naming the
-store, and never written.
+Thirteen quick json codec runs, the last three with json.loads doing its work 200 times: the
+check must find the step at the first slowed run and fail (exit 3) until it is accepted.
 """
 
 from __future__ import annotations
@@ -25,35 +22,30 @@ from pathlib import Path
 
 import pytest
 from conftest import require_command
+from history_runs import CORE_V1
 from report_helpers import evbench, local_run
 
 from evbench.history import open_store, parse_url
 
-# Put on PYTHONPATH for the slowed runs only; the agent runs unchanged.
-SLOW_JSON = """
-import json
-
+#: A sitecustomize, on PYTHONPATH for the slowed runs only; the agent runs unchanged.
+SLOW_JSON = """import json
 _loads = json.loads
-
-
 def _slow_loads(text, *args, **kwargs):
     for _ in range(199):
         _loads(text, *args, **kwargs)
     return _loads(text, *args, **kwargs)
-
-
 json.loads = _slow_loads
 """
 
 pytestmark = pytest.mark.slow
 
-NORMAL_RUNS = 10
-SLOWED_RUNS = 3
+NORMAL_RUNS, SLOWED_RUNS = 10, 3
+RUNS = NORMAL_RUNS + SLOWED_RUNS
 
 
 def _agent_run(out: Path, env: dict | None = None) -> Path:
-    """A quick json codec run by the agent alone (no report needed), of 3 processes and 20
-    payloads (under half the quick plan's time): the night is the check's replicate."""
+    """A quick json codec run by the agent alone, of 3 processes and 20 payloads (under half
+    the quick plan's time): the night is the check's replicate."""
     done = subprocess.run(
         [sys.executable, "-m", "evbench_agent", "run", "--quick", "--processes", "3",
          "--payloads", "20", "--suite", "codec", "--profile", "seed", "--codecs", "json",
@@ -64,34 +56,36 @@ def _agent_run(out: Path, env: dict | None = None) -> Path:
     return out
 
 
+def _ok(*argv: str, env: dict | None = None):
+    """`evbench ARGV`, which must succeed."""
+    done = evbench(*argv, env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory) -> dict:
     base = tmp_path_factory.mktemp("nights")
-    plugin = base / "plugin"
-    plugin.mkdir()
-    (plugin / "sitecustomize.py").write_text(SLOW_JSON)
-    slowed = dict(os.environ, PYTHONPATH=str(plugin))
+    (base / "plugin").mkdir()
+    (base / "plugin" / "sitecustomize.py").write_text(SLOW_JSON)
+    slowed = dict(os.environ, PYTHONPATH=str(base / "plugin"))
     runs = [_agent_run(base / f"normal-{i}") for i in range(NORMAL_RUNS)]
     runs += [_agent_run(base / f"slowed-{i}", slowed) for i in range(SLOWED_RUNS)]
     first_slowed = json.loads((runs[NORMAL_RUNS] / "manifest.json").read_text())["run_id"]
     store = base / "store.sqlite"
     env = dict(os.environ, EVBENCH_HISTORY=str(store))
-    added = evbench("history", "add", *map(str, runs), env=env)
-    assert added.returncode == 0, added.stderr
-    assert added.stdout.count("added: ") == NORMAL_RUNS + SLOWED_RUNS
-    listing = evbench("history", "list", env=env)
-    assert listing.returncode == 0, listing.stderr
+    assert _ok("history", "add", *map(str, runs), env=env).stdout.count("added: ") == RUNS
+    listing = _ok("history", "list", env=env)
     rows = [line.split("|") for line in listing.stdout.splitlines()[2:]]
     boards = {cells[2].strip() for cells in rows}
-    assert len(rows) == NORMAL_RUNS + SLOWED_RUNS and len(boards) == 1, listing.stdout
+    assert len(rows) == RUNS and len(boards) == 1, listing.stdout
     return {"runs": runs, "first_slowed": first_slowed, "env": env, "store": store,
             "board": boards.pop()}  # fmt: skip
 
 
 def test_adding_the_runs_again_changes_nothing(nights):
-    again = evbench("history", "add", *map(str, nights["runs"]), env=nights["env"])
-    assert again.returncode == 0, again.stderr
-    assert again.stdout.count("already in the store: ") == NORMAL_RUNS + SLOWED_RUNS
+    again = _ok("history", "add", *map(str, nights["runs"]), env=nights["env"])
+    assert again.stdout.count("already in the store: ") == RUNS
     assert "added: " not in again.stdout
 
 
@@ -102,14 +96,11 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
     assert check.returncode == 3, check.stdout + check.stderr
     assert "codec/seed/json/decode +" in check.stderr
     assert f"from run {nights['first_slowed']}" in check.stderr
-    decode = [
-        line
-        for line in check.stdout.splitlines()
-        if "codec/seed/json/decode:" in line and "too short" not in line
-    ]
-    # The 20x step is found at the first slowed run, and it is the largest change listed.
-    # The nights are made back to back while the other test worker loads the machine, so
-    # a step of the machine itself (tens of %) may be found too: it is not the 20x.
+    lines = check.stdout.splitlines()
+    decode = [x for x in lines if "codec/seed/json/decode:" in x and "too short" not in x]
+    # The 20x step is found at the first slowed run, the largest change listed. The nights
+    # are made while another test worker loads the machine: a step of the machine itself
+    # (tens of %) may be found too.
     slowed = [line for line in decode if f"(run {nights['first_slowed']}," in line]
     assert len(slowed) == 1, check.stdout
     assert "worse" in slowed[0] and "no version or environment changed" in slowed[0]
@@ -117,12 +108,11 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
     assert max(sizes, key=sizes.__getitem__) == slowed[0], check.stdout
     assert sizes[slowed[0]] > 1000, slowed[0]
     for series in ("codec/seed/json/decode", "codec/seed/json/decode_access"):
-        listed = [line for line in check.stdout.splitlines() if f"{series}:" in line]
+        listed = [line for line in lines if f"{series}:" in line]
         for run_id in {m[1] for line in listed if (m := re.search(r"\(run (\S+), after", line))}:
-            accept = evbench("history", "accept", "--board", nights["board"], "--run", run_id,
-                             "--series", series, "--reason", "json slowed on purpose",
-                             "--by", "the test", env=env)  # fmt: skip
-            assert accept.returncode == 0, accept.stderr
+            argv = ["--board", nights["board"], "--run", run_id, "--series", series]
+            argv += ["--reason", "json slowed on purpose", "--by", "the test"]
+            _ok("history", "accept", *argv, env=env)
     again = evbench("history", "check", env=env)
     # Other metrics may move on a loaded machine; the accepted ones no longer fail.
     assert "codec/seed/json/decode " not in again.stderr, again.stderr
@@ -134,60 +124,51 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
 
 
 def test_show_lists_every_night_of_a_metric(nights):
-    show = evbench("history", "show", "decode", "--board", nights["board"], "--codec", "json",
-                   "--profile", "seed", env=nights["env"])  # fmt: skip
-    assert show.returncode == 0, show.stderr
+    argv = ["history", "show", "decode", "--board", nights["board"], "--codec"]
+    show = _ok(*argv, "json", "--profile", "seed", env=nights["env"])
     rows = [line for line in show.stdout.splitlines() if " µs " in line or " ms " in line]
-    assert len(rows) == NORMAL_RUNS + SLOWED_RUNS, show.stdout
+    assert len(rows) == RUNS, show.stdout
     assert nights["first_slowed"] in rows[NORMAL_RUNS]
-    unknown = evbench("history", "show", "decode", "--board", nights["board"],
-                      "--codec", "protobuf", env=nights["env"])  # fmt: skip
+    unknown = evbench(*argv, "protobuf", env=nights["env"])
     assert unknown.returncode == 2 and "no series decode of codec protobuf" in unknown.stderr
 
 
-def test_list_filters_by_board_date_codec_and_profile(nights):
-    for filters, count in (
-        (("--board", nights["board"], "--since", "7d"), NORMAL_RUNS + SLOWED_RUNS),
-        (("--codec", "json", "--profile", "seed"), NORMAL_RUNS + SLOWED_RUNS),
+@pytest.mark.parametrize(
+    ("filters", "count"),
+    [
+        (("--board", None, "--since", "7d"), RUNS),
+        (("--codec", "json", "--profile", "seed"), RUNS),
         (("--codec", "protobuf"), 0),
         (("--since", "2999-01-01"), 0),
-        # further back than the calendar goes (year 1): from the start, every run
-        (("--since", "99999999999d"), NORMAL_RUNS + SLOWED_RUNS),
-    ):
-        done = evbench("history", "list", *filters, env=nights["env"])
-        assert done.returncode == 0, done.stderr
-        assert f"{count} runs in " in done.stderr, (filters, done.stderr)
+        (("--since", "99999999999d"), RUNS),  # before year 1: from the start, every run
+    ],
+    ids=["board", "codec-profile", "other-codec", "future", "before-year-1"],
+)
+def test_list_filters_by_board_date_codec_and_profile(nights, filters, count):
+    filters = [nights["board"] if item is None else item for item in filters]
+    done = _ok("history", "list", *filters, env=nights["env"])
+    assert f"{count} runs in " in done.stderr, (filters, done.stderr)
 
 
 def test_export_writes_every_record(nights, tmp_path):
     out = tmp_path / "all.csv"
-    done = evbench("history", "export", "--csv", str(out), env=nights["env"])
-    assert done.returncode == 0, done.stderr
-    lines = out.read_text().splitlines()
-    per_run = sum(
-        len(json.loads((run / "summary.json").read_text())["records"]) for run in nights["runs"]
-    )
-    assert len(lines) == 1 + per_run
+    _ok("history", "export", "--csv", str(out), env=nights["env"])
+    records = [json.loads((run / "summary.json").read_text())["records"] for run in nights["runs"]]
+    assert len(out.read_text().splitlines()) == 1 + sum(map(len, records))
 
 
 def test_prune_and_copy(nights, tmp_path):
     copy = tmp_path / "copy.sqlite"
-    done = evbench("history", "copy", str(nights["store"]), str(copy))
-    assert done.returncode == 0, done.stderr
-    assert f"{NORMAL_RUNS + SLOWED_RUNS} runs copied" in done.stdout
+    assert f"{RUNS} runs copied" in _ok("history", "copy", str(nights["store"]), str(copy)).stdout
     env = dict(nights["env"], EVBENCH_HISTORY=str(copy))
-    pruned = evbench("history", "prune", "--keep", "3", env=env)
-    assert (
-        pruned.returncode == 0 and f"deleted {NORMAL_RUNS + SLOWED_RUNS - 3} runs" in pruned.stdout
-    )
+    assert f"deleted {RUNS - 3} runs" in _ok("history", "prune", "--keep", "3", env=env).stdout
     # --history before the action names the store too (the environment's is another).
     listing = evbench("history", "--history", str(copy), "list", env=nights["env"])
     assert len(listing.stdout.splitlines()) == 2 + 3, listing.stderr
     refused = evbench("history", "--history", str(copy), "copy", str(copy), str(tmp_path / "c"))
     assert refused.returncode == 2 and "takes both stores as FROM and TO" in refused.stderr
     for days in ("90d", "1000000d"):  # all from today: kept (a million days: past year 1)
-        by_days = evbench("history", "prune", "--keep", days, env=env)
-        assert by_days.returncode == 0 and "deleted 0 runs" in by_days.stdout, by_days.stderr
+        assert "deleted 0 runs" in _ok("history", "prune", "--keep", days, env=env).stdout
 
 
 #: `evbench run`'s own small plan: where its run is added does not hang on its figures.
@@ -214,29 +195,26 @@ def test_a_run_is_added_under_its_board_name_and_no_history_skips(tmp_path):
         assert run["board_source"] != "hostname (run recorded before board identities)"
 
 
-COMMITTED = Path(__file__).parent / "data" / "runs" / "core-v1"
 RUN_ID = "20261130T190452Z-e6b3d1"
-READS = (["list"], ["export", "--csv", "-"], ["check"])
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _without_write_override(argv: list[str]) -> list[str]:
-    """`argv` as a user without the power to write where the modes forbid it: root keeps
-    its uid but loses CAP_DAC_OVERRIDE (and its kin) for the command."""
-    if os.geteuid() != 0:
-        return argv
-    caps = "-dac_override,-dac_read_search,-fowner"
-    return [require_command("setpriv"), f"--inh-caps={caps}", f"--bounding-set={caps}", *argv]
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
 
 
 def _history(store: Path | str, *argv: str, cwd: Path | None = None, as_user: bool = False):
-    """`evbench history ARGV --history STORE` in a fresh process, as a user runs it
-    (`as_user`: without root's power to write anywhere)."""
+    """`evbench history ARGV --history STORE` in a fresh process; `as_user`: without root's
+    power to write where the modes forbid it (root keeps its uid, loses CAP_DAC_OVERRIDE and
+    its kin for the command)."""
     command = [sys.executable, "-m", "evbench", "history", *argv, "--history", str(store)]
-    command = _without_write_override(command) if as_user else command
+    if as_user and os.geteuid() == 0:
+        caps = "-dac_override,-dac_read_search,-fowner"
+        setpriv = [require_command("setpriv"), f"--inh-caps={caps}", f"--bounding-set={caps}"]
+        command = [*setpriv, *command]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
@@ -244,11 +222,15 @@ def _history(store: Path | str, *argv: str, cwd: Path | None = None, as_user: bo
 def committed(tmp_path_factory) -> Path:
     """A store holding the committed run, added once by the real command; tests copy it."""
     path = tmp_path_factory.mktemp("committed") / "history.sqlite"
-    added = _history(path, "add", str(COMMITTED))
+    added = _history(path, "add", str(CORE_V1))
     assert added.returncode == 0, added.stderr
     # the WAL store checkpointed and closed: one file, no -wal or -shm left beside it
-    assert sorted(p.name for p in path.parent.iterdir()) == ["history.sqlite"]
+    assert _names(path.parent) == ["history.sqlite"]
     return path
+
+
+def _copy(committed: Path, folder: Path) -> Path:
+    return Path(shutil.copy(committed, folder / "history.sqlite"))
 
 
 def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
@@ -258,22 +240,20 @@ def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
         db.execute("INSERT INTO parts VALUES ('bolt', 12)")
         db.commit()
     before = _digest(path)
-    for argv in (["list"], ["export", "--csv", "-"], ["add", str(COMMITTED)]):  # add: a writer
+    for argv in (["list"], ["export", "--csv", "-"], ["add", str(CORE_V1)]):  # add: a writer
         done = _history(path, *argv)
         assert done.returncode == 2, done.stderr
         assert "is not an evbench history store" in done.stderr and "parts" in done.stderr
     assert _digest(path) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["inventory.sqlite"]  # no -wal, -shm
+    assert _names(tmp_path) == ["inventory.sqlite"]  # no -wal, -shm
     with contextlib.closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["parts"]
 
 
 def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path):
-    missing = tmp_path / "not" / "yet" / "history.sqlite"
-    done = _history(missing, "list")
-    assert done.returncode == 0, done.stderr
-    assert "no runs" in done.stdout
+    done = _history(tmp_path / "not" / "yet" / "history.sqlite", "list")
+    assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
     assert not (tmp_path / "not").exists()
     done = _history("file:/x", "list", cwd=tmp_path)  # only looks like a URL: refused
     assert done.returncode == 2 and "starts like a URL" in done.stderr, done.stderr
@@ -286,7 +266,7 @@ def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path
     done = _history(empty, "list")
     assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
     assert empty.stat().st_size == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+    assert _names(tmp_path) == ["empty.sqlite"]
 
 
 @pytest.mark.integration
@@ -296,47 +276,44 @@ def test_a_store_on_a_read_only_file_system_is_read(tmp_path, committed):
     mount_point.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], check=True)
     try:
-        shutil.copy(committed, mount_point / "history.sqlite")
+        store = _copy(committed, mount_point)
         subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
-        done = _history(mount_point / "history.sqlite", "list")
+        done = _history(store, "list")
         assert done.returncode == 0, done.stderr
         assert RUN_ID in done.stdout
-        shown = _history(mount_point / "history.sqlite", "export", "--csv", "-")
+        shown = _history(store, "export", "--csv", "-")
         assert shown.returncode == 0 and RUN_ID in shown.stdout, shown.stderr
     finally:
         subprocess.run(["umount", str(mount_point)], check=False)
 
 
+SEVEN = "UPDATE evbench_meta SET value = 'seven' WHERE key = 'schema_version'"
+DEEP_ARRAY = "UPDATE records SET params = '" + "[" * 3000 + "'"
+DEEP_OBJECT = "UPDATE records SET params = '" + '{"a":' * 40 + "1" + "}" * 40 + "'"
+
+
 @pytest.mark.parametrize(
     ("statement", "argv", "said"),
     [
-        (
-            "UPDATE evbench_meta SET value = 'seven' WHERE key = 'schema_version'",
-            ["list"],
-            "schema_version of 'seven'",
-        ),
-        ("UPDATE runs SET manifest = '{'", ["list"], "manifest is '{'"),
-        ("UPDATE runs SET board = x'0001'", ["list"], "board is b'\\x00\\x01'"),
-        ("UPDATE records SET median = 'fast'", ["export", "--csv", "-"], "median is 'fast'"),
+        (SEVEN, "list", "schema_version of 'seven'"),
+        ("UPDATE runs SET manifest = '{'", "list", "manifest is '{'"),
+        ("UPDATE runs SET board = x'0001'", "list", "board is b'\\x00\\x01'"),
+        ("UPDATE records SET median = 'fast'", "export --csv -", "median is 'fast'"),
         # a trend read these params with json: RecursionError, exit 1 (issue 44, item 12)
-        ("UPDATE records SET params = '" + "[" * 3000 + "'", ["check"], "params is '[[[["),
-        ("UPDATE records SET params = '" + "[" * 3000 + "'", ["export", "--csv", "-"], "[[[["),
-        ("UPDATE records SET params = '[1]'", ["check"], "params is '[1]'"),
-        (
-            "UPDATE records SET params = '" + '{"a":' * 40 + "1" + "}" * 40 + "'",
-            ["check"],
-            'params is \'{"a":{',
-        ),
+        (DEEP_ARRAY, "check", "params is '[[[["),
+        (DEEP_ARRAY, "export --csv -", "[[[["),
+        ("UPDATE records SET params = '[1]'", "check", "params is '[1]'"),
+        (DEEP_OBJECT, "check", 'params is \'{"a":{'),
     ],
     ids=["schema_version", "manifest", "board", "median", "3000", "3000-csv", "list", "deep"],
 )
 def test_a_malformed_store_is_refused_naming_it(tmp_path, committed, statement, argv, said):
-    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
+    store = _copy(committed, tmp_path)
     with contextlib.closing(sqlite3.connect(store)) as db:
         db.execute(statement)
         db.commit()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    done = _history(store, *argv)
+    done = _history(store, *argv.split())
     assert done.returncode == 2, done.stderr
     assert f"the history store sqlite:///{store}" in done.stderr or str(store) in done.stderr
     assert said in done.stderr, done.stderr
@@ -344,7 +321,7 @@ def test_a_malformed_store_is_refused_naming_it(tmp_path, committed, statement, 
 
 
 def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
-    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
+    store = _copy(committed, tmp_path)
     with contextlib.closing(sqlite3.connect(store)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page_size = db.execute("PRAGMA page_size").fetchone()[0]
@@ -352,8 +329,7 @@ def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
     assert pages > 3
     data = bytearray(store.read_bytes())
     for page in range(1, pages):  # every page but the header's: garbage
-        start = page * page_size
-        data[start : start + page_size] = bytes([0xA5]) * page_size
+        data[page * page_size : (page + 1) * page_size] = bytes([0xA5]) * page_size
     store.write_bytes(bytes(data))
     done = _history(store, "list")
     assert done.returncode == 2, done.stderr
@@ -365,7 +341,7 @@ def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_pa
     from evbench_core import results
 
     run = tmp_path / "run"
-    shutil.copytree(COMMITTED, run)
+    shutil.copytree(CORE_V1, run)
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["platform"] = [1]  # once: AttributeError, exit 1
     manifest["spec"]["codecs"] = ["json", 1]  # once: TypeError, exit 1
@@ -381,34 +357,33 @@ def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_pa
 def test_reading_a_wal_store_writes_nothing_and_leaves_no_wal_or_shm(
     tmp_path, committed, folder_mode
 ):
-    """Issue 44, item 12: reading leaves no -wal or -shm and never writes; in a read-only
-    folder, where no -shm can be made (SQLITE_READONLY_DIRECTORY), the store is read too."""
+    """In a read-only folder, where no -shm can be made (SQLITE_READONLY_DIRECTORY), too."""
     folder = tmp_path / "lab-store"
     folder.mkdir()
-    store = Path(shutil.copy(committed, folder / "history.sqlite"))
+    store = _copy(committed, folder)
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     before = _digest(store)
     folder.chmod(folder_mode)
     try:
-        for argv in READS:
+        for argv in (["list"], ["export", "--csv", "-"], ["check"]):
             done = _history(store, *argv, as_user=folder_mode == 0o555)
             assert done.returncode == 0, (argv, done.stderr)
             assert argv == ["check"] or RUN_ID in done.stdout, argv
-            assert sorted(p.name for p in folder.iterdir()) == ["history.sqlite"], argv
+            assert _names(folder) == ["history.sqlite"], argv
     finally:
         folder.chmod(0o755)
     assert _digest(store) == before
 
 
 def test_a_wal_store_open_elsewhere_is_read_and_its_files_left_to_their_owner(tmp_path, committed):
-    store = Path(shutil.copy(committed, tmp_path / "history.sqlite"))
+    store = _copy(committed, tmp_path)
     with contextlib.closing(sqlite3.connect(store)) as writer:
         writer.execute("UPDATE runs SET directory = 'elsewhere'")  # committed, in the -wal
         writer.commit()
-        names = sorted(p.name for p in tmp_path.iterdir())
+        names = _names(tmp_path)
         assert names == ["history.sqlite", "history.sqlite-shm", "history.sqlite-wal"]
         done = _history(store, "export", "--csv", "-")
         assert done.returncode == 0 and RUN_ID in done.stdout, done.stderr
-        assert sorted(p.name for p in tmp_path.iterdir()) == names  # the writer's, kept
+        assert _names(tmp_path) == names  # the writer's, kept
         assert writer.execute("SELECT directory FROM runs").fetchone()[0] == "elsewhere"

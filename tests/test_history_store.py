@@ -1,7 +1,6 @@
 """The history store, the same tests on SQLite and on a real PostgreSQL server on loopback
-(tests/postgres.py), PostgreSQL's own errors and copies both ways; and the board identity
-from a directory tree laid out as /proc and /sys, each source taken away in turn.
-Expected values come from the run directories read with json, never from the store.
+(tests/postgres.py), PostgreSQL's own errors and copies both ways; the board identity from a
+tree laid out as /proc and /sys. Expected values come from the run directories, read with json.
 """
 
 from __future__ import annotations
@@ -38,14 +37,6 @@ def store_url(request, tmp_path: Path) -> str:
     return server.new_database()
 
 
-def _raw_by_metric(directory: Path) -> dict[tuple[str, str, str], list[float]]:
-    pooled = defaultdict(list)
-    for line in (directory / "samples.jsonl").read_text().splitlines():
-        item = json.loads(line)
-        pooled[(item["profile"], item["codec"], item["metric"])].extend(item["values"])
-    return pooled
-
-
 def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url):
     summary = json.loads((CORE_V1 / "summary.json").read_text())
     with open_store(parse_url(store_url)) as store:
@@ -53,8 +44,8 @@ def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url
         (run,) = store.runs()
         assert run["run_id"] == "20261130T190452Z-e6b3d1"
         assert run["partial"] == 0 and run["quick"] == 1
-        assert (run["protobuf"], run["python"], run["kernel"]) == ("7.36.2", "3.11.7",
-                                                                 "6.18.44-fc-v669")  # fmt: skip
+        versions = ("7.36.2", "3.11.7", "6.18.44-fc-v669")
+        assert (run["protobuf"], run["python"], run["kernel"]) == versions
         # An old run has no board identity: its hostname, saying so.
         assert run["board"] == "host:vm" and "before board identities" in run["board_source"]
         stored = {(r["profile"], r["codec"], r["metric"]): r for r in store.records(run["run_id"])}
@@ -63,21 +54,23 @@ def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url
             mine = stored[(record["profile"], record["codec"], record["metric"])]
             assert mine["median"] == record["median"] and mine["n"] == record["n"]
             assert mine["ci95_low"] == record["ci95_low"] and mine["unit"] == record["unit"]
-        for (profile, codec, metric), values in _raw_by_metric(CORE_V1).items():
-            assert store.samples(run["run_id"], ("codec", profile, codec, metric)) == values
+        pooled = defaultdict(list)
+        for line in (CORE_V1 / "samples.jsonl").read_text().splitlines():
+            item = json.loads(line)
+            pooled[("codec", item["profile"], item["codec"], item["metric"])] += item["values"]
+        for key, values in pooled.items():
+            assert store.samples(run["run_id"], key) == values
         # adding the same run again is a no-op
         assert store.add(index_run(CORE_V1)) is False
         assert len(store.runs()) == 1 and len(store.records(run["run_id"])) == 10
 
 
 def test_a_run_whose_checksums_fail_is_refused_and_nothing_is_stored(store_url, tmp_path):
-    broken = tmp_path / "broken"
-    shutil.copytree(CORE_V1, broken)
-    text = (broken / "samples.jsonl").read_text()
-    (broken / "samples.jsonl").write_text(text.replace("994", "995", 1))
+    samples = Path(shutil.copytree(CORE_V1, tmp_path / "broken")) / "samples.jsonl"
+    samples.write_text(samples.read_text().replace("994", "995", 1))
     with open_store(parse_url(store_url)) as store:
         with pytest.raises(CheckFailed, match=r"samples\.jsonl: checksum mismatch"):
-            store.add(index_run(broken))
+            store.add(index_run(samples.parent))
         assert store.runs() == []
 
 
@@ -87,16 +80,14 @@ def test_a_partial_run_is_indexed_as_partial_and_left_out_of_series(store_url, t
     with open_store(parse_url(store_url)) as store:
         store.add(index_run(partial))
         store.add(index_run(night(tmp_path, 2)))
-        runs = store.runs()
-        assert [r["partial"] for r in runs] == [1, 0]
+        assert [r["partial"] for r in store.runs()] == [1, 0]
         key = ("codec", "seed", "json", "decode")
         assert len(store.series("name:bench-1", key)) == 1
         assert len(store.series("name:bench-1", key, include_partial=True)) == 2
 
 
 def test_a_run_without_its_checksums_is_refused_when_complete_else_partial(tmp_path):
-    torn = tmp_path / "torn"
-    shutil.copytree(CORE_V1, torn)
+    torn = Path(shutil.copytree(CORE_V1, tmp_path / "torn"))
     (torn / "SHA256SUMS").unlink()
     with pytest.raises(CheckFailed, match="marked complete but has no SHA256SUMS"):
         index_run(torn)
@@ -110,10 +101,9 @@ def test_a_run_without_its_checksums_is_refused_when_complete_else_partial(tmp_p
 
 
 def test_another_run_under_the_same_id_is_refused(store_url, tmp_path):
-    first = night(tmp_path / "a", 1)
     second = night(tmp_path / "b", 1, factor=2.0)  # same id and time, other content
     with open_store(parse_url(store_url)) as store:
-        store.add(index_run(first))
+        store.add(index_run(night(tmp_path / "a", 1)))
         with pytest.raises(UserError, match="another run with the id"):
             store.add(index_run(second))
         # A copy into that store: the other run under the id is refused, the rest copied,
@@ -152,9 +142,8 @@ def test_prune_keeps_the_newest_runs_of_each_board(store_url, tmp_path):
         store.add(index_run(night(tmp_path / "two", 9, board="name:two")))
         deleted = prune(store, "2")
         assert deleted == ["20260001T020000Z-000001", "20260002T020000Z-000002"]
-        left = [(r["board"], r["run_id"][:8]) for r in store.runs()]
         kept = [("name:one", "20260003"), ("name:one", "20260004"), ("name:two", "20260009")]
-        assert left == kept
+        assert [(r["board"], r["run_id"][:8]) for r in store.runs()] == kept
         assert store.records("20260001T020000Z-000001") == []
         assert store.samples("20260001T020000Z-000001", ("codec", "seed", "json", "decode")) == []
 
@@ -170,22 +159,19 @@ def test_export_has_one_line_per_record(store_url, tmp_path):
     header = lines[0].split(",")
     assert header[:3] == ["run_id", "board", "board_source"]
     first = dict(zip(header, lines[1].split(","), strict=False))
-    assert first["board"] == "name:bench-1" and first["suite"] == "codec"
+    assert (first["board"], first["suite"]) == ("name:bench-1", "codec")
 
 
 @pytest.mark.slow
 def test_two_clients_adding_at_once_lose_nothing(store_url, tmp_path):
-    """Two `evbench history add` processes (on PostgreSQL: two host PCs of a lab, both
-    racing to create the schema of an empty database) start together, each with six
-    nights, three of them the same: both succeed, every night is stored once, whole."""
+    """Two `evbench history add` processes (on PostgreSQL: two host PCs of a lab racing to
+    create the schema) start together, each with six nights, three shared: both succeed,
+    every night is stored once, whole."""
     runs = [night(tmp_path, number) for number in range(1, 10)]
     add = [sys.executable, "-m", "evbench", "history", "add", "--history", store_url]
-    processes = [
-        subprocess.Popen(
-            [*add, *map(str, batch)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for batch in (runs[:6], runs[3:][::-1])  # interleaved, so both write at once
-    ]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    batches = (runs[:6], runs[3:][::-1])  # interleaved, so both write at once
+    processes = [subprocess.Popen([*add, *map(str, batch)], **pipes) for batch in batches]
     outputs = [process.communicate(timeout=300) for process in processes]
     for process, (out, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err
@@ -422,13 +408,10 @@ def test_the_manifest_of_a_run_carries_it(tmp_path):
 
 
 def test_show_says_which_series_a_night_is_of_when_their_settings_differ(tmp_path: Path):
-    # Two nights of 200 payloads, then one of 50: two series, as `check` keeps them. `show`
-    # listed the three medians as one column, the third reading as a change of the first two.
-    nights = [
-        night(tmp_path, 1),
-        night(tmp_path, 2),
-        night(tmp_path, 3, codec_params={"payloads": 50}),
-    ]
+    # Two nights of 200 payloads, then one of 50: two series, as `check` keeps them (not one
+    # column, the third reading as a change of the first two).
+    params = [None, None, {"payloads": 50}]
+    nights = [night(tmp_path, n, codec_params=p) for n, p in enumerate(params, start=1)]
     store = tmp_path / "h.sqlite"
     added = evbench("history", "add", "--history", str(store), *map(str, nights))
     assert added.returncode == 0, added.stderr
@@ -439,17 +422,14 @@ def test_show_says_which_series_a_night_is_of_when_their_settings_differ(tmp_pat
     assert header.split("|")[-1].strip() == "Series (not comparable across)"
     assert [row.split("|")[-1].strip() for row in rows] == ["payloads=200"] * 2 + ["payloads=50"]
     # One series: no such column
-    added = evbench(
-        "history", "add", "--history", str(tmp_path / "one.sqlite"), *map(str, nights[:2])
-    )
+    evbench("history", "add", "--history", str(tmp_path / "one.sqlite"), *map(str, nights[:2]))
     one = evbench(*argv, "--history", str(tmp_path / "one.sqlite"))
     assert one.returncode == 0 and "Series" not in one.stdout, one.stdout
 
 
 @pytest.mark.integration  # a real read-only bind mount (root)
 def test_a_store_that_cannot_be_written_here_is_not_called_foreign_or_damaged(tmp_path: Path):
-    # A store on a read-only mount was "not an SQLite history store", hint "give the path
-    # of an evbench history store": a lab told that of its store may delete or restore it.
+    # A lab told its store is foreign or damaged may delete or restore it.
     require(os.geteuid() == 0, "root, to mount")
     folder = tmp_path / "stores"
     folder.mkdir()

@@ -1,9 +1,9 @@
 """The nightly watch on hand-worked series and on stores of copied nights.
 
-Expectations are worked by hand from the exact rank test: the newest 3 nights all beyond
-r reference nights is one of C(r + 3, 3) equally likely orders under no change (two-sided
-p 2 / C(r + 3, 3)). The nights (tests/history_runs.py) have every timing times a known
-factor, each night a hair (0.1 %) apart so no two tie.
+Expectations come from the exact rank test: the newest 3 nights all beyond r reference nights
+is one of C(r + 3, 3) equally likely orders under no change (two-sided p 2 / C(r + 3, 3)). The
+nights (tests/history_runs.py) have every timing times a known factor, each a hair (0.1 %)
+apart so no two tie.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from evbench.history.indexing import index_run
 from evbench.history.trends import regressions, survey
 from evbench.report.criteria import Criteria
 
-#: The committed run has 6 tested series (json and protobuf x 3 operations), and as
-#: many relative ones (each codec against both codecs of the same night): a family of 12.
-TESTED_SERIES = 6
-FAMILY = 12
-#: Ten flat nights 0.1 % apart, in an order that never rises at its end (night 9 lowest).
+#: The committed run's 6 tested series (json and protobuf x 3 operations) and as many
+#: relative ones (each codec against both codecs of the night): a family of 12.
+TESTED_SERIES, FAMILY = 6, 12
+#: Ten flat nights 0.1 % apart, never rising at the end (night 9 lowest).
 FLAT = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 2, 9, 6, 0)]
 #: Fourteen such nights, then three more (all the steps' nights rise 0.1 % each).
 FLAT_14 = [1.0 + 0.001 * k for k in (3, 7, 4, 1, 8, 5, 10, 2, 9, 12, 6, 11, 13, 0)]
@@ -67,52 +66,45 @@ def test_the_watch_restarts_after_a_change_and_a_lone_wild_night_is_none():
     assert nightly_watch.watch(wild, 0.05) == []
 
 
-#: Eleven nights scattered +-5 % around 1.00 (median 1.00; robust spread 1.4826 x
-#: median |log v| = 1.4826 x log(1.03) = 0.044, so a 12 % step, log 1.12 = 0.113, is
-#: within 3 spreads: not gross), one more night a little high, then the step.
+#: Eleven nights +-5 % around 1.00 (robust spread 1.4826 x median |log v| = 1.4826 x
+#: log(1.03) = 0.044: a 12 % step, log 1.12 = 0.113, is within 3 spreads, not gross).
 SCATTERED = [1.00, 1.05, 0.96, 1.04, 0.97, 1.03, 0.95, 1.02, 0.98, 1.01, 0.99]
 
 
 def test_a_step_within_the_scatter_is_placed_where_a_shift_is_likeliest():
     series = [*SCATTERED, 1.045, 1.12, 1.125]
     (seen,) = nightly_watch.watch(series, 0.05, worse="higher")
-    # Night 12's window (0.99, 1.045, 1.12) against nights 0-9: rank sum 4 + 9 + 10 + 6
-    # (U 23 of 30); 31 of the C(13, 3) = 286 orders reach it: p 0.108, no alarm.
-    # Night 13's window (1.045, 1.12, 1.125) against nights 0-10: only 1.05 beats one of
-    # them (U 32 of 33): 2 of C(14, 3) = 364 orders are as extreme, one-sided p = 2/364.
-    # Beside the rank test, the step test against a line through the nights (all 14, no
-    # night wild): the call's p is the larger of the two.
+    # Night 12's window (0.99, 1.045, 1.12) against nights 0-9: U 23 of 30, reached by 31 of
+    # C(13, 3) = 286 orders: p 0.108, no alarm. Night 13's (1.045, 1.12, 1.125) against 0-10:
+    # only 1.05 beats one (U 32 of 33): 2 of C(14, 3) = 364 orders, one-sided p = 2/364. The
+    # call's p is the larger of that and the step test's against a line through all 14 nights.
     assert seen.seen == 13
     line = step_p(np.log(series), 11)
     assert math.isclose(seen.split.p, max(2 / 364, line))
     assert line > 2 / 364  # here the line's test is the stricter
-    # Placement: before = log 1.00 = 0, after = the window's median log 1.12 = 0.1133,
-    # midpoint and half-shift 0.0567. Summing each night's log less the midpoint (clipped
-    # at the half-shift) from the newest back: night 13: 0.1178 - 0.0567 = 0.0611, clipped
-    # 0.0567; night 12: + 0.0566 = 0.1133; night 11: log 1.045 = 0.0440, - 0.0127 = 0.1006.
-    # The largest sum starts at night 12. (Night 11 lies above the old median 1.00: "the
-    # first night worse than the median" took it.)
+    # Placement: before log 1.00 = 0, after the window's median log 1.12 = 0.1133: midpoint
+    # and half-shift 0.0567. Logs less the midpoint (clipped at the half-shift) summed from
+    # the newest back: 13: 0.0611, clipped 0.0567; 12: + 0.0566 = 0.1133; 11: log 1.045 -
+    # 0.0567 = -0.0127: 0.1006. The largest sum starts at 12 (not 11, the first above 1.00).
     assert seen.split.index == 12
 
 
-#: Eleven nights around 1.00 (sorted: 0.96 .. 1.03, median 1.00; robust spread
-#: 1.4826 x median |log v| = 1.4826 x log(1 / 0.98) = 0.0300), the last the lowest.
+#: Eleven nights around 1.00 (median 1.00; robust spread 1.4826 x median |log v| =
+#: 1.4826 x log(1 / 0.98) = 0.0300), the last the lowest.
 REFERENCE = [1.02, 0.98, 1.00, 1.03, 0.97, 1.01, 1.025, 0.975, 0.995, 1.015, 0.96]
 
 
 def test_a_high_night_before_a_step_is_placed_by_the_codecs_other_series():
-    # A 10 % step at night 12; night 11, before it, lay high (1.07) in this series only.
+    # A 10 % step at night 12; night 11 lay high (1.07) in this series only, not in the
+    # codec's other operation.
     series = [*REFERENCE, 1.07, 1.10, 1.11]
-    # The same step in another operation of the codec, whose night 11 was ordinary.
     other = [*reversed(REFERENCE), 1.00, 1.10, 1.10]
-    # Night 13's window (1.07, 1.10, 1.11) lies beyond all 11 nights before it: one of
-    # C(14, 3) = 364 orders, one-sided p = 1/364. (Night 12's holds 0.96, the lowest.)
-    # Each series: before = log 1.00 = 0, after = its window's median, log 1.10 = 0.0953:
-    # midpoint and half-shift h = 0.0477; the same spread (one multiset), so one weight.
-    # Distances past the midpoint, clipped at h: this series log 1.07 - h = 0.0200
-    # (night 11), h, h (log 1.11 - h = 0.057, clipped); the other -h, h, h. Summed from
-    # the newest back, this series alone: night 13: h, 12: 2h, 11: 2h + 0.0200: night 11,
-    # a night early. Both: 13: 2h = 0.095, 12: 4h = 0.191, 11: 3h + 0.0200 = 0.163: 12.
+    # Night 13's window (1.07, 1.10, 1.11) lies beyond all 11 nights before: one-sided p =
+    # 1 / C(14, 3) = 1/364 (night 12's holds 0.96). Each series: before log 1.00 = 0, after
+    # log 1.10 = 0.0953: midpoint and half-shift h = 0.0477, one weight (one spread).
+    # Distances past the midpoint, clipped at h, nights 11-13: this series 0.0200, h, h; the
+    # other -h, h, h. Summed from the newest back, alone: 13: h, 12: 2h, 11: 2h + 0.0200:
+    # night 11, a night early. Both: 13: 2h, 12: 4h = 0.191, 11: 3h + 0.0200 = 0.163: 12.
     (alone,) = nightly_watch.watch(series, 0.05, worse="higher")
     assert (alone.split.index, alone.seen) == (11, 13)
     assert math.isclose(alone.split.p, 1 / 364)
@@ -120,8 +112,8 @@ def test_a_high_night_before_a_step_is_placed_by_the_codecs_other_series():
     assert (joint.split.index, joint.seen) == (12, 13)
     # Medians: nights 12-13, 1.105; nights 0-11 (1.07 among them), (1.00 + 1.01) / 2.
     assert math.isclose(joint.split.ratio, 1.105 / 1.005)
-    # A companion scattering 10 times as much (every log x 10) weighs 1/100 as much:
-    # 12: 2h + 2h / 100 = 0.0963, 11: 2h + 0.0200 + h / 100 = 0.116: night 11 again.
+    # A companion scattering 10x as much weighs 1/100: 12: 2h + 2h / 100 = 0.0963, 11: 2h +
+    # 0.0200 + h / 100 = 0.116: night 11 again.
     noisy = [math.exp(10 * math.log(v)) for v in REFERENCE] + [1.00, 1.10, 1.10]
     (outvoted,) = nightly_watch.watch(series, 0.05, worse="higher", companions=[noisy])
     assert outvoted.split.index == 11
@@ -134,14 +126,13 @@ def test_a_second_step_soon_after_a_first_is_seen_against_the_nights_moved_to_it
     # Night 12's window lies beyond all 10 nights before it: one-sided p 1 / C(13, 3).
     assert (first.split.index, first.seen) == (10, 12)
     assert math.isclose(first.split.p, 1 / math.comb(13, 3))
-    # From night 10 on, 3 nights precede night 15's window: too few for the exact test
-    # at 0.05 one-sided (1 / C(6, 3) = 0.05; 4 needed). Nights 0-9 moved to the new
-    # level (x 1.301 / 1.0045, the medians of nights 10-12 and 0-9) stand in: the window
-    # lies beyond all 13, p 1 / C(16, 3) = 1 / 560.
+    # 3 nights from night 10 precede night 15's window: too few at 0.05 one-sided (1 / C(6,
+    # 3) = 0.05). Nights 0-9 moved to the new level (x 1.301 / 1.0045, the medians of nights
+    # 10-12 and 0-9) stand in: the window lies beyond all 13, p 1 / C(16, 3) = 1 / 560.
     assert (second.split.index, second.seen) == (13, 15)
     assert math.isclose(second.split.p, 1 / 560)
-    # Its size against that level: the 13 nights' median is night 11's 1.301 (six
-    # moved nights from 1.2952 to 1.3004 and 1.300 lie below it).
+    # Its size against that level: the 13 nights' median is night 11's 1.301 (six moved
+    # nights from 1.2952 to 1.3004 and 1.300 lie below it).
     assert math.isclose(second.split.before_median, 1.301)
     assert math.isclose(second.split.ratio, 260.2 / 1.301)
     # Without the step, nights at the new level raise nothing.
@@ -150,12 +141,10 @@ def test_a_second_step_soon_after_a_first_is_seen_against_the_nights_moved_to_it
 
 
 def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
-    # Gaussian noise of 5 % on a log scale, a 30 % step at night 12 and no change after
-    # it, 600 seeded series, alpha 0.05 / 12 (the check's family). From night 15 on the
-    # watch tests against moved nights until 10 nights since the step suffice alone (the
-    # windows beginning at nights 15 to 21): 7 tests a series, so at most 7 x 0.05 / 12
-    # = 2.9 % of the series may alarm there. The level the nights are moved to rests on
-    # 3 to 9 nights: the t test beside the ranks counts its error.
+    # 5 % noise in logs, a 30 % step at night 12, 600 seeded series, alpha 0.05 / 12. Moved
+    # nights are tested against in the windows beginning at nights 15 to 21: 7 tests a
+    # series, so at most 7 x 0.05 / 12 = 2.9 % may alarm there (the moved level rests on 3
+    # to 9 nights: the t test beside the ranks counts its error).
     rng = np.random.default_rng(7)
     alpha, runs = 0.05 / FAMILY, 600
     extra = 0
@@ -167,8 +156,9 @@ def test_the_moved_nights_raise_no_more_alarms_than_alpha_allows():
     assert extra <= 7 * alpha * runs, extra
 
 
-def _survey(url):
-    with open_store(url) as store:
+def _survey(tmp_path, nights):
+    """The survey of a new store in `tmp_path` holding these nights."""
+    with open_store(stored(tmp_path / "store.sqlite", nights)) as store:
         return survey(store)
 
 
@@ -176,7 +166,7 @@ def test_only_tested_metrics_raise_changes_and_context_is_shown_beside(tmp_path)
     # Machine CPU doubles at night 7 and nothing else moves: no change.
     quiet = [night(tmp_path, i, FLAT_14[i], machine_cpu=50.0 if i < 7 else 100.0)
              for i in range(14)]  # fmt: skip
-    found = _survey(stored(tmp_path / "store.sqlite", quiet))
+    found = _survey(tmp_path, quiet)
     assert found.changes == []
     assert all(s.series.key[0] == "codec" for s in found.statuses)  # telemetry not watched
     assert len(found.statuses) == TESTED_SERIES
@@ -184,8 +174,7 @@ def test_only_tested_metrics_raise_changes_and_context_is_shown_beside(tmp_path)
 
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory):
-    """14 nights, then 3 with every timing 1.5x and the machine CPU 50 % -> 100 %: a store
-    the tests only read."""
+    """A store of 14 nights, then 3 with every timing 1.5x and machine CPU 50 % -> 100 %."""
     base = tmp_path_factory.mktemp("stepped")
     nights = [night(base, i, (1.5 if i >= 14 else 1.0) * FLAT_14[i],
                     machine_cpu=100.0 if i >= 14 else 50.0) for i in range(17)]  # fmt: skip
@@ -193,7 +182,8 @@ def stepped(tmp_path_factory):
 
 
 def test_a_step_is_found_at_its_first_night_with_the_context_beside_it(stepped):
-    found = _survey(stepped)
+    with open_store(stepped) as store:
+        found = survey(store)
     # Every codec 1.5x: the relative series (codec against codecs) do not move.
     assert len(found.changes) == TESTED_SERIES
     for change in found.changes:
@@ -220,14 +210,14 @@ def test_check_fails_on_the_night_it_first_shows_the_step_only(stepped):
 
 def test_three_nights_before_and_six_after_a_150x_step_say_too_short_or_find_it(tmp_path):
     nights = [night(tmp_path, i, (150.0 if i >= 3 else 1.0) * FLAT_14[i]) for i in range(9)]
-    url = stored(tmp_path / "store.sqlite", nights)
-    found = _survey(url)
+    found = _survey(tmp_path, nights)
     placed = {c.series for c in found.changes if c.run_id.startswith("20260003T")}
     # Watched from night 7, but the step lies in the first 4 nights the watch starts on,
     # and 9 nights are too short for the segmentation (46 at 0.05 / 12).
     short = {s.series.key for s in found.statuses if s.scan_short and s.nights == 9}
     assert placed | short == {s.series.key for s in found.statuses}
-    check = evbench("history", "check", env=dict(os.environ, EVBENCH_HISTORY=str(url.path)))
+    env = dict(os.environ, EVBENCH_HISTORY=str(tmp_path / "store.sqlite"))
+    check = evbench("history", "check", env=env)
     assert ("too short: 6 tested series have 9 nights" in check.stdout
             and check.stdout.count("\n") == 1) or check.returncode == 3, check.stdout  # fmt: skip
 
@@ -238,7 +228,7 @@ def test_nights_whose_payloads_differ_are_never_one_series(tmp_path):
               codec_params={"payload_digest": "b" * 8 if i >= 10 else "a" * 8})
         for i in range(13)
     ]  # fmt: skip
-    found = _survey(stored(tmp_path / "store.sqlite", nights))
+    found = _survey(tmp_path, nights)
     assert found.changes == []  # 10 nights of one payload set, 3 of another: no step
     lengths = sorted(s.nights for s in found.statuses)
     assert lengths == [3] * TESTED_SERIES + [10] * TESTED_SERIES
@@ -252,24 +242,19 @@ NIGHT_LOAD += [0.85, 1.2, 1.0]
 
 def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_path):
     # json 10 % slower from night 14; protobuf a hair apart each night (no ties).
-    # json's size: 1.1 x 1.001 / 1.0065 (the medians after and before) = +9.4 %.
     nights = [
         night(tmp_path, i, NIGHT_LOAD[i], codec_factors={
             "json": 1.1 if i >= 14 else 1.0, "protobuf": 1 / FLAT_14[i]})
         for i in range(17)
     ]  # fmt: skip
-    found = _survey(stored(tmp_path / "store.sqlite", nights))
-    # The absolute series swing by 30 % a night: a 10 % step is no change of level there.
-    # Relative to protobuf of the same night the load cancels: json / protobuf is
-    # FLAT_14[i] before (1.000 .. 1.013), 1.1 x FLAT_14[i] after (1.1 .. 1.1022), in each
-    # operation, so json's operations together (their geometric mean) have that shape too.
-    # Night 15's window: night 13 (1.000) and nights 14, 15 (1.1 x): about the reference's
-    # line night 13 lies 0.09 below the window's median, beyond 10 of the reference's
-    # robust spreads (under 0.005): a partner's wild night for all the test knows, put at
-    # the median; the 3 then lie beyond all 13 nights before: one-sided p = 1 / C(16, 3) =
-    # 1 / 560 (the step test, 10 % against 0.5 % scatter, is far smaller). The two
-    # relative series mirror each other: json worse relative to protobuf, protobuf better
-    # relative to json; the watch asks "worse?" only, so it is json's change, +9.4 %.
+    found = _survey(tmp_path, nights)
+    # The absolute series swing 30 % a night: no change of level there. Relative to protobuf
+    # the load cancels: json / protobuf is FLAT_14[i] before (1.000 .. 1.013), 1.1 x after,
+    # in each operation and their geometric mean. Night 15's window holds night 13 (1.000)
+    # 0.09 below its median, beyond 10 robust spreads (under 0.005): a partner's wild night
+    # for all the test knows, put at the median; the 3 then lie beyond all 13 nights: p =
+    # 1 / C(16, 3) = 1 / 560 (the step test's is far smaller). protobuf relative to json is
+    # better (not asked): json's change only, 1.1 x 1.001 / 1.0065 (medians) = +9.4 %.
     assert len(found.changes) == 3, [c.describe() for c in found.changes]
     for change in found.changes:
         assert math.isclose(change.split.p, 1 / 560)
@@ -282,55 +267,46 @@ def test_a_ten_percent_step_in_one_codec_is_seen_through_the_nights_load(tmp_pat
 
 
 def test_the_check_places_one_operations_change_with_the_codecs_other_operations(tmp_path):
-    # json 1.5x slower from night 15 in all three operations; night 14, before the step,
-    # lay high (1.45x) in json decode only. Every json operation wiggles as FLAT_14;
-    # protobuf stays put, so json relative to protobuf has json's own shape.
+    # json 1.5x slower from night 15 in all three operations, each wiggling as FLAT_14;
+    # night 14 lay high (1.45x) in json decode only. protobuf stays put.
     factors = [{("json", op): FLAT_14[i] * (1.5 if i >= 15 else 1.0) for op in OPERATIONS}
                for i in range(17)]  # fmt: skip
     factors[14][("json", "decode")] = 1.45
-    nights = [night(tmp_path, i, operation_factors=factors[i]) for i in range(17)]
-    found = _survey(stored(tmp_path / "store.sqlite", nights))
-    # json decode absolute: night 16's window (1.45, 1.5015, 1.503) beyond all 14 nights
-    # before: p = 1 / C(17, 3) = 1 / 680. The other absolute operations' windows hold
-    # night 14 at the old level (1.000, the lowest with night 13): no alarm there. json's
-    # relative series are tested on its operations together (the geometric mean of the
-    # three): night 14 lies log 1.45 / 3 = 0.124 above the old level there, so night 16's
-    # window lies beyond all 14 nights before: 1 / 680 for each of the three.
+    found = _survey(tmp_path, [night(tmp_path, i, operation_factors=factors[i]) for i in range(17)])
+    # json decode absolute: night 16's window (1.45, 1.5015, 1.503) beyond all 14 nights: p
+    # = 1 / C(17, 3) = 1 / 680. The other absolute windows hold night 14 at 1.000: no alarm.
+    # json's relative series are tested together (their geometric mean), where night 14 lies
+    # log 1.45 / 3 = 0.124 above the old level: 1 / 680 for each of the three.
     assert sorted(c.series_name for c in found.changes) == [
         "codec/seed/json/decode",
         *(f"codec/seed/json/{op} {{relative to protobuf in the same runs}}"
           for op in ("decode", "decode_access", "encode")),
     ]  # fmt: skip
-    # Placement (logs): before = median of nights 0-13, log 1.0065 = 0.0065; after = the
-    # window's median, log 1.5015 = 0.4065 in every json series (the others' window:
-    # 1.000, 1.5015, 1.503); midpoint 0.2065, h = 0.2, one weight (one shape). Distances:
-    # decode's night 14, log 1.45 - 0.2065 = 0.165; every other series' night 14 -h;
-    # nights 15 and 16 h (clipped). Decode alone: night 14: 2h + 0.165 > night 15: 2h.
-    # With its 4 companions and its twin (the other decode series): night 15: 6 x 2h =
-    # 2.4; night 14: 2 x (2h + 0.165) + 4 x h = 1.93: night 15, where the step is.
+    # Placement (logs): before log 1.0065, after log 1.5015 in every json series: midpoint
+    # 0.2065, h = 0.2, one weight. Night 14: decode's log 1.45 - 0.2065 = 0.165, the others'
+    # -h; nights 15, 16: h (clipped). Decode alone: night 14: 2h + 0.165 > 15: 2h. With its
+    # 4 companions and its twin: 15: 6 x 2h = 2.4 > 14: 2 x (2h + 0.165) + 4 x h = 1.93.
     for change in found.changes:
         assert math.isclose(change.split.p, 1 / 680)
         assert change.run_id.startswith("20260015T"), change.describe()
         assert change.first_seen_run.startswith("20260016T")
 
 
-#: A 10 % step at night 12 whose first night lay low (1.07), after a night that lay
-#: high (1.05), then the new level (1.14 to 1.15).
+#: A 10 % step at night 12 whose first night lay low (1.07), after a night that lay high
+#: (1.05), then the new level (1.14 to 1.15).
 SLOW_START = [*REFERENCE, 1.05, 1.07, 1.14, 1.145, 1.15]
 
 
 def test_a_change_is_placed_again_as_nights_arrive_until_three_follow_its_alarm():
-    # Night 13's window (1.05, 1.07, 1.14) lies beyond all 11 nights before it: p 1/364.
-    # Its level: the window's median, log 1.07 = 0.0677; midpoint and h 0.0338. Distances:
-    # night 11 log 1.05 - 0.0338 = 0.0150, night 12 h, night 13 h (clipped). From the
-    # newest back: 13: h, 12: 2h = 0.0677, 11: 0.0826: night 11, a night early.
+    # Night 13's window (1.05, 1.07, 1.14) lies beyond all 11 nights before: p 1/364. Level
+    # log 1.07 = 0.0677, midpoint and h 0.0338; distances: night 11 0.0150, 12 and 13 h.
+    # From the newest back: 13: h, 12: 2h = 0.0677, 11: 0.0826: night 11, a night early.
     (alarm,) = nightly_watch.watch(SLOW_START[:14], 0.05, worse="higher")
     assert (alarm.split.index, alarm.seen, alarm.first_index, alarm.through) == (11, 13, 11, 13)
     assert alarm.provisional
-    # Night 14: the level from nights 11-14, median (1.07 + 1.14) / 2 = 1.105, log 0.0999;
-    # midpoint and h 0.0499. Night 11: 0.0488 - 0.0499 = -0.0011; night 12: 0.0677 -
-    # 0.0499 = 0.0177; 13, 14: h. Candidates 11-13 (the alarm's window): 13: 2h = 0.0999,
-    # 12: 0.1176, 11: 0.1164: night 12, the step's first night.
+    # Night 14: level from nights 11-14, (1.07 + 1.14) / 2 = 1.105, log 0.0999, midpoint and
+    # h 0.0499; distances: 11: -0.0011, 12: 0.0177, 13, 14: h. Candidates 11-13 (the alarm's
+    # window): 13: 2h = 0.0999, 12: 0.1176, 11: 0.1164: night 12, the step's first.
     (later,) = nightly_watch.watch(SLOW_START[:15], 0.05, worse="higher")
     assert (later.split.index, later.seen, later.first_index, later.through) == (12, 13, 11, 14)
     assert later.provisional
@@ -347,30 +323,26 @@ def test_a_change_is_placed_again_as_nights_arrive_until_three_follow_its_alarm(
 
 
 def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp_path):
-    # Every json operation follows SLOW_START; protobuf stays put (its relative series
-    # improve, which the watch does not ask). json's three relative series alarm on night
-    # 13, each at p 1/364 < 0.05 / 12, all placed alike (one shape): at night 11, then at
-    # night 12. Its absolute series do not: they carry the lab's load, and are held to the
-    # walk their reference could be (nights 3 to 6 % apart, docs/history.md).
-    nights = [
-        night(tmp_path, i, operation_factors={("json", op): SLOW_START[i] for op in OPERATIONS})
-        for i in range(16)
-    ]
+    # Every json operation follows SLOW_START; protobuf stays put. json's three relative
+    # series alarm on night 13 (p 1/364 < 0.05 / 12), placed alike at night 11, then 12.
+    # Its absolute series do not: they carry the lab's load and are held to the walk their
+    # reference could be (nights 3 to 6 % apart, docs/history.md).
+    factors = [{("json", op): SLOW_START[i] for op in OPERATIONS} for i in range(16)]
+    nights = [night(tmp_path, i, operation_factors=factors[i]) for i in range(16)]
     url = stored(tmp_path / "store.sqlite", nights[:14])
     env = dict(os.environ, EVBENCH_HISTORY=str(url.path))
     alarm = evbench("history", "check", "--since", "2026-11-14", env=env)  # night 13's day
     assert alarm.returncode == 3, alarm.stdout + alarm.stderr
     assert "codec/seed/json/decode" in alarm.stderr and "from run 20260011T" in alarm.stderr
     assert alarm.stdout.count("placement provisional: 3 nights from it so far") == 3
-    # The lab accepts it where the alarm placed it; the acceptance follows it when it moves.
+    # Accepted where the alarm placed it; the acceptance follows it when it moves.
     accepted = evbench("history", "accept", "--board", "bench-1", "--run",
                        "20260011T020000Z-00000b", "--reason", "known", env=env)  # fmt: skip
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     for number in (14, 15):
         with open_store(url) as store:
             store.add(index_run(nights[number]))
-        day = f"2026-11-{number + 1:02d}"
-        later = evbench("history", "check", "--since", day, env=env)
+        later = evbench("history", "check", "--since", f"2026-11-{number + 1:02d}", env=env)
         # Shown again, placed at night 12 now, never failed again.
         assert later.returncode == 0, later.stdout + later.stderr
         lines = [line for line in later.stdout.splitlines() if "first placed at run" in line]
@@ -386,42 +358,35 @@ def test_the_check_says_a_placement_is_provisional_and_shows_it_placed_again(tmp
         assert everything.returncode == 0, everything.stdout + everything.stderr
 
 
-#: Sixteen nights of noise around 1.0 (no change among them), the last two of them lying
-#: high (1.042, 1.046), then a step to 1.3 at night 16 (its nights 0.1 % apart: no ties).
+#: Sixteen nights of noise around 1.0 (no change), the last two high (1.042, 1.046), then
+#: a step to 1.3 at night 16 (its nights 0.1 % apart: no ties).
 HIGH_BEFORE = [0.991, 0.993, 1.038, 1.006, 1.011, 0.981, 1.002, 0.974,
                1.058, 1.061, 0.967, 0.986, 0.984, 0.982, 1.042, 1.046]  # fmt: skip
 STEP_AFTER_HIGH = [*HIGH_BEFORE, 1.3, 1.301, 1.302]
 
 
 def test_a_step_in_the_newest_nights_never_lends_its_nights_to_an_earlier_split():
-    # The only change is at night 16. On night 16 the segmentation cannot place a change
-    # with fewer than 3 nights after it, the watch's window (14, 15, 16) holds two nights
-    # of the old level, and a change of the scan must also be found over the nights before
-    # the newest 3 (nights 0-13, no change; nights 14-16 are no "after" side): nothing yet.
+    # Night 16: the segmentation needs 3 nights after a change, and must also find it in
+    # nights 0-13 (no change there); the watch's window (14, 15, 16) holds two old nights.
     assert series_changes.changes_of(STEP_AFTER_HIGH[:17], 0.05, worse="higher") == []
-    # Night 17: the window (1.046, 1.3, 1.301) against nights 0-14. Ranks among the 18:
-    # 1.3 and 1.301 are 17 and 18, 1.046 is 14 (only 1.058 and 1.061 lie above it):
-    # rank sum 49. Of the C(18, 3) = 816 equally likely windows, 4 reach 49 ({16,17,18},
-    # {15,17,18}, {15,16,18}, {14,17,18}): one-sided p 4/816. The reference's median is
-    # 0.993 (8th of 15), so the midpoint of the levels is sqrt(0.993 * 1.3) = 1.136:
-    # night 15 lies below it, nights 16 and 17 above: the change starts at night 16.
+    # Night 17: the window (1.046, 1.3, 1.301) against nights 0-14: ranks 14, 17, 18 of 18
+    # (only 1.058, 1.061 above 1.046), sum 49. Of C(18, 3) = 816 windows 4 reach it
+    # ({16,17,18}, {15,17,18}, {15,16,18}, {14,17,18}): p 4/816. The levels' midpoint,
+    # sqrt(0.993 * 1.3) = 1.136 (0.993 the reference's median): nights 16 and 17 above it.
     (step,) = series_changes.changes_of(STEP_AFTER_HIGH[:18], 0.05, worse="higher")
     assert (step.split.index, step.seen) == (16, 17)
     assert math.isclose(step.split.p, 4 / 816)
     # Its size: nights 16-17's median over nights 0-15's, (0.993 + 1.002) / 2.
     assert math.isclose(step.split.ratio, 1.3005 / 0.9975)
-    # Night 18 places it again at night 16; the segmentation, still short of 3 nights
-    # after the step in what it scans, shows nothing else.
-    assert [
-        (s.split.index, s.seen) for s in series_changes.changes_of(STEP_AFTER_HIGH, 0.05, "higher")
-    ] == [(16, 17)]
+    # Night 18 places it again at night 16; the segmentation, still short of 3 nights after
+    # the step in what it scans, shows nothing else.
+    changes = series_changes.changes_of(STEP_AFTER_HIGH, 0.05, "higher")
+    assert [(s.split.index, s.seen) for s in changes] == [(16, 17)]
 
 
 def test_a_change_the_segmentation_places_is_shown_three_nights_after_the_nights_it_needs():
-    # Only improvements here: the watch asks "worse?" (one-sided), so the segmentation
-    # alone sees them. Ten flat nights, then 0.7: the scan can place the step at night
-    # 10 once 3 nights of 0.7 follow it (night 12), and it must find it over the nights
-    # before the newest 3 as well: the check shows it on night 15, not 12.
+    # An improvement: only the segmentation sees it. It can place the step at night 10 once
+    # 3 nights follow (night 12), but must find it before the newest 3 too: night 15.
     series = [*FLAT, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]
     assert series_changes.changes_of(series[:15], 0.05, worse="higher") == []
     (step,) = series_changes.changes_of(series, 0.05, worse="higher")

@@ -1,8 +1,6 @@
-"""The agent stops when its host goes away (docs/running.md, "When the host goes away"):
-`evbench run --board local` SIGKILLed mid-run, its agent (reparented to init) and the
-agent's link responder end within the 0.5 s watch plus a run's stop; the run is kept,
-marked interrupted.
-"""
+"""The agent stops when its host goes away (docs/running.md): `evbench run --board local`
+SIGKILLed mid-run, its agent (reparented to init) and link responder end within the 0.5 s
+watch plus a run's stop; the run is kept, marked interrupted."""
 
 from __future__ import annotations
 
@@ -17,8 +15,8 @@ from pathlib import Path
 import process_tree
 import pytest
 
-#: docs/running.md: the agent starts to stop within 0.5 s; stopping a run (the phase cut,
-#: its samples written and summarized) takes a few seconds more on a loaded machine.
+#: The agent starts to stop within 0.5 s; stopping a run (the phase cut, its samples written
+#: and summarized) takes a few seconds more on a loaded machine.
 STOP_WITHIN_S = 15.0
 
 
@@ -39,9 +37,8 @@ def test_a_local_run_and_its_responder_stop_when_the_host_is_killed(tmp_path: Pa
     # a link run of 12 phases of 60 s: it would go on for about 12 minutes by itself
     argv = [sys.executable, "-m", "evbench", "run", "--board", "local", "--suite", "link"]
     argv += ["--quick", "--duration", "60", "--out", str(out), "--no-history"]
-    host = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    host = subprocess.Popen(argv, **quiet, start_new_session=True)
     left: list[int] = []
     try:
         deadline = time.monotonic() + 60

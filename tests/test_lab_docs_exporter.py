@@ -1,6 +1,5 @@
-"""docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader, which
-renders it with Jinja2 (line statements start with `#`) before YAML.
-"""
+"""docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader
+(Jinja2, line statements starting with `#`, before YAML)."""
 
 from __future__ import annotations
 
@@ -37,17 +36,14 @@ def _load(tmp_path: Path, text: str) -> dict:
     labgrid_rig.require_installed()
     path = tmp_path / "exporter.yaml"
     path.write_text(text)
-    done = subprocess.run(
-        [str(labgrid_rig.BIN / "python"), "-c", READER, str(path)],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+    argv = [str(labgrid_rig.BIN / "python"), "-c", READER, str(path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_the_documented_exporter_file_loads_in_labgrid(tmp_path: Path) -> None:
-    loaded = _load(tmp_path, _exporter_example())
     resources = ["NetworkPowerPort", "NetworkService", "USBSerialPort"]
-    assert loaded == {"groups": {"am62x-sk-1": resources}}
+    assert _load(tmp_path, _exporter_example()) == {"groups": {"am62x-sk-1": resources}}
     # Its first line's comment with one hash instead of two: refused by labgrid.
     loaded = _load(tmp_path, _exporter_example().replace("## ", "# ", 1))
     assert "TemplateSyntaxError" in loaded["error"]

@@ -1,7 +1,6 @@
-"""`evbench lab run` on the local board: what lab.json and `lab status` say when the lab is
-stopped after an entry's measurement (SIGTERM, as systemd sends it) or killed outright
-(SIGKILL, as the OOM killer does; issue 44 item 5). The lab, its entries and the agent are real.
-"""
+"""`evbench lab run` on the local board (the lab, its entries and the agent real): lab.json
+and `lab status` when the lab is stopped after an entry's measurement (SIGTERM, as systemd
+sends it) or killed outright (SIGKILL, as the OOM killer does)."""
 
 from __future__ import annotations
 
@@ -25,11 +24,8 @@ ENTRY = "local/codec-seed-json"
 
 def _plan(tmp_path: Path, options: str, profiles: str = "[seed]") -> Path:
     path = tmp_path / "LAB.yaml"
-    path.write_text(
-        "boards: [local]\n"
-        f"matrix:\n  suites: [codec]\n  profiles: {profiles}\n  codecs: [json]\n"
-        f"options: {options}\nretries: 0\n"
-    )
+    matrix = f"matrix:\n  suites: [codec]\n  profiles: {profiles}\n  codecs: [json]\n"
+    path.write_text(f"boards: [local]\n{matrix}options: {options}\nretries: 0\n")
     return path
 
 
@@ -43,12 +39,9 @@ def _start(tmp_path: Path, plan: Path, lab_dir: Path) -> subprocess.Popen:
 
 def _status(lab_dir: Path) -> subprocess.CompletedProcess:
     argv = [EVBENCH, "lab", "status", str(lab_dir)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
-
-
-def _children(pid: int) -> list[int]:
-    """The lab's entries: its child processes (`python -m evbench run ...`)."""
-    return [child for child in descendants(pid) if _parent(child) == pid]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done
 
 
 def _parent(pid: int) -> int:
@@ -67,18 +60,17 @@ def _end_group(job: subprocess.Popen) -> None:
 
 
 def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> None:
-    # The lab stopped once the entry's run holds its `complete` marker (the agent may
-    # still be exiting, or the entry drawing its report): the run is whole and stays
-    # sealed (commands/run.py, _after_a_killed_agent), so the entry is complete.
+    # Stopped once the run holds its `complete` marker (the agent may still be exiting, the
+    # entry drawing its report): the run is whole and stays sealed, so the entry is complete.
     for _attempt in range(3):  # the entry may end before the signal lands: try again
         lab_dir = tmp_path / f"lab{_attempt}"
         job = _start(tmp_path, _plan(tmp_path, "[--quick]"), lab_dir)
         marker = lab_dir / "runs" / ENTRY / results.COMPLETE
         try:
             wait_while_running(job, marker.exists, "the entry never completed", 300, 0.005)
-            # SIGTERM as systemd stopping the lab sends it; the lab passes it on to the
-            # entry's `evbench run` (every 0.5 s): here it reaches the entry at once too.
-            entries = _children(job.pid)
+            # SIGTERM as systemd sends it; the lab passes it on to the entry's `evbench run`
+            # (every 0.5 s): here it reaches the entry (the lab's child processes) at once too.
+            entries = [child for child in descendants(job.pid) if _parent(child) == job.pid]
             job.send_signal(signal.SIGTERM)
             for pid in entries:
                 os.kill(pid, signal.SIGTERM)
@@ -88,9 +80,9 @@ def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> N
         if not entries:
             continue  # the entry had ended before the signal: it shows nothing
         (entry,) = json.loads((lab_dir / "lab.json").read_text())["entries"]
-        # the entry's own exit: 0 (its agent's run sealed before the signal), 130, or
-        # killed by it (-15) once its handler is gone; never partial. The lab exits 130
-        # when it saw the signal (it says so), 0 when it came as the lab was ending.
+        # The entry exits 0 (its run sealed before the signal), 130, or -15 (killed once its
+        # handler is gone), never partial; the lab 130 when it saw the signal (and says so),
+        # 0 when it came as the lab was ending.
         assert entry["exit_code"] in (0, 130, -signal.SIGTERM), entry
         assert job.returncode == (130 if "lab: interrupted" in out else 0), out
         assert entry["status"] == "complete", (entry, out)
@@ -108,24 +100,21 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
         index = lab_dir / "lab.json"
         started = lambda: index.exists() and '"running"' in index.read_text()  # noqa: E731
         wait_while_running(job, started, "the entry never started", 300, 0.05)
-        running = _status(lab_dir)
-        assert running.returncode == 0, running.stderr
-        assert running.stdout.rstrip().endswith("the lab is running"), running.stdout
+        running = _status(lab_dir).stdout
+        assert running.rstrip().endswith("the lab is running"), running
         job.send_signal(signal.SIGKILL)  # the runner alone, as the OOM killer would
         job.wait(timeout=60)
-        done = _status(lab_dir)
+        done = _status(lab_dir).stdout
     finally:
         _end_group(job)
-    assert done.returncode == 0, done.stderr
-    assert "the lab is running" not in done.stdout
-    assert f"the lab is not running: its runner, PID {job.pid} on" in done.stdout, done.stdout
-    assert "killed" in done.stdout.splitlines()[2], done.stdout  # the entry's row
-    # PIDs are reused: the runner's PID now another process's (this test's own, started
-    # at another time than the one recorded) names the runner as gone too.
+    assert "the lab is running" not in done
+    assert f"the lab is not running: its runner, PID {job.pid} on" in done, done
+    assert "killed" in done.splitlines()[2], done  # the entry's row
+    # PIDs are reused: the runner's PID now this test's (started at another time than the
+    # one recorded) names the runner as gone too.
     document = json.loads((lab_dir / "lab.json").read_text())
     document["runner"]["pid"] = os.getpid()
     (lab_dir / "lab.json").write_text(json.dumps(document))
-    reused = _status(lab_dir)
-    assert reused.returncode == 0, reused.stderr
-    assert f"PID {os.getpid()} on" in reused.stdout, reused.stdout
-    assert "another process has that PID now" in reused.stdout
+    reused = _status(lab_dir).stdout
+    assert f"PID {os.getpid()} on" in reused, reused
+    assert "another process has that PID now" in reused

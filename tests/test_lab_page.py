@@ -1,9 +1,8 @@
-"""lab.html and the nightly comparison it shows, from copies of the committed sample run
-(tests/history_runs.py) laid out as `evbench lab run` lays them out, indexed into a real
-SQLite history store. Two boards share one machine here (one board identity, as two ssh://
-boards on one host) and run in parallel, so each must be compared only with itself.
-The page opens in a real headless Chromium; its cells are worked out by hand from
-core-v1's summary: json's encode median 5.7077e-05 s is 57.1 µs, its size 995 B.
+"""lab.html and its nightly comparison, from copies of the committed sample run laid out as
+`evbench lab run` lays them out, in a real SQLite history store. Two boards share one machine
+(one board identity) and run in parallel: each is compared only with itself. The page opens
+in headless Chromium; its cells are worked by hand from core-v1's summary (json's encode
+median 5.7077e-05 s is 57.1 µs, its size 995 B).
 """
 
 from __future__ import annotations
@@ -13,14 +12,12 @@ from pathlib import Path
 
 import pytest
 from chromium import open_page
-from conftest import ROOT
-from history_runs import night
+from history_runs import CORE_V1, night
 
 from evbench.history import open_store, parse_url
 from evbench.history.indexing import index_run
 from evbench.lab import index, nightly_compare, plan, report
 
-CORE_V1 = ROOT / "tests" / "data" / "runs" / "core-v1"
 PLAN = {
     "boards": [{"board": "ssh://root@localhost", "name": "a"},
                {"board": "ssh://root@127.0.0.1", "name": "b"}],
@@ -30,8 +27,7 @@ PLAN = {
 
 
 def _lab_night(root: Path, name: str, numbers: dict, runs: Path, lab_plan=PLAN, factor=1.0) -> dict:
-    """A lab directory whose board entries ran the given nights (timings times `factor`);
-    {board: run directory}."""
+    """{board: run directory} of a lab whose entries ran these nights (timings x `factor`)."""
     lab = root / name
     lab.mkdir()
     parsed = plan.parse(lab_plan)
@@ -72,10 +68,9 @@ def test_a_two_board_lab_night_compares_each_board_only_with_itself(tmp_path, mo
 
 
 def test_a_night_faster_beyond_max_change_is_no_regression_on_the_lab_page(tmp_path, monkeypatch):
-    """Issue 44, item 5: compare fails (3) on a change beyond --max-change either way; a
-    night whose timings all take 0.3 times the previous night's (3.3x faster, beyond
-    compare's 50 % both ways: x1.5 or x1/1.5) is an improvement, and a night after it
-    whose timings take 10 times as long (3.0 / 0.3) is a regression."""
+    """Compare fails (3) beyond --max-change either way: a night at 0.3x the previous (beyond
+    50 % both ways: x1.5 or x1/1.5) is an improvement, the next at 10x (3.0 / 0.3) a
+    regression."""
     one_board = dict(PLAN, boards=PLAN["boards"][:1])
     runs = tmp_path / "copies"
     runs.mkdir()

@@ -1,6 +1,5 @@
 """LAB.yaml (evbench.lab.plan) and labgrid:// URLs (boards/labgrid.py): read or refused;
-labgrid-client's printed output (boards/_labgrid_client.py) read, from text labgrid 26.0.1
-printed on loopback (copied here from a real session)."""
+labgrid-client's output (boards/_labgrid_client.py) read, as labgrid 26.0.1 printed it."""
 
 from __future__ import annotations
 
@@ -57,43 +56,39 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
     assert argv[-3:] == ["--quick", "--cpu", "1"]
 
 
+def _plan(**keys) -> dict:
+    """A plan of the local board and an empty matrix, with these keys."""
+    return {"boards": ["local"], "matrix": {}, **keys}
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ({"boards": ["local"], "matrix": {}, "nightly": True}, "unknown key 'nightly' in the top"),
-        ({"boards": ["local"], "matrix": {"codec": ["json"]}}, "unknown key 'codec' in matrix"),
-        ({"boards": [{"board": "local", "label": "x"}], "matrix": {}}, "unknown key 'label'"),
+        (_plan(nightly=True), "unknown key 'nightly' in the top"),
+        (_plan(matrix={"codec": ["json"]}), "unknown key 'codec' in matrix"),
+        (_plan(boards=[{"board": "local", "label": "x"}]), "unknown key 'label'"),
         ({"matrix": {}}, "'boards' is missing"),
-        ({"boards": ["ftp://x"], "matrix": {}}, "unsupported board"),
-        ({"boards": ["ssh://board?pyhton=3"], "matrix": {}}, "unknown board option"),
-        ({"boards": ["rfc2217://lab:99999"], "matrix": {}}, "bad port in 'rfc2217://lab:99999'"),
-        ({"boards": ["local", "local"], "matrix": {}}, "two boards are named 'local'"),
-        ({"boards": ["local"], "matrix": {}, "options": ["--out", "x"]}, "may not give --out"),
+        (_plan(boards=["ftp://x"]), "unsupported board"),
+        (_plan(boards=["ssh://board?pyhton=3"]), "unknown board option"),
+        (_plan(boards=["rfc2217://lab:99999"]), "bad port in 'rfc2217://lab:99999'"),
+        (_plan(boards=["local", "local"]), "two boards are named 'local'"),
+        (_plan(options=["--out", "x"]), "may not give --out"),
         # argparse takes an unambiguous prefix for the option, and --opt=value for --opt x:
         # each of these would set what evbench lab sets per entry.
-        (
-            {"boards": ["local"], "matrix": {}, "options": ["--ou", "x"]},
-            "--ou: it abbreviates --out",
-        ),
-        ({"boards": ["local"], "matrix": {}, "options": ["--out=x"]}, "may not give --out=x"),
-        (
-            {"boards": ["local"], "matrix": {}, "options": ["--ou=x"]},
-            "--ou=x: it abbreviates --out",
-        ),
-        ({"boards": ["local"], "matrix": {}, "options": ["--cod", "json"]}, "abbreviates --codecs"),
-        ({"boards": ["local"], "matrix": {}, "options": ["--su=link"]}, "abbreviates --suite"),
-        (
-            {"boards": ["local"], "matrix": {}, "options": ["--pl", "1"]},
-            "abbreviates --place-timeout",
-        ),
+        (_plan(options=["--ou", "x"]), "--ou: it abbreviates --out"),
+        (_plan(options=["--out=x"]), "may not give --out=x"),
+        (_plan(options=["--ou=x"]), "--ou=x: it abbreviates --out"),
+        (_plan(options=["--cod", "json"]), "abbreviates --codecs"),
+        (_plan(options=["--su=link"]), "abbreviates --suite"),
+        (_plan(options=["--pl", "1"]), "abbreviates --place-timeout"),
         # A board's options too, and a prefix of two reserved options (which argparse would
         # call ambiguous), named with both.
         (
-            {"boards": [{"board": "local", "options": ["--p", "x"]}], "matrix": {}},
+            _plan(boards=[{"board": "local", "options": ["--p", "x"]}]),
             r"boards\[0\].options may not give --p: it abbreviates --profile or --place-timeout",
         ),
-        ({"boards": ["local"], "matrix": {}, "retries": 9}, "retries must be"),
-        ({"boards": ["local"], "matrix": {"suites": []}}, "matrix.suites must be"),
+        (_plan(retries=9), "retries must be"),
+        (_plan(matrix={"suites": []}), "matrix.suites must be"),
     ],
 )
 def test_a_bad_plan_is_refused_naming_what(document, message):
@@ -102,14 +97,8 @@ def test_a_bad_plan_is_refused_naming_what(document, message):
 
 
 #: A value of each reserved option other than the one the entry below sets itself.
-OTHER_VALUE = {
-    "--board": "ssh://elsewhere",
-    "--out": "elsewhere",
-    "--suite": "link",
-    "--profile": "other",
-    "--codecs": "cbor",
-    "--place-timeout": "7",
-}
+OTHER_VALUE = {"--board": "ssh://elsewhere", "--out": "elsewhere", "--suite": "link"}
+OTHER_VALUE |= {"--profile": "other", "--codecs": "cbor", "--place-timeout": "7"}
 
 
 def _entry_args(options: tuple[str, ...]) -> argparse.Namespace:
@@ -141,7 +130,7 @@ def test_every_spelling_argparse_takes_for_a_reserved_option_is_refused(reserved
                 overridden = "ambiguous option" in str(refused)
             assert overridden, spelling
             with pytest.raises(UserError, match=f"may not give {spelling[0]}"):
-                plan.parse({"boards": ["local"], "matrix": {}, "options": list(spelling)})
+                plan.parse(_plan(options=list(spelling)))
 
 
 def test_every_other_option_of_evbench_run_is_accepted_in_full():
@@ -149,8 +138,7 @@ def test_every_other_option_of_evbench_run_is_accepted_in_full():
     others = sorted(_run_flags() - set(plan.RESERVED_OPTIONS))
     assert "--board-name" in others and "--profile-name" in others
     for flag in others:
-        lab = plan.parse({"boards": ["local"], "matrix": {}, "options": [flag]})
-        assert lab.entries[0].options == (flag,)
+        assert plan.parse(_plan(options=[flag])).entries[0].options == (flag,)
 
 
 @pytest.mark.parametrize(
@@ -291,8 +279,7 @@ def test_an_acquired_place_with_its_resources():
     assert place.acquired == "vm/alice"
     service, serial = place.resources
     assert (service.cls, service.exporter) == ("NetworkService", "exp1")
-    assert service.params["port"] == 2222
-    assert service.params["username"] == "root"
+    assert (service.params["port"], service.params["username"]) == (2222, "root")
     found = (serial.cls, serial.params["host"], serial.params["port"])
     assert found == ("NetworkSerialPort", "127.0.0.1", 41234)
     # The manifest's record leaves labgrid's proxy bookkeeping out.

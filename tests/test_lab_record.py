@@ -1,12 +1,11 @@
-"""The run spec's `lab` key: the labgrid place a run ran in, checked, then in manifest.json.
-
-The record here is written by hand as `labgrid-client show` describes a place with a
-NetworkService; the agent is the real one, run on this machine with a one-sample plan.
+"""The run spec's `lab` key: the labgrid place a run ran in (written by hand as
+`labgrid-client show` describes one with a NetworkService), checked, then in manifest.json.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -47,15 +46,16 @@ def test_a_run_with_a_lab_record_writes_it_into_the_checksummed_manifest(tmp_pat
 
 
 def test_a_run_without_one_has_no_lab_section():
-    assert "lab" not in spec.from_dict({}).as_dict()
-    assert spec.from_dict({}).lab is None
-
-
-DEEP = {"a": [[[[[1]]]]]}
+    assert "lab" not in spec.from_dict({}).as_dict() and spec.from_dict({}).lab is None
 
 
 def _with(**changes):
     return {**RECORD, **changes}
+
+
+def _resource(**fields):
+    """A resource of the record, with these fields."""
+    return {"name": "x", "path": "p", "class": "c", **fields}
 
 
 @pytest.mark.parametrize(
@@ -68,24 +68,19 @@ def _with(**changes):
         (_with(tags={"board": ""}), "the tag 'board' must be text of 1 to 512"),
         (_with(tags={str(i): "x" for i in range(65)}), "tags must be an object of at most 64"),
         (_with(exporters="rack3"), "exporters must be a list"),
-        (_with(resources=[{"name": "x", "path": "p", "class": "c", "cost": 1}]), "resources[0]"),
+        (_with(resources=[_resource(cost=1)]), "resources[0]"),
         (
-            _with(resources=[{"name": "x", "path": "p", "class": "c", "params": DEEP}]),
+            _with(resources=[_resource(params={"a": [[[[[1]]]]]})]),
             "resources[0].params.a[0][0][0][0] is nested too deep",
         ),
         (_with(held_by_user="no"), "held_by_user must be true or false"),
         (_with(jump=""), "jump must be text"),
         (_with(owner="x" * 513), "owner must be text of 1 to 512"),
         # 64 resources of 300-byte parameters: about 20 kB, over the 16 KiB cap.
-        (
-            _with(resources=[{"name": "r", "path": "p", "class": "c", "params": {"a": "x" * 300}}]
-                  * 64),
-            "more than 16384",
-        ),
+        (_with(resources=[_resource(params={"a": "x" * 300})] * 64), "more than 16384"),
         (_with(tags={"board": float("nan")}), "is not plain JSON"),
     ],
 )  # fmt: skip
 def test_bad_lab_records_are_refused_naming_what_is_wrong(record, message):
-    with pytest.raises(UserError) as raised:
+    with pytest.raises(UserError, match=re.escape(message)):
         spec.from_dict({"lab": record})
-    assert message in str(raised.value)

@@ -1,10 +1,8 @@
-"""The trend page opens on what moved (issues 31, 43): a known 10x step listed first,
-coloured as a regression, drawn first with its change point marked (headless Chromium);
-progress on stderr; full plots only for series that changed, small ones for the rest.
-
-8 copied nights 0.1 % apart (tests/history_runs.py), then 9 with protobuf 10x: the watch
-cannot test it (it needs 10 nights before at 0.05 / 12), the scan finds it with 8 before
-and 6 after (docs/history.md). Pixels are read back by matplotlib's PNG reader.
+"""The trend page opens on what moved: a known 10x step listed first, coloured as a
+regression, drawn first with its change point marked (headless Chromium); progress on stderr;
+full plots only for series that changed. 8 nights 0.1 % apart, then 9 with protobuf 10x: the
+watch cannot test it (10 nights before needed at 0.05 / 12), the scan finds it with 8 before
+and 6 after. Pixels are read back by matplotlib's PNG reader.
 """
 
 from __future__ import annotations
@@ -88,23 +86,19 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
     assert items, moved
     kind, first = items[0]
     assert kind == "regressed"
-    assert re.search(r"codec/seed/protobuf/\w+( \{[^}]*\})?: \+(899|900|901)\.\d% worse", first), (
-        first
-    )
+    size = r"codec/seed/protobuf/\w+( \{[^}]*\})?: \+(899|900|901)\.\d% worse"
+    assert re.search(size, first), first
     assert "(run 20260009T020000Z-000009," in first, first  # night 9, the step's first
     # json never moved: no change of its own is listed (only relative to protobuf, better).
     assert not any("json/" in text and "worse" in text for _kind, text in items), items
-
     # The first plot is that series, and its change point is drawn in the worse colour.
     series = re.search(r"codec/seed/protobuf/\w+", first).group(0)
-    title, data = re.search(
-        r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)"', html
-    ).groups()
+    image = r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)"'
+    title, data = re.search(image, html).groups()
     assert series in title
     pixels = matplotlib.image.imread(io.BytesIO(base64.b64decode(data)), format="png")[..., :3]
     near = np.all(np.abs(pixels - WORSE_LINE) < 0.06, axis=-1)
     assert near.sum() > 100, near.sum()  # a dashed line across the axes, not a speck
-
     shown = open_page(
         report["page"],
         tmp_path / "profile",
@@ -121,8 +115,7 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
 
 
 def test_a_store_of_one_night_draws_no_plot_and_says_so(tmp_path):
-    # One night: no series has the two nights a plot needs, and the progress says none
-    # was drawn (it said "N small plots" for the series it would try).
+    # One night: no series has the two nights a plot needs; the progress says none was drawn.
     from evbench.history.indexing import index_run
 
     said: list[str] = []
