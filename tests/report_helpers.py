@@ -98,10 +98,9 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
 
 def _joined(first: list[list[str]], rest: list[list[str]]) -> list[list[str]]:
     keys = next(i for i, (a, b) in enumerate(zip(first[0], rest[0], strict=False)) if a != b)
-    assert len(first) == len(rest) and all(
-        a[:keys] == b[:keys] for a, b in zip(first, rest, strict=True)
-    )  # the same rows, in the same order
-    return [a + b[keys:] for a, b in zip(first, rest, strict=True)]
+    pairs = list(zip(first, rest, strict=True))  # the same rows, in the same order
+    assert all(a[:keys] == b[:keys] for a, b in pairs)
+    return [a + b[keys:] for a, b in pairs]
 
 
 def verdict_table(tables: list[list[list[str]]]) -> list[list[str]]:

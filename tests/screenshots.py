@@ -1,15 +1,11 @@
-"""Screenshots of evbench's pages in headless Chromium, for a person to look at.
-
-Not a test and not run by CI: the Chromium tests (test_report_html.py,
-test_trend_page.py, test_lab_page.py) check what can be checked; this shows the
-rest. Each page is laid out at each width (a 900 px high window) and shot whole,
-through the same DevTools driver as the tests (tests/chromium.py):
+"""Screenshots of evbench's pages in headless Chromium, for a person to look at (not a test;
+the Chromium tests check what can be checked). Each page is laid out at each width in a
+900 px high window and shot whole through tests/chromium.py:
 
     .venv/bin/python tests/screenshots.py --out shots results/run/report.html trends/trends.html
 
-writes shots/report-1400.png, shots/report-800.png, shots/trends-1400.png, ...
-and prints one line per shot. Exit 1 when a page logged an error or an image
-did not decode (the shots are written all the same).
+writes shots/report-1400.png, shots/report-800.png, ..., one line per shot. Exit 1 when a
+page logged an error or an image did not decode (the shots are written all the same).
 """
 
 from __future__ import annotations
@@ -21,10 +17,8 @@ from pathlib import Path
 
 from chromium import open_page
 
-#: The widths issue 31 asks to look at: a desktop and a half-screen window.
-WIDTHS = (1400, 800)
-#: The window's height; the shot holds the whole page whatever its length.
-HEIGHT = 900
+WIDTHS = (1400, 800)  # a desktop and a half-screen window
+HEIGHT = 900  # the window's; the shot holds the whole page whatever its length
 
 
 def shoot(page: Path, out: Path, width: int) -> tuple[Path, list[str]]:

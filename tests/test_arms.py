@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import io
+import itertools
 import json
 import os
 import signal
@@ -20,6 +23,8 @@ from conftest import ROOT, require
 
 from evbench_agent import arm_worker, arms, options, spec
 from evbench_agent.suites import codec_arms
+from evbench_core import results
+from evbench_core.comparison import compare
 from evbench_core.errors import UserError
 
 PB425 = ROOT / ".venv-pb425"
@@ -36,8 +41,7 @@ def _version(venv: Path) -> str:
 
 
 def _stopped(pid: int) -> bool:
-    """SIGSTOP `pid`: whether it is now stopped, so it ends only when killed. A worker seen
-    measuring may exit by itself before the kill (its replicate done) and the run complete."""
+    """SIGSTOP `pid`: whether it is now stopped (else it ended by itself, its replicate done)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGSTOP)
     deadline = time.monotonic() + 30
@@ -49,11 +53,8 @@ def _stopped(pid: int) -> bool:
     return False
 
 
-# -- the option and the spec ------------------------------------------------------
-
-
 def test_arm_is_given_once_per_arm_and_passed_on_to_the_agent_as_given():
-    parser = __import__("argparse").ArgumentParser()
+    parser = argparse.ArgumentParser()
     options.add_run_options(parser)
     args = parser.parse_args(["--arm", "old=/opt/a", "--arm", "new=python3", "--quick"])
     assert options.agent_argv(args) == ["--quick", "--arm", "old=/opt/a", "--arm", "new=python3"]
@@ -98,13 +99,9 @@ def test_an_arm_names_a_venv_an_interpreter_or_a_command(tmp_path):
         arms.interpreter(str(tmp_path / "missing"))
 
 
-# -- the turn order, worked by hand ---------------------------------------------------
-
-
 def test_arms_take_turns_operation_by_operation_a_b_then_b_a_each_primed():
-    # Round 0 (A B): each operation's first sample (old's) is primed, untimed, by the
-    # arm the round times last in it (new), so old's sample follows new's run of the
-    # same operation and new's follows old's: no arm follows another operation.
+    # Round 0 (A B): each operation's first sample (old's) is primed, untimed, by the arm
+    # timed last in it (new): no arm's sample follows another operation.
     even = codec_arms.round_turns(["old", "new"], ["protobuf"], 0)
     assert even == [
         ("new", [["protobuf", "encode", "prime"]]),
@@ -127,25 +124,17 @@ def test_arms_take_turns_operation_by_operation_a_b_then_b_a_each_primed():
 
 
 def test_every_arm_sample_follows_the_same_operation_of_another_cell():
-    # The codec suite's rule (tests/test_codec_order.py) over the arms' turns: what runs
-    # just before each sample, in whichever process, is the same operation of another
-    # codec@arm, in A B rounds and B A rounds alike.
-    for codec_names in (["protobuf"], ["json", "protobuf"]):
-        for round_number in (0, 1):
-            steps = [
-                (arm, *step)
-                for arm, turn in codec_arms.round_turns(["old", "new"], codec_names, round_number)
-                for step in turn
-            ]
-            samples = [i for i, step in enumerate(steps) if len(step) == 3]
-            assert len(samples) == 2 * len(codec_names) * 3
-            for i in samples:
-                arm, name, operation = steps[i]
-                before = steps[i - 1]
-                assert i > 0 and before[2] == operation and before[:2] != (arm, name), steps
-
-
-# -- real arms ----------------------------------------------------------------------
+    # The codec suite's rule (test_codec_order.py) over the arms' turns, in whichever
+    # process: just before each sample runs the same operation of another codec@arm.
+    for names, round_number in itertools.product((["protobuf"], ["json", "protobuf"]), (0, 1)):
+        turns = codec_arms.round_turns(["old", "new"], names, round_number)
+        steps = [(arm, *step) for arm, turn in turns for step in turn]
+        samples = [i for i, step in enumerate(steps) if len(step) == 3]
+        assert len(samples) == 2 * len(names) * 3
+        for i in samples:
+            arm, name, operation = steps[i]
+            before = steps[i - 1]
+            assert i > 0 and before[2] == operation and before[:2] != (arm, name), steps
 
 
 def test_an_arm_without_a_codec_of_the_run_is_named_before_anything_is_written(tmp_path):
@@ -174,14 +163,10 @@ def test_an_arm_worker_takes_a_sample_only_when_told(tmp_path):
     steps = [["json", "decode", "prime"], ["json", "encode"]]
     commands += [{"round": r, "cells": steps} for r in range(3)]
     commands += [{"end": "int"}, {"finish": True}]
-    source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(c) + "\n" for c in commands))
-    answers = tmp_path / "out.jsonl"
-    with source.open() as stdin, answers.open("w") as stdout:
-        arm_worker.serve(stdin, stdout)
-    replies = [json.loads(line) for line in answers.read_text().splitlines()]
-    done = [{"done": r} for r in range(3)]
-    assert replies[:5] == [{"ready": "int"}, *done, {"ended": "int"}]
+    answers = io.StringIO()
+    arm_worker.serve(io.StringIO("".join(json.dumps(c) + "\n" for c in commands)), answers)
+    replies = [json.loads(line) for line in answers.getvalue().splitlines()]
+    assert replies[:5] == [{"ready": "int"}, *({"done": r} for r in range(3)), {"ended": "int"}]
     sets = {s["metric"]: s for s in replies[5]["result"]["sample_sets"]}
     assert len(sets["encode"]["values"]) == 2  # rounds 1 and 2; round 0 was the warm-up
     assert sets["decode"]["values"] == []  # primed only: never a sample
@@ -240,11 +225,8 @@ def test_protobuf_4_25_against_the_newest_gives_a_verdict_per_operation(tmp_path
 
 @pytest.mark.integration
 def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
-    """A known difference: protobuf's pure-Python backend against upb (C), same venv.
-
-    An arm may be any executable that runs Python: here a script that picks the
-    backend through protobuf's documented variable, then runs the venv's Python.
-    """
+    """protobuf's pure-Python backend against upb (C), same venv: an arm is any executable
+    that runs Python, here a script setting protobuf's documented variable."""
     slow = tmp_path / "python-backend"
     slow.write_text(
         "#!/bin/sh\n"
@@ -266,9 +248,6 @@ def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["arms"]["upb"]["protobuf_backend"] == "upb"
     assert manifest["arms"]["purepy"]["protobuf_backend"] == "python"
-    from evbench_core import results
-    from evbench_core.comparison import compare
-
     found = compare(list(results.load_run(out).samples()), "protobuf@upb", "protobuf@purepy")
     verdicts = {row.identity.metric: row.outcome for row in found.by_role("tested")}
     assert verdicts == dict.fromkeys(("encode", "decode", "decode_access"), "baseline")  # upb

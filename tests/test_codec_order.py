@@ -1,11 +1,8 @@
-"""The codec suite's rounds: their order, the calibration, the A/A copy's slowdown.
-
-No role bias (issue 43, item 5): codecs take their samples operation by operation, A B in
-even rounds and B A in odd ones, each operation's first sample primed by the same operation
-of another codec (unprimed, it came out about 1 % slower, a penalty the quick plan gave the
-A/A copy). Order is read from the worker's own calls, not timings; timed parts use a spin of
-known cost or a clock that moves by the operations' stated costs alone.
-"""
+"""The codec suite's rounds: their order, the calibration, the A/A copy's slowdown. No role
+bias: samples go operation by operation, A B in even rounds and B A in odd ones, each
+operation's first sample primed by the same operation of another codec (unprimed, it came
+out about 1 % slower). Order is read from the worker's own calls; timed parts use a spin of
+known cost or a clock that moves by the operations' stated costs alone."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ MIN_TIME = 0.0004  # seconds: short, so the tests are quick
 
 
 def worker_task(**changes):
-    """A worker's task on the seed. With min_time 0 no sample can fall short: no warm-up
-    recalibrates and no sample is retaken, so the calls are the plan's own."""
+    """A worker's task on the seed; min_time 0: no recalibration or retake, the plan's calls."""
     task = {
         "suite": "codec", "profiles": ["seed"], "codecs": list(CODECS), "payloads": 20,
         "seed": 1, "min_time": 0.0, "cpu": None, "gc": True, "slowdown": {},
@@ -32,18 +28,20 @@ def worker_task(**changes):
     return task | changes
 
 
+def run_worker(task: dict) -> dict:
+    """worker_main on `task`, its progress messages dropped."""
+    return codec.worker_main(task, lambda _what: None)
+
+
 def record_calls(monkeypatch, cost_ns: int = 0) -> list[tuple[int, str, str, bool, float]]:
-    """The worker's calls of its timed operations from now on, in order, each as (round,
-    codec, operation, sample?, slowdown), a sample being a call take_round_sample made.
-    With `cost_ns`, the suite's clock moves by that much a call, and by nothing else."""
+    """The worker's timed calls from now on as (round, codec, operation, sample?, slowdown),
+    a sample being take_round_sample's; with `cost_ns` the clock moves that much a call only."""
     calls: list[tuple[int, str, str, bool, float]] = []
     real_prepare, real_time, real_take = codec._prepare, codec._time_loops, codec.take_round_sample
     now = {"round": -1, "sample": False, "clock": 0}
     if cost_ns:
-        clock = SimpleNamespace(
-            perf_counter_ns=lambda: now["clock"], monotonic_ns=time.monotonic_ns
-        )
-        monkeypatch.setattr(codec, "time", clock)
+        fake = {"perf_counter_ns": lambda: now["clock"], "monotonic_ns": time.monotonic_ns}
+        monkeypatch.setattr(codec, "time", SimpleNamespace(**fake))
 
     def tag(function, cell):
         def tagged(argument):
@@ -70,21 +68,18 @@ def record_calls(monkeypatch, cost_ns: int = 0) -> list[tuple[int, str, str, boo
         finally:
             now["sample"] = False
 
-    monkeypatch.setattr(codec, "_prepare", prepare)
-    monkeypatch.setattr(codec, "_time_loops", time_loops)
+    for name, function in (("_prepare", prepare), ("_time_loops", time_loops)):
+        monkeypatch.setattr(codec, name, function)
     monkeypatch.setattr(codec, "take_round_sample", take)
     return calls
 
 
 def _measured(monkeypatch, codec_names=CODECS, values=3, worker=0):
-    """The recorded rounds' samples of a measuring worker (one warm-up round), each with
-    the call just before it: [(sample, before)]."""
+    """A measuring worker's recorded samples (one warm-up round): [(sample, call before)]."""
     calls = record_calls(monkeypatch)
     loops = {f"seed|{c}|{o}": 8 for c in codec_names for o in codec.OPERATIONS}
     task = worker_task(codecs=list(codec_names), mode="measure", worker=worker, loops=loops)
-    result = codec.worker_main(
-        task | {"values": values, "warmups": 1, "params": {}}, lambda _what: None
-    )
+    result = run_worker(task | {"values": values, "warmups": 1, "params": {}})
     for sample_set in result["sample_sets"]:
         assert len(sample_set["values"]) == values  # one sample per recorded round
     return [(call, calls[i - 1]) for i, call in enumerate(calls) if call[3] and call[0] >= 1]
@@ -224,18 +219,15 @@ def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0
     # preempted past MIN_TIME (a loaded machine) cannot skip recalibrating.
     record_calls(monkeypatch, cost_ns=7_000)
     task = worker_task(min_time=MIN_TIME)
-    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
+    loops = run_worker(dict(task, mode="calibrate"))
     # Doubling stops at 64 loops (448 us >= 400 us); 1.2 x 400 us / 7 us = 68.6: 69 loops.
     assert loops == {
         f"seed|{c}|{o}": 69 for c in CODECS for o in ("encode", "decode", "decode_access")
     }
     # A calibration far too short (1 loop): the worker must raise it, not record short samples.
     too_short = dict.fromkeys(loops, 1)
-    result = codec.worker_main(
-        dict(task, mode="measure", worker=3, loops=too_short, values=4, warmups=1, params={}),
-        lambda _what: None,
-    )
-    sets = result["sample_sets"]
+    measure = {"mode": "measure", "worker": 3, "values": 4, "warmups": 1, "params": {}}
+    sets = run_worker(task | measure | {"loops": too_short})["sample_sets"]
     assert len(sets) == 6
     for sample_set in sets:
         params = sample_set["params"]
@@ -251,11 +243,8 @@ def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0
 def test_the_slowdown_applies_to_the_copys_callables_by_name_and_to_nothing_else(monkeypatch):
     calls = record_calls(monkeypatch)
     task = worker_task(min_time=MIN_TIME, slowdown={"json-aa": 0.25})
-    loops = codec.worker_main(dict(task, mode="calibrate"), lambda _what: None)
-    codec.worker_main(
-        dict(task, mode="measure", worker=0, loops=loops, values=2, warmups=1, params={}),
-        lambda _what: None,
-    )
+    loops = run_worker(dict(task, mode="calibrate"))
+    run_worker(dict(task, mode="measure", worker=0, loops=loops, values=2, warmups=1, params={}))
     used: dict[tuple[str, str], set[float]] = {}
     for _round, name, operation, _sample, slowdown in calls:
         used.setdefault((name, operation), set()).add(slowdown)

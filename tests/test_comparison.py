@@ -1,7 +1,6 @@
 """The codec comparison: one row per record identity, verdicts on replicates, on synthetic
 runs with known answers (a 10 % slower arm, a 20 % faster RTT, identical arms); the
-committed core-v1 run still compares.
-"""
+committed core-v1 run still compares."""
 
 from __future__ import annotations
 
@@ -33,10 +32,8 @@ def _codec_run(rng: random.Random, slowdown: float, processes: int = 10) -> list
             for codec, factor, loops in (("json", 1.0, 16), ("json-slow", slowdown, 32)):
                 noise = [math.exp(process_offset + d + rng.gauss(0, 0.005)) for d in drift]
                 values = [seconds * factor * n for n in noise]
-                params = dict(PLAN, loops=loops)
-                sets.append(
-                    SampleSet("codec", "seed", codec, operation, "s", params, values, worker)
-                )
+                run = dict(PLAN, loops=loops)
+                sets.append(SampleSet("codec", "seed", codec, operation, "s", run, values, worker))
     for codec, size in (("json", 300), ("json-slow", 300)):
         sizes = [size + i for i in range(20)]
         sets.append(SampleSet("codec", "seed", codec, "size", "bytes", {"payloads": 20}, sizes))
@@ -48,13 +45,11 @@ def test_a_ten_percent_slower_codec_loses_every_timed_row():
     timed = [row for row in result.rows if row.role == TESTED]
     assert [row.identity.metric for row in timed] == ["encode", "decode", "decode_access"]
     for row in timed:
-        assert row.outcome == BASELINE
+        assert row.outcome == BASELINE and row.family == "codec seed"
         assert row.n == 10 and row.n_counts == "processes"
         assert row.verdict.ratio_low < 1.10 < row.verdict.ratio_high
-        assert row.family == "codec seed"
         assert row.min_detectable is not None and row.min_detectable < 0.10
-    assert set(result.families) == {"codec seed"}
-    assert len(result.families["codec seed"]) == 3
+    assert set(result.families) == {"codec seed"} and len(result.families["codec seed"]) == 3
     (size,) = result.by_role(FACT)
     assert size.verdict is None and size.fact_difference == 0.0
 
@@ -76,13 +71,10 @@ def test_loops_are_an_outcome_and_do_not_split_rows_but_a_plan_change_does():
 
 
 def test_identical_arms_with_process_effects_rarely_name_a_winner():
-    # Known answer: no difference. The family-wise false-winner count over 40 synthetic
-    # runs stays within what a 5 % level allows (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
-    false_runs = 0
-    for seed in range(40):
-        result = comparison.compare(_codec_run(random.Random(seed), 1.0), "json", "json-slow")
-        false_runs += bool(result.winners())
-    assert false_runs <= 5
+    # No difference: the family-wise false-winner count over 40 synthetic runs stays within
+    # a 5 % level (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
+    runs = (_codec_run(random.Random(seed), 1.0) for seed in range(40))
+    assert sum(bool(comparison.compare(run, "json", "json-slow").winners()) for run in runs) <= 5
 
 
 def test_too_few_processes_say_n_too_small():
@@ -121,9 +113,8 @@ def _link_run(rng: random.Random) -> list[SampleSet]:
         for kind, cpu in (("periodic", 2.0), ("capacity", 90.0)):
             params = {"phase": "link", "kind": kind, "interval_s": 0.1, "throttled": False}
             values = [cpu + rng.gauss(0, 0.2) for _ in range(30)]
-            sets.append(
-                SampleSet("telemetry", "seed", codec, "agent_cpu", "percent", params, values)
-            )
+            cpu_set = SampleSet("telemetry", "seed", codec, "agent_cpu", "percent", params, values)
+            sets.append(cpu_set)
     # the codec suite's interleaved block: every codec at once, codec None
     block = {"phase": "codec", "interval_s": 0.1, "throttled": False}
     sets.append(SampleSet("telemetry", "seed", None, "agent_cpu", "percent", block, [50.0] * 5))
@@ -164,13 +155,9 @@ def test_link_rows_are_one_identity_and_one_record_each_and_telemetry_is_context
 
 
 def test_the_committed_core_v1_run_still_compares():
-    run = results.load_run(CORE_V1)
-    result = comparison.compare_run(run, "json", "protobuf")
-    sizes = {}
-    for line in (CORE_V1 / "samples.jsonl").read_text().splitlines():
-        item = json.loads(line)
-        if item["metric"] == "size":
-            sizes[item["codec"]] = sum(item["values"])
+    result = comparison.compare_run(results.load_run(CORE_V1), "json", "protobuf")
+    items = map(json.loads, (CORE_V1 / "samples.jsonl").read_text().splitlines())
+    sizes = {item["codec"]: sum(item["values"]) for item in items if item["metric"] == "size"}
     size = next(row for row in result.rows if row.identity.metric == "size")
     assert size.role == FACT
     # same payloads for both codecs: the relative difference of the totals

@@ -1,7 +1,6 @@
-"""The one screen `evbench run` ends on (issue 44, items 4 and 13), on real quick runs: both
-suites in at most 50 lines of 120 columns; the codec suite with a C runtime pair (protobuf-c
-against cJSON, built by the documented command) on an 80-column pty, with `evbench report
---terminal` and `evbench compare` there too."""
+"""The one screen `evbench run` ends on, on real quick runs: both suites in at most 50 lines
+of 120 columns; the codec suite with a C pair (protobuf-c against cJSON, built by the
+documented command) on an 80-column pty, `evbench report --terminal` and `compare` too."""
 
 from __future__ import annotations
 
@@ -55,11 +54,10 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
     assert {"Size", "Serialization", "Deserialization"} <= metrics
     assert any(metric.startswith("RTT") for metric in metrics)
     assert "Medians per codec:" not in done.stdout and "Does it fit" not in done.stdout
-    # Bus fit, from first principles: the seed's JSON is >= 995 B (the size row), which at
-    # 10 bits a byte (8N1) holds a 115200 baud line 995 * 10 / 115200 = 86 ms, more than
-    # the 50 ms period: it cannot fit there. Protobuf's 281 B at most take 281 * 8 / 2 Mbit/s
-    # = 1.1 ms of CAN FD data phase, plus 5 frames' arbitration at 500 kbit/s (< 0.5 ms),
-    # and as much for the reply: far below 40 % of 50 ms. It fits there.
+    # Bus fit by hand: the seed's JSON, >= 995 B at 10 bits a byte (8N1), holds a 115200
+    # baud line 995 * 10 / 115200 = 86 ms > the 50 ms period: no fit. Protobuf's <= 281 B
+    # take 281 * 8 / 2 Mbit/s = 1.1 ms of CAN FD data phase, plus 5 frames' arbitration at
+    # 500 kbit/s (< 0.5 ms), as much for the reply: far below 40 % of 50 ms. It fits.
     assert any(line.startswith("seed") and "Bus fit at 20 Hz" in line for line in key_table)
     fit = " ".join(printed[printed.index(next(p for p in printed if p.startswith("Bus fit:"))) :])
     json_fits, protobuf_fits = fit.split("seed: JSON fits ")[1].split("; Protobuf fits ")
@@ -71,8 +69,7 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
 
 @pytest.fixture(scope="module")
 def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """The harness directory, the run directory and what `evbench run` printed on an
-    80-column terminal."""
+    """The harness directory, the run directory and what `evbench run` printed at 80 columns."""
     names = [runtimes.RUNTIMES[codec].executable_name for codec in PAIR]
     build = build_documented(tmp_path_factory, *names)
     out = tmp_path_factory.mktemp("width") / "run"
@@ -96,7 +93,7 @@ def _check_fits(printed: str, columns: int) -> list[str]:
 def test_the_one_screen_fits_80_columns_and_answers_each_native_pair(native_run):
     _build, out, printed = native_run
     lines = _check_fits(printed, 80)
-    # item 4: the C pair's heading, naming both runtimes, then its one-line verdict
+    # the C pair's heading, naming both runtimes, then its one-line verdict
     heading = next(i for i, line in enumerate(lines) if " in C:" in line)
     assert lines[heading].startswith("Protobuf (protobuf-c ")
     assert "against JSON (cJSON " in lines[heading]
@@ -143,8 +140,7 @@ def test_compare_fits_80_columns(native_run):
 
 
 def test_item_4_the_piped_one_screen_answers_each_native_pair(native_run, tmp_path):
-    """Item 4 alone, at the piped default of 120 columns: the C pair's answer is on the
-    one screen (today's code printed the Python answer and returned before it)."""
+    """Piped, at the default 120 columns, the C pair's answer is on the one screen too."""
     build, _out, _printed = native_run
     out = str(tmp_path / "run")
     done = subprocess.run([*RUN, "--out", out], capture_output=True, text=True, timeout=900,

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from report_helpers import evbench, junit_numbers, local_run, xmllint_schema
 
-# A plugin module for the agent's processes, put on PYTHONPATH by this test
-# only: json.loads does its work 100 times, so the json codec's decode is
+# On PYTHONPATH for the agent's processes: json.loads works 100 times, so json's decode is
 # really slower (the agent has no test hook; it runs unchanged).
 SLOW_JSON = """import json
 _loads = json.loads
@@ -57,22 +56,17 @@ def test_a_run_against_itself_prints_the_table_and_does_not_regress(runs):
     out = done.stdout
     assert "A (" in out and "B (" in out  # the same host twice: the runs get letters
     for label in ("JSON", "Protobuf (est.)", "Change (est.)", "Verdict", "Serialization",
-                  "Deserialization", "Size, deflated", "p (Holm)"):  # fmt: skip
+                  "Deserialization", "Size, deflated", "p (Holm)", "+0.0%"):  # fmt: skip
         assert label in out
     assert "| REGRESSION" not in out
-    assert "+0.0%" in out
 
 
 def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
     criteria = tmp_path / "criteria.json"
-    # Generous elsewhere: a shared CI machine is noisy (two runs of one code can differ by
-    # 1.5x either way on a busy machine, which --max-change 50 % would fail in either
-    # direction): --max-change 150 % (2.5x). The slowdown is 100x because one replicate
-    # of the baseline can be 8x slow on a loaded machine: a value is one span of about
-    # 0.6 ms, and a time slice taken by another process (4 ms) inside two of a process's
-    # three spans makes its median 125-140 us for 16.5 (seen beside the one-core hog and
-    # the emulated board's boot). One such replicate puts the interval's lower end near
-    # slowdown / 8: a 20x slowdown then reached down to 2.2x and was not beyond 2.5x.
+    # --max-change 150 % (2.5x): two runs of one code can differ by 1.5x on a busy machine.
+    # The slowdown is 100x because one replicate of the baseline can be 8x slow there (a
+    # 4 ms time slice inside two of a process's three 0.6 ms spans), which puts the
+    # interval's lower end near slowdown / 8: 20x reached down to 2.2x, not beyond 2.5x.
     criteria.write_text(json.dumps({"default_percent": 1000, "metrics": {"decode": 300}}))
     junit = tmp_path / "junit.xml"
     done = evbench(
@@ -81,8 +75,7 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert "codec/seed/json/decode changed +" in done.stderr, done.stdout + done.stderr
-    assert "beyond --max-change 150%" in done.stderr
-    assert "codec/seed/protobuf" not in done.stderr
+    assert "beyond --max-change 150%" in done.stderr and "codec/seed/protobuf" not in done.stderr
     assert "| REGRESSION" in done.stdout
     check = xmllint_schema(junit)
     assert check.returncode == 0, check.stderr
@@ -115,8 +108,7 @@ def test_a_pure_python_protobuf_under_another_plan_fails_and_names_the_backend(r
     assert "codec/seed/protobuf/decode changed +" in done.stderr
     assert "protobuf backend:" in done.stderr and "-> python" in done.stderr
     assert "processes:" in done.stdout  # the plan differs, and is named
-    # Timed rows were compared across the plans: none is listed as not comparable.
-    assert "not comparable" not in done.stdout
+    assert "not comparable" not in done.stdout  # timed rows were compared across the plans
 
 
 def test_the_pure_python_run_warns_before_the_answer_in_terminal_and_report(runs):
@@ -139,14 +131,12 @@ def test_the_pure_python_run_warns_before_the_answer_in_terminal_and_report(runs
 
 def test_compare_needs_two_runs(runs):
     done = evbench("compare", str(runs["a"]))
-    assert done.returncode == 2
-    assert "compare needs two runs or more" in done.stderr
+    assert done.returncode == 2 and "compare needs two runs or more" in done.stderr
 
 
-#: A copy of run A, damaged (files taken away, samples.jsonl edited): its copied
-#: manifest gives no reason, so the first line says what the reader found; report.md names
-#: what is missing or wrong and keeps the figures (patterns: {last} is samples.jsonl's last
-#: line; a row measured on a busy machine carries the contention mark " *").
+#: Run A copied and damaged (files dropped, samples.jsonl edited): the first line says what
+#: the reader found (no reason in the manifest); report.md names what is missing or wrong
+#: and keeps the figures ({last}: samples.jsonl's last line; " *": a busy machine's row).
 DAMAGED = {
     # the summary is rebuilt from the raw samples: the figures are all there
     "no-summary": (["summary.json", "complete"], None, "missing summary.json, complete",
@@ -182,8 +172,8 @@ def test_a_damaged_run_renders_what_exists_marked_partial(
     assert rendered.startswith(f"PARTIAL run rendered ({missing}")
     markdown = (run / "report.md").read_text()
     first, _blank, title = markdown.splitlines()[:3]
-    assert first == f"**PARTIAL: {said}**"
-    assert title.startswith("# evbench run ") and "(PARTIAL)" in title
+    assert first == f"**PARTIAL: {said}**" and title.startswith("# evbench run ")
+    assert "(PARTIAL)" in title
     assert not drop or f"Missing files: {', '.join(drop)}." in markdown
     last = samples.read_text().count("\n")
     for pattern in patterns:

@@ -49,7 +49,7 @@ def shown(report: Path, tmp_path_factory):
     return open_page(report, profile, expression=_LAYOUT, screenshot=True, viewport=(1400, 900))
 
 
-def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, shown):
+def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, shown, tmp_path):
     assert len(shown.images) == report.read_text().count("data:image/png;base64,") >= 2
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
@@ -57,10 +57,7 @@ def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, 
     pixels = matplotlib.image.imread(io.BytesIO(shown.screenshot), format="png")
     assert pixels.shape[0] >= shown.height - 1 and pixels.std() > 0.01
     (report.parent / "screenshot.png").write_bytes(shown.screenshot)
-
-
-def test_the_page_check_sees_a_broken_image(report: Path, tmp_path):
-    """The check above can fail: a report whose image data is corrupt is caught."""
+    # the check can fail: a report whose image data is corrupt is caught
     broken = tmp_path / "broken.html"
     broken.write_text(report.read_text().replace("base64,iVBOR", "base64,AAAAA", 1))
     shown = open_page(broken, tmp_path / "profile")
@@ -80,8 +77,7 @@ def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(r
 def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path):
     lines = (report.parent / "report.md").read_text().splitlines()
     contents = next(line for line in lines if line.startswith("Contents: "))
-    # GitHub's anchor of the answer's heading, worked by hand: lower case, punctuation
-    # dropped, spaces to hyphens.
+    # GitHub's anchor of the answer's heading by hand: lower case, no punctuation, hyphens
     assert contents.startswith("Contents: [Environment](#environment")
     answer = "[The answer](#the-answer-protobuf-against-json-on-this-machine)"
     assert f" · {answer} · [Plots]" in contents
@@ -92,11 +88,10 @@ def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path)
 
 
 def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
-    """Each value read here from manifest.json (and the interpreter itself), not from the
-    report code: the box's lines in report.md, the same values inside report.html's box."""
+    """Values read from manifest.json and this interpreter (the run's agent), not the report
+    code: the box's lines in report.md, the same values in report.html's box."""
     manifest = json.loads((report.parent / "manifest.json").read_text())
     platform = manifest["platform"]
-    # The run's agent is this interpreter: its build is what the manifest says.
     assert platform["python_debug"] is bool(sysconfig.get_config_var("Py_DEBUG"))
     assert platform["python_dev_mode"] is bool(sys.flags.dev_mode)
     build = "debug build" if platform["python_debug"] else "release build"
@@ -113,8 +108,7 @@ def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
     box = markdown.split("## ", 2)[1]  # the first section: the environment
     assert box.startswith(("Environment", "**Environment")), box
     lines = box.splitlines()
-    for line in expected:
-        assert line in lines, (line, lines)
+    assert [line for line in expected if line not in lines] == [], lines
     assert not [line for line in lines if "Link responder" in line]  # a codec run: no link
     load = next(line for line in lines if line.startswith("- Load: "))
     assert load.startswith(f"- Load: load average {one:g} / {five:g} / {fifteen:g} at the start")
@@ -132,8 +126,8 @@ def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
 
 
 def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report: Path, tmp_path):
-    """A copy of the real run, its manifest edited as a throttled board writes it (and its
-    checksum renewed, so the run stays whole): the box warns, naming the phase."""
+    """The run's manifest edited as a throttled board writes it, its checksum renewed: the
+    box warns, naming the phase."""
     run = tmp_path / "run"
     shutil.copytree(report.parent, run)
     manifest = json.loads((run / "manifest.json").read_text())

@@ -54,27 +54,27 @@ def run(tmp_path_factory) -> tuple[Path, str]:
 
 
 def replicate(sample: dict) -> object:
-    """Which repetition a sample set is: its replicate param (the results format's), else
-    its worker."""
+    """A sample set's replicate param (the results format's), else its worker."""
     params = sample.get("params") or {}
-    for name in ("process", "process_index", "phase_index"):
-        if name in params:
-            return params[name]
-    return sample.get("worker", 0)
+    named = [params[n] for n in ("process", "process_index", "phase_index") if n in params]
+    return named[0] if named else sample.get("worker", 0)
 
 
-def _samples(run_dir: Path) -> list[dict]:
-    """samples.jsonl's sample sets of the two codecs."""
+def _samples(run_dir: Path, codecs=CODECS) -> list[dict]:
+    """samples.jsonl's sample sets (of the two codecs)."""
     lines = (run_dir / "samples.jsonl").read_text().splitlines()
-    return [s for s in map(json.loads, lines) if s["codec"] in CODECS]
+    return [s for s in map(json.loads, lines) if codecs is None or s["codec"] in codecs]
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return json.loads((run_dir / "summary.json").read_text())["records"]
 
 
 def identities(run_dir: Path) -> tuple[dict, dict]:
     """Every identity of summary.json both codecs measured -> codec -> its median: of the
     replicates' medians with several, else of every value (samples.jsonl); and every
     identity -> codec -> the mean of every value (what a fact row shows)."""
-    records = json.loads((run_dir / "summary.json").read_text())["records"]
-    known = {identity.of_record(r) for r in records if r["codec"] in CODECS}
+    known = {identity.of_record(r) for r in _records(run_dir) if r["codec"] in CODECS}
     values: dict[tuple, dict[object, list[float]]] = {}
     for sample in _samples(run_dir):
         key = (identity.of_record(sample), sample["codec"])
@@ -102,31 +102,19 @@ def number(cell: str) -> float:
 def names(row_label: str, profile: str, key: identity.Identity, found: dict) -> bool:
     """Whether a row's profile and label name this identity: its metric's label and each
     NAMED_PARAMS value that sets it apart from its metric's other identities."""
-    metric = metrics.METRICS[key.metric].label
-    siblings = [
-        k.params_dict
-        for k in found
-        if (k.suite, k.profile, k.metric) == (key.suite, key.profile, key.metric)
-    ]
-    params = key.params_dict
+    same = (key.suite, key.profile, key.metric)
+    siblings = [k.params_dict for k in found if (k.suite, k.profile, k.metric) == same]
     apart = [n for n in NAMED_PARAMS if len({str(p.get(n)) for p in siblings}) > 1]
-    return (
-        profile == key.profile
-        and row_label.startswith(metric)
-        and all(str(params.get(n)) in row_label for n in apart)
-    )
+    named = all(str(key.params_dict.get(n)) in row_label for n in apart)
+    label = metrics.METRICS[key.metric].label
+    return profile == key.profile and row_label.startswith(label) and named
 
 
 def leading_value(cell: str) -> str:
     return cell.split(" [", 1)[0].strip()
 
 
-def match_rows(
-    rows: list[list[str]],
-    found: dict,
-    columns: tuple[int, ...],
-    facts: dict | None = None,
-) -> dict:
+def match_rows(rows: list[list[str]], found: dict, columns: tuple, facts=None) -> dict:
     """Each row -> the one identity it shows, else fails. `columns`: the cells showing
     medians (the comparison table: the baseline's only); with `facts` (each codec's
     means) a fact row's two cells are its means."""
@@ -135,18 +123,13 @@ def match_rows(
         profile, label = row[0].strip(), row[1].strip()
         fact = facts is not None and len(row) > 5 and row[5].strip() == "fact"
         shown = (2, 3) if fact else columns
-        candidates = [
-            key
-            for key, medians in found.items()
-            if names(label, profile, key, found)
-            and all(
-                leading_value(row[column])
-                == format_value(
-                    (facts[key] if fact and facts else medians)[codec], key.unit, key.metric
-                )
-                for column, codec in zip(shown, CODECS, strict=False)
-            )
-        ]
+        candidates = []
+        for key, medians in found.items():
+            figures = facts[key] if fact and facts else medians
+            cells = [format_value(figures[codec], key.unit, key.metric) for codec in CODECS]
+            shows = [leading_value(row[column]) for column in shown]
+            if names(label, profile, key, found) and shows == cells[: len(shows)]:
+                candidates.append(key)
         assert len(candidates) == 1, (row, candidates)
         assert candidates[0] not in mapped.values(), row  # two rows, one measurement
         mapped[tuple(row)] = candidates[0]
@@ -183,19 +166,17 @@ def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> Non
 
 
 def test_the_run_measured_what_this_test_needs(run):
-    run_dir, _stdout = run
-    found, _means = identities(run_dir)
+    found, _means = identities(run[0])
     phases = {k.params_dict.get("phase") for k in found if k.suite == "link"}
     assert {"periodic", "capacity"} <= phases
-    records = json.loads((run_dir / "summary.json").read_text())["records"]
+    records = _records(run[0])
     kinds = {r["params"].get("kind") for r in records if r["suite"] == "telemetry"}
     assert {"periodic", "capacity"} <= kinds  # telemetry per link phase kind
     # Duets run the codecs at once and capacity pairs interleave their blocks (tens of
     # ms, far below a telemetry sample): no telemetry record is one codec's.
     assert not [r for r in records if r["suite"] == "telemetry" and r["codec"] is not None]
     # The same metric in two phases is two identities: what pooling used to merge.
-    rtt_transport = [k for k in found if k.metric == "rtt_transport"]
-    assert len(rtt_transport) >= 2
+    assert len([k for k in found if k.metric == "rtt_transport"]) >= 2
 
 
 def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winner(run):
@@ -204,10 +185,9 @@ def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winn
         "The answer (Protobuf against JSON, on this machine):"
     )
     markdown = (run_dir / "report.md").read_text()
-    # Every line of its tables fits 120 columns (issue 31), the split ones joined back.
+    # every line of its tables fits 120 columns (the split ones are joined back below)
     wide = [line for line in markdown.splitlines() if line.startswith("|") and len(line) > 120]
     assert wide == [], wide
-    # the environment box first, then the answer
     assert markdown.split("\n## ", 3)[2].startswith("The answer: Protobuf against JSON")
     found, facts = identities(run_dir)
     for tables in (text_tables(stdout), markdown_tables(markdown)):
@@ -215,8 +195,8 @@ def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winn
 
 
 def _equal_weights(samples: list[dict], codec: str) -> list[float]:
-    """The codec's values of every phase kind, each kind thinned to the same count by
-    taking evenly spaced order statistics (so each keeps its shape)."""
+    """The codec's values of each phase kind, thinned to one count by evenly spaced order
+    statistics (each keeps its shape)."""
     by_phase: dict[str, list[float]] = {}
     for sample in samples:
         if sample["codec"] == codec:
@@ -234,10 +214,9 @@ def test_a_pooled_row_would_be_caught(run):
     """The check can fail: a row showing the median of two phases pooled names no
     identity. The phases weigh the same: pooled by count, the capacity phase's thousands
     of round trips outweigh the periodic phase's 40, and can round to its row's own."""
-    run_dir, _stdout = run
-    found, _means = identities(run_dir)
+    found, _means = identities(run[0])
     keys = [k for k in found if k.metric == "rtt_transport"]
-    rtt = [s for s in _samples(run_dir) if s["metric"] == "rtt_transport"]
+    rtt = [s for s in _samples(run[0]) if s["metric"] == "rtt_transport"]
     pooled = [statistics.median(_equal_weights(rtt, codec)) for codec in CODECS]
     cells = [format_value(median, "s") for median in pooled]
     row = [keys[0].profile, "RTT, transport (periodic, capacity)", *cells]
@@ -245,28 +224,21 @@ def test_a_pooled_row_would_be_caught(run):
         match_rows([row], found, (2, 3))
 
 
-# --- the report's files -------------------------------------------------------------
-
-
 def expected_plots(run_dir: Path) -> set[str]:
     """The plots this run's data call for, worked out from the files, not the report code."""
-    records = json.loads((run_dir / "summary.json").read_text())["records"]
-    codec_metrics = {r["metric"] for r in records if r["suite"] == "codec"}
-    samples = map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())
-    link_metrics = {s["metric"] for s in samples if s["suite"] == "link"}
-    expected = set()
-    if codec_metrics & {"encode", "decode", "decode_access"}:
-        expected.add("codec-times")
-    if codec_metrics & {"size", "size_deflate"}:
-        expected.add("codec-sizes")
-    if "rtt" in link_metrics:
-        expected |= {"rtt-cdf", "rtt-time"}
-    if "send_lateness" in link_metrics:
-        expected.add("lateness-time")
+    codec = {r["metric"] for r in _records(run_dir) if r["suite"] == "codec"}
+    link = {s["metric"] for s in _samples(run_dir, None) if s["suite"] == "link"}
     telemetry = run_dir / "telemetry.jsonl"
-    if telemetry.exists() and '"sample"' in telemetry.read_text():
-        expected.add("telemetry")
-    return expected
+    sampled = telemetry.exists() and '"sample"' in telemetry.read_text()
+    wanted = {
+        "codec-times": codec & {"encode", "decode", "decode_access"},
+        "codec-sizes": codec & {"size", "size_deflate"},
+        "rtt-cdf": "rtt" in link,
+        "rtt-time": "rtt" in link,
+        "lateness-time": "send_lateness" in link,
+        "telemetry": sampled,
+    }
+    return {name for name, called in wanted.items() if called}
 
 
 def assert_real_image(png: bytes) -> None:
@@ -304,28 +276,24 @@ def test_run_writes_a_self_contained_report_with_the_plots_the_data_call_for(run
 
 
 def test_report_has_context_comparison_and_spread(run):
-    run_dir, _stdout = run
-    markdown = (run_dir / "report.md").read_text()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["platform"]["kernel"] in markdown
-    assert f"{manifest['platform']['protobuf']} (backend " in markdown
+    markdown = (run[0] / "report.md").read_text()
+    platform = json.loads((run[0] / "manifest.json").read_text())["platform"]
+    assert platform["kernel"] in markdown and f"{platform['protobuf']} (backend " in markdown
     assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
     assert "PARTIAL" not in markdown
     assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
-    records = json.loads((run_dir / "summary.json").read_text())["records"]
     assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
     spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
     # The first part of the table (report.md splits one wider than 120 columns, each
     # part repeating the columns that name a row): one line per record.
     first_part = spread.split("The same rows, continued: ", 1)[0]
     table_lines = [line for line in first_part.splitlines() if line.startswith("|")]
-    assert len(table_lines) - 2 == len(records)  # minus the header and its rule
+    assert len(table_lines) - 2 == len(_records(run[0]))  # minus the header and its rule
 
 
 def test_csv_holds_the_same_numbers_as_summary(run):
-    run_dir, _stdout = run
-    records = json.loads((run_dir / "summary.json").read_text())["records"]
-    with open(run_dir / "summary.csv", newline="") as stream:
+    records = _records(run[0])
+    with open(run[0] / "summary.csv", newline="") as stream:
         rows = list(csv.DictReader(stream))
     assert len(rows) == len(records)
     numeric = ("n", "mean", "median", "stdev", "min", "max", "p90", "p99", "ci95_low", "ci95_high")
@@ -334,8 +302,7 @@ def test_csv_holds_the_same_numbers_as_summary(run):
             assert row[name] == (record[name] or "")  # null (telemetry's codec) is empty
         assert json.loads(row["params"]) == record["params"]
         for name in numeric:
-            expected = record[name]
-            assert (float(row[name]) if row[name] else None) == expected, (name, row, record)
+            assert (float(row[name]) if row[name] else None) == record[name], (name, row, record)
 
 
 def test_junit_validates_against_the_schema(run, tmp_path: Path):
@@ -343,7 +310,7 @@ def test_junit_validates_against_the_schema(run, tmp_path: Path):
     done = xmllint_schema(junit)
     assert done.returncode == 0, done.stderr
     text = junit.read_text()
-    records = json.loads((run[0] / "summary.json").read_text())["records"]
+    records = _records(run[0])
     assert text.count("<testcase ") == len(records)
     cases = junit_numbers(junit)  # telemetry's phases are told apart, not merged
     assert len(cases) == len(records)
@@ -358,12 +325,10 @@ def test_junit_validates_against_the_schema(run, tmp_path: Path):
     broken.write_text(re.sub(r'<testcase name="[^"]*"', "<testcase", text, count=1))
     assert broken.read_text() != text
     done = xmllint_schema(broken)
-    assert done.returncode != 0
-    assert "'name' is required" in done.stderr
+    assert done.returncode != 0 and "'name' is required" in done.stderr
 
 
-#: comparison.csv's columns, as issue 27 lists them, and issue 42's (the change in words,
-#: the margin, the scale and the difference's interval, the look that decided the row).
+#: comparison.csv's columns (issues 27 and 42).
 CSV_COLUMNS = [
     "suite", "profile", "metric", "phase", "label", "baseline", "candidate", "estimate",
     "change", "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable", "margin", "scale",
@@ -415,29 +380,24 @@ def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
             times = float(change.split("x")[0])
             assert times == pytest.approx(max(ratio, 1 / ratio), rel=0.06, abs=0.05)
         interval = row[header.index("CI (Holm step)")]
-        if line["scale"] == "difference":  # an absolute margin: the interval in the unit
-            if line["diff_low"]:
-                low, high = float(line["diff_low"]), float(line["diff_high"])
-                assert low <= high and " to " in interval
-                if float(line["p_holm"]) >= 0.05:  # no interval excludes 0 without Holm
-                    assert low <= 0 <= high, line
-            else:
-                assert interval == "-" and line["verdict"] == "n too small"
-        elif line["ci_low"]:
-            assert interval == f"{float(line['ci_low']):.3f}-{float(line['ci_high']):.3f}"
-            low, high = float(line["ci_low"]), float(line["ci_high"])
-            if float(line["p_holm"]) >= 0.05:  # no interval excludes 1 without Holm
-                assert low <= 1 <= high, line
-        else:
+        # an absolute margin: the interval of the difference, in the unit; else of the ratio
+        by_difference = line["scale"] == "difference"
+        ends = ("diff_low", "diff_high") if by_difference else ("ci_low", "ci_high")
+        low, high = (float(line[end]) if line[end] else None for end in ends)
+        if low is None:
             assert interval == "-" and line["verdict"] == "n too small"
+        elif by_difference:
+            assert low <= high and " to " in interval
+        else:
+            assert interval == f"{low:.3f}-{high:.3f}"
+        if low is not None and float(line["p_holm"]) >= 0.05:  # no interval excludes 0 (1)
+            assert low <= (0 if by_difference else 1) <= high, line  # without Holm
         p_shown = row[header.index("p (Holm)")]  # the same, as the table prints them
         if interval != "-" and p_shown != "<1e-12" and float(p_shown) >= 0.05:
-            if " to " in interval:  # a difference in the row's unit ('-2.38 µs to +7.48 µs')
-                low, high = (float(bound.split()[0]) for bound in interval.split(" to "))
-                assert low <= 0 <= high, row
-            else:
-                low, high = (float(x) for x in interval.split("-"))
-                assert low <= 1 <= high, row
+            differs = " to " in interval  # a difference in the unit: '-2.38 µs to +7.48 µs'
+            ends = interval.split(" to " if differs else "-")
+            low, high = (float(end.split()[0]) for end in ends)
+            assert low <= (0 if differs else 1) <= high, row
         assert row[header.index("n")].startswith(line["n"] + " ")
     assert checked >= 5  # the codec suite's timed rows and the link's tested rows
     junit = junit_numbers(run_dir / "junit.xml")
@@ -446,5 +406,4 @@ def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
     before = path.read_bytes()
     path.unlink()
     done = evbench("report", str(run_dir))
-    assert done.returncode == 0, done.stderr
-    assert path.read_bytes() == before
+    assert done.returncode == 0 and path.read_bytes() == before, done.stderr

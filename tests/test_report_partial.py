@@ -1,7 +1,6 @@
-"""Bad input: a partial run's first line is the manifest's reason made safe to print (it
-may come from a board) or what the reader found instead; newer formats are refused; a run
-of the first agent (tests/data/runs/core-v1) renders complete. Damaged copies of a fresh
-run are test_report_compare.py's; real kills are test_run_local.py's."""
+"""Bad input: a partial run's first line is the manifest's reason made safe to print or what
+the reader found instead; newer formats are refused; a run of the first agent (core-v1)
+renders complete. Damaged fresh runs: test_report_compare.py; kills: test_run_local.py."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ def test_without_a_reason_the_first_line_says_what_the_reader_found(
 def test_newer_format_version_is_refused_naming_it(tmp_path):
     run = copy_run(OLD_RUN, tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["version"] = 99
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "manifest.json").write_text(json.dumps(manifest | {"version": 99}))
     done = evbench("report", str(run))
     assert done.returncode == 2
     assert "results format version 99" in done.stderr and "update evbench" in done.stderr
@@ -77,8 +75,7 @@ def test_newer_format_version_is_refused_naming_it(tmp_path):
 
 def test_not_a_run_directory(tmp_path):
     done = evbench("report", str(tmp_path))
-    assert done.returncode == 2
-    assert "holds no evbench results" in done.stderr
+    assert done.returncode == 2 and "holds no evbench results" in done.stderr
 
 
 def test_a_failing_report_only_warns_after_a_run(tmp_path, caplog):
@@ -86,7 +83,7 @@ def test_a_failing_report_only_warns_after_a_run(tmp_path, caplog):
     (run / "manifest.json").write_text('{"format": "evbench-results", "version": 99}')
     with caplog.at_level(logging.WARNING, logger="evbench"):
         run_command._write_report(run)  # must not raise: the run is kept
-    # A warning record (the CLI's handler prints it as "evbench: warning: ..."; --quiet hides it).
+    # a warning record (the CLI prints it as "evbench: warning: ..."; --quiet hides it)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("no report" in w and f"evbench report {run}" in w for w in warnings), warnings
 
@@ -101,22 +98,19 @@ def test_an_older_run_renders_complete(tmp_path):
     assert [p.name for p in plots.plans(context)] == ["codec-times", "codec-sizes"]
     markdown = (run / "report.md").read_text()
     assert "| Sensors | no telemetry in this run |" in markdown
-    # Two worker processes are two replicates. JSON's cell is the median of their medians
-    # (samples.jsonl: 58.34 and 56.05 µs -> 57.2 µs). Protobuf's cell is the estimate the
-    # test uses, JSON's cell times exp(HL of the processes' log-ratios): each process's
-    # log-ratio is the median of its 5 per-round log(protobuf / json), -3.97402 and
-    # -3.87147; with two, the Hodges-Lehmann centre is their mean, -3.92275, so
-    # 57.19 µs x 0.019787 = 1.13 µs; 1 / 0.019787 = 50.5, "51x faster". No interval
-    # across two, and no verdict reachable (the best exact signed-rank p with 2 pairs is
-    # 2 / 2**2 = 0.5).
+    # Two worker processes, two replicates. JSON's cell: the median of their medians
+    # (samples.jsonl: 58.34 and 56.05 µs -> 57.2 µs). Protobuf's: JSON's times exp(HL of
+    # the processes' log-ratios), each the median of 5 per-round log(protobuf / json),
+    # -3.97402 and -3.87147, whose HL centre is their mean, -3.92275: 57.19 µs x 0.019787
+    # = 1.13 µs; 1 / 0.019787 = 50.5, "51x faster". No interval across two, no verdict
+    # reachable (the best exact signed-rank p with 2 pairs is 2 / 2**2 = 0.5).
     assert "| seed | Serialization | 57.2 µs | 1.13 µs | 51x faster |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
 
 
 def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(tmp_path):
-    # The run's plots/ a link to a folder of the user's: its pictures were cleared as stale
-    # plots and ours written there. Now refused before anything is written.
+    # The run's plots/ a link to a folder of the user's: refused before anything is written.
     run = copy_run(OLD_RUN, tmp_path)
     pictures = tmp_path / "pictures"
     pictures.mkdir()
@@ -138,8 +132,8 @@ def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(t
 
 
 def test_the_terminal_report_says_partial_as_the_written_one_does(tmp_path):
-    # A changed figure: the tables print, and the checksum that no longer matches is said
-    # (docs/reports.md: a changed or missing file is PARTIAL, exit 4), as `report` says it.
+    # A changed figure: the tables print and the checksum mismatch is said, PARTIAL, exit 4
+    # (docs/reports.md), by `report --terminal` as by `report`.
     run = copy_run(OLD_RUN, tmp_path)
     summary = json.loads((run / "summary.json").read_text())
     summary["records"][0]["median"] *= 10

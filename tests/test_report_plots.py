@@ -28,10 +28,8 @@ from evbench.report import plots
 from evbench.report.context import RunContext, load_context
 
 RUNS = ROOT / "tests" / "data" / "runs"
-#: A real quick run of the codec and link suites, json and protobuf (tests/README.md).
-CODEC_LINK = RUNS / "codec-link-v1"
-#: A codec-only run of the first agent: json and protobuf, profile seed.
-CORE = RUNS / "core-v1"
+CODEC_LINK = RUNS / "codec-link-v1"  # a real quick run of both suites (tests/README.md)
+CORE = RUNS / "core-v1"  # a codec-only run of the first agent, profile seed
 #: A user schema's profile as `evbench run --schema` names it: schema:FULL.NAME.
 LONG_PROFILE = "schema:com.example.vehicle.battery.v1.BatteryManagementSystemStatus"
 
@@ -72,15 +70,12 @@ def y_tick_labels(axis: Axes) -> list[tuple[float, str]]:
     ]
 
 
-def plain_number(text: str) -> float:
-    return float(text.replace("\N{MINUS SIGN}", "-").replace(",", ""))
-
-
 def assert_labelled_y_axis(axis: Axes) -> None:
     ticks = y_tick_labels(axis)
     assert len(ticks) >= 2, (axis.get_title(loc="left"), axis.get_ylim(), ticks)
     for position, text in ticks:  # each label says where its tick is (4 digits)
-        assert math.isclose(plain_number(text), position, rel_tol=5e-4), (text, position)
+        shown = float(text.replace("\N{MINUS SIGN}", "-").replace(",", ""))
+        assert math.isclose(shown, position, rel_tol=5e-4), (text, position)
 
 
 def samples(run: Path) -> list[dict]:
@@ -101,13 +96,9 @@ def bars(axis: Axes) -> list[Rectangle]:
     return [patch for patch in axis.patches if isinstance(patch, Rectangle)]
 
 
-# --- the send-lateness panel has y tick values ---------------------------------------
-
-
 def test_every_send_lateness_panel_labels_its_y_axis(codec_link) -> None:
-    # codec-link-v1's lateness runs from 0.16 µs to 76 ms: over five decades on a panel
-    # 1.5 inches high. matplotlib's LogLocator, given 1-2-5 subs, draws no tick at all
-    # once it must skip decades.
+    # codec-link-v1's lateness spans 0.16 µs to 76 ms, five decades on a 1.5 inch panel:
+    # matplotlib's LogLocator, given 1-2-5 subs, draws no tick once it must skip decades.
     panels = shown_axes(codec_link["lateness-time"])
     titles = [axis.get_title(loc="left") for axis in panels]
     assert titles == ["json periodic (6 phases)", "protobuf periodic (6 phases)"]
@@ -134,9 +125,6 @@ def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled() -> None:
         assert_labelled_y_axis(axis)
 
 
-# --- a codec's colour depends on its name alone ---------------------------------------
-
-
 def reordered(run: Path, tmp_path: Path, codecs: list[str]) -> RunContext:
     """The run with its spec naming `codecs` in that order, its samples reversed."""
     copy = tmp_path / f"{run.name}-{'-'.join(codecs)}"
@@ -152,9 +140,7 @@ def reordered(run: Path, tmp_path: Path, codecs: list[str]) -> RunContext:
 def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]:
     """Per plot, {codec: colour} as drawn: legends for bars and CDF, the size bars' faces,
     the dots of each over-time panel (titled by its codec)."""
-    drawn = {}
-    for name in ("codec-times", "codec-sizes"):
-        drawn[name] = legend_colours(figures[name])
+    drawn = {name: legend_colours(figures[name]) for name in ("codec-times", "codec-sizes")}
     drawn["rtt-cdf"] = {
         label.split(" ", 1)[0]: colour
         for label, colour in legend_colours(figures["rtt-cdf"]).items()
@@ -179,7 +165,7 @@ def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]
 
 
 def test_each_codec_keeps_its_colour_whatever_the_run_order(tmp_path) -> None:
-    # The third run named a codec more, first, which measured nothing here.
+    # the third names first a codec more, which measured nothing here
     orders = (["json", "protobuf"], ["protobuf", "json"], ["orjson", "protobuf", "json"])
     first, *others = (
         codec_colours_drawn(render(reordered(CODEC_LINK, tmp_path, o))) for o in orders
@@ -194,9 +180,8 @@ def test_each_codec_keeps_its_colour_whatever_the_run_order(tmp_path) -> None:
 
 
 def test_unknown_codecs_colours_are_stable_and_apart() -> None:
-    # A codec added later, an A/A copy, a user's own: a colour each, apart from each
-    # other in one plot, in whatever order named, and the same in another process
-    # (Python's str hash changes with PYTHONHASHSEED: it must not decide).
+    # A codec added later, an A/A copy, a user's own: a colour each, apart, in whatever
+    # order named, and the same in another process (whatever PYTHONHASHSEED).
     names = ["json", "json-aa", "zserio", "flatbuffers", "capnp", "my codec", "protobuf"]
     colours = plots.codec_colours(names)
     assert colours == plots.codec_colours(list(reversed(names)))
@@ -215,12 +200,8 @@ def test_unknown_codecs_colours_are_stable_and_apart() -> None:
         assert json.loads(done.stdout) == colours
 
 
-# --- nothing is cut at the figure's edge ----------------------------------------------
-
-
 def undrawn_tick_labels(figure: Figure) -> set[int]:
-    """The ids of tick labels whose tick lies outside its axis' view: matplotlib keeps
-    them but does not draw them."""
+    """The ids of tick labels outside their axis' view (kept by matplotlib, not drawn)."""
     undrawn = set()
     for axes in figure.axes:
         for axis, limits in ((axes.xaxis, axes.get_xlim()), (axes.yaxis, axes.get_ylim())):
@@ -235,17 +216,14 @@ def assert_nothing_cut(figure: Figure) -> None:
     """Every visible, non-empty text (tick labels, titles, axis labels, bar labels,
     legends, the figure's own labels) lies inside the figure's box once drawn."""
     figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    box = figure.bbox
-    undrawn = undrawn_tick_labels(figure)
+    renderer, box, undrawn = figure.canvas.get_renderer(), figure.bbox, undrawn_tick_labels(figure)
     outside = []
     for text in figure.findobj(Text):
         if not text.get_visible() or not text.get_text().strip() or id(text) in undrawn:
             continue
         extent = text.get_window_extent(renderer)
-        if not (box.x0 - 0.5 <= extent.x0 and extent.x1 <= box.x1 + 0.5) or not (
-            box.y0 - 0.5 <= extent.y0 and extent.y1 <= box.y1 + 0.5
-        ):
+        inside_x = box.x0 - 0.5 <= extent.x0 and extent.x1 <= box.x1 + 0.5
+        if not inside_x or not (box.y0 - 0.5 <= extent.y0 and extent.y1 <= box.y1 + 0.5):
             outside.append((text.get_text(), extent.bounds, box.bounds))
     assert not outside, outside
 
@@ -256,7 +234,7 @@ def test_a_user_schemas_profile_name_is_not_cut(plot: str) -> None:
     context.records[:] = [dict(r, profile=LONG_PROFILE) for r in context.records]
     figure = render(context)[plot]
     assert_nothing_cut(figure)
-    # The name is all there, in order, across the label's lines.
+    # the name is all there, in order, across the label's lines
     labels = [t.get_text() for t in shown_axes(figure)[0].get_xticklabels()]
     assert [label.replace("\n", "") for label in labels] == [LONG_PROFILE]
 
@@ -264,9 +242,6 @@ def test_a_user_schemas_profile_name_is_not_cut(plot: str) -> None:
 def test_no_plot_of_a_real_run_is_cut(codec_link) -> None:
     for figure in [*render(load_context(CORE)).values(), *codec_link.values()]:
         assert_nothing_cut(figure)
-
-
-# --- the size bars give the figure the text gives --------------------------------------
 
 
 def test_size_bars_are_the_mean_the_report_text_gives(codec_link, tmp_path) -> None:
@@ -294,8 +269,7 @@ def test_size_bars_are_the_mean_the_report_text_gives(codec_link, tmp_path) -> N
             mean = statistics.fmean(values[codec])
             assert math.isclose(bar.get_height(), mean, rel_tol=1e-12), (codec, metric)
             written = f"{mean:.1f} B"  # how the answer and the tables write a size
-            assert written in texts, (written, texts)
-            assert written in markdown, written  # the same figure in the report's text
+            assert written in texts and written in markdown, (written, texts)  # the text's
             centre = bar.get_x() + bar.get_width() / 2
             (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
             ends = sorted((whisker[0][1], whisker[1][1]))
@@ -305,8 +279,8 @@ def test_size_bars_are_the_mean_the_report_text_gives(codec_link, tmp_path) -> N
 def test_the_size_plot_names_the_zlib_level_the_run_recorded() -> None:
     # tests/data/runs/core-v1: both size_deflate records carry params.zlib_level 6.
     context = load_context(CORE)
-    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
-    assert "Deflated: zlib level 6. " in sizes.caption
+    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "Deflated: zlib level 6. " in caption
     context.records[:] = [dict(r, params={}) for r in context.records]  # a run without it
-    sizes = next(p for p in plots.plans(context) if p.name == "codec-sizes")
-    assert "zlib level" not in sizes.caption
+    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "zlib level" not in caption

@@ -18,14 +18,11 @@ from evbench_core.analysis import stats
 def test_summarize_fields_of_a_known_sample():
     values = [float(v) for v in range(1, 101)]  # 1..100
     summary = stats.summarize(values)
-    assert summary.n == 100
-    assert summary.mean == pytest.approx(50.5)
-    assert summary.median == pytest.approx(50.5)
+    assert summary.n == 100 and (summary.min, summary.max) == (1.0, 100.0)
+    assert summary.mean == pytest.approx(50.5) and summary.median == pytest.approx(50.5)
     assert summary.stdev == pytest.approx(statistics.stdev(values))
-    assert (summary.min, summary.max) == (1.0, 100.0)
     # Type 7 quantiles, as numpy's default.
-    assert summary.p90 == pytest.approx(90.1)
-    assert summary.p99 == pytest.approx(99.01)
+    assert summary.p90 == pytest.approx(90.1) and summary.p99 == pytest.approx(99.01)
     assert summary.ci95_low < 50.5 < summary.ci95_high
 
 
@@ -44,13 +41,11 @@ def test_too_small_constant_or_non_positive_samples():
 
 def test_median_interval_covers_the_true_median_of_a_skewed_distribution():
     rng = random.Random(7)
-    true_median = math.exp(0.0)  # lognormal(0, 1)
-    trials, covered = 400, 0
-    for _ in range(trials):
-        sample = [rng.lognormvariate(0.0, 1.0) for _ in range(30)]
-        summary = stats.summarize(sample)
-        covered += summary.ci95_low <= true_median <= summary.ci95_high
-    assert 0.92 <= covered / trials <= 0.995
+    covered = 0
+    for _ in range(400):
+        summary = stats.summarize([rng.lognormvariate(0.0, 1.0) for _ in range(30)])
+        covered += summary.ci95_low <= math.exp(0.0) <= summary.ci95_high  # lognormal(0, 1)
+    assert 0.92 <= covered / 400 <= 0.995
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -66,13 +61,13 @@ def test_mann_whitney_matches_scipy(seed):
 
 def test_ratio_interval_covers_the_true_ratio():
     rng = random.Random(11)
-    trials, covered = 300, 0
-    for _ in range(trials):
+    covered = 0
+    for _ in range(300):
         base = [rng.lognormvariate(0.0, 0.3) for _ in range(20)]
         cand = [1.5 * rng.lognormvariate(0.0, 0.3) for _ in range(20)]
         low, high = stats.ratio_ci(base, cand)
         covered += low <= 1.5 <= high
-    assert 0.92 <= covered / trials <= 0.99
+    assert 0.92 <= covered / 300 <= 0.99
 
 
 def test_holm_matches_the_textbook_procedure():
@@ -84,13 +79,9 @@ def test_holm_matches_the_textbook_procedure():
     assert stats.holm([0.03, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
 
 
-# --- exactness of the rank intervals, against independently counted null distributions ---
-#
-# The null distributions below are counted in the test by methods other than the
-# module's: Mann-Whitney U by the classic recursion on the largest observation
-# (Mann and Whitney 1947), Wilcoxon W+ by listing all 2^n sign patterns, the
-# binomial by exact fractions of math.comb. A rank shifted by one either way
-# breaks the coverage or the tightness assertions.
+# Exact rank intervals against null distributions counted here by other methods than the
+# module's: U by Mann and Whitney's recursion on the largest value, W+ by listing all 2^n
+# sign patterns, the binomial by math.comb. A rank off by one breaks coverage or tightness.
 
 
 @functools.cache
@@ -164,16 +155,14 @@ def test_moses_and_walsh_interval_ranks_are_exact_for_small_samples(n1):
 def test_moses_interval_at_5_and_10_matches_published_critical_values():
     # Two-sided 5 % critical values of U (reject when U <= c): 2 at 5/5, 23 at 10/10.
     # The interval drops the c + 1 smallest and largest differences: 0-based lo = c + 1 - 1.
-    assert stats.moses_ranks(5, 5) == (2, 22)
-    assert stats.moses_ranks(10, 10) == (23, 76)
+    assert (stats.moses_ranks(5, 5), stats.moses_ranks(10, 10)) == ((2, 22), (23, 76))
 
 
 @pytest.mark.parametrize("n1,n2", [(4, 4), (4, 5), (4, 6), (5, 5), (6, 6)])
 def test_ratio_interval_covers_exactly_as_promised_over_every_ordering(n1, n2):
     # End to end: every way the two samples can interleave is equally likely when the
     # true ratio is 1. Count the orderings whose interval contains 1.
-    total = n1 + n2
-    covered = 0
+    total, covered = n1 + n2, 0
     for positions in itertools.combinations(range(total), n1):
         baseline = [float(p + 1) for p in positions]
         candidate = [float(p + 1) for p in range(total) if p not in positions]
@@ -218,9 +207,8 @@ def test_best_exact_p_values_are_the_textbook_ones():
 
 def test_p_values_do_not_underflow_where_a_double_can_hold_them():
     # 1 - cdf(z) is exactly 0 from z ~ 8.3; the survival function is not.
-    assert stats.normal_two_sided_p(10.0) == pytest.approx(2 * scipy_stats.norm.sf(10.0))
-    assert stats.normal_two_sided_p(30.0) == pytest.approx(2 * scipy_stats.norm.sf(30.0))
-    assert stats.normal_two_sided_p(30.0) > 0
+    for z in (10.0, 30.0):
+        assert 0 < stats.normal_two_sided_p(z) == pytest.approx(2 * scipy_stats.norm.sf(z))
     # Two well-separated samples too large to count exactly: a tiny p, not 0.
     x = [float(i) for i in range(100)]
     y = [float(i) + 100.5 for i in range(100)]
@@ -233,8 +221,7 @@ def test_p_values_do_not_underflow_where_a_double_can_hold_them():
 
 @pytest.mark.parametrize("n", [*range(1, 130), 500, 999, 1000, 1001, 1500, 2047, 5000])
 def test_median_interval_ranks_against_a_direct_binomial_computation(n):
-    """The tightest ranks that cover the median at 95 %: at least 95 %, one rank narrower
-    falls short."""
+    """The tightest ranks covering the median at 95 %: one rank narrower falls short."""
     ranks = stats.median_ci_ranks(n)
     # r order statistics cut off each side: coverage 1 - 2 P(B <= r - 1), B ~ Bin(n, 1/2).
     # Exact integer arithmetic: 2 * sum_{i < r} C(n, i) <= 0.05 * 2^n.
@@ -246,10 +233,7 @@ def test_median_interval_ranks_against_a_direct_binomial_computation(n):
             best = r
         else:
             break
-    if best is None:
-        assert ranks is None
-    else:
-        assert ranks == (best - 1, n - best)
+    assert ranks == (None if best is None else (best - 1, n - best))
 
 
 def test_binomial_cdf_is_accurate_at_large_n():

@@ -1,6 +1,6 @@
-"""Output that reads and fits (issue 31; issue 44, item 13): three significant digits in a
-unit that fits; the terminal's width, never a word broken or a number split from its unit;
-wide tables split into column groups that repeat a row's names. Expected values by hand."""
+"""Output that reads and fits: three significant digits in a unit that fits; the terminal's
+width, never a word broken or a number split from its unit; wide tables split into column
+groups that repeat a row's names. Expected values by hand."""
 
 from __future__ import annotations
 
@@ -57,8 +57,7 @@ def _width_under_pty(columns: int, env: dict[str, str]) -> int:
 
 def test_the_width_is_the_terminals_with_columns_honoured_else_120():
     env = terminal_env()
-    assert _width_under_pty(80, env) == 80
-    assert _width_under_pty(100, env) == 100
+    assert (_width_under_pty(80, env), _width_under_pty(100, env)) == (80, 100)
     assert _width_under_pty(80, {**env, "COLUMNS": "72"}) == 72  # COLUMNS honoured
     for extra in ({}, {"COLUMNS": "72"}):  # not a terminal: today's 120, whatever COLUMNS
         piped = subprocess.run(
@@ -77,8 +76,7 @@ def test_wrapping_keeps_a_number_with_its_unit_and_words_whole():
     long_word = "x" * 90
     assert glance.wrap(f"see {long_word} here", 80) == ["see", long_word, "here"]
     # a '- ' item's next lines stay under its text
-    item = "- " + "word " * 20
-    lines = glance.wrap(item, 40)
+    lines = glance.wrap("- " + "word " * 20, 40)
     assert all(len(line) <= 40 for line in lines)
     assert all(line.startswith("  word") for line in lines[1:])
 
@@ -231,7 +229,7 @@ def test_values_read_in_a_unit_that_fits(value, unit, metric, expected):
 def test_an_interval_shares_the_medians_unit():
     # 57.14 µs [52.3, 58.5]: the bounds in the median's unit, not repeated.
     assert format_median_ci(57.14e-6, 52.3e-6, 58.5e-6, "s") == "57.1 µs [52.3, 58.5]"
-    # A bound in another decade keeps its own unit (999 µs against 1.2 ms).
+    # a bound in another decade keeps its own unit (999 µs against 1.2 ms)
     assert format_median_ci(1.1e-3, 0.999e-3, 1.2e-3, "s") == "1.1 ms [999 µs, 1.2]"
     assert format_median_ci(1.1e-3, None, None, "s") == "1.1 ms"
 

@@ -6,6 +6,7 @@ counts as other processes' CPU while the run's own children do not."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -21,14 +22,13 @@ from evbench_core import comparison
 from evbench_core.analysis import contention as bounds
 from evbench_core.results import SampleSet
 
+LinkSet = functools.partial(SampleSet, "link", "seed")
 SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 
 
 def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict:
     manifest = {"spec": {"codecs": codecs}, "platform": {"protobuf_backend": backend}}
-    if arms is not None:
-        manifest["arms"] = arms
-    return manifest
+    return manifest if arms is None else manifest | {"arms": arms}
 
 
 def test_compiled_backends_and_runs_without_protobuf_get_no_warning_and_arms_count():
@@ -59,11 +59,8 @@ def test_a_debug_python_and_an_unoptimised_native_harness_are_named():
 def test_the_last_optimisation_flag_counts_as_the_compiler_reads_it():
     # gcc(1): "If you use multiple -O options, ... the last such option is the one that
     # is effective"; -O alone is -O1; -Og optimises for debugging only.
-    assert unrepresentative.optimised("-O2 -g")
-    assert unrepresentative.optimised("-O")
-    assert not unrepresentative.optimised("-O2 -O0")
-    assert not unrepresentative.optimised("-Og")
-    assert not unrepresentative.optimised("")
+    flags = ("-O2 -g", "-O", "-O2 -O0", "-Og", "")
+    assert [unrepresentative.optimised(f) for f in flags] == [True, True, False, False, False]
 
 
 def test_a_throttled_phase_is_named_with_its_reasons():
@@ -86,9 +83,8 @@ def test_figures_by_hand():
     before = Snapshot(t_ns=0, busy_s=10.0, steal_s=1.0, own_s=5.0, frequency_hz=1.0e9)
     after = Snapshot(t_ns=2_000_000_000, busy_s=13.0, steal_s=1.2, own_s=6.2, frequency_hz=0.8e9)
     found = contention.figures(before, after)
-    cpus = os.cpu_count() or 1
     assert found[bounds.OTHERS_CPU] == pytest.approx(90.0)
-    assert found[bounds.STEAL] == pytest.approx(100 * 0.2 / (2 * cpus))
+    assert found[bounds.STEAL] == pytest.approx(100 * 0.2 / (2 * (os.cpu_count() or 1)))
     assert found[bounds.FREQUENCY_CHANGE] == pytest.approx(20.0)
 
 
@@ -110,10 +106,9 @@ def test_the_runs_own_children_are_not_other_processes():
 
 
 def test_a_hog_outside_the_run_is_other_processes_cpu():
-    """A spinner detached from this process (re-parented: not a descendant) is someone
-    else's: the others' CPU over the window is at least the CPU time it used. It spins
-    once its stdin ends, after the window opened: spinning from its start, it could use
-    its whole 0.4 s before the first look on a loaded machine."""
+    """A spinner re-parented away (not a descendant) is someone else's: the others' CPU over
+    the window is at least what it used. It spins once its stdin ends, after the window
+    opened (spinning from its start, a loaded machine could see it all before the window)."""
     hog_code = "import sys\nsys.stdin.read()\n" + SPIN.format(seconds=0.4)
     launcher = subprocess.Popen(
         [sys.executable, "-c",
@@ -148,25 +143,17 @@ def test_a_hog_outside_the_run_is_other_processes_cpu():
 
 
 def test_rows_measured_on_a_busy_machine_are_counted_per_pair():
-    """Two phase pairs; in pair 1 the protobuf phase ran beside others' 50 % of a core:
-    the pair is busy (the busier phase decides), so the RTT row has 1 busy replicate of
-    2, and the capacity row (another phase kind, never busy) none."""
+    """In pair 1 of 2 protobuf's phase ran beside others' 50 % of a core: the pair is busy
+    (the busier phase decides), so the RTT row has 1 busy replicate of 2, capacity none."""
     periodic, capacity = {"phase": "periodic"}, {"phase": "capacity"}
     sets = []
     for phase in range(2):
         for codec in ("json", "protobuf"):
-            sets.append(SampleSet("link", "seed", codec, "rtt", "s", periodic, [1e-4], phase))
-            sets.append(
-                SampleSet("link", "seed", codec, "capacity_msgs", "messages/s", capacity,
-                          [1e3], phase)
-            )  # fmt: skip
+            sets.append(LinkSet(codec, "rtt", "s", periodic, [1e-4], phase))
+            sets.append(LinkSet(codec, "capacity_msgs", "messages/s", capacity, [1e3], phase))
             others = 50.0 if (phase, codec) == (1, "protobuf") else 5.0
-            for params in (periodic, capacity):
-                value = others if params is periodic else 5.0
-                sets.append(
-                    SampleSet("link", "seed", codec, bounds.OTHERS_CPU, "percent", params,
-                              [value], phase)
-                )  # fmt: skip
+            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", periodic, [others], phase))
+            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", capacity, [5.0], phase))
     result = comparison.compare(sets, "json", "protobuf")
     by_metric = {row.identity.metric: row for row in result.rows}
     assert by_metric["rtt"].busy == 1

@@ -1,8 +1,6 @@
-"""Verdicts: a winner only when the difference is significant and large enough; every
-outcome on data whose answer is worked by hand, and the interval the verdict prints: the
-one at Holm's step for the row. Issue 42: margins in the product's terms, every word on
-hand-worked differences, a sequential run's looks, the one-line verdict against
-comparison.csv.
+"""Verdicts: a winner only when the difference is significant and large enough, each
+outcome and its printed interval (at Holm's step for the row) on hand-worked data; margins
+in the product's terms, a sequential run's looks, the one-line verdict.
 
 Hand-worked arithmetic: ten pairs whose log-ratios are c + s k, k = -5..-1, 1..5. Their
 55 Walsh averages (d_i + d_j) / 2 are symmetric about c; in units of the step s the
@@ -58,6 +56,10 @@ def _lognormal(rng: random.Random, scale: float, n: int = 40) -> list[float]:
     return [scale * rng.lognormvariate(0.0, 0.05) for _ in range(n)]
 
 
+def _independent(label: str, base: list[float], cand: list[float]) -> v.Independent:
+    return v.Independent(label, v.LOWER_IS_BETTER, base, cand)
+
+
 @pytest.mark.parametrize(
     ("centre", "step", "winner", "p", "low", "high"),
     [
@@ -110,12 +112,10 @@ def test_the_interval_is_taken_at_holms_step_for_the_row():
     # the 97.5 % interval, c -/+ 3.5 steps; the null row (p = 1, not rejected) the
     # level of the step where Holm stopped, 1 - 0.05 / 1.
     effect, null = v.decide_family([pairs(math.log(1.10), 0.001), pairs(0.0, 0.01)])
-    assert effect.interval_level == pytest.approx(0.975)
+    assert effect.interval_level == pytest.approx(0.975) and effect.winner == v.BASELINE
     assert effect.ratio_low == pytest.approx(1.10 * math.exp(-0.0035))
     assert effect.ratio_high == pytest.approx(1.10 * math.exp(0.0035))
-    assert effect.winner == v.BASELINE
-    assert null.interval_level == pytest.approx(0.95)
-    assert null.winner == v.UNDECIDED
+    assert null.interval_level == pytest.approx(0.95) and null.winner == v.UNDECIDED
     # Holm's levels by hand: p = 0.001, 0.04, 0.01, 0.3 (m = 4): sorted 0.001 (x4 = 0.004,
     # rejected, level 1 - 0.05/4), 0.01 (x3 = 0.03, rejected, 1 - 0.05/3), 0.04 (x2 = 0.08:
     # Holm stops here, 1 - 0.05/2), and 0.3 keeps the level where Holm stopped, 1 - 0.05/2.
@@ -129,8 +129,8 @@ def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
     base = [1.00, 1.02, 1.04, 1.06, 1.08, 1.10, 1.12, 1.14]
     cand = [1.091, 1.111, 1.131, 1.151, 1.171, 1.191, 1.211, 1.231]
     null = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
-    rows = [v.Independent("effect", v.LOWER_IS_BETTER, base, cand)]
-    rows += [v.Independent(f"null {i}", v.LOWER_IS_BETTER, null, null[::-1]) for i in range(19)]
+    rows = [_independent("effect", base, cand)]
+    rows += [_independent(f"null {i}", null, null[::-1]) for i in range(19)]
     effect = v.decide_family(rows)[0]
     alone = v.decide_family(rows[:1])[0]
     assert alone.winner == v.BASELINE  # a winner on its own ...
@@ -146,11 +146,9 @@ def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
 
 @pytest.mark.parametrize("seed", range(40))
 def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
-    """Random families of paired and independent rows, some with effects, some
-    with ties among the values: whenever a row's adjusted p is >= 0.05 its printed
-    interval holds 1; whenever Holm rejects it, a named winner's interval leaves 1
-    out; % Diff lies inside the interval (so they never differ in sign); Holm never
-    lowers a p."""
+    """Random families, paired and independent, with effects and ties: an interval beside
+    p (Holm) >= 0.05 holds 1, a named winner's leaves it out, % Diff lies inside it (the
+    same sign), and Holm never lowers a p."""
     rng = random.Random(seed)
     rows: list[v.Paired | v.Independent] = []
     for index in range(rng.randint(1, 12)):
@@ -164,7 +162,7 @@ def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
         else:
             base = [math.exp(rng.gauss(0, 0.05)) for _ in range(n)]
             cand = [math.exp(effect + rng.gauss(0, 0.05)) for _ in range(rng.randint(4, 25))]
-            rows.append(v.Independent(f"i{index}", v.LOWER_IS_BETTER, base, cand))
+            rows.append(_independent(f"i{index}", base, cand))
     for verdict in v.decide_family(rows):
         assert verdict.p_holm >= verdict.p_value
         if verdict.ratio_low is None:
@@ -180,10 +178,9 @@ def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
 
 def test_a_clearly_slower_candidate_loses_a_faster_one_wins_and_higher_is_better_flips_it():
     rng = random.Random(1)
-    base = _lognormal(rng, 1.0)
-    slow, fast = _lognormal(rng, 1.5), _lognormal(rng, 0.5)
-    rows = [v.Independent("slow", v.LOWER_IS_BETTER, base, slow)]
-    slower, faster = v.decide_family([*rows, v.Independent("fast", v.LOWER_IS_BETTER, base, fast)])
+    base, slow, fast = _lognormal(rng, 1.0), _lognormal(rng, 1.5), _lognormal(rng, 0.5)
+    rows = [_independent("slow", base, slow), _independent("fast", base, fast)]
+    slower, faster = v.decide_family(rows)
     assert slower.winner == "baseline" and slower.pct_diff == pytest.approx(50, abs=8)
     assert faster.winner == "candidate" and faster.p_holm < 0.05
     ratios = [math.log(1.10) + e for e in SPREAD]
@@ -195,23 +192,17 @@ def test_a_clearly_slower_candidate_loses_a_faster_one_wins_and_higher_is_better
     assert v.decide_family([twice])[0].winner == "candidate"
 
 
-def test_a_significant_but_tiny_difference_is_negligible():
+def test_a_tiny_difference_is_negligible_and_the_same_distribution_names_no_winner():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
-    (verdict,) = v.decide_family([v.Independent("tiny", v.LOWER_IS_BETTER, base, cand)])
-    assert verdict.p_holm < 1e-6
-    assert verdict.winner == v.NEGLIGIBLE
+    (verdict,) = v.decide_family([_independent("tiny", base, cand)])
+    assert verdict.p_holm < 1e-6 and verdict.winner == v.NEGLIGIBLE
     assert 0.98 <= verdict.ratio_low < verdict.ratio_high <= 1.02
-
-
-def test_the_same_distribution_names_no_winner_and_every_interval_holds_one():
     rng = random.Random(4)
     same = [_lognormal(rng, 1.0) for _ in range(20)]
-    found = v.decide_family(
-        [v.Independent(f"same {i}", v.LOWER_IS_BETTER, same[2 * i], same[2 * i + 1])
-         for i in range(10)]
-    )  # fmt: skip
+    rows = [_independent(f"same {i}", same[2 * i], same[2 * i + 1]) for i in range(10)]
+    found = v.decide_family(rows)
     assert {verdict.winner for verdict in found} <= {v.EQUAL, v.UNDECIDED}
     assert all(f.ratio_low <= 1 <= f.ratio_high for f in found if f.p_holm >= 0.05)
 
@@ -221,10 +212,8 @@ def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
     (probe,) = v.decide_family([_paired("probe", noise)])
     mde = probe.min_detectable
     assert 0.02 < mde < 0.03  # 2 % minimum effect plus half the interval's width
-    just_above = math.log1p(mde) * 1.02
-    just_below = math.log1p(mde) * 0.98
-    (above,) = v.decide_family([_paired("above", [just_above + e for e in noise])])
-    (below,) = v.decide_family([_paired("below", [just_below + e for e in noise])])
+    (above,) = v.decide_family([_paired("above", [math.log1p(mde) * 1.02 + e for e in noise])])
+    (below,) = v.decide_family([_paired("below", [math.log1p(mde) * 0.98 + e for e in noise])])
     assert above.winner == v.BASELINE
     assert below.winner == v.UNDECIDED and below.p_value == pytest.approx(2 / 1024)
 
@@ -241,18 +230,16 @@ def _aa_process_logs(rng: random.Random, processes: int, values: int) -> tuple[l
 
 
 def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
-    # Known answer: identical arms. Counting values (10 x 10 as n = 100) names winners
-    # often (the 10 % process offsets look like a codec difference); counting processes
-    # keeps false winners at the test's level (<= 5 % expected; 11 or more of 100 would
-    # have probability 0.011 under Binomial(100, 0.05)).
+    # Identical arms. Counting values (10 x 10 as n = 100) names winners often (the 10 %
+    # process offsets look like a codec difference); counting processes keeps false winners
+    # at the level (11 or more of 100 have probability 0.011 under Binomial(100, 0.05)).
     pooled_winners = paired_winners = 0
     for seed in range(100):
         rng = random.Random(seed)
         base, cand = _aa_process_logs(rng, processes=10, values=10)
         flat_b = [value for values in base for value in values]
         flat_c = [value for values in cand for value in values]
-        # every value as if independent: what the old pooled comparison did
-        (pooled,) = v.decide_family([v.Independent("aa", v.LOWER_IS_BETTER, flat_b, flat_c)])
+        (pooled,) = v.decide_family([_independent("aa", flat_b, flat_c)])  # every value alone
         pooled_winners += pooled.significant
         ratios = [
             statistics.median(math.log(c) - math.log(b) for b, c in zip(bs, cs, strict=True))
@@ -268,9 +255,8 @@ def test_unknown_direction_is_refused_and_every_verdict_names_its_method():
     with pytest.raises(ValueError):
         v.decide_family([_paired("x", SPREAD, better="sideways")])
     (paired,) = v.decide_family([_paired("x", SPREAD)])
-    (independent,) = v.decide_family([v.Independent("y", v.LOWER_IS_BETTER, [1.0] * 3, [2.0] * 3)])
-    assert paired.method == v.PAIRED_METHOD
-    assert independent.method == v.INDEPENDENT_METHOD
+    (independent,) = v.decide_family([_independent("y", [1.0] * 3, [2.0] * 3)])
+    assert (paired.method, independent.method) == (v.PAIRED_METHOD, v.INDEPENDENT_METHOD)
 
 
 def test_margins_parse_and_resolve_in_the_products_terms():
@@ -284,9 +270,9 @@ def test_margins_parse_and_resolve_in_the_products_terms():
     assert margins.resolve("rtt_transport", {"phase": "capacity"}).scale == margins.RATIO
     chosen = margins.parse(["jitter=0.2ms"])
     assert margins.resolve("jitter_stdev", PERIOD_20HZ, chosen).half_width == pytest.approx(2e-4)
-    for bad in (["jitter"], ["jitter=fast"], ["nothing=5%"], ["rtt=5%core"], ["rtt=0us"]):
+    for bad in ("jitter", "jitter=fast", "nothing=5%", "rtt=5%core", "rtt=0us"):
         with pytest.raises(UserError):
-            margins.parse(bad)
+            margins.parse([bad])
 
 
 def _differences(first: float, step: float) -> v.Paired:
@@ -346,10 +332,9 @@ def test_a_sequential_run_decides_at_the_look_that_can_and_spends_its_alpha():
 
 
 def test_a_row_keeps_the_verdict_of_the_look_that_decided_it():
-    first, last = 0.04, 0.01
     decided = _link_rtt(1, 10, 0, 200e-6)
     later = _link_rtt(2, 40, 0, -200e-6)  # the other way: a later look must not undo it
-    both = comparison.compare_looks(decided + later, "json", "protobuf", [first, last])
+    both = comparison.compare_looks(decided + later, "json", "protobuf", [0.04, 0.01])
     (row,) = [r for r in both.rows if r.verdict]
     assert row.outcome == v.BASELINE and row.verdict.look == 1 and row.n == 10
 
@@ -377,8 +362,7 @@ def test_the_one_line_verdict_says_what_comparison_csv_says(found):
 
 
 def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(found):
-    """A line that names a leader says how many rows are still open before anything else
-    it could say (the seed's line at 100 columns kept its bus fit and dropped it)."""
+    """A line naming a leader says how many rows are still open before anything else."""
     (bare,) = verdict_line.lines(found)
     count = re.search(r"; (\d+) undecided$", bare)
     assert count and int(count[1]) >= 1, bare
@@ -398,8 +382,7 @@ def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(fo
 
 
 def test_the_report_and_compare_open_on_the_one_line_verdict(found, tmp_path):
-    """Where the line stands (its words are checked above): report.md's answer and
-    `evbench compare` say it first, before anything else of the run."""
+    """report.md's answer and `evbench compare` say the line first."""
     run = tmp_path / "run"
     shutil.copytree(RUN, run)  # the report is written into it
     (line,) = verdict_line.lines(found)
