@@ -2,11 +2,9 @@
 
     host pty (socat) <-tcp-> LineSimulator <-tcp-> board pty (socat) <- agetty, login, bash
 
-LineSimulator carries the bytes at 115200 baud (a pty moves them at memory speed) and
-breaks the line on demand: mute, garbled, silent after N bytes, frames of chosen kinds
-spoiled, kernel-style lines put at random bytes as printk on a UART console does.
-KernelNoise writes such lines into the board end at random moments. agetty exits after
-each logout, so it is restarted as systemd would.
+LineSimulator paces the bytes at 115200 baud and breaks the line on demand (mute, garbled,
+silent after N bytes, chosen frames spoiled, kernel lines put in at random bytes);
+KernelNoise writes kernel lines into the board end. agetty is restarted after each logout.
 """
 
 from __future__ import annotations
@@ -48,12 +46,10 @@ class LineSimulator:
         self.spoil_marker: bytes | tuple[bytes, ...] = b" D "
         self._spoil_next = False
         self.spoiled = 0
-        # A kernel console writes at any byte, also in the middle of a line
-        # that userspace is printing: one line every `noise_every` bytes or so.
+        #: A kernel line put in at any byte, about one every `noise_every` bytes.
         self.noise_every: int | None = None
         self.noise_injected = 0
-        #: (marker, line): `line` put right after the next `marker` (a kernel line that
-        #: comes just after the shell's prompt, so a read takes both at once).
+        #: (marker, line): `line` put right after the next `marker` (e.g. after the prompt).
         self.line_after: tuple[bytes, bytes] | None = None
         self._tail = b""
         self._random = random.Random(2217)
@@ -84,9 +80,7 @@ class LineSimulator:
         if self.silent_after is not None:
             data = data[: self.silent_after]
             self.silent_after -= len(data)
-        if self.garble:
-            # What a receiver at the wrong baud rate sees: other bytes, mostly
-            # unprintable (a pty has no baud rate, so the line makes them).
+        if self.garble:  # what a receiver at the wrong baud rate sees: mostly unprintable
             data = bytes((byte * 7 + 131) & 0xFF | 0x80 for byte in data)
         if self.noise_every and self._random.random() < len(data) / self.noise_every:
             at = self._random.randrange(len(data) + 1)
@@ -102,8 +96,7 @@ class LineSimulator:
         return self._spoiled(data)
 
     def _put_line_after(self, data: bytes, marker: bytes, line: bytes) -> bytes:
-        """`data` with `line` after the marker's end, also when the marker began in the
-        piece before (the last piece's tail is kept for that)."""
+        """`data` with `line` after the marker, also one begun in the last piece (its tail)."""
         seen = self._tail + data
         where = seen.find(marker)
         self._tail = seen[-(len(marker) - 1) :] if len(marker) > 1 else b""
@@ -145,9 +138,8 @@ class LineSimulator:
             if not data:
                 return
             now = time.monotonic()
-            # Bytes that were already waiting follow the previous ones at the line's rate,
-            # so a late wake-up (a loaded machine) is caught up and the rate stays the
-            # baud's; after an idle line they start now.
+            # Bytes already waiting follow the previous ones at the baud rate (a late
+            # wake-up is caught up); after an idle line they start now.
             if now - asked > IDLE_S:
                 next_time = max(next_time, now)
             next_time += len(data) / self.bytes_per_second
@@ -164,8 +156,7 @@ class LineSimulator:
     def stop(self) -> None:
         self._stop.set()
         for connection in self._sockets:
-            # A peer that went away already (a killed exporter's ser2net) leaves it unconnected.
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # a peer already gone (a killed ser2net)
                 connection.shutdown(socket.SHUT_RDWR)
         for thread in self._threads:
             thread.join(timeout=5)
@@ -198,8 +189,7 @@ class KernelNoise:
     def _line(self) -> bytes:
         stamp = time.monotonic() % 100000
         text = f"[{stamp:12.6f}] {self.random.choice(self.MESSAGES)}"
-        # Like printk on a console: sometimes mid-line, with no newline before it.
-        lead = "" if self.random.random() < 0.5 else "\r\n"
+        lead = "" if self.random.random() < 0.5 else "\r\n"  # like printk: sometimes mid-line
         return f"{lead}{text}\r\n".encode()
 
     def _run(self) -> None:
@@ -215,8 +205,7 @@ class KernelNoise:
                 time.sleep(self.random.random() * 0.01)
                 os.write(descriptor, line[half:])
                 self.written += 1
-            except OSError:
-                # agetty's vhangup() cuts every open descriptor: open it again.
+            except OSError:  # agetty's vhangup() cuts every open descriptor: open it again
                 if descriptor is not None:
                     os.close(descriptor)
                 descriptor = None
@@ -273,9 +262,8 @@ class ConsoleRig:
                 raise RuntimeError("socat did not create the pty pair within 10 s")
             time.sleep(0.05)
         self.board_device = os.path.realpath(self.board_link)
-        # A pty's master reads EIO while no one holds its other end, and socat
-        # takes that for the end of the line: keep the host end open, as a
-        # USB serial adapter stays present whether or not a program has it open.
+        # A pty's master reads EIO (the end of the line for socat) while no one holds its
+        # other end: keep the host end open, as a USB serial adapter stays present.
         self._hold = os.open(self.host_link, os.O_RDWR | os.O_NOCTTY)
         self._agetty = agetty
         self._stop = threading.Event()
@@ -291,8 +279,8 @@ class ConsoleRig:
         return f"serial://{self.host_link}"
 
     def _keep_getty(self) -> None:
-        # agetty takes the port relative to /dev; its own session, so the
-        # line becomes the shell's controlling terminal (job control, Ctrl-C).
+        # agetty takes the port relative to /dev; its own session makes the line the
+        # shell's controlling terminal (job control, Ctrl-C).
         port = self.board_device.removeprefix("/dev/")
         failed_spawns = 0
         while not self._stop.is_set():
@@ -301,9 +289,7 @@ class ConsoleRig:
                     [self._agetty, "-L", "--noclear", port, str(BAUD), "vt100"],
                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
-            except OSError:
-                # init respawns a getty whose start failed; one exec failed with EFAULT
-                # in a loaded CI run and the line had no getty for the rest of the test.
+            except OSError:  # init respawns a getty whose start failed (an EFAULT exec)
                 failed_spawns += 1
                 if failed_spawns > GETTY_SPAWN_TRIES:
                     raise
@@ -320,8 +306,7 @@ class ConsoleRig:
             self.noise.stop()
         getty = getattr(self, "_getty", None)
         if getty is not None and getty.poll() is None:
-            # agetty became login: SIGTERM makes login hang up its shell too.
-            os.killpg(getty.pid, signal.SIGTERM)
+            os.killpg(getty.pid, signal.SIGTERM)  # login hangs up its shell too
             try:
                 getty.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -343,12 +328,10 @@ class Ser2net:
             self.port = probe.getsockname()[1]
         config = directory / "ser2net.yaml"
         config.write_text(
-            "%YAML 1.1\n---\n"
-            "connection: &evbench\n"
+            "%YAML 1.1\n---\nconnection: &evbench\n"
             f"  accepter: telnet(rfc2217),tcp,127.0.0.1,{self.port}\n"
             f"  connector: serialdev,{device},115200n81,local\n"
-            "  options:\n"
-            "    kickolduser: true\n"
+            "  options:\n    kickolduser: true\n"
         )
         self.log = directory / "ser2net.log"
         with open(self.log, "wb") as log:
@@ -378,8 +361,8 @@ class Ser2net:
 
 
 def transcript_streams(path: Path) -> dict[str, bytes]:
-    """Each direction's bytes in a console transcript, reassembled from its records (one
-    read of the line each: where the reads split the bytes depends on timing)."""
+    """Each direction's bytes in a console transcript, joined from its records (where the
+    reads split them depends on timing)."""
     joined = {"<": b"", ">": b""}
     for line in path.read_text(encoding="ascii").splitlines():
         if line.startswith("#"):

@@ -1,17 +1,18 @@
-"""A real labgrid lab on loopback for the lab tests: coordinator (on 127.0.0.1 only, its
-places.yaml in a temporary directory), exporters (`--hostname 127.0.0.1`) and places.
-labgrid 26 lives in .venv-labgrid: its `pyserial-labgrid` would replace pyserial here.
-"""
+"""A real labgrid lab on loopback: coordinator, exporters and places. labgrid 26 lives in
+.venv-labgrid (its `pyserial-labgrid` would replace pyserial here)."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
+import psutil
 from conftest import require
 from sshd import free_port
 
@@ -28,8 +29,8 @@ def require_installed() -> None:
 
 
 class Lab:
-    """One coordinator, one exporter (named `exporter`, started with `exporter_options`
-    such as --isolated), places made with labgrid-client; labgrid required."""
+    """One coordinator, an exporter named `exporter` (with `exporter_options` such as
+    --isolated) and places made with labgrid-client; labgrid required."""
 
     def __init__(self, directory: Path, resources: str, exporter_options: tuple = ()) -> None:
         require_installed()
@@ -52,10 +53,7 @@ class Lab:
         self._wait_for_log(name, "Exporter ready")
 
     def kill_exporter(self, name: str) -> None:
-        """SIGKILL the exporter and what it started (ser2net), as a crashed exporter
-        host's service manager would leave it: nothing of it serves any more."""
-        import psutil
-
+        """SIGKILL the exporter and what it started (ser2net): nothing of it serves any more."""
         process = psutil.Process(self.exporters[name].pid)
         victims = [process, *process.children(recursive=True)]
         for victim in victims:
@@ -116,9 +114,7 @@ class Lab:
 
     def cancel_reservations_of(self, owner_suffix: str) -> list[str]:
         """Cancel, as the lab's administrator, the reservations whose owner ends with
-        `owner_suffix`; their tokens. A job killed after taking its place but before
-        cancelling its reservation leaves one, and the coordinator keeps the place for it
-        until a minute after the place is released."""
+        `owner_suffix` (a killed job leaves its own); their tokens."""
         found = re.findall(r"^Reservation '(\w+)':\n  owner: (\S+)$", self.reservations(), re.M)
         tokens = [token for token, owner in found if owner.endswith(owner_suffix)]
         for token in tokens:
@@ -164,15 +160,11 @@ def two_place_lab(sshd, directory: Path, switch: PowerSwitch) -> Lab:
 
 
 class PowerSwitch:
-    """A tiny HTTP power switch on loopback, as labgrid's `simplerest` model drives one:
-    GET /outlet/INDEX/VALUE switches, GET /outlet/INDEX answers the state. It records
-    every switching request in order; `on_switch(value)`, if given, is what the outlet
-    powers: it is called with "0" or "1" before the switch answers."""
+    """An HTTP power switch for labgrid's `simplerest` model: GET /outlet/INDEX/VALUE switches
+    (recorded in `seen`), every GET answers the state; `on_switch("0" or "1")`, if given,
+    is called before it answers."""
 
     def __init__(self, on_switch=None) -> None:
-        import http.server
-        import threading
-
         switch = self
         self.seen: list[str] = []
         self.state = "1"

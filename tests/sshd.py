@@ -1,6 +1,5 @@
-"""A real OpenSSH server on a free loopback port, with a throwaway host key and one
-authorized client key; the tests drop connections for real by killing the per-connection
-sshd processes."""
+"""A real OpenSSH server on a free loopback port with a throwaway host key and one authorized
+client key; a drop kills the per-connection sshd processes."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class Sshd:
         return f"{self.user}@127.0.0.1:{self.port}"
 
     def another(self, directory: Path) -> Sshd:
-        """Another server (another host: a jump host, a board of its own), started, that
-        this one's client key logs in to."""
+        """Another server (a jump host, a board of its own), started, for this client key."""
         other = Sshd(self.sshd, self.ssh_keygen, directory)
         key = "client_ed25519.pub"
         (other.directory / key).write_text((self.directory / key).read_text())
@@ -115,8 +113,7 @@ class Sshd:
         raise RuntimeError(f"sshd did not listen within {START_TIMEOUT} s: {self.log_text()}")
 
     def connection_processes(self) -> list[psutil.Process]:
-        """The sshd processes serving connections (the listener's sshd children); the
-        commands they run are left alone, to find out from the closed pipes as on a board."""
+        """The listener's sshd children (their commands find out from the closed pipes)."""
         if self.process is None:
             return []
         children = psutil.Process(self.process.pid).children(recursive=True)
@@ -136,9 +133,8 @@ class Sshd:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            # The listener is held first: between dropping the connections and its exit it
-            # would still accept one, whose sshd outlives it (a client that reconnects at
-            # once, as evbench does, got through and the board never went silent).
+            # Held first: before its exit it would still accept a reconnect, whose sshd
+            # outlives it (the board would never go silent).
             self.process.send_signal(signal.SIGSTOP)
             self.drop_connections()
             self.process.kill()
@@ -147,8 +143,7 @@ class Sshd:
 
 
 def _name(process: psutil.Process) -> str | None:
-    """The process's name, or None when it ended after it was listed (a connection
-    closing while the rig looks: seen in a fresh-clone run at teardown)."""
+    """The process's name, or None when it ended after it was listed."""
     try:
         return process.name()
     except psutil.NoSuchProcess:

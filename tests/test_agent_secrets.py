@@ -1,7 +1,6 @@
-"""Secrets stay out of children, and a killed agent leaves an honest partial run (issue
-16, item 6): real processes, their children's /proc/PID/environ read while they run.
-An agent started by hand with secrets in its environment passes none on; `evbench run
---board local` passes the board password to none either (the host strips it)."""
+"""Secrets stay out of children (their /proc/PID/environ read while they run), whether the
+agent is started by hand or by `evbench run --board local`; a killed agent leaves an honest
+partial run."""
 
 from __future__ import annotations
 
@@ -48,9 +47,8 @@ class Watch:
         for pid in [child for root in roots for child in descendants(root)]:
             raw = read_proc(pid, "cmdline")
             if raw in starters:
-                # Forked, not yet exec'd: the kernel still shows the parent's original
-                # block (its own /proc environ, which withholding cannot change); what the
-                # child is started with shows once it execs, and is looked at then.
+                # Forked, not yet exec'd: /proc still shows the parent's original environ,
+                # which withholding cannot change; it is looked at once it execs.
                 continue
             command = raw.replace(b"\0", b" ").decode()
             environ = read_proc(pid, "environ")
@@ -96,8 +94,7 @@ def run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
     return watch, stderr
 
 
-# The agent started by hand: five real runs (about 2 min on a loaded 2-core machine),
-# over the fast tier's share. The host's two tests below stay in the fast tier.
+# The agent started by hand: five real runs, too slow for the fast tier.
 @pytest.mark.slow
 def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(tmp_path):
     secrets = _secrets("codec")

@@ -1,8 +1,6 @@
 """diag and the console command through a real login shell on a serial line
-(tests/console_rig.py), directly and through ser2net; and the console's faults, each a
-one-line message with the transcript saved. The faults are real where they can be (a wrong
-password, a command that never returns, SIGTERM or SIGHUP); the line's (mute, garbled as at
-a wrong baud rate, silent) come from the rig's line: a pty has no baud rate and no cable."""
+(tests/console_rig.py), directly and through ser2net; each console fault is one line with
+the transcript saved. The line's faults (mute, garbled, silent) come from the rig."""
 
 from __future__ import annotations
 
@@ -50,8 +48,7 @@ def _check_report(out, text, board_url):
 def test_diag_over_serial_without_agent_asking_the_password_only_at_its_prompt(
     console_line, console_user, monkeypatch, tmp_path
 ):
-    # The user is the session's: a console test run before this one in the same worker
-    # (in any order, under xdist) may have deployed the agent; this test needs none.
+    # The session's user: an earlier test may have deployed the agent; this one needs none.
     shutil.rmtree(console_user.home / ".evbench" / "agent", ignore_errors=True)
     monkeypatch.delenv("EVBENCH_PASSWORD")
     url = f"{console_line.url}?user={console_user.name}"
@@ -81,8 +78,7 @@ def test_diag_over_serial_without_agent_asking_the_password_only_at_its_prompt(
 
 
 def test_diag_through_ser2net_rfc2217_with_agent(console_line, console_user, tmp_path, capsys):
-    # The agent where `evbench deploy` puts it; placed here as root to save the
-    # minute its upload takes at 115200 baud (test_log_secrets uploads it).
+    # Placed as root, not uploaded (a minute at 115200 baud: test_log_secrets does that).
     console_user.install_agent()
     server = Ser2net(require_command("ser2net"), str(console_line.host_link.resolve()), tmp_path)
     try:
@@ -100,15 +96,13 @@ def test_diag_through_ser2net_rfc2217_with_agent(console_line, console_user, tmp
 
 
 def test_diag_local_and_over_ssh_is_the_same_report(sshd, ssh_home, tmp_path, capsys):
-    # One report, written once against the Board protocol: this machine
-    # directly, then over a real sshd before and after the agent is deployed.
+    # One report for this machine, then over sshd before and after the agent is deployed.
     local = tmp_path / "local"
     assert evbench(["diag", "--board", "local", "--out", str(local)]) == 0
     capsys.readouterr()
     report = json.loads((local / "diag.json").read_text())
     assert report["codec_check"]["protobuf"]["round_trip"] is True
-    # Every codec's round trip holds; dbc's to its signals' resolution (not exact by design:
-    # an equality check called it DIFFERS on every machine with cantools).
+    # Every codec's round trip holds; dbc's to its signals' resolution (not exact by design).
     assert {name for name, c in report["codec_check"].items() if not c["round_trip"]} == set()
     assert [name for name, c in report["codec_check"].items() if not c["exact"]] == ["dbc"]
     url = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python=/usr/bin/python3"
@@ -183,9 +177,9 @@ def test_a_command_that_never_returns_then_a_line_silent_mid_transfer(
     assert any("# error: " in line and "went silent" in line for line in noted)
 
 
-# ser2net (RFC 2217) dies: every read and write after is a ConnectionLost, never a raw
-# BrokenPipeError: a read's timeout change is an RFC 2217 negotiation on the wire too.
-# The unclosed-socket warning is pyserial's: its close() skips a socket whose peer is gone.
+# ser2net dies: every read and write after is a ConnectionLost, never a raw BrokenPipeError
+# (a read's timeout change is an RFC 2217 negotiation too). The unclosed-socket warning is
+# pyserial's: its close() skips a socket whose peer is gone.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_reads_and_writes_after_ser2net_died_are_connection_lost(tmp_path):
     board_end, host_end = os.openpty()
@@ -220,8 +214,7 @@ def test_console_passes_keys_and_output_and_quits_on_ctrl_bracket(console_line, 
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        # Keys only once it is connected: typed earlier, they would all arrive
-        # at once, the quit key with them.
+        # Keys only once connected: typed earlier, the quit key would come with them.
         err = read_until(process.stderr.fileno(), b"Ctrl-] quits")
         process.stdin.write(b"\r")
         process.stdin.flush()

@@ -1,6 +1,6 @@
-"""Commands and files through a real login shell on a throttled serial line with kernel
-noise (tests/console_rig.py). The tests share one line and one login (8 s at 115200 baud):
-each sets the faults it needs and counts what it caused from the line's counters."""
+"""Commands and files through a real login shell on a throttled serial line with kernel noise
+(tests/console_rig.py). The tests share one line and login: each sets its faults and counts
+what they caused from the line's counters."""
 
 from __future__ import annotations
 
@@ -17,19 +17,15 @@ from evbench.boards.serial import SerialBoard, shell, transfer
 
 pytestmark = pytest.mark.integration
 
-#: The silence limit a spoiled end frame must not wait out: far beyond what a loaded
-#: machine adds to a request (6.1 s in a CI run, past the real 6 s limit).
+#: A silence limit far beyond what a loaded machine adds to a request (the real one is 6 s).
 LONG_SILENCE = 60.0
 
 
 @pytest.fixture
 def long_silence(line, monkeypatch):
-    """A silence limit no request here comes near, and no kernel line put inside what the
-    line carries: one can land inside the shell's 14-byte prompt (13 of the 4,000 gaps
-    between bytes that noise_every=4000 aims at) and break it, and a request then ends at
-    the silence limit, as shell.collect intends. Seen once in a fresh-clone CI run (60.15 s).
-    The tests using this fixture check the prompt's path; kernel lines written on the
-    board's terminal go on (a shell writes its prompt whole, so they cannot split it)."""
+    """LONG_SILENCE, and no kernel line put inside what the line carries: one inside the
+    prompt breaks it, and the request then ends at the silence limit, as intended. The
+    tests using this check the prompt's path; noise written on the board's terminal goes on."""
     monkeypatch.setattr(shell, "SILENCE", LONG_SILENCE)
     monkeypatch.setattr(transfer, "SILENCE", LONG_SILENCE)
     monkeypatch.setattr(line[0].line, "noise_every", None)
@@ -58,8 +54,7 @@ def spoil(rig: ConsoleRig, marker: bytes | tuple[bytes, ...], frames: int) -> in
     return rig.line.spoiled
 
 
-#: Awkward outputs: no final newline, marker-like and prompt-like text, wider
-#: than any terminal, not UTF-8, carriage returns and NULs, standard error.
+#: Awkward outputs: no final newline, marker- and prompt-like, wide, not UTF-8, NULs, stderr.
 AWKWARD = (
     "printf 'no final newline'",
     "printf '@@deadbeef R 0 0123456789ab\\n@@%s E\\n' 00000000",
@@ -94,8 +89,7 @@ def test_256_commands_return_exact_output_and_status(line, console_user):
 
 def test_files_both_ways_with_spoiled_frames_asked_for_again(line, tmp_path, long_silence):
     rig, board = line
-    # Ten chunks of 768 bytes and a short one: four upload lines of up to three chunks,
-    # each line sent while the board runs the one before.
+    # Ten chunks of 768 bytes and a short one: four upload lines of up to three chunks.
     payload = os.urandom(9 * 768 + 100) + b"\n@@00000000 E 000000000000\n"
     local = tmp_path / "payload.bin"
     local.write_bytes(payload)
@@ -118,8 +112,7 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(line, tmp_path, lon
     assert (acks_spoiled, ends_spoiled, rig.line.spoiled - first) == (2, 2, 5)
     # Each chunk whose acknowledgement was spoiled is sent again.
     assert resent >= 2
-    # A spoiled end frame is ended by the next line's frames or the shell's prompt:
-    # no waiting out the silence limit.
+    # A spoiled end frame is ended by the next line's frames or the prompt, not by silence.
     assert took < LONG_SILENCE / 2, took
     # The board's own sha256sum of both uploads is the payload's.
     digest = hashlib.sha256(payload).hexdigest()
@@ -142,8 +135,8 @@ def test_stream_and_stdin(line):
 
 
 def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line):
-    # The data and end frames spoiled, then both again in the answer to the first asking:
-    # that round brings no frame and ends at the silence limit (6 s); a second must follow.
+    # Data and end frames spoiled, then both again in the answer to the first asking, which
+    # ends at the silence limit (6 s) with no frame: a second asking must follow.
     rig, board = line
     spoiled, retried = spoil(rig, (b" D ", b" E "), 4), board.session.retried
     result = board.run(["sh", "-c", "seq 1 200; exit 3"], timeout=30)
@@ -158,9 +151,8 @@ def test_a_spoiled_end_frame_does_not_stall(line, long_silence, kernel_line_afte
     rig, board = line
     spoiled = spoil(rig, b" E ", 1)
     if kernel_line_after_the_prompt:
-        # A kernel line right behind the prompt, read with it: taking that line must not
-        # lose the prompt. It did (2 of about 20 fresh-clone runs waited out the silence
-        # limit, where a loaded host read the prompt late, with a noise line after it).
+        # A kernel line right behind the prompt, read with it: taking it must not lose the
+        # prompt (it did, and the request waited out the silence limit).
         rig.line.line_after = (board.session.prompt, b"\r\n[   12.5] usb 1-1: reset\r\n")
     started = time.monotonic()
     result = board.run(["sh", "-c", "echo end; exit 9"], timeout=2 * LONG_SILENCE)

@@ -1,6 +1,5 @@
-"""Console transcripts: raw bytes kept, private copies, and no password, however the board
-splits or echoes it (issue 16). The split property drives the real Transcript; the board
-is a fake console on a real TCP socket (socket://): no UART here echoes a password."""
+"""Console transcripts: raw bytes kept, private copies, and no password however the board
+splits or echoes it (a fake console on a real TCP socket echoes one)."""
 
 from __future__ import annotations
 
@@ -91,8 +90,7 @@ def test_records_keep_raw_bytes_redacted_and_every_copy_is_private(tmp_path):
 
 
 def test_a_transcript_removed_during_the_session_loses_only_its_copy(tmp_path, caplog):
-    # Another process cleaned ./results/console under a running session (seen when a docs
-    # test tidied results/ beside a labgrid run): the run must not end in an internal error.
+    # Another process cleaned ./results/console under a running session: no internal error.
     record = Transcript(tmp_path / "console" / "t.transcript", "socket://board:1")
     record.received(b"hello\r\n")
     (tmp_path / "console" / "t.transcript").unlink()
@@ -104,9 +102,8 @@ def test_a_transcript_removed_during_the_session_loses_only_its_copy(tmp_path, c
 
 
 class EchoingConsole:
-    """A fake login on a TCP socket that echoes the password one byte per segment, then
-    refuses it (a real UART may split the echo anywhere; a socket:// console server
-    forwards each byte as it comes)."""
+    """A fake login on a TCP socket that echoes the password one byte per segment (as a
+    UART may split it), then refuses it."""
 
     #: What it says to each line it gets: the wake-up's, then the user name's.
     PROMPTS = (b"\r\nfakeboard login: ", b"Password: ")

@@ -14,6 +14,7 @@ from evbench.boards.serial import frames
 from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.shell import estimate_seconds
 from evbench.boards.urls import scheme_of, schemes, transport_of
+from evbench.cli import evbench
 from evbench_core.errors import UserError
 
 
@@ -113,8 +114,6 @@ def test_transfer_estimate_at_115200_baud():
     ],
 )
 def test_a_missing_device_or_server_is_one_clear_error(url, hint, tmp_path, monkeypatch, capsys):
-    from evbench.cli import evbench
-
     monkeypatch.chdir(tmp_path)
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connecting is refused
@@ -124,9 +123,6 @@ def test_a_missing_device_or_server_is_one_clear_error(url, hint, tmp_path, monk
     assert lines[0].startswith(f"evbench: error: cannot open console {url}")
     assert lines[1].startswith(f"evbench: hint: {hint}")
     assert len(lines) == 2
-
-
-# -- untrusted input: what a board sends, and what a user types -------------------------
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,8 +1,5 @@
-"""Detached runs on the board (evbench_agent.run.detached): states, follow, seal, one run per id.
-
-The processes are real: a sleeping Python whose command line names the run directory
-stands in for the detached agent where a test needs a live or dead run.
-"""
+"""Detached runs on the board (evbench_agent.run.detached): states, follow, seal, one run per
+id. A real sleeping Python naming the run directory stands in for a live or dead agent."""
 
 from __future__ import annotations
 
@@ -74,8 +71,7 @@ def test_follow_sends_heartbeats_then_the_final_status(sleeper, monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(written, encoding="utf-8"))
 
     def end_after_a_heartbeat() -> None:
-        # The run ends once a heartbeat went out (or a minute passed without one), not
-        # after a fixed 1.5 s that a follow started late on a loaded machine could overrun.
+        # The run ends once a heartbeat went out (or a minute passed), not after a fixed time.
         deadline = time.monotonic() + 60
         while b"heartbeat" not in written.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -118,10 +114,8 @@ def test_launch_refuses_a_run_id_that_exists(tmp_path):
 
 
 def test_launch_names_what_it_cannot_create_as_a_users_error(tmp_path):
-    # The board's directory is the user's choice (dir=PATH): an OSError making the run's
-    # directory is theirs to fix, named, never an internal error. Root, the tests' user,
-    # passes every permission: a file in the way, and a name over the 255 bytes a file
-    # name may have, refuse instead.
+    # dir=PATH is the user's choice: an OSError making the run's directory is theirs to fix,
+    # named. Root passes every permission: a file in the way and a name too long refuse.
     in_the_way = tmp_path / "in-the-way"
     in_the_way.write_text("")
     too_long = tmp_path / "runs" / ("r" * 300)

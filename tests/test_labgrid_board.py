@@ -1,9 +1,6 @@
 """`--board labgrid://...` and `evbench lab run` against a real labgrid 26 coordinator and
-exporter on loopback: two places, each a NetworkService for tests/sshd.py's sshd, driven by
-the real labgrid-client of .venv-labgrid (each call takes seconds here: it connects anew).
-Another lab user is another LG_USERNAME (labgrid tells owners apart by HOST/USER). Every run
-verifies like any run; lab.json says what ran where; the lab page opens in Chromium.
-"""
+exporter on loopback (labgrid_rig.two_place_lab), driven by .venv-labgrid's labgrid-client.
+Another lab user is another LG_USERNAME; the lab page opens in Chromium."""
 
 from __future__ import annotations
 
@@ -39,11 +36,9 @@ def lab(sshd, tmp_path_factory):
     switch = labgrid_rig.PowerSwitch()
     try:
         lab = labgrid_rig.two_place_lab(sshd, tmp_path_factory.mktemp("lab"), switch)
-        try:
-            lab.switch = switch
-            yield lab
-        finally:
-            lab.stop()
+        lab.switch = switch
+        yield lab
+        lab.stop()
     finally:
         switch.stop()
 
@@ -63,15 +58,12 @@ def board_url(place: str, work: Path, **options: str) -> str:
 
 
 def evbench(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [EVBENCH, *argv], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
 
 
 @contextlib.contextmanager
 def running(*argv: str, **popen) -> Iterator[subprocess.Popen]:
-    """`evbench ARGV` started (its output piped unless `popen` says otherwise), and killed
-    if it still runs when the block ends."""
+    """`evbench ARGV` started (output piped unless `popen` says otherwise), killed at the end."""
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
     job = subprocess.Popen([EVBENCH, *argv], **popen)
     try:
@@ -90,8 +82,7 @@ def deploy(place: str, tmp_path: Path, *more: str) -> subprocess.CompletedProces
 
 
 def place_run(run_dir: Path, place: str) -> dict:
-    """The manifest of `run_dir`, asserted an ordinary complete run (every listed file's
-    checksum matches) on labgrid place `place`."""
+    """The manifest of `run_dir`, asserted a complete, verified run on labgrid place `place`."""
     assert (run_dir / results.COMPLETE).exists(), run_dir
     assert results.verify_checksums(run_dir) == []
     manifest = json.loads((run_dir / results.MANIFEST).read_text())
@@ -158,7 +149,8 @@ def test_a_place_the_user_holds_is_used_and_left_held(lab, tmp_path):
         assert lab.acquired_by("am62x-b").endswith("/nightly")  # still the user's
 
 
-def test_a_place_held_by_someone_else_times_out_with_exit_2(lab, tmp_path):
+def test_a_place_held_by_someone_else_times_out_or_is_used_once_released(lab, tmp_path):
+    url = board_url("am62x-b", tmp_path / "board")
     with held(lab, "am62x-b", "alice"):
         started = time.monotonic()
         done = deploy("am62x-b", tmp_path, "--place-timeout", "3")
@@ -168,17 +160,13 @@ def test_a_place_held_by_someone_else_times_out_with_exit_2(lab, tmp_path):
         assert time.monotonic() - started < 120
         assert lab.acquired_by("am62x-b").endswith("/alice")  # untouched
         assert "nightly" not in lab.reservations()  # evbench's reservation cancelled
-
-
-def test_a_held_place_is_waited_for_and_used_once_released(lab, tmp_path):
-    url = board_url("am62x-b", tmp_path / "board")
-    with held(lab, "am62x-b", "alice"), running("deploy", "--board", url) as job:
-        # evbench waits in a reservation: it is listed as waiting, under this job's owner.
-        waiting = lambda: "state: waiting" in lab.reservations()  # noqa: E731
-        wait_while_running(job, waiting, "evbench made no reservation", 180, 1)
-        assert "+evbench-" in lab.reservations()
-        lab.client("-p", "am62x-b", "release", user="alice")
-        _, err = job.communicate(timeout=RUN_TIMEOUT)
+        with running("deploy", "--board", url) as job:
+            # Without a timeout evbench waits in a reservation, under this job's owner.
+            waiting = lambda: "state: waiting" in lab.reservations()  # noqa: E731
+            wait_while_running(job, waiting, "evbench made no reservation", 180, 1)
+            assert "+evbench-" in lab.reservations()
+            lab.client("-p", "am62x-b", "release", user="alice")
+            _, err = job.communicate(timeout=RUN_TIMEOUT)
         assert job.returncode == 0, err
         assert "acquired place am62x-b" in err and "released place am62x-b" in err
         assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
@@ -195,14 +183,18 @@ def test_tags_matching_no_place_and_a_coordinator_not_running_are_named(lab):
     assert f"the labgrid coordinator at {nobody} is not reachable" in done.stderr
 
 
-def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab, tmp_path):
+def test_power_cycle_switches_off_then_on_through_labgrid_or_says_no_power(lab, tmp_path):
     lab.switch.seen.clear()
+    done = deploy("am62x-a", tmp_path, "--power-cycle")
+    assert done.returncode == 2, done.stderr
+    assert "place am62x-a has no power resource: --power-cycle cannot work there" in done.stderr
+    assert lab.switch.seen == []
+    assert lab.acquired_by("am62x-a") is None  # released after the refusal
     board = board_url("am62x-p", tmp_path / "board")
     done = evbench("-vv", "deploy", "--board", board, "--power-cycle")
     assert done.returncode == 0, done.stderr
     assert "power-cycling place am62x-p (NetworkPowerPort)" in done.stderr
-    # -vv: each labgrid-client call, by its command and place alone (never the
-    # reservation's token, which `acquire +TOKEN` and `cancel-reservation` carry).
+    # -vv: each labgrid-client call by its command and place alone (never the token).
     client = "[evbench.boards._labgrid_client]"
     calls = [line for line in done.stderr.splitlines() if client in line]
     shape = re.compile(
@@ -220,15 +212,6 @@ def test_power_cycle_switches_the_place_off_then_on_through_labgrid(lab, tmp_pat
     assert lab.acquired_by("am62x-p") is None
 
 
-def test_power_cycle_on_a_place_without_power_says_so(lab, tmp_path):
-    lab.switch.seen.clear()
-    done = deploy("am62x-a", tmp_path, "--power-cycle")
-    assert done.returncode == 2, done.stderr
-    assert "place am62x-a has no power resource: --power-cycle cannot work there" in done.stderr
-    assert lab.switch.seen == []
-    assert lab.acquired_by("am62x-a") is None  # released after the refusal
-
-
 #: How soon after the signal the place must be free again (the issue's bound).
 RELEASED_WITHIN_S = 10.0
 
@@ -239,9 +222,8 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
     slow = ["--suite", "codec", "--profile", "seed,ev-full,int,double", "--codecs", "json,protobuf"]
     out, log = tmp_path / "run", tmp_path / "evbench.err"
     argv = ["run", "--board", board_url("am62x-a", tmp_path / "board"), *slow, "--out", str(out)]
-    # When evbench says it released the place: after labgrid-client release returned, so
-    # an upper bound on the moment the coordinator freed it (a check from here, itself a
-    # labgrid-client call of seconds on a loaded machine, would add its own time).
+    # evbench's "released" line comes after labgrid-client release returned: an upper bound
+    # on the freeing (a labgrid-client check from here would add its own seconds).
     released = lambda: "released place am62x-a" in log.read_text(errors="replace")  # noqa: E731
     with log.open("w") as errors, running(*argv, stdout=subprocess.DEVNULL, stderr=errors) as job:
         # Acquired, and the agent measuring on the board: its samples file exists there.
@@ -266,8 +248,7 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
     assert summary["partial"] is True and summary["records"]
     assert json.loads((out / results.MANIFEST).read_text())["status"] == "interrupted"
     assert "PARTIAL run" in err
-    # Nothing of the run goes on on the board (the sshd board is this machine): its last
-    # act, the exit file that says it finished, comes just before its interpreter ends.
+    # Nothing of the run goes on on the board (this machine).
     (launch,) = (tmp_path / "board").glob("runs/*/launch.json")
     assert process_tree.ended(json.loads(launch.read_text())["pid"], 10)
 
@@ -297,19 +278,16 @@ def test_after_sigkill_the_next_call_names_the_dead_holder_and_how_to_free_it(la
     finally:
         if lab.acquired_by("am62x-b") is not None:
             lab.client("-p", "am62x-b", "release", "--kick", user="lab-admin")
-        # Killed between its acquire and cancelling its reservation (a window of one
-        # labgrid-client call, wider on a loaded machine), the job left that reservation:
-        # the next test's run on am62x-b would wait for it to expire (75 s, seen in CI).
+        # Killed between its acquire and cancelling its reservation, the job left that
+        # reservation: the next test on am62x-b would wait for it to expire (75 s).
         if killed is not None:
             lab.cancel_reservations_of(f"+evbench-{killed}")
     assert "Reservation" not in lab.reservations()
 
 
 def test_a_reservation_left_by_a_dead_job_is_named_with_the_command_that_ends_it(lab, tmp_path):
-    # A job killed between its reservation and its acquire (or before cancelling the
-    # reservation) leaves it, and the coordinator keeps the place for it. Made here as that
-    # job made it: labgrid-client reserve under the owner evbench gives a job, whose
-    # process has ended.
+    # The reservation a killed job leaves, made as it made it: under the owner evbench gives
+    # a job, whose process has ended.
     ended = subprocess.Popen(["true"])
     ended.wait()
     owner = f"{socket.gethostname()}/nightly+evbench-{ended.pid}"
@@ -334,8 +312,7 @@ def test_a_reservation_left_by_a_dead_job_is_named_with_the_command_that_ends_it
     assert "Reservation" not in lab.reservations()
 
 
-# `evbench lab run` on these places: a two-place matrix, a failing board and the next
-# night's comparison, a lab stopped by SIGTERM.
+# `evbench lab run` on these places.
 LAB_TIMEOUT = 1200
 
 
@@ -443,10 +420,7 @@ def test_sigterm_stops_the_lab_frees_the_place_and_finishes_lab_json(lab, tmp_pa
     )
     lab_dir = tmp_path / "lab"
 
-    def released() -> bool:
-        # The entry's own "released place" line, written once labgrid-client release
-        # returned: an upper bound on the freeing, where a labgrid-client check would add
-        # its own seconds on a loaded machine (the signal test above times it so too).
+    def released() -> bool:  # the entry's own "released place" line, as the test above times it
         logs = lab_dir.glob("logs/**/*.log")
         return any("released place am62x-a" in p.read_text(errors="replace") for p in logs)
 

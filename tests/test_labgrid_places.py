@@ -1,17 +1,13 @@
-"""Places beyond a plain exporter's, on one real labgrid 26 lab on loopback (one coordinator;
-place am62x-a a NetworkService for tests/sshd.py's sshd; each other place added with an
-exporter of its own by its module fixture, so a test starts only the parts it uses):
+"""Places beyond a plain exporter's on one real labgrid 26 lab on loopback (am62x-a a
+NetworkService for tests/sshd.py's sshd); each other place has its own exporter, added by
+its module fixture:
 
-- am62x-iso: behind an exporter started with `--isolated` (resources `proxy_required`, its
-  fqdn the proxy). A second loopback sshd plays that host, mapped to the proxy's name in
-  ~/.ssh/config; evbench jumps through it (paramiko direct-tcpip), its host key verified.
-- am62x-r: a board with its own sshd, powered by labgrid_rig.PowerSwitch (model
-  simplerest): off stops its sshd, on starts it. The agent's processes are this machine's,
-  so the run goes on and completes after the recovery (a real reboot ends it: the
-  detached-run tests cover that).
-- am62x-s: tests/console_rig.py's serial line (agetty, login, bash behind a 115200-baud
-  pty pair) exported as a RawSerialPort (its /dev/pts/N); clients see a NetworkSerialPort
-  that ser2net serves (RFC 2217) once acquired.
+- am62x-iso: behind an `--isolated` exporter; a second sshd plays its host (the proxy,
+  mapped in ~/.ssh/config), which evbench jumps through, its host key verified.
+- am62x-r: a board with its own sshd, powered by labgrid_rig.PowerSwitch: off stops its
+  sshd, on starts it (the agent's processes go on: the run completes after the recovery).
+- am62x-s: tests/console_rig.py's serial line exported as a RawSerialPort, which clients
+  see as a NetworkSerialPort served by ser2net (RFC 2217).
 """
 
 from __future__ import annotations
@@ -35,6 +31,10 @@ from test_labgrid_board import (
     wait_while_running,
 )
 
+from evbench.boards._labgrid_client import Resource
+from evbench.boards._ssh_jump import SshJump, parse_jump
+from evbench.boards.labgrid import LabgridBoard
+from evbench.boards.ssh import SshBoard
 from evbench_core import results
 from evbench_core.errors import UserError
 
@@ -104,7 +104,6 @@ def test_a_run_goes_through_the_exporter_host_whose_key_is_verified(
     assert f"unknown host key for [127.0.0.1]:{exporter_host.port}" in refused.stderr
     assert not (tmp_path / "board").exists()
     assert lab.acquired_by(ISOLATED) is None
-
     trust(ssh_home, exporter_host.host_key_line())
     logins_before = exporter_host.log_text().count("Accepted publickey")
     out = tmp_path / "run"
@@ -121,9 +120,6 @@ def test_a_run_goes_through_the_exporter_host_whose_key_is_verified(
 
 
 def _jumped_board(sshd, spec: str, tmp_path):
-    from evbench.boards._ssh_jump import SshJump
-    from evbench.boards.ssh import SshBoard
-
     url = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={BOARD_PYTHON}"
     return SshBoard(url, jump=SshJump(spec))
 
@@ -131,12 +127,8 @@ def _jumped_board(sshd, spec: str, tmp_path):
 def test_lg_proxy_names_the_jump_host_before_the_exporters_proxy(
     sshd, exporter_host, ssh_home, tmp_path, monkeypatch
 ):
-    # labgrid-client (which evbench runs with the same environment) reaches the
-    # coordinator through LG_PROXY with OpenSSH, which reads root's own ~/.ssh, not this
-    # test's HOME: so the choice is checked here, and the jump it names is real.
-    from evbench.boards._labgrid_client import Resource
-    from evbench.boards.labgrid import LabgridBoard
-
+    # Checked here, not through labgrid-client: with LG_PROXY it reaches the coordinator by
+    # OpenSSH, which reads root's ~/.ssh, not this test's HOME. The jump it names is real.
     def network_service(**params) -> Resource:
         path = "e/g/NetworkService/NetworkService"
         return Resource("NetworkService", path, "NetworkService", params, True, None)
@@ -151,19 +143,18 @@ def test_lg_proxy_names_the_jump_host_before_the_exporters_proxy(
     monkeypatch.setenv("LG_PROXY", spec)
     assert LabgridBoard._proxy_of(service) == spec
     assert LabgridBoard._proxy_of(plain) == spec  # LG_PROXY forces the jump
-
     trust(ssh_home, exporter_host.host_key_line())
     logins_before = exporter_host.log_text().count("Accepted publickey")
-    board = _jumped_board(sshd, spec, tmp_path)
-    try:
+    with _jumped_board(sshd, spec, tmp_path) as board:
         done = board.run(["echo", "through the jump"], timeout=30)
-    finally:
-        board.close()
     assert (done.returncode, done.stdout) == (0, b"through the jump\n")
     assert exporter_host.log_text().count("Accepted publickey") == logins_before + 1
 
 
-def test_a_changed_jump_host_key_is_refused(sshd, exporter_host, ssh_home, tmp_path):
+def test_a_bad_or_changed_jump_host_is_refused(sshd, exporter_host, ssh_home, tmp_path):
+    for spec in ("a b", "host:port", "ssh://host", "-oProxyCommand=x", ""):
+        with pytest.raises(UserError, match="bad SSH jump host"):
+            parse_jump(spec)  # refused before connecting
     other = ssh_home / "other_host_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     key_type, key_data = other.with_suffix(".pub").read_text().split()[:2]
@@ -172,14 +163,6 @@ def test_a_changed_jump_host_key_is_refused(sshd, exporter_host, ssh_home, tmp_p
         _jumped_board(sshd, f"127.0.0.1:{exporter_host.port}", tmp_path)
     changed = f"the host key of the jump host [127.0.0.1]:{exporter_host.port} has CHANGED"
     assert changed in str(refused.value)
-
-
-def test_a_bad_jump_host_is_refused_before_connecting():
-    from evbench.boards._ssh_jump import parse_jump
-
-    for spec in ("a b", "host:port", "ssh://host", "-oProxyCommand=x", ""):
-        with pytest.raises(UserError, match="bad SSH jump host"):
-            parse_jump(spec)
 
 
 @pytest.fixture(scope="module")
@@ -258,9 +241,7 @@ def serial(lab, tmp_path_factory):
 
 @pytest.fixture
 def lab_env(serial, ssh_home, console_user, monkeypatch, tmp_path):
-    # Console transcripts go to ./results/console: here, not the checkout's results/,
-    # which test_docs tidies on another worker.
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # console transcripts go to ./results/console: here
     serial.use(monkeypatch)
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     return serial

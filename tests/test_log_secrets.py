@@ -1,8 +1,6 @@
-"""`-vv` tells the protocol's detail and no secret: real `evbench -vv run` processes with the
-board password and a link token in the environment, over the loopback sshd (a password
-login) and the serial console rig (the agent deployed over the line, under a minute at
-115200 baud). Everything each leaves is read: output, the run's files, logs, transcripts,
-the board's copy."""
+"""`-vv` tells the protocol's detail and no secret: `evbench -vv run` with the board password
+and a link token in its environment, over the loopback sshd (a password login) and the
+serial console rig (the agent deployed over the line). Every file each leaves is read."""
 
 from __future__ import annotations
 
@@ -112,8 +110,7 @@ def test_quick_run_over_serial_brings_back_a_verified_run_and_no_secret(
     assert "@@" in (out / "console.transcript").read_text()
     assert console_line.noise.written > 0
     assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()
-    # Every file the run leaves, here (results, transcripts, logs) and on the board, holds
-    # neither secret: not in its bytes, not in a transcript's reassembled stream.
+    # No file the run leaves, here or on the board, holds a secret, nor a transcript's stream.
     assert assert_no_secret_in_files([tmp_path, console_user.home / ".evbench"], env) > 10
     transcripts = [*tmp_path.rglob("*.transcript")]
     assert len(transcripts) >= 2  # results/console/... and the copy beside the results

@@ -1,7 +1,5 @@
-"""The SSH transport against a real OpenSSH sshd on loopback: addresses, host keys, logins.
-
-The "board" is this machine, reached over ssh://USER@127.0.0.1:PORT.
-"""
+"""The SSH transport against a real OpenSSH sshd on loopback (the board is this machine):
+addresses, host keys, logins."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 from console_rig import typed_on_a_terminal
+from sshd import free_port
 
 from evbench.boards import ConnectionLost, open_board
 from evbench.boards._ssh_address import parse_address
@@ -31,18 +30,6 @@ EVBENCH = str(Path(sys.executable).parent / "evbench")
 
 def board_url(sshd, tmp_path: Path, user: str | None = None, python: str = BOARD_PYTHON) -> str:
     return f"ssh://{user or sshd.user}@127.0.0.1:{sshd.port}?dir={tmp_path}/board&python={python}"
-
-
-def test_addresses_are_parsed_or_refused(ssh_home):
-    address = parse_address("ssh://pi@[fe80::1]:2200?python=/opt/py/bin/python3&dir=/data/ev")
-    assert (address.hostname, address.port, address.user) == ("fe80::1", 2200, "pi")
-    assert (address.python, address.work_dir) == ("/opt/py/bin/python3", "/data/ev")
-    assert address.known_hosts_name == "[fe80::1]:2200"
-    assert parse_address("ssh://board").port == 22
-    with pytest.raises(UserError, match="unknown board option"):
-        parse_address("ssh://board?pyhton=/usr/bin/python3")
-    with pytest.raises(UserError, match="bad port"):
-        parse_address("ssh://board:99999")
 
 
 def test_commands_files_and_a_real_drop(sshd, ssh_home, tmp_path):
@@ -118,9 +105,16 @@ def test_unknown_host_key_refused_until_accepted_a_changed_one_always(
     assert known_hosts.read_text().split()[2] == key_data  # the trusted key is kept
 
 
-def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monkeypatch, capsys):
+def test_password_login_from_evbench_password_or_a_terminal_prompt(
+    sshd, ssh_home, console_user, monkeypatch, capsys
+):
     (ssh_home / ".ssh" / "id_ed25519").unlink()  # no key: the password is the way in
     url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
+    argv, answer = [EVBENCH, "deploy", "--board", url], console_user.password.encode() + b"\n"
+    status, screen = typed_on_a_terminal(require_command("setsid"), argv, b"password for", answer)
+    assert status == 0, screen.decode(errors="replace")
+    assert console_user.password.encode() not in screen  # not echoed, not printed
+    assert b"installed" in screen or b"up to date" in screen
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     assert evbench(["deploy", "--board", url]) == 0
     assert (console_user.home / ".evbench" / "agent" / "evbench-agent.pyz").is_file()
@@ -136,19 +130,7 @@ def test_password_login_from_evbench_password(sshd, ssh_home, console_user, monk
         assert secret not in captured.out + captured.err + sshd.log_text()
 
 
-def test_password_prompt_on_a_terminal_does_not_echo(sshd, ssh_home, console_user):
-    (ssh_home / ".ssh" / "id_ed25519").unlink()
-    url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?python={BOARD_PYTHON}"
-    argv, answer = [EVBENCH, "deploy", "--board", url], console_user.password.encode() + b"\n"
-    status, screen = typed_on_a_terminal(require_command("setsid"), argv, b"password for", answer)
-    assert status == 0, screen.decode(errors="replace")
-    assert console_user.password.encode() not in screen  # not echoed, not printed
-    assert b"installed" in screen or b"up to date" in screen
-
-
 def test_deploy_refused_names_its_cause_in_one_line(sshd, ssh_home, tmp_path, capsys):
-    from sshd import free_port
-
     bare = tmp_path / "bare-venv"  # a Python without protobuf, as on a minimal image
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     nowhere = f"ssh://root@127.0.0.1:{free_port()}?dir={tmp_path}"
@@ -171,13 +153,20 @@ def test_deploy_refused_names_its_cause_in_one_line(sshd, ssh_home, tmp_path, ca
     assert "refused the login" in capsys.readouterr().err
 
 
-def test_url_parts_are_used_as_written_or_refused(ssh_home):
+def test_addresses_are_parsed_as_written_or_refused(ssh_home):
+    address = parse_address("ssh://pi@[fe80::1]:2200?python=/opt/py/bin/python3&dir=/data/ev")
+    assert (address.hostname, address.port, address.user) == ("fe80::1", 2200, "pi")
+    assert (address.python, address.work_dir) == ("/opt/py/bin/python3", "/data/ev")
+    assert address.known_hosts_name == "[fe80::1]:2200"
+    assert parse_address("ssh://board").port == 22
     # RFC 3986: in a query `+` is a plus (a space only in HTML form data) and %XX a byte.
     address = parse_address("ssh://b?dir=/opt/c++/ev&python=/opt/my%20py/bin/python3")
     assert (address.work_dir, address.python) == ("/opt/c++/ev", "/opt/my py/bin/python3")
     assert parse_address("ssh://first.last%40corp@b").user == "first.last@corp"
     assert parse_address("ssh://b/").work_dir == ".evbench"  # a bare trailing slash is no path
     refused = [
+        ("ssh://board?pyhton=/usr/bin/python3", "unknown board option"),
+        ("ssh://board:99999", "bad port"),
         ("ssh://b:0", "bad port"),  # was taken as 22
         ("ssh://b:22/some/path", "has no path"),  # was ignored
         ("ssh://b?dir=/data/ev#runs", "has no #fragment"),  # cut the dir short
@@ -195,8 +184,8 @@ def test_url_parts_are_used_as_written_or_refused(ssh_home):
 def test_dir_under_the_home_is_the_login_users_home_on_the_board(
     sshd, ssh_home, console_user, monkeypatch, capsys
 ):
-    # docs/boards.md: dir defaults to ~/.evbench, the board's home; ~/PATH is there too.
-    # A password: sshd reads the test key list as the user, and it is in root's tmp.
+    # docs/boards.md: ~/PATH is in the board's home. A password: sshd reads the key list
+    # as the user, and it is in root's tmp.
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     name = f"evb-tilde-{secrets.token_hex(3)}"
     url = f"ssh://{console_user.name}@127.0.0.1:{sshd.port}?dir=~/{name}&python={BOARD_PYTHON}"

@@ -1,7 +1,6 @@
-"""deploy, run, fetch and resume through a real OpenSSH sshd on loopback, and the link
-suite over it (`--peer host`, `--peer board`). The board is this machine, its python3
-Debian's with python3-protobuf and python3-psutil, as on a board image; a drop kills the
-connection's sshd. On loopback the link tests check the wiring, not the wire's figures."""
+"""deploy, run, fetch and resume through a real OpenSSH sshd on loopback, and the link suite
+over it (`--peer host|board`). The board is this machine with Debian's python3 (protobuf,
+psutil); a drop kills the connection's sshd."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ AGENT_SRC = Path(__file__).resolve().parent.parent / "agent" / "src"
 QUICK = ["--quick", "--suite", "codec", "--codecs", "json,protobuf"]
 #: Long enough (several seconds) to stop the run while it measures.
 SLOW_PROFILES = ["--profile", "seed,ev-full,int,double,ten-strings"]
-#: The quick link plan at 100 Hz (20 Hz by default): the link tests check the wiring and the
-#: resuming, not the figures. With the plan's 6 messages a phase, a phase takes 0.06 s.
+#: The quick link plan at 100 Hz: the link tests check the wiring, not the figures.
 LINK = ["--suite", "link", "--codecs", "json,protobuf", "--profile", "seed", "--quick",
         "--rate", "100"]  # fmt: skip
 
@@ -57,7 +55,7 @@ def start_cli(*argv: str) -> subprocess.Popen:
 
 
 def run_cli(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """evbench run to its end as a person would type it (its own process)."""
+    """evbench run to its end in its own process."""
     return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
 
 
@@ -108,8 +106,7 @@ def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_
     assert "installed" in capsys.readouterr().err
     zipapp = work / "agent" / "evbench-agent.pyz"
     first = zipapp.stat().st_mtime_ns
-    # The board's zipapp is this host's byte for byte: nothing to ask it (a start of the
-    # agent takes seconds on a slow board). Had the deploy started this broken one, it failed.
+    # The zipapp is this host's byte for byte: the broken agent is not started to ask it.
     (copy,) = (work / "agent").glob("evbench-agent-*/")  # what its first start unpacked
     cli = copy / "evbench_agent" / "cli.py"
     working = cli.read_text()
@@ -149,9 +146,8 @@ def test_deploy_installs_once_and_keeps_an_image_agent(sshd, board, capsys, tmp_
 
 
 def test_ssh_run_matches_a_local_run_and_starts_the_agent_twice(sshd, ssh_home, tmp_path, capsys):
-    """A run over SSH writes what a local run writes. Each start of the agent costs seconds
-    on a slow board: a run of an agent already deployed starts it twice, to launch the run
-    and to follow it to its end (its last line is the run's status), and nothing else."""
+    """A run over SSH writes what a local run writes; it starts a deployed agent only twice
+    (launch, follow: each start costs seconds on a slow board)."""
     work = tmp_path / "board"
     calls = tmp_path / "python-calls"
     python = tmp_path / "python3"  # the board's interpreter, noting each call's arguments
@@ -191,8 +187,7 @@ def _sizes(out: Path) -> dict[str, tuple]:
 
 
 def test_a_user_schema_runs_over_ssh_like_locally(board, tmp_path, capsys):
-    """The spec file travels, no protoc on the board: its python3 (Debian's, protobuf 4.21,
-    cpp backend) builds the message class."""
+    """The spec file travels; the board's python3 (protobuf 4.21) builds the class, no protoc."""
     _work, url = board
     data, message = ROOT / "tests" / "data" / "bms", "evbench.example.BmsStatus"
     run = [*QUICK, "--schema", str(data / "bms.proto"), "--message", message,
@@ -211,8 +206,7 @@ def test_a_user_schema_runs_over_ssh_like_locally(board, tmp_path, capsys):
 
 
 def test_the_acceptance_command_as_typed_resumes_the_same_run_after_a_drop(sshd, board, tmp_path):
-    """`evbench run --board ssh://USER@127.0.0.1:PORT --quick`: every default suite, its
-    connection dropped mid-run; the run it started goes on, never relaunched."""
+    """`evbench run --board ssh://... --quick`, dropped mid-run: the run goes on, not relaunched."""
     work, url = board
     out = tmp_path / "out"
     process = start_cli("run", "--board", url, "--quick", "--out", str(out))
@@ -279,9 +273,7 @@ def test_peer_host_needs_a_network_board(tmp_path, capsys):
 def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, tmp_path):
     work, url = board
     out = tmp_path / "out"
-    # 40 messages per periodic phase: 32 phases of 0.4 s, so the drop (once the run has
-    # advanced) comes mid-run, with most of the run still to follow
-    count = 40
+    count = 40  # per phase: 32 phases of 0.4 s, so the drop comes mid-run
     process = start_cli("run", "--board", url, *LINK, "--count", str(count), "--out", str(out))
     wait_for(lambda: any(map(advances, board_runs(work))), "the link run to start")
     [run_dir] = board_runs(work)
@@ -294,13 +286,12 @@ def test_connection_dropped_mid_link_run_keeps_every_message_once(sshd, board, t
     samples = [s for s in results.read_samples(out) if s.suite == "link"]
     rtt = {(s.codec, s.worker): s for s in samples if s.metric == "rtt"}
     lost = {(s.codec, s.worker): s.values[0] for s in samples if s.metric == "lost"}
-    # 2 codecs x the quick link plan's phases (16 pairs, docs/link.md), as recorded
+    # 2 codecs x the quick link plan's 16 phases (docs/link.md)
     phases = {s.params["phases"] for s in samples if s.metric == "rtt"}
     assert phases == {16}
     assert len(rtt) == len([s for s in samples if s.metric == "rtt"]) == 2 * 16
     for phase, sample_set in rtt.items():
-        # Each message of the phase is measured once (or counted lost), none twice.
-        assert len(sample_set.values) + lost[phase] == count
+        assert len(sample_set.values) + lost[phase] == count  # each once, or lost
     assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
 
 
@@ -311,17 +302,22 @@ def test_fetch_by_id_and_errors(finished, tmp_path, capsys):
     assert results.verify_checksums(again) == []
     assert_each_sample_once(again, run_dir / detached.RESULTS)
     capsys.readouterr()
-
     assert evbench(["fetch", "--board", url, "20991231T000000Z-000000"]) == 2
     assert "there is no run 20991231T000000Z-000000" in capsys.readouterr().err
-
+    # What is no run id is refused before the board is asked, in one short line (5000
+    # characters made the agent's internal error a 5 KB line).
+    for run_id in ("a" * 5000, "é" * 60, "20261130T000000Z-c0ffee\x1b[2J", ".hidden", "a/b"):
+        assert evbench(["fetch", "--board", url, run_id]) == 2
+        err = capsys.readouterr().err
+        first = err.splitlines()[0]
+        assert first.startswith("evbench: error: not a run id: ") and len(first) < 200, err
+        assert "internal error" not in err
     # A second start of the same run id is refused by the board.
     launch = [BOARD_PYTHON, str(work / "agent/evbench-agent.pyz"), "launch"]
     refused = subprocess.run(
         [*launch, "--run-dir", str(run_dir), "--", "run", "--quick"], capture_output=True, text=True
     )
     assert refused.returncode == 2 and "already exists" in refused.stderr
-
     # A damaged file on the board: refused, and nothing damaged lands here.
     with open(run_dir / detached.RESULTS / results.SAMPLES, "ab") as stream:
         stream.write(b" ")
@@ -331,18 +327,6 @@ def test_fetch_by_id_and_errors(finished, tmp_path, capsys):
     assert not (damaged / results.SAMPLES).exists()
     assert not (damaged / results.COMPLETE).exists()
     assert not list(damaged.glob(".*"))
-
-
-def test_fetch_refuses_what_is_no_run_id_in_one_short_line(board, capsys):
-    # Refused here, before the board is asked: 5000 characters made the agent's internal
-    # error (a file name longer than 255 bytes) a line of 5 KB.
-    _work, url = board
-    for run_id in ("a" * 5000, "é" * 60, "20261130T000000Z-c0ffee\x1b[2J", ".hidden", "a/b"):
-        assert evbench(["fetch", "--board", url, run_id]) == 2
-        err = capsys.readouterr().err
-        first = err.splitlines()[0]
-        assert first.startswith("evbench: error: not a run id: ") and len(first) < 200, err
-        assert "internal error" not in err
 
 
 def launch_on_board(url: str, work: Path, run_id: str, *profiles: str) -> Path:
@@ -367,9 +351,8 @@ def finished_board(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def finished(board, finished_board) -> tuple[Path, str, Path]:
-    """The board (work directory, URL) and its run directory of a finished run (profile
-    int): run once per module, then the board copied, agent and all, for each test (which
-    may damage its copy): a run takes seconds here."""
+    """The board (work directory, URL) and the run directory of a finished run (profile int):
+    run once per module, the board copied for each test (which may damage its copy)."""
     work, url = board
     if finished_board.is_dir():
         shutil.copytree(finished_board, work, symlinks=True)
@@ -381,8 +364,7 @@ def finished(board, finished_board) -> tuple[Path, str, Path]:
 
 
 def with_bulk(run_dir: Path) -> Path:
-    """The run's results on the board, with a file large enough to cut its fetch in the
-    middle (as long telemetry can be)."""
+    """The run's results on the board, with a file large enough to cut its fetch mid-file."""
     board_results = run_dir / detached.RESULTS
     (board_results / "bulk.bin").write_bytes(bytes(range(256)) * (1 << 18))
     results.write_checksums(board_results)
@@ -391,8 +373,7 @@ def with_bulk(run_dir: Path) -> Path:
 
 @pytest.mark.parametrize("cut", ["connection", "host"])
 def test_a_fetch_cut_mid_file_goes_on_into_the_same_directory(sshd, finished, tmp_path, cut):
-    """The connection dropped (the fetch reconnects and resumes), or the host killed
-    (power, OOM: no clean-up runs; the next fetch goes on where it stopped)."""
+    """The connection dropped (the fetch resumes), or the host killed (the next fetch does)."""
     _work, url, run_dir = finished
     board_results = with_bulk(run_dir)
     out = tmp_path / "out"
@@ -423,8 +404,7 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     run_id = "20261130T000000Z-feed01"
     run_dir = launch_on_board(url, work, run_id, *SLOW_PROFILES)
     wait_for(lambda: advances(run_dir) >= 2, "the run to measure")
-    # A reboot cannot happen here: the run is killed outright (as power loss
-    # would) and its launch record given another boot id, as after a reboot.
+    # A reboot as power loss leaves it: the run killed, its launch record another boot id.
     launched = json.loads((run_dir / detached.LAUNCH).read_text())
     os.killpg(launched["pid"], signal.SIGKILL)
     assert process_tree.ended(launched["pid"], 30), "the killed run did not end"
@@ -460,8 +440,7 @@ def test_a_run_the_agent_refuses_is_reported_by_run_and_fetch(board, tmp_path, c
 
 @pytest.fixture
 def full_disk(tmp_path, request):
-    """A small tmpfs that fills up: a full disk for real, not a simulated error (96 KiB,
-    or the size a test gives it through indirect parametrization)."""
+    """A real full disk: a small tmpfs (96 KiB, or the size given by indirect parametrization)."""
     require(os.geteuid() == 0, "root (to mount a small tmpfs)")
     mount, umount = require_command("mount"), require_command("umount")
     point = tmp_path / "small-disk"
@@ -483,8 +462,7 @@ def test_full_disk_on_the_board_stops_deploy_with_a_hint(sshd, ssh_home, full_di
 def test_a_board_directory_the_user_cannot_write_is_named_with_its_cause(
     sshd, ssh_home, console_user, tmp_path, monkeypatch, capsys
 ):
-    """Directories of the login user's home that root owns (root, the tests' user, passes
-    every permission; the board's user does not): deploy, then a run, say why."""
+    """Directories in the login user's home that root owns: deploy, then a run, say why."""
     monkeypatch.setenv("EVBENCH_PASSWORD", console_user.password)
     tag = secrets.token_hex(3)
     locked = console_user.home / f"evb-locked-{tag}"  # root's, 0755: not the user's to write
@@ -550,10 +528,9 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsy
 def test_fetch_goes_by_the_boards_word_and_a_run_failed_there_is_not_a_bug(
     finished, tmp_path, capsys
 ):
-    """The board's exit status decides, whatever its files say. Exit 1 is evbench's own
-    bug (README, exit codes); a run that failed on the board is not one: what it measured
-    is fetched as partial (4), and with nothing sealed its failure is a failed check of the
-    board's run (3)."""
+    """The board's exit status decides, whatever its files say. A run failed on the board is
+    not evbench's bug (exit 1): what it measured is partial (4); nothing sealed, a failed
+    check (3)."""
     _work, url, run_dir = finished
     board_results = run_dir / detached.RESULTS
     assert (board_results / results.COMPLETE).exists()
@@ -584,9 +561,8 @@ def test_fetch_goes_by_the_boards_word_and_a_run_failed_there_is_not_a_bug(
 # 24 KiB: room for the manifest (some 5 KB), not for samples.jsonl (some 30 KB).
 @pytest.mark.parametrize("full_disk", ["24k"], indirect=True)
 def test_a_remote_run_whose_fetch_fills_the_host_disk_ends_in_one_line(board, full_disk):
-    """`evbench run` over SSH into a small tmpfs: the fetch meets a full disk. A user's
-    error in one line, exit 4 (what was fetched kept, marked partial) or 2, never an
-    internal error; the manifest never says "running"."""
+    """The fetch meets a full disk: one line, exit 4 (partial) or 2, the manifest never
+    "running"."""
     _work, url = board
     out = full_disk / "run"
     argv = ["run", "--board", url, *QUICK, "--profile", "seed", "--quiet", "--no-history"]
