@@ -1,9 +1,5 @@
-"""Sparse test images for the flash tests, with bmaps made by the real bmaptool.
-
-The image is a sparse file with data at chosen places; `bmaptool create`
-(Debian bmap-tools) maps it, so the bmap format comes from the reference
-tool, not from evbench. Targets are pre-filled with PATTERN, so a test can
-prove that unmapped ranges were never written.
+"""Sparse images for the flash tests, mapped by the real `bmaptool create` (Debian bmap-tools,
+not evbench); targets are pre-filled with PATTERN, so a test proves unmapped ranges unwritten.
 """
 
 from __future__ import annotations
@@ -11,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -74,8 +71,6 @@ def fill(path: Path, size: int) -> Path:
 
 def mapped_spans(bmap_text: str, block_size: int, image_size: int) -> list[tuple[int, int]]:
     """(offset, length) of every <Range> in a bmap, read independently of evbench's parser."""
-    import re
-
     spans = []
     for first, last in re.findall(r"<Range[^>]*>\s*(\d+)(?:-(\d+))?\s*</Range>", bmap_text):
         end = (int(last or first) + 1) * block_size
@@ -97,24 +92,17 @@ def _assert_unmapped(fd: int, start: int, end: int, holes: bool) -> None:
 def assert_flashed(
     target: Path | str, image: Path, spans: list[tuple[int, int]], as_file: bool = False
 ) -> None:
-    """Mapped spans equal the image byte for byte; everything else still holds PATTERN.
-
-    `as_file`: a regular-file target is made exactly the image, as bmaptool makes it:
-    its size is the image's and the unmapped ranges read as zeros (holes).
-    """
-    fd = os.open(target, os.O_RDONLY)
-    try:
+    """Mapped spans equal the image byte for byte; everything else still holds PATTERN, or with
+    `as_file` (a file target made exactly the image, as bmaptool does) reads as holes."""
+    with open(target, "rb") as handle, image.open("rb") as source:
+        fd, position = handle.fileno(), 0
         if as_file:
             assert os.fstat(fd).st_size == image.stat().st_size, "the file is not the image's size"
-        position = 0
-        with image.open("rb") as source:
-            for offset, length in [*spans, (image.stat().st_size, 0)]:
-                _assert_unmapped(fd, position, offset, as_file)
-                source.seek(offset)
-                assert os.pread(fd, length, offset) == source.read(length), f"range at {offset}"
-                position = offset + length
-    finally:
-        os.close(fd)
+        for offset, length in [*spans, (image.stat().st_size, 0)]:
+            _assert_unmapped(fd, position, offset, as_file)
+            source.seek(offset)
+            assert os.pread(fd, length, offset) == source.read(length), f"range at {offset}"
+            position = offset + length
 
 
 #: The small image of the fault tests: 4 MiB and 1000 bytes, the last block partial.
@@ -129,8 +117,8 @@ SMALL_EXTENTS = [
 
 @pytest.fixture(scope="module")
 def module_images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """disk.img, disk.img.bmap and disk.img.{xz,gz,bz2,zst}, keyed 'plain', 'bmap', 'xz', ...:
-    made once for a test module that says `images = module_images`."""
+    """disk.img, its bmap and its xz/gz/bz2/zst forms, keyed 'plain', 'bmap', 'xz', ...: made
+    once for a test module that says `images = module_images`."""
     for command in (*(argv[0] for argv in COMPRESSORS.values()), "bmaptool"):
         require_command(command)
     folder = tmp_path_factory.mktemp("images")
@@ -148,9 +136,8 @@ def small_spans(images: dict[str, Path]) -> list[tuple[int, int]]:
 
 @pytest.fixture(params=["local", "ssh"])
 def flash_board(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
-    """Where `evbench flash` writes: "host" (None: no --board), the built-in local board, or
-    this machine over the loopback sshd (tests/sshd.py), as a lab PC reaches a board booted
-    from its SD card; the receiver runs under the Debian python3, as under the board's own."""
+    """Where `evbench flash` writes: "host" (None: no --board), the local board, or this machine
+    over the loopback sshd (tests/sshd.py), the receiver under Debian's python3 as a board's."""
     if request.param in ("host", "local"):
         return None if request.param == "host" else "local"
     sshd = request.getfixturevalue("sshd")

@@ -1,7 +1,6 @@
-"""evbench flash to real block devices and its safety checks: loop devices stand in for SD
-cards and for a board's eMMC (--board: the local board, and a real sshd on loopback). Their
-kernel names them fixed disks (--allow-fixed, itself tested); partitions are added with
-`partx`, as on a card reader that did not rescan. Fit and swapped targets: test_flash_harden.
+"""evbench flash to real block devices and its safety checks: loop devices stand in for SD cards
+and a board's eMMC (local, and over a real sshd), fixed disks to their kernel (--allow-fixed);
+`partx` adds partitions. Fit and swapped targets: test_flash_harden.
 """
 
 from __future__ import annotations
@@ -187,9 +186,8 @@ def test_local_board_file_standin_with_bootloader(images, tmp_path, capsys):
     boot0 = fill(tmp_path / "mmcblk0boot0", 4 * MiB)
     blobs = (os.urandom(300_000), os.urandom(1_500_000), os.urandom(1_000_000))
     deploy = bootloader(tmp_path, *blobs)
-    code, out, err = flash(
-        capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
-    )
+    local = ("--board", "local", "--device", emmc, "--bootloader", deploy)
+    code, out, err = flash(capsys, images["xz"], *local)
     assert code == 0, err
     assert_flashed(emmc, images["plain"], spans)
     assert f"{len(spans)} range(s) read back on the board" in out
@@ -216,9 +214,8 @@ def test_a_bootloader_that_cannot_be_written_is_refused_first(
     if boot0:
         fill(tmp_path / "mmcblk0boot0", 4 * MiB)
     deploy = bootloader(tmp_path, tiboot3, b"blob", b"blob")
-    code, _, err = flash(
-        capsys, images["xz"], "--board", "local", "--device", emmc, "--bootloader", deploy
-    )
+    local = ("--board", "local", "--device", emmc, "--bootloader", deploy)
+    code, _, err = flash(capsys, images["xz"], *local)
     assert code == 2 and says.format(emmc=emmc) in err, err
     assert untouched(emmc), "refused before writing"
 
@@ -253,8 +250,7 @@ def test_receiver_refuses_broken_streams(tmp_path):
 
 
 def test_receiver_needs_only_python_3_10_and_the_standard_library():
-    # It runs on the board's python3: vermin checks the minimum version from the syntax and
-    # library calls it uses; the imports must all be standard library (or its sibling).
+    # The board's python3: vermin finds the minimum version; imports are standard or siblings.
     vermin = Path(sys.executable).with_name("vermin")  # requirements-dev.txt, in the venv
     require(vermin.exists(), "vermin (requirements-dev.txt)")
     argv = [vermin, "--no-tips", "--violations", "-t=3.10-", RECEIVER, BLOCKDEVS, READBACK]

@@ -1,8 +1,6 @@
-"""Flash cannot destroy its source nor be sent elsewhere (issue 16 item 3, issue 44 item 11):
-a loop device reading the image (through a chain of loops or a removed hard link), a card
-too small for a compressed image, a target or its directory swapped after inspection (the
-documented seam `evbench.flash.target.before_open`), a path changing while inspected.
-Real loop devices (losetup); the victims' bytes are checked.
+"""Flash cannot destroy its source nor be sent elsewhere (issue 16 item 3, issue 44 item 11): a
+loop device reading the image, a card too small, a target or its directory swapped after
+inspection (the seam `evbench.flash.target.before_open`), a path changing while inspected.
 """
 
 from __future__ import annotations
@@ -46,8 +44,7 @@ def victim(tmp_path):
 
 
 def unwritten(device: str, before: bytes) -> bool:
-    with open(device, "rb") as handle:
-        return handle.read() == before
+    return Path(device).read_bytes() == before
 
 
 def swap_before_open(monkeypatch, swap) -> list[str]:
@@ -62,30 +59,25 @@ def swap_before_open(monkeypatch, swap) -> list[str]:
     return ran
 
 
-def block_node(path: Path, device: str) -> None:
-    """A second device node for `device` (as a stray /dev entry would be)."""
-    os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
-
-
 def swap_for(path: Path, device: str, kind: str) -> None:
-    """`path` (if any) becomes a "symlink" to `device` or a "device node" of it."""
+    """`path` (replaced if any) becomes a "symlink" to `device` or a "device node" of it (as a
+    stray /dev entry would be)."""
     path.unlink(missing_ok=True)
     if kind == "symlink":
         path.symlink_to(device)
     else:
-        block_node(path, device)
+        os.mknod(path, 0o600 | stat.S_IFBLK, Path(device).stat().st_rdev)
 
 
 @pytest.mark.parametrize(
     ("depth", "link"),
-    [(1, None), (2, None), (3, None), (1, "removed"), (2, "removed"), (1, "name taken")],
-    ids=[
-        "a loop over the image",
-        "a loop over a loop over the image",
-        "three stacked loops",
-        "a loop over a removed hard link of the image",
-        "a loop over a loop over a removed hard link",
-        "another file now at the backing name",
+    [
+        pytest.param(1, None, id="a loop over the image"),
+        pytest.param(2, None, id="a loop over a loop over the image"),
+        pytest.param(3, None, id="three stacked loops"),
+        pytest.param(1, "removed", id="a loop over a removed hard link of the image"),
+        pytest.param(2, "removed", id="a loop over a loop over a removed hard link"),
+        pytest.param(1, "name taken", id="another file now at the backing name"),
     ],
 )
 def test_a_loop_device_reading_the_image_itself_is_refused(tmp_path, capsys, depth, link):
@@ -115,7 +107,7 @@ def test_a_loop_device_reading_the_image_itself_is_refused(tmp_path, capsys, dep
 
 
 def test_a_stacked_loop_over_another_file_is_still_flashed(tmp_path, capsys):
-    """The check refuses only the image's own chain: a loop over a loop over a card file."""
+    # The check refuses only the image's own chain: a loop over a loop over a card file.
     image = tmp_path / "disk.img"
     image.write_bytes(os.urandom(SIZE))
     card = fill(tmp_path / "card.img", 2 * SIZE)
@@ -143,8 +135,8 @@ def test_a_stacked_loop_over_another_file_is_still_flashed(tmp_path, capsys):
 def test_an_image_too_large_for_the_device_is_refused_before_writing(
     images, tmp_path, capsys, board, kind, bmap
 ):
-    # The image is 4 MiB + 1000 bytes plain (xz's index, zstd's frame header, the bmap or
-    # the file itself say so); the device 2 MiB, as sysfs reports it where it is.
+    # The image is 4 MiB + 1000 bytes (as xz's index, zstd's frame header, the bmap or the
+    # file say); the device 2 MiB, as sysfs reports it where it is.
     card = fill(tmp_path / "card.img", 2 * MiB)
     before = card.read_bytes()
     with loop_device(card) as device:
@@ -222,10 +214,7 @@ def test_a_device_path_repointed_after_inspection_never_writes_the_new_device(
     device, before = victim
     path = tmp_path / "usb-Card_Reader_0001-0:0"
     with loop_device(fill(tmp_path / "inspected.img", 8 * MiB)) as inspected:
-        if kind == "symlink":
-            path.symlink_to(inspected)
-        else:
-            block_node(path, inspected)
+        swap_for(path, inspected, kind)
         ran = swap_before_open(monkeypatch, lambda _t: swap_for(path, device, kind))
         code, out, err = flash(capsys, images["xz"], "--device", path, "--allow-fixed", "--yes")
         assert ran, "the swap never happened"
@@ -238,9 +227,8 @@ def test_a_device_path_repointed_after_inspection_never_writes_the_new_device(
     assert unwritten(device, before), "the device the path was repointed to was written"
 
 
-# The board's receiver (flash --board) opens its device the same way. It runs as a
-# script on the board; here it is imported from its folder, and the swap is injected by
-# wrapping its inspect(), which runs right before write() opens the device.
+# The board's receiver (flash --board) opens its device the same way: imported here from its
+# folder, the swap injected by wrapping inspect(), which runs right before write() opens it.
 FRAMES = b"W 0 4\nEVIL" + b"R 0 4 sha256 " + hashlib.sha256(b"EVIL").hexdigest().encode() + b"\nE\n"
 
 
@@ -299,9 +287,8 @@ while True:
 
 
 def test_a_path_that_changes_while_it_is_inspected_is_the_target_changed(tmp_path):
-    # another process turns the path's directory into a link and back into a file as
-    # fast as it can, while the target is inspected over and over: each outcome must be
-    # a Target or a refusal, never an OSError from resolving it mid-swap
+    # Another process flips the path's directory between a link and a file while the target
+    # is inspected over and over: a Target or a refusal, never an OSError from mid-swap.
     link_target = tmp_path / "link-target"
     link_target.mkdir()
     flip = tmp_path / "flip"

@@ -1,8 +1,5 @@
-"""evbench flash to regular-file targets: only mapped ranges written, everything verified.
-
-Targets are pre-filled with a pattern, so each test proves that the old contents
-are gone (a file target becomes exactly the image, unmapped ranges as holes, as
-bmaptool makes it) and that mapped ranges match the image byte for byte.
+"""evbench flash to regular-file targets pre-filled with a pattern: only mapped ranges written (a
+file target becomes exactly the image, unmapped ranges as holes, as bmaptool makes it), verified.
 """
 
 from __future__ import annotations
@@ -37,8 +34,8 @@ board = flash_board
     [*((kind, "2.0") for kind in ["plain", *COMPRESSORS]), ("xz", "1.3"), ("xz", "1.2")],
 )
 def test_only_mapped_ranges_are_written(images, kind, version, tmp_path, capsys):
-    # As bmaptool does: a larger file is cut to the image's size, and its old contents
-    # never show through the unmapped ranges. The old formats are derived from bmaptool's.
+    # As bmaptool does: a larger file is cut to the image's size, its old contents never
+    # showing through the unmapped ranges. The old formats are derived from bmaptool's.
     spans = small_spans(images)
     text = images["bmap"].read_text()
     bmap = tmp_path / "disk.bmap"
@@ -133,8 +130,8 @@ def test_a_truncated_compressed_image_stops_at_the_fault(images, tmp_path, capsy
 
 @pytest.mark.parametrize("kind", ["xz", "gz"])
 def test_a_cut_off_image_says_how_many_bytes_the_target_got(kind, tmp_path, capsys):
-    # Random data does not compress: half the compressed file is about half the data, so
-    # the stream fails partway and the target holds some of the image, not all of it.
+    # Random data does not compress: half the compressed file is about half the data, so the
+    # stream fails partway, the target holding some of the image.
     require_command(COMPRESSORS[kind][0])
     data = random.Random(kind).randbytes(3 * MiB)
     plain = tmp_path / "data.img"

@@ -1,12 +1,7 @@
-"""The import graph of the three packages: no circles (of modules, or of packages), the
-core (evbench_core) imports neither the agent nor the host, the agent never imports the
-host, the host uses only the core's and the agent's public APIs, and a transport
-(evbench.boards) imports nothing of the host outside evbench.boards.
-
-The graph is grimp's (the library import-linter builds on): every `import` counts, at
-module level or inside a function or an `if TYPE_CHECKING:` block, since a lazy import
-between our own modules that dodges a circle is still a circle. The checks on top of it
-are run against small hand-built graphs below, so they are shown to fail when they should.
+"""The import graph (grimp's, counting lazy and TYPE_CHECKING imports: a lazy import that dodges
+a circle is still one): no circles of modules or packages, the core imports neither agent nor
+host, the agent never the host, the host only the public APIs, a transport (evbench.boards)
+nothing else of the host. Each check is also run on small hand-built graphs, to fail.
 """
 
 from __future__ import annotations
@@ -30,7 +25,7 @@ Graph = dict[str, set[str]]
 
 
 def _modules(source: Path, package: str) -> dict[str, Path]:
-    """Each module of `package` (a package by its name, not its `__init__`): its file."""
+    """Each module of `package` (a package by its name, not `__init__`): its file."""
     found = {}
     for path in sorted((source / package).rglob("*.py")):
         parts = path.relative_to(source).with_suffix("").parts
@@ -50,14 +45,11 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 def import_graph(*packages: str) -> Graph:
     """module -> the modules of ours it imports, for the installed packages named."""
     found = grimp.build_graph(*packages, exclude_type_checking_imports=False, cache_dir=None)
-    return {
-        module: set(found.find_modules_directly_imported_by(module)) for module in found.modules
-    }
+    return {name: set(found.find_modules_directly_imported_by(name)) for name in found.modules}
 
 
 def circles(graph: Graph) -> list[list[str]]:
-    """Each group of modules that import one another, round and round: the strongly
-    connected components of more than one module, as scipy (an independent tool) finds them."""
+    """The strongly connected components of more than one module, as scipy finds them."""
     nodes = sorted(set(graph).union(*graph.values()))
     index = {node: number for number, node in enumerate(nodes)}
     edges = [(index[a], index[b]) for a, imported in graph.items() for b in imported]
@@ -75,8 +67,7 @@ def _within(module: str, package: str) -> bool:
 
 
 def crossings(graph: Graph, importer: str, forbidden: str, allowed: str = "") -> list[str]:
-    """`a -> b` for each module inside `importer` that imports one inside `forbidden`
-    (and outside `allowed`, when given)."""
+    """`a -> b` for each `importer` module importing one in `forbidden` (not in `allowed`)."""
     return sorted(
         f"{module} -> {target}"
         for module, targets in graph.items()
@@ -87,10 +78,8 @@ def crossings(graph: Graph, importer: str, forbidden: str, allowed: str = "") ->
 
 
 def package_circles(graph: Graph) -> list[list[str]]:
-    """Each group of sibling packages (or modules) that import one another, at every level:
-    inside each package, its direct children with all they hold, as one node each.
-    `a.x.m -> a.y.n` and `a.y.k -> a.x.j` is a circle of `a.x` and `a.y` even though
-    no module imports itself round the loop."""
+    """Circles of sibling packages (or modules) at every level, each child with all it holds as
+    one node: `a.x.m -> a.y.n` and `a.y.k -> a.x.j` make one of `a.x` and `a.y`."""
     packages = {module.rsplit(".", 1)[0] for module in graph if "." in module}
     found: list[list[str]] = []
     for package in sorted(packages):
@@ -113,7 +102,7 @@ def package_circles(graph: Graph) -> list[list[str]]:
 
 
 def _declared_all(path: Path) -> list[str] | None:
-    """A module's `__all__`, which must be a literal list or tuple of strings; None without."""
+    """A module's `__all__` (a literal list or tuple of strings), or None."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -126,12 +115,8 @@ def _declared_all(path: Path) -> list[str] | None:
 
 
 def public_api(source: Path, package: str) -> dict[str, set[str]]:
-    """The public modules of `package`, each with the names it exports (its `__all__`).
-
-    The package's `__init__` lists its public submodules and subpackages in `__all__`,
-    each public subpackage lists its own, and so on down: a module is public when every
-    step from the top is. Each public module's `__all__` names what it exports.
-    """
+    """The public modules of `package` (each step from the top listed in its parent's
+    `__all__`), each with the names its `__all__` exports."""
     paths = _modules(source, package)
     exports = {module: set(_declared_all(path) or ()) for module, path in paths.items()}
     public: dict[str, set[str]] = {}
@@ -144,9 +129,8 @@ def public_api(source: Path, package: str) -> dict[str, set[str]]:
 
 
 def uses_of(path: Path, module: str, agent: dict[str, Path]) -> set[tuple[str, str | None]]:
-    """What `module` uses of the agent: (agent module, None) for a module it imports,
-    (agent module, name) for a name it imports from one or reads off one
-    (`from a import m` then `m.name`, `import a.m` then `a.m.name`), anywhere in its body."""
+    """(agent module, None) for each agent module `module` imports, (agent module, name) for a
+    name it imports from or reads off one (`m.name` after `from a import m`, or `a.m.name`)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
     bound: dict[str, str] = {}  # local name -> the agent module it is
@@ -201,8 +185,8 @@ def _defined(path: Path) -> set[str]:
 
 
 def missing_exports(source: Path, package: str) -> list[str]:
-    """`module.name` for each name a public module's `__all__` lists that it does not
-    define, import or hold as a submodule (ruff checks modules, not packages' `__init__`)."""
+    """`module.name` for each name in a public `__all__` that is not defined, imported or a
+    submodule (ruff checks modules, not packages' `__init__`)."""
     paths = _modules(source, package)
     missing = []
     for module, names in public_api(source, package).items():
@@ -230,8 +214,7 @@ def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -
 
 @pytest.fixture(scope="module")
 def graph() -> Graph:
-    """The project's graph: the core, the agent and the host, as this checkout has them
-    (grimp reads the packages Python would import: the editable installs of `make`)."""
+    """The core's, the agent's and the host's graph, from this checkout's editable installs."""
     for package, source in ((CORE, SOURCES[0]), (AGENT, SOURCES[0]), (HOST, SOURCES[1])):
         spec = importlib.util.find_spec(package)
         assert spec and spec.origin == str(source / package / "__init__.py"), spec
@@ -253,24 +236,22 @@ def test_no_import_circles(graph, find):
 @pytest.mark.parametrize(
     ("importer", "forbidden", "allowed"),
     [
-        (AGENT, HOST, ""),
-        # The core is below both: the board installs it with the agent's wheel, the host
-        # reads results with it, and neither may be needed to import it.
-        (CORE, AGENT, ""),
-        (CORE, HOST, ""),
-        # Not a command, not the CLI, not a use case such as deploy:
-        # commands -> domain -> transports.
-        (TRANSPORTS, HOST, TRANSPORTS),
+        pytest.param(AGENT, HOST, "", id="agent-host"),
+        # The core is below both (the board installs it with the agent, the host reads
+        # results with it): neither may be needed to import it.
+        pytest.param(CORE, AGENT, "", id="core-agent"),
+        pytest.param(CORE, HOST, "", id="core-host"),
+        # Not a command, the CLI, nor a use case: commands -> domain -> transports.
+        pytest.param(TRANSPORTS, HOST, TRANSPORTS, id="transports-host"),
     ],
-    ids=["agent-host", "core-agent", "core-host", "transports-host"],
 )
 def test_no_import_crosses_a_layer_upwards(graph, importer, forbidden, allowed):
     assert crossings(graph, importer, forbidden, allowed) == []
 
 
-def test_the_host_uses_only_the_core_s_and_the_agent_s_public_api():
-    # The agent's public API is the short list of what the host cannot do without
-    # (agent/README.md says why for each); everything shared belongs in the core.
+def test_the_host_uses_only_the_core_s_and_the_agent_s_public_api_whose_names_exist():
+    # The agent's public API is what the host cannot do without (agent/README.md says why);
+    # everything shared belongs in the core.
     found = private_uses(SOURCES[0], AGENT, SOURCES[1], HOST)
     found += private_uses(SOURCES[0], CORE, SOURCES[1], HOST)
     assert found == [], (
@@ -278,9 +259,7 @@ def test_the_host_uses_only_the_core_s_and_the_agent_s_public_api():
         "module's __all__ and the module to agent/README.md's table, or keep it inside): "
         + "; ".join(found)
     )
-
-
-def test_every_name_the_public_api_lists_exists():
+    # and every name the public API lists exists
     assert missing_exports(SOURCES[0], AGENT) == []
     assert missing_exports(SOURCES[0], CORE) == []
 
@@ -288,10 +267,9 @@ def test_every_name_the_public_api_lists_exists():
 @pytest.mark.parametrize(
     ("package", "heading", "known"),
     [
-        (AGENT, "Public API", {"command_line.py", "link/framing.py"}),
-        (CORE, "The core", {"errors.py", "analysis/stats.py"}),
+        pytest.param(AGENT, "Public API", {"command_line.py", "link/framing.py"}, id="agent"),
+        pytest.param(CORE, "The core", {"errors.py", "analysis/stats.py"}, id="core"),
     ],
-    ids=["agent", "core"],
 )
 def test_the_public_api_is_the_one_agent_readme_lists(package, heading, known):
     readme = (ROOT / "agent" / "README.md").read_text(encoding="utf-8")
@@ -331,8 +309,8 @@ def test_every_kind_of_import_between_our_modules_is_an_edge(tmp_path, monkeypat
         },
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    # Worked by hand: a submodule imported by name, a name from a module (an edge to the
-    # module), a function's import, a type checker's, relative ones; json is not ours.
+    # By hand: a submodule imported by name, a name from a module (an edge to the module),
+    # a function's import, a type checker's, relative ones; json is not ours.
     assert import_graph("pkg") == {
         "pkg": {"pkg.a"},
         "pkg.a": {"pkg.b"},
@@ -356,8 +334,8 @@ def test_circles_of_modules_and_of_packages_are_found():
     }
     assert circles(graph) == [["pkg.a", "pkg.b"], ["pkg.sub.x", "pkg.y", "pkg.z"]]
     assert circles({"pkg.a": {"pkg.b"}, "pkg.b": set(), "pkg.c": {"pkg.a"}}) == []
-    # buses.budget -> link.framing and link.connection -> buses.cost: no module imports
-    # itself round a loop, but the packages buses and link need each other.
+    # buses.budget -> link.framing, link.connection -> buses.cost: no module circle, but
+    # the packages buses and link need each other.
     graph = {
         "pkg.errors": set(),
         "pkg.buses.budget": {"pkg.link.framing", "pkg.errors"},
@@ -419,9 +397,8 @@ def test_a_use_outside_the_public_api_is_found(tmp_path):
         "agentpkg.sub": {"shown"},
         "agentpkg.sub.shown": {"X"},
     }
-    # Worked by hand: a private module (priv, sub.hidden: imported directly, or from
-    # inside a function), and a name the module's __all__ leaves out (B imported,
-    # C, Y and Z read as attributes); pub.A, shown.X and agentpkg.__file__ are fine.
+    # By hand: private modules (priv; sub.hidden, inside a function), names left out of
+    # __all__ (B imported; C, Y, Z read as attributes); pub.A, shown.X, agentpkg.__file__ fine.
     assert private_uses(tmp_path, "agentpkg", tmp_path, "hostpkg") == [
         "hostpkg.bad -> agentpkg.priv",
         "hostpkg.bad -> agentpkg.pub.B",

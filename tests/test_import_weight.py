@@ -1,10 +1,7 @@
-"""What a command module, the agent's help and its run path import (issue 21, items 1, 3).
-
-Start-up time is mostly imports, and an A53 imports several times slower than the lab
-PC: `evbench flash --help` must not load matplotlib because `evbench report` draws with
-it, and the agent's help or a usage error never logs nor runs a suite. Each probe runs
-in a fresh interpreter and reads its sys.modules; a command that really needs a heavy
-library at import time says so in USES, with the reason. Not a timing test.
+"""What a command module, the agent's help and its run path import (issue 21, items 1, 3): an
+A53 imports slowly, so `evbench flash --help` must not load report's matplotlib, nor the agent's
+help log or run a suite. Each probe reads a fresh interpreter's sys.modules; a command that needs
+a heavy library at import time says so in USES, with the reason. Not a timing test.
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ import pytest
 from evbench_agent import codecs
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Heavy or optional third-party libraries (top-level package names): the host's, and
-#: every optional codec's library as the codec registry declares it.
+#: Heavy or optional third-party libraries (top-level names): the host's, each optional codec's.
 OPTIONAL = {codec.module.partition(".")[0] for codec in codecs.CODECS.values() if codec.optional}
 HEAVY = ("matplotlib", "paramiko", "serial", *sorted(OPTIONAL))
 #: Listed from the folder, not from the CLI's own table, so a new command is checked too.
@@ -33,16 +29,15 @@ COMMAND_MODULES = sorted(
 MODULES = ["evbench.cli", "evbench_agent.cli", *COMMAND_MODULES]
 #: Heavy libraries a module may import, and why it cannot defer them.
 USES: dict[str, set[str]] = {
-    # The console command is a terminal on a serial line (or pyserial's socket://):
-    # every run of it opens one through pyserial.
+    # A terminal on a serial line (or pyserial's socket://): every run opens one with pyserial.
     "evbench.commands.console": {"serial"},
 }
 #: What the agent loads only once a command runs; top-level names, or name prefixes.
 AGENT_DEFERRED = (
     "logging", "google", "psutil", "evbench_agent.suites", "evbench_agent.codecs",
     "evbench_agent.buses",
-    # read by no command's parser, and by no run either (codec versions come from
-    # evbench_agent.platform.installed_version): email, zipfile and csv come with it
+    # read by no parser nor run (evbench_agent.platform.installed_version reads codec
+    # versions): email, zipfile and csv come with it
     "importlib.metadata",
 )  # fmt: skip
 
@@ -83,25 +78,12 @@ def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
     return set(fresh(_PROBE, module, env=env)) & set(HEAVY)
 
 
-def test_every_command_module_is_checked_and_a_deferred_module_is_seen():
+def test_every_command_module_is_checked_and_the_checks_catch_what_they_look_for(tmp_path):
     # The glob found the commands (a wrong folder would make every check vacuous).
     assert {"evbench.commands.flash", "evbench.commands.run"} <= set(COMMAND_MODULES)
     found = among(["argparse", "logging", "logging.handlers"], AGENT_DEFERRED)
     assert found == ["logging", "logging.handlers"]
-
-
-@pytest.mark.parametrize("module", MODULES)
-def test_importing_a_command_pulls_in_no_heavy_library_it_does_not_use(module):
-    found = heavy_imports(module)
-    assert found <= USES.get(module, set()), (
-        f"importing {module} loads {sorted(found - USES.get(module, set()))}: import it "
-        "inside the function that uses it, or add it to USES with the reason"
-    )
-
-
-def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
-    # The same checker on two throwaway command modules: one as light as flash, one
-    # that gained a top-level `import matplotlib` (installed for evbench report).
+    # Two throwaway command modules: one as light as flash, one with `import matplotlib`.
     package = tmp_path / "weight_demo"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -111,6 +93,15 @@ def test_the_check_catches_a_heavy_import_added_to_a_command(tmp_path):
     found = heavy_imports("weight_demo.heavy", tmp_path)
     assert found == {"matplotlib"}
     assert not found <= USES.get("weight_demo.heavy", set())  # the parametrized test would fail
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_importing_a_command_pulls_in_no_heavy_library_it_does_not_use(module):
+    found = heavy_imports(module)
+    assert found <= USES.get(module, set()), (
+        f"importing {module} loads {sorted(found - USES.get(module, set()))}: import it "
+        "inside the function that uses it, or add it to USES with the reason"
+    )
 
 
 @pytest.mark.parametrize(("argv", "exits"), [("--help", 0), ("no-such-command", 2)])
@@ -130,10 +121,8 @@ def test_the_budget_line_is_the_budget_command_s_help_and_loads_it_with_its_opti
     assert args.bus == ["all"] and args.handler.__module__ == "evbench_agent.buses.command"
 
 
-#: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it
-#: brings (email, zipfile, csv) cost the manager about 0.8 MiB of peak RSS to read
-#: each codec's version line (evbench_agent.platform.installed_version reads it instead);
-#: hashlib and hmac load OpenSSL's libcrypto, 3.4 MiB (evbench_core.digests).
+#: Not on the agent's run path (issue 21, item 3): importlib.metadata and what it brings
+#: cost about 0.8 MiB of peak RSS; hashlib and hmac load libcrypto, 3.4 MiB (evbench_core.digests).
 RUN_PATH_DEFERRED = ("importlib.metadata", "email", "zipfile", "csv", "_hashlib", "hashlib", "hmac")
 #: What only a --link-transport run, or a schema with a map field, needs (about 0.75 MiB each).
 RUN_PATH_DEFERRED += (

@@ -1,6 +1,5 @@
-"""distribution_version against hand-made metadata laid out as pip (dist-info) and
-Debian/Yocto setuptools (egg-info directory or file) lay it out, and importlib.metadata.
-"""
+"""distribution_version against hand-made metadata as pip (dist-info) and Debian/Yocto setuptools
+(egg-info directory or file) lay it out, and against importlib.metadata."""
 
 from __future__ import annotations
 
@@ -23,6 +22,10 @@ def test_a_wheel_s_dist_info_gives_its_version_whatever_the_name_s_spelling(tmp_
     _dist_info(tmp_path, "foo_bar", "1.2.3", body="Version: 9.9 (a line of the description)\n")
     for spelling in ("foo_bar", "foo-bar", "Foo.Bar", "FOO__bar"):
         assert distribution_version(spelling, [str(tmp_path)]) == "1.2.3", spelling
+    # A version only after the headers is not the version.
+    (tmp_path / "odd-1.0.dist-info").mkdir()
+    (tmp_path / "odd-1.0.dist-info" / "METADATA").write_text("Name: odd\n\nVersion: 1.0\n")
+    assert distribution_version("odd", [str(tmp_path)]) is None
 
 
 def test_debian_egg_info_directory_and_file(tmp_path):
@@ -42,13 +45,6 @@ def test_the_first_on_the_path_wins_and_absent_is_none(tmp_path):
     assert distribution_version("cbor2", path) == "5.0.0"
     assert distribution_version("cbor2", path[::-1]) == "6.3.0"
     assert distribution_version("msgpack", path) is None
-
-
-def test_a_version_only_after_the_headers_is_not_the_version(tmp_path):
-    directory = tmp_path / "odd-1.0.dist-info"
-    directory.mkdir()
-    (directory / "METADATA").write_text("Name: odd\n\nVersion: 1.0\n")
-    assert distribution_version("odd", [str(tmp_path)]) is None
 
 
 def test_every_installed_codec_library_agrees_with_importlib_metadata():

@@ -1,8 +1,7 @@
-"""meta-evbench and the kas files, checked offline (CI cannot download the layers; the
-README says how to run the real bitbake parse): the agent recipe's RDEPENDS against the
-agent's imports (read with `ast`, mapped with oe-core's python3 manifest in tests/data/yocto),
-its version, the kas schema, oelint-adv, `systemd-analyze verify` of the unit and the can0
-file in a real systemd-networkd.
+"""meta-evbench and the kas files, checked offline (the README says how to run bitbake's parse):
+the agent recipe's RDEPENDS against the agent's imports (ast, oe-core's python3 manifest in
+tests/data/yocto), its version, the kas schema, oelint-adv, the kernel's CAN fragment,
+`systemd-analyze verify` of the unit and the can0 file in a real systemd-networkd.
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ from evbench_agent import codecs
 
 LAYER = ROOT / "meta-evbench"
 AGENT_PACKAGE = ROOT / "agent" / "src" / "evbench_agent"
-#: The core the agent's wheel carries beside it (one distribution): its imports are the
-#: recipe's too.
+#: The core, in the agent's wheel beside it: its imports are the recipe's too.
 CORE_PACKAGE = ROOT / "agent" / "src" / "evbench_core"
 #: The packages of the agent's wheel: importing one another needs no recipe.
 OWN_PACKAGES = (AGENT_PACKAGE.name, CORE_PACKAGE.name)
@@ -38,24 +36,24 @@ IMAGE = LAYER / "recipes-core" / "images" / "evbench-image.bb"
 MANIFEST = ROOT / "tests" / "data" / "yocto" / "python3-manifest.scarthgap.json"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 KAS_FILES = [ROOT / "kas.yml", *sorted((ROOT / "kas").glob("*.yml"))]
+CAN_NETWORK = LAYER / "recipes-connectivity" / "evbench-can" / "files" / "80-evbench-can0.network"
+CAN_RECIPE = CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb"
+NETWORKD = Path("/lib/systemd/systemd-networkd")
 
-#: Third-party modules (and their submodules) the agent's own code imports, and their
-#: scarthgap package. A codec's library is not listed here: each codec declares its
-#: module and package where it is implemented (`@codec(..., yocto=...)` in
-#: its module of evbench_agent/codecs/), and `third_party_packages` adds them.
+#: Third-party modules (and submodules) the agent's own code imports, and their scarthgap
+#: package. A codec declares its library's in its `@codec(..., yocto=...)` (evbench_agent/
+#: codecs/), and `third_party_packages` adds them.
 THIRD_PARTY = {
     "google.protobuf": "python3-protobuf",
     "psutil": "python3-psutil",
     "serial": "python3-pyserial",
 }
-#: Third-party modules whose import the agent guards (so a pip-installed agent
-#: without them gives a one-line error) but which the image must carry all the
-#: same: issue 19 puts pyserial in the recipe's RDEPENDS, since a UART link is
-#: what a field engineer reaches for when the network is down.
+#: Guarded imports (a pip-installed agent without them gives a one-line error) the image
+#: carries all the same: issue 19 puts pyserial in RDEPENDS, for a UART link when the
+#: network is down.
 IMAGE_REQUIRES = {"serial"}
-#: Modules compiled into CPython 3.12's interpreter (sys.builtin_module_names of
-#: an unpatched build; Modules/Setup.bootstrap): they have no file in the
-#: manifest and come with python3-core.
+#: Modules compiled into CPython 3.12 (sys.builtin_module_names of an unpatched build;
+#: Modules/Setup.bootstrap): no file in the manifest, they come with python3-core.
 BUILTIN = {
     "_abc", "_ast", "_codecs", "_collections", "_functools", "_imp", "_io", "_locale",
     "_operator", "_signal", "_sre", "_stat", "_string", "_symtable", "_thread",
@@ -63,12 +61,11 @@ BUILTIN = {
     "builtins", "errno", "faulthandler", "gc", "itertools", "marshal", "posix", "pwd",
     "sys", "time",
 }  # fmt: skip
-#: Modules of the older Pythons the agent supports (3.10, 3.11) that scarthgap's 3.12
-#: renamed; imported only under `except ImportError` after the 3.12 name
-#: (evbench_core.digests: `_sha256` became `_sha2`, in python3-crypt).
+#: Modules of Python 3.10 and 3.11 that scarthgap's 3.12 renamed, imported under `except
+#: ImportError` after the 3.12 name (evbench_core.digests: `_sha256` is `_sha2`, python3-crypt).
 OLDER_PYTHON_ONLY = {"_sha256"}
-#: Calls whose first string argument is a module imported at run time (a name
-#: computed at run time is invisible here; the suites registry's are the agent's own).
+#: Calls whose first string argument is a module imported at run time (a computed name is
+#: invisible here; the suites registry's are the agent's own).
 IMPORT_CALLS = {"import_module", "__import__"}
 
 
@@ -92,15 +89,11 @@ def _catches_import_error(node: ast.Try) -> bool:
     return False
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
-    if isinstance(node, ast.If) and _is_type_checking(node):
+    if isinstance(node, ast.If) and "TYPE_CHECKING" in (
+        getattr(node.test, "id", None),  # an ast.Name
+        getattr(node.test, "attr", None),  # an ast.Attribute
+    ):
         for child in node.orelse:  # the TYPE_CHECKING branch never runs
             _walk(child, optional, found)
         return
@@ -148,11 +141,12 @@ class Manifest:
         text = "".join(
             line for line in path.read_text().splitlines(True) if not line.startswith("#")
         )
-        self.patterns: list[tuple[str, str]] = []
-        for name, entry in json.loads(text).items():
-            for item in entry["files"]:
-                if item.startswith(self.PREFIX):
-                    self.patterns.append((item[len(self.PREFIX) :], f"python3-{name}"))
+        self.patterns = [
+            (item[len(self.PREFIX) :], f"python3-{name}")
+            for name, entry in json.loads(text).items()
+            for item in entry["files"]
+            if item.startswith(self.PREFIX)
+        ]
 
     def package_of(self, module: str) -> str | None:
         """The package holding `module` (or its longest known parent), or None."""
@@ -177,49 +171,36 @@ class Manifest:
         return None
 
 
-@dataclass
-class Needs:
-    rdepends: set[str]
-    rrecommends: set[str]
-    #: Modules neither the manifest nor THIRD_PARTY knows: decide, then add them.
-    unknown: set[str]
-
-
 def third_party_packages() -> dict[str, str | None]:
-    """THIRD_PARTY and each third-party codec's module with its declared package (the
-    Python codecs' registry: the native ones import nothing)."""
+    """THIRD_PARTY and each Python codec's module with its declared package."""
     declared = {c.module: c.yocto for c in codecs.CODECS.values() if c.distribution is not None}
     return {**declared, **THIRD_PARTY}
 
 
-def third_party(module: str, known: dict[str, str | None]) -> str | None:
-    """The key of `known` that `module` belongs to (the longest), if any."""
-    keys = [key for key in known if module == key or module.startswith(f"{key}.")]
-    return max(keys, key=len, default=None)
-
-
-def packages_needed(imports: Imports, manifest: Manifest) -> Needs:
-    """Standard-library modules and required third-party ones are RDEPENDS (a
-    codec's standard-library module too: the interpreter always has it); the
-    optional third-party ones that exist in scarthgap are RRECOMMENDS."""
-    needs = Needs(set(), set(), set())
+def packages_needed(imports: Imports, manifest: Manifest) -> dict[str, set[str]]:
+    """Standard-library modules and required third-party ones are RDEPENDS (a codec's
+    standard-library module too: the interpreter always has it); the optional third-party
+    ones that exist in scarthgap are RRECOMMENDS; "unknown" those neither the manifest nor
+    THIRD_PARTY knows (decide, then add them)."""
+    needs: dict[str, set[str]] = {"RDEPENDS": set(), "RRECOMMENDS": set(), "unknown": set()}
     known = third_party_packages()
     for module in sorted(imports.required | imports.optional):
-        if (key := third_party(module, known)) is not None:
+        # The key of `known` that `module` belongs to (the longest), if any.
+        keys = [key for key in known if module == key or module.startswith(f"{key}.")]
+        if (key := max(keys, key=len, default=None)) is not None:
             package = known[key]
             if module in imports.required and package is None:
-                needs.unknown.add(f"{module} (required, but no scarthgap package)")
+                needs["unknown"].add(f"{module} (required, but no scarthgap package)")
             elif package is not None:
                 required = module in imports.required or key in IMAGE_REQUIRES
-                target = needs.rdepends if required else needs.rrecommends
-                target.add(package)
+                needs["RDEPENDS" if required else "RRECOMMENDS"].add(package)
         elif module.split(".")[0] in OLDER_PYTHON_ONLY and module not in imports.required:
             continue
         elif (package := manifest.package_of(module)) is not None:
-            needs.rdepends.add(package)
+            needs["RDEPENDS"].add(package)
         else:
-            needs.unknown.add(module)
-    needs.rrecommends -= needs.rdepends
+            needs["unknown"].add(module)
+    needs["RRECOMMENDS"] -= needs["RDEPENDS"]
     return needs
 
 
@@ -236,23 +217,21 @@ def agent_recipe() -> Path:
     return recipes[0]
 
 
-def rdepends_problems(package_dir: Path, recipe: Path, manifest_path: Path) -> list[str]:
-    """What the recipe lacks or has too many of, one line each; empty when exact."""
+def rdepends_problems(package_dir: Path, manifest_path: Path) -> list[str]:
+    """What the agent recipe lacks or has too many of, one line each; empty when exact."""
     imports = scan_imports(package_dir)
     core = scan_imports(CORE_PACKAGE)
     imports.required |= core.required
     imports.optional |= core.optional | {declared.module for declared in codecs.CODECS.values()}
     needs = packages_needed(imports, Manifest(manifest_path))
-    text = recipe.read_text()
+    text = agent_recipe().read_text()
     problems = [
         f"unknown module {m}: a codec's library goes in its @codec(yocto=...), "
         "any other third-party module in THIRD_PARTY, an interpreter built-in in BUILTIN"
-        for m in needs.unknown
+        for m in needs.pop("unknown")
     ]
-    for variable, wanted in (
-        ("RDEPENDS:${PN}", needs.rdepends),
-        ("RRECOMMENDS:${PN}", needs.rrecommends),
-    ):
+    for name, wanted in needs.items():
+        variable = f"{name}:${{PN}}"
         have = recipe_values(text, variable)
         problems += [f"{variable} lacks {p}" for p in sorted(wanted - have)]
         problems += [f"{variable} has {p}, which no import needs" for p in sorted(have - wanted)]
@@ -265,8 +244,10 @@ def manifest_path() -> Path:
     return MANIFEST
 
 
-def test_recipe_rdepends_are_exactly_the_agents_imports(manifest_path: Path) -> None:
-    assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
+def test_the_recipe_has_the_agents_version_and_rdepends_exactly_its_imports(manifest_path):
+    assert rdepends_problems(AGENT_PACKAGE, manifest_path) == []
+    version = version_line(AGENT_PACKAGE / "__init__.py")
+    assert agent_recipe().name == f"evbench-agent_{version}.bb"
 
 
 def test_imports_added_without_their_package_fail(tmp_path: Path, manifest_path: Path) -> None:
@@ -278,10 +259,9 @@ def test_imports_added_without_their_package_fail(tmp_path: Path, manifest_path:
         "import importlib\n\ndef f():\n"
         "    importlib.import_module('mmap')\n    import evbench_scratch\n"
     )
-    problems = rdepends_problems(copy, agent_recipe(), manifest_path)
-    assert "RDEPENDS:${PN} lacks python3-sqlite3" in problems
-    assert "RDEPENDS:${PN} lacks python3-xml" in problems
-    assert "RDEPENDS:${PN} lacks python3-mmap" in problems
+    problems = rdepends_problems(copy, manifest_path)
+    lacking = {f"RDEPENDS:${{PN}} lacks python3-{name}" for name in ("sqlite3", "xml", "mmap")}
+    assert lacking <= set(problems), problems
     assert any(p.startswith("unknown module evbench_scratch") for p in problems), problems
 
 
@@ -312,12 +292,7 @@ def test_manifest_maps_modules_to_their_packages(manifest_path: Path) -> None:
         assert declared.yocto == manifest.package_of(declared.module), declared.name
 
 
-def test_recipe_version_is_the_agents() -> None:
-    version = version_line(AGENT_PACKAGE / "__init__.py")
-    assert agent_recipe().name == f"evbench-agent_{version}.bb"
-
-
-def test_kas_files_validate_against_the_kas_schema() -> None:
+def test_kas_files_validate_against_the_kas_schema_and_pin_every_repository() -> None:
     try:
         from jsonschema.validators import validator_for
 
@@ -338,9 +313,7 @@ def test_kas_files_validate_against_the_kas_schema() -> None:
     document = yaml.safe_load((ROOT / "kas.yml").read_text())
     document["repos"]["meta-ti"]["layer"] = document["repos"]["meta-ti"].pop("layers")
     assert list(validator.iter_errors(document)) != []
-
-
-def test_every_kas_repository_is_pinned_to_a_commit() -> None:
+    # Every repository is pinned to a commit.
     for path in KAS_FILES:
         for name, repo in (yaml.safe_load(path.read_text()).get("repos") or {}).items():
             if repo and "url" in repo:
@@ -349,6 +322,12 @@ def test_every_kas_repository_is_pinned_to_a_commit() -> None:
     assert main["distro"] and main["machine"] == "am62xx-evm"
     assert main["repos"]["evbench"] == {"layers": {"meta-evbench": None}}  # this checkout
     assert 'INIT_MANAGER = "systemd"' in "".join(main["local_conf_header"].values())
+
+
+def _venv_command(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    require(path.exists(), f"the command {name!r}")
+    return str(path)
 
 
 def _oelint(layer: Path) -> subprocess.CompletedProcess:
@@ -373,40 +352,31 @@ def test_oelint_reports_nothing_and_finds_a_style_fault(tmp_path: Path) -> None:
     assert "oelint.task.nomkdir" in result.stdout + result.stderr
 
 
-#: The OpenEmbedded style guide asks for readable lines; the layer keeps them to this.
-MAX_LAYER_LINE = 100
-
-
 def _layer_files() -> list[Path]:
     return sorted(p for p in LAYER.rglob("*") if p.suffix in (".bb", ".bbappend", ".conf", ".inc"))
 
 
 def test_layer_lines_fit_the_style_guide_and_its_readme_names_a_maintainer() -> None:
+    # The OpenEmbedded style guide asks for readable lines: the layer keeps to 100 characters.
     long_lines = [
         f"{path.relative_to(ROOT)}:{number}: {len(line)} characters"
         for path in _layer_files()
         for number, line in enumerate(path.read_text().splitlines(), 1)
-        if len(line) > MAX_LAYER_LINE
+        if len(line) > 100
     ]
     assert long_lines == []
     readme = (LAYER / "README.md").read_text()  # yocto-check-layer asks for the contact
     assert re.search(r"^Maintainer[s]?:", readme, re.MULTILINE)
 
 
-def _assignment_lines(text: str) -> dict[str, int]:
-    """Variable (or `inherit`) -> the first line that sets it."""
-    first: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+def test_image_inherits_before_its_feature_checks_and_adds_no_image_types() -> None:
+    lines: dict[str, int] = {}  # a variable (or `inherit`) -> the first line that sets it
+    for number, line in enumerate(IMAGE.read_text().splitlines(), 1):
         match = re.match(r"([A-Za-z_][\w:${}-]*)\s*(\?\?=|\?=|\+=|=|:=|\.=)", line)
         if line.startswith("inherit "):
-            first.setdefault("inherit", number)
+            lines.setdefault("inherit", number)
         elif match:
-            first.setdefault(match.group(1), number)
-    return first
-
-
-def test_image_inherits_before_its_feature_checks_and_adds_no_image_types() -> None:
-    lines = _assignment_lines(IMAGE.read_text())
+            lines.setdefault(match.group(1), number)
     # features_check reads REQUIRED_DISTRO_FEATURES: the class comes first (style guide order).
     assert lines["inherit"] < lines["REQUIRED_DISTRO_FEATURES"]
     # meta-ti's k3 machines (am62xx-evm, beagleplay) list wic.xz and wic.bmap themselves.
@@ -425,22 +395,13 @@ def test_one_place_decides_whether_the_responder_starts_at_boot() -> None:
     assert "EVBENCH_SERVE" in auto_enable
 
 
-def _venv_command(name: str) -> str:
-    path = Path(sys.executable).parent / name
-    require(path.exists(), f"the command {name!r}")
-    return str(path)
-
-
 def _verify(root: Path, unit: Path) -> subprocess.CompletedProcess:
-    analyze = require_command("systemd-analyze")
-    command = [analyze, "verify", f"--root={root}", str(unit)]
+    command = [require_command("systemd-analyze"), "verify", f"--root={root}", str(unit)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.integration  # the real systemd-analyze
-def test_systemd_unit_verifies_in_a_staged_root_and_fails_without_the_agent(
-    tmp_path: Path,
-) -> None:
+def test_systemd_unit_verifies_in_a_staged_root_and_fails_without_the_agent(tmp_path):
     exec_start = re.search(r"^ExecStart=(.+)$", UNIT.read_text(), re.M)
     assert exec_start and exec_start[1].split()[:2] == ["/usr/bin/evbench-agent", "serve"]
     # A root with this machine's systemd units (the targets the unit names), the unit,
@@ -460,10 +421,6 @@ def test_systemd_unit_verifies_in_a_staged_root_and_fails_without_the_agent(
     assert "/usr/bin/evbench-agent" in result.stderr
 
 
-CAN_NETWORK = LAYER / "recipes-connectivity" / "evbench-can" / "files" / "80-evbench-can0.network"
-NETWORKD = Path("/lib/systemd/systemd-networkd")
-
-
 @pytest.mark.integration  # the real systemd-networkd
 def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Path) -> None:
     text = CAN_NETWORK.read_text()
@@ -471,13 +428,13 @@ def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Pa
     assert "Name=can0" in text and "BitRate=500K" in text and "DataBitRate=2M" in text
     require(NETWORKD.exists(), f"systemd-networkd ({NETWORKD})")
     unshare = require_command("unshare")
-    # Loaded beside a file with a bad key and value: networkd names both, so it read the
-    # files (in name order, ours first), and says nothing of ours.
+    # Beside a file with a bad key and value: networkd names both, so it read the files
+    # (in name order, ours first), and says nothing of ours.
     shutil.copy(CAN_NETWORK, tmp_path / CAN_NETWORK.name)
     bad = "[Match]\nName=can0\n\n[CAN]\nBitRat=500K\nBitRate=fast\n"
     (tmp_path / "81-bad.network").write_text(bad)
-    # In a network and mount namespace of its own (only a loopback) with a whole new /run
-    # holding the files: networkd cannot touch the host, nor reach its system bus.
+    # In network and mount namespaces of its own (only a loopback) with a new /run holding
+    # the files: networkd can touch neither the host nor its system bus.
     script = (
         "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/network"
         f" && cp {tmp_path}/*.network /run/systemd/network/ && exec timeout 120 {NETWORKD}"
@@ -500,15 +457,20 @@ def test_can0_network_file_loads_in_systemd_networkd_without_a_word(tmp_path: Pa
     assert "Unknown key 'BitRat'" in said[0] and "'fast'" in said[1], said
 
 
-def test_the_image_installs_the_can_recipe_it_names() -> None:
+def test_the_image_installs_the_can_recipe_it_names_and_the_codecs_packages() -> None:
     image = IMAGE.read_text()
-    # Set in local.conf (kas.yml's), not by the image: the kernel recipes read it too,
-    # and a layer that is no BSP changes nothing until asked (the image's own default
-    # is empty).
+    # Set in kas.yml's local.conf, not by the image (whose default is empty): the kernel
+    # recipes read it too, and a layer that is no BSP changes nothing until asked.
     local_conf = yaml.safe_load((ROOT / "kas.yml").read_text())["local_conf_header"]
     assert 'EVBENCH_BUSES = "evbench-can"' in local_conf["evbench"].splitlines()
     assert 'EVBENCH_BUSES ??= ""' in image and "${EVBENCH_BUSES}" in image
-    assert (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").exists()
+    assert CAN_RECIPE.exists()
+    # It adds exactly the codecs' packages the agent does not bring, so each codec's declared
+    # package is on the board: with the agent (its RDEPENDS: the standard library's,
+    # protobuf) or by the image.
+    required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
+    declared = {c.yocto for c in codecs.CODECS.values() if c.yocto}
+    assert recipe_values(image, "EVBENCH_CODECS") == declared - required
 
 
 def test_recipe_values_reads_the_assignments_worked_out_by_hand() -> None:
@@ -517,27 +479,17 @@ def test_recipe_values_reads_the_assignments_worked_out_by_hand() -> None:
     assert recipe_values(text, "B") == {"w"}
 
 
-def test_the_image_adds_exactly_the_codecs_packages_the_agent_does_not_bring() -> None:
-    # So each codec's declared package is on the board: with the agent (its RDEPENDS:
-    # the standard library's, protobuf) or by the image.
-    required = recipe_values(agent_recipe().read_text(), "RDEPENDS:${PN}")
-    declared = {c.yocto for c in codecs.CODECS.values() if c.yocto}
-    assert recipe_values(IMAGE.read_text(), "EVBENCH_CODECS") == declared - required
-
-
-def test_a_codec_whose_package_the_recipe_lacks_fails(
-    monkeypatch: pytest.MonkeyPatch, manifest_path: Path
-) -> None:
+def test_a_codec_whose_package_the_recipe_lacks_fails(monkeypatch, manifest_path) -> None:
     # A codec declared as contributing.md says: its package must reach RRECOMMENDS.
     added = codecs.Codec(
         "scratch", "evbench_scratch", "scratch", codecs.PLAIN, "", None, yocto="python3-scratch"
     )
     monkeypatch.setitem(codecs.CODECS, "scratch", added)
-    problems = rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path)
+    problems = rdepends_problems(AGENT_PACKAGE, manifest_path)
     assert problems == ["RRECOMMENDS:${PN} lacks python3-scratch"]
     # Declared without a scarthgap recipe, it is simply absent on the board.
     monkeypatch.setitem(codecs.CODECS, "scratch", replace(added, yocto=None))
-    assert rdepends_problems(AGENT_PACKAGE, agent_recipe(), manifest_path) == []
+    assert rdepends_problems(AGENT_PACKAGE, manifest_path) == []
 
 
 # -- the kernel: the CAN fragment, its appends, the image's module check ------------------
@@ -549,40 +501,27 @@ FRAGMENT = LAYER / "recipes-kernel" / "linux" / "files" / "can-isotp.cfg"
 WANTED_SYMBOLS = {
     "CAN", "CAN_RAW", "CAN_ISOTP", "CAN_VCAN", "CAN_DEV", "CAN_M_CAN", "CAN_M_CAN_PLATFORM",
 }  # fmt: skip
-#: The layer each kas pin's repository provides, by kas repository name.
-KAS_REPOSITORY = {"openembedded-core": "openembedded-core", "meta-ti": "meta-ti"}
 
 
-def _fragment() -> dict[str, str]:
-    settings = {}
-    for line in FRAGMENT.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, equals, value = line.partition("=")
-            assert equals and name.startswith("CONFIG_"), line
-            settings[name.removeprefix("CONFIG_")] = value
-    return settings
-
-
-def _recorded_kconfig(path: Path) -> dict[str, str]:
-    """symbol -> type, from a recorded Kconfig symbol list (tests/data/kernel)."""
-    header = path.read_text().splitlines()[0]
-    assert header.startswith("# CAN Kconfig symbols of Linux ") and "linux-source" in header
-    return {
-        line.split()[0]: line.split()[1]
-        for line in path.read_text().splitlines()
-        if line and not line.startswith("#")
-    }
+def _data_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
 
 
 @pytest.mark.parametrize("release", ["6.1", "6.12"])
-def test_the_fragment_builds_every_can_module_the_issue_names_by_the_kernels_symbols(
-    release: str,
-) -> None:
+def test_the_fragment_builds_every_can_module_the_issue_names_by_the_kernels_symbols(release):
     # Linux 6.1 and 6.12 bracket the kernels at the pins (linux-yocto 6.6,
     # linux-ti-staging and linux-bb.org 6.6 and 6.12): a symbol in both is in 6.6.
-    settings = _fragment()
+    settings = {}
+    for line in _data_lines(FRAGMENT):
+        name, equals, value = line.partition("=")
+        assert equals and name.startswith("CONFIG_"), line
+        settings[name.removeprefix("CONFIG_")] = value
     assert {name for name, value in settings.items() if value == "m"} == WANTED_SYMBOLS
-    kconfig = _recorded_kconfig(KERNEL_DATA / f"can-kconfig-{release}.txt")
+    # symbol -> type, from a recorded Kconfig symbol list
+    recorded = KERNEL_DATA / f"can-kconfig-{release}.txt"
+    header = recorded.read_text().splitlines()[0]
+    assert header.startswith("# CAN Kconfig symbols of Linux ") and "linux-source" in header
+    kconfig = dict(line.split()[:2] for line in _data_lines(recorded))
     # A misspelt symbol would be caught below: the issue's short names are not Kconfig's.
     assert "M_CAN" not in kconfig and "CAN_M_CAN" in kconfig
     assert kconfig["CAN_NETLINK"] == "bool"
@@ -593,11 +532,7 @@ def test_the_fragment_builds_every_can_module_the_issue_names_by_the_kernels_sym
 
 
 def test_each_kernel_append_matches_a_recipe_of_its_layer_at_the_kas_pins() -> None:
-    recipes = [
-        line.split()
-        for line in KERNEL_RECIPES.read_text().splitlines()
-        if line and not line.startswith("#")
-    ]
+    recipes = [line.split() for line in _data_lines(KERNEL_RECIPES)]
     kas = yaml.safe_load((ROOT / "kas.yml").read_text())["repos"]
     pins = {repository: commit for repository, commit, _, _ in recipes}
     assert pins == {name: kas[name]["commit"] for name in pins}  # recorded at the pins
@@ -638,9 +573,8 @@ def _can_modules():
 
 def test_evbench_can_recommends_exactly_the_modules_the_image_checks() -> None:
     can_modules = _can_modules()
-    recipe = (CAN_NETWORK.parent.parent / "evbench-can_0.1.0.bb").read_text()
     wanted = {can_modules.package_of(m) for m in can_modules.NEEDED}
-    assert recipe_values(recipe, "RRECOMMENDS:${PN}") == wanted
+    assert recipe_values(CAN_RECIPE.read_text(), "RRECOMMENDS:${PN}") == wanted
     # Written out by hand: the packages the kernel's module files become.
     assert "kernel-module-m-can-platform" in wanted and "kernel-module-can-isotp" in wanted
 
@@ -658,9 +592,7 @@ def _rootfs(root: Path, modules: list[str], builtin: list[str], with_can: bool) 
     return str(root)
 
 
-def test_the_image_check_names_a_missing_module_and_leaves_other_images_alone(
-    tmp_path: Path,
-) -> None:
+def test_the_image_check_names_a_missing_module_and_leaves_other_images_alone(tmp_path):
     can_modules = _can_modules()
     # m_can built in, the rest as modules (with '_' and '-' as the kernel treats them),
     # but no can-isotp: the check names it and its package.

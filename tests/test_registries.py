@@ -1,6 +1,6 @@
-"""Every registry entry (codecs, native runtimes, payload profiles, suites) has its row in
-docs/running.md's and docs/native-codecs.md's tables and every row is an entry; the agent's
-pyproject installs each codec's distribution; a module added is collected without a list.
+"""Every registry entry (codecs, native runtimes, profiles, suites) has its row in docs/running.md's
+and docs/native-codecs.md's tables, and every row is an entry; the agent's pyproject installs each
+codec's distribution; a module added is collected without a list.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ def test_the_table_reader_finds_the_rows_worked_out_by_hand(tmp_path: Path) -> N
         "| codec | what |\n| --- | --- |\n| `a` | one |\n| `b`, `c` | two `d` |\n\n"
         "After the table.\n\n| `e` | a second table |\n\n## Next\n\n| `f` | |\n"
     )
-    # the first column's names of the first table under the heading, and no further
     assert table_names(doc, "## Codecs") == ["a", "b", "c"]
     assert table_names(doc, "## Next") == ["f"]
 
@@ -101,8 +100,7 @@ def test_the_agent_installs_every_codecs_distribution_the_first_three_always() -
     assert "protobuf" in codecs.AGENT_DEPENDENCIES == used & required
     always = {c.name for c in codecs.CODECS.values() if not c.optional}
     assert {"protobuf", "json", "protobuf-json"} <= always  # as worked out by hand
-    # the registry's order takes these three first (a run's answer is json against
-    # protobuf); any codec added later follows them
+    # the registry takes these three first (a run's answer is json against protobuf)
     assert list(codecs.CODECS)[:3] == ["protobuf", "json", "protobuf-json"]
     extras = PROJECT["optional-dependencies"].values()
     distributions = required | _distributions([r for e in extras for r in e])
@@ -141,20 +139,14 @@ _LISTS = (
 
 
 def _run_copy(tmp_path: Path, code: str, added: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`code` run against a copy of the agent with the modules `added` (path in the
-    package -> text) written into it."""
+    """`code` run against a copy of the agent with `added` (path -> text) written into it."""
     copy = tmp_path / "evbench_agent"
     shutil.copytree(AGENT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     for path, text in added.items():
         (copy / path).write_text(text)
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
-        cwd=tmp_path,
-        timeout=120,
-    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    argv = [sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
 
 #: A codec as docs/contributing.md says to write one: the standard library's marshal.
@@ -178,9 +170,7 @@ _PROFILE = (
 )
 
 
-def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend(
-    tmp_path: Path,
-) -> None:
+def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend(tmp_path):
     # A helper module (its name starts with `_`) beside the codec is not a codec.
     round_trip = (
         "item = payloads.get('seed').payloads(1)[0]\n"
@@ -214,18 +204,14 @@ def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend
     ],
     ids=["profile-declaring-nothing", "codec-declaring-nothing", "suite-declared-twice"],
 )  # fmt: skip
-def test_a_module_declaring_nothing_or_a_taken_name_is_refused(
-    tmp_path: Path, path: str, text: str, refusal: str
-) -> None:
+def test_a_module_declaring_nothing_or_a_taken_name_is_refused(tmp_path, path, text, refusal):
     done = _run_copy(tmp_path, _LISTS, {path: text})
-    assert done.returncode == 1
-    assert refusal in done.stderr
+    assert done.returncode == 1 and refusal in done.stderr
 
 
 def test_the_native_harnesses_carry_one_list_of_protos() -> None:
-    # Three readers of one fact: the agent (which profiles a native codec can carry),
-    # protos/native_types.py (the harnesses' type table) and native/CMakeLists.txt
-    # (the generated code compiled in). A .proto added to one alone fails here.
+    # Three readers of one fact: the agent (which profiles a native codec carries), the
+    # harnesses' type table (protos/native_types.py) and native/CMakeLists.txt.
     sys.path.insert(0, str(ROOT / "protos"))
     try:
         import native_types  # protos/ is no package
@@ -241,9 +227,8 @@ def test_the_native_harnesses_carry_one_list_of_protos() -> None:
 
 
 def test_every_suite_module_is_registered_under_the_name_it_calls_itself() -> None:
-    # A module of suites/ (or of a suite's package there) that declares SUITE is a suite:
-    # the registry must find it (its package), or no run can ask for it. Read here with
-    # ast, not the registry's line pattern, so a declaration it misses fails.
+    # A module of suites/ (or a suite's package) declaring SUITE is a suite the registry
+    # must find, read with ast (not its line pattern) so a declaration it misses fails.
     declared = {}
     for path in sorted((AGENT / "suites").rglob("*.py")):
         top = path.relative_to(AGENT / "suites").parts[0].removesuffix(".py")
@@ -261,18 +246,15 @@ def test_every_suite_module_is_registered_under_the_name_it_calls_itself() -> No
     assert {name: registry.load(name).SUITE for name in declared} == {n: n for n in declared}
 
 
-def test_the_suites_a_record_may_name_are_those_a_real_run_records() -> None:
-    # A stored codec and link run with telemetry (tests/data/runs/codec-link-v1) has
-    # records of every kind: the LAVA importer and the report's order take this tuple.
+def test_the_suites_a_record_may_name_and_the_codec_metrics_are_those_real_runs_record():
+    # A stored codec and link run with telemetry has records of every kind: the LAVA
+    # importer and the report's order take this tuple.
     summary = ROOT / "tests" / "data" / "runs" / "codec-link-v1" / "summary.json"
     named = {record["suite"] for record in json.loads(summary.read_text())["records"]}
     assert named == {"codec", "link", "telemetry"}
     assert set(registry.RECORD_SUITES) == named
-
-
-def test_the_codec_suites_metrics_are_those_a_real_run_records() -> None:
-    # The codec suite times encode, decode and decode_access, and measures the encoding's
-    # size plain and deflated (docs/method.md); a stored run's codec records say the same.
+    # The codec suite times encode, decode, decode_access and measures the size plain and
+    # deflated (docs/method.md); a stored run's codec records say the same.
     summary = ROOT / "tests" / "data" / "runs" / "core-v1" / "summary.json"
     records = json.loads(summary.read_text())["records"]
     recorded = {record["metric"] for record in records if record["suite"] == "codec"}

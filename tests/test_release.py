@@ -1,6 +1,5 @@
-"""The release's version is one version (docs/releases.md, "The version"): the agent's and
-the host's `__version__`, the host's requirement on the agent and CHANGELOG.md's newest
-release agree, and the changelog keeps Keep a Changelog's shape.
+"""One release version (docs/releases.md): the agent's and host's `__version__`, the host's
+requirement on the agent and CHANGELOG.md's newest release agree; the changelog keeps its shape.
 """
 
 from __future__ import annotations
@@ -29,22 +28,18 @@ def version_line(init: Path) -> str:
 def releases(text: str) -> list[tuple[str, datetime.date, str]]:
     """(version, date, body) of each `## [X.Y.Z] - DATE` section, in the file's order."""
     found = []
-    parts = re.split(r"^(?=## )", text, flags=re.M)
-    for part in parts[1:]:
+    for part in re.split(r"^(?=## )", text, flags=re.M)[1:]:
         heading, _, body = part.partition("\n")
-        if heading == "## [Unreleased]":
-            continue
-        match = RELEASE.match(heading)
-        assert match, f"not a release heading: {heading!r}"
-        found.append(
-            (match["version"], datetime.date.fromisoformat(match["date"]), body),
-        )
+        if heading != "## [Unreleased]":
+            match = RELEASE.match(heading)
+            assert match, f"not a release heading: {heading!r}"
+            found.append((match["version"], datetime.date.fromisoformat(match["date"]), body))
     return found
 
 
 def host_requirement_on_agent() -> Requirement:
-    """The host's requirement on the agent: the one quoted dependency line naming it
-    (pyproject.toml read as text: tomllib is Python 3.11's, and 3.10 is supported)."""
+    """The one quoted dependency line naming the agent (pyproject.toml read as text: tomllib is
+    Python 3.11's, and 3.10 is supported)."""
     text = (ROOT / "host_tools" / "pyproject.toml").read_text()
     found = re.findall(r'^\s*"(evbench-agent\b[^"]*)",?\s*$', text, re.M)
     assert len(found) == 1, found
@@ -73,9 +68,8 @@ def test_the_host_requires_the_agent_of_its_own_major_minor():
 
 
 def test_the_changelog_keeps_its_shape():
-    """Releases newest first, dated, each with Keep a Changelog's sections only; every
-    release but the newest names the full commit it was cut from (the compatibility
-    test builds the previous release from it)."""
+    """Releases newest first, dated, with Keep a Changelog's sections only; each but the newest
+    names the full commit it was cut from (test_release_wheels builds the previous one)."""
     text = CHANGELOG.read_text(encoding="utf-8")
     found = releases(text)
     assert len(found) >= 2, "the release and the one before it"

@@ -1,8 +1,7 @@
-"""The release as a lab installs it, against the real previous release (docs/releases.md):
-both built by hatchling 1.21.1 (.venv-build) offline, the previous one from the commit
-CHANGELOG.md names, each installed from its two wheels into a clean venv. Checked: the quick
-local run, pip's refusal of the mixed pair, each release reading the other's run, and each
-host refusing the other's agent in an image over a real sshd, then deploying with --force.
+"""The release as a lab installs it, against the real previous release (docs/releases.md): both
+built offline by .venv-build's hatchling (the previous one from the commit CHANGELOG.md names)
+and installed from their wheels into clean venvs: the quick local run, pip refusing the mixed
+pair, each reading the other's run, each host refusing the other's agent over a real sshd.
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ BUILD_PYTHON = ROOT / ".venv-build" / "bin" / "python"
 BOARD_PYTHON = "/usr/bin/python3"
 INSTALL_TIMEOUT = 900
 RUN_TIMEOUT = 600
-#: The codec suite alone on the seed, one process: a run of the previous release's agent
-#: for this release to read (options the previous release knew).
+#: A run of the previous release's agent for this one to read (options it knew).
 SHORT_RUN = ["--quick", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
 
 
@@ -49,12 +47,17 @@ class Release:
 
 
 def run(argv: list, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """`argv` without what would put the checkout's packages, or the user's, on an
-    installed release's path."""
+    """`argv` without the checkout's packages, or the user's, on an installed release's path."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env["PYTHONNOUSERSITE"] = "1"
     argv = [str(part) for part in argv]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+def metadata(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        return archive.read(name).decode()
 
 
 def build_wheels(source: Path, out: Path) -> dict[str, Path]:
@@ -67,29 +70,23 @@ def build_wheels(source: Path, out: Path) -> dict[str, Path]:
     assert built.returncode == 0, built.stderr
     wheels = {}
     for wheel in out.glob("*.whl"):
-        with zipfile.ZipFile(wheel) as archive:
-            metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
-            name = re.search(r"^Name: (.+)$", archive.read(metadata).decode(), re.M)
+        name = re.search(r"^Name: (.+)$", metadata(wheel), re.M)
         assert name is not None, wheel
         wheels[name[1].strip()] = wheel
     assert sorted(wheels) == ["evbench", "evbench-agent"], sorted(wheels)
     return wheels
 
 
-def install(wheels: dict[str, Path], env: Path) -> None:
-    """A new virtual environment with the two wheel files and their dependencies."""
+def release(version: str, source: Path, top: Path) -> Release:
+    """The release of the tree at `source`: its wheels built, then installed with their
+    dependencies in a new virtual environment under `top`."""
+    wheels, env = build_wheels(source, top / "wheels"), top / "env"
     made = run([sys.executable, "-m", "venv", env], timeout=120)
     assert made.returncode == 0, made.stderr
     pip = [env / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     done = run([*pip, wheels["evbench-agent"], wheels["evbench"]], timeout=INSTALL_TIMEOUT)
     assert done.returncode == 0, done.stderr
-
-
-def release(version: str, source: Path, top: Path) -> Release:
-    """The release of the tree at `source`, its wheels built and installed under `top`."""
-    wheels = build_wheels(source, top / "wheels")
-    install(wheels, top / "env")
-    return Release(version, wheels, top / "env")
+    return Release(version, wheels, env)
 
 
 def previous_built(top: Path) -> Release:
@@ -99,10 +96,8 @@ def previous_built(top: Path) -> Release:
     known = run([git, "-C", ROOT, "cat-file", "-e", f"{commit}^{{commit}}"], timeout=60)
     require(known.returncode == 0, f"release {version}'s commit {commit} (a clone with history)")
     archive = top / "source.tar"
-    taken = run(
-        [git, "-C", ROOT, "archive", "--output", archive, commit, "agent", "host_tools", "LICENSE"],
-        timeout=120,
-    )
+    trees = [commit, "agent", "host_tools", "LICENSE"]
+    taken = run([git, "-C", ROOT, "archive", "--output", archive, *trees], timeout=120)
     assert taken.returncode == 0, taken.stderr
     (top / "source").mkdir()
     unpacked = run([require_command("tar"), "-xf", archive, "-C", top / "source"], timeout=120)
@@ -112,27 +107,22 @@ def previous_built(top: Path) -> Release:
 
 def quick_run(current: Future[Release], out: Path) -> Path:
     """The acceptance: the installed release's quick run on the local board."""
-    evbench_command = current.result().bin("evbench")
-    done = run(
-        [evbench_command, "run", "--board", "local", "--quick", "--out", out],
-        timeout=RUN_TIMEOUT,
-        cwd=out.parent,
-    )
+    argv = [current.result().bin("evbench"), "run", "--board", "local", "--quick", "--out", out]
+    done = run(argv, timeout=RUN_TIMEOUT, cwd=out.parent)
     assert done.returncode == 0, done.stderr[-4000:]
     return out
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future]]:
-    """This checkout's release (then its quick run) and the previous release, made at
-    once: pip's downloads and installs of one overlap the other's."""
-    factory = tmp_path_factory
+    """This checkout's release (then its quick run) and the previous release, made at once."""
+    top = tmp_path_factory.mktemp
     with ThreadPoolExecutor(3) as pool:
-        current = pool.submit(release, evbench.__version__, ROOT, factory.mktemp("current"))
+        current = pool.submit(release, evbench.__version__, ROOT, top("current"))
         yield {
             "current": current,
-            "current_run": pool.submit(quick_run, current, factory.mktemp("current-run") / "run"),
-            "previous": pool.submit(previous_built, factory.mktemp("previous")),
+            "current_run": pool.submit(quick_run, current, top("current-run") / "run"),
+            "previous": pool.submit(previous_built, top("previous")),
         }
 
 
@@ -151,23 +141,17 @@ def current_run(made: dict[str, Future]) -> Path:
     return made["current_run"].result()
 
 
-def test_the_wheels_carry_the_release_and_the_host_pins_its_agent(current):
+def test_the_wheels_carry_the_release_pin_its_agent_and_run_a_quick_local_run(current, current_run):
     assert current.version == evbench.__version__
     major, minor, _ = current.version.split(".")
     for name, wheel in current.wheels.items():
         assert wheel.name == f"{name.replace('-', '_')}-{current.version}-py3-none-any.whl"
-    with zipfile.ZipFile(current.wheels["evbench"]) as archive:
-        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
-        requires = re.findall(r"^Requires-Dist: (.+)$", archive.read(metadata).decode(), re.M)
+    requires = re.findall(r"^Requires-Dist: (.+)$", metadata(current.wheels["evbench"]), re.M)
     agent = [Requirement(line) for line in requires if line.startswith("evbench-agent")]
     assert [str(requirement.specifier) for requirement in agent] == [
         f"<{major}.{int(minor) + 1},>={major}.{minor}"
     ]
-
-
-def test_the_installed_wheels_run_a_quick_local_run(current, current_run):
-    """Installed from the wheel files, not the checkout: the packages live in the venv,
-    and pip knows no editable project."""
+    # Installed from the wheels, not the checkout: in the venv, no editable project.
     probe = (
         "import json, evbench, evbench_agent; print(json.dumps({"
         "'host': [evbench.__version__, evbench.__file__], "
@@ -197,8 +181,7 @@ def test_pip_refuses_this_host_with_the_previous_releases_agent(current, previou
     assert mixed.returncode != 0
     assert "ResolutionImpossible" in mixed.stderr, mixed.stderr
     assert f"evbench-agent {previous.version}" in mixed.stderr, mixed.stderr
-    # The same request with the release's own agent resolves: the agent's version alone
-    # made the refusal (everything else the host needs is in the environment already).
+    # With the release's own agent it resolves: the agent's version alone made the refusal.
     matched = run([*pip, current.wheels["evbench"], current.wheels["evbench-agent"]], timeout=300)
     assert matched.returncode == 0, matched.stderr
 
@@ -206,11 +189,8 @@ def test_pip_refuses_this_host_with_the_previous_releases_agent(current, previou
 def test_each_release_reads_the_other_releases_run(current, previous, current_run, tmp_path):
     """Results travel across releases while the format's major is the same."""
     old_run = tmp_path / "previous-run"
-    made = run(
-        [previous.bin("evbench-agent"), "run", *SHORT_RUN, "--processes", "1", "--out", old_run],
-        timeout=RUN_TIMEOUT,
-        cwd=tmp_path,
-    )
+    argv = [previous.bin("evbench-agent"), "run", *SHORT_RUN, "--processes", "1", "--out", old_run]
+    made = run(argv, timeout=RUN_TIMEOUT, cwd=tmp_path)
     assert made.returncode == 0, made.stderr[-4000:]
     assert (old_run / results.COMPLETE).is_file()
     old_manifest = json.loads((old_run / "manifest.json").read_text())

@@ -13,11 +13,7 @@ from pathlib import Path
 
 from evbench.usecases.deploy import build_zipapp
 
-
-@functools.cache
-def _built() -> bytes:
-    """The archive, built once for the file's tests (the first shows a build reproducible)."""
-    return build_zipapp()
+_built = functools.cache(build_zipapp)  # built once for the file's tests
 
 
 def test_every_entry_is_deflated_and_the_build_is_reproducible() -> None:
@@ -27,14 +23,13 @@ def test_every_entry_is_deflated_and_the_build_is_reproducible() -> None:
         assert archive.testzip() is None  # every entry's CRC holds
         plain = sum(entry.file_size for entry in entries)
     assert {entry.compress_type for entry in entries} == {zipfile.ZIP_DEFLATED}
-    # Python source deflates to well under half its size: a third of the bytes over a
-    # console line at 115200 baud (stored, 0.8 MB took 136 s in tests/test_log_secrets.py)
+    # Python source deflates to under half its size: a third of the bytes over a 115200-baud
+    # console line (stored, 0.8 MB took 136 s in tests/test_log_secrets.py)
     assert len(data) < plain / 2, (len(data), plain)
     assert build_zipapp() == data  # the same bytes again
 
 
 # -- the copy the first start unpacks (deploy.ZIPAPP_MAIN) ----------------------------------------
-
 
 #: zipimport writes no bytecode; a copy the first start unpacked is imported with it.
 BYTECODE_ON = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -57,9 +52,7 @@ def _copies(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.name != "evbench-agent.pyz")
 
 
-def test_the_first_start_unpacks_the_archive_and_every_process_imports_from_the_copy(
-    tmp_path: Path,
-) -> None:
+def test_the_first_start_unpacks_the_archive_and_every_process_imports_from_the_copy(tmp_path):
     pyz = _archive(tmp_path / "agent")
     done = _start(pyz, "--help")
     assert done.returncode == 0 and "run" in done.stdout, done.stderr
@@ -102,9 +95,7 @@ def test_starts_at_once_leave_one_copy_and_replace_an_older_one(tmp_path: Path) 
     assert copy != older and (copy / "UNPACKED").is_file()
 
 
-def test_where_no_copy_can_be_made_or_trusted_the_agent_runs_from_the_archive(
-    tmp_path: Path,
-) -> None:
+def test_where_no_copy_can_be_made_or_trusted_the_agent_runs_from_the_archive(tmp_path):
     first = _archive(tmp_path / "first")
     assert _start(first, "--help").returncode == 0
     (copy,) = _copies(first.parent)
