@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 
-def _parents() -> dict[int, int]:
+def descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc's parent links."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -16,12 +17,6 @@ def _parents() -> dict[int, int]:
             except OSError:  # it ended while we looked
                 continue
             parents[int(entry.name)] = int(fields[1])
-    return parents
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below `root`, from /proc's parent links."""
-    parents = _parents()
     found, frontier = [], [root]
     while frontier:
         parent = frontier.pop()

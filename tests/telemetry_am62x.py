@@ -1,9 +1,8 @@
-"""A sysfs tree laid out like a TI AM62x starter kit's (this machine and CI have none), read
-by the telemetry code exactly as /sys: two K3 thermal zones with the AM62x device tree's
-105 °C passive and 125 °C critical trip points, the cpufreq cooling device, one cpufreq
-policy for the four Cortex-A53 cores (200 MHz to 1.4 GHz), an INA226-style power monitor
-(µW, mA, mV) and an INA219-style one with current and voltage only. `sampling` runs the
-real sampler process on such a tree."""
+"""A sysfs tree like a TI AM62x starter kit's, read by the telemetry code exactly as /sys: two
+K3 thermal zones (105 °C passive, 125 °C critical trip points), the cpufreq cooling device,
+one cpufreq policy for four Cortex-A53 cores (200 MHz to 1.4 GHz), an INA226-style power
+monitor (µW, mA, mV) and an INA219-style one (current and voltage only). `sampling` runs
+the real sampler process on such a tree."""
 
 from __future__ import annotations
 

@@ -25,8 +25,7 @@ EXACT_CODECS = [name for name in ALL_CODECS if name != "dbc"]
 PROFILES = list(payloads.PROFILES)
 GOLDEN_KEYS = Path(__file__).parent / "data" / "seed_json_keys.txt"
 #: The seed app's averages on the AM62x and Windows (README of the seed).
-SEED_PROTOBUF_BYTES = 276.8
-SEED_JSON_BYTES = 995.2
+SEED_PROTOBUF_BYTES, SEED_JSON_BYTES = 276.8, 995.2
 
 
 def _same(expected, actual, rel: float) -> bool:
@@ -41,13 +40,6 @@ def _same(expected, actual, rel: float) -> bool:
             _same(e, a, rel) for e, a in zip(expected, actual, strict=True)
         )
     return expected == actual and type(expected) is type(actual)
-
-
-def test_seed_json_keys_match_the_seed_app_in_order():
-    lines = GOLDEN_KEYS.read_text().splitlines()
-    golden = [line for line in lines if line and not line.startswith("#")]
-    assert list(payloads.get("seed").payloads(1)[0].plain) == golden
-    assert list(seed.JSON_KEYS) == golden
 
 
 def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_ranges():
@@ -66,9 +58,13 @@ def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_rang
         assert 45 <= plain["motor_temp"] < 65
 
 
-def test_seed_zeros_are_written_like_the_dart_library():
-    # Explicit presence: a set zero is on the wire, as the seed's Dart code sends it.
+def test_seed_json_keys_match_the_seed_app_in_order_and_zeros_are_written_like_dart():
+    lines = GOLDEN_KEYS.read_text().splitlines()
+    golden = [line for line in lines if line and not line.startswith("#")]
     profile = payloads.get("seed")
+    assert list(profile.payloads(1)[0].plain) == golden
+    assert list(seed.JSON_KEYS) == golden
+    # Explicit presence: a set zero is on the wire, as the seed's Dart code sends it.
     plain = dict(profile.payloads(1)[0].plain, dpad=0, killsw=0)
     message = profile.to_message(plain)
     assert message.HasField("dpad") and message.HasField("killSwitch")
@@ -105,13 +101,6 @@ def test_ev_full_frame_has_the_promised_content_at_sensor_resolution():
 )
 def test_java_study_shapes(name, check):
     assert check(payloads.get(name).payloads(1)[0].plain)
-
-
-def test_every_codec_is_available_here_and_the_backend_is_reported():
-    # The always present ones, and the requirements of agent[fast]: the test
-    # environment installs them all.
-    assert {"protobuf", "json", "protobuf-json"} <= set(codecs.available()) == set(ALL_CODECS)
-    assert codecs.protobuf_backend() in ("upb", "cpp", "python")
 
 
 @pytest.mark.parametrize("profile_name", PROFILES)
@@ -153,9 +142,10 @@ def test_protobuf_json_prints_fields_without_presence():
     assert '"pluggedIn":false' in text  # a default value, printed as the JSON codecs do
 
 
-def test_unknown_and_missing_codecs_and_profiles_are_refused_naming_the_alternatives(
-    monkeypatch,
-):
+def test_every_codec_is_here_and_unknown_or_missing_ones_are_refused_naming_others(monkeypatch):
+    # The always present ones, and agent[fast]'s: the test environment installs them all.
+    assert {"protobuf", "json", "protobuf-json"} <= set(codecs.available()) == set(ALL_CODECS)
+    assert codecs.protobuf_backend() in ("upb", "cpp", "python")
     with pytest.raises(UserError, match="unknown codec 'nope'"):
         codecs.get("nope")
     missing = codecs.Codec("ghost", "evbench_ghost", "ghost", codecs.PLAIN, "", None, yocto=None)

@@ -1,11 +1,6 @@
-"""`evbench --help` lists every command without importing any (issue 21, item 1), and
-`evbench run --help` (and the agent's) what each suite, profile and codec is, read from
-the registries: a codec added to a registry shows up without a hand edit.
-
-The listing comes from evbench.commands.SUMMARIES, kept equal here to each command
-module's own HELP; a fresh interpreter shows that printing it or refusing a typo imports
-no command module and no protobuf (what the start-up time follows from; nothing is timed).
-"""
+"""`evbench --help` lists every command (evbench.commands.SUMMARIES, equal to each module's
+HELP) and a fresh interpreter shows it or a typo imports no command module and no protobuf;
+`run --help` (host and agent) says what each registered suite, profile and codec is."""
 
 from __future__ import annotations
 
@@ -101,11 +96,9 @@ def test_run_help_says_what_each_suite_profile_and_codec_is(program):
     assert "Protocol Buffers binary" in _entry(listing, "protobuf")
     assert "JSON, the standard library" in _entry(listing, "json")
     assert "CBOR" in _entry(listing, "cbor2")
-    # And nothing registered is left out.
     for name in [*registry.REGISTRY, *payloads.PROFILES, *codecs.CODECS]:
-        assert _entry(listing, name)
-    widest = max(len(line) for line in listing.splitlines())
-    assert widest <= catalogue.MAX_WIDTH
+        assert _entry(listing, name)  # nothing registered is left out
+    assert max(len(line) for line in listing.splitlines()) <= catalogue.MAX_WIDTH
 
 
 def test_a_codec_added_to_the_registry_is_listed_without_a_hand_edit(monkeypatch):

@@ -17,8 +17,7 @@ BUILT_IN = [name for name, p in payloads.PROFILES.items() if p.access is None]
 
 
 def _leaves(value) -> int:
-    """The values plain data holds: each dict value and list item, down to what is neither
-    (a number, a string, a bool, None)."""
+    """The values plain data holds: dict values and list items, down to neither's."""
     if isinstance(value, dict):
         return sum(_leaves(v) for v in value.values())
     if isinstance(value, list):

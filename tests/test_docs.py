@@ -1,17 +1,8 @@
-"""The docs a newcomer reads hold (issue 14): every command they show runs, and the
-comparison tables they show as its output have the columns and metrics it prints.
-
-Every ```sh block of README.md, docs/*.md and the packages' READMEs is run, in
-order, one bash per document (so a later block may use what an earlier one
-made), from the repository root with .venv/bin first on PATH. A block that
-needs what this machine cannot have (a board, a network, a build farm) is
-followed by a line readers see:
-
-    *Not run by the tests: needs a board (ssh://root@192.0.2.7).*
-
-Those are listed with their reasons by test_skipped_blocks_are_listed (run
-pytest with -s, or read the test's output on failure); nothing else is skipped.
-"""
+"""The docs a newcomer reads hold (issue 14): every ```sh block of README.md, docs/*.md and the
+packages' READMEs runs, in order, one bash per document, from the repository root with
+.venv/bin first on PATH, and a comparison table shown as output has the columns and metrics
+printed. A block needing what this machine cannot have (a board, a network) is followed by
+`*Not run by the tests: needs a board (...).*`, listed by test_skipped_blocks_are_listed."""
 
 from __future__ import annotations
 
@@ -124,7 +115,7 @@ def not_printed(table: ShownTable, output: str) -> list[str]:
     ]
 
 
-def test_a_shown_table_is_read_and_what_the_output_lacks_is_named(tmp_path: Path) -> None:
+def test_blocks_and_shown_tables_are_found_and_what_the_output_lacks_is_named(tmp_path: Path):
     sample = tmp_path / "sample.md"
     sample.write_text(
         "```sh\nevbench run\n```\n\n```text\nseed: Protobuf - 3.6x smaller\n\n"
@@ -144,14 +135,7 @@ def test_a_shown_table_is_read_and_what_the_output_lacks_is_named(tmp_path: Path
         "seed    | Serialization     | 16 µs | 45x faster\n"
     )
     assert not_printed(table, printed) == ["column '% Diff (est.)'", "metric 'Encode'"]
-
-
-def _label(path: Path) -> str:
-    return str(path.relative_to(ROOT))
-
-
-def test_blocks_are_found_and_a_skip_needs_its_marker(tmp_path: Path) -> None:
-    sample = tmp_path / "sample.md"
+    # a skip needs its marker
     sample.write_text(
         "text\n\n```sh\necho one\n```\n\n```sh\necho two\n```\n"
         "*Not run by the tests: needs a board (ssh://root@192.0.2.7).*\n\n"
@@ -164,11 +148,8 @@ def test_blocks_are_found_and_a_skip_needs_its_marker(tmp_path: Path) -> None:
     ]
 
 
-def test_readme_is_a_newcomers_page_that_links_every_doc() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 220
-    unlinked = [p.name for p in DOCS.glob("*.md") if f"docs/{p.name}" not in text]
-    assert unlinked == []
+def _label(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 #: A file of the repository a document names in backticks, e.g. `tests/test_docs.py`.
@@ -183,7 +164,10 @@ def _exists(name: str, beside: Path) -> bool:
     return any((base / name).exists() for base in (ROOT, beside, *beside.glob("src/*")))
 
 
-def test_every_file_a_document_names_exists() -> None:
+def test_every_file_a_document_names_exists_and_the_readme_links_every_doc() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 220  # a newcomer's page
+    assert [p.name for p in DOCS.glob("*.md") if f"docs/{p.name}" not in text] == []
     named = {
         (path, match.group(1).rstrip("."))
         for path in documents()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from evbench_core.analysis import identity
+from evbench_core.analysis import identity, metrics
 from evbench_core.analysis.identity import CONTEXT, FACT, TESTED
 
 
-def test_outcomes_and_replicates_do_not_change_what_was_measured():
+def test_outcomes_and_replicates_do_not_change_what_was_measured_the_plan_and_payloads_do():
     plan = {"processes": 10, "values": 10, "payloads": 200, "seed": 1}
     one = identity.identify("codec", "seed", "encode", "s", dict(plan, loops=16, worker=0))
     other = identity.identify("codec", "seed", "encode", "s", dict(plan, loops=1024, round=3))
     assert one == other
     assert one.params_dict == plan
-
-
-def test_a_different_plan_setting_or_payload_set_is_a_different_measurement():
+    # a different plan setting or payload set is a different measurement
     base = identity.identify("link", "seed", "rtt", "s", {"mode": "ack", "rate_hz": 20.0})
     echo = identity.identify("link", "seed", "rtt", "s", {"mode": "echo", "rate_hz": 20.0})
     assert base != echo
@@ -42,7 +40,7 @@ def test_telemetry_phases_and_kinds_are_separate_identities():
     )
 
 
-def test_roles():
+def test_roles_and_every_known_metric_has_one():
     assert identity.role("codec", "encode") == TESTED
     assert identity.role("link", "rtt_transport") == TESTED
     assert identity.role("codec", "size") == FACT
@@ -54,6 +52,9 @@ def test_roles():
         assert identity.role("telemetry", metric) == CONTEXT
     # nothing gets a verdict unless declared testable
     assert identity.role("codec", "something_new") == CONTEXT
+    # so a metric added to metrics.py without a role would silently become context
+    assert set(metrics.METRICS) <= set(identity.METRIC_ROLES)
+    assert set(identity.METRIC_ROLES.values()) <= set(identity.ROLES)
 
 
 def test_identity_of_a_summary_record_matches_its_sample_sets():
@@ -62,11 +63,3 @@ def test_identity_of_a_summary_record_matches_its_sample_sets():
     sets = identity.identify("codec", "seed", "decode", "s", {"seed": 1, "loops": 99})
     assert identity.of_record(record) == sets
     assert identity.of_record(record).as_dict()["params"] == {"seed": 1}
-
-
-def test_every_known_metric_has_a_declared_role():
-    # A metric added to metrics.py without a role would silently become context.
-    from evbench_core.analysis import metrics
-
-    assert set(metrics.METRICS) <= set(identity.METRIC_ROLES)
-    assert set(identity.METRIC_ROLES.values()) <= set(identity.ROLES)

@@ -19,9 +19,7 @@ RUN = ROOT / "tests" / "data" / "runs" / "core-v1"
 @pytest.fixture
 def runs(tmp_path: Path) -> tuple[Path, Path]:
     """Two copies of a committed run, and a plain file where a folder would go."""
-    first, second = tmp_path / "first", tmp_path / "second"
-    shutil.copytree(RUN, first)
-    shutil.copytree(RUN, second)
+    first, second = (shutil.copytree(RUN, tmp_path / name) for name in ("first", "second"))
     (tmp_path / "afile").write_text("a file, not a folder\n")
     return first, second
 
@@ -35,27 +33,17 @@ def _one_line_error(done, says: str) -> None:
 
 def test_compare_never_writes_into_a_run_it_reads(runs):
     first, second = runs
-    before = (second / "summary.json").read_bytes()
+    target = second / "summary.json"
+    before = target.read_bytes()
     for option in ("--csv", "--junit"):
-        target = second / "summary.json"
         done = evbench("compare", "--no-history", option, str(target), str(first), str(second))
         _one_line_error(done, f"{option} {target} is inside the run {second}")
-        assert (second / "summary.json").read_bytes() == before
+        assert target.read_bytes() == before
     assert results.verify_checksums(second) == []
 
 
-LAVA_JOB = [
-    "lava",
-    "job",
-    "--device-type",
-    "qemu",
-    "--repository",
-    "https://lab/evbench.git",
-    "--kernel",
-    "https://lab/Image",
-    "--rootfs",
-    "https://lab/rootfs.ext4",
-]
+LAVA_JOB = ["lava", "job", "--device-type", "qemu", "--repository", "https://lab/evbench.git"]
+LAVA_JOB += ["--kernel", "https://lab/Image", "--rootfs", "https://lab/rootfs.ext4"]
 
 
 @pytest.mark.parametrize(

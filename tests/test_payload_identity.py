@@ -1,7 +1,6 @@
 """The payload set's digest (`payload_digest`), worked by hand with hashlib as
-docs/results-format.md describes it (the samples file's lines, protoc's descriptor set); that
-every runtime's run puts it on every codec and link record, one digest across protobuf 4.21,
-4.25 and the newest, is tests/test_compat.py's."""
+docs/results-format.md describes it; that every runtime's run puts one digest on every codec
+and link record is tests/test_compat.py's."""
 
 from __future__ import annotations
 
@@ -56,9 +55,8 @@ def test_what_decides_the_payloads_changes_the_digest_and_nothing_else_does(
         return payload_identity.compute(_profile(descriptor_sets, "bms", BMS, **settings), 5, 1)
 
     from_samples = digest(samples=source)
-    renamed = tmp_path / "elsewhere.jsonl"
+    renamed = tmp_path / "elsewhere.jsonl"  # the file's name is not its contents
     renamed.write_bytes((DATA / "bms_samples.jsonl").read_bytes())
-    # the file's name is not its contents
     assert digest(samples=samples.source_from_file(renamed)) == from_samples
     edited = tmp_path / "edited.jsonl"
     text = (DATA / "bms_samples.jsonl").read_text()
@@ -88,8 +86,7 @@ def test_the_digest_is_computed_once_per_profile_object():
 def test_generated_and_sampled_runs_of_one_profile_name_share_no_codec_row(
     descriptor_sets, tmp_path
 ):
-    """The issue's case: one profile name, payloads generated in one run and read from a
-    samples file in the other: no codec record of one may pair with one of the other."""
+    """One profile name, payloads generated in one run and read from samples in the other."""
     from test_user_schema import _document
 
     base = _document(descriptor_sets["bms"], BMS, profile_name="bms")

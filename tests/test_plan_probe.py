@@ -1,7 +1,5 @@
-"""The planned duration follows the payloads and the machine, and progress shows an ETA
-(issue 44, item 6: a plan said 6 s and took 9 min 52 s on a 5 MB message): a 100 kB
-message measured by the real host and agent, timed by the run's own markers.
-"""
+"""The planned duration follows the payloads and the machine (a plan said 6 s and took 9 min
+on a 5 MB message), and progress shows an ETA: a 100 kB message, the real host and agent."""
 
 from __future__ import annotations
 
@@ -32,9 +30,8 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
         (BMS / "bms_generate.yaml").read_text().replace("count: 96", "count: 4500")
     )
     out = tmp_path / "run"
-    # The probe and the run must see one machine: other tests' processes starting or ending
-    # between them made it 2x off (CI, 2 cores). The run goes ahead of them at nice -10
-    # (root may; otherwise nice says it cannot and runs it as it is).
+    # The probe and the run must see one machine (other tests' processes made it 2x off):
+    # nice -10 puts the run ahead of them (as root; otherwise nice runs it as it is).
     done = subprocess.run(
         [
             "nice", "-n", "-10", str(BIN / "evbench"), "run", "--board", "local",
@@ -49,8 +46,7 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
     took = _codec_seconds(out)
     assert took / 2 <= planned <= took * 2, (planned, took)
     said = re.search(r"planned duration: about (\d+) s", done.stderr)
-    # the manifest keeps the plan to 0.1 s, the line says it to the second: they differ by
-    # at most the two roundings, 0.05 + 0.5 s
+    # the manifest keeps the plan to 0.1 s, the line to the second: at most 0.05 + 0.5 s apart
     assert said and abs(int(said.group(1)) - planned) <= 0.55, done.stderr[:2000]
     steps = [line for line in done.stderr.splitlines() if re.match(r"codec \[\d+/\d+\] ", line)]
     assert len(steps) == 9, done.stderr  # the calibration and 8 quick workers
@@ -60,28 +56,25 @@ def test_a_large_message_is_planned_near_what_it_takes_and_progress_shows_an_eta
 def test_a_round_counts_each_operations_prime():
     # Worked by hand from suites/codec.py: a sample spans max(1.2 min_time, call) x 1.5;
     # a prime runs 1/8 of the priming cell's loops, at least one call, once per operation
-    # and round when two codecs pair (the probe said ~6 % less than a run took without it).
+    # and round when two codecs pair.
     from evbench_agent.run import plan_probe
 
     # Two fast codecs, min_time 10 ms: spans 0.018 s each, a prime 0.00225 s.
     assert abs(plan_probe.round_seconds({"a": 1e-5, "b": 1e-5}, 0.01) - 0.03825) < 1e-12
     # One codec: nothing to pair, nothing primed.
     assert abs(plan_probe.round_seconds({"a": 1e-5}, 0.01) - 0.018) < 1e-12
-    # A call of 50 ms spans 0.075 s and primes with one whole call (1/8 of one loop is
-    # still a call): spans 0.018 + 0.075, primes (0.00225 + 0.05) / 2 as the last codec
-    # alternates.
+    # A call of 50 ms spans 0.075 s and primes with one whole call (1/8 of one loop is still
+    # a call): spans 0.018 + 0.075, primes (0.00225 + 0.05) / 2 as the last codec alternates.
     both = plan_probe.round_seconds({"a": 1e-5, "b": 0.05}, 0.01)
     assert abs(both - (0.093 + 0.026125)) < 1e-12
 
 
 def test_a_stall_during_the_probe_lengthens_one_of_two_measurements_not_the_plan(monkeypatch):
-    # A stall of the machine (a CI run planned 42 s for 19 s) stands in as sleeps: the first
-    # interpreter start and the first payload build each take 2 s longer. Counted, they would
-    # add 2 s for the calibration and each of the quick plan's 8 processes (18 s), and 2 s
-    # of building 3 payloads scaled to the default 200, in the sizes, the calibration and
-    # each process (10 x 2 x 200 / 3 s); the probe's second measurements leave them out. The
-    # bound is half the smaller effect, so the calm probe's own spread on a loaded machine
-    # is not it.
+    # A stall stands in as sleeps: the first interpreter start and payload build each take
+    # 2 s longer. Counted, they would add 2 s for the calibration and each of the quick
+    # plan's 8 processes (18 s), and 2 s of building 3 payloads scaled to the default 200 in
+    # the sizes, calibration and each process (10 x 2 x 200 / 3 s); the probe's second
+    # measurements leave them out. The bound is half the smaller effect.
     from evbench_agent import spec
     from evbench_agent.payloads.profile import Profile
     from evbench_agent.run import plan_probe

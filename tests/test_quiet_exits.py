@@ -43,8 +43,7 @@ def test_quiet_run_prints_nothing_at_all_when_all_goes_well(tmp_path):
     out = tmp_path / "run"
     done = _evbench(*SMALL_RUN, "--quick", "--quiet", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    # A cron job mails whatever a command prints: a good night prints nothing.
-    assert done.stderr == "" and done.stdout == ""
+    assert done.stderr == "" and done.stdout == ""  # a cron job mails whatever is printed
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert (out / "report.html").is_file()  # quiet, not idle: the report is still written
 
@@ -55,8 +54,7 @@ def test_a_disk_filling_up_during_the_run_is_exit_4_in_one_line_with_a_partial_r
         out = disk / "run"
         done = _evbench(*SMALL_RUN, "--quick", "--quiet", "--out", str(out))
         lines = done.stderr.splitlines()
-        assert done.returncode == 4, done.stderr
-        assert len(lines) == 1, done.stderr
+        assert done.returncode == 4 and len(lines) == 1, done.stderr
         assert lines[0].startswith(f"PARTIAL run (cannot write the results in {out}: No space")
         assert "internal error" not in done.stderr
         manifest = json.loads((out / "manifest.json").read_text())
@@ -96,14 +94,12 @@ def test_vv_shows_evbench_s_own_steps_and_no_third_party_chatter(tmp_path):
     assert any(line.startswith(agent) for line in detail)
     own = ("evbench: debug: [evbench.", "evbench: debug: [evbench_agent.")
     assert [line for line in detail if not line.startswith(own)] == []
-    # matplotlib's font search (292 lines at -vv before; still there with --debug)
-    # stays capped at warnings
+    # matplotlib's font search (292 lines at -vv; still there with --debug) stays at warnings
     assert not [line for line in said if "findfont" in line or "matplotlib" in line]
 
 
-# A TCP server on loopback accepts and closes at once; paramiko's transport thread then
-# logs "Exception (client): Error reading SSH protocol banner" and its traceback, line
-# by line, at ERROR: the noise a recovering lab run printed some 20 times per attempt.
+# A TCP server on loopback resets the connection; paramiko's transport thread then logs
+# "Exception (client): Error reading SSH protocol banner" and its traceback at ERROR.
 PARAMIKO_FAILS = textwrap.dedent(
     """
     import socket, sys, threading

@@ -1,7 +1,6 @@
-"""Readers that cannot crash, on cases an independent attack found (benchmarks/fuzz/ covers the
-same readers at scale): a run's refused sample set or wrong-typed manifest field renders
-partial, named (exit 4); lab.json, LAB.yaml and the history's change points (issue 30) name a
-wrong-typed field (exit 2). Each case was a traceback (exit 1, a bug's code)."""
+"""Readers that cannot crash, on cases an independent attack found (each was a traceback, exit
+1): a run's refused sample set or wrong-typed manifest field renders partial, named (exit 4);
+lab.json, LAB.yaml and history change points (issue 30) name a wrong-typed field (exit 2)."""
 
 from __future__ import annotations
 
@@ -57,9 +56,8 @@ def _sample_set(values: list) -> dict:
     [
         ([], {}),
         ([1e308, -1e308, 1e308], {}),  # refused by the format (beyond 1e100)
-        # params are plain values (text, numbers, true/false, null; flat lists of them beside
-        # the replicate params): a set whose replicate param held an object crashed report
-        # and compare (TypeError: unhashable type: 'dict'; issue 44, item 12)
+        # params are plain values (and flat lists of them): an object in a replicate param
+        # crashed report and compare (TypeError: unhashable type: 'dict')
         ([1e-6, 2e-6, 3e-6], {"process": {"x": 1}}),
         ([1e-6, 2e-6, 3e-6], {"process": [1, 2]}),
         ([1e-6, 2e-6, 3e-6], {"payloads": {"x": 1}}),
@@ -70,7 +68,6 @@ def _sample_set(values: list) -> dict:
          "object", "object in a list", "surrogate key"],
 )  # fmt: skip
 def test_report_and_compare_of_a_run_without_summary_do_not_crash(tmp_path, values, params):
-    """A sample set the format refuses is named, the rest of the run rendered (partial)."""
     extra = _sample_set(values)
     extra["params"] = {**extra["params"], **params}
     first = _copy(tmp_path, "a", extra=extra)
@@ -97,8 +94,7 @@ def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
     variance = sum((v - mean) ** 2 for v in exact) / 3
     assert math.isclose(summary.mean, float(mean), rel_tol=1e-12)
     assert math.isclose(summary.stdev, math.sqrt(float(variance / Fraction(10) ** 600)) * 1e300)
-    # the median of 4 is the mean of the middle two: (1e308 + 1e308) / 2, which overflows
-    # when added first
+    # the median of 4: (1e308 + 1e308) / 2, which overflows when added first
     assert summary.median == 1e308
     assert summary.min == -1e308 and summary.max == 1.7e308
     both_ends = stats.summarize([-1.7e308, 1.7e308])
@@ -127,9 +123,7 @@ def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, 
 
 @pytest.mark.slow
 def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
-    """JSON can escape a lone surrogate ("\\ud800"), which no UTF-8 report can hold: the
-    manifest is refused as not UTF-8 text, as a file with an invalid byte is (issue 44,
-    item 12; it was an internal error, UnicodeEncodeError, from report and compare)."""
+    """A lone surrogate ("\\ud800", valid JSON) no UTF-8 report holds: refused as not UTF-8."""
     run = _copy(tmp_path, "surrogate", {"platform.hostname": "board-\ud800-1"})
     before = {path.name: path.read_bytes() for path in run.iterdir()}
     expected = f"{run / 'manifest.json'} cannot be read: not UTF-8 text: a lone surrogate"
@@ -150,18 +144,12 @@ def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
 
 
 def test_plain_params_and_flat_lists_are_read():
-    from evbench_core.results import SampleSet
-
     data = _sample_set([1.0])
     data["params"] = {**data["params"], "window": [1, 2.5, "x", None, True], "process": 3}
-    assert SampleSet.from_dict(data).params == data["params"]
-
-
-# --- lab.json ----------------------------------------------------------------------
+    assert results.SampleSet.from_dict(data).params == data["params"]
 
 
 def _lab_index(entries: list) -> dict:
-    """A lab.json as `LabIndex` writes it, with these entries."""
     return {"format": 1, "plan": "/l/LAB.yaml", "started": "2026-12-01T22:00:00Z",
             "finished": None, "interrupted": None, "entries": entries}  # fmt: skip
 
@@ -218,9 +206,6 @@ def test_the_nightly_comparison_finds_its_entry_or_no_lab_in_a_damaged_lab_json(
     assert nightly_compare.lab_entry(run_dir) == entry
 
 
-# --- LAB.yaml ----------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     ("text", "said"),
     [
@@ -244,23 +229,16 @@ def test_lab_run_names_a_wrong_typed_field_of_lab_yaml(tmp_path, text, said):
     assert said in str(raised.value) and str(raised.value).startswith("LAB.yaml: ")
 
 
-def test_a_lab_yaml_that_is_not_utf8_is_refused_with_exit_2(tmp_path):
+def test_a_lab_yaml_not_utf8_is_refused_with_exit_2_and_one_nested_too_deeply_too(tmp_path):
     path = tmp_path / "LAB.yaml"
     path.write_bytes(b"boards: [local]\nmatrix: {}\n# caf\xe9\n")
     done = evbench("lab", "run", str(path), "--out", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     assert "is not UTF-8 text (byte" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
-
-
-def test_a_lab_yaml_nested_too_deeply_is_refused(tmp_path):
-    path = tmp_path / "LAB.yaml"
     path.write_text("boards: " + "[" * 5000 + "]" * 5000 + "\nmatrix: {}\n", encoding="utf-8")
     with pytest.raises(UserError):
         plan.load(path)
-
-
-# --- history: change points ---------------------------------------------------------
 
 
 def _row(run_id: str, manifest: object, codec_versions: object = "{}") -> dict:
@@ -300,9 +278,8 @@ def test_change_points_still_name_what_moved():
 
 @pytest.mark.slow  # real `evbench history` processes: seconds
 def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_path):
-    """A store edited by hand: the second night's manifest.spec is a list. The trend page
-    compares consecutive nights' plans (run_differences.plan): FormatError, exit 2, never the
-    AttributeError (exit 1) it once was."""
+    """A store edited by hand: the second night's manifest.spec is a list (it was an
+    AttributeError, exit 1, in run_differences.plan)."""
     import contextlib
     import sqlite3
 
@@ -349,11 +326,8 @@ def test_a_directory_in_place_of_the_samples_is_named_not_a_crash(tmp_path):
     report = evbench("report", str(run))
     assert report.returncode == 4, report.stderr  # rendered, partial: what it holds is named
     assert "samples.jsonl cannot be read: Is a directory" in report.stdout + report.stderr
-    for argv in (
-        ["report", "--terminal", str(run)],
-        ["compare", "--no-history", str(run), str(COMMITTED)],
-    ):
-        done = evbench(*argv)
+    for argv in (["report", "--terminal", run], ["compare", "--no-history", run, COMMITTED]):
+        done = evbench(*map(str, argv))
         assert done.returncode == 2 and "samples.jsonl" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 

@@ -1,8 +1,5 @@
-"""`evbench run --board local` end to end: the agent as a real separate process.
-
-The manifest's memory figures are checked against /proc/meminfo read here and a bare
-interpreter's peak RSS measured by the kernel (the 30 MiB aim is measured in benchmarks/).
-"""
+"""`evbench run --board local` end to end, the agent a real separate process; memory figures
+against /proc/meminfo and a bare interpreter's kernel-measured peak RSS."""
 
 from __future__ import annotations
 
@@ -27,10 +24,13 @@ from evbench_core import results
 EVBENCH = [sys.executable, "-m", "evbench"]
 AGENT = [sys.executable, "-m", "evbench_agent"]
 MiB = 1024 * 1024
+PEAK_RSS = (
+    "import re; print(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read())[1])"
+)
 
 
-def _run(argv, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600, **kwargs)
+def _run(argv, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
 def _mean(summary: dict, codec: str, metric: str = "size", profile: str = "seed") -> float:
@@ -43,14 +43,6 @@ def _meminfo_bytes(field: str) -> int:
     match = re.search(rf"^{field}:\s+(\d+) kB$", Path("/proc/meminfo").read_text(), re.MULTILINE)
     assert match, field
     return int(match.group(1)) * 1024
-
-
-def _bare_interpreter_peak_rss() -> int:
-    code = (
-        "import re; print(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read())[1])"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    return int(done.stdout) * 1024
 
 
 def test_a_quick_run_of_every_profile_and_codec_prints_the_answer_and_records_memory(tmp_path):
@@ -95,13 +87,13 @@ def test_a_quick_run_of_every_profile_and_codec_prints_the_answer_and_records_me
                          ("available_after_bytes", available_after)):  # fmt: skip
         assert 0 < section[key] <= section["total_bytes"], key
         assert 0.5 * reading <= section[key] <= 2 * reading, (key, section[key], reading)
-    bare = _bare_interpreter_peak_rss()
+    bare = int(_run([sys.executable, "-c", PEAK_RSS], timeout=60).stdout) * 1024
     # More than a bare interpreter (they import protobuf and run codecs), far below 1 GiB;
     # the telemetry sampler's own peak apart (it imports psutil, which a bare one does not).
     peaks = [section["manager_peak_rss_bytes"], section["worker_peak_rss_bytes"]]
     for peak in [*peaks, manifest["telemetry"]["sampler_peak_rss_bytes"]]:
         assert bare < peak < 1024 * MiB, (peak, bare)
-    # The kernel's own account of this test's children (ru_maxrss, which also counts what a
+    # The kernel's account of this test's children (ru_maxrss, which also counts what a
     # child had before exec): the largest was at least as big as the agent's processes.
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 >= max(peaks)
 
@@ -121,12 +113,11 @@ def test_meminfo_fields_are_read_in_bytes_and_missing_ones_are_none(tmp_path):
 def test_the_platform_listing_names_the_codecs_without_importing_them():
     # Every manifest lists the installed codecs; only a run's own codecs are imported (RSS).
     code = (
-        "import json, sys\n"
-        "from evbench_agent.run import platform_info\n"
+        "import json, sys\nfrom evbench_agent.run import platform_info\n"
         "listed = platform_info.collect()['codecs']\n"
         "print(json.dumps([sorted(listed), sorted(m for m in sys.modules if '.' not in m)]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = _run([sys.executable, "-c", code], timeout=60)
     assert done.returncode == 0, done.stderr
     listed, modules = json.loads(done.stdout)
     from evbench_agent import codecs
@@ -135,8 +126,7 @@ def test_the_platform_listing_names_the_codecs_without_importing_them():
     optional = {c.module.partition(".")[0] for c in codecs.CODECS.values() if c.optional}
     assert {"orjson", "cbor2", "cantools"} <= optional  # as worked out by hand
     assert optional & set(modules) == set()
-    # What is listed is what imports here (every install of this venv is whole).
-    assert listed == sorted(codecs.available())
+    assert listed == sorted(codecs.available())  # every install of this venv is whole
 
 
 def test_usage_errors_exit_2_with_one_line_before_anything_runs(tmp_path):
@@ -159,22 +149,27 @@ def test_usage_errors_exit_2_with_one_line_before_anything_runs(tmp_path):
 CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
 
 
-def _mid_run(argv: list[str], out: Path, act: Callable[[subprocess.Popen], bool], what: str):
-    """Start `argv` (a run into `out`); once its first samples are written (sizes come first,
-    before the timed workers), try `act` on it until it succeeds. Its exit code, standard
-    output and error; the process is never left behind, whatever the test finds."""
+def _started(argv, ready: Callable[[], bool], act: Callable, what: str, poll: float = 0.02):
+    """Start `argv`; once `ready()`, try `act` on it until it succeeds. Its exit code,
+    standard output and error; the process is never left behind, whatever the test finds."""
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    samples, deadline = out / results.SAMPLES, time.monotonic() + 120
+    deadline = time.monotonic() + 120
     try:
-        while not (samples.exists() and samples.stat().st_size > 0 and act(process)):
+        while not (ready() and act(process)):
             assert time.monotonic() < deadline and process.poll() is None, f"never {what}"
-            time.sleep(0.02)
+            time.sleep(poll)
         stdout, stderr = process.communicate(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
         process.communicate()
     return process.returncode, stdout, stderr
+
+
+def _mid_run(argv: list[str], out: Path, act: Callable[[subprocess.Popen], bool], what: str):
+    """`_started` once the run's first samples are written (sizes come before the workers)."""
+    samples = out / results.SAMPLES
+    return _started(argv, lambda: samples.exists() and samples.stat().st_size > 0, act, what)
 
 
 def _sent(stop: int) -> Callable[[subprocess.Popen], bool]:
@@ -224,27 +219,13 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
 
 @pytest.mark.parametrize("start", [EVBENCH, AGENT], ids=["evbench", "agent"])
 def test_ctrl_c_before_the_run_began_leaves_nothing_and_exits_130(tmp_path, start):
-    # The folder is made, then the plan's probe runs (a second or more: it starts
-    # interpreters), then the manifest is written: the run begins. Ctrl-C as soon as the
-    # folder appears lands in the probe; it said "manifest.json is missing" (exit 2) or
-    # "the agent failed" (exit 1), and left the folder with its hidden disk reserve.
+    # Ctrl-C as soon as the folder appears lands in the plan's probe (before the manifest):
+    # it said "manifest.json is missing" (exit 2) or "the agent failed" (exit 1), and left
+    # the folder with its hidden disk reserve.
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [*start, *CODEC_RUN, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not out.exists():
-            assert time.monotonic() < deadline and process.poll() is None, "no run folder"
-            time.sleep(0.002)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
-    assert process.returncode == 130, stderr
+    argv = [*start, *CODEC_RUN, "--out", str(out)]
+    code, _, stderr = _started(argv, out.exists, _sent(signal.SIGINT), "a run folder", 0.002)
+    assert code == 130, stderr
     assert "Traceback" not in stderr and "error" not in stderr, stderr
     if (out / "manifest.json").exists():  # began all the same (a fast machine): kept
         assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
@@ -264,9 +245,8 @@ def test_agent_info_reports_platform_versions_and_codecs():
 
 def test_an_aa_run_records_its_arms_and_plan_and_its_progress_carries_the_eta(tmp_path):
     out = tmp_path / "run"
-    argv = ["run", "--suite", "codec", "--profile", "seed", "--quick", "--processes", "2"]
-    argv += ["--aa", "json", "--aa-slowdown", "0.2", "--progress", "json", "--out", str(out)]
-    done = _run([*AGENT, *argv])
+    argv = "run --suite codec --profile seed --quick --processes 2 --aa json --aa-slowdown 0.2"
+    done = _run([*AGENT, *argv.split(), "--progress", "json", "--out", str(out)])
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     # the plan is said second, after the run's directory and before anything runs
@@ -331,13 +311,12 @@ def _killer(words: str) -> Callable[[subprocess.Popen], bool]:
 def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(victim, tmp_path):
     command, suite, reason = KILLS[victim]
     out = tmp_path / "run"
-    argv = ["run", "--board", "local", "--suite", suite, "--profile", "seed"]
-    argv += ["--codecs", "json,protobuf", "--quick", "--out", str(out)]
+    argv = f"run --board local --suite {suite} --profile seed --codecs json,protobuf --quick"
     # killed once measuring: there is something to keep
-    returncode, stdout, stderr = _mid_run(
-        [*EVBENCH, *argv], out, _killer(command), f"killed the {victim}"
+    code, stdout, stderr = _mid_run(
+        [*EVBENCH, *argv.split(), "--out", str(out)], out, _killer(command), f"killed {victim}"
     )
-    assert returncode == 4, stderr
+    assert code == 4, stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert manifest["reason"].startswith(reason), manifest["reason"]
@@ -353,9 +332,9 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
 
 
 def test_a_worker_killed_before_it_reads_its_task_is_a_partial_run(tmp_path, monkeypatch):
-    # The test above's race made certain (it lost it once, s12-idle3: an internal
-    # BrokenPipeError): the worker kills itself (SIGKILL, from a sitecustomize) before it
-    # reads a task larger than a pipe holds, so writing the task finds the pipe broken.
+    # The test above's race made certain (it once gave an internal BrokenPipeError): the
+    # worker kills itself (SIGKILL, from a sitecustomize) before it reads a task larger than
+    # a pipe holds, so writing the task finds the pipe broken.
     from evbench_agent.processes import workers
     from evbench_core.errors import PartialRun
 
@@ -367,9 +346,8 @@ def test_a_worker_killed_before_it_reads_its_task_is_a_partial_run(tmp_path, mon
 
 @pytest.mark.parametrize("sealed", [True, False], ids=["after-its-complete-marker", "before"])
 def test_an_agent_killed_after_sealing_its_run_leaves_it_complete(tmp_path, sealed):
-    # A lab stopped while the entry's agent was exiting: the run it had sealed (marker,
-    # checksums) is a whole measurement and stays so; killed before sealing, what it
-    # wrote is kept and sealed partial. The run is a committed one (tests/data/runs).
+    # A run the agent had sealed (marker, checksums) stays whole; killed before sealing,
+    # what it wrote is kept and sealed partial. The run is a committed one (tests/data/runs).
     from evbench.commands import run as run_command
 
     out = tmp_path / "run"

@@ -78,16 +78,14 @@ def test_refusals_name_what_is_available(document, hint):
     assert hint in caught.value.hint
 
 
-def test_an_aa_run_measures_the_codec_against_its_copy_instead_of_the_codec_list():
+def test_an_aa_run_measures_the_codec_against_its_copy_and_specs_round_trip():
     aa = spec.from_dict({"aa": "json", "codecs": "protobuf,orjson"})
     assert aa.codecs == ("json", "json-aa")
     assert aa.slowdown("json") == 0.0 and aa.slowdown("json-aa") == 0.0
     slowed = spec.from_dict({"aa": "protobuf", "aa_slowdown": 0.1})
     assert slowed.slowdown("protobuf-aa") == 0.1 and slowed.slowdown("protobuf") == 0.0
     assert spec.from_dict(slowed.as_dict()) == slowed  # what the manifest keeps loads again
-
-
-def test_a_spec_round_trips_through_its_dict_and_the_committed_run_spec_still_loads():
+    # any spec round-trips through its dict, and the committed run's spec still loads
     original = spec.from_dict({"profiles": "seed", "codecs": "json,protobuf", "quick": True})
     assert spec.from_dict(original.as_dict()) == original
     manifest = Path(__file__).parent / "data" / "runs" / "core-v1" / "manifest.json"
@@ -126,7 +124,7 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
     return {flag for action in parser._actions for flag in action.option_strings}
 
 
-def test_every_option_names_a_spec_field_once_and_both_run_commands_have_it():
+def test_every_option_names_a_spec_field_once_both_run_commands_have_it_and_board_options():
     fields = {field.name for field in dataclasses.fields(spec.Spec)}
     flags = [option.flag for option in options.RUN_OPTIONS]
     assert len(flags) == len(set(flags))
@@ -134,6 +132,11 @@ def test_every_option_names_a_spec_field_once_and_both_run_commands_have_it():
     agent_run = _flags(_subparser(agent_cli.build_parser(), "run"))
     host_run = _flags(_subparser(host_cli.build_parser(["run"]), "run"))
     assert set(flags) <= agent_run and set(flags) <= host_run
+    # every command with a board has the same board options
+    parser = host_cli.build_parser()
+    for name in ("run", "deploy", "fetch", "diag", "flash"):
+        assert {"--board", "--accept-new-host-key"} <= _flags(_subparser(parser, name)), name
+    assert "--board" in _flags(_subparser(parser, "console"))  # serial only: no SSH host key
 
 
 def test_the_host_passes_exactly_the_given_options_to_the_agent():
@@ -159,13 +162,6 @@ def test_the_host_passes_exactly_the_given_options_to_the_agent():
     agent_args = agent_cli.build_parser().parse_args(["run"])
     assert options.spec_overrides(agent_args) == {}
     assert options.agent_argv(agent_args) == []
-
-
-def test_every_command_with_a_board_has_the_same_board_options():
-    parser = host_cli.build_parser()
-    for name in ("run", "deploy", "fetch", "diag", "flash"):
-        assert {"--board", "--accept-new-host-key"} <= _flags(_subparser(parser, name)), name
-    assert "--board" in _flags(_subparser(parser, "console"))  # serial only: no SSH host key
 
 
 def _program(handler):
@@ -251,7 +247,7 @@ def test_no_exit_code_is_an_internal_error_and_a_usage_error_one_line_and_exit_2
     ("program", "argv"), [("evbench_agent", ["--help"]), ("evbench", ["flash", "--help"])]
 )
 def test_help_loads_no_codec_or_protobuf(program, argv):
-    # The start-up budget: the runner and the options table import no measuring machinery.
+    # the start-up budget: the runner and the options table import no measuring machinery
     probe = (
         "import sys, contextlib, io\n"
         f"from {program}.cli import main\n"

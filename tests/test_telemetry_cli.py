@@ -41,7 +41,7 @@ def test_bad_telemetry_settings_are_refused_by_the_spec(document, message):
         spec_module.from_dict(document)
 
 
-def test_cool_to_on_a_machine_without_zones_fails_in_one_line_before_running(tmp_path):
+def test_cool_to_without_zones_or_a_telemetry_cpu_not_ours_is_refused_before_running(tmp_path):
     out = tmp_path / "run"
     result = _agent(tmp_path / "no-sensors", "--cool-to", "50", "--out", str(out))
     assert result.returncode == 2
@@ -50,12 +50,9 @@ def test_cool_to_on_a_machine_without_zones_fails_in_one_line_before_running(tmp
     assert lines[-2] == f"evbench-agent: error: {no_zone}"
     assert lines[-1].startswith("evbench-agent: hint: run without --cool-to")
     assert not (out / "manifest.json").exists()
-
-
-def test_a_telemetry_cpu_the_agent_may_not_use_is_refused(tmp_path):
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps({"telemetry_cpu": os.cpu_count() + 7}))
-    result = _agent(tmp_path, "--spec", str(spec_file), "--out", str(tmp_path / "run"))
+    result = _agent(tmp_path, "--spec", str(spec_file), "--out", str(tmp_path / "run2"))
     assert result.returncode == 2
     assert "is not one this agent may run on" in result.stderr
 

@@ -34,7 +34,7 @@ def _m(t_ns: int, event: str, **fields) -> dict:
     return {"t_ns": t_ns, "event": event, "suite": None, "profile": None, "codec": None, **fields}
 
 
-def test_link_style_ends_close_their_start_and_bring_the_message_count():
+def test_phases_pair_by_their_fields_link_ends_bring_the_message_count_unclosed_stay_open():
     # the link suite's end markers leave out the repetition number its starts give
     where = {"suite": "link", "profile": "seed", "codec": "json"}
     markers = [
@@ -48,9 +48,7 @@ def test_link_style_ends_close_their_start_and_bring_the_message_count():
     found = [(group_name(m)[3], m["phase"], m["messages"], a, b) for m, a, b in windows(markers)]
     expected = [("periodic", 0, 40, 10, 20), ("periodic", 1, 39, 30, 40)]
     assert found == [*expected, ("capacity", 0, 5000, 50, 60)]
-
-
-def test_nested_and_reported_phases_pair_by_their_fields_and_unclosed_ones_stay_open():
+    # nested and reported phases pair by their fields; unclosed ones stay open
     markers = [
         _m(1, "start", suite="codec"),
         _m(2, "start", suite="codec", worker=0),
@@ -147,7 +145,7 @@ def test_the_guard_lets_the_phase_start_once_the_board_is_cool(board, monkeypatc
     ]
 
 
-def test_the_governor_is_set_and_restored_and_one_the_board_lacks_refused(board, tmp_path):
+def test_governor_set_restored_refused_when_lacking_and_noted_without_cpufreq(board, tmp_path):
     session, _ = _session(tmp_path, governor="performance")
     session.governor.set()
     assert sysfs.read_text(board.governor_file) == "performance"
@@ -160,10 +158,9 @@ def test_the_governor_is_set_and_restored_and_one_the_board_lacks_refused(board,
     with pytest.raises(UserError, match="'turbo' is not available") as error:
         _session(tmp_path, governor="turbo")
     assert "performance" in error.value.hint
-
-
-def test_without_cpufreq_the_governor_setting_records_that_nothing_was_done(tmp_path):
-    setting = GovernorSetting(sysfs.discover(tmp_path), "performance")
+    # without cpufreq the setting records that nothing was done
+    (tmp_path / "empty").mkdir()
+    setting = GovernorSetting(sysfs.discover(tmp_path / "empty"), "performance")
     setting.check()
     setting.set()
     setting.restore()

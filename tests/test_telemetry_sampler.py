@@ -36,7 +36,7 @@ def board(tmp_path):
     return Am62xTree(tmp_path / "sys")
 
 
-def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
+def test_discovery_finds_every_sensor_and_on_a_machine_without_invents_none(board, tmp_path):
     sensors = sysfs.discover(board.root)
     zones = [("thermal_zone0", "main0_thermal"), ("thermal_zone1", "main1_thermal")]
     assert [(z.name, z.type) for z in sensors.zones] == zones
@@ -60,10 +60,8 @@ def test_discovery_finds_every_sensor_with_types_and_trip_points(board):
     assert summary["thermal_zones"] == [f"{name} ({kind})" for name, kind in zones]
     # what the sampler process is given, read back whole
     assert sysfs.Sensors.from_dict(sensors.as_dict()) == sensors
-
-
-def test_a_machine_without_sensors_says_so_and_invents_nothing(tmp_path):
-    sensors = sysfs.discover(tmp_path)
+    (tmp_path / "none").mkdir()
+    sensors = sysfs.discover(tmp_path / "none")
     assert sensors.absent == ("thermal_zones", "cooling_devices", "cpufreq", "hwmon")
     assert sensors.summary()["found"] == "none"
     assert not sensors.has_power()
@@ -129,8 +127,8 @@ def test_energy_per_message_and_per_operation_subtract_the_idle_baseline(board, 
             (2.0, {"suite": "codec", "profile": "seed"}),
         ):
             board.set_power_w(watts)  # set before the phase: every sample in it reads it
-            # Four samples taken in the phase, told by their time: a count of lines written
-            # would include one taken before the start marker and written after it.
+            # Four samples taken in the phase, told by their time (not lines written, which
+            # may hold one taken before the start marker).
             start = time.monotonic_ns()
             timeline.mark("start", t_ns=start, **phase)
             wait_for_samples(telemetry, 4, since_ns=start)
@@ -214,8 +212,6 @@ def test_its_readings_in_si_units_and_a_lost_sensor_logged_once_sampling_goes_on
 
 # Nobody may read the sampler's standard error: its death is in telemetry.jsonl
 # (`sampler_died`) and the manifest's facts. Made real by pinning it to a CPU not here.
-
-
 def test_a_sampler_that_dies_leaves_its_traceback_in_the_telemetry_file(tmp_path: Path) -> None:
     assert MISSING_CPU not in os.sched_getaffinity(0)
     output = tmp_path / "telemetry.jsonl"
