@@ -27,58 +27,48 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
-#: The test files that take longest, longest first (each file's tier tests summed).
-#: tests/run-tiers.sh hands whole files to its pytest-xdist workers in collection order
-#: (--dist loadfile --no-loadscope-reorder), so these start first and the short files fill
-#: in behind them: a long file handed out last would run on alone while the other workers
-#: sat idle. The files not named here follow by their number of tests, which says little
-#: of their time (test_link_crowd.py has few tests and takes 48 s). Seconds: the
-#: integration tier's "longest files" summary (below) of a fresh-clone CI run at 4eeb4fe
-#: (2026-12-06, idle 2-core machine, 2 workers, the e2e tier beside); the files not named
-#: here took 11 s or less.
+#: The test files that take longest, longest first: tests/run-tiers.sh hands whole files to
+#: its pytest-xdist workers in collection order (--dist loadfile --no-loadscope-reorder), so
+#: these start first and short files fill in behind them; a long file handed out last
+#: would run on alone. Kept from the "longest files" summary below (a fresh-clone run at
+#: 4eeb4fe, idle 2-core machine); the others took 11 s or less.
 LONGEST_FILES = (
-    "test_docs.py",  # 312 s
-    "test_labgrid_board.py",  # 145 s
-    "test_ssh_run.py",  # 140 s
-    "test_link_soak.py",  # 121 s
-    "test_labgrid_places.py",  # 84 s
-    "test_console_commands.py",  # 82 s
-    "test_release_wheels.py",  # 80 s
-    "test_log_secrets.py",  # 74 s
-    "test_console_shell.py",  # 70 s
-    "test_lava.py",  # 64 s
-    "test_schema_acceptance.py",  # 51 s
-    "test_link_crowd.py",  # 48 s
-    "test_history_cli.py",  # 38 s
-    "test_one_screen.py",  # 35 s
-    "test_agent_secrets.py",  # 31 s
-    "test_native_responder.py",  # 30 s
-    "test_compat.py",  # 24 s
-    "test_peer_host_bus.py",  # 23 s
-    "test_native_runtimes.py",  # 18 s
-    "test_readers_untrusted.py",  # 16 s
-    "test_user_schema_run.py",  # 15 s
-    "test_native_deploy.py",  # 12 s
+    "test_docs.py",
+    "test_labgrid_board.py",
+    "test_ssh_run.py",
+    "test_link_soak.py",
+    "test_labgrid_places.py",
+    "test_console_commands.py",
+    "test_release_wheels.py",
+    "test_log_secrets.py",
+    "test_console_shell.py",
+    "test_lava.py",
+    "test_schema_acceptance.py",
+    "test_link_crowd.py",
+    "test_history_cli.py",
+    "test_one_screen.py",
+    "test_agent_secrets.py",
+    "test_native_responder.py",
+    "test_compat.py",
+    "test_peer_host_bus.py",
+    "test_native_runtimes.py",
+    "test_readers_untrusted.py",
+    "test_user_schema_run.py",
+    "test_native_deploy.py",
 )
 
-
-#: The integration tier's files that mostly wait on real time (a paced serial line, a
-#: dropped connection's timeouts, a console's prompts): seconds and CPU seconds in the four
-#: fresh-clone runs of 2026-12-06 (1e6d2eb three times, 6069242), idle 2-core machine.
-#: Each is marked `waits` at collection, and tests/run-tiers.sh runs them in a lane of
-#: their own beside the workers, which they would otherwise hold for minutes at a few
-#: percent of a core. test_labgrid_places.py, at about 40 % of a core, joined them on
-#: 2026-12-06: with it on a worker, the integration tier's last ~170 s ran at 77-80 % CPU
-#: busy (three idle runs of 8d86e05, tier 635-677 s); in the lane, 597 and 647 s (two
-#: runs). A file whose checks need a quiet core (test_native_responder.py's idle slot)
-#: stays out.
+#: The integration tier's files that mostly wait on real time (paced serial lines, dropped
+#: connections' timeouts, consoles' prompts, labgrid places) at a few percent of a core:
+#: marked `waits`, tests/run-tiers.sh runs them in a lane of their own beside the workers
+#: instead of letting them hold a worker for minutes. A file whose checks need a quiet core
+#: (test_native_responder.py's idle slot) stays out.
 WAITING_FILES = (
-    "test_ssh_run.py",  # 160-173 s, 28-29 CPU s
-    "test_labgrid_places.py",  # 84-136 s, 35-45 CPU s: waits on places and power cycles
-    "test_console_commands.py",  # 82-87 s, 5-6 CPU s
-    "test_console_shell.py",  # 67-82 s, 18 CPU s
-    "test_log_secrets.py",  # 69-79 s, 13-15 CPU s
-    "test_peer_host_bus.py",  # 20-24 s, 3-4 CPU s
+    "test_ssh_run.py",
+    "test_labgrid_places.py",
+    "test_console_commands.py",
+    "test_console_shell.py",
+    "test_log_secrets.py",
+    "test_peer_host_bus.py",
 )
 
 
