@@ -2,8 +2,6 @@
 NUL-terminated JSON; no port), background networking off. `open_page` reports what a person
 would notice: undecoded images, console errors, uncaught exceptions, a screenshot."""
 
-from __future__ import annotations
-
 import base64
 import contextlib
 import json

@@ -1,8 +1,6 @@
 """Shared fixtures. The components tests need are real; when one is missing
 the test fails (never skips): `make test` installs them all."""
 
-from __future__ import annotations
-
 import logging
 import os
 import resource

@@ -7,8 +7,6 @@ silent after N bytes, chosen frames spoiled, kernel lines put in at random bytes
 KernelNoise writes kernel lines into the board end. agetty is restarted after each logout.
 """
 
-from __future__ import annotations
-
 import ast
 import contextlib
 import os

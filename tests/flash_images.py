@@ -2,8 +2,6 @@
 not evbench); targets are pre-filled with PATTERN, so a test proves unmapped ranges unwritten.
 """
 
-from __future__ import annotations
-
 import hashlib
 import os
 import random

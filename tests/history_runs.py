@@ -3,8 +3,6 @@ core-v1) under a new id and time, its timings scaled, re-summarized and re-check
 the agent would; `stored` puts runs in a store; `step_p` is the step test's p, worked apart.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import json
 import math

@@ -18,8 +18,6 @@ in the interpreter). libguestfs's `guestfs`, imported by lava-dispatcher and nev
 faked: PyPI has none.
 """
 
-from __future__ import annotations
-
 import decimal
 import json
 import os

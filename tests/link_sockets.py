@@ -3,8 +3,6 @@ test_link_crowd, test_native_responder): what a peer sees, without the module's 
 Frames are built and cut by hand from docs/link.md's "Wire format" (4-byte LE length of
 what follows, kind byte, 8-byte LE sequence, body), not by the module's code."""
 
-from __future__ import annotations
-
 import json
 import socket
 import struct

@@ -3,8 +3,6 @@ writes most doubles in their shortest round-trip form, as repr does, but not all
 (3.0303974248042582 where repr writes 3.030397424804258): such a number is as many bytes
 longer as it has digits more; everything else is the same text."""
 
-from __future__ import annotations
-
 import json
 import re
 

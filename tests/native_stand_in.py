@@ -15,8 +15,6 @@ the payload's own bytes, its timings a fixed 1000 ns a loop) until its MODE says
 usage: native_stand_in.py MODE [N COUNTER_FILE] [--about]
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import sys

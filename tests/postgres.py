@@ -4,8 +4,6 @@ and pg_ctl under /usr/lib/postgresql/VERSION/bin) on 127.0.0.1, a free port; the
 cluster belongs to `nobody`, in a directory of its own under /tmp (pytest's are mode 0700).
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import pwd

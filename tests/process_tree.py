@@ -1,8 +1,6 @@
 """A test's view of the processes below one of its own: read from /proc, no psutil,
 so what it sees is what the kernel says (parent links, environ, command line)."""
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 

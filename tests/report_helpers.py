@@ -2,8 +2,6 @@
 a JUnit file (xmllint against Jenkins' schema, each case's numbers), and readers of the
 tables evbench prints and writes."""
 
-from __future__ import annotations
-
 import re
 import subprocess
 import sys

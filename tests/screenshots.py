@@ -8,8 +8,6 @@ writes shots/report-1400.png, shots/report-800.png, ..., one line per shot. Exit
 page logged an error or an image did not decode (the shots are written all the same).
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 import tempfile

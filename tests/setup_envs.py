@@ -3,8 +3,6 @@ the newest protobuf, Debian's python3-protobuf comes from tests/setup-system.sh)
 rebuilt only when its requirements change.
 """
 
-from __future__ import annotations
-
 import hashlib
 import os
 import subprocess

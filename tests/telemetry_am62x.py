@@ -4,8 +4,6 @@ one cpufreq policy for four Cortex-A53 cores (200 MHz to 1.4 GHz), an INA226-sty
 monitor (µW, mA, mV) and an INA219-style one (current and voltage only). `sampling` runs
 the real sampler process on such a tree."""
 
-from __future__ import annotations
-
 import contextlib
 import time
 from collections.abc import Iterator

@@ -2,8 +2,6 @@
 agent is started by hand or by `evbench run --board local`; a killed agent leaves an honest
 partial run."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

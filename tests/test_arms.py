@@ -3,8 +3,6 @@
 4.25.8) and .venv (the newest), whose versions they report themselves.
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import io

@@ -1,8 +1,6 @@
 """benchmarks/board_costs.py: the pure figures (medians, paired ratios, the table) on
 hand-worked numbers. The board part is a benchmark run by hand, never a test."""
 
-from __future__ import annotations
-
 import importlib.util
 import sys
 from pathlib import Path

@@ -3,8 +3,6 @@ scheme parses its example and opens a complete Board of its own module, and each
 row of docs/boards.md's table naming that module. All derived from the registry: a new
 transport needs no line here."""
 
-from __future__ import annotations
-
 import inspect
 import re
 import subprocess

@@ -4,8 +4,6 @@ constants: the codecs' messages, the dbc codec's own CAN frames, the sizes of a 
 run, and sizes a record merely claims (budgeted without making the message, or left out
 with the reason no link frame carries them)."""
 
-from __future__ import annotations
-
 import importlib.util
 import json
 import math

@@ -1,8 +1,6 @@
 """`evbench-agent info` lists CAN interfaces and UARTs from sysfs: a fake tree laid out as
 the kernel's (no SocketCAN here, so no type 280 entry in /sys), and the real /sys too."""
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

@@ -6,8 +6,6 @@ frame (tx_dropped). No SocketCAN here: CAN fields are read from documents as `ip
 -statistics -json link show can0` prints them (iproute2's ip/iplink_can.c, ip/ipaddress.c).
 """
 
-from __future__ import annotations
-
 import json
 import os
 import socket

@@ -4,8 +4,6 @@ operation's first sample primed by the same operation of another codec (unprimed
 out about 1 % slower). Order is read from the worker's own calls; timed parts use a spin of
 known cost or a clock that moves by the operations' stated costs alone."""
 
-from __future__ import annotations
-
 import time
 from types import SimpleNamespace
 

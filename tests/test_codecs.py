@@ -1,8 +1,6 @@
 """Payload profiles and codecs: the seed's shape and sizes, realistic EV frames, every
 profile deterministic, and every installed codec round-tripping every profile."""
 
-from __future__ import annotations
-
 import json
 import math
 import statistics

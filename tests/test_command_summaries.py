@@ -2,8 +2,6 @@
 HELP) and a fresh interpreter shows it or a typo imports no command module and no protobuf;
 `run --help` (host and agent) says what each registered suite, profile and codec is."""
 
-from __future__ import annotations
-
 import importlib
 import json
 import os

@@ -9,8 +9,6 @@ Mann-Whitney p is 2 / C(20, 10) and the Hodges-Lehmann ratio 1.2 exactly. The ni
 differences log(f[i+1] / f[i]), p from scipy's Student t and Holm's rule by hand.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 import itertools

@@ -2,8 +2,6 @@
 runs with known answers (a 10 % slower arm, a 20 % faster RTT, identical arms); the
 committed core-v1 run still compares."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import math

@@ -4,8 +4,6 @@ protobuf-json's zero values by the proto3 JSON mapping, one payload digest per s
 protobuf-json's bytes and a user's message measured alike on each runtime.
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import os

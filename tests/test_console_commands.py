@@ -2,8 +2,6 @@
 (tests/console_rig.py), directly and through ser2net; each console fault is one line with
 the transcript saved. The line's faults (mute, garbled, silent) come from the rig."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

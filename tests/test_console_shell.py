@@ -2,8 +2,6 @@
 (tests/console_rig.py). The tests share one line and login: each sets its faults and counts
 what they caused from the line's counters."""
 
-from __future__ import annotations
-
 import hashlib
 import os
 import subprocess

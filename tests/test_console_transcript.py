@@ -1,8 +1,6 @@
 """Console transcripts: raw bytes kept, private copies, and no password however the board
 splits or echoes it (a fake console on a real TCP socket echoes one)."""
 
-from __future__ import annotations
-
 import ast
 import socket
 import stat

@@ -1,7 +1,5 @@
 """Console addresses and frames: the pure parts of the serial console."""
 
-from __future__ import annotations
-
 import contextlib
 import socket
 

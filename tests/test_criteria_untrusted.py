@@ -2,8 +2,6 @@
 nesting): Criteria or the project's UserError, never an internal error; the properties
 (hypothesis) feed any JSON value and any bytes."""
 
-from __future__ import annotations
-
 import json
 import math
 import tempfile

@@ -1,8 +1,6 @@
 """The dbc codec: protos/ev_data.dbc against the .proto files, a frame packed by hand,
 round trips within each signal's resolution, and bad input."""
 
-from __future__ import annotations
-
 import importlib.util
 import math
 import subprocess

@@ -3,8 +3,6 @@ item 4): each codec's `access` gives the count of the json codec's text, parsed 
 standard library, payload by payload; a user's schema in tests/test_user_schema.py.
 """
 
-from __future__ import annotations
-
 import json
 
 import pytest

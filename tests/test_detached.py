@@ -1,8 +1,6 @@
 """Detached runs on the board (evbench_agent.run.detached): states, follow, seal, one run per
 id. A real sleeping Python naming the run directory stands in for a live or dead agent."""
 
-from __future__ import annotations
-
 import io
 import json
 import os

@@ -2,8 +2,6 @@
 FIPS 180-2 examples (appendix B) and hashlib/hmac (OpenSSL here); that calling them loads no
 OpenSSL is tests/test_import_weight.py's run-path check."""
 
-from __future__ import annotations
-
 import hashlib
 import hmac
 import os

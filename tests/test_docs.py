@@ -4,8 +4,6 @@ packages' READMEs runs, in order, one bash per document, from the repository roo
 printed. A block needing what this machine cannot have (a board, a network) is followed by
 `*Not run by the tests: needs a board (...).*`, listed by test_skipped_blocks_are_listed."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re

@@ -1,8 +1,6 @@
 """The file formats' reference tables in docs/ are made from their JSON Schemas
 (docs/generate.py), and the schemas agree with the code that reads the files."""
 
-from __future__ import annotations
-
 import dataclasses
 import importlib.util
 import subprocess

@@ -4,8 +4,6 @@ properties): a Bmap or the project's own errors, never anything else. The hand-w
 follows bmaptool's 2.0 layout, its checksums from hashlib, not from evbench.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 import tempfile

@@ -3,8 +3,6 @@ and a board's eMMC (local, and over a real sshd), fixed disks to their kernel (-
 `partx` adds partitions. Fit and swapped targets: test_flash_harden.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

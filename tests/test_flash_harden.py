@@ -3,8 +3,6 @@ loop device reading the image, a card too small, a target or its directory swapp
 inspection (the seam `evbench.flash.target.before_open`), a path changing while inspected.
 """
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import io

@@ -1,7 +1,5 @@
 """Flashing progress as plain lines (a log, not a terminal): rate, time left, interrupts."""
 
-from __future__ import annotations
-
 import io
 import logging
 

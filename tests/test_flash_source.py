@@ -1,7 +1,5 @@
 """Image streams: every supported compression, read forward only, and damaged streams."""
 
-from __future__ import annotations
-
 import pytest
 from flash_images import COMPRESSORS, SMALL_SIZE, flip_byte, module_images
 

@@ -2,8 +2,6 @@
 file target becomes exactly the image, unmapped ranges as holes, as bmaptool makes it), verified.
 """
 
-from __future__ import annotations
-
 import random
 import re
 

@@ -8,8 +8,6 @@ orders; Benjamini-Hochberg's k q / m) or come from numpy and SciPy (history_runs
 Theil-Sen, exact Mann-Whitney), never from the module.
 """
 
-from __future__ import annotations
-
 import math
 import os
 import random

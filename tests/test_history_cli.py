@@ -7,8 +7,6 @@ Thirteen quick json codec runs, the last three with json.loads doing its work 20
 check must find the step at the first slowed run and fail (exit 3) until it is accepted.
 """
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import json

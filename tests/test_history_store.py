@@ -3,8 +3,6 @@
 tree laid out as /proc and /sys. Expected values come from the run directories, read with json.
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

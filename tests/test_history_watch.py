@@ -6,8 +6,6 @@ nights (tests/history_runs.py) have every timing times a known factor, each a ha
 apart so no two tie.
 """
 
-from __future__ import annotations
-
 import math
 import os
 

@@ -2,8 +2,6 @@
 SIGKILLed mid-run, its agent (reparented to init) and link responder end within the 0.5 s
 watch plus a run's stop; the run is kept, marked interrupted."""
 
-from __future__ import annotations
-
 import json
 import os
 import signal

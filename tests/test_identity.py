@@ -1,7 +1,5 @@
 """Record identity: what was measured, which repetition, what happened; metric roles."""
 
-from __future__ import annotations
-
 from evbench_core.analysis import identity, metrics
 from evbench_core.analysis.identity import CONTEXT, FACT, TESTED
 

@@ -4,8 +4,6 @@ host, the agent never the host, the host only the public APIs, a transport (evbe
 nothing else of the host. Each check is also run on small hand-built graphs, to fail.
 """
 
-from __future__ import annotations
-
 import ast
 import importlib.util
 import re

@@ -4,8 +4,6 @@ help log or run a suite. Each probe reads a fresh interpreter's sys.modules; a c
 a heavy library at import time says so in USES, with the reason. Not a timing test.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

@@ -1,8 +1,6 @@
 """distribution_version against hand-made metadata as pip (dist-info) and Debian/Yocto setuptools
 (egg-info directory or file) lay it out, and against importlib.metadata."""
 
-from __future__ import annotations
-
 import importlib.metadata
 from pathlib import Path
 

@@ -3,8 +3,6 @@ draft 2020-12 in the agent's subset, and on documents generated near it the two 
 agree (jsonschema's type checker given the stated differences: integers have no fraction,
 numbers are finite)."""
 
-from __future__ import annotations
-
 import functools
 import json
 import math

@@ -1,8 +1,6 @@
 """docs/lab.md's exporter file loads in labgrid 26's own exporter configuration reader
 (Jinja2, line statements starting with `#`, before YAML)."""
 
-from __future__ import annotations
-
 import json
 import re
 import subprocess

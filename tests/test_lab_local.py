@@ -2,8 +2,6 @@
 and `lab status` when the lab is stopped after an entry's measurement (SIGTERM, as systemd
 sends it) or killed outright (SIGKILL, as the OOM killer does)."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

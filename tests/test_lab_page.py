@@ -5,8 +5,6 @@ in headless Chromium; its cells are worked by hand from core-v1's summary (json'
 median 5.7077e-05 s is 57.1 µs, its size 995 B).
 """
 
-from __future__ import annotations
-
 import shutil
 from pathlib import Path
 

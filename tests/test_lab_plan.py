@@ -1,8 +1,6 @@
 """LAB.yaml (evbench.lab.plan) and labgrid:// URLs (boards/labgrid.py): read or refused;
 labgrid-client's output (boards/_labgrid_client.py) read, as labgrid 26.0.1 printed it."""
 
-from __future__ import annotations
-
 import argparse
 import os
 from pathlib import Path

@@ -2,8 +2,6 @@
 `labgrid-client show` describes one with a NetworkService), checked, then in manifest.json.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import subprocess

@@ -2,8 +2,6 @@
 exporter on loopback (labgrid_rig.two_place_lab), driven by .venv-labgrid's labgrid-client.
 Another lab user is another LG_USERNAME; the lab page opens in Chromium."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import re

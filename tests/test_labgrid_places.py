@@ -10,8 +10,6 @@ its module fixture:
   see as a NetworkSerialPort served by ser2net (RFC 2217).
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

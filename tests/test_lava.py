@@ -4,8 +4,6 @@ through tests/lava_check.py (job schema, device-type templates and strategy sele
 test shell's signal parsing). Expected test cases come from summary.json, not evbench's code.
 """
 
-from __future__ import annotations
-
 import http.server
 import json
 import math

@@ -3,8 +3,6 @@ LAVA's device-type templates (U-Boot boots over TFTP and NFS, QEMU from tmpfs wi
 its units in LAVA's test cases; the files `evbench lava results --test-cases` refuses.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import subprocess

@@ -4,8 +4,6 @@ tests/data/yocto), its version, the kas schema, oelint-adv, the kernel's CAN fra
 `systemd-analyze verify` of the unit and the can0 file in a real systemd-networkd.
 """
 
-from __future__ import annotations
-
 import ast
 import fnmatch
 import importlib

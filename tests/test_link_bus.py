@@ -7,8 +7,6 @@ at the baud rate (8N1: 10 bits a byte). Frames are built by hand from docs/buses
 + 13 (length, kind, sequence) + 2 (CRC-16/XMODEM) + body + 4 (CRC-32) = 21 + body bytes.
 """
 
-from __future__ import annotations
-
 import binascii
 import contextlib
 import json

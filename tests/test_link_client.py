@@ -1,8 +1,6 @@
 """The link client against misbehaving peers: real TCP peers on 127.0.0.1,
 written here, that reorder, drop, duplicate, refuse or never answer."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import socket

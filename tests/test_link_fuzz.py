@@ -3,8 +3,6 @@ several frames a read, oversize, garbage and cut frames; and fuzzing (hypothesis
 for the fast tier; benchmarks/fuzz/ has the long runs): the frame reader and the handshake
 refuse any input with the project's own errors, never another exception, and never hang."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import socket

@@ -3,8 +3,6 @@ deeply nested HELLO, frames in the HELLO's write, a first frame claiming 1 MiB, 
 Slot and deadline tests run a real `Responder` in a thread, with deadlines of about a second
 (the command's are 5 s and 120 s); the others the real `evbench-agent serve` process."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

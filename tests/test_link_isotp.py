@@ -3,8 +3,6 @@ bytes, no padding before the __u8s nor at the end of the 12-byte struct) and che
 gcc's view of the header, the isotp:// address, and one-line errors for what a host gets
 wrong (no SocketCAN here: the kernel's own refusal)."""
 
-from __future__ import annotations
-
 import errno
 import socket
 import subprocess

@@ -2,8 +2,6 @@
 worked by hand from the documented rule, and the pinning as the kernel reports it
 (/proc/PID/task/TID/status, Cpus_allowed_list); and the sender's real-time scheduling."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

@@ -1,8 +1,6 @@
 """The responder as a real `evbench-agent serve` process on 127.0.0.1, how SIGTERM stops its
 serve loop, and the link figures: worked by hand, and of a live phase to it."""
 
-from __future__ import annotations
-
 import itertools
 import json
 import signal

@@ -2,8 +2,6 @@
 well-behaved, saturating and attacking clients keeps its memory, threads and open
 descriptors flat at the same point of every cycle and serves every real client."""
 
-from __future__ import annotations
-
 import json
 import subprocess
 import sys

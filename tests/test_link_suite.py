@@ -2,8 +2,6 @@
 mid-phase (partial, with its messages), and benchmarks/link_power_bound.py's arithmetic by
 hand and its reading of the small run."""
 
-from __future__ import annotations
-
 import contextlib
 import importlib.util
 import json

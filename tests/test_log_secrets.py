@@ -2,8 +2,6 @@
 and a link token in its environment, over the loopback sshd (a password login) and the
 serial console rig (the agent deployed over the line). Every file each leaves is read."""
 
-from __future__ import annotations
-
 import os
 import shutil
 import stat

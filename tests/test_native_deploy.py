@@ -3,8 +3,6 @@ run over a loopback sshd through qemu-user, as on the AM62x; a harness of anothe
 architecture than the machine's (`file` reads the ELF header independently) is said,
 recorded and reported."""
 
-from __future__ import annotations
-
 import json
 import os
 import platform

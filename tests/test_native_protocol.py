@@ -2,8 +2,6 @@
 lies on demand (native_stand_in.py): each failure a HarnessError (a PartialRun) naming the
 codec and the fault; a run keeps what it measured, partial."""
 
-from __future__ import annotations
-
 import json
 import os
 import stat

@@ -2,8 +2,6 @@
 meta-evbench's evbench-native recipe (its DEPENDS function run against a stand-in for
 bitbake's datastore: no bitbake in CI) builds the agent's runtimes as CMake names them."""
 
-from __future__ import annotations
-
 import re
 import subprocess
 import sys

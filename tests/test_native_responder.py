@@ -3,8 +3,6 @@ link suite's echo and ack modes on loopback TCP byte for byte as `evbench-agent 
 (but for each responder's own clock readings), and the link suite measures against it.
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

@@ -2,8 +2,6 @@
 a model of cJSON 1.7's number printing, nlohmann's size rule (native_sizes.py) and
 hand-counted leaves; and what a run and its report say of each runtime."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import math

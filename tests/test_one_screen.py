@@ -2,8 +2,6 @@
 of 120 columns; the codec suite with a C pair (protobuf-c against cJSON, built by the
 documented command) on an 80-column pty, `evbench report --terminal` and `compare` too."""
 
-from __future__ import annotations
-
 import itertools
 import re
 import subprocess

@@ -2,8 +2,6 @@
 written is one error line naming the option (exit 2), and compare never writes into a run it
 reads. Each case was an internal error, or a damaged run, found by an independent check."""
 
-from __future__ import annotations
-
 import shutil
 from pathlib import Path
 

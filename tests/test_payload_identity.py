@@ -2,8 +2,6 @@
 docs/results-format.md describes it; that every runtime's run puts one digest on every codec
 and link record is tests/test_compat.py's."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 import subprocess

@@ -2,8 +2,6 @@
 The board is this machine over the loopback sshd; the bus a UART, a pty pair made by socat
 (no SocketCAN here; pycan:// is test_can_peer.py's)."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

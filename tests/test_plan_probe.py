@@ -1,8 +1,6 @@
 """The planned duration follows the payloads and the machine (a plan said 6 s and took 9 min
 on a 5 MB message), and progress shows an ETA: a 100 kB message, the real host and agent."""
 
-from __future__ import annotations
-
 import json
 import re
 import subprocess

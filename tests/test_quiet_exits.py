@@ -2,8 +2,6 @@
 run kept and marked partial: real runs of `evbench run`, a real tmpfs for the full disk.
 Third-party loggers stay quiet unless --debug: a real paramiko failure on loopback."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os

@@ -2,8 +2,6 @@
 1): a run's refused sample set or wrong-typed manifest field renders partial, named (exit 4);
 lab.json, LAB.yaml and history change points (issue 30) name a wrong-typed field (exit 2)."""
 
-from __future__ import annotations
-
 import json
 import math
 import shutil

@@ -3,8 +3,6 @@ GTFS-realtime (proto2, extended by tests/data/kinds/gtfs_ev.proto), uProtocol US
 (repeated Any), ONNX ModelProto (recursive, large). Expected sizes from the real protoc's
 `--encode`; the fields to reach from the .proto files and the documented depth bound."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

@@ -3,8 +3,6 @@ and docs/native-codecs.md's tables, and every row is an entry; the agent's pypro
 codec's distribution; a module added is collected without a list.
 """
 
-from __future__ import annotations
-
 import ast
 import json
 import os

@@ -2,8 +2,6 @@
 requirement on the agent and CHANGELOG.md's newest release agree; the changelog keeps its shape.
 """
 
-from __future__ import annotations
-
 import datetime
 import re
 from pathlib import Path

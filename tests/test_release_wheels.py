@@ -4,8 +4,6 @@ and installed from their wheels into clean venvs: the quick local run, pip refus
 pair, each reading the other's run, each host refusing the other's agent over a real sshd.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

@@ -2,8 +2,6 @@
 protobuf's own switch to its pure-Python backend (which the run itself warns of); damaged
 copies of a run render what exists, marked partial."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

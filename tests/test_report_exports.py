@@ -1,8 +1,6 @@
 """The report's exports (report/exports/, one module each): a real render of the committed
 run writes exactly the files docs/reports.md's table names (plots aside)."""
 
-from __future__ import annotations
-
 import os
 import re
 import shutil

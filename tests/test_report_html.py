@@ -2,8 +2,6 @@
 error, the answer in the first window; report.md's opening and environment box; the run's
 telemetry per phase from this machine's own sensors."""
 
-from __future__ import annotations
-
 import hashlib
 import io
 import json

@@ -4,8 +4,6 @@ terminal table and report.md is exactly one record identity of summary.json (the
 format's definition), its cells the medians recomputed here from samples.jsonl (per
 replicate first), and no telemetry or energy row carries a winner."""
 
-from __future__ import annotations
-
 import base64
 import csv
 import io

@@ -2,8 +2,6 @@
 the reader found instead; newer formats are refused; a run of the first agent (core-v1)
 renders complete. Damaged fresh runs: test_report_compare.py; kills: test_run_local.py."""
 
-from __future__ import annotations
-
 import json
 import logging
 import shutil

@@ -2,8 +2,6 @@
 caught at Figure.savefig and read back as Agg drew it (tick labels, bars, whiskers, text
 extents); expected values from the run's files or arithmetic, never from plots.py."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import math

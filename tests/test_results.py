@@ -1,8 +1,6 @@
 """The results format: atomic files, checksums, partial runs, MAJOR.MINOR versions, and a
 manifest documented key by key."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 import os

@@ -1,8 +1,6 @@
 """`evbench run --board local` end to end, the agent a real separate process; memory figures
 against /proc/meminfo and a bare interpreter's kernel-measured peak RSS."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

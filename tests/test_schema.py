@@ -1,7 +1,5 @@
 """The committed protobuf modules and stubs are what protos/ generates with protoc 25.1."""
 
-from __future__ import annotations
-
 import re
 import shutil
 import subprocess

@@ -2,8 +2,6 @@
 and over SSH (a real sshd on loopback, Debian's python3 with protobuf 4.21); sizes measured
 from samples equal what the real protoc makes of them (`protoc --encode`)."""
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

@@ -2,8 +2,6 @@
 well-known types, recursion, proto2 required fields, defaults, extensions and groups; and a
 bounded generator. Expected values from the .proto, protobuf's json_format and the rules."""
 
-from __future__ import annotations
-
 import json
 import math
 

@@ -1,8 +1,6 @@
 """The run spec is validated before anything runs. One table of run options: both CLIs
 and the host's agent call read it; one CLI runner."""
 
-from __future__ import annotations
-
 import argparse
 import ast
 import dataclasses

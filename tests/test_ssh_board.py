@@ -1,8 +1,6 @@
 """The SSH transport against a real OpenSSH sshd on loopback (the board is this machine):
 addresses, host keys, logins."""
 
-from __future__ import annotations
-
 import re
 import secrets
 import shutil

@@ -2,8 +2,6 @@
 over it (`--peer host|board`). The board is this machine with Debian's python3 (protobuf,
 psutil); a drop kills the connection's sshd."""
 
-from __future__ import annotations
-
 import json
 import os
 import secrets

@@ -1,7 +1,5 @@
 """The statistics module against known distributions and SciPy as an oracle."""
 
-from __future__ import annotations
-
 import functools
 import itertools
 import math

@@ -1,8 +1,6 @@
 """The agent's telemetry on its command line: `run`'s flags refused when they cannot work
 (a run that records them: test_telemetry_run.py); `info`'s warnings about noisy setups."""
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

@@ -1,8 +1,6 @@
 """Phases from the timeline's markers, the cool-down guard before each (countdown, timeout)
 and the governor setting, on an AM62x-like tree."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 
 import pytest

@@ -2,8 +2,6 @@
 no thermal zones or cpufreq): throttling, energy, cool-downs and the governor, the report;
 runs that are stopped. A run with this machine's own sensors: test_report_html.py."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

@@ -2,8 +2,6 @@
 then the real telemetry sampler process on it: its readings, throttle events, energy above
 idle, sensors lost mid-run, and its own death (issue 44, item 12)."""
 
-from __future__ import annotations
-
 import json
 import os
 import shutil

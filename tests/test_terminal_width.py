@@ -2,8 +2,6 @@
 width, never a word broken or a number split from its unit; wide tables split into column
 groups that repeat a row's names. Expected values by hand."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import pty

@@ -5,8 +5,6 @@ watch cannot test it (10 nights before needed at 0.05 / 12), the scan finds it w
 and 6 after. Pixels are read back by matplotlib's PNG reader.
 """
 
-from __future__ import annotations
-
 import base64
 import io
 import os

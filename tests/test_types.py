@@ -1,8 +1,6 @@
 """The code type-checks: every mypy line of the Makefile's `lint` recipe (the one list of what
 is checked and how strictly) runs here as there, and a failure shows mypy's own report."""
 
-from __future__ import annotations
-
 import importlib.util
 import re
 import shlex

@@ -4,8 +4,6 @@ throttling. The machine's state around a replicate (telemetry.contention): arith
 hand-made snapshots and figures, and on real processes that a CPU hog outside the run
 counts as other processes' CPU while the run's own children do not."""
 
-from __future__ import annotations
-
 import functools
 import os
 import subprocess

@@ -2,8 +2,6 @@
 English, a progress line on a real pty; and, through the real commands, what a person meets
 following the docs with paths that are not quite runs."""
 
-from __future__ import annotations
-
 import logging
 import os
 import pty

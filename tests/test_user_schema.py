@@ -2,8 +2,6 @@
 styles, samples, rules. Expected values come from hand-worked encodings, protobuf's json_format
 and protoc's --python_out code, never from the module under test."""
 
-from __future__ import annotations
-
 import base64
 import hashlib
 import importlib

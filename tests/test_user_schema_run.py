@@ -2,8 +2,6 @@
 real process on the local board), and its refusals as a person types them: exit 2 before a
 run directory exists, one line naming what is wrong and what to do."""
 
-from __future__ import annotations
-
 import base64
 import hashlib
 import json

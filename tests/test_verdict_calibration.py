@@ -2,8 +2,6 @@
 Clopper-Pearson bounds against SciPy's beta quantiles, its judging on synthetic runs.
 """
 
-from __future__ import annotations
-
 import importlib.util
 import json
 import sys

@@ -15,8 +15,6 @@ of i + j = 0, 1, 2, 3, 4 are 1, 1, 2, 2, 3 (cumulative 9 at i + j = 4): the 95 %
 is [a + 2 h, a + 7 h].
 """
 
-from __future__ import annotations
-
 import csv
 import io
 import math

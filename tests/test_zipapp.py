@@ -1,7 +1,5 @@
 """The agent's zipapp (`evbench deploy` ships it): deflated, reproducible, and it runs."""
 
-from __future__ import annotations
-
 import functools
 import io
 import os

@@ -5,8 +5,6 @@ under the build cache) resolves and downloads arm64 packages without
 touching the host's apt configuration or adding a foreign architecture.
 """
 
-from __future__ import annotations
-
 import re
 import subprocess
 from pathlib import Path

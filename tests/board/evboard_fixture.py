@@ -8,8 +8,6 @@ software emulation one to three; both have hard deadlines. Running
 the build out of the first test's time.
 """
 
-from __future__ import annotations
-
 import os
 import subprocess
 import sys

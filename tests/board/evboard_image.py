@@ -12,8 +12,6 @@ A second run spends a few seconds asking apt for those versions and reuses
 the image. Without a network it reuses the newest board built, and says so.
 """
 
-from __future__ import annotations
-
 import argparse
 import fcntl
 import hashlib

@@ -13,8 +13,6 @@ the two emulated controllers, and the kernel's modprobe (kmod) loads
 can-isotp, can-raw and vcan when a socket or `ip link add` first asks.
 """
 
-from __future__ import annotations
-
 import gzip
 import lzma
 import shutil

@@ -20,8 +20,6 @@ Every step has a deadline; a failure raises BoardBootError with the end of
 the console transcript, and stop() kills only the QEMU started here.
 """
 
-from __future__ import annotations
-
 import contextlib
 import ctypes
 import os

@@ -8,8 +8,6 @@ the user-mode network, and the agent's runtime from Debian (python3,
 python3-protobuf, python3-psutil, python3-serial).
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import signal

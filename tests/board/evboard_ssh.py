@@ -5,8 +5,6 @@ boots the same board outside pytest. Not one of the image's inputs (evboard_imag
 INPUTS): changing it does not rebuild the cached board.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from evboard_qemu import VirtualBoard

@@ -6,8 +6,6 @@ goes through `evbench` as a user would type it, except the read-backs,
 which use OpenSSH and the eMMC file itself so they do not trust evbench.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import lzma

@@ -1,8 +1,6 @@
 """The virtual board's fault path: a boot that never reaches the login prompt
 fails with the console transcript and leaves no QEMU behind."""
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 

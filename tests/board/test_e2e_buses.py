@@ -18,8 +18,6 @@ none lost, and the frames and bytes really went through the emulated
 controllers (their own counters); `bus_load` there is nominal.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import signal

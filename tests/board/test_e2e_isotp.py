@@ -12,8 +12,6 @@ and a bus load in the range worked out below (nominal: vcan has no bit rate),
 and vcan0's counters recorded around every phase with no error.
 """
 
-from __future__ import annotations
-
 import json
 
 import pytest

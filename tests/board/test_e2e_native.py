@@ -8,8 +8,6 @@ over SSH and run natively by the board's aarch64 kernel, not by qemu-user on the
 read-backs (the file's SHA-256 on the board, the Python codec's sizes) do not trust evbench.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from pathlib import Path

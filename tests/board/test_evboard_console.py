@@ -1,8 +1,6 @@
 """The virtual board's console patterns, on text as the console's reads deliver it
 (fast tier: no board)."""
 
-from __future__ import annotations
-
 import re
 
 from evboard_qemu import BOOT_OUTCOME

@@ -11,8 +11,6 @@ drivers/net/can/Kconfig and drivers/net/can/m_can/Kconfig, with its type and the
 (apt-get download, then tar; nothing is installed). Writes can-kconfig-MAJOR.MINOR.txt.
 """
 
-from __future__ import annotations
-
 import re
 import subprocess
 import sys
