@@ -227,6 +227,18 @@ def test_a_sampler_that_dies_leaves_its_traceback_in_the_telemetry_file(tmp_path
     assert facts["sampler_died"] == [died]
 
 
+def test_a_sampler_killed_before_it_reads_its_configuration_gives_its_status(tmp_path, monkeypatch):
+    # It kills itself (SIGKILL, from a sitecustomize) before reading a configuration larger
+    # than a pipe holds, so writing it finds the pipe broken (once an internal
+    # BrokenPipeError of the agent): stop() gives the kill, which makes the run partial.
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.kill(os.getpid(), 9)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    sampler = SamplerProcess(sysfs.discover("/sys"), tmp_path / "telemetry.jsonl", 0.1, None)
+    sampler.config["padding"] = "x" * (1 << 20)
+    sampler.start()
+    assert sampler.stop() == -9
+
+
 def test_a_line_torn_by_the_death_stays_apart_from_the_traceback(tmp_path: Path) -> None:
     output = tmp_path / "telemetry.jsonl"
     output.write_text('{"type":"header"}\n{"type":"sample","t_ns":12')  # cut short
