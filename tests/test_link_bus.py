@@ -12,11 +12,13 @@ import contextlib
 import json
 import os
 import random
+import select
 import signal
 import struct
 import subprocess
 import sys
 import time
+import tty
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,7 @@ from console_rig import LineSimulator
 from evbench_agent import spec
 from evbench_agent.buses.transport import parse_transport, sustainable
 from evbench_agent.link import handshake, messages, uart_framing, uart_port
-from evbench_agent.link.framing import MESSAGE, REPLY, Frame, PeerClosed
+from evbench_agent.link.framing import HELLO, MESSAGE, REPLY, Frame, PeerClosed
 from evbench_core.errors import UserError
 
 FRAME_BYTES = 2 + 13 + 2 + 4  # around a message body (module docstring)
@@ -218,6 +220,53 @@ def test_the_responder_answers_over_a_uart_through_noise(tmp_path: Path) -> None
     assert sorted(link.decode_ack(frame.body[8:])[0] for frame in replies) == [0, 1, 2, 3]
     stats = [json.loads(frame.body) for frame in frames if frame.kind == 4]
     assert stats and stats[0]["messages"] == 4
+
+
+def test_a_frame_cut_short_by_its_sender_does_not_deafen_the_responder() -> None:
+    """A sender stopped after a frame's header (a reboot, Ctrl-C): once the line stays
+    silent the responder drops the part, and answers the HELLO that came behind it
+    (taken in as the part's body, it was never answered)."""
+    line_end, board_end = os.openpty()
+    tty.setraw(line_end)
+    url = f"uart://{os.ttyname(board_end)}?baud=115200"
+    link = messages.bind("protobuf", "seed")
+    hello = handshake.Hello("protobuf", "seed", messages.message_name(link.profile), "ack")
+    cut = by_hand(MESSAGE, 7, bytes(3000))[:40]  # its header says 3,000 more bytes come
+    answers: list[Frame] = []
+    try:
+        with serving(url):
+            os.write(line_end, cut + by_hand(HELLO, 0, json.dumps(hello.document()).encode()))
+            deframer, deadline = uart_framing.Deframer(), time.monotonic() + 10
+            while not answers and time.monotonic() < deadline:
+                if select.select([line_end], [], [], 0.2)[0]:
+                    answers = deframer.feed(os.read(line_end, 4096))
+    finally:
+        os.close(line_end)
+        os.close(board_end)
+    assert [frame.kind for frame in answers] == [HELLO]
+    assert json.loads(answers[0].body)["ok"] is True
+
+
+def test_a_responder_whose_line_goes_away_ends_in_one_error() -> None:
+    """A USB adapter pulled out under `serve`: exit 2 with one error and its hint, not a
+    warning a read for ever (it wrote ~10 MB/s and then ignored SIGTERM)."""
+    line_end, board_end = os.openpty()
+    url = f"uart://{os.ttyname(board_end)}?baud=115200"
+    argv = [sys.executable, "-m", "evbench_agent", "serve", "--transport", url]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=agent_env())  # fmt: skip
+    try:
+        assert json.loads(process.stdout.readline())["transport"] == url
+        os.close(board_end)
+        os.close(line_end)  # the line's other end is gone: reads fail (EIO)
+        _out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 2, err
+    error, hint = err.splitlines()
+    assert error.startswith(f"evbench-agent: error: the line went away: {url[7:].split('?')[0]}")
+    assert hint.startswith("evbench-agent: hint: check the adapter"), err
 
 
 def run_link(

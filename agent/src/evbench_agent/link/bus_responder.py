@@ -135,15 +135,18 @@ def serve_transport(
             print(json.dumps({"transport": url, "pid": os.getpid()}), flush=True)
             while True:
                 try:
-                    frames = port.receive_frames(POLL_S)
+                    for frame in port.receive_frames(POLL_S):
+                        responder.handle(frame, clock_ns())
+                except framing.PeerClosed as error:  # not one frame: the line itself
+                    raise UserError(
+                        f"the line went away: {error}",
+                        "check the adapter and its cable, then start the responder again",
+                    ) from error
                 except framing.FrameError as error:
-                    # A PDU that is not a link frame (another node's traffic on the
-                    # same ids, a damaged transfer): one message lost, not the responder.
-                    log.warning("dropped a transfer that is not a link frame: %s", error)
+                    # A PDU that is not a link frame (another node's traffic on the same
+                    # ids), a damaged transfer, a reply nobody took: one message lost.
+                    log.warning("dropped a transfer: %s", error)
                     responder.dropped += 1
-                    continue
-                for frame in frames:
-                    responder.handle(frame, clock_ns())
     finally:
         port.close()
         log.info("answered %d, dropped %d", responder.answered, responder.dropped)

@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 
-class Stopped(Exception):
-    """Raised in the main thread by the first SIGTERM."""
+class Stopped(BaseException):
+    """Raised in the main thread by the first SIGTERM.
+
+    Not an Exception: a handler that catches those (logging's, while it writes a
+    line) must not swallow the stop and leave the process deaf to SIGTERM."""
 
 
 @contextlib.contextmanager

@@ -10,9 +10,11 @@ sequence, body) goes as
 8 bytes around every frame). The receiver looks for the sync word, checks the
 header CRC before it trusts the length (so a corrupt length never makes it
 wait for bytes that are not coming), then waits for the body and checks the
-CRC-32. Whatever fails is dropped one byte at a time until the next sync
-word: a damaged frame is lost (the link counts it lost or late), the frames
-after it are found again. Nothing is ever reassembled from two frames.
+CRC-32 (a frame whose sender stopped after its header is dropped by the port
+once the line has stayed silent: uart_port.STALE_PART_S). Whatever fails is
+dropped one byte at a time until the next sync word: a damaged frame is lost
+(the link counts it lost or late), the frames after it are found again.
+Nothing is ever reassembled from two frames.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class Deframer:
                 continue
             frames.append(Frame(kind, sequence, body))
             del buffer[: end + _CRC32.size]
+
+    def drop_part(self) -> list[Frame]:
+        """Drop the part of a frame held (its sender stopped mid-frame); return the
+        whole frames found in the bytes held after its sync word."""
+        if self._buffer.startswith(SYNC):
+            self.bad_frames += 1
+        self._skip(1)
+        return self.feed(b"")
 
     def _skip(self, count: int) -> None:
         if count:

@@ -26,6 +26,9 @@ DEFAULT_BAUD = 115200
 READ_SLICE_S = 0.05
 #: A write the line does not take within this long ends the phase (the peer is gone).
 WRITE_TIMEOUT_S = 5.0
+#: A frame's bytes come back to back (one write); a part of one followed by this much
+#: silence on the line is a frame whose sender stopped (a reboot, Ctrl-C): dropped.
+STALE_PART_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class UartPort:
         self._errors = (serial.SerialTimeoutException, serial.SerialException)
         self.deframer = uart_framing.Deframer(max_frame)
         self._ready: list[Frame] = []
+        #: How long the line has been silent while read from (not while nobody read).
+        self._silent_s = 0.0
 
     def send(self, kind: int, sequence: int, body: bytes = b"") -> None:
         self.write(uart_framing.encode(kind, sequence, body))
@@ -120,13 +125,22 @@ class UartPort:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            started = time.monotonic()
             try:
                 self._serial.timeout = min(READ_SLICE_S, left)
                 data = self._serial.read(self._serial.in_waiting or 1)
             except (self._errors[1], OSError) as error:  # the adapter went away
                 raise PeerClosed(f"{self.address.device} failed: {error}") from error
             if data:
+                self._silent_s = 0.0
                 self._ready.extend(self.deframer.feed(data))
+                continue
+            self._silent_s += time.monotonic() - started
+            if self._silent_s >= STALE_PART_S and self.deframer.buffered():
+                # A part would take the next frames' bytes as its body; those that came
+                # already (a client's next HELLO) are found again behind it.
+                self._ready.extend(self.deframer.drop_part())
+                self._silent_s = 0.0
         frames, self._ready = self._ready, []
         return frames
 
