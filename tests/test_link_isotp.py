@@ -4,15 +4,27 @@ gcc's view of the header, the isotp:// address, and one-line errors for what a h
 wrong (no SocketCAN here: the kernel's own refusal)."""
 
 import errno
+import json
+import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from conftest import require, require_command
 
-from evbench_agent.link import framing, isotp_options, isotp_port
+from evbench_agent.link import (
+    bus_responder,
+    framing,
+    handshake,
+    isotp_options,
+    isotp_port,
+    messages,
+)
 from evbench_agent.link.framing import FrameError
 from evbench_core.errors import UserError
 
@@ -157,3 +169,70 @@ def test_a_pdu_is_one_link_frame() -> None:
         isotp_port.unpack(frame + b"x")  # length says 13, the PDU has 14
     with pytest.raises(FrameError):
         isotp_port.unpack(frame[:10])
+
+
+class KernelSays:
+    """No SocketCAN here: a Unix socket pair carries the PDUs (one send, one recv), and the
+    first recv() gives the kernel's report of one damaged transfer instead."""
+
+    def __init__(self, sock: socket.socket, code: int) -> None:
+        self.sock, self.code = sock, code
+
+    def setsockopt(self, *_option: object) -> None: ...
+
+    def bind(self, _address: object) -> None: ...
+
+    def settimeout(self, seconds: float) -> None:
+        self.sock.settimeout(seconds)
+
+    def recv(self, size: int) -> bytes:
+        if self.code:
+            code, self.code = self.code, 0
+            raise OSError(code, os.strerror(code))
+        return self.sock.recv(size)
+
+    def send(self, data: bytes) -> int:
+        return self.sock.send(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("code", [errno.EILSEQ, errno.EBADMSG, errno.ECOMM])
+def test_one_damaged_transfer_costs_the_responder_one_message_not_its_life(
+    code: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """linux net/can/isotp.c's errors of one transfer: a consecutive frame out of sequence
+    (EILSEQ), bad padding (EBADMSG), no flow control for our last send (ECOMM)."""
+    responder_end, client_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    monkeypatch.setattr(isotp_port, "check_interface", lambda *_args: None)
+    monkeypatch.setattr(isotp_port, "open_socket", lambda: KernelSays(responder_end, code))
+    link = messages.bind("json", "seed")
+    hello = handshake.Hello("json", "seed", messages.message_name(link.profile), "ack")
+    message = link.encode(link.sample_data(1, 1)[0])
+    answers: list[framing.Frame] = []
+
+    def client() -> None:
+        client_end.settimeout(10)
+        try:
+            client_end.send(framing.pack(framing.HELLO, 0, json.dumps(hello.document()).encode()))
+            answers.append(isotp_port.unpack(client_end.recv(4096)))
+            client_end.send(framing.pack(framing.MESSAGE, 0, message))
+            answers.append(isotp_port.unpack(client_end.recv(4096)))
+        finally:
+            if serving.is_set():  # (a responder that ended on its own needs no stop)
+                os.kill(os.getpid(), signal.SIGTERM)  # the responder's stop
+
+    serving, thread = threading.Event(), threading.Thread(target=client)
+    serving.set()
+    thread.start()
+    try:
+        with caplog.at_level(logging.WARNING):
+            bus_responder.serve_transport("isotp://can0?tx=0x7E8&rx=0x7E0")
+    finally:
+        serving.clear()
+        thread.join(15)
+        client_end.close()
+    assert [frame.kind for frame in answers] == [framing.HELLO, framing.REPLY]
+    assert json.loads(answers[0].body)["ok"] is True and answers[1].sequence == 0
+    assert [record.getMessage()[:17] for record in caplog.records] == ["dropped a transfe"]

@@ -215,12 +215,20 @@ class IsotpPort:
             raise self._user_error(error) from error
 
     def _user_error(self, error: OSError) -> UserError:
-        """The kernel's send errors as one line; can-isotp sends in the background, so
-        a send's failure (no flow control: ECOMM) may come back at the next recv()."""
+        """The kernel's errors as one line; can-isotp sends in the background, so
+        a send's failure (no flow control: ECOMM) may come back at the next recv().
+
+        The errors of one transfer (linux net/can/isotp.c: a consecutive frame out
+        of sequence, bad padding, no flow control) are FrameErrors: one message lost,
+        which a responder logs and goes on from; a client's handshake still ends on them."""
         if error.errno == errno.ENETDOWN:
             return UserError(f"CAN interface {self.address.interface!r} went down")
+        if error.errno in (errno.EILSEQ, errno.EBADMSG):
+            return FrameError(
+                f"a damaged ISO-TP transfer on {self.address.interface}: {error.strerror}"
+            )
         if error.errno == errno.ECOMM:
-            return UserError(
+            return FrameError(
                 f"no ISO-TP flow control on {self.address.interface} from id "
                 f"{self.address.rx_id:#x}: nobody listens on id {self.address.tx_id:#x}",
                 "check the peer's ids: its rx must be our tx and its tx our rx",
