@@ -373,6 +373,12 @@ class Exchange:
             raise framing.FrameError(f"{what} to message {sequence}, which was not expected")
         link = self.connection.link
         processing_ns, body = framing.split_reply(frame.body)
+        round_trip_ns = arrival - self.sent_at[sequence][1]
+        if processing_ns > round_trip_ns:  # the transport RTT would come out negative
+            raise framing.FrameError(
+                f"the reply to message {sequence} says the responder took {processing_ns} ns,"
+                f" more than the whole round trip ({round_trip_ns} ns)"
+            )
         try:
             if self.echo:
                 link.decode(body)
@@ -400,6 +406,13 @@ def _stats(body: bytes) -> dict[str, int]:
         return {"messages": int(counts["messages"]), "cpu_ns": int(counts["cpu_ns"])}
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
         raise framing.FrameError(f"a STATS_REPLY that is not the expected JSON: {error}") from error
+
+
+def went_wrong(address: object, error: framing.FrameError) -> str:
+    """Why a phase ended early: what it measured until then is kept (a partial run)."""
+    if isinstance(error, framing.PeerClosed):
+        return f"the responder at {address} went away: {error}"
+    return f"the responder at {address} sent what no responder sends: {error}"
 
 
 def drain(exchange: Exchange, until_ns: int, stats_wanted: int = 0) -> None:
@@ -433,8 +446,8 @@ def run_periodic(
         last_send = exchange.sent_at[exchange.next_sequence - 1][1]
         exchange.request_stats()
         drain(exchange, last_send + wait_lost, stats_wanted=2)
-    except framing.PeerClosed as error:
-        result.error = f"the responder at {connection.address} went away: {error}"
+    except framing.FrameError as error:  # PeerClosed, or a reply no responder sends
+        result.error = went_wrong(connection.address, error)
     if sender.cpu_start is not None:
         result.client_cpu_ns = thread_cpu_ns() - sender.cpu_start
     _record(exchange, result, warmup_count)

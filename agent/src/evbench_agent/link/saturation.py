@@ -103,8 +103,8 @@ def _block(
         # Replies that arrived in the window but were taken in after it: read while a
         # long burst of large messages was being sent (Connection.send keeps them).
         counted.take(exchange, result)
-    except framing.PeerClosed as problem:
-        result.error = f"the responder at {exchange.connection.address} went away: {problem}"
+    except framing.FrameError as problem:
+        result.error = client.went_wrong(exchange.connection.address, problem)
     result.seconds += (counted.last - measure_from) / 1e9
     result.total_sent = exchange.next_sequence
     result.spans.append((start, clock_ns()))
