@@ -98,17 +98,22 @@ def test_acceptance_256_mib_wic_xz_to_a_file_and_a_loop_device(tmp_path, capsys)
         assert_flashed(device, image, spans)
 
 
-def test_a_loop_device_is_fixed_unless_allowed_and_asks_first(images, tmp_path, capsys):
+@pytest.mark.parametrize("board", ["host", "local"], indirect=True)
+def test_a_loop_device_is_fixed_unless_allowed_and_asks_first(images, tmp_path, capsys, board):
+    # The local board is this machine: its disks are the host's, fixed ones as much.
+    on = ("--board", board) if board else ()
     backing = fill(tmp_path / "backing.img", 8 * MiB)
     before = backing.read_bytes()
     with loop_device(backing) as device:
-        code, _, err = flash(capsys, images["xz"], "--device", device, "--yes")
+        code, _, err = flash(capsys, images["xz"], *on, "--device", device, "--yes")
         assert code == 2 and "fixed disk" in err and "--allow-fixed" in err
+        assert backing.read_bytes() == before
         # Without --yes and without a terminal to answer, nothing is written.
-        code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed")
+        allowed = (*on, "--device", device, "--allow-fixed")
+        code, _, err = flash(capsys, images["xz"], *allowed)
         assert code == 2 and "not confirmed" in err
         assert backing.read_bytes() == before
-        code, _, err = flash(capsys, images["xz"], "--device", device, "--allow-fixed", "--yes")
+        code, _, err = flash(capsys, images["xz"], *allowed, "--yes")
         assert code == 0, err
         assert_flashed(device, images["plain"], small_spans(images))
 
@@ -224,7 +229,8 @@ def test_a_loop_device_standin_is_flashed_and_read_back_on_the_board(
     spans = small_spans(images)
     backing = fill(tmp_path / "emmc.img", 8 * MiB)
     with loop_device(backing) as device:
-        code, out, err = flash(capsys, images["xz"], "--board", board, "--device", device, "--yes")
+        on = ("--board", board, "--device", device, "--allow-fixed", "--yes")  # a fixed disk
+        code, out, err = flash(capsys, images["xz"], *on)
         assert code == 0, err
         assert_flashed(device, images["plain"], spans)
     assert f"to {device} on {board}" in out

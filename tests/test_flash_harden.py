@@ -28,9 +28,10 @@ SIZE = 2 * MiB
 
 
 def to_device(board: str | None, device: str) -> tuple[str, ...]:
-    """The arguments that send the image to `device` here (None) or on `board`."""
-    where = ("--allow-fixed",) if board is None else ("--board", board)
-    return (*where, "--device", device, "--yes")
+    """The arguments that send the image to `device` here (None) or on `board`: a loop device
+    is a fixed disk, here and on the local board (this machine)."""
+    on = ("--board", board) if board else ()
+    return (*on, "--allow-fixed", "--device", device, "--yes")
 
 
 @pytest.fixture
@@ -260,16 +261,23 @@ def test_the_boards_receiver_refuses_a_swapped_target(
     assert ran, "the swap never happened"
 
 
-def test_the_image_itself_is_never_the_target(images, tmp_path, capsys):
+@pytest.mark.parametrize("board", ["host", "local"], indirect=True)
+def test_the_image_itself_is_never_the_target(images, tmp_path, capsys, board):
     # A file target is emptied before writing: were it the image (here through a link, so the
-    # names differ), the image would be lost. Its bmap likewise.
-    image = tmp_path / "disk.img"
+    # names differ), the image would be lost. Its bmap likewise. The local board is this
+    # machine: its receiver cannot tell, so the host checks as it does without --board.
+    image, bmap = tmp_path / "disk.img", tmp_path / "disk.img.bmap"
     image.write_bytes(images["plain"].read_bytes())
+    bmap.write_bytes(images["bmap"].read_bytes())
     (tmp_path / "card.img").symlink_to(image)
-    for target in (image, tmp_path / "card.img", images["bmap"]):
-        code, _, err = flash(capsys, image, "--bmap", images["bmap"], "--device", target)
-        assert code == 2 and "itself; nothing was written" in err, err
+    on = ("--board", board) if board else ()
+    for target in (image, tmp_path / "card.img", bmap):
+        code, out, err = flash(capsys, image, "--bmap", bmap, *on, "--device", target, "--yes")
+        assert code == 2 and "flashing" not in out, out
+        error, hint = err.strip().splitlines()  # one line, and what to do
+        assert error.endswith("itself; nothing was written") and "another --device" in hint
     assert image.read_bytes() == images["plain"].read_bytes()
+    assert bmap.read_bytes() == images["bmap"].read_bytes()
 
 
 FLIPPER = """

@@ -26,7 +26,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     maps = parser.add_mutually_exclusive_group()
     maps.add_argument("--bmap", type=Path, help="the bmap file (default: found beside the image)")
     maps.add_argument("--no-bmap", action="store_true", help="write the whole image, ignore a bmap")
-    parser.add_argument("--allow-fixed", action="store_true", help="allow a non-removable disk")
+    parser.add_argument(
+        "--allow-fixed",
+        action="store_true",
+        help="allow a non-removable disk (here, or with --board local)",
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_board_options(
         parser, help="flash this board's device over its transport (ssh://...)", lab=False
@@ -65,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             bootloader=args.bootloader,
             boot_partition=args.boot_partition,
             assume_yes=args.yes,
+            allow_fixed=args.allow_fixed,
             reboot_after=args.reboot,
             accept_new_host_key=args.accept_new_host_key,
             announce=_say,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evbench.boards import Board, open_board
 from evbench.boards.base import CommandResult, PipedCommand
+from evbench.flash.local import check_target
 from evbench.flash.plan import FlashPlan
 from evbench.flash.progress import FlashProgress
 from evbench.flash.target import Target, confirm
@@ -237,6 +238,7 @@ def flash_board(
     bootloader: Path | None = None,
     boot_partition: str | None = None,
     assume_yes: bool = False,
+    allow_fixed: bool = False,
     reboot_after: bool = False,
     accept_new_host_key: bool = False,
     announce: Callable[[str], None],
@@ -246,6 +248,11 @@ def flash_board(
     blobs = load_bootloader(bootloader) if bootloader else None
     partition = boot_partition or f"{device}boot0"
     with open_board(board_url, accept_new_host_key=accept_new_host_key) as board:
+        if board.is_local:
+            # The board is this machine: its device is one of the host's, so the host's own
+            # checks apply too (the receiver cannot know the image is the target, nor
+            # that a fixed disk needs --allow-fixed).
+            check_target(Path(device), plan, allow_fixed)
         receiver = Receiver(board)
         try:
             target = check_device(receiver.inspect(device), device, board.url)

@@ -55,6 +55,16 @@ def _refuse_own_inputs(target: targets.Target, plan: FlashPlan) -> None:
             )
 
 
+def check_target(device: Path, plan: FlashPlan, allow_fixed: bool) -> targets.Target:
+    """A target on this machine as it may be written (not in use, read-only, a fixed disk
+    unless `allow_fixed`, nor the image or its bmap); UserError otherwise. Also for
+    `--board local`, whose board is this machine."""
+    target = targets.inspect_target(device, allow_fixed)
+    log.debug("target: %s", target)
+    _refuse_own_inputs(target, plan)
+    return target
+
+
 def flash_local(
     plan: FlashPlan,
     device: Path,
@@ -63,9 +73,7 @@ def flash_local(
     announce: Callable[[str], None],
 ) -> FlashReport:
     """Check the target, ask, write and verify; `announce` hears the lines said before writing."""
-    target = targets.inspect_target(device, allow_fixed)
-    log.debug("target: %s", target)
-    _refuse_own_inputs(target, plan)
+    target = check_target(device, plan, allow_fixed)
     plan.check_fits(target, announce)
     targets.confirm(target, plan.describe(), assume_yes)
     fd = targets.open_for_writing(target, plan.image_size, allow_fixed)
