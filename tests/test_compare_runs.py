@@ -12,13 +12,15 @@ differences log(f[i+1] / f[i]), p from scipy's Student t and Holm's rule by hand
 import dataclasses
 import functools
 import itertools
+import json
 import math
 import random
+import shutil
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from history_runs import night, stored
+from history_runs import CORE_V1, night, stored
 from scipy import stats as scipy_stats
 
 from evbench.cli import evbench
@@ -253,6 +255,26 @@ def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, 
     assert "not called (n too small, so no regression): link/seed/json/rtt" in out
     few = comparison.compare_runs(link_sets(3), link_sets(3, rtt_factor=1.5))
     assert {r.outcome for r in few.rows if r.verdict} == {TOO_SMALL}
+
+
+def test_a_doubling_on_rows_too_small_to_call_is_listed_not_counted(tmp_path, capsys):
+    # core-v1 has 2 processes per run: best p 2 / C(4, 2) = 1/3 > 0.05, so no interval.
+    # json's encode doubled is +100 %, beyond --max-change 50 % by its estimate alone.
+    slow = tmp_path / "slow"
+    shutil.copytree(CORE_V1, slow)
+    lines = []
+    for line in (slow / results.SAMPLES).read_text().splitlines():
+        found = json.loads(line)
+        if (found["codec"], found["metric"]) == ("json", "encode"):
+            found["values"] = [2 * value for value in found["values"]]
+        lines.append(json.dumps(found) + "\n")
+    (slow / results.SAMPLES).write_text("".join(lines))
+    results.write_checksums(slow)
+    out, err = run_compare(capsys, "--no-history", CORE_V1, slow, code=0)
+    cells = table_rows(out)[("codec", "JSON", "Serialization")]
+    assert cells[6:9] == ["+100.0%", TOO_SMALL, "1"], cells  # not "REGRESSION"
+    assert "not called (n too small, so no regression): codec/seed/json/encode" in out
+    assert "regressed" not in err
 
 
 def test_a_185_percent_capacity_gain_is_better_never_a_regression(tmp_path, capsys):

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from report_helpers import evbench
 
-from evbench.report import exports, verdict_line
+from evbench.report import answer, exports, table, verdict_line
 from evbench_core import comparison, results, sequential
 from evbench_core.analysis import margins
 from evbench_core.analysis import verdicts as v
@@ -273,6 +273,40 @@ def test_margins_parse_and_resolve_in_the_products_terms():
             margins.parse([bad])
 
 
+CODEC_TIME = "N%, Nus, Nms or Ns"
+
+
+@pytest.mark.parametrize(
+    ("item", "refused"),
+    [
+        # capacity counts messages a second at no period: a time or a period is no unit of it
+        ("capacity=50us", "capacity_msgs rows take only N%"),
+        ("capacity_msgs=2ms", "capacity_msgs rows take only N%"),
+        ("capacity=0.1%period", "capacity_msgs rows take only N%"),
+        # a codec operation is timed at no period (it was swapped for a 5 % band)
+        ("codec=1%period", f"encode rows take {CODEC_TIME}"),
+        ("decode_access=1%period", f"decode_access rows take {CODEC_TIME}"),
+        ("encode=0.1%core", f"encode rows take {CODEC_TIME}"),
+    ],
+)
+def test_a_margin_in_a_unit_its_rows_do_not_take_is_refused(item, refused):
+    with pytest.raises(UserError, match=re.escape(f"--margin {item}: {refused}")):
+        margins.parse([item])
+
+
+@pytest.mark.parametrize(
+    ("item", "chosen"),
+    [
+        ("capacity=3%", {"capacity_msgs": "3%"}),
+        ("codec=20us", dict.fromkeys(("encode", "decode", "decode_access"), "20us")),
+        ("rtt=0.1%period", {"rtt": "0.1%period"}),
+        ("cpu_per_msg_client=0.2%core", {"cpu_per_msg_client": "0.2%core"}),
+    ],
+)
+def test_a_margin_in_a_unit_its_rows_take_is_kept(item, chosen):
+    assert margins.parse([item]) == chosen
+
+
 def _differences(first: float, step: float) -> v.Paired:
     values = [first + i * step for i in range(10)]
     return v.Paired("RTT", v.LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
@@ -295,6 +329,55 @@ def test_every_word_on_hand_worked_differences(first_us, step_us, interval_us, w
     assert verdict.diff_high == pytest.approx(interval_us[1] * 1e-6)
     if word != v.EQUAL:
         assert verdict.p_holm == pytest.approx(2 / 1024)
+
+
+def test_tied_differences_holm_rejects_with_an_interval_holding_zero_are_equal():
+    # Differences in µs: 5 5 10 10 5 10 0 5 0 -5. The test drops the two zeros: |d| 5 (x5,
+    # ranks 1-5, 3 each) and 10 (x3, ranks 6-8, 7 each); W+ = 4 x 3 + 3 x 7 = 33, mean
+    # 8 x 9 / 4 = 18, ties: var = 8 x 9 x 17 / 24 - (120 + 24) / 48 = 48, so
+    # z = (15 - 0.5) / sqrt(48) = 2.093 and p = 0.0364 < 0.05: rejected. The interval keeps
+    # the zeros: of the 55 Walsh averages the smallest are -5 (1), -2.5 (2), 0 (7) and the
+    # largest 10 (6), 7.5 (12); the 9th from each end (n = 10, 95 %) is 0 and 7.5 µs.
+    # Inside 50 µs and holding 0: equal, not negligible (which claims a difference).
+    values = [d * 1e-6 for d in (5, 5, 10, 10, 5, 10, 0, 5, 0, -5)]
+    row = v.Paired("jitter", v.LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
+    band = margins.Band(margins.DIFFERENCE, 50e-6, "50 µs")
+    (verdict,) = v.decide_family([row], bands=[band])
+    z = (15 - 0.5) / math.sqrt(48)
+    assert verdict.p_holm == pytest.approx(2 * (1 - statistics.NormalDist().cdf(z)))
+    assert verdict.interval == pytest.approx((0.0, 7.5e-6))
+    assert verdict.winner == v.EQUAL
+
+
+def test_a_row_decided_on_differences_points_the_differences_way_everywhere():
+    """RTT at 20 Hz (margin 50 µs: decided on differences). 11 phase pairs at 10 ms, Protobuf
+    250 µs faster; 5 at 50 µs, Protobuf twice as slow (+50 µs). Of the 136 Walsh averages of
+    the differences 66 are -250, 55 are (-250 + 50) / 2 = -100 and 15 are +50 µs: the
+    estimate (the 68th and 69th) is -100 µs, and the 95 % interval (n = 16: the 30th from
+    each end, P(W+ <= 29) = 0.022) is -250 to -100 µs, beyond -50 µs: Protobuf wins. The
+    log-ratios' estimate would say the other way: (log 0.975 + log 2) / 2 = +0.334, 40 %
+    higher. The baseline's level is 10 ms (median of 16), so the change is -100 µs / 10 ms
+    = -1.0 % and Protobuf's cell 10 ms - 100 µs = 9.9 ms."""
+    sets = []
+    for phase in range(16):
+        base, cand = (10e-3, 9.75e-3) if phase < 11 else (50e-6, 100e-6)
+        for codec, value in (("json", base), ("protobuf", cand)):
+            sets.append(SampleSet("link", "seed", codec, "rtt", "s", PERIOD_20HZ, [value], phase))
+    found = comparison.compare(sets, "json", "protobuf")
+    (row,) = [r for r in found.rows if r.verdict]
+    verdict = row.verdict
+    assert verdict.scale == margins.DIFFERENCE and verdict.winner == v.CANDIDATE
+    assert verdict.difference == pytest.approx(-100e-6)
+    assert verdict.interval == pytest.approx((-250e-6, -100e-6))
+    assert verdict.diff_low <= verdict.difference <= verdict.diff_high
+    assert verdict.pct_diff == pytest.approx(-1.0) and verdict.ratio == pytest.approx(0.99)
+    headers, (cells,) = table.comparison_cells(found)
+    cells = dict(zip(headers, cells, strict=True))
+    assert (cells["Protobuf (est.)"], cells["Change (est.)"]) == ("9.9 ms", "-1.0%")
+    assert cells["CI (Holm step)"] == "-250 µs to -100 µs"
+    said = answer.render_answer(found)
+    assert said.startswith("seed: Protobuf - RTT 1.0 % lower\n")
+    assert f"{row.label} 1.0 % lower, -100 µs (CI -250 µs to -100 µs)." in said
 
 
 def _link_rtt(stage: int, duets: int, offset: int, slower: float) -> list[SampleSet]:
@@ -355,14 +438,16 @@ def test_the_one_line_verdict_says_what_comparison_csv_says(found):
     assert float(said["smaller"]) == pytest.approx(1 / size, abs=0.05)
     assert float(said["faster to encode"]) == pytest.approx(1 / encode, rel=0.01, abs=0.5)
     assert by_metric[("encode", "")]["change"] == f"{1 / encode:.0f}x faster"
-    undecided = sum(r["verdict"] in ("undecided", "n too small") for r in rows)
-    assert line.endswith(f"{undecided} undecided")
+    # every link row has too few phase pairs: counted in the table's words, not "undecided"
+    small = sum(r["verdict"] == "n too small" for r in rows)
+    assert small and not any(r["verdict"] == "undecided" for r in rows)
+    assert line.endswith(f"; {small} n too small")
 
 
 def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(found):
     """A line naming a leader says how many rows are still open before anything else."""
     (bare,) = verdict_line.lines(found)
-    count = re.search(r"; (\d+) undecided$", bare)
+    count = re.search(r"; (\d+) n too small$", bare)
     assert count and int(count[1]) >= 1, bare
     fit = "; fits can-500k, JSON does not"
     fits = {"seed": {"protobuf": ["can-500k"], "json": []}}
@@ -375,8 +460,27 @@ def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(fo
     (tight,) = verdict_line.lines(found, fits, width=len(kept) - len(count[0]) + len(fit))
     assert tight == kept
     # narrower still: the other words go too, and the count stays
-    narrow = f"seed: Protobuf - 3.6x smaller; {count[1]} undecided"
+    narrow = f"seed: Protobuf - 3.6x smaller; {count[1]} n too small"
     assert verdict_line.lines(found, fits, width=len(narrow)) == [narrow]
+
+
+def test_with_no_winner_the_one_line_verdict_names_whose_fact_and_counts_too_small_apart():
+    # core-v1: 2 worker processes, so no timed row can reach p < 0.05 (best 2 / 2^2 = 0.5):
+    # 3 rows n too small, none undecided; sizes 277.1 B against 995.5 B: 3.59x smaller.
+    run = comparison.compare_run(results.load_run(RUN.parent / "core-v1"), "json", "protobuf")
+    assert verdict_line.lines(run) == ["seed: no winner; Protobuf 3.6x smaller; 3 n too small"]
+    # a family of two link rows: RTT on 10 pairs, differences 30 + 5 i µs (Holm's first
+    # step, 97.5 %: 37.5 to 67.5 µs, across the 50 µs edge: undecided) and jitter on 5
+    # pairs (best p 2 / 32, times 2 rows, is not below 0.05: n too small)
+    sets = []
+    for metric, pairs in (("rtt", 10), ("jitter_stdev", 5)):
+        for phase in range(pairs):
+            for codec, value in (("json", 400e-6), ("protobuf", (430 + 5 * phase) * 1e-6)):
+                sets.append(
+                    SampleSet("link", "seed", codec, metric, "s", PERIOD_20HZ, [value], phase)
+                )
+    found = comparison.compare(sets, "json", "protobuf")
+    assert verdict_line.lines(found) == ["seed: no winner; 1 undecided, 1 n too small"]
 
 
 def test_the_report_and_compare_open_on_the_one_line_verdict(found, tmp_path):

@@ -13,9 +13,11 @@ margin is one of four kinds:
 - ``0.1%core``: a share of one core at the run's rate and stream count, resolved to
   CPU seconds per message (0.001 / (20 Hz x 1 stream) = 50 µs): CPU per message.
 
-A row whose margin is a share of the period or of a core but whose record has no rate
-(the link's capacity phase) gets `UNPACED` instead. Why each default is what it is:
-docs/method.md, "Margins".
+A metric takes only the kinds that fit its rows (`ROW_KINDS`: capacity only a share of
+its ratio, codec operations no share of a period, only CPU rows a share of a core);
+`parse` refuses the rest. A row whose margin is a share of the period or of a core but
+whose record has no rate (RTT in the link's capacity phase) gets `UNPACED` instead. Why
+each default is what it is: docs/method.md, "Margins".
 """
 
 from __future__ import annotations
@@ -105,6 +107,24 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "capacity": ("capacity_msgs",),
 }
 
+#: The kinds of margin a metric's rows take (any other is refused, never swapped): the
+#: capacity phase counts messages a second and has no period, so only a share of its
+#: ratio; a codec operation is a time per call with no period; only CPU rows take a share
+#: of a core. A metric not named here takes `_TIMING_KINDS`.
+_TIMING_KINDS = (RELATIVE, SECONDS, PERIOD)
+ROW_KINDS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(GROUPS["codec"], (RELATIVE, SECONDS)),
+    **dict.fromkeys(GROUPS["cpu"], (*_TIMING_KINDS, CORE)),
+    "capacity_msgs": (RELATIVE,),
+}
+#: Each kind as written on the command line.
+_WRITTEN: dict[str, tuple[str, ...]] = {
+    RELATIVE: ("N%",),
+    SECONDS: ("Nus", "Nms", "Ns"),
+    PERIOD: ("N%period",),
+    CORE: ("N%core",),
+}
+
 _VALUE = re.compile(r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(%period|%core|%|us|µs|ms|s)")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _KINDS = {"%": RELATIVE, "%period": PERIOD, "%core": CORE}
@@ -148,8 +168,11 @@ def parse(items: list[str] | Mapping[str, str] | None) -> dict[str, str]:
     for name, value in pairs:
         margin = parse_value(str(value))
         for metric in _names(name.strip()):
-            if margin.kind == CORE and not metric.startswith("cpu_per_msg"):
-                raise UserError(f"--margin {name}={value}: a share of a core is for CPU rows")
+            kinds = ROW_KINDS.get(metric, _TIMING_KINDS)
+            if margin.kind not in kinds:
+                *others, last = [unit for kind in kinds for unit in _WRITTEN[kind]]
+                units = f"{', '.join(others)} or {last}" if others else f"only {last}"
+                raise UserError(f"--margin {name}={value}: {metric} rows take {units}")
             chosen[metric] = margin.text
     return chosen
 

@@ -16,17 +16,22 @@ On that interval, with the row's equivalence margin (analysis/margins.py: a band
 - a winner when the adjusted p < alpha and the whole interval lies beyond the
   margin (the side it favours, given the metric's direction);
 - "equal" when the whole interval lies inside the margin and holds no difference
-  (p (Holm) >= alpha): both one-sided tests against the margin's edges reject at
-  the interval's level (TOST, Lakens 2017, each side at alpha / 2 of Holm's step);
+  (always when p (Holm) >= alpha): both one-sided tests against the margin's edges
+  reject at the interval's level (TOST, Lakens 2017, each side at alpha / 2 of Holm's
+  step);
 - "negligible" when the whole interval lies inside the margin but leaves out no
-  difference: different, shown smaller than the margin, so equal for the product;
+  difference (p (Holm) < alpha): different, shown smaller than the margin, so equal
+  for the product. A row Holm rejects whose interval still holds no difference (tied
+  differences: the test drops zeros and approximates, the interval keeps them and is
+  exact) is "equal": the word follows the interval the row shows;
 - "undecided" when it straddles an edge of the margin;
 - "n too small" when the plan could not have reached a verdict whatever the
   data (the exact test cannot reach alpha / m at this n: no interval exists).
 
 A margin in seconds (a share of the period or of a core, resolved per row) is
 decided on the replicates' differences candidate - baseline instead of their
-log-ratios: the same tests, the interval in seconds.
+log-ratios: the same tests, the interval in seconds, and the estimate the
+difference's (Hodges-Lehmann), the ratio then 1 + difference / baseline's median.
 
 Looks (sequential runs, `--until-decided`): each look decides its rows at the alpha
 it spends (docs/method.md); the intervals of every look then hold together with
@@ -121,7 +126,9 @@ class Verdict:
     ratio_low: float | None
     ratio_high: float | None
     winner: str  # BASELINE, CANDIDATE, EQUAL, NEGLIGIBLE, UNDECIDED or TOO_SMALL
-    ratio: float | None = None  # point estimate of candidate / baseline
+    #: Point estimate of candidate / baseline: exp of the log-ratios' estimate, or on the
+    #: DIFFERENCE scale 1 + difference / baseline_median (`_ratio_estimate`).
+    ratio: float | None = None
     n: int | None = None  # replicates the test counted (pairs, or per side)
     method: str = ""  # PAIRED_METHOD or INDEPENDENT_METHOD (decide_family names it)
     #: Smallest relative difference this row's plan and spread could have
@@ -187,7 +194,9 @@ def _outcome(
         candidate_wins = candidate_smaller == (better == LOWER_IS_BETTER)
         return CANDIDATE if candidate_wins else BASELINE
     if low >= limits[0] and high <= limits[1]:
-        return NEGLIGIBLE if rejected else EQUAL
+        # "negligible" claims a difference: only an interval that leaves out `centre` shows
+        # one (with ties Holm can reject a row whose exact-rank interval still holds it)
+        return NEGLIGIBLE if rejected and not low <= centre <= high else EQUAL
     return UNDECIDED
 
 
@@ -264,7 +273,7 @@ def _evidence(row: Paired | Independent, scale: str) -> _Evidence:
 
 def _paired_evidence(row: Paired, scale: str) -> _Evidence:
     """Wilcoxon's signed-rank test on the tested values (log-ratios, or differences on the
-    DIFFERENCE scale); the ratio's estimate always from the log-ratios."""
+    DIFFERENCE scale); the log-ratio's estimate from the log-ratios."""
     tested = _paired_values(row, scale)
     logs = _paired_values(row, margins.RATIO)
     return _Evidence(
@@ -373,6 +382,21 @@ def _bounds_by_scale(
     return (shown, _NO_BOUNDS) if on_ratio else (_NO_BOUNDS, shown)
 
 
+def _ratio_estimate(found: _Evidence, scale: str) -> float | None:
+    """The ratio candidate / baseline the change, the candidate's cell and the verdict
+    line show. On the RATIO scale exp of the log-ratios' estimate; on the DIFFERENCE scale
+    from the difference's estimate, 1 + difference / baseline's median: the log-ratios'
+    estimate can point the other way when replicates differ in level (many slow pairs a
+    little faster, a few fast ones much slower), and the change must point the way the
+    verdict's interval does. None where either estimate is missing."""
+    if scale == margins.DIFFERENCE:
+        base = found.baseline_median
+        if found.difference is None or not (math.isfinite(base) and base > 0):
+            return None
+        return 1 + found.difference / base
+    return math.exp(found.estimate) if found.estimate is not None else None
+
+
 def _decide_row(
     row: Paired | Independent,
     found: _Evidence,
@@ -390,7 +414,7 @@ def _decide_row(
     winner, shown = _judged(row.better, interval, rejected, band)
     on_ratio = band.scale == margins.RATIO
     (ratio_low, ratio_high), (diff_low, diff_high) = _bounds_by_scale(shown, on_ratio)
-    ratio = math.exp(found.estimate) if found.estimate is not None else None
+    ratio = _ratio_estimate(found, band.scale)
     return Verdict(
         label=row.label,
         better=row.better,

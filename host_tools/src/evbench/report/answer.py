@@ -43,7 +43,9 @@ def _percent(value: float) -> str:
 
 def _change_words(row: Row) -> str:
     """'45x faster (CI 43x to 47x)', '21.8 % lower (CI 19.7 to 23.9 %)', or on an
-    absolute margin '21.8 % lower, 111 µs (CI 100 to 122 µs)': from the verdict."""
+    absolute margin '21.8 % lower, -111 µs (CI -122 µs to -100 µs)': from the verdict.
+    On an absolute margin the words, the estimate and the interval are all the
+    difference's (the verdict's ratio is made from it), signed as the table's CI is."""
     verdict = row.verdict
     assert verdict is not None and verdict.ratio is not None
     metric = row.identity.metric
@@ -51,12 +53,11 @@ def _change_words(row: Row) -> str:
     interval = verdict.interval
     if interval is None:
         return text
-    if verdict.scale == margin_scales.DIFFERENCE:
+    if verdict.scale == margin_scales.DIFFERENCE and verdict.difference is not None:
         unit = row.unit
-        low, high = sorted(abs(bound) for bound in interval)
-        shown = format_value(abs(verdict.difference or 0.0), unit, metric)
-        bounds = f"{format_value(low, unit, metric)} to {format_value(high, unit, metric)}"
-        return f"{text}, by {shown} (CI {bounds})"
+        shown = signed_value(verdict.difference, unit, metric)
+        low, high = (signed_value(bound, unit, metric) for bound in interval)
+        return f"{text}, {shown} (CI {low} to {high})"
     near, far = (ratios.change_text(r, metric) for r in sorted(interval, key=_size_of_change))
     if near.split(" ", 1)[-1] == far.split(" ", 1)[-1]:  # '76x to 83x faster'
         return f"{text} (CI {near.split(' ', 1)[0]} to {far})"

@@ -97,7 +97,9 @@ def value_cell(side: Side, row: Row) -> str:
 def estimate_cells(row: Row) -> tuple[str, str]:
     """The two codecs' cells beside % Diff, from the figure % Diff is made of: for a
     tested row the baseline's value (value_cell) and that value times the test's
-    ratio estimate; for a fact the two means; otherwise each codec's value_cell."""
+    ratio estimate, or plus the test's difference estimate where the verdict is
+    decided on differences (an absolute margin); for a fact the two means; otherwise
+    each codec's value_cell."""
     unit, metric = metric_unit(row)
     if row.role == FACT:
         base, cand = row.baseline.summary.mean, row.candidate.summary.mean
@@ -107,7 +109,12 @@ def estimate_cells(row: Row) -> tuple[str, str]:
         side = row.baseline
         shown = side.replicate_summary if side.replicates > 1 else None
         level = shown.median if shown is not None else side.summary.median
-        return value_cell(side, row), format_value(level * verdict.ratio, unit, metric)
+        on_difference = verdict.scale == margin_scales.DIFFERENCE
+        if on_difference and verdict.difference is not None:
+            estimate = level + verdict.difference
+        else:
+            estimate = level * verdict.ratio
+        return value_cell(side, row), format_value(estimate, unit, metric)
     return value_cell(row.baseline, row), value_cell(row.candidate, row)
 
 
@@ -275,7 +282,9 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         "replicates]; with one, the median of every value. "
         f"{cand} (est.) and Change (est.): the test's estimate of the ratio "
         f"{cand}/{base} (Hodges-Lehmann, from the paired replicates), as {base}'s value "
-        "times it and as a change; each codec's own medians are listed apart.",
+        "times it and as a change; on a row with an absolute margin (in the unit), of the "
+        f"difference {cand} - {base}, as {base}'s value plus it and as a share of "
+        f"{base}'s value; each codec's own medians are listed apart.",
         "Verdict: from the replicates, paired (codec suite: exact Wilcoxon signed-rank on "
         "each worker process's median log-ratio, the codecs paired within a process; link "
         "suite: the same test on each pair of phases, a duet or interleaved capacity "
@@ -287,7 +296,7 @@ def comparison_notes(comparison: Comparison) -> list[str]:
         f"whenever p (Holm) >= {comparison.alpha:g}. A codec wins when p (Holm) < "
         f"{comparison.alpha:g} and the whole CI lies beyond the margin; 'equal': the whole "
         "CI lies inside the margin (two one-sided tests); 'negligible': inside the margin "
-        "but different (p (Holm) < "
+        "but leaving out no difference (p (Holm) < "
         f"{comparison.alpha:g}): equal for the product; 'undecided': the CI straddles an "
         "edge of the margin. 'n too small': the plan's replicates (column n) could not reach "
         "the family's level whatever the data (no CI). detectable: the smallest change this "

@@ -5,8 +5,13 @@
 
 At most WIDTH columns: the leading codec (the one that wins more tested rows), then
 what it wins, what the other wins, what was shown equal (with its margin), how many
-rows are still open, and the bus fit. The line keeps them by PRIORITY, the open count
-first; what does not fit the line is in the answer and the table below it. Every
+rows are still open (undecided, and n too small), and the bus fit. When no codec wins
+a tested row the line opens on "no winner" and names the codec of each fact:
+
+    seed: no winner; Protobuf 3.6x smaller; 3 n too small
+
+The line keeps them by PRIORITY, the open counts first; what does not fit the line is
+in the answer and the table below it. Every
 figure is the comparison's own (the test's ratio estimate for a tested row, the exact
 ratio for a fact), said as ratios.change_text says it everywhere.
 """
@@ -28,6 +33,8 @@ from evbench_core.analysis.verdicts import (
 from evbench_core.comparison import FACT, TESTED, Comparison, Row
 
 WIDTH = 100
+#: What the line opens on when neither codec wins a tested row.
+NO_WINNER = "no winner"
 #: The rows the line speaks of, in order of importance: (metric, link phase or None).
 KEY_ROWS = (
     ("size", None),
@@ -82,9 +89,9 @@ def _within(row: Row) -> str:
 
 
 #: Which items the line keeps first when it cannot hold them all (KEY_ROWS indices):
-#: how many rows are undecided (first: a line that names a leader must not hide that
-#: rows are still open), then size, encode, RTT, the bus fit (a hard limit of the
-#: product), jitter, then the rest. The seed's line once dropped "1 undecided" for its
+#: how many rows are undecided or n too small (first: a line that names a leader must
+#: not hide that rows are still open), then size, encode, RTT, the bus fit (a hard limit
+#: of the product), jitter, then the rest. The seed's line once dropped "1 undecided" for its
 #: bus fit at 100 columns.
 PRIORITY = ("open", 0, 1, 3, "fits", 4, 2, 5, 6)
 #: The groups of the line, in order, and what stands before a group's first item.
@@ -134,7 +141,8 @@ def _parts(
     comparison: Comparison, rows: Sequence[Row], fits: Mapping[str, Sequence[str]]
 ) -> tuple[str, str, list[Item]]:
     """The leading codec's name (the one that wins more tested rows; "no winner" when
-    neither wins one), the other's, and the line's items."""
+    neither wins one), the other's, and the line's items: with no winner each fact names
+    its codec, and the open rows are counted by the table's words for them."""
     base, cand = comparison.baseline, comparison.candidate
     tested = [r for r in rows if r.role == TESTED and r.verdict is not None]
     winners = [r.verdict.winner for r in tested if r.verdict is not None]
@@ -143,13 +151,18 @@ def _parts(
     other = base if lead == cand else cand
     found = (_row_item(row, lead == cand, lead, base, cand) for row in rows)
     items = [item for item in found if item is not None]
-    open_count = sum(1 for winner in winners if winner in (UNDECIDED, TOO_SMALL))
-    if open_count:
-        items.append(("open", OPEN, 0, f"{open_count} undecided"))
+    if not won[lead]:  # no "Lead - " to say whose change a fact (GAINS) is: each says it
+        named = f"{display_name(lead)} "
+        items = [(*i[:3], named + i[3]) if i[1] == GAINS else i for i in items]
+    # undecided (more data may decide) and n too small (no data at this plan could) are
+    # different news: counted apart, as the table says them
+    for order, word in enumerate((UNDECIDED, TOO_SMALL)):
+        if count := winners.count(word):
+            items.append(("open", OPEN, order, f"{count} {word}"))
     fit = _fit_item(fits, lead, other) if fits else None
     if fit is not None:
         items.append(fit)
-    lead_text = display_name(lead) if won[lead] else "no winner"
+    lead_text = display_name(lead) if won[lead] else NO_WINNER
     return lead_text, display_name(other), items
 
 
@@ -159,7 +172,7 @@ def _render(profile: str, lead: str, other: str, items: Sequence[Item]) -> str:
     for _rank, kind, _order, text in sorted(items, key=lambda item: (item[1], item[2])):
         if kind == group:
             line += ", " + text
-        elif kind == GAINS and lead != "no winner":
+        elif kind == GAINS and lead != NO_WINNER:
             line += " - " + text
         elif kind == LOSSES:
             line += f"; {other} " + text
