@@ -2,7 +2,10 @@
 written is one error line naming the option (exit 2), and compare never writes into a run it
 reads. Each case was an internal error, or a damaged run, found by an independent check."""
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,23 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_its_option(runs, ar
         assert added.returncode == 0, added.stderr
     (tmp / "LAB.yaml").write_text("boards: [local]\nmatrix: {}\n")
     _one_line_error(evbench(*argv), says.replace("TMP", str(tmp)))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [sys.executable, "-m", "evbench", "report", "--terminal", "RUN"],
+        [sys.executable, "-m", "evbench_agent", "info"],
+    ],
+    ids=["evbench", "evbench-agent"],
+)
+def test_output_whose_reader_went_away_ends_quietly_with_141(runs, argv):
+    """`| head` that has read its fill: the pipe's read end is closed before the program
+    writes, so its first write fails (EPIPE); 141 is 128 + SIGPIPE, as a shell shows it."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    argv = [str(runs[0]) if word == "RUN" else word for word in argv]
+    with os.fdopen(write_end, "wb") as stdout:
+        done = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 141, done.stderr
+    assert "error" not in done.stderr and "Exception" not in done.stderr, done.stderr

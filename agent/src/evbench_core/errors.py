@@ -7,6 +7,8 @@ exit code and a one-line message (with a traceback under --debug).
 from __future__ import annotations
 
 import enum
+import os
+import select
 import sys
 from collections.abc import Callable
 
@@ -18,6 +20,9 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 3
     PARTIAL = 4
     INTERRUPTED = 130
+    #: Standard output's reader went away (`| head` read its fill): 128 + SIGPIPE, what
+    #: a shell shows for a program that pipe stopped.
+    OUTPUT_CLOSED = 141
 
 
 class EvbenchError(Exception):
@@ -57,6 +62,7 @@ def guarded(prog: str, command: Callable[[], int], debug: bool, interrupted: str
 
     User errors and failed checks say what to do; a bug says it is one. The
     traceback shows only with --debug (`debug`), where the error is re-raised.
+    Output whose reader went away (`| head`) ends the program quietly.
     """
     try:
         return int(command())
@@ -71,11 +77,26 @@ def guarded(prog: str, command: Callable[[], int], debug: bool, interrupted: str
             print(f"{prog}: hint: {error.hint}", file=sys.stderr)
         return error.exit_code
     except Exception as error:
+        if isinstance(error, BrokenPipeError) and _output_closed():
+            # What is left to print goes nowhere, the interpreter's last flush too.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return ExitCode.OUTPUT_CLOSED
         if debug:
             raise
         print(f"{prog}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         print(f"{prog}: hint: run again with --debug for a traceback", file=sys.stderr)
         return ExitCode.INTERNAL
+
+
+def _output_closed() -> bool:
+    """Whether standard output is a pipe or socket whose reader has gone (poll says POLLERR
+    or POLLHUP), not another pipe of the program's (a child's, a peer's): that is a bug."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+    except (OSError, ValueError):  # no standard output at all
+        return False
 
 
 __all__ = ["CheckFailed", "EvbenchError", "ExitCode", "FormatError", "PartialRun", "UserError"]

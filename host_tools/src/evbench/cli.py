@@ -3,7 +3,8 @@
     evbench run --board local [--suite ...] [--profile ...] [--codecs ...] [--quick] [--out DIR]
 
 Exit codes (the same as evbench-agent): 0 success, 1 internal error, 2 usage
-or user error, 3 a check failed, 4 partial run, 130 interrupted.
+or user error, 3 a check failed, 4 partial run, 130 interrupted, 141 the output's
+reader went away.
 """
 
 from __future__ import annotations
