@@ -3,7 +3,10 @@ profile deterministic, and every installed codec round-tripping every profile.""
 
 import json
 import math
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,6 +157,52 @@ def test_every_codec_is_here_and_unknown_or_missing_ones_are_refused_naming_othe
     with pytest.raises(UserError) as caught:
         payloads.get("nope")
     assert "seed" in caught.value.hint and "ev-full" in caught.value.hint
+
+
+#: `pip uninstall msgpack` leaves site-packages/msgpack/__pycache__ behind. msgpack is
+#: installed here (agent[fast]), so this finder stands for the uninstall: the import
+#: system's own PathFinder finds msgpack only in a folder holding such a leftover.
+LEFTOVER_MSGPACK = """
+import importlib.machinery, sys
+class Uninstalled:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "msgpack":
+            return importlib.machinery.PathFinder.find_spec(name, [LEFTOVER])
+sys.meta_path.insert(0, Uninstalled)
+"""
+
+
+def test_a_library_s_leftover_folder_is_no_codec_and_the_default_run_goes_on(tmp_path):
+    # The folder imports (a namespace package) and had no packb: the default run, which
+    # takes every codec that imports, ended "internal error: AttributeError", exit 1.
+    (tmp_path / "site" / "msgpack" / "__pycache__").mkdir(parents=True)
+    hook = f"LEFTOVER = {str(tmp_path / 'site')!r}\n{LEFTOVER_MSGPACK}"
+    (tmp_path / "sitecustomize.py").write_text(hook)
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    out = tmp_path / "run"
+    small = "--processes 1 --values 2 --min-time 0.001 --payloads 5"
+    argv = [sys.executable, "-m", "evbench_agent", "run", "--suite", "codec", "--profile", "seed"]
+    done = subprocess.run(
+        [*argv, *small.split(), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert "msgpack" not in manifest["spec"]["codecs"] and "json" in manifest["spec"]["codecs"]
+    assert "msgpack" in manifest["platform"]["codecs_missing"]
+    assert "msgpack" not in manifest["platform"]["codecs"]
+
+
+def test_a_codec_whose_library_cannot_bind_is_a_user_error_naming_it(monkeypatch):
+    # A stray module of the library's name (no real broken library can be installed here):
+    # json has no packb, as the leftover above had none.
+    bind = lambda module, _profile: (module.packb, module.unpackb)  # noqa: E731
+    stray = codecs.Codec("stray", "json", "stray-dist", codecs.PLAIN, "", bind, yocto=None)
+    monkeypatch.setitem(codecs.CODECS, "stray", stray)
+    with pytest.raises(UserError, match=r"^codec 'stray' cannot be used here: AttributeError"):
+        codecs.get("stray").bind(payloads.get("seed"))
 
 
 def test_an_aa_copy_is_the_same_codec_under_its_own_name():

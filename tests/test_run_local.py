@@ -143,14 +143,34 @@ def test_usage_errors_exit_2_with_one_line_before_anything_runs(tmp_path):
     assert _run([*AGENT, "frobnicate"]).returncode == 2
 
 
+@pytest.mark.parametrize(
+    "run_id",
+    ["../../escaped", "a" * 5000, ".hidden", "a/b", "x\x1b[2J", ""],
+    ids=["climbs-out", "5000-characters", "hidden", "two-names", "escape-sequence", "empty"],
+)
+def test_the_agent_refuses_what_is_no_run_id_and_writes_nothing(tmp_path, run_id):
+    # The id names the run's folder, results/RUN_ID: `../../escaped` wrote beside the
+    # working directory, 5000 characters were taken until the file system refused them.
+    work = tmp_path / "work"
+    work.mkdir()
+    done = _run([*AGENT, "run", "--quick", "--suite", "codec", "--run-id", run_id], cwd=work)
+    assert done.returncode == 2, done.stderr[-1000:]
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("evbench-agent: error: not a run id: ") and len(first) < 200
+    assert [p.name for p in tmp_path.iterdir()] == ["work"] and not any(work.iterdir())
+
+
 #: The full plan (about 8 s here): a signal sent on the first samples lands mid-run.
 CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,protobuf"]
 
 
-def _started(argv, ready: Callable[[], bool], act: Callable, what: str, poll: float = 0.02):
-    """Start `argv`; once `ready()`, try `act` on it until it succeeds. Its exit code,
-    standard output and error; the process is never left behind, whatever the test finds."""
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _started(argv, ready: Callable[[], bool], act: Callable, what: str, poll=0.02, **popen):
+    """Start `argv` (`popen`: more of Popen's arguments); once `ready()`, try `act` on it
+    until it succeeds. Its exit code, standard output and error; the process is never left
+    behind, whatever the test finds."""
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
     deadline = time.monotonic() + 120
     try:
         while not (ready() and act(process)):
@@ -164,10 +184,11 @@ def _started(argv, ready: Callable[[], bool], act: Callable, what: str, poll: fl
     return process.returncode, stdout, stderr
 
 
-def _mid_run(argv: list[str], out: Path, act: Callable[[subprocess.Popen], bool], what: str):
+def _mid_run(argv: list[str], out: Path, act: Callable[[subprocess.Popen], bool], what, **popen):
     """`_started` once the run's first samples are written (sizes come before the workers)."""
     samples = out / results.SAMPLES
-    return _started(argv, lambda: samples.exists() and samples.stat().st_size > 0, act, what)
+    written = lambda: samples.exists() and samples.stat().st_size > 0  # noqa: E731
+    return _started(argv, written, act, what, **popen)
 
 
 def _sent(stop: int) -> Callable[[subprocess.Popen], bool]:
@@ -193,6 +214,9 @@ IGNORING = ["sh", "-c", "trap '' INT HUP; exec \"$@\"", "sh"]
         # (the old code turned every SIGHUP into Ctrl-C), and the run completes.
         pytest.param(signal.SIGHUP, ["nohup", *EVBENCH], 0, id="SIGHUP-under-nohup"),
         pytest.param(signal.SIGTERM, AGENT, 130, id="SIGTERM-to-the-agent"),
+        # The agent alone given a closed terminal's SIGHUP: it died on the spot, its run
+        # left "running" without summary or checksums, the CPU governor not put back.
+        pytest.param(signal.SIGHUP, AGENT, 130, id="SIGHUP-to-the-agent"),
     ],
 )
 def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, stop, start, code):
@@ -200,7 +224,9 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     # not to its agent: evbench itself must stop the agent and keep the run.
     out = tmp_path / "run"
     argv = [*start, *CODEC_RUN, "--out", str(out)]
-    returncode, _, stderr = _mid_run(argv, out, _sent(stop), f"sent {stop.name}")
+    returncode, _, stderr = _mid_run(
+        argv, out, _sent(stop), f"sent {stop.name}", start_new_session=True
+    )
     assert returncode == code, stderr
     if code == 0:
         assert (out / "complete").is_file()
@@ -213,6 +239,42 @@ def test_ctrl_c_sigterm_or_sighup_leaves_a_partial_run_and_exits_130(tmp_path, s
     assert results.verify_checksums(out) == []
     # evbench's word; the agent alone says it in its own (evbench_agent.cli)
     assert ("interrupted; the run is kept as partial" if start == AGENT else "PARTIAL") in stderr
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [signal.SIGINT, signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.integration)],
+    ids=["SIGINT", "SIGTERM", "SIGHUP"],
+)
+def test_a_second_stop_while_the_agent_seals_its_run_is_ignored(tmp_path, stop):
+    # The second signal made certain: a sitecustomize wraps the runner's seal so that the
+    # agent (not its workers or sampler) sends it to itself as the seal begins. The old
+    # agent had put its default handlers back by then: SIGTERM or SIGHUP killed it, and
+    # Ctrl-C left the run "running" without summary or checksums while it said the run
+    # was kept.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if sys.orig_argv[1:4] == ['-m', 'evbench_agent', 'run']:\n"
+        "    from evbench_agent.run import runner\n"
+        "    seal = runner._seal\n"
+        "    def sealing(*args):\n"
+        f"        os.kill(os.getpid(), {int(stop)})\n"
+        "        return seal(*args)\n"
+        "    runner._seal = sealing\n"
+    )
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    out = tmp_path / "run"
+    argv = [*AGENT, *CODEC_RUN, "--out", str(out)]
+    code, _, stderr = _mid_run(
+        argv, out, _sent(stop), f"sent {stop.name}", env={**os.environ, "PYTHONPATH": path}
+    )
+    assert code == 130, stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["end_time"]
+    assert json.loads((out / "summary.json").read_text())["partial"] is True
+    assert results.verify_checksums(out) == []
+    assert f"{stop.name} received while the run is being stopped and sealed: ignored" in stderr
+    assert "interrupted; the run is kept as partial" in stderr
 
 
 @pytest.mark.parametrize("start", [EVBENCH, AGENT], ids=["evbench", "agent"])

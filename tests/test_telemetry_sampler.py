@@ -87,6 +87,21 @@ def test_throttling_is_what_the_kernel_says(board, setter, args, reasons):
     assert throttle.ThrottleRules(sensors).reasons(reading) == reasons
 
 
+def test_a_spinning_fan_is_no_throttling_a_cpufreq_cooling_device_is(board):
+    # A fan cools without slowing the CPU: a board's pwm-fan at state 1 made every phase
+    # "throttled". Types as the kernel names them (drivers/hwmon/pwm-fan.c,
+    # drivers/thermal/cpufreq_cooling.c's old "thermal-cpufreq-%d").
+    for name, kind in (("cooling_device1", "pwm-fan"), ("cooling_device2", "thermal-cpufreq-0")):
+        write(board.root / "class/thermal" / name / "type", kind)
+        write(board.root / "class/thermal" / name / "max_state", 4)
+        write(board.root / "class/thermal" / name / "cur_state", 1)
+    sensors = sysfs.discover(board.root)
+    reading = SensorReader(sensors, lambda *_: None).read()
+    assert reading["cooling_state"]["cooling_device1"] == 1  # still read and recorded
+    reasons = throttle.ThrottleRules(sensors).reasons(reading)
+    assert reasons == ["cooling_device2 (thermal-cpufreq-0) cur_state > 0"]
+
+
 def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(board, tmp_path):
     with sampling(board.root, tmp_path) as (telemetry, timeline):
         seen = 0

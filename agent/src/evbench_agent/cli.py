@@ -11,7 +11,8 @@ uses); the runner (`evbench_agent.command_line`) adds -v/--verbose, --quiet and
 --debug to every command and turns errors into one line and an exit code.
 
 Exit codes (the same for evbench): 0 success, 1 internal error, 2 usage or
-user error, 3 a check failed, 4 partial run, 130 interrupted.
+user error, 3 a check failed, 4 partial run, 130 interrupted, 141 the output's
+reader went away.
 """
 
 from __future__ import annotations
@@ -66,8 +67,10 @@ def _run(args: argparse.Namespace) -> ExitCode:
 
     from evbench_agent.progress import REPORTERS
     from evbench_agent.run import runner  # the measuring machinery, only for a run
-    from evbench_core.run_ids import new_run_id
+    from evbench_core.run_ids import check_run_id, new_run_id
 
+    if args.run_id is not None:  # it names the run's folder: refused before anything is made
+        check_run_id(args.run_id)
     spec = _spec_from_args(args)
     from evbench_agent.processes import host_watch
 
@@ -79,10 +82,13 @@ def _run(args: argparse.Namespace) -> ExitCode:
     try:
         runner.run(spec, out, run_id, progress)
     except KeyboardInterrupt:
-        from evbench_core.results import MANIFEST
-
-        kept = (out / MANIFEST).exists()  # else stopped before the run began: none is left
-        said = "the run is kept as partial" if kept else "before the run began; nothing was kept"
+        status = _run_status(out)
+        if status is None:  # stopped before the run began: none is left
+            said = "before the run began; nothing was kept"
+        elif status == "running":  # never sealed: no summary, no checksums
+            said = f"the run in {out} was left unsealed"
+        else:
+            said = "the run is kept as partial"
         print(f"{PROG}: interrupted; {said}", file=sys.stderr)
         return ExitCode.INTERRUPTED
     finally:
@@ -91,6 +97,19 @@ def _run(args: argparse.Namespace) -> ExitCode:
             _signal_lava(out, args.lava_criteria)
     progress.message(f"complete: {out}")
     return ExitCode.OK
+
+
+def _run_status(out: Path) -> str | None:
+    """The status the run's manifest records (sealed: no longer "running"); None without
+    a manifest to read."""
+    from evbench_core import results
+    from evbench_core.errors import FormatError
+
+    try:
+        status = results.read_document(out / results.MANIFEST).get("status")
+    except FormatError:
+        return None
+    return status if isinstance(status, str) else None
 
 
 def _lava_wanted(choice: str) -> bool:

@@ -15,6 +15,7 @@ __all__ = [
     "digests",  # the SHA-256 digests a run's files are checked by
     "errors",  # the one error family and exit-code policy
     "extensions",  # codecs, profiles, transports, exports: each module declares its own
+    "interrupts",  # the signals that end a command as Ctrl-C does
     "json_schema",  # the small JSON Schema validator every file format is checked with
     "log_output",  # log lines on standard error, at the level the flags ask for
     "regular_file",  # reading a user's file (a regular file, or a one-line error)

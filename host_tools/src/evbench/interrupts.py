@@ -26,10 +26,9 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-log = logging.getLogger(__name__)
+from evbench_core import interrupts
 
-#: The signals handled like Ctrl-C.
-SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+log = logging.getLogger(__name__)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -71,17 +70,12 @@ def handled() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.getsignal(number) for number in (*SIGNALS, signal.SIGINT)}
     _stopping = False
-    for number in SIGNALS:
-        # Ignored on entry (nohup ignores SIGHUP): the caller asked to be left running.
-        if previous[number] is not signal.SIG_IGN:
-            signal.signal(number, _on_signal)
-    if previous[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_ctrl_c)
+    previous = interrupts.handle(_on_signal)  # (one ignored on entry stays ignored)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_ctrl_c)
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        interrupts.restore(previous)
         _stopping = False

@@ -14,6 +14,7 @@ import importlib.util
 import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
@@ -86,10 +87,10 @@ class Codec:
 
     def available(self) -> bool:
         try:
-            importlib.import_module(self.module)
+            module = importlib.import_module(self.module)
         except ImportError:
             return False
-        return True
+        return not _namespace(module.__spec__)
 
     def version(self) -> str:
         if self.distribution is None:
@@ -101,7 +102,14 @@ class Codec:
         return str(getattr(importlib.import_module(self.module), "__version__", "unknown"))
 
     def bind(self, profile: Profile) -> BoundCodec:
-        encode, decode = self._bind(importlib.import_module(self.module), profile)
+        try:
+            encode, decode = self._bind(importlib.import_module(self.module), profile)
+        except Exception as error:  # a broken or stray library, not a bug of the run's
+            reinstall = f"reinstall {self.distribution}, or " if self.distribution else ""
+            raise UserError(
+                f"codec {self.name!r} cannot be used here: {type(error).__name__}: {error}",
+                hint=f"{reinstall}leave the codec out (--codecs)",
+            ) from error
         if self.carries == MESSAGE:
             reader = access.MessageReaders(profile.leaves).reader(profile.message_type.DESCRIPTOR)
             if profile.access:
@@ -111,6 +119,26 @@ class Codec:
             if profile.access:
                 reader = path_reader(profile.access, dict.__getitem__)
         return BoundCodec(encode, decode, reader, self.carries)
+
+
+def _namespace(spec: ModuleSpec | None) -> bool:
+    """Whether `spec` is a namespace package: a directory without `__init__.py`, as an
+    uninstalled library leaves behind (its `__pycache__`). It imports, yet is no library."""
+    return spec is not None and spec.origin is None and spec.submodule_search_locations is not None
+
+
+def _found(module: str) -> bool:
+    """Whether `module` is installed, found without running it: its top package, or,
+    through namespace packages (google for google.protobuf), the first regular one."""
+    name = ""
+    for part in module.split("."):
+        name = f"{name}.{part}" if name else part
+        spec = importlib.util.find_spec(name)  # imports only the namespace packages above
+        if spec is None:
+            return False
+        if not _namespace(spec):
+            return True
+    return False
 
 
 def path_reader(path: tuple[str, ...], step: Callable[[Any, str], Any]) -> Callable[[Any], int]:
@@ -209,11 +237,7 @@ def installed() -> list[str]:
     cost the agent about 3 MiB of RSS for codecs a run may not use. A run checks
     its own codecs with `get`, which imports them.
     """
-    return [
-        name
-        for name, codec in CODECS.items()
-        if importlib.util.find_spec(codec.module.partition(".")[0]) is not None
-    ]
+    return [name for name, codec in CODECS.items() if _found(codec.module)]
 
 
 def original_name(name: str) -> str:

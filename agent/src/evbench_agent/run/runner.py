@@ -9,6 +9,7 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from evbench_agent import codecs, registry
@@ -19,7 +20,7 @@ from evbench_agent.run import platform_info
 from evbench_agent.spec import Spec
 from evbench_agent.suites import RunContext
 from evbench_agent.telemetry.session import TelemetrySession
-from evbench_core import comparison, results, sequential
+from evbench_core import comparison, interrupts, results, sequential
 from evbench_core.analysis import identity
 from evbench_core.errors import PartialRun
 from evbench_core.results import RunWriter
@@ -32,8 +33,22 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _raise_interrupt(signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+class _Stop:
+    """The run's handler of Ctrl-C, SIGTERM and SIGHUP: the first stops the run as Ctrl-C
+    does. Any after it, and any while the run is sealed, is noted and ignored: cut short,
+    the seal would leave the run "running", without its summary and checksums (`timeout`
+    signals the process and then its group; an impatient user presses Ctrl-C again)."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.stopping:
+            log.warning("%s received while the run is being stopped and sealed: ignored", name)
+            return
+        self.stopping = True
+        raise KeyboardInterrupt(name)
 
 
 def _stop_telemetry(
@@ -216,17 +231,12 @@ def _begin(
     return manifest, planned, telemetry
 
 
-def _restore_handlers(previous: dict[signal.Signals, Any]) -> None:
-    for number, handler in previous.items():
-        signal.signal(number, handler)
-
-
 def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
     """Measure every suite of `spec` into `directory`.
 
-    SIGTERM is handled like Ctrl-C. Whatever stops the run, the samples
-    measured so far are kept, summarized and checksummed, and the run is left
-    without its `complete` marker.
+    SIGTERM and SIGHUP are handled like Ctrl-C (evbench_core.interrupts). Whatever
+    stops the run, the samples measured so far are kept, summarized and checksummed,
+    and the run is left without its `complete` marker.
     """
     notes = registry.preflight(spec)  # before anything is written: may refuse the run
     arm_versions = None
@@ -236,19 +246,19 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         arm_versions = arms.probe_all(spec.arms, list(spec.codecs))
     for note in notes:
         log.warning("%s", note)
-    # The host stops a run with SIGINT (or SIGTERM), during its probe too. A run started
-    # by a background job of a script or under nohup inherits SIGINT ignored and would
+    stop = _Stop()
+    # SIGTERM and SIGHUP, unless ignored on entry (`nohup evbench-agent run &`).
+    previous = interrupts.handle(stop)
+    # The host stops a run with SIGINT (or SIGTERM), during its probe too: handled even
+    # when ignored on entry, as it is in a background job of a script, which would else
     # run on to the end.
-    previous = {
-        signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_interrupt),
-        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-    }
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, stop)
     made = not directory.exists()  # else the host made it, and takes it back itself
     try:
         writer = RunWriter(directory, run_id)
         manifest, planned, telemetry = _begin(spec, writer, arm_versions, notes, progress)
     except BaseException:  # stopped before the run began (even in the writer's making)
-        _restore_handlers(previous)
+        interrupts.restore(previous)
         results.abandon(directory, made)
         raise
     status = "interrupted"
@@ -278,19 +288,22 @@ def run(spec: Spec, directory: Path, run_id: str, progress: Progress) -> None:
         status = "failed"
         raise
     finally:
-        _restore_handlers(previous)
-        _stop_telemetry(telemetry, writer, manifest)
-        sampler_exit = manifest["telemetry"].get("sampler_exit")
-        if status == "complete" and sampler_exit not in (0, None):
-            # Its telemetry stops where the sampler died: the run is not whole.
-            status = "partial"
-            how = child_exit.describe(sampler_exit)
-            manifest["reason"] = f"the telemetry sampler died ({how})"
-        if spec.aa and status == "complete":
-            manifest["aa"]["result"] = aa_result(spec.aa, directory)
-        memory.after_run(manifest["memory"], workers.worker_peak_rss())
-        manifest.update(end_time=_now(), status=status)
-        _seal(writer, manifest)
+        stop.stopping = True  # from here a stop signal cannot cut the seal short (_Stop)
+        try:
+            _stop_telemetry(telemetry, writer, manifest)
+            sampler_exit = manifest["telemetry"].get("sampler_exit")
+            if status == "complete" and sampler_exit not in (0, None):
+                # Its telemetry stops where the sampler died: the run is not whole.
+                status = "partial"
+                how = child_exit.describe(sampler_exit)
+                manifest["reason"] = f"the telemetry sampler died ({how})"
+            if spec.aa and status == "complete":
+                manifest["aa"]["result"] = aa_result(spec.aa, directory)
+            memory.after_run(manifest["memory"], workers.worker_peak_rss())
+            manifest.update(end_time=_now(), status=status)
+            _seal(writer, manifest)
+        finally:
+            interrupts.restore(previous)
         log.info("run %s %s: sealed in %s", run_id, status, directory)
     if status == "partial":
         raise PartialRun(f"{manifest['reason']}; the measured samples are kept as partial")

@@ -12,13 +12,10 @@ from evbench.commands._board_options import add_board_options, open_board_from
 from evbench.usecases import deploy, remote_run
 from evbench_core import results
 from evbench_core.errors import ExitCode, UserError
+from evbench_core.run_ids import check_run_id
 
 NAME = "fetch"
 HELP = "collect a run from a board by its id (waits for it to end)"
-#: Longer is no id `evbench run` gave (23 characters): refused here, before the board is
-#: asked (a board's file names end at 255 bytes: UTF-8 bytes are counted), and echoed
-#: cut to this many characters.
-MAX_RUN_ID = 100
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,24 +35,8 @@ def _prepare(out: Path, run_id: str) -> None:
     results.prepare_output(out)
 
 
-def _check_run_id(run_id: str) -> None:
-    """A run id names a directory on the board: one name, printable, not hidden."""
-    if (
-        run_id
-        and run_id.isprintable()  # no control character, no byte that is no UTF-8
-        and len(run_id.encode()) <= MAX_RUN_ID
-        and "/" not in run_id
-        and not run_id.startswith(".")
-    ):
-        return
-    shown = repr(run_id)
-    if len(shown) > MAX_RUN_ID:
-        shown = f"{shown[:MAX_RUN_ID]}... ({len(run_id)} characters)"
-    raise UserError(f"not a run id: {shown}", hint="give the id `evbench run` printed")
-
-
 def run(args: argparse.Namespace) -> int:
-    _check_run_id(args.run_id)
+    check_run_id(args.run_id)  # before the board is asked
     out = (args.out or Path("results") / args.run_id).resolve()
     with open_board_from(args) as board:
         if not isinstance(board, RemoteBoard):  # the local board
