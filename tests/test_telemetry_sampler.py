@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from telemetry_am62x import Am62xTree, sampling, wait_for_samples, write
 
+from evbench.usecases import diag
 from evbench_agent.telemetry import phase_records, sysfs, throttle
 from evbench_agent.telemetry.reader import PowerSum, SensorReader
 from evbench_agent.telemetry.sampler import SamplerProcess
@@ -100,6 +101,11 @@ def test_a_spinning_fan_is_no_throttling_a_cpufreq_cooling_device_is(board):
     assert reading["cooling_state"]["cooling_device1"] == 1  # still read and recorded
     reasons = throttle.ThrottleRules(sensors).reasons(reading)
     assert reasons == ["cooling_device2 (thermal-cpufreq-0) cur_state > 0"]
+    # `evbench diag`'s probe (one line per device, as its shell script prints it): the same
+    probe = "cool cooling_device1 pwm-fan 1 4\ncool cooling_device2 thermal-cpufreq-0 1 4\n"
+    thermal = diag.PARSERS["thermal"](probe)
+    assert len(thermal["cooling_devices"]) == 2
+    assert thermal["throttling"] == ["thermal-cpufreq-0 at state 1 of 4"]
 
 
 def test_the_sampler_records_throttle_events_and_the_summary_flags_the_phases(board, tmp_path):

@@ -6,4 +6,4 @@ on; the run's summary gets per-phase records (suite `telemetry`), throttling
 as the kernel reports it, and energy where the board measures power.
 """
 
-__all__ = ["bus_stats", "timeline"]
+__all__ = ["bus_stats", "throttle", "timeline"]

@@ -90,3 +90,6 @@ class ThrottleTracker:
         ]
         self.active = current
         return events
+
+
+__all__ = ["limits_the_cpu"]

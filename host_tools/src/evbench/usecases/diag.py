@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evbench.boards.base import Board
+from evbench_agent.telemetry.throttle import limits_the_cpu
 from evbench_core.errors import EvbenchError
 
 FORMAT = "evbench-diag"
@@ -143,7 +144,7 @@ def _thermal(text: str) -> dict[str, Any]:
         elif fields[:1] == ["cool"] and len(fields) == 5:
             state = {"device": fields[1], "type": fields[2], "state": f"{fields[3]}/{fields[4]}"}
             cooling.append(state)
-            if fields[3] != "0":
+            if fields[3] != "0" and limits_the_cpu(fields[2]):  # a fan slows nothing
                 throttled.append(f"{fields[2]} at state {fields[3]} of {fields[4]}")
         elif line.startswith("throttled=") and line.strip() != "throttled=0x0":
             throttled.append(f"vcgencmd {line.strip()}")
