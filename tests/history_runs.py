@@ -24,11 +24,13 @@ TIMING_METRICS = ("encode", "decode", "decode_access")
 def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] | None = None,
           board: str = "name:bench-1", source: Path = CORE_V1, machine_cpu: float | None = None,
           codec_params: dict[str, Any] | None = None, codec_factors: dict[str, float] | None = None,
-          operation_factors: dict[tuple[str, str], float] | None = None) -> Path:  # fmt: skip
+          operation_factors: dict[tuple[str, str], float] | None = None,
+          copied_codecs: dict[str, str] | None = None) -> Path:  # fmt: skip
     """Night `number` (a day after 2026-11-01 per number) as a run directory in `out`.
     `codec_factors`, `operation_factors`: further factors on one codec's or one (codec,
     metric)'s timings; `codec_params`: params added to every codec record (a payload digest,
-    say); `machine_cpu`: the codec phase's machine CPU telemetry (a context metric), in %."""
+    say); `machine_cpu`: the codec phase's machine CPU telemetry (a context metric), in %;
+    `copied_codecs`: {new: existing}: a codec more, measured as the existing one was."""
     directory = out / f"night-{number:02d}"
     shutil.copytree(source, directory)
     manifest = json.loads((directory / results.MANIFEST).read_text())
@@ -39,8 +41,12 @@ def night(out: Path, number: int, factor: float = 1.0, platform: dict[str, Any] 
     manifest["platform"].update(platform or {})
     results.write_json(directory / results.MANIFEST, manifest)
     lines = []
-    for line in (directory / results.SAMPLES).read_text().splitlines():
-        sample_set = json.loads(line)
+    sample_sets = [
+        json.loads(line) for line in (directory / results.SAMPLES).read_text().splitlines()
+    ]
+    for name, like in (copied_codecs or {}).items():
+        sample_sets += [{**item, "codec": name} for item in sample_sets if item["codec"] == like]
+    for sample_set in sample_sets:
         if sample_set["metric"] in TIMING_METRICS:
             scale = factor * (codec_factors or {}).get(sample_set["codec"], 1.0)
             scale *= (operation_factors or {}).get((sample_set["codec"], sample_set["metric"]), 1.0)

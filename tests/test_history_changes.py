@@ -19,9 +19,15 @@ from history_runs import night, step_p, stored
 from report_helpers import evbench
 from scipy import stats as scipy_stats
 
-from evbench.history import run_differences, segmentation, window_tests
+from evbench.history import open_store, run_differences, segmentation, window_tests
 from evbench.history.store import SeriesPoint
-from evbench.history.trends import Series, board_changes, joint_values, relative_series
+from evbench.history.trends import (
+    Series,
+    board_changes,
+    joint_values,
+    relative_series,
+    survey,
+)
 
 NIGHTS = 30
 SERIES = 200
@@ -234,6 +240,29 @@ def test_a_codecs_joint_series_is_the_geometric_mean_of_its_relative_series():
     lone = relative_series([_series("A", "encode", [2e-6] * 2), _series("B", "encode", [1e-6] * 2)])
     assert joint_values(lone[0], lone) is None
     assert math.isclose(4.0 * 1.331 ** (1 / 3), 4.4)
+
+
+def test_a_dropped_codec_leaves_the_relative_series_of_the_others_going_on(tmp_path):
+    # 35 nights under a load of 15 % night to night (each codec's operations 1.5 % more,
+    # their own); cbor, measured as protobuf is, runs nights 0-19 only; json is 10 % slower
+    # from night 27 on. Against the codecs present in every night, json relative to
+    # protobuf goes on over all 35 nights, and its step is placed at night 27.
+    rng = np.random.default_rng(5)
+    load = np.exp(rng.normal(0, 0.15, 35))
+    runs = []
+    for t in range(35):
+        own = {(c, op): math.exp(rng.normal(0, 0.015))
+               for c in ("json", "protobuf", "cbor") for op in OPERATIONS}  # fmt: skip
+        runs.append(night(tmp_path, t, float(load[t]), operation_factors=own,
+                          codec_factors={"json": 1.10 if t >= 27 else 1.0},
+                          copied_codecs={"cbor": "protobuf"} if t < 20 else None))  # fmt: skip
+    with open_store(stored(tmp_path / "h.sqlite", runs)) as store:
+        changes = survey(store).changes
+    found = {(c.series[2], c.series[3], c.run_id) for c in changes
+             if c.worse and "relative to protobuf in" in c.qualifier}  # fmt: skip
+    assert {("json", op, "20260027T020000Z-00001b") for op in OPERATIONS} <= found, [
+        c.describe() for c in changes
+    ]
 
 
 #: An absolute series of a lab whose load grows from 5 to 17, in % of its first night:

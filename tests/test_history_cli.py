@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_command
-from history_runs import CORE_V1
+from history_runs import CORE_V1, night, stored
 from report_helpers import evbench, local_run
 
 from evbench.history import open_store, parse_url
@@ -119,6 +119,27 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
     assert accepted and accepted[0].endswith("[accepted: json slowed on purpose]"), again.stdout
     # --since after the change: not new any more, even without the acceptance.
     assert evbench("history", "check", "--since", "2999-01-01", env=nights["env"]).returncode == 0
+
+
+def test_accept_refuses_a_series_or_run_the_board_does_not_have(tmp_path):
+    # Two boards of copied nights: an acceptance matching nothing would leave the check failing.
+    runs = [night(tmp_path / "a", 1), night(tmp_path / "b", 2, board="name:bench-2")]
+    env = dict(os.environ, EVBENCH_HISTORY=str(stored(tmp_path / "store.sqlite", runs).path))
+    accept = ["history", "accept", "--board", "bench-1", "--reason", "known"]
+    typo = evbench(*accept, "--run", "20260001T020000Z-000001", "--series",
+                   "codec/seed/json/decod", env=env)  # fmt: skip
+    assert typo.returncode == 2, typo.stdout + typo.stderr
+    assert "board name:bench-1 has no series codec/seed/json/decod" in typo.stderr
+    assert "hint: it has codec/seed/json/decode, " in typo.stderr  # the nearest named first
+    other = evbench(*accept, "--run", "20260002T020000Z-000002", env=env)
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert "run 20260002T020000Z-000002 is of board name:bench-2, not name:bench-1" in other.stderr
+    assert "20260001T020000Z-000001" in other.stderr  # bench-1's run, named
+    with open_store(parse_url(env["EVBENCH_HISTORY"])) as store:
+        assert store.acceptances() == []
+    right = evbench(*accept, "--run", "20260001T020000Z-000001", "--series",
+                    "codec/seed/json/decode", env=env)  # fmt: skip
+    assert right.returncode == 0 and right.stdout.startswith("accepted: "), right.stderr
 
 
 def test_show_lists_every_night_of_a_metric(nights):

@@ -23,6 +23,7 @@ from evbench.history import open_store, parse_url
 from evbench.history.copying import copy
 from evbench.history.indexing import index_run
 from evbench_agent.platform import board_identity
+from evbench_core import results
 from evbench_core.errors import CheckFailed, FormatError, UserError
 
 
@@ -118,6 +119,35 @@ def test_another_run_under_the_same_id_is_refused(store_url, tmp_path):
             "20260001T020000Z-000001 (different content)"
         ]
         assert [row["run_id"] for row in store.acceptances()] == ["20260003T020000Z-000003"]
+
+
+def test_a_partial_run_is_replaced_by_its_complete_version_once_fetched(store_url, tmp_path):
+    complete = night(tmp_path / "fetched", 1)
+    partial = Path(shutil.copytree(complete, tmp_path / "partial"))
+    # As `evbench run` indexed it when the exporter went: half the samples, no marker.
+    lines = (partial / "samples.jsonl").read_text().splitlines(keepends=True)
+    (partial / "samples.jsonl").write_text("".join(lines[: len(lines) // 2]))
+    (partial / "summary.json").unlink()
+    (partial / "complete").unlink()
+    results.write_checksums(partial)
+    run_id = "20260001T020000Z-000001"
+    with open_store(parse_url(store_url)) as store:
+        assert store.add(index_run(partial)) is True
+        assert [r["partial"] for r in store.runs()] == [1]
+        assert store.add(index_run(complete)) is True  # after `evbench fetch`
+        (run,) = store.runs()
+        assert (run["run_id"], run["partial"]) == (run_id, 0)
+        every = defaultdict(list)
+        for line in lines:
+            item = json.loads(line)
+            every[(item["suite"], item["profile"], item["codec"], item["metric"])] += item["values"]
+        assert len(store.records(run_id)) == 10
+        for key, values in every.items():
+            assert store.samples(run_id, key) == values
+        # Complete over complete is still another run under the same id.
+        with pytest.raises(UserError, match="another run with the id"):
+            store.add(index_run(night(tmp_path / "other", 1, factor=2.0)))
+        assert store.samples(run_id, key) == values
 
 
 def test_accept_records_who_and_why(store_url, tmp_path):

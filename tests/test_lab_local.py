@@ -116,3 +116,24 @@ def test_lab_status_says_when_the_runner_was_killed(tmp_path: Path) -> None:
     reused = _status(lab_dir).stdout
     assert f"PID {os.getpid()} on" in reused, reused
     assert "another process has that PID now" in reused
+
+
+def test_the_nightly_comparison_reads_the_store_the_entries_history_option_names(tmp_path):
+    # LAB.yaml's --history sends the runs to a store of their own; the autouse fixture's
+    # EVBENCH_HISTORY names another, empty one. Night 2's baseline is night 1's run.
+    store = tmp_path / "lab-history.sqlite"
+    options = f"[--quick, --processes, 1, --history, '{store}']"
+    plan = _plan(tmp_path, options)
+    for night in ("night-1", "night-2"):
+        done = subprocess.run([EVBENCH, "lab", "run", str(plan), "--out", str(tmp_path / night)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = json.loads((tmp_path / "night-2" / "lab.json").read_text())["entries"]
+    assert entry["comparison"]["baseline"] == str(tmp_path / "night-1" / "runs" / ENTRY), entry
+    # --no-history: no store holds the runs, and the comparison says why it has none.
+    plan = _plan(tmp_path, "[--quick, --processes, 1, --no-history]")
+    done = subprocess.run([EVBENCH, "lab", "run", str(plan), "--out", str(tmp_path / "none")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = json.loads((tmp_path / "none" / "lab.json").read_text())["entries"]
+    assert entry["comparison"]["note"] == "no history: the entry runs with --no-history"

@@ -70,6 +70,9 @@ def _plan(**keys) -> dict:
         (_plan(boards=["ssh://board?pyhton=3"]), "unknown board option"),
         (_plan(boards=["rfc2217://lab:99999"]), "bad port in 'rfc2217://lab:99999'"),
         (_plan(boards=["local", "local"]), "two boards are named 'local'"),
+        # Two entries of one id: lab.json would record one's results under the other.
+        (_plan(matrix={"codecs": ["json", "cbor", "json"]}), "matrix.codecs lists 'json' twice"),
+        (_plan(matrix={"suites": ["link", "link"]}), "matrix.suites lists 'link' twice"),
         (_plan(options=["--out", "x"]), "may not give --out"),
         # argparse takes an unambiguous prefix for the option, and --opt=value for --opt x:
         # each of these would set what evbench lab sets per entry.

@@ -7,13 +7,15 @@ an advisory lock for schema changes). Everything else is here, once.
 Adding a run is one transaction: the run row goes in with ``ON CONFLICT DO
 NOTHING``, so of two processes (or hosts) adding the same run one wins and the
 other finds it there; a run already in the store with the same content digest
-is a no-op, one with a different digest under the same run id is refused.
+is a no-op, one with a different digest under the same run id is refused, but
+for a partial run, which its complete version (same board) replaces.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import difflib
 import json
 import logging
 import struct
@@ -29,6 +31,12 @@ from evbench_core.analysis import stats
 from evbench_core.errors import FormatError, UserError
 
 log = logging.getLogger(__name__)
+
+
+def series_name(key: tuple[str, ...]) -> str:
+    """A series as people name it (`history accept --series`, the check's lines)."""
+    return "/".join(key)
+
 
 RUN_COLUMNS = RunRow.columns()
 RECORD_COLUMNS = (
@@ -234,22 +242,34 @@ class Store:
     # -- adding -----------------------------------------------------------------------
 
     def add(self, run: IndexedRun) -> bool:
-        """Index `run`; False when it was there already (same content)."""
+        """Index `run`; False when it was there already (same content). A stored partial
+        run is replaced by its complete version; any other run under its id is refused."""
         log.info("history: adding run %s to %s", run.row.run_id, self.url.display)
         row = run.row.as_tuple()
         with self.write() as cursor:
             self._execute(cursor, _insert("runs", RUN_COLUMNS, "(run_id)"), row)
             if cursor.rowcount == 0:
-                self._execute(cursor, "SELECT digest FROM runs WHERE run_id = ?", (run.row.run_id,))
-                (digest,) = cursor.fetchone()
-                if digest != run.row.digest:
+                self._execute(
+                    cursor,
+                    "SELECT digest, partial, board FROM runs WHERE run_id = ?",
+                    (run.row.run_id,),
+                )
+                digest, partial, board = cursor.fetchone()
+                if digest == run.row.digest:
+                    log.info("history: run %s was there already, the same", run.row.run_id)
+                    return False
+                # A run indexed partial (the exporter gone mid-run) is completed by
+                # `evbench fetch` later: its complete version replaces it, once.
+                if not (partial and not run.row.partial and board == run.row.board):
                     raise UserError(
                         f"the store {self.url.display} holds another run with the id "
                         f"{run.row.run_id} (different content)",
                         hint="a run directory is never indexed over another one",
                     )
-                log.info("history: run %s was there already, the same", run.row.run_id)
-                return False
+                log.info("history: run %s was partial, replaced by its complete version",
+                         run.row.run_id)  # fmt: skip
+                self._delete_run(cursor, run.row.run_id)
+                self._execute(cursor, _insert("runs", RUN_COLUMNS, "(run_id)"), row)
             key = "(run_id, suite, profile, codec, metric, params)"
             cursor.executemany(self._sql(_insert("records", RECORD_COLUMNS, key)), run.records)
             cursor.executemany(self._sql(_insert("samples", SAMPLE_COLUMNS, key)), run.samples)
@@ -383,9 +403,28 @@ class Store:
     # -- known changes ----------------------------------------------------------------
 
     def accept(self, board: str, run_id: str, series: str, by: str, reason: str) -> bool:
-        """Mark the change at `run_id` in `series` ('*' for every series) as known."""
-        if self.run(run_id) is None:
+        """Mark the change at `run_id` in `series` ('*' for every series) as known.
+
+        Refused when the run is not of `board` or the board has no such series: an
+        acceptance matching nothing would be taken, and the check would go on failing."""
+        found = self.run(run_id)
+        if found is None:
             raise UserError(f"no run {run_id} in the store {self.url.display}")
+        if found["board"] != board:
+            newest = [r["run_id"] for r in self.runs(board)][-3:]
+            raise UserError(
+                f"run {run_id} is of board {found['board']}, not {board}",
+                hint=f"the newest runs of {board}: {', '.join(newest) or 'none'}",
+            )
+        names = [series_name(key) for key in self.series_keys(board)]
+        if series != "*" and series not in names:
+            shown = difflib.get_close_matches(series, names, n=3, cutoff=0.6) or names[:3]
+            raise UserError(
+                f"board {board} has no series {series}",
+                hint=f"it has {', '.join(shown) or 'none'}"
+                + (f" ({len(names)} in all)" if len(names) > len(shown) else "")
+                + "; or give --series '*' for all",
+            )
         when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         with self.write() as cursor:
             self._execute(
@@ -405,9 +444,13 @@ class Store:
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         with self.write() as cursor:
             for run_id in run_ids:
-                for table in ("samples", "records", "runs"):
-                    self._execute(cursor, f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                self._delete_run(cursor, run_id)
         return len(run_ids)
+
+    def _delete_run(self, cursor: Any, run_id: str) -> None:
+        """A run's rows, within the caller's transaction (acceptances stay: they name it)."""
+        for table in ("samples", "records", "runs"):
+            self._execute(cursor, f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     # -- copying ----------------------------------------------------------------------
 

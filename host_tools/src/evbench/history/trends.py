@@ -35,7 +35,7 @@ from evbench.history import nightly_watch, segmentation, series_changes, window_
 from evbench.history.board_change import Change
 from evbench.history.indexing import base_metric
 from evbench.history.run_differences import version_changes
-from evbench.history.store import SeriesPoint, Store
+from evbench.history.store import SeriesPoint, Store, series_name
 from evbench.report.criteria import Criteria
 from evbench_core.analysis import identity, metrics
 from evbench_core.analysis.verdicts import ALPHA, HIGHER_IS_BETTER
@@ -51,10 +51,6 @@ PLAN_PARAMS = frozenset({"processes", "values", "warmups", "min_time_s", "min_ti
 CONTEXT_MOVE = 0.10
 #: Nights on each side of a change that the context beside it is read from.
 CONTEXT_NIGHTS = 3
-
-
-def series_name(key: Key) -> str:
-    return "/".join(key)
 
 
 def tested(key: Key) -> bool:
@@ -208,6 +204,12 @@ def relative_series(watched: Sequence[Series]) -> list[Series]:
     runs. With two codecs the two relative series mirror each other: a step in one shows
     as that codec worse relative to the other and the other better; only the worse one
     can fail a check.
+
+    The partners are the other codecs a run measured: a codec added or dropped one
+    night changes them. Each set of partners some run had is a series of its own, over
+    every run that measured the codec and all those partners (nights against other
+    partners are never pooled): when a codec is dropped, the series against the codecs
+    left goes on over all their nights, and the one against the old set ends.
     """
     groups: dict[tuple, list[Series]] = {}
     for series in watched:
@@ -218,31 +220,30 @@ def relative_series(watched: Sequence[Series]) -> list[Series]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        by_run = [{p.run["run_id"]: p for p in m.points} for m in members]
-        common = [
-            p.run["run_id"] for p in members[0].points if all(p.run["run_id"] in r for r in by_run)
-        ]
-        if not common:
-            continue
-        logs = {
-            run: [math.log(r[run].record["median"]) if r[run].record["median"] > 0 else math.nan
-                  for r in by_run]
-            for run in common
-        }  # fmt: skip
-        for index, member in enumerate(members):
-            points = []
-            for run in common:
-                values = logs[run]
-                if any(math.isnan(v) for v in values):
-                    continue
-                point = by_run[index][run]
-                others = values[:index] + values[index + 1 :]
-                ratio = math.exp(values[index] - statistics.fmean(others))
-                points.append(
-                    SeriesPoint(point.run, {**point.record, "median": ratio, "unit": "ratio"})
-                )
-            partners = tuple(m.key[2] for m in members if m is not member)
-            relative.append(replace(member, points=points, relative_to=partners))
+        codecs = [m.key[2] for m in members]
+        logs: dict[str, dict[str, float]] = {}  # run: codec: log figure (0 or below: absent)
+        for member in members:
+            for point in member.points:
+                if point.record["median"] > 0:
+                    night = logs.setdefault(point.run["run_id"], {})
+                    night[member.key[2]] = math.log(point.record["median"])
+        for member in members:
+            codec = member.key[2]
+            nights = [logs[p.run["run_id"]] for p in member.points if codec in logs.get(
+                p.run["run_id"], {})]  # fmt: skip
+            partner_sets = {tuple(c for c in codecs if c != codec and c in n) for n in nights}
+            for partners in sorted(partner_sets - {()}):
+                points = []
+                for point in member.points:
+                    night = logs.get(point.run["run_id"], {})
+                    if codec not in night or any(c not in night for c in partners):
+                        continue
+                    others = statistics.fmean(night[c] for c in partners)
+                    ratio = math.exp(night[codec] - others)
+                    points.append(
+                        SeriesPoint(point.run, {**point.record, "median": ratio, "unit": "ratio"})
+                    )
+                relative.append(replace(member, points=points, relative_to=partners))
     return relative
 
 
@@ -313,7 +314,7 @@ def board_changes(
 def joint_values(series: Series, relatives: Sequence[Series]) -> list[float] | None:
     """A relative series' codec over all its operations: each night of `series`, the
     geometric mean of that night's figures of the same codec's relative series (same
-    board, suite, profile and payloads; every operation the night has), or None when
+    board, suite, profile, payloads and partners; every operation the night has), or None when
     the codec has one relative series only.
 
     The watch tests this in place of the series alone (`nightly_watch.Watched.joint`): a change
@@ -321,11 +322,11 @@ def joint_values(series: Series, relatives: Sequence[Series]) -> list[float] | N
     night-to-night noise is its own, so their mean carries the step with less scatter
     (3 operations: about 1/1.7). The lab's load is already cancelled in each of them.
     """
-    group = [
+    group = [  # its operations against the same partners: never another set's nights
         other
         for other in relatives
-        if (other.board, other.key[:3], other.qualifier)
-        == (series.board, series.key[:3], series.qualifier)
+        if (other.board, other.key[:3], other.qualifier, other.relative_to)
+        == (series.board, series.key[:3], series.qualifier, series.relative_to)
     ]
     if len(group) < 2:
         return None

@@ -9,6 +9,8 @@ The previous run is the newest complete, earlier run in the history that
 - measured the same profiles, codecs and plan, and whose run directory is on disk.
 
 Another board's run of the same night is never the baseline, however close in time.
+It is looked for in the store the entry's runs went to: LAB.yaml's `--history URL`
+option, else EVBENCH_HISTORY's (none with `--no-history`).
 The comparison is `evbench compare --baseline PREVIOUS NEW` itself, so its criteria and
 its exit code 3 decide what fails; its table is kept beside the lab's logs, and its JUnit
 file beside that says which way each failing metric went: a regression, or a gain beyond
@@ -18,17 +20,22 @@ is no regression).
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evbench.lab import index
 from evbench.report import exports
 from evbench_core import results
 from evbench_core.errors import EvbenchError, ExitCode, UserError
+
+if TYPE_CHECKING:
+    from evbench.history.url import StoreURL
 
 COMPARE_TIMEOUT = 600.0
 #: What makes two lab entries the same measurement of the same board.
@@ -57,13 +64,27 @@ def _identity(entry: dict[str, Any] | None) -> tuple | None:
     return None if entry is None else tuple(json.dumps(entry.get(k)) for k in ENTRY_FIELDS)
 
 
-def previous_run(out: Path) -> dict[str, Any] | None:
-    """The history's row of the board's previous run of the same entry, or None."""
+def history_of(run_argv: Sequence[str]) -> StoreURL | None:
+    """The store `evbench run` with this argv adds its run to (None: --no-history), read
+    with that command's own history options: an entry's `--history URL` in LAB.yaml's
+    options is where its runs are, so where its previous run is looked for too."""
+    from evbench.history import default_url
+    from evbench.history.after_run import add_history_options
+
+    parser = argparse.ArgumentParser(add_help=False)  # the run's other options pass by
+    add_history_options(parser)
+    args, _run_options = parser.parse_known_args(run_argv)
+    return None if args.no_history else default_url(args.history)
+
+
+def previous_run(out: Path, history: StoreURL | None = None) -> dict[str, Any] | None:
+    """The history's row of the board's previous run of the same entry, or None; from
+    `history` (default: EVBENCH_HISTORY's store, else the data directory's)."""
     from evbench.history import default_url, open_store
 
     manifest = json.loads((out / results.MANIFEST).read_text(encoding="utf-8"))
     run_id = manifest.get("run_id")
-    with open_store(default_url(None), read_only=True) as store:
+    with open_store(history or default_url(None), read_only=True) as store:
         this = store.run(run_id) if run_id else None
         if this is None:
             return None
@@ -107,11 +128,20 @@ def _outcome(exit_code: int, junit: Path) -> tuple[bool, bool]:
     return exports.REGRESSION in kinds or not gained, gained
 
 
-def against_previous(out: Path, table: Path) -> dict[str, Any]:
+def against_previous(
+    out: Path, table: Path, run_argv: Sequence[str] | None = None
+) -> dict[str, Any]:
     """{baseline, regressed, improved_beyond_max_change, exit_code, table} for lab.json;
-    no baseline: the first night."""
+    no baseline: the first night. `run_argv`: the entry's `evbench run` argv, whose
+    --history or --no-history says which store its runs went to."""
+    from evbench.history import default_url
+
     try:
-        previous = previous_run(out)
+        history = default_url(None) if run_argv is None else history_of(run_argv)
+        if history is None:
+            return {"baseline": None, "regressed": False,
+                    "note": "no history: the entry runs with --no-history"}  # fmt: skip
+        previous = previous_run(out, history)
     except (EvbenchError, OSError, ValueError) as error:
         return {"baseline": None, "regressed": False, "note": f"no history: {error}"}
     if previous is None:

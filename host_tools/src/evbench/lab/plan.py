@@ -15,7 +15,8 @@
 
 Its schema, schemas/lab.schema.json, checks every key and type first (an unknown key
 is refused naming it and where, a wrong-typed field naming it); the code below checks
-what a schema cannot (board URLs, options evbench sets itself, labels given twice).
+what a schema cannot (board URLs, options evbench sets itself, labels or matrix values
+given twice).
 docs/lab.md's table of keys is generated from the schema (docs/generate.py).
 """
 
@@ -154,6 +155,14 @@ def parse(document: Any) -> Plan:
     suites, profiles, codecs = (
         matrix.get(key, _default("matrix", key)) for key in ("suites", "profiles", "codecs")
     )
+    # A value given twice makes entries with the same id: lab.json and the page key
+    # results by id, so one would be recorded under the other's.
+    for key, values in (("suites", suites), ("profiles", profiles), ("codecs", codecs)):
+        repeated = [value for index, value in enumerate(values) if value in values[:index]]
+        if repeated:
+            raise UserError(
+                f"LAB.yaml: matrix.{key} lists {repeated[0]!r} twice", hint="list it once"
+            )
     common = _strings(document.get("options", []), "options")
     retries = document.get("retries", _default("retries"))
     place_timeout = document.get("place_timeout", _default("place_timeout"))

@@ -143,7 +143,9 @@ class LabRun:
         comparison = None
         if code == ExitCode.OK and out is not None:
             comparison = nightly_compare.against_previous(
-                out, self.directory / "logs" / f"{entry.id}.compare.txt"
+                out,
+                self.directory / "logs" / f"{entry.id}.compare.txt",
+                entry.run_argv(out, self.plan.place_timeout),  # its --history, if any
             )
             # compare fails (3) either way: a regression, or a gain beyond --max-change
             # (two runs that far apart may not measure the same thing); lab.html tells which.
