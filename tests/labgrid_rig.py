@@ -132,10 +132,16 @@ class Lab:
                     process.wait(timeout=5)
 
 
-def network_service(group: str, server) -> str:
+#: The password am62x-a's NetworkService carries (labgrid's own SSH driver would log in
+#: with it; evbench logs in with keys): it must reach no file and no message of a run.
+SERVICE_PASSWORD = "LabSecret-sentinel-42"
+
+
+def network_service(group: str, server, password: str | None = None) -> str:
     """Exporter resources: the group `group`, a NetworkService for the sshd `server`."""
     return (f"{group}:\n  NetworkService:\n    address: 127.0.0.1\n"
-            f"    username: {server.user}\n    port: {server.port}\n")  # fmt: skip
+            f"    username: {server.user}\n    port: {server.port}\n"
+            + (f"    password: '{password}'\n" if password else ""))  # fmt: skip
 
 
 def power_port(switch: PowerSwitch) -> str:
@@ -145,9 +151,12 @@ def power_port(switch: PowerSwitch) -> str:
 
 
 def two_place_lab(sshd, directory: Path, switch: PowerSwitch) -> Lab:
-    """Places am62x-a and am62x-b, each a NetworkService for the loopback sshd, and
-    am62x-p, another whose NetworkPowerPort is `switch`."""
-    groups = "".join(network_service(f"board-{unit}", sshd) for unit in "abp")
+    """Places am62x-a (its NetworkService with a password) and am62x-b, each a
+    NetworkService for the loopback sshd, and am62x-p, another whose NetworkPowerPort is
+    `switch`."""
+    groups = network_service("board-a", sshd, SERVICE_PASSWORD) + "".join(
+        network_service(f"board-{unit}", sshd) for unit in "bp"
+    )
     lab = Lab(directory, groups + power_port(switch))
     try:
         lab.make_place("am62x-a", "board-a", {"board": "am62x", "site": "loop", "unit": "a"})

@@ -1,8 +1,10 @@
 """Secrets stay out of children (their /proc/PID/environ read while they run), whether the
-agent is started by hand or by `evbench run --board local`; a killed agent leaves an honest
-partial run."""
+agent is started by hand or by `evbench run --board local`, and out of the host's other
+children (protoc here; tests/test_flash_write.py: the decompressor, test_peer_host_bus.py:
+`evbench serve`, test_lava.py: lavacli); a killed agent leaves an honest partial run."""
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -13,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, require
 from process_tree import descendants, read_proc
 
 from evbench_core import results
@@ -170,6 +173,35 @@ def test_no_child_of_a_run_inherits_the_password(tmp_path):
     assert watch.saw("evbench_agent"), watch.seen  # it did look
     assert watch.leaked == {}
     assert watch.files_holding(out) == []  # nor does any file the run leaves
+
+
+#: A sitecustomize.py: every Python process started with it on PYTHONPATH (site imports it
+#: at start-up) adds a line to EVBENCH_TEST_SPY: whether it has the password, its command.
+SPY = """import os
+command = open("/proc/self/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+with open(os.environ["EVBENCH_TEST_SPY"], "a") as log:
+    log.write(f"{'EVBENCH_PASSWORD' in os.environ} {command}\\n")
+"""
+
+
+def test_protoc_compiling_a_schema_is_not_given_the_password(tmp_path):
+    # protoc runs for a moment only: it says itself what it was given (/proc might miss it).
+    require(importlib.util.find_spec("grpc_tools") is not None, "grpcio-tools (protoc)")
+    (tmp_path / "spy").mkdir()
+    (tmp_path / "spy" / "sitecustomize.py").write_text(SPY)
+    log = tmp_path / "spy.log"
+    paths = [str(tmp_path / "spy"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, **_secrets("protoc"), "PYTHONPATH": ":".join(paths),
+           "EVBENCH_TEST_SPY": str(log)}  # fmt: skip
+    broken = ROOT / "tests" / "data" / "bms" / "broken.proto"  # protoc runs and refuses it
+    argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--schema", str(broken),
+            "--message", "x.Y", "--out", str(tmp_path / "run")]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=WAIT_S)
+    assert done.returncode == 2 and "protoc cannot compile" in done.stderr, done.stderr
+    started = log.read_text().splitlines()
+    assert started[0].startswith("True ") and " -m evbench run " in started[0]  # the spy works
+    protoc = [line for line in started if " -m grpc_tools.protoc " in line]
+    assert len(protoc) == 1 and protoc[0].startswith("False "), started
 
 
 def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):

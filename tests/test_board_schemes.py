@@ -119,6 +119,21 @@ def test_power_cycle_is_refused_before_a_transport_without_a_power_switch_is_ope
     assert "(labgrid://)" in str(raised.value)
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0"])
+def test_a_place_timeout_that_is_no_length_of_time_is_refused(value):
+    # nan compares false with every deadline, inf never passes: either would wait forever.
+    done = subprocess.run(
+        [sys.executable, "-m", "evbench", "deploy", "--board", "labgrid://am62x-a",
+         "--place-timeout", value],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("evbench: error:")]
+    assert error == f"evbench: error: argument --place-timeout: invalid duration value: {value!r}"
+    with pytest.raises(UserError, match="--place-timeout must be a number of seconds above 0"):
+        open_board("labgrid://am62x-a", place_timeout=float("nan"))  # refused before labgrid
+
+
 def _table_rows(text: str) -> dict[str, str]:
     """docs/boards.md's scheme table: the URL form of each row and its module cell."""
     section = text.split("| URL | transport | module |", 1)[1].split("\n\n", 1)[0]

@@ -262,3 +262,40 @@ def test_a_signal_ends_the_console_with_its_transcript(tmp_path: Path, stop: int
     assert "evbench: interrupted" in said and "Traceback" not in said
     # Where the reads split the board's bytes into records depends on timing.
     assert b"U-Boot SPL 2025.01\r\n" in transcript_streams(transcript)["<"]
+
+
+def test_a_password_typed_at_its_prompt_is_counted_not_recorded(tmp_path: Path) -> None:
+    # The board is the far end of a real pty pair, answering as a login does.
+    board, line = os.openpty()
+    keys_read, keys_write = os.pipe()
+    transcript = tmp_path / "console.log"
+    process = subprocess.Popen(
+        [EVBENCH, "console", "--board", f"serial://{os.ttyname(line)}",
+         "--transcript", str(transcript)],
+        stdin=keys_read, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    got = b""
+    try:
+        read_until(process.stderr.fileno(), b"connected to")
+        for says, typed in [(b"\r\nam62x login: ", [b"root\r"]),
+                            (b"root\r\nPassword: ", [b"Typed-", b"Secret-99\r"]),  # no echo
+                            (b"\r\nroot@am62x:~# ", [b"ls\r"])]:  # fmt: skip
+            os.write(board, says)
+            read_until(process.stdout.fileno(), says)  # on the screen: recorded
+            for keys in typed:
+                os.write(keys_write, keys)
+            got += read_until(board, b"\r")  # the line reached the board: recorded
+        os.write(keys_write, b"\x1d")  # Ctrl-]
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for fd in (board, line, keys_read, keys_write):
+            os.close(fd)
+    assert process.returncode == 0, err
+    assert got == b"root\rTyped-Secret-99\rls\r"  # the board had every key
+    # "Typed-Secret-99" is 15 bytes; the user's name and the command are kept as typed.
+    withheld = b"<15 bytes typed at a password prompt withheld>"
+    assert transcript_streams(transcript)[">"] == b"root\r" + withheld + b"\rls\r"
+    assert "Secret" not in transcript.read_text()

@@ -2,6 +2,7 @@
 file target becomes exactly the image, unmapped ranges as holes, as bmaptool makes it), verified.
 """
 
+import os
 import random
 import re
 
@@ -150,6 +151,23 @@ def test_a_cut_off_image_says_how_many_bytes_the_target_got(kind, tmp_path, caps
     # the decompressor's word, named once: "xz: FILE: ...", not "xz: /usr/bin/xz: FILE: ..."
     tool = COMPRESSORS[kind][0]
     assert f"of its data: {tool}: {cut}: " in err, err
+
+
+def test_the_decompressor_is_not_given_the_board_password(images, tmp_path, capsys, monkeypatch):
+    # The real xz, started through a script first on PATH that writes what it was given.
+    xz, spy = require_command("xz"), tmp_path / "bin" / "xz"
+    spy.parent.mkdir()
+    spy.write_text(f'#!/bin/sh\nenv >> "{tmp_path}/xz.env"\nexec "{xz}" "$@"\n')
+    spy.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{spy.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("EVBENCH_PASSWORD", "flash-sentinel-" + os.urandom(6).hex())
+    target = tmp_path / "card.img"
+    code, _, err = flash(capsys, images["xz"], "--no-bmap", "--device", target, "--yes")
+    assert code == 0, err
+    assert target.read_bytes() == images["plain"].read_bytes()
+    given = (tmp_path / "xz.env").read_text()
+    assert f"PATH={spy.parent}:" in given  # the script ran, with the rest of the environment
+    assert "EVBENCH_PASSWORD" not in given
 
 
 def test_bad_arguments_are_one_line_errors(images, tmp_path, capsys):

@@ -134,6 +134,11 @@ def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab, sshd, 
     assert not place["held_by_user"]
     assert place["jump"] is None  # a plain exporter: reached directly
     assert place["coordinator"] == lab.coordinator
+    # The service's password is in no file of the run, nor on the board, nor said.
+    assert "password" not in place["resources"][0]["params"]
+    secret = labgrid_rig.SERVICE_PASSWORD.encode()
+    assert [f for f in tmp_path.rglob("*") if f.is_file() and secret in f.read_bytes()] == []
+    assert labgrid_rig.SERVICE_PASSWORD not in done.stdout + done.stderr
     assert lab.acquired_by("am62x-a") is None  # released after the run
     assert "Reservation" not in lab.reservations()  # and its reservation cancelled
 
@@ -169,6 +174,24 @@ def test_a_place_held_by_someone_else_times_out_or_is_used_once_released(lab, tm
         assert "acquired place am62x-b" in err and "released place am62x-b" in err
         assert (tmp_path / "board" / "agent" / "evbench-agent.pyz").exists()
         assert lab.acquired_by("am62x-b") is None
+
+
+def test_a_reservation_cancelled_under_a_waiting_job_is_named_without_its_token(lab, tmp_path):
+    # The lab's administrator cancels the reservation the job waits in: labgrid's `wait`
+    # fails naming the token, and so does the job's own cancelling of it afterwards.
+    url = board_url("am62x-b", tmp_path / "board")
+    with held(lab, "am62x-b", "alice"), running("deploy", "--board", url) as job:
+        owner = f"+evbench-{job.pid}"
+        waiting = lambda: owner in lab.reservations()  # noqa: E731
+        wait_while_running(job, waiting, "evbench made no reservation", 180, 1)
+        (token,) = lab.cancel_reservations_of(owner)
+        _, err = job.communicate(timeout=RUN_TIMEOUT)
+    assert job.returncode == 2, err
+    assert token not in err  # a token lets anyone cancel the reservation
+    lines = err.splitlines()
+    gone = "Reservation <token> does not exist"  # labgrid's reason names the token too
+    assert f"evbench: error: labgrid-client wait <token>: {gone}" in lines, err
+    assert f"evbench: warning: labgrid-client cancel-reservation <token>: {gone}" in lines, err
 
 
 def test_tags_matching_no_place_and_a_coordinator_not_running_are_named(lab):

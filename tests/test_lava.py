@@ -85,6 +85,25 @@ def _dumped(path: Path, document: dict) -> Path:
     return path
 
 
+def test_lavacli_submitting_a_job_is_not_given_the_board_password(tmp_path):
+    # A stand-in for lavacli (it needs a LAVA server, and none runs here): it writes the
+    # environment it was given and answers as `lavacli jobs submit` does, with the job id.
+    lavacli = tmp_path / "bin" / "lavacli"
+    lavacli.parent.mkdir()
+    lavacli.write_text(f'#!/bin/sh\nenv > "{tmp_path}/lavacli.env"\necho 4711\n')
+    lavacli.chmod(0o755)
+    env = {**os.environ, "PATH": f"{lavacli.parent}:{os.environ['PATH']}",
+           "EVBENCH_PASSWORD": "lava-sentinel-" + os.urandom(6).hex()}  # fmt: skip
+    argv = [str(BIN / "evbench"), "lava", "job", "--device-type", "qemu",
+            "--repository", "https://git.example/evbench.git", "--revision", "main",
+            *JOB_ARGS["qemu"], "--out", str(tmp_path / "job.yaml"), "--submit"]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4711"  # lavacli's answer
+    given = (tmp_path / "lavacli.env").read_text()
+    assert f"PATH={lavacli.parent}:" in given and "EVBENCH_PASSWORD" not in given
+
+
 @pytest.mark.parametrize("device_type", sorted(JOB_ARGS))
 @pytest.mark.parametrize("options", [[], ["--suite", "codec", "--criteria", "candidate-wins"]])
 def test_jobs_pass_lavas_schema_and_the_device_type(tmp_path, device_type, options):

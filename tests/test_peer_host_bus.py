@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import require_command
+from process_tree import read_proc
 
 from evbench import cli as host_cli
 from evbench.usecases import link_peer
@@ -154,6 +155,15 @@ def test_an_interrupted_run_stops_the_responder(pty_pair, board, tmp_path):
             process.wait(timeout=10)
     assert process.returncode == 130, said
     assert not psutil.pid_exists(int(pid)) and serving(host_end) == []
+
+
+def test_the_responder_is_not_given_the_board_password(pty_pair, monkeypatch):
+    _board_end, host_end = pty_pair
+    monkeypatch.setenv("EVBENCH_PASSWORD", "serve-sentinel-" + os.urandom(6).hex())
+    with link_peer.host_bus_responder(host_end) as pid:  # serving until the block ends
+        environ = read_proc(pid, "environ").split(b"\0")
+    assert any(entry.startswith(b"PATH=") for entry in environ)  # it was read while it ran
+    assert [entry for entry in environ if entry.startswith(b"EVBENCH_PASSWORD=")] == []
 
 
 @pytest.mark.parametrize(

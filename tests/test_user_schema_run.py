@@ -204,6 +204,37 @@ def test_a_refusal_comes_before_a_run_directory(tmp_path, files, argv, in_error,
     assert all(part in done.stderr for part in in_stderr), done.stderr[-2000:]  # what to do
 
 
+def test_a_binary_schema_is_one_line_and_protocs_errors_are_capped(tmp_path):
+    # A binary file given as --schema: protoc would report nearly every byte (megabytes).
+    # 0x80, the first byte of bytes(range(256)) that is not UTF-8, is at offset 128.
+    binary = tmp_path / "image.proto"
+    binary.write_bytes(bytes(range(256)) * 64)
+    done = evbench("run", *QUICK, *CODEC, "--schema", str(binary), "--message", "x.Y",
+                   "--out", str(tmp_path / "run"))  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"evbench: error: the .proto file {binary} is not UTF-8 text (byte 128)"
+    ]
+    # 300 typos, one error each; their count from protoc run directly, not through evbench.
+    typos = tmp_path / "typos.proto"
+    body = "".join(f"message M{n} {{ flaot x = 1; }}\n" for n in range(300))
+    typos.write_text('syntax = "proto3";\n' + body)
+    direct = subprocess.run(
+        [*host_schema.protoc_command(), f"-I{tmp_path}",
+         f"--descriptor_set_out={tmp_path / 'set.binpb'}", str(typos)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    errors = direct.stderr.strip().splitlines()
+    assert len(errors) == 300, direct.stderr[-2000:]
+    done = evbench("run", *QUICK, *CODEC, "--schema", str(typos), "--message", "x.Y",
+                   "--out", str(tmp_path / "run"))  # fmt: skip
+    assert done.returncode == 2
+    heading, *shown, more = done.stderr.splitlines()
+    assert heading == f"evbench: error: protoc cannot compile {typos}:"
+    assert 0 < len(shown) <= 20 and shown == errors[: len(shown)]
+    assert more == f"... and {len(errors) - len(shown)} more lines"
+
+
 def test_the_agent_refuses_before_writing_anything_too(tmp_path):
     """The agent alone (evbench-agent run --spec): the same refusal, nothing written."""
     serialized = compile_set(KINDS, "fanout.proto", tmp_path)

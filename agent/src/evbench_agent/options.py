@@ -302,4 +302,4 @@ def agent_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-__all__ = ["add_run_options", "agent_argv"]
+__all__ = ["add_run_options", "agent_argv", "duration"]

@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from evbench.boards.base import child_environment
 from evbench_core.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,15 @@ DEFAULT_COORDINATOR = "127.0.0.1:20408"
 CALL_TIMEOUT = 90.0
 #: Output beyond this from one call is a fault, not a place listing.
 MAX_OUTPUT = 4 << 20
-#: Never handed to labgrid-client: a board password is evbench's alone.
-PRIVATE_VARIABLES = ("EVBENCH_PASSWORD", "LG_TOKEN", "LG_PLACE")
+#: Never handed to labgrid-client (nor the board password: child_environment): a user's
+#: own reservation or place would take the place of the one evbench names.
+PRIVATE_VARIABLES = ("LG_TOKEN", "LG_PLACE")
+#: Stands for a reservation token of this job in its messages: with it, anyone may cancel
+#: the reservation (and, under the job's owner name, acquire the place it is kept for).
+TOKEN_SHOWN = "<token>"
+#: A resource parameter whose name says it is a credential (NetworkService's `password`,
+#: a driver's token or key): left out of what is recorded.
+_SECRET_PARAMETER = re.compile(r"(?i)pass|secret|token|key|credential|auth")
 _UNREACHABLE = ("Could not connect to coordinator", "coordinator is unavailable")
 #: An acquired place lists its resources as "Acquired", a free one as "Matching".
 _RESOURCE_HEADER = re.compile(r"^(?:Acquired|Matching) resource '([^']*)' \(([^)]*)\):$")
@@ -71,8 +79,13 @@ class Resource:
         return None
 
     def public(self) -> dict[str, Any]:
-        """What the manifest records (labgrid's proxy bookkeeping left out)."""
-        params = {key: value for key, value in self.params.items() if key != "extra"}
+        """What the manifest records (and the spec file copied to the board): labgrid's
+        proxy bookkeeping and every credential left out."""
+        params = {
+            key: value
+            for key, value in self.params.items()
+            if key != "extra" and not _SECRET_PARAMETER.search(key)
+        }
         return {"name": self.name, "path": self.path, "class": self.cls, "params": params}
 
 
@@ -253,6 +266,7 @@ class LabgridClient:
             coordinator or os.environ.get(COORDINATOR_VARIABLE) or DEFAULT_COORDINATOR
         )
         self.identity = identity  # None: the user's own
+        self._tokens: set[str] = set()  # of the reservations this client made
 
     @property
     def owner(self) -> str:
@@ -261,7 +275,7 @@ class LabgridClient:
         return f"{self.identity[0]}/{self.identity[1]}"
 
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in PRIVATE_VARIABLES}
+        env = {k: v for k, v in child_environment().items() if k not in PRIVATE_VARIABLES}
         env[COORDINATOR_VARIABLE] = self.coordinator
         if self.identity is not None:
             env["LG_HOSTNAME"], env["LG_USERNAME"] = self.identity
@@ -284,7 +298,7 @@ class LabgridClient:
             )
         except subprocess.TimeoutExpired:
             raise UserError(
-                f"labgrid-client {' '.join(arguments)} did not end in {timeout:.0f} s",
+                self.shown(f"labgrid-client {' '.join(arguments)} did not end in {timeout:.0f} s"),
                 hint=f"is the coordinator at {self.coordinator} overloaded?",
             ) from None
         stdout = done.stdout[:MAX_OUTPUT].decode(errors="replace")
@@ -314,7 +328,14 @@ class LabgridClient:
             ),
             (stderr.strip().splitlines() or ["no reason given"])[-1],
         )
-        raise UserError(f"labgrid-client {' '.join(arguments)}: {reason}")
+        # labgrid names the token in its own reasons too ("Reservation TOKEN does not exist").
+        raise UserError(self.shown(f"labgrid-client {' '.join(arguments)}: {reason}"))
+
+    def shown(self, text: str) -> str:
+        """`text` with this client's reservation tokens as TOKEN_SHOWN, for a message."""
+        for token in self._tokens:
+            text = text.replace(token, TOKEN_SHOWN)
+        return text
 
     def show(self, place: str) -> Place:
         return parse_place(self.call("show", place=place))
@@ -325,13 +346,16 @@ class LabgridClient:
         match = re.search(r"LG_TOKEN=([A-Za-z0-9]+)", text)
         if match is None:
             raise UserError(f"labgrid-client reserve printed no token: {text[:200]!r}")
+        self._tokens.add(match.group(1))
         return match.group(1)
 
     def allocation(self, token: str) -> str | None:
         """The place a reservation was given, or None while it waits."""
         body = self._reservation(token)
         if body is None:
-            raise UserError(f"the labgrid reservation {token} has gone (expired or cancelled)")
+            raise UserError(
+                self.shown(f"the labgrid reservation {token} has gone (expired or cancelled)")
+            )
         if "allocations:" not in body:
             return None
         allocations = body.split("allocations:", 1)[1]

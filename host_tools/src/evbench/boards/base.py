@@ -14,6 +14,7 @@ protocol") is the guide, checked against this file by the same test.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,13 @@ from evbench_core.errors import UserError
 PASSWORD_VARIABLE = "EVBENCH_PASSWORD"
 #: The deployed agent, relative to a remote board's work directory.
 ZIPAPP = "agent/evbench-agent.pyz"
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment without the board password, for every program evbench
+    starts on this host (the agent, decompressors, protoc, lavacli, its own children):
+    none of them needs it, and none can then show it in /proc/PID/environ."""
+    return {key: value for key, value in os.environ.items() if key != PASSWORD_VARIABLE}
 
 
 def shown(command: str, limit: int = 160) -> str:

@@ -16,6 +16,7 @@ is read in _labgrid_address.py).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -118,8 +119,10 @@ class LabgridBoard(RemoteBoard):
         self.url = url
         self.address: LabgridUrl = parse_labgrid_url(url)
         self.place_timeout = DEFAULT_PLACE_TIMEOUT if place_timeout is None else place_timeout
-        if self.place_timeout < 0:
-            raise UserError("--place-timeout must be 0 s or more")
+        if not 0 < self.place_timeout < math.inf:  # nan too: a wait that never ends
+            raise UserError(
+                f"--place-timeout must be a number of seconds above 0, not {self.place_timeout}"
+            )
         users = LabgridClient(self.address.coordinator)
         self._client = users
         self._token: str | None = None
@@ -228,7 +231,7 @@ class LabgridBoard(RemoteBoard):
                 waiter.stderr.close()
         name = known or client.allocation(self._token)  # a tag filter: which place it got
         if name is None:
-            raise UserError(f"labgrid reservation {self._token} ended without a place")
+            raise UserError("the labgrid reservation ended without a place")
         return name
 
     def _cancel_reservation(self) -> None:

@@ -13,12 +13,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from evbench.boards.base import (
-    PASSWORD_VARIABLE,
     Board,
     BoardOptions,
     CommandResult,
     PipedCommand,
     StreamedCommand,
+    child_environment,
 )
 from evbench.boards.urls import scheme
 from evbench_core.errors import UserError
@@ -32,12 +32,6 @@ def parse_local(url: str) -> str:
     if url != LOCAL:
         raise UserError(f"not the local board: {url!r}", hint="write local")
     return url
-
-
-def child_environment() -> dict[str, str]:
-    """This process's environment without the board password: no child (the agent, its
-    sampler and workers, and theirs) can read it from /proc/PID/environ."""
-    return {key: value for key, value in os.environ.items() if key != PASSWORD_VARIABLE}
 
 
 class LocalStreamedCommand(StreamedCommand):

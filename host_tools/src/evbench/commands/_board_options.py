@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from evbench_agent.options import duration
+
 if TYPE_CHECKING:
     from evbench.boards import Board
 
@@ -47,10 +49,11 @@ def add_board_options(
 def _add_lab_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--place-timeout",
-        type=float,
-        metavar="S",
-        help="labgrid:// boards: how long to wait for the place before giving up with exit 2 "
-        "(default 600 s)",
+        # The run options' own reader: finite and above 0 (nan or inf would wait forever).
+        type=duration,
+        metavar="TIME",
+        help="labgrid:// boards: how long to wait for the place before giving up with exit 2, "
+        "e.g. 30m, 90s (default 600 s)",
     )
     parser.add_argument(
         "--power-cycle",

@@ -1,13 +1,15 @@
 """evbench console: an interactive pass-through to a board's console, like picocom.
 
 Keys go to the board as typed (the local terminal in raw mode); Ctrl-] quits.
-Every byte both ways lands in a timestamped transcript.
+Every byte both ways lands in a timestamped transcript, but for a password: the
+keys typed at a password prompt are recorded only as their count.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import select
 import sys
 import termios
@@ -26,6 +28,51 @@ NAME = "console"
 HELP = "an interactive terminal on a board's serial console (Ctrl-] quits)"
 QUIT_KEY = b"\x1d"  # Ctrl-], as telnet uses
 POLL = 0.05
+#: A prompt for a secret at the end of the board's output: login's "Password:", but also
+#: sudo's "[sudo] password for pi:" or ssh's "Enter passphrase for key ...:".
+PASSWORD_PROMPT = re.compile(rb"(?i)(?:password|passphrase)[^\r\n]*:\s*$")
+#: How much of the board's last output is kept to recognise one.
+PROMPT_TAIL = 200
+
+
+class _SessionTranscript(transcript.Transcript):
+    """The transcript of a person's session: what they type after the board asks for a
+    password, up to the line's end, is counted and never kept (the board does not echo
+    it, so the keys are its only copy; any password, not only EVBENCH_PASSWORD)."""
+
+    def __init__(self, path: Path, url: str) -> None:
+        super().__init__(path, url)
+        self._shown = b""  # the end of the board's output since the last line typed
+        self._withheld: int | None = None  # bytes typed at a password prompt (None: none)
+
+    def received(self, data: bytes) -> None:
+        super().received(data)
+        self._shown = (self._shown + data)[-PROMPT_TAIL:]
+
+    def sent(self, data: bytes) -> None:
+        if self._withheld is None and PASSWORD_PROMPT.search(self._shown):
+            self._withheld = 0
+        if self._withheld is not None:
+            breaks = [at for at in (data.find(b"\r"), data.find(b"\n")) if at >= 0]
+            if not breaks:
+                self._withheld += len(data)
+                return
+            self._withheld += min(breaks)
+            self._write_withheld()
+            data = data[min(breaks) :]
+            self._shown = b""  # the same prompt does not hold back the next line
+        super().sent(data)
+
+    def _write_withheld(self) -> None:
+        count, self._withheld = self._withheld, None
+        # After what was typed before the prompt (held back if it could begin EVBENCH_PASSWORD).
+        before = self._streams[">"].drain()
+        self._write(">", before + f"<{count} bytes typed at a password prompt withheld>".encode())
+
+    def close(self) -> None:
+        if self._withheld is not None:  # quit before the line ended
+            self._write_withheld()
+        super().close()
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +112,7 @@ def _pass_through(link: ConsoleLink, keys: int, screen: int) -> None:
 def run(args: argparse.Namespace) -> int:
     address = parse_console_url(args.board)
     path = args.transcript or transcript.default_path(address.port)
-    record = transcript.Transcript(path, args.board)
+    record = _SessionTranscript(path, args.board)
     # Typed at a login prompt, the password reaches the board one key at a time:
     # the transcript redacts it over the reassembled stream all the same.
     record.add_secret(os.environ.get(PASSWORD_VARIABLE, "").encode())

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evbench.boards.base import child_environment
 from evbench.commands import _outputs
 from evbench_core.errors import ExitCode, UserError
 
@@ -73,7 +74,12 @@ def _lavacli(arguments: list[str], identity: str | None) -> str:
     command = [lavacli, *(["-i", identity] if identity else []), *arguments]
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=LAVACLI_TIMEOUT_S, check=False
+            command,
+            capture_output=True,
+            text=True,
+            timeout=LAVACLI_TIMEOUT_S,
+            check=False,
+            env=child_environment(),
         )
     except subprocess.TimeoutExpired:
         raise UserError(f"lavacli did not answer within {LAVACLI_TIMEOUT_S} s") from None

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from evbench.boards.base import child_environment
 from evbench_core.errors import CheckFailed, UserError
 
 CHUNK = 1024 * 1024
@@ -98,7 +99,10 @@ class _DecompressPipe:
         self.name = Path(command).name
         self._command = command
         self._process = subprocess.Popen(
-            [command, *arguments, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [command, *arguments, str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_environment(),
         )
         assert self._process.stdout is not None and self._process.stderr is not None  # PIPEs
         self._stdout, self._stderr = self._process.stdout, self._process.stderr
@@ -131,7 +135,11 @@ def _xz_size(path: Path) -> int | None:
     if command is None:
         return None
     done = subprocess.run(
-        [command, "--robot", "--list", str(path)], capture_output=True, text=True, timeout=60
+        [command, "--robot", "--list", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_environment(),
     )
     for line in done.stdout.splitlines() if done.returncode == 0 else ():
         fields = line.split("\t")

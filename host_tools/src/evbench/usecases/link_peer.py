@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from evbench.boards.base import Board
+from evbench.boards.base import Board, child_environment
 from evbench.progress import notice
 from evbench_core.errors import EvbenchError, UserError
 
@@ -156,7 +156,11 @@ def host_bus_responder(url: str) -> Iterator[int]:
     argv = [sys.executable, "-m", "evbench", "serve", "--transport", url, *_verbosity()]
     with tempfile.TemporaryFile(prefix="evbench-serve-") as log:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=child_environment(),  # serve needs no board password
         )
         opened = False
         # One try from the start: an interrupt may land anywhere, also while the notice

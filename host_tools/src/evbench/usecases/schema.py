@@ -27,12 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from evbench import yaml_errors
+from evbench.boards.base import child_environment
 from evbench_agent.payloads import DEFAULT_COUNT, DEFAULT_SEED, samples, user_schema
 from evbench_agent.payloads.json_style import STYLES
 from evbench_core import regular_file
 from evbench_core.errors import UserError
 
 PROTOC_TIMEOUT = 120.0
+#: protoc reports every error it finds: the first ones say what is wrong, the rest are counted.
+MAX_PROTOC_LINES = 20
+#: Far above any real .proto (it is read whole to check that it is text).
+MAX_PROTO_BYTES = 64 * 1024 * 1024
 MAX_GENERATOR_BYTES = 1024 * 1024
 
 
@@ -85,9 +90,13 @@ def protoc_command() -> list[str]:
 
 
 def compile_schema(proto: Path, include: list[Path] | None = None) -> bytes:
-    """The serialized FileDescriptorSet of `proto` and its imports; protoc's errors as is."""
+    """The serialized FileDescriptorSet of `proto` and its imports; protoc's first errors."""
     if not proto.is_file():
         raise UserError(f"the .proto file {proto} does not exist or is not a file")
+    # protoc reports every byte of a file that is not text (a binary given by mistake:
+    # megabytes of errors); one line says what is wrong instead.
+    what = ".proto file"
+    _utf8_text(regular_file.read_regular(proto, MAX_PROTO_BYTES, what), proto, what)
     include = include or [proto.parent]
     with tempfile.TemporaryDirectory(prefix="evbench-protoc-") as scratch:
         out = Path(scratch) / "schema.binpb"
@@ -99,13 +108,19 @@ def compile_schema(proto: Path, include: list[Path] | None = None) -> bytes:
             str(proto),
         ]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=PROTOC_TIMEOUT)
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=PROTOC_TIMEOUT,
+                env=child_environment(),
+            )
         except subprocess.TimeoutExpired:
             raise UserError(f"protoc did not finish within {PROTOC_TIMEOUT:g} s") from None
         if done.returncode != 0:
             said = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
             raise UserError(
-                f"protoc cannot compile {proto}:\n{said}",
+                f"protoc cannot compile {proto}:\n{_first_lines(said, MAX_PROTOC_LINES)}",
                 hint="-I DIR adds an import directory" if "not found" in said else None,
             )
         return out.read_bytes()
@@ -126,12 +141,23 @@ def _source_files(serialized: bytes, include: list[Path]) -> list[dict[str, str]
     return files
 
 
-def _read_document(path: Path, what: str) -> Any:
-    data = regular_file.read_regular(path, MAX_GENERATOR_BYTES, what)
+def _utf8_text(data: bytes, path: Path, what: str) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise UserError(f"the {what} {path} is not UTF-8 text (byte {error.start})") from None
+
+
+def _first_lines(text: str, limit: int) -> str:
+    """At most `limit` lines of `text`, then how many more there were."""
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    return "\n".join([*lines[:limit], f"... and {len(lines) - limit} more lines"])
+
+
+def _read_document(path: Path, what: str) -> Any:
+    text = _utf8_text(regular_file.read_regular(path, MAX_GENERATOR_BYTES, what), path, what)
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
