@@ -130,6 +130,9 @@ def test_the_nightly_comparison_reads_the_store_the_entries_history_option_names
         assert done.returncode == 0, done.stdout + done.stderr
     (entry,) = json.loads((tmp_path / "night-2" / "lab.json").read_text())["entries"]
     assert entry["comparison"]["baseline"] == str(tmp_path / "night-1" / "runs" / ENTRY), entry
+    # and compare confirms changes against that store's nights, not EVBENCH_HISTORY's
+    table = (tmp_path / "night-2" / "logs" / f"{ENTRY}.compare.txt").read_text()
+    assert f"history: sqlite:///{store}, board " in table, table
     # --no-history: no store holds the runs, and the comparison says why it has none.
     plan = _plan(tmp_path, "[--quick, --processes, 1, --no-history]")
     done = subprocess.run([EVBENCH, "lab", "run", str(plan), "--out", str(tmp_path / "none")],

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evbench.boards.base import child_environment
+from evbench.history import url
 from evbench.lab import index
 from evbench.report import exports
 from evbench_core import results
@@ -158,8 +160,18 @@ def against_previous(
         str(table.with_suffix(".xml")),
     ]
     table.parent.mkdir(parents=True, exist_ok=True)
+    # The history compare confirms --baseline changes against is the entry's store, given
+    # in the environment (a PostgreSQL URL may hold a password: never in argv); the
+    # board's password it never needs.
+    env = child_environment()
+    env[url.ENVIRONMENT] = history.dsn or str(history.path)
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=COMPARE_TIMEOUT, stdin=subprocess.DEVNULL
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=COMPARE_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
     results.write_atomic(table, (done.stdout + done.stderr).encode())
     regressed, gained = _outcome(done.returncode, table.with_suffix(".xml"))
