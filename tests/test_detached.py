@@ -98,9 +98,58 @@ def test_seal_keeps_what_was_measured_as_partial(tmp_path):
     detached.seal(run_dir, "the board rebooted during the run")
     assert results.verify_checksums(directory) == []
     run = results.load_run(directory)
-    assert run.manifest["status"] == "interrupted" and not run.complete
+    assert run.manifest["status"] == "partial" and not run.complete
     assert [r["n"] for r in run.records] == [2]
     assert detached.status(run_dir)["reason"] == "the board rebooted during the run"
+
+
+def _stopped_run(run_dir: Path, status: str, samples: bytes, boot_id: str | None = None) -> Path:
+    """A run the agent stopped writing (a live pid not naming it unless `boot_id` differs)."""
+    fake_launch(run_dir, os.getpid(), boot_id)
+    directory = run_dir / detached.RESULTS
+    directory.mkdir()
+    manifest = {"format": results.FORMAT, "version": results.VERSION, "run_id": run_dir.name}
+    results.write_json(directory / results.MANIFEST, {**manifest, "status": status})
+    (directory / results.SAMPLES).write_bytes(samples)
+    return directory
+
+
+def _seal_by_the_agent(run_dir: Path) -> dict:
+    """`evbench-agent seal`, as the host runs it on the board (usecases/remote_run.settle)."""
+    argv = [sys.executable, "-m", "evbench_agent", "seal", "--run-dir", str(run_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _line(metric: str, unit: str, values: list[float]) -> bytes:
+    sample = results.SampleSet("codec", "seed", "json", metric, unit, {}, values)
+    return json.dumps(sample.as_dict()).encode() + b"\n"
+
+
+def test_seal_after_a_reboot_skips_a_samples_line_the_power_cut_zeroed(tmp_path):
+    damaged = bytearray(_line("decode", "s", [3e-6, 4e-6]))
+    damaged[10:40] = bytes(30)  # a stretch of the line never reached the disk
+    samples = _line("encode", "s", [1e-6, 2e-6]) + damaged + _line("size", "bytes", [10, 20, 30])
+    run_dir = tmp_path / "runs" / "r1"
+    directory = _stopped_run(run_dir, "running", samples, boot_id="another-boot")
+    final = _seal_by_the_agent(run_dir)  # a strict read of the samples refused to seal it
+    assert (final["state"], final["exit"], final["complete"]) == ("finished", 4, False)
+    assert final["reason"] == "the board rebooted during the run"
+    run = results.load_run(directory)
+    assert run.manifest["status"] == "partial" and not run.complete
+    assert {r["metric"]: r["n"] for r in run.records} == {"encode": 2, "size": 3}
+    assert results.verify_checksums(directory) == []
+
+
+def test_seal_of_a_run_killed_before_its_complete_marker_is_partial(tmp_path):
+    run_dir = tmp_path / "runs" / "r2"
+    directory = _stopped_run(run_dir, "complete", _line("encode", "s", [1e-6, 2e-6]))
+    final = _seal_by_the_agent(run_dir)
+    assert (final["state"], final["exit"], final["complete"]) == ("finished", 4, False)
+    run = results.load_run(directory)
+    assert run.manifest["status"] == "partial" and not run.complete  # it said "complete"
+    assert run.manifest["reason"] == "the agent process ended without a word"
 
 
 def test_launch_refuses_a_run_id_that_exists(tmp_path):

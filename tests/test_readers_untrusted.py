@@ -4,6 +4,7 @@ lab.json, LAB.yaml and history change points (issue 30) name a wrong-typed field
 
 import json
 import math
+import os
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -323,7 +324,7 @@ def test_a_directory_in_place_of_the_samples_is_named_not_a_crash(tmp_path):
     (run / "samples.jsonl").mkdir()
     report = evbench("report", str(run))
     assert report.returncode == 4, report.stderr  # rendered, partial: what it holds is named
-    assert "samples.jsonl cannot be read: Is a directory" in report.stdout + report.stderr
+    assert "samples.jsonl cannot be read: not a regular file (a directory)" in report.stderr
     for argv in (["report", "--terminal", run], ["compare", "--no-history", run, COMMITTED]):
         done = evbench(*map(str, argv))
         assert done.returncode == 2 and "samples.jsonl" in done.stderr, done.stderr
@@ -349,3 +350,75 @@ def test_history_add_refuses_a_start_time_the_store_cannot_order(tmp_path, start
     assert done.returncode == 2, done.stderr
     assert f"start_time {start!r} {said}; not indexed" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"n": None}, "n is a whole number from 0, not None"),
+        ({"n": "missing"}, "n is a whole number from 0, not None"),
+        ({"n": -1}, "n is a whole number from 0, not -1"),
+        ({"n": 2.5}, "n is a whole number from 0, not 2.5"),
+        ({"mean": None}, "mean is a finite number, not None"),
+        ({"max": "missing"}, "max is a finite number, not None"),
+    ],
+    ids=["n null", "n missing", "n negative", "n fraction", "mean null", "max missing"],
+)
+def test_a_record_without_its_count_or_a_required_figure_is_refused(tmp_path, edit, said):
+    """`n: null` or no `n` passed the reader, then crashed the report (TypeError, exit 1) and
+    was indexed by `history add`; only stdev, p90, p99 and the CI may be null (small n)."""
+    run = _copy(tmp_path, "run")
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    ((key, value),) = edit.items()
+    if value == "missing":
+        del summary["records"][0][key]
+    else:
+        summary["records"][0][key] = value
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    results.write_checksums(run)  # an intact run in every other way
+    with pytest.raises(FormatError, match=f"a record's {said}"):
+        results.read_records(summary, run / "summary.json")
+    for argv in (["report", run], ["history", "add", "--history", tmp_path / "h.sqlite", run]):
+        done = evbench(*map(str, argv))
+        assert done.returncode == 2, done.stderr
+        assert f"evbench: error: {run / 'summary.json'}: a record's {said}" in done.stderr
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def _not_regular(path: Path, kind: str) -> None:
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+
+
+#: What each file's damage comes to: exit and line of `evbench report`, of `history add`.
+NOT_REGULAR = {
+    "manifest.json": (2, "manifest.json cannot be read: not a regular file", 2, "no manifest"),
+    "summary.json": (2, "summary.json cannot be read: not a regular file", 3, "summary.json: not"),
+    "samples.jsonl": (4, "samples.jsonl cannot be read: not a regular file", 3, "samples.jsonl"),
+    "SHA256SUMS": (4, "SHA256SUMS cannot be read: not a regular file", 3, "SHA256SUMS cannot"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/zero"])
+@pytest.mark.parametrize("name", list(NOT_REGULAR))
+def test_a_fifo_directory_or_device_in_a_run_is_named_never_a_hang(tmp_path, name, kind):
+    """A FIFO hung report and history add for ever; /dev/zero as SHA256SUMS was a
+    MemoryError, a directory an IsADirectoryError (both exit 1). The timeout is a cap only."""
+    run = _copy(tmp_path, "run")
+    _not_regular(run / name, kind)
+    report_code, report_said, add_code, add_said = NOT_REGULAR[name]
+    done = evbench("report", str(run), timeout=60)
+    assert done.returncode == report_code, done.stderr
+    assert report_said in done.stderr
+    added = evbench("history", "add", "--history", str(tmp_path / "h.sqlite"), str(run), timeout=60)
+    assert added.returncode == add_code, added.stderr
+    assert add_said in added.stderr
+    for said in (done.stderr, added.stderr):
+        assert "Traceback" not in said and "internal error" not in said

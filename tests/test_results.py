@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from report_helpers import evbench
 
 import evbench_agent
 from evbench.usecases import deploy
@@ -58,6 +59,32 @@ def test_a_torn_last_line_is_skipped_and_the_summary_rebuilt(tmp_path):
     run = results.load_run(tmp_path / "run")  # no summary.json: rebuilt from samples
     assert [r["n"] for r in run.records] == [3]
     assert not run.complete
+
+
+@pytest.mark.slow  # real `evbench report` and `history add` processes: seconds
+def test_a_report_written_while_the_run_runs_never_enters_its_checksums(tmp_path):
+    """`evbench report` of a running run wrote report.md & co., the sealing listed them in
+    SHA256SUMS, and the next report broke the run's checksums for good."""
+    committed = ROOT / "tests" / "data" / "runs" / "core-v1"
+    manifest = json.loads((committed / "manifest.json").read_text(encoding="utf-8"))
+    manifest = {k: v for k, v in manifest.items() if k not in ("format", "version", "run_id")}
+    run = tmp_path / "run"
+    writer = results.RunWriter(run, "r-report")  # as the agent writes it
+    writer.write_manifest({**manifest, "status": "running", "end_time": None})
+    writer.add(results.read_samples(committed))
+    during = evbench("report", str(run))
+    assert during.returncode == 4, during.stderr  # partial: not sealed yet
+    assert (run / "report.md").is_file() and (run / "plots").is_dir()
+    writer.write_manifest({**manifest, "status": "complete"})
+    writer.finish(complete=True)
+    listing = (run / "SHA256SUMS").read_text(encoding="utf-8")
+    listed = [line.split("  ", 1)[1] for line in listing.splitlines()]
+    assert listed == ["manifest.json", "samples.jsonl", "summary.json"]
+    after = evbench("report", str(run))  # rewrites report.md, report.html, ...
+    assert after.returncode == 0, after.stderr
+    assert results.verify_checksums(run) == []
+    added = evbench("history", "add", "--history", str(tmp_path / "h.sqlite"), str(run))
+    assert added.returncode == 0, added.stderr
 
 
 def test_a_non_empty_or_unwritable_output_directory_fails_before_the_run(tmp_path):
@@ -118,7 +145,7 @@ CODEC_S = {"suite": "codec", "metric": "encode", "unit": "s"}
             (_summary(records=[1]), "a record is a JSON object"),
             (_summary(records=[dict(CODEC_S, unit="furlongs")]), "furlongs"),
             (_summary(records=[{"suite": "codec", "metric": "encode"}]), "'unit' is missing"),
-            (_summary(records=[dict(CODEC_S, n="3")]), "n is a finite number"),
+            (_summary(records=[dict(CODEC_S, n="3")]), "n is a whole number from 0"),
         ]),
     ],
 )  # fmt: skip

@@ -416,7 +416,7 @@ def test_run_stopped_by_a_reboot_is_saved_as_partial(board, tmp_path, capsys):
     assert not (out / results.COMPLETE).exists()
     assert results.verify_checksums(out) == []
     run = results.load_run(out)
-    assert run.manifest["status"] == "interrupted" and not run.complete
+    assert run.manifest["status"] == "partial" and not run.complete
     assert run.manifest["reason"] == "the board rebooted during the run"
     assert "partial results in" in err
     assert list(run.samples())  # what was measured before the reboot is kept
@@ -521,6 +521,18 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsy
         assert says in err and "internal error" not in err, err
         assert not (out / results.COMPLETE).exists()
     assert not (tmp_path / "escape").exists()
+
+
+def test_fetch_refuses_a_boards_listing_over_the_readers_cap(finished, tmp_path, capsys):
+    """A board's SHA256SUMS was read whole into memory, however large (/dev/zero: for ever)."""
+    _work, url, run_dir = finished
+    with open(run_dir / detached.RESULTS / results.CHECKSUMS, "r+b") as listing:
+        listing.truncate((64 << 20) + 1)  # one byte over the 64 MiB a run's listing may hold
+    out = tmp_path / "out"
+    assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"SHA256SUMS from {url} is 67108865 bytes, over 67108864" in err, err
+    assert not list(out.glob(".*")) and not (out / results.COMPLETE).exists()
 
 
 def test_fetch_goes_by_the_boards_word_and_a_run_failed_there_is_not_a_bug(

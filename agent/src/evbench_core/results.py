@@ -10,7 +10,8 @@ A run directory holds:
   flushed as each batch is measured, so an interrupted run keeps them;
 - ``summary.json``: ``{format, version, run_id, partial, records: [...]}``,
   one record per (suite, profile, codec, metric, params);
-- ``SHA256SUMS``: the digest of every other file, as ``sha256sum`` writes it;
+- ``SHA256SUMS``: the digest of every other file, as ``sha256sum`` writes it, but the
+  report's (REPORT_OUTPUTS): a report may be rewritten at any time;
 - ``complete``: written last. Without it the run is partial, whatever
   stopped it (Ctrl-C, power loss, reboot).
 
@@ -28,6 +29,9 @@ never a crash):
 
 - ``read_document(path)``: manifest.json or summary.json, a JSON object of a
   known format and version (size, nesting and encoding checked);
+- every file of a run is read only if it is a regular file, never through a
+  symbolic link, and capped: a FIFO, device or directory in its place is a
+  FormatError (or a listed problem), never a hang;
 - ``read_records(summary, path)``: the summary's records, each checked;
 - ``read_samples(directory, errors="strict" | "skip", problems=None)``: the
   raw samples; "skip" leaves out lines that cannot be read and says which in
@@ -51,9 +55,9 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from evbench_core import digests
+from evbench_core import digests, regular_file
 from evbench_core.analysis import identity, stats
 from evbench_core.errors import FormatError, UserError
 from evbench_core.write_failures import SpaceReserve, writing
@@ -99,6 +103,12 @@ SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
 CHECKSUMS = "SHA256SUMS"
 COMPLETE = "complete"
+#: What `evbench report` writes into a run directory (evbench.report.writer writes no
+#: other name): never listed in SHA256SUMS, as a report may be rewritten at any time,
+#: even while the run still runs.
+REPORT_OUTPUTS = frozenset(
+    {"report.md", "report.html", "plots", "summary.csv", "comparison.csv", "junit.xml"}
+)
 
 #: The closed list of units. Values are stored in these; renderers convert.
 #: `count` is a number of events (a bus interface's error counters, frames).
@@ -116,6 +126,9 @@ MAX_VALUE = 1e100
 MAX_NAME = 255
 MAX_PATH = 1024
 DIGEST = re.compile(r"[0-9a-f]{64}")
+
+#: The figures of a record that are null when its sample is too small for them.
+OPTIONAL_FIGURES = frozenset({"stdev", "p90", "p99", "ci95_low", "ci95_high"})
 
 RECORD_FIELDS = (
     "suite",
@@ -509,21 +522,23 @@ def read_samples(
     if errors not in ("strict", "skip"):
         raise ValueError(f"errors is 'strict' or 'skip', not {errors!r}")
     path = Path(directory) / SAMPLES
-    if not path.exists():
-        return
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as error:  # a directory in its place, a file this user may not read
+        stream = regular_file.open_regular(path, follow=False)
+    except FileNotFoundError:
+        return
+    except OSError as error:  # a directory or FIFO in its place, a file one may not read
         if errors == "strict":
             raise FormatError(f"{path} cannot be read: {error.strerror}") from None
         if problems is not None:
             problems.append(f"{SAMPLES} cannot be read: {error.strerror}")
         return
     with stream:
-        for number, raw in enumerate(stream, 1):
+        for number, raw in enumerate(_capped_lines(stream, MAX_DOCUMENT), 1):
             if not raw.endswith(b"\n"):
                 break
             try:
+                if len(raw) > MAX_DOCUMENT:
+                    raise FormatError(f"over {MAX_DOCUMENT} bytes")
                 yield SampleSet.from_dict(_parse_json(raw))
             except FormatError as error:
                 if errors == "strict":
@@ -532,9 +547,21 @@ def read_samples(
                     problems.append(f"{SAMPLES} line {number} cannot be read")
 
 
+def _capped_lines(stream: BinaryIO, cap: int) -> Iterator[bytes]:
+    """The lines of `stream`, each held to at most `cap` + 1 bytes: a longer line is
+    read through and given as its first `cap` + 1 bytes with a newline (too long)."""
+    while line := stream.readline(cap + 1):
+        if len(line) > cap:
+            rest = line
+            while rest and not rest.endswith(b"\n"):
+                rest = stream.readline(cap + 1)
+            line = line + b"\n" if rest else line  # torn at the end: left out as torn
+        yield line
+
+
 def sha256_file(path: Path) -> str:
     digest = digests.sha256()  # not hashlib: OpenSSL costs the agent 3.4 MiB of RSS
-    with open(path, "rb") as stream:
+    with regular_file.open_regular(path) as stream:  # a FIFO would block for ever
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -593,6 +620,7 @@ def _listed_files(directory: Path) -> list[Path]:
         if path.is_file()
         and path.name not in (CHECKSUMS, COMPLETE)
         and not path.name.startswith(".")
+        and path.relative_to(directory).parts[0] not in REPORT_OUTPUTS
     )
 
 
@@ -608,10 +636,10 @@ def verify_checksums(directory: Path) -> list[str]:
     """Problems found against SHA256SUMS (empty when every listed file matches)."""
     directory = Path(directory)
     listing = directory / CHECKSUMS
-    if not listing.exists():
+    if not os.path.lexists(listing):
         return [f"{CHECKSUMS} is missing"]
     try:
-        entries = parse_checksums(listing.read_bytes(), str(directory))
+        entries = parse_checksums(_read_run_file(listing), str(directory))
     except FormatError as error:
         return [str(error)]
     # The writer lists every file of the run: one of the run's own files left out (an
@@ -736,10 +764,11 @@ def _parse_json(data: bytes) -> Any:
     return value
 
 
-def read_document(path: Path) -> dict[str, Any]:
-    """manifest.json or summary.json: a JSON object of a format and version we read."""
+def _read_run_file(path: Path) -> bytes:
+    """A run's document or listing, at most MAX_DOCUMENT bytes: a regular file of the run
+    itself (no FIFO to block on, no device to read without end, no link out of the run)."""
     try:
-        with open(path, "rb") as stream:
+        with regular_file.open_regular(path, follow=False) as stream:
             data = stream.read(MAX_DOCUMENT + 1)
     except FileNotFoundError:
         raise FormatError(f"{path} is missing") from None
@@ -747,6 +776,12 @@ def read_document(path: Path) -> dict[str, Any]:
         raise FormatError(f"{path} cannot be read: {error.strerror}") from None
     if len(data) > MAX_DOCUMENT:
         raise FormatError(f"{path} is over {MAX_DOCUMENT} bytes: not a results file")
+    return data
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """manifest.json or summary.json: a JSON object of a format and version we read."""
+    data = _read_run_file(path)
     try:
         document = _parse_json(data)
     except FormatError as error:
@@ -766,9 +801,13 @@ def _check_record(record: Any) -> dict[str, Any]:
     _optional_text(record, "codec")
     _check_unit(record["unit"])
     _params(record.get("params"))
-    for key in RECORD_FIELDS[6:]:
+    n = record.get("n")
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_VALUE:
+        raise FormatError(f"a record's n is a whole number from 0, not {n!r:.40}")
+    for key in RECORD_FIELDS[7:]:
         value = record.get(key)
-        if value is not None and not is_value(value):
+        # null only where a small sample has no value (stats.Summary: stdev, p90, p99, CI)
+        if not (is_value(value) or (value is None and key in OPTIONAL_FIGURES)):
             raise FormatError(f"a record's {key} is a finite number, not {value!r:.40}")
     return record
 
@@ -823,8 +862,10 @@ __all__ = [
     "COMPLETE",
     "FORMAT",
     "MANIFEST",
+    "MAX_DOCUMENT",
     "MAX_VALUE",
     "RECORD_FIELDS",
+    "REPORT_OUTPUTS",
     "SAMPLES",
     "SUMMARY",
     "UNITS",

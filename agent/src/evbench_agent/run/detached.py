@@ -209,22 +209,9 @@ def seal(run_dir: Path, reason: str) -> None:
     """Close a run that cannot end by itself: what exists is kept, marked partial."""
     directory = run_dir / RESULTS
     if directory.is_dir() and (directory / results.MANIFEST).exists():
-        manifest = json.loads((directory / results.MANIFEST).read_text(encoding="utf-8"))
-        if manifest.get("status") == "running":
-            manifest["status"] = "interrupted"
-        manifest["reason"] = reason  # why it is partial, in the file that travels with it
-        results.write_json(directory / results.MANIFEST, manifest)
-        (directory / results.COMPLETE).unlink(missing_ok=True)
-        records = results.summarize(results.read_samples(directory))
-        summary = {
-            "format": results.FORMAT,
-            "version": results.VERSION,
-            "run_id": manifest.get("run_id", run_dir.name),
-            "partial": True,
-            "records": records,
-        }
-        results.write_json(directory / results.SUMMARY, summary)
-        results.write_checksums(directory)
+        # The core's sealing: a samples line a power cut damaged is left out, not fatal,
+        # and a manifest already saying "complete" (killed before the marker) turns partial.
+        results.seal_partial(directory, reason)
     results.write_atomic(run_dir / REASON, f"{reason}\n".encode())
     results.write_atomic(run_dir / EXIT, f"{int(ExitCode.PARTIAL)}\n".encode())
     log.info("sealed run %s as partial: %s", run_dir.name, reason)

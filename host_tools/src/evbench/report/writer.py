@@ -16,7 +16,7 @@ from evbench.report.context import RunContext, load_context
 from evbench.report.headline import partial_headline
 from evbench_core.comparison import Comparison
 from evbench_core.errors import UserError
-from evbench_core.results import write_atomic
+from evbench_core.results import REPORT_OUTPUTS, write_atomic
 from evbench_core.write_failures import writing
 
 REPORT_MD = "report.md"
@@ -64,6 +64,12 @@ def write_report(directory: Path, comparison: Comparison | None = None) -> Writt
         REPORT_HTML: html.render(title, content, drawn, first).encode(),
         **{entry.file: entry.make(context, comparison) for entry in exports.registered()},
     }
+    # SHA256SUMS leaves out only REPORT_OUTPUTS: a file of the report named nowhere there
+    # would be listed when a report is written before the run is sealed, and fail the
+    # run's checksums at the next report for ever.
+    unlisted = sorted({markdown.PLOT_DIRECTORY, *outputs} - REPORT_OUTPUTS)
+    if unlisted:
+        raise ValueError(f"report files {unlisted} are not in results.REPORT_OUTPUTS: add them")
     with writing(directory):  # a read-only or full directory: the user's error
         if drawn:
             plot_directory.mkdir(exist_ok=True)

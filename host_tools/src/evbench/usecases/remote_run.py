@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from evbench.boards.base import Board, ConnectionLost
 from evbench_agent.run import detached
 from evbench_core import results, write_failures
-from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, UserError
+from evbench_core.errors import CheckFailed, EvbenchError, ExitCode, FormatError, UserError
 
 T = TypeVar("T")
 
@@ -210,7 +210,9 @@ class RemoteRun:
                 raise error
             log.warning("%s; fetching what it measured as partial", said)
         log.info("fetching run %s from %s into %s", self.run_id, self.board.url, out)
-        listing = self.resilient(lambda: self.read_remote(results.CHECKSUMS, out))
+        listing = self.resilient(
+            lambda: self.read_remote(results.CHECKSUMS, out, cap=results.MAX_DOCUMENT)
+        )
         # The manifest first: a directory cut off later is recognisable as this run's.
         entries = sorted(
             results.parse_checksums(listing, self.board.url), key=lambda e: e[1] != results.MANIFEST
@@ -231,19 +233,29 @@ class RemoteRun:
     def has_remote(self, name: str, out: Path) -> bool:
         """Whether the run's results directory holds `name` (a small file)."""
         try:
-            self.read_remote(name, out)
+            self.read_remote(name, out, cap=results.MAX_DOCUMENT)
         except ConnectionLost:
             raise
         except (EvbenchError, OSError):
             return False
         return True
 
-    def read_remote(self, name: str, out: Path, in_results: bool = True) -> bytes:
-        """A small file of the run (listing, log, marker), through a temporary copy in `out`."""
+    def read_remote(
+        self, name: str, out: Path, in_results: bool = True, cap: int | None = None
+    ) -> bytes:
+        """A small file of the run (listing, log, marker), through a temporary copy in `out`;
+        with `cap`, a FormatError for one over `cap` bytes (a board's listing is read whole,
+        capped as the results reader caps a local one)."""
         remote = f"{self.results_dir if in_results else self.run_dir}/{name}"
         part = out / f".{name}.part"
         try:
             self.board.get(remote, part)
+            size = part.stat().st_size
+            if cap is not None and size > cap:
+                raise FormatError(
+                    f"{name} from {self.board.url} is {size} bytes, over {cap} (no run's is)",
+                    hint="the board's run is damaged; nothing was fetched",
+                )
             return part.read_bytes()
         finally:
             part.unlink(missing_ok=True)
