@@ -28,10 +28,18 @@ esac
 if command -v evbench-agent >/dev/null 2>&1; then
     agent="evbench-agent"
 elif [ -n "$AGENT_ZIPAPP_URL" ]; then
-    python3 - "$AGENT_ZIPAPP_URL" /tmp/evbench-agent.pyz <<'PY'
+    # A failed download is one line and exit 2, as no agent at all is: nothing to run.
+    python3 - "$AGENT_ZIPAPP_URL" /tmp/evbench-agent.pyz <<'PY' || exit 2
 import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=120) as answer, open(sys.argv[2], "wb") as out:
-    out.write(answer.read())
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=120) as answer:
+        data = answer.read()
+    with open(sys.argv[2], "wb") as out:
+        out.write(data)
+except Exception as error:  # whatever it is (refused, not found, bad URL): one line
+    why = getattr(error, "reason", None) or error
+    print(f"evbench: cannot download the agent from AGENT_ZIPAPP_URL: {why}", file=sys.stderr)
+    sys.exit(2)
 PY
     agent="python3 /tmp/evbench-agent.pyz"
 else
@@ -50,13 +58,19 @@ $agent run --suite "$SUITES" --profile "$PROFILES" --codecs "$CODECS" $quick \
 echo "evbench: run directory $run_dir (exit $status)"
 
 if [ -n "$UPLOAD_URL" ] && [ -d "$run_dir" ]; then
-    tar -czf "$run_dir.tar.gz" -C "$run_dir" .
-    python3 - "$UPLOAD_URL" "$run_dir.tar.gz" <<'PY'
+    # A failed upload is said in one line (the snippet's, or tar's own) and the run stays
+    # on the board: the run's status, not the upload's, decides the step below.
+    tar -czf "$run_dir.tar.gz" -C "$run_dir" . && python3 - "$UPLOAD_URL" "$run_dir.tar.gz" <<'PY' || :
 import sys, urllib.request
-with open(sys.argv[2], "rb") as stream:
-    request = urllib.request.Request(sys.argv[1], data=stream.read(), method="PUT")
-with urllib.request.urlopen(request, timeout=300) as answer:
-    print(f"evbench: uploaded {sys.argv[2]} ({answer.status})")
+try:
+    with open(sys.argv[2], "rb") as stream:
+        request = urllib.request.Request(sys.argv[1], data=stream.read(), method="PUT")
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        print(f"evbench: uploaded {sys.argv[2]} ({answer.status})")
+except Exception as error:  # whatever it is (refused, rejected, timed out): one line
+    why = getattr(error, "reason", None) or error
+    print(f"evbench: could not upload {sys.argv[2]} to UPLOAD_URL: {why}", file=sys.stderr)
+    sys.exit(1)
 PY
 fi
 # A partial run (4) has already signalled its failing cases; the step itself fails

@@ -140,3 +140,47 @@ def test_the_nightly_comparison_reads_the_store_the_entries_history_option_names
     assert done.returncode == 0, done.stdout + done.stderr
     (entry,) = json.loads((tmp_path / "none" / "lab.json").read_text())["entries"]
     assert entry["comparison"]["note"] == "no history: the entry runs with --no-history"
+
+
+def _agent_of(job: subprocess.Popen, out: Path) -> int | None:
+    """The `evbench_agent run` process below the lab writing the run `out`, if running."""
+    for pid in descendants(job.pid):
+        argv = read_proc(pid, "cmdline").split(b"\0")
+        if b"evbench_agent" in argv and b"run" in argv and str(out).encode() in argv:
+            return pid
+    return None
+
+
+def test_an_entry_stopped_by_a_signal_of_its_own_does_not_stop_the_lab(tmp_path: Path) -> None:
+    # Two boards, two entries each. The first entry of board `here` has its agent killed
+    # with SIGTERM (someone on the board stops it): that entry alone fails, not retried
+    # (retries: 1), and the lab, never signalled itself, runs every other entry.
+    path = tmp_path / "LAB.yaml"
+    path.write_text(
+        "boards: [{board: local, name: here}, {board: local, name: there}]\n"
+        "matrix: {suites: [codec], profiles: [seed, ev-full], codecs: [json]}\n"
+        "options: [--quick, --processes, '1', --no-history]\nretries: 1\n"
+    )
+    lab_dir = tmp_path / "lab"
+    job = _start(tmp_path, path, lab_dir)
+    out = lab_dir / "runs" / "here" / "codec-seed-json"
+    try:
+        # Its agent, once it has written its manifest (its signal handlers are set by then).
+        def running() -> bool:
+            return (out / results.MANIFEST).exists() and _agent_of(job, out) is not None
+
+        wait_while_running(job, running, "the entry's agent never ran", 300, 0.005)
+        agent = _agent_of(job, out)
+        assert agent is not None
+        os.kill(agent, signal.SIGTERM)
+        output, _ = job.communicate(timeout=600)
+    finally:
+        _end_group(job)
+    document = json.loads((lab_dir / "lab.json").read_text())
+    entries = {entry["id"]: entry for entry in document["entries"]}
+    assert document["interrupted"] is None, output
+    killed = entries["here/codec-seed-json"]
+    assert (killed["status"], killed["exit_code"], killed["attempts"]) == ("interrupted", 130, 1)
+    for other in ("here/codec-ev-full-json", "there/codec-seed-json", "there/codec-ev-full-json"):
+        assert entries[other]["status"] == "complete", (entries[other], output)
+    assert job.returncode == 4, output  # some entry did not complete

@@ -73,6 +73,17 @@ def _plan(**keys) -> dict:
         # Two entries of one id: lab.json would record one's results under the other.
         (_plan(matrix={"codecs": ["json", "cbor", "json"]}), "matrix.codecs lists 'json' twice"),
         (_plan(matrix={"suites": ["link", "link"]}), "matrix.suites lists 'link' twice"),
+        # Two spellings of one id (its codecs' "," is written "+"), named both.
+        (
+            _plan(matrix={"codecs": ["json,protobuf", "json+protobuf"]}),
+            r"matrix codecs 'json,protobuf' and codecs 'json\+protobuf' make the same entry id"
+            r" 'local/codec-seed-json\+protobuf'",
+        ),
+        (
+            _plan(matrix={"suites": ["a-b", "a"], "profiles": ["c", "b-c"]}),
+            "matrix suite 'a-b' profile 'c' and suite 'a' profile 'b-c' make the same entry id"
+            r" 'local/a-b-c-json\+protobuf'",
+        ),
         (_plan(options=["--out", "x"]), "may not give --out"),
         # argparse takes an unambiguous prefix for the option, and --opt=value for --opt x:
         # each of these would set what evbench lab sets per entry.

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -206,15 +207,15 @@ def test_a_complete_run_gives_one_case_per_record_and_verdict(tmp_path):
     assert by_set[None] == [{"test_case_id": "run.complete", "result": "pass", "set": None}]
 
 
-def test_a_partial_run_fails_the_missing_records_and_a_nan_has_no_measurement(tmp_path):
+def test_a_partial_run_fails_the_missing_records_and_a_record_without_a_median_is_refused(
+    tmp_path,
+):
     run_dir = tmp_path / "partial"
     shutil.copytree(CORE_RUN, run_dir)
     (run_dir / "complete").unlink()
     summary = json.loads((run_dir / "summary.json").read_text())
     records = summary["records"]
     records.remove(next(r for r in records if (r["codec"], r["metric"]) == ("protobuf", "encode")))
-    # A statistic that came out NaN is stored as null (the format holds finite numbers only).
-    next(r for r in records if (r["codec"], r["metric"]) == ("json", "decode"))["median"] = None
     (run_dir / "summary.json").write_text(json.dumps(summary))
     parsed = _signals_of(run_dir, tmp_path)
     assert parsed["errors"] == []
@@ -222,10 +223,15 @@ def test_a_partial_run_fails_the_missing_records_and_a_nan_has_no_measurement(tm
     (missing,) = [i for i in cases if i.startswith("codec.seed.protobuf.encode.")]
     assert cases[missing]["result"] == "fail"
     assert "measurement" not in cases[missing]
-    nan_case = next(c for i, c in cases.items() if i.startswith("codec.seed.json.decode."))
-    assert nan_case["result"] == "unknown"
-    assert "measurement" not in nan_case
     assert cases["run.complete"]["result"] == "fail"
+    # The format holds finite numbers only: a record whose median is null is refused in
+    # one line, never sent to LAVA (which reads measurements as decimal.Decimal).
+    next(r for r in records if (r["codec"], r["metric"]) == ("json", "decode"))["median"] = None
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    argv = [str(BIN / "evbench-agent"), "lava", str(run_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].endswith("a record's median is a finite number, not None")
 
 
 def test_recorded_lava_results_become_a_run_that_renders(tmp_path):
@@ -325,12 +331,17 @@ def test_an_uploaded_run_is_verified_and_renders_and_a_bad_one_refused(tmp_path)
     refused = _uploaded(tmp_path, _tar(tmp_path / "damaged.tar.gz", copy), "bad")
     assert refused.returncode == 3
     assert "SHA256SUMS" in refused.stderr
+    # Nothing of it is kept (no run with its `complete` marker for `report` to read), nor
+    # the directory it was unpacked into to be verified.
+    assert not (tmp_path / "bad").exists()
+    assert [path.name for path in tmp_path.iterdir() if "bad" in path.name] == []
     # An archive whose member climbs out of the run's folder.
     outside = tmp_path / "outside.txt"
     outside.write_text("x")
     archive = _tar(tmp_path / "evil.tar.gz", outside, "../outside-written.txt")
     assert _uploaded(tmp_path, archive, "o").returncode == 2
     assert not (tmp_path / "outside-written.txt").exists()
+    assert not (tmp_path / "o").exists()
 
 
 class _UploadSink(http.server.BaseHTTPRequestHandler):
@@ -433,13 +444,13 @@ def test_lava_dispatcher_writes_the_test_shell_and_the_run_measures_what_the_job
     assert [c for c in cases.values() if c["set"] == "verdicts"]
 
 
-def _script(tmp_path: Path, quick: str) -> subprocess.CompletedProcess:
+def _script(tmp_path: Path, quick: str, **extra: str) -> subprocess.CompletedProcess:
     """lava/run-evbench.sh as the test definition's step runs it (its variables exported),
-    the agent this venv's, a one-codec run."""
+    the agent this venv's, a one-codec run; `extra`: more of its variables."""
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
         "SUITES": "codec", "PROFILES": "seed", "CODECS": "json", "QUICK": quick,
-        "OUT_DIR": str(tmp_path / "runs"),
+        "OUT_DIR": str(tmp_path / "runs"), **extra,
     }  # fmt: skip
     argv = ["/bin/sh", str(ROOT / "lava" / "run-evbench.sh")]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -464,3 +475,26 @@ def test_quick_takes_the_usual_spellings_of_yes_and_no_and_refuses_others_before
     assert f"QUICK='{spelling}'" in done.stderr and "true, 1, yes or on" in done.stderr
     assert "run --suite" not in done.stdout  # the agent never started
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_failed_upload_is_one_line_and_the_run_still_decides_the_step(tmp_path):
+    with socket.socket() as closed:  # bound and never listening: the upload is refused
+        closed.bind(("127.0.0.1", 0))
+        upload = f"http://127.0.0.1:{closed.getsockname()[1]}/job/run.tar.gz"
+        done = _script(tmp_path, "true", UPLOAD_URL=upload)
+    assert "Traceback" not in done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "upload" in line]
+    assert len(said) == 1 and said[0].startswith("evbench: could not upload"), done.stderr
+    assert "Connection refused" in said[0]
+    assert done.returncode == 0, done.stderr[-2000:]  # the run was complete: so is the step
+
+
+def test_an_agent_that_cannot_be_downloaded_is_one_line_and_exit_2(tmp_path):
+    # No evbench-agent on PATH (the venv's left out): the script downloads the zipapp.
+    done = _script(tmp_path, "true", PATH="/usr/bin:/bin", AGENT_ZIPAPP_URL="file:///nonexistent")
+    assert "Traceback" not in done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("evbench: cannot download the agent from AGENT_ZIPAPP_URL:"), line
+    assert "No such file or directory" in line
+    assert done.returncode == 2
+    assert "run --suite" not in done.stdout  # nothing ran

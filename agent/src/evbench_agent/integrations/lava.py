@@ -8,9 +8,9 @@ one test set per suite (TESTSET START/STOP) and sends one TESTCASE per:
 
 - summary record: ``<suite>.<profile>.<codec>.<metric>[.<phase>].<h>``, result
   ``pass`` with MEASUREMENT = the median in the record's unit and UNITS
-  (spelled as evbench_agent.integrations.lava_units says); a
-  median that is not finite gives ``unknown`` and no measurement (LAVA reads
-  measurements with ``decimal.Decimal``: NaN and infinities are never sent);
+  (spelled as evbench_agent.integrations.lava_units says; the results reader
+  lets only finite medians through, and LAVA reads measurements with
+  ``decimal.Decimal``: NaN and infinities are never sent);
 - record a partial run misses (an identity another codec of the run has):
   the same id, result ``fail``, no measurement;
 - verdict row (test set ``verdicts``): ``verdict.<profile>.<metric>[.<phase>].<h>``,
@@ -149,10 +149,7 @@ def record_signals(run: Run) -> Iterator[tuple[str, str]]:
                 if found is None:
                     yield suite, _case(case_id, "fail", None, None)
                     continue
-                median = found.get("median")
-                finite = isinstance(median, (int, float)) and math.isfinite(median)
-                result = "pass" if finite else "unknown"
-                yield suite, _case(case_id, result, median if finite else None, key.unit)
+                yield suite, _case(case_id, "pass", found["median"], key.unit)
 
 
 def verdict_signals(run: Run, baseline: str, candidate: str, criteria: Criteria) -> Iterator[str]:

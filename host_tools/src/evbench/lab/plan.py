@@ -16,7 +16,7 @@
 Its schema, schemas/lab.schema.json, checks every key and type first (an unknown key
 is refused naming it and where, a wrong-typed field naming it); the code below checks
 what a schema cannot (board URLs, options evbench sets itself, labels or matrix values
-given twice).
+given twice, two entries of one id).
 docs/lab.md's table of keys is generated from the schema (docs/generate.py).
 """
 
@@ -143,6 +143,28 @@ def _default(*path: str) -> Any:
     return schema["default"]
 
 
+def _check_ids_unique(entries: list[Entry]) -> None:
+    """Different values can still make one id (`json,protobuf` and `json+protobuf`; suite
+    `a-b` with profile `c` and suite `a` with profile `b-c`): lab.json, the entry's run
+    directory and its log are all keyed by the id, so one entry would overwrite the other."""
+    seen: dict[str, Entry] = {}
+    for entry in entries:
+        other = seen.setdefault(entry.id, entry)
+        if other is entry:
+            continue
+        fields = [
+            (key, getattr(other, key), getattr(entry, key))
+            for key in ("suite", "profile", "codecs")
+            if getattr(other, key) != getattr(entry, key)
+        ]
+        first = " ".join(f"{key} {a!r}" for key, a, _b in fields)
+        second = " ".join(f"{key} {b!r}" for key, _a, b in fields)
+        raise UserError(
+            f"LAB.yaml: matrix {first} and {second} make the same entry id {entry.id!r}",
+            hint="list it once, in one spelling",
+        )
+
+
 def parse(document: Any) -> Plan:
     """A plan from LAB.yaml's content; every mistake is a UserError naming where it is."""
     json_schema.validate(document, SCHEMA, "LAB.yaml")
@@ -175,6 +197,7 @@ def parse(document: Any) -> Plan:
     ]
     if len(entries) > MAX_ENTRIES:
         raise UserError(f"LAB.yaml: {len(entries)} entries, more than {MAX_ENTRIES}")
+    _check_ids_unique(entries)
     return Plan(entries, retries, float(place_timeout))
 
 

@@ -2,10 +2,12 @@
 
 Each entry is an ordinary `evbench run` in a child process (its own place, its own
 Ctrl-C handling, its own exit code) writing an ordinary run directory under the lab
-directory. A failing board does not stop the others; a transient failure (the place
+directory. A failing board does not stop the others. A transient failure (the place
 taken, the connection lost) is retried up to the plan's `retries`, each attempt in a
-directory of its own (a partial attempt is kept). A complete entry is compared with
-that board's previous run from the history store (nightly_compare.py).
+directory of its own (a partial attempt is kept); an entry's own exit 130 (its run
+stopped by a signal the lab did not get) fails that entry alone and is not retried. A
+complete entry is compared with that board's previous run from the history store
+(nightly_compare.py).
 
 Ctrl-C, SIGTERM or SIGHUP stops the lab as a whole: no entry or attempt starts after
 it, each running entry's `evbench run` gets SIGTERM (it stops its board's run, keeps it
@@ -48,6 +50,8 @@ def _one_line(stderr: str) -> str:
 
 
 def _transient(code: int, stderr: str) -> bool:
+    if code == ExitCode.INTERRUPTED:  # a signal stopped it on purpose: not a flaky board
+        return False
     return code == ExitCode.PARTIAL or any(marker in stderr for marker in TRANSIENT_MARKERS)
 
 
@@ -120,8 +124,9 @@ class LabRun:
             if out.is_dir():
                 run_dir = str(out.relative_to(self.directory))
             self.index.update(entry.id, run_dir=run_dir)
-            if code == ExitCode.INTERRUPTED:
-                self._stopped.set()  # Ctrl-C at the terminal reached the entry too: stop all
+            # An entry's own 130 (its agent signalled on the board, say) fails that entry
+            # alone: only a signal to the lab itself stops the lab (run()'s interrupt path;
+            # Ctrl-C at a terminal reaches the lab as well as its entries).
             if (
                 code == ExitCode.OK
                 or not _transient(code, stderr)

@@ -18,6 +18,7 @@ from, the verdict cases): the host's note, not listed in the board's SHA256SUMS.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import tarfile
 from decimal import Decimal, InvalidOperation
@@ -54,9 +55,9 @@ def _note(directory: Path, document: dict[str, Any]) -> None:
     results.write_json(directory / NOTE, document)
 
 
-def from_upload(archive: Path, out: Path, job: str) -> Path:
-    """Unpack an uploaded run directory into `out` and verify it against its SHA256SUMS."""
-    results.prepare_output(out)
+def _unpack(archive: Path, directory: Path) -> None:
+    """The archive's plain files and directories into `directory`; FormatError on any
+    other member, a name that climbs out, or more than MAX_ARCHIVE_BYTES."""
     try:
         with tarfile.open(archive, "r:gz") as tar:
             total = 0
@@ -69,7 +70,7 @@ def from_upload(archive: Path, out: Path, job: str) -> Path:
                 total += member.size
                 if total > MAX_ARCHIVE_BYTES:
                     raise FormatError(f"{archive}: more than {MAX_ARCHIVE_BYTES} bytes unpacked")
-                target = out / name
+                target = directory / name
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
@@ -81,13 +82,46 @@ def from_upload(archive: Path, out: Path, job: str) -> Path:
                     shutil.copyfileobj(source, sink, 1 << 20)
     except (tarfile.TarError, EOFError, OSError) as error:
         raise FormatError(f"{archive}: not a readable .tar.gz ({error})") from None
-    problems = results.verify_checksums(out)
-    if problems:
-        raise CheckFailed(
-            f"the uploaded run does not match its SHA256SUMS: {problems[0]}",
-            hint="the upload was damaged or changed on the way; nothing else was trusted",
-        )
-    _note(out, {"job": job, "source": "uploaded run directory", "archive": archive.name})
+
+
+def from_upload(archive: Path, out: Path, job: str) -> Path:
+    """Unpack an uploaded run directory and verify it against its SHA256SUMS; `out`
+    holds it only once it verifies.
+
+    It is unpacked into a directory of its own beside `out` and renamed to `out` when
+    it verifies: a refused upload (damaged, tampered with, not an archive) leaves no
+    `out`, or the empty one that was there, never a run `report` would read."""
+    if out.exists():
+        results.prepare_output(out)  # only an empty directory: refused before unpacking
+    staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.unpacking"
+    try:
+        staging.mkdir(parents=True)
+    except OSError as error:
+        raise UserError(
+            f"cannot create the output directory {out}: {error.strerror}",
+            hint="choose another --out",
+        ) from error
+    try:
+        _unpack(archive, staging)
+        problems = results.verify_checksums(staging)
+        if problems:
+            # A bad listing is named as the archive's, not by the directory about to go.
+            problem = problems[0].replace(str(staging), str(archive))
+            raise CheckFailed(
+                f"the uploaded run does not match its SHA256SUMS: {problem}",
+                hint="the upload was damaged or changed on the way; nothing of it was kept",
+            )
+        _note(staging, {"job": job, "source": "uploaded run directory", "archive": archive.name})
+        try:
+            staging.rename(out)  # replaces an empty `out`; refused if it is no longer empty
+        except OSError as error:
+            raise UserError(
+                f"cannot write the output directory {out}: {error.strerror}",
+                hint="choose a new --out; runs are never written over",
+            ) from error
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return out
 
 
