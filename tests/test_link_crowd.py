@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import resource
 import selectors
 import socket
 import struct
@@ -298,3 +300,75 @@ def test_a_responder_started_by_hand_is_recorded_as_the_one_it_is(request, respo
 )  # fmt: skip
 def test_the_implementation_is_what_the_answer_names(accepted, expected):
     assert handshake.implementation(accepted) == expected
+
+
+#: The descriptors the responder may open below. It gets 3 x as many silent connections, so
+#: it is still out of them after the first it accepted go at the 5 s handshake deadline.
+FILES = 100
+#: What the responder may spend, out of the measured interval, while it is out of them: a
+#: bound on a busy spin (a whole core, 100 %; still over half a core with the two cores
+#: shared by a few busy programs), far above a responder that waits (about 0 %). Not a
+#: measure of its speed: the margin is wide on purpose.
+SPIN_BOUND = 0.2
+
+
+@contextlib.contextmanager
+def few_descriptors(kind: str, native_path: Path, log: Any) -> Iterator[subprocess.Popen[str]]:
+    """A responder of `kind` with RLIMIT_NOFILE FILES and 64 slots (512 pending places, 128
+    a peer: more than FILES, so it runs out of descriptors before it closes any for room),
+    logging to `log`."""
+    python = [sys.executable, "-m", "evbench_agent", "serve"]
+    program = [str(native_path)] if kind == "c" else python
+    process = subprocess.Popen(
+        [*program, "--port", "0", "--max-connections", "64"],
+        stdout=subprocess.PIPE, stderr=log, text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (FILES, FILES)),
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+def open_files(pid: int) -> int:
+    return sum(1 for _ in Path(f"/proc/{pid}/fd").iterdir())
+
+
+def cpu_s(pid: int) -> float:
+    """The process's CPU time, every thread's (utime + stime, /proc/PID/stat fields 14, 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()  # field 3 on
+    return (int(fields[14 - 3]) + int(fields[15 - 3])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", RESPONDER_KINDS)
+def test_out_of_descriptors_it_waits_says_so_once_and_serves_again(kind, request, tmp_path):
+    """The listener stays readable while connections wait in its queue that accept() has
+    no descriptor for: the responder must not spin on it. It says why once, and a real
+    client is served once the silent connections close."""
+    native = request.getfixturevalue("native_path") if kind == "c" else Path()
+    with (tmp_path / "log").open("w+") as log, few_descriptors(kind, native, log) as process:
+        assert process.stdout is not None  # stdout=PIPE
+        event = json.loads(process.stdout.readline())
+        address = (event["host"], int(event["port"]))
+        with contextlib.ExitStack() as held:
+            for _ in range(3 * FILES):
+                held.enter_context(socket.create_connection(address, timeout=5))
+            deadline = time.monotonic() + 10.0
+            while open_files(process.pid) < FILES:  # it is out of them
+                assert time.monotonic() < deadline, open_files(process.pid)
+                time.sleep(0.05)
+            before = cpu_s(process.pid)
+            time.sleep(2.0)  # the interval measured, not a wait for anything
+            spent = cpu_s(process.pid) - before
+            assert spent < SPIN_BOUND * 2.0, f"{spent:.2f} CPU s in 2 s"
+        assert _probe(address) is None
+        log.seek(0)
+        logged = log.read()
+    assert process.returncode == 0, logged
+    lines = [line for line in logged.splitlines() if "cannot accept a connection" in line]
+    assert len(lines) == 1, logged  # once, not once per attempt
+    # strerror(EMFILE), and the limit it ran into
+    assert "Too many open files" in lines[0] and f"RLIMIT_NOFILE {FILES}" in lines[0], lines
+    assert f"RLIMIT_NOFILE ({FILES} descriptors) is below the " in logged  # said at start

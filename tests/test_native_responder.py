@@ -277,6 +277,50 @@ def test_the_token_is_required_when_set(responder_path):
     assert "s3cret" not in err and "a shared token required" in err
 
 
+@pytest.fixture(scope="module")
+def both_with_token(responder_path: Path) -> Iterator[list]:
+    """The C and the Python responder, each requiring the token s3cret."""
+    with contextlib.ExitStack() as running:
+        with pytest.MonkeyPatch.context() as patch:  # their environment, no other test's
+            patch.setenv("EVBENCH_LINK_TOKEN", "s3cret")
+            native = running.enter_context(NativeResponder(responder_path))
+            python = running.enter_context(service.start_responder())
+        yield [native, python]
+
+
+#: A HELLO both serve, but for what a case below changes in it.
+SERVED = hello_bytes("json", mode="ack", change={"token": "s3cret"})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refusal"),
+    [
+        # a \u0000 is part of its string, as in Python: no mode, no key of a HELLO, no token
+        (b'"mode": "ack"', b'"mode": "ack\\u0000zz"', "unknown mode"),
+        (b'"mode": "ack"', b'"mode\\u0000x": "ack"', "needs the strings"),
+        (b'"token": "s3cret"', b'"token": "s3cret\\u0000junk"', "does not carry this responder's"),
+        # bytes that are not UTF-8 (RFC 3629) are no JSON, even in a member neither reads:
+        # a stray byte, an overlong '/', a surrogate (U+D800)
+        (b'"mode": "ack"', b'"mode": "ack", "note": "\xff"', "not JSON"),
+        (b'"mode": "ack"', b'"mode": "ack", "note": "\xc0\xaf"', "not JSON"),
+        (b'"mode": "ack"', b'"mode": "ack", "note": "\xed\xa0\x80"', "not JSON"),
+        (b'"mode": "ack"', b'"mode": "ack", "note": "\xc3\xa9\xf0\x9f\x98\x80"', None),
+        # the version is the number 2, however written (docs/link.md)
+        (b'"version": 2', b'"version": 2.0', None),
+        (b'"version": 2', b'"version": 20e-1', None),
+        (b'"version": 2', b'"version": 2.5', "speaks 'evbench-link' version 2"),
+        (b'"mode": "ack"', b'"mode": "ack", "x": [NaN, -Infinity]', None),  # Python's json
+    ],
+)  # fmt: skip
+def test_a_hello_is_read_as_the_python_responder_reads_it(both_with_token, old, new, refusal):
+    """Served by both, or refused by both for the same reason."""
+    assert SERVED.count(old) == 1
+    hello = SERVED.replace(old, new)
+    answers = [first_answer(responder.address, hello) for responder in both_with_token]
+    assert [answer["ok"] for answer in answers] == [refusal is None] * 2, answers
+    assert all(refusal in answer["error"] for answer in answers if refusal), answers
+
+
 #: docs/link.md "Responder limits": pending places per slot, and one peer's share of them.
 PENDING_PER_SLOT, PEER_SHARE = 8, 4
 #: docs/link.md: a client with no MESSAGE for this long gives up its slot to a new one.

@@ -24,7 +24,9 @@
  * address when that holds its share, else of the peer holding the most slots; the longest
  * silent), and a peer address whose client gave its slot up so to another address's
  * newcomer takes no silent client's slot for 30 s.
- * Each drop is logged with who and why, at most once per peer address per minute.
+ * Each drop is logged with who and why, at most once per peer address per minute. Out of
+ * descriptors (RLIMIT_NOFILE), new connections wait in the listen queue while the listener
+ * rests 100 ms at a time, said once a minute, as in the Python responder.
  *
  *   evbench-link-responder [--bind ADDR] [--port N] [--max-frame B] [--max-connections N]
  *                          [--realtime]
@@ -58,6 +60,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -101,6 +104,7 @@
 #define DROP_LOG_PEERS 1024      /* peers whose last drop line is remembered */
 #define RECV_SIZE 65536
 #define WATCH_INTERVAL_MS 500    /* how often the program that started it is looked at */
+#define ACCEPT_REST_MS 100       /* out of descriptors, the listener rests this long */
 #define MAX_DEPTH 64             /* JSON nesting read before a HELLO is refused */
 #define TOKEN_ENV "EVBENCH_LINK_TOKEN"
 #define MAX_QUOTED 40            /* characters of a client's value quoted in a refusal */
@@ -241,6 +245,9 @@ typedef struct {
 typedef struct {
   char protocol[64], codec[MAX_NAME * 4 + 1], profile[MAX_NAME * 4 + 1];
   char message[MAX_NAME * 4 + 1], mode[MAX_NAME * 4 + 1], token[MAX_HELLO + 1];
+  /* Each string's decoded UTF-8 bytes: a \u0000 puts a NUL in it, so it is compared by this
+   * length (is()), never as a C string: "ack\u0000x" is not "ack", as in Python. */
+  size_t protocol_bytes, codec_bytes, profile_bytes, message_bytes, mode_bytes, token_bytes;
   int has_protocol, has_codec, has_profile, has_message, has_mode, has_token;
   int version_ok, delay_ok, too_long;
   long long reply_delay_ns;
@@ -251,7 +258,8 @@ static void skip_space(Json *j) {
     j->at++;
 }
 
-static void put_utf8(char **out, const char *limit, unsigned code) {
+/* The UTF-8 of `code` at *out, what fits before `limit`; its length in bytes. */
+static size_t put_utf8(char **out, const char *limit, unsigned code) {
   char bytes[4];
   int n;
   if (code < 0x80) bytes[0] = (char)code, n = 1;
@@ -263,6 +271,27 @@ static void put_utf8(char **out, const char *limit, unsigned code) {
     bytes[0] = (char)(0xF0 | code >> 18), bytes[1] = (char)(0x80 | (code >> 12 & 0x3F)),
     bytes[2] = (char)(0x80 | (code >> 6 & 0x3F)), bytes[3] = (char)(0x80 | (code & 0x3F)), n = 4;
   for (int i = 0; i < n && *out < limit; i++) *(*out)++ = bytes[i];
+  return (size_t)n;
+}
+
+/* Whether `size` bytes are UTF-8 as Python's strict decoder reads it (no overlong form, no
+ * surrogate, nothing past U+10FFFF): the Python responder refuses any other HELLO as not
+ * JSON before it parses it. */
+static int valid_utf8(const unsigned char *at, size_t size) {
+  const unsigned char *end = at + size;
+  while (at < end) {
+    unsigned c = *at++;
+    if (c < 0x80) continue;
+    if (c < 0xC2 || c > 0xF4) return 0;
+    long more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+    unsigned low = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned high = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (end - at < more || at[0] < low || at[0] > high) return 0;
+    for (long i = 1; i < more; i++)
+      if ((at[i] & 0xC0) != 0x80) return 0;
+    at += more;
+  }
+  return 1;
 }
 
 static int hex4(Json *j, unsigned *code) {
@@ -279,10 +308,11 @@ static int hex4(Json *j, unsigned *code) {
   return 1;
 }
 
-/* A string into out (size bytes with its NUL; longer text is cut, *characters counts it all). */
-static int parse_string(Json *j, char *out, size_t size, size_t *characters) {
+/* A string into out (size bytes with its NUL; longer text is cut): *characters and *bytes
+ * (its decoded UTF-8) count it all, a \u0000 included. */
+static int parse_string(Json *j, char *out, size_t size, size_t *characters, size_t *bytes) {
   char *write = out, *limit = out + (size ? size - 1 : 0);
-  *characters = 0;
+  *characters = *bytes = 0;
   if (j->at >= j->end || *j->at != '"') return j->error = "a string was expected", 0;
   j->at++;
   while (j->at < j->end && *j->at != '"') {
@@ -290,6 +320,7 @@ static int parse_string(Json *j, char *out, size_t size, size_t *characters) {
     if (c < 0x20) return j->error = "a control character in a string", 0;
     if (c != '\\') {
       if ((c & 0xC0) != 0x80) (*characters)++;
+      (*bytes)++;
       if (write < limit) *write++ = (char)c;
       continue;
     }
@@ -297,7 +328,7 @@ static int parse_string(Json *j, char *out, size_t size, size_t *characters) {
     char escape = *j->at++;
     const char *simple = strchr("\"\\/bfnrt", escape);
     if (escape && simple) {
-      (*characters)++;
+      (*characters)++, (*bytes)++;
       if (write < limit) *write++ = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
     } else if (escape == 'u') {
       unsigned code, low;
@@ -312,7 +343,7 @@ static int parse_string(Json *j, char *out, size_t size, size_t *characters) {
           j->at = back;
       }
       (*characters)++;
-      put_utf8(&write, limit, code);
+      *bytes += put_utf8(&write, limit, code);
     } else {
       return j->error = "a bad escape in a string", 0;
     }
@@ -356,10 +387,10 @@ static int skip_value(Json *j, int depth) {
   if (depth > MAX_DEPTH) return j->error = "a HELLO nested too deeply to read", 0;
   if (j->at >= j->end) return j->error = "a value was expected", 0;
   char c = *j->at;
-  size_t characters;
+  size_t characters, bytes;
   long long number;
   int integral;
-  if (c == '"') return parse_string(j, NULL, 0, &characters);
+  if (c == '"') return parse_string(j, NULL, 0, &characters, &bytes);
   if (c == '{' || c == '[') {
     char close = c == '{' ? '}' : ']';
     j->at++;
@@ -368,7 +399,7 @@ static int skip_value(Json *j, int depth) {
     for (;;) {
       if (c == '{') {
         skip_space(j);
-        if (!parse_string(j, NULL, 0, &characters)) return 0;
+        if (!parse_string(j, NULL, 0, &characters, &bytes)) return 0;
         skip_space(j);
         if (j->at >= j->end || *j->at++ != ':') return j->error = "':' was expected", 0;
       }
@@ -379,20 +410,23 @@ static int skip_value(Json *j, int depth) {
       return j->error = "',' or a closing bracket was expected", 0;
     }
   }
-  static const char *const words[] = {"true", "false", "null"};
-  for (int i = 0; i < 3; i++) {
+  /* and the constants Python's json reads too (a HELLO with them is JSON to the Python
+   * responder) */
+  static const char *const words[] = {"true", "false", "null", "NaN", "Infinity", "-Infinity"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
     size_t n = strlen(words[i]);
     if ((size_t)(j->end - j->at) >= n && !memcmp(j->at, words[i], n)) return j->at += n, 1;
   }
   return parse_number(j, &number, &integral);
 }
 
-/* A string member into `out`; a value of another type leaves *has 0. */
-static int string_member(Json *j, char *out, size_t size, int *has, int *too_long) {
+/* A string member into `out` (*bytes: its length); a value of another type leaves *has 0. */
+static int string_member(Json *j, char *out, size_t size, size_t *bytes, int *has,
+                         int *too_long) {
   skip_space(j);
   if (j->at < j->end && *j->at == '"') {
     size_t characters;
-    if (!parse_string(j, out, size, &characters)) return 0;
+    if (!parse_string(j, out, size, &characters, bytes)) return 0;
     *has = 1;
     if (too_long && characters > MAX_NAME) *too_long = 1;
     return 1;
@@ -401,10 +435,25 @@ static int string_member(Json *j, char *out, size_t size, int *has, int *too_lon
   return skip_value(j, 1);
 }
 
+/* Whether a string of the HELLO (`bytes` long, decoded) is `name`. */
+static int is(const char *text, size_t bytes, const char *name) {
+  return bytes == strlen(name) && !memcmp(text, name, bytes);
+}
+
+/* The JSON number [at, end) as Python's float() reads it (both round correctly). */
+static double decimal(const char *at, const char *end) {
+  char text[MAX_HELLO + 1];
+  size_t n = (size_t)(end - at) < sizeof text ? (size_t)(end - at) : sizeof text - 1;
+  memcpy(text, at, n);
+  text[n] = 0;
+  return strtod(text, NULL);
+}
+
 static const char *parse_hello(const unsigned char *body, size_t size, Hello *h) {
   Json j = {(const char *)body, (const char *)body + size, NULL};
   memset(h, 0, sizeof *h);
   h->delay_ok = 1;
+  if (!valid_utf8(body, size)) return "the client sent a HELLO that is not JSON";
   skip_space(&j);
   if (j.at >= j.end || *j.at != '{') {
     if (!skip_value(&j, 0)) return "the client sent a HELLO that is not JSON";
@@ -416,29 +465,34 @@ static const char *parse_hello(const unsigned char *body, size_t size, Hello *h)
   if (empty) j.at++;
   while (!empty) {
     char key[32];
-    size_t characters;
+    size_t characters, k; /* k: the key's bytes (a longer key than `key` holds is none of ours) */
     skip_space(&j);
-    if (!parse_string(&j, key, sizeof key, &characters)) goto bad;
-    if (characters >= sizeof key) key[0] = 0; /* a long key is none of ours */
+    if (!parse_string(&j, key, sizeof key, &characters, &k)) goto bad;
     skip_space(&j);
     if (j.at >= j.end || *j.at++ != ':') { j.error = "':' was expected"; goto bad; }
     int ok;
-    if (!strcmp(key, "protocol")) ok = string_member(&j, h->protocol, sizeof h->protocol, &h->has_protocol, NULL);
-    else if (!strcmp(key, "codec")) ok = string_member(&j, h->codec, sizeof h->codec, &h->has_codec, &h->too_long);
-    else if (!strcmp(key, "profile")) ok = string_member(&j, h->profile, sizeof h->profile, &h->has_profile, &h->too_long);
-    else if (!strcmp(key, "message")) ok = string_member(&j, h->message, sizeof h->message, &h->has_message, &h->too_long);
-    else if (!strcmp(key, "mode")) ok = string_member(&j, h->mode, sizeof h->mode, &h->has_mode, &h->too_long);
-    else if (!strcmp(key, "token")) ok = string_member(&j, h->token, sizeof h->token, &h->has_token, NULL);
-    else if (!strcmp(key, "version") || !strcmp(key, "reply_delay_ns")) {
+    if (is(key, k, "protocol")) ok = string_member(&j, h->protocol, sizeof h->protocol, &h->protocol_bytes, &h->has_protocol, NULL);
+    else if (is(key, k, "codec")) ok = string_member(&j, h->codec, sizeof h->codec, &h->codec_bytes, &h->has_codec, &h->too_long);
+    else if (is(key, k, "profile")) ok = string_member(&j, h->profile, sizeof h->profile, &h->profile_bytes, &h->has_profile, &h->too_long);
+    else if (is(key, k, "message")) ok = string_member(&j, h->message, sizeof h->message, &h->message_bytes, &h->has_message, &h->too_long);
+    else if (is(key, k, "mode")) ok = string_member(&j, h->mode, sizeof h->mode, &h->mode_bytes, &h->has_mode, &h->too_long);
+    else if (is(key, k, "token")) ok = string_member(&j, h->token, sizeof h->token, &h->token_bytes, &h->has_token, NULL);
+    else if (is(key, k, "version") || is(key, k, "reply_delay_ns")) {
+      /* A number is an int to Python's json without a fraction or an exponent, else a float:
+       * the version is 2 as an int or a float equal to it (2.0, 2e0: Python's 2.0 == 2);
+       * reply_delay_ns must be an int. */
       long long value = 0;
       int integral = 0;
+      double real = 0;
       skip_space(&j);
-      const char *start = j.at;
-      if (j.at < j.end && (*j.at == '-' || (*j.at >= '0' && *j.at <= '9')))
-        ok = parse_number(&j, &value, &integral);
-      else
-        ok = skip_value(&j, 1), integral = 0, (void)start;
-      if (key[0] == 'v') h->version_ok = integral == 1 && value == VERSION;
+      const char *start = j.at, *digit = start < j.end && *start == '-' ? start + 1 : start;
+      ok = skip_value(&j, 1);
+      if (ok && digit < j.at && *digit >= '0' && *digit <= '9') { /* a number, not -Infinity */
+        Json number = {start, j.at, NULL};
+        parse_number(&number, &value, &integral);
+        if (!integral) real = decimal(start, j.at);
+      }
+      if (key[0] == 'v') h->version_ok = integral == 1 ? value == VERSION : integral == 0 && real == VERSION;
       else { h->delay_ok = integral == 1 && value >= 0 && value <= MAX_REPLY_DELAY_NS; h->reply_delay_ns = value; }
     } else ok = skip_value(&j, 1);
     if (!ok) goto bad;
@@ -457,8 +511,9 @@ bad:
   return "the client sent a HELLO that is not JSON";
 }
 
-static int same_token(const char *offered, const char *wanted) {
-  size_t a = strlen(offered), b = strlen(wanted);
+/* In constant time; `offered` is `a` bytes long, a NUL in it included. */
+static int same_token(const char *offered, size_t a, const char *wanted) {
+  size_t b = strlen(wanted);
   unsigned char diff = (unsigned char)(a != b);
   for (size_t i = 0; i < b; i++) diff |= (unsigned char)(wanted[i] ^ (i < a ? offered[i] : 0));
   return diff == 0;
@@ -467,11 +522,12 @@ static int same_token(const char *offered, const char *wanted) {
 #ifdef ACK_CODECS
 /* A client's value as Python's repr() quotes a string, in ASCII, cut to MAX_QUOTED
  * characters (evbench_agent.link.handshake.quoted): what a refusal may say back. */
-static void quote(char *out, size_t size, const char *value) {
+static void quote(char *out, size_t size, const char *value, size_t bytes) {
   char text[MAX_QUOTED * 4 + 8];
   size_t n = 0;
   text[n++] = '\'';
-  for (const unsigned char *at = (const unsigned char *)value; *at && n < MAX_QUOTED + 1; at++) {
+  const unsigned char *at = (const unsigned char *)value, *end = at + bytes;
+  for (; at < end && n < MAX_QUOTED + 1; at++) {
     if (*at == '\\' || *at == '\'') text[n++] = '\\', text[n++] = (char)*at;
     else if (*at < 0x20 || *at >= 0x7f) n += (size_t)snprintf(text + n, 5, "\\x%02x", *at);
     else text[n++] = (char)*at;
@@ -489,27 +545,28 @@ static void quote(char *out, size_t size, const char *value) {
 static const char *check_hello(const Hello *h, int *codec, const void **type, char *why,
                                size_t size) {
   *codec = CODEC_ECHO, *type = NULL;
-  if (!h->has_protocol || strcmp(h->protocol, PROTOCOL) || !h->version_ok)
+  if (!h->has_protocol || !is(h->protocol, h->protocol_bytes, PROTOCOL) || !h->version_ok)
     return "another protocol or version; this responder speaks 'evbench-link' version 2";
   if (!h->has_codec || !h->has_profile || !h->has_message || !h->has_mode)
     return "a HELLO needs the strings codec, profile, message, mode";
   if (h->too_long) return "a name in the HELLO is over 200 characters";
-  if (strcmp(h->mode, "echo") && strcmp(h->mode, "ack"))
+  int echo = is(h->mode, h->mode_bytes, "echo");
+  if (!echo && !is(h->mode, h->mode_bytes, "ack"))
     return "unknown mode (known: echo, ack)";
-  if (token && !(h->has_token && same_token(h->token, token)))
+  if (token && !(h->has_token && same_token(h->token, h->token_bytes, token)))
     return "the HELLO does not carry this responder's token";
   if (!h->delay_ok) return "reply_delay_ns must be an integer 0..1000000000";
-  if (!strcmp(h->mode, "echo")) return NULL;
+  if (echo) return NULL;
 #ifdef ACK_CODECS
   char asked[MAX_QUOTED + 1], carried[MAX_QUOTED + 1];
 #ifdef EVBENCH_ACK_JSON
-  if (!strcmp(h->codec, "json")) *codec = CODEC_JSON;
+  if (is(h->codec, h->codec_bytes, "json")) *codec = CODEC_JSON;
 #endif
 #ifdef EVBENCH_ACK_PROTOBUF
-  if (!strcmp(h->codec, "protobuf")) *codec = CODEC_PROTOBUF;
+  if (is(h->codec, h->codec_bytes, "protobuf")) *codec = CODEC_PROTOBUF;
 #endif
   if (*codec == CODEC_ECHO) {
-    quote(asked, sizeof asked, h->codec);
+    quote(asked, sizeof asked, h->codec, h->codec_bytes);
     snprintf(why, size, "this responder (evbench-link-responder, C) decodes " ACK_CODECS
              " in ack mode, not codec %s: use evbench-agent serve, or echo mode", asked);
     return why;
@@ -517,21 +574,21 @@ static const char *check_hello(const Hello *h, int *codec, const void **type, ch
   const char *message = NULL;
   char known[128] = "";
   for (size_t i = 0; i < sizeof ack_profiles / sizeof ack_profiles[0]; i++) {
-    if (!strcmp(h->profile, ack_profiles[i].profile)) message = ack_profiles[i].message;
+    if (is(h->profile, h->profile_bytes, ack_profiles[i].profile)) message = ack_profiles[i].message;
     snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
              ack_profiles[i].profile);
   }
   if (!message) {
     *codec = CODEC_ECHO;
-    quote(asked, sizeof asked, h->profile);
+    quote(asked, sizeof asked, h->profile, h->profile_bytes);
     snprintf(why, size, "unknown profile %s: in ack mode this responder (evbench-link-responder, "
              "C) decodes the profiles %s; use evbench-agent serve for the others", asked, known);
     return why;
   }
-  if (strcmp(h->message, message)) {
+  if (!is(h->message, h->message_bytes, message)) {
     *codec = CODEC_ECHO;
-    quote(asked, sizeof asked, h->message);
-    quote(carried, sizeof carried, h->profile);
+    quote(asked, sizeof asked, h->message, h->message_bytes);
+    quote(carried, sizeof carried, h->profile, h->profile_bytes);
     snprintf(why, size, "profile %s carries %s, not %s", carried, message, asked);
     return why;
   }
@@ -1038,6 +1095,30 @@ static const char *host_gone(short events, char *why, size_t size) {
   return NULL;
 }
 
+/* accept() found no descriptor (or memory) for a queued connection: the listener is left
+ * out of poll() for ACCEPT_REST_MS, as it stays readable while connections wait in its
+ * queue, and poll() would wake at once for the same one again and again (a busy spin
+ * that takes the CPU from the connections being measured). Said at most once per
+ * DROP_LOG_INTERVAL_S, with the count of the rests since. Returns when the rest ends. */
+static int64_t rest_listener(int error) {
+  static int64_t logged_at = INT64_MIN;
+  static unsigned long held;
+  int64_t now = now_ns(CLOCK_MONOTONIC);
+  if (logged_at != INT64_MIN && now - logged_at < (int64_t)DROP_LOG_INTERVAL_S * 1000000000) {
+    held++;
+  } else {
+    char limit[64] = "", more[64] = "";
+    struct rlimit files;
+    if (error == EMFILE && !getrlimit(RLIMIT_NOFILE, &files))
+      snprintf(limit, sizeof limit, " (RLIMIT_NOFILE %llu)", (unsigned long long)files.rlim_cur);
+    if (held) snprintf(more, sizeof more, " (%lu more times in the last %d s)", held, DROP_LOG_INTERVAL_S);
+    say("cannot accept a connection: %s%s: new connections wait in the listen queue; "
+        "accepting again every %d ms%s", strerror(error), limit, ACCEPT_REST_MS, more);
+    logged_at = now, held = 0;
+  }
+  return now + (int64_t)ACCEPT_REST_MS * 1000000;
+}
+
 static int number_option(const char *text, long low, long high, long *value) {
   char *end;
   errno = 0;
@@ -1147,6 +1228,13 @@ int main(int argc, char **argv) {
   if (!loopback && !token)
     say("WARNING: anyone who can reach %s:%s can use this responder; set %s on both sides to "
         "require a shared token", host, service, TOKEN_ENV);
+  struct rlimit files; /* each open connection takes a descriptor; it has 4 of its own */
+  if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_cur != RLIM_INFINITY &&
+      (rlim_t)place_count + 4 > files.rlim_cur)
+    say("RLIMIT_NOFILE (%llu descriptors) is below the %d connections it may hold open "
+        "(%d x --max-connections): past it new connections wait in the listen queue; raise "
+        "it (ulimit -n) or lower --max-connections", (unsigned long long)files.rlim_cur,
+        place_count, PENDING_PER_SLOT + 1 + CLOSING_PER_SLOT);
   printf("{\"event\": \"listening\", \"host\": \"%s\", \"port\": %s}\n", host, service);
   fflush(stdout);
 
@@ -1159,10 +1247,15 @@ int main(int argc, char **argv) {
   pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
   signal(SIGPIPE, SIG_IGN); /* a log line to a reader that is gone must not kill it */
   watch_start();
+  int64_t resting_until = 0; /* the listener is out of poll() until then (rest_listener) */
   while (!stopping) {
-    /* no events asked of standard output: poll reports only its errors and hang-up */
-    struct pollfd wait[2] = {{listener, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
-    int ready = poll(wait, watching ? 2 : 1, WATCH_INTERVAL_MS);
+    int64_t rest = resting_until - now_ns(CLOCK_MONOTONIC);
+    int timeout = rest > 0 && rest / 1000000 < WATCH_INTERVAL_MS ? (int)(rest / 1000000) + 1
+                                                                 : WATCH_INTERVAL_MS;
+    /* no events asked of standard output: poll reports only its errors and hang-up; a
+     * negative descriptor (a resting listener) it leaves out */
+    struct pollfd wait[2] = {{rest > 0 ? -1 : listener, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+    int ready = poll(wait, watching ? 2 : 1, timeout);
     char parent_text[64];
     const char *gone = host_gone(ready > 0 ? wait[1].revents : 0, parent_text, sizeof parent_text);
     if (gone) {
@@ -1173,7 +1266,11 @@ int main(int argc, char **argv) {
     struct sockaddr_storage peer;
     socklen_t peer_size = sizeof peer;
     int fd = accept4(listener, (struct sockaddr *)&peer, &peer_size, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        resting_until = rest_listener(errno);
+      continue;
+    }
     Connection *c = calloc(1, sizeof *c);
     char peer_host[INET6_ADDRSTRLEN] = "?", peer_port[8] = "?";
     getnameinfo((struct sockaddr *)&peer, peer_size, peer_host, sizeof peer_host, peer_port,

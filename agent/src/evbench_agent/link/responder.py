@@ -22,13 +22,17 @@ closes, every connection is shut down, the threads are joined.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
+import resource
 import selectors
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from evbench_agent import __version__
@@ -67,6 +71,10 @@ PEER_SHARE = 4
 ACCEPT_BATCH = 8
 #: A peer's drops are logged at most once per this many seconds (with a count of the rest).
 DROP_LOG_INTERVAL_S = 60.0
+#: Out of descriptors (or memory), the listener is left out of the selector this long.
+ACCEPT_REST_S = 0.1
+#: accept()'s errors that say there is no room for a connection now, not that it failed.
+_NO_ROOM = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 TOKEN_ENV = handshake.TOKEN_ENV
 
 Log = Callable[[str], None]
@@ -195,6 +203,10 @@ class Responder:
         self._served = 0
         self._closed = False
         self._wake_r, self._wake_w = socket.socketpair()
+        #: time.monotonic() until which the listener rests (_rest_listener), else 0; when
+        #: the last rest was logged, and the rests since.
+        self._resting_until = 0.0
+        self._rest_logged: tuple[float, int] | None = None
 
     def serve_forever(self) -> None:
         """Accept and read handshakes until close() (or SIGTERM in the main thread)."""
@@ -204,7 +216,7 @@ class Responder:
             self._selector = selector
             try:
                 while not self._closed:
-                    timeout = self._expire_pending()
+                    timeout = min(self._expire_pending(), self._listener_rest())
                     for key, _events in selector.select(timeout):
                         if self._closed:
                             return
@@ -262,7 +274,10 @@ class Responder:
             except OSError as error:  # out of descriptors, a connection reset in the queue
                 if self._closed:
                     return
-                self.drops.dropped("accept", f"cannot accept a connection: {error}")
+                if error.errno in _NO_ROOM:
+                    self._rest_listener(error)
+                else:
+                    self.drops.dropped("accept", f"cannot accept a connection: {error}")
                 return
             sock.setblocking(False)
             self._make_room(peer[0])
@@ -273,6 +288,42 @@ class Responder:
             self._pending_by_peer[peer[0]] = self._pending_by_peer.get(peer[0], 0) + 1
             self._selector.register(sock, selectors.EVENT_READ)
             self._advance(pending)  # a real client's HELLO is usually here already
+
+    def _rest_listener(self, error: OSError) -> None:
+        """No descriptor (or memory) for a queued connection: the listener is left out of
+        the selector for ACCEPT_REST_S. It stays readable while connections wait in its
+        queue, so the selector would wake at once for the same one again and again: a busy
+        spin that takes the CPU from the connections being measured. Said at most once
+        per DROP_LOG_INTERVAL_S, with the count of the rests since."""
+        now = time.monotonic()
+        self._selector.unregister(self.listener)
+        self._resting_until = now + ACCEPT_REST_S
+        if self._rest_logged is not None and now - self._rest_logged[0] < DROP_LOG_INTERVAL_S:
+            self._rest_logged = (self._rest_logged[0], self._rest_logged[1] + 1)
+            return
+        held = self._rest_logged[1] if self._rest_logged else 0
+        self._rest_logged = (now, 0)
+        limit = ""
+        if error.errno == errno.EMFILE:
+            limit = f" (RLIMIT_NOFILE {resource.getrlimit(resource.RLIMIT_NOFILE)[0]})"
+        more = f" ({held} more times in the last {DROP_LOG_INTERVAL_S:g} s)" if held else ""
+        self.log(
+            f"cannot accept a connection: {error.strerror}{limit}: new connections wait in "
+            f"the listen queue; accepting again every {ACCEPT_REST_S * 1000:g} ms{more}"
+        )
+
+    def _listener_rest(self) -> float:
+        """How long the listener rests yet (inf when it does not); back in the selector
+        once its rest is over."""
+        if not self._resting_until:
+            return math.inf
+        left = self._resting_until - time.monotonic()
+        if left > 0:
+            return left
+        self._resting_until = 0.0
+        with contextlib.suppress(ValueError):  # close() closed it meanwhile: the loop ends
+            self._selector.register(self.listener, selectors.EVENT_READ)
+        return math.inf
 
     def _make_room(self, host: str) -> None:
         """Close the oldest pending connection of `host` when it holds its share, or of
@@ -581,6 +632,17 @@ def serve(
         _stderr(
             f"WARNING: anyone who can reach {host}:{bound_port} can use this responder; "
             f"set {TOKEN_ENV} on both sides to require a shared token"
+        )
+    # each open connection takes a descriptor: its pending places and its slots
+    connections = responder.max_pending + max_connections
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    own = sum(1 for _ in Path("/proc/self/fd").iterdir())  # the standard streams, the listener...
+    if files != resource.RLIM_INFINITY and connections + own > files:
+        _stderr(
+            f"RLIMIT_NOFILE ({files} descriptors) is below the {connections} connections it "
+            f"may hold open ({PENDING_PER_SLOT + 1} x --max-connections): past it new "
+            "connections wait in the listen queue; raise it (ulimit -n) or lower "
+            "--max-connections"
         )
     print(json.dumps({"event": "listening", "host": host, "port": bound_port}), flush=True)
     try:
