@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -232,40 +234,17 @@ def test_console_passes_keys_and_output_and_quits_on_ctrl_bracket(console_line, 
     assert "\\x1d" not in text  # the quit key stays on this side
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_ends_the_console_with_its_transcript(tmp_path: Path, stop: int) -> None:
-    # The board is the far end of a real pty pair; nothing answers on it.
-    board, line = os.openpty()
-    keys_read, keys_write = os.pipe()  # typed keys: an open pipe that never ends
-    transcript = tmp_path / "console.log"
-    process = subprocess.Popen(
-        [EVBENCH, "console", "--board", f"serial://{os.ttyname(line)}",
-         "--transcript", str(transcript)],
-        stdin=keys_read, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        err = read_until(process.stderr.fileno(), b"connected to")
-        os.write(keys_write, b"ls\r")
-        os.write(board, b"U-Boot SPL 2025.01\r\n")  # the board's side, to be recorded
-        # On the screen, so read and recorded: the transcript holds it before the signal.
-        read_until(process.stdout.fileno(), b"U-Boot SPL 2025.01\r\n")
-        process.send_signal(stop)
-        _, rest = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for fd in (board, line, keys_read, keys_write):
-            os.close(fd)
-    said = (err + rest).decode()
-    assert process.returncode == 130, said
-    assert "evbench: interrupted" in said and "Traceback" not in said
-    # Where the reads split the board's bytes into records depends on timing.
-    assert b"U-Boot SPL 2025.01\r\n" in transcript_streams(transcript)["<"]
+@dataclass
+class PtyConsole:
+    process: subprocess.Popen
+    board: int  # the board's end of a real pty pair
+    keys: int  # what the user types: an open pipe that never ends
+    transcript: Path
 
 
-def test_a_password_typed_at_its_prompt_is_counted_not_recorded(tmp_path: Path) -> None:
-    # The board is the far end of a real pty pair, answering as a login does.
+@contextlib.contextmanager
+def pty_console(tmp_path: Path) -> Iterator[PtyConsole]:
+    """`evbench console --transcript` on a real pty whose far end the test plays."""
     board, line = os.openpty()
     keys_read, keys_write = os.pipe()
     transcript = tmp_path / "console.log"
@@ -274,25 +253,50 @@ def test_a_password_typed_at_its_prompt_is_counted_not_recorded(tmp_path: Path) 
          "--transcript", str(transcript)],
         stdin=keys_read, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    got = b""
     try:
-        read_until(process.stderr.fileno(), b"connected to")
-        for says, typed in [(b"\r\nam62x login: ", [b"root\r"]),
-                            (b"root\r\nPassword: ", [b"Typed-", b"Secret-99\r"]),  # no echo
-                            (b"\r\nroot@am62x:~# ", [b"ls\r"])]:  # fmt: skip
-            os.write(board, says)
-            read_until(process.stdout.fileno(), says)  # on the screen: recorded
-            for keys in typed:
-                os.write(keys_write, keys)
-            got += read_until(board, b"\r")  # the line reached the board: recorded
-        os.write(keys_write, b"\x1d")  # Ctrl-]
-        _, err = process.communicate(timeout=30)
+        yield PtyConsole(process, board, keys_write, transcript)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         for fd in (board, line, keys_read, keys_write):
             os.close(fd)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_the_console_with_its_transcript(tmp_path: Path, stop: int) -> None:
+    with pty_console(tmp_path) as console:  # nothing answers on the board's end
+        process = console.process
+        err = read_until(process.stderr.fileno(), b"connected to")
+        os.write(console.keys, b"ls\r")
+        os.write(console.board, b"U-Boot SPL 2025.01\r\n")  # the board's side, to be recorded
+        # On the screen, so read and recorded: the transcript holds it before the signal.
+        read_until(process.stdout.fileno(), b"U-Boot SPL 2025.01\r\n")
+        process.send_signal(stop)
+        _, rest = process.communicate(timeout=30)
+    said = (err + rest).decode()
+    assert process.returncode == 130, said
+    assert "evbench: interrupted" in said and "Traceback" not in said
+    # Where the reads split the board's bytes into records depends on timing.
+    assert b"U-Boot SPL 2025.01\r\n" in transcript_streams(console.transcript)["<"]
+
+
+def test_a_password_typed_at_its_prompt_is_counted_not_recorded(tmp_path: Path) -> None:
+    got = b""
+    with pty_console(tmp_path) as console:  # the board's end answers as a login does
+        process = console.process
+        read_until(process.stderr.fileno(), b"connected to")
+        for says, typed in [(b"\r\nam62x login: ", [b"root\r"]),
+                            (b"root\r\nPassword: ", [b"Typed-", b"Secret-99\r"]),  # no echo
+                            (b"\r\nroot@am62x:~# ", [b"ls\r"])]:  # fmt: skip
+            os.write(console.board, says)
+            read_until(process.stdout.fileno(), says)  # on the screen: recorded
+            for keys in typed:
+                os.write(console.keys, keys)
+            got += read_until(console.board, b"\r")  # the line reached the board: recorded
+        os.write(console.keys, b"\x1d")  # Ctrl-]
+        _, err = process.communicate(timeout=30)
+    transcript = console.transcript
     assert process.returncode == 0, err
     assert got == b"root\rTyped-Secret-99\rls\r"  # the board had every key
     # "Typed-Secret-99" is 15 bytes; the user's name and the command are kept as typed.
