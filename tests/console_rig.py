@@ -43,6 +43,7 @@ class LineSimulator:
         #: Which kinds: data frames unless told; a tuple spoils frames of several kinds.
         self.spoil_marker: bytes | tuple[bytes, ...] = b" D "
         self._spoil_next = False
+        self._spoil_tail = b""  # the last piece's end: a marker can be split between pieces
         self.spoiled = 0
         #: A kernel line put in at any byte, about one every `noise_every` bytes.
         self.noise_every: int | None = None
@@ -106,23 +107,27 @@ class LineSimulator:
         return data[:at] + line + data[at:]
 
     def _spoiled(self, data: bytes) -> bytes:
-        """`data` with the byte after each marker made '#', while frames are left to spoil."""
+        """`data` with the byte after each marker made '#', while frames are left to spoil
+        (a marker begun in the last piece too: its tail, too short to hold a whole one)."""
         marker = self.spoil_marker
         markers = (marker,) if isinstance(marker, bytes) else marker
+        seen = self._spoil_tail + data
+        offset = len(self._spoil_tail)  # where `data` starts in `seen`
+        self._spoil_tail = seen[len(seen) - max(map(len, markers)) + 1 :]
         start = 0
         while self.spoil_frames:
-            found = [(index, m) for m in markers if (index := data.find(m, start)) >= 0]
+            found = [(index, m) for m in markers if (index := seen.find(m, start)) >= 0]
             if not found:
                 break
             where, hit = min(found)
-            at = where + len(hit)
+            at = where + len(hit) - offset
             self.spoil_frames -= 1
             self.spoiled += 1
             if at >= len(data):
                 self._spoil_next = True
                 break
             data = data[:at] + b"#" + data[at + 1 :]
-            start = at + 1
+            start = where + len(hit) + 1
         return data
 
     def _pump(self, source: socket.socket, target: socket.socket, faults: bool) -> None:

@@ -1,4 +1,4 @@
-"""diag and the console command through a real login shell on a serial line
+"""diag, run and the console command through a real login shell on a serial line
 (tests/console_rig.py), directly and through ser2net; each console fault is one line with
 the transcript saved. The line's faults (mute, garbled, silent) come from the rig."""
 
@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import process_tree
 import pytest
 import serial
 from conftest import require_command
@@ -26,6 +28,8 @@ from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.link import ConsoleError, ConsoleLink, Deadline
 from evbench.boards.serial.transcript import Transcript
 from evbench.cli import evbench
+from evbench.usecases.remote_run import RemoteRun, fetch_command
+from evbench_core import results
 
 pytestmark = pytest.mark.integration
 
@@ -177,6 +181,114 @@ def test_a_command_that_never_returns_then_a_line_silent_mid_transfer(
     assert any("# error: " in line and "went silent" in line for line in noted)
 
 
+#: evbench as its own process (with the interpreter: PYTHONPATH reaches it), and a codec
+#: run for it to start on a board whose agent is already there.
+EVBENCH_MODULE = [sys.executable, "-m", "evbench"]
+RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json", "--no-history"]
+
+
+def interrupted_run(url: str, out: Path, plan: list[str], ready) -> tuple[int, str]:
+    """`evbench run` with `plan` over the console into `out`, sent SIGINT (Ctrl-C) once
+    `ready(stderr)`: its exit code and standard error. The process is never left behind."""
+    said = out.parent / "evbench.err"
+    argv = [*EVBENCH_MODULE, *RUN, *plan, "--board", url, "--out", str(out)]
+    with said.open("w") as errors:
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errors)
+    try:
+        deadline = time.monotonic() + 300
+        while not ready(said.read_text()):
+            assert process.poll() is None and time.monotonic() < deadline, said.read_text()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=400)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, said.read_text()
+
+
+def test_ctrl_c_mid_run_stops_the_run_on_the_board(console_line, console_user, tmp_path):
+    # The console's one shell ran `follow`: the stop's `status` waited 120 s behind it, then
+    # evbench gave up and left the run going on the board.
+    console_user.install_agent()
+    runs, out = console_user.home / ".evbench" / "runs", tmp_path / "run"
+
+    def measuring(said: str) -> bool:
+        started = re.search(r"run (\S+) started on ", said)
+        return bool(started) and (runs / started[1] / "results" / results.SAMPLES).exists()
+
+    url = f"{console_line.url}?user={console_user.name}"
+    # Planned for half an hour: it ends only when stopped.
+    code, said = interrupted_run(url, out, ["--min-time", "3"], measuring)
+    assert code == 130, said
+    assert "goes on on the board" not in said
+    assert json.loads((out / results.MANIFEST).read_text())["status"] == "interrupted"
+    assert results.verify_checksums(out) == []
+    launch = runs / json.loads((out / results.MANIFEST).read_text())["run_id"] / "launch.json"
+    assert process_tree.ended(json.loads(launch.read_text())["pid"], 10)
+
+
+def test_ctrl_c_mid_fetch_keeps_a_partial_run_that_the_named_command_resumes(
+    console_line, console_user, tmp_path
+):
+    # The old final fetch had no Ctrl-C path: its manifest said "complete", with no
+    # samples, no SHA256SUMS and no word of how to go on.
+    console_user.install_agent()
+    out = tmp_path / "run"
+    url = f"{console_line.url}?user={console_user.name}"
+    fetching = lambda said: "evbench: fetching samples.jsonl" in said  # noqa: E731
+    code, said = interrupted_run(url, out, ["--quick"], fetching)
+    assert code == 130, said
+    manifest = json.loads((out / results.MANIFEST).read_text())
+    assert (manifest["status"], manifest["reason"]) == ("partial", "interrupted during the fetch")
+    assert not (out / results.COMPLETE).exists()
+    (command,) = re.findall(r"resume the fetch with `(.+)`", said)
+    words = shlex.split(command)
+    assert words[:3] == ["evbench", "fetch", "--board"] and words[-2:] == ["--out", str(out)]
+    again = subprocess.run([*EVBENCH_MODULE, *words[1:]], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
+    assert json.loads((out / results.MANIFEST).read_text())["status"] == "complete"
+
+
+def test_a_login_prompt_mid_session_is_a_lost_connection_and_a_reconnect_logs_in(
+    console_line, console_user
+):
+    # A reboot, as the console sees one: the shell gone and getty asking again. The next
+    # command was typed as a user name, the sync after it as a password: a UserError after
+    # 40 s, never a reconnect.
+    with SerialBoard(f"{console_line.url}?user={console_user.name}", show_progress=False) as board:
+        _, shell, _ = board.session.run('printf %s "$$"', timeout=15)
+        os.kill(int(shell), signal.SIGKILL)
+        assert process_tree.ended(int(shell), 10)
+        session = RemoteRun(board, ["agent"], "20250101T000000Z-abcdef")
+        with pytest.raises(ConnectionLost, match=r"shows a login prompt \(rebooted\?\)"):
+            board.run(["echo", "lost"], timeout=30)
+        again = session.resilient(lambda: board.run(["echo", "back"], timeout=30))
+    assert (again.returncode, again.stdout) == (0, b"back\n")
+
+
+def test_a_console_that_stops_answering_is_reconnected_to_until_the_deadline(
+    console_line, console_user
+):
+    # The first reconnect's "nothing came back in 40 s" (after 3 s) was a UserError: the
+    # run ended at once, without the hint that collects it later.
+    board = SerialBoard(f"{console_line.url}?user={console_user.name}", show_progress=False)
+    session = RemoteRun(board, ["agent"], "20250101T000000Z-abcdef", reconnect_deadline=1)
+    console_line.line.mute = True
+    started = time.monotonic()
+    try:
+        with pytest.raises(ConnectionLost) as lost:
+            session._reconnect()
+    finally:
+        board.close()
+    waited = time.monotonic() - started
+    assert fetch_command(board.url, session.run_id) in lost.value.hint
+    stated = re.search(r"nothing came back in (\d+) s", str(lost.value))
+    assert stated and int(stated[1]) <= waited + 1, lost.value  # what it waited, not 40 s
+
+
 # ser2net dies: every read and write after is a ConnectionLost, never a raw BrokenPipeError
 # (a read's timeout change is an RFC 2217 negotiation too). The unclosed-socket warning is
 # pyserial's: its close() skips a socket whose peer is gone.
@@ -281,13 +393,21 @@ def test_a_signal_ends_the_console_with_its_transcript(tmp_path: Path, stop: int
     assert b"U-Boot SPL 2025.01\r\n" in transcript_streams(console.transcript)["<"]
 
 
-def test_a_password_typed_at_its_prompt_is_counted_not_recorded(tmp_path: Path) -> None:
+# A kernel message can follow the prompt before the first key (printk does not wait).
+@pytest.mark.parametrize(
+    "after_prompt", [b"", b"\r\n[   12.500000] usb 1-1: reset high-speed USB device\r\n"],
+    ids=["at-the-end", "kernel-line-after"],
+)  # fmt: skip
+def test_a_password_typed_at_its_prompt_is_counted_not_recorded(
+    tmp_path: Path, after_prompt: bytes
+) -> None:
     got = b""
     with pty_console(tmp_path) as console:  # the board's end answers as a login does
         process = console.process
         read_until(process.stderr.fileno(), b"connected to")
         for says, typed in [(b"\r\nam62x login: ", [b"root\r"]),
-                            (b"root\r\nPassword: ", [b"Typed-", b"Secret-99\r"]),  # no echo
+                            (b"root\r\nPassword: " + after_prompt,
+                             [b"Typed-", b"Secret-99\r"]),  # no echo
                             (b"\r\nroot@am62x:~# ", [b"ls\r"])]:  # fmt: skip
             os.write(console.board, says)
             read_until(process.stdout.fileno(), says)  # on the screen: recorded

@@ -12,6 +12,7 @@ from conftest import require_command
 from console_rig import ConsoleRig
 
 from evbench.boards.serial import SerialBoard, shell, transfer
+from evbench.boards.serial.link import ConsoleError
 
 pytestmark = pytest.mark.integration
 
@@ -142,6 +143,61 @@ def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line)
     expected = "".join(f"{n}\n" for n in range(1, 201)).encode()
     assert (result.returncode, result.stdout, result.stderr) == (3, expected, b"")
     assert board.session.retried - retried >= 2  # the chunk asked for twice
+
+
+def test_a_file_whose_first_pass_loses_over_320_chunks_is_fetched_whole(
+    line, console_user, tmp_path, monkeypatch
+):
+    # 320 chunks of 768 bytes and one byte more: 321 chunks, every one spoiled on the first
+    # pass, then asked for again over a clean line, 40 to a request (the repair once stopped
+    # after 8 requests, 320 chunks). The same pty line paced 20 times as fast: 20 s, not 2 min.
+    rig, board = line
+    monkeypatch.setattr(rig.line, "noise_every", None)
+    monkeypatch.setattr(rig.line, "bytes_per_second", 20 * rig.line.bytes_per_second)
+    remote, back = f"{console_user.home}/321-chunks.bin", tmp_path / "back.bin"
+    made = board.run(["sh", "-c", f"head -c 245761 /dev/urandom >{remote}; sha256sum {remote}"], 30)
+    spoiled = spoil(rig, b" D ", 321)
+    board.get(remote, back)
+    assert rig.line.spoiled - spoiled == 321
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == made.stdout.split()[0].decode()
+
+
+def test_chunks_of_a_file_deep_in_long_folders_are_asked_again_in_lines_a_terminal_takes(
+    line, console_user, tmp_path, monkeypatch
+):
+    # A 200-character folder: each chunk's request is some 230 bytes, 40 of them 9 KB, past
+    # the 4095 bytes of a terminal's input line (n_tty), which cuts it: every request of the
+    # repair was lost. 60 chunks spoiled on the first pass, asked again in shorter lines.
+    rig, board = line
+    monkeypatch.setattr(rig.line, "noise_every", None)
+    monkeypatch.setattr(rig.line, "bytes_per_second", 20 * rig.line.bytes_per_second)
+    folder = f"{console_user.home}/{'deep-' * 40}"
+    remote, back = f"{folder}/60-chunks.bin", tmp_path / "back.bin"
+    command = f"mkdir -p {folder}; head -c {60 * 768} /dev/urandom >{remote}; sha256sum {remote}"
+    made = board.run(["sh", "-c", command], 30)
+    spoiled = spoil(rig, b" D ", 60)
+    board.get(remote, back)
+    assert rig.line.spoiled - spoiled == 60
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == made.stdout.split()[0].decode()
+
+
+def test_a_fetch_out_of_time_says_so_and_the_shell_stays_usable(
+    line, console_user, tmp_path, monkeypatch
+):
+    # 20000 bytes at 115200 baud: (20000 * 4/3 * 1.06 + 27 frames * 60) bytes of 10 bits,
+    # 2.6 s; twice that with no margin is 5 s, but the line runs at a third of its speed.
+    rig, board = line
+    remote = f"{console_user.home}/slow.bin"
+    board.run(["sh", "-c", f"head -c 20000 /dev/urandom >{remote}"], timeout=30)
+    monkeypatch.setattr(transfer, "FETCH_MARGIN", 0.0)
+    with monkeypatch.context() as slow:
+        slow.setattr(rig.line, "bytes_per_second", rig.line.bytes_per_second / 3)
+        with pytest.raises(ConsoleError, match="ran out of time: 5 s were allowed") as raised:
+            board.get(remote, tmp_path / "back.bin")
+    assert "cable" not in raised.value.hint
+    assert not (tmp_path / "back.bin").exists()
+    # The session goes on: the shell answers the next command.
+    assert board.run(["echo", "still here"], timeout=15).stdout == b"still here\n"
 
 
 @pytest.mark.parametrize("kernel_line_after_the_prompt", [False, True])

@@ -28,10 +28,11 @@ NAME = "console"
 HELP = "an interactive terminal on a board's serial console (Ctrl-] quits)"
 QUIT_KEY = b"\x1d"  # Ctrl-], as telnet uses
 POLL = 0.05
-#: A prompt for a secret at the end of the board's output: login's "Password:", but also
-#: sudo's "[sudo] password for pi:" or ssh's "Enter passphrase for key ...:".
-PASSWORD_PROMPT = re.compile(rb"(?i)(?:password|passphrase)[^\r\n]*:\s*$")
-#: How much of the board's last output is kept to recognise one.
+#: A prompt for a secret in the board's output: login's "Password:", but also sudo's
+#: "[sudo] password for pi:" or ssh's "Enter passphrase for key ...:". Anywhere, not only
+#: at the end: a kernel message (or any line) can follow the prompt before the keys come.
+PASSWORD_PROMPT = re.compile(rb"(?i)(?:password|passphrase)[^\r\n]*:")
+#: How much of the board's last output is kept to recognise one split over reads.
 PROMPT_TAIL = 200
 
 
@@ -43,14 +44,18 @@ class _SessionTranscript(transcript.Transcript):
     def __init__(self, path: Path, url: str) -> None:
         super().__init__(path, url)
         self._shown = b""  # the end of the board's output since the last line typed
+        #: A password prompt came since the last line typed: kept once seen, so whatever
+        #: the board prints after it (a kernel message, a banner) cannot undo it.
+        self._asked = False
         self._withheld: int | None = None  # bytes typed at a password prompt (None: none)
 
     def received(self, data: bytes) -> None:
         super().received(data)
         self._shown = (self._shown + data)[-PROMPT_TAIL:]
+        self._asked = self._asked or PASSWORD_PROMPT.search(self._shown) is not None
 
     def sent(self, data: bytes) -> None:
-        if self._withheld is None and PASSWORD_PROMPT.search(self._shown):
+        if self._withheld is None and self._asked:
             self._withheld = 0
         if self._withheld is not None:
             breaks = [at for at in (data.find(b"\r"), data.find(b"\n")) if at >= 0]
@@ -60,7 +65,7 @@ class _SessionTranscript(transcript.Transcript):
             self._withheld += min(breaks)
             self._write_withheld()
             data = data[min(breaks) :]
-            self._shown = b""  # the same prompt does not hold back the next line
+            self._shown, self._asked = b"", False  # the same prompt holds back one line
         super().sent(data)
 
     def _write_withheld(self) -> None:

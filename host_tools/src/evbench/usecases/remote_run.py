@@ -140,16 +140,26 @@ class RemoteRun:
         log.debug("following run %s from byte %d of its progress", self.run_id, self.offset)
         command = self.board.stream(argv)
         final = None
-        for line in command.lines():
-            event = _parse(line) or {}
-            if event.get("event") == "heartbeat":
-                continue
-            if event.get("event") == "status" and _well_formed(event):
-                final = event
-                continue
-            self.offset += len(line.encode()) + 1
-            show(line)
-        code = command.wait(FOLLOW_EXIT_TIMEOUT)
+        try:
+            for line in command.lines():
+                event = _parse(line) or {}
+                if event.get("event") == "heartbeat":
+                    continue
+                if event.get("event") == "status" and _well_formed(event):
+                    final = event
+                    continue
+                self.offset += len(line.encode()) + 1
+                show(line)
+            code = command.wait(FOLLOW_EXIT_TIMEOUT)
+        except KeyboardInterrupt:
+            # Ctrl-C ends the following here; stopping the run is stop()'s. A console's
+            # one shell would otherwise still be busy with `follow`, and stop()'s requests
+            # typed behind it waited out their timeout (then were thrown away).
+            try:
+                command.interrupt()
+            except EvbenchError as error:
+                log.warning("could not end following run %s: %s", self.run_id, error)
+            raise
         if final is None:
             if code == -1:  # no exit status came back: the channel was cut
                 raise ConnectionLost(f"following the run on {self.board.url} stopped short")
@@ -261,16 +271,19 @@ class RemoteRun:
             part.unlink(missing_ok=True)
 
     def _fetch_file(self, name: str, digest: str, out: Path) -> None:
-        """Copy one listed file, check its SHA-256, then move it in place (never over one)."""
+        """Copy one listed file, check its SHA-256, then move it in place: never over one,
+        but for a manifest the host marked partial when a fetch stopped short."""
         target = out / name
+        differs = CheckFailed(
+            f"{target} exists and differs from the board's copy",
+            hint="fetch into a new --out; evbench never overwrites fetched files",
+        )
         if target.exists():
             if results.sha256_file(target) == digest:
                 log.debug("%s: fetched before the drop, its SHA-256 matches", name)
                 return  # fetched before the drop
-            raise CheckFailed(
-                f"{target} exists and differs from the board's copy",
-                hint="fetch into a new --out; evbench never overwrites fetched files",
-            )
+            if name != results.MANIFEST:
+                raise differs
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.parent / f".{target.name}.part"
         try:
@@ -283,12 +296,40 @@ class RemoteRun:
                     hint="the board's copy is damaged (check its storage); "
                     "nothing was written here",
                 )
+            # A manifest here already differs: only the host's own partial mark may be replaced.
+            if target.exists() and not _marked_by_host(target, part):
+                raise differs
             with open(part, "rb") as stream:
                 os.fsync(stream.fileno())
             part.replace(target)
             log.debug("fetched %s (%d bytes, SHA-256 checked)", name, target.stat().st_size)
         finally:
             part.unlink(missing_ok=True)
+
+
+#: What the host changes in a fetched manifest when it marks the fetch partial.
+HOST_MARK = ("status", "reason")
+
+
+def _mark_partial(manifest: Path, reason: str) -> None:
+    """Mark a fetched manifest partial, saying why (the fetch stopped short here)."""
+    document = results.read_document(manifest)
+    document["status"] = "partial"
+    document["reason"] = reason
+    results.write_json(manifest, document)
+
+
+def _marked_by_host(local: Path, board_copy: Path) -> bool:
+    """Whether `local` is the board's manifest `board_copy` as _mark_partial left it (a fetch
+    cut short): then the resumed fetch puts the board's own copy back."""
+    try:
+        mine, theirs = results.read_document(local), results.read_document(board_copy)
+    except (OSError, EvbenchError):
+        return False
+    unmarked = {key: value for key, value in mine.items() if key not in HOST_MARK}
+    return mine.get("status") == "partial" and unmarked == {
+        key: value for key, value in theirs.items() if key not in HOST_MARK
+    }
 
 
 def _place(path: Path, data: bytes) -> None:
@@ -328,10 +369,12 @@ def _with_state(status: dict[str, Any], where: str) -> dict[str, Any]:
     return status
 
 
-def fetch_command(board_url: str, run_id: str) -> str:
-    """The command that collects the run later, quoted to paste into a shell: a board
-    URL's `&` would send the command to the background, its `?` is a glob."""
-    return shlex.join(["evbench", "fetch", "--board", board_url, run_id])
+def fetch_command(board_url: str, run_id: str, out: Path | None = None) -> str:
+    """The command that collects the run later (into `out`, resuming a fetch there), quoted
+    to paste into a shell: a board URL's `&` would send the command to the background, its
+    `?` is a glob."""
+    where = ["--out", str(out)] if out is not None else []
+    return shlex.join(["evbench", "fetch", "--board", board_url, run_id, *where])
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -386,10 +429,13 @@ def _disk_error(error: BaseException) -> OSError | None:
 def fetch_or_keep(session: RemoteRun, out: Path, final: dict[str, Any]) -> None:
     """`session.fetch(out, final)`; when the host's disk refuses it, the files already fetched
     stay and the manifest says partial and why (FetchCutShort, exit 4); with no manifest
-    fetched, or no room even to say so, it is WriteFailed (exit 2). Never an internal
+    fetched, or no room even to say so, it is WriteFailed (exit 2). Interrupted, it is the
+    same kept and marked, and exit 130 naming the command that resumes it. Never an internal
     error, never a manifest left saying what the board said of its own complete copy."""
     try:
         session.fetch(out, final)
+    except KeyboardInterrupt:
+        raise _fetch_interrupted(session, out) from None
     except (OSError, UserError) as error:
         cause = _disk_error(error)
         if cause is None:
@@ -400,14 +446,29 @@ def fetch_or_keep(session: RemoteRun, out: Path, final: dict[str, Any]) -> None:
             raise failed from error
         reason = failed.args[0]  # "cannot write the results in OUT: No space left on device"
         try:
-            document = results.read_document(manifest)
-            document["status"] = "partial"
-            document["reason"] = reason
-            results.write_json(manifest, document)
+            _mark_partial(manifest, reason)
         except OSError as again:  # not even room for the manifest: say so, exit 2
             raise write_failures.failure(out, again) from error
         log.info("the fetch stopped: %s", reason)
         raise FetchCutShort(out, reason) from error
+
+
+def _fetch_interrupted(session: RemoteRun, out: Path) -> UserError:
+    """Ctrl-C (SIGTERM, SIGHUP) during the fetch: the files fetched stay, the manifest says
+    partial and why (never "complete"), and the command that resumes the fetch is named."""
+    reason = "interrupted during the fetch"
+    manifest = out / results.MANIFEST
+    if manifest.exists():
+        try:
+            _mark_partial(manifest, reason)
+        except (OSError, EvbenchError) as error:
+            log.warning("could not mark %s partial: %s", manifest, error)
+    stopped = UserError(
+        f"PARTIAL run ({reason}): partial results in {out}",
+        hint=f"resume the fetch with `{fetch_command(session.board.url, session.run_id, out)}`",
+    )
+    stopped.exit_code = ExitCode.INTERRUPTED
+    return stopped
 
 
 def run_and_fetch(

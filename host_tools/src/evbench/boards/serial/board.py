@@ -27,7 +27,7 @@ from evbench.boards.serial.address import parse_console_url
 from evbench.boards.serial.frames import Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.serial.login import LoginStrategy, password_from_user
-from evbench.boards.serial.shell import ShellSession
+from evbench.boards.serial.shell import LoginWatch, ShellSession
 from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
 from evbench_core.log_output import quiet
 
@@ -79,8 +79,9 @@ class SerialStreamedCommand(StreamedCommand):
         link = self._session.link
         silence = Deadline(STREAM_SILENCE)
         reader = frames.FrameReader(link.buffer, (self._tag,), self._session.prompt)
+        watch = LoginWatch(link)  # a reboot mid-run: reconnect now, not after the silence
         while not self._reply.ended:
-            link.read_some(Deadline(0.2))
+            watch.saw(link.read_some(Deadline(0.2)))
             if silence.expired:  # kernel lines may come; the command's own did not
                 raise ConnectionLost(
                     f"nothing came from the command over {link.address.url}"
@@ -138,7 +139,9 @@ class SerialStreamedCommand(StreamedCommand):
 
     def interrupt(self) -> None:
         log.debug("streamed command %s: interrupted with Ctrl-C", self._tag)
-        self._session.link.write(b"\x03")
+        self._ended = True
+        # The console has one shell: the next request is answered only once it is free.
+        self._session.interrupt_and_resync()
 
 
 class SerialBoard(RemoteBoard):

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 
 from evbench.boards.base import PASSWORD_VARIABLE
@@ -39,6 +40,13 @@ def _tail(data: bytes) -> bytes:
     """The last line of what came, without colour codes or kernel messages."""
     text = KERNEL_LINE.sub(b"", ANSI.sub(b"", data))
     return text.replace(b"\r", b"").rsplit(b"\n", 1)[-1][-200:]
+
+
+def shows_login(data: bytes) -> bool:
+    """Whether the last line of `data` is a login or password prompt: getty asking again
+    (the board rebooted, or its shell died), where a request typed is a user name."""
+    tail = _tail(data)
+    return bool(LOGIN_PROMPT.search(tail) or PASSWORD_PROMPT.search(tail))
 
 
 def _unreadable(data: bytes) -> bool:
@@ -83,6 +91,7 @@ class LoginStrategy:
 
     def _wake(self, deadline: Deadline) -> bytes:
         everything = b""
+        started = time.monotonic()
         for _ in range(WAKE_TRIES):
             self.link.write(b"\r")
             seen = self._settle(deadline)
@@ -95,11 +104,13 @@ class LoginStrategy:
             if deadline.expired:
                 break
         if not everything:
-            raise self.link.error(
+            # A board rebooting or a line cut for a while: reconnecting may get it back.
+            lost = self.link.lost(
                 f"no prompt on {self.link.address.url}: nothing came back"
-                f" in {deadline.seconds:.0f} s",
-                hint="is the board powered and the cable on its console port?",
+                f" in {time.monotonic() - started:.0f} s"
             )
+            lost.hint = f"is the board powered and the cable on its console port?; {lost.hint}"
+            raise lost
         if _unreadable(everything):
             raise self.link.error(
                 f"only unreadable characters came back from {self.link.address.url}"

@@ -22,12 +22,14 @@ from evbench.boards.base import shown
 from evbench.boards.serial import frames
 from evbench.boards.serial.frames import FileState, Frame, Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
-from evbench.boards.serial.login import LoginStrategy
+from evbench.boards.serial.login import LoginStrategy, shows_login
 
 #: A terminal's input line holds 4095 bytes; commands stay well inside it.
 MAX_COMMAND = 2048
-#: Rounds of asking again for frames that a noisy line spoiled.
+#: How often one frame that a noisy line spoiled (a chunk, a description) is asked for again.
 MAX_RETRIES = 8
+#: Chunks asked for again in one shell line (about 80 bytes of the line each).
+REPAIR_BATCH = 40
 #: With the command done, a line that stays silent this long has failed.
 SILENCE = 6.0
 #: After a login: how long the shell may take to run its first command, and how
@@ -40,11 +42,47 @@ SET_UP_ASKS = 3
 #: How long a sync waits for its answer before asking again.
 SYNC_AGAIN = 3.0
 NEEDS = re.compile(rb"evbench-needs:([a-z0-9]+)")
+#: The console's last bytes a LoginWatch looks at: a prompt and the kernel lines after it.
+WATCHED = 4096
 TOOLS = ("base64", "sha256sum", "dd", "cut", "tr", "wc", "mktemp", "cat")
 
 Progress = Callable[[int, int], None]
 
+
+def _repair_parts(tag: str, wanted: list[tuple[str, int]], paths: dict[str, str]) -> list[str]:
+    """The requests for the first of the `wanted` chunks: at most REPAIR_BATCH, and no more
+    than one command line holds (MAX_COMMAND: a long path makes each request longer, and a
+    line past the terminal's 4095 bytes is cut, its requests lost)."""
+    parts: list[str] = []
+    length = len(f" __evb_f {tag} E\r")
+    for name, index in wanted[:REPAIR_BATCH]:
+        part = f"__evb_x {tag} {name} {paths[name]} {index} {index + 1};"
+        if parts and length + len(part) + 1 > MAX_COMMAND:
+            break
+        parts.append(part)
+        length += len(part) + 1
+    return parts
+
+
 log = logging.getLogger(__name__)
+
+
+class LoginWatch:
+    """Notices getty asking again mid-session (the board rebooted, or its shell died): the
+    line gone quiet on a login or password prompt. A request typed there is only a user
+    name, and its answer never comes: ConnectionLost instead, so a reconnect logs in again."""
+
+    def __init__(self, link: ConsoleLink) -> None:
+        self.link = link
+        # Unread lines may hold the prompt: it came while no request was reading.
+        self.recent = bytes(link.buffer[-WATCHED:])
+
+    def saw(self, came: bytes) -> None:
+        """After each read, with what it brought (nothing: the line is quiet)."""
+        if came:
+            self.recent = (self.recent + came)[-WATCHED:]
+        elif shows_login(self.recent):
+            raise self.link.lost(f"{self.link.address.url} shows a login prompt (rebooted?)")
 
 
 class ShellSession:
@@ -131,12 +169,13 @@ class ShellSession:
         deadline = Deadline(timeout)
         missing: set[str] = set()
         again = Deadline(0)
+        watch = LoginWatch(self.link)
         while not deadline.expired:
             if again.expired:
                 # The same question again: a kernel line may have spoiled the answer.
                 self.link.write(line)
                 again = Deadline(SYNC_AGAIN)
-            self.link.read_some(deadline)
+            watch.saw(self.link.read_some(deadline))
             missing.update(name.decode() for name in NEEDS.findall(self.link.buffer))
             if any(frame.kind == "Y" for frame in frames.take_frames(self.link.buffer, tag)):
                 return
@@ -190,12 +229,14 @@ class ShellSession:
         meanwhile; so the request also counts as answered when the shell's
         unique prompt follows frames of this tag, and as silent when none of
         its frames came for SILENCE seconds (once `started(reply)` holds: a
-        running command may be quiet). What is missing is asked for again.
+        running command may be quiet). What is missing is asked for again. A login
+        prompt instead (LoginWatch) is ConnectionLost.
         """
         quiet = Deadline(SILENCE)
         reader = frames.FrameReader(self.link.buffer, (tag,), self.prompt)
+        watch = LoginWatch(self.link)
         while not deadline.expired:
-            self.link.read_some(deadline)
+            watch.saw(self.link.read_some(deadline))
             for frame in reader.take():
                 quiet = Deadline(SILENCE)
                 try:
@@ -231,16 +272,25 @@ class ShellSession:
 
         `paths` maps each file's frame name to its shell path; `describe(tag)`
         is the request that sends the status and descriptions again.
+
+        The bound is per chunk, as for an upload: a large file on a slightly noisy
+        line needs many rounds (it once stopped after 8 rounds, 320 chunks in all),
+        but a chunk the line spoils MAX_RETRIES times over is given up.
         """
-        for _ in range(MAX_RETRIES):
+        descriptions = 0
+        asked: dict[tuple[str, int], int] = {}
+        while not deadline.expired:
             described = (reply.files.get(name) for name in paths)
             if (need_status and reply.status is None) or any(
                 s is None or s.size is None for s in described
             ):
+                if descriptions == MAX_RETRIES:
+                    return
+                descriptions += 1
                 self.retried += 1
                 tag = frames.new_tag()
                 if not self.request(describe(tag), tag, reply, deadline):
-                    break
+                    return
                 continue
             wanted = [
                 (name, index)
@@ -248,19 +298,20 @@ class ShellSession:
                 if name in paths
                 for index in state.missing()
             ]
-            if not wanted:
-                return
-            self.retried += len(wanted)
-            self.link.transcript.note(f"asking again for {len(wanted)} spoiled chunk(s)")
-            log.debug("asking again for %d spoiled chunk(s)", len(wanted))
             tag = frames.new_tag()
-            parts = [
-                f"__evb_x {tag} {name} {paths[name]} {index} {index + 1};"
-                for name, index in wanted[:40]
-            ]
+            parts = _repair_parts(tag, wanted, paths)
+            batch = wanted[: len(parts)]
+            if not batch or any(asked.get(chunk, 0) == MAX_RETRIES for chunk in batch):
+                return
+            for chunk in batch:
+                asked[chunk] = asked.get(chunk, 0) + 1
+            self.retried += len(batch)
+            said = f"asking again for {len(batch)} of {len(wanted)} spoiled chunk(s)"
+            self.link.transcript.note(said)
+            log.debug(said)
             line = (" ".join(parts) + f" __evb_f {tag} E\r").encode("ascii")
-            if not self.request(line, tag, reply, deadline) or deadline.expired:
-                break
+            if not self.request(line, tag, reply, deadline):
+                return
 
     def fetch(
         self, path: str, deadline: Deadline, on_frame: Callable[[Frame], None] | None = None

@@ -24,8 +24,10 @@ from evbench_core.results import write_atomic
 
 #: (bytes so far, total bytes, seconds left by the estimate)
 TransferProgress = Callable[[int, int, float], None]
-#: No file over a console line should take longer than this (about 28 MB at 115200 baud).
-LONGEST_TRANSFER = 3600.0
+#: A fetch may take its estimate at the line's baud rate twice over (the first pass, then
+#: what a noisy line spoiled) and this much more: at a high baud rate the board's shell,
+#: not the line, sets the pace, and a small file must not be hurried either.
+FETCH_MARGIN = 3600.0
 #: Upload chunks sent as one shell line: three chunks of about 1 KiB of base64 fit
 #: one terminal input line (at most 4095 bytes).
 WINDOW = 3
@@ -75,10 +77,24 @@ def get_file(
 ) -> int:
     """Copy `remote` from the board to `local`, verified; the number of bytes."""
     path = _quoted(session, remote)
-    on_frame = _reporter(session.link.address.baud, progress)
-    reply = session.fetch(path, Deadline(LONGEST_TRANSFER), on_frame)
-    if reply.files.get("f") is not None and reply.files["f"].size == -1:
+    baud = session.link.address.baud
+    on_frame = _reporter(baud, progress)
+    # The file's size first: the time it may take follows from it (a 64 MiB file, the
+    # most a console moves, takes hours at 115200 baud).
+    described = session.describe(path, Deadline(60.0))
+    size = max(described.size or 0, 0) if described is not None else 0
+    deadline = Deadline(FETCH_MARGIN + 2 * estimate_seconds(size, baud))
+    reply = session.fetch(path, deadline, on_frame)
+    state = reply.files.get("f")
+    if state is not None and state.size == -1:
         raise session.link.error(f"no readable file {remote!r} on the board")
+    if deadline.expired and (state is None or state.size is None or state.missing()):
+        session.interrupt_and_resync()  # the board may still be sending chunks
+        raise session.link.error(
+            f"fetching {remote!r} ran out of time: {deadline.seconds:.0f} s were allowed"
+            f" for its {size} bytes at {baud} baud",
+            hint="is the line slower than its baud rate? the transcript shows how far it came",
+        )
     data = session.verified(reply, "f")
     write_atomic(local, data)
     log.debug(
