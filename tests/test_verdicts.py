@@ -380,6 +380,31 @@ def test_a_row_decided_on_differences_points_the_differences_way_everywhere():
     assert f"{row.label} 1.0 % lower, -100 µs (CI -250 µs to -100 µs)." in said
 
 
+def test_a_difference_larger_than_the_baselines_level_gives_a_ratio_not_a_negative_one():
+    """Jitter at 20 Hz (margin 50 µs: decided on differences). 5 quiet phase pairs at 20 µs
+    and 3 loaded at 20 ms; Protobuf's at a tenth of JSON's in each. The differences: -18 µs
+    (x5) and -18 ms (x3); of their 36 Walsh averages 6 are -18 ms, 15 are -9.009 ms and 15
+    are -18 µs, so the estimate (the 18th and 19th) is -9.009 ms, while the baseline's median
+    (of 8) is 20 µs: 1 + d / b = -449, no ratio. Every pair's ratio is 0.1: its estimate,
+    10x lower (from 2x on a factor), Protobuf's cell 20 µs x 0.1 = 2 µs."""
+    sets = []
+    for phase in range(8):
+        base = 20e-6 if phase < 5 else 20e-3
+        for codec, value in (("json", base), ("protobuf", base / 10)):
+            sets.append(
+                SampleSet("link", "seed", codec, "jitter_stdev", "s", PERIOD_20HZ, [value], phase)
+            )
+    found = comparison.compare(sets, "json", "protobuf")
+    (row,) = [r for r in found.rows if r.verdict]
+    verdict = row.verdict
+    assert verdict.scale == margins.DIFFERENCE
+    assert verdict.difference == pytest.approx(-9.009e-3)
+    assert verdict.ratio == pytest.approx(0.1)
+    headers, (cells,) = table.comparison_cells(found)
+    cells = dict(zip(headers, cells, strict=True))
+    assert (cells["Protobuf (est.)"], cells["Change (est.)"]) == ("2 µs", "10.0x lower")
+
+
 def _link_rtt(stage: int, duets: int, offset: int, slower: float) -> list[SampleSet]:
     """`duets` phase pairs of one stage: JSON's replies at 400 µs, Protobuf's `slower` later."""
     sets = []

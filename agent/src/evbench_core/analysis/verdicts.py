@@ -388,12 +388,14 @@ def _ratio_estimate(found: _Evidence, scale: str) -> float | None:
     from the difference's estimate, 1 + difference / baseline's median: the log-ratios'
     estimate can point the other way when replicates differ in level (many slow pairs a
     little faster, a few fast ones much slower), and the change must point the way the
-    verdict's interval does. None where either estimate is missing."""
-    if scale == margins.DIFFERENCE:
+    verdict's interval does. Where that is no ratio (at or below 0: replicates on levels
+    so far apart that a few loaded pairs' difference outweighs the quiet pairs' baseline,
+    which a fresh-clone run met on a jitter row), the log-ratios' estimate, which always
+    is one. None where neither estimate exists."""
+    if scale == margins.DIFFERENCE and found.difference is not None:
         base = found.baseline_median
-        if found.difference is None or not (math.isfinite(base) and base > 0):
-            return None
-        return 1 + found.difference / base
+        if math.isfinite(base) and base > 0 and found.difference / base > -1:
+            return 1 + found.difference / base
     return math.exp(found.estimate) if found.estimate is not None else None
 
 

@@ -97,9 +97,8 @@ def value_cell(side: Side, row: Row) -> str:
 def estimate_cells(row: Row) -> tuple[str, str]:
     """The two codecs' cells beside % Diff, from the figure % Diff is made of: for a
     tested row the baseline's value (value_cell) and that value times the test's
-    ratio estimate, or plus the test's difference estimate where the verdict is
-    decided on differences (an absolute margin); for a fact the two means; otherwise
-    each codec's value_cell."""
+    ratio estimate (on differences, an absolute margin: 1 + the difference's estimate
+    over that value); for a fact the two means; otherwise each codec's value_cell."""
     unit, metric = metric_unit(row)
     if row.role == FACT:
         base, cand = row.baseline.summary.mean, row.candidate.summary.mean
@@ -109,12 +108,10 @@ def estimate_cells(row: Row) -> tuple[str, str]:
         side = row.baseline
         shown = side.replicate_summary if side.replicates > 1 else None
         level = shown.median if shown is not None else side.summary.median
-        on_difference = verdict.scale == margin_scales.DIFFERENCE
-        if on_difference and verdict.difference is not None:
-            estimate = level + verdict.difference
-        else:
-            estimate = level * verdict.ratio
-        return value_cell(side, row), format_value(estimate, unit, metric)
+        # On differences the ratio is 1 + difference / that level already (verdicts.py,
+        # _ratio_estimate): the cell is the level plus the difference, or times the
+        # log-ratios' estimate where the difference outweighs the level.
+        return value_cell(side, row), format_value(level * verdict.ratio, unit, metric)
     return value_cell(row.baseline, row), value_cell(row.candidate, row)
 
 
