@@ -151,15 +151,7 @@ def test_a_file_whose_first_pass_loses_over_320_chunks_is_fetched_whole(
     # 320 chunks of 768 bytes and one byte more: 321 chunks, every one spoiled on the first
     # pass, then asked for again over a clean line, 40 to a request (the repair once stopped
     # after 8 requests, 320 chunks). The same pty line paced 20 times as fast: 20 s, not 2 min.
-    rig, board = line
-    monkeypatch.setattr(rig.line, "noise_every", None)
-    monkeypatch.setattr(rig.line, "bytes_per_second", 20 * rig.line.bytes_per_second)
-    remote, back = f"{console_user.home}/321-chunks.bin", tmp_path / "back.bin"
-    made = board.run(["sh", "-c", f"head -c 245761 /dev/urandom >{remote}; sha256sum {remote}"], 30)
-    spoiled = spoil(rig, b" D ", 321)
-    board.get(remote, back)
-    assert rig.line.spoiled - spoiled == 321
-    assert hashlib.sha256(back.read_bytes()).hexdigest() == made.stdout.split()[0].decode()
+    _spoiled_then_fetched_whole(line, monkeypatch, console_user.home, 245761, tmp_path)
 
 
 def test_chunks_of_a_file_deep_in_long_folders_are_asked_again_in_lines_a_terminal_takes(
@@ -168,16 +160,24 @@ def test_chunks_of_a_file_deep_in_long_folders_are_asked_again_in_lines_a_termin
     # A 200-character folder: each chunk's request is some 230 bytes, 40 of them 9 KB, past
     # the 4095 bytes of a terminal's input line (n_tty), which cuts it: every request of the
     # repair was lost. 60 chunks spoiled on the first pass, asked again in shorter lines.
+    folder = f"{console_user.home}/{'deep-' * 40}"
+    _spoiled_then_fetched_whole(line, monkeypatch, folder, 60 * 768, tmp_path)
+
+
+def _spoiled_then_fetched_whole(line, monkeypatch, folder: str, size: int, tmp_path) -> None:
+    """A file of `size` bytes (chunks of 768: 245761 is 321 of them) in `folder` on the
+    board, every data frame spoiled on the first pass, then fetched over a clean line paced
+    20 times as fast: the board's SHA-256 comes back."""
     rig, board = line
     monkeypatch.setattr(rig.line, "noise_every", None)
     monkeypatch.setattr(rig.line, "bytes_per_second", 20 * rig.line.bytes_per_second)
-    folder = f"{console_user.home}/{'deep-' * 40}"
-    remote, back = f"{folder}/60-chunks.bin", tmp_path / "back.bin"
-    command = f"mkdir -p {folder}; head -c {60 * 768} /dev/urandom >{remote}; sha256sum {remote}"
+    chunks = -(-size // 768)
+    remote, back = f"{folder}/{chunks}-chunks.bin", tmp_path / "back.bin"
+    command = f"mkdir -p {folder}; head -c {size} /dev/urandom >{remote}; sha256sum {remote}"
     made = board.run(["sh", "-c", command], 30)
-    spoiled = spoil(rig, b" D ", 60)
+    spoiled = spoil(rig, b" D ", chunks)
     board.get(remote, back)
-    assert rig.line.spoiled - spoiled == 60
+    assert rig.line.spoiled - spoiled == chunks
     assert hashlib.sha256(back.read_bytes()).hexdigest() == made.stdout.split()[0].decode()
 
 
