@@ -21,9 +21,11 @@
 # files mostly wait on real time (paced serial lines, dropped connections, consoles:
 # tests/conftest.py, WAITING_FILES, marks them `waits`), and on a worker they held it for
 # minutes at a few percent of a core. The integration tier runs them in a lane of their
-# own, one more pytest process beside its workers, and prints the lane's output after
-# theirs. EVBENCH_TEST_WORKERS says how many workers (1 runs every test in this process,
-# one at a time, with no lane).
+# own, two more pytest processes beside its workers (a file's tests stay in one), and
+# prints the lane's output after theirs: in one process the lane took longer than the
+# workers (620-649 s idle against 576-629 s, fresh-clone runs of 2026-12-07) at about
+# 140 CPU s in all. EVBENCH_TEST_WORKERS says how many workers (1 runs every test in this
+# process, one at a time, with no lane).
 #
 # A test file's tests all run on one worker, one after another: its module fixtures (a
 # native build, a lab, runs to report on) are made once, and tests that share a place
@@ -49,7 +51,7 @@ pytest_status() {  # pytest_status MARKER ARGS...: pytest's exit status, 0 for "
     return "$status"
 }
 
-tier() {  # tier NAME BUDGET MARKER [LANE]: LANE (a marker) runs in one process beside the workers
+tier() {  # tier NAME BUDGET MARKER [LANE]: LANE (a marker) runs in two processes beside the workers
     local name=$1 budget=$2 marker=$3 lane=${4:-}
     echo "=== tier $name: budget $((budget / 60)) min"
     local start=$SECONDS status=0 lane_status=0 lane_pid="" lane_log="$EVBENCH_TEST_BUILDS/$name-lane.log"
@@ -60,7 +62,8 @@ tier() {  # tier NAME BUDGET MARKER [LANE]: LANE (a marker) runs in one process 
     fi
     if [ -n "$lane" ]; then
         echo "=== tier $name: the tests marked $lane in a lane beside the workers (output after theirs)"
-        pytest_status "($marker) and $lane" -p no:xdist "${extra[@]}" >"$lane_log" 2>&1 &
+        pytest_status "($marker) and $lane" -n 2 --dist loadfile --no-loadscope-reorder \
+            "${extra[@]}" >"$lane_log" 2>&1 &
         lane_pid=$!
         marker="($marker) and not $lane"
     fi
