@@ -128,3 +128,29 @@ def test_the_lab_page_gives_units_and_colours_a_regressed_entry(tmp_path):
     regressed, fine = shown.value
     assert regressed == "rgb(246, 198, 198)"  # #f6c6c6: the regressed entry
     assert fine == "rgb(230, 244, 230)"  # #e6f4e6: a complete entry, not regressed
+
+
+def test_an_entry_whose_run_is_complete_is_not_retried_however_it_ended(tmp_path, monkeypatch):
+    # A stand-in for `evbench run`: the real path needs an entry past ENTRY_TIMEOUT (four
+    # hours). Its run holds the `complete` marker, and its process was killed at the deadline,
+    # which the lab reads as a transient failure (exit 4, partial: README) worth another attempt.
+    from evbench.lab import runner
+
+    parsed = plan.parse({"boards": ["local"], "matrix": {"suites": ["codec"],
+                        "profiles": ["seed"], "codecs": ["json"]}, "retries": 2})  # fmt: skip
+    (entry,) = parsed.entries
+    attempts = []
+
+    def killed_at_the_deadline(self, entry, out, log):
+        attempts.append(out)
+        out.mkdir(parents=True)
+        (out / "complete").write_text("")
+        return 4, "evbench: error: the entry did not end in 14400 s\n"
+
+    monkeypatch.setattr(runner.LabRun, "_run_one", killed_at_the_deadline)
+    lab_index = index.LabIndex(tmp_path, tmp_path / "LAB.yaml", parsed.entries)
+    code = runner.LabRun(parsed, tmp_path, lab_index)._entry(entry)
+    assert code == 4
+    assert attempts == [tmp_path / "runs" / entry.id]  # one attempt, no retry
+    (record,) = index.read(tmp_path)["entries"]
+    assert (record["status"], record["attempts"]) == ("complete", 1), record

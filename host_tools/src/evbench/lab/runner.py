@@ -126,9 +126,12 @@ class LabRun:
             self.index.update(entry.id, run_dir=run_dir)
             # An entry's own 130 (its agent signalled on the board, say) fails that entry
             # alone: only a signal to the lab itself stops the lab (run()'s interrupt path;
-            # Ctrl-C at a terminal reaches the lab as well as its entries).
+            # Ctrl-C at a terminal reaches the lab as well as its entries). A run that holds
+            # its `complete` marker is whole however its process ended (stopped at
+            # ENTRY_TIMEOUT while drawing its report, say): another attempt measures nothing new.
             if (
                 code == ExitCode.OK
+                or (out / results.COMPLETE).is_file()
                 or not _transient(code, stderr)
                 or attempt > self.plan.retries
                 or self._stopped.is_set()
