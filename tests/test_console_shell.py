@@ -104,7 +104,10 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(line, tmp_path, lon
     ends_spoiled = rig.line.spoiled - first - acks_spoiled
     spoil(rig, b" D ", 1)
     before = board.session.retried
-    board.get(remotes[0], back)
+    shown: list[tuple[int, int]] = []  # what a field engineer's progress line says
+    transfer.get_file(
+        board.session, remotes[0], back, lambda done, total, _: shown.append((done, total))
+    )
     asked_again = board.session.retried - before
     sums = board.run(["sha256sum", *remotes], timeout=15)
     removed = board.run(["rm", "-f", *remotes], timeout=15)
@@ -119,6 +122,10 @@ def test_files_both_ways_with_spoiled_frames_asked_for_again(line, tmp_path, lon
     # The spoiled download chunk was asked for again.
     assert back.read_bytes() == payload
     assert asked_again >= 1
+    # Progress counts up to the whole file, the chunk asked for again included, and ends there.
+    assert shown[-1] == (len(payload), len(payload)), shown
+    assert {total for _, total in shown} == {len(payload)}, shown
+    assert [done for done, _ in shown] == sorted(done for done, _ in shown), shown
     assert removed.returncode == 0
 
 

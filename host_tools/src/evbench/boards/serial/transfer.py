@@ -49,27 +49,39 @@ def _quoted(session: ShellSession, path: str) -> str:
     return shlex.quote(path)
 
 
-def _reporter(baud: int, progress: TransferProgress | None) -> Callable[[Frame], None] | None:
-    """Turns the frames of one transfer into progress reports with the time left."""
-    if progress is None:
-        return None
-    started = time.monotonic()
-    seen = {"total": 0, "done": 0}
+class _FetchProgress:
+    """Turns the frames of one fetch into progress reports with the time left.
 
-    def on_frame(frame: Frame) -> None:
+    The total is the size the board described before the fetch (its S frame may be the one
+    the line spoils); chunks asked for again come outside the first pass, so the end is
+    reported once the file is verified, and a line left at "n/N" is always finished.
+    """
+
+    def __init__(self, baud: int, total: int, progress: TransferProgress) -> None:
+        self._baud, self._total, self._progress = baud, total, progress
+        self._started = time.monotonic()
+        self._received = 0
+        self._ended = False
+
+    def on_frame(self, frame: Frame) -> None:
         if frame.kind == "S" and len(frame.fields) == 3 and frame.fields[1].isdigit():
-            seen["total"] = int(frame.fields[1])
-        elif frame.kind == "D" and len(frame.fields) == 3:
-            seen["done"] += len(base64.b64decode(frame.fields[2]))
-        else:
+            self._total = self._total or int(frame.fields[1])
             return
-        total, done = seen["total"], min(seen["done"], seen["total"])
-        elapsed = time.monotonic() - started
+        if frame.kind != "D" or len(frame.fields) != 3 or self._total <= 0 or self._ended:
+            return
+        self._received += len(base64.b64decode(frame.fields[2]))
+        done = min(self._received, self._total)
+        remaining = self._total - done
+        elapsed = time.monotonic() - self._started
         rate = done / elapsed if done and elapsed > 0.5 else None
-        left = (total - done) / rate if rate else estimate_seconds(total - done, baud)
-        progress(done, total, left)
+        left = remaining / rate if rate else estimate_seconds(remaining, self._baud)
+        self._ended = done >= self._total
+        self._progress(done, self._total, left)
 
-    return on_frame
+    def finish(self, size: int) -> None:
+        if not self._ended:
+            self._ended = True
+            self._progress(size, size, 0.0)
 
 
 def get_file(
@@ -78,13 +90,13 @@ def get_file(
     """Copy `remote` from the board to `local`, verified; the number of bytes."""
     path = _quoted(session, remote)
     baud = session.link.address.baud
-    on_frame = _reporter(baud, progress)
     # The file's size first: the time it may take follows from it (a 64 MiB file, the
     # most a console moves, takes hours at 115200 baud).
     described = session.describe(path, Deadline(60.0))
     size = max(described.size or 0, 0) if described is not None else 0
     deadline = Deadline(FETCH_MARGIN + 2 * estimate_seconds(size, baud))
-    reply = session.fetch(path, deadline, on_frame)
+    shown = _FetchProgress(baud, size, progress) if progress else None
+    reply = session.fetch(path, deadline, shown.on_frame if shown else None)
     state = reply.files.get("f")
     if state is not None and state.size == -1:
         raise session.link.error(f"no readable file {remote!r} on the board")
@@ -97,6 +109,8 @@ def get_file(
         )
     data = session.verified(reply, "f")
     write_atomic(local, data)
+    if shown:
+        shown.finish(len(data))
     log.debug(
         "got %s -> %s: %d bytes in %d chunks, verified",
         remote,
