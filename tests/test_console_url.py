@@ -180,3 +180,18 @@ def test_the_local_board_says_what_it_is(tmp_path):
         assert board.is_local and board.transcript_path is None
         assert board.save_transcript(tmp_path) is None
         assert not list(tmp_path.iterdir())
+
+
+def test_fetch_progress_counts_from_the_described_size_when_the_size_frame_is_spoiled():
+    from evbench.boards.serial.transfer import _FetchProgress
+
+    shown: list[tuple[int, int]] = []
+    progress = _FetchProgress(115200, 2000, lambda done, total, _: shown.append((done, total)))
+    # No S frame (the line spoiled it): two chunks of 768 bytes (1024 base64 characters).
+    chunk = "A" * 1024
+    for index in range(2):
+        progress.on_frame(frames.Frame("t", "D", ("f", str(index), chunk)))
+    assert shown == [(768, 2000), (1536, 2000)]
+    progress.finish(2000)  # the last chunk came as a repair, outside the reports
+    progress.finish(2000)  # and the end is said once
+    assert shown[2:] == [(2000, 2000)]
