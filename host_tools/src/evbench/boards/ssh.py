@@ -461,8 +461,11 @@ class SshBoard(RemoteBoard):
     def get(self, remote: str, local: Path) -> None:
         try:
             with lost_when_dropped(self.address):
-                self._sftp_client().get(remote, str(local))
-            log.debug("sftp get %s -> %s: %d bytes", remote, local, local.stat().st_size)
+                sftp = self._sftp_client()
+                size = sftp.stat(remote).st_size or 0
+                sftp.get(remote, str(local))
+            copied = local.stat().st_size
+            log.debug("sftp get %s -> %s: %d bytes", remote, local, copied)
         except OSError as error:
             self.check_alive()
             if isinstance(error, FileNotFoundError):
@@ -471,3 +474,10 @@ class SshBoard(RemoteBoard):
                 f"cannot copy {self.address}:{remote} to {local}: {error}",
                 hint="check the free space here (df) and that the directory is writable",
             ) from error
+        if copied < size:
+            # paramiko's reader takes a send that finds the connection closed (EOFError) for
+            # the file's end, and get() returns the short copy without an error.
+            raise ConnectionLost(
+                f"the copy of {remote} from {self.address} came short ({copied} of {size} "
+                "bytes): the connection dropped or the file shrank"
+            )
