@@ -127,7 +127,9 @@ def test_the_nightly_comparison_reads_the_store_the_entries_history_option_names
     for night in ("night-1", "night-2"):
         done = subprocess.run([EVBENCH, "lab", "run", str(plan), "--out", str(tmp_path / night)],
                               capture_output=True, text=True, timeout=300)  # fmt: skip
-        assert done.returncode == 0, done.stdout + done.stderr
+        # 3: night 2 regressed against night 1, the machine's doing (a shared VM's speed
+        # drifts 2x within minutes); which store the comparison read is what is checked.
+        assert done.returncode in (0, 3), done.stdout + done.stderr
     (entry,) = json.loads((tmp_path / "night-2" / "lab.json").read_text())["entries"]
     assert entry["comparison"]["baseline"] == str(tmp_path / "night-1" / "runs" / ENTRY), entry
     # and compare confirms changes against that store's nights, not EVBENCH_HISTORY's

@@ -90,7 +90,9 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
 
 def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs):
     done = evbench("compare", str(runs["a"]), str(runs["json_only"]))
-    assert done.returncode == 0, done.stderr
+    # Whether JSON's rows moved is the machine's doing (two real runs minutes apart on a
+    # shared VM once differed x1.99, exit 3); this test checks which rows are compared.
+    assert done.returncode in (0, 3), done.stderr
     block = done.stdout.split("not comparable (")[1].splitlines()[1:]
     left_out = "  codec/seed/protobuf/decode [Deserialization] in A ("
     why = "codec protobuf not measured there"
