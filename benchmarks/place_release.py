@@ -38,17 +38,6 @@ PLAN = ["--suite", "codec", "--profile", "seed,ev-full,int,double", "--codecs", 
 WAIT_S = 300.0
 
 
-def _home(sshd: Sshd, directory: Path) -> Path:
-    """A HOME whose ~/.ssh holds the client key and trusts the sshd's host key."""
-    dot_ssh = directory / ".ssh"
-    dot_ssh.mkdir(parents=True, mode=0o700)
-    key = dot_ssh / "id_ed25519"
-    key.write_bytes(sshd.client_key.read_bytes())
-    key.chmod(0o600)
-    (dot_ssh / "known_hosts").write_text(sshd.host_key_line())
-    return directory
-
-
 def _until(condition, what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while not condition():
@@ -101,7 +90,7 @@ def main() -> None:
         lab = labgrid_rig.two_place_lab(sshd, scratch / "lab", switch)
         env = {
             **os.environ,
-            "HOME": str(_home(sshd, scratch / "home")),
+            "HOME": str(sshd.client_home(scratch / "home")),
             "EVBENCH_LABGRID_CLIENT": str(labgrid_rig.CLIENT),
             "LG_COORDINATOR": lab.coordinator,
             "LG_USERNAME": "nightly",

@@ -259,13 +259,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def ssh_home(sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME whose ~/.ssh holds the test client key and trusts the test sshd's host key."""
-    home = tmp_path / "home"
-    dot_ssh = home / ".ssh"
-    dot_ssh.mkdir(parents=True, mode=0o700)
-    key = dot_ssh / "id_ed25519"
-    key.write_bytes(sshd.client_key.read_bytes())
-    key.chmod(0o600)
-    (dot_ssh / "known_hosts").write_text(sshd.host_key_line())
+    home = sshd.client_home(tmp_path / "home")
     monkeypatch.setenv("HOME", str(home))
     for name in ("SSH_AUTH_SOCK", "EVBENCH_PASSWORD"):
         monkeypatch.delenv(name, raising=False)

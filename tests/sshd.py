@@ -63,6 +63,16 @@ class Sshd:
         other.start()
         return other
 
+    def client_home(self, home: Path) -> Path:
+        """`home` as a HOME whose ~/.ssh holds the client key and trusts this server's host key."""
+        dot_ssh = home / ".ssh"
+        dot_ssh.mkdir(parents=True, mode=0o700)
+        key = dot_ssh / "id_ed25519"
+        key.write_bytes(self.client_key.read_bytes())
+        key.chmod(0o600)
+        (dot_ssh / "known_hosts").write_text(self.host_key_line())
+        return home
+
     def host_key_line(self) -> str:
         """The known_hosts line that trusts this server's host key."""
         key_type, key_data = (self.directory / "host_ed25519.pub").read_text().split()[:2]
