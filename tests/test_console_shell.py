@@ -140,6 +140,36 @@ def test_stream_and_stdin(line):
     assert piped.stdout == b"THROUGH STDIN\n"
 
 
+def test_a_spoiled_streamed_line_is_taken_from_the_boards_copy(line, long_silence):
+    rig, board = line
+    spoiled = spoil(rig, b" L ", 1)
+    command = board.stream(["seq", "1", "300"])
+    assert list(command.lines()) == [str(n) for n in range(1, 301)]
+    assert command.wait(30) == 0
+    assert rig.line.spoiled - spoiled == 1
+    assert "taking the output from line" in board.transcript_path.read_text()
+
+
+def test_a_streamed_output_taken_from_the_boards_copy_has_the_time_its_size_takes(
+    line, monkeypatch
+):
+    # The copy had a fixed 600 s, short for a long run's output at a low baud rate; it gets
+    # what a fetched file gets. 200 lines of 100 bytes are 20000 bytes: with no margin, 5 s
+    # (the sum in test_a_fetch_out_of_time_says_so_and_the_shell_stays_usable), and the
+    # line runs at a third of its speed.
+    rig, board = line
+    monkeypatch.setattr(transfer, "FETCH_MARGIN", 0.0)
+    spoiled = spoil(rig, b" L ", 1)
+    with monkeypatch.context() as slow:
+        slow.setattr(rig.line, "bytes_per_second", rig.line.bytes_per_second / 3)
+        command = board.stream(["sh", "-c", f"yes {'w' * 99} | head -n 200"])
+        expected = "the command's output ran out of time: 5 s were allowed for its 20000 bytes"
+        with pytest.raises(ConsoleError, match=expected):
+            list(command.lines())
+    assert rig.line.spoiled - spoiled == 1
+    assert board.run(["echo", "still here"], timeout=15).stdout == b"still here\n"
+
+
 def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line):
     # Data and end frames spoiled, then both again in the answer to the first asking, which
     # ends at the silence limit (6 s) with no frame: a second asking must follow.

@@ -28,7 +28,7 @@ from evbench.boards.serial.frames import Reply
 from evbench.boards.serial.link import ConsoleLink, Deadline
 from evbench.boards.serial.login import LoginStrategy, password_from_user
 from evbench.boards.serial.shell import LoginWatch, ShellSession
-from evbench.boards.serial.transfer import TransferProgress, get_file, put_file
+from evbench.boards.serial.transfer import TransferProgress, get_file, put_file, read_file
 from evbench_core.log_output import quiet
 
 log = logging.getLogger(__name__)
@@ -113,8 +113,7 @@ class SerialStreamedCommand(StreamedCommand):
         """The lines from `shown` on, from the board's copy of the whole output."""
         session = self._session
         session.link.transcript.note(f"taking the output from line {shown} from the board's copy")
-        reply = session.fetch('"$__evb_d/o"', Deadline(600.0))
-        lines = session.verified(reply, "f").split(b"\n")
+        lines = read_file(session, '"$__evb_d/o"', "the command's output").split(b"\n")
         if lines and not lines[-1]:
             lines.pop()  # the final newline ends the last line; it does not start one
         for line in lines[shown:]:
@@ -134,8 +133,8 @@ class SerialStreamedCommand(StreamedCommand):
         return self._reply.status
 
     def stderr(self) -> str:
-        reply = self._session.fetch('"$__evb_d/e"', Deadline(600.0))
-        return self._session.verified(reply, "f").decode("utf-8", "replace")
+        err = read_file(self._session, '"$__evb_d/e"', "the command's standard error")
+        return err.decode("utf-8", "replace")
 
     def interrupt(self) -> None:
         log.debug("streamed command %s: interrupted with Ctrl-C", self._tag)

@@ -84,14 +84,16 @@ class _FetchProgress:
             self._progress(size, size, 0.0)
 
 
-def get_file(
-    session: ShellSession, remote: str, local: Path, progress: TransferProgress | None = None
-) -> int:
-    """Copy `remote` from the board to `local`, verified; the number of bytes."""
-    path = _quoted(session, remote)
+def read_file(
+    session: ShellSession, path: str, what: str, progress: TransferProgress | None = None
+) -> bytes:
+    """The bytes of `path` (as the shell should read it) on the board, verified.
+
+    The file's size comes first: the time the copy may take follows from it (a 64 MiB
+    file, the most a console moves, takes hours at 115200 baud; a command's few lines
+    of output, seconds).
+    """
     baud = session.link.address.baud
-    # The file's size first: the time it may take follows from it (a 64 MiB file, the
-    # most a console moves, takes hours at 115200 baud).
     described = session.describe(path, Deadline(60.0))
     size = max(described.size or 0, 0) if described is not None else 0
     deadline = Deadline(FETCH_MARGIN + 2 * estimate_seconds(size, baud))
@@ -99,25 +101,28 @@ def get_file(
     reply = session.fetch(path, deadline, shown.on_frame if shown else None)
     state = reply.files.get("f")
     if state is not None and state.size == -1:
-        raise session.link.error(f"no readable file {remote!r} on the board")
+        raise session.link.error(f"{what}: no readable file on the board")
     if deadline.expired and (state is None or state.size is None or state.missing()):
         session.interrupt_and_resync()  # the board may still be sending chunks
         raise session.link.error(
-            f"fetching {remote!r} ran out of time: {deadline.seconds:.0f} s were allowed"
+            f"fetching {what} ran out of time: {deadline.seconds:.0f} s were allowed"
             f" for its {size} bytes at {baud} baud",
             hint="is the line slower than its baud rate? the transcript shows how far it came",
         )
     data = session.verified(reply, "f")
-    write_atomic(local, data)
     if shown:
         shown.finish(len(data))
-    log.debug(
-        "got %s -> %s: %d bytes in %d chunks, verified",
-        remote,
-        local,
-        len(data),
-        reply.files["f"].count,
-    )
+    log.debug("read %s: %d bytes in %d chunks, verified", what, len(data), reply.files["f"].count)
+    return data
+
+
+def get_file(
+    session: ShellSession, remote: str, local: Path, progress: TransferProgress | None = None
+) -> int:
+    """Copy `remote` from the board to `local`, verified; the number of bytes."""
+    data = read_file(session, _quoted(session, remote), repr(remote), progress)
+    write_atomic(local, data)
+    log.debug("got %s -> %s", remote, local)
     return len(data)
 
 
