@@ -10,8 +10,9 @@
 # The e2e tier starts first, in the background at nice 10; the fast tier, then the
 # integration tier, run in the foreground beside it, and its output is printed when all
 # are done. Niced, the emulated board takes what the two tiers leave of the cores instead
-# of contending with them for it. EVBENCH_E2E_APART=1 runs the e2e tier after the
-# integration tier instead, as a loaded machine may need.
+# of contending with them for it; its tests' time budget counts once those tiers are done
+# (EVBENCH_TIERS_DONE, tests/board/run-e2e.sh). EVBENCH_E2E_APART=1 runs the e2e tier
+# after the integration tier instead, as a loaded machine may need.
 #
 # The fast and integration tiers run their tests in parallel (pytest-xdist), one worker
 # per core: the cores bound them, not the workers. A third worker on two cores made the
@@ -91,6 +92,8 @@ e2e_tier() {
 apart=${EVBENCH_E2E_APART:-0}
 if [ "$apart" != 1 ]; then
     e2e_log="$EVBENCH_TEST_BUILDS/e2e.log"
+    EVBENCH_TIERS_DONE="$EVBENCH_TEST_BUILDS/tiers-done"
+    export EVBENCH_TIERS_DONE
     echo "=== tier e2e: started at nice 10 beside the fast and integration tiers (its output follows theirs)"
     e2e_tier "$@" >"$e2e_log" 2>&1 &
     e2e_pid=$!
@@ -101,6 +104,7 @@ if [ "$apart" = 1 ]; then
     e2e_tier "$@" || failed+=(e2e)
 else
     tier integration 1200 "(integration or compat or slow) and not e2e" waits
+    touch "$EVBENCH_TIERS_DONE"
     wait "$e2e_pid" || failed+=(e2e)
     cat "$e2e_log"
 fi
