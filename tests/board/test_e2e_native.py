@@ -40,17 +40,26 @@ def _texts(codec: str, params: dict) -> list[bytes]:
     return texts
 
 
+@pytest.fixture(scope="module")
+def deployed(evboard: BoardSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The cross-build deployed once with `evbench deploy --native`: its directory, and
+    what the deploy said. Both tests use this one deploy of the same files."""
+    build = build_aarch64_harness(tmp_path_factory)
+    done = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
+    assert done.returncode == 0, done.stderr
+    return build, done.stderr
+
+
 def test_a_cross_built_harness_measures_on_the_board(
     evboard: BoardSession,
+    deployed: tuple[Path, str],
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
 ):
-    build = build_aarch64_harness(tmp_path_factory)
+    build, said = deployed
     harness = next(build.glob("evbench-native-*"))
-    deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
-    assert deployed.returncode == 0, deployed.stderr
-    assert f"native executables: {harness.name}" in deployed.stderr
+    assert f"native executables: {harness.name}" in said
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "codec", "--profile", PROFILE,
@@ -82,14 +91,12 @@ def test_a_cross_built_harness_measures_on_the_board(
 
 
 def test_the_shipped_c_responder_answers_a_link_run_on_the_board(
-    evboard: BoardSession, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    evboard: BoardSession, deployed: tuple[Path, str], tmp_path: Path
 ):
     """The cross-build's echo-only responder, deployed with the harness, is the one the link
     suite starts on the board: its own log lines are in the agent's log the run brings back."""
-    build = build_aarch64_harness(tmp_path_factory)
-    deployed = evboard.evbench("deploy", "--board", evboard.ssh_url, "--native", str(build))
-    assert deployed.returncode == 0, deployed.stderr
-    assert RESPONDER in deployed.stderr
+    build, said = deployed
+    assert RESPONDER in said
     out = tmp_path / "run"
     done = evboard.evbench(
         "run", "--board", evboard.ssh_url, "--suite", "link", "--quick", "--mode", "echo",
