@@ -82,7 +82,7 @@ tier() {  # tier NAME BUDGET MARKER [LANE]: LANE (a marker) runs in two processe
 }
 
 e2e_tier() {
-    echo "=== tier e2e: budget 45 min (board build 15, tests 30)"
+    echo "=== tier e2e: budgets: board build 15 min, tests 30 min${EVBENCH_TIERS_DONE:+ once the other tiers are done}"
     local start=$SECONDS status=0
     nice -n 10 tests/board/run-e2e.sh "$@" || status=$?
     echo "=== tier e2e: $((SECONDS - start))s, exit $status"
