@@ -6,6 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import require_command
 
@@ -31,15 +32,32 @@ def test_a_step_longer_than_its_budget_passes_while_the_other_tiers_run(tmp_path
     assert "the other tiers are done after" not in output and "over its time budget" not in output
 
 
-def test_once_the_other_tiers_are_done_the_budget_stops_the_step(tmp_path: Path):
-    done = tmp_path / "done"
-    step = _once_alone(done, 1, "sleep 600")
+def test_once_the_other_tiers_are_done_the_budget_stops_the_step_and_its_children(
+    tmp_path: Path,
+):
+    done, child = tmp_path / "done", tmp_path / "child.pid"
+    # The step's child sleeps in the background, as a test's server would beside pytest.
+    step = _once_alone(done, 1, f"sh -c 'sleep 600 & echo $! > {child}; wait'")
     time.sleep(3)  # the step is well past its 1 s budget: it must still be running
     assert step.poll() is None
     done.touch()
     output, _ = step.communicate(timeout=60)
     assert step.returncode == 124, output
     assert "the other tiers are done after" in output and "over its time budget" in output
+    assert _ends(int(child.read_text())), "the step's child outlived its budget"
+
+
+def _ends(pid: int, within_s: float = 30.0) -> bool:
+    """The process is gone, or a zombie left for init to reap, within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 @pytest.mark.parametrize("status", [0, 3])

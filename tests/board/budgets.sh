@@ -16,19 +16,23 @@ once_alone() {  # once_alone NAME BUDGET COMMAND...: BUDGET counts once EVBENCH_
     local name="$1" budget="$2" start=$SECONDS status=0 deadline=""
     shift 2
     echo "e2e: $name: budget ${budget} s once the other tiers are done"
-    "$@" &
+    # A process group of its own, whose every process the budget stops, as timeout(1)
+    # signals its group: pytest dies on SIGTERM without its teardown, and the commands and
+    # servers its tests started would outlive it. (setsid runs in the background job's own
+    # process, so $! is the group's id.)
+    setsid "$@" &
     local pid=$!
-    trap 'kill -TERM "$pid" 2>/dev/null || true' INT TERM
+    trap 'kill -TERM -- "-$pid" 2>/dev/null || true' INT TERM
     while kill -0 "$pid" 2>/dev/null; do
         if [ -z "$deadline" ] && [ -e "$EVBENCH_TIERS_DONE" ]; then
             deadline=$((SECONDS + budget))
             echo "e2e: $name: the other tiers are done after $((SECONDS - start)) s"
         fi
         if [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
-            kill -TERM "$pid" 2>/dev/null || true
+            kill -TERM -- "-$pid" 2>/dev/null || true
             # as timeout --kill-after=30: a step that ignores SIGTERM is killed 30 s later
             for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-            kill -KILL "$pid" 2>/dev/null || true
+            kill -KILL -- "-$pid" 2>/dev/null || true
             status=124
             break
         fi
