@@ -11,9 +11,9 @@
 # later of their start and that file's appearance. Niced, they get what the other tiers
 # leave of the cores, so the time those tiers take is not theirs: on a machine at half
 # CI's usual speed (CI, 2026-12-07) those tiers held the cores for most of the 30 minutes,
-# and a budget counted from the start stopped the 14th of 16 tests running, not hung. Until then a
-# hang is bounded by each test's own limits (pytest-timeout's marks, COMMAND_TIMEOUT and
-# BOOT_TIMEOUT in evboard_fixture.py); after it, by the budget.
+# and a budget counted from the start stopped the 14th of 16 tests running, not hung.
+# Until then a hang is bounded by each test's own limits (pytest-timeout's marks,
+# COMMAND_TIMEOUT and BOOT_TIMEOUT in evboard_fixture.py); after it, by the budget.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
