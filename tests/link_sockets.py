@@ -1,11 +1,20 @@
 """Raw sockets against a link responder, for the tests of its limits (test_link_hardening,
 test_link_crowd, test_native_responder): what a peer sees, without the module's client.
 Frames are built and cut by hand from docs/link.md's "Wire format" (4-byte LE length of
-what follows, kind byte, 8-byte LE sequence, body), not by the module's code."""
+what follows, kind byte, 8-byte LE sequence, body), not by the module's code. And a short
+link run against one (LINK_RUN), read back; and ptys made by socat
+(a UART's stand-in), held open."""
 
+import contextlib
 import json
+import os
 import socket
 import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 
 def closed(sock: socket.socket, timeout_s: float) -> bool:
@@ -58,3 +67,42 @@ def answer(sock: socket.socket, timeout_s: float = 5.0) -> dict:
     ((kind, _sequence, body),) = read_frames(sock, 1, timeout_s)
     assert kind == 0  # HELLO
     return json.loads(body)
+
+
+#: The link suite's quick plan at 6 messages a phase, at 100 Hz: 0.06 s instead of 0.3 s.
+LINK_RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
+            "--rate", "100", "--count", "6", "--codecs", "json,protobuf"]  # fmt: skip
+
+
+def measured_link_run(out: Path, mode: str) -> list[dict]:
+    """The run's sample sets, once every phase of both codecs was answered in `mode` and
+    the responder's CPU measured."""
+    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    rtt = [s for s in sets if s["metric"] == "rtt"]
+    assert {s["codec"] for s in rtt} == {"json", "protobuf"}
+    assert all(s["params"]["mode"] == mode for s in rtt)
+    assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])
+    cpu = [v for s in sets if s["metric"] == "cpu_per_msg_responder" for v in s["values"]]
+    assert cpu and all(v > 0 for v in cpu)
+    return sets
+
+
+@contextlib.contextmanager
+def held_ptys(ends: list[Path], socats: list[subprocess.Popen]) -> Iterator[None]:
+    """Once `socats` have made the ptys `ends`, both held open (socat ends the line when a
+    pty's last holder closes it, EIO: hold them, as a UART stays); socat stopped after."""
+    holds: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not all(end.exists() for end in ends):
+            assert all(socat.poll() is None for socat in socats), "socat exited"
+            assert time.monotonic() < deadline, "socat made no ptys in 20 s"
+            time.sleep(0.02)
+        holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
+        yield
+    finally:
+        for hold in holds:
+            os.close(hold)
+        for socat in socats:
+            socat.terminate()
+            socat.wait(timeout=10)

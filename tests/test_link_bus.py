@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 from console_rig import LineSimulator
+from link_sockets import held_ptys
 
 from evbench_agent import spec
 from evbench_agent.buses.transport import parse_transport, sustainable
@@ -46,7 +47,7 @@ def by_hand(kind: int, sequence: int, body: bytes) -> bytes:
     return b"\xeb\x90" + header + struct.pack("<H", crc16) + body + struct.pack("<I", crc32)
 
 
-def test_a_frame_is_laid_out_as_documented() -> None:
+def test_a_frame_is_laid_out_as_documented_and_cut_out_of_any_split() -> None:
     # CRC-16/XMODEM and CRC-32 (ISO-HDLC) check values from the CRC RevEng catalogue
     assert binascii.crc_hqx(b"123456789", 0) == 0x31C3
     assert zlib.crc32(b"123456789") == 0xCBF43926
@@ -54,9 +55,7 @@ def test_a_frame_is_laid_out_as_documented() -> None:
     assert frame == by_hand(MESSAGE, 5, b"hello")
     assert len(frame) == 2 + 13 + 2 + 5 + 4
     assert len(frame) - 13 - 5 == uart_framing.OVERHEAD
-
-
-def test_any_split_of_a_stream_gives_the_same_frames() -> None:
+    # any split of a stream gives the same frames
     body = b"\xeb\x90 a sync word in the body"
     stream = by_hand(MESSAGE, 1, body) + by_hand(REPLY, 1, b"")
     for cut in range(len(stream) + 1):
@@ -101,22 +100,10 @@ def paced_line(directory: Path, baud: int) -> Iterator[tuple[str, str]]:
         subprocess.Popen([socat, f"PTY,link={end},rawer", f"TCP:127.0.0.1:{port}"], **quiet)
         for end, port in zip(ends, line.ports, strict=True)
     ]
-    holds: list[int] = []
     try:
-        deadline = time.monotonic() + 20
-        while not all(end.exists() for end in ends):
-            assert time.monotonic() < deadline, "socat made no ptys in 20 s"
-            time.sleep(0.02)
-        # socat ends the line when no one holds its pty (EIO): hold both, as a UART stays
-        holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
-        client, far = (f"uart://{end}?baud={baud}" for end in ends)
-        yield client, far
+        with held_ptys(ends, processes):
+            yield tuple(f"uart://{end}?baud={baud}" for end in ends)
     finally:
-        for hold in holds:
-            os.close(hold)
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=10)
         line.stop()
 
 

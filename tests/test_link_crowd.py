@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from link_sockets import answer, connect_from, hello_bytes, read_frames
+from link_sockets import LINK_RUN, answer, connect_from, hello_bytes, measured_link_run, read_frames
 from native_cross import RESPONDER_KINDS, build_responder, link_responder
 
 from evbench.report import context
@@ -262,18 +262,17 @@ RECORDED = {"c": ("c", "C (evbench-link-responder), "), "python": ("(no param)",
 @pytest.mark.integration
 def test_a_responder_started_by_hand_is_recorded_as_the_one_it_is(request, responder, tmp_path):
     """Every periodic and capacity row of a --peer run names the C responder, whatever the
-    spec said, and so does the report; `evbench-agent serve`'s rows carry no `responder`."""
-    recorded, said = RECORDED[request.node.callspec.params["responder"]]
+    spec said, and so does the report; `evbench-agent serve`'s rows carry no `responder`.
+    The C one answers in echo mode, every message of both codecs, its CPU measured."""
+    kind = request.node.callspec.params["responder"]
+    recorded, said = RECORDED[kind]
+    mode = "echo" if kind == "c" else "ack"
     host, port = responder.address
     out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
-         "--rate", "100", "--count", "6", "--codecs", "json,protobuf",
-         "--peer", f"{host}:{port}", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    argv = [*LINK_RUN, "--mode", mode, "--peer", f"{host}:{port}", "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    sets = measured_link_run(out, mode)
     measured = [s for s in sets if s.get("suite") == "link" and "peer" in s["params"]]
     assert {s["params"]["phase"] for s in measured} == {"periodic", "capacity"}
     assert {s["codec"] for s in measured} == {"json", "protobuf"}

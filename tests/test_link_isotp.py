@@ -96,15 +96,12 @@ def test_the_packing_matches_what_gcc_makes_of_the_kernel_header(tmp_path: Path)
     assert numbers == [getattr(isotp_options, name) for name in names]
 
 
-def test_extended_ids_carry_the_eff_flag() -> None:
+def test_an_isotp_address_and_its_ids_extended_ones_with_the_eff_flag() -> None:
     assert isotp_options.can_id(0x7E0) == 0x7E0
     assert isotp_options.can_id(0x18DAF110) == 0x18DAF110 | (1 << 31)
     assert isotp_options.can_id(0x10, extended=True) == 0x10 | (1 << 31)
     with pytest.raises(ValueError):
         isotp_options.can_id(1 << 29)
-
-
-def test_an_isotp_address() -> None:
     address = isotp_port.parse("isotp://can0?tx=0x7E0&rx=0x7E8&fd=1&dlen=64")
     assert (address.interface, address.tx_id, address.rx_id) == ("can0", 0x7E0, 0x7E8)
     assert (address.fd, address.data_length, address.padding) == (True, 64, True)

@@ -30,13 +30,10 @@ def stand_in(directory: Path, mode: str, *extra: str, name: str = "stand-in") ->
     return path
 
 
-def test_digest_is_fnv1a_64():
+def test_an_honest_harness_loads_times_and_sends_its_encoding_and_its_fnv1a_64(tmp_path):
     # The published FNV-1a 64 test vectors (Fowler, Noll, Vo): "" and "a".
     assert protocol.fnv1a64(b"") == "cbf29ce484222325"
     assert protocol.fnv1a64(b"a") == "af63dc4c8601ec8c"
-
-
-def test_an_honest_harness_loads_times_and_sends_its_encoding(tmp_path):
     harness = Harness("c:stand-in", str(stand_in(tmp_path, "honest")))
     try:
         assert harness.about["library"] == "stand-in"

@@ -97,15 +97,13 @@ def test_the_native_type_table_and_proto2_forms_match_the_protos(tmp_path):
         )
 
 
-def test_protoc_c_names_follow_its_rule():
+def test_protoc_c_names_and_the_proto2_form_follow_their_rules():
     # protoc-c 1.4: packages joined by "__", a capital after a lower-case letter starts a word
     # (as in the .pb-c.h it writes: evbench__seed__backend_data_packet__descriptor)
     seed = native_types.protobuf_c_name("evbench.seed.BackendDataPacket")
     assert seed == "evbench__seed__backend_data_packet"
     assert native_types.protobuf_c_name("evbench.shapes.Vector3") == "evbench__shapes__vector3"
-
-
-def test_the_proto2_form_keeps_presence_and_packing_and_refuses_what_it_cannot_carry():
+    # the proto2 form keeps presence and packing and refuses what it cannot carry
     text = (
         'syntax = "proto3";\nmessage M {\n  optional double a = 1;\n  Sub s = 2;\n'
         "  repeated int32 r = 3;\n  repeated string t = 4;\n}\n"

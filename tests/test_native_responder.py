@@ -17,7 +17,7 @@ from pathlib import Path
 
 import process_tree
 import pytest
-from link_sockets import closed, connect_from
+from link_sockets import LINK_RUN, closed, connect_from, measured_link_run
 from native_cross import (
     RESPONDER_KINDS,
     NativeResponder,
@@ -75,11 +75,16 @@ def conversation(address: tuple[str, int], hello: bytes, bodies: list[bytes]) ->
     return json.loads(frames[0].body), frames[1:], before, time.monotonic_ns()
 
 
-def first_answer(address: tuple[str, int], body: bytes) -> dict:
-    """The responder's answer to a HELLO frame with this body."""
+def first_answer(address: tuple[str, int], body: bytes, closes: bool = False) -> dict:
+    """The responder's answer to a HELLO frame with this body (and that it then closes)."""
     with socket.create_connection(address, timeout=30) as sock:
         sock.sendall(framing.pack(framing.HELLO, 0, body))
-        return json.loads(framing.FrameReader(sock).receive()[0].body)
+        reader = framing.FrameReader(sock)
+        answer = json.loads(reader.receive()[0].body)
+        if closes:
+            with pytest.raises(framing.PeerClosed):
+                reader.receive()
+        return answer
 
 
 def hello_bytes(codec: str, profile: str = "seed", mode: str = "echo", change=None) -> bytes:
@@ -208,12 +213,7 @@ def test_a_hello_it_does_not_serve_is_refused_with_why(
 ):
     """Refused, and closed; the Python responder refuses it too unless it serves it."""
     hello = change if isinstance(change, bytes) else hello_bytes("json", mode=mode, change=change)
-    with socket.create_connection(native.address, timeout=30) as sock:
-        sock.sendall(framing.pack(framing.HELLO, 0, hello))
-        reader = framing.FrameReader(sock)
-        answer = json.loads(reader.receive()[0].body)
-        with pytest.raises(framing.PeerClosed):
-            reader.receive()  # and it closes
+    answer = first_answer(native.address, hello, closes=True)
     assert answer["ok"] is False and refusal in answer["error"], answer
     assert first_answer(python_responder.address, hello)["ok"] is python_serves
 
@@ -266,17 +266,6 @@ def test_about_and_ack_mode_name_the_built_in_profiles_it_serves(native, respond
     assert served == ACK_PROFILES
 
 
-def test_the_token_is_required_when_set(responder_path):
-    env = {"EVBENCH_LINK_TOKEN": "s3cret"}
-    with NativeResponder(responder_path, env=env) as responder:
-        for token, ok in [(None, False), ("wrong", False), ("s3cre", False), ("s3cret", True)]:
-            hello = hello_bytes("json", change={"token": token} if token else {})
-            answer = first_answer(responder.address, hello)
-            assert answer["ok"] is ok, (token, answer)
-        err = responder.stop()
-    assert "s3cret" not in err and "a shared token required" in err
-
-
 @pytest.fixture(scope="module")
 def both_with_token(responder_path: Path) -> Iterator[list]:
     """The C and the Python responder, each requiring the token s3cret."""
@@ -286,6 +275,16 @@ def both_with_token(responder_path: Path) -> Iterator[list]:
             native = running.enter_context(NativeResponder(responder_path))
             python = running.enter_context(service.start_responder())
         yield [native, python]
+
+
+def test_the_token_is_required_when_set(both_with_token):
+    for responder in both_with_token:
+        for token, ok in [(None, False), ("wrong", False), ("s3cre", False), ("s3cret", True)]:
+            hello = hello_bytes("json", change={"token": token} if token else {})
+            answer = first_answer(responder.address, hello)
+            assert answer["ok"] is ok, (token, answer)
+    err = both_with_token[0].stderr()  # the C responder's log
+    assert "s3cret" not in err and "a shared token required" in err
 
 
 #: A HELLO both serve, but for what a case below changes in it.
@@ -439,36 +438,9 @@ def test_slow_clients_of_one_peer_are_logged_once_saying_who_and_why(responder_p
     assert "127.0.0.4:" in lines[0] and "did not complete the handshake within 5 s" in lines[0]
 
 
-#: The link suite's quick plan at 6 messages a phase, at 100 Hz: 0.06 s instead of 0.3 s.
-LINK_RUN = [sys.executable, "-m", "evbench_agent", "run", "--suite", "link", "--quick",
-            "--rate", "100", "--count", "6", "--codecs", "json,protobuf"]  # fmt: skip
-
-
-def measured_link_run(out: Path, mode: str) -> list[dict]:
-    """The run's sample sets, once every phase of both codecs was answered in `mode` and
-    the responder's CPU measured."""
-    sets = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    rtt = [s for s in sets if s["metric"] == "rtt"]
-    assert {s["codec"] for s in rtt} == {"json", "protobuf"}
-    assert all(s["params"]["mode"] == mode for s in rtt)
-    assert all(v == 0 for s in sets if s["metric"] == "lost" for v in s["values"])
-    cpu = [v for s in sets if s["metric"] == "cpu_per_msg_responder" for v in s["values"]]
-    assert cpu and all(v > 0 for v in cpu)
-    return sets
-
-
-def test_the_link_suite_measures_against_it_in_echo_mode(native, tmp_path):
-    """`--peer HOST:PORT --mode echo` (ack mode: the `--responder c` run below)."""
-    host, port = native.address
-    out = tmp_path / "run"
-    argv = [*LINK_RUN, "--mode", "echo", "--peer", f"{host}:{port}", "--out", str(out)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    measured_link_run(out, "echo")
-
-
 def test_responder_c_starts_the_installed_one_for_the_link_suite(responder_path, tmp_path):
-    """`--responder c`: the suite starts the C responder found where the native harnesses are
+    """`--responder c` (echo mode against a --peer: test_link_crowd.py's recorded run): the
+    suite starts the C responder found where the native harnesses are
     (EVBENCH_NATIVE_DIR), its rows say so, and it stops with the run. With none installed
     the run stops before writing anything, naming where it looked."""
     installed = tmp_path / "libexec"

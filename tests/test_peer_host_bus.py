@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import require_command
+from link_sockets import held_ptys
 from process_tree import read_proc
 
 from evbench import cli as host_cli
@@ -37,22 +38,8 @@ def pty_pair(tmp_path: Path) -> Iterator[tuple[str, str]]:
     ends = [tmp_path / "board-end", tmp_path / "host-end"]
     links = [f"pty,raw,echo=0,link={end}" for end in ends]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    process = subprocess.Popen([socat, *links], **quiet)
-    holds: list[int] = []
-    try:
-        deadline = time.monotonic() + 20
-        while not all(end.exists() for end in ends):
-            assert process.poll() is None, "socat exited"
-            assert time.monotonic() < deadline, "socat made no ptys in 20 s"
-            time.sleep(0.02)
-        # socat ends the line when a pty's last holder closes it (EIO): hold both, as a UART
-        holds = [os.open(end, os.O_RDWR | os.O_NOCTTY) for end in ends]
+    with held_ptys(ends, [subprocess.Popen([socat, *links], **quiet)]):
         yield tuple(f"uart://{os.path.realpath(end)}?baud=115200" for end in ends)
-    finally:
-        for hold in holds:
-            os.close(hold)
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @pytest.fixture
@@ -80,9 +67,19 @@ def serving(url: str) -> list[psutil.Process]:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair, board, tmp_path):
+    """First a host end that cannot open: the run stops before the board runs anything."""
     board_end, host_end = pty_pair
     work, url = board
     out = tmp_path / "out"
+    missing = f"uart://{tmp_path}/ttyNONE?baud=115200"
+    result = run_cli(*peer_host_run(url, board_end, missing, out))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("evbench: error: the link responder on this host: cannot open ")
+    assert f"{tmp_path}/ttyNONE" in lines[0]
+    assert [line for line in lines[1:] if not line.startswith("evbench: hint: ")] == []
+    assert not out.exists()  # nothing written
+    assert not (work / "runs").exists() and not (work / "agent").exists()  # nothing started
     result = run_cli(*peer_host_run(url, board_end, host_end, out))
     assert result.returncode == 0, result.stderr
     [(said_url, pid)] = STARTED.findall(result.stderr)
@@ -104,25 +101,6 @@ def test_the_run_measures_against_a_responder_it_starts_and_stops_here(pty_pair,
         assert len(sample_set.values) == COUNT, phase  # every message sent was answered
         assert lost[phase] == [0.0], phase
     assert results.verify_checksums(out) == [] and (out / results.COMPLETE).exists()
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-def test_a_host_transport_that_cannot_open_stops_the_run_before_the_board_runs(
-    pty_pair, board, tmp_path
-):
-    board_end, _ = pty_pair
-    work, url = board
-    out = tmp_path / "out"
-    missing = f"uart://{tmp_path}/ttyNONE?baud=115200"
-    result = run_cli(*peer_host_run(url, board_end, missing, out))
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert lines[0].startswith("evbench: error: the link responder on this host: cannot open ")
-    assert f"{tmp_path}/ttyNONE" in lines[0]
-    assert [line for line in lines[1:] if not line.startswith("evbench: hint: ")] == []
-    assert not out.exists()  # nothing written
-    assert not (work / "runs").exists() and not (work / "agent").exists()  # nothing started
 
 
 @pytest.mark.integration
