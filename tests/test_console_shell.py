@@ -150,26 +150,6 @@ def test_a_spoiled_streamed_line_is_taken_from_the_boards_copy(line, long_silenc
     assert "taking the output from line" in board.transcript_path.read_text()
 
 
-def test_a_streamed_output_taken_from_the_boards_copy_has_the_time_its_size_takes(
-    line, monkeypatch
-):
-    # The copy had a fixed 600 s, short for a long run's output at a low baud rate; it gets
-    # what a fetched file gets. 200 lines of 100 bytes are 20000 bytes: with no margin, 5 s
-    # (the sum in test_a_fetch_out_of_time_says_so_and_the_shell_stays_usable), and the
-    # line runs at a third of its speed.
-    rig, board = line
-    monkeypatch.setattr(transfer, "FETCH_MARGIN", 0.0)
-    spoiled = spoil(rig, b" L ", 1)
-    with monkeypatch.context() as slow:
-        slow.setattr(rig.line, "bytes_per_second", rig.line.bytes_per_second / 3)
-        command = board.stream(["sh", "-c", f"yes {'w' * 99} | head -n 200"])
-        expected = "the command's output ran out of time: 5 s were allowed for its 20000 bytes"
-        with pytest.raises(ConsoleError, match=expected):
-            list(command.lines())
-    assert rig.line.spoiled - spoiled == 1
-    assert board.run(["echo", "still here"], timeout=15).stdout == b"still here\n"
-
-
 def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line):
     # Data and end frames spoiled, then both again in the answer to the first asking, which
     # ends at the silence limit (6 s) with no frame: a second asking must follow.
@@ -182,33 +162,27 @@ def test_a_round_of_asking_again_that_the_line_spoils_whole_is_asked_again(line)
     assert board.session.retried - retried >= 2  # the chunk asked for twice
 
 
-def test_a_file_whose_first_pass_loses_over_320_chunks_is_fetched_whole(
-    line, console_user, tmp_path, monkeypatch
+@pytest.mark.parametrize(
+    ("folder", "size"),
+    [
+        # 320 chunks of 768 bytes and one byte more: 321 chunks, every one spoiled on the
+        # first pass, then asked for again over a clean line, 40 to a request (the repair once
+        # stopped after 8 requests, 320 chunks).
+        pytest.param("", 245761, id="over 320 chunks"),
+        # A 200-character folder: each chunk's request is some 230 bytes, 40 of them 9 KB, past
+        # the 4095 bytes of a terminal's input line (n_tty), which cuts it: every request of
+        # the repair was lost. 60 chunks spoiled on the first pass, asked again in shorter lines.
+        pytest.param("deep-" * 40, 60 * 768, id="deep in long folders"),
+    ],
+)
+def test_a_file_whose_every_chunk_the_first_pass_spoils_is_fetched_whole(
+    line, console_user, tmp_path, monkeypatch, folder, size
 ):
-    # 320 chunks of 768 bytes and one byte more: 321 chunks, every one spoiled on the first
-    # pass, then asked for again over a clean line, 40 to a request (the repair once stopped
-    # after 8 requests, 320 chunks). The same pty line paced 20 times as fast: 20 s, not 2 min.
-    _spoiled_then_fetched_whole(line, monkeypatch, console_user.home, 245761, tmp_path)
-
-
-def test_chunks_of_a_file_deep_in_long_folders_are_asked_again_in_lines_a_terminal_takes(
-    line, console_user, tmp_path, monkeypatch
-):
-    # A 200-character folder: each chunk's request is some 230 bytes, 40 of them 9 KB, past
-    # the 4095 bytes of a terminal's input line (n_tty), which cuts it: every request of the
-    # repair was lost. 60 chunks spoiled on the first pass, asked again in shorter lines.
-    folder = f"{console_user.home}/{'deep-' * 40}"
-    _spoiled_then_fetched_whole(line, monkeypatch, folder, 60 * 768, tmp_path)
-
-
-def _spoiled_then_fetched_whole(line, monkeypatch, folder: str, size: int, tmp_path) -> None:
-    """A file of `size` bytes (chunks of 768: 245761 is 321 of them) in `folder` on the
-    board, every data frame spoiled on the first pass, then fetched over a clean line paced
-    20 times as fast: the board's SHA-256 comes back."""
+    # The same pty line paced 20 times as fast: 20 s, not 2 min; the board's SHA-256 comes back.
     rig, board = line
     monkeypatch.setattr(rig.line, "noise_every", None)
     monkeypatch.setattr(rig.line, "bytes_per_second", 20 * rig.line.bytes_per_second)
-    chunks = -(-size // 768)
+    folder, chunks = f"{console_user.home}/{folder}", -(-size // 768)
     remote, back = f"{folder}/{chunks}-chunks.bin", tmp_path / "back.bin"
     command = f"mkdir -p {folder}; head -c {size} /dev/urandom >{remote}; sha256sum {remote}"
     made = board.run(["sh", "-c", command], 30)
@@ -218,7 +192,7 @@ def _spoiled_then_fetched_whole(line, monkeypatch, folder: str, size: int, tmp_p
     assert hashlib.sha256(back.read_bytes()).hexdigest() == made.stdout.split()[0].decode()
 
 
-def test_a_fetch_out_of_time_says_so_and_the_shell_stays_usable(
+def test_a_fetch_or_a_streamed_copy_out_of_time_says_so_and_the_shell_stays_usable(
     line, console_user, tmp_path, monkeypatch
 ):
     # 20000 bytes at 115200 baud: (20000 * 4/3 * 1.06 + 27 frames * 60) bytes of 10 bits,
@@ -234,6 +208,18 @@ def test_a_fetch_out_of_time_says_so_and_the_shell_stays_usable(
     assert "cable" not in raised.value.hint
     assert not (tmp_path / "back.bin").exists()
     # The session goes on: the shell answers the next command.
+    assert board.run(["echo", "still here"], timeout=15).stdout == b"still here\n"
+    # A streamed output taken from the board's copy had a fixed 600 s, short for a long run's
+    # output at a low baud rate; it gets what a fetched file gets: 200 lines of 100 bytes are
+    # 20000 bytes, 5 s as above.
+    spoiled = spoil(rig, b" L ", 1)
+    with monkeypatch.context() as slow:
+        slow.setattr(rig.line, "bytes_per_second", rig.line.bytes_per_second / 3)
+        command = board.stream(["sh", "-c", f"yes {'w' * 99} | head -n 200"])
+        expected = "the command's output ran out of time: 5 s were allowed for its 20000 bytes"
+        with pytest.raises(ConsoleError, match=expected):
+            list(command.lines())
+    assert rig.line.spoiled - spoiled == 1
     assert board.run(["echo", "still here"], timeout=15).stdout == b"still here\n"
 
 

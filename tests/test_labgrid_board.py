@@ -55,8 +55,9 @@ def board_url(place: str, work: Path, **options: str) -> str:
     return f"labgrid://{place}?{query}"
 
 
-def evbench(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
+def evbench(*argv, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    argv = [EVBENCH, *map(str, argv)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
 @contextlib.contextmanager
@@ -113,9 +114,7 @@ def held(lab, place: str, user: str) -> Iterator[None]:
 
 def test_a_run_on_a_place_over_ssh_records_the_place_and_releases_it(lab, sshd, tmp_path):
     out = tmp_path / "run"
-    done = evbench(
-        "run", "--board", board_url("am62x-a", tmp_path / "board"), *QUICK, "--out", str(out)
-    )
+    done = evbench("run", "--board", board_url("am62x-a", tmp_path / "board"), *QUICK, "--out", out)
     assert done.returncode == 0, done.stderr
     assert "acquired place am62x-a as " in done.stderr
     assert "released place am62x-a" in done.stderr
@@ -336,8 +335,7 @@ LAB_TIMEOUT = 1200
 
 
 def lab_run(plan: Path, out: Path) -> subprocess.CompletedProcess:
-    argv = [EVBENCH, "lab", "run", str(plan), "--out", str(out)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=LAB_TIMEOUT)
+    return evbench("lab", "run", str(plan), "--out", str(out), timeout=LAB_TIMEOUT)
 
 
 def plan(tmp_path: Path, coordinator: str, units: str = "ab") -> Path:
@@ -375,8 +373,7 @@ def test_a_two_place_matrix_runs_in_parallel_and_reports(lab, tmp_path):
     (a_start, a_end), (b_start, b_end) = spans["am62x-a"], spans["am62x-b"]
     assert a_start < b_end and b_start < a_end, spans
     assert lab.acquired_by("am62x-a") is None and lab.acquired_by("am62x-b") is None
-    argv = [EVBENCH, "lab", "status", str(lab_dir)]
-    status = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    status = evbench("lab", "status", str(lab_dir), timeout=120)
     assert status.returncode == 0 and "2 of 2 entries done; the lab is finished" in status.stdout
     page = lab_dir / "lab.html"
     html = page.read_text()

@@ -73,19 +73,18 @@ def test_every_unit_has_a_lava_spelling_that_reads_back(unit: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("unit", "spelling"),
-    [("bytes/s", "bytes-per-s"), ("messages/s", "messages-per-s"), ("°C", "degC")],
+    ("unit", "spelling", "older"),
+    [
+        ("bytes/s", "bytes-per-s", ["B-s", "B/s"]),
+        ("messages/s", "messages-per-s", ["msg-s", "msg/s"]),
+        ("°C", "degC", []),
+    ],
 )
-def test_rates_and_temperature_are_spelled_out(unit: str, spelling: str) -> None:
+def test_rates_and_temperature_are_spelled_out_and_what_older_agents_sent_still_reads(
+    unit: str, spelling: str, older: list[str]
+) -> None:
     assert lava_units.to_lava(unit) == spelling
-
-
-@pytest.mark.parametrize(
-    ("old", "unit"),
-    [("B-s", "bytes/s"), ("msg-s", "messages/s"), ("B/s", "bytes/s"), ("msg/s", "messages/s")],
-)
-def test_what_older_agents_sent_still_reads(old: str, unit: str) -> None:
-    assert lava_units.from_lava(old) == unit
+    assert [lava_units.from_lava(old) for old in older] == [unit] * len(older)
 
 
 def test_an_unknown_spelling_is_named() -> None:
@@ -93,6 +92,7 @@ def test_an_unknown_spelling_is_named() -> None:
         lava_units.from_lava("furlongs")
 
 
+ENCODE = "codec.seed.json.encode.2d04ed79"
 #: One record case as lavacli lists it: with it, a file is refused only for what a test adds.
 GOOD_CASE = """- name: codec.seed.json.decode.2d04ed79
   result: pass
@@ -126,7 +126,7 @@ def _alias_bomb(width: int = 10, depth: int = 6) -> str:
     return "- name: job\n  result: pass\n  suite: lava\n  metadata:\n" + "\n".join(levels) + "\n"
 
 
-@pytest.mark.parametrize("case", ["codec.seed.json.encode.2d04ed79", "verdict.codec.seed"])
+@pytest.mark.parametrize("case", [ENCODE, "verdict.codec.seed"])
 def test_a_yaml_alias_is_refused_before_it_expands(tmp_path: Path, case: str) -> None:
     bomb = tmp_path / "bomb.yaml"
     used = f"- name: {case}\n  result: pass\n  suite: 1_evbench\n  measurement: *a5\n  unit: s\n"
@@ -137,34 +137,26 @@ def test_a_yaml_alias_is_refused_before_it_expands(tmp_path: Path, case: str) ->
 
 
 @pytest.mark.parametrize(
-    ("case", "field", "value"),
+    ("case", "field", "value", "says"),
     [
-        ("codec.seed.json.encode.2d04ed79", "measurement", "{payload: 3}"),
-        ("verdict.codec.seed", "measurement", "{payload: 3}"),
-        ("codec.seed.json.encode.2d04ed79", "unit", "[payload, s]"),
-        ("verdict.codec.seed", "result", "[payload]"),
+        (ENCODE, "measurement", "{payload: 3}", "measurement"),
+        ("verdict.codec.seed", "measurement", "{payload: 3}", "measurement"),
+        (ENCODE, "unit", "[payload, s]", "unit"),
+        ("verdict.codec.seed", "result", "[payload]", "result"),
+        # A measurement beyond what a results file holds: the bound it is beyond.
+        (ENCODE, "measurement", "'1e200'", f"{results.MAX_VALUE:g}"),
     ],
 )
-def test_a_list_or_mapping_where_a_case_holds_one_value_is_named_not_printed(
-    tmp_path: Path, case: str, field: str, value: str
+def test_a_list_or_mapping_or_a_huge_measurement_is_refused_naming_the_case(
+    tmp_path: Path, case: str, field: str, value: str, says: str
 ) -> None:
     fields = {"result": "pass", "measurement": "'1.5'", "unit": "s", field: value}
     listed = "".join(f"  {key}: {item}\n" for key, item in fields.items())
     results_file = tmp_path / "cases.yaml"
     results_file.write_text(f"- name: {case}\n  suite: 1_evbench\n{listed}" + GOOD_CASE)
     error = _refused(tmp_path, results_file)
-    assert case in error and field in error
+    assert case in error and field in error and says in error
     assert "payload" not in error  # the value is not turned into text: it may be huge
-
-
-def test_a_measurement_beyond_what_a_results_file_holds_is_refused_at_import(tmp_path) -> None:
-    case = "codec.seed.json.encode.2d04ed79"
-    results_file = tmp_path / "cases.yaml"
-    huge = f"- name: {case}\n  result: pass\n  suite: 1_evbench\n  measurement: '1e200'\n"
-    results_file.write_text(huge + "  unit: s\n" + GOOD_CASE)
-    error = _refused(tmp_path, results_file)
-    assert case in error and "measurement" in error
-    assert f"{results.MAX_VALUE:g}" in error  # the bound it is beyond
 
 
 @pytest.mark.parametrize("kind", ["directory", "FIFO", "over 64 MiB"])

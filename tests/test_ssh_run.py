@@ -40,20 +40,18 @@ LINK = ["--suite", "link", "--codecs", "json,protobuf", "--profile", "seed", "--
 
 @pytest.fixture
 def board(sshd, ssh_home, tmp_path):
-    """The board's work directory and its URL."""
     work = tmp_path / "board"
     return work, f"ssh://{sshd.address}?dir={work}&python={BOARD_PYTHON}"
 
 
 def start_cli(*argv: str) -> subprocess.Popen:
-    """evbench as a separate process (HOME is the test's, set by ssh_home)."""
+    # HOME is the test's, set by ssh_home.
     return subprocess.Popen(
         [EVBENCH, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
 def run_cli(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """evbench run to its end in its own process."""
     return subprocess.run([EVBENCH, *argv], capture_output=True, text=True, timeout=timeout)
 
 
@@ -343,7 +341,6 @@ RUN_ID = "20261130T000000Z-c0ffee"
 
 @pytest.fixture(scope="module")
 def finished_board(tmp_path_factory) -> Path:
-    """Where `finished` keeps the board of the module's one finished run."""
     return tmp_path_factory.mktemp("finished") / "board"
 
 
@@ -509,7 +506,9 @@ ODD_LISTINGS = [
 ]
 
 
-def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsys):
+def test_fetch_refuses_odd_names_in_the_boards_listing_and_one_over_the_readers_cap(
+    finished, tmp_path, capsys
+):
     _work, url, run_dir = finished
     listing = run_dir / detached.RESULTS / results.CHECKSUMS
     original = listing.read_bytes()
@@ -521,13 +520,9 @@ def test_fetch_refuses_odd_names_in_the_boards_listing(finished, tmp_path, capsy
         assert says in err and "internal error" not in err, err
         assert not (out / results.COMPLETE).exists()
     assert not (tmp_path / "escape").exists()
-
-
-def test_fetch_refuses_a_boards_listing_over_the_readers_cap(finished, tmp_path, capsys):
-    """A board's SHA256SUMS was read whole into memory, however large (/dev/zero: for ever)."""
-    _work, url, run_dir = finished
-    with open(run_dir / detached.RESULTS / results.CHECKSUMS, "r+b") as listing:
-        listing.truncate((64 << 20) + 1)  # one byte over the 64 MiB a run's listing may hold
+    # A board's SHA256SUMS was read whole into memory, however large (/dev/zero: for ever).
+    with open(listing, "r+b") as stream:
+        stream.truncate((64 << 20) + 1)  # one byte over the 64 MiB a run's listing may hold
     out = tmp_path / "out"
     assert evbench(["fetch", "--board", url, run_dir.name, "--out", str(out)]) == 2
     err = capsys.readouterr().err
