@@ -26,8 +26,7 @@ def worker_task(**changes):
     return task | changes
 
 
-def run_worker(task: dict) -> dict:
-    """worker_main on `task`, its progress messages dropped."""
+def run_worker(task: dict) -> dict:  # its progress messages dropped
     return codec.worker_main(task, lambda _what: None)
 
 
@@ -93,37 +92,36 @@ def test_every_recorded_sample_follows_the_same_operation_of_another_codec(monke
     assert len(found) == 3 * len(names) * len(codec.OPERATIONS)
 
 
-@pytest.mark.parametrize("values", [3, 4])
-def test_each_codec_is_timed_first_and_second_alike_over_the_recorded_rounds(monkeypatch, values):
+def test_each_codec_is_timed_first_and_second_alike_and_first_in_half_over_two_workers(
+    monkeypatch,
+):
+    found = {}
+    for values, worker in [(3, 0), (4, 0), (3, 1)]:
+        with monkeypatch.context() as patch:
+            found[values, worker] = _measured(patch, values=values, worker=worker)
     # What precedes A's samples and B's is one multiset up to swapping the names, for
     # an odd count of values as for an even.
     swap = {"json": "json-aa", "json-aa": "json"}
-    before: dict[str, list[tuple[str, str, str]]] = {name: [] for name in CODECS}
-    for (_, name, operation, *_), (_, codec_before, operation_before, *_) in _measured(
-        monkeypatch, values=values
-    ):
-        mirrored = swap[codec_before] if name == "json-aa" else codec_before
-        before[name].append((operation, operation_before, mirrored))
-    assert sorted(before["json"]) == sorted(before["json-aa"])
-
-
-def test_over_a_pair_of_workers_each_codec_is_timed_first_in_half_the_recorded_rounds(
-    monkeypatch,
-):
+    for values in (3, 4):
+        before: dict[str, list[tuple[str, str, str]]] = {name: [] for name in CODECS}
+        for (_, name, operation, *_), (_, codec_before, operation_before, *_) in found[values, 0]:
+            mirrored = swap[codec_before] if name == "json-aa" else codec_before
+            before[name].append((operation, operation_before, mirrored))
+        assert sorted(before["json"]) == sorted(before["json-aa"]), values
     # With 3 values a worker cannot put each codec first equally often; the next worker
     # starts with the other codec, so over workers 0 and 1 (and every even count) each
     # operation's first sample is each codec's in 3 of the 6 recorded rounds.
     first: dict[tuple[str, str], int] = {}
     for worker in (0, 1):
         seen = set()
-        for (round_number, name, operation, *_), _before in _measured(monkeypatch, worker=worker):
+        for (round_number, name, operation, *_), _before in found[3, worker]:
             if (round_number, operation) not in seen:
                 seen.add((round_number, operation))
                 first[(name, operation)] = first.get((name, operation), 0) + 1
     assert first == {(name, op): 3 for name in CODECS for op in codec.OPERATIONS}
 
 
-def test_rounds_go_operation_by_operation_a_b_then_b_a_each_primed_untimed():
+def test_rounds_go_op_by_op_a_b_then_b_a_primed_untimed_mirrored_and_take_the_next_payload():
     cells = [("json", "encode"), ("json", "decode"), ("protobuf", "encode"), ("protobuf", "decode")]
     assert codec.round_order(cells, 0) == [
         ("json", "encode"), ("protobuf", "encode"), ("json", "decode"), ("protobuf", "decode")
@@ -144,9 +142,10 @@ def test_rounds_go_operation_by_operation_a_b_then_b_a_each_primed_untimed():
         (None, ("B", "decode_access")),
     ]
     assert [primer for primer, _cell in codec.round_steps([("A", "encode")], 1)] == [None]
-
-
-def test_what_runs_before_each_arm_is_the_mirror_image_of_the_other_arm():
+    # Each round of a worker takes the next payload, worker after worker: 3 rounds per
+    # worker over 5 payloads, worker 0 takes 0 1 2, worker 1 takes 3 4 0.
+    assert codec.round_payloads(0, 3, 5) == [0, 1, 2]
+    assert codec.round_payloads(1, 3, 5) == [3, 4, 0]
     # An A/A pair is the same code under two names, so any carry-over from the cell
     # before must hit both arms alike: swapping A <-> B turns A's predecessors into B's.
     # The order repeats every two rounds, so two rounds taken as a cycle hold every case.
@@ -161,30 +160,7 @@ def test_what_runs_before_each_arm_is_the_mirror_image_of_the_other_arm():
         assert mirrored == sorted(found[("B", operation)]), operation
 
 
-def test_each_round_of_a_worker_takes_the_next_payload_worker_after_worker():
-    # 3 rounds per worker over 5 payloads: worker 0 takes 0 1 2, worker 1 takes 3 4 0.
-    assert codec.round_payloads(0, 3, 5) == [0, 1, 2]
-    assert codec.round_payloads(1, 3, 5) == [3, 4, 0]
-
-
-def test_calibration_takes_the_fastest_payload_and_covers_min_time_with_the_margin(
-    monkeypatch,
-):
-    # An operation whose argument is its cost in ns on a clock that moves by those costs
-    # alone: a preempted call (a loaded machine) cannot change what calibration sees.
-    now = [0]
-    monkeypatch.setattr(codec, "time", SimpleNamespace(perf_counter_ns=lambda: now[0]))
-
-    def operation(cost: int) -> None:
-        now[0] += cost
-
-    assert codec._fastest(operation, [300_000, 40_000, 150_000], slowdown=0.0) == 40_000
-    # Calls of 20 us: doubling stops at 64 loops (1.28 ms >= 1 ms), and 1.2 x 1 ms
-    # needs 1200 / 20 = 60 calls.
-    assert codec.calibrate_loops(operation, 20_000, min_ns=1_000_000) == 60
-
-
-def test_loops_are_timed_with_the_slowdown_and_a_harness_times_its_own():
+def test_loops_are_timed_with_the_slowdown_and_calibration_covers_min_time_with_margin(monkeypatch):
     def spin(microseconds: float) -> None:  # takes at least `microseconds`, never less
         until = time.perf_counter_ns() + microseconds * 1000
         while time.perf_counter_ns() < until:
@@ -208,6 +184,19 @@ def test_loops_are_timed_with_the_slowdown_and_a_harness_times_its_own():
     operation = HarnessTimed()
     assert codec._time_loops(operation, "payload", 1_000) == 7_000_000
     assert operation.calls == []  # never timed through Python calls, one round trip each
+    # calibration takes the fastest payload and covers min_time with the margin
+    # An operation whose argument is its cost in ns on a clock that moves by those costs
+    # alone: a preempted call (a loaded machine) cannot change what calibration sees.
+    now = [0]
+    monkeypatch.setattr(codec, "time", SimpleNamespace(perf_counter_ns=lambda: now[0]))
+
+    def operation(cost: int) -> None:
+        now[0] += cost
+
+    assert codec._fastest(operation, [300_000, 40_000, 150_000], slowdown=0.0) == 40_000
+    # Calls of 20 us: doubling stops at 64 loops (1.28 ms >= 1 ms), and 1.2 x 1 ms
+    # needs 1200 / 20 = 60 calls.
+    assert codec.calibrate_loops(operation, 20_000, min_ns=1_000_000) == 60
 
 
 def test_a_worker_records_each_round_once_per_codec_and_no_sample_shorter_than_0_9_min_time(

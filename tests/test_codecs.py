@@ -43,7 +43,7 @@ def _same(expected, actual, rel: float) -> bool:
     return expected == actual and type(expected) is type(actual)
 
 
-def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_ranges():
+def test_the_seed_matches_the_seed_app_in_sizes_ranges_json_key_order_and_zeros():
     items = payloads.get("seed").payloads()
     protobuf = statistics.fmean(len(item.message.SerializeToString()) for item in items)
     as_json = statistics.fmean(
@@ -57,9 +57,7 @@ def test_seed_sizes_land_within_3_percent_of_the_seed_app_and_values_in_its_rang
         assert 80.2707 <= plain["gps_longitude"] <= 80.3707
         assert len(plain["alerts"]) in (0, 1) and len(plain["errors"]) in (0, 1)
         assert 45 <= plain["motor_temp"] < 65
-
-
-def test_seed_json_keys_match_the_seed_app_in_order_and_zeros_are_written_like_dart():
+    # seed JSON keys match the seed app's, in order; zeros are written as Dart writes them
     lines = GOLDEN_KEYS.read_text().splitlines()
     golden = [line for line in lines if line and not line.startswith("#")]
     profile = payloads.get("seed")
@@ -86,6 +84,11 @@ def test_ev_full_frame_has_the_promised_content_at_sensor_resolution():
     # The JSON form prints readings at their resolution, not float32 noise.
     text = json.dumps(frame[0].plain)
     assert "99999" not in text and "00000001" not in text
+    # protobuf-json prints fields without presence
+    profile = payloads.get("ev-full")
+    item = next(p for p in profile.payloads(50) if not p.plain["charger"]["plugged_in"])
+    text = codecs.get("protobuf-json").bind(profile).encode(item.message).decode()
+    assert '"pluggedIn":false' in text  # a default value, printed as the JSON codecs do
 
 
 @pytest.mark.parametrize(
@@ -136,14 +139,7 @@ def test_a_profile_is_deterministic_and_its_forms_agree(profile_name):
         assert _same(item.plain, profile.to_plain(item.message), rel=FLOAT32_RELATIVE)
 
 
-def test_protobuf_json_prints_fields_without_presence():
-    profile = payloads.get("ev-full")
-    item = next(p for p in profile.payloads(50) if not p.plain["charger"]["plugged_in"])
-    text = codecs.get("protobuf-json").bind(profile).encode(item.message).decode()
-    assert '"pluggedIn":false' in text  # a default value, printed as the JSON codecs do
-
-
-def test_every_codec_is_here_and_unknown_or_missing_ones_are_refused_naming_others(monkeypatch):
+def test_every_codec_is_here_an_aa_copy_is_itself_and_bad_ones_are_refused_naming_it(monkeypatch):
     # The always present ones, and agent[fast]'s: the test environment installs them all.
     assert {"protobuf", "json", "protobuf-json"} <= set(codecs.available()) == set(ALL_CODECS)
     assert codecs.protobuf_backend() in ("upb", "cpp", "python")
@@ -157,6 +153,30 @@ def test_every_codec_is_here_and_unknown_or_missing_ones_are_refused_naming_othe
     with pytest.raises(UserError) as caught:
         payloads.get("nope")
     assert "seed" in caught.value.hint and "ev-full" in caught.value.hint
+    # A stray module of the library's name (no real broken library can be installed here):
+    # json has no packb, as the leftover below had none.
+    bind = lambda module, _profile: (module.packb, module.unpackb)  # noqa: E731
+    stray = codecs.Codec("stray", "json", "stray-dist", codecs.PLAIN, "", bind, yocto=None)
+    monkeypatch.setitem(codecs.CODECS, "stray", stray)
+    with pytest.raises(UserError, match=r"^codec 'stray' cannot be used here: AttributeError"):
+        codecs.get("stray").bind(payloads.get("seed"))
+    # an A/A copy is the same codec under its own name
+    profile = payloads.get("seed")
+    (item,) = profile.payloads(1, 7)
+    original, copy = codecs.get("json"), codecs.get("json-aa")
+    assert copy.name == "json-aa" and original.name == "json"
+    bound, bound_copy = original.bind(profile), copy.bind(profile)
+    assert bound_copy.encode(item.plain) == bound.encode(item.plain)
+    # The same code, no wrapper (json's encode is a closure per binding, decode is
+    # json.loads itself): nothing but the order can favour either name.
+    assert bound_copy.encode.__code__ is bound.encode.__code__
+    assert bound_copy.decode is bound.decode and bound_copy.access is bound.access
+    assert codecs.original_name("protobuf-aa") == "protobuf"
+    # a real codec whose name merely ends alike is left alone; so is an unknown original
+    assert codecs.original_name("msgspec-json") == "msgspec-json"
+    assert codecs.original_name("scratch-aa") == "scratch-aa"
+    with pytest.raises(UserError, match="unknown codec 'scratch-aa'"):
+        codecs.get("scratch-aa")
 
 
 #: `pip uninstall msgpack` leaves site-packages/msgpack/__pycache__ behind. msgpack is
@@ -193,32 +213,3 @@ def test_a_library_s_leftover_folder_is_no_codec_and_the_default_run_goes_on(tmp
     assert "msgpack" not in manifest["spec"]["codecs"] and "json" in manifest["spec"]["codecs"]
     assert "msgpack" in manifest["platform"]["codecs_missing"]
     assert "msgpack" not in manifest["platform"]["codecs"]
-
-
-def test_a_codec_whose_library_cannot_bind_is_a_user_error_naming_it(monkeypatch):
-    # A stray module of the library's name (no real broken library can be installed here):
-    # json has no packb, as the leftover above had none.
-    bind = lambda module, _profile: (module.packb, module.unpackb)  # noqa: E731
-    stray = codecs.Codec("stray", "json", "stray-dist", codecs.PLAIN, "", bind, yocto=None)
-    monkeypatch.setitem(codecs.CODECS, "stray", stray)
-    with pytest.raises(UserError, match=r"^codec 'stray' cannot be used here: AttributeError"):
-        codecs.get("stray").bind(payloads.get("seed"))
-
-
-def test_an_aa_copy_is_the_same_codec_under_its_own_name():
-    profile = payloads.get("seed")
-    (item,) = profile.payloads(1, 7)
-    original, copy = codecs.get("json"), codecs.get("json-aa")
-    assert copy.name == "json-aa" and original.name == "json"
-    bound, bound_copy = original.bind(profile), copy.bind(profile)
-    assert bound_copy.encode(item.plain) == bound.encode(item.plain)
-    # The same code, no wrapper (json's encode is a closure per binding, decode is
-    # json.loads itself): nothing but the order can favour either name.
-    assert bound_copy.encode.__code__ is bound.encode.__code__
-    assert bound_copy.decode is bound.decode and bound_copy.access is bound.access
-    assert codecs.original_name("protobuf-aa") == "protobuf"
-    # a real codec whose name merely ends alike is left alone; so is an unknown original
-    assert codecs.original_name("msgspec-json") == "msgspec-json"
-    assert codecs.original_name("scratch-aa") == "scratch-aa"
-    with pytest.raises(UserError, match="unknown codec 'scratch-aa'"):
-        codecs.get("scratch-aa")

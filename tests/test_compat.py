@@ -1,8 +1,7 @@
 """The agent under the protobuf runtimes it supports (4.25.8 in .venv-pb425, the newest in
 the main venv, Debian 12's python3 with 4.21.12 cpp) and its minimum Python: a quick run,
 protobuf-json's zero values by the proto3 JSON mapping, one payload digest per set; and
-protobuf-json's bytes and a user's message measured alike on each runtime.
-"""
+protobuf-json's bytes and a user's message measured alike on each runtime."""
 
 import base64
 import json
@@ -25,12 +24,11 @@ pytestmark = pytest.mark.compat
 DEBIAN_PYTHON = "/usr/bin/python3"
 
 
-def _interpreters() -> dict[str, str]:
-    return {
-        "protobuf-4.25": str(ROOT / ".venv-pb425" / "bin" / "python"),
-        "newest": sys.executable,
-        "debian": DEBIAN_PYTHON,
-    }
+INTERPRETERS = {
+    "protobuf-4.25": str(ROOT / ".venv-pb425" / "bin" / "python"),
+    "newest": sys.executable,
+    "debian": DEBIAN_PYTHON,
+}
 
 
 #: Only agent/src on the path: the agent must stand alone, without the host tools.
@@ -44,16 +42,15 @@ def _agent(python: str, *argv: str) -> subprocess.CompletedProcess:
 
 def on_each_runtime(argv, stdin: str = "", timeout: float = 600) -> dict[str, str]:
     """Each runtime's stdout of `python argv(runtime)`, the runtimes at once."""
-    interpreters = _interpreters()
-    for runtime, python in interpreters.items():
+    for runtime, python in INTERPRETERS.items():
         require(os.access(python, os.X_OK), f"the interpreter for {runtime} ({python})")
     options = {"input": stdin, "capture_output": True, "text": True, "timeout": timeout}
 
     def run(runtime: str) -> subprocess.CompletedProcess:
-        return subprocess.run([interpreters[runtime], *argv(runtime)], env=AGENT_ALONE, **options)
+        return subprocess.run([INTERPRETERS[runtime], *argv(runtime)], env=AGENT_ALONE, **options)
 
-    with ThreadPoolExecutor(len(interpreters)) as pool:
-        done = dict(zip(interpreters, pool.map(run, interpreters), strict=True))
+    with ThreadPoolExecutor(len(INTERPRETERS)) as pool:
+        done = dict(zip(INTERPRETERS, pool.map(run, INTERPRETERS), strict=True))
     for runtime, finished in done.items():
         assert finished.returncode == 0, f"{runtime}: {finished.stderr}"
     return {runtime: finished.stdout for runtime, finished in done.items()}
@@ -67,10 +64,10 @@ RUN = ["run", "--quick", "--profile", "seed,ev-full,string-map",
 def runs(tmp_path_factory) -> dict[str, tuple]:
     """Per runtime found, at once: (`info --json`, its quick run or None, the run's folder)."""
     top = tmp_path_factory.mktemp("runs")
-    found = [name for name, python in _interpreters().items() if os.access(python, os.X_OK)]
+    found = [name for name, python in INTERPRETERS.items() if os.access(python, os.X_OK)]
 
     def info_and_run(name: str) -> tuple:
-        python, out = _interpreters()[name], top / name
+        python, out = INTERPRETERS[name], top / name
         info = _agent(python, "info", "--json")
         run = _agent(python, *RUN, "--out", str(out)) if info.returncode == 0 else None
         return info, run, out
@@ -79,9 +76,9 @@ def runs(tmp_path_factory) -> dict[str, tuple]:
         return dict(zip(found, pool.map(info_and_run, found), strict=True))
 
 
-@pytest.mark.parametrize("runtime", list(_interpreters()))
+@pytest.mark.parametrize("runtime", list(INTERPRETERS))
 def test_agent_runs_a_quick_suite_on_each_runtime(runtime, runs):
-    python = _interpreters()[runtime]
+    python = INTERPRETERS[runtime]
     require(runtime in runs, f"the interpreter for {runtime} ({python})")
     probe, done, out = runs[runtime]
     require(probe.returncode == 0 or "google" not in probe.stderr, f"protobuf for {runtime}")
@@ -166,13 +163,30 @@ package evbench.zero2;
 message Old { optional int32 level = 1; }
 """
 
+ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
+KINDS = ROOT / "tests" / "data" / "kinds"
+CASES = {
+    "proto2-defaults": ("legacy", "evbench.legacy.Chassis"),
+    "proto2-required": ("legacy", "evbench.legacy.Limits"),
+    "proto3-well-known": ("well_known", "evbench.kinds.Everything"),
+    "recursive": ("fanout", "evbench.kinds.M"),
+    "repeated-extension": ("legacy", "evbench.legacy.Diagnostics"),
+}
+#: Cases holding maps: the runtimes order a map's entries differently (protobuf binary too),
+#: so there the values and the sizes are compared, not the bytes.
+MAPS = ("proto3-well-known/",)
+#: Per runtime: ROOTS' messages (all at zero, and each with one scalar set) printed by
+#: protobuf-json and read back, two profiles' payload digests, and CASES' payloads through
+#: protobuf, json and protobuf-json in both JSON styles.
 SCRIPT = r"""
-import base64, json, sys
+import base64, hashlib, json, sys
 from google.protobuf import json_format
 from evbench_agent import codecs
 from evbench_agent.payloads import identity as payload_identity
 from evbench_agent.payloads import user_schema
-serialized, roots, set_values = json.load(sys.stdin)
+from evbench_core.errors import UserError
+serialized, roots, set_values, cases, MAPS = json.load(sys.stdin)
+MAPS = tuple(MAPS)
 digests = [payload_identity.payload_digest(name, 20, 3) for name in ("ev-full", "seed")]
 out = {}
 for root in roots:
@@ -192,67 +206,7 @@ for root in roots:
         except json_format.ParseError as error:
             read = "ParseError: " + str(error)
         out[root + "/" + name] = {"printed": blob.decode(), "read back": read}
-print(json.dumps([out, digests]))
-"""
-
-ROOTS = ["evbench.zero.WithAny", "evbench.zero.WithProto2"]
-
-
-@pytest.fixture(scope="module")
-def printed(tmp_path_factory) -> dict[str, list]:
-    """Per runtime, one interpreter start: SCRIPT's printing and reading back of each root's
-    messages (all at zero, and each with one scalar set), and two profiles' payload digests."""
-    folder = tmp_path_factory.mktemp("zero")
-    (folder / "legacy2.proto").write_text(PROTO2)
-    (folder / "zero.proto").write_text(PROTO3)
-    serialized = base64.b64encode(compile_set(folder, "zero.proto", folder)).decode()
-    set_values = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
-    stdin = json.dumps([serialized, ROOTS, set_values])
-    printed = on_each_runtime(lambda _: ["-c", SCRIPT], stdin, timeout=300)
-    return {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
-
-
-def test_zeros_print_as_the_mapping_says_read_back_and_print_alike_on_each_runtime(printed):
-    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
-    zero["fEnum"] = "MODE_IDLE"
-    assert len(printed["newest"][0]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
-    for runtime, (found, _digests) in printed.items():
-        for root in ROOTS:
-            as_json = json.loads(found[f"{root}/all-zero"]["printed"])
-            # the mapping's values, and their JSON types (0 is not 0.0 nor False)
-            assert as_json == zero, (runtime, root, as_json)
-            types = {k: type(v) for k, v in as_json.items()}
-            assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
-        unread = {k: v for k, v in found.items() if v["read back"] is not True}
-        assert not unread, (runtime, unread)
-    # byte for byte what the newest runtime prints with its own option; and one payload
-    # set, one digest: the runtime's own encoding is left out (docs/results-format.md)
-    assert printed["debian"] == printed["newest"]
-    assert printed["protobuf-4.25"] == printed["newest"]
-    ev_full, seed = printed["newest"][1]
-    assert ev_full != seed  # two payload sets, two digests
-
-
-KINDS = ROOT / "tests" / "data" / "kinds"
-CASES = {
-    "proto2-defaults": ("legacy", "evbench.legacy.Chassis"),
-    "proto2-required": ("legacy", "evbench.legacy.Limits"),
-    "proto3-well-known": ("well_known", "evbench.kinds.Everything"),
-    "recursive": ("fanout", "evbench.kinds.M"),
-    "repeated-extension": ("legacy", "evbench.legacy.Diagnostics"),
-}
-#: Cases holding maps: the runtimes order a map's entries differently (protobuf binary too),
-#: so there the values and the sizes are compared, not the bytes.
-MAPS = ("proto3-well-known/",)
-CASES_SCRIPT = r"""
-import base64, hashlib, json, sys
-from google.protobuf.json_format import MessageToDict
-from evbench_agent import codecs
-from evbench_core.errors import UserError
-from evbench_agent.payloads import user_schema
-cases = json.load(sys.stdin)
-MAPS = %r
-out = {}
+measured = {}
 for case, (serialized, message) in cases.items():
     for style in ("proto3", "fields"):
         profile = user_schema.build_profile(
@@ -263,7 +217,7 @@ for case, (serialized, message) in cases.items():
             try:
                 bound = codecs.get(name).bind(profile)
             except UserError as error:
-                out[f"{case}/{style}/{name}"] = "refused: " + str(error)
+                measured[f"{case}/{style}/{name}"] = "refused: " + str(error)
                 continue
             blobs = [bound.encode(bound.data(item)) for item in items]
             decoded = [bound.decode(blob) for blob in blobs]
@@ -275,25 +229,58 @@ for case, (serialized, message) in cases.items():
             else:  # through the JSON mapping: an Any's bytes hold maps in their order too
                 pool = profile.message_type.DESCRIPTOR.file.pool
                 canonical = [
-                    json.dumps(MessageToDict(v, descriptor_pool=pool), sort_keys=True).encode()
-                    for v in decoded
+                    json.dumps(json_format.MessageToDict(v, descriptor_pool=pool), sort_keys=True)
+                    .encode() for v in decoded
                 ]
-            out[f"{case}/{style}/{name}"] = {
+            measured[f"{case}/{style}/{name}"] = {
                 "bytes": hashlib.sha256(b"\0".join(blobs)).hexdigest(),
                 "values": hashlib.sha256(b"\0".join(canonical)).hexdigest(),
                 "size": sum(map(len, blobs)),
                 "leaves": sum(leaves),
             }
-print(json.dumps(out))
+print(json.dumps([out, digests, measured]))
 """
 
 
-def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(tmp_path):
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> dict[str, list]:
+    """Per runtime, one interpreter start: what SCRIPT prints."""
+    folder = tmp_path_factory.mktemp("zero")
+    (folder / "legacy2.proto").write_text(PROTO2)
+    (folder / "zero.proto").write_text(PROTO3)
+    serialized = base64.b64encode(compile_set(folder, "zero.proto", folder)).decode()
+    set_values = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in SET.items()}
     names = ("legacy", "well_known", "fanout")
-    sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", tmp_path)).decode() for n in names}
+    sets = {n: base64.b64encode(compile_set(KINDS, f"{n}.proto", folder)).decode() for n in names}
     cases = {case: (sets[proto], message) for case, (proto, message) in CASES.items()}
-    printed = on_each_runtime(lambda _: ["-c", CASES_SCRIPT % (MAPS,)], json.dumps(cases))
-    results = {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
+    stdin = json.dumps([serialized, ROOTS, set_values, cases, MAPS])
+    printed = on_each_runtime(lambda _: ["-c", SCRIPT], stdin)
+    return {runtime: json.loads(stdout) for runtime, stdout in printed.items()}
+
+
+def test_zeros_print_as_the_mapping_says_read_back_and_print_alike_on_each_runtime(printed):
+    zero = {f"f{kind[0].upper()}{kind[1:]}": value for kind, value in SCALARS.items()}
+    zero["fEnum"] = "MODE_IDLE"
+    assert len(printed["newest"][0]) == len(ROOTS) * (1 + len(SET))  # all at zero, one set each
+    for runtime, (found, _digests, _measured) in printed.items():
+        for root in ROOTS:
+            as_json = json.loads(found[f"{root}/all-zero"]["printed"])
+            # the mapping's values, and their JSON types (0 is not 0.0 nor False)
+            assert as_json == zero, (runtime, root, as_json)
+            types = {k: type(v) for k, v in as_json.items()}
+            assert types == {k: type(v) for k, v in zero.items()}, (runtime, root)
+        unread = {k: v for k, v in found.items() if v["read back"] is not True}
+        assert not unread, (runtime, unread)
+    # byte for byte what the newest runtime prints with its own option; and one payload
+    # set, one digest: the runtime's own encoding is left out (docs/results-format.md)
+    assert printed["debian"][:2] == printed["newest"][:2]
+    assert printed["protobuf-4.25"][:2] == printed["newest"][:2]
+    ev_full, seed = printed["newest"][1]
+    assert ev_full != seed  # two payload sets, two digests
+
+
+def test_protobuf_json_is_byte_for_byte_the_same_on_every_runtime(printed):
+    results = {runtime: measured for runtime, (_, _, measured) in printed.items()}
     newest = results["newest"]
     differ = []
     for runtime, found in results.items():

@@ -49,31 +49,38 @@ def _signals(database, full_name):
     return [s for m in database.messages if m.comment == full_name for s in m.signals]
 
 
-def _carried(database, full_name):
-    """Field paths (indices and len() dropped) the DBC's signals carry for a message type."""
-    paths = [s.comment for s in _signals(database, full_name) if not s.comment.startswith("len(")]
-    return {".".join(part.split("[")[0] for part in path.split(".")) for path in paths}
-
-
 @pytest.mark.parametrize("profile_name", ["seed", "ev-full"])
 def test_every_proto_field_is_a_signal_or_listed_as_not_carried(database, profile_name):
     descriptor = payloads.get(profile_name).message_type.DESCRIPTOR
     proto = set(_leaf_paths(descriptor))
-    carried = _carried(database, descriptor.full_name)
+    # the field paths (indices and len() dropped) the DBC's signals carry
+    signals = _signals(database, descriptor.full_name)
+    paths = [s.comment for s in signals if not s.comment.startswith("len(")]
+    carried = {".".join(part.split("[")[0] for part in path.split(".")) for path in paths}
     skipped = set(NOT_CARRIED.get(descriptor.full_name, {}))
     assert carried | skipped == proto, (proto - carried - skipped, carried - proto)
     assert not carried & skipped
 
 
-def test_the_dbc_is_what_make_dbc_writes_and_the_agent_ships_it(tmp_path):
+def test_the_dbc_is_what_make_dbc_writes_the_agent_ships_it_and_imports_without_cantools(tmp_path):
     spec = importlib.util.spec_from_file_location("make_dbc", ROOT / "protos" / "make_dbc.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.render() == DBC.read_text(encoding="ascii")
     assert AGENT_COPY.read_bytes() == DBC.read_bytes()
+    # the agent imports without cantools and lists dbc only where it is
+    code = (
+        "import sys; sys.modules['cantools'] = None\n"
+        "from evbench_agent import codecs\n"
+        "print('dbc' in codecs.available(), 'json' in codecs.available())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
 
 
-def test_can_fd_messages_of_64_bytes_signals_within_8_bytes_and_the_protos_enums(database):
+def test_can_fd_frames_of_the_protos_enums_and_a_seed_frame_by_hand_equal_cantools_and_codec(
+    database,
+):
     for message in database.messages:
         assert message.is_fd and not message.is_extended_frame and message.length <= 64
         for signal in message.signals:
@@ -89,16 +96,13 @@ def test_can_fd_messages_of_64_bytes_signals_within_8_bytes_and_the_protos_enums
         signal = next(s for m in database.messages for s in m.signals if s.name == name)
         expected = {value.number: value.name for value in field.enum_type.values}
         assert {int(k): str(v) for k, v in signal.choices.items()} == expected
-
-
-def _hand_packed_seed_frame() -> bytes:
-    """SeedPacket's 64 bytes, packed here by hand (Intel: bit k of the frame is bit k % 8 of
-    byte k // 8). The DBC places signals first fit in 8-byte slots, in its table order:
-    slot 0: SoC 0..7, Throttle 8..17, Speed 18..33, Dpad 34..36, KillSwitch 37, then the
-    single flags up to 53, BatteryTemp 54..61, and ErrorCount 62..63 (the first later signal
-    small enough for slot 0's last 2 bits). Slot 1: MotorTemp 64..71, ChargingCurrent
-    72..87. Slot 3 (bits 192..255): Odometer 192..215, GpsLat 216..247. Error0 sits in
-    slot 6 at 428..435 (after the tyre sensors' 12- and 16-bit signals)."""
+    # SeedPacket's 64 bytes, packed here by hand (Intel: bit k of the frame is bit k % 8 of
+    # byte k // 8). The DBC places signals first fit in 8-byte slots, in its table order:
+    # slot 0: SoC 0..7, Throttle 8..17, Speed 18..33, Dpad 34..36, KillSwitch 37, then the
+    # single flags up to 53, BatteryTemp 54..61, and ErrorCount 62..63 (the first later signal
+    # small enough for slot 0's last 2 bits). Slot 1: MotorTemp 64..71, ChargingCurrent
+    # 72..87. Slot 3 (bits 192..255): Odometer 192..215, GpsLat 216..247. Error0 sits in
+    # slot 6 at 428..435 (after the tyre sensors' 12- and 16-bit signals).
     fields = [
         (0, 8, round(85.5 / 0.5)),  # SoC 0.5 %: 171
         (8, 10, round(29.5 / 0.1)),  # Throttle 0.1 %: 295
@@ -115,11 +119,7 @@ def _hand_packed_seed_frame() -> bytes:
     for start, bits, raw in fields:
         assert 0 <= raw < 1 << bits
         value |= raw << start
-    return value.to_bytes(64, "little")
-
-
-def test_a_seed_frame_packed_by_hand_equals_cantools_and_the_codec(database):
-    expected = _hand_packed_seed_frame()
+    expected = value.to_bytes(64, "little")
     assert expected[:5] == bytes([0xAB, 0x27, 0x91, 0x24, 0x2C])  # worked above, by eye
     # a seed packet whose signals are 0 raw except the ones the hand-packed frame sets
     plain = {key: 0 for key in payloads.get("seed").rename}
@@ -185,7 +185,7 @@ def test_round_trip_is_within_each_signals_resolution(database, profile_name, re
         assert bound.access(decoded) == leaves - len(NOT_CARRIED.get(full_name, {}))
 
 
-def test_the_link_carries_dbc_messages_and_acks():
+def test_the_link_carries_dbc_messages_and_acks_and_bad_input_is_a_one_line_error():
     link = messages.bind("dbc", "seed")
     data = link.sample_data(3, 1)
     blobs = [link.encode(value) for value in data]
@@ -193,9 +193,6 @@ def test_the_link_carries_dbc_messages_and_acks():
     ack = link.encode_ack(2**40 + 3, 3_600 * 10**9)
     assert len(ack) == 5 + 16  # one 16-byte LinkAck frame
     assert link.decode_ack(ack) == (2**40 + 3, 3_600 * 10**9)
-
-
-def test_bad_profiles_payloads_and_blobs_are_one_line_errors():
     # a profile the DBC does not describe is refused, and left out of "all"
     with pytest.raises(UserError, match="cannot carry profile 'int'"):
         codecs.get("dbc").bind(payloads.get("int"))
@@ -216,13 +213,3 @@ def test_bad_profiles_payloads_and_blobs_are_one_line_errors():
         bound.decode(blob[: 5 + 64])
     with pytest.raises(UserError, match="not one of this profile's messages"):
         codecs.get("dbc").bind(payloads.get("seed")).decode(blob)
-
-
-def test_the_agent_imports_without_cantools_and_lists_dbc_only_where_it_is():
-    code = (
-        "import sys; sys.modules['cantools'] = None\n"
-        "from evbench_agent import codecs\n"
-        "print('dbc' in codecs.available(), 'json' in codecs.available())"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]

@@ -1,7 +1,6 @@
 """Decode + access reads the same leaves on the protobuf side as on the JSON side (issue 29,
 item 4): each codec's `access` gives the count of the json codec's text, parsed by the
-standard library, payload by payload; a user's schema in tests/test_user_schema.py.
-"""
+standard library, payload by payload; a user's schema in tests/test_user_schema.py."""
 
 import json
 

@@ -43,6 +43,15 @@ def _copy(tmp_path: Path, name: str, edits: dict | None = None, extra: dict | No
     return run
 
 
+def _run(*argv: object, code: int, said: str = "", timeout: float = 300):
+    """`evbench ARGV`: exit `code`, `said` in its stderr, and no traceback nor internal error."""
+    done = evbench(*map(str, argv), timeout=timeout)
+    assert done.returncode == code, done.stderr
+    assert said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    return done
+
+
 def _sample_set(values: list) -> dict:
     return {"suite": "codec", "profile": "seed", "codec": "json", "metric": "encode", "unit": "s",
             "params": {"payloads": 200, "seed": 1, "operation": "extra"}, "worker": 9,
@@ -71,9 +80,7 @@ def test_report_and_compare_of_a_run_without_summary_do_not_crash(tmp_path, valu
     extra["params"] = {**extra["params"], **params}
     first = _copy(tmp_path, "a", extra=extra)
     second = _copy(tmp_path, "b", extra=extra)
-    done = evbench("report", str(first))
-    assert done.returncode == 4, done.stderr  # partial, not 1 (a bug)
-    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    _run("report", first, code=4)  # partial, not 1 (a bug)
     markdown = (first / "report.md").read_text()
     assert "Missing files: summary.json, complete." in markdown
     if values:
@@ -84,7 +91,7 @@ def test_report_and_compare_of_a_run_without_summary_do_not_crash(tmp_path, valu
     assert "Traceback" not in compared.stderr and "internal error" not in compared.stderr
 
 
-def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
+def test_summarize_keeps_figures_finite_near_the_float_range_edge_and_plain_params_read():
     values = [1e308, -1e308, 1e308, 1.7e308]
     summary = stats.summarize(values)
     # worked exactly with fractions: mean = (1 - 1 + 1 + 1.7) e308 / 4
@@ -98,6 +105,10 @@ def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
     assert summary.min == -1e308 and summary.max == 1.7e308
     both_ends = stats.summarize([-1.7e308, 1.7e308])
     assert both_ends.median == 0.0 and both_ends.mean == 0.0
+    # plain params and flat lists of them are read
+    data = _sample_set([1.0])
+    data["params"] = {**data["params"], "window": [1, 2.5, "x", None, True], "process": 3}
+    assert results.SampleSet.from_dict(data).params == data["params"]
 
 
 @pytest.mark.slow
@@ -111,9 +122,7 @@ def test_summarize_keeps_its_figures_finite_near_the_edge_of_the_float_range():
 )
 def test_a_manifest_with_fields_of_the_wrong_type_renders_naming_them(tmp_path, edits):
     run = _copy(tmp_path, "run", edits)
-    done = evbench("report", str(run))
-    assert done.returncode == 4, done.stderr  # the checksum no longer matches, and the fields
-    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    _run("report", run, code=4)  # the checksum no longer matches, and the fields
     markdown = (run / "report.md").read_text().replace("\\", "")  # markdown escapes
     for path in edits:
         assert f"manifest.json: {path}" in markdown, path
@@ -126,26 +135,14 @@ def test_a_lone_surrogate_in_the_manifest_is_named_not_a_crash(tmp_path):
     run = _copy(tmp_path, "surrogate", {"platform.hostname": "board-\ud800-1"})
     before = {path.name: path.read_bytes() for path in run.iterdir()}
     expected = f"{run / 'manifest.json'} cannot be read: not UTF-8 text: a lone surrogate"
-    done = evbench("report", str(run))
-    assert done.returncode == 2, done.stderr
-    assert expected in done.stderr and '"board-\\ud800-1"' in done.stderr
-    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert '"board-\\ud800-1"' in _run("report", run, code=2, said=expected).stderr
     assert {path.name: path.read_bytes() for path in run.iterdir()} == before  # nothing lost
-    compared = evbench("compare", str(run), str(COMMITTED), "--no-history")
-    assert compared.returncode == 2, compared.stderr
-    assert expected in compared.stderr and "internal error" not in compared.stderr
+    _run("compare", run, COMMITTED, "--no-history", code=2, said=expected)
     # a pair of surrogates is one character (U+1F600): text like any other
     paired = _copy(tmp_path, "paired", {"platform.hostname": "board-\U0001f600"})
     assert "\\ud83d\\ude00" in (paired / "manifest.json").read_text()
-    done = evbench("report", str(paired))
-    assert done.returncode == 4, done.stderr  # only the checksum no longer matches
+    _run("report", paired, code=4)  # only the checksum no longer matches
     assert "board-\U0001f600" in (paired / "report.md").read_text()
-
-
-def test_plain_params_and_flat_lists_are_read():
-    data = _sample_set([1.0])
-    data["params"] = {**data["params"], "window": [1, 2.5, "x", None, True], "process": 3}
-    assert results.SampleSet.from_dict(data).params == data["params"]
 
 
 def _lab_index(entries: list) -> dict:
@@ -181,12 +178,6 @@ def test_lab_status_reads_lab_json_or_names_its_wrong_typed_field(tmp_path, entr
     assert done.returncode == code, done.stderr
     assert said in (done.stderr if code else done.stdout), done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 2
-
-
-def test_lab_json_that_is_not_utf8_is_a_format_error(tmp_path):
-    (tmp_path / "lab.json").write_bytes(b'{"format": 1, "entries": [], "plan": "\xff"}')
-    with pytest.raises(FormatError, match="cannot read"):
-        index.read(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -231,9 +222,7 @@ def test_lab_run_names_a_wrong_typed_field_of_lab_yaml(tmp_path, text, said):
 def test_a_lab_yaml_not_utf8_is_refused_with_exit_2_and_one_nested_too_deeply_too(tmp_path):
     path = tmp_path / "LAB.yaml"
     path.write_bytes(b"boards: [local]\nmatrix: {}\n# caf\xe9\n")
-    done = evbench("lab", "run", str(path), "--out", str(tmp_path / "out"))
-    assert done.returncode == 2, done.stderr
-    assert "is not UTF-8 text (byte" in done.stderr and "Traceback" not in done.stderr
+    _run("lab", "run", path, "--out", tmp_path / "out", code=2, said="is not UTF-8 text (byte")
     assert not (tmp_path / "out").exists()
     path.write_text("boards: " + "[" * 5000 + "]" * 5000 + "\nmatrix: {}\n", encoding="utf-8")
     with pytest.raises(UserError):
@@ -286,21 +275,19 @@ def test_the_trend_page_names_a_stored_manifest_whose_spec_is_not_an_object(tmp_
 
     runs = [night(tmp_path / "runs", number) for number in (1, 2)]
     store = tmp_path / "history.sqlite"
-    added = evbench("history", "add", *map(str, runs), "--history", str(store))
-    assert added.returncode == 0, added.stderr
+    _run("history", "add", *runs, "--history", store, code=0)
     run_id = json.loads((runs[1] / "manifest.json").read_text(encoding="utf-8"))["run_id"]
     with contextlib.closing(sqlite3.connect(store)) as db:
         spec_a_list = "UPDATE runs SET manifest = json_set(manifest, '$.spec', json('[1]'))"
         db.execute(spec_a_list + " WHERE run_id = ?", (run_id,))
         db.commit()
-    done = evbench("history", "report", "--out", str(tmp_path / "page"), "--history", str(store))
-    assert done.returncode == 2, done.stderr
     malformed = f"a history row (run {run_id}) is malformed: manifest.spec is not an object"
-    assert malformed in done.stderr
-    assert "Traceback" not in done.stderr
+    _run(
+        "history", "report", "--out", tmp_path / "page", "--history", store, code=2, said=malformed
+    )
 
 
-def test_what_the_lab_writes_its_reader_reads(tmp_path):
+def test_what_the_lab_writes_its_reader_reads_and_lab_json_not_utf8_is_a_format_error(tmp_path):
     """lab.json as LabIndex writes it through a lab's life validates against its schema."""
     lab = plan.parse(
         {"boards": ["local", {"board": "local", "name": "b"}], "matrix": {"codecs": ["json"]}}
@@ -316,19 +303,20 @@ def test_what_the_lab_writes_its_reader_reads(tmp_path):
     document = index.read(tmp_path)
     assert [entry["status"] for entry in document["entries"]] == ["complete", "failed"]
     assert document["finished"] is not None
+    # lab.json that is not UTF-8 is a format error
+    (tmp_path / "lab.json").write_bytes(b'{"format": 1, "entries": [], "plan": "\xff"}')
+    with pytest.raises(FormatError, match="cannot read"):
+        index.read(tmp_path)
 
 
 def test_a_directory_in_place_of_the_samples_is_named_not_a_crash(tmp_path):
     run = _copy(tmp_path, "run")
     (run / "samples.jsonl").unlink()
     (run / "samples.jsonl").mkdir()
-    report = evbench("report", str(run))
-    assert report.returncode == 4, report.stderr  # rendered, partial: what it holds is named
-    assert "samples.jsonl cannot be read: not a regular file (a directory)" in report.stderr
+    said = "samples.jsonl cannot be read: not a regular file (a directory)"
+    _run("report", run, code=4, said=said)  # rendered, partial: what it holds is named
     for argv in (["report", "--terminal", run], ["compare", "--no-history", run, COMMITTED]):
-        done = evbench(*map(str, argv))
-        assert done.returncode == 2 and "samples.jsonl" in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+        _run(*argv, code=2, said="samples.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -345,11 +333,8 @@ def test_history_add_refuses_a_start_time_the_store_cannot_order(tmp_path, start
     # run broke the trend page for good and made `prune --keep 3` delete the real nights.
     run = _copy(tmp_path, "run", {"start_time": start})
     results.write_checksums(run)  # an intact run in every other way
-    store = tmp_path / "h.sqlite"
-    done = evbench("history", "add", "--history", str(store), str(run))
-    assert done.returncode == 2, done.stderr
-    assert f"start_time {start!r} {said}; not indexed" in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr
+    said = f"start_time {start!r} {said}; not indexed"
+    _run("history", "add", "--history", tmp_path / "h.sqlite", run, code=2, said=said)
 
 
 @pytest.mark.slow
@@ -380,20 +365,7 @@ def test_a_record_without_its_count_or_a_required_figure_is_refused(tmp_path, ed
     with pytest.raises(FormatError, match=f"a record's {said}"):
         results.read_records(summary, run / "summary.json")
     for argv in (["report", run], ["history", "add", "--history", tmp_path / "h.sqlite", run]):
-        done = evbench(*map(str, argv))
-        assert done.returncode == 2, done.stderr
-        assert f"evbench: error: {run / 'summary.json'}: a record's {said}" in done.stderr
-        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
-
-
-def _not_regular(path: Path, kind: str) -> None:
-    path.unlink()
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "directory":
-        path.mkdir()
-    else:
-        path.symlink_to("/dev/zero")
+        _run(*argv, code=2, said=f"evbench: error: {run / 'summary.json'}: a record's {said}")
 
 
 #: What each file's damage comes to: exit and line of `evbench report`, of `history add`.
@@ -412,13 +384,14 @@ def test_a_fifo_directory_or_device_in_a_run_is_named_never_a_hang(tmp_path, nam
     """A FIFO hung report and history add for ever; /dev/zero as SHA256SUMS was a
     MemoryError, a directory an IsADirectoryError (both exit 1). The timeout is a cap only."""
     run = _copy(tmp_path, "run")
-    _not_regular(run / name, kind)
+    (run / name).unlink()
+    if kind == "fifo":
+        os.mkfifo(run / name)
+    elif kind == "directory":
+        (run / name).mkdir()
+    else:
+        (run / name).symlink_to("/dev/zero")
     report_code, report_said, add_code, add_said = NOT_REGULAR[name]
-    done = evbench("report", str(run), timeout=60)
-    assert done.returncode == report_code, done.stderr
-    assert report_said in done.stderr
-    added = evbench("history", "add", "--history", str(tmp_path / "h.sqlite"), str(run), timeout=60)
-    assert added.returncode == add_code, added.stderr
-    assert add_said in added.stderr
-    for said in (done.stderr, added.stderr):
-        assert "Traceback" not in said and "internal error" not in said
+    _run("report", run, code=report_code, said=report_said, timeout=60)
+    history = ["history", "add", "--history", tmp_path / "h.sqlite", run]
+    _run(*history, code=add_code, said=add_said, timeout=60)

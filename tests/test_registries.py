@@ -1,7 +1,6 @@
 """Every registry entry (codecs, native runtimes, profiles, suites) has its row in docs/running.md's
 and docs/native-codecs.md's tables, and every row is an entry; the agent's pyproject installs each
-codec's distribution; a module added is collected without a list.
-"""
+codec's distribution; a module added is collected without a list."""
 
 import ast
 import json
@@ -53,7 +52,9 @@ def differences(documented: list[str], declared: list[str]) -> list[str]:
     ]
 
 
-def test_the_table_reader_finds_the_rows_worked_out_by_hand(tmp_path: Path) -> None:
+def test_the_table_reader_finds_the_rows_worked_out_by_hand_and_names_a_missing_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     doc = tmp_path / "doc.md"
     doc.write_text(
         "# Doc\n\n## Codecs\n\nText before the table.\n\n"
@@ -62,6 +63,12 @@ def test_the_table_reader_finds_the_rows_worked_out_by_hand(tmp_path: Path) -> N
     )
     assert table_names(doc, "## Codecs") == ["a", "b", "c"]
     assert table_names(doc, "## Next") == ["f"]
+    # a codec declared without a row is named
+    added = codecs.Codec("scratch", "evbench_scratch", None, codecs.PLAIN, "", None, yocto=None)
+    monkeypatch.setitem(codecs.CODECS, "scratch", added)
+    assert differences(table_names(RUNNING, "## Codecs"), list(codecs.CODECS)) == [
+        "no row for scratch"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -79,20 +86,12 @@ def test_every_entry_has_its_row_and_every_row_is_an_entry(doc, heading, declare
     assert differences(documented, declared) == []
 
 
-def test_a_codec_declared_without_a_row_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    added = codecs.Codec("scratch", "evbench_scratch", None, codecs.PLAIN, "", None, yocto=None)
-    monkeypatch.setitem(codecs.CODECS, "scratch", added)
-    assert differences(table_names(RUNNING, "## Codecs"), list(codecs.CODECS)) == [
-        "no row for scratch"
-    ]
-
-
 def _distributions(requirements: list[str]) -> set[str]:
     """The distribution each requirement names, lower-cased."""
     return {re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower() for line in requirements}
 
 
-def test_the_agent_installs_every_codecs_distribution_the_first_three_always() -> None:
+def test_the_agent_installs_every_codecs_distribution_or_it_is_the_standard_librarys() -> None:
     required = _distributions(PROJECT["dependencies"])
     used = {c.distribution for c in codecs.CODECS.values() if c.distribution is not None}
     assert "protobuf" in codecs.AGENT_DEPENDENCIES == used & required
@@ -109,16 +108,13 @@ def test_the_agent_installs_every_codecs_distribution_the_first_three_always() -
         if c.distribution is not None and c.distribution.lower() not in distributions
     ]
     assert missing == [], "add these to an extra of agent/pyproject.toml"
+    # A codec without a distribution is the standard library's: Python's own list of its
+    # standard library, not the registry's word.
+    for codec in (c for c in codecs.CODECS.values() if c.distribution is None):
+        assert codec.module.partition(".")[0] in sys.stdlib_module_names, codec.name
 
 
-@pytest.mark.parametrize("name", [c.name for c in codecs.CODECS.values() if c.distribution is None])
-def test_a_codec_without_a_distribution_is_the_standard_librarys(name: str) -> None:
-    # Python's own list of its standard library, not the registry's word.
-    top = codecs.CODECS[name].module.partition(".")[0]
-    assert top in sys.stdlib_module_names
-
-
-def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
+def test_the_native_runtime_tests_expect_every_runtime_and_harnesses_carry_one_proto_list() -> None:
     # tests/test_native_runtimes.py states each runtime's format and Debian package by
     # hand (its expectations); a runtime added without them would go untested.
     import test_native_runtimes as native_tests
@@ -126,6 +122,20 @@ def test_the_native_runtime_tests_expect_something_of_every_runtime() -> None:
     expected = [*native_tests.PROTOBUF_RUNTIMES, *native_tests.JSON_RUNTIMES]
     assert sorted(expected) == sorted(runtimes.RUNTIMES)
     assert sorted(native_tests.PACKAGES) == sorted(runtimes.RUNTIMES)
+    # Three readers of one fact: the agent (which profiles a native codec carries), the
+    # harnesses' type table (protos/native_types.py) and native/CMakeLists.txt.
+    sys.path.insert(0, str(ROOT / "protos"))
+    try:
+        import native_types  # protos/ is no package
+    finally:
+        sys.path.remove(str(ROOT / "protos"))
+    cmake = (ROOT / "native" / "CMakeLists.txt").read_text()
+    found = re.search(r"^set\(EVBENCH_PROTO_FILES ([^)]*)\)", cmake, re.M)
+    assert found is not None
+    listed = found.group(1).split()
+    assert listed == ["ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto"]
+    assert list(native_codec.NATIVE_FILES) == listed
+    assert list(native_types.NATIVE_PROTOS) == listed
 
 
 #: What a copy of the agent prints: its profiles, codecs and suites, a line each.
@@ -168,7 +178,7 @@ _PROFILE = (
 )
 
 
-def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend(tmp_path):
+def test_profile_codec_suite_modules_are_collected_without_a_list_or_refused_if_wrong(tmp_path):
     # A helper module (its name starts with `_`) beside the codec is not a codec.
     round_trip = (
         "item = payloads.get('seed').payloads(1)[0]\n"
@@ -189,42 +199,19 @@ def test_a_profile_codec_and_suite_module_are_collected_without_a_list_to_extend
     assert listed_codecs[:3] == ["protobuf", "json", "protobuf-json"]
     assert sorted(listed_codecs) == sorted([*codecs.CODECS, "added-by-test"])
     assert sorted(suites) == sorted([*registry.REGISTRY, "added-by-test"])
-
-
-@pytest.mark.parametrize(
-    ("path", "text", "refusal"),
-    [
+    # a module declaring nothing, or a name already taken, is refused
+    for path, text, refusal in [
         ("payloads/profiles/added_by_test.py", "HELPER = 1\n",
          "payloads.profiles.added_by_test declares no PROFILE or PROFILES"),
         ("codecs/added_by_test.py", "HELPER = 1\n", "codecs.added_by_test declares no codec"),
         ("suites/added_by_test.py", 'SUITE = "codec"\n',
          "suite 'codec' is declared by evbench_agent.suites.added_by_test and"),
-    ],
-    ids=["profile-declaring-nothing", "codec-declaring-nothing", "suite-declared-twice"],
-)  # fmt: skip
-def test_a_module_declaring_nothing_or_a_taken_name_is_refused(tmp_path, path, text, refusal):
-    done = _run_copy(tmp_path, _LISTS, {path: text})
-    assert done.returncode == 1 and refusal in done.stderr
+    ]:  # fmt: skip
+        done = _run_copy(tmp_path / path.partition("/")[0], _LISTS, {path: text})
+        assert done.returncode == 1 and refusal in done.stderr, path
 
 
-def test_the_native_harnesses_carry_one_list_of_protos() -> None:
-    # Three readers of one fact: the agent (which profiles a native codec carries), the
-    # harnesses' type table (protos/native_types.py) and native/CMakeLists.txt.
-    sys.path.insert(0, str(ROOT / "protos"))
-    try:
-        import native_types  # protos/ is no package
-    finally:
-        sys.path.remove(str(ROOT / "protos"))
-    cmake = (ROOT / "native" / "CMakeLists.txt").read_text()
-    found = re.search(r"^set\(EVBENCH_PROTO_FILES ([^)]*)\)", cmake, re.M)
-    assert found is not None
-    listed = found.group(1).split()
-    assert listed == ["ev_data.proto", "ev_frame.proto", "shapes.proto", "link.proto"]
-    assert list(native_codec.NATIVE_FILES) == listed
-    assert list(native_types.NATIVE_PROTOS) == listed
-
-
-def test_every_suite_module_is_registered_under_the_name_it_calls_itself() -> None:
+def test_every_suite_module_is_registered_by_its_name_and_records_name_those_real_runs_do() -> None:
     # A module of suites/ (or a suite's package) declaring SUITE is a suite the registry
     # must find, read with ast (not its line pattern) so a declaration it misses fails.
     declared = {}
@@ -242,9 +229,6 @@ def test_every_suite_module_is_registered_under_the_name_it_calls_itself() -> No
     assert declared == registry.REGISTRY
     # and each, loaded, calls itself by its registry name
     assert {name: registry.load(name).SUITE for name in declared} == {n: n for n in declared}
-
-
-def test_the_suites_a_record_may_name_and_the_codec_metrics_are_those_real_runs_record():
     # A stored codec and link run with telemetry has records of every kind: the LAVA
     # importer and the report's order take this tuple.
     summary = ROOT / "tests" / "data" / "runs" / "codec-link-v1" / "summary.json"

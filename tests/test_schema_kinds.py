@@ -55,7 +55,7 @@ def test_every_kind_round_trips_and_reads_like_for_like(sets, name, message, sty
             assert _as_json(back) == _as_json(item.message), codec_name
 
 
-def test_the_generator_reaches_every_field_and_packs_the_schemas_own_types(sets):
+def test_the_generator_reaches_every_field_packs_the_schemas_types_and_bounds_recursion(sets):
     profile = _profile(sets["well_known"], EVERYTHING)
     items = profile.payloads(200, seed=1)
     seen, packed = set(), set()
@@ -77,6 +77,18 @@ def test_the_generator_reaches_every_field_and_packs_the_schemas_own_types(sets)
     pool = profile.message_type.DESCRIPTOR.file.pool
     again = json_format.ParseDict(reading.plain, profile.message_type(), descriptor_pool=pool)
     assert _as_json(again) == _as_json(reading.message) == reading.plain
+    # a recursive type with fan-out 30 stays small by default
+    items = _profile(sets["fanout"], FANOUT).payloads(200, seed=1)
+
+    def depth(message) -> int:
+        kids = [v for f, v in message.ListFields() if f.message_type is not None]
+        flat = [c for v in kids for c in (v if isinstance(v, list) or hasattr(v, "add") else [v])]
+        return 1 + max((depth(c) for c in flat), default=0)
+
+    depths = [depth(i.message) for i in items]
+    assert max(depths) <= 5  # the root and 4 levels below: the documented depth bound
+    assert max(i.message.ByteSize() for i in items) < 64 * 1024
+    assert any(d > 1 for d in depths)  # it does recurse
 
 
 def test_proto2_required_fields_are_set_and_extensions_generated_and_carried(sets):
@@ -105,20 +117,6 @@ def test_proto2_required_fields_are_set_and_extensions_generated_and_carried(set
     assert fields.to_message(json.loads(json.dumps(plain))) == message
 
 
-def test_a_recursive_type_with_fan_out_30_stays_small_by_default(sets):
-    items = _profile(sets["fanout"], FANOUT).payloads(200, seed=1)
-
-    def depth(message) -> int:
-        kids = [v for f, v in message.ListFields() if f.message_type is not None]
-        flat = [c for v in kids for c in (v if isinstance(v, list) or hasattr(v, "add") else [v])]
-        return 1 + max((depth(c) for c in flat), default=0)
-
-    depths = [depth(i.message) for i in items]
-    assert max(depths) <= 5  # the root and 4 levels below: the documented depth bound
-    assert max(i.message.ByteSize() for i in items) < 64 * 1024
-    assert any(d > 1 for d in depths)  # it does recurse
-
-
 @pytest.mark.slow
 def test_the_run_budget_stops_many_large_payloads(sets):
     # about 70,000 values a payload (a Reading is 7): under the payload's budget, not 200 times
@@ -127,7 +125,7 @@ def test_the_run_budget_stops_many_large_payloads(sets):
         profile.payloads(200)
 
 
-def test_ranges_at_the_types_limits_do_not_crash(sets):
+def test_ranges_at_the_types_limits_do_not_crash_and_presence_and_empty_defaults_apply(sets):
     fields = {
         "readings.value": {"range": [0, 1.7976931348623157e308]},
         "wide": {"range": [-1.7976931348623157e308, 1.7976931348623157e308], "presence": 1},
@@ -142,6 +140,19 @@ def test_ranges_at_the_types_limits_do_not_crash(sets):
         assert 0 <= message.stamp.seconds <= 100 and 0 <= message.stamp.nanos < 10**9
         assert -60 <= message.period.seconds <= -1 and message.period.nanos <= 0
         json.dumps(item.plain)  # the JSON mapping prints it (no negative nanos)
+    # presence and empty: the defaults, and rules overriding them
+    items = _profile(sets["well_known"], EVERYTHING).payloads(200, seed=8)
+    wide = sum(i.message.HasField("wide") for i in items)
+    assert 70 <= wide <= 130  # documented default 0.5 (binomial, 200 draws: about 4 sigma)
+    rules = _rules({
+        "wide": {"presence": 0.1}, "readings": {"empty": 1.0}, "details": {"empty": 0.0},
+        "tree.number": {"presence": 1.0},  # a oneof member's: the chance it is the one set
+    })  # fmt: skip
+    tuned = _profile(sets["well_known"], EVERYTHING, **rules).payloads(200, seed=8)
+    assert sum(i.message.HasField("wide") for i in tuned) <= 40
+    assert all(len(i.message.readings) == 0 for i in tuned)
+    assert all(len(i.message.details) >= 1 for i in tuned)
+    assert all(i.message.tree.WhichOneof("payload") == "number" for i in tuned)
 
 
 @pytest.mark.parametrize(
@@ -169,21 +180,6 @@ def test_bad_rules_are_refused(sets, name, message, fields, expected):
     """Refused when the profile is made or, for a payload's size, when one is generated."""
     with pytest.raises(UserError, match=expected):
         _profile(sets[name], message, **_rules(fields)).payloads(1)
-
-
-def test_presence_and_empty_defaults_and_overrides(sets):
-    items = _profile(sets["well_known"], EVERYTHING).payloads(200, seed=8)
-    wide = sum(i.message.HasField("wide") for i in items)
-    assert 70 <= wide <= 130  # documented default 0.5 (binomial, 200 draws: about 4 sigma)
-    rules = _rules({
-        "wide": {"presence": 0.1}, "readings": {"empty": 1.0}, "details": {"empty": 0.0},
-        "tree.number": {"presence": 1.0},  # a oneof member's: the chance it is the one set
-    })  # fmt: skip
-    tuned = _profile(sets["well_known"], EVERYTHING, **rules).payloads(200, seed=8)
-    assert sum(i.message.HasField("wide") for i in tuned) <= 40
-    assert all(len(i.message.readings) == 0 for i in tuned)
-    assert all(len(i.message.details) >= 1 for i in tuned)
-    assert all(i.message.tree.WhichOneof("payload") == "number" for i in tuned)
 
 
 def test_samples_with_any_parse_through_the_schemas_types(sets, tmp_path):

@@ -14,15 +14,14 @@ from conftest import ROOT, require
 MYPY = "$(BIN)/mypy"
 
 
-def _lint_mypy_lines() -> list[str]:
-    """The arguments of every mypy command in the Makefile's `lint` recipe."""
-    recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
-    assert recipe, "the Makefile has no lint recipe"
-    lines = [line.strip() for line in recipe[1].splitlines()]
-    return [line.removeprefix(MYPY).strip() for line in lines if line.startswith(MYPY)]
-
-
-LINES = _lint_mypy_lines()
+RECIPE = re.search(r"^lint:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+assert RECIPE, "the Makefile has no lint recipe"
+#: The arguments of every mypy command in the Makefile's `lint` recipe.
+LINES = [
+    line.strip().removeprefix(MYPY).strip()
+    for line in RECIPE[1].splitlines()
+    if line.strip().startswith(MYPY)
+]
 
 
 def _mypy(arguments: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
@@ -35,13 +34,6 @@ def _modules(folder: Path) -> int:
     """The modules mypy reads in `folder`: a stub (.pyi) stands for its module (.py)."""
     sources = [path for path in folder.rglob("*.py*") if path.suffix in (".py", ".pyi")]
     return len({path.with_suffix("") for path in sources})
-
-
-def test_make_lint_checks_the_agent_and_the_core_strictly_and_the_host():
-    assert "--strict agent/src/evbench_agent agent/src/evbench_core" in LINES
-    # Default strictness on the host (mypy.ini adds what already holds there); the
-    # agent's modules it imports are read, and checked by the line above.
-    assert "host_tools/src/evbench" in LINES
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -57,7 +49,11 @@ def test_make_lint_mypy_line_passes(line, tmp_path):
     assert f"Success: no issues found in {expected} source files" in done.stdout, report
 
 
-def test_the_strict_line_catches_what_strict_mypy_refuses(tmp_path):
+def test_make_lint_checks_the_agent_and_core_strictly_the_host_and_strict_catches(tmp_path):
+    assert "--strict agent/src/evbench_agent agent/src/evbench_core" in LINES
+    # Default strictness on the host (mypy.ini adds what already holds there); the
+    # agent's modules it imports are read, and checked by the line above.
+    assert "host_tools/src/evbench" in LINES
     # One untyped function and one Any leaking out: errors under --strict only, so the
     # check above cannot pass by being lax.
     module = tmp_path / "loose.py"

@@ -96,19 +96,15 @@ def test_a_message_not_in_the_schema_or_its_imports_is_refused(descriptor_sets, 
         user_schema.find_message(target.read_bytes(), RICH)
 
 
-def _hand_message(cls):
-    message = cls(sequence=7, timestamp_ms=1764000000050, state=2, contactor_closed=True)
-    message.cell_voltages_v.extend([3.712, 3.705])
-    message.pack_current_a = -12.5
-    return message
-
-
-def test_the_class_has_the_protos_fields_and_writes_the_hand_worked_wire_format(descriptor_sets):
+def test_the_class_writes_the_hand_worked_wire_format_and_json_styles(descriptor_sets):
     cls = user_schema.find_message(descriptor_sets["bms"], BMS)
     fields = [f.name for f in cls.DESCRIPTOR.fields]
     assert fields[:4] == ["sequence", "timestamp_ms", "state", "cell_voltages_v"]
     state = cls.DESCRIPTOR.fields_by_name["state"].enum_type
     assert state.values_by_number[2].name == "BMS_STATE_DRIVE"
+    message = cls(sequence=7, timestamp_ms=1764000000050, state=2, contactor_closed=True)
+    message.cell_voltages_v.extend([3.712, 3.705])
+    message.pack_current_a = -12.5
     expected = (
         b"\x08\x07"  # field 1 varint: sequence 7
         + b"\x10" + _varint(1764000000050)  # field 2 varint
@@ -117,11 +113,7 @@ def test_the_class_has_the_protos_fields_and_writes_the_hand_worked_wire_format(
         + b"\x3d" + struct.pack("<f", -12.5)  # field 7 fixed32 float
         + b"\x48\x01"  # field 9 bool
     )  # fmt: skip
-    assert _hand_message(cls).SerializeToString() == expected
-
-
-def test_the_json_styles_write_the_hand_worked_json_and_refuse_what_json_cannot(descriptor_sets):
-    message = _hand_message(user_schema.find_message(descriptor_sets["bms"], BMS))
+    assert message.SerializeToString() == expected
 
     def text(**settings) -> str:
         profile = _profile(descriptor_sets, "bms", BMS, **settings)
@@ -136,15 +128,16 @@ def test_the_json_styles_write_the_hand_worked_json_and_refuse_what_json_cannot(
         '"cell_temperatures_c":[],"pack_voltage_v":0.0,"pack_current_a":-12.5,'
         '"soc_percent":0.0,"contactor_closed":true}'
     )
-    json_map = json.loads((DATA / "bms_map.json").read_text())
-    mapped = text(json_map=json_map)
+    mapped = text(json_map=json.loads((DATA / "bms_map.json").read_text()))
     assert mapped.startswith('{"seq":7,"ts":1764000000050,"bms_state":2,"cell_v":[3.712,')
     fields = _profile(descriptor_sets, "bms", BMS, json_style="fields")
     with pytest.raises(UserError, match="soc_percent is inf"):  # a number JSON cannot write
         fields.to_plain(fields.message_type(soc_percent=math.inf))
 
 
-def test_generated_payloads_use_every_field_and_are_deterministic_per_seed(descriptor_sets):
+def test_generated_payloads_use_every_field_deterministically_and_unset_ones_are_not_read(
+    descriptor_sets,
+):
     profile = _profile(descriptor_sets, "rich", RICH)
     seen: set[str] = set()
     for item in profile.payloads(60, seed=3):
@@ -160,9 +153,18 @@ def test_generated_payloads_use_every_field_and_are_deterministic_per_seed(descr
     assert blobs(profile, 5) == blobs(profile, 5) != blobs(profile, 6)
     again = _profile(descriptor_sets, "rich", RICH)  # a new pool and classes: same bytes
     assert blobs(again, 5) == blobs(profile, 5)
+    # unset sub-messages are not read; a hand-made message's leaves counted by hand
+    message = profile.message_type(i32=5, label="x")
+    message.names.extend(["a", "b"])
+    message.gauges["p"] = 1.5
+    message.stamp.seconds = 1  # a Timestamp is one JSON value: "1970-01-01T00:00:01Z"
+    reader = codecs.get("protobuf").bind(profile).access
+    assert reader(message) == 1 + 1 + 2 + 1 + 1
 
 
-def test_generator_rules_shape_the_values_oneofs_and_maps(descriptor_sets):
+def test_generator_rules_shape_the_values_oneofs_and_maps_and_a_bad_path_names_fields(
+    descriptor_sets,
+):
     rules = yaml.safe_load((DATA / "bms_generate.yaml").read_text())
     for item in _profile(descriptor_sets, "bms", BMS, generator={"document": rules}).payloads(40):
         message = item.message
@@ -183,9 +185,7 @@ def test_generator_rules_shape_the_values_oneofs_and_maps(descriptor_sets):
         assert message.WhichOneof("source") == "ecu_id" and message.ecu_id == 16
         assert len(message.gauges) == 3 and set(message.gauges.values()) == {1.5}
         assert not message.HasField("maybe")
-
-
-def test_a_bad_path_names_the_fields_that_exist(descriptor_sets):
+    # a bad path names the fields that exist
     rules = {"fields": {"position.altitude": {"range": [0, 1]}}}
     with pytest.raises(UserError) as caught:
         _profile(descriptor_sets, "rich", RICH, generator={"name": "g.json", "document": rules})
@@ -249,17 +249,6 @@ def test_a_user_schema_reads_the_same_leaves(descriptor_sets, style, rules):
     assert _check_profile(profile, 40) > 0
 
 
-def test_unset_sub_messages_are_not_read(descriptor_sets):
-    """A hand-made message: the leaves are counted by hand, not by either walker."""
-    profile = _profile(descriptor_sets, "rich", RICH)
-    message = profile.message_type(i32=5, label="x")
-    message.names.extend(["a", "b"])
-    message.gauges["p"] = 1.5
-    message.stamp.seconds = 1  # a Timestamp is one JSON value: "1970-01-01T00:00:01Z"
-    reader = codecs.get("protobuf").bind(profile).access
-    assert reader(message) == 1 + 1 + 2 + 1 + 1
-
-
 def _rules(fields: dict) -> dict:
     """A generator file's settings: `fields` its document's fields."""
     return {"generator": {"name": "g.yaml", "document": {"fields": fields}}}
@@ -292,7 +281,9 @@ def test_bad_generator_samples_and_json_settings_are_refused(descriptor_sets, ex
         _profile(descriptor_sets, "bms", BMS, **extra)
 
 
-def test_jsonl_samples_give_the_lines_in_order_and_ship_only_what_a_run_takes(descriptor_sets):
+def test_samples_give_the_records_in_order_ship_what_a_run_takes_and_name_a_bad_one(
+    descriptor_sets, generated, tmp_path
+):
     path = BMS_SAMPLES
     source = samples.source_from_file(path)
     assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -305,9 +296,7 @@ def test_jsonl_samples_give_the_lines_in_order_and_ship_only_what_a_run_takes(de
     first = json.loads(path.read_text().splitlines()[0])
     assert items[0].plain == first  # written in the proto3 mapping, read back the same
     assert len(profile.payloads(500)) == 12  # all the file has
-
-
-def test_length_delimited_samples_and_a_bad_line_or_record(descriptor_sets, generated, tmp_path):
+    # length-delimited samples, and a bad line or record
     cls = generated["bms"].BmsStatus
     blobs = [cls(sequence=n, soc_percent=50.5).SerializeToString() for n in range(1, 4)]
     path = tmp_path / "bms.ld"
