@@ -1,13 +1,12 @@
 """Secrets stay out of children (their /proc/PID/environ read while they run), whether the
 agent is started by hand or by `evbench run --board local`, and out of the host's other
 children (protoc here; tests/test_flash_write.py: the decompressor, test_peer_host_bus.py:
-`evbench serve`, test_lava.py: lavacli); a killed agent leaves an honest partial run."""
+`evbench serve`, test_lava.py: lavacli). A killed agent's run: test_run_local.py."""
 
 import contextlib
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -95,14 +94,33 @@ def run_watched(argv: list[str], secrets: dict[str, str]) -> tuple[Watch, str]:
     return watch, stderr
 
 
-# The agent started by hand: five real runs, too slow for the fast tier.
-@pytest.mark.slow
-def test_a_codec_run_started_by_hand_passes_no_secret_to_its_workers_or_sampler(tmp_path):
-    secrets = _secrets("codec")
+@pytest.mark.parametrize(
+    ("start", "children", "secrets"),
+    [
+        # The agent started by hand: with the link tests, five real runs, too slow for the
+        # fast tier.
+        pytest.param(
+            [*AGENT, "run"],
+            ["evbench_agent worker", "evbench_agent.telemetry.sampler"],
+            _secrets("codec"),
+            marks=pytest.mark.slow,
+            id="agent-by-hand",
+        ),
+        # evbench withholds the password only: its agent needs the link token for a link run
+        # (evbench.boards.base.child_environment).
+        pytest.param(
+            [*EVBENCH, "run", "--board", "local"],
+            ["evbench_agent"],
+            {"EVBENCH_PASSWORD": "evbench-sentinel-" + os.urandom(6).hex()},
+            id="evbench-run",
+        ),
+    ],
+)
+def test_no_child_of_a_codec_run_is_given_a_secret(tmp_path, start, children, secrets):
     out = tmp_path / "run"
-    watch, _stderr = run_watched([*AGENT, "run", *QUICK_CODEC, "--out", str(out)], secrets)
-    assert watch.saw("evbench_agent worker"), watch.seen  # it did look at the workers
-    assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen  # and the sampler
+    watch, _stderr = run_watched([*start, *QUICK_CODEC, "--out", str(out)], secrets)
+    for child in children:  # it did look at them
+        assert watch.saw(child), watch.seen
     assert watch.leaked == {}
     assert watch.files_holding(out) == []  # nor does any file the run leaves hold one
 
@@ -123,8 +141,9 @@ def serving_with_token(token: str) -> Iterator[int]:
 
 
 @pytest.mark.slow
-def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
+def test_link_runs_attached_or_detached_keep_the_token_from_their_children(tmp_path):
     secrets = _secrets("link")
+    run_dir = tmp_path / "detached"
     with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
         # Against a peer that requires the token: the agent still has it after withholding.
         peer = ["--peer", f"127.0.0.1:{port}"]
@@ -138,14 +157,7 @@ def test_a_link_run_still_uses_the_token_it_keeps_from_its_children(tmp_path):
         watch, _stderr = run_watched(loopback, secrets)
         assert watch.saw("evbench_agent serve"), watch.seen
         assert watch.leaked == {}
-    assert (tmp_path / "peer" / results.COMPLETE).exists()
-
-
-@pytest.mark.slow
-def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_path):
-    secrets = _secrets("launch")
-    run_dir = tmp_path / "detached"
-    with serving_with_token(secrets["EVBENCH_LINK_TOKEN"]) as port:
+        # Detached (`launch`): the token reaches the run through a pipe, not its environment.
         run = [*QUICK_LINK, "--peer", f"127.0.0.1:{port}", "--out", str(run_dir / "results")]
         launched = subprocess.run(
             [*AGENT, "launch", "--run-dir", str(run_dir), "--", "run", *run],
@@ -159,20 +171,11 @@ def test_a_detached_run_gets_the_token_through_a_pipe_not_its_environment(tmp_pa
     assert watch.saw("evbench_agent.telemetry.sampler"), watch.seen
     assert watch.leaked == {}
     assert (run_dir / "results" / results.COMPLETE).exists()
+    assert (tmp_path / "peer" / results.COMPLETE).exists()
 
 
 def _cmdline(pid: int) -> str:
     return read_proc(pid, "cmdline").replace(b"\0", b" ").decode()
-
-
-def test_no_child_of_a_run_inherits_the_password(tmp_path):
-    secrets = {"EVBENCH_PASSWORD": "evbench-sentinel-" + os.urandom(6).hex()}
-    out = tmp_path / "run"
-    argv = [*EVBENCH, "run", "--board", "local", *QUICK_CODEC, "--out", str(out)]
-    watch, _stderr = run_watched(argv, secrets)
-    assert watch.saw("evbench_agent"), watch.seen  # it did look
-    assert watch.leaked == {}
-    assert watch.files_holding(out) == []  # nor does any file the run leaves
 
 
 #: A sitecustomize.py: every Python process started with it on PYTHONPATH (site imports it
@@ -202,38 +205,3 @@ def test_protoc_compiling_a_schema_is_not_given_the_password(tmp_path):
     assert started[0].startswith("True ") and " -m evbench run " in started[0]  # the spy works
     protoc = [line for line in started if " -m grpc_tools.protoc " in line]
     assert len(protoc) == 1 and protoc[0].startswith("False "), started
-
-
-def test_a_killed_agent_leaves_a_partial_run_and_exit_4(tmp_path):
-    out = tmp_path / "run"
-    argv = [*EVBENCH, "run", "--board", "local", *CODEC, "--out", str(out)]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not (out / results.SAMPLES).exists():
-            assert time.monotonic() < deadline and process.poll() is None, "the run never began"
-            time.sleep(0.05)
-        agents = [p for p in descendants(process.pid) if "evbench_agent run" in _cmdline(p)]
-        assert agents, "no agent process found"
-        while not (workers := descendants(agents[0])):  # its workers and sampler
-            assert time.monotonic() < deadline, "the agent started no worker"
-            time.sleep(0.02)
-        os.kill(agents[0], signal.SIGKILL)  # as the OOM killer would
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 4, stderr
-    assert "PARTIAL" in stderr and "partial results in" in stderr and "killed" in stderr
-    manifest = json.loads((out / results.MANIFEST).read_text())
-    assert manifest["status"] == "partial"
-    assert manifest["reason"] == "the agent was killed (signal 9)"
-    assert stdout.splitlines()[0] == "PARTIAL: the agent was killed (signal 9)"  # said first
-    report = (out / "report.md").read_text()
-    assert report.splitlines()[0] == "**PARTIAL: the agent was killed (signal 9)**"
-    assert not (out / results.COMPLETE).exists()
-    assert results.verify_checksums(out) == []
-    summary = json.loads((out / results.SUMMARY).read_text())
-    assert summary["partial"] is True
-    # No worker of the dead agent goes on writing into the sealed run.
-    assert [pid for pid in workers if _cmdline(pid)] == []

@@ -18,6 +18,7 @@ from pathlib import Path
 import process_tree
 import pytest
 from conftest import ROOT, require
+from test_run_local import _mid_run
 
 from evbench_agent import arm_worker, arms, options, spec
 from evbench_agent.suites import codec_arms
@@ -255,36 +256,23 @@ def test_the_pure_python_backend_loses_to_upb_on_every_operation(tmp_path):
 def test_an_arm_worker_killed_mid_run_leaves_a_partial_run_that_names_the_arm(tmp_path):
     require((PB425 / "bin" / "python").exists(), "the .venv-pb425 environment")
     out = tmp_path / "run"
-    agent = subprocess.Popen(
-        [
-            sys.executable, "-m", "evbench_agent", "run", "--arm", f"pb425={PB425}",
-            "--arm", f"newest={NEWEST}", "--profile", "seed", "--processes", "40",
-            "--out", str(out),
-        ],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        victim = None
-        deadline = time.monotonic() + 120
-        while victim is None and time.monotonic() < deadline and agent.poll() is None:
-            for pid in process_tree.descendants(agent.pid):
-                line = process_tree.read_proc(pid, "cmdline").split(b"\0")
-                # a measuring worker of arm pb425: calibration is over once sizes are written
-                samples = out / "samples.jsonl"
-                measuring = samples.exists() and samples.stat().st_size > 0
-                ours = b"evbench_agent.arm_worker" in line and b"pb425" in line[0]
-                if measuring and ours and _stopped(pid):  # else it ended by itself: look on
-                    victim = pid
-                    break
-            time.sleep(0.05)
-        assert victim is not None, "no arm worker of pb425 was seen measuring"
-        os.kill(victim, signal.SIGKILL)
-        _out, errors = agent.communicate(timeout=300)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
-    assert agent.returncode == 4, errors[-2000:]  # partial
+    argv = [
+        sys.executable, "-m", "evbench_agent", "run", "--arm", f"pb425={PB425}",
+        "--arm", f"newest={NEWEST}", "--profile", "seed", "--processes", "40", "--out", str(out),
+    ]  # fmt: skip
+
+    def kill_a_worker_of_pb425(agent: subprocess.Popen) -> bool:
+        # Once measuring (sizes written: calibration is over); one stopped first, else it
+        # ended by itself: look on.
+        for pid in process_tree.descendants(agent.pid):
+            line = process_tree.read_proc(pid, "cmdline").split(b"\0")
+            if b"evbench_agent.arm_worker" in line and b"pb425" in line[0] and _stopped(pid):
+                os.kill(pid, signal.SIGKILL)
+                return True
+        return False
+
+    code, _, errors = _mid_run(argv, out, kill_a_worker_of_pb425, "saw an arm worker of pb425")
+    assert code == 4, errors[-2000:]  # partial
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert "arm 'pb425' was killed" in manifest["reason"]

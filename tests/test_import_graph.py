@@ -23,7 +23,6 @@ Graph = dict[str, set[str]]
 
 
 def _modules(source: Path, package: str) -> dict[str, Path]:
-    """Each module of `package` (a package by its name, not `__init__`): its file."""
     found = {}
     for path in sorted((source / package).rglob("*.py")):
         parts = path.relative_to(source).with_suffix("").parts
@@ -32,7 +31,6 @@ def _modules(source: Path, package: str) -> dict[str, Path]:
 
 
 def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
-    """The module a (possibly relative) `from ... import` names."""
     if not node.level:
         return node.module or ""
     base = module.split(".") if is_package else module.split(".")[:-1]
@@ -100,7 +98,6 @@ def package_circles(graph: Graph) -> list[list[str]]:
 
 
 def _declared_all(path: Path) -> list[str] | None:
-    """A module's `__all__` (a literal list or tuple of strings), or None."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -168,7 +165,6 @@ def uses_of(path: Path, module: str, agent: dict[str, Path]) -> set[tuple[str, s
 
 
 def _defined(path: Path) -> set[str]:
-    """The names a module binds at its top level (definitions, assignments, imports)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in tree.body:
@@ -212,7 +208,7 @@ def private_uses(agent_source: Path, agent: str, host_source: Path, host: str) -
 
 @pytest.fixture(scope="module")
 def graph() -> Graph:
-    """The core's, the agent's and the host's graph, from this checkout's editable installs."""
+    # from this checkout's editable installs
     for package, source in ((CORE, SOURCES[0]), (AGENT, SOURCES[0]), (HOST, SOURCES[1])):
         spec = importlib.util.find_spec(package)
         assert spec and spec.origin == str(source / package / "__init__.py"), spec

@@ -56,7 +56,6 @@ _HELP_PROBE = (
 
 
 def fresh(code: str, *argv: str, env: dict[str, str] | None = None):
-    """What `code`, run in a fresh interpreter, prints as JSON on its last line."""
     command = [sys.executable, "-c", code, *argv]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -64,12 +63,10 @@ def fresh(code: str, *argv: str, env: dict[str, str] | None = None):
 
 
 def among(modules: list[str], names: tuple[str, ...]) -> list[str]:
-    """The `modules` that are one of `names` or inside one."""
     return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
 
 
 def heavy_imports(module: str, extra_path: Path | None = None) -> set[str]:
-    """The HEAVY libraries in sys.modules after importing `module` in a fresh interpreter."""
     env = dict(os.environ)
     if extra_path is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
@@ -146,7 +143,6 @@ _RUN_PATH_PROBE = (
 
 
 def run_path_deferred_loaded(prelude: str = "") -> tuple[dict, list[str]]:
-    """(the codec listing, the RUN_PATH_DEFERRED modules loaded) in a fresh interpreter."""
     listing, modules = fresh(_RUN_PATH_PROBE.format(prelude=prelude))
     assert "evbench_agent.run.runner" in modules and "evbench_agent.codecs" in modules
     return listing, among(modules, RUN_PATH_DEFERRED)

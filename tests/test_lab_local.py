@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from process_tree import descendants, read_proc
 from test_labgrid_board import wait_while_running
@@ -42,13 +43,6 @@ def _status(lab_dir: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def _parent(pid: int) -> int:
-    try:
-        return int(read_proc(pid, "stat").rpartition(b")")[2].split()[1])
-    except (OSError, IndexError):
-        return 0
-
-
 def _end_group(job: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(job.pid, signal.SIGKILL)
@@ -68,7 +62,7 @@ def test_an_entry_stopped_after_its_measurement_is_complete(tmp_path: Path) -> N
             wait_while_running(job, marker.exists, "the entry never completed", 300, 0.005)
             # SIGTERM as systemd sends it; the lab passes it on to the entry's `evbench run`
             # (every 0.5 s): here it reaches the entry (the lab's child processes) at once too.
-            entries = [child for child in descendants(job.pid) if _parent(child) == job.pid]
+            entries = [child.pid for child in psutil.Process(job.pid).children()]
             job.send_signal(signal.SIGTERM)
             for pid in entries:
                 os.kill(pid, signal.SIGTERM)
@@ -145,7 +139,6 @@ def test_the_nightly_comparison_reads_the_store_the_entries_history_option_names
 
 
 def _agent_of(job: subprocess.Popen, out: Path) -> int | None:
-    """The `evbench_agent run` process below the lab writing the run `out`, if running."""
     for pid in descendants(job.pid):
         argv = read_proc(pid, "cmdline").split(b"\0")
         if b"evbench_agent" in argv and b"run" in argv and str(out).encode() in argv:

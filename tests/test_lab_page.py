@@ -44,7 +44,6 @@ def _lab_night(
 
 
 def _history(tmp_path: Path, runs: list[Path], monkeypatch) -> None:
-    """These runs indexed into a real SQLite store, the one EVBENCH_HISTORY names."""
     store = tmp_path / "history.sqlite"
     with open_store(parse_url(str(store))) as history:
         for run in runs:

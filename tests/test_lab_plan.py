@@ -55,7 +55,6 @@ def test_the_matrix_is_boards_times_suites_times_profiles_times_codecs(tmp_path:
 
 
 def _plan(**keys) -> dict:
-    """A plan of the local board and an empty matrix, with these keys."""
     return {"boards": ["local"], "matrix": {}, **keys}
 
 
@@ -114,16 +113,9 @@ OTHER_VALUE |= {"--profile": "other", "--codecs": "cbor", "--place-timeout": "7"
 
 
 def _entry_args(options: tuple[str, ...]) -> argparse.Namespace:
-    """What `evbench run` parses from an entry's argv with these options last."""
     board = plan.Board("local", "local", ())
     argv = plan.Entry(board, "codec", "seed", "json", options).run_argv(Path("lab/run"), 600.0)
     return build_parser(argv).parse_args(argv)
-
-
-def _run_flags() -> set[str]:
-    parser = build_parser(["run"])
-    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return {flag for action in commands.choices["run"]._actions for flag in action.option_strings}
 
 
 @pytest.mark.parametrize("reserved", plan.RESERVED_OPTIONS)
@@ -146,8 +138,11 @@ def test_every_spelling_argparse_takes_for_a_reserved_option_is_refused(reserved
 
 
 def test_every_other_option_of_evbench_run_is_accepted_in_full():
+    parser = build_parser(["run"])
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    flags = {flag for action in commands.choices["run"]._actions for flag in action.option_strings}
     # None of them is a prefix of a reserved one (--board-name is longer than --board).
-    others = sorted(_run_flags() - set(plan.RESERVED_OPTIONS))
+    others = sorted(flags - set(plan.RESERVED_OPTIONS))
     assert "--board-name" in others and "--profile-name" in others
     for flag in others:
         assert plan.parse(_plan(options=[flag])).entries[0].options == (flag,)

@@ -52,7 +52,6 @@ def _with(**changes):
 
 
 def _resource(**fields):
-    """A resource of the record, with these fields."""
     return {"name": "x", "path": "p", "class": "c", **fields}
 
 

@@ -40,7 +40,7 @@ NETWORKD = Path("/lib/systemd/systemd-networkd")
 
 #: Third-party modules (and submodules) the agent's own code imports, and their scarthgap
 #: package. A codec declares its library's in its `@codec(..., yocto=...)` (evbench_agent/
-#: codecs/), and `third_party_packages` adds them.
+#: codecs/), and `packages_needed` adds them.
 THIRD_PARTY = {
     "google.protobuf": "python3-protobuf",
     "psutil": "python3-psutil",
@@ -69,8 +69,6 @@ IMPORT_CALLS = {"import_module", "__import__"}
 
 @dataclass
 class Imports:
-    """Absolute module names the agent imports, by how much it needs them."""
-
     required: set[str] = field(default_factory=set)
     #: Imported under `except ImportError`, or a codec's module (imported when used).
     optional: set[str] = field(default_factory=set)
@@ -120,7 +118,6 @@ def _walk(node: ast.AST, optional: bool, found: Imports) -> None:
 
 
 def scan_imports(package_dir: Path) -> Imports:
-    """Every absolute import in the package's modules, its own excluded."""
     found = Imports()
     for path in sorted(package_dir.rglob("*.py")):
         _walk(ast.parse(path.read_text(), str(path)), False, found)
@@ -169,19 +166,15 @@ class Manifest:
         return None
 
 
-def third_party_packages() -> dict[str, str | None]:
-    """THIRD_PARTY and each Python codec's module with its declared package."""
-    declared = {c.module: c.yocto for c in codecs.CODECS.values() if c.distribution is not None}
-    return {**declared, **THIRD_PARTY}
-
-
 def packages_needed(imports: Imports, manifest: Manifest) -> dict[str, set[str]]:
     """Standard-library modules and required third-party ones are RDEPENDS (a codec's
     standard-library module too: the interpreter always has it); the optional third-party
     ones that exist in scarthgap are RRECOMMENDS; "unknown" those neither the manifest nor
     THIRD_PARTY knows (decide, then add them)."""
     needs: dict[str, set[str]] = {"RDEPENDS": set(), "RRECOMMENDS": set(), "unknown": set()}
-    known = third_party_packages()
+    # THIRD_PARTY and each Python codec's module with its declared package
+    known = {c.module: c.yocto for c in codecs.CODECS.values() if c.distribution is not None}
+    known |= THIRD_PARTY
     for module in sorted(imports.required | imports.optional):
         # The key of `known` that `module` belongs to (the longest), if any.
         keys = [key for key in known if module == key or module.startswith(f"{key}.")]
@@ -203,7 +196,6 @@ def packages_needed(imports: Imports, manifest: Manifest) -> dict[str, set[str]]
 
 
 def recipe_values(text: str, variable: str) -> set[str]:
-    """The words assigned (= or +=) to `variable` in a recipe's text."""
     joined = re.sub(r"\\\n", " ", text)
     pattern = rf'^{re.escape(variable)}\s*[?+]?=\s*"([^"]*)"'
     return {word for value in re.findall(pattern, joined, re.M) for word in value.split()}

@@ -34,7 +34,6 @@ def run_vv(board: str, out: Path, env: dict[str, str]) -> list[str]:
 
 
 def assert_no_secret_in_files(directories: list[Path], env: dict[str, str]) -> int:
-    """Every file below `directories` is free of both secrets; how many were read."""
     needles = [env["EVBENCH_PASSWORD"].encode(), env["EVBENCH_LINK_TOKEN"].encode()]
     read = 0
     for directory in directories:

@@ -35,15 +35,6 @@ def releases(text: str) -> list[tuple[str, datetime.date, str]]:
     return found
 
 
-def host_requirement_on_agent() -> Requirement:
-    """The one quoted dependency line naming the agent (pyproject.toml read as text: tomllib is
-    Python 3.11's, and 3.10 is supported)."""
-    text = (ROOT / "host_tools" / "pyproject.toml").read_text()
-    found = re.findall(r'^\s*"(evbench-agent\b[^"]*)",?\s*$', text, re.M)
-    assert len(found) == 1, found
-    return Requirement(found[0])
-
-
 def test_the_agent_the_host_and_the_newest_release_have_one_semver_version():
     agent = version_line(AGENT_SRC / "evbench_agent" / "__init__.py")
     assert agent == version_line(HOST_SRC / "evbench" / "__init__.py")
@@ -55,7 +46,12 @@ def test_the_host_requires_the_agent_of_its_own_major_minor():
     """Any patch of the host's own MAJOR.MINOR, nothing of the minors beside it."""
     version = version_line(HOST_SRC / "evbench" / "__init__.py")
     major, minor, _ = (int(part) for part in version.split("."))
-    accepted = host_requirement_on_agent().specifier
+    # The one quoted dependency line naming the agent (pyproject.toml read as text: tomllib
+    # is Python 3.11's, and 3.10 is supported).
+    text = (ROOT / "host_tools" / "pyproject.toml").read_text()
+    found = re.findall(r'^\s*"(evbench-agent\b[^"]*)",?\s*$', text, re.M)
+    assert len(found) == 1, found
+    accepted = Requirement(found[0]).specifier
     for patch in (0, 1, 17):
         assert accepted.contains(Version(f"{major}.{minor}.{patch}")), (accepted, patch)
     refused = [f"{major}.{minor + 1}.0", f"{major + 1}.0.0"]
@@ -86,7 +82,6 @@ def test_the_changelog_keeps_its_shape():
 
 
 def previous_release() -> tuple[str, str]:
-    """(version, commit) of the release before this one, as CHANGELOG.md names it."""
     version, _, body = releases(CHANGELOG.read_text(encoding="utf-8"))[1]
     commit = re.search(r"\bCommit ([0-9a-f]{40})\b", body)
     assert commit, f"{version} names no commit"

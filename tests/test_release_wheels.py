@@ -59,7 +59,6 @@ def metadata(wheel: Path) -> str:
 
 
 def build_wheels(source: Path, out: Path) -> dict[str, Path]:
-    """The agent's and the host's wheels of the tree at `source`, built offline."""
     require(BUILD_PYTHON.is_file(), f"hatchling's environment {BUILD_PYTHON.parent.parent}")
     out.mkdir(parents=True)
     offline = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet", "--wheel-dir", out]
@@ -124,22 +123,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future]
         }
 
 
-@pytest.fixture(scope="module")
-def current(made: dict[str, Future]) -> Release:
-    return made["current"].result()
-
-
-@pytest.fixture(scope="module")
-def previous(made: dict[str, Future]) -> Release:
-    return made["previous"].result()
-
-
-@pytest.fixture(scope="module")
-def current_run(made: dict[str, Future]) -> Path:
-    return made["current_run"].result()
-
-
-def test_the_wheels_carry_the_release_pin_its_agent_and_run_a_quick_local_run(current, current_run):
+def test_the_wheels_carry_the_release_pin_its_agent_and_run_a_quick_local_run(made):
+    current, current_run = made["current"].result(), made["current_run"].result()
     assert current.version == evbench.__version__
     major, minor, _ = current.version.split(".")
     for name, wheel in current.wheels.items():
@@ -171,8 +156,9 @@ def test_the_wheels_carry_the_release_pin_its_agent_and_run_a_quick_local_run(cu
     assert (current_run / "report.md").is_file()
 
 
-def test_pip_refuses_this_host_with_the_previous_releases_agent(current, previous):
+def test_pip_refuses_this_host_with_the_previous_releases_agent(made):
     """The rule in one Python environment: the host takes its own MAJOR.MINOR only."""
+    current, previous = made["current"].result(), made["previous"].result()
     assert previous.version.split(".")[:2] != current.version.split(".")[:2]
     pip = [current.bin("python"), "-m", "pip", "install", "--dry-run", "--no-index"]
     mixed = run([*pip, current.wheels["evbench"], previous.wheels["evbench-agent"]], timeout=300)
@@ -184,8 +170,10 @@ def test_pip_refuses_this_host_with_the_previous_releases_agent(current, previou
     assert matched.returncode == 0, matched.stderr
 
 
-def test_each_release_reads_the_other_releases_run(current, previous, current_run, tmp_path):
+def test_each_release_reads_the_other_releases_run(made, tmp_path):
     """Results travel across releases while the format's major is the same."""
+    current, previous = made["current"].result(), made["previous"].result()
+    current_run = made["current_run"].result()
     old_run = tmp_path / "previous-run"
     argv = [previous.bin("evbench-agent"), "run", *SHORT_RUN, "--processes", "1", "--out", old_run]
     made = run(argv, timeout=RUN_TIMEOUT, cwd=tmp_path)
@@ -213,10 +201,11 @@ def test_each_release_reads_the_other_releases_run(current, previous, current_ru
 
 @pytest.mark.parametrize("host_is", ["current", "previous"])
 def test_each_releases_host_refuses_the_others_agent_in_an_image_then_deploys_its_own(
-    host_is, current, previous, sshd, ssh_home, tmp_path
+    host_is, made, sshd, ssh_home, tmp_path
 ):
     require(os.access(BOARD_PYTHON, os.X_OK), f"the board's interpreter {BOARD_PYTHON}")
-    host, agent = (current, previous) if host_is == "current" else (previous, current)
+    other = "previous" if host_is == "current" else "current"
+    host, agent = made[host_is].result(), made[other].result()
     image_agent = sshd.image_bin / "evbench-agent"  # on the board's PATH: the other's agent
     image_agent.write_text(f'#!/bin/sh\nexec {agent.bin("evbench-agent")} "$@"\n')
     image_agent.chmod(0o755)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_tree import read_proc
 
 from evbench_agent.platform import memory
 from evbench_core import results
@@ -108,7 +109,7 @@ def test_meminfo_fields_are_read_in_bytes_and_missing_ones_are_none(tmp_path):
     assert memory.meminfo_bytes("MemTotal", tmp_path / "absent") is None
 
 
-def test_the_platform_listing_names_the_codecs_without_importing_them():
+def test_the_platform_listing_names_the_codecs_without_importing_them_and_info_gives_it():
     # Every manifest lists the installed codecs; only a run's own codecs are imported (RSS).
     code = (
         "import json, sys\nfrom evbench_agent.run import platform_info\n"
@@ -125,6 +126,12 @@ def test_the_platform_listing_names_the_codecs_without_importing_them():
     assert {"orjson", "cbor2", "cantools"} <= optional  # as worked out by hand
     assert optional & set(modules) == set()
     assert listed == sorted(codecs.available())  # every install of this venv is whole
+    done = _run([*AGENT, "info", "--json"])  # the agent's own account of the platform
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["machine"] == os.uname().machine
+    assert "protobuf" in info["codecs"] and info["results_format"] == results.VERSION
+    assert info["clock"]["timer"] == "time.perf_counter_ns"
 
 
 def test_usage_errors_exit_2_with_one_line_before_anything_runs(tmp_path):
@@ -165,9 +172,8 @@ CODEC_RUN = ["run", "--suite", "codec", "--profile", "seed", "--codecs", "json,p
 
 
 def _started(argv, ready: Callable[[], bool], act: Callable, what: str, poll=0.02, **popen):
-    """Start `argv` (`popen`: more of Popen's arguments); once `ready()`, try `act` on it
-    until it succeeds. Its exit code, standard output and error; the process is never left
-    behind, whatever the test finds."""
+    """Start `argv`; once `ready()`, try `act` on it until it succeeds. The process is never
+    left behind, whatever the test finds."""
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
     )
@@ -192,7 +198,6 @@ def _mid_run(argv: list[str], out: Path, act: Callable[[subprocess.Popen], bool]
 
 
 def _sent(stop: int) -> Callable[[subprocess.Popen], bool]:
-    """Send `stop` to the process if it still runs (then True)."""
     return lambda process: process.poll() is None and process.send_signal(stop) is None
 
 
@@ -294,15 +299,6 @@ def test_ctrl_c_before_the_run_began_leaves_nothing_and_exits_130(tmp_path, star
         assert "interrupted" in stderr and "kept as partial" not in stderr, stderr
 
 
-def test_agent_info_reports_platform_versions_and_codecs():
-    done = _run([*AGENT, "info", "--json"])
-    assert done.returncode == 0, done.stderr
-    info = json.loads(done.stdout)
-    assert info["machine"] == os.uname().machine
-    assert "protobuf" in info["codecs"] and info["results_format"] == results.VERSION
-    assert info["clock"]["timer"] == "time.perf_counter_ns"
-
-
 def test_an_aa_run_records_its_arms_and_plan_and_its_progress_carries_the_eta(tmp_path):
     out = tmp_path / "run"
     argv = "run --suite codec --profile seed --quick --processes 2 --aa json --aa-slowdown 0.2"
@@ -338,6 +334,7 @@ def test_an_aa_run_records_its_arms_and_plan_and_its_progress_carries_the_eta(tm
 #: What is killed: its command line, the suite that starts it, and what the manifest's
 #: reason (and so the first line of `evbench run` and of the report) must begin with.
 KILLS = {
+    "agent": ("evbench_agent run", "codec", "the agent was killed (signal 9)"),
     "sampler": ("evbench_agent.telemetry.sampler", "codec",
                 "the telemetry sampler died (signal 9, SIGKILL)"),
     "worker": ("evbench_agent worker", "codec", "a codec worker was killed (signal 9, SIGKILL)"),
@@ -345,8 +342,9 @@ KILLS = {
 }  # fmt: skip
 
 
-def _killer(words: str) -> Callable[[subprocess.Popen], bool]:
-    """SIGKILL, as the OOM killer would, the run's child whose command line holds `words`.
+def _killer(words: str, orphans: list[int]) -> Callable[[subprocess.Popen], bool]:
+    """SIGKILL, as the OOM killer would, the run's child whose command line holds `words`
+    (the agent once it has started workers and sampler: their PIDs go to `orphans`).
     A worker lives briefly: one found may end before the signal (a failed kill, or one a
     zombie ignores, then a run that completes), so the next one is tried."""
 
@@ -358,6 +356,10 @@ def _killer(words: str) -> Callable[[subprocess.Popen], bool]:
         for child in children:
             try:
                 if words in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                    if words == KILLS["agent"][0]:
+                        orphans[:] = [c.pid for c in child.children(recursive=True)]
+                        if not orphans:
+                            return False
                     child.kill()
                     return True
             except psutil.Error:  # it ended while we looked
@@ -373,8 +375,12 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
     out = tmp_path / "run"
     argv = f"run --board local --suite {suite} --profile seed --codecs json,protobuf --quick"
     # killed once measuring: there is something to keep
+    orphans: list[int] = []
     code, stdout, stderr = _mid_run(
-        [*EVBENCH, *argv.split(), "--out", str(out)], out, _killer(command), f"killed {victim}"
+        [*EVBENCH, *argv.split(), "--out", str(out)],
+        out,
+        _killer(command, orphans),
+        f"killed {victim}",
     )
     assert code == 4, stderr
     manifest = json.loads((out / "manifest.json").read_text())
@@ -389,6 +395,10 @@ def test_a_run_whose_child_is_killed_is_partial_and_its_first_line_names_it(vict
     assert first == f"**PARTIAL: {manifest['reason']}**"
     html = (out / "report.html").read_text()
     assert f'<body><p class="partial" id="headline"><strong>PARTIAL: {reason}' in html
+    if victim == "agent":  # evbench seals what the agent left; none of its workers goes on
+        assert manifest["reason"] == reason and results.verify_checksums(out) == []
+        assert json.loads((out / results.SUMMARY).read_text())["partial"] is True
+        assert orphans and [pid for pid in orphans if read_proc(pid, "cmdline")] == []
 
 
 def test_a_worker_killed_before_it_reads_its_task_is_a_partial_run(tmp_path, monkeypatch):

@@ -55,8 +55,20 @@ def test_cool_to_without_zones_or_a_telemetry_cpu_not_ours_is_refused_before_run
     assert "is not one this agent may run on" in result.stderr
 
 
-def test_info_warns_about_the_governor_boost_hot_zones_and_busy_processes(tmp_path):
+def test_info_warns_of_the_governor_boost_hot_zones_and_busy_processes_in_json_too(tmp_path):
     board = Am62xTree(tmp_path / "sys")
+    # `info` prints the warnings, and has them in its JSON (the tree as it was made).
+    env = {"PATH": "/usr/bin:/bin", SYSFS_ENV: str(board.root)}
+    command = [sys.executable, "-m", "evbench_agent", "info"]
+    text = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "evbench-agent: warning: cpufreq governor of policy0 is 'schedutil'" in text.stderr
+    document = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    warnings = json.loads(document.stdout)["warnings"]
+    assert any("schedutil" in w for w in warnings)
+    assert "no cpufreq" not in " ".join(warnings)
     write(board.root / "devices/system/cpu/cpufreq/boost", 1)
     board.set_zone_c(0, 98.0)  # within 10 °C of the 105 °C passive trip point
     spinner = subprocess.Popen([sys.executable, "-c", SPIN])
@@ -76,17 +88,3 @@ def test_info_warns_about_the_governor_boost_hot_zones_and_busy_processes(tmp_pa
     assert not any("thermal_zone1" in w for w in found)  # 46 °C: no warning
     busy = [w for w in found if "busy process" in w]
     assert busy and f"pid {spinner.pid}," in busy[0]
-
-
-def test_info_prints_the_warnings_and_has_them_in_its_json(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", SYSFS_ENV: str(Am62xTree(tmp_path / "sys").root)}
-    command = [sys.executable, "-m", "evbench_agent", "info"]
-    text = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert text.returncode == 0, text.stderr
-    assert "evbench-agent: warning: cpufreq governor of policy0 is 'schedutil'" in text.stderr
-    document = subprocess.run(
-        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
-    )
-    warnings = json.loads(document.stdout)["warnings"]
-    assert any("schedutil" in w for w in warnings)
-    assert "no cpufreq" not in " ".join(warnings)
