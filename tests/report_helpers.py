@@ -2,6 +2,7 @@
 a JUnit file (xmllint against Jenkins' schema, each case's numbers), and readers of the
 tables evbench prints and writes."""
 
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +28,18 @@ def local_run(out: Path, *extra: str, codecs: str = "json,protobuf", env: dict |
                    *extra, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done
+
+
+def slow_json_env(folder: Path, loops: int) -> dict:
+    """os.environ with a sitecustomize on PYTHONPATH (in `folder`) that makes json.loads do its
+    work `loops` times: json really slower in the agent's processes, which run unchanged."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        "import json\n_loads = json.loads\ndef _slow_loads(text, *args, **kwargs):\n"
+        f"    for _ in range({loops - 1}):\n        _loads(text, *args, **kwargs)\n"
+        "    return _loads(text, *args, **kwargs)\njson.loads = _slow_loads\n"
+    )
+    return dict(os.environ, PYTHONPATH=str(folder))
 
 
 def xmllint_schema(path: Path) -> subprocess.CompletedProcess:

@@ -40,7 +40,7 @@ def _listing(*argv: str) -> tuple[dict, str]:
     return json.loads(last), "\n".join(printed) + result.stderr
 
 
-def test_every_command_in_the_folder_has_its_own_help_as_its_summary():
+def test_every_command_has_its_help_as_summary_and_a_new_codec_is_listed_unedited(monkeypatch):
     missing = set(COMMAND_NAMES) - set(SUMMARIES)
     assert not missing, (
         f"add the HELP of {sorted(missing)} to SUMMARIES in evbench/commands/__init__.py"
@@ -48,6 +48,14 @@ def test_every_command_in_the_folder_has_its_own_help_as_its_summary():
     for name in COMMAND_NAMES:
         module = importlib.import_module(f"evbench.commands.{name}")
         assert SUMMARIES[name] == module.HELP, name
+    # a codec added to the registry is listed without a hand edit
+    added = codecs.Codec(
+        "scratch", "evbench_scratch", "scratch", codecs.PLAIN, "Scratch text", None, yocto=None
+    )
+    monkeypatch.setitem(codecs.CODECS, "scratch", added)
+    listing = catalogue.text(width=80)
+    assert "Scratch text" in _entry(listing, "scratch")
+    assert all(len(line) <= 80 for line in listing.splitlines())
 
 
 #: A usage error names every choice; --help each command with its summary's start.
@@ -97,13 +105,3 @@ def test_run_help_says_what_each_suite_profile_and_codec_is(program):
     for name in [*registry.REGISTRY, *payloads.PROFILES, *codecs.CODECS]:
         assert _entry(listing, name)  # nothing registered is left out
     assert max(len(line) for line in listing.splitlines()) <= catalogue.MAX_WIDTH
-
-
-def test_a_codec_added_to_the_registry_is_listed_without_a_hand_edit(monkeypatch):
-    added = codecs.Codec(
-        "scratch", "evbench_scratch", "scratch", codecs.PLAIN, "Scratch text", None, yocto=None
-    )
-    monkeypatch.setitem(codecs.CODECS, "scratch", added)
-    listing = catalogue.text(width=80)
-    assert "Scratch text" in _entry(listing, "scratch")
-    assert all(len(line) <= 80 for line in listing.splitlines())

@@ -126,17 +126,9 @@ def _with_params(sets: list[SampleSet], **params) -> list[SampleSet]:
     return [dataclasses.replace(s, params={**s.params, **params}) for s in sets]
 
 
-@pytest.fixture
-def json_slower(tmp_path: Path) -> tuple[Path, Path]:
-    """Two runs, json 20 % slower in the second (every process)."""
+def test_a_codec_20_pct_slower_is_unconfirmed_or_beyond_max_change_or_criteria(tmp_path, capsys):
     base = write_run(tmp_path / "a", codec_sets())
-    return base, write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))
-
-
-def test_a_codec_twenty_percent_slower_is_unconfirmed_or_beyond_max_change_regresses(
-    json_slower, tmp_path, capsys
-):
-    base, slow = json_slower
+    slow = write_run(tmp_path / "b", codec_sets(slower={"json": 1.2}))  # every process
     # the processes of one run share its night: 2 nights only
     out, _err = run_compare(capsys, "--baseline", base, slow, code=0)
     encode = table_rows(out)[("codec", "JSON", "Serialization")]
@@ -164,9 +156,23 @@ def test_a_codec_twenty_percent_slower_is_unconfirmed_or_beyond_max_change_regre
     assert rows[("codec", "JSON", "Size")][7] == "fact"  # sizes equal: no regression
     # one failing case per regressed record of the newer run
     assert junit.read_text().count("<failure ") == 3
+    # criteria thresholds apply to the new rows
+    limits = tmp_path / "criteria.json"
+    limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
+    out, err = run_compare(
+        capsys, "--baseline", base, slow, "--criteria", limits, "--max-change", "10", code=3
+    )
+    assert "codec/seed/json/decode_access changed" in err  # default 5 %
+    assert "json/encode changed" not in err and "json/decode changed" not in err
+    rows = table_rows(out)
+    assert rows[("codec", "JSON", "Serialization")][7] == "worse (not confirmed: 2 nights)"
+    assert rows[("codec", "JSON", "Serialization")][-1] == "30%"
+    # the same thresholds, read through the module, decide the same way
+    contexts = [load_context(base), load_context(slow)]
+    assert len(compare.compare(contexts, criteria.load(limits), True, 10.0).regressions) == 1
 
 
-def test_the_verdict_counts_processes_per_run_and_its_interval_holds_the_ratio():
+def test_the_verdict_counts_processes_holds_the_ratio_and_same_data_rarely_name_a_winner():
     pair = comparison.compare_runs(codec_sets(), codec_sets(slower={"json": 1.2}), "A", "B")
     timed = {(r.baseline.codec, r.identity.metric): r for r in pair.rows if r.verdict is not None}
     assert len(timed) == 6 and set(pair.families) == {"codec seed"}
@@ -181,11 +187,18 @@ def test_the_verdict_counts_processes_per_run_and_its_interval_holds_the_ratio()
         assert 1.2 * math.exp(-0.1) <= row.verdict.ratio_low < 1.2 < row.verdict.ratio_high
         assert row.verdict.ratio_high <= 1.2 * math.exp(0.1) + 1e-12
         assert timed[("protobuf", operation)].outcome in (EQUAL, UNDECIDED)
+    # Each run draws its own process centres. The family-wise false-winner count over 40
+    # run pairs stays within a 5 % level (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
+    false_pairs = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        a = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
+        b = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
+        false_pairs += bool(comparison.compare_runs(a, b).winners())
+    assert false_pairs <= 5
 
 
-def test_identical_rows_name_no_winner_and_telemetry_is_context_even_when_it_doubles(
-    tmp_path, capsys
-):
+def test_same_rows_name_no_winner_telemetry_is_context_and_outcomes_do_not_split(tmp_path, capsys):
     run = write_run(tmp_path / "a", codec_sets() + link_sets(7, cpu=2.0))
     busy = write_run(tmp_path / "b", codec_sets() + link_sets(7, cpu=4.0))  # all else alike
     out, err = run_compare(capsys, "--baseline", run, busy, code=0)
@@ -198,25 +211,11 @@ def test_identical_rows_name_no_winner_and_telemetry_is_context_even_when_it_dou
     pair = comparison.compare_runs(link_sets(7, cpu=2.0), link_sets(7, cpu=4.0))
     cpu = [r for r in pair.rows if r.identity.metric == "agent_cpu"]
     assert len(cpu) == 2 and all(r.verdict is None and r.family is None for r in cpu)
-
-
-def test_runs_of_identically_distributed_data_rarely_name_a_winner():
-    # Each run draws its own process centres. The family-wise false-winner count over 40
-    # run pairs stays within a 5 % level (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
-    false_pairs = 0
-    for seed in range(40):
-        rng = random.Random(seed)
-        a = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
-        b = codec_sets(offsets=[rng.gauss(0, 0.05) for _ in OFFSETS])
-        false_pairs += bool(comparison.compare_runs(a, b).winners())
-    assert false_pairs <= 5
-
-
-def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(tmp_path, capsys):
-    base = write_run(tmp_path / "a", codec_sets(loops=16))
+    # Outcome params do not split rows, and other identities are never pooled.
+    base = write_run(tmp_path / "outcomes" / "a", codec_sets(loops=16))
     # loops differ (an outcome): same rows. The encode plan differs (payloads, identity):
     # encode is a different measurement in each run, so neither run's encode is compared.
-    other = write_run(tmp_path / "b", codec_sets(loops=64, payloads={"encode": 40}))
+    other = write_run(tmp_path / "outcomes" / "b", codec_sets(loops=64, payloads={"encode": 40}))
     out, _err = run_compare(capsys, base, other, code=0)
     rows = table_rows(out)
     metrics = sorted({metric for (_suite, _codec, metric) in rows})
@@ -236,7 +235,7 @@ def test_outcome_params_do_not_split_rows_and_other_identities_are_never_pooled(
     assert len(pair.rows) == 2 * 4 and pair.left_out == ()
 
 
-def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, capsys):
+def test_rows_count_phases_too_few_never_regress_even_doubled_nor_a_185_pct_gain(tmp_path, capsys):
     # Seven phases per run: best p 2 / C(14, 7); family (link, seed) has 4 tested rows.
     pair = comparison.compare_runs(link_sets(7), link_sets(7, rtt_factor=1.2))
     rtt = {r.baseline.codec: r for r in pair.rows if r.identity.metric == "rtt"}
@@ -256,8 +255,6 @@ def test_link_rows_count_phases_and_too_few_say_so_without_regressing(tmp_path, 
     few = comparison.compare_runs(link_sets(3), link_sets(3, rtt_factor=1.5))
     assert {r.outcome for r in few.rows if r.verdict} == {TOO_SMALL}
 
-
-def test_a_doubling_on_rows_too_small_to_call_is_listed_not_counted(tmp_path, capsys):
     # core-v1 has 2 processes per run: best p 2 / C(4, 2) = 1/3 > 0.05, so no interval.
     # json's encode doubled is +100 %, beyond --max-change 50 % by its estimate alone.
     slow = tmp_path / "slow"
@@ -275,14 +272,11 @@ def test_a_doubling_on_rows_too_small_to_call_is_listed_not_counted(tmp_path, ca
     assert cells[6:9] == ["+100.0%", TOO_SMALL, "1"], cells  # not "REGRESSION"
     assert "not called (n too small, so no regression): codec/seed/json/encode" in out
     assert "regressed" not in err
-
-
-def test_a_185_percent_capacity_gain_is_better_never_a_regression(tmp_path, capsys):
     # Capacity is higher-is-better (it once read REGRESSION): every phase carries 2.85 times
     # the baseline's messages a second, +185 % by construction, which fails --max-change
     # 50 % all the same, said as a change that improved.
-    base = write_run(tmp_path / "a", link_sets(10))
-    gain = write_run(tmp_path / "b", link_sets(10, capacity_factor=2.85))
+    base = write_run(tmp_path / "capacity" / "a", link_sets(10))
+    gain = write_run(tmp_path / "capacity" / "b", link_sets(10, capacity_factor=2.85))
     out, err = run_compare(capsys, "--baseline", base, gain, code=3)
     rows = [cells for (_s, _c, metric), cells in table_rows(out).items() if "Capacity" in metric]
     assert len(rows) == 2, out  # json's and protobuf's
@@ -292,9 +286,7 @@ def test_a_185_percent_capacity_gain_is_better_never_a_regression(tmp_path, caps
     assert "improved beyond --max-change" in err and "regressed" not in err, err
 
 
-def test_a_fact_that_grew_beyond_its_threshold_regresses_and_no_samples_is_refused(
-    tmp_path, capsys
-):
+def test_a_fact_that_grew_regresses_no_samples_or_no_comparable_row_is_refused(tmp_path, capsys):
     base = write_run(tmp_path / "a", codec_sets())
     bigger = write_run(tmp_path / "b", codec_sets(slower={"protobuf-size": 1.1}))
     _out, err = run_compare(capsys, "--baseline", base, bigger, code=3)
@@ -306,26 +298,20 @@ def test_a_fact_that_grew_beyond_its_threshold_regresses_and_no_samples_is_refus
     (empty / "summary.json").write_bytes((base / "summary.json").read_bytes())
     _out, err = run_compare(capsys, base, empty, code=2)
     assert "holds no raw samples" in err
-
-
-def test_criteria_thresholds_apply_to_the_new_rows(json_slower, tmp_path, capsys):
-    base, slow = json_slower
-    limits = tmp_path / "criteria.json"
-    limits.write_text('{"metrics": {"seed/json/encode": 30, "decode": 25}}')
-    out, err = run_compare(
-        capsys, "--baseline", base, slow, "--criteria", limits, "--max-change", "10", code=3
+    # rows whose payloads differ are listed, and nothing comparable is exit 2
+    base = write_run(
+        tmp_path / "payloads" / "a", _with_params(codec_sets(), payload_digest="a" * 16)
     )
-    assert "codec/seed/json/decode_access changed" in err  # default 5 %
-    assert "json/encode changed" not in err and "json/decode changed" not in err
-    rows = table_rows(out)
-    assert rows[("codec", "JSON", "Serialization")][7] == "worse (not confirmed: 2 nights)"
-    assert rows[("codec", "JSON", "Serialization")][-1] == "30%"
-    # the same thresholds, read through the module, decide the same way
-    contexts = [load_context(base), load_context(slow)]
-    assert len(compare.compare(contexts, criteria.load(limits), True, 10.0).regressions) == 1
+    other = write_run(
+        tmp_path / "payloads" / "b", _with_params(codec_sets(), payload_digest="b" * 16)
+    )
+    out, err = run_compare(capsys, "--baseline", base, other, code=2)
+    assert "no tested row can be compared between these runs" in err
+    lines = out.split("not comparable (16 rows, each not in every run):\n")[1].splitlines()
+    assert len([line for line in lines if line.endswith("payloads differ")]) == 16
 
 
-def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path, capsys):
+def test_timed_rows_compare_across_plans_10x_fails_naming_the_environment(tmp_path, capsys):
     # Baseline: 10 processes x 5 values; later: a quick-like 5 x 3 plan, json 10x slower.
     base = write_run(tmp_path / "a", codec_sets())
     quick = codec_sets(slower={"json": 10.0}, offsets=QUICK_OFFSETS)
@@ -341,24 +327,16 @@ def test_timed_rows_compare_across_sample_plans_and_a_10x_change_fails(tmp_path,
     _out, err = run_compare(capsys, base, quick, code=3)
     assert "beyond --max-change 50%" in err
 
-
-def test_rows_whose_payloads_differ_are_listed_and_nothing_comparable_is_exit_2(tmp_path, capsys):
-    base = write_run(tmp_path / "a", _with_params(codec_sets(), payload_digest="a" * 16))
-    other = write_run(tmp_path / "b", _with_params(codec_sets(), payload_digest="b" * 16))
-    out, err = run_compare(capsys, "--baseline", base, other, code=2)
-    assert "no tested row can be compared between these runs" in err
-    lines = out.split("not comparable (16 rows, each not in every run):\n")[1].splitlines()
-    assert len([line for line in lines if line.endswith("payloads differ")]) == 16
-
-
-def test_the_environment_that_changed_is_named_beside_the_rows(tmp_path, capsys):
     def run(directory: Path, backend: str, slower: float) -> Path:
         cpu, phase = ([51.0] if slower == 1 else [100.0]), {"phase": "codec"}
         telemetry = SampleSet("telemetry", "seed", None, "cpu_util", "percent", phase, cpu)
         sets = [*codec_sets(slower={"protobuf": slower}), telemetry]
         return write_run(directory, sets, protobuf="6.31.1", protobuf_backend=backend)
 
-    base, pure = run(tmp_path / "a", "upb", 1.0), run(tmp_path / "b", "python", 135.0)
+    base, pure = (
+        run(tmp_path / "environment" / "a", "upb", 1.0),
+        run(tmp_path / "environment" / "b", "python", 135.0),
+    )
     out, err = run_compare(capsys, "--baseline", base, pure, code=3)
     assert "protobuf backend: upb -> python" in out and "protobuf backend: upb -> python" in err
     assert "telemetry/seed/-/cpu_util[phase=codec] (percent): 51 -> 100" in out
@@ -369,15 +347,12 @@ def _rms(factors: list[float]) -> float:
     return math.sqrt(sum(d * d for d in steps) / len(steps))
 
 
-def test_student_t_tail_matches_the_closed_form_and_scipy():
+def test_student_t_tail_and_the_spread_of_alternating_nights_worked_by_hand():
     # df = 2 has a closed form: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2.
     for t in (0.0, 0.5, 1.0, 2.5, 8.0):
         assert math.isclose(student_t_sf(t, 2), (1 - t / math.sqrt(t * t + 2)) / 2, rel_tol=1e-12)
     for df, t in itertools.product((1, 3, 4, 7, 12, 30), (0.1, 1.0, 2.0, 3.3, 6.0, 20.0)):
         assert math.isclose(student_t_sf(t, df), scipy_stats.t.sf(t, df), rel_tol=1e-9)
-
-
-def test_the_spread_of_alternating_nights_worked_by_hand():
     # 8 nights alternating 100 and 110: every step is +-log(1.1), so the rms is log(1.1);
     # 7 steps are worth floor(2 * 7 / 3) = 4 degrees of freedom.
     spread = of_values([100, 110] * 4)
@@ -401,7 +376,7 @@ def _nights(tmp_path, factors, **later):
     return str(tmp_path / "store.sqlite"), directories[-1], candidate
 
 
-def test_a_real_step_is_confirmed_against_the_history_and_fails(tmp_path, capsys):
+def test_a_real_step_is_confirmed_by_the_history_not_a_move_within_its_spread(tmp_path, capsys):
     # protobuf 25 % slower in the candidate, json unchanged (same factor as the baseline).
     slower = {"factor": NOISE[-1], "codec_factors": {"protobuf": 1.25}}
     store, baseline, candidate = _nights(tmp_path, NOISE, **slower)
@@ -418,11 +393,8 @@ def test_a_real_step_is_confirmed_against_the_history_and_fails(tmp_path, capsys
     # The sample run has 2 processes a run: alone, the runs could name nothing.
     assert "not called" not in out
     assert out.count("| REGRESSION ") == 3
-
-
-def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path, capsys):
     # Every codec 3 % slower than the baseline night: the history says nights move that much.
-    store, baseline, candidate = _nights(tmp_path, NOISE, factor=1.04)
+    store, baseline, candidate = _nights(tmp_path / "a", NOISE, factor=1.04)
     out, _err = run_compare(capsys, "--baseline", baseline, candidate, "--no-history", code=0)
     assert "history: not used (--no-history)" in out
     assert "nights)" not in out
@@ -430,14 +402,12 @@ def test_a_move_within_the_nightly_spread_is_not_confirmed(tmp_path, capsys):
     assert out.count("(not confirmed: 11 nights)") == 6  # json, protobuf x 3 operations
     p = 2 * scipy_stats.t.sf(math.log(1.04 / NOISE[-1]) / _rms(NOISE[:11]), 6)
     assert p > 0.05  # the hand-worked reason it is not confirmed, even before Holm
-
-
-def test_a_short_history_confirms_nothing_and_another_boards_is_not_used(tmp_path, capsys):
+    # A short history confirms nothing, and another board's is not used.
     slower = {"factor": NOISE[3], "codec_factors": {"protobuf": 1.25}}
-    store, baseline, candidate = _nights(tmp_path, NOISE[:4], **slower)
+    store, baseline, candidate = _nights(tmp_path / "b", NOISE[:4], **slower)
     out, _err = run_compare(capsys, "--baseline", baseline, candidate, "--history", store, code=0)
     assert out.count("(not confirmed: 3 nights)") == 3
-    other = night(tmp_path / "runs", 20, board="name:bench-2")
+    other = night(tmp_path / "b" / "runs", 20, board="name:bench-2")
     out, _err = run_compare(capsys, "--baseline", baseline, other, "--history", store, code=None)
     assert "history: not used: the runs are of different boards" in out
 

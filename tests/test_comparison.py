@@ -38,7 +38,7 @@ def _codec_run(rng: random.Random, slowdown: float, processes: int = 10) -> list
     return sets
 
 
-def test_a_ten_percent_slower_codec_loses_every_timed_row():
+def test_ten_percent_slower_loses_every_timed_row_too_few_say_n_too_small_and_a_a_ties():
     result = comparison.compare(_codec_run(random.Random(1), 1.10), "json", "json-slow")
     timed = [row for row in result.rows if row.role == TESTED]
     assert [row.identity.metric for row in timed] == ["encode", "decode", "decode_access"]
@@ -50,9 +50,17 @@ def test_a_ten_percent_slower_codec_loses_every_timed_row():
     assert set(result.families) == {"codec seed"} and len(result.families["codec seed"]) == 3
     (size,) = result.by_role(FACT)
     assert size.verdict is None and size.fact_difference == 0.0
+    # too few processes say n too small
+    result = comparison.compare(_codec_run(random.Random(3), 1.5, processes=5), "json", "json-slow")
+    assert {row.outcome for row in result.by_role(TESTED)} == {TOO_SMALL}
+    assert all(row.too_small and row.min_detectable is None for row in result.by_role(TESTED))
+    # No difference: the family-wise false-winner count over 40 synthetic runs stays within
+    # a 5 % level (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
+    runs = (_codec_run(random.Random(seed), 1.0) for seed in range(40))
+    assert sum(bool(comparison.compare(run, "json", "json-slow").winners()) for run in runs) <= 5
 
 
-def test_loops_are_an_outcome_and_do_not_split_rows_but_a_plan_change_does():
+def test_loops_do_not_split_rows_a_plan_change_does_and_a_process_pairs_its_rounds():
     sets = _codec_run(random.Random(2), 1.0)
     result = comparison.compare(sets, "json", "json-slow")
     assert len({row.identity for row in result.rows}) == len(result.rows) == 4
@@ -66,22 +74,6 @@ def test_loops_are_an_outcome_and_do_not_split_rows_but_a_plan_change_does():
     result = comparison.compare(changed, "json", "json-slow")
     assert "encode" not in [row.identity.metric for row in result.rows]
     assert {k.metric for k in result.unmatched} == {"encode"}
-
-
-def test_identical_arms_with_process_effects_rarely_name_a_winner():
-    # No difference: the family-wise false-winner count over 40 synthetic runs stays within
-    # a 5 % level (P(X >= 6) = 0.05 under Binomial(40, 0.05)).
-    runs = (_codec_run(random.Random(seed), 1.0) for seed in range(40))
-    assert sum(bool(comparison.compare(run, "json", "json-slow").winners()) for run in runs) <= 5
-
-
-def test_too_few_processes_say_n_too_small():
-    result = comparison.compare(_codec_run(random.Random(3), 1.5, processes=5), "json", "json-slow")
-    assert {row.outcome for row in result.by_role(TESTED)} == {TOO_SMALL}
-    assert all(row.too_small and row.min_detectable is None for row in result.by_role(TESTED))
-
-
-def test_the_per_process_log_ratio_pairs_rounds():
     # Hand-worked: rounds (1, 2), (2, 2), (4, 2): log-ratios log 2, 0, log 0.5 -> median 0.
     assert comparison.process_log_ratio([1.0, 2.0, 4.0], [2.0, 2.0, 2.0]) == 0.0
     # Unequal counts fall back to the ratio of medians: 3 / 1.5.
@@ -119,7 +111,7 @@ def _link_run(rng: random.Random) -> list[SampleSet]:
     return sets
 
 
-def test_link_rows_are_one_identity_and_one_record_each_and_telemetry_is_context(tmp_path):
+def test_link_rows_are_one_identity_and_record_each_telemetry_is_context_core_v1_too(tmp_path):
     writer = results.RunWriter(tmp_path / "run", "test-run")
     writer.write_manifest({})
     writer.add(_link_run(random.Random(4)))
@@ -150,9 +142,7 @@ def test_link_rows_are_one_identity_and_one_record_each_and_telemetry_is_context
     assert lost.role == CONTEXT and lost.verdict is None
     # only TESTED rows are in a family, and only two: the link rows, Holm-corrected together
     assert {row.label for row in result.families["link seed"]} == {rtt.label, capacity.label}
-
-
-def test_the_committed_core_v1_run_still_compares():
+    # the committed core-v1 run still compares
     result = comparison.compare_run(results.load_run(CORE_V1), "json", "protobuf")
     items = map(json.loads, (CORE_V1 / "samples.jsonl").read_text().splitlines())
     sizes = {item["codec"]: sum(item["values"]) for item in items if item["metric"] == "size"}

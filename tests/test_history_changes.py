@@ -79,7 +79,7 @@ WIGGLE = [1.00, 1.01, 0.99, 1.005, 0.995]
 FINE_WIGGLE = [1.00, 1.001, 0.999, 1.0005, 0.9995]
 
 
-def test_a_clean_step_is_placed_exactly_with_its_size():
+def test_a_clean_step_is_placed_with_its_size_two_are_found_and_eight_nights_can_show_one():
     # Ten nights at 100 us, ten at 120 us.
     values = [(100e-6 if i < 10 else 120e-6) * WIGGLE[i % 5] for i in range(20)]
     (split,) = segmentation.detect(values)
@@ -87,12 +87,20 @@ def test_a_clean_step_is_placed_exactly_with_its_size():
     assert split.ratio == pytest.approx(1.2, rel=0.01)  # medians 100 and 120
     assert split.ratio_low > 1.02 and split.ratio_high < 1.3
     assert split.p < 0.05
-
-
-def test_two_steps_are_both_found():
+    # two steps are both found
     levels = [1.0] * 10 + [1.3] * 10 + [0.9] * 10
     values = [level * WIGGLE[i % 5] for i, level in enumerate(levels)]
     assert [s.index for s in segmentation.detect(values)] == [10, 20]
+    # Eight nights can show a change, the same each time; bad values are refused.
+    # Eight allow 3 | 5, 4 | 4 and 5 | 3 (six nights cannot: test_no_change_is_raised).
+    eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
+    (split,) = segmentation.detect(eight)
+    assert split.index == 4 and 2 / 70 <= split.p < 0.05
+    # the same series gives the same answer and bad values are refused
+    values = _synthetic(random.Random(3), 0.1, 12)
+    assert segmentation.detect(values) == segmentation.detect(list(values))
+    with pytest.raises(ValueError, match="positive, finite"):
+        segmentation.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 
 
 @pytest.mark.parametrize(
@@ -116,20 +124,6 @@ def test_two_steps_are_both_found():
 )
 def test_no_change_is_raised(values):
     assert segmentation.detect(values) == []
-
-
-def test_eight_nights_can_show_a_change():
-    # Eight allow 3 | 5, 4 | 4 and 5 | 3 (six nights cannot: test_no_change_is_raised).
-    eight = [1.0, 1.01, 1.02, 1.0, 2.0, 2.01, 2.02, 2.0]  # ties, as medians of equal runs have
-    (split,) = segmentation.detect(eight)
-    assert split.index == 4 and 2 / 70 <= split.p < 0.05
-
-
-def test_the_same_series_gives_the_same_answer_and_bad_values_are_refused():
-    values = _synthetic(random.Random(3), 0.1, 12)
-    assert segmentation.detect(values) == segmentation.detect(list(values))
-    with pytest.raises(ValueError, match="positive, finite"):
-        segmentation.detect([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
 
 
 def test_version_and_plan_changes_name_what_moved():
@@ -167,7 +161,7 @@ def _residuals(reference, window):
     )
 
 
-def test_a_step_off_a_drift_ranks_beyond_every_reference_night_and_a_drift_alone_does_not():
+def test_a_step_off_a_drift_ranks_beyond_the_reference_not_a_drift_or_a_partners_wild_night():
     # Raw, the step's nights (-0.05 to -0.07) lie below the first 5 reference nights (0 to
     # -0.04): no worse, as ranks go.
     raw = scipy_stats.mannwhitneyu(STEPPED, SINKING, alternative="greater", method="exact")
@@ -189,9 +183,6 @@ def test_a_step_off_a_drift_ranks_beyond_every_reference_night_and_a_drift_alone
                                         method="exact").pvalue  # fmt: skip
     assert expected > 0.2
     assert window_tests.detrended_rank_p(SINKING, window, "higher") >= expected - 1e-12
-
-
-def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
     # A partner codec's disturbed night (1.6x) puts this codec 0.3 lower in logs: 100 robust
     # spreads (1.4826 x 0.002 = 0.003) below the window's median. Put at that median, the
     # window again lies beyond all 10 nights: 1 / 286, as without it.
@@ -203,9 +194,6 @@ def test_a_partners_wild_night_in_the_window_does_not_hide_the_step():
     # Two wild nights of three are not tamed: the window is what it is.
     two = [STEPPED[0], STEPPED[1] - 0.3, STEPPED[2] - 0.3]
     assert window_tests.detrended_rank_p(SINKING, two, "higher") == 1.0  # median below the line
-
-
-def test_a_tie_across_the_sides_counts_a_half_of_the_exact_distribution():
     # Reference 0 and +-0.001 by turns (Theil-Sen's slope 0); the window 0.002, 0.003 and
     # one night on a reference value, 0.001.
     reference = [0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0, 0.001, -0.001, 0.0]
@@ -224,7 +212,7 @@ def _series(codec: str, operation: str, values: list[float]) -> Series:
         for t, v in enumerate(values)])  # fmt: skip
 
 
-def test_a_codecs_joint_series_is_the_geometric_mean_of_its_relative_series():
+def test_a_codecs_joint_series_is_the_mean_of_its_relatives_which_outlive_a_dropped_codec(tmp_path):
     # A takes 2, 4 and 8 us on its three operations, B 1 us on each: A / B is 2, 4 and 8,
     # their geometric mean (2 x 4 x 8)^(1/3) = 4 each night; on night 1 A's decode takes
     # 4 x 1.331 = 5.324: (2 x 5.324 x 8)^(1/3) = 4 x 1.331^(1/3) = 4.4.
@@ -240,9 +228,6 @@ def test_a_codecs_joint_series_is_the_geometric_mean_of_its_relative_series():
     lone = relative_series([_series("A", "encode", [2e-6] * 2), _series("B", "encode", [1e-6] * 2)])
     assert joint_values(lone[0], lone) is None
     assert math.isclose(4.0 * 1.331 ** (1 / 3), 4.4)
-
-
-def test_a_dropped_codec_leaves_the_relative_series_of_the_others_going_on(tmp_path):
     # 35 nights under a load of 15 % night to night (each codec's operations 1.5 % more,
     # their own); cbor, measured as protobuf is, runs nights 0-19 only; json is 10 % slower
     # from night 27 on. Against the codecs present in every night, json relative to
@@ -282,7 +267,7 @@ def _tamed(reference):
     return np.where(wild, slope * np.arange(len(reference)) + centre, reference), wild.sum()
 
 
-def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
+def test_a_drifting_labs_nights_are_not_wild_and_an_absolute_series_is_held_to_its_walk():
     logs = [v / 100 for v in DRIFTING]
     # One reference night (13, +14.6 %) lies beyond 5 robust spreads of the Theil-Sen line;
     # p with it tamed is 0.026, far above a board of 18 series' 0.05 / 18.
@@ -298,9 +283,6 @@ def test_a_drifting_labs_ordinary_nights_are_not_taken_for_wild():
     assert count == 2
     expected = step_p([*tamed, *wild[21:]], 12)
     assert window_tests.step_test(wild, 0, 21, 23, "higher")[0] == pytest.approx(expected, rel=1e-9)
-
-
-def test_an_absolute_series_is_held_to_the_walk_its_nights_show():
     # A walk: 12 reference nights, each 2 % up or down from the last, then 3 nights on.
     moves = [1, 1, -1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, 1]
     logs = list(np.cumsum([0.0, *[0.02 * m for m in moves]]))

@@ -21,19 +21,9 @@ from pathlib import Path
 import pytest
 from conftest import require_command
 from history_runs import CORE_V1, night, stored
-from report_helpers import evbench, local_run
+from report_helpers import evbench, local_run, slow_json_env
 
 from evbench.history import open_store, parse_url
-
-#: A sitecustomize, on PYTHONPATH for the slowed runs only; the agent runs unchanged.
-SLOW_JSON = """import json
-_loads = json.loads
-def _slow_loads(text, *args, **kwargs):
-    for _ in range(199):
-        _loads(text, *args, **kwargs)
-    return _loads(text, *args, **kwargs)
-json.loads = _slow_loads
-"""
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +45,6 @@ def _agent_run(out: Path, env: dict | None = None) -> Path:
 
 
 def _ok(*argv: str, env: dict | None = None):
-    """`evbench ARGV`, which must succeed."""
     done = evbench(*argv, env=env)
     assert done.returncode == 0, done.stderr
     return done
@@ -64,9 +53,7 @@ def _ok(*argv: str, env: dict | None = None):
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory) -> dict:
     base = tmp_path_factory.mktemp("nights")
-    (base / "plugin").mkdir()
-    (base / "plugin" / "sitecustomize.py").write_text(SLOW_JSON)
-    slowed = dict(os.environ, PYTHONPATH=str(base / "plugin"))
+    slowed = slow_json_env(base / "plugin", 200)  # for the slowed runs only
     runs = [_agent_run(base / f"normal-{i}") for i in range(NORMAL_RUNS)]
     runs += [_agent_run(base / f"slowed-{i}", slowed) for i in range(SLOWED_RUNS)]
     first_slowed = json.loads((runs[NORMAL_RUNS] / "manifest.json").read_text())["run_id"]
@@ -81,13 +68,7 @@ def nights(tmp_path_factory) -> dict:
             "board": boards.pop()}  # fmt: skip
 
 
-def test_adding_the_runs_again_changes_nothing(nights):
-    again = _ok("history", "add", *map(str, nights["runs"]), env=nights["env"])
-    assert again.stdout.count("already in the store: ") == RUNS
-    assert "added: " not in again.stdout
-
-
-def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_path):
+def test_check_finds_the_slowed_run_fails_until_accepted_accept_checks_board(nights, tmp_path):
     env = dict(nights["env"], EVBENCH_HISTORY=str(tmp_path / "store.sqlite"))
     shutil.copy(nights["store"], tmp_path / "store.sqlite")  # accepting changes the store
     check = evbench("history", "check", "--since", "1d", env=env)
@@ -119,12 +100,14 @@ def test_check_finds_the_slowed_run_and_fails_until_it_is_accepted(nights, tmp_p
     assert accepted and accepted[0].endswith("[accepted: json slowed on purpose]"), again.stdout
     # --since after the change: not new any more, even without the acceptance.
     assert evbench("history", "check", "--since", "2999-01-01", env=nights["env"]).returncode == 0
-
-
-def test_accept_refuses_a_series_or_run_the_board_does_not_have(tmp_path):
     # Two boards of copied nights: an acceptance matching nothing would leave the check failing.
-    runs = [night(tmp_path / "a", 1), night(tmp_path / "b", 2, board="name:bench-2")]
-    env = dict(os.environ, EVBENCH_HISTORY=str(stored(tmp_path / "store.sqlite", runs).path))
+    runs = [
+        night(tmp_path / "boards" / "a", 1),
+        night(tmp_path / "boards" / "b", 2, board="name:bench-2"),
+    ]
+    env = dict(
+        os.environ, EVBENCH_HISTORY=str(stored(tmp_path / "boards" / "store.sqlite", runs).path)
+    )
     accept = ["history", "accept", "--board", "bench-1", "--reason", "known"]
     typo = evbench(*accept, "--run", "20260001T020000Z-000001", "--series",
                    "codec/seed/json/decod", env=env)  # fmt: skip
@@ -140,16 +123,6 @@ def test_accept_refuses_a_series_or_run_the_board_does_not_have(tmp_path):
     right = evbench(*accept, "--run", "20260001T020000Z-000001", "--series",
                     "codec/seed/json/decode", env=env)  # fmt: skip
     assert right.returncode == 0 and right.stdout.startswith("accepted: "), right.stderr
-
-
-def test_show_lists_every_night_of_a_metric(nights):
-    argv = ["history", "show", "decode", "--board", nights["board"], "--codec"]
-    show = _ok(*argv, "json", "--profile", "seed", env=nights["env"])
-    rows = [line for line in show.stdout.splitlines() if " µs " in line or " ms " in line]
-    assert len(rows) == RUNS, show.stdout
-    assert nights["first_slowed"] in rows[NORMAL_RUNS]
-    unknown = evbench(*argv, "protobuf", env=nights["env"])
-    assert unknown.returncode == 2 and "no series decode of codec protobuf" in unknown.stderr
 
 
 @pytest.mark.parametrize(
@@ -169,14 +142,21 @@ def test_list_filters_by_board_date_codec_and_profile(nights, filters, count):
     assert f"{count} runs in " in done.stderr, (filters, done.stderr)
 
 
-def test_export_writes_every_record(nights, tmp_path):
+def test_add_again_show_export_prune_and_copy(nights, tmp_path):
+    again = _ok("history", "add", *map(str, nights["runs"]), env=nights["env"])
+    assert again.stdout.count("already in the store: ") == RUNS
+    assert "added: " not in again.stdout
+    argv = ["history", "show", "decode", "--board", nights["board"], "--codec"]
+    show = _ok(*argv, "json", "--profile", "seed", env=nights["env"])
+    rows = [line for line in show.stdout.splitlines() if " µs " in line or " ms " in line]
+    assert len(rows) == RUNS, show.stdout
+    assert nights["first_slowed"] in rows[NORMAL_RUNS]
+    unknown = evbench(*argv, "protobuf", env=nights["env"])
+    assert unknown.returncode == 2 and "no series decode of codec protobuf" in unknown.stderr
     out = tmp_path / "all.csv"
     _ok("history", "export", "--csv", str(out), env=nights["env"])
     records = [json.loads((run / "summary.json").read_text())["records"] for run in nights["runs"]]
     assert len(out.read_text().splitlines()) == 1 + sum(map(len, records))
-
-
-def test_prune_and_copy(nights, tmp_path):
     copy = tmp_path / "copy.sqlite"
     assert f"{RUNS} runs copied" in _ok("history", "copy", str(nights["store"]), str(copy)).stdout
     env = dict(nights["env"], EVBENCH_HISTORY=str(copy))
@@ -252,7 +232,7 @@ def _copy(committed: Path, folder: Path) -> Path:
     return Path(shutil.copy(committed, folder / "history.sqlite"))
 
 
-def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
+def test_someone_elses_sqlite_file_or_a_mistyped_run_is_refused_none_reads_empty(tmp_path):
     path = tmp_path / "inventory.sqlite"
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("CREATE TABLE parts (name TEXT, count INTEGER)")
@@ -268,24 +248,38 @@ def test_someone_elses_sqlite_file_is_refused_and_left_as_it_was(tmp_path):
     with contextlib.closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["parts"]
-
-
-def test_a_missing_or_empty_store_reads_as_empty_and_nothing_is_created(tmp_path):
-    done = _history(tmp_path / "not" / "yet" / "history.sqlite", "list")
+    # a missing or empty store reads as empty and nothing is created
+    (mine := tmp_path / "mine").mkdir()
+    done = _history(mine / "not" / "yet" / "history.sqlite", "list")
     assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
-    assert not (tmp_path / "not").exists()
-    done = _history("file:/x", "list", cwd=tmp_path)  # only looks like a URL: refused
+    assert not (mine / "not").exists()
+    done = _history("file:/x", "list", cwd=mine)  # only looks like a URL: refused
     assert done.returncode == 2 and "starts like a URL" in done.stderr, done.stderr
-    assert list(tmp_path.iterdir()) == []  # no directory named "file:"
+    assert list(mine.iterdir()) == []  # no directory named "file:"
     # a path with a colon is still a path when it says so
-    done = _history("./notes:2026.sqlite", "list", cwd=tmp_path)
+    done = _history("./notes:2026.sqlite", "list", cwd=mine)
     assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
-    empty = tmp_path / "empty.sqlite"
+    empty = mine / "empty.sqlite"
     empty.touch()
     done = _history(empty, "list")
     assert done.returncode == 0 and "no runs" in done.stdout, done.stderr
     assert empty.stat().st_size == 0
-    assert _names(tmp_path) == ["empty.sqlite"]
+    assert _names(mine) == ["empty.sqlite"]
+    # A run whose manifest has fields of the wrong type is not indexed.
+    # re-checksummed, as someone who edits a run would: the checksums cannot catch it
+    from evbench_core import results
+
+    run = tmp_path / "typed" / "run"
+    shutil.copytree(CORE_V1, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["platform"] = [1]  # once: AttributeError, exit 1
+    manifest["spec"]["codecs"] = ["json", 1]  # once: TypeError, exit 1
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    results.write_checksums(run)
+    done = _history(tmp_path / "typed" / "history.sqlite", "add", str(run))
+    assert done.returncode == 2, done.stderr
+    assert "platform is not an object" in done.stderr and "spec.codecs[] is not text" in done.stderr
+    assert "not indexed" in done.stderr and "internal error" not in done.stderr
 
 
 @pytest.mark.integration
@@ -339,7 +333,7 @@ def test_a_malformed_store_is_refused_naming_it(tmp_path, committed, statement, 
     assert "internal error" not in done.stderr
 
 
-def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
+def test_damaged_pages_are_refused_and_a_wal_store_open_elsewhere_is_read(tmp_path, committed):
     store = _copy(committed, tmp_path)
     with contextlib.closing(sqlite3.connect(store)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -353,29 +347,22 @@ def test_damaged_pages_are_refused_naming_the_store(tmp_path, committed):
     done = _history(store, "list")
     assert done.returncode == 2, done.stderr
     assert str(store) in done.stderr and "internal error" not in done.stderr
-
-
-def test_a_run_whose_manifest_has_fields_of_the_wrong_type_is_not_indexed(tmp_path):
-    # re-checksummed, as someone who edits a run would: the checksums cannot catch it
-    from evbench_core import results
-
-    run = tmp_path / "run"
-    shutil.copytree(CORE_V1, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["platform"] = [1]  # once: AttributeError, exit 1
-    manifest["spec"]["codecs"] = ["json", 1]  # once: TypeError, exit 1
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    results.write_checksums(run)
-    done = _history(tmp_path / "history.sqlite", "add", str(run))
-    assert done.returncode == 2, done.stderr
-    assert "platform is not an object" in done.stderr and "spec.codecs[] is not text" in done.stderr
-    assert "not indexed" in done.stderr and "internal error" not in done.stderr
+    # a WAL store open elsewhere is read and its files left to their owner
+    (elsewhere := tmp_path / "elsewhere").mkdir()
+    store = _copy(committed, elsewhere)
+    with contextlib.closing(sqlite3.connect(store)) as writer:
+        writer.execute("UPDATE runs SET directory = 'elsewhere'")  # committed, in the -wal
+        writer.commit()
+        names = _names(elsewhere)
+        assert names == ["history.sqlite", "history.sqlite-shm", "history.sqlite-wal"]
+        done = _history(store, "export", "--csv", "-")
+        assert done.returncode == 0 and RUN_ID in done.stdout, done.stderr
+        assert _names(elsewhere) == names  # the writer's, kept
+        assert writer.execute("SELECT directory FROM runs").fetchone()[0] == "elsewhere"
 
 
 @pytest.mark.parametrize("folder_mode", [0o755, 0o555], ids=["writable", "read-only"])
-def test_reading_a_wal_store_writes_nothing_and_leaves_no_wal_or_shm(
-    tmp_path, committed, folder_mode
-):
+def test_reading_a_wal_store_writes_nothing_leaves_no_wal_or_shm(tmp_path, committed, folder_mode):
     """In a read-only folder, where no -shm can be made (SQLITE_READONLY_DIRECTORY), too."""
     folder = tmp_path / "lab-store"
     folder.mkdir()
@@ -393,16 +380,3 @@ def test_reading_a_wal_store_writes_nothing_and_leaves_no_wal_or_shm(
     finally:
         folder.chmod(0o755)
     assert _digest(store) == before
-
-
-def test_a_wal_store_open_elsewhere_is_read_and_its_files_left_to_their_owner(tmp_path, committed):
-    store = _copy(committed, tmp_path)
-    with contextlib.closing(sqlite3.connect(store)) as writer:
-        writer.execute("UPDATE runs SET directory = 'elsewhere'")  # committed, in the -wal
-        writer.commit()
-        names = _names(tmp_path)
-        assert names == ["history.sqlite", "history.sqlite-shm", "history.sqlite-wal"]
-        done = _history(store, "export", "--csv", "-")
-        assert done.returncode == 0 and RUN_ID in done.stdout, done.stderr
-        assert _names(tmp_path) == names  # the writer's, kept
-        assert writer.execute("SELECT directory FROM runs").fetchone()[0] == "elsewhere"

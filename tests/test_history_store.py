@@ -19,9 +19,12 @@ from history_runs import CORE_V1, night
 from report_helpers import evbench
 from sshd import free_port
 
-from evbench.history import open_store, parse_url
+from evbench.history import default_url, open_store, parse_url
 from evbench.history.copying import copy
+from evbench.history.indexing import board_identity as stored_identity
 from evbench.history.indexing import index_run
+from evbench.history.pruning import prune
+from evbench.history.queries import export_csv
 from evbench_agent.platform import board_identity
 from evbench_core import results
 from evbench_core.errors import CheckFailed, FormatError, UserError
@@ -36,7 +39,7 @@ def store_url(request, tmp_path: Path) -> str:
     return server.new_database()
 
 
-def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url):
+def test_committed_run_is_indexed_with_samples_another_under_its_id_refused(store_url, tmp_path):
     summary = json.loads((CORE_V1 / "summary.json").read_text())
     with open_store(parse_url(store_url)) as store:
         assert store.add(index_run(CORE_V1)) is True
@@ -62,44 +65,7 @@ def test_the_committed_run_is_indexed_with_its_records_and_raw_samples(store_url
         # adding the same run again is a no-op
         assert store.add(index_run(CORE_V1)) is False
         assert len(store.runs()) == 1 and len(store.records(run["run_id"])) == 10
-
-
-def test_a_run_whose_checksums_fail_is_refused_and_nothing_is_stored(store_url, tmp_path):
-    samples = Path(shutil.copytree(CORE_V1, tmp_path / "broken")) / "samples.jsonl"
-    samples.write_text(samples.read_text().replace("994", "995", 1))
-    with open_store(parse_url(store_url)) as store:
-        with pytest.raises(CheckFailed, match=r"samples\.jsonl: checksum mismatch"):
-            store.add(index_run(samples.parent))
-        assert store.runs() == []
-
-
-def test_a_partial_run_is_indexed_as_partial_and_left_out_of_series(store_url, tmp_path):
-    partial = night(tmp_path, 1)
-    (partial / "complete").unlink()  # as an interrupted run leaves it
-    with open_store(parse_url(store_url)) as store:
-        store.add(index_run(partial))
-        store.add(index_run(night(tmp_path, 2)))
-        assert [r["partial"] for r in store.runs()] == [1, 0]
-        key = ("codec", "seed", "json", "decode")
-        assert len(store.series("name:bench-1", key)) == 1
-        assert len(store.series("name:bench-1", key, include_partial=True)) == 2
-
-
-def test_a_run_without_its_checksums_is_refused_when_complete_else_partial(tmp_path):
-    torn = Path(shutil.copytree(CORE_V1, tmp_path / "torn"))
-    (torn / "SHA256SUMS").unlink()
-    with pytest.raises(CheckFailed, match="marked complete but has no SHA256SUMS"):
-        index_run(torn)
-    for name in ("complete", "summary.json"):  # as a run stopped before them leaves it
-        (torn / name).unlink()
-    with (torn / "samples.jsonl").open("a") as stream:
-        stream.write('{"suite": "codec", "profile"')  # the last line torn by a power cut
-    indexed = index_run(torn)
-    assert indexed.row.partial == 1
-    assert len(indexed.records) == 10  # rebuilt from the raw samples, the torn line skipped
-
-
-def test_another_run_under_the_same_id_is_refused(store_url, tmp_path):
+    # another run under the same id is refused
     second = night(tmp_path / "b", 1, factor=2.0)  # same id and time, other content
     with open_store(parse_url(store_url)) as store:
         store.add(index_run(night(tmp_path / "a", 1)))
@@ -121,7 +87,26 @@ def test_another_run_under_the_same_id_is_refused(store_url, tmp_path):
         assert [row["run_id"] for row in store.acceptances()] == ["20260003T020000Z-000003"]
 
 
-def test_a_partial_run_is_replaced_by_its_complete_version_once_fetched(store_url, tmp_path):
+def test_run_failing_checksums_is_refused_a_partial_one_indexed_out_of_series(store_url, tmp_path):
+    samples = Path(shutil.copytree(CORE_V1, tmp_path / "broken")) / "samples.jsonl"
+    samples.write_text(samples.read_text().replace("994", "995", 1))
+    with open_store(parse_url(store_url)) as store:
+        with pytest.raises(CheckFailed, match=r"samples\.jsonl: checksum mismatch"):
+            store.add(index_run(samples.parent))
+        assert store.runs() == []
+    # a partial run is indexed as partial and left out of series
+    partial = night(tmp_path, 1)
+    (partial / "complete").unlink()  # as an interrupted run leaves it
+    with open_store(parse_url(store_url)) as store:
+        store.add(index_run(partial))
+        store.add(index_run(night(tmp_path, 2)))
+        assert [r["partial"] for r in store.runs()] == [1, 0]
+        key = ("codec", "seed", "json", "decode")
+        assert len(store.series("name:bench-1", key)) == 1
+        assert len(store.series("name:bench-1", key, include_partial=True)) == 2
+
+
+def test_a_partial_run_is_replaced_once_fetched_one_without_checksums_refused(store_url, tmp_path):
     complete = night(tmp_path / "fetched", 1)
     partial = Path(shutil.copytree(complete, tmp_path / "partial"))
     # As `evbench run` indexed it when the exporter went: half the samples, no marker.
@@ -148,9 +133,21 @@ def test_a_partial_run_is_replaced_by_its_complete_version_once_fetched(store_ur
         with pytest.raises(UserError, match="another run with the id"):
             store.add(index_run(night(tmp_path / "other", 1, factor=2.0)))
         assert store.samples(run_id, key) == values
+    # a run without its checksums is refused when complete, else indexed as partial
+    torn = Path(shutil.copytree(CORE_V1, tmp_path / "torn"))
+    (torn / "SHA256SUMS").unlink()
+    with pytest.raises(CheckFailed, match="marked complete but has no SHA256SUMS"):
+        index_run(torn)
+    for name in ("complete", "summary.json"):  # as a run stopped before them leaves it
+        (torn / name).unlink()
+    with (torn / "samples.jsonl").open("a") as stream:
+        stream.write('{"suite": "codec", "profile"')  # the last line torn by a power cut
+    indexed = index_run(torn)
+    assert indexed.row.partial == 1
+    assert len(indexed.records) == 10  # rebuilt from the raw samples, the torn line skipped
 
 
-def test_accept_records_who_and_why(store_url, tmp_path):
+def test_accept_records_who_and_why_and_export_has_one_line_per_record(store_url, tmp_path):
     with open_store(parse_url(store_url)) as store:
         store.add(index_run(night(tmp_path, 1)))
         assert store.accept("name:bench-1", "20260001T020000Z-000001", "*", "ana", "protobuf 8")
@@ -159,11 +156,16 @@ def test_accept_records_who_and_why(store_url, tmp_path):
         assert (row["accepted_by"], row["reason"], row["series"]) == ("ana", "protobuf 8", "*")
         with pytest.raises(UserError, match="no run nope"):
             store.accept("name:bench-1", "nope", "*", "ana", "why")
+        store.add(index_run(night(tmp_path, 2)))  # export: one line per record
+        lines = export_csv(store).splitlines()
+    assert len(lines) == 1 + 2 * 10
+    header = lines[0].split(",")
+    assert header[:3] == ["run_id", "board", "board_source"]
+    first = dict(zip(header, lines[1].split(","), strict=False))
+    assert (first["board"], first["suite"]) == ("name:bench-1", "codec")
 
 
-def test_prune_keeps_the_newest_runs_of_each_board(store_url, tmp_path):
-    from evbench.history.pruning import prune
-
+def test_prune_keeps_the_newest_runs_of_each_board_a_newer_store_is_refused(store_url, tmp_path):
     with open_store(parse_url(store_url)) as store:
         for number in range(1, 5):
             store.add(index_run(night(tmp_path / "one", number, board="name:one")))
@@ -174,20 +176,23 @@ def test_prune_keeps_the_newest_runs_of_each_board(store_url, tmp_path):
         assert [(r["board"], r["run_id"][:8]) for r in store.runs()] == kept
         assert store.records("20260001T020000Z-000001") == []
         assert store.samples("20260001T020000Z-000001", ("codec", "seed", "json", "decode")) == []
+    # a store from a newer evbench is refused, naming both versions
+    open_store(parse_url(store_url)).close()
+    newer = "UPDATE evbench_meta SET value = '7' WHERE key = 'schema_version'"
+    path = parse_url(store_url).path  # None on PostgreSQL
+    if path is None:
+        import psycopg
 
-
-def test_export_has_one_line_per_record(store_url, tmp_path):
-    from evbench.history.queries import export_csv
-
-    with open_store(parse_url(store_url)) as store:
-        store.add(index_run(night(tmp_path, 1)))
-        store.add(index_run(night(tmp_path, 2)))
-        lines = export_csv(store).splitlines()
-    assert len(lines) == 1 + 2 * 10
-    header = lines[0].split(",")
-    assert header[:3] == ["run_id", "board", "board_source"]
-    first = dict(zip(header, lines[1].split(","), strict=False))
-    assert (first["board"], first["suite"]) == ("name:bench-1", "codec")
+        with psycopg.connect(store_url) as connection:
+            connection.execute(newer)
+    else:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute(newer)
+            connection.commit()
+        before = path.read_bytes()
+    with pytest.raises(FormatError, match="schema version 7; this evbench knows versions up to 1"):
+        open_store(parse_url(store_url))
+    assert path is None or path.read_bytes() == before  # left as it was, the 7 kept
 
 
 @pytest.mark.slow
@@ -213,34 +218,7 @@ def test_two_clients_adding_at_once_lose_nothing(store_url, tmp_path):
             assert len(store.records(run["run_id"])) == 10
 
 
-def test_a_store_from_a_newer_evbench_is_refused_naming_both_versions(store_url):
-    open_store(parse_url(store_url)).close()
-    newer = "UPDATE evbench_meta SET value = '7' WHERE key = 'schema_version'"
-    path = parse_url(store_url).path  # None on PostgreSQL
-    if path is None:
-        import psycopg
-
-        with psycopg.connect(store_url) as connection:
-            connection.execute(newer)
-    else:
-        with contextlib.closing(sqlite3.connect(path)) as connection:
-            connection.execute(newer)
-            connection.commit()
-        before = path.read_bytes()
-    with pytest.raises(FormatError, match="schema version 7; this evbench knows versions up to 1"):
-        open_store(parse_url(store_url))
-    assert path is None or path.read_bytes() == before  # left as it was, the 7 kept
-
-
-def test_a_file_that_is_not_a_store_is_refused(tmp_path):
-    path = tmp_path / "notes.sqlite"
-    path.write_text("not a database, but notes\n" * 100)
-    with pytest.raises(FormatError, match="is not an SQLite history store"):
-        open_store(parse_url(str(path)))
-    assert path.read_text().startswith("not a database")
-
-
-def test_store_urls():
+def test_store_urls_the_default_store_and_a_non_store_file(history_store, monkeypatch, tmp_path):
     assert parse_url("/var/lib/h.sqlite").path == Path("/var/lib/h.sqlite")
     assert parse_url("sqlite:////var/lib/h.sqlite").path == Path("/var/lib/h.sqlite")
     assert parse_url("sqlite:///rel/h.sqlite").path == Path("rel/h.sqlite")
@@ -253,11 +231,6 @@ def test_store_urls():
                          ("postgresql:///db", "names no host")):  # fmt: skip
         with pytest.raises(UserError, match=message):
             parse_url(bad)
-
-
-def test_the_default_store_is_in_the_data_directory(history_store, monkeypatch, tmp_path):
-    from evbench.history import default_url
-
     assert default_url().path == history_store  # conftest's: every test has a store of its own
     monkeypatch.delenv("EVBENCH_HISTORY")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
@@ -265,18 +238,19 @@ def test_the_default_store_is_in_the_data_directory(history_store, monkeypatch, 
     monkeypatch.setenv("EVBENCH_HISTORY", "sqlite:////srv/h.sqlite")
     assert default_url().path == Path("/srv/h.sqlite")
     assert default_url("/other.sqlite").path == Path("/other.sqlite")
+    path = tmp_path / "notes.sqlite"
+    path.write_text("not a database, but notes\n" * 100)
+    with pytest.raises(FormatError, match="is not an SQLite history store"):
+        open_store(parse_url(str(path)))
+    assert path.read_text().startswith("not a database")
 
 
 @pytest.mark.integration
-def test_a_server_that_is_not_there_is_a_clear_error(monkeypatch):
+def test_no_server_or_a_wrong_password_is_one_clear_line_never_showing_it(postgres, monkeypatch):
     monkeypatch.setenv("PGPASSWORD", "whatever")
     url = f"postgresql://evbench@127.0.0.1:{free_port()}/history"  # closed: nothing listens
     with pytest.raises(UserError, match=r"cannot connect to the history store .*refused"):
         open_store(parse_url(url))
-
-
-@pytest.mark.integration
-def test_a_wrong_password_is_a_clear_error_never_shown_and_one_line_in_the_cli(postgres):
     url = postgres.new_database()
     with pytest.raises(UserError) as caught:
         open_store(parse_url(url.replace("evbench@", "evbench:not-the-password@")))
@@ -298,7 +272,7 @@ def _everything(store) -> list:
 
 
 @pytest.mark.integration
-def test_copy_sqlite_to_postgresql_and_back_is_identical(postgres, monkeypatch, tmp_path: Path):
+def test_copy_to_postgresql_and_back_is_identical_by_command_too(postgres, monkeypatch, tmp_path):
     monkeypatch.setenv("PGPASSWORD", postgres.password)
     first = open_store(parse_url(str(tmp_path / "a.sqlite")))
     first.add(index_run(CORE_V1))
@@ -318,10 +292,7 @@ def test_copy_sqlite_to_postgresql_and_back_is_identical(postgres, monkeypatch, 
     finally:
         for store in (first, shared, back):
             store.close()
-
-
-@pytest.mark.integration
-def test_history_copy_command_between_sqlite_and_postgresql(postgres, tmp_path: Path):
+    # the history copy command, between SQLite and PostgreSQL
     source = tmp_path / "lab-pc.sqlite"
     with open_store(parse_url(str(source))) as store:
         store.add(index_run(CORE_V1))
@@ -335,7 +306,7 @@ def test_history_copy_command_between_sqlite_and_postgresql(postgres, tmp_path: 
 
 
 @pytest.mark.integration
-def test_add_list_show_check_report_on_postgresql(postgres, tmp_path: Path):
+def test_every_command_on_postgresql_a_foreign_database_refused(postgres, tmp_path, monkeypatch):
     """The same commands as on SQLite, against the shared store of a lab."""
     # 14 nights, then 3 nights 1.5 times slower: the nightly watch (12 series: two codecs x 3
     # operations, absolute and relative; p < 0.05 / 12) needs 13 nights before the newest 3.
@@ -356,10 +327,6 @@ def test_add_list_show_check_report_on_postgresql(postgres, tmp_path: Path):
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "trends" / "trends.html").read_text()
     assert page.count("data:image/png;base64,") == 10  # one per record of the sample run
-
-
-@pytest.mark.integration
-def test_a_foreign_database_is_refused_and_reading_writes_nothing(postgres, monkeypatch):
     import psycopg
 
     monkeypatch.setenv("PGPASSWORD", postgres.password)
@@ -420,19 +387,14 @@ def test_each_source_wins_until_it_is_taken_away_and_never_the_hostname(tmp_path
     assert identity["source"] == "/etc/machine-id"
     identity = board_identity.identify(root=tmp_path / "nothing")  # nothing at all
     assert identity["id"] is None and "none found" in identity["source"]
+    manifest = {"board_identity": board_identity.identify("bench-3"), "platform": {}}
+    assert stored_identity(manifest) == ("name:bench-3", "--board-name")  # a run carries it
 
 
 @pytest.mark.parametrize("bad", ["bench 3", "", "-x", "a" * 129, "é"])
 def test_a_bad_name_is_refused(bad):
     with pytest.raises(ValueError, match="board name"):
         board_identity.check_name(bad)
-
-
-def test_the_manifest_of_a_run_carries_it(tmp_path):
-    from evbench.history.indexing import board_identity as stored
-
-    manifest = {"board_identity": board_identity.identify("bench-3"), "platform": {}}
-    assert stored(manifest) == ("name:bench-3", "--board-name")
 
 
 def test_show_says_which_series_a_night_is_of_when_their_settings_differ(tmp_path: Path):

@@ -6,7 +6,6 @@ import itertools
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from native_cross import build_documented
@@ -25,17 +24,10 @@ RUN = [*EVBENCH, "run", "--quick", "--no-history", "--suite", "codec", "--profil
 _SPLIT_UNIT = re.compile(r"^\s*(µs|ms|ns|s|B|KiB|MiB|%|Hz|min)(\W|$)")
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """A quick run of both suites and what `evbench run` printed."""
-    out = tmp_path_factory.mktemp("glance") / "run"
+def test_the_default_output_is_one_screen_of_at_most_120_columns(tmp_path):
+    out = tmp_path / "run"  # a quick run of both suites
     done = evbench("run", "--quick", "--no-history", "--out", str(out), timeout=900)
     assert done.returncode == 0, done.stderr
-    return out, done
-
-
-def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
-    out, done = quick_run
     printed = done.stdout.splitlines()
     for line in printed + done.stderr.splitlines():  # progress included
         assert len(line) <= 120, line
@@ -65,18 +57,6 @@ def test_the_default_output_is_one_screen_of_at_most_120_columns(quick_run):
     assert f"Report with plots: {out / 'report.html'}" in done.stdout
 
 
-@pytest.fixture(scope="module")
-def native_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """The harness directory, the run directory and what `evbench run` printed at 80 columns."""
-    names = [runtimes.RUNTIMES[codec].executable_name for codec in PAIR]
-    build = build_documented(tmp_path_factory, *names)
-    out = tmp_path_factory.mktemp("width") / "run"
-    env = terminal_env(EVBENCH_NATIVE_DIR=str(build))
-    code, printed, stderr = on_pty([*RUN, "--out", str(out)], 80, env)
-    assert code == 0, stderr + printed
-    return build, out, printed
-
-
 def _check_fits(printed: str, columns: int) -> list[str]:
     lines = printed.splitlines()
     assert lines, printed
@@ -88,8 +68,15 @@ def _check_fits(printed: str, columns: int) -> list[str]:
     return lines
 
 
-def test_the_one_screen_fits_80_columns_and_answers_each_native_pair(native_run):
-    _build, out, printed = native_run
+def test_a_native_pairs_run_report_and_compare_fit_80_columns_and_120_piped(
+    tmp_path_factory, tmp_path
+):
+    names = [runtimes.RUNTIMES[codec].executable_name for codec in PAIR]
+    build = build_documented(tmp_path_factory, *names)
+    out = tmp_path_factory.mktemp("width") / "run"  # `evbench run` at 80 columns: a short path
+    env = terminal_env(EVBENCH_NATIVE_DIR=str(build))
+    code, printed, stderr = on_pty([*RUN, "--out", str(out)], 80, env)
+    assert code == 0, stderr + printed
     lines = _check_fits(printed, 80)
     # the C pair's heading, naming both runtimes, then its one-line verdict
     heading = next(i for i, line in enumerate(lines) if " in C:" in line)
@@ -101,11 +88,17 @@ def test_the_one_screen_fits_80_columns_and_answers_each_native_pair(native_run)
     # the pair's full table stays behind --details: its header appears nowhere here
     assert "CI (Holm step)" not in printed
     assert f"evbench report --terminal {out}" in printed
-
-
-def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
-    build, out, _printed = native_run
-    env = terminal_env(EVBENCH_NATIVE_DIR=str(build))
+    # Piped, at the default 120 columns, the C pair's answer is on the one screen too.
+    piped = str(tmp_path / "run")
+    done = subprocess.run(
+        [*RUN, "--out", piped], capture_output=True, text=True, timeout=900, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    lines = _check_fits(done.stdout, 120)
+    assert len(lines) <= 50
+    heading = lines.index("Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C:")
+    assert lines[heading + 1].startswith("  seed: Protobuf (protobuf-c) - ")
+    assert "CI (Holm step)" not in done.stdout  # the pair's table: --details
     code, printed, stderr = on_pty([*EVBENCH, "report", "--terminal", str(out)], 80, env)
     assert code == 0, stderr
     lines = _check_fits(printed, 80)
@@ -124,10 +117,7 @@ def test_report_terminal_fits_80_columns_and_120_when_piped(native_run):
     # what the one screen leaves out (the first test): each codec's medians, the bus budget
     assert "Medians per codec:" in piped.stdout and "Does it fit at 20 Hz?" in piped.stdout
     assert "Change (est.)" in piped.stdout  # the full comparison table's header
-
-
-def test_compare_fits_80_columns(native_run):
-    _build, out, _printed = native_run
+    # compare fits 80 columns too
     argv = [*EVBENCH, "compare", "--no-history", str(out), str(out)]
     code, printed, stderr = on_pty(argv, 80, terminal_env())
     assert code == 0, stderr
@@ -135,17 +125,3 @@ def test_compare_fits_80_columns(native_run):
     keyed = [line for line in lines if line.startswith("Suite ")]
     key = ["Suite", "Profile", "Codec", "Metric"]
     assert len(keyed) > 1 and all([c.strip() for c in line.split("|")[:4]] == key for line in keyed)
-
-
-def test_item_4_the_piped_one_screen_answers_each_native_pair(native_run, tmp_path):
-    """Piped, at the default 120 columns, the C pair's answer is on the one screen too."""
-    build, _out, _printed = native_run
-    out = str(tmp_path / "run")
-    done = subprocess.run([*RUN, "--out", out], capture_output=True, text=True, timeout=900,
-                          env=terminal_env(EVBENCH_NATIVE_DIR=str(build)))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = _check_fits(done.stdout, 120)
-    assert len(lines) <= 50
-    heading = lines.index("Protobuf (protobuf-c 1.4.1) against JSON (cJSON 1.7.15) in C:")
-    assert lines[heading + 1].startswith("  seed: Protobuf (protobuf-c) - ")
-    assert "CI (Holm step)" not in done.stdout  # the pair's table: --details

@@ -9,18 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from report_helpers import evbench, junit_numbers, local_run, xmllint_schema
+from report_helpers import evbench, junit_numbers, local_run, slow_json_env, xmllint_schema
 
-# On PYTHONPATH for the agent's processes: json.loads works 100 times, so json's decode is
-# really slower (the agent has no test hook; it runs unchanged).
-SLOW_JSON = """import json
-_loads = json.loads
-def _slow_loads(text, *args, **kwargs):
-    for _ in range(99):
-        _loads(text, *args, **kwargs)
-    return _loads(text, *args, **kwargs)
-json.loads = _slow_loads
-"""
 OTHER_PLAN = ("--processes", "4", "--values", "3")
 
 
@@ -34,10 +24,7 @@ def codec_run(out: Path, codecs="json,protobuf", env: dict | None = None, extra=
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("compare")
-    plugin = base / "plugin"
-    plugin.mkdir()
-    (plugin / "sitecustomize.py").write_text(SLOW_JSON)
-    slowed_env = dict(os.environ, PYTHONPATH=str(plugin))
+    slowed_env = slow_json_env(base / "plugin", 100)  # json.loads works 100 times
     pure_python = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
     return {
         "a": codec_run(base / "a"),
@@ -48,7 +35,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     }  # fmt: skip
 
 
-def test_a_run_against_itself_prints_the_table_and_does_not_regress(runs):
+def test_a_run_against_itself_prints_the_table_and_does_not_regress_and_one_is_refused(runs):
     done = evbench("compare", "--baseline", str(runs["a"]), str(runs["a"]))
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -57,9 +44,11 @@ def test_a_run_against_itself_prints_the_table_and_does_not_regress(runs):
                   "Deserialization", "Size, deflated", "p (Holm)", "+0.0%"):  # fmt: skip
         assert label in out
     assert "| REGRESSION" not in out
+    done = evbench("compare", str(runs["a"]))
+    assert done.returncode == 2 and "compare needs two runs or more" in done.stderr
 
 
-def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
+def test_slowed_codec_regresses_named_and_other_codecs_compare_common_rows(runs, tmp_path):
     criteria = tmp_path / "criteria.json"
     # --max-change 150 % (2.5x): two runs of one code can differ by 1.5x on a busy machine.
     # The slowdown is 100x because one replicate of the baseline can be 8x slow there (a
@@ -86,9 +75,6 @@ def test_slowed_codec_regresses_and_is_named(runs, tmp_path):
         for place in ("properties", "system-out"):
             assert numbers[place]["value"] and numbers[place]["unit"], (place, numbers)
             float(numbers[place]["value"])
-
-
-def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs):
     done = evbench("compare", str(runs["a"]), str(runs["json_only"]))
     # Whether JSON's rows moved is the machine's doing (two real runs minutes apart on a
     # shared VM once differed x1.99, exit 3); this test checks which rows are compared.
@@ -102,16 +88,14 @@ def test_different_codecs_compare_the_common_rows_and_say_what_was_left_out(runs
     assert codecs == {"JSON"}  # only the rows both runs have
 
 
-def test_a_pure_python_protobuf_under_another_plan_fails_and_names_the_backend(runs):
+def test_a_pure_python_protobuf_under_another_plan_fails_names_the_backend_and_warns(runs):
     done = evbench("compare", "--baseline", str(runs["a"]), str(runs["pure"]))
     assert done.returncode == 3, done.stdout + done.stderr
     assert "codec/seed/protobuf/decode changed +" in done.stderr
     assert "protobuf backend:" in done.stderr and "-> python" in done.stderr
     assert "processes:" in done.stdout  # the plan differs, and is named
     assert "not comparable" not in done.stdout  # timed rows were compared across the plans
-
-
-def test_the_pure_python_run_warns_before_the_answer_in_terminal_and_report(runs):
+    # the pure-Python run warns before the answer, in the terminal and the report
     out = runs["pure"]
     printed = out.with_suffix(".stdout").read_text().splitlines()
     assert printed[0].startswith("WARNING: protobuf ran on its pure-Python backend (this run)")
@@ -127,11 +111,6 @@ def test_the_pure_python_run_warns_before_the_answer_in_terminal_and_report(runs
     html = (out / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
     assert '<div class="warning">' in box and "pure-Python backend" in box
-
-
-def test_compare_needs_two_runs(runs):
-    done = evbench("compare", str(runs["a"]))
-    assert done.returncode == 2 and "compare needs two runs or more" in done.stderr
 
 
 #: Run A copied and damaged (files dropped, samples.jsonl edited): the first line says what
@@ -154,9 +133,7 @@ DAMAGED = {
 
 
 @pytest.mark.parametrize(("drop", "edit", "said", "patterns"), DAMAGED.values(), ids=DAMAGED)
-def test_a_damaged_run_renders_what_exists_marked_partial(
-    runs, tmp_path, drop, edit, said, patterns
-):
+def test_a_damaged_run_renders_what_exists_as_partial(runs, tmp_path, drop, edit, said, patterns):
     run = tmp_path / "copy"
     shutil.copytree(runs["a"], run, ignore=shutil.ignore_patterns("report.*", "plots", "*.csv"))
     for name in drop:

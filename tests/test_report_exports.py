@@ -25,7 +25,7 @@ def table_files() -> list[str]:
     return [re.findall(r"`([^`]+)`", line.split("|")[1])[0] for line in table.splitlines()[2:]]
 
 
-def test_the_docs_table_names_every_file_a_render_writes(tmp_path):
+def test_the_docs_table_names_every_file_a_render_writes_each_registered_once(tmp_path):
     files = table_files()  # the reader finds the rows, as read by hand
     assert files[:2] == ["report.md", "report.html"] and "junit.xml" in files
     run = tmp_path / "core-v1"
@@ -36,9 +36,7 @@ def test_the_docs_table_names_every_file_a_render_writes(tmp_path):
     assert {"report.md", "report.html", "summary.csv", "junit.xml"} <= set(names)
     assert sorted(files) == names
     assert {entry.file for entry in exports.registered()} <= set(names)
-
-
-def test_an_export_registered_twice_is_a_bug():
+    # an export registered twice is a bug
     with pytest.raises(ValueError, match=r"'junit\.xml' is registered twice"):
         exports.export("junit.xml")(exports.junit_file)
     assert [entry.file for entry in exports.registered()].count("junit.xml") == 1

@@ -47,7 +47,7 @@ def shown(report: Path, tmp_path_factory):
     return open_page(report, profile, expression=_LAYOUT, screenshot=True, viewport=(1400, 900))
 
 
-def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, shown, tmp_path):
+def test_opens_in_chromium_answer_contents_first_plots_before_tables(report, shown, tmp_path):
     assert len(shown.images) == report.read_text().count("data:image/png;base64,") >= 2
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
@@ -55,14 +55,7 @@ def test_report_opens_in_chromium_without_broken_images_or_errors(report: Path, 
     pixels = matplotlib.image.imread(io.BytesIO(shown.screenshot), format="png")
     assert pixels.shape[0] >= shown.height - 1 and pixels.std() > 0.01
     (report.parent / "screenshot.png").write_bytes(shown.screenshot)
-    # the check can fail: a report whose image data is corrupt is caught
-    broken = tmp_path / "broken.html"
-    broken.write_text(report.read_text().replace("base64,iVBOR", "base64,AAAAA", 1))
-    shown = open_page(broken, tmp_path / "profile")
-    assert 0 in [width for _complete, width, _height in shown.images]
-
-
-def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(report, shown):
+    # the answer and the contents in the first viewport, and plots before tables
     layout = json.loads(shown.value)
     assert layout["answer"] <= 900 and layout["contents"] <= 900, layout
     assert 0 < layout["environment"] <= 900, layout  # the whole environment box
@@ -70,9 +63,14 @@ def test_the_answer_and_contents_in_the_first_viewport_and_plots_before_tables(r
     html = report.read_text()
     for target in re.findall(r'<nav id="contents">.*?</nav>', html)[0].split('href="#')[1:]:
         assert f'id="{target.split(chr(34))[0]}"' in html  # every link of the contents lands
+    # the check can fail: a report whose image data is corrupt is caught
+    broken = tmp_path / "broken.html"
+    broken.write_text(report.read_text().replace("base64,iVBOR", "base64,AAAAA", 1))
+    shown = open_page(broken, tmp_path / "profile")
+    assert 0 in [width for _complete, width, _height in shown.images]
 
 
-def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path):
+def test_report_md_opens_on_contents_environment_answer_plots_box_says_manifest(report: Path):
     lines = (report.parent / "report.md").read_text().splitlines()
     contents = next(line for line in lines if line.startswith("Contents: "))
     # GitHub's anchor of the answer's heading by hand: lower case, no punctuation, hyphens
@@ -83,11 +81,8 @@ def test_report_md_opens_on_contents_environment_answer_then_plots(report: Path)
     assert "Environment" in headings[0]
     assert headings[1:3] == ["## The answer: Protobuf against JSON, on this machine", "## Plots"]
     assert lines.index(contents) < lines.index(headings[0])
-
-
-def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
-    """Values read from manifest.json and this interpreter (the run's agent), not the report
-    code: the box's lines in report.md, the same values in report.html's box."""
+    # Values read from manifest.json and this interpreter (the run's agent), not the report
+    # code: the box's lines in report.md, the same values in report.html's box.
     manifest = json.loads((report.parent / "manifest.json").read_text())
     platform = manifest["platform"]
     assert platform["python_debug"] is bool(sysconfig.get_config_var("Py_DEBUG"))
@@ -123,7 +118,7 @@ def test_the_environment_box_shows_what_the_manifest_recorded(report: Path):
     assert f"<dd>{platform['agent']}</dd>" in shown
 
 
-def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report: Path, tmp_path):
+def test_telemetry_per_phase_its_sensors_and_throttled_phases_open_on_the_warning(report, tmp_path):
     """The run's manifest edited as a throttled board writes it, its checksum renewed: the
     box warns, naming the phase."""
     run = tmp_path / "run"
@@ -149,9 +144,7 @@ def test_a_run_whose_manifest_shows_throttled_phases_opens_on_the_warning(report
     html = (run / "report.html").read_text()
     box = html[html.index('<section id="environment"') : html.index('<section id="answer"')]
     assert '<div class="warning">' in box and "the kernel throttled the CPU" in box
-
-
-def test_the_run_has_telemetry_per_phase_and_names_its_sensors(report: Path):
+    # the run has telemetry per phase and names its sensors
     out = report.parent
     header, samples, _ = phase_records.read_telemetry(out / "telemetry.jsonl")
     assert header["format"] == "evbench-telemetry" and header["interval_s"] == 1.0

@@ -44,13 +44,6 @@ SCALES = {
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("identity") / "run"
-    done = local_run(out, "--suite", "codec,link", "--telemetry-interval", "0.25", "--details")
-    return out, done.stdout
-
-
 def replicate(sample: dict) -> object:
     """A sample set's replicate param (the results format's), else its worker."""
     params = sample.get("params") or {}
@@ -163,35 +156,6 @@ def check_tables(tables: list[list[list[str]]], found: dict, facts: dict) -> Non
         assert row[5].strip() in VERDICTS | {"fact"}, row
 
 
-def test_the_run_measured_what_this_test_needs(run):
-    found, _means = identities(run[0])
-    phases = {k.params_dict.get("phase") for k in found if k.suite == "link"}
-    assert {"periodic", "capacity"} <= phases
-    records = _records(run[0])
-    kinds = {r["params"].get("kind") for r in records if r["suite"] == "telemetry"}
-    assert {"periodic", "capacity"} <= kinds  # telemetry per link phase kind
-    # Duets run the codecs at once and capacity pairs interleave their blocks (tens of
-    # ms, far below a telemetry sample): no telemetry record is one codec's.
-    assert not [r for r in records if r["suite"] == "telemetry" and r["codec"] is not None]
-    # The same metric in two phases is two identities: what pooling used to merge.
-    assert len([k for k in found if k.metric == "rtt_transport"]) >= 2
-
-
-def test_every_terminal_and_report_row_is_one_identity_and_telemetry_has_no_winner(run):
-    run_dir, stdout = run
-    assert stdout.split("\n\n", 1)[1].startswith(
-        "The answer (Protobuf against JSON, on this machine):"
-    )
-    markdown = (run_dir / "report.md").read_text()
-    # every line of its tables fits 120 columns (the split ones are joined back below)
-    wide = [line for line in markdown.splitlines() if line.startswith("|") and len(line) > 120]
-    assert wide == [], wide
-    assert markdown.split("\n## ", 3)[2].startswith("The answer: Protobuf against JSON")
-    found, facts = identities(run_dir)
-    for tables in (text_tables(stdout), markdown_tables(markdown)):
-        check_tables(tables, found, facts)
-
-
 def _equal_weights(samples: list[dict], codec: str) -> list[float]:
     """The codec's values of each phase kind, thinned to one count by evenly spaced order
     statistics (each keeps its shape)."""
@@ -208,140 +172,45 @@ def _equal_weights(samples: list[dict], codec: str) -> list[float]:
     ]
 
 
-def test_a_pooled_row_would_be_caught(run):
-    """The check can fail: a row showing the median of two phases pooled names no
-    identity. The phases weigh the same: pooled by count, the capacity phase's thousands
-    of round trips outweigh the periodic phase's 40, and can round to its row's own."""
-    found, _means = identities(run[0])
+def test_a_real_runs_rows_report_plots_and_exports_each_show_one_identity(tmp_path):
+    run_dir = tmp_path / "run"  # one real run, read by every check below
+    done = local_run(run_dir, "--suite", "codec,link", "--telemetry-interval", "0.25", "--details")
+    stdout = done.stdout
+    found, facts = identities(run_dir)  # first: the run measured what this test needs
+    phases = {k.params_dict.get("phase") for k in found if k.suite == "link"}
+    assert {"periodic", "capacity"} <= phases
+    records = _records(run_dir)
+    kinds = {r["params"].get("kind") for r in records if r["suite"] == "telemetry"}
+    assert {"periodic", "capacity"} <= kinds  # telemetry per link phase kind
+    # Duets run the codecs at once and capacity pairs interleave their blocks (tens of
+    # ms, far below a telemetry sample): no telemetry record is one codec's.
+    assert not [r for r in records if r["suite"] == "telemetry" and r["codec"] is not None]
+    # The same metric in two phases is two identities: what pooling used to merge.
+    assert len([k for k in found if k.metric == "rtt_transport"]) >= 2
+    assert stdout.split("\n\n", 1)[1].startswith(
+        "The answer (Protobuf against JSON, on this machine):"
+    )
+    markdown = (run_dir / "report.md").read_text()
+    # every line of its tables fits 120 columns (the split ones are joined back below)
+    wide = [line for line in markdown.splitlines() if line.startswith("|") and len(line) > 120]
+    assert wide == [], wide
+    assert markdown.split("\n## ", 3)[2].startswith("The answer: Protobuf against JSON")
+    for tables in (text_tables(stdout), markdown_tables(markdown)):
+        check_tables(tables, found, facts)
+    # The check can fail: a row showing the median of two phases pooled names no identity.
+    # The phases weigh the same: pooled by count, the capacity phase's thousands of round
+    # trips outweigh the periodic phase's 40, and can round to its row's own.
     keys = [k for k in found if k.metric == "rtt_transport"]
-    rtt = [s for s in _samples(run[0]) if s["metric"] == "rtt_transport"]
+    rtt = [s for s in _samples(run_dir) if s["metric"] == "rtt_transport"]
     pooled = [statistics.median(_equal_weights(rtt, codec)) for codec in CODECS]
     cells = [format_value(median, "s") for median in pooled]
     row = [keys[0].profile, "RTT, transport (periodic, capacity)", *cells]
     with pytest.raises(AssertionError):
         match_rows([row], found, (2, 3))
-
-
-def expected_plots(run_dir: Path) -> set[str]:
-    """The plots this run's data call for, worked out from the files, not the report code."""
-    codec = {r["metric"] for r in _records(run_dir) if r["suite"] == "codec"}
-    link = {s["metric"] for s in _samples(run_dir, None) if s["suite"] == "link"}
-    telemetry = run_dir / "telemetry.jsonl"
-    sampled = telemetry.exists() and '"sample"' in telemetry.read_text()
-    wanted = {
-        "codec-times": codec & {"encode", "decode", "decode_access"},
-        "codec-sizes": codec & {"size", "size_deflate"},
-        "rtt-cdf": "rtt" in link,
-        "rtt-time": "rtt" in link,
-        "lateness-time": "send_lateness" in link,
-        "telemetry": sampled,
-    }
-    return {name for name, called in wanted.items() if called}
-
-
-def assert_real_image(png: bytes) -> None:
-    assert png.startswith(PNG_SIGNATURE)
-    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
-    height, width = pixels.shape[:2]
-    assert height > 100 and width > 100
-    assert pixels.std() > 0.01, "a blank image"
-
-
-def test_run_writes_a_self_contained_report_with_the_plots_the_data_call_for(run):
-    run_dir, stdout = run
-    # Named once, on the screen's last lines, once the report exists.
-    assert stdout.count(str(run_dir / "report.html")) == 1, stdout
-    assert f"Report with plots: {run_dir / 'report.html'}" in stdout.splitlines()[-3:]
-    html = (run_dir / "report.html").read_text()
-    markdown = (run_dir / "report.md").read_text()
-    expected = expected_plots(run_dir)
-    assert {"codec-times", "codec-sizes"} <= expected  # the codec suite always ran
-    assert set(re.findall(r'<figure id="([^"]+)"', html)) == expected
-    assert set(re.findall(r"\]\(plots/([^)]+)\.png\)", markdown)) == expected
-    assert {p.stem for p in (run_dir / "plots").glob("*.png")} == expected
-    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
-    assert len(images) == len(expected)
-    for png in images:
-        assert_real_image(base64.b64decode(png))
-    for path in (run_dir / "plots").glob("*.png"):
-        assert_real_image(path.read_bytes())
-    assert "<script" not in html
-    # No reference that would need a network or another file to open the report (links
-    # to the page's own sections, '#answer', stay inside it).
-    assert not re.search(r'(src|href)="(?!data:|#)', html)
-    assert 'href="#answer"' in html
-    assert "default-src 'none'" in html
-
-
-def test_report_has_context_comparison_and_spread(run):
-    markdown = (run[0] / "report.md").read_text()
-    platform = json.loads((run[0] / "manifest.json").read_text())["platform"]
-    assert platform["kernel"] in markdown and f"{platform['protobuf']} (backend " in markdown
-    assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
-    assert "PARTIAL" not in markdown
-    assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
-    assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
-    spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
-    # The first part of the table (report.md splits one wider than 120 columns, each
-    # part repeating the columns that name a row): one line per record.
-    first_part = spread.split("The same rows, continued: ", 1)[0]
-    table_lines = [line for line in first_part.splitlines() if line.startswith("|")]
-    assert len(table_lines) - 2 == len(_records(run[0]))  # minus the header and its rule
-
-
-def test_csv_holds_the_same_numbers_as_summary(run):
-    records = _records(run[0])
-    with open(run[0] / "summary.csv", newline="") as stream:
-        rows = list(csv.DictReader(stream))
-    assert len(rows) == len(records)
-    numeric = ("n", "mean", "median", "stdev", "min", "max", "p90", "p99", "ci95_low", "ci95_high")
-    for row, record in zip(rows, records, strict=True):
-        for name in ("suite", "profile", "codec", "metric", "unit"):
-            assert row[name] == (record[name] or "")  # null (telemetry's codec) is empty
-        assert json.loads(row["params"]) == record["params"]
-        for name in numeric:
-            assert (float(row[name]) if row[name] else None) == record[name], (name, row, record)
-
-
-def test_junit_validates_against_the_schema(run, tmp_path: Path):
-    junit = run[0] / "junit.xml"
-    done = xmllint_schema(junit)
-    assert done.returncode == 0, done.stderr
-    text = junit.read_text()
-    records = _records(run[0])
-    assert text.count("<testcase ") == len(records)
-    cases = junit_numbers(junit)  # telemetry's phases are told apart, not merged
-    assert len(cases) == len(records)
-    # Every metric carries its value (the median) and unit, in both places.
-    expected = sorted((repr(r["median"]), r["unit"]) for r in records)
-    for place in ("properties", "system-out"):
-        got = sorted((c[place]["value"], c[place]["unit"]) for c in cases.values())
-        assert got == expected, place
-    assert any(c["properties"]["unit"] == "s" for c in cases.values())
-    # The schema can reject: a test case without its name does not validate.
-    broken = tmp_path / "broken.xml"
-    broken.write_text(re.sub(r'<testcase name="[^"]*"', "<testcase", text, count=1))
-    assert broken.read_text() != text
-    done = xmllint_schema(broken)
-    assert done.returncode != 0 and "'name' is required" in done.stderr
-
-
-#: comparison.csv's columns (issues 27 and 42).
-CSV_COLUMNS = [
-    "suite", "profile", "metric", "phase", "label", "baseline", "candidate", "estimate",
-    "change", "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable", "margin", "scale",
-    "difference", "diff_low", "diff_high", "look",
-]  # fmt: skip
-#: The table's verdict cell for each verdict word of the file (the codecs by display name).
-TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}
-
-
-def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
-    """comparison.csv holds the terminal table's rows; on each tested row the cells, the
-    change and a named winner (with the metric's direction) agree, and an interval beside
-    p (Holm) >= 0.05 holds 1 (0 for a difference); evbench report writes the same file;
-    JUnit carries the verdicts in the same words."""
-    run_dir, stdout = run
+    # comparison.csv holds the terminal table's rows; on each tested row the cells, the
+    # change and a named winner (with the metric's direction) agree, and an interval beside
+    # p (Holm) >= 0.05 holds 1 (0 for a difference); evbench report writes the same file;
+    # JUnit carries the verdicts in the same words.
     path = run_dir / "comparison.csv"
     with path.open(newline="") as handle:
         reader = csv.DictReader(handle)
@@ -405,3 +274,105 @@ def test_comparison_csv_holds_the_tables_rows_which_agree_in_sign(run):
     path.unlink()
     done = evbench("report", str(run_dir))
     assert done.returncode == 0 and path.read_bytes() == before, done.stderr
+    # Named once, on the screen's last lines, once the report exists.
+    assert stdout.count(str(run_dir / "report.html")) == 1, stdout
+    assert f"Report with plots: {run_dir / 'report.html'}" in stdout.splitlines()[-3:]
+    html = (run_dir / "report.html").read_text()
+    markdown = (run_dir / "report.md").read_text()
+    expected = expected_plots(run_dir)
+    assert {"codec-times", "codec-sizes"} <= expected  # the codec suite always ran
+    assert set(re.findall(r'<figure id="([^"]+)"', html)) == expected
+    assert set(re.findall(r"\]\(plots/([^)]+)\.png\)", markdown)) == expected
+    assert {p.stem for p in (run_dir / "plots").glob("*.png")} == expected
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    assert len(images) == len(expected)
+    for png in images:
+        assert_real_image(base64.b64decode(png))
+    for path in (run_dir / "plots").glob("*.png"):
+        assert_real_image(path.read_bytes())
+    assert "<script" not in html
+    # No reference that would need a network or another file to open the report (links
+    # to the page's own sections, '#answer', stay inside it).
+    assert not re.search(r'(src|href)="(?!data:|#)', html)
+    assert 'href="#answer"' in html
+    assert "default-src 'none'" in html
+    platform = json.loads((run_dir / "manifest.json").read_text())["platform"]
+    assert platform["kernel"] in markdown and f"{platform['protobuf']} (backend " in markdown
+    assert "| Profile | Metric | JSON | Protobuf (est.) | Change (est.) | Verdict |" in markdown
+    assert "PARTIAL" not in markdown
+    assert "| Sensors | " in markdown and "| Sensors | no telemetry" not in markdown
+    assert re.search(r"\| Scheduling granted \| SCHED_\w+ \(real-time not asked", markdown)
+    spread = markdown.split("## Every metric with its spread", 1)[1].split("\n## ", 1)[0]
+    # The first part of the table (report.md splits one wider than 120 columns, each
+    # part repeating the columns that name a row): one line per record.
+    first_part = spread.split("The same rows, continued: ", 1)[0]
+    table_lines = [line for line in first_part.splitlines() if line.startswith("|")]
+    records = _records(run_dir)
+    assert len(table_lines) - 2 == len(records)  # minus the header and its rule
+    # summary.csv holds the same numbers as summary.json
+    with open(run_dir / "summary.csv", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == len(records)
+    numeric = ("n", "mean", "median", "stdev", "min", "max", "p90", "p99", "ci95_low", "ci95_high")
+    for row, record in zip(rows, records, strict=True):
+        for name in ("suite", "profile", "codec", "metric", "unit"):
+            assert row[name] == (record[name] or "")  # null (telemetry's codec) is empty
+        assert json.loads(row["params"]) == record["params"]
+        for name in numeric:
+            assert (float(row[name]) if row[name] else None) == record[name], (name, row, record)
+    # junit.xml validates against the schema
+    junit = run_dir / "junit.xml"
+    done = xmllint_schema(junit)
+    assert done.returncode == 0, done.stderr
+    text = junit.read_text()
+    records = _records(run_dir)
+    assert text.count("<testcase ") == len(records)
+    cases = junit_numbers(junit)  # telemetry's phases are told apart, not merged
+    assert len(cases) == len(records)
+    # Every metric carries its value (the median) and unit, in both places.
+    expected = sorted((repr(r["median"]), r["unit"]) for r in records)
+    for place in ("properties", "system-out"):
+        got = sorted((c[place]["value"], c[place]["unit"]) for c in cases.values())
+        assert got == expected, place
+    assert any(c["properties"]["unit"] == "s" for c in cases.values())
+    # The schema can reject: a test case without its name does not validate.
+    broken = tmp_path / "broken.xml"
+    broken.write_text(re.sub(r'<testcase name="[^"]*"', "<testcase", text, count=1))
+    assert broken.read_text() != text
+    done = xmllint_schema(broken)
+    assert done.returncode != 0 and "'name' is required" in done.stderr
+
+
+def expected_plots(run_dir: Path) -> set[str]:
+    """The plots this run's data call for, worked out from the files, not the report code."""
+    codec = {r["metric"] for r in _records(run_dir) if r["suite"] == "codec"}
+    link = {s["metric"] for s in _samples(run_dir, None) if s["suite"] == "link"}
+    telemetry = run_dir / "telemetry.jsonl"
+    sampled = telemetry.exists() and '"sample"' in telemetry.read_text()
+    wanted = {
+        "codec-times": codec & {"encode", "decode", "decode_access"},
+        "codec-sizes": codec & {"size", "size_deflate"},
+        "rtt-cdf": "rtt" in link,
+        "rtt-time": "rtt" in link,
+        "lateness-time": "send_lateness" in link,
+        "telemetry": sampled,
+    }
+    return {name for name, called in wanted.items() if called}
+
+
+def assert_real_image(png: bytes) -> None:
+    assert png.startswith(PNG_SIGNATURE)
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
+    height, width = pixels.shape[:2]
+    assert height > 100 and width > 100
+    assert pixels.std() > 0.01, "a blank image"
+
+
+#: comparison.csv's columns (issues 27 and 42).
+CSV_COLUMNS = [
+    "suite", "profile", "metric", "phase", "label", "baseline", "candidate", "estimate",
+    "change", "ci_low", "ci_high", "p_holm", "verdict", "n", "detectable", "margin", "scale",
+    "difference", "diff_low", "diff_high", "look",
+]  # fmt: skip
+#: The table's verdict cell for each verdict word of the file (the codecs by display name).
+TABLE_WORDS = {"json": "JSON", "protobuf": "Protobuf"}

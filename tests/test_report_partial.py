@@ -55,13 +55,11 @@ def test_a_manifests_reason_is_one_printable_line_or_none(manifest, expected):
          "a codec worker was killed (signal 9, SIGKILL)"),
     ],
 )  # fmt: skip
-def test_without_a_reason_the_first_line_says_what_the_reader_found(
-    manifest, missing, problems, said
-):
+def test_without_a_reason_the_first_line_says_what_was_found(manifest, missing, problems, said):
     assert partial_headline(manifest, missing, problems) == "PARTIAL: " + said
 
 
-def test_newer_format_version_is_refused_naming_it(tmp_path):
+def test_newer_formats_non_runs_and_writes_outside_are_refused_an_older_run_renders(tmp_path):
     run = copy_run(OLD_RUN, tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     (run / "manifest.json").write_text(json.dumps(manifest | {"version": 99}))
@@ -69,24 +67,9 @@ def test_newer_format_version_is_refused_naming_it(tmp_path):
     assert done.returncode == 2
     assert "results format version 99" in done.stderr and "update evbench" in done.stderr
     assert not (run / "report.md").exists()
-
-
-def test_not_a_run_directory(tmp_path):
-    done = evbench("report", str(tmp_path))
+    (empty := tmp_path / "not-a-run").mkdir()
+    done = evbench("report", str(empty))
     assert done.returncode == 2 and "holds no evbench results" in done.stderr
-
-
-def test_a_failing_report_only_warns_after_a_run(tmp_path, caplog):
-    run = copy_run(OLD_RUN, tmp_path)
-    (run / "manifest.json").write_text('{"format": "evbench-results", "version": 99}')
-    with caplog.at_level(logging.WARNING, logger="evbench"):
-        run_command._write_report(run)  # must not raise: the run is kept
-    # a warning record (the CLI prints it as "evbench: warning: ..."; --quiet hides it)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("no report" in w and f"evbench report {run}" in w for w in warnings), warnings
-
-
-def test_an_older_run_renders_complete(tmp_path):
     run = tmp_path / "old"
     shutil.copytree(OLD_RUN, run)
     done = evbench("report", str(run))
@@ -105,12 +88,10 @@ def test_an_older_run_renders_complete(tmp_path):
     assert "| seed | Serialization | 57.2 µs | 1.13 µs | 51x faster |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| seed | Serialization"))
     assert "| n too small |" in row and "| 2 processes |" in row
-
-
-def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(tmp_path):
+    # the report writes only inside the run, and a refused write is one line
     # The run's plots/ a link to a folder of the user's: refused before anything is written.
-    run = copy_run(OLD_RUN, tmp_path)
-    pictures = tmp_path / "pictures"
+    run = copy_run(OLD_RUN, tmp_path / "inside")
+    pictures = tmp_path / "inside" / "pictures"
     pictures.mkdir()
     (pictures / "holiday.png").write_bytes(b"not ours")
     (run / "plots").symlink_to(pictures, target_is_directory=True)
@@ -129,10 +110,17 @@ def test_the_report_writes_only_inside_the_run_and_a_refused_write_is_one_line(t
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
-def test_the_terminal_report_says_partial_as_the_written_one_does(tmp_path):
+def test_a_failing_report_only_warns_after_a_run_and_a_terminal_one_says_partial(tmp_path, caplog):
+    run = copy_run(OLD_RUN, tmp_path)
+    (run / "manifest.json").write_text('{"format": "evbench-results", "version": 99}')
+    with caplog.at_level(logging.WARNING, logger="evbench"):
+        run_command._write_report(run)  # must not raise: the run is kept
+    # a warning record (the CLI prints it as "evbench: warning: ..."; --quiet hides it)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("no report" in w and f"evbench report {run}" in w for w in warnings), warnings
     # A changed figure: the tables print and the checksum mismatch is said, PARTIAL, exit 4
     # (docs/reports.md), by `report --terminal` as by `report`.
-    run = copy_run(OLD_RUN, tmp_path)
+    run = copy_run(OLD_RUN, tmp_path / "terminal")
     summary = json.loads((run / "summary.json").read_text())
     summary["records"][0]["median"] *= 10
     (run / "summary.json").write_text(json.dumps(summary))

@@ -48,12 +48,6 @@ def render(context: RunContext) -> dict[str, Figure]:
     return {plot.name: figure for plot, figure in zip(drawn, saved, strict=True)}
 
 
-@pytest.fixture(scope="module")
-def codec_link() -> dict[str, Figure]:
-    """codec-link-v1's figures, drawn once for the tests that only read them."""
-    return render(load_context(CODEC_LINK))
-
-
 def shown_axes(figure: Figure) -> list[Axes]:
     return [axis for axis in figure.axes if axis.get_visible()]
 
@@ -94,7 +88,8 @@ def bars(axis: Axes) -> list[Rectangle]:
     return [patch for patch in axis.patches if isinstance(patch, Rectangle)]
 
 
-def test_every_send_lateness_panel_labels_its_y_axis(codec_link) -> None:
+def test_codec_link_v1s_plots_are_labelled_whole_and_sized_as_the_text_says(tmp_path) -> None:
+    codec_link = render(load_context(CODEC_LINK))  # drawn once for every check here
     # codec-link-v1's lateness spans 0.16 µs to 76 ms, five decades on a 1.5 inch panel:
     # matplotlib's LogLocator, given 1-2-5 subs, draws no tick once it must skip decades.
     panels = shown_axes(codec_link["lateness-time"])
@@ -105,9 +100,6 @@ def test_every_send_lateness_panel_labels_its_y_axis(codec_link) -> None:
         assert_labelled_y_axis(axis)
     for axis in shown_axes(codec_link["rtt-time"]) + shown_axes(codec_link["codec-times"]):
         assert_labelled_y_axis(axis)  # the other log axes too
-
-
-def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled() -> None:
     # Every lateness between 55 and 95 µs: no 1, 2 or 5 x 10^k inside the view.
     context = load_context(CODEC_LINK)
     narrowed = [
@@ -121,6 +113,44 @@ def test_a_narrow_log_axis_between_1_2_5_ticks_is_labelled() -> None:
         low, high = sorted(axis.get_ylim())
         assert low > 50 and high < 100  # the view holds no 1-2-5 tick
         assert_labelled_y_axis(axis)
+    for figure in [*render(load_context(CORE)).values(), *codec_link.values()]:
+        assert_nothing_cut(figure)
+    # tests/data/runs/core-v1: both size_deflate records carry params.zlib_level 6.
+    context = load_context(CORE)
+    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "Deflated: zlib level 6. " in caption
+    context.records[:] = [dict(r, params={}) for r in context.records]  # a run without it
+    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
+    assert "zlib level" not in caption
+    run = tmp_path / "run"
+    shutil.copytree(CODEC_LINK, run)
+    figure = codec_link["codec-sizes"]
+    colours = legend_colours(figure)
+    done = evbench("report", str(run))
+    assert done.returncode == 0, done.stderr
+    markdown = (run / "report.md").read_text()
+    panels = {axis.get_title(): axis for axis in shown_axes(figure)}
+    for metric, title in (("size", "Size"), ("size_deflate", "Size, deflated")):
+        axis = panels[title]
+        assert "mean" in axis.get_ylabel()
+        values = {s["codec"]: s["values"] for s in samples(run) if s["metric"] == metric}
+        texts = {t.get_text() for t in axis.texts}
+        whiskers = [
+            segment
+            for collection in axis.collections
+            if isinstance(collection, LineCollection)
+            for segment in collection.get_segments()
+        ]
+        for bar in bars(axis):
+            (codec,) = [c for c, colour in colours.items() if to_hex(bar.get_facecolor()) == colour]
+            mean = statistics.fmean(values[codec])
+            assert math.isclose(bar.get_height(), mean, rel_tol=1e-12), (codec, metric)
+            written = f"{mean:.1f} B"  # how the answer and the tables write a size
+            assert written in texts and written in markdown, (written, texts)  # the text's
+            centre = bar.get_x() + bar.get_width() / 2
+            (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
+            ends = sorted((whisker[0][1], whisker[1][1]))
+            assert ends == [min(values[codec]), max(values[codec])]
 
 
 def reordered(run: Path, tmp_path: Path, codecs: list[str]) -> RunContext:
@@ -162,7 +192,7 @@ def codec_colours_drawn(figures: dict[str, Figure]) -> dict[str, dict[str, str]]
     return drawn
 
 
-def test_each_codec_keeps_its_colour_whatever_the_run_order(tmp_path) -> None:
+def test_each_codec_keeps_its_colour_whatever_the_order_unknown_ones_apart(tmp_path) -> None:
     # the third names first a codec more, which measured nothing here
     orders = (["json", "protobuf"], ["protobuf", "json"], ["orjson", "protobuf", "json"])
     first, *others = (
@@ -175,9 +205,6 @@ def test_each_codec_keeps_its_colour_whatever_the_run_order(tmp_path) -> None:
     # One colour per codec across every plot of the report.
     assert len({colours["json"] for colours in first.values()}) == 1
     assert len({colours["protobuf"] for colours in first.values()}) == 1
-
-
-def test_unknown_codecs_colours_are_stable_and_apart() -> None:
     # A codec added later, an A/A copy, a user's own: a colour each, apart, in whatever
     # order named, and the same in another process (whatever PYTHONHASHSEED).
     names = ["json", "json-aa", "zserio", "flatbuffers", "capnp", "my codec", "protobuf"]
@@ -235,50 +262,3 @@ def test_a_user_schemas_profile_name_is_not_cut(plot: str) -> None:
     # the name is all there, in order, across the label's lines
     labels = [t.get_text() for t in shown_axes(figure)[0].get_xticklabels()]
     assert [label.replace("\n", "") for label in labels] == [LONG_PROFILE]
-
-
-def test_no_plot_of_a_real_run_is_cut(codec_link) -> None:
-    for figure in [*render(load_context(CORE)).values(), *codec_link.values()]:
-        assert_nothing_cut(figure)
-
-
-def test_size_bars_are_the_mean_the_report_text_gives(codec_link, tmp_path) -> None:
-    run = tmp_path / "run"
-    shutil.copytree(CODEC_LINK, run)
-    figure = codec_link["codec-sizes"]
-    colours = legend_colours(figure)
-    done = evbench("report", str(run))
-    assert done.returncode == 0, done.stderr
-    markdown = (run / "report.md").read_text()
-    panels = {axis.get_title(): axis for axis in shown_axes(figure)}
-    for metric, title in (("size", "Size"), ("size_deflate", "Size, deflated")):
-        axis = panels[title]
-        assert "mean" in axis.get_ylabel()
-        values = {s["codec"]: s["values"] for s in samples(run) if s["metric"] == metric}
-        texts = {t.get_text() for t in axis.texts}
-        whiskers = [
-            segment
-            for collection in axis.collections
-            if isinstance(collection, LineCollection)
-            for segment in collection.get_segments()
-        ]
-        for bar in bars(axis):
-            (codec,) = [c for c, colour in colours.items() if to_hex(bar.get_facecolor()) == colour]
-            mean = statistics.fmean(values[codec])
-            assert math.isclose(bar.get_height(), mean, rel_tol=1e-12), (codec, metric)
-            written = f"{mean:.1f} B"  # how the answer and the tables write a size
-            assert written in texts and written in markdown, (written, texts)  # the text's
-            centre = bar.get_x() + bar.get_width() / 2
-            (whisker,) = [s for s in whiskers if math.isclose(s[0][0], centre)]
-            ends = sorted((whisker[0][1], whisker[1][1]))
-            assert ends == [min(values[codec]), max(values[codec])]
-
-
-def test_the_size_plot_names_the_zlib_level_the_run_recorded() -> None:
-    # tests/data/runs/core-v1: both size_deflate records carry params.zlib_level 6.
-    context = load_context(CORE)
-    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
-    assert "Deflated: zlib level 6. " in caption
-    context.records[:] = [dict(r, params={}) for r in context.records]  # a run without it
-    caption = next(p.caption for p in plots.plans(context) if p.name == "codec-sizes")
-    assert "zlib level" not in caption

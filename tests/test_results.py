@@ -50,17 +50,6 @@ def test_a_run_is_summarized_checksummed_and_marked_complete_only_if_it_is(tmp_p
     assert stat.S_IMODE((tmp_path / "run" / "manifest.json").stat().st_mode) == 0o666 & ~umask
 
 
-def test_a_torn_last_line_is_skipped_and_the_summary_rebuilt(tmp_path):
-    writer = results.RunWriter(tmp_path / "run", "r3")
-    writer.write_manifest({})
-    writer.add([_sample()])
-    with open(tmp_path / "run" / "samples.jsonl", "a") as stream:
-        stream.write('{"suite": "codec", "val')  # power cut mid-line
-    run = results.load_run(tmp_path / "run")  # no summary.json: rebuilt from samples
-    assert [r["n"] for r in run.records] == [3]
-    assert not run.complete
-
-
 @pytest.mark.slow  # real `evbench report` and `history add` processes: seconds
 def test_a_report_written_while_the_run_runs_never_enters_its_checksums(tmp_path):
     """`evbench report` of a running run wrote report.md & co., the sealing listed them in
@@ -87,7 +76,7 @@ def test_a_report_written_while_the_run_runs_never_enters_its_checksums(tmp_path
     assert added.returncode == 0, added.stderr
 
 
-def test_a_non_empty_or_unwritable_output_directory_fails_before_the_run(tmp_path):
+def test_a_used_folder_fails_write_atomic_leaves_nothing_units_closed_torn_line_skipped(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "old").write_text("x")
     with pytest.raises(UserError, match="not empty"):
@@ -95,16 +84,22 @@ def test_a_non_empty_or_unwritable_output_directory_fails_before_the_run(tmp_pat
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="cannot create"):
         results.RunWriter(tmp_path / "file" / "run", "r6")
-
-
-def test_write_atomic_leaves_no_temporary_file_behind_and_units_are_a_closed_list(tmp_path):
-    results.write_atomic(tmp_path / "a.json", b"{}")
-    results.write_atomic(tmp_path / "a.json", b"[]")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
-    assert (tmp_path / "a.json").read_bytes() == b"[]"
+    (atomic := tmp_path / "atomic").mkdir()  # write_atomic leaves no temporary file behind
+    results.write_atomic(atomic / "a.json", b"{}")
+    results.write_atomic(atomic / "a.json", b"[]")
+    assert sorted(p.name for p in atomic.iterdir()) == ["a.json"]
+    assert (atomic / "a.json").read_bytes() == b"[]"
     bad = results.SampleSet("codec", "seed", "json", "encode", "us", {}, [1.0])
     with pytest.raises(ValueError, match="unit 'us'"):
         results.summarize([bad])
+    writer = results.RunWriter(tmp_path / "run", "r3")
+    writer.write_manifest({})
+    writer.add([_sample()])
+    with open(tmp_path / "run" / "samples.jsonl", "a") as stream:
+        stream.write('{"suite": "codec", "val')  # power cut mid-line
+    run = results.load_run(tmp_path / "run")  # no summary.json: rebuilt from samples
+    assert [r["n"] for r in run.records] == [3]
+    assert not run.complete
 
 
 def _finished_run(directory):
@@ -209,7 +204,7 @@ def test_odd_checksum_listings_are_refused(listing):
         results.parse_checksums(listing, "board")
 
 
-def test_a_plain_listing_parses_as_sha256sum_writes_it(tmp_path):
+def test_a_plain_listing_parses_verify_names_changed_missing_unlisted_reads_none_outside(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.csv").write_bytes(b"1,2\n")
     (tmp_path / "a b.json").write_bytes(b"{}")
@@ -221,9 +216,6 @@ def test_a_plain_listing_parses_as_sha256sum_writes_it(tmp_path):
         (hashlib.sha256(b"1,2\n").hexdigest(), "d/x.csv"),
     ]
     assert results.parse_checksums(b"", "here") == []
-
-
-def test_verify_checksums_names_changed_missing_and_unlisted_files_reads_none_outside(tmp_path):
     run = _finished_run(tmp_path / "run")
     secret = tmp_path / "secret"
     secret.write_bytes(b"outside the run\n")
@@ -284,9 +276,7 @@ def finished_files(tmp_path_factory) -> dict[str, bytes]:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), name=FILES)
-def test_property_a_damaged_run_reads_or_is_a_format_error(
-    tmp_path_factory, finished_files, data, name
-):
+def test_property_a_damaged_run_reads_or_is_refused(tmp_path_factory, finished_files, data, name):
     run = tmp_path_factory.mktemp("prop")
     for file_name, content in finished_files.items():
         (run / file_name).write_bytes(content)
@@ -355,9 +345,7 @@ DAMAGED = "the file is damaged or not written by evbench: measure again"
     + [(v, OLDER) for v in (0, "0.9")]
     + [(v, DAMAGED) for v in MALFORMED],  # damage, not an age
 )
-def test_a_minor_reads_another_major_is_named_by_age_and_a_malformed_version_is_damage(
-    tmp_path, version, hint
-):
+def test_a_minor_reads_another_major_is_named_by_age_a_malformed_is_damage(tmp_path, version, hint):
     _write(tmp_path, version)
     if hint is None:
         run = results.load_run(tmp_path)
@@ -399,18 +387,14 @@ def _documented() -> list[dict[str, str]]:
     return _tables(text[start : end if end != -1 else len(text)])[:2]
 
 
-@pytest.fixture(scope="module")
-def real_manifest(tmp_path_factory) -> dict:
-    """The manifest of a real, small A/A run of the agent (the A/A section and its result)."""
-    out = tmp_path_factory.mktemp("manifest") / "run"
+def test_a_real_run_writes_only_documented_keys_and_the_writer_no_other(tmp_path):
+    # a real, small A/A run of the agent (the A/A section and its result)
     argv = "run --suite codec --profile int --aa json --processes 2 --values 1 --payloads 5"
     argv = [sys.executable, "-m", "evbench_agent", *argv.split(), "--min-time", "0.0001"]
+    out = tmp_path / "aa"
     done = subprocess.run([*argv, "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-
-
-def test_a_real_run_writes_only_documented_keys(real_manifest):
+    real_manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     top, platform = _documented()
     assert set(real_manifest) <= set(top), sorted(set(real_manifest) - set(top))
     assert set(real_manifest["platform"]) <= set(platform)
@@ -423,11 +407,8 @@ def test_a_real_run_writes_only_documented_keys(real_manifest):
     for key in real_manifest["platform"]["clock"]:
         assert re.search(rf"\b{key}\b", platform["clock"]), key
     assert results.parse_version(real_manifest["version"]) >= (1, 1)
-
-
-def test_the_writer_refuses_a_key_outside_its_list_and_the_list_is_the_documented_one(tmp_path):
-    """Optional keys (arms, lab, notes, reason, source) appear in few runs: the list is checked."""
-    top, _ = _documented()
+    # Optional keys (arms, lab, notes, reason, source) appear in few runs: the writer's list
+    # is checked to be the documented one, and a key outside it refused.
     assert sorted(results.MANIFEST_KEYS) == sorted(top)
     writer = results.RunWriter(tmp_path / "run", "r1")
     writer.release_reserve()

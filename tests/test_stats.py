@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 from evbench_core.analysis import stats
 
 
-def test_summarize_fields_of_a_known_sample():
+def test_summarize_fields_of_a_known_sample_and_too_small_constant_or_non_positive_ones():
     values = [float(v) for v in range(1, 101)]  # 1..100
     summary = stats.summarize(values)
     assert summary.n == 100 and (summary.min, summary.max) == (1.0, 100.0)
@@ -22,9 +22,7 @@ def test_summarize_fields_of_a_known_sample():
     # Type 7 quantiles, as numpy's default.
     assert summary.p90 == pytest.approx(90.1) and summary.p99 == pytest.approx(99.01)
     assert summary.ci95_low < 50.5 < summary.ci95_high
-
-
-def test_too_small_constant_or_non_positive_samples():
+    # too small, constant or non-positive samples
     small = stats.summarize([3.0, 1.0, 2.0, 5.0, 4.0])
     assert small.p90 is None and small.p99 is None
     assert small.ci95_low is None and small.ci95_high is None
@@ -37,13 +35,21 @@ def test_too_small_constant_or_non_positive_samples():
     assert stats.ratio_ci([1.0, 2.0], [1.0, 2.0]) is None
 
 
-def test_median_interval_covers_the_true_median_of_a_skewed_distribution():
+def test_median_and_ratio_intervals_cover_the_true_median_of_a_skewed_distribution_and_ratio():
     rng = random.Random(7)
     covered = 0
     for _ in range(400):
         summary = stats.summarize([rng.lognormvariate(0.0, 1.0) for _ in range(30)])
         covered += summary.ci95_low <= math.exp(0.0) <= summary.ci95_high  # lognormal(0, 1)
     assert 0.92 <= covered / 400 <= 0.995
+    rng = random.Random(11)
+    covered = 0
+    for _ in range(300):
+        base = [rng.lognormvariate(0.0, 0.3) for _ in range(20)]
+        cand = [1.5 * rng.lognormvariate(0.0, 0.3) for _ in range(20)]
+        low, high = stats.ratio_ci(base, cand)
+        covered += low <= 1.5 <= high
+    assert 0.92 <= covered / 300 <= 0.99
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -55,26 +61,6 @@ def test_mann_whitney_matches_scipy(seed):
     expected = scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic")
     assert u == pytest.approx(expected.statistic)
     assert p == pytest.approx(expected.pvalue, rel=1e-9)
-
-
-def test_ratio_interval_covers_the_true_ratio():
-    rng = random.Random(11)
-    covered = 0
-    for _ in range(300):
-        base = [rng.lognormvariate(0.0, 0.3) for _ in range(20)]
-        cand = [1.5 * rng.lognormvariate(0.0, 0.3) for _ in range(20)]
-        low, high = stats.ratio_ci(base, cand)
-        covered += low <= 1.5 <= high
-    assert 0.92 <= covered / 300 <= 0.99
-
-
-def test_holm_matches_the_textbook_procedure():
-    raw = [0.01, 0.04, 0.03, 0.005]
-    # Sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06.
-    assert stats.holm(raw) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert stats.holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 0.8 * 2 caps at 1
-    # Not the identity nor Bonferroni: sorted 0.01, 0.02, 0.03 -> 0.03, 0.04, 0.04.
-    assert stats.holm([0.03, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
 
 
 # Exact rank intervals against null distributions counted here by other methods than the
@@ -150,12 +136,6 @@ def test_moses_and_walsh_interval_ranks_are_exact_for_small_samples(n1):
     assert stats.moses_ranks(3, 3) is None  # the old code returned [min, max]: 90 %
 
 
-def test_moses_interval_at_5_and_10_matches_published_critical_values():
-    # Two-sided 5 % critical values of U (reject when U <= c): 2 at 5/5, 23 at 10/10.
-    # The interval drops the c + 1 smallest and largest differences: 0-based lo = c + 1 - 1.
-    assert (stats.moses_ranks(5, 5), stats.moses_ranks(10, 10)) == ((2, 22), (23, 76))
-
-
 @pytest.mark.parametrize("n1,n2", [(4, 4), (4, 5), (4, 6), (5, 5), (6, 6)])
 def test_ratio_interval_covers_exactly_as_promised_over_every_ordering(n1, n2):
     # End to end: every way the two samples can interleave is equally likely when the
@@ -183,7 +163,7 @@ def test_center_interval_covers_zero_exactly_as_promised_over_every_sign_pattern
     assert Fraction(covered, 2**n) == 1 - 2 * _w_lower_tail(n, lo)
 
 
-def test_exact_signed_rank_and_rank_sum_p_values_match_scipy_exact():
+def test_exact_p_values_match_scipy_do_not_underflow_and_the_binomial_cdf_at_large_n():
     rng = random.Random(3)
     for n in (6, 8, 10, 12):
         d = [rng.gauss(0.3, 1) for _ in range(n)]
@@ -193,17 +173,6 @@ def test_exact_signed_rank_and_rank_sum_p_values_match_scipy_exact():
         y = [rng.gauss(0.8, 1) for _ in range(n - 2)]
         expected = scipy_stats.mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue
         assert stats.mann_whitney_exact(x, y)[1] == pytest.approx(expected, rel=1e-12)
-
-
-def test_best_exact_p_values_are_the_textbook_ones():
-    # All ten signs alike: 2 / 2^10; five phases each fully separated: 2 / C(10, 5).
-    assert stats.signed_rank([float(i) for i in range(1, 11)])[1] == pytest.approx(2 / 1024)
-    assert stats.min_p_signed_rank(10) == pytest.approx(0.001953125)
-    separated = stats.mann_whitney_exact([1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10])[1]
-    assert separated == pytest.approx(2 / 252) == stats.min_p_rank_sum(5, 5)
-
-
-def test_p_values_do_not_underflow_where_a_double_can_hold_them():
     # 1 - cdf(z) is exactly 0 from z ~ 8.3; the survival function is not.
     for z in (10.0, 30.0):
         assert 0 < stats.normal_two_sided_p(z) == pytest.approx(2 * scipy_stats.norm.sf(z))
@@ -215,6 +184,25 @@ def test_p_values_do_not_underflow_where_a_double_can_hold_them():
     assert p > 0 and p == pytest.approx(expected, rel=1e-6)
     # exact p far below 1e-16 (1 - cdf would give 0): 2 / C(120, 60)
     assert stats.mann_whitney_exact(x[:60], y[:60])[1] == pytest.approx(2 / math.comb(120, 60))
+    for n, k in [(1000, 468), (1000, 500), (10_000, 4900), (100_001, 50_000)]:
+        assert stats.binomial_half_cdf(k, n) == pytest.approx(scipy_stats.binom.cdf(k, n, 0.5))
+
+
+def test_best_exact_p_values_moses_ranks_at_5_and_10_and_holm_are_the_textbook_ones():
+    # All ten signs alike: 2 / 2^10; five phases each fully separated: 2 / C(10, 5).
+    assert stats.signed_rank([float(i) for i in range(1, 11)])[1] == pytest.approx(2 / 1024)
+    assert stats.min_p_signed_rank(10) == pytest.approx(0.001953125)
+    separated = stats.mann_whitney_exact([1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10])[1]
+    assert separated == pytest.approx(2 / 252) == stats.min_p_rank_sum(5, 5)
+    # Two-sided 5 % critical values of U (reject when U <= c): 2 at 5/5, 23 at 10/10.
+    # The interval drops the c + 1 smallest and largest differences: 0-based lo = c + 1 - 1.
+    assert (stats.moses_ranks(5, 5), stats.moses_ranks(10, 10)) == ((2, 22), (23, 76))
+    raw = [0.01, 0.04, 0.03, 0.005]
+    # Sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06.
+    assert stats.holm(raw) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 0.8 * 2 caps at 1
+    # Not the identity nor Bonferroni: sorted 0.01, 0.02, 0.03 -> 0.03, 0.04, 0.04.
+    assert stats.holm([0.03, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
 
 
 @pytest.mark.parametrize("n", [*range(1, 130), 500, 999, 1000, 1001, 1500, 2047, 5000])
@@ -232,8 +220,3 @@ def test_median_interval_ranks_against_a_direct_binomial_computation(n):
         else:
             break
     assert ranks == (None if best is None else (best - 1, n - best))
-
-
-def test_binomial_cdf_is_accurate_at_large_n():
-    for n, k in [(1000, 468), (1000, 500), (10_000, 4900), (100_001, 50_000)]:
-        assert stats.binomial_half_cdf(k, n) == pytest.approx(scipy_stats.binom.cdf(k, n, 0.5))

@@ -47,13 +47,12 @@ def terminal_env(**extra: str) -> dict[str, str]:
 
 
 def _width_under_pty(columns: int, env: dict[str, str]) -> int:
-    """terminal.width() in a child whose standard output is a pty of `columns` columns."""
     code, said, stderr = on_pty([sys.executable, "-c", PROBE], columns, env)
     assert code == 0, stderr
     return int(said.strip())
 
 
-def test_the_width_is_the_terminals_with_columns_honoured_else_120():
+def test_the_width_is_the_terminals_else_120_and_wrapping_keeps_numbers_with_units():
     env = terminal_env()
     assert (_width_under_pty(80, env), _width_under_pty(100, env)) == (80, 100)
     assert _width_under_pty(80, {**env, "COLUMNS": "72"}) == 72  # COLUMNS honoured
@@ -63,9 +62,6 @@ def test_the_width_is_the_terminals_with_columns_honoured_else_120():
             env={**env, **extra},
         )  # fmt: skip
         assert piped.stdout.strip() == "120", piped.stderr
-
-
-def test_wrapping_keeps_a_number_with_its_unit_and_words_whole():
     # 60 a's, " took" (5) and " 113" (4) end at column 69; " µs" would end at 72 > 70:
     # the number goes down with its unit.
     text = "a" * 60 + " took 113 µs; 22 %"
@@ -224,15 +220,12 @@ def test_values_read_in_a_unit_that_fits(value, unit, metric, expected):
     assert format_value(value, unit, metric) == expected
 
 
-def test_an_interval_shares_the_medians_unit():
+def test_an_interval_shares_the_medians_unit_and_a_series_is_drawn_in_its_typical_unit():
     # 57.14 µs [52.3, 58.5]: the bounds in the median's unit, not repeated.
     assert format_median_ci(57.14e-6, 52.3e-6, 58.5e-6, "s") == "57.1 µs [52.3, 58.5]"
     # a bound in another decade keeps its own unit (999 µs against 1.2 ms)
     assert format_median_ci(1.1e-3, 0.999e-3, 1.2e-3, "s") == "1.1 ms [999 µs, 1.2]"
     assert format_median_ci(1.1e-3, None, None, "s") == "1.1 ms"
-
-
-def test_a_series_is_drawn_in_the_unit_its_typical_value_reads_best_in():
     # The median of 5.7e-05, 6.1e-05 and 2.0e-03 s is 6.1e-05 s: microseconds.
     assert display_scale([5.7e-05, 6.1e-05, 2.0e-03], "s") == (1e-06, "µs")
     assert display_scale([0.25, 1.5, 2.0], "s") == (1.0, "s")

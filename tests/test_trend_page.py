@@ -18,6 +18,7 @@ from history_runs import night
 from report_helpers import evbench
 
 from evbench.history import open_store, parse_url, trend_page
+from evbench.history.indexing import index_run
 
 #: matplotlib's "C3", the colour of a worse change's dashed line: #d62728.
 WORSE_LINE = np.array([0xD6, 0x27, 0x28]) / 255
@@ -39,7 +40,7 @@ def report(tmp_path_factory) -> dict:
     return {"store": env["EVBENCH_HISTORY"], "stderr": done.stderr, "page": page}
 
 
-def test_small_plot_puts_each_night_where_its_value_says():
+def test_small_plot_puts_each_night_where_its_value_says_and_one_night_draws_none(tmp_path):
     # Three nights 1, 2, 3 on 360 x 110 px with a 6 px margin: columns 6, 180 (6 + 347 / 2,
     # rounded) and 353; rows 103 (lowest), 54 (103 - 97 / 2, rounded to even) and 6.
     pixels = matplotlib.image.imread(io.BytesIO(trend_page.sparkline([1, 2, 3])), format="png")
@@ -47,6 +48,14 @@ def test_small_plot_puts_each_night_where_its_value_says():
     for row, column in ((103, 6), (54, 180), (6, 353)):
         assert pixels[row, column] == 0  # a black dot
     assert pixels[6, 6] == 1 and pixels[103, 353] == 1  # white where no night is
+    # One night: no series has the two nights a plot needs; the progress says none was drawn.
+    said: list[str] = []
+    with open_store(parse_url(str(tmp_path / "store.sqlite"))) as store:
+        store.add(index_run(night(tmp_path, 1)))
+        page, plots, found = trend_page.render(store, progress=said.append)
+    assert (plots, page.count("<figure>"), found) == (0, 0, [])
+    assert any(re.fullmatch(r"trend page: 0 small plots of [1-9]\d* other series", line)
+               for line in said), said  # fmt: skip
 
 
 def test_the_page_opens_on_what_moved_with_progress_and_bounded(report, monkeypatch):
@@ -110,16 +119,3 @@ def test_a_ten_fold_step_is_listed_first_and_marked_on_its_plot(report, tmp_path
     assert len(shown.images) == html.count("data:image/png;base64,")  # every plot shown
     for complete, width, height in shown.images:
         assert complete and width > 100 and height > 100, shown.images
-
-
-def test_a_store_of_one_night_draws_no_plot_and_says_so(tmp_path):
-    # One night: no series has the two nights a plot needs; the progress says none was drawn.
-    from evbench.history.indexing import index_run
-
-    said: list[str] = []
-    with open_store(parse_url(str(tmp_path / "store.sqlite"))) as store:
-        store.add(index_run(night(tmp_path, 1)))
-        page, plots, found = trend_page.render(store, progress=said.append)
-    assert (plots, page.count("<figure>"), found) == (0, 0, [])
-    assert any(re.fullmatch(r"trend page: 0 small plots of [1-9]\d* other series", line)
-               for line in said), said  # fmt: skip

@@ -29,7 +29,7 @@ def _manifest(backend: str, codecs: list[str], arms: dict | None = None) -> dict
     return manifest if arms is None else manifest | {"arms": arms}
 
 
-def test_compiled_backends_and_runs_without_protobuf_get_no_warning_and_arms_count():
+def test_slow_backends_debug_builds_and_throttling_are_named_and_compiled_ones_not():
     assert unrepresentative.warnings(_manifest("upb", ["json", "protobuf"])) == []
     assert unrepresentative.warnings(_manifest("cpp", ["protobuf"])) == []
     assert unrepresentative.warnings(_manifest("python", ["json", "orjson"])) == []
@@ -39,9 +39,6 @@ def test_compiled_backends_and_runs_without_protobuf_get_no_warning_and_arms_cou
     assert "(arm old)" in said
     fast_arms = {"a": {"protobuf_backend": "upb"}, "b": {"protobuf_backend": "upb"}}
     assert unrepresentative.warnings(_manifest("python", ["protobuf"], fast_arms)) == []
-
-
-def test_a_debug_python_and_an_unoptimised_native_harness_are_named():
     manifest = _manifest("upb", ["json", "c:cjson", "c:nanopb"])
     manifest["platform"]["python_debug"] = True
     manifest["platform"]["native_codecs"] = {
@@ -52,16 +49,10 @@ def test_a_debug_python_and_an_unoptimised_native_harness_are_named():
     python, native = unrepresentative.warnings(manifest)
     assert python.startswith("Python ran as a debug build (Py_DEBUG)")
     assert "c:cjson (-g)" in native and "nanopb" not in native and "cpp:" not in native
-
-
-def test_the_last_optimisation_flag_counts_as_the_compiler_reads_it():
     # gcc(1): "If you use multiple -O options, ... the last such option is the one that
     # is effective"; -O alone is -O1; -Og optimises for debugging only.
     flags = ("-O2 -g", "-O", "-O2 -O0", "-Og", "")
     assert [unrepresentative.optimised(f) for f in flags] == [True, True, False, False, False]
-
-
-def test_a_throttled_phase_is_named_with_its_reasons():
     manifest = _manifest("upb", ["json", "protobuf"])
     manifest["telemetry"] = {
         "throttled_phases": [
@@ -74,7 +65,7 @@ def test_a_throttled_phase_is_named_with_its_reasons():
     assert "cooling_device0 at state 2 of 3" in said
 
 
-def test_figures_by_hand():
+def test_figures_by_hand_the_bound_and_busy_rows_counted_per_pair():
     # 2 s of wall time: the machine was busy 3.0 s of CPU, 1.2 s of it ours, so others
     # took 1.8 s: 90 % of one core; 0.2 s of steal over 2 s x N CPUs; the clock went
     # from 1.0 to 0.8 GHz: 20 % of 1.0.
@@ -84,29 +75,39 @@ def test_figures_by_hand():
     assert found[bounds.OTHERS_CPU] == pytest.approx(90.0)
     assert found[bounds.STEAL] == pytest.approx(100 * 0.2 / (2 * (os.cpu_count() or 1)))
     assert found[bounds.FREQUENCY_CHANGE] == pytest.approx(20.0)
-
-
-def test_the_bound():
     assert bounds.reasons({bounds.OTHERS_CPU: 19.9, bounds.STEAL: 4.9}) == []
     said = bounds.reasons(
         {bounds.OTHERS_CPU: 35.0, bounds.STEAL: 6.0, bounds.FREQUENCY_CHANGE: 12.0}
     )
     assert said == ["other processes 35 % of a core", "steal 6.0 %", "clock changed 12 %"]
     assert bounds.busy_share([{bounds.OTHERS_CPU: 50.0}, {}]) == (1, 2)
+    # In pair 1 of 2 protobuf's phase ran beside others' 50 % of a core: the pair is busy
+    # (the busier phase decides), so the RTT row has 1 busy replicate of 2, capacity none.
+    periodic, capacity = {"phase": "periodic"}, {"phase": "capacity"}
+    sets = []
+    for phase in range(2):
+        for codec in ("json", "protobuf"):
+            sets.append(LinkSet(codec, "rtt", "s", periodic, [1e-4], phase))
+            sets.append(LinkSet(codec, "capacity_msgs", "messages/s", capacity, [1e3], phase))
+            others = 50.0 if (phase, codec) == (1, "protobuf") else 5.0
+            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", periodic, [others], phase))
+            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", capacity, [5.0], phase))
+    result = comparison.compare(sets, "json", "protobuf")
+    by_metric = {row.identity.metric: row for row in result.rows}
+    assert by_metric["rtt"].busy == 1
+    assert by_metric["capacity_msgs"].busy == 0
+    assert result.busy == (1, 4)  # 2 periodic + 2 capacity pairs measured, 1 busy
 
 
-def test_the_runs_own_children_are_not_other_processes():
-    """A child of this process spinning 0.3 s of CPU counts as our own, live or reaped."""
+def test_a_hog_outside_the_run_is_other_processes_cpu_and_our_own_children_are_not():
+    """A child of this process spinning 0.3 s of CPU counts as our own, live or reaped. A
+    spinner re-parented away (not a descendant) is someone else's: the others' CPU over the
+    window is at least what it used. It spins once its stdin ends, after the window
+    opened (spinning from its start, a loaded machine could see it all before the window)."""
     before = contention.take()
     subprocess.run([sys.executable, "-c", SPIN.format(seconds=0.3)], check=True, timeout=60)
     after = contention.take()
     assert after.own_s - before.own_s >= 0.27
-
-
-def test_a_hog_outside_the_run_is_other_processes_cpu():
-    """A spinner re-parented away (not a descendant) is someone else's: the others' CPU over
-    the window is at least what it used. It spins once its stdin ends, after the window
-    opened (spinning from its start, a loaded machine could see it all before the window)."""
     hog_code = "import sys\nsys.stdin.read()\n" + SPIN.format(seconds=0.4)
     launcher = subprocess.Popen(
         [sys.executable, "-c",
@@ -138,22 +139,3 @@ def test_a_hog_outside_the_run_is_other_processes_cpu():
     assert spun > 0.15  # it did spin in the window
     assert others_s >= 0.9 * spun
     assert contention.figures(before, after)[bounds.OTHERS_CPU] > 0
-
-
-def test_rows_measured_on_a_busy_machine_are_counted_per_pair():
-    """In pair 1 of 2 protobuf's phase ran beside others' 50 % of a core: the pair is busy
-    (the busier phase decides), so the RTT row has 1 busy replicate of 2, capacity none."""
-    periodic, capacity = {"phase": "periodic"}, {"phase": "capacity"}
-    sets = []
-    for phase in range(2):
-        for codec in ("json", "protobuf"):
-            sets.append(LinkSet(codec, "rtt", "s", periodic, [1e-4], phase))
-            sets.append(LinkSet(codec, "capacity_msgs", "messages/s", capacity, [1e3], phase))
-            others = 50.0 if (phase, codec) == (1, "protobuf") else 5.0
-            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", periodic, [others], phase))
-            sets.append(LinkSet(codec, bounds.OTHERS_CPU, "percent", capacity, [5.0], phase))
-    result = comparison.compare(sets, "json", "protobuf")
-    by_metric = {row.identity.metric: row for row in result.rows}
-    assert by_metric["rtt"].busy == 1
-    assert by_metric["capacity_msgs"].busy == 0
-    assert result.busy == (1, 4)  # 2 periodic + 2 capacity pairs measured, 1 busy

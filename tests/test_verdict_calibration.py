@@ -66,7 +66,7 @@ def test_synthetic_runs_with_known_answers_are_judged_right(tmp_path, capsys):
     assert summary["link-hold-beyond"]["beside_hog"] is True
 
 
-def test_the_link_experiments_at_their_full_counts_and_what_each_row_can_detect(tmp_path, capsys):
+def test_link_experiments_at_full_counts_what_rows_detect_and_holds_by_margin(tmp_path, capsys):
     """20 synthetic runs each of link A/A, the 50 us delay, and the delay beside the hog
     (synthetic: no hog runs): the paired design keeps false winners to <= 1 of 20 and
     detects the delay in >= 18 of 20, as the targets of issue 27 ask of real runs.
@@ -92,19 +92,15 @@ def test_the_link_experiments_at_their_full_counts_and_what_each_row_can_detect(
     assert cpu["median"] == pytest.approx(0.037, abs=0.006)
     assert rtt["min"] <= rtt["median"] <= rtt["max"] < 0.10
     assert rtt["at_most_10pct"] == rtt["at_most_20pct"] == 20
-
-
-def test_holds_beyond_and_inside_the_default_margin_are_named_and_shown_equal(tmp_path, capsys):
-    """The default RTT margin at 20 Hz is 50 µs (0.1 % of the period). A synthetic pair's
-    RTT difference is the difference of two phases' medians of 20 values of 300 µs with
-    10 % log-normal noise: sd sqrt(2) x 1.2533 x 30 µs / sqrt(20) = 11.9 µs; over 16 pairs
-    at level 1 - 0.05 / 2 the interval's half width is about 2.24 x 11.9 / 4 x 1.023 = 6.8
-    µs. A 75 µs hold gives about [68, 82] µs, beyond 50: named in every run; a 10 µs hold
-    about [3, 17] µs, inside: equal or negligible in every run.
-
-    On a row decided on differences the detectable is seconds, not a fraction: the margin
-    plus the interval's half width, 50 + about 6.8 µs, printed as µs (it was printed as
-    0.0 %)."""
+    # The default RTT margin at 20 Hz is 50 µs (0.1 % of the period). A synthetic pair's
+    # RTT difference is the difference of two phases' medians of 20 values of 300 µs with
+    # 10 % log-normal noise: sd sqrt(2) x 1.2533 x 30 µs / sqrt(20) = 11.9 µs; over 16 pairs
+    # at level 1 - 0.05 / 2 the interval's half width is about 2.24 x 11.9 / 4 x 1.023 = 6.8
+    # µs. A 75 µs hold gives about [68, 82] µs, beyond 50: named in every run; a 10 µs hold
+    # about [3, 17] µs, inside: equal or negligible in every run.
+    # On a row decided on differences the detectable is seconds, not a fraction: the margin
+    # plus the interval's half width, 50 + about 6.8 µs, printed as µs (it was printed as
+    # 0.0 %).
     _code, summary = _synthetic(tmp_path, "--only", "link-hold-beyond,link-hold-inside")
     assert summary["link-hold-beyond"]["events"] == 20
     assert summary["link-hold-inside"]["events"] == 20

@@ -91,7 +91,7 @@ def test_each_outcome_with_its_hand_worked_interval(centre, step, winner, p, low
         assert verdict.pct_diff == pytest.approx(10.0)
 
 
-def test_n_too_small_when_the_plan_or_the_family_cannot_reach_the_level():
+def test_n_too_small_when_the_plan_or_family_cannot_reach_the_level_and_holms_step_intervals():
     # Five pairs, all 50 % slower: the best two-sided p is 2/32 = 0.0625 > 0.05.
     (verdict,) = v.decide_family([pairs(math.log(1.5), 0.001, count=5)])
     assert verdict.winner == v.TOO_SMALL and verdict.too_small
@@ -103,9 +103,6 @@ def test_n_too_small_when_the_plan_or_the_family_cannot_reach_the_level():
     (alone,) = v.decide_family(rows[:1])
     assert alone.winner == v.BASELINE and alone.p_value == pytest.approx(2 / 64)
     assert {verdict.winner for verdict in v.decide_family(rows)} == {v.TOO_SMALL}
-
-
-def test_the_interval_is_taken_at_holms_step_for_the_row():
     # Two rows: the effect (p = 2/1024, Holm's first step: 2 x p < 0.05, rejected) gets
     # the 97.5 % interval, c -/+ 3.5 steps; the null row (p = 1, not rejected) the
     # level of the step where Holm stopped, 1 - 0.05 / 1.
@@ -120,9 +117,6 @@ def test_the_interval_is_taken_at_holms_step_for_the_row():
     levels = v.holm_levels([0.001, 0.04, 0.01, 0.3])
     expected = [1 - 0.05 / 4, 1 - 0.05 / 2, 1 - 0.05 / 3, 1 - 0.05 / 2]
     assert levels == pytest.approx(expected)
-
-
-def test_holm_across_the_family_turns_a_lone_raw_success_into_undecided():
     # Eight phases per codec, overlapping by a little: a winner alone, one row of twenty.
     base = [1.00, 1.02, 1.04, 1.06, 1.08, 1.10, 1.12, 1.14]
     cand = [1.091, 1.111, 1.131, 1.151, 1.171, 1.191, 1.211, 1.231]
@@ -174,13 +168,14 @@ def test_no_interval_excludes_one_where_holm_does_not_reject(seed: int) -> None:
             assert not verdict.ratio_low <= 1 <= verdict.ratio_high
 
 
-def test_a_clearly_slower_candidate_loses_a_faster_one_wins_and_higher_is_better_flips_it():
+def test_clear_differences_win_a_tiny_one_is_negligible_the_same_ties_and_mde_is_the_edge():
     rng = random.Random(1)
     base, slow, fast = _lognormal(rng, 1.0), _lognormal(rng, 1.5), _lognormal(rng, 0.5)
     rows = [_independent("slow", base, slow), _independent("fast", base, fast)]
     slower, faster = v.decide_family(rows)
     assert slower.winner == "baseline" and slower.pct_diff == pytest.approx(50, abs=8)
     assert faster.winner == "candidate" and faster.p_holm < 0.05
+    # higher is better flips it
     ratios = [math.log(1.10) + e for e in SPREAD]
     (paired,) = v.decide_family([_paired("capacity", ratios, v.HIGHER_IS_BETTER)])
     assert paired.winner == v.CANDIDATE
@@ -188,9 +183,6 @@ def test_a_clearly_slower_candidate_loses_a_faster_one_wins_and_higher_is_better
     base, doubled = _lognormal(rng, 1.0), _lognormal(rng, 2.0)
     twice = v.Independent("capacity", v.HIGHER_IS_BETTER, base, doubled)
     assert v.decide_family([twice])[0].winner == "candidate"
-
-
-def test_a_tiny_difference_is_negligible_and_the_same_distribution_names_no_winner():
     rng = random.Random(3)
     base = [1.0 + rng.gauss(0, 0.0005) for _ in range(200)]
     cand = [1.01 + rng.gauss(0, 0.0005) for _ in range(200)]  # 1 %: below the 2 % minimum
@@ -203,9 +195,12 @@ def test_a_tiny_difference_is_negligible_and_the_same_distribution_names_no_winn
     found = v.decide_family(rows)
     assert {verdict.winner for verdict in found} <= {v.EQUAL, v.UNDECIDED}
     assert all(f.ratio_low <= 1 <= f.ratio_high for f in found if f.p_holm >= 0.05)
-
-
-def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
+    with pytest.raises(ValueError):  # an unknown direction
+        v.decide_family([_paired("x", SPREAD, better="sideways")])
+    (paired,) = v.decide_family([_paired("x", SPREAD)])
+    (independent,) = v.decide_family([_independent("y", [1.0] * 3, [2.0] * 3)])
+    assert (paired.method, independent.method) == (v.PAIRED_METHOD, v.INDEPENDENT_METHOD)
+    # the minimum detectable effect is the threshold of a verdict
     noise = [0.001 * k for k in STEPS]
     (probe,) = v.decide_family([_paired("probe", noise)])
     mde = probe.min_detectable
@@ -216,17 +211,6 @@ def test_the_minimum_detectable_effect_is_the_threshold_of_a_verdict():
     assert below.winner == v.UNDECIDED and below.p_value == pytest.approx(2 / 1024)
 
 
-def _aa_process_logs(rng: random.Random, processes: int, values: int) -> tuple[list, list]:
-    """A/A: both arms identical, but each process gives each arm its own small offset
-    (memory layout, cache placement): values within a process are not independent."""
-    base, cand = [], []
-    for _ in range(processes):
-        offset_b, offset_c = rng.gauss(0, 0.1), rng.gauss(0, 0.1)
-        base.append([math.exp(offset_b + rng.gauss(0, 0.005)) for _ in range(values)])
-        cand.append([math.exp(offset_c + rng.gauss(0, 0.005)) for _ in range(values)])
-    return base, cand
-
-
 def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
     # Identical arms. Counting values (10 x 10 as n = 100) names winners often (the 10 %
     # process offsets look like a codec difference); counting processes keeps false winners
@@ -234,7 +218,11 @@ def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
     pooled_winners = paired_winners = 0
     for seed in range(100):
         rng = random.Random(seed)
-        base, cand = _aa_process_logs(rng, processes=10, values=10)
+        base, cand = [], []  # A/A, but each process gives each arm its own small offset
+        for _ in range(10):  # (memory layout, cache placement): its values are not independent
+            offset_b, offset_c = rng.gauss(0, 0.1), rng.gauss(0, 0.1)
+            base.append([math.exp(offset_b + rng.gauss(0, 0.005)) for _ in range(10)])
+            cand.append([math.exp(offset_c + rng.gauss(0, 0.005)) for _ in range(10)])
         flat_b = [value for values in base for value in values]
         flat_c = [value for values in cand for value in values]
         (pooled,) = v.decide_family([_independent("aa", flat_b, flat_c)])  # every value alone
@@ -247,14 +235,6 @@ def test_replicates_not_values_keep_the_a_a_false_winner_rate_at_its_level():
         paired_winners += paired.significant
     assert pooled_winners >= 20
     assert paired_winners <= 10
-
-
-def test_unknown_direction_is_refused_and_every_verdict_names_its_method():
-    with pytest.raises(ValueError):
-        v.decide_family([_paired("x", SPREAD, better="sideways")])
-    (paired,) = v.decide_family([_paired("x", SPREAD)])
-    (independent,) = v.decide_family([_independent("y", [1.0] * 3, [2.0] * 3)])
-    assert (paired.method, independent.method) == (v.PAIRED_METHOD, v.INDEPENDENT_METHOD)
 
 
 def test_margins_parse_and_resolve_in_the_products_terms():
@@ -277,8 +257,12 @@ CODEC_TIME = "N%, Nus, Nms or Ns"
 
 
 @pytest.mark.parametrize(
-    ("item", "refused"),
+    ("item", "outcome"),
     [
+        ("capacity=3%", {"capacity_msgs": "3%"}),
+        ("codec=20us", dict.fromkeys(("encode", "decode", "decode_access"), "20us")),
+        ("rtt=0.1%period", {"rtt": "0.1%period"}),
+        ("cpu_per_msg_client=0.2%core", {"cpu_per_msg_client": "0.2%core"}),
         # capacity counts messages a second at no period: a time or a period is no unit of it
         ("capacity=50us", "capacity_msgs rows take only N%"),
         ("capacity_msgs=2ms", "capacity_msgs rows take only N%"),
@@ -289,27 +273,12 @@ CODEC_TIME = "N%, Nus, Nms or Ns"
         ("encode=0.1%core", f"encode rows take {CODEC_TIME}"),
     ],
 )
-def test_a_margin_in_a_unit_its_rows_do_not_take_is_refused(item, refused):
-    with pytest.raises(UserError, match=re.escape(f"--margin {item}: {refused}")):
+def test_a_margin_is_kept_in_a_unit_its_rows_take_and_refused_in_another(item, outcome):
+    if isinstance(outcome, dict):
+        assert margins.parse([item]) == outcome
+        return
+    with pytest.raises(UserError, match=re.escape(f"--margin {item}: {outcome}")):
         margins.parse([item])
-
-
-@pytest.mark.parametrize(
-    ("item", "chosen"),
-    [
-        ("capacity=3%", {"capacity_msgs": "3%"}),
-        ("codec=20us", dict.fromkeys(("encode", "decode", "decode_access"), "20us")),
-        ("rtt=0.1%period", {"rtt": "0.1%period"}),
-        ("cpu_per_msg_client=0.2%core", {"cpu_per_msg_client": "0.2%core"}),
-    ],
-)
-def test_a_margin_in_a_unit_its_rows_take_is_kept(item, chosen):
-    assert margins.parse([item]) == chosen
-
-
-def _differences(first: float, step: float) -> v.Paired:
-    values = [first + i * step for i in range(10)]
-    return v.Paired("RTT", v.LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
 
 
 @pytest.mark.parametrize(
@@ -323,7 +292,9 @@ def _differences(first: float, step: float) -> v.Paired:
 )
 def test_every_word_on_hand_worked_differences(first_us, step_us, interval_us, word):
     band = margins.Band(margins.DIFFERENCE, 50e-6, "50 µs")
-    (verdict,) = v.decide_family([_differences(first_us * 1e-6, step_us * 1e-6)], bands=[band])
+    values = [first_us * 1e-6 + i * (step_us * 1e-6) for i in range(10)]
+    row = v.Paired("RTT", v.LOWER_IS_BETTER, [0.0] * 10, 400e-6, 400e-6, values)
+    (verdict,) = v.decide_family([row], bands=[band])
     assert verdict.winner == word
     assert verdict.diff_low == pytest.approx(interval_us[0] * 1e-6)
     assert verdict.diff_high == pytest.approx(interval_us[1] * 1e-6)
@@ -331,7 +302,7 @@ def test_every_word_on_hand_worked_differences(first_us, step_us, interval_us, w
         assert verdict.p_holm == pytest.approx(2 / 1024)
 
 
-def test_tied_differences_holm_rejects_with_an_interval_holding_zero_are_equal():
+def test_tied_differences_holding_zero_are_equal_and_a_row_points_the_differences_way():
     # Differences in µs: 5 5 10 10 5 10 0 5 0 -5. The test drops the two zeros: |d| 5 (x5,
     # ranks 1-5, 3 each) and 10 (x3, ranks 6-8, 7 each); W+ = 4 x 3 + 3 x 7 = 33, mean
     # 8 x 9 / 4 = 18, ties: var = 8 x 9 x 17 / 24 - (120 + 24) / 48 = 48, so
@@ -347,37 +318,43 @@ def test_tied_differences_holm_rejects_with_an_interval_holding_zero_are_equal()
     assert verdict.p_holm == pytest.approx(2 * (1 - statistics.NormalDist().cdf(z)))
     assert verdict.interval == pytest.approx((0.0, 7.5e-6))
     assert verdict.winner == v.EQUAL
-
-
-def test_a_row_decided_on_differences_points_the_differences_way_everywhere():
-    """RTT at 20 Hz (margin 50 µs: decided on differences). 11 phase pairs at 10 ms, Protobuf
-    250 µs faster; 5 at 50 µs, Protobuf twice as slow (+50 µs). Of the 136 Walsh averages of
-    the differences 66 are -250, 55 are (-250 + 50) / 2 = -100 and 15 are +50 µs: the
-    estimate (the 68th and 69th) is -100 µs, and the 95 % interval (n = 16: the 30th from
-    each end, P(W+ <= 29) = 0.022) is -250 to -100 µs, beyond -50 µs: Protobuf wins. The
-    log-ratios' estimate would say the other way: (log 0.975 + log 2) / 2 = +0.334, 40 %
-    higher. The baseline's level is 10 ms (median of 16), so the change is -100 µs / 10 ms
-    = -1.0 % and Protobuf's cell 10 ms - 100 µs = 9.9 ms."""
-    sets = []
-    for phase in range(16):
-        base, cand = (10e-3, 9.75e-3) if phase < 11 else (50e-6, 100e-6)
-        for codec, value in (("json", base), ("protobuf", cand)):
-            sets.append(SampleSet("link", "seed", codec, "rtt", "s", PERIOD_20HZ, [value], phase))
-    found = comparison.compare(sets, "json", "protobuf")
-    (row,) = [r for r in found.rows if r.verdict]
+    # RTT at 20 Hz (margin 50 µs: decided on differences). 11 phase pairs at 10 ms, Protobuf
+    # 250 µs faster; 5 at 50 µs, Protobuf twice as slow (+50 µs). Of the 136 Walsh averages of
+    # the differences 66 are -250, 55 are (-250 + 50) / 2 = -100 and 15 are +50 µs: the
+    # estimate (the 68th and 69th) is -100 µs, and the 95 % interval (n = 16: the 30th from
+    # each end, P(W+ <= 29) = 0.022) is -250 to -100 µs, beyond -50 µs: Protobuf wins. The
+    # log-ratios' estimate would say the other way: (log 0.975 + log 2) / 2 = +0.334, 40 %
+    # higher. The baseline's level is 10 ms (median of 16), so the change is -100 µs / 10 ms
+    # = -1.0 % and Protobuf's cell 10 ms - 100 µs = 9.9 ms.
+    found, row, cells = _decided("rtt", [(10e-3, 9.75e-3)] * 11 + [(50e-6, 100e-6)] * 5)
     verdict = row.verdict
     assert verdict.scale == margins.DIFFERENCE and verdict.winner == v.CANDIDATE
     assert verdict.difference == pytest.approx(-100e-6)
     assert verdict.interval == pytest.approx((-250e-6, -100e-6))
     assert verdict.diff_low <= verdict.difference <= verdict.diff_high
     assert verdict.pct_diff == pytest.approx(-1.0) and verdict.ratio == pytest.approx(0.99)
-    headers, (cells,) = table.comparison_cells(found)
-    cells = dict(zip(headers, cells, strict=True))
     assert (cells["Protobuf (est.)"], cells["Change (est.)"]) == ("9.9 ms", "-1.0%")
     assert cells["CI (Holm step)"] == "-250 µs to -100 µs"
     said = answer.render_answer(found)
     assert said.startswith("seed: Protobuf - RTT 1.0 % lower\n")
     assert f"{row.label} 1.0 % lower, -100 µs (CI -250 µs to -100 µs)." in said
+
+
+def _link_sets(metric: str, levels: list[tuple[float, float]]) -> list[SampleSet]:
+    """One link metric at 20 Hz, a (json, protobuf) pair of values per phase."""
+    return [
+        SampleSet("link", "seed", codec, metric, "s", PERIOD_20HZ, [value], phase)
+        for phase, pair in enumerate(levels)
+        for codec, value in zip(("json", "protobuf"), pair, strict=True)
+    ]
+
+
+def _decided(metric: str, levels: list[tuple[float, float]]):
+    """The comparison of one link row, its verdict and its table cells by header."""
+    found = comparison.compare(_link_sets(metric, levels), "json", "protobuf")
+    (row,) = [r for r in found.rows if r.verdict]
+    headers, (cells,) = table.comparison_cells(found)
+    return found, row, dict(zip(headers, cells, strict=True))
 
 
 def test_a_difference_larger_than_the_baselines_level_gives_a_ratio_not_a_negative_one():
@@ -387,21 +364,10 @@ def test_a_difference_larger_than_the_baselines_level_gives_a_ratio_not_a_negati
     are -18 µs, so the estimate (the 18th and 19th) is -9.009 ms, while the baseline's median
     (of 8) is 20 µs: 1 + d / b = -449, no ratio. Every pair's ratio is 0.1: its estimate,
     10x lower (from 2x on a factor), Protobuf's cell 20 µs x 0.1 = 2 µs."""
-    sets = []
-    for phase in range(8):
-        base = 20e-6 if phase < 5 else 20e-3
-        for codec, value in (("json", base), ("protobuf", base / 10)):
-            sets.append(
-                SampleSet("link", "seed", codec, "jitter_stdev", "s", PERIOD_20HZ, [value], phase)
-            )
-    found = comparison.compare(sets, "json", "protobuf")
-    (row,) = [r for r in found.rows if r.verdict]
-    verdict = row.verdict
-    assert verdict.scale == margins.DIFFERENCE
-    assert verdict.difference == pytest.approx(-9.009e-3)
-    assert verdict.ratio == pytest.approx(0.1)
-    headers, (cells,) = table.comparison_cells(found)
-    cells = dict(zip(headers, cells, strict=True))
+    _found, row, cells = _decided("jitter_stdev", [(b, b / 10) for b in [20e-6] * 5 + [20e-3] * 3])
+    assert row.verdict.scale == margins.DIFFERENCE
+    assert row.verdict.difference == pytest.approx(-9.009e-3)
+    assert row.verdict.ratio == pytest.approx(0.1)
     assert (cells["Protobuf (est.)"], cells["Change (est.)"]) == ("2 µs", "10.0x lower")
 
 
@@ -416,7 +382,7 @@ def _link_rtt(stage: int, duets: int, offset: int, slower: float) -> list[Sample
     return sets
 
 
-def test_a_sequential_run_decides_at_the_look_that_can_and_spends_its_alpha():
+def test_a_sequential_run_decides_at_the_look_that_can_spends_its_alpha_and_keeps_it():
     # alpha(t) = 0.025 + 0.025 ln(1 + (e - 1) t): 0.025 + 0.025 x 0.62013 at t = 1/2
     first = sequential.next_alpha([], 300, 600, final=False)
     assert first == pytest.approx(0.025 + 0.025 * math.log(1 + (math.e - 1) / 2))
@@ -435,23 +401,16 @@ def test_a_sequential_run_decides_at_the_look_that_can_and_spends_its_alpha():
     assert row.outcome == v.BASELINE and row.n == 15 and row.verdict.look == 2
     assert both.looks == 2 and both.alpha == pytest.approx(0.05)
     assert sequential.open_rows(both) == []
-
-
-def test_a_row_keeps_the_verdict_of_the_look_that_decided_it():
+    # a later look the other way must not undo a decided row
     decided = _link_rtt(1, 10, 0, 200e-6)
-    later = _link_rtt(2, 40, 0, -200e-6)  # the other way: a later look must not undo it
+    later = _link_rtt(2, 40, 0, -200e-6)
     both = comparison.compare_looks(decided + later, "json", "protobuf", [0.04, 0.01])
     (row,) = [r for r in both.rows if r.verdict]
     assert row.outcome == v.BASELINE and row.verdict.look == 1 and row.n == 10
 
 
-@pytest.fixture(scope="module")
-def found() -> comparison.Comparison:
-    """The committed codec-link run's comparison, JSON against Protobuf (tests only read it)."""
-    return comparison.compare_run(results.load_run(RUN), "json", "protobuf")
-
-
-def test_the_one_line_verdict_says_what_comparison_csv_says(found):
+def test_the_one_line_verdict_says_what_comparison_csv_says_opens_report_and_compare(tmp_path):
+    found = comparison.compare_run(results.load_run(RUN), "json", "protobuf")  # codec-link-v1
     (line,) = verdict_line.lines(found)
     assert len(line) <= verdict_line.WIDTH and line.startswith("seed: Protobuf - ")
     rows = list(csv.DictReader(io.StringIO(exports.comparison_csv(found))))
@@ -467,52 +426,25 @@ def test_the_one_line_verdict_says_what_comparison_csv_says(found):
     small = sum(r["verdict"] == "n too small" for r in rows)
     assert small and not any(r["verdict"] == "undecided" for r in rows)
     assert line.endswith(f"; {small} n too small")
-
-
-def test_the_one_line_verdict_never_drops_its_undecided_count_for_other_words(found):
-    """A line naming a leader says how many rows are still open before anything else."""
-    (bare,) = verdict_line.lines(found)
-    count = re.search(r"; (\d+) n too small$", bare)
-    assert count and int(count[1]) >= 1, bare
+    # A line naming a leader says how many rows are still open before anything else.
+    count = re.search(r"; (\d+) n too small$", line)
+    assert count and int(count[1]) >= 1, line
     fit = "; fits can-500k, JSON does not"
     fits = {"seed": {"protobuf": ["can-500k"], "json": []}}
-    (roomy,) = verdict_line.lines(found, fits, width=len(bare) + len(fit))
-    assert roomy == bare + fit
+    (roomy,) = verdict_line.lines(found, fits, width=len(line) + len(fit))
+    assert roomy == line + fit
     # room for size, encode and the fit, or for size, encode and the count: the count
-    decode = re.search(r", [\d.]+x faster to decode", bare)
-    assert decode, bare
-    kept = bare.replace(decode[0], "")
+    decode = re.search(r", [\d.]+x faster to decode", line)
+    assert decode, line
+    kept = line.replace(decode[0], "")
     (tight,) = verdict_line.lines(found, fits, width=len(kept) - len(count[0]) + len(fit))
     assert tight == kept
     # narrower still: the other words go too, and the count stays
     narrow = f"seed: Protobuf - 3.6x smaller; {count[1]} n too small"
     assert verdict_line.lines(found, fits, width=len(narrow)) == [narrow]
-
-
-def test_with_no_winner_the_one_line_verdict_names_whose_fact_and_counts_too_small_apart():
-    # core-v1: 2 worker processes, so no timed row can reach p < 0.05 (best 2 / 2^2 = 0.5):
-    # 3 rows n too small, none undecided; sizes 277.1 B against 995.5 B: 3.59x smaller.
-    run = comparison.compare_run(results.load_run(RUN.parent / "core-v1"), "json", "protobuf")
-    assert verdict_line.lines(run) == ["seed: no winner; Protobuf 3.6x smaller; 3 n too small"]
-    # a family of two link rows: RTT on 10 pairs, differences 30 + 5 i µs (Holm's first
-    # step, 97.5 %: 37.5 to 67.5 µs, across the 50 µs edge: undecided) and jitter on 5
-    # pairs (best p 2 / 32, times 2 rows, is not below 0.05: n too small)
-    sets = []
-    for metric, pairs in (("rtt", 10), ("jitter_stdev", 5)):
-        for phase in range(pairs):
-            for codec, value in (("json", 400e-6), ("protobuf", (430 + 5 * phase) * 1e-6)):
-                sets.append(
-                    SampleSet("link", "seed", codec, metric, "s", PERIOD_20HZ, [value], phase)
-                )
-    found = comparison.compare(sets, "json", "protobuf")
-    assert verdict_line.lines(found) == ["seed: no winner; 1 undecided, 1 n too small"]
-
-
-def test_the_report_and_compare_open_on_the_one_line_verdict(found, tmp_path):
-    """report.md's answer and `evbench compare` say the line first."""
+    # report.md's answer and `evbench compare` say the line first
     run = tmp_path / "run"
     shutil.copytree(RUN, run)  # the report is written into it
-    (line,) = verdict_line.lines(found)
     done = evbench("report", str(run))
     assert done.returncode == 0, done.stderr
     report = (run / "report.md").read_text(encoding="utf-8").splitlines()
@@ -525,3 +457,15 @@ def test_the_report_and_compare_open_on_the_one_line_verdict(found, tmp_path):
     name = first.split(": seed: ")[0]  # each run's name, within the line's 100 columns
     (line,) = verdict_line.lines(found, width=verdict_line.WIDTH - len(name) - 2)
     assert first == f"{name}: {line}" and second.endswith(f": {line}") and blank == ""
+    # With no winner, the line names whose fact it is and counts n too small apart.
+    # core-v1: 2 worker processes, so no timed row can reach p < 0.05 (best 2 / 2^2 = 0.5):
+    # 3 rows n too small, none undecided; sizes 277.1 B against 995.5 B: 3.59x smaller.
+    run = comparison.compare_run(results.load_run(RUN.parent / "core-v1"), "json", "protobuf")
+    assert verdict_line.lines(run) == ["seed: no winner; Protobuf 3.6x smaller; 3 n too small"]
+    # a family of two link rows: RTT on 10 pairs, differences 30 + 5 i µs (Holm's first
+    # step, 97.5 %: 37.5 to 67.5 µs, across the 50 µs edge: undecided) and jitter on 5
+    # pairs (best p 2 / 32, times 2 rows, is not below 0.05: n too small)
+    protobuf = [(400e-6, (430 + 5 * phase) * 1e-6) for phase in range(10)]
+    sets = _link_sets("rtt", protobuf) + _link_sets("jitter_stdev", protobuf[:5])
+    found = comparison.compare(sets, "json", "protobuf")
+    assert verdict_line.lines(found) == ["seed: no winner; 1 undecided, 1 n too small"]
