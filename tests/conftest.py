@@ -56,11 +56,14 @@ LONGEST_FILES = (
 )
 
 #: The integration tier's files that mostly wait on real time (paced serial lines, dropped
-#: connections' timeouts, consoles' prompts, labgrid places) at a few percent of a core:
-#: marked `waits`, tests/run-tiers.sh runs them in a lane of their own beside the workers
-#: instead of letting them hold a worker for minutes. A file whose checks need a quiet core
-#: (test_native_responder.py's idle slot) stays out.
+#: connections' timeouts, consoles' prompts, labgrid places, the main job's 20 Hz link
+#: phases) at a third of a core or less: marked `waits`, tests/run-tiers.sh runs them in a
+#: lane of their own beside the workers instead of letting them hold a worker for minutes.
+#: test_docs.py (the README's `make run` among its commands) took 381 s at 132 CPU s on a
+#: worker (fresh-clone run, 2026-12-08), a quarter of the workers' time. A file whose checks
+#: need a quiet core (test_native_responder.py's idle slot) stays out.
 WAITING_FILES = (
+    "test_docs.py",
     "test_ssh_run.py",
     "test_labgrid_places.py",
     "test_console_commands.py",

@@ -19,9 +19,9 @@
 # integration tier slower (fresh-clone runs on an idle machine, 2026-12-06: 761 s instead
 # of 736 s, both cores busy throughout and the same tests taking more CPU time under that
 # contention); four made three timing-sensitive tests fail (commit 811d331). But a few
-# files mostly wait on real time (paced serial lines, dropped connections, consoles:
-# tests/conftest.py, WAITING_FILES, marks them `waits`), and on a worker they held it for
-# minutes at a few percent of a core. The integration tier runs them in a lane of their
+# files mostly wait on real time (paced serial lines, dropped connections, consoles, the
+# docs' `make run`: tests/conftest.py, WAITING_FILES, marks them `waits`), and on a worker
+# they held it for minutes at a third of a core or less. The integration tier runs them in a lane of their
 # own, two more pytest processes beside its workers (a file's tests stay in one), and
 # prints the lane's output after theirs: in one process the lane took longer than the
 # workers (620-649 s idle against 576-629 s, fresh-clone runs of 2026-12-07) at about
