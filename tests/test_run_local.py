@@ -282,6 +282,25 @@ def test_a_second_stop_while_the_agent_seals_its_run_is_ignored(tmp_path, stop):
     assert "interrupted; the run is kept as partial" in stderr
 
 
+@pytest.mark.parametrize("late", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_arriving_as_evbench_exits_leaves_its_exit_code(late):
+    # timeout(1) signals the command and then its process group: the second SIGTERM can
+    # come once the command is over (docs/buses.md's `evbench serve`, stopped cleanly by
+    # the first, exited 143 beside a CPU hog). Made certain: an atexit hook sends it as the
+    # program exits. Python's default handler, put back after the command, killed it.
+    script = (
+        "import atexit, os, sys\n"
+        f"atexit.register(lambda: (os.kill(os.getpid(), {int(late)}), print('after')))\n"
+        "sys.argv = ['evbench', '--version']\n"
+        "from evbench.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "after"), done
+
+
 @pytest.mark.parametrize("start", [EVBENCH, AGENT], ids=["evbench", "agent"])
 def test_ctrl_c_before_the_run_began_leaves_nothing_and_exits_130(tmp_path, start):
     # Ctrl-C as soon as the folder appears lands in the plan's probe (before the manifest):

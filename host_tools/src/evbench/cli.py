@@ -55,12 +55,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def evbench(argv: Sequence[str] | None = None) -> int:
-    """Run the command line `argv`; return the exit code."""
+def evbench(argv: Sequence[str] | None = None, process_ends: bool = False) -> int:
+    """Run the command line `argv`; return the exit code. `process_ends`: this is the
+    program, which exits next (evbench.interrupts.handled)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    with interrupts.handled():  # SIGTERM and SIGHUP end a command as Ctrl-C does
+    # SIGTERM and SIGHUP end a command as Ctrl-C does
+    with interrupts.handled(process_ends):
         return run_program(PROG, lambda: build_parser(arguments), arguments, "interrupted")
 
 
 def main() -> None:
-    sys.exit(evbench())
+    sys.exit(evbench(process_ends=True))

@@ -60,9 +60,16 @@ def _on_ctrl_c(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def handled() -> Iterator[None]:
+def handled(process_ends: bool = False) -> Iterator[None]:
     """Handle the signals while the command runs, then put the previous handlers back
     (the command may run inside another program: a test, a script).
+
+    With `process_ends` (the `evbench` program itself) SIGTERM and SIGHUP are ignored
+    after the command instead: its work is done and the process is on its way out.
+    Put back, Python's default would let a late one kill it on the way, exit 143 in
+    place of the command's own: `timeout` signals the command and then its process
+    group, and the second SIGTERM can arrive after a clean stop (`evbench serve`
+    ended by the first, on a loaded machine: 2026-12-08).
 
     Only the main thread can set handlers (Python's rule): elsewhere nothing changes.
     """
@@ -77,5 +84,9 @@ def handled() -> Iterator[None]:
     try:
         yield
     finally:
+        if process_ends:
+            for number in interrupts.SIGNALS:
+                previous.pop(number, None)
+                signal.signal(number, signal.SIG_IGN)
         interrupts.restore(previous)
         _stopping = False
