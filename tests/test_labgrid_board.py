@@ -242,9 +242,12 @@ def test_a_signal_mid_run_frees_the_place_and_keeps_the_run_partial(lab, tmp_pat
     # on the freeing (a labgrid-client check from here would add its own seconds).
     released = lambda: "released place am62x-a" in log.read_text(errors="replace")  # noqa: E731
     with log.open("w") as errors, running(*argv, stdout=subprocess.DEVNULL, stderr=errors) as job:
-        # Acquired, and the agent measuring on the board: its samples file exists there.
-        measuring = lambda: any((tmp_path / "board").glob("runs/*/results/samples.jsonl"))  # noqa: E731
-        wait_while_running(job, measuring, "the run never started on the board", 300, 0.5)
+        # Acquired, the agent measuring on the board, and evbench showing its steps: the
+        # check below needs a step shown (the board's samples file came before any, and an
+        # idle fresh-clone run sent the signal there: no step to compare, 2026-12-08).
+        step = re.compile(r"codec \[\d+/\d+\]")
+        measuring = lambda: step.search(log.read_text(errors="replace"))  # noqa: E731
+        wait_while_running(job, measuring, "the run never showed a step", 300, 0.05)
         assert "+evbench-" in (lab.acquired_by("am62x-a") or "")
         job.send_signal(stop)
         wait_while_running(job, released, "the place was never released", 300, 0.05)
